@@ -1,0 +1,788 @@
+//! Whether tolerations tolerate taints, exactly as upstream decides it.
+//!
+//! Ported from kubernetes/api `core/v1/toleration.go` (`ToleratesTaint`,
+//! `MatchToleration`) and kubernetes/component-helpers
+//! `scheduling/corev1/helpers.go` (`TolerationsTolerateTaint`,
+//! `FindMatchingUntoleratedTaint`), plus the per-taint toleration choice of
+//! the taint-eviction controller (`getMatchingTolerations`,
+//! `getMinTolerationTime`) that decides how long a pod may stay on a node
+//! with NoExecute taints.
+//!
+//! These functions sit on the scheduler's hot path (one call per node per
+//! pod), so they borrow, never allocate, and compare strings in place.
+
+use k8s_openapi::api::core::v1::{Taint, Toleration};
+
+use crate::feature_gates::FeatureGates;
+
+pub const EFFECT_NO_SCHEDULE: &str = "NoSchedule";
+pub const EFFECT_PREFER_NO_SCHEDULE: &str = "PreferNoSchedule";
+pub const EFFECT_NO_EXECUTE: &str = "NoExecute";
+
+pub const OP_EQUAL: &str = "Equal";
+pub const OP_EXISTS: &str = "Exists";
+pub const OP_GT: &str = "Gt";
+pub const OP_LT: &str = "Lt";
+
+fn opt(s: &Option<String>) -> &str {
+    s.as_deref().unwrap_or("")
+}
+
+/// `Toleration.ToleratesTaint`: the checks run in upstream's order (effect,
+/// key, then operator). An empty effect matches every effect; an empty key
+/// (which validation allows only with `Exists`) matches every key; an empty
+/// operator means `Equal`. `Gt`/`Lt` compare canonical decimal int64 values
+/// and match nothing while the `TaintTolerationComparisonOperators` gate is
+/// off or when either value does not parse.
+pub fn tolerates(toleration: &Toleration, taint: &Taint, gates: FeatureGates) -> bool {
+    let effect = opt(&toleration.effect);
+    if !effect.is_empty() && effect != taint.effect {
+        return false;
+    }
+    let key = opt(&toleration.key);
+    if !key.is_empty() && key != taint.key {
+        return false;
+    }
+    match opt(&toleration.operator) {
+        "" | OP_EQUAL => opt(&toleration.value) == opt(&taint.value),
+        OP_EXISTS => true,
+        op @ (OP_GT | OP_LT) => {
+            gates.taint_toleration_comparison_operators
+                && compare_numeric_values(opt(&toleration.value), opt(&taint.value), op)
+        }
+        _ => false,
+    }
+}
+
+/// `compareNumericValues`: true when the taint's value is greater (`Gt`) or
+/// less (`Lt`) than the toleration's. Anything that is not a canonical
+/// decimal int64 on either side never matches.
+fn compare_numeric_values(toleration_value: &str, taint_value: &str, op: &str) -> bool {
+    let (Some(toleration), Some(taint)) = (
+        parse_canonical_int64(toleration_value),
+        parse_canonical_int64(taint_value),
+    ) else {
+        return false;
+    };
+    match op {
+        OP_LT => taint < toleration,
+        OP_GT => taint > toleration,
+        _ => false,
+    }
+}
+
+/// A signed 64-bit integer written the way apimachinery's
+/// `content.IsDecimalInteger` demands: `0`, or an optional `-` and a digit
+/// 1-9 followed by digits. No `+`, no leading zeros, no `-0`, no spaces;
+/// out of range is not a number either.
+pub fn parse_canonical_int64(value: &str) -> Option<i64> {
+    let digits = value.strip_prefix('-').unwrap_or(value);
+    let canonical = match digits.as_bytes() {
+        [] => false,
+        [b'0'] => digits.len() == value.len(),
+        [first, rest @ ..] => (b'1'..=b'9').contains(first) && rest.iter().all(u8::is_ascii_digit),
+    };
+    if canonical { value.parse().ok() } else { None }
+}
+
+/// `TolerationsTolerateTaint`: some toleration tolerates the taint.
+pub fn tolerations_tolerate_taint(
+    tolerations: &[Toleration],
+    taint: &Taint,
+    gates: FeatureGates,
+) -> bool {
+    tolerations.iter().any(|t| tolerates(t, taint, gates))
+}
+
+/// `FindMatchingUntoleratedTaint`: the first taint that passes `include`
+/// and that no toleration tolerates, if any.
+pub fn find_matching_untolerated_taint<'a>(
+    taints: &'a [Taint],
+    tolerations: &[Toleration],
+    include: impl Fn(&Taint) -> bool,
+    gates: FeatureGates,
+) -> Option<&'a Taint> {
+    taints
+        .iter()
+        .filter(|taint| include(taint))
+        .find(|taint| !tolerations_tolerate_taint(tolerations, taint, gates))
+}
+
+/// The filter the scheduler and the kubelet use: taints that keep a pod off
+/// a node (`NoSchedule` and `NoExecute`).
+pub fn is_do_not_schedule(taint: &Taint) -> bool {
+    taint.effect == EFFECT_NO_SCHEDULE || taint.effect == EFFECT_NO_EXECUTE
+}
+
+/// The taints that evict running pods.
+pub fn is_no_execute(taint: &Taint) -> bool {
+    taint.effect == EFFECT_NO_EXECUTE
+}
+
+/// `getMatchingTolerations`: for each taint, the first toleration that
+/// tolerates it, in taint order; `None` when some taint is not tolerated.
+/// The choice of the *first* toleration matters: its `tolerationSeconds`
+/// decides how long the pod may stay, even when a later toleration would
+/// also match with a different value.
+pub fn matching_tolerations<'t>(
+    taints: &[Taint],
+    tolerations: &'t [Toleration],
+    gates: FeatureGates,
+) -> Option<Vec<&'t Toleration>> {
+    taints
+        .iter()
+        .map(|taint| tolerations.iter().find(|t| tolerates(t, taint, gates)))
+        .collect()
+}
+
+/// How long a running pod may stay on its node given the node's NoExecute
+/// taints.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
+pub enum EvictionDelay {
+    /// Evict at once: a taint is not tolerated, or a toleration used has
+    /// zero or negative `tolerationSeconds`.
+    Now,
+    /// Evict this many seconds after the taints were added.
+    After(i64),
+    /// Every taint is tolerated forever (or there are none).
+    Never,
+}
+
+/// `getMinTolerationTime` over the tolerations used: the smallest positive
+/// `tolerationSeconds`, `Now` if any is zero or negative, `Never` if none
+/// sets it. Like upstream, an empty list means `Now`: it only arises when
+/// there are taints and nothing tolerates them.
+pub fn min_toleration_time(used: &[&Toleration]) -> EvictionDelay {
+    if used.is_empty() {
+        return EvictionDelay::Now;
+    }
+    let mut min = EvictionDelay::Never;
+    for seconds in used.iter().filter_map(|t| t.toleration_seconds) {
+        if seconds <= 0 {
+            return EvictionDelay::Now;
+        }
+        min = min.min(EvictionDelay::After(seconds));
+    }
+    min
+}
+
+/// What a node's NoExecute taints do to a pod already running there,
+/// measured from the moment the taints apply to it.
+pub fn eviction_delay(
+    node_taints: &[Taint],
+    tolerations: &[Toleration],
+    gates: FeatureGates,
+) -> EvictionDelay {
+    let no_execute: Vec<Taint> = node_taints
+        .iter()
+        .filter(|t| is_no_execute(t))
+        .cloned()
+        .collect();
+    if no_execute.is_empty() {
+        return EvictionDelay::Never;
+    }
+    match matching_tolerations(&no_execute, tolerations, gates) {
+        Some(used) => min_toleration_time(&used),
+        None => EvictionDelay::Now,
+    }
+}
+
+/// `Toleration.MatchToleration`: tolerations are the same when key,
+/// effect, operator and value are equal (`tolerationSeconds` is not part of
+/// a toleration's identity).
+pub fn same_toleration(a: &Toleration, b: &Toleration) -> bool {
+    a.key == b.key && a.effect == b.effect && a.operator == b.operator && a.value == b.value
+}
+
+#[cfg(test)]
+pub(crate) mod tests {
+    use super::*;
+    use proptest::prelude::*;
+
+    pub(crate) fn taint(key: &str, value: &str, effect: &str) -> Taint {
+        Taint {
+            key: key.into(),
+            value: (!value.is_empty()).then(|| value.into()),
+            effect: effect.into(),
+            time_added: None,
+        }
+    }
+
+    pub(crate) fn tol(key: &str, op: &str, value: &str, effect: &str) -> Toleration {
+        let some = |s: &str| (!s.is_empty()).then(|| s.to_string());
+        Toleration {
+            key: some(key),
+            operator: some(op),
+            value: some(value),
+            effect: some(effect),
+            toleration_seconds: None,
+        }
+    }
+
+    pub(crate) fn tol_secs(key: &str, op: &str, value: &str, effect: &str, s: i64) -> Toleration {
+        Toleration {
+            toleration_seconds: Some(s),
+            ..tol(key, op, value, effect)
+        }
+    }
+
+    const ON: FeatureGates = FeatureGates {
+        taint_toleration_comparison_operators: true,
+    };
+    const OFF: FeatureGates = FeatureGates {
+        taint_toleration_comparison_operators: false,
+    };
+    const NS: &str = EFFECT_NO_SCHEDULE;
+    const NE: &str = EFFECT_NO_EXECUTE;
+    const SLA: &str = "node.kubernetes.io/sla";
+
+    /// Upstream `TestTolerationToleratesTaint` (kubernetes/api), plus the
+    /// gate-off rows berth adds for the same Gt/Lt tolerations.
+    #[test]
+    fn toleration_tolerates_taint_as_upstream() {
+        let cases: &[(&str, Toleration, Taint, FeatureGates, bool)] = &[
+            (
+                "same key and effect, Exists, taint without value",
+                tol("foo", OP_EXISTS, "", NS),
+                taint("foo", "", NS),
+                OFF,
+                true,
+            ),
+            (
+                "same key and effect, Exists, taint with value",
+                tol("foo", OP_EXISTS, "", NS),
+                taint("foo", "bar", NS),
+                OFF,
+                true,
+            ),
+            (
+                "empty key with Exists matches all taints of that effect",
+                tol("", OP_EXISTS, "", NS),
+                taint("foo", "bar", NS),
+                OFF,
+                true,
+            ),
+            (
+                "same key, effect and value with Equal",
+                tol("foo", OP_EQUAL, "bar", NS),
+                taint("foo", "bar", NS),
+                OFF,
+                true,
+            ),
+            (
+                "different values with Equal",
+                tol("foo", OP_EQUAL, "value1", NS),
+                taint("foo", "value2", NS),
+                OFF,
+                false,
+            ),
+            (
+                "different effects with Equal",
+                tol("foo", OP_EQUAL, "bar", NS),
+                taint("foo", "bar", NE),
+                OFF,
+                false,
+            ),
+            (
+                "Gt, taint value below toleration value",
+                tol(SLA, OP_GT, "950", NS),
+                taint(SLA, "800", NS),
+                ON,
+                false,
+            ),
+            (
+                "Gt, taint value above toleration value",
+                tol(SLA, OP_GT, "750", NS),
+                taint(SLA, "950", NS),
+                ON,
+                true,
+            ),
+            (
+                "Lt, taint value above toleration value",
+                tol(SLA, OP_LT, "800", NS),
+                taint(SLA, "950", NS),
+                ON,
+                false,
+            ),
+            (
+                "Lt, taint value below toleration value",
+                tol(SLA, OP_LT, "950", NS),
+                taint(SLA, "800", NS),
+                ON,
+                true,
+            ),
+            (
+                "Gt with equal values",
+                tol(SLA, OP_GT, "950", NS),
+                taint(SLA, "950", NS),
+                ON,
+                false,
+            ),
+            (
+                "Gt with non-numeric taint value",
+                tol(SLA, OP_GT, "950", NS),
+                taint(SLA, "high", NS),
+                ON,
+                false,
+            ),
+            (
+                "Gt with negative values, taint below",
+                tol("test-key", OP_GT, "-100", NS),
+                taint("test-key", "-200", NS),
+                ON,
+                false,
+            ),
+            (
+                "Gt with large int64 values, taint below",
+                tol("test-key", OP_GT, "9223372036854775806", NS),
+                taint("test-key", "100", NS),
+                ON,
+                false,
+            ),
+            (
+                "Gt that would match, gate off",
+                tol(SLA, OP_GT, "750", NS),
+                taint(SLA, "950", NS),
+                OFF,
+                false,
+            ),
+            (
+                "Lt that would match, gate off",
+                tol(SLA, OP_LT, "950", NS),
+                taint(SLA, "800", NS),
+                OFF,
+                false,
+            ),
+            (
+                "empty operator means Equal",
+                tol("foo", "", "bar", NS),
+                taint("foo", "bar", NS),
+                OFF,
+                true,
+            ),
+            (
+                "empty effect matches every effect",
+                tol("foo", OP_EQUAL, "bar", ""),
+                taint("foo", "bar", NE),
+                OFF,
+                true,
+            ),
+            (
+                "unknown operator never matches",
+                tol("foo", "In", "bar", NS),
+                taint("foo", "bar", NS),
+                ON,
+                false,
+            ),
+            (
+                "operators are case-sensitive",
+                tol("foo", "exists", "", NS),
+                taint("foo", "bar", NS),
+                ON,
+                false,
+            ),
+            (
+                "empty key with Equal matches keys with that value",
+                tol("", OP_EQUAL, "bar", NS),
+                taint("foo", "bar", NS),
+                ON,
+                true,
+            ),
+        ];
+        for (name, toleration, taint, gates, want) in cases {
+            assert_eq!(tolerates(toleration, taint, *gates), *want, "{name}");
+        }
+    }
+
+    /// Upstream `TestCompareNumericValues` (kubernetes/api).
+    #[test]
+    fn numeric_comparison_accepts_only_canonical_int64() {
+        let cases: &[(&str, &str, &str, &str, bool)] = &[
+            ("Gt, taint greater", "100", "200", OP_GT, true),
+            ("Gt, taint less", "200", "100", OP_GT, false),
+            ("Gt, equal", "100", "100", OP_GT, false),
+            (
+                "Gt, negative numbers, taint greater",
+                "-100",
+                "-50",
+                OP_GT,
+                true,
+            ),
+            (
+                "Gt, negative numbers, taint less",
+                "-50",
+                "-100",
+                OP_GT,
+                false,
+            ),
+            ("Gt, zero and positive", "0", "1", OP_GT, true),
+            (
+                "Gt, large int64 values",
+                "9223372036854775806",
+                "9223372036854775807",
+                OP_GT,
+                true,
+            ),
+            ("Lt, taint less", "200", "100", OP_LT, true),
+            ("Lt, taint greater", "100", "200", OP_LT, false),
+            ("Lt, equal", "100", "100", OP_LT, false),
+            (
+                "Lt, negative numbers, taint less",
+                "-50",
+                "-100",
+                OP_LT,
+                true,
+            ),
+            (
+                "Lt, negative numbers, taint greater",
+                "-100",
+                "-50",
+                OP_LT,
+                false,
+            ),
+            ("Lt, zero and negative", "0", "-1", OP_LT, true),
+            ("toleration non-numeric", "abc", "100", OP_GT, false),
+            ("toleration empty", "", "100", OP_GT, false),
+            ("toleration leading zero", "0100", "200", OP_GT, false),
+            ("toleration plus sign", "+100", "200", OP_GT, false),
+            ("toleration floating point", "100.5", "200", OP_GT, false),
+            ("toleration just a minus sign", "-", "100", OP_GT, false),
+            ("taint non-numeric", "100", "xyz", OP_GT, false),
+            ("taint empty", "100", "", OP_GT, false),
+            ("taint leading zero", "100", "0200", OP_GT, false),
+            ("taint plus sign", "100", "+200", OP_LT, false),
+            ("taint with spaces", "100", " 200 ", OP_LT, false),
+            (
+                "Equal is not a numeric operator",
+                "100",
+                "100",
+                OP_EQUAL,
+                false,
+            ),
+            (
+                "Exists is not a numeric operator",
+                "100",
+                "100",
+                OP_EXISTS,
+                false,
+            ),
+            ("Gt, both zero", "0", "0", OP_GT, false),
+            ("Lt, both zero", "0", "0", OP_LT, false),
+            (
+                "Gt, max int64 taint",
+                "0",
+                "9223372036854775807",
+                OP_GT,
+                true,
+            ),
+            (
+                "Lt, min int64 taint",
+                "0",
+                "-9223372036854775808",
+                OP_LT,
+                true,
+            ),
+            // berth additions at the edges of the canonical form.
+            ("taint negative zero", "1", "-0", OP_LT, false),
+            (
+                "taint overflows int64",
+                "0",
+                "9223372036854775808",
+                OP_GT,
+                false,
+            ),
+            (
+                "taint underflows int64",
+                "0",
+                "-9223372036854775809",
+                OP_LT,
+                false,
+            ),
+        ];
+        for (name, toleration, taint, op, want) in cases {
+            assert_eq!(
+                compare_numeric_values(toleration, taint, op),
+                *want,
+                "{name}"
+            );
+        }
+    }
+
+    /// Upstream `TestFindMatchingUntoleratedTaint` (component-helpers).
+    #[test]
+    fn find_matching_untolerated_taint_as_upstream() {
+        let all = |_: &Taint| true;
+        let none = |_: &Taint| false;
+        type Case = (
+            &'static str,
+            Vec<Toleration>,
+            Vec<Taint>,
+            fn(&Taint) -> bool,
+            bool,
+        );
+        let cases: Vec<Case> = vec![
+            (
+                "empty tolerations tolerate empty taints",
+                vec![],
+                vec![],
+                all,
+                true,
+            ),
+            (
+                "non-empty tolerations tolerate empty taints",
+                vec![tol("foo", OP_EXISTS, "", NS)],
+                vec![],
+                all,
+                true,
+            ),
+            (
+                "tolerations match all taints",
+                vec![tol("foo", OP_EXISTS, "", NS)],
+                vec![taint("foo", "", NS)],
+                all,
+                true,
+            ),
+            (
+                "no taint passes the filter",
+                vec![tol("foo", OP_EXISTS, "", NS)],
+                vec![taint("bar", "", NS)],
+                none,
+                true,
+            ),
+            (
+                "all taints pass, tolerations don't match",
+                vec![tol("foo", OP_EXISTS, "", NS)],
+                vec![taint("bar", "", NS)],
+                all,
+                false,
+            ),
+            (
+                "tolerations match the filtered taints",
+                vec![tol("foo", OP_EXISTS, "", NE)],
+                vec![taint("foo", "", NE), taint("bar", "", NS)],
+                is_no_execute,
+                true,
+            ),
+            (
+                "Gt with taint value below threshold",
+                vec![tol(SLA, OP_GT, "950", NS)],
+                vec![taint(SLA, "800", NS)],
+                all,
+                false,
+            ),
+            (
+                "Gt with taint value above threshold",
+                vec![tol(SLA, OP_GT, "750", NS)],
+                vec![taint(SLA, "950", NS)],
+                all,
+                true,
+            ),
+            (
+                "Lt with taint value above threshold",
+                vec![tol(SLA, OP_LT, "800", NS)],
+                vec![taint(SLA, "950", NS)],
+                all,
+                false,
+            ),
+            (
+                "Gt with non-numeric taint value",
+                vec![tol(SLA, OP_GT, "950", NS)],
+                vec![taint(SLA, "high", NS)],
+                all,
+                false,
+            ),
+            (
+                "a later toleration matches despite a Gt parse failure",
+                vec![tol(SLA, OP_GT, "950", NS), tol(SLA, OP_EXISTS, "", NS)],
+                vec![taint(SLA, "high", NS)],
+                all,
+                true,
+            ),
+        ];
+        for (name, tolerations, taints, filter, want_tolerated) in cases {
+            let found = find_matching_untolerated_taint(&taints, &tolerations, filter, ON);
+            assert_eq!(found.is_none(), want_tolerated, "{name}");
+        }
+    }
+
+    #[test]
+    fn untolerated_taint_returned_is_the_first_in_node_order() {
+        let taints = [taint("a", "", NS), taint("b", "", NE), taint("c", "", NS)];
+        let tolerations = [tol("a", OP_EXISTS, "", "")];
+        let found = find_matching_untolerated_taint(&taints, &tolerations, is_do_not_schedule, ON);
+        assert_eq!(found.map(|t| t.key.as_str()), Some("b"));
+    }
+
+    /// Upstream `TestGetMinTolerationTime` (tainteviction controller).
+    #[test]
+    fn min_toleration_time_as_upstream() {
+        let one = tol_secs("", OP_EXISTS, "", NE, 1);
+        let ten = tol_secs("", OP_EXISTS, "", NE, 10);
+        let zero = tol_secs("", OP_EXISTS, "", NE, 0);
+        let negative = tol_secs("", OP_EXISTS, "", NE, -1);
+        let forever = tol("", OP_EXISTS, "", NE);
+        let cases: &[(&str, Vec<&Toleration>, EvictionDelay)] = &[
+            ("no tolerations used means now", vec![], EvictionDelay::Now),
+            ("one with seconds", vec![&one], EvictionDelay::After(1)),
+            (
+                "the smallest wins",
+                vec![&ten, &one],
+                EvictionDelay::After(1),
+            ),
+            (
+                "the smallest wins in any order",
+                vec![&one, &ten],
+                EvictionDelay::After(1),
+            ),
+            (
+                "unset seconds are ignored beside set ones",
+                vec![&forever, &ten],
+                EvictionDelay::After(10),
+            ),
+            (
+                "only unset seconds means never",
+                vec![&forever],
+                EvictionDelay::Never,
+            ),
+            ("zero means now", vec![&ten, &zero], EvictionDelay::Now),
+            (
+                "negative means now",
+                vec![&negative, &forever],
+                EvictionDelay::Now,
+            ),
+        ];
+        for (name, used, want) in cases {
+            assert_eq!(min_toleration_time(used), *want, "{name}");
+        }
+    }
+
+    /// The first toleration that tolerates a taint is the one whose seconds
+    /// count, as in upstream's `getMatchingTolerations`.
+    #[test]
+    fn eviction_delay_uses_first_matching_toleration_per_taint() {
+        let cases: &[(&str, Vec<Taint>, Vec<Toleration>, EvictionDelay)] = &[
+            ("no taints: never", vec![], vec![], EvictionDelay::Never),
+            (
+                "only NoSchedule taints: never",
+                vec![taint("a", "", NS)],
+                vec![],
+                EvictionDelay::Never,
+            ),
+            (
+                "untolerated NoExecute: now",
+                vec![taint("a", "", NE)],
+                vec![],
+                EvictionDelay::Now,
+            ),
+            (
+                "tolerated forever",
+                vec![taint("a", "", NE)],
+                vec![tol("a", OP_EXISTS, "", NE)],
+                EvictionDelay::Never,
+            ),
+            (
+                "tolerated for 3600 s",
+                vec![taint("key1", "value1", NE)],
+                vec![tol_secs("key1", OP_EQUAL, "value1", NE, 3600)],
+                EvictionDelay::After(3600),
+            ),
+            (
+                "first match wins over a later shorter one",
+                vec![taint("a", "", NE)],
+                vec![
+                    tol("a", OP_EXISTS, "", NE),
+                    tol_secs("a", OP_EXISTS, "", NE, 5),
+                ],
+                EvictionDelay::Never,
+            ),
+            (
+                "minimum over taints",
+                vec![taint("a", "", NE), taint("b", "", NE)],
+                vec![
+                    tol_secs("a", OP_EXISTS, "", NE, 60),
+                    tol_secs("b", OP_EXISTS, "", NE, 30),
+                ],
+                EvictionDelay::After(30),
+            ),
+            (
+                "one untolerated among tolerated: now",
+                vec![taint("a", "", NE), taint("b", "", NE)],
+                vec![tol_secs("a", OP_EXISTS, "", NE, 60)],
+                EvictionDelay::Now,
+            ),
+            (
+                "seed: the pod with two tolerations keeps running on node1",
+                vec![
+                    taint("key1", "value1", NS),
+                    taint("key1", "value1", NE),
+                    taint("key2", "value2", NS),
+                ],
+                vec![
+                    tol("key1", OP_EQUAL, "value1", NS),
+                    tol("key1", OP_EQUAL, "value1", NE),
+                ],
+                EvictionDelay::Never,
+            ),
+        ];
+        for (name, taints, tolerations, want) in cases {
+            assert_eq!(eviction_delay(taints, tolerations, ON), *want, "{name}");
+        }
+    }
+
+    #[test]
+    fn toleration_identity_ignores_seconds() {
+        assert!(same_toleration(
+            &tol_secs("a", OP_EXISTS, "", NE, 1),
+            &tol_secs("a", OP_EXISTS, "", NE, 2)
+        ));
+        assert!(!same_toleration(
+            &tol("a", OP_EXISTS, "", NE),
+            &tol("a", OP_EXISTS, "", NS)
+        ));
+        assert!(!same_toleration(
+            &tol("a", OP_EQUAL, "x", NE),
+            &tol("a", OP_EQUAL, "y", NE)
+        ));
+    }
+
+    fn effect() -> impl Strategy<Value = String> {
+        prop_oneof![
+            Just(NS.to_string()),
+            Just(EFFECT_PREFER_NO_SCHEDULE.to_string()),
+            Just(NE.to_string())
+        ]
+    }
+
+    fn any_taint() -> impl Strategy<Value = Taint> {
+        (
+            "[a-z]{1,8}",
+            prop_oneof![Just(String::new()), "-?[0-9]{1,20}", "[a-z0-9]{0,8}"],
+            effect(),
+        )
+            .prop_map(|(k, v, e)| taint(&k, &v, &e))
+    }
+
+    proptest! {
+        #[test]
+        fn exists_with_empty_key_and_effect_tolerates_every_taint(t in any_taint()) {
+            prop_assert!(tolerates(&tol("", OP_EXISTS, "", ""), &t, ON));
+        }
+
+        #[test]
+        fn gt_and_lt_never_both_tolerate_a_taint(t in any_taint(), v in "-?[0-9]{1,20}") {
+            let gt = tol(&t.key, OP_GT, &v, "");
+            let lt = tol(&t.key, OP_LT, &v, "");
+            prop_assert!(!(tolerates(&gt, &t, ON) && tolerates(&lt, &t, ON)));
+        }
+
+        #[test]
+        fn canonical_int64_round_trips(n in any::<i64>()) {
+            prop_assert_eq!(parse_canonical_int64(&n.to_string()), Some(n));
+        }
+
+        #[test]
+        fn canonical_int64_never_panics(s in "\\PC*") {
+            let _ = parse_canonical_int64(&s);
+        }
+    }
+}
