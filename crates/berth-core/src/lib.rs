@@ -13,6 +13,7 @@ pub use k8s_openapi as k8s;
 
 pub mod clock;
 pub mod feature_gates;
+pub mod manifest;
 pub mod toleration;
 
 pub use feature_gates::FeatureGates;
