@@ -1,1 +1,2 @@
+pub mod quantity;
 pub mod toleration;
