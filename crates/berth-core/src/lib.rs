@@ -5,7 +5,12 @@
 //!
 //! - [`toleration`]: whether tolerations tolerate taints, and how long a
 //!   running pod may stay under NoExecute taints (upstream's exact rules).
+//! - [`taint_spec`]: the `kubectl taint` / `--register-with-taints` syntax.
+//! - [`validation`]: Kubernetes field errors and the API rules for taints
+//!   and tolerations.
+//! - [`quantity`]: resource quantities parsed and compared as upstream does.
 //! - [`feature_gates`]: `--feature-gates`, e.g. `TaintTolerationComparisonOperators`.
+//! - [`manifest`]: YAML/JSON manifests as `kubectl apply -f` reads them.
 //! - [`clock`]: the one source of time for every timer in berth, real or
 //!   virtual (a paused tokio clock in tests).
 
@@ -14,6 +19,9 @@ pub use k8s_openapi as k8s;
 pub mod clock;
 pub mod feature_gates;
 pub mod manifest;
+pub mod quantity;
+pub mod taint_spec;
 pub mod toleration;
+pub mod validation;
 
 pub use feature_gates::FeatureGates;
