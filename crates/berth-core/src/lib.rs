@@ -1,1 +1,2 @@
 pub mod toleration;
+pub mod validation;
