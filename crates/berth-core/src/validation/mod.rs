@@ -1,0 +1,21 @@
+//! API validation for node taints and pod tolerations, ported from
+//! Kubernetes (`pkg/apis/core/validation` and apimachinery's
+//! `util/validation`), with Kubernetes-style field errors.
+//!
+//! - [`field`]: `FieldError`, `ErrorType` (+ `reason()` for 422 causes),
+//!   `Path`.
+//! - [`names`]: qualified names, label values, DNS-1123 subdomains,
+//!   canonical decimal integers, with upstream's messages.
+//! - [`validate_node_taints`], [`validate_tolerations`],
+//!   [`validate_toleration_update`], [`uses_comparison_operators`].
+
+pub mod field;
+pub mod names;
+mod taints;
+mod tolerations;
+
+pub use field::{ErrorList, ErrorType, FieldError, Path};
+pub use taints::validate_node_taints;
+pub use tolerations::{
+    TolerationOptions, uses_comparison_operators, validate_toleration_update, validate_tolerations,
+};
