@@ -1,1 +1,2 @@
+pub mod taint_spec;
 pub mod toleration;
