@@ -1,0 +1,714 @@
+//! The scheduling framework's shape, after upstream `k8s.io/kube-scheduler/framework`
+//! and `pkg/scheduler/framework`: plugin statuses, the per-node and per-pod
+//! views plugins read, the cycle state they share between extension points,
+//! the extension-point traits, upstream's `DefaultNormalizeScore` helper
+//! (`pkg/scheduler/framework/plugins/helper/normalize_score.go`) and the
+//! `FitError` message users see in `FailedScheduling` events.
+//!
+//! Upstream signals success with a nil `*Status`; here success is a
+//! [`Status`] with [`Code::Success`] and no reasons, which costs no
+//! allocation (an empty `Vec` does not allocate), so a Filter that passes a
+//! node stays allocation-free.
+
+use std::any::Any;
+use std::collections::{BTreeMap, BTreeSet, HashMap};
+use std::fmt;
+use std::sync::Arc;
+
+use k8s_openapi::api::core::v1::{Node, Pod, Toleration};
+
+/// The highest score a Score plugin may give a node after normalisation.
+pub const MAX_NODE_SCORE: i64 = 100;
+/// The lowest score a Score plugin may give a node after normalisation.
+pub const MIN_NODE_SCORE: i64 = 0;
+
+/// What a plugin decided. Mirrors upstream's `fwk.Code` (without `Wait` and
+/// `Pending`, which belong to Permit and the queue, not yet ported).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub enum Code {
+    Success,
+    /// An internal error: the pod is retried, preemption does not help.
+    Error,
+    /// The node does not fit now; preempting pods on it might help.
+    Unschedulable,
+    /// The node does not fit and preemption cannot change that.
+    UnschedulableAndUnresolvable,
+    /// PreFilter/PreScore: this plugin has nothing to do for the pod, so its
+    /// Filter/Score is skipped for the whole cycle.
+    Skip,
+}
+
+impl fmt::Display for Code {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(match self {
+            Code::Success => "Success",
+            Code::Error => "Error",
+            Code::Unschedulable => "Unschedulable",
+            Code::UnschedulableAndUnresolvable => "UnschedulableAndUnresolvable",
+            Code::Skip => "Skip",
+        })
+    }
+}
+
+/// The result of running a plugin: a code, the human-readable reasons (the
+/// strings aggregated into [`FitError`]) and the plugin that produced it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Status {
+    pub code: Code,
+    pub reasons: Vec<String>,
+    /// Set by the framework (or the plugin) so diagnostics can name who
+    /// rejected the pod; empty when unknown.
+    pub plugin: &'static str,
+}
+
+impl Default for Status {
+    fn default() -> Self {
+        Status::success()
+    }
+}
+
+impl Status {
+    /// Success, without allocating.
+    pub const fn success() -> Self {
+        Status {
+            code: Code::Success,
+            reasons: Vec::new(),
+            plugin: "",
+        }
+    }
+
+    /// A status with one reason (`NewStatus(code, reason)`).
+    pub fn new(code: Code, reason: impl Into<String>) -> Self {
+        Status {
+            code,
+            reasons: vec![reason.into()],
+            plugin: "",
+        }
+    }
+
+    /// A status with no reasons (`NewStatus(code)`), e.g. `Skip`.
+    pub const fn code_only(code: Code) -> Self {
+        Status {
+            code,
+            reasons: Vec::new(),
+            plugin: "",
+        }
+    }
+
+    /// A status with several reasons.
+    pub fn with_reasons(code: Code, reasons: Vec<String>) -> Self {
+        Status {
+            code,
+            reasons,
+            plugin: "",
+        }
+    }
+
+    pub const fn skip() -> Self {
+        Status::code_only(Code::Skip)
+    }
+
+    /// `AsStatus(err)`: an internal error carrying the error's message.
+    pub fn error(message: impl Into<String>) -> Self {
+        Status::new(Code::Error, message)
+    }
+
+    /// Records which plugin produced this status.
+    pub fn with_plugin(mut self, plugin: &'static str) -> Self {
+        self.plugin = plugin;
+        self
+    }
+
+    pub fn is_success(&self) -> bool {
+        self.code == Code::Success
+    }
+
+    pub fn is_skip(&self) -> bool {
+        self.code == Code::Skip
+    }
+
+    /// `IsRejected`: the node (or pod) was found unschedulable.
+    pub fn is_rejected(&self) -> bool {
+        matches!(
+            self.code,
+            Code::Unschedulable | Code::UnschedulableAndUnresolvable
+        )
+    }
+
+    /// `Message()`: the reasons joined by ", ".
+    pub fn message(&self) -> String {
+        self.reasons.join(", ")
+    }
+}
+
+impl fmt::Display for Status {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{}: {}", self.code, self.message())
+    }
+}
+
+/// Resources summed over a set of pods (upstream's `framework.Resource`,
+/// minus `AllowedPodNumber`, which is a node property, replaced by the pod
+/// count). The helper that fills it from pod specs arrives with
+/// NodeResourcesFit; until then it is plain data.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Resource {
+    pub milli_cpu: i64,
+    pub memory: i64,
+    pub ephemeral_storage: i64,
+    pub pods: usize,
+    /// Extended resources (`example.com/gpu`, hugepages, ...) by name.
+    pub scalar_resources: BTreeMap<String, i64>,
+}
+
+/// What the scheduler knows about one node: the node object and the
+/// aggregate requests of the pods bound to it.
+#[derive(Debug, Clone)]
+pub struct NodeInfo {
+    node: Arc<Node>,
+    /// Sum of the requests of the pods on the node, and their count.
+    pub requested: Resource,
+}
+
+impl NodeInfo {
+    pub fn new(node: Arc<Node>) -> Self {
+        NodeInfo {
+            node,
+            requested: Resource::default(),
+        }
+    }
+
+    pub fn node(&self) -> &Node {
+        &self.node
+    }
+
+    /// The shared handle, for callers that keep the node beyond the cycle.
+    pub fn node_arc(&self) -> &Arc<Node> {
+        &self.node
+    }
+
+    /// The node's name, or "" when unset.
+    pub fn name(&self) -> &str {
+        self.node.metadata.name.as_deref().unwrap_or("")
+    }
+}
+
+impl From<Node> for NodeInfo {
+    fn from(node: Node) -> Self {
+        NodeInfo::new(Arc::new(node))
+    }
+}
+
+/// The pod being scheduled, with accessors that spare every plugin the
+/// `Option` unwrapping of k8s-openapi types.
+#[derive(Debug, Clone)]
+pub struct PodInfo {
+    pod: Arc<Pod>,
+}
+
+impl PodInfo {
+    pub fn new(pod: Arc<Pod>) -> Self {
+        PodInfo { pod }
+    }
+
+    pub fn pod(&self) -> &Pod {
+        &self.pod
+    }
+
+    pub fn pod_arc(&self) -> &Arc<Pod> {
+        &self.pod
+    }
+
+    /// `spec.tolerations`, empty when unset.
+    pub fn tolerations(&self) -> &[Toleration] {
+        self.pod
+            .spec
+            .as_ref()
+            .and_then(|s| s.tolerations.as_deref())
+            .unwrap_or(&[])
+    }
+
+    /// `spec.nodeName`, "" when unset.
+    pub fn node_name(&self) -> &str {
+        self.pod
+            .spec
+            .as_ref()
+            .and_then(|s| s.node_name.as_deref())
+            .unwrap_or("")
+    }
+}
+
+impl From<Pod> for PodInfo {
+    fn from(pod: Pod) -> Self {
+        PodInfo::new(Arc::new(pod))
+    }
+}
+
+/// Data plugins compute once per scheduling cycle (in PreFilter or
+/// PreScore) and read for every node, keyed like upstream
+/// ("PreFilterNodeAffinity", ...). Values are type-checked on read.
+#[derive(Default)]
+pub struct CycleState {
+    data: HashMap<&'static str, Box<dyn Any + Send + Sync>>,
+}
+
+impl fmt::Debug for CycleState {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_set().entries(self.data.keys()).finish()
+    }
+}
+
+impl CycleState {
+    pub fn new() -> Self {
+        CycleState::default()
+    }
+
+    pub fn write<T: Any + Send + Sync>(&mut self, key: &'static str, value: T) {
+        self.data.insert(key, Box::new(value));
+    }
+
+    /// The value under `key`, if one of type `T` was written.
+    pub fn read<T: Any + Send + Sync>(&self, key: &'static str) -> Option<&T> {
+        self.data.get(key).and_then(|v| v.downcast_ref::<T>())
+    }
+
+    pub fn delete(&mut self, key: &'static str) {
+        self.data.remove(key);
+    }
+}
+
+/// PreFilter may narrow the nodes worth filtering (`PreFilterResult`):
+/// `None` means all nodes.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct PreFilterResult {
+    pub node_names: Option<BTreeSet<String>>,
+}
+
+/// One node's score from one plugin.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct NodeScore {
+    pub name: String,
+    pub score: i64,
+}
+
+/// Every plugin has a name, used in statuses and configuration.
+pub trait Plugin {
+    fn name(&self) -> &'static str;
+}
+
+/// Runs once per pod before filtering; may reject the pod outright, narrow
+/// the candidate nodes, or return `Skip` to take the plugin's Filter out of
+/// the cycle.
+pub trait PreFilterPlugin: Plugin {
+    fn pre_filter(
+        &self,
+        state: &mut CycleState,
+        pod: &PodInfo,
+        nodes: &[NodeInfo],
+    ) -> (Option<PreFilterResult>, Status);
+}
+
+/// Decides whether the pod may run on one node. Called once per node, so
+/// implementations must not allocate when the node passes.
+pub trait FilterPlugin: Plugin {
+    fn filter(&self, state: &CycleState, pod: &PodInfo, node: &NodeInfo) -> Status;
+}
+
+/// Runs once per pod before scoring, over the nodes that passed filtering.
+pub trait PreScorePlugin: Plugin {
+    fn pre_score(&self, state: &mut CycleState, pod: &PodInfo, nodes: &[NodeInfo]) -> Status;
+}
+
+/// Ranks the nodes that passed filtering; `normalize_score` then maps the
+/// raw scores onto `[MIN_NODE_SCORE, MAX_NODE_SCORE]`.
+pub trait ScorePlugin: Plugin {
+    fn score(&self, state: &CycleState, pod: &PodInfo, node: &NodeInfo) -> Result<i64, Status>;
+
+    /// `ScoreExtensions().NormalizeScore`; the default leaves scores as they
+    /// are, for plugins without the extension.
+    fn normalize_score(
+        &self,
+        _state: &CycleState,
+        _pod: &PodInfo,
+        _scores: &mut [NodeScore],
+    ) -> Status {
+        Status::success()
+    }
+}
+
+/// `DefaultNormalizeScore`: scales scores from `[0, max(scores)]` to
+/// `[0, max_priority]`; with `reverse`, subtracts each from `max_priority`
+/// so the lowest raw score wins. Scores are assumed non-negative, as
+/// upstream assumes. Arithmetic runs in i128 and saturates back to i64, so
+/// extreme inputs cannot overflow (Go would wrap silently instead).
+pub fn default_normalize_score(
+    max_priority: i64,
+    reverse: bool,
+    scores: &mut [NodeScore],
+) -> Status {
+    let max_count = scores.iter().map(|s| s.score).fold(0, i64::max);
+    if max_count == 0 {
+        if reverse {
+            for s in scores.iter_mut() {
+                s.score = max_priority;
+            }
+        }
+        return Status::success();
+    }
+    for s in scores.iter_mut() {
+        let mut score = i128::from(max_priority) * i128::from(s.score) / i128::from(max_count);
+        if reverse {
+            score = i128::from(max_priority) - score;
+        }
+        s.score = saturate_i64(score);
+    }
+    Status::success()
+}
+
+fn saturate_i64(v: i128) -> i64 {
+    i64::try_from(v).unwrap_or(if v < 0 { i64::MIN } else { i64::MAX })
+}
+
+/// Per-node statuses of a failed cycle (`NodeToStatus`): the nodes examined
+/// explicitly, and the status that stands for every node not in the map
+/// (nodes a PreFilterResult excluded, for instance).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct NodeToStatus {
+    pub nodes: BTreeMap<String, Status>,
+    pub absent_nodes_status: Status,
+}
+
+impl Default for NodeToStatus {
+    fn default() -> Self {
+        // Upstream's default for absent nodes: they were never candidates,
+        // so preemption cannot help them either.
+        NodeToStatus {
+            nodes: BTreeMap::new(),
+            absent_nodes_status: Status::code_only(Code::UnschedulableAndUnresolvable),
+        }
+    }
+}
+
+impl NodeToStatus {
+    pub fn new(nodes: BTreeMap<String, Status>, absent_nodes_status: Status) -> Self {
+        NodeToStatus {
+            nodes,
+            absent_nodes_status,
+        }
+    }
+
+    pub fn len(&self) -> usize {
+        self.nodes.len()
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.nodes.is_empty()
+    }
+}
+
+/// Why a cycle found no node (`Diagnosis`).
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Diagnosis {
+    pub node_to_status: NodeToStatus,
+    pub unschedulable_plugins: BTreeSet<&'static str>,
+    /// Set when a PreFilter plugin rejected the pod for all nodes.
+    pub pre_filter_msg: String,
+    /// Set by PostFilter (preemption), appended verbatim.
+    pub post_filter_msg: String,
+}
+
+/// The pod fits no node. Its `Display` is upstream's `FitError.Error()`:
+/// `"0/N nodes are available: <PreFilterMsg>. <sorted reason histogram>. <PostFilterMsg>"`.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct FitError {
+    pub num_all_nodes: usize,
+    pub diagnosis: Diagnosis,
+}
+
+/// Upstream's `NoNodeAvailableMsg`, with the count filled in.
+fn no_node_available_msg(n: usize) -> String {
+    format!("0/{n} nodes are available")
+}
+
+impl fmt::Display for FitError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let mut msg = no_node_available_msg(self.num_all_nodes);
+        msg.push(':');
+        let d = &self.diagnosis;
+        if !d.pre_filter_msg.is_empty() {
+            msg.push_str(&format!(" {}.", d.pre_filter_msg));
+        } else {
+            // When PreFilter rejected the pod, the framework copies its
+            // status onto every node; counting those would only repeat the
+            // PreFilter message, so the histogram is built only otherwise.
+            let mut reasons: HashMap<&str, usize> = HashMap::new();
+            for status in d.node_to_status.nodes.values() {
+                for reason in &status.reasons {
+                    *reasons.entry(reason.as_str()).or_default() += 1;
+                }
+            }
+            let absent = self.num_all_nodes.saturating_sub(d.node_to_status.len());
+            if absent > 0 {
+                for reason in &d.node_to_status.absent_nodes_status.reasons {
+                    *reasons.entry(reason.as_str()).or_default() += absent;
+                }
+            }
+            // Upstream sorts the formatted "N reason" strings as strings,
+            // so "10 x" sorts before "2 x"; kept for identical messages.
+            let mut histogram: Vec<String> =
+                reasons.iter().map(|(r, n)| format!("{n} {r}")).collect();
+            histogram.sort();
+            if !histogram.is_empty() {
+                msg.push_str(&format!(" {}.", histogram.join(", ")));
+            }
+        }
+        if !d.post_filter_msg.is_empty() {
+            msg.push_str(&format!(" {}", d.post_filter_msg));
+        }
+        f.write_str(&msg)
+    }
+}
+
+impl std::error::Error for FitError {}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Upstream `TestDefaultNormalizeScore` (plugins/helper).
+    #[test]
+    fn default_normalize_score_as_upstream() {
+        let cases: &[(bool, &[i64], &[i64])] = &[
+            (false, &[1, 2, 3, 4], &[25, 50, 75, 100]),
+            (true, &[1, 2, 3, 4], &[75, 50, 25, 0]),
+            (false, &[1000, 10, 20, 30], &[100, 1, 2, 3]),
+            (true, &[1000, 10, 20, 30], &[0, 99, 98, 97]),
+            (false, &[1, 1, 1, 1], &[100, 100, 100, 100]),
+            (false, &[1000, 1, 1, 1], &[100, 0, 0, 0]),
+            (true, &[0, 1, 1, 1], &[100, 0, 0, 0]),
+            (false, &[0, 0, 0, 0], &[0, 0, 0, 0]),
+            (true, &[0, 0, 0, 0], &[100, 100, 100, 100]),
+        ];
+        for (i, (reverse, input, want)) in cases.iter().enumerate() {
+            let mut scores: Vec<NodeScore> = input
+                .iter()
+                .map(|&score| NodeScore {
+                    name: String::new(),
+                    score,
+                })
+                .collect();
+            let status = default_normalize_score(MAX_NODE_SCORE, *reverse, &mut scores);
+            assert!(status.is_success(), "case {i}");
+            let got: Vec<i64> = scores.iter().map(|s| s.score).collect();
+            assert_eq!(&got, want, "case {i}");
+        }
+    }
+
+    #[test]
+    fn default_normalize_score_saturates_instead_of_overflowing() {
+        let mut scores = vec![
+            NodeScore {
+                name: "a".into(),
+                score: i64::MAX,
+            },
+            NodeScore {
+                name: "b".into(),
+                score: 1,
+            },
+        ];
+        default_normalize_score(i64::MAX, true, &mut scores);
+        assert_eq!(scores[0].score, 0);
+        assert_eq!(scores[1].score, i64::MAX - 1);
+    }
+
+    fn unschedulable(reason: &str) -> Status {
+        Status::new(Code::Unschedulable, reason)
+    }
+
+    fn node_statuses(entries: &[(&str, &str)]) -> NodeToStatus {
+        NodeToStatus::new(
+            entries
+                .iter()
+                .map(|(n, r)| (n.to_string(), unschedulable(r)))
+                .collect(),
+            Status::code_only(Code::UnschedulableAndUnresolvable),
+        )
+    }
+
+    /// Upstream `TestFitError_Error` (pkg/scheduler/framework/types_test.go).
+    #[test]
+    fn fit_error_message_as_upstream() {
+        const PRE: &str = "Node(s) failed PreFilter plugin FalsePreFilter";
+        const F1: &str = "Node(s) failed Filter plugin FalseFilter-1";
+        const F2: &str = "Node(s) failed Filter plugin FalseFilter-2";
+        const POST: &str = "Error running PostFilter plugin FailedPostFilter";
+        let cases: Vec<(&str, usize, Diagnosis, &str)> = vec![
+            (
+                "nodes failed Prefilter plugin",
+                3,
+                Diagnosis {
+                    pre_filter_msg: PRE.into(),
+                    node_to_status: node_statuses(&[
+                        ("node1", PRE),
+                        ("node2", PRE),
+                        ("node3", PRE),
+                    ]),
+                    ..Diagnosis::default()
+                },
+                "0/3 nodes are available: Node(s) failed PreFilter plugin FalsePreFilter.",
+            ),
+            (
+                "nodes failed Prefilter plugin and the preemption also failed",
+                3,
+                Diagnosis {
+                    pre_filter_msg: PRE.into(),
+                    node_to_status: node_statuses(&[
+                        ("node1", PRE),
+                        ("node2", PRE),
+                        ("node3", PRE),
+                    ]),
+                    post_filter_msg: POST.into(),
+                    ..Diagnosis::default()
+                },
+                "0/3 nodes are available: Node(s) failed PreFilter plugin FalsePreFilter. Error running PostFilter plugin FailedPostFilter",
+            ),
+            (
+                "nodes failed one Filter plugin with an empty PostFilterMsg",
+                3,
+                Diagnosis {
+                    node_to_status: node_statuses(&[("node1", F1), ("node2", F1), ("node3", F1)]),
+                    ..Diagnosis::default()
+                },
+                "0/3 nodes are available: 3 Node(s) failed Filter plugin FalseFilter-1.",
+            ),
+            (
+                "nodes failed one Filter plugin with a non-empty PostFilterMsg",
+                3,
+                Diagnosis {
+                    node_to_status: node_statuses(&[("node1", F1), ("node2", F1), ("node3", F1)]),
+                    post_filter_msg: POST.into(),
+                    ..Diagnosis::default()
+                },
+                "0/3 nodes are available: 3 Node(s) failed Filter plugin FalseFilter-1. Error running PostFilter plugin FailedPostFilter",
+            ),
+            (
+                "nodes failed two Filter plugins with an empty PostFilterMsg",
+                3,
+                Diagnosis {
+                    node_to_status: node_statuses(&[("node1", F1), ("node2", F1), ("node3", F2)]),
+                    ..Diagnosis::default()
+                },
+                "0/3 nodes are available: 1 Node(s) failed Filter plugin FalseFilter-2, 2 Node(s) failed Filter plugin FalseFilter-1.",
+            ),
+            (
+                "nodes failed two Filter plugins with a non-empty PostFilterMsg",
+                3,
+                Diagnosis {
+                    node_to_status: node_statuses(&[("node1", F1), ("node2", F1), ("node3", F2)]),
+                    post_filter_msg: POST.into(),
+                    ..Diagnosis::default()
+                },
+                "0/3 nodes are available: 1 Node(s) failed Filter plugin FalseFilter-2, 2 Node(s) failed Filter plugin FalseFilter-1. Error running PostFilter plugin FailedPostFilter",
+            ),
+            (
+                "failed to Permit on node",
+                1,
+                Diagnosis {
+                    node_to_status: node_statuses(&[(
+                        "node1",
+                        "Node failed Permit plugin Permit-1",
+                    )]),
+                    ..Diagnosis::default()
+                },
+                "0/1 nodes are available: 1 Node failed Permit plugin Permit-1.",
+            ),
+            (
+                "failed to Reserve on node",
+                1,
+                Diagnosis {
+                    node_to_status: node_statuses(&[(
+                        "node1",
+                        "Node failed Reserve plugin Reserve-1",
+                    )]),
+                    ..Diagnosis::default()
+                },
+                "0/1 nodes are available: 1 Node failed Reserve plugin Reserve-1.",
+            ),
+        ];
+        for (name, num_all_nodes, diagnosis, want) in cases {
+            let err = FitError {
+                num_all_nodes,
+                diagnosis,
+            };
+            assert_eq!(err.to_string(), want, "{name}");
+        }
+    }
+
+    #[test]
+    fn fit_error_counts_absent_nodes_with_the_absent_status() {
+        let err = FitError {
+            num_all_nodes: 5,
+            diagnosis: Diagnosis {
+                node_to_status: NodeToStatus::new(
+                    [(
+                        "node1".to_string(),
+                        unschedulable("node(s) were unschedulable"),
+                    )]
+                    .into(),
+                    Status::new(
+                        Code::UnschedulableAndUnresolvable,
+                        "node(s) didn't match Pod's node affinity/selector",
+                    ),
+                ),
+                ..Diagnosis::default()
+            },
+        };
+        assert_eq!(
+            err.to_string(),
+            "0/5 nodes are available: 1 node(s) were unschedulable, 4 node(s) didn't match Pod's node affinity/selector."
+        );
+    }
+
+    #[test]
+    fn fit_error_sorts_the_histogram_as_strings_like_upstream() {
+        let mut nodes = BTreeMap::new();
+        for i in 0..10 {
+            nodes.insert(format!("a{i}"), unschedulable("x"));
+        }
+        for i in 0..2 {
+            nodes.insert(format!("b{i}"), unschedulable("y"));
+        }
+        let err = FitError {
+            num_all_nodes: 12,
+            diagnosis: Diagnosis {
+                node_to_status: NodeToStatus::new(nodes, Status::success()),
+                ..Diagnosis::default()
+            },
+        };
+        assert_eq!(err.to_string(), "0/12 nodes are available: 10 x, 2 y.");
+    }
+
+    #[test]
+    fn success_status_does_not_allocate_and_reports_success() {
+        let s = Status::success();
+        assert!(s.is_success());
+        assert_eq!(s.reasons.capacity(), 0);
+        assert!(!Status::skip().is_success());
+        assert!(Status::new(Code::Unschedulable, "r").is_rejected());
+        assert_eq!(
+            Status::with_reasons(Code::Error, vec!["a".into(), "b".into()]).message(),
+            "a, b"
+        );
+    }
+
+    #[test]
+    fn cycle_state_reads_back_only_the_written_type() {
+        let mut state = CycleState::new();
+        state.write("k", 7_u32);
+        assert_eq!(state.read::<u32>("k"), Some(&7));
+        assert_eq!(state.read::<i64>("k"), None);
+        assert_eq!(state.read::<u32>("missing"), None);
+        state.delete("k");
+        assert_eq!(state.read::<u32>("k"), None);
+    }
+}

@@ -1,0 +1,103 @@
+//! NodeName: a pod that names its node (`spec.nodeName`) fits only that
+//! node. Ported from upstream `plugins/nodename/node_name.go`.
+
+use k8s_openapi::api::core::v1::Node;
+
+use crate::framework::{Code, CycleState, FilterPlugin, NodeInfo, Plugin, PodInfo, Status};
+
+/// The plugin's registry name.
+pub const NAME: &str = "NodeName";
+
+/// The Filter reason when the names differ.
+pub const ERR_REASON: &str = "node(s) didn't match the requested node name";
+
+/// The NodeName plugin (stateless).
+#[derive(Debug, Clone, Copy, Default)]
+pub struct NodeName;
+
+/// `Fits`: the pod names no node, or names this one.
+pub fn fits(pod: &PodInfo, node: &Node) -> bool {
+    let wanted = pod.node_name();
+    wanted.is_empty() || wanted == node.metadata.name.as_deref().unwrap_or("")
+}
+
+impl Plugin for NodeName {
+    fn name(&self) -> &'static str {
+        NAME
+    }
+}
+
+impl FilterPlugin for NodeName {
+    fn filter(&self, _state: &CycleState, pod: &PodInfo, node: &NodeInfo) -> Status {
+        if fits(pod, node.node()) {
+            Status::success()
+        } else {
+            // Another node name never becomes this one: preemption cannot help.
+            Status::new(Code::UnschedulableAndUnresolvable, ERR_REASON).with_plugin(NAME)
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use k8s_openapi::api::core::v1::{Pod, PodSpec};
+    use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
+
+    fn pod_on(node_name: &str) -> PodInfo {
+        PodInfo::from(Pod {
+            spec: Some(PodSpec {
+                node_name: Some(node_name.into()),
+                ..PodSpec::default()
+            }),
+            ..Pod::default()
+        })
+    }
+
+    fn node_named(name: &str) -> NodeInfo {
+        NodeInfo::from(Node {
+            metadata: ObjectMeta {
+                name: Some(name.into()),
+                ..ObjectMeta::default()
+            },
+            ..Node::default()
+        })
+    }
+
+    /// Upstream `TestNodeName`.
+    #[test]
+    fn node_name_filter_as_upstream() {
+        let cases: Vec<(&str, PodInfo, NodeInfo, Status)> = vec![
+            (
+                "no host specified",
+                PodInfo::from(Pod::default()),
+                NodeInfo::from(Node::default()),
+                Status::success(),
+            ),
+            (
+                "host matches",
+                pod_on("foo"),
+                node_named("foo"),
+                Status::success(),
+            ),
+            (
+                "host doesn't match",
+                pod_on("bar"),
+                node_named("foo"),
+                Status::new(Code::UnschedulableAndUnresolvable, ERR_REASON).with_plugin(NAME),
+            ),
+        ];
+        for (name, pod, node, want) in cases {
+            assert_eq!(
+                NodeName.filter(&CycleState::new(), &pod, &node),
+                want,
+                "{name}"
+            );
+        }
+    }
+
+    #[test]
+    fn empty_node_name_on_the_pod_means_any_node() {
+        assert!(fits(&pod_on(""), node_named("anything").node()));
+    }
+}

@@ -1,0 +1,175 @@
+//! NodeUnschedulable: a cordoned node (`spec.unschedulable: true`) takes no
+//! new pods, unless the pod tolerates the
+//! `node.kubernetes.io/unschedulable:NoSchedule` taint. Ported from upstream
+//! `plugins/nodeunschedulable/node_unschedulable.go`.
+//!
+//! Upstream's PreFilter only skips pods whose in-place resize is deferred
+//! (a feature berth does not have yet), so only the Filter is ported.
+
+use std::sync::LazyLock;
+
+use berth_core::FeatureGates;
+use berth_core::toleration::{EFFECT_NO_SCHEDULE, tolerations_tolerate_taint};
+use k8s_openapi::api::core::v1::Taint;
+
+use crate::framework::{Code, CycleState, FilterPlugin, NodeInfo, Plugin, PodInfo, Status};
+
+/// The plugin's registry name.
+pub const NAME: &str = "NodeUnschedulable";
+
+/// The Filter reason for a cordoned node.
+pub const ERR_REASON_UNSCHEDULABLE: &str = "node(s) were unschedulable";
+
+/// Upstream still defines this constant but no longer returns it: its
+/// Filter used it for a missing node, which a [`NodeInfo`] cannot lack.
+/// Kept so callers matching on upstream's reasons find it.
+pub const ERR_REASON_UNKNOWN_CONDITION: &str = "node(s) had unknown conditions";
+
+/// `v1.TaintNodeUnschedulable`.
+pub const TAINT_NODE_UNSCHEDULABLE: &str = "node.kubernetes.io/unschedulable";
+
+/// The taint a cordoned node behaves as if it had. Built once: creating it
+/// per call would allocate its key on every node.
+static UNSCHEDULABLE_TAINT: LazyLock<Taint> = LazyLock::new(|| Taint {
+    key: TAINT_NODE_UNSCHEDULABLE.into(),
+    effect: EFFECT_NO_SCHEDULE.into(),
+    value: None,
+    time_added: None,
+});
+
+/// The NodeUnschedulable plugin.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct NodeUnschedulable {
+    /// Gt/Lt tolerations are matched only when the gate is on.
+    pub gates: FeatureGates,
+}
+
+impl NodeUnschedulable {
+    pub fn new(gates: FeatureGates) -> Self {
+        NodeUnschedulable { gates }
+    }
+}
+
+impl Plugin for NodeUnschedulable {
+    fn name(&self) -> &'static str {
+        NAME
+    }
+}
+
+impl FilterPlugin for NodeUnschedulable {
+    fn filter(&self, _state: &CycleState, pod: &PodInfo, node: &NodeInfo) -> Status {
+        let cordoned = node
+            .node()
+            .spec
+            .as_ref()
+            .and_then(|s| s.unschedulable)
+            .unwrap_or(false);
+        // Tolerations are only consulted for cordoned nodes: most nodes are
+        // not, and the check is then a single field read.
+        if cordoned
+            && !tolerations_tolerate_taint(pod.tolerations(), &UNSCHEDULABLE_TAINT, self.gates)
+        {
+            // Uncordoning is an admin action; evicting pods cannot do it.
+            return Status::new(Code::UnschedulableAndUnresolvable, ERR_REASON_UNSCHEDULABLE)
+                .with_plugin(NAME);
+        }
+        Status::success()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use k8s_openapi::api::core::v1::{Node, NodeSpec, Pod, PodSpec, Toleration};
+
+    fn node(unschedulable: bool) -> NodeInfo {
+        NodeInfo::from(Node {
+            spec: Some(NodeSpec {
+                unschedulable: Some(unschedulable),
+                ..NodeSpec::default()
+            }),
+            ..Node::default()
+        })
+    }
+
+    fn pod(tolerations: Vec<Toleration>) -> PodInfo {
+        PodInfo::from(Pod {
+            spec: Some(PodSpec {
+                tolerations: Some(tolerations),
+                ..PodSpec::default()
+            }),
+            ..Pod::default()
+        })
+    }
+
+    fn tol(key: &str, op: &str, effect: &str) -> Toleration {
+        let some = |s: &str| (!s.is_empty()).then(|| s.to_string());
+        Toleration {
+            key: some(key),
+            operator: some(op),
+            effect: some(effect),
+            ..Toleration::default()
+        }
+    }
+
+    fn rejected() -> Status {
+        Status::new(Code::UnschedulableAndUnresolvable, ERR_REASON_UNSCHEDULABLE).with_plugin(NAME)
+    }
+
+    /// Upstream `TestNodeUnschedulable`, plus berth rows around the toleration.
+    #[test]
+    fn node_unschedulable_filter_as_upstream() {
+        let cases: Vec<(&str, PodInfo, NodeInfo, Status)> = vec![
+            (
+                "Does not schedule pod to unschedulable node (node.Spec.Unschedulable==true)",
+                PodInfo::from(Pod::default()),
+                node(true),
+                rejected(),
+            ),
+            (
+                "Schedule pod to normal node",
+                PodInfo::from(Pod::default()),
+                node(false),
+                Status::success(),
+            ),
+            (
+                "Schedule pod with toleration to unschedulable node (node.Spec.Unschedulable==true)",
+                pod(vec![tol(TAINT_NODE_UNSCHEDULABLE, "", EFFECT_NO_SCHEDULE)]),
+                node(true),
+                Status::success(),
+            ),
+            // berth additions.
+            (
+                "unset spec.unschedulable means schedulable",
+                PodInfo::from(Pod::default()),
+                NodeInfo::from(Node::default()),
+                Status::success(),
+            ),
+            (
+                "Exists toleration with empty key and effect tolerates the cordon",
+                pod(vec![tol("", "Exists", "")]),
+                node(true),
+                Status::success(),
+            ),
+            (
+                "toleration for NoExecute only does not tolerate the cordon",
+                pod(vec![tol(TAINT_NODE_UNSCHEDULABLE, "Exists", "NoExecute")]),
+                node(true),
+                rejected(),
+            ),
+            (
+                "toleration with a value does not match the valueless taint",
+                pod(vec![Toleration {
+                    value: Some("x".into()),
+                    ..tol(TAINT_NODE_UNSCHEDULABLE, "Equal", EFFECT_NO_SCHEDULE)
+                }]),
+                node(true),
+                rejected(),
+            ),
+        ];
+        for (name, pod, node, want) in cases {
+            let got = NodeUnschedulable::default().filter(&CycleState::new(), &pod, &node);
+            assert_eq!(got, want, "{name}");
+        }
+    }
+}

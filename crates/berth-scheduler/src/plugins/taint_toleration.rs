@@ -1,0 +1,540 @@
+//! TaintToleration: a node's NoSchedule and NoExecute taints keep off pods
+//! that do not tolerate them (Filter), and nodes with fewer untolerated
+//! PreferNoSchedule taints score higher (Score). Ported from upstream
+//! `plugins/tainttoleration/taint_toleration.go`, including the
+//! `TaintTolerationComparisonOperators` gate for `Gt`/`Lt` tolerations.
+
+use berth_core::FeatureGates;
+use berth_core::toleration::{
+    EFFECT_PREFER_NO_SCHEDULE, find_matching_untolerated_taint, is_do_not_schedule,
+    tolerations_tolerate_taint,
+};
+use k8s_openapi::api::core::v1::{Taint, Toleration};
+
+use crate::framework::{
+    Code, CycleState, FilterPlugin, MAX_NODE_SCORE, NodeInfo, NodeScore, Plugin, PodInfo,
+    PreScorePlugin, ScorePlugin, Status, default_normalize_score,
+};
+
+/// The plugin's registry name.
+pub const NAME: &str = "TaintToleration";
+
+/// The weight the default scheduler profile gives this plugin's score.
+pub const DEFAULT_WEIGHT: i64 = 3;
+
+/// The Filter reason. Recent upstream no longer names the taint in the
+/// message (older versions said `node(s) had untolerated taint {key: value}`),
+/// so that identical reasons aggregate in the FitError histogram.
+pub const ERR_REASON_UNTOLERATED: &str = "node(s) had untolerated taint(s)";
+
+/// Upstream's `ErrReasonNotMatch`, still defined there though unused.
+pub const ERR_REASON_NOT_MATCH: &str = "node(s) had taints that the pod didn't tolerate";
+
+/// The CycleState key of the PreScore data.
+pub const PRE_SCORE_STATE_KEY: &str = "PreScoreTaintToleration";
+
+/// The TaintToleration plugin.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct TaintToleration {
+    pub gates: FeatureGates,
+}
+
+/// What PreScore computes once per pod: the tolerations that can tolerate a
+/// PreferNoSchedule taint.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct PreScoreState {
+    pub tolerations_prefer_no_schedule: Vec<Toleration>,
+}
+
+/// `getAllTolerationPreferNoSchedule`: tolerations whose effect is
+/// PreferNoSchedule, or empty (an empty effect matches every effect).
+pub fn tolerations_prefer_no_schedule(tolerations: &[Toleration]) -> Vec<Toleration> {
+    tolerations
+        .iter()
+        .filter(|t| {
+            let effect = t.effect.as_deref().unwrap_or("");
+            effect.is_empty() || effect == EFFECT_PREFER_NO_SCHEDULE
+        })
+        .cloned()
+        .collect()
+}
+
+/// `countIntolerableTaintsPreferNoSchedule`: PreferNoSchedule taints none
+/// of the tolerations tolerate.
+pub fn count_intolerable_taints_prefer_no_schedule(
+    taints: &[Taint],
+    tolerations: &[Toleration],
+    gates: FeatureGates,
+) -> usize {
+    taints
+        .iter()
+        .filter(|t| t.effect == EFFECT_PREFER_NO_SCHEDULE)
+        .filter(|t| !tolerations_tolerate_taint(tolerations, t, gates))
+        .count()
+}
+
+fn node_taints(node: &NodeInfo) -> &[Taint] {
+    node.node()
+        .spec
+        .as_ref()
+        .and_then(|s| s.taints.as_deref())
+        .unwrap_or(&[])
+}
+
+impl TaintToleration {
+    pub fn new(gates: FeatureGates) -> Self {
+        TaintToleration { gates }
+    }
+}
+
+impl Plugin for TaintToleration {
+    fn name(&self) -> &'static str {
+        NAME
+    }
+}
+
+impl FilterPlugin for TaintToleration {
+    fn filter(&self, _state: &CycleState, pod: &PodInfo, node: &NodeInfo) -> Status {
+        let untolerated = find_matching_untolerated_taint(
+            node_taints(node),
+            pod.tolerations(),
+            is_do_not_schedule,
+            self.gates,
+        );
+        match untolerated {
+            None => Status::success(),
+            // Preempting pods never removes a taint.
+            Some(_) => Status::new(Code::UnschedulableAndUnresolvable, ERR_REASON_UNTOLERATED)
+                .with_plugin(NAME),
+        }
+    }
+}
+
+impl PreScorePlugin for TaintToleration {
+    fn pre_score(&self, state: &mut CycleState, pod: &PodInfo, _nodes: &[NodeInfo]) -> Status {
+        state.write(
+            PRE_SCORE_STATE_KEY,
+            PreScoreState {
+                tolerations_prefer_no_schedule: tolerations_prefer_no_schedule(pod.tolerations()),
+            },
+        );
+        Status::success()
+    }
+}
+
+impl ScorePlugin for TaintToleration {
+    /// The raw score is the number of untolerated PreferNoSchedule taints;
+    /// NormalizeScore reverses it so fewer is better.
+    fn score(&self, state: &CycleState, _pod: &PodInfo, node: &NodeInfo) -> Result<i64, Status> {
+        let Some(s) = state.read::<PreScoreState>(PRE_SCORE_STATE_KEY) else {
+            return Err(Status::error(format!(
+                "failed to read {PRE_SCORE_STATE_KEY:?} from cycleState: not found"
+            ))
+            .with_plugin(NAME));
+        };
+        let count = count_intolerable_taints_prefer_no_schedule(
+            node_taints(node),
+            &s.tolerations_prefer_no_schedule,
+            self.gates,
+        );
+        Ok(i64::try_from(count).unwrap_or(i64::MAX))
+    }
+
+    fn normalize_score(
+        &self,
+        _state: &CycleState,
+        _pod: &PodInfo,
+        scores: &mut [NodeScore],
+    ) -> Status {
+        default_normalize_score(MAX_NODE_SCORE, true, scores)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use berth_core::toleration::{EFFECT_NO_EXECUTE, EFFECT_NO_SCHEDULE};
+    use k8s_openapi::api::core::v1::{Node, NodeSpec, Pod, PodSpec};
+    use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
+
+    const NS: &str = EFFECT_NO_SCHEDULE;
+    const PNS: &str = EFFECT_PREFER_NO_SCHEDULE;
+    const NE: &str = EFFECT_NO_EXECUTE;
+    const SLA: &str = "node.kubernetes.io/sla";
+    const OFF: FeatureGates = FeatureGates {
+        taint_toleration_comparison_operators: false,
+    };
+    const ON: FeatureGates = FeatureGates {
+        taint_toleration_comparison_operators: true,
+    };
+
+    fn taint(key: &str, value: &str, effect: &str) -> Taint {
+        Taint {
+            key: key.into(),
+            value: (!value.is_empty()).then(|| value.into()),
+            effect: effect.into(),
+            time_added: None,
+        }
+    }
+
+    fn tol(key: &str, op: &str, value: &str, effect: &str) -> Toleration {
+        let some = |s: &str| (!s.is_empty()).then(|| s.to_string());
+        Toleration {
+            key: some(key),
+            operator: some(op),
+            value: some(value),
+            effect: some(effect),
+            toleration_seconds: None,
+        }
+    }
+
+    fn node_with_taints(name: &str, taints: Vec<Taint>) -> NodeInfo {
+        NodeInfo::from(Node {
+            metadata: ObjectMeta {
+                name: Some(name.into()),
+                ..ObjectMeta::default()
+            },
+            spec: Some(NodeSpec {
+                taints: Some(taints),
+                ..NodeSpec::default()
+            }),
+            ..Node::default()
+        })
+    }
+
+    fn pod_with_tolerations(tolerations: Vec<Toleration>) -> PodInfo {
+        PodInfo::from(Pod {
+            spec: Some(PodSpec {
+                tolerations: Some(tolerations),
+                ..PodSpec::default()
+            }),
+            ..Pod::default()
+        })
+    }
+
+    fn untolerated() -> Status {
+        Status::new(Code::UnschedulableAndUnresolvable, ERR_REASON_UNTOLERATED).with_plugin(NAME)
+    }
+
+    fn run_score(plugin: TaintToleration, pod: &PodInfo, nodes: &[NodeInfo]) -> Vec<(String, i64)> {
+        let mut state = CycleState::new();
+        assert!(plugin.pre_score(&mut state, pod, nodes).is_success());
+        let mut scores: Vec<NodeScore> = nodes
+            .iter()
+            .map(|n| match plugin.score(&state, pod, n) {
+                Ok(score) => NodeScore {
+                    name: n.name().to_string(),
+                    score,
+                },
+                Err(status) => panic!("unexpected error: {status}"),
+            })
+            .collect();
+        assert!(
+            plugin
+                .normalize_score(&state, pod, &mut scores)
+                .is_success()
+        );
+        scores.into_iter().map(|s| (s.name, s.score)).collect()
+    }
+
+    /// Upstream `TestTaintTolerationScore`, plus berth rows for Gt/Lt.
+    #[test]
+    fn taint_toleration_score_as_upstream() {
+        type Case = (
+            &'static str,
+            FeatureGates,
+            PodInfo,
+            Vec<NodeInfo>,
+            Vec<(&'static str, i64)>,
+        );
+        let cases: Vec<Case> = vec![
+            (
+                "node with taints tolerated by the pod, gets a higher score than those node with intolerable taints",
+                OFF,
+                pod_with_tolerations(vec![tol("foo", "Equal", "bar", PNS)]),
+                vec![
+                    node_with_taints("nodeA", vec![taint("foo", "bar", PNS)]),
+                    node_with_taints("nodeB", vec![taint("foo", "blah", PNS)]),
+                ],
+                vec![("nodeA", MAX_NODE_SCORE), ("nodeB", 0)],
+            ),
+            (
+                "the nodes that all of their taints are tolerated by the pod, get the same score, no matter how many tolerable taints a node has",
+                OFF,
+                pod_with_tolerations(vec![
+                    tol("cpu-type", "Equal", "arm64", PNS),
+                    tol("disk-type", "Equal", "ssd", PNS),
+                ]),
+                vec![
+                    node_with_taints("nodeA", vec![]),
+                    node_with_taints("nodeB", vec![taint("cpu-type", "arm64", PNS)]),
+                    node_with_taints(
+                        "nodeC",
+                        vec![
+                            taint("cpu-type", "arm64", PNS),
+                            taint("disk-type", "ssd", PNS),
+                        ],
+                    ),
+                ],
+                vec![
+                    ("nodeA", MAX_NODE_SCORE),
+                    ("nodeB", MAX_NODE_SCORE),
+                    ("nodeC", MAX_NODE_SCORE),
+                ],
+            ),
+            (
+                "the more intolerable taints a node has, the lower score it gets.",
+                OFF,
+                pod_with_tolerations(vec![tol("foo", "Equal", "bar", PNS)]),
+                vec![
+                    node_with_taints("nodeA", vec![]),
+                    node_with_taints("nodeB", vec![taint("cpu-type", "arm64", PNS)]),
+                    node_with_taints(
+                        "nodeC",
+                        vec![
+                            taint("cpu-type", "arm64", PNS),
+                            taint("disk-type", "ssd", PNS),
+                        ],
+                    ),
+                ],
+                vec![("nodeA", MAX_NODE_SCORE), ("nodeB", 50), ("nodeC", 0)],
+            ),
+            (
+                "only taints and tolerations that have effect PreferNoSchedule are checked by taints-tolerations priority function",
+                OFF,
+                pod_with_tolerations(vec![
+                    tol("cpu-type", "Equal", "arm64", NS),
+                    tol("disk-type", "Equal", "ssd", NS),
+                ]),
+                vec![
+                    node_with_taints("nodeA", vec![]),
+                    node_with_taints("nodeB", vec![taint("cpu-type", "arm64", NS)]),
+                    node_with_taints(
+                        "nodeC",
+                        vec![
+                            taint("cpu-type", "arm64", PNS),
+                            taint("disk-type", "ssd", PNS),
+                        ],
+                    ),
+                ],
+                vec![
+                    ("nodeA", MAX_NODE_SCORE),
+                    ("nodeB", MAX_NODE_SCORE),
+                    ("nodeC", 0),
+                ],
+            ),
+            (
+                "Default behaviour No taints and tolerations, lands on node with no taints",
+                OFF,
+                pod_with_tolerations(vec![]),
+                vec![
+                    node_with_taints("nodeA", vec![]),
+                    node_with_taints("nodeB", vec![taint("cpu-type", "arm64", PNS)]),
+                ],
+                vec![("nodeA", MAX_NODE_SCORE), ("nodeB", 0)],
+            ),
+            // berth additions: empty-effect tolerations count, Gt/Lt behind the gate.
+            (
+                "a toleration with an empty effect tolerates PreferNoSchedule taints",
+                OFF,
+                pod_with_tolerations(vec![tol("foo", "Exists", "", "")]),
+                vec![
+                    node_with_taints("nodeA", vec![taint("foo", "x", PNS)]),
+                    node_with_taints("nodeB", vec![taint("bar", "x", PNS)]),
+                ],
+                vec![("nodeA", MAX_NODE_SCORE), ("nodeB", 0)],
+            ),
+            (
+                "Gt toleration tolerates a PreferNoSchedule taint above the threshold with the gate on",
+                ON,
+                pod_with_tolerations(vec![tol(SLA, "Gt", "750", PNS)]),
+                vec![
+                    node_with_taints("nodeA", vec![taint(SLA, "950", PNS)]),
+                    node_with_taints("nodeB", vec![taint(SLA, "500", PNS)]),
+                ],
+                vec![("nodeA", MAX_NODE_SCORE), ("nodeB", 0)],
+            ),
+            (
+                "Gt toleration tolerates nothing with the gate off",
+                OFF,
+                pod_with_tolerations(vec![tol(SLA, "Gt", "750", PNS)]),
+                vec![
+                    node_with_taints("nodeA", vec![taint(SLA, "950", PNS)]),
+                    node_with_taints("nodeB", vec![]),
+                ],
+                vec![("nodeA", 0), ("nodeB", MAX_NODE_SCORE)],
+            ),
+        ];
+        for (name, gates, pod, nodes, want) in cases {
+            let got = run_score(TaintToleration::new(gates), &pod, &nodes);
+            let want: Vec<(String, i64)> =
+                want.into_iter().map(|(n, s)| (n.to_string(), s)).collect();
+            assert_eq!(got, want, "{name}");
+        }
+    }
+
+    /// Upstream `TestTaintTolerationFilter` with the current reason, plus
+    /// berth rows for NoExecute and the Gt/Lt operators on both gate settings.
+    #[test]
+    fn taint_toleration_filter_as_upstream() {
+        let cases: Vec<(&str, FeatureGates, PodInfo, NodeInfo, Status)> = vec![
+            (
+                "A pod having no tolerations can't be scheduled onto a node with nonempty taints",
+                OFF,
+                pod_with_tolerations(vec![]),
+                node_with_taints("nodeA", vec![taint("dedicated", "user1", NS)]),
+                untolerated(),
+            ),
+            (
+                "A pod which can be scheduled on a dedicated node assigned to user1 with effect NoSchedule",
+                OFF,
+                pod_with_tolerations(vec![tol("dedicated", "", "user1", NS)]),
+                node_with_taints("nodeA", vec![taint("dedicated", "user1", NS)]),
+                Status::success(),
+            ),
+            (
+                "A pod which can't be scheduled on a dedicated node assigned to user2 with effect NoSchedule",
+                OFF,
+                pod_with_tolerations(vec![tol("dedicated", "Equal", "user2", NS)]),
+                node_with_taints("nodeA", vec![taint("dedicated", "user1", NS)]),
+                untolerated(),
+            ),
+            (
+                "A pod can be scheduled onto the node, with a toleration uses operator Exists that tolerates the taints on the node",
+                OFF,
+                pod_with_tolerations(vec![tol("foo", "Exists", "", NS)]),
+                node_with_taints("nodeA", vec![taint("foo", "bar", NS)]),
+                Status::success(),
+            ),
+            (
+                "A pod has multiple tolerations, node has multiple taints, all the taints are tolerated, pod can be scheduled onto the node",
+                OFF,
+                pod_with_tolerations(vec![
+                    tol("dedicated", "Equal", "user2", NS),
+                    tol("foo", "Exists", "", NS),
+                ]),
+                node_with_taints(
+                    "nodeA",
+                    vec![taint("dedicated", "user2", NS), taint("foo", "bar", NS)],
+                ),
+                Status::success(),
+            ),
+            (
+                "A pod has a toleration that keys and values match the taint on the node, but (non-empty) effect doesn't match, can't be scheduled onto the node",
+                OFF,
+                pod_with_tolerations(vec![tol("foo", "Equal", "bar", PNS)]),
+                node_with_taints("nodeA", vec![taint("foo", "bar", NS)]),
+                untolerated(),
+            ),
+            (
+                "The pod has a toleration that keys and values match the taint on the node, the effect of toleration is empty, and the effect of taint is NoSchedule. Pod can be scheduled onto the node",
+                OFF,
+                pod_with_tolerations(vec![tol("foo", "Equal", "bar", "")]),
+                node_with_taints("nodeA", vec![taint("foo", "bar", NS)]),
+                Status::success(),
+            ),
+            (
+                "The pod has a toleration that key and value don't match the taint on the node, but the effect of taint on node is PreferNoSchedule. Pod can be scheduled onto the node",
+                OFF,
+                pod_with_tolerations(vec![tol("dedicated", "Equal", "user2", NS)]),
+                node_with_taints("nodeA", vec![taint("dedicated", "user1", PNS)]),
+                Status::success(),
+            ),
+            (
+                "The pod has no toleration, but the effect of taint on node is PreferNoSchedule. Pod can be scheduled onto the node",
+                OFF,
+                pod_with_tolerations(vec![]),
+                node_with_taints("nodeA", vec![taint("dedicated", "user1", PNS)]),
+                Status::success(),
+            ),
+            // berth additions.
+            (
+                "an untolerated NoExecute taint rejects the node",
+                OFF,
+                pod_with_tolerations(vec![tol("foo", "Exists", "", NS)]),
+                node_with_taints("nodeA", vec![taint("foo", "bar", NE)]),
+                untolerated(),
+            ),
+            (
+                "a node without taints accepts any pod",
+                OFF,
+                PodInfo::from(Pod::default()),
+                NodeInfo::from(Node::default()),
+                Status::success(),
+            ),
+            (
+                "Gt toleration with the taint value above the threshold, gate on",
+                ON,
+                pod_with_tolerations(vec![tol(SLA, "Gt", "750", NS)]),
+                node_with_taints("nodeA", vec![taint(SLA, "950", NS)]),
+                Status::success(),
+            ),
+            (
+                "Gt toleration with the taint value below the threshold, gate on",
+                ON,
+                pod_with_tolerations(vec![tol(SLA, "Gt", "950", NS)]),
+                node_with_taints("nodeA", vec![taint(SLA, "800", NS)]),
+                untolerated(),
+            ),
+            (
+                "Lt toleration with the taint value below the threshold, gate on",
+                ON,
+                pod_with_tolerations(vec![tol(SLA, "Lt", "950", NS)]),
+                node_with_taints("nodeA", vec![taint(SLA, "800", NS)]),
+                Status::success(),
+            ),
+            (
+                "Lt toleration with the taint value above the threshold, gate on",
+                ON,
+                pod_with_tolerations(vec![tol(SLA, "Lt", "800", NS)]),
+                node_with_taints("nodeA", vec![taint(SLA, "950", NS)]),
+                untolerated(),
+            ),
+            (
+                "Gt toleration that would match, gate off",
+                OFF,
+                pod_with_tolerations(vec![tol(SLA, "Gt", "750", NS)]),
+                node_with_taints("nodeA", vec![taint(SLA, "950", NS)]),
+                untolerated(),
+            ),
+            (
+                "Gt toleration with a non-numeric taint value, gate on",
+                ON,
+                pod_with_tolerations(vec![tol(SLA, "Gt", "750", NS)]),
+                node_with_taints("nodeA", vec![taint(SLA, "high", NS)]),
+                untolerated(),
+            ),
+        ];
+        for (name, gates, pod, node, want) in cases {
+            let got = TaintToleration::new(gates).filter(&CycleState::new(), &pod, &node);
+            assert_eq!(got, want, "{name}");
+        }
+    }
+
+    #[test]
+    fn score_without_pre_score_is_an_error_not_a_panic() {
+        let pod = pod_with_tolerations(vec![]);
+        let node = node_with_taints("n", vec![]);
+        let err = match TaintToleration::default().score(&CycleState::new(), &pod, &node) {
+            Err(status) => status,
+            Ok(s) => panic!("want error, got score {s}"),
+        };
+        assert_eq!(err.code, Code::Error);
+        assert_eq!(
+            err.message(),
+            "failed to read \"PreScoreTaintToleration\" from cycleState: not found"
+        );
+    }
+
+    #[test]
+    fn pre_score_keeps_only_prefer_no_schedule_and_empty_effect_tolerations() {
+        let kept = tolerations_prefer_no_schedule(&[
+            tol("a", "Exists", "", NS),
+            tol("b", "Exists", "", PNS),
+            tol("c", "Exists", "", ""),
+            tol("d", "Exists", "", NE),
+        ]);
+        let keys: Vec<&str> = kept.iter().filter_map(|t| t.key.as_deref()).collect();
+        assert_eq!(keys, vec!["b", "c"]);
+    }
+}
