@@ -125,18 +125,57 @@ mod tests {
     use super::*;
     use k8s_openapi::api::core::v1::{Node, Pod};
 
+    /// A case name, the manifest text, and the kinds read or an error prefix.
+    type SplitCase = (
+        &'static str,
+        &'static str,
+        Result<Vec<&'static str>, &'static str>,
+    );
+
     #[test]
     fn manifests_split_into_objects() {
-        let cases: &[(&str, &str, Result<Vec<&str>, &str>)] = &[
-            ("one YAML document", "apiVersion: v1\nkind: Pod\n", Ok(vec!["Pod"])),
-            ("leading and trailing separators", "---\nkind: Pod\n---\n---\nkind: Node\n---\n", Ok(vec!["Pod", "Node"])),
-            ("JSON", r#"{"kind": "Node", "apiVersion": "v1"}"#, Ok(vec!["Node"])),
-            ("YAML flow style as in the upstream examples", "---\n{\n  apiVersion: \"v1\",\n  kind: \"Pod\",\n}\n", Ok(vec!["Pod"])),
-            ("a List is expanded", "kind: List\nitems:\n- kind: Node\n- kind: Pod\n", Ok(vec!["Node", "Pod"])),
-            ("a NodeList is expanded", r#"{"kind":"NodeList","items":[{"kind":"Node"}]}"#, Ok(vec!["Node"])),
+        let cases: &[SplitCase] = &[
+            (
+                "one YAML document",
+                "apiVersion: v1\nkind: Pod\n",
+                Ok(vec!["Pod"]),
+            ),
+            (
+                "leading and trailing separators",
+                "---\nkind: Pod\n---\n---\nkind: Node\n---\n",
+                Ok(vec!["Pod", "Node"]),
+            ),
+            (
+                "JSON",
+                r#"{"kind": "Node", "apiVersion": "v1"}"#,
+                Ok(vec!["Node"]),
+            ),
+            (
+                "YAML flow style as in the upstream examples",
+                "---\n{\n  apiVersion: \"v1\",\n  kind: \"Pod\",\n}\n",
+                Ok(vec!["Pod"]),
+            ),
+            (
+                "a List is expanded",
+                "kind: List\nitems:\n- kind: Node\n- kind: Pod\n",
+                Ok(vec!["Node", "Pod"]),
+            ),
+            (
+                "a NodeList is expanded",
+                r#"{"kind":"NodeList","items":[{"kind":"Node"}]}"#,
+                Ok(vec!["Node"]),
+            ),
             ("empty file", "", Err("no objects in the file")),
-            ("only separators", "---\n---\n", Err("no objects in the file")),
-            ("a scalar document", "42\n", Err("document 1: not an object")),
+            (
+                "only separators",
+                "---\n---\n",
+                Err("no objects in the file"),
+            ),
+            (
+                "a scalar document",
+                "42\n",
+                Err("document 1: not an object"),
+            ),
             ("broken YAML", "kind: [Pod\n", Err("invalid YAML or JSON")),
         ];
         for (name, text, want) in cases {
@@ -160,19 +199,44 @@ mod tests {
     fn decode_checks_kind_and_names_the_bad_field() {
         let pod = "apiVersion: v1\nkind: Pod\nmetadata: {name: web}\nspec:\n  containers: [{name: c}]\n  tolerations:\n  - {key: k, operator: Exists, tolerationSeconds: soon}\n";
         let cases: &[(&str, &str, Result<(), &str>)] = &[
-            ("a good pod", "apiVersion: v1\nkind: Pod\nmetadata: {name: web}\n", Ok(())),
-            ("a node is not a pod", "apiVersion: v1\nkind: Node\nmetadata: {name: n}\n", Err("document 1: expected kind Pod (v1), found Node (v1)")),
-            ("wrong apiVersion", "apiVersion: v2\nkind: Pod\n", Err("document 1: expected kind Pod (v1), found Pod (v2)")),
-            ("no kind", "apiVersion: v1\nmetadata: {}\n", Err("document 1: Object 'Kind' is missing")),
-            ("a field of the wrong type", pod, Err("document 1: spec.tolerations[0].tolerationSeconds: invalid type: string \"soon\", expected i64")),
+            (
+                "a good pod",
+                "apiVersion: v1\nkind: Pod\nmetadata: {name: web}\n",
+                Ok(()),
+            ),
+            (
+                "a node is not a pod",
+                "apiVersion: v1\nkind: Node\nmetadata: {name: n}\n",
+                Err("document 1: expected kind Pod (v1), found Node (v1)"),
+            ),
+            (
+                "wrong apiVersion",
+                "apiVersion: v2\nkind: Pod\n",
+                Err("document 1: expected kind Pod (v1), found Pod (v2)"),
+            ),
+            (
+                "no kind",
+                "apiVersion: v1\nmetadata: {}\n",
+                Err("document 1: Object 'Kind' is missing"),
+            ),
+            (
+                "a field of the wrong type",
+                pod,
+                Err(
+                    "document 1: spec.tolerations[0].tolerationSeconds: invalid type: string \"soon\", expected i64",
+                ),
+            ),
         ];
         for (name, text, want) in cases {
             let docs = parse_documents(text).expect("test manifests parse");
-            let got = docs[0].decode::<Pod>().map(|_| ()).map_err(|e| e.to_string());
+            let got = docs[0]
+                .decode::<Pod>()
+                .map(|_| ())
+                .map_err(|e| e.to_string());
             assert_eq!(got, want.map_err(str::to_string), "{name}");
         }
-        let node = parse_documents("apiVersion: v1\nkind: Node\nmetadata: {name: n}\n")
-            .expect("parses");
+        let node =
+            parse_documents("apiVersion: v1\nkind: Node\nmetadata: {name: n}\n").expect("parses");
         assert_eq!(
             node[0].decode::<Node>().ok().and_then(|n| n.metadata.name),
             Some("n".to_string())
