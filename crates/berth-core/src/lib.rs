@@ -13,6 +13,8 @@
 //! - [`manifest`]: YAML/JSON manifests as `kubectl apply -f` reads them.
 //! - [`clock`]: the one source of time for every timer in berth, real or
 //!   virtual (a paused tokio clock in tests).
+//! - `test_util` (tests and the `test-util` feature only): taint and
+//!   toleration builders shared by the workspace's tests.
 
 pub use k8s_openapi as k8s;
 
@@ -21,6 +23,8 @@ pub mod feature_gates;
 pub mod manifest;
 pub mod quantity;
 pub mod taint_spec;
+#[cfg(any(test, feature = "test-util"))]
+pub mod test_util;
 pub mod toleration;
 pub mod validation;
 

@@ -14,11 +14,13 @@
 //! `pkg/util/taints/taints.go` and `pkg/util/flag` (`RegisterWithTaintsVar`).
 //! Every error's `Display` is the exact text kubectl or the kubelet prints, so
 //! users see the messages they already know. The key and value checks
-//! (apimachinery's `IsQualifiedName` / `IsValidLabelValue`) live in the
-//! private `validation` submodule so a shared implementation can replace them
-//! later without touching the parser.
+//! (apimachinery's `IsQualifiedName` / `IsValidLabelValue`) and Go's `%q`
+//! quoting are the shared ones from [`crate::validation`].
 
 use k8s_openapi::api::core::v1::Taint;
+
+use crate::validation::field::go_quote;
+use crate::validation::names::{is_qualified_name, is_valid_label_value};
 
 /// The three effects the API accepts; anything else is rejected by
 /// `validateTaintEffect` upstream.
@@ -150,39 +152,6 @@ fn format_not_found(taints: &[String]) -> String {
     }
 }
 
-/// Go's `%q` for a string (`strconv.Quote`). Parsed keys never need escaping,
-/// but [`apply_taint_spec`] accepts any caller-built taints.
-fn go_quote(s: &str) -> String {
-    let mut out = String::with_capacity(s.len() + 2);
-    out.push('"');
-    for c in s.chars() {
-        match c {
-            '"' => out.push_str("\\\""),
-            '\\' => out.push_str("\\\\"),
-            '\u{7}' => out.push_str("\\a"),
-            '\u{8}' => out.push_str("\\b"),
-            '\u{c}' => out.push_str("\\f"),
-            '\n' => out.push_str("\\n"),
-            '\r' => out.push_str("\\r"),
-            '\t' => out.push_str("\\t"),
-            '\u{b}' => out.push_str("\\v"),
-            c if (c as u32) < 0x80 && c.is_ascii_control() => {
-                out.push_str(&format!("\\x{:02x}", c as u32));
-            }
-            c if c.is_control() => {
-                if (c as u32) <= 0xFFFF {
-                    out.push_str(&format!("\\u{:04x}", c as u32));
-                } else {
-                    out.push_str(&format!("\\U{:08x}", c as u32));
-                }
-            }
-            c => out.push(c),
-        }
-    }
-    out.push('"');
-    out
-}
-
 /// Upstream `Taint.ToString()`: `key=value:effect`, `key:effect`,
 /// `key=value:` or `key`. An empty value is treated as no value, as in Go.
 pub fn format_taint(t: &Taint) -> String {
@@ -232,7 +201,7 @@ fn parse_taint_any(st: &str) -> Result<Taint, TaintSpecError> {
             match kv.as_slice() {
                 [key] => (*key, "", *effect),
                 [key, value] => {
-                    let errs = validation::is_valid_label_value(value);
+                    let errs = is_valid_label_value(value);
                     if !errs.is_empty() {
                         return Err(invalid_spec(st, errs));
                     }
@@ -243,7 +212,7 @@ fn parse_taint_any(st: &str) -> Result<Taint, TaintSpecError> {
         }
         _ => return Err(invalid_spec(st, Vec::new())),
     };
-    let errs = validation::is_qualified_name(key);
+    let errs = is_qualified_name(key);
     if !errs.is_empty() {
         return Err(invalid_spec(st, errs));
     }
@@ -492,177 +461,13 @@ pub fn apply_taint_spec(
     result.map(|()| (taints, operation))
 }
 
-/// apimachinery's `IsQualifiedName` (now `content.IsLabelKey`) and
-/// `IsValidLabelValue` (`content.IsLabelValue`), with their exact messages.
-/// Private on purpose: a shared validation module is expected to replace it.
-mod validation {
-    const LABEL_KEY_FMT: &str = "([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9]";
-    const LABEL_KEY_ERR_MSG: &str = "must consist of alphanumeric characters, '-', '_' or '.', and must start and end with an alphanumeric character";
-    const LABEL_KEY_MAX_LENGTH: usize = 63;
-
-    const LABEL_VALUE_FMT: &str = "(([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9])?";
-    const LABEL_VALUE_ERR_MSG: &str = "a valid label must be an empty string or consist of alphanumeric characters, '-', '_' or '.', and must start and end with an alphanumeric character";
-    const LABEL_VALUE_MAX_LENGTH: usize = 63;
-
-    const DNS1123_SUBDOMAIN_FMT: &str =
-        "[a-z0-9]([-a-z0-9]*[a-z0-9])?(\\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*";
-    const DNS1123_SUBDOMAIN_ERR_MSG: &str = "a lowercase RFC 1123 subdomain must consist of lower case alphanumeric characters, '-' or '.', and must start and end with an alphanumeric character";
-    const DNS1123_SUBDOMAIN_MAX_LENGTH: usize = 253;
-
-    fn empty_error() -> String {
-        "must be non-empty".to_owned()
-    }
-
-    /// Upstream `content.MaxLenError`; Go's `len` counts bytes, as does
-    /// `str::len`.
-    fn max_len_error(length: usize) -> String {
-        format!("must be no more than {length} bytes")
-    }
-
-    /// Upstream `RegexError`, including its quirky `',  or '` spacing.
-    fn regex_error(msg: &str, re: &str, examples: &[&str]) -> String {
-        if examples.is_empty() {
-            return format!("{msg} (regex used for validation is '{re}')");
-        }
-        let mut out = format!("{msg} (e.g. ");
-        for (i, example) in examples.iter().enumerate() {
-            if i > 0 {
-                out.push_str(" or ");
-            }
-            out.push('\'');
-            out.push_str(example);
-            out.push_str("', ");
-        }
-        out.push_str("regex used for validation is '");
-        out.push_str(re);
-        out.push_str("')");
-        out
-    }
-
-    /// `^([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9]$`, written out by hand so
-    /// the crate needs no regex engine.
-    fn matches_label_key(s: &str) -> bool {
-        let bytes = s.as_bytes();
-        match (bytes.first(), bytes.last()) {
-            (Some(first), Some(last)) => {
-                first.is_ascii_alphanumeric()
-                    && last.is_ascii_alphanumeric()
-                    && bytes
-                        .iter()
-                        .all(|b| b.is_ascii_alphanumeric() || matches!(b, b'-' | b'_' | b'.'))
-            }
-            _ => false,
-        }
-    }
-
-    /// `^(([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9])?$`: a label key name, or
-    /// empty.
-    fn matches_label_value(s: &str) -> bool {
-        s.is_empty() || matches_label_key(s)
-    }
-
-    /// `^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$`:
-    /// dot-separated non-empty labels of lowercase alphanumerics and inner
-    /// dashes.
-    fn matches_dns1123_subdomain(s: &str) -> bool {
-        s.split('.').all(|label| {
-            let bytes = label.as_bytes();
-            let edge_ok = |b: &u8| b.is_ascii_lowercase() || b.is_ascii_digit();
-            match (bytes.first(), bytes.last()) {
-                (Some(first), Some(last)) => {
-                    edge_ok(first)
-                        && edge_ok(last)
-                        && bytes.iter().all(|b| edge_ok(b) || *b == b'-')
-                }
-                _ => false,
-            }
-        })
-    }
-
-    fn is_dns1123_subdomain(value: &str) -> Vec<String> {
-        let mut errs = Vec::new();
-        if value.len() > DNS1123_SUBDOMAIN_MAX_LENGTH {
-            errs.push(max_len_error(DNS1123_SUBDOMAIN_MAX_LENGTH));
-        }
-        if !matches_dns1123_subdomain(value) {
-            errs.push(regex_error(
-                DNS1123_SUBDOMAIN_ERR_MSG,
-                DNS1123_SUBDOMAIN_FMT,
-                &["example.com"],
-            ));
-        }
-        errs
-    }
-
-    /// Upstream `IsQualifiedName`: an optional DNS-1123 subdomain prefix and
-    /// `/`, then a name of at most 63 bytes.
-    pub(super) fn is_qualified_name(value: &str) -> Vec<String> {
-        let mut errs = Vec::new();
-        let parts: Vec<&str> = value.split('/').collect();
-        let name = match parts.as_slice() {
-            [name] => *name,
-            [prefix, name] => {
-                if prefix.is_empty() {
-                    errs.push(format!("prefix part {}", empty_error()));
-                } else {
-                    errs.extend(
-                        is_dns1123_subdomain(prefix)
-                            .into_iter()
-                            .map(|msg| format!("prefix part {msg}")),
-                    );
-                }
-                *name
-            }
-            _ => {
-                errs.push(format!(
-                    "a valid label key {} with an optional DNS subdomain prefix and '/' (e.g. 'example.com/MyName')",
-                    regex_error(LABEL_KEY_ERR_MSG, LABEL_KEY_FMT, &["MyName", "my.name", "123-abc"])
-                ));
-                return errs;
-            }
-        };
-        if name.is_empty() {
-            errs.push(format!("name part {}", empty_error()));
-        } else if name.len() > LABEL_KEY_MAX_LENGTH {
-            errs.push(format!("name part {}", max_len_error(LABEL_KEY_MAX_LENGTH)));
-        }
-        if !matches_label_key(name) {
-            errs.push(format!(
-                "name part {}",
-                regex_error(
-                    LABEL_KEY_ERR_MSG,
-                    LABEL_KEY_FMT,
-                    &["MyName", "my.name", "123-abc"]
-                )
-            ));
-        }
-        errs
-    }
-
-    /// Upstream `IsValidLabelValue`: empty, or at most 63 bytes shaped like a
-    /// label key name.
-    pub(super) fn is_valid_label_value(value: &str) -> Vec<String> {
-        let mut errs = Vec::new();
-        if value.len() > LABEL_VALUE_MAX_LENGTH {
-            errs.push(max_len_error(LABEL_VALUE_MAX_LENGTH));
-        }
-        if !matches_label_value(value) {
-            errs.push(regex_error(
-                LABEL_VALUE_ERR_MSG,
-                LABEL_VALUE_FMT,
-                &["MyValue", "my_value", "12345"],
-            ));
-        }
-        errs
-    }
-}
-
 #[cfg(test)]
 mod tests {
     //! Table-driven ports of upstream's tests. Each table names its upstream
     //! source; cases not in upstream are marked "berth:".
 
     use super::*;
+    use crate::test_util::taint;
     use proptest::prelude::*;
 
     /// The qualified-name message for a bad key name, spelled out literally
@@ -670,16 +475,6 @@ mod tests {
     const KEY_NAME_REGEX: &str = "name part must consist of alphanumeric characters, '-', '_' or '.', and must start and end with an alphanumeric character (e.g. 'MyName',  or 'my.name',  or '123-abc', regex used for validation is '([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9]')";
     /// The label-value message for a bad value, spelled out literally.
     const VALUE_REGEX: &str = "a valid label must be an empty string or consist of alphanumeric characters, '-', '_' or '.', and must start and end with an alphanumeric character (e.g. 'MyValue',  or 'my_value',  or '12345', regex used for validation is '(([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9])?')";
-
-    /// A taint as upstream's tests write it; `""` value means no value.
-    fn taint(key: &str, value: &str, effect: &str) -> Taint {
-        Taint {
-            key: key.to_owned(),
-            value: (!value.is_empty()).then(|| value.to_owned()),
-            effect: effect.to_owned(),
-            time_added: None,
-        }
-    }
 
     // upstream: pkg/util/taints/taints_test.go TestParseTaints (all 19 cases,
     // a superset of kubectl's utils_test.go TestParseTaints), with the exact
@@ -1605,11 +1400,7 @@ mod tests {
             format!("{}/{}", "a".repeat(253), "b".repeat(63)),
         ];
         for s in &ok {
-            assert_eq!(
-                validation::is_qualified_name(s),
-                Vec::<String>::new(),
-                "{s:?}"
-            );
+            assert_eq!(is_qualified_name(s), Vec::<String>::new(), "{s:?}");
         }
         let bad = [
             "nospecialchars%^=@".to_owned(),
@@ -1624,10 +1415,10 @@ mod tests {
             format!("{}/abc", "a".repeat(254)),
         ];
         for s in &bad {
-            assert!(!validation::is_qualified_name(s).is_empty(), "{s:?}");
+            assert!(!is_qualified_name(s).is_empty(), "{s:?}");
         }
         assert_eq!(
-            validation::is_qualified_name(&format!("{}/abc", "a".repeat(254))),
+            is_qualified_name(&format!("{}/abc", "a".repeat(254))),
             vec!["prefix part must be no more than 253 bytes".to_owned()]
         );
     }
@@ -1645,11 +1436,7 @@ mod tests {
             String::new(),
         ];
         for s in &ok {
-            assert_eq!(
-                validation::is_valid_label_value(s),
-                Vec::<String>::new(),
-                "{s:?}"
-            );
+            assert_eq!(is_valid_label_value(s), Vec::<String>::new(), "{s:?}");
         }
         let bad = [
             "nospecialchars%^=@".to_owned(),
@@ -1662,10 +1449,10 @@ mod tests {
             "a".repeat(64),
         ];
         for s in &bad {
-            assert!(!validation::is_valid_label_value(s).is_empty(), "{s:?}");
+            assert!(!is_valid_label_value(s).is_empty(), "{s:?}");
         }
         assert_eq!(
-            validation::is_valid_label_value(&"-".repeat(64)),
+            is_valid_label_value(&"-".repeat(64)),
             vec![
                 "must be no more than 63 bytes".to_owned(),
                 VALUE_REGEX.to_owned()
@@ -1776,7 +1563,7 @@ mod tests {
     /// an accepted taint always has a valid key and effect.
     fn check_no_panic(s: &str) {
         if let Ok(t) = parse_taint(s) {
-            assert!(validation::is_qualified_name(&t.key).is_empty());
+            assert!(is_qualified_name(&t.key).is_empty());
             assert!(validate_taint_effect(&t.effect).is_ok());
         }
         let _ = parse_taint(s).map_err(|e| e.to_string());

@@ -14,6 +14,7 @@
 use k8s_openapi::api::core::v1::{Taint, Toleration};
 
 use crate::feature_gates::FeatureGates;
+use crate::validation::names::is_canonical_decimal_integer;
 
 pub const EFFECT_NO_SCHEDULE: &str = "NoSchedule";
 pub const EFFECT_PREFER_NO_SCHEDULE: &str = "PreferNoSchedule";
@@ -72,17 +73,16 @@ fn compare_numeric_values(toleration_value: &str, taint_value: &str, op: &str) -
 }
 
 /// A signed 64-bit integer written the way apimachinery's
-/// `content.IsDecimalInteger` demands: `0`, or an optional `-` and a digit
+/// `content.IsDecimalInteger` demands (see
+/// [`is_canonical_decimal_integer`]): `0`, or an optional `-` and a digit
 /// 1-9 followed by digits. No `+`, no leading zeros, no `-0`, no spaces;
 /// out of range is not a number either.
 pub fn parse_canonical_int64(value: &str) -> Option<i64> {
-    let digits = value.strip_prefix('-').unwrap_or(value);
-    let canonical = match digits.as_bytes() {
-        [] => false,
-        [b'0'] => digits.len() == value.len(),
-        [first, rest @ ..] => (b'1'..=b'9').contains(first) && rest.iter().all(u8::is_ascii_digit),
-    };
-    if canonical { value.parse().ok() } else { None }
+    if is_canonical_decimal_integer(value) {
+        value.parse().ok()
+    } else {
+        None
+    }
 }
 
 /// `TolerationsTolerateTaint`: some toleration tolerates the taint.
@@ -195,36 +195,10 @@ pub fn same_toleration(a: &Toleration, b: &Toleration) -> bool {
 }
 
 #[cfg(test)]
-pub(crate) mod tests {
+mod tests {
     use super::*;
+    use crate::test_util::{taint, tol, tol_secs};
     use proptest::prelude::*;
-
-    pub(crate) fn taint(key: &str, value: &str, effect: &str) -> Taint {
-        Taint {
-            key: key.into(),
-            value: (!value.is_empty()).then(|| value.into()),
-            effect: effect.into(),
-            time_added: None,
-        }
-    }
-
-    pub(crate) fn tol(key: &str, op: &str, value: &str, effect: &str) -> Toleration {
-        let some = |s: &str| (!s.is_empty()).then(|| s.to_string());
-        Toleration {
-            key: some(key),
-            operator: some(op),
-            value: some(value),
-            effect: some(effect),
-            toleration_seconds: None,
-        }
-    }
-
-    pub(crate) fn tol_secs(key: &str, op: &str, value: &str, effect: &str, s: i64) -> Toleration {
-        Toleration {
-            toleration_seconds: Some(s),
-            ..tol(key, op, value, effect)
-        }
-    }
 
     const ON: FeatureGates = FeatureGates {
         taint_toleration_comparison_operators: true,

@@ -1,9 +1,10 @@
 //! Label requirements as apimachinery defines them
 //! (`k8s.io/apimachinery/pkg/labels` `Requirement`, `NewRequirement`,
 //! `Matches`), limited to the operators node selectors use, plus the
-//! validation they run (`util/validation` `IsQualifiedName`,
-//! `IsValidLabelValue`, `IsDNS1123Subdomain`) and the `field.Error` shape
-//! their messages take.
+//! `field.Error` shape their messages take. The validation they run
+//! (`util/validation` `IsQualifiedName`, `IsValidLabelValue`,
+//! `IsDNS1123Subdomain`) is berth-core's [`berth_core::validation::names`],
+//! re-exported here.
 //!
 //! Parsing (and validating) happens once per pod; matching happens once per
 //! node and only borrows, so it never allocates.
@@ -108,151 +109,14 @@ pub(crate) fn path_index(path: &str, i: usize) -> String {
     format!("{path}[{i}]")
 }
 
-const QUALIFIED_NAME_MAX_LENGTH: usize = 63;
-const LABEL_VALUE_MAX_LENGTH: usize = 63;
-const DNS1123_SUBDOMAIN_MAX_LENGTH: usize = 253;
-
-const QUALIFIED_NAME_ERR_MSG: &str = "must consist of alphanumeric characters, '-', '_' or '.', and must start and end with an alphanumeric character";
-const QUALIFIED_NAME_FMT: &str = "([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9]";
-const LABEL_VALUE_ERR_MSG: &str = "a valid label must be an empty string or consist of alphanumeric characters, '-', '_' or '.', and must start and end with an alphanumeric character";
-const LABEL_VALUE_FMT: &str = "(([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9])?";
-const DNS1123_SUBDOMAIN_ERR_MSG: &str = "a lowercase RFC 1123 subdomain must consist of lower case alphanumeric characters, '-' or '.', and must start and end with an alphanumeric character";
-const DNS1123_SUBDOMAIN_FMT: &str =
-    r"[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*";
-
-/// `validation.RegexError`, including its odd double space between examples.
-fn regex_error(msg: &str, fmt: &str, examples: &[&str]) -> String {
-    if examples.is_empty() {
-        return format!("{msg} (regex used for validation is '{fmt}')");
-    }
-    let mut out = format!("{msg} (e.g. ");
-    for (i, ex) in examples.iter().enumerate() {
-        if i > 0 {
-            out.push_str(" or ");
-        }
-        out.push_str(&format!("'{ex}', "));
-    }
-    out.push_str(&format!("regex used for validation is '{fmt}')"));
-    out
-}
-
-fn max_len_error(n: usize) -> String {
-    format!("must be no more than {n} characters")
-}
-
-/// `^([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9]$`: non-empty, alphanumeric at
-/// both ends, `-`, `_`, `.` allowed inside.
-fn is_qualified_name_part(s: &str) -> bool {
-    let b = s.as_bytes();
-    match (b.first(), b.last()) {
-        (Some(first), Some(last)) => {
-            first.is_ascii_alphanumeric()
-                && last.is_ascii_alphanumeric()
-                && b.iter()
-                    .all(|c| c.is_ascii_alphanumeric() || matches!(c, b'-' | b'_' | b'.'))
-        }
-        _ => false,
-    }
-}
-
-/// One DNS-1123 label: `[a-z0-9]([-a-z0-9]*[a-z0-9])?`.
-fn is_dns1123_label_part(s: &str) -> bool {
-    let b = s.as_bytes();
-    let lower_alnum = |c: &u8| c.is_ascii_lowercase() || c.is_ascii_digit();
-    match (b.first(), b.last()) {
-        (Some(first), Some(last)) => {
-            lower_alnum(first)
-                && lower_alnum(last)
-                && b.iter().all(|c| lower_alnum(c) || *c == b'-')
-        }
-        _ => false,
-    }
-}
-
-/// `validation.IsDNS1123Subdomain`.
-pub fn is_dns1123_subdomain(value: &str) -> Vec<String> {
-    let mut errs = Vec::new();
-    if value.len() > DNS1123_SUBDOMAIN_MAX_LENGTH {
-        errs.push(max_len_error(DNS1123_SUBDOMAIN_MAX_LENGTH));
-    }
-    if !value.split('.').all(is_dns1123_label_part) {
-        errs.push(regex_error(
-            DNS1123_SUBDOMAIN_ERR_MSG,
-            DNS1123_SUBDOMAIN_FMT,
-            &["example.com"],
-        ));
-    }
-    errs
-}
-
-/// `validation.IsQualifiedName`: an optional DNS-subdomain prefix and `/`,
-/// then a name of at most 63 characters.
-pub fn is_qualified_name(value: &str) -> Vec<String> {
-    let mut errs = Vec::new();
-    let parts: Vec<&str> = value.split('/').collect();
-    let name = match parts.as_slice() {
-        [name] => *name,
-        [prefix, name] => {
-            if prefix.is_empty() {
-                errs.push("prefix part must be non-empty".to_string());
-            } else {
-                errs.extend(
-                    is_dns1123_subdomain(prefix)
-                        .into_iter()
-                        .map(|m| format!("prefix part {m}")),
-                );
-            }
-            *name
-        }
-        _ => {
-            errs.push(format!(
-                "a qualified name {} with an optional DNS subdomain prefix and '/' (e.g. 'example.com/MyName')",
-                regex_error(
-                    QUALIFIED_NAME_ERR_MSG,
-                    QUALIFIED_NAME_FMT,
-                    &["MyName", "my.name", "123-abc"]
-                )
-            ));
-            return errs;
-        }
-    };
-    if name.is_empty() {
-        errs.push("name part must be non-empty".to_string());
-    } else if name.len() > QUALIFIED_NAME_MAX_LENGTH {
-        errs.push(format!(
-            "name part {}",
-            max_len_error(QUALIFIED_NAME_MAX_LENGTH)
-        ));
-    }
-    if !is_qualified_name_part(name) {
-        errs.push(format!(
-            "name part {}",
-            regex_error(
-                QUALIFIED_NAME_ERR_MSG,
-                QUALIFIED_NAME_FMT,
-                &["MyName", "my.name", "123-abc"]
-            )
-        ));
-    }
-    errs
-}
-
-/// `validation.IsValidLabelValue`: empty, or a qualified-name part of at
-/// most 63 characters.
-pub fn is_valid_label_value(value: &str) -> Vec<String> {
-    let mut errs = Vec::new();
-    if value.len() > LABEL_VALUE_MAX_LENGTH {
-        errs.push(max_len_error(LABEL_VALUE_MAX_LENGTH));
-    }
-    if !value.is_empty() && !is_qualified_name_part(value) {
-        errs.push(regex_error(
-            LABEL_VALUE_ERR_MSG,
-            LABEL_VALUE_FMT,
-            &["MyValue", "my_value", "12345"],
-        ));
-    }
-    errs
-}
+/// The key and value checks `labels.NewRequirement` runs
+/// (`validation.IsQualifiedName`, `validation.IsValidLabelValue`, which
+/// upstream forwards to `content.IsLabelKey` / `content.IsLabelValue`), and
+/// `validation.IsDNS1123Subdomain`: the shared ports in berth-core, so the
+/// messages are upstream's.
+pub use berth_core::validation::names::{
+    is_dns1123_subdomain, is_qualified_name, is_valid_label_value,
+};
 
 /// Go's `strconv.ParseInt(s, 10, 64)`: an optional sign, decimal digits,
 /// leading zeros allowed ("0206" is 206), no spaces or underscores, and
@@ -639,14 +503,14 @@ mod tests {
                 long.as_str(),
                 Exists,
                 vec![],
-                vec![("key", "name part must be no more than 63 characters")],
+                vec![("key", "name part must be no more than 63 bytes")],
             ),
             (
                 "value of 64 characters",
                 "x14",
                 In,
                 vec![long.clone()],
-                vec![("values[0]", "must be no more than 63 characters")],
+                vec![("values[0]", "must be no more than 63 bytes")],
             ),
             (
                 "empty value is a valid label value",
@@ -691,14 +555,9 @@ mod tests {
     fn bad_prefix_reports_the_subdomain_rule() {
         assert_eq!(
             is_qualified_name("Example.com/x"),
-            vec![format!(
-                "prefix part {}",
-                regex_error(
-                    DNS1123_SUBDOMAIN_ERR_MSG,
-                    DNS1123_SUBDOMAIN_FMT,
-                    &["example.com"]
-                )
-            )]
+            vec![
+                "prefix part a lowercase RFC 1123 subdomain must consist of lower case alphanumeric characters, '-' or '.', and must start and end with an alphanumeric character (e.g. 'example.com', regex used for validation is '[a-z0-9]([-a-z0-9]*[a-z0-9])?(\\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*')".to_string()
+            ]
         );
         assert!(is_qualified_name("a/b/c").len() == 1);
         assert_eq!(

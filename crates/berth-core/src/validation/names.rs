@@ -101,11 +101,12 @@ fn matches_dns1123_subdomain(s: &str) -> bool {
     s.split('.').all(matches_dns1123_label)
 }
 
-/// `content.IsDNS1123Subdomain`, used for label-key prefixes (says "bytes").
-fn content_is_dns1123_subdomain(value: &str) -> Vec<String> {
+/// `IsDNS1123Subdomain`, with the package's `MaxLenError`: the two upstream
+/// copies differ only in that message.
+fn dns1123_subdomain_errors(value: &str, max_len_error: fn(usize) -> String) -> Vec<String> {
     let mut errs = Vec::new();
     if value.len() > DNS1123_SUBDOMAIN_MAX_LENGTH {
-        errs.push(content_max_len_error(DNS1123_SUBDOMAIN_MAX_LENGTH));
+        errs.push(max_len_error(DNS1123_SUBDOMAIN_MAX_LENGTH));
     }
     if !matches_dns1123_subdomain(value) {
         errs.push(regex_error(
@@ -115,6 +116,11 @@ fn content_is_dns1123_subdomain(value: &str) -> Vec<String> {
         ));
     }
     errs
+}
+
+/// `content.IsDNS1123Subdomain`, used for label-key prefixes (says "bytes").
+fn content_is_dns1123_subdomain(value: &str) -> Vec<String> {
+    dns1123_subdomain_errors(value, content_max_len_error)
 }
 
 /// `IsQualifiedName` (= `content.IsLabelKey`): an optional DNS-1123
@@ -189,36 +195,36 @@ pub fn is_valid_label_value(value: &str) -> Vec<String> {
 /// still says "characters", unlike the `content` copy used inside
 /// [`is_qualified_name`]; both are kept so messages match upstream's.
 pub fn is_dns1123_subdomain(value: &str) -> Vec<String> {
-    let mut errs = Vec::new();
-    if value.len() > DNS1123_SUBDOMAIN_MAX_LENGTH {
-        errs.push(util_max_len_error(DNS1123_SUBDOMAIN_MAX_LENGTH));
+    dns1123_subdomain_errors(value, util_max_len_error)
+}
+
+/// The language [`is_decimal_integer`] accepts, as a plain predicate: `"0"`,
+/// or an optional `-` then a digit 1-9 then any digits. Borrows and never
+/// allocates, so hot paths (e.g. [`crate::toleration`]'s `Gt`/`Lt`
+/// comparisons) can use it directly. Does not check the value fits any
+/// integer type.
+#[inline]
+pub fn is_canonical_decimal_integer(value: &str) -> bool {
+    let digits = value.strip_prefix('-').unwrap_or(value);
+    match digits.as_bytes() {
+        // "" or a lone "-".
+        [] => false,
+        // "0" alone is canonical; "-0" is not.
+        [b'0'] => digits.len() == value.len(),
+        [first, rest @ ..] => (b'1'..=b'9').contains(first) && rest.iter().all(u8::is_ascii_digit),
     }
-    if !matches_dns1123_subdomain(value) {
-        errs.push(regex_error(
-            DNS1123_SUBDOMAIN_ERR_MSG,
-            DNS1123_SUBDOMAIN_FMT,
-            &["example.com"],
-        ));
-    }
-    errs
 }
 
 /// `content.IsDecimalInteger`: `"0"`, or an optional `-` then a digit 1-9
 /// then any digits. Stricter than integer parsing: `"0100"`, `"+5"`, `"-0"`
 /// and `""` are rejected. Does not check the value fits any integer type.
 pub fn is_decimal_integer(value: &str) -> Vec<String> {
-    let b = value.as_bytes();
-    let Some(&first) = b.first() else {
-        return vec![empty_error().to_string()];
-    };
-    let digits = if first == b'-' { &b[1..] } else { b };
-    match digits.split_first() {
-        // A lone "-".
-        None => vec![DECIMAL_INTEGER_ERR_MSG.to_string()],
-        // "0" alone is canonical; "-0" and leading zeros are not.
-        Some((b'0', rest)) if rest.is_empty() && digits.len() == b.len() => Vec::new(),
-        Some((b'1'..=b'9', rest)) if rest.iter().all(u8::is_ascii_digit) => Vec::new(),
-        Some(_) => vec![DECIMAL_INTEGER_ERR_MSG.to_string()],
+    if value.is_empty() {
+        vec![empty_error().to_string()]
+    } else if is_canonical_decimal_integer(value) {
+        Vec::new()
+    } else {
+        vec![DECIMAL_INTEGER_ERR_MSG.to_string()]
     }
 }
 

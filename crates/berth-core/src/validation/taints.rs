@@ -101,16 +101,8 @@ pub fn validate_node_taints(taints: &[Taint], path: &Path) -> ErrorList {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::test_util::taint;
     use crate::validation::field::ErrorType;
-
-    fn taint(key: &str, value: &str, effect: &str) -> Taint {
-        Taint {
-            key: key.to_string(),
-            value: (!value.is_empty()).then(|| value.to_string()),
-            effect: effect.to_string(),
-            time_added: None,
-        }
-    }
 
     fn spec_taints() -> Path {
         Path::new("spec").child("taints")

@@ -153,6 +153,7 @@ impl ScorePlugin for TaintToleration {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use berth_core::test_util::{taint, tol};
     use berth_core::toleration::{EFFECT_NO_EXECUTE, EFFECT_NO_SCHEDULE};
     use k8s_openapi::api::core::v1::{Node, NodeSpec, Pod, PodSpec};
     use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
@@ -167,26 +168,6 @@ mod tests {
     const ON: FeatureGates = FeatureGates {
         taint_toleration_comparison_operators: true,
     };
-
-    fn taint(key: &str, value: &str, effect: &str) -> Taint {
-        Taint {
-            key: key.into(),
-            value: (!value.is_empty()).then(|| value.into()),
-            effect: effect.into(),
-            time_added: None,
-        }
-    }
-
-    fn tol(key: &str, op: &str, value: &str, effect: &str) -> Toleration {
-        let some = |s: &str| (!s.is_empty()).then(|| s.to_string());
-        Toleration {
-            key: some(key),
-            operator: some(op),
-            value: some(value),
-            effect: some(effect),
-            toleration_seconds: None,
-        }
-    }
 
     fn node_with_taints(name: &str, taints: Vec<Taint>) -> NodeInfo {
         NodeInfo::from(Node {

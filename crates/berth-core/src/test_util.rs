@@ -1,0 +1,38 @@
+//! Builders for taints and tolerations in tests, written the way upstream's
+//! tests write them: an empty string means "not set".
+//!
+//! Compiled for berth-core's own tests and, through the `test-util`
+//! feature, for other crates' tests (berth-scheduler enables it as a
+//! dev-dependency feature only).
+
+use k8s_openapi::api::core::v1::{Taint, Toleration};
+
+/// A taint; `""` value means no value.
+pub fn taint(key: &str, value: &str, effect: &str) -> Taint {
+    Taint {
+        key: key.into(),
+        value: (!value.is_empty()).then(|| value.into()),
+        effect: effect.into(),
+        time_added: None,
+    }
+}
+
+/// A toleration without `tolerationSeconds`; each `""` field is left unset.
+pub fn tol(key: &str, op: &str, value: &str, effect: &str) -> Toleration {
+    let some = |s: &str| (!s.is_empty()).then(|| s.to_string());
+    Toleration {
+        key: some(key),
+        operator: some(op),
+        value: some(value),
+        effect: some(effect),
+        toleration_seconds: None,
+    }
+}
+
+/// [`tol`] with `tolerationSeconds` set.
+pub fn tol_secs(key: &str, op: &str, value: &str, effect: &str, s: i64) -> Toleration {
+    Toleration {
+        toleration_seconds: Some(s),
+        ..tol(key, op, value, effect)
+    }
+}
