@@ -336,14 +336,22 @@ impl Store for EtcdStore {
                 "negative revision {after}"
             )));
         }
-        // etcd reports a compacted start revision asynchronously on the stream; read at the
-        // start revision first so the caller gets `Gone` from `watch` itself.
+        // etcd's compaction at C also drops the tombstones of deletes at C, so the events at C
+        // are not reliably there: like the redb backend, a watch must start after C. etcd
+        // would accept a start at C and report other compactions only asynchronously on the
+        // stream, so read at `after` first (it fails iff `after` < C), and the caller gets
+        // `Gone` from `watch` itself. Revision 0 is etcd's "latest", and revision 1 is its
+        // empty initial state, so `after` = 0 is checked at 1.
         let start = after + 1;
-        if start <= self.current_revision().await? {
+        if after <= self.current_revision().await? {
             self.kv()
                 .get(
                     KEY_ROOT,
-                    Some(GetOptions::new().with_revision(start).with_count_only()),
+                    Some(
+                        GetOptions::new()
+                            .with_revision(after.max(1))
+                            .with_count_only(),
+                    ),
                 )
                 .await
                 .map_err(|e| map_err(e, after))?;

@@ -21,10 +21,11 @@
 //!   under that prefix with a revision greater than `R`, each exactly once, in revision order,
 //!   with the new object and (for updates and deletes) the previous one. Resuming from the last
 //!   revision seen loses and repeats nothing.
-//! - **Compaction.** `compact(C)` discards history before revision `C`. Afterwards reads at a
-//!   revision below `C`, and watches that would need an event below `C`, fail with
-//!   [`StoreError::Gone`] (HTTP 410 at the API server); the current state is never affected. A
-//!   live watch that falls that far behind ends with the same error.
+//! - **Compaction.** `compact(C)` discards the history up to revision `C`, keeping the state at
+//!   `C`. Afterwards lists at a revision below `C`, and watches from a revision below `C`
+//!   (which would need events at or before `C`), fail with [`StoreError::Gone`] (HTTP 410 at
+//!   the API server); watches from `C` on and the current state are not affected. A live watch
+//!   that falls that far behind ends with the same error.
 
 mod error;
 mod etcd_backend;
@@ -36,7 +37,7 @@ mod watch;
 pub use error::{Result, StoreError};
 pub use etcd_backend::EtcdStore;
 pub use keys::{MAX_KEY_BYTES, MAX_VALUE_BYTES};
-pub use redb_backend::{RedbStore, WriterStats};
+pub use redb_backend::{FILE_NAME as REDB_FILE_NAME, RedbStore, VerifyReport, WriterStats};
 pub use store::{
     AnyStore, Continue, EventKind, KeyValue, ListOptions, ListResult, Revision, Store, WatchEvent,
 };

@@ -23,9 +23,11 @@ use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicI64, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, PoisonError, RwLock};
+use std::time::{Duration, Instant};
 
 use redb::{
-    Database, Durability, ReadableDatabase, ReadableTable, Table, TableDefinition, TableHandle,
+    Database, Durability, ReadableDatabase, ReadableTable, ReadableTableMetadata, Table,
+    TableDefinition, TableHandle,
 };
 use tokio::sync::broadcast::error::RecvError;
 use tokio::sync::mpsc::error::TryRecvError;
@@ -55,11 +57,13 @@ const MAX_BATCH_OPS: usize = 4096;
 const MAX_BATCH_BYTES: usize = 64 << 20;
 /// Pending writes the channel holds before callers wait (back-pressure).
 const REQUEST_QUEUE: usize = 8192;
-/// Compaction steps (log records examined) piggybacked on each write batch, and per idle
-/// compaction transaction. Each step is a lookup and up to two deletes: a few microseconds, so
-/// neither adds more than a couple of milliseconds to any write.
+/// Compaction work (log records examined) piggybacked on each write batch, and per idle
+/// compaction transaction, bounded both in steps and in time: a write never waits more than
+/// one such slice (plus its own commit) for compaction, whatever the machine or build.
 const COMPACT_STEPS_PER_BATCH: i64 = 64;
-const COMPACT_STEPS_IDLE: i64 = 256;
+const COMPACT_BUDGET_PER_BATCH: Duration = Duration::from_millis(1);
+const COMPACT_STEPS_IDLE: i64 = 512;
+const COMPACT_BUDGET_IDLE: Duration = Duration::from_millis(2);
 /// Committed batches the broadcast keeps for slow watchers before they must re-read the log.
 const EVENT_BACKLOG: usize = 4096;
 /// Log records read per blocking call when a watch replays history.
@@ -305,7 +309,7 @@ struct Outcome {
 impl Writer {
     fn run(mut self, mut rx: mpsc::Receiver<Msg>) {
         loop {
-            let compaction_due = self.cursor < self.compacted && !self.compaction_stalled;
+            let compaction_due = self.cursor <= self.compacted && !self.compaction_stalled;
             let first = if compaction_due {
                 match rx.try_recv() {
                     Ok(msg) => msg,
@@ -418,7 +422,13 @@ impl Writer {
                     Err(refused) => results.push(Err(refused)),
                 }
             }
-            cursor = compact_steps(&mut log, cursor, compacted, COMPACT_STEPS_PER_BATCH)?;
+            cursor = compact_steps(
+                &mut log,
+                cursor,
+                compacted,
+                COMPACT_STEPS_PER_BATCH,
+                COMPACT_BUDGET_PER_BATCH,
+            )?;
             if revision != self.revision {
                 meta.insert(META_REVISION, revision).map_err(be)?;
             }
@@ -457,7 +467,13 @@ impl Writer {
         {
             let mut log = txn.open_table(LOG).map_err(be)?;
             let mut meta = txn.open_table(META).map_err(be)?;
-            cursor = compact_steps(&mut log, self.cursor, self.compacted, COMPACT_STEPS_IDLE)?;
+            cursor = compact_steps(
+                &mut log,
+                self.cursor,
+                self.compacted,
+                COMPACT_STEPS_IDLE,
+                COMPACT_BUDGET_IDLE,
+            )?;
             meta.insert(META_CURSOR, cursor).map_err(be)?;
         }
         txn.commit().map_err(be)?;
@@ -564,21 +580,29 @@ fn change(
     })))
 }
 
-/// Advances physical compaction by at most `max` log records below `compacted`.
+/// Advances physical compaction by at most `max` log records up to `compacted`, stopping early
+/// when `budget` is spent.
 ///
-/// Walking records in revision order, a record at `r < compacted` makes the record it replaced
+/// Walking records in revision order, a record at `r <= compacted` makes the record it replaced
 /// (`prev`) unreachable: nobody can read at a revision between `prev` and `r` any more, and the
 /// event at `r` is itself compacted, so nobody needs `prev` as its previous value. A delete
-/// record below `compacted` is also dropped: the key is absent at every readable revision.
-/// Records still live at `compacted` stay; they are the state reads at `compacted` see.
+/// record at or below `compacted` is also dropped: the key is absent at every readable
+/// revision. Records still live at `compacted` stay; they are the state reads at `compacted`
+/// see, and the previous values of later events.
 fn compact_steps(
     log: &mut Table<i64, &'static [u8]>,
     mut cursor: i64,
     compacted: i64,
     max: i64,
+    budget: Duration,
 ) -> Result<i64> {
+    let started = Instant::now();
     let mut steps = 0;
-    while cursor < compacted && steps < max {
+    while cursor <= compacted && steps < max {
+        // Checking the clock every 16 steps keeps its cost negligible.
+        if steps % 16 == 15 && started.elapsed() >= budget {
+            break;
+        }
         let found = match log.get(cursor).map_err(be)? {
             Some(guard) => {
                 let entry = decode_entry(cursor, guard.value())?;
@@ -787,6 +811,11 @@ impl RedbStore {
     /// live key's value is in the log with matching revisions, and (if nothing has been
     /// compacted) replaying the whole log gives exactly the live keys. For tests and `fsck`.
     pub async fn verify(&self) -> Result<()> {
+        self.verify_report().await.map(|_| ())
+    }
+
+    /// [`verify`](Self::verify), returning what it counted.
+    pub async fn verify_report(&self) -> Result<VerifyReport> {
         read(&self.inner.db, verify_blocking).await
     }
 
@@ -961,7 +990,7 @@ fn read_log_blocking(
     let meta = txn.open_table(META).map_err(be)?;
     let current = meta_get(&meta, META_REVISION)?;
     let compacted = meta_get(&meta, META_COMPACTED)?;
-    if after + 1 < compacted {
+    if after < compacted {
         return Err(StoreError::Gone {
             requested: after,
             compacted: Some(compacted),
@@ -981,7 +1010,19 @@ fn read_log_blocking(
     Ok((events, upto.max(after), upto >= current))
 }
 
-fn verify_blocking(db: &Database) -> Result<()> {
+/// What [`RedbStore::verify_report`] found.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct VerifyReport {
+    pub revision: Revision,
+    pub compacted: Revision,
+    /// Keys with a live value.
+    pub live_keys: u64,
+    /// Records in the history log (equal to `live_keys` once everything before the compacted
+    /// revision is physically compacted and nothing changed since).
+    pub log_records: u64,
+}
+
+fn verify_blocking(db: &Database) -> Result<VerifyReport> {
     let corrupt = |msg: String| Err(StoreError::Corrupt(msg));
     let txn = db.begin_read().map_err(be)?;
     let kv = txn.open_table(KV).map_err(be)?;
@@ -1048,7 +1089,12 @@ fn verify_blocking(db: &Database) -> Result<()> {
             return corrupt("replaying the log does not give the live keys".into());
         }
     }
-    Ok(())
+    Ok(VerifyReport {
+        revision: current,
+        compacted,
+        live_keys: kv.len().map_err(be)?,
+        log_records: log.len().map_err(be)?,
+    })
 }
 
 /// Forwards history and then live events to one watcher.
@@ -1196,7 +1242,7 @@ impl Store for RedbStore {
         // Refuse a compacted start here, so the caller gets `Gone` from `watch` itself; a
         // compaction racing with this check is reported through the stream instead.
         let compacted = self.compacted_revision();
-        if after + 1 < compacted {
+        if after < compacted {
             return Err(StoreError::Gone {
                 requested: after,
                 compacted: Some(compacted),

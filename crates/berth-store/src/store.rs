@@ -124,12 +124,13 @@ pub trait Store: Send + Sync + 'static {
         after: Revision,
     ) -> impl Future<Output = Result<WatchStream>> + Send;
 
-    /// Discards history before `revision` (which must not be in the future). Compacting to a
-    /// revision at or below an earlier compaction does nothing.
+    /// Discards history up to `revision` (which must not be in the future), keeping the state
+    /// at `revision`: lists at `revision` or later and watches from `revision` or later still
+    /// work. Compacting to a revision at or below an earlier compaction does nothing.
     fn compact(&self, revision: Revision) -> impl Future<Output = Result<()>> + Send;
 
-    /// Compacts so that the last `window` revisions of history are kept: the configurable
-    /// history window. Call it periodically (the API server does so on a timer).
+    /// Compacts so that the changes of the last `window` revisions stay watchable: the
+    /// configurable history window. Call it periodically (the API server does so on a timer).
     fn compact_keeping(&self, window: i64) -> impl Future<Output = Result<()>> + Send {
         async move {
             let current = self.current_revision().await?;
