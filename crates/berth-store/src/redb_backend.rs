@@ -1053,8 +1053,7 @@ fn verify_blocking(db: &Database) -> Result<VerifyReport> {
     if compacted == 0 {
         // Replay the whole history and compare with the live keys.
         let mut state: BTreeMap<String, (i64, i64)> = BTreeMap::new();
-        let mut expected_rev = 1;
-        for item in log.iter().map_err(be)? {
+        for (expected_rev, item) in (1i64..).zip(log.iter().map_err(be)?) {
             let (rev, bytes) = item.map_err(be)?;
             let rev = rev.value();
             if rev != expected_rev {
@@ -1062,7 +1061,6 @@ fn verify_blocking(db: &Database) -> Result<VerifyReport> {
                     "log has a gap: expected {expected_rev}, found {rev}"
                 ));
             }
-            expected_rev += 1;
             let entry = decode_entry(rev, bytes.value())?;
             let before = state.get(entry.key).map(|&(_, m)| m).unwrap_or(0);
             if before != entry.prev_revision {

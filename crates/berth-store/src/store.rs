@@ -144,6 +144,8 @@ pub trait Store: Send + Sync + 'static {
 }
 
 /// Either backend, chosen at run time (from the server's configuration).
+// A server holds one of these; the size difference between the variants does not matter.
+#[allow(clippy::large_enum_variant)]
 #[derive(Clone)]
 pub enum AnyStore {
     Redb(RedbStore),
@@ -153,55 +155,36 @@ pub enum AnyStore {
 /// Forwards one trait method to whichever backend is inside.
 macro_rules! forward {
     ($self:ident, $s:ident => $call:expr) => {
-        async move {
-            match $self {
-                AnyStore::Redb($s) => $call.await,
-                AnyStore::Etcd($s) => $call.await,
-            }
+        match $self {
+            AnyStore::Redb($s) => $call.await,
+            AnyStore::Etcd($s) => $call.await,
         }
     };
 }
 
 impl Store for AnyStore {
-    fn get(&self, key: &str) -> impl Future<Output = Result<Option<KeyValue>>> + Send {
+    async fn get(&self, key: &str) -> Result<Option<KeyValue>> {
         forward!(self, s => s.get(key))
     }
-    fn list(
-        &self,
-        prefix: &str,
-        options: ListOptions,
-    ) -> impl Future<Output = Result<ListResult>> + Send {
+    async fn list(&self, prefix: &str, options: ListOptions) -> Result<ListResult> {
         forward!(self, s => s.list(prefix, options))
     }
-    fn create(&self, key: &str, value: Vec<u8>) -> impl Future<Output = Result<Revision>> + Send {
+    async fn create(&self, key: &str, value: Vec<u8>) -> Result<Revision> {
         forward!(self, s => s.create(key, value))
     }
-    fn update(
-        &self,
-        key: &str,
-        value: Vec<u8>,
-        expected: Revision,
-    ) -> impl Future<Output = Result<Revision>> + Send {
+    async fn update(&self, key: &str, value: Vec<u8>, expected: Revision) -> Result<Revision> {
         forward!(self, s => s.update(key, value, expected))
     }
-    fn delete(
-        &self,
-        key: &str,
-        expected: Revision,
-    ) -> impl Future<Output = Result<Revision>> + Send {
+    async fn delete(&self, key: &str, expected: Revision) -> Result<Revision> {
         forward!(self, s => s.delete(key, expected))
     }
-    fn current_revision(&self) -> impl Future<Output = Result<Revision>> + Send {
+    async fn current_revision(&self) -> Result<Revision> {
         forward!(self, s => s.current_revision())
     }
-    fn watch(
-        &self,
-        prefix: &str,
-        after: Revision,
-    ) -> impl Future<Output = Result<WatchStream>> + Send {
+    async fn watch(&self, prefix: &str, after: Revision) -> Result<WatchStream> {
         forward!(self, s => s.watch(prefix, after))
     }
-    fn compact(&self, revision: Revision) -> impl Future<Output = Result<()>> + Send {
+    async fn compact(&self, revision: Revision) -> Result<()> {
         forward!(self, s => s.compact(revision))
     }
 }

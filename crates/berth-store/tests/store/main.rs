@@ -1,6 +1,9 @@
 //! Integration tests of berth-store: the conformance suite on both backends, backend-specific
 //! behaviour, and crash tests. One test binary, so it links once.
 
+// A failed unwrap is a failed test, with the error in the message: what tests want.
+#![allow(clippy::unwrap_used)]
+
 mod conformance;
 mod crash;
 mod etcd_harness;

@@ -54,7 +54,8 @@ async fn corrupt_or_foreign_files_fail_to_open_naming_the_path() {
         }
         txn.commit().unwrap();
     };
-    let cases: Vec<(&str, Box<dyn Fn(&std::path::Path)>)> = vec![
+    type MakeFile = Box<dyn Fn(&std::path::Path)>;
+    let cases: Vec<(&str, MakeFile)> = vec![
         (
             "garbage bytes",
             Box::new(|p| std::fs::write(p, vec![0xA5u8; 64 * 1024]).unwrap()),
