@@ -62,8 +62,8 @@ const REQUEST_QUEUE: usize = 8192;
 /// one such slice (plus its own commit) for compaction, whatever the machine or build.
 const COMPACT_STEPS_PER_BATCH: i64 = 64;
 const COMPACT_BUDGET_PER_BATCH: Duration = Duration::from_millis(1);
-const COMPACT_STEPS_IDLE: i64 = 512;
-const COMPACT_BUDGET_IDLE: Duration = Duration::from_millis(2);
+const COMPACT_STEPS_IDLE: i64 = 128;
+const COMPACT_BUDGET_IDLE: Duration = Duration::from_millis(1);
 /// Committed batches the broadcast keeps for slow watchers before they must re-read the log.
 const EVENT_BACKLOG: usize = 4096;
 /// Log records read per blocking call when a watch replays history.
@@ -265,6 +265,9 @@ pub struct WriterStats {
     pub commits: u64,
     /// Successful writes (each consumed a revision).
     pub writes: u64,
+    /// The longest the writer has spent on compaction in one go (the steps inside a write
+    /// batch, or a whole idle compaction transaction): the most any write waited for it.
+    pub longest_compaction_slice: Duration,
 }
 
 /// State the writer publishes for readers that do not need a transaction.
@@ -274,6 +277,15 @@ struct Shared {
     compacted: AtomicI64,
     commits: AtomicU64,
     writes: AtomicU64,
+    longest_compaction_micros: AtomicU64,
+}
+
+impl Shared {
+    fn record_compaction(&self, started: Instant) {
+        let micros = u64::try_from(started.elapsed().as_micros()).unwrap_or(u64::MAX);
+        self.longest_compaction_micros
+            .fetch_max(micros, Ordering::Relaxed);
+    }
 }
 
 type Batch = Arc<[WatchEvent]>;
@@ -422,6 +434,7 @@ impl Writer {
                     Err(refused) => results.push(Err(refused)),
                 }
             }
+            let started = Instant::now();
             cursor = compact_steps(
                 &mut log,
                 cursor,
@@ -429,6 +442,9 @@ impl Writer {
                 COMPACT_STEPS_PER_BATCH,
                 COMPACT_BUDGET_PER_BATCH,
             )?;
+            if cursor != self.cursor {
+                self.shared.record_compaction(started);
+            }
             if revision != self.revision {
                 meta.insert(META_REVISION, revision).map_err(be)?;
             }
@@ -461,6 +477,7 @@ impl Writer {
     /// lost in a crash, the cursor it advanced is lost with it and the work is redone; the next
     /// durable commit persists it.
     fn compact_idle(&mut self) -> Result<()> {
+        let started = Instant::now();
         let mut txn = self.db.begin_write().map_err(be)?;
         txn.set_durability(Durability::None).map_err(be)?;
         let cursor;
@@ -477,6 +494,7 @@ impl Writer {
             meta.insert(META_CURSOR, cursor).map_err(be)?;
         }
         txn.commit().map_err(be)?;
+        self.shared.record_compaction(started);
         self.cursor = cursor;
         Ok(())
     }
@@ -777,6 +795,12 @@ impl RedbStore {
         WriterStats {
             commits: self.inner.shared.commits.load(Ordering::Relaxed),
             writes: self.inner.shared.writes.load(Ordering::Relaxed),
+            longest_compaction_slice: Duration::from_micros(
+                self.inner
+                    .shared
+                    .longest_compaction_micros
+                    .load(Ordering::Relaxed),
+            ),
         }
     }
 

@@ -136,32 +136,21 @@ async fn compaction_does_not_stall_writers() {
         .collect::<Result<Vec<_>, _>>()
         .unwrap();
     }
-    // Baseline latency of a single durable write on this machine.
-    let mut baseline = Duration::ZERO;
     for i in 0..20 {
-        let t = Instant::now();
         store
             .create(&format!("/registry/pods/base/b{i}"), vec![])
             .await
             .unwrap();
-        baseline = baseline.max(t.elapsed());
     }
     let current = store.current_revision().await.unwrap();
     store.compact(current).await.unwrap();
-    let mut worst = Duration::ZERO;
+    // Keep writing while compaction runs, so it is interleaved with write batches.
     for i in 0..100 {
-        let t = Instant::now();
         store
             .create(&format!("/registry/pods/during/d{i}"), vec![])
             .await
             .unwrap();
-        worst = worst.max(t.elapsed());
     }
-    // Compaction may add at most 10 ms to any write.
-    assert!(
-        worst <= baseline + Duration::from_millis(10),
-        "a write waited {worst:?} during compaction (baseline {baseline:?})"
-    );
     // Physical compaction finishes in the background; poll its progress, bounded.
     let deadline = Instant::now() + Duration::from_secs(20);
     loop {
@@ -175,6 +164,15 @@ async fn compaction_does_not_stall_writers() {
         );
         tokio::time::sleep(Duration::from_millis(20)).await;
     }
+    // The writer never spent more than 10 ms on compaction in one go, so no write waited
+    // longer than that for it. (Measured inside the writer: wall-clock write latencies on a
+    // shared 2-core machine vary with fsync and other load more than that.)
+    let slice = store.stats().longest_compaction_slice;
+    assert!(slice > Duration::ZERO, "compaction never ran");
+    assert!(
+        slice <= Duration::from_millis(10),
+        "compaction held the writer for {slice:?}"
+    );
     assert_eq!(
         store
             .list("/registry/pods/", ListOptions::default())
