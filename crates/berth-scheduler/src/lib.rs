@@ -17,10 +17,12 @@
 //! plugins directly, without a server. The scheduling queue, the cluster
 //! snapshot that fills `NodeInfo`, the binder and the API client come later.
 
+pub mod check;
 pub mod framework;
 pub mod labels;
 pub mod nodeaffinity;
 pub mod plugins;
+pub mod taint_sets;
 
 /// Checks the promise the Filter hot path makes: once PreFilter has run,
 /// filtering a node that passes allocates nothing. A counting allocator

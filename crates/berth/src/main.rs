@@ -1,1 +1,45 @@
-fn main() {}
+//! The `berth` binary: subcommands that wire berth's libraries together.
+//! The work lives in the libraries; this crate parses flags, reads files
+//! and prints.
+
+mod check;
+mod input;
+
+use std::process::ExitCode;
+
+use clap::{Parser, Subcommand};
+
+/// berth: a Kubernetes-compatible control plane for where pods may run and
+/// when they must leave.
+#[derive(Debug, Parser)]
+#[command(name = "berth", version, about)]
+struct Cli {
+    #[command(subcommand)]
+    command: Command,
+}
+
+#[derive(Debug, Subcommand)]
+enum Command {
+    /// Offline: does this pod fit these nodes, and why.
+    Check(check::CheckArgs),
+}
+
+fn main() -> ExitCode {
+    let cli = Cli::parse();
+    let result = match cli.command {
+        Command::Check(args) => check::run(&args),
+    };
+    match result {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(err) => {
+            eprintln!("error: {err:#}");
+            // Bad input is the user's to fix (exit 2, like a usage error);
+            // anything else is berth's or the machine's (exit 1).
+            if err.downcast_ref::<input::InputError>().is_some() {
+                ExitCode::from(2)
+            } else {
+                ExitCode::FAILURE
+            }
+        }
+    }
+}

@@ -11,10 +11,12 @@
 
 pub mod field;
 pub mod names;
+mod resources;
 mod taints;
 mod tolerations;
 
 pub use field::{ErrorList, ErrorType, FieldError, Path};
+pub use resources::validate_resource_quantities;
 pub use taints::validate_node_taints;
 pub use tolerations::{
     TolerationOptions, uses_comparison_operators, validate_toleration_update, validate_tolerations,

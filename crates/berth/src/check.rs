@@ -1,0 +1,285 @@
+//! `berth check --pod POD.yaml --node NODE.yaml ...`: reads and validates
+//! the manifests, asks `berth_scheduler::check` about every pod, prints a
+//! table or JSON.
+
+use std::path::{Path, PathBuf};
+
+use anyhow::Context;
+use berth_core::FeatureGates;
+use berth_core::manifest::Document;
+use berth_core::taint_spec::format_taint;
+use berth_core::validation::{
+    ErrorList, FieldError, Path as FieldPath, TolerationOptions, validate_node_taints,
+    validate_resource_quantities, validate_tolerations,
+};
+use berth_scheduler::check::{CheckReport, IfRunning, NodeVerdict, check_pod};
+use clap::{Args, ValueEnum};
+use k8s_openapi::api::core::v1::{Container, Node, Pod};
+
+use crate::input::{InputError, read_objects};
+
+#[derive(Debug, Args)]
+pub struct CheckArgs {
+    /// The pod manifest (YAML or JSON; several documents or a List check each pod).
+    #[arg(long, value_name = "POD.yaml")]
+    pod: PathBuf,
+    /// A node manifest; repeat for more nodes (a file may hold several).
+    #[arg(long = "node", value_name = "NODE.yaml", required = true)]
+    nodes: Vec<PathBuf>,
+    /// Feature gates, e.g. `TaintTolerationComparisonOperators=false`.
+    #[arg(long = "feature-gates", value_name = "NAME=BOOL,...", default_value = "", value_parser = parse_gates)]
+    feature_gates: FeatureGates,
+    /// Output format.
+    #[arg(short = 'o', long = "output", value_enum, default_value_t = Output::Text)]
+    output: Output,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+enum Output {
+    Text,
+    Json,
+}
+
+fn parse_gates(spec: &str) -> Result<FeatureGates, String> {
+    spec.parse()
+        .map_err(|e: berth_core::feature_gates::FeatureGateError| e.to_string())
+}
+
+pub fn run(args: &CheckArgs) -> anyhow::Result<()> {
+    let gates = args.feature_gates;
+    let pods = read_pods(&args.pod)?;
+    let mut nodes = Vec::new();
+    for path in &args.nodes {
+        nodes.extend(read_nodes(path)?);
+    }
+    let reports: Vec<CheckReport> = pods
+        .iter()
+        .map(|pod| check_pod(pod, &nodes, gates))
+        .collect();
+    let out = match args.output {
+        Output::Json => {
+            let json = match reports.as_slice() {
+                [one] => serde_json::to_string_pretty(one),
+                many => serde_json::to_string_pretty(many),
+            };
+            json.context("encoding the report")? + "\n"
+        }
+        Output::Text => reports
+            .iter()
+            .map(render_text)
+            .collect::<Vec<_>>()
+            .join("\n"),
+    };
+    print!("{out}");
+    Ok(())
+}
+
+fn read_pods(path: &Path) -> Result<Vec<Pod>, InputError> {
+    // The pod is read as an existing object: upstream keeps accepting
+    // Gt/Lt on pods that already use them when the gate is turned off, and
+    // it is the matching that honours the gate (so `check` can show what
+    // turning it off would do).
+    let opts = TolerationOptions {
+        allow_comparison_operators: true,
+    };
+    read_objects::<Pod>(path)?
+        .into_iter()
+        .map(|(doc, pod)| {
+            let errors = validate_pod(&pod, &opts);
+            reject_invalid(path, &doc, "Pod", pod.metadata.name.as_deref(), errors)?;
+            Ok(pod)
+        })
+        .collect()
+}
+
+fn read_nodes(path: &Path) -> Result<Vec<Node>, InputError> {
+    read_objects::<Node>(path)?
+        .into_iter()
+        .map(|(doc, node)| {
+            let errors = validate_node(&node);
+            reject_invalid(path, &doc, "Node", node.metadata.name.as_deref(), errors)?;
+            Ok(node)
+        })
+        .collect()
+}
+
+fn reject_invalid(
+    path: &Path,
+    doc: &Document,
+    kind: &str,
+    name: Option<&str>,
+    errors: ErrorList,
+) -> Result<(), InputError> {
+    if errors.is_empty() {
+        Ok(())
+    } else {
+        Err(InputError::invalid(
+            path,
+            doc,
+            kind,
+            name.unwrap_or(""),
+            &errors,
+        ))
+    }
+}
+
+fn validate_name(name: Option<&str>) -> ErrorList {
+    match name {
+        Some(name) if !name.is_empty() => Vec::new(),
+        _ => vec![FieldError::required(
+            &FieldPath::new("metadata").child("name"),
+            "name or generateName is required",
+        )],
+    }
+}
+
+/// The checks that matter for the answer: the name, the tolerations (every
+/// upstream rule) and the quantities the resource fit reads.
+fn validate_pod(pod: &Pod, opts: &TolerationOptions) -> ErrorList {
+    let mut errors = validate_name(pod.metadata.name.as_deref());
+    let spec_path = FieldPath::new("spec");
+    let Some(spec) = &pod.spec else {
+        return errors;
+    };
+    if let Some(tolerations) = &spec.tolerations {
+        errors.extend(validate_tolerations(
+            tolerations,
+            &spec_path.child("tolerations"),
+            opts,
+        ));
+    }
+    let containers = [
+        ("containers", spec.containers.as_slice()),
+        (
+            "initContainers",
+            spec.init_containers.as_deref().unwrap_or(&[]),
+        ),
+    ];
+    for (field, list) in containers {
+        for (i, container) in list.iter().enumerate() {
+            errors.extend(validate_container_resources(
+                container,
+                &spec_path.child(field).index(i),
+            ));
+        }
+    }
+    if let Some(overhead) = &spec.overhead {
+        errors.extend(validate_resource_quantities(
+            overhead,
+            &spec_path.child("overhead"),
+        ));
+    }
+    errors
+}
+
+fn validate_container_resources(container: &Container, path: &FieldPath) -> ErrorList {
+    let Some(resources) = &container.resources else {
+        return Vec::new();
+    };
+    let path = path.child("resources");
+    let mut errors = Vec::new();
+    if let Some(requests) = &resources.requests {
+        errors.extend(validate_resource_quantities(
+            requests,
+            &path.child("requests"),
+        ));
+    }
+    if let Some(limits) = &resources.limits {
+        errors.extend(validate_resource_quantities(limits, &path.child("limits")));
+    }
+    errors
+}
+
+fn validate_node(node: &Node) -> ErrorList {
+    let mut errors = validate_name(node.metadata.name.as_deref());
+    if let Some(taints) = node.spec.as_ref().and_then(|s| s.taints.as_ref()) {
+        errors.extend(validate_node_taints(
+            taints,
+            &FieldPath::new("spec").child("taints"),
+        ));
+    }
+    if let Some(status) = &node.status {
+        let path = FieldPath::new("status");
+        if let Some(capacity) = &status.capacity {
+            errors.extend(validate_resource_quantities(
+                capacity,
+                &path.child("capacity"),
+            ));
+        }
+        if let Some(allocatable) = &status.allocatable {
+            errors.extend(validate_resource_quantities(
+                allocatable,
+                &path.child("allocatable"),
+            ));
+        }
+    }
+    errors
+}
+
+/// A kubectl-style table: one row per node, columns padded to the widest cell.
+fn render_text(report: &CheckReport) -> String {
+    let schedulable = report.nodes.iter().filter(|n| n.schedulable).count();
+    let mut rows = vec![
+        [
+            "NODE",
+            "SCHEDULABLE",
+            "SCORE",
+            "IF-RUNNING",
+            "ADMIT-IF-BOUND",
+            "UNTOLERATED-TAINTS",
+            "REASONS",
+        ]
+        .map(String::from),
+    ];
+    rows.extend(report.nodes.iter().map(text_row));
+    let widths: Vec<usize> = (0..rows[0].len())
+        .map(|c| rows.iter().map(|r| r[c].chars().count()).max().unwrap_or(0))
+        .collect();
+    let mut out = format!(
+        "Pod {}: schedulable on {schedulable} of {} node(s)\n",
+        report.pod,
+        report.nodes.len()
+    );
+    for row in rows {
+        let cells: Vec<String> = row
+            .iter()
+            .zip(&widths)
+            .map(|(cell, width)| format!("{cell:<width$}"))
+            .collect();
+        out.push_str(cells.join("   ").trim_end());
+        out.push('\n');
+    }
+    out
+}
+
+fn text_row(node: &NodeVerdict) -> [String; 7] {
+    let yes_no = |b: bool| if b { "yes" } else { "no" }.to_string();
+    let if_running = match node.if_running {
+        IfRunning::Now => "evicted now".to_string(),
+        IfRunning::Never => "stays".to_string(),
+        IfRunning::After { seconds } => format!("evicted after {seconds}s"),
+    };
+    let taints = if node.untolerated_taints.is_empty() {
+        "<none>".to_string()
+    } else {
+        node.untolerated_taints
+            .iter()
+            .map(format_taint)
+            .collect::<Vec<_>>()
+            .join(",")
+    };
+    let reasons = if node.reasons.is_empty() {
+        "<none>".to_string()
+    } else {
+        node.reasons.join("; ")
+    };
+    [
+        node.name.clone(),
+        yes_no(node.schedulable),
+        node.taint_toleration_score.to_string(),
+        if_running,
+        yes_no(node.admit_if_bound),
+        taints,
+        reasons,
+    ]
+}
