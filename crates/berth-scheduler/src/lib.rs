@@ -21,6 +21,7 @@ pub mod framework;
 pub mod labels;
 pub mod nodeaffinity;
 pub mod plugins;
+pub mod resources;
 
 /// Checks the promise the Filter hot path makes: once PreFilter has run,
 /// filtering a node that passes allocates nothing. A counting allocator
