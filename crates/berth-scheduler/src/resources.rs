@@ -54,7 +54,7 @@ pub const DEFAULT_MILLI_CPU_REQUEST: i64 = 100;
 pub const DEFAULT_MEMORY_REQUEST: i64 = 200 * 1024 * 1024;
 
 /// The `restartPolicy` that makes an init container a sidecar.
-const CONTAINER_RESTART_POLICY_ALWAYS: &str = "Always";
+pub const CONTAINER_RESTART_POLICY_ALWAYS: &str = "Always";
 
 /// `IsPrefixedNativeResource`: the name contains `kubernetes.io/`.
 pub fn is_prefixed_native_resource(name: &str) -> bool {
