@@ -147,35 +147,107 @@ impl fmt::Display for Status {
     }
 }
 
-/// Resources summed over a set of pods (upstream's `framework.Resource`,
-/// minus `AllowedPodNumber`, which is a node property, replaced by the pod
-/// count). The helper that fills it from pod specs arrives with
-/// NodeResourcesFit; until then it is plain data.
+/// Amounts of resources in the scheduler's units (upstream's
+/// `framework.Resource`): CPU in millicores, everything else in whole units
+/// (bytes for memory and storage, counts for extended resources).
+///
+/// `pods` means the node's allowed pod number in [`NodeInfo::allocatable`]
+/// (upstream's `AllowedPodNumber`) and the number of pods counted in
+/// [`NodeInfo::requested`] (upstream's `len(nodeInfo.Pods)`); a pod's own
+/// request for the `pods` resource is never counted, as upstream.
+///
+/// [`crate::resources`] fills it from resource lists and pod specs.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct Resource {
     pub milli_cpu: i64,
     pub memory: i64,
     pub ephemeral_storage: i64,
     pub pods: usize,
-    /// Extended resources (`example.com/gpu`, hugepages, ...) by name.
+    /// Scalar resources by name: extended resources (`example.com/gpu`),
+    /// `hugepages-*`, `attachable-volumes-*` and prefixed native resources
+    /// (`kubernetes.io/...`); see [`crate::resources::is_scalar_resource_name`].
     pub scalar_resources: BTreeMap<String, i64>,
 }
 
-/// What the scheduler knows about one node: the node object and the
-/// aggregate requests of the pods bound to it.
+impl Resource {
+    /// Adds `other`'s amounts (saturating, so hostile inputs cannot wrap).
+    pub fn add(&mut self, other: &Resource) {
+        self.milli_cpu = self.milli_cpu.saturating_add(other.milli_cpu);
+        self.memory = self.memory.saturating_add(other.memory);
+        self.ephemeral_storage = self
+            .ephemeral_storage
+            .saturating_add(other.ephemeral_storage);
+        self.pods = self.pods.saturating_add(other.pods);
+        for (name, value) in &other.scalar_resources {
+            let entry = self.scalar_resources.entry(name.clone()).or_default();
+            *entry = entry.saturating_add(*value);
+        }
+    }
+
+    /// The amount of scalar resource `name`, zero when absent.
+    pub fn scalar(&self, name: &str) -> i64 {
+        self.scalar_resources.get(name).copied().unwrap_or(0)
+    }
+}
+
+/// What the scheduler knows about one node: the node object, what it can
+/// hold and the aggregate requests of the pods bound to it.
 #[derive(Debug, Clone)]
 pub struct NodeInfo {
     node: Arc<Node>,
     /// Sum of the requests of the pods on the node, and their count.
     pub requested: Resource,
+    /// Like `requested`, but CPU and memory count pods that request none
+    /// as requesting the scheduler's defaults (100m, 200Mi), so scoring
+    /// still spreads best-effort pods (upstream's `NonZeroRequested`; only
+    /// `milli_cpu` and `memory` are filled).
+    pub non_zero_requested: Resource,
+    /// `node.status.allocatable`, with `pods` the allowed pod number.
+    pub allocatable: Resource,
 }
 
 impl NodeInfo {
+    /// A node with no pods counted yet. `allocatable` comes from
+    /// `node.status.allocatable`; an unparseable quantity there counts as
+    /// zero, since the API server validates quantities on write and a
+    /// scheduler cannot reject a node it merely reads.
     pub fn new(node: Arc<Node>) -> Self {
+        let allocatable = crate::resources::resource_list_to_resource(
+            node.status.as_ref().and_then(|s| s.allocatable.as_ref()),
+        );
         NodeInfo {
             node,
             requested: Resource::default(),
+            non_zero_requested: Resource::default(),
+            allocatable,
         }
+    }
+
+    /// A node with `pods` already bound to it.
+    pub fn with_pods<'a>(node: Arc<Node>, pods: impl IntoIterator<Item = &'a Pod>) -> Self {
+        let mut info = NodeInfo::new(node);
+        for pod in pods {
+            info.add_pod(pod);
+        }
+        info
+    }
+
+    /// Counts a pod bound to this node: adds its requests
+    /// ([`crate::resources::pod_requests`]) to `requested`, its non-zero
+    /// requests to `non_zero_requested`, and one to `requested.pods`.
+    pub fn add_pod(&mut self, pod: &Pod) {
+        let mut request = crate::resources::pod_requests(pod);
+        request.pods = 1;
+        self.requested.add(&request);
+        let non_zero = crate::resources::pod_requests_non_zero(pod);
+        self.non_zero_requested.milli_cpu = self
+            .non_zero_requested
+            .milli_cpu
+            .saturating_add(non_zero.milli_cpu);
+        self.non_zero_requested.memory = self
+            .non_zero_requested
+            .memory
+            .saturating_add(non_zero.memory);
     }
 
     pub fn node(&self) -> &Node {

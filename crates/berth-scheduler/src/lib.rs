@@ -7,21 +7,30 @@
 //!   `CycleState`, the extension-point traits (PreFilter, Filter, PreScore,
 //!   Score with NormalizeScore), upstream's `DefaultNormalizeScore`, and the
 //!   `FitError` message ("0/3 nodes are available: ...").
-//! - [`plugins`]: NodeName, NodeUnschedulable, TaintToleration and
-//!   NodeAffinity, each a Filter (and, where upstream has one, a Score).
+//! - [`plugins`]: NodeName, NodeUnschedulable, TaintToleration,
+//!   NodeAffinity and NodeResourcesFit, each a Filter (and, where upstream
+//!   has one, a Score).
+//! - [`resources`]: what a pod requests (upstream's `PodRequests`, with
+//!   sidecars, pod-level resources and overhead) and which resource names
+//!   the scheduler counts; `NodeInfo` sums it over the pods on a node.
+//! - [`check`]: one pod against a set of nodes, explained (`berth check`).
+//! - [`taint_sets`]: interned node taint lists, so a pod is judged once per
+//!   distinct list rather than once per node.
 //! - [`nodeaffinity`] and [`labels`]: the node-selector matching of
 //!   component-helpers and the label-requirement semantics and validation of
 //!   apimachinery that NodeAffinity is built on.
 //!
 //! Everything here is plain functions over plain data: tests call the
 //! plugins directly, without a server. The scheduling queue, the cluster
-//! snapshot that fills `NodeInfo`, the binder and the API client come later.
+//! snapshot that fills `NodeInfo` (with `NodeInfo::add_pod`), the binder and
+//! the API client come later.
 
 pub mod check;
 pub mod framework;
 pub mod labels;
 pub mod nodeaffinity;
 pub mod plugins;
+pub mod resources;
 pub mod taint_sets;
 
 /// Checks the promise the Filter hot path makes: once PreFilter has run,
@@ -33,11 +42,18 @@ mod alloc_free_tests {
     use std::alloc::{GlobalAlloc, Layout, System};
     use std::cell::Cell;
 
-    use k8s_openapi::api::core::v1::{Node, NodeSpec, Taint, Toleration};
+    use std::collections::BTreeMap;
+
+    use k8s_openapi::api::core::v1::{
+        Container, Node, NodeSpec, NodeStatus, ResourceRequirements, Taint, Toleration,
+    };
+    use k8s_openapi::apimachinery::pkg::api::resource::Quantity;
 
     use crate::framework::{CycleState, FilterPlugin, NodeInfo, PodInfo, PreFilterPlugin};
     use crate::nodeaffinity::tests::{expr, node, pod_with, selector, term};
-    use crate::plugins::{NodeAffinity, NodeName, NodeUnschedulable, TaintToleration};
+    use crate::plugins::{
+        NodeAffinity, NodeName, NodeResourcesFit, NodeUnschedulable, TaintToleration,
+    };
 
     struct Counting;
 
@@ -110,15 +126,54 @@ mod alloc_free_tests {
         if let Some(t) = pod.spec.as_mut().and_then(|s| s.tolerations.as_mut()) {
             t.push(unschedulable_tol);
         }
+        // Requests for every kind of resource NodeResourcesFit checks, on a
+        // node with room for them.
+        let quantities = |entries: &[(&str, &str)]| -> BTreeMap<String, Quantity> {
+            entries
+                .iter()
+                .map(|(k, v)| (k.to_string(), Quantity(v.to_string())))
+                .collect()
+        };
+        if let Some(spec) = pod.spec.as_mut() {
+            spec.containers = vec![Container {
+                name: "c".into(),
+                resources: Some(ResourceRequirements {
+                    requests: Some(quantities(&[
+                        ("cpu", "500m"),
+                        ("memory", "1Gi"),
+                        ("ephemeral-storage", "1Gi"),
+                        ("example.com/gpu", "1"),
+                        ("hugepages-2Mi", "2Mi"),
+                    ])),
+                    ..ResourceRequirements::default()
+                }),
+                ..Container::default()
+            }];
+        }
+        n.status = Some(NodeStatus {
+            allocatable: Some(quantities(&[
+                ("cpu", "4"),
+                ("memory", "8Gi"),
+                ("ephemeral-storage", "100Gi"),
+                ("pods", "110"),
+                ("example.com/gpu", "2"),
+                ("hugepages-2Mi", "1Gi"),
+            ])),
+            ..NodeStatus::default()
+        });
         let pod = PodInfo::from(pod);
-        let node = NodeInfo::from(n);
+        let mut node = NodeInfo::from(n);
+        node.add_pod(pod.pod());
         let other = NodeInfo::from(Node::default());
 
         let affinity = NodeAffinity::default();
         let unschedulable = NodeUnschedulable::default();
         let taints = TaintToleration::default();
+        let fit = NodeResourcesFit::default().with_ignored_resource_groups(["ignored.io"]);
         let mut state = CycleState::new();
         let (_, status) = affinity.pre_filter(&mut state, &pod, std::slice::from_ref(&other));
+        assert!(status.is_success());
+        let (_, status) = fit.pre_filter(&mut state, &pod, std::slice::from_ref(&other));
         assert!(status.is_success());
         // Warm up anything lazily initialised (the unschedulable taint).
         assert!(unschedulable.filter(&state, &pod, &node).is_success());
@@ -130,9 +185,10 @@ mod alloc_free_tests {
             passed += usize::from(unschedulable.filter(&state, &pod, &node).is_success());
             passed += usize::from(taints.filter(&state, &pod, &node).is_success());
             passed += usize::from(affinity.filter(&state, &pod, &node).is_success());
+            passed += usize::from(fit.filter(&state, &pod, &node).is_success());
         }
         let allocated = allocations() - before;
-        assert_eq!(passed, 400);
+        assert_eq!(passed, 500);
         assert_eq!(allocated, 0, "filters allocated on the success path");
 
         // The counter does see allocations: the no-PreFilter fallback parses.
