@@ -119,22 +119,35 @@ mod tests {
             ..taint("dedicated", "a", "NoSchedule")
         }];
         let b = [taint("dedicated", "b", "NoSchedule")];
-        let ab = [taint("dedicated", "a", "NoSchedule"), taint("dedicated", "b", "NoSchedule")];
-        let ba = [taint("dedicated", "b", "NoSchedule"), taint("dedicated", "a", "NoSchedule")];
+        let ab = [
+            taint("dedicated", "a", "NoSchedule"),
+            taint("dedicated", "b", "NoSchedule"),
+        ];
+        let ba = [
+            taint("dedicated", "b", "NoSchedule"),
+            taint("dedicated", "a", "NoSchedule"),
+        ];
         let cases: &[(&str, &[Taint], TaintSetId)] = &[
             ("the empty list is always id 0", &[], TaintSetId::UNTAINTED),
             ("a first list gets the next id", &a, TaintSetId(1)),
             ("timeAdded does not count", &a_again, TaintSetId(1)),
             ("a different value is a different list", &b, TaintSetId(2)),
             ("two taints", &ab, TaintSetId(3)),
-            ("order counts: the upstream filter reports the first untolerated", &ba, TaintSetId(4)),
+            (
+                "order counts: the upstream filter reports the first untolerated",
+                &ba,
+                TaintSetId(4),
+            ),
             ("seen before", &b, TaintSetId(2)),
         ];
         for (name, taints, want) in cases {
             assert_eq!(sets.intern(taints), *want, "{name}");
         }
         assert_eq!(sets.len(), 5);
-        assert_eq!(sets.get(TaintSetId(2)).map(|l| l[0].value.clone()), Some(Some("b".into())));
+        assert_eq!(
+            sets.get(TaintSetId(2)).map(|l| l[0].value.clone()),
+            Some(Some("b".into()))
+        );
         assert_eq!(sets.get(TaintSetId::UNKNOWN), None);
     }
 }

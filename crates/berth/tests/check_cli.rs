@@ -52,7 +52,10 @@ fn pod_with_two_tolerations_cannot_schedule_on_node1_but_keeps_running_there() {
     assert_eq!(report["pod"], "default/two-tolerations");
     let node1 = node(&report, "node1");
     assert_eq!(node1["schedulable"], false);
-    assert_eq!(node1["reasons"], json!(["node(s) had untolerated taint(s)"]));
+    assert_eq!(
+        node1["reasons"],
+        json!(["node(s) had untolerated taint(s)"])
+    );
     assert_eq!(
         node1["untoleratedTaints"],
         json!([{"key": "key2", "value": "value2", "effect": "NoSchedule"}])
@@ -72,14 +75,25 @@ fn pod_with_two_tolerations_cannot_schedule_on_node1_but_keeps_running_there() {
 fn report_has_exactly_the_documented_fields() {
     let report = check_json("pods/pod-plain.yaml", &["nodes/node1.yaml"], &[]);
     let keys = |v: &Value| {
-        let mut k: Vec<String> = v.as_object().map(|o| o.keys().cloned().collect()).unwrap_or_default();
+        let mut k: Vec<String> = v
+            .as_object()
+            .map(|o| o.keys().cloned().collect())
+            .unwrap_or_default();
         k.sort();
         k
     };
     assert_eq!(keys(&report), ["nodes", "pod"]);
     assert_eq!(
         keys(node(&report, "node1")),
-        ["admitIfBound", "ifRunning", "name", "reasons", "schedulable", "taintTolerationScore", "untoleratedTaints"]
+        [
+            "admitIfBound",
+            "ifRunning",
+            "name",
+            "reasons",
+            "schedulable",
+            "taintTolerationScore",
+            "untoleratedTaints"
+        ]
     );
 }
 
@@ -95,13 +109,24 @@ fn pod_without_tolerations_is_evicted_now_and_rejected_by_the_agent_on_node1() {
 
 #[test]
 fn toleration_seconds_delay_the_eviction() {
-    let report = check_json("pods/pod-with-toleration-seconds.yaml", &["nodes/node1.yaml"], &[]);
-    assert_eq!(node(&report, "node1")["ifRunning"], json!({"evict": "after", "seconds": 3600}));
+    let report = check_json(
+        "pods/pod-with-toleration-seconds.yaml",
+        &["nodes/node1.yaml"],
+        &[],
+    );
+    assert_eq!(
+        node(&report, "node1")["ifRunning"],
+        json!({"evict": "after", "seconds": 3600})
+    );
 }
 
 #[test]
 fn gt_900_tolerates_the_950_sla_taint() {
-    let report = check_json("pods/pod-with-numeric-toleration.yaml", &["nodes/node-sla.yaml"], &[]);
+    let report = check_json(
+        "pods/pod-with-numeric-toleration.yaml",
+        &["nodes/node-sla.yaml"],
+        &[],
+    );
     let sla = node(&report, "node-sla");
     assert_eq!(sla["schedulable"], true);
     assert_eq!(sla["untoleratedTaints"], json!([]));
@@ -109,7 +134,11 @@ fn gt_900_tolerates_the_950_sla_taint() {
 
 #[test]
 fn lt_1000_tolerates_the_950_sla_taint() {
-    let report = check_json("pods/pod-with-lt-toleration.yaml", &["nodes/node-sla.yaml"], &[]);
+    let report = check_json(
+        "pods/pod-with-lt-toleration.yaml",
+        &["nodes/node-sla.yaml"],
+        &[],
+    );
     assert_eq!(node(&report, "node-sla")["schedulable"], true);
 }
 
@@ -118,7 +147,10 @@ fn gt_stops_matching_when_the_feature_gate_is_off() {
     let report = check_json(
         "pods/pod-with-numeric-toleration.yaml",
         &["nodes/node-sla.yaml"],
-        &["--feature-gates", "TaintTolerationComparisonOperators=false"],
+        &[
+            "--feature-gates",
+            "TaintTolerationComparisonOperators=false",
+        ],
     );
     let sla = node(&report, "node-sla");
     assert_eq!(sla["schedulable"], false);
@@ -148,7 +180,11 @@ fn several_node_files_and_lists_are_all_checked() {
     )
     .expect("write");
     let list = list.to_string_lossy().into_owned();
-    let report = check_json("pods/pod-with-toleration.yaml", &[&list, "nodes/node1.yaml"], &[]);
+    let report = check_json(
+        "pods/pod-with-toleration.yaml",
+        &[&list, "nodes/node1.yaml"],
+        &[],
+    );
     let names: Vec<&str> = report["nodes"]
         .as_array()
         .map(|n| n.iter().filter_map(|n| n["name"].as_str()).collect())
@@ -159,21 +195,37 @@ fn several_node_files_and_lists_are_all_checked() {
 #[test]
 fn text_output_is_a_table_with_a_row_per_node() {
     let out = berth(&[
-        "check", "--pod", "pods/pod-with-two-tolerations.yaml", "--node", "nodes/node1.yaml", "--node", "nodes/node-plain.yaml",
+        "check",
+        "--pod",
+        "pods/pod-with-two-tolerations.yaml",
+        "--node",
+        "nodes/node1.yaml",
+        "--node",
+        "nodes/node-plain.yaml",
     ]);
     assert!(out.status.success());
     let text = String::from_utf8_lossy(&out.stdout);
     let lines: Vec<&str> = text.lines().collect();
-    assert_eq!(lines[0], "Pod default/two-tolerations: schedulable on 1 of 2 node(s)");
+    assert_eq!(
+        lines[0],
+        "Pod default/two-tolerations: schedulable on 1 of 2 node(s)"
+    );
     assert!(lines[1].starts_with("NODE "), "{text}");
     assert!(lines[2].starts_with("node1 "), "{text}");
     assert!(lines[2].contains("key2=value2:NoSchedule"), "{text}");
-    assert!(lines[2].contains("node(s) had untolerated taint(s)"), "{text}");
+    assert!(
+        lines[2].contains("node(s) had untolerated taint(s)"),
+        "{text}"
+    );
     assert!(lines[3].starts_with("node-plain "), "{text}");
 }
 
 fn tempdir() -> PathBuf {
-    let dir = std::env::temp_dir().join(format!("berth-check-test-{}-{}", std::process::id(), rand_suffix()));
+    let dir = std::env::temp_dir().join(format!(
+        "berth-check-test-{}-{}",
+        std::process::id(),
+        rand_suffix()
+    ));
     std::fs::create_dir_all(&dir).expect("temp dir");
     dir
 }
@@ -192,30 +244,71 @@ fn bad_input_exits_2_naming_the_file_and_the_problem() {
     let dir = tempdir();
     let cases: &[(&str, Option<&str>, &[&str])] = &[
         ("missing.yaml", None, &["missing.yaml", "No such file"]),
-        ("broken.yaml", Some("kind: [Pod\n"), &["broken.yaml", "invalid YAML or JSON"]),
-        ("node-as-pod.yaml", Some("apiVersion: v1\nkind: Node\nmetadata: {name: n}\n"), &["node-as-pod.yaml", "expected kind Pod (v1), found Node (v1)"]),
-        ("empty.yaml", Some(""), &["empty.yaml", "no objects in the file"]),
+        (
+            "broken.yaml",
+            Some("kind: [Pod\n"),
+            &["broken.yaml", "invalid YAML or JSON"],
+        ),
+        (
+            "node-as-pod.yaml",
+            Some("apiVersion: v1\nkind: Node\nmetadata: {name: n}\n"),
+            &[
+                "node-as-pod.yaml",
+                "expected kind Pod (v1), found Node (v1)",
+            ],
+        ),
+        (
+            "empty.yaml",
+            Some(""),
+            &["empty.yaml", "no objects in the file"],
+        ),
         (
             "bad-type.yaml",
-            Some("apiVersion: v1\nkind: Pod\nmetadata: {name: p}\nspec:\n  containers: []\n  tolerations: [{key: k, operator: Exists, tolerationSeconds: soon}]\n"),
-            &["bad-type.yaml", "spec.tolerations[0].tolerationSeconds", "invalid type"],
+            Some(
+                "apiVersion: v1\nkind: Pod\nmetadata: {name: p}\nspec:\n  containers: []\n  tolerations: [{key: k, operator: Exists, tolerationSeconds: soon}]\n",
+            ),
+            &[
+                "bad-type.yaml",
+                "spec.tolerations[0].tolerationSeconds",
+                "invalid type",
+            ],
         ),
         (
             "bad-gt.yaml",
-            Some("apiVersion: v1\nkind: Pod\nmetadata: {name: p}\nspec:\n  containers: []\n  tolerations: [{key: k, operator: Gt, value: '0950', effect: NoSchedule}]\n"),
-            &["bad-gt.yaml", "Pod \"p\" is invalid", "spec.tolerations[0].value: Invalid value: \"0950\""],
+            Some(
+                "apiVersion: v1\nkind: Pod\nmetadata: {name: p}\nspec:\n  containers: []\n  tolerations: [{key: k, operator: Gt, value: '0950', effect: NoSchedule}]\n",
+            ),
+            &[
+                "bad-gt.yaml",
+                "Pod \"p\" is invalid",
+                "spec.tolerations[0].value: Invalid value: \"0950\"",
+            ],
         ),
         (
             "bad-seconds.yaml",
-            Some("apiVersion: v1\nkind: Pod\nmetadata: {name: p}\nspec:\n  containers: []\n  tolerations: [{key: k, operator: Exists, effect: NoSchedule, tolerationSeconds: 10}]\n"),
-            &["bad-seconds.yaml", "spec.tolerations[0].effect: Invalid value: \"NoSchedule\": effect must be 'NoExecute' when `tolerationSeconds` is set"],
+            Some(
+                "apiVersion: v1\nkind: Pod\nmetadata: {name: p}\nspec:\n  containers: []\n  tolerations: [{key: k, operator: Exists, effect: NoSchedule, tolerationSeconds: 10}]\n",
+            ),
+            &[
+                "bad-seconds.yaml",
+                "spec.tolerations[0].effect: Invalid value: \"NoSchedule\": effect must be 'NoExecute' when `tolerationSeconds` is set",
+            ],
         ),
         (
             "bad-quantity.yaml",
-            Some("apiVersion: v1\nkind: Pod\nmetadata: {name: p}\nspec:\n  containers: [{name: c, resources: {requests: {cpu: lots}}}]\n"),
-            &["bad-quantity.yaml", "spec.containers[0].resources.requests[cpu]: Invalid value: \"lots\""],
+            Some(
+                "apiVersion: v1\nkind: Pod\nmetadata: {name: p}\nspec:\n  containers: [{name: c, resources: {requests: {cpu: lots}}}]\n",
+            ),
+            &[
+                "bad-quantity.yaml",
+                "spec.containers[0].resources.requests[cpu]: Invalid value: \"lots\"",
+            ],
         ),
-        ("no-name.yaml", Some("apiVersion: v1\nkind: Pod\nspec: {containers: []}\n"), &["no-name.yaml", "metadata.name: Required value"]),
+        (
+            "no-name.yaml",
+            Some("apiVersion: v1\nkind: Pod\nspec: {containers: []}\n"),
+            &["no-name.yaml", "metadata.name: Required value"],
+        ),
     ];
     for (file, content, fragments) in cases {
         let path = dir.join(file);
@@ -229,7 +322,10 @@ fn bad_input_exits_2_naming_the_file_and_the_problem() {
         assert!(out.stdout.is_empty(), "{file}: printed a report");
         assert!(!stderr.contains("panicked"), "{file}: {stderr}");
         for fragment in *fragments {
-            assert!(stderr.contains(fragment), "{file}: missing {fragment:?} in {stderr}");
+            assert!(
+                stderr.contains(fragment),
+                "{file}: missing {fragment:?} in {stderr}"
+            );
         }
     }
 }
@@ -248,15 +344,30 @@ fn bad_node_taint_and_bad_flags_exit_2() {
     let stderr = String::from_utf8_lossy(&out.stderr);
     assert_eq!(out.status.code(), Some(2), "{stderr}");
     assert!(stderr.contains("bad-node.yaml"), "{stderr}");
-    assert!(stderr.contains("spec.taints[0].key: Invalid value: \"bad key\""), "{stderr}");
-    assert!(stderr.contains("spec.taints[1].effect: Unsupported value: \"Sometimes\""), "{stderr}");
+    assert!(
+        stderr.contains("spec.taints[0].key: Invalid value: \"bad key\""),
+        "{stderr}"
+    );
+    assert!(
+        stderr.contains("spec.taints[1].effect: Unsupported value: \"Sometimes\""),
+        "{stderr}"
+    );
 
     for flags in [
         &["--feature-gates", "NoSuchGate=true"][..],
-        &["--feature-gates", "TaintTolerationComparisonOperators=maybe"][..],
+        &[
+            "--feature-gates",
+            "TaintTolerationComparisonOperators=maybe",
+        ][..],
         &["-o", "yaml"][..],
     ] {
-        let mut args = vec!["check", "--pod", "pods/pod-plain.yaml", "--node", "nodes/node1.yaml"];
+        let mut args = vec![
+            "check",
+            "--pod",
+            "pods/pod-plain.yaml",
+            "--node",
+            "nodes/node1.yaml",
+        ];
         args.extend(flags);
         let out = berth(&args);
         assert_eq!(out.status.code(), Some(2), "{flags:?}");
