@@ -97,7 +97,7 @@ pub fn check_pod(pod: &Pod, nodes: &[Node], gates: FeatureGates) -> CheckReport 
     for plugin in pre_filters {
         let (_, status) = plugin.pre_filter(&mut state, &pod_info, &node_infos);
         if status.is_rejected() {
-            rejected_by_pre_filter.extend(status.reasons.iter().cloned());
+            rejected_by_pre_filter.extend(status.reasons.iter().map(|r| r.to_string()));
         }
     }
     // The default profile's filter order.
@@ -122,7 +122,7 @@ pub fn check_pod(pod: &Pod, nodes: &[Node], gates: FeatureGates) -> CheckReport 
                 for filter in filters {
                     let status: Status = filter.filter(&state, &pod_info, node);
                     if !status.is_success() && !status.is_skip() {
-                        reasons.extend(status.reasons.iter().cloned());
+                        reasons.extend(status.reasons.iter().map(|r| r.to_string()));
                     }
                 }
             }

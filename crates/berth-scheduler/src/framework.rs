@@ -10,12 +10,16 @@
 //! allocation (an empty `Vec` does not allocate), so a Filter that passes a
 //! node stays allocation-free.
 
-use std::any::Any;
+use std::any::{Any, TypeId};
+use std::borrow::Cow;
 use std::collections::{BTreeMap, BTreeSet, HashMap};
 use std::fmt;
 use std::sync::Arc;
 
 use k8s_openapi::api::core::v1::{Node, Pod, Toleration};
+use smallvec::{SmallVec, smallvec};
+
+use crate::taint_sets::{TaintSetId, TaintSets};
 
 /// The highest score a Score plugin may give a node after normalisation.
 pub const MAX_NODE_SCORE: i64 = 100;
@@ -55,11 +59,17 @@ impl fmt::Display for Code {
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Status {
     pub code: Code,
-    pub reasons: Vec<String>,
+    pub reasons: Reasons,
     /// Set by the framework (or the plugin) so diagnostics can name who
     /// rejected the pod; empty when unknown.
     pub plugin: &'static str,
 }
+
+/// A status's reasons. One reason is held inline, and a plugin's fixed
+/// reasons are `&'static str`, so rejecting a node allocates nothing: the
+/// Filter runs once per node, and most nodes of a large cluster reject
+/// most pods.
+pub type Reasons = SmallVec<[Cow<'static, str>; 1]>;
 
 impl Default for Status {
     fn default() -> Self {
@@ -69,19 +79,22 @@ impl Default for Status {
 
 impl Status {
     /// Success, without allocating.
+    #[inline]
     pub const fn success() -> Self {
         Status {
             code: Code::Success,
-            reasons: Vec::new(),
+            reasons: SmallVec::new_const(),
             plugin: "",
         }
     }
 
-    /// A status with one reason (`NewStatus(code, reason)`).
-    pub fn new(code: Code, reason: impl Into<String>) -> Self {
+    /// A status with one reason (`NewStatus(code, reason)`); a
+    /// `&'static str` reason costs no allocation.
+    #[inline]
+    pub fn new(code: Code, reason: impl Into<Cow<'static, str>>) -> Self {
         Status {
             code,
-            reasons: vec![reason.into()],
+            reasons: smallvec![reason.into()],
             plugin: "",
         }
     }
@@ -90,7 +103,7 @@ impl Status {
     pub const fn code_only(code: Code) -> Self {
         Status {
             code,
-            reasons: Vec::new(),
+            reasons: SmallVec::new_const(),
             plugin: "",
         }
     }
@@ -99,7 +112,7 @@ impl Status {
     pub fn with_reasons(code: Code, reasons: Vec<String>) -> Self {
         Status {
             code,
-            reasons,
+            reasons: reasons.into_iter().map(Cow::Owned).collect(),
             plugin: "",
         }
     }
@@ -109,20 +122,23 @@ impl Status {
     }
 
     /// `AsStatus(err)`: an internal error carrying the error's message.
-    pub fn error(message: impl Into<String>) -> Self {
+    pub fn error(message: impl Into<Cow<'static, str>>) -> Self {
         Status::new(Code::Error, message)
     }
 
     /// Records which plugin produced this status.
+    #[inline]
     pub fn with_plugin(mut self, plugin: &'static str) -> Self {
         self.plugin = plugin;
         self
     }
 
+    #[inline]
     pub fn is_success(&self) -> bool {
         self.code == Code::Success
     }
 
+    #[inline]
     pub fn is_skip(&self) -> bool {
         self.code == Code::Skip
     }
@@ -204,6 +220,10 @@ pub struct NodeInfo {
     pub non_zero_requested: Resource,
     /// `node.status.allocatable`, with `pods` the allowed pod number.
     pub allocatable: Resource,
+    /// The node's taint list in the snapshot's [`TaintSets`], or
+    /// [`TaintSetId::UNKNOWN`] when the node was built without one (plugins
+    /// then read the node's taints directly).
+    pub taint_set: TaintSetId,
 }
 
 impl NodeInfo {
@@ -220,6 +240,22 @@ impl NodeInfo {
             requested: Resource::default(),
             non_zero_requested: Resource::default(),
             allocatable,
+            taint_set: TaintSetId::UNKNOWN,
+        }
+    }
+
+    /// A node whose taint list is interned in `sets`, so that
+    /// TaintToleration judges each distinct list once per pod.
+    pub fn interned(node: Arc<Node>, sets: &mut TaintSets) -> Self {
+        let taint_set = sets.intern(
+            node.spec
+                .as_ref()
+                .and_then(|s| s.taints.as_deref())
+                .unwrap_or(&[]),
+        );
+        NodeInfo {
+            taint_set,
+            ..NodeInfo::new(node)
         }
     }
 
@@ -321,12 +357,30 @@ impl From<Pod> for PodInfo {
 /// ("PreFilterNodeAffinity", ...). Values are type-checked on read.
 #[derive(Default)]
 pub struct CycleState {
-    data: HashMap<&'static str, Box<dyn Any + Send + Sync>>,
+    // A handful of entries, read once per node per plugin, so reads must
+    // cost a few nanoseconds: entries are found by the value's type (a
+    // constant comparison) and then by key, and never hashed.
+    data: Vec<Entry>,
+}
+
+struct Entry {
+    key: &'static str,
+    type_id: TypeId,
+    value: Box<dyn Any + Send + Sync>,
 }
 
 impl fmt::Debug for CycleState {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.debug_set().entries(self.data.keys()).finish()
+        f.debug_set()
+            .entries(self.data.iter().map(|e| e.key))
+            .finish()
+    }
+}
+
+impl Entry {
+    #[inline]
+    fn is(&self, key: &'static str, type_id: TypeId) -> bool {
+        self.type_id == type_id && (std::ptr::eq(self.key, key) || self.key == key)
     }
 }
 
@@ -336,16 +390,30 @@ impl CycleState {
     }
 
     pub fn write<T: Any + Send + Sync>(&mut self, key: &'static str, value: T) {
-        self.data.insert(key, Box::new(value));
+        self.delete(key);
+        self.data.push(Entry {
+            key,
+            type_id: TypeId::of::<T>(),
+            value: Box::new(value),
+        });
     }
 
     /// The value under `key`, if one of type `T` was written.
+    #[inline]
     pub fn read<T: Any + Send + Sync>(&self, key: &'static str) -> Option<&T> {
-        self.data.get(key).and_then(|v| v.downcast_ref::<T>())
+        let entry = self.data.iter().find(|e| e.is(key, TypeId::of::<T>()))?;
+        let value: &(dyn Any + Send + Sync) = &*entry.value;
+        // SAFETY: `entry.type_id` is `TypeId::of` the type that was boxed
+        // (set together in `write`), and it equals `TypeId::of::<T>()`, so
+        // the box holds a `T`. This is what `downcast_ref` does, minus the
+        // virtual call that asks the box for its type id again, which
+        // dominated the cost of a read on the Filter hot path.
+        Some(unsafe { &*(value as *const (dyn Any + Send + Sync) as *const T) })
     }
 
     pub fn delete(&mut self, key: &'static str) {
-        self.data.remove(key);
+        self.data
+            .retain(|e| !(std::ptr::eq(e.key, key) || e.key == key));
     }
 }
 
@@ -516,13 +584,13 @@ impl fmt::Display for FitError {
             let mut reasons: HashMap<&str, usize> = HashMap::new();
             for status in d.node_to_status.nodes.values() {
                 for reason in &status.reasons {
-                    *reasons.entry(reason.as_str()).or_default() += 1;
+                    *reasons.entry(reason.as_ref()).or_default() += 1;
                 }
             }
             let absent = self.num_all_nodes.saturating_sub(d.node_to_status.len());
             if absent > 0 {
                 for reason in &d.node_to_status.absent_nodes_status.reasons {
-                    *reasons.entry(reason.as_str()).or_default() += absent;
+                    *reasons.entry(reason.as_ref()).or_default() += absent;
                 }
             }
             // Upstream sorts the formatted "N reason" strings as strings,
@@ -593,11 +661,11 @@ mod tests {
         assert_eq!(scores[1].score, i64::MAX - 1);
     }
 
-    fn unschedulable(reason: &str) -> Status {
+    fn unschedulable(reason: &'static str) -> Status {
         Status::new(Code::Unschedulable, reason)
     }
 
-    fn node_statuses(entries: &[(&str, &str)]) -> NodeToStatus {
+    fn node_statuses(entries: &[(&str, &'static str)]) -> NodeToStatus {
         NodeToStatus::new(
             entries
                 .iter()
@@ -761,10 +829,16 @@ mod tests {
     }
 
     #[test]
-    fn success_status_does_not_allocate_and_reports_success() {
+    fn success_and_single_static_reason_statuses_do_not_allocate() {
         let s = Status::success();
         assert!(s.is_success());
-        assert_eq!(s.reasons.capacity(), 0);
+        assert!(s.reasons.is_empty() && !s.reasons.spilled());
+        let rejected = Status::new(Code::UnschedulableAndUnresolvable, "static reason");
+        assert!(!rejected.reasons.spilled());
+        assert!(matches!(
+            rejected.reasons[0],
+            Cow::Borrowed("static reason")
+        ));
         assert!(!Status::skip().is_success());
         assert!(Status::new(Code::Unschedulable, "r").is_rejected());
         assert_eq!(

@@ -29,9 +29,15 @@ pub fn validate_resource_quantities(
 mod tests {
     use super::*;
 
+    /// A resource list's entries and the errors expected for it.
+    type Case = (
+        &'static [(&'static str, &'static str)],
+        &'static [&'static str],
+    );
+
     #[test]
     fn unparseable_quantities_are_field_errors_on_their_entry() {
-        let cases: &[(&[(&str, &str)], &[&str])] = &[
+        let cases: &[Case] = &[
             (
                 &[("cpu", "500m"), ("memory", "1Gi"), ("example.com/gpu", "1")],
                 &[],

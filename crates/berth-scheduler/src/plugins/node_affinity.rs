@@ -287,7 +287,7 @@ mod tests {
         Some(selector(terms))
     }
 
-    fn reject(reason: &str) -> Status {
+    fn reject(reason: &'static str) -> Status {
         Status::new(Code::UnschedulableAndUnresolvable, reason).with_plugin(NAME)
     }
 

@@ -11,10 +11,13 @@ use berth_core::toleration::{
 };
 use k8s_openapi::api::core::v1::{Taint, Toleration};
 
+use std::sync::atomic::{AtomicU8, Ordering};
+
 use crate::framework::{
     Code, CycleState, FilterPlugin, MAX_NODE_SCORE, NodeInfo, NodeScore, Plugin, PodInfo,
-    PreScorePlugin, ScorePlugin, Status, default_normalize_score,
+    PreFilterPlugin, PreFilterResult, PreScorePlugin, ScorePlugin, Status, default_normalize_score,
 };
+use crate::taint_sets::TaintSetId;
 
 /// The plugin's registry name.
 pub const NAME: &str = "TaintToleration";
@@ -93,19 +96,91 @@ impl Plugin for TaintToleration {
     }
 }
 
+/// The CycleState key of the per-pod verdict cache.
+pub const PRE_FILTER_STATE_KEY: &str = "PreFilterTaintToleration";
+
+/// How many interned taint lists a pod's verdict cache covers; nodes whose
+/// list lies beyond are judged directly (still correct, only slower).
+pub const VERDICT_CACHE_SLOTS: usize = 1024;
+
+const UNDECIDED: u8 = 0;
+const TOLERATED: u8 = 1;
+const UNTOLERATED: u8 = 2;
+
+/// berth's addition to upstream's plugin: per pod, the verdict for each
+/// interned taint list ([`crate::taint_sets`]), filled the first time a
+/// node with that list is filtered. Atomics let nodes be filtered in
+/// parallel; a race only computes a verdict twice, to the same value.
+#[derive(Debug)]
+pub struct VerdictCache(Vec<AtomicU8>);
+
+impl VerdictCache {
+    fn new() -> Self {
+        VerdictCache(
+            (0..VERDICT_CACHE_SLOTS)
+                .map(|_| AtomicU8::new(UNDECIDED))
+                .collect(),
+        )
+    }
+}
+
+impl TaintToleration {
+    fn tolerates_all(&self, pod: &PodInfo, taints: &[Taint]) -> bool {
+        find_matching_untolerated_taint(taints, pod.tolerations(), is_do_not_schedule, self.gates)
+            .is_none()
+    }
+
+    #[inline]
+    fn verdict(&self, state: &CycleState, pod: &PodInfo, node: &NodeInfo) -> bool {
+        if node.taint_set == TaintSetId::UNTAINTED {
+            return true;
+        }
+        let slot = node.taint_set.index().and_then(|i| {
+            state
+                .read::<VerdictCache>(PRE_FILTER_STATE_KEY)
+                .and_then(|cache| cache.0.get(i))
+        });
+        let Some(slot) = slot else {
+            return self.tolerates_all(pod, node_taints(node));
+        };
+        match slot.load(Ordering::Relaxed) {
+            TOLERATED => true,
+            UNTOLERATED => false,
+            _ => {
+                let tolerated = self.tolerates_all(pod, node_taints(node));
+                slot.store(
+                    if tolerated { TOLERATED } else { UNTOLERATED },
+                    Ordering::Relaxed,
+                );
+                tolerated
+            }
+        }
+    }
+}
+
+impl PreFilterPlugin for TaintToleration {
+    /// Upstream's plugin has no PreFilter; berth's sets up the verdict
+    /// cache here, so Filter costs a table lookup per node.
+    fn pre_filter(
+        &self,
+        state: &mut CycleState,
+        _pod: &PodInfo,
+        _nodes: &[NodeInfo],
+    ) -> (Option<PreFilterResult>, Status) {
+        state.write(PRE_FILTER_STATE_KEY, VerdictCache::new());
+        (None, Status::success())
+    }
+}
+
 impl FilterPlugin for TaintToleration {
-    fn filter(&self, _state: &CycleState, pod: &PodInfo, node: &NodeInfo) -> Status {
-        let untolerated = find_matching_untolerated_taint(
-            node_taints(node),
-            pod.tolerations(),
-            is_do_not_schedule,
-            self.gates,
-        );
-        match untolerated {
-            None => Status::success(),
+    #[inline]
+    fn filter(&self, state: &CycleState, pod: &PodInfo, node: &NodeInfo) -> Status {
+        if self.verdict(state, pod, node) {
+            Status::success()
+        } else {
             // Preempting pods never removes a taint.
-            Some(_) => Status::new(Code::UnschedulableAndUnresolvable, ERR_REASON_UNTOLERATED)
-                .with_plugin(NAME),
+            Status::new(Code::UnschedulableAndUnresolvable, ERR_REASON_UNTOLERATED)
+                .with_plugin(NAME)
         }
     }
 }
@@ -153,10 +228,12 @@ impl ScorePlugin for TaintToleration {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::taint_sets::TaintSets;
     use berth_core::test_util::{taint, tol};
     use berth_core::toleration::{EFFECT_NO_EXECUTE, EFFECT_NO_SCHEDULE};
     use k8s_openapi::api::core::v1::{Node, NodeSpec, Pod, PodSpec};
     use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
+    use proptest::prelude::*;
 
     const NS: &str = EFFECT_NO_SCHEDULE;
     const PNS: &str = EFFECT_PREFER_NO_SCHEDULE;
@@ -487,8 +564,71 @@ mod tests {
             ),
         ];
         for (name, gates, pod, node, want) in cases {
-            let got = TaintToleration::new(gates).filter(&CycleState::new(), &pod, &node);
+            let plugin = TaintToleration::new(gates);
+            let got = plugin.filter(&CycleState::new(), &pod, &node);
             assert_eq!(got, want, "{name}");
+            // berth's cached path: interned node, PreFilter, then a first
+            // (computing) and a second (cached) Filter give the same answer.
+            let mut sets = TaintSets::new();
+            let interned = NodeInfo::interned(node.node_arc().clone(), &mut sets);
+            let mut state = CycleState::new();
+            let (_, pre) = plugin.pre_filter(&mut state, &pod, std::slice::from_ref(&interned));
+            assert!(pre.is_success(), "{name}");
+            for round in ["computed", "cached"] {
+                assert_eq!(
+                    plugin.filter(&state, &pod, &interned),
+                    want,
+                    "{name} ({round})"
+                );
+            }
+        }
+    }
+
+    fn any_taint() -> impl Strategy<Value = Taint> {
+        (
+            prop::sample::select(vec!["a", "b", "c"]),
+            prop::sample::select(vec!["", "1", "2", "950"]),
+            prop::sample::select(vec![NS, "PreferNoSchedule", NE]),
+        )
+            .prop_map(|(k, v, e)| taint(k, v, e))
+    }
+
+    fn any_toleration() -> impl Strategy<Value = Toleration> {
+        (
+            prop::sample::select(vec!["", "a", "b"]),
+            prop::sample::select(vec!["", "Equal", "Exists", "Gt", "Lt"]),
+            prop::sample::select(vec!["", "1", "2", "900"]),
+            prop::sample::select(vec!["", NS, NE]),
+        )
+            .prop_map(|(k, o, v, e)| tol(k, o, v, e))
+    }
+
+    proptest! {
+        /// Many nodes sharing few taint lists: the interned, cached Filter
+        /// agrees with upstream's per-node Filter on every node.
+        #[test]
+        fn cached_filter_agrees_with_the_direct_filter(
+            lists in prop::collection::vec(prop::collection::vec(any_taint(), 0..3), 1..5),
+            picks in prop::collection::vec(any::<prop::sample::Index>(), 1..40),
+            tolerations in prop::collection::vec(any_toleration(), 0..3),
+        ) {
+            let plugin = TaintToleration::new(ON);
+            let pod = pod_with_tolerations(tolerations);
+            let mut sets = TaintSets::new();
+            let nodes: Vec<NodeInfo> = picks
+                .iter()
+                .enumerate()
+                .map(|(i, pick)| {
+                    let node = node_with_taints(&format!("n{i}"), pick.get(&lists).clone());
+                    NodeInfo::interned(node.node_arc().clone(), &mut sets)
+                })
+                .collect();
+            let mut state = CycleState::new();
+            let _ = plugin.pre_filter(&mut state, &pod, &nodes);
+            for node in &nodes {
+                let direct = plugin.filter(&CycleState::new(), &pod, &NodeInfo::new(node.node_arc().clone()));
+                prop_assert_eq!(plugin.filter(&state, &pod, node), direct);
+            }
         }
     }
 
