@@ -140,11 +140,7 @@ pub fn run(args: &CoreArgs) -> anyhow::Result<CoreReport> {
     ];
 
     // Tainted nodes spread evenly through the list, as a real cluster's are.
-    let stride = if args.tainted == 0 {
-        usize::MAX
-    } else {
-        args.nodes / args.tainted
-    };
+    let stride = args.nodes.checked_div(args.tainted).unwrap_or(usize::MAX);
     let mut tainted = 0;
     let nodes: Vec<Node> = (0..args.nodes)
         .map(|i| {
