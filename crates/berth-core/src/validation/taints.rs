@@ -133,10 +133,9 @@ mod tests {
 
     #[test]
     fn invalid_taints_report_type_and_field() {
-        // Named after upstream TestValidateNode's taint error cases, with the
-        // error type and field upstream's validateNodeTaints produces for
-        // each (derived from the ported function; the upstream table itself
-        // was not re-read for this port).
+        // Upstream TestValidateNode's taint error cases (names and inputs as
+        // upstream's table has them). Upstream only checks that each error's
+        // field is one of the taint fields; these pin the type and field.
         // (case name, taints, expected (type, field) of each error)
         type Case = (&'static str, Vec<Taint>, Vec<(ErrorType, &'static str)>);
         let cases: Vec<Case> = vec![
