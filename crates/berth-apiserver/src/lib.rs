@@ -1,0 +1,6 @@
+//! berth-apiserver: the Kubernetes API that kubectl and client libraries
+//! talk to, served over `berth-store`.
+//!
+//! Pure building blocks first (each a module of plain functions over JSON
+//! values and k8s-openapi types, tested without a server); the HTTP
+//! server, registry and watch cache are wired on top of them.
