@@ -40,7 +40,7 @@ enum Output {
     Json,
 }
 
-fn parse_gates(spec: &str) -> Result<FeatureGates, String> {
+pub fn parse_gates(spec: &str) -> Result<FeatureGates, String> {
     spec.parse()
         .map_err(|e: berth_core::feature_gates::FeatureGateError| e.to_string())
 }

@@ -4,6 +4,7 @@
 
 mod check;
 mod input;
+mod server_cmd;
 
 use std::process::ExitCode;
 
@@ -22,12 +23,24 @@ struct Cli {
 enum Command {
     /// Offline: does this pod fit these nodes, and why.
     Check(check::CheckArgs),
+    /// The control plane: a Kubernetes API server on the embedded store or etcd.
+    Server(server_cmd::ServerArgs),
+}
+
+/// Runs an async command on a multi-threaded runtime.
+fn run_async(command: impl std::future::Future<Output = anyhow::Result<()>>) -> anyhow::Result<()> {
+    tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .build()
+        .map_err(anyhow::Error::from)?
+        .block_on(command)
 }
 
 fn main() -> ExitCode {
     let cli = Cli::parse();
     let result = match cli.command {
         Command::Check(args) => check::run(&args),
+        Command::Server(args) => run_async(server_cmd::run(&args)),
     };
     match result {
         Ok(()) => ExitCode::SUCCESS,

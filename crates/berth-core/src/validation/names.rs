@@ -26,6 +26,9 @@ const DNS1123_SUBDOMAIN_FMT: &str =
 const DNS1123_SUBDOMAIN_ERR_MSG: &str = "a lowercase RFC 1123 subdomain must consist of lower case alphanumeric characters, '-' or '.', and must start and end with an alphanumeric character";
 /// Maximum length of a DNS-1123 subdomain, in bytes.
 pub const DNS1123_SUBDOMAIN_MAX_LENGTH: usize = 253;
+const DNS1123_LABEL_FMT: &str = "[a-z0-9]([-a-z0-9]*[a-z0-9])?";
+const DNS1123_LABEL_ERR_MSG: &str = "a lowercase RFC 1123 label must consist of lower case alphanumeric characters or '-', and must start and end with an alphanumeric character";
+pub const DNS1123_LABEL_MAX_LENGTH: usize = 63;
 
 const DECIMAL_INTEGER_ERR_MSG: &str = "must be a valid decimal integer in canonical form";
 
@@ -196,6 +199,23 @@ pub fn is_valid_label_value(value: &str) -> Vec<String> {
 /// [`is_qualified_name`]; both are kept so messages match upstream's.
 pub fn is_dns1123_subdomain(value: &str) -> Vec<String> {
     dns1123_subdomain_errors(value, util_max_len_error)
+}
+
+/// `validation.IsDNS1123Label`: at most 63 lowercase alphanumerics or
+/// `-`, starting and ending alphanumeric (namespace names).
+pub fn is_dns1123_label(value: &str) -> Vec<String> {
+    let mut errs = Vec::new();
+    if value.len() > DNS1123_LABEL_MAX_LENGTH {
+        errs.push(util_max_len_error(DNS1123_LABEL_MAX_LENGTH));
+    }
+    if !matches_dns1123_label(value) {
+        errs.push(regex_error(
+            DNS1123_LABEL_ERR_MSG,
+            DNS1123_LABEL_FMT,
+            &["my-name", "123-abc"],
+        ));
+    }
+    errs
 }
 
 /// The language [`is_decimal_integer`] accepts, as a plain predicate: `"0"`,
@@ -635,5 +655,20 @@ mod tests {
         fn canonical_decimal_integers_round_trip(n in any::<i64>()) {
             prop_assert!(is_decimal_integer(&n.to_string()).is_empty());
         }
+    }
+
+    #[test]
+    fn dns1123_label_as_upstream() {
+        for good in ["a", "ab", "abc", "a1", "a-1", "a--1--2--b", "0", "01", "012", "1a", "1-a", "1--a--b--2"] {
+            assert!(is_dns1123_label(good).is_empty(), "{good}");
+        }
+        for bad in ["", "A", "ABC", "aBc", "A1", "A-1", "1-A", "-", "a-", "-a", "1-", "-1", "_", "a_", "_a", "a_b", "1_", "_1", "1_2", ".", "a.", ".a", "a.b", "1.", ".1", "1.2", " ", "a ", " a", "a b", "1 ", " 1", "1 2"] {
+            assert!(!is_dns1123_label(bad).is_empty(), "{bad}");
+        }
+        assert_eq!(
+            is_dns1123_label("Default"),
+            vec!["a lowercase RFC 1123 label must consist of lower case alphanumeric characters or '-', and must start and end with an alphanumeric character (e.g. 'my-name',  or '123-abc', regex used for validation is '[a-z0-9]([-a-z0-9]*[a-z0-9])?')".to_string()]
+        );
+        assert_eq!(is_dns1123_label(&"a".repeat(64)), vec!["must be no more than 63 characters".to_string()]);
     }
 }

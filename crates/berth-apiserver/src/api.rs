@@ -1,0 +1,1004 @@
+//! The REST API over the store: one entry point, [`ApiServer::handle`],
+//! that authenticates, reads the request the way upstream does
+//! ([`crate::request_info`]), authorizes, and runs the verb on the resource
+//! type's store and cache.
+//!
+//! Reads of single objects go to the store; lists without `limit` and all
+//! watches are served from the watch cache after it has caught up with the
+//! store (a consistent read); paginated lists read the store at one
+//! revision. Writes go to the store with compare-and-swap on the object's
+//! revision, so an update from a stale `resourceVersion` is a 409.
+
+use std::collections::BTreeMap;
+use std::sync::Arc;
+use std::time::Duration;
+
+use axum::body::{Body, Bytes};
+use axum::http::{HeaderMap, HeaderValue, Method, Request, StatusCode, header};
+use axum::response::Response;
+use berth_core::clock::Clock;
+use berth_store::{AnyStore, KeyValue, ListOptions, Store, StoreError};
+use futures::StreamExt;
+use serde_json::{Value, json};
+
+use crate::auth::{Authenticator, User, authorize};
+use crate::cache::{Cached, Change, ChangeType, ResourceCache};
+use crate::objects::{
+    self, for_storage, format_time, name_of, prepare_for_create, prepare_for_update,
+    resource_version_of, set_resource_version,
+};
+use crate::request_info::{self, RequestInfo};
+use crate::resources::{self, NAMESPACES, PODS, RESOURCES, ResourceType};
+use crate::status::{ApiError, success_status};
+use crate::strategy;
+
+/// Bodies above this are refused with 413, as kube-apiserver does.
+pub const MAX_BODY_BYTES: usize = 3 * 1024 * 1024;
+
+/// Namespaces that exist from the start and may not be deleted.
+pub const SYSTEM_NAMESPACES: &[&str] = &["default", "kube-system", "kube-public", "kube-node-lease"];
+
+/// Server settings that change API behaviour.
+#[derive(Debug, Clone)]
+pub struct ApiConfig {
+    pub strategy: strategy::StrategyConfig,
+    /// Changes each watch cache keeps for watches that resume.
+    pub watch_history: usize,
+    pub version: VersionInfo,
+}
+
+impl Default for ApiConfig {
+    fn default() -> Self {
+        ApiConfig {
+            strategy: strategy::StrategyConfig::default(),
+            watch_history: 100_000,
+            version: VersionInfo::default(),
+        }
+    }
+}
+
+/// What `/version` reports.
+#[derive(Debug, Clone)]
+pub struct VersionInfo {
+    pub major: String,
+    pub minor: String,
+    pub git_version: String,
+}
+
+impl Default for VersionInfo {
+    fn default() -> Self {
+        VersionInfo {
+            major: "1".into(),
+            minor: "37".into(),
+            git_version: format!("v1.37.0-berth.{}", env!("CARGO_PKG_VERSION")),
+        }
+    }
+}
+
+/// The API server's state.
+pub struct ApiServer {
+    pub store: AnyStore,
+    caches: Vec<Arc<ResourceCache>>,
+    pub clock: Clock,
+    pub auth: Authenticator,
+    pub config: ApiConfig,
+}
+
+type ApiResult<T> = Result<T, ApiError>;
+
+fn store_error(rt: &ResourceType, name: &str, err: StoreError) -> ApiError {
+    match err {
+        StoreError::NotFound { .. } => ApiError::not_found(rt.group, rt.plural, name),
+        StoreError::AlreadyExists { .. } => ApiError::already_exists(rt.group, rt.plural, name),
+        StoreError::Conflict { .. } => ApiError::modified(rt.group, rt.plural, name),
+        StoreError::Gone { requested, compacted } => {
+            ApiError::expired(requested.unwrap_or(0), compacted.unwrap_or(0))
+        }
+        StoreError::ValueTooLarge { .. } => ApiError::too_large(MAX_BODY_BYTES),
+        StoreError::InvalidKey { .. } => ApiError::bad_request(err.to_string()),
+        other => ApiError::internal(other),
+    }
+}
+
+/// The query parameters the API reads.
+#[derive(Debug, Default)]
+struct Query {
+    params: BTreeMap<String, String>,
+}
+
+impl Query {
+    fn parse(raw: &str) -> Query {
+        Query {
+            params: form_urlencoded::parse(raw.as_bytes()).into_owned().collect(),
+        }
+    }
+    fn get(&self, name: &str) -> Option<&str> {
+        self.params.get(name).map(String::as_str).filter(|s| !s.is_empty())
+    }
+    fn flag(&self, name: &str) -> bool {
+        matches!(self.get(name), Some("1" | "t" | "T" | "true" | "TRUE" | "True"))
+    }
+    fn int(&self, name: &str) -> ApiResult<Option<i64>> {
+        match self.get(name) {
+            None => Ok(None),
+            Some(v) => v.parse().map(Some).map_err(|_| {
+                ApiError::bad_request(format!("invalid value {v:?} for query parameter {name}"))
+            }),
+        }
+    }
+    fn dry_run(&self) -> ApiResult<bool> {
+        match self.get("dryRun") {
+            None => Ok(false),
+            Some("All") => Ok(true),
+            Some(other) => Err(ApiError::bad_request(format!(
+                "Invalid dry run value: {other}. The only accepted value is \"All\""
+            ))),
+        }
+    }
+}
+
+fn json_response(code: u16, body: &Value) -> Response {
+    bytes_response(code, body.to_string().into_bytes())
+}
+
+fn bytes_response(code: u16, body: Vec<u8>) -> Response {
+    let mut response = Response::new(Body::from(body));
+    *response.status_mut() = StatusCode::from_u16(code).unwrap_or(StatusCode::INTERNAL_SERVER_ERROR);
+    response
+        .headers_mut()
+        .insert(header::CONTENT_TYPE, HeaderValue::from_static("application/json"));
+    response
+}
+
+pub fn error_response(err: &ApiError) -> Response {
+    json_response(err.code, &err.to_status())
+}
+
+/// Reads a request body as JSON or YAML into a value.
+fn parse_body(headers: &HeaderMap, body: &[u8]) -> ApiResult<Value> {
+    let content_type = headers
+        .get(header::CONTENT_TYPE)
+        .and_then(|v| v.to_str().ok())
+        .unwrap_or("application/json");
+    let media = content_type.split(';').next().unwrap_or("").trim();
+    let value: Value = match media {
+        "application/json" | "" | "*/*" => serde_json::from_slice(body).map_err(|e| {
+            ApiError::bad_request(format!("error decoding request body: {e}"))
+        })?,
+        "application/yaml" | "application/x-yaml" | "text/yaml" => {
+            serde_yaml::from_slice(body).map_err(|e| ApiError::bad_request(format!("error decoding YAML: {e}")))?
+        }
+        other => return Err(ApiError::unsupported_media_type(other)),
+    };
+    if !value.is_object() {
+        return Err(ApiError::bad_request("the request body must be a JSON object"));
+    }
+    Ok(value)
+}
+
+/// Checks an object's `kind` and `apiVersion` against what the URL serves.
+fn check_kind(value: &Value, kind: &str, api_version: &str) -> ApiResult<()> {
+    let got_kind = value.get("kind").and_then(Value::as_str).unwrap_or("");
+    let got_version = value.get("apiVersion").and_then(Value::as_str).unwrap_or("");
+    if (!got_kind.is_empty() && got_kind != kind) || (!got_version.is_empty() && got_version != api_version) {
+        return Err(ApiError::bad_request(format!(
+            "the API version in the data ({got_version}) does not match the expected API version ({api_version})"
+        ))
+        .with_kind_mismatch(got_kind, kind));
+    }
+    Ok(())
+}
+
+trait KindMismatch {
+    fn with_kind_mismatch(self, got: &str, want: &str) -> Self;
+}
+
+impl KindMismatch for ApiError {
+    fn with_kind_mismatch(mut self, got: &str, want: &str) -> Self {
+        if !got.is_empty() && got != want {
+            self.message = format!("the kind in the data ({got}) does not match the expected kind ({want})");
+        }
+        self
+    }
+}
+
+fn random_u32() -> u32 {
+    let mut buf = [0u8; 4];
+    // The OS random source failing is not worth failing a request over: a
+    // generated name then only risks a collision, which create reports.
+    let _ = getrandom::fill(&mut buf);
+    u32::from_le_bytes(buf)
+}
+
+impl ApiServer {
+    /// A server over `store`; spawns the watch caches and creates the
+    /// system namespaces. Call from within a tokio runtime.
+    pub async fn new(store: AnyStore, clock: Clock, config: ApiConfig) -> Result<Arc<ApiServer>, ApiError> {
+        let caches = RESOURCES
+            .iter()
+            .map(|rt| ResourceCache::new(rt, config.watch_history, strategy::selectable_fields))
+            .collect::<Vec<_>>();
+        for cache in &caches {
+            tokio::spawn(cache.clone().run(store.clone()));
+        }
+        let server = Arc::new(ApiServer {
+            store,
+            caches,
+            clock,
+            auth: Authenticator::new(),
+            config,
+        });
+        for ns in SYSTEM_NAMESPACES {
+            let key = NAMESPACES.key("", ns);
+            if server.store.get(&key).await.map_err(ApiError::internal)?.is_none() {
+                let mut object = json!({"metadata": {"name": ns}});
+                server.prepare_new(&NAMESPACES, &mut object, "")?;
+                match server.store.create(&key, for_storage(&object)).await {
+                    Ok(_) | Err(StoreError::AlreadyExists { .. }) => {}
+                    Err(e) => return Err(ApiError::internal(e)),
+                }
+            }
+        }
+        Ok(server)
+    }
+
+    fn cache(&self, rt: &ResourceType) -> ApiResult<&Arc<ResourceCache>> {
+        self.caches
+            .iter()
+            .find(|c| std::ptr::eq(c.resource, rt))
+            .ok_or_else(|| ApiError::internal(format!("no cache for {}", rt.plural)))
+    }
+
+    /// Whether every watch cache has loaded.
+    pub async fn is_ready(&self) -> bool {
+        for cache in &self.caches {
+            if !cache.is_ready().await {
+                return false;
+            }
+        }
+        true
+    }
+
+    /// Serves one HTTP request.
+    pub async fn handle(self: Arc<Self>, request: Request<Body>) -> Response {
+        let (parts, body) = request.into_parts();
+        let method = parts.method.clone();
+        let path = parts.uri.path().to_string();
+        let query = parts.uri.query().unwrap_or("").to_string();
+        let started = std::time::Instant::now();
+        let info = request_info::parse(method.as_str(), &path, &query);
+        let response = match self.serve(&parts.method, &path, &query, &parts.headers, body, &info).await {
+            Ok(response) => response,
+            Err(err) => error_response(&err),
+        };
+        crate::metrics::observe(&info, response.status().as_u16(), started.elapsed());
+        response
+    }
+
+    async fn serve(
+        self: &Arc<Self>,
+        method: &Method,
+        path: &str,
+        raw_query: &str,
+        headers: &HeaderMap,
+        body: Body,
+        info: &RequestInfo,
+    ) -> ApiResult<Response> {
+        // Health and version are public, as upstream's default RBAC makes them.
+        match path {
+            "/healthz" | "/livez" | "/readyz" => {
+                let ready = path != "/readyz" || self.is_ready().await;
+                return Ok(if ready {
+                    plain(200, "ok")
+                } else {
+                    plain(500, "[-]informer-sync failed: watch caches are loading\nreadyz check failed")
+                });
+            }
+            "/version" => {
+                let v = &self.config.version;
+                return Ok(json_response(
+                    200,
+                    &json!({
+                        "major": v.major, "minor": v.minor, "gitVersion": v.git_version,
+                        "gitCommit": "", "gitTreeState": "clean", "buildDate": "",
+                        "goVersion": "", "compiler": "rustc", "platform": "linux/amd64",
+                    }),
+                ));
+            }
+            _ => {}
+        }
+        let authorization = headers.get(header::AUTHORIZATION).and_then(|v| v.to_str().ok());
+        let user = self.auth.authenticate(authorization)?;
+        if !info.is_resource_request {
+            return crate::discovery::serve(path, headers, &user);
+        }
+        let Some(rt) = resources::lookup(&info.api_group, &info.api_version, &info.resource) else {
+            return Err(ApiError::path_not_found(path));
+        };
+        if !info.subresource.is_empty() && rt.subresource(&info.subresource).is_none() {
+            return Err(ApiError::path_not_found(path));
+        }
+        authorize(&user, info)?;
+        let body = axum::body::to_bytes(body, MAX_BODY_BYTES)
+            .await
+            .map_err(|_| ApiError::too_large(MAX_BODY_BYTES))?;
+        let query = Query::parse(raw_query);
+        let ns = if rt.namespaced { info.namespace.as_str() } else { "" };
+        let name = info.name.as_str();
+        match (method.as_str(), info.verb.as_str(), info.subresource.as_str()) {
+            (_, "get", "") | (_, "get", "status") => self.get(rt, ns, name).await,
+            (_, "list", _) => self.list(rt, ns, &query, headers).await,
+            (_, "watch", _) => self.watch(rt, ns, &query).await,
+            (_, "create", "") => self.create(rt, ns, headers, &body, &query, &user).await,
+            (_, "create", "binding") => self.bind(ns, name, headers, &body).await,
+            (_, "create", "eviction") => self.evict(ns, name, headers, &body, &user).await,
+            (_, "update", sub) => {
+                let object = parse_body(headers, &body)?;
+                self.update(rt, ns, name, sub, object, &query, &user).await
+            }
+            (_, "patch", sub) => self.patch(rt, ns, name, sub, headers, &body, &query, &user).await,
+            (_, "delete", "") => self.delete(rt, ns, name, headers, &body, &query, &user).await,
+            (_, "deletecollection", "") => self.delete_collection(rt, ns, &query, &user).await,
+            _ => Err(ApiError::method_not_allowed(&info.verb, &info.resource)),
+        }
+    }
+
+    fn now(&self) -> jiff::Timestamp {
+        self.clock.now()
+    }
+
+    fn prepare_new(&self, rt: &ResourceType, object: &mut Value, ns: &str) -> ApiResult<()> {
+        if name_of(object).is_empty() {
+            let generate = objects::meta_str(object, "generateName").to_string();
+            if !generate.is_empty() {
+                let name = objects::generate_name(&generate, random_u32);
+                if let Some(meta) = objects::metadata_mut(object) {
+                    meta.insert("name".into(), Value::String(name));
+                }
+            }
+        }
+        let uid = uuid::Uuid::new_v4().to_string();
+        prepare_for_create(rt, object, ns, uid, self.now());
+        Ok(())
+    }
+
+    async fn read(&self, rt: &ResourceType, ns: &str, name: &str) -> ApiResult<(Value, i64)> {
+        let kv = self
+            .store
+            .get(&rt.key(ns, name))
+            .await
+            .map_err(|e| store_error(rt, name, e))?
+            .ok_or_else(|| ApiError::not_found(rt.group, rt.plural, name))?;
+        decode(rt, name, &kv)
+    }
+
+    async fn get(&self, rt: &ResourceType, ns: &str, name: &str) -> ApiResult<Response> {
+        let (object, _) = self.read(rt, ns, name).await?;
+        Ok(json_response(200, &object))
+    }
+
+    async fn ensure_namespace(&self, ns: &str) -> ApiResult<()> {
+        let exists = self
+            .store
+            .get(&NAMESPACES.key("", ns))
+            .await
+            .map_err(ApiError::internal)?;
+        match exists {
+            Some(_) => Ok(()),
+            None => Err(ApiError::not_found("", "namespaces", ns)),
+        }
+    }
+
+    async fn create(
+        &self,
+        rt: &ResourceType,
+        ns: &str,
+        headers: &HeaderMap,
+        body: &[u8],
+        query: &Query,
+        user: &User,
+    ) -> ApiResult<Response> {
+        let mut object = parse_body(headers, body)?;
+        check_kind(&object, rt.kind, &rt.api_version())?;
+        let body_ns = objects::meta_str(&object, "namespace");
+        if rt.namespaced && !body_ns.is_empty() && body_ns != ns {
+            return Err(ApiError::bad_request(
+                "the namespace of the provided object does not match the namespace sent on the request",
+            ));
+        }
+        if rt.namespaced {
+            self.ensure_namespace(ns).await?;
+        }
+        self.prepare_new(rt, &mut object, ns)?;
+        let name = name_of(&object).to_string();
+        let ctx = strategy::Context { user, now: self.now(), config: &self.config.strategy };
+        strategy::on_create(rt, &mut object, &ctx)?;
+        let mut errors = objects::validate_metadata(rt, &object);
+        errors.extend(strategy::validate(rt, &object, None, &ctx));
+        if !errors.is_empty() {
+            return Err(ApiError::invalid(rt.group, rt.kind, &name, &errors));
+        }
+        if query.dry_run()? {
+            return Ok(json_response(201, &object));
+        }
+        let revision = self
+            .store
+            .create(&rt.key(ns, &name), for_storage(&object))
+            .await
+            .map_err(|e| store_error(rt, &name, e))?;
+        set_resource_version(&mut object, revision);
+        Ok(json_response(201, &object))
+    }
+
+    /// Update (and the second half of patch): the new object replaces the
+    /// stored one at `expected` revision.
+    #[allow(clippy::too_many_arguments)]
+    async fn replace(
+        &self,
+        rt: &ResourceType,
+        ns: &str,
+        name: &str,
+        subresource: &str,
+        mut object: Value,
+        old: &Value,
+        expected: i64,
+        dry_run: bool,
+        user: &User,
+    ) -> ApiResult<Value> {
+        check_kind(&object, rt.kind, &rt.api_version())?;
+        let body_name = name_of(&object);
+        if !body_name.is_empty() && body_name != name {
+            return Err(ApiError::bad_request(format!(
+                "the name of the object ({body_name}) does not match the name on the URL ({name})"
+            )));
+        }
+        if body_name.is_empty() {
+            if let Some(meta) = objects::metadata_mut(&mut object) {
+                meta.insert("name".into(), Value::String(name.into()));
+            }
+        }
+        let sent_rv = resource_version_of(&object).to_string();
+        if !sent_rv.is_empty() && sent_rv != expected.to_string() {
+            return Err(ApiError::modified(rt.group, rt.plural, name));
+        }
+        prepare_for_update(&mut object, old);
+        let ctx = strategy::Context { user, now: self.now(), config: &self.config.strategy };
+        strategy::on_update(rt, subresource, &mut object, old, &ctx)?;
+        let mut errors = objects::validate_metadata(rt, &object);
+        errors.extend(strategy::validate(rt, &object, Some(old), &ctx));
+        if !errors.is_empty() {
+            return Err(ApiError::invalid(rt.group, rt.kind, name, &errors));
+        }
+        if dry_run {
+            set_resource_version(&mut object, expected);
+            return Ok(object);
+        }
+        // A finished graceful deletion: the last finalizer-free update of
+        // a terminating object with grace period 0 removes it.
+        let revision = self
+            .store
+            .update(&rt.key(ns, name), for_storage(&object), expected)
+            .await
+            .map_err(|e| store_error(rt, name, e))?;
+        set_resource_version(&mut object, revision);
+        Ok(object)
+    }
+
+    #[allow(clippy::too_many_arguments)]
+    async fn update(
+        &self,
+        rt: &ResourceType,
+        ns: &str,
+        name: &str,
+        subresource: &str,
+        object: Value,
+        query: &Query,
+        user: &User,
+    ) -> ApiResult<Response> {
+        let (old, revision) = self.read(rt, ns, name).await?;
+        let updated = self
+            .replace(rt, ns, name, subresource, object, &old, revision, query.dry_run()?, user)
+            .await?;
+        Ok(json_response(200, &updated))
+    }
+
+    #[allow(clippy::too_many_arguments)]
+    async fn patch(
+        &self,
+        rt: &ResourceType,
+        ns: &str,
+        name: &str,
+        subresource: &str,
+        headers: &HeaderMap,
+        body: &[u8],
+        query: &Query,
+        user: &User,
+    ) -> ApiResult<Response> {
+        let content_type = headers
+            .get(header::CONTENT_TYPE)
+            .and_then(|v| v.to_str().ok())
+            .unwrap_or("");
+        let patch_type = crate::patch::PatchType::from_content_type(content_type)
+            .ok_or_else(|| ApiError::unsupported_media_type(content_type))?;
+        let kind = crate::patch::PatchKind::from_kind(rt.kind);
+        let dry_run = query.dry_run()?;
+        // Patches are re-applied on a conflict, as upstream does: the client
+        // did not ask for a particular revision unless the patch names one.
+        for _ in 0..5 {
+            let (old, revision) = self.read(rt, ns, name).await?;
+            let patched = crate::patch::apply_patch(patch_type, &kind, &old, body, query.get("fieldManager"))
+                .map_err(|e| match e.http_status() {
+                    422 => ApiError::invalid(rt.group, rt.kind, name, &vec![berth_core::validation::FieldError::invalid(
+                        &berth_core::validation::Path::new("patch"),
+                        Value::Null,
+                        e.to_string(),
+                    )]),
+                    409 => ApiError::conflict(rt.group, rt.plural, name, &e.to_string()),
+                    _ => ApiError::bad_request(e.to_string()),
+                })?;
+            match self
+                .replace(rt, ns, name, subresource, patched, &old, revision, dry_run, user)
+                .await
+            {
+                Err(err) if err.code == 409 && err.reason == "Conflict" => {
+                    let (_, now) = self.read(rt, ns, name).await?;
+                    if now == revision {
+                        return Err(err);
+                    }
+                }
+                result => return result.map(|v| json_response(200, &v)),
+            }
+        }
+        Err(ApiError::modified(rt.group, rt.plural, name))
+    }
+
+    #[allow(clippy::too_many_arguments)]
+    async fn delete(
+        &self,
+        rt: &ResourceType,
+        ns: &str,
+        name: &str,
+        headers: &HeaderMap,
+        body: &[u8],
+        query: &Query,
+        user: &User,
+    ) -> ApiResult<Response> {
+        let options = if body.iter().all(u8::is_ascii_whitespace) {
+            json!({})
+        } else {
+            parse_body(headers, body)?
+        };
+        let grace = match options.get("gracePeriodSeconds").and_then(Value::as_i64) {
+            Some(g) => Some(g),
+            None => query.int("gracePeriodSeconds")?,
+        };
+        let dry_run = query.dry_run()? || options.get("dryRun").and_then(Value::as_array).is_some_and(|a| a.iter().any(|v| v == "All"));
+        if std::ptr::eq(rt, &NAMESPACES) && SYSTEM_NAMESPACES[..3].contains(&name) {
+            return Err(ApiError::forbidden_message("", "namespaces", name, "this namespace may not be deleted"));
+        }
+        let (mut object, revision) = self.read(rt, ns, name).await?;
+        if let Some(pre) = options.get("preconditions") {
+            let uid = objects::meta_str(&object, "uid");
+            if let Some(want) = pre.get("uid").and_then(Value::as_str) {
+                if want != uid {
+                    return Err(ApiError::conflict(rt.group, rt.plural, name, &format!(
+                        "Precondition failed: UID in precondition: {want}, UID in object meta: {uid}"
+                    )));
+                }
+            }
+            if let Some(want) = pre.get("resourceVersion").and_then(Value::as_str) {
+                if want != revision.to_string() {
+                    return Err(ApiError::conflict(rt.group, rt.plural, name, &format!(
+                        "Precondition failed: ResourceVersion in precondition: {want}, ResourceVersion in object meta: {revision}"
+                    )));
+                }
+            }
+        }
+        let ctx = strategy::Context { user, now: self.now(), config: &self.config.strategy };
+        strategy::on_delete(rt, &object, &ctx)?;
+        // Pods bound to a node are deleted gracefully: marked, and removed
+        // once the node's agent confirms (a delete with grace period 0).
+        if std::ptr::eq(rt, &PODS) {
+            let bound = object.pointer("/spec/nodeName").and_then(Value::as_str).is_some_and(|n| !n.is_empty());
+            let finished = matches!(object.pointer("/status/phase").and_then(Value::as_str), Some("Succeeded" | "Failed"));
+            let default_grace = object.pointer("/spec/terminationGracePeriodSeconds").and_then(Value::as_i64).unwrap_or(30);
+            let grace = grace.unwrap_or(default_grace).max(0);
+            if bound && !finished && grace > 0 {
+                let already = objects::meta_str(&object, "deletionTimestamp").to_string();
+                if let Some(meta) = objects::metadata_mut(&mut object) {
+                    if already.is_empty() {
+                        let deadline = self.now() + jiff::SignedDuration::from_secs(grace);
+                        meta.insert("deletionTimestamp".into(), Value::String(format_time(deadline)));
+                    }
+                    meta.insert("deletionGracePeriodSeconds".into(), json!(grace));
+                }
+                if dry_run {
+                    return Ok(json_response(200, &object));
+                }
+                let new_revision = self
+                    .store
+                    .update(&rt.key(ns, name), for_storage(&object), revision)
+                    .await
+                    .map_err(|e| store_error(rt, name, e))?;
+                set_resource_version(&mut object, new_revision);
+                return Ok(json_response(200, &object));
+            }
+        }
+        if dry_run {
+            return Ok(json_response(200, &object));
+        }
+        let deleted_at = self
+            .store
+            .delete(&rt.key(ns, name), revision)
+            .await
+            .map_err(|e| store_error(rt, name, e))?;
+        if std::ptr::eq(rt, &NAMESPACES) {
+            self.delete_namespace_contents(name).await;
+        }
+        set_resource_version(&mut object, deleted_at);
+        Ok(json_response(200, &object))
+    }
+
+    /// What the namespace controller does upstream, done at once: every
+    /// namespaced object of a deleted namespace goes with it.
+    async fn delete_namespace_contents(&self, ns: &str) {
+        for rt in RESOURCES.iter().filter(|r| r.namespaced) {
+            let Ok(page) = self.store.list(&rt.prefix(Some(ns)), ListOptions::default()).await else {
+                continue;
+            };
+            for kv in page.items {
+                let _ = self.store.delete(&kv.key, kv.mod_revision).await;
+            }
+        }
+    }
+
+    async fn delete_collection(&self, rt: &ResourceType, ns: &str, query: &Query, user: &User) -> ApiResult<Response> {
+        let filter = Filter::new(rt, ns, query)?;
+        let cache = self.cache(rt)?;
+        let current = self.store.current_revision().await.map_err(ApiError::internal)?;
+        cache.wait_for(current).await?;
+        let (items, rv) = cache.list(ns, |c| filter.matches(c)).await;
+        let ctx = strategy::Context { user, now: self.now(), config: &self.config.strategy };
+        let mut deleted = Vec::new();
+        for item in items {
+            let object: Value = serde_json::from_str(&item.json).map_err(ApiError::internal)?;
+            strategy::on_delete(rt, &object, &ctx)?;
+            match self.store.delete(&rt.key(&item.namespace, &item.name), item.rv).await {
+                Ok(_) | Err(StoreError::NotFound { .. }) => deleted.push(object),
+                Err(e) => return Err(store_error(rt, &item.name, e)),
+            }
+        }
+        Ok(json_response(200, &json!({
+            "kind": rt.list_kind(), "apiVersion": rt.api_version(),
+            "metadata": {"resourceVersion": rv.to_string()}, "items": deleted,
+        })))
+    }
+
+    async fn bind(&self, ns: &str, name: &str, headers: &HeaderMap, body: &[u8]) -> ApiResult<Response> {
+        let binding = parse_body(headers, body)?;
+        let node = binding
+            .pointer("/target/name")
+            .and_then(Value::as_str)
+            .filter(|n| !n.is_empty())
+            .ok_or_else(|| {
+                ApiError::invalid("", "Binding", name, &vec![berth_core::validation::FieldError::required(
+                    &berth_core::validation::Path::new("target").child("name"),
+                    "",
+                )])
+            })?
+            .to_string();
+        for _ in 0..5 {
+            let (mut pod, revision) = self.read(&PODS, ns, name).await?;
+            if !objects::meta_str(&pod, "deletionTimestamp").is_empty() {
+                return Err(ApiError::conflict("", "pods", name, "pod is being deleted, cannot be assigned to a host"));
+            }
+            let current = pod.pointer("/spec/nodeName").and_then(Value::as_str).unwrap_or("");
+            if !current.is_empty() {
+                return Err(ApiError::conflict("", "pods", name, &format!("pod {name} is already assigned to node {current:?}")));
+            }
+            strategy::bind_pod(&mut pod, &node, self.now());
+            match self.store.update(&PODS.key(ns, name), for_storage(&pod), revision).await {
+                Ok(_) => return Ok(json_response(201, &success_status("", "pods", name, None))),
+                Err(StoreError::Conflict { .. }) => continue,
+                Err(e) => return Err(store_error(&PODS, name, e)),
+            }
+        }
+        Err(ApiError::modified("", "pods", name))
+    }
+
+    async fn evict(&self, ns: &str, name: &str, headers: &HeaderMap, body: &[u8], user: &User) -> ApiResult<Response> {
+        let eviction = parse_body(headers, body)?;
+        let options = eviction.get("deleteOptions").cloned().unwrap_or_else(|| json!({}));
+        let options = serde_json::to_vec(&options).map_err(ApiError::internal)?;
+        let json_headers = HeaderMap::new();
+        // No PodDisruptionBudgets are served, so every eviction is allowed.
+        self.delete(&PODS, ns, name, &json_headers, &options, &Query::default(), user).await?;
+        Ok(json_response(201, &json!({"kind": "Status", "apiVersion": "v1", "metadata": {}, "status": "Success", "code": 201})))
+    }
+
+    async fn list(&self, rt: &ResourceType, ns: &str, query: &Query, headers: &HeaderMap) -> ApiResult<Response> {
+        let filter = Filter::new(rt, ns, query)?;
+        let limit = query.int("limit")?.unwrap_or(0).max(0) as usize;
+        let table = crate::table_output::wants_table(headers);
+        if limit > 0 || query.get("continue").is_some() {
+            return self.list_paged(rt, ns, &filter, limit, query, table).await;
+        }
+        let cache = self.cache(rt)?;
+        match query.get("resourceVersion") {
+            // "0": any cached state will do.
+            Some("0") => {}
+            Some(rv) => {
+                let rv: i64 = rv.parse().map_err(|_| ApiError::bad_request(format!("invalid resource version: {rv}")))?;
+                cache.wait_for(rv).await?;
+            }
+            None => {
+                let current = self.store.current_revision().await.map_err(ApiError::internal)?;
+                cache.wait_for(current).await?;
+            }
+        }
+        let (items, rv) = cache.list(ns, |c| filter.matches(c)).await;
+        let jsons: Vec<Arc<str>> = items.iter().map(|c| c.json.clone()).collect();
+        if let Some(include) = table {
+            return crate::table_output::respond(rt, &jsons, rv, None, include, self.now());
+        }
+        Ok(list_response(rt, &jsons, rv, None))
+    }
+
+    async fn list_paged(&self, rt: &ResourceType, ns: &str, filter: &Filter, limit: usize, query: &Query, table: Option<crate::table_output::Include>) -> ApiResult<Response> {
+        let continue_from = match query.get("continue") {
+            Some(token) => Some(decode_continue(token)?),
+            None => None,
+        };
+        let options = ListOptions { limit, continue_from, revision: None };
+        let page = self
+            .store
+            .list(&rt.prefix(Some(ns)), options)
+            .await
+            .map_err(|e| match e {
+                StoreError::Gone { .. } => ApiError::continue_expired(),
+                e => store_error(rt, "", e),
+            })?;
+        let mut jsons = Vec::new();
+        for kv in &page.items {
+            let (object, _) = decode(rt, "", kv)?;
+            let cached_fields = strategy::selectable_fields(rt, &object);
+            if filter.matches_parts(objects::meta_str(&object, "namespace"), &labels_of(&object), &cached_fields) {
+                jsons.push(Arc::<str>::from(object.to_string()));
+            }
+        }
+        let token = page.next.as_ref().map(encode_continue);
+        if let Some(include) = table {
+            return crate::table_output::respond(rt, &jsons, page.revision, token.as_deref(), include, self.now());
+        }
+        Ok(list_response(rt, &jsons, page.revision, token.as_deref()))
+    }
+
+    async fn watch(&self, rt: &ResourceType, ns: &str, query: &Query) -> ApiResult<Response> {
+        let filter = Arc::new(Filter::new(rt, ns, query)?);
+        let cache = self.cache(rt)?.clone();
+        let send_initial = query.flag("sendInitialEvents");
+        let requested: Option<i64> = match query.get("resourceVersion") {
+            None => None,
+            Some(rv) => Some(rv.parse().map_err(|_| ApiError::bad_request(format!("invalid resource version: {rv}")))?),
+        };
+        if !send_initial {
+            if let Some(rv) = requested.filter(|rv| *rv > 0) {
+                cache.wait_for(rv).await?;
+            }
+        } else {
+            let current = self.store.current_revision().await.map_err(ApiError::internal)?;
+            cache.wait_for(current).await?;
+        }
+        let from = if send_initial { None } else { requested };
+        let (initial, receiver, start_rv) = cache.watch_from(from).await?;
+        let bookmarks = query.flag("allowWatchBookmarks");
+        let timeout = query.int("timeoutSeconds")?.map(|s| Duration::from_secs(s.max(0) as u64)).unwrap_or(Duration::from_secs(1800));
+        let stream = watch_stream(rt, filter, initial, receiver, start_rv, send_initial, bookmarks, timeout);
+        let mut response = Response::new(Body::from_stream(stream));
+        response
+            .headers_mut()
+            .insert(header::CONTENT_TYPE, HeaderValue::from_static("application/json"));
+        response
+            .headers_mut()
+            .insert(header::TRANSFER_ENCODING, HeaderValue::from_static("chunked"));
+        Ok(response)
+    }
+}
+
+fn plain(code: u16, text: &'static str) -> Response {
+    let mut response = Response::new(Body::from(text));
+    *response.status_mut() = StatusCode::from_u16(code).unwrap_or(StatusCode::OK);
+    response
+        .headers_mut()
+        .insert(header::CONTENT_TYPE, HeaderValue::from_static("text/plain; charset=utf-8"));
+    response
+}
+
+fn decode(rt: &ResourceType, name: &str, kv: &KeyValue) -> ApiResult<(Value, i64)> {
+    let mut object: Value = serde_json::from_slice(&kv.value)
+        .map_err(|e| ApiError::internal(format!("stored {} {name:?} is unreadable: {e}", rt.plural)))?;
+    set_resource_version(&mut object, kv.mod_revision);
+    Ok((object, kv.mod_revision))
+}
+
+fn labels_of(object: &Value) -> BTreeMap<String, String> {
+    object
+        .pointer("/metadata/labels")
+        .and_then(Value::as_object)
+        .map(|m| m.iter().filter_map(|(k, v)| v.as_str().map(|v| (k.clone(), v.to_string()))).collect())
+        .unwrap_or_default()
+}
+
+/// A list body, built from the cached JSON without re-encoding objects.
+fn list_response(rt: &ResourceType, items: &[Arc<str>], rv: i64, next: Option<&str>) -> Response {
+    let mut out = String::with_capacity(128 + items.iter().map(|i| i.len() + 1).sum::<usize>());
+    out.push_str(&format!(
+        "{{\"kind\":\"{}\",\"apiVersion\":\"{}\",\"metadata\":{{\"resourceVersion\":\"{rv}\"",
+        rt.list_kind(),
+        rt.api_version()
+    ));
+    if let Some(token) = next {
+        out.push_str(&format!(",\"continue\":{}", Value::String(token.to_string())));
+    }
+    out.push_str("},\"items\":[");
+    for (i, item) in items.iter().enumerate() {
+        if i > 0 {
+            out.push(',');
+        }
+        out.push_str(item);
+    }
+    out.push_str("]}");
+    bytes_response(200, out.into_bytes())
+}
+
+fn encode_continue(next: &berth_store::Continue) -> String {
+    use base64::Engine;
+    let token = json!({"v": "meta.k8s.io/v1", "rv": next.revision, "start": next.start_key});
+    base64::engine::general_purpose::URL_SAFE_NO_PAD.encode(token.to_string())
+}
+
+fn decode_continue(token: &str) -> ApiResult<berth_store::Continue> {
+    use base64::Engine;
+    let invalid = || ApiError::bad_request(format!("invalid continue token {token:?}"));
+    let bytes = base64::engine::general_purpose::URL_SAFE_NO_PAD
+        .decode(token)
+        .map_err(|_| invalid())?;
+    let value: Value = serde_json::from_slice(&bytes).map_err(|_| invalid())?;
+    Ok(berth_store::Continue {
+        revision: value.get("rv").and_then(Value::as_i64).ok_or_else(invalid)?,
+        start_key: value.get("start").and_then(Value::as_str).ok_or_else(invalid)?.to_string(),
+    })
+}
+
+/// Which objects a list or watch returns: the namespace and the selectors.
+pub struct Filter {
+    namespace: String,
+    labels: Option<crate::selectors::LabelSelector>,
+    fields: Option<crate::selectors::FieldSelector>,
+}
+
+impl Filter {
+    fn new(rt: &ResourceType, ns: &str, query: &Query) -> ApiResult<Filter> {
+        let labels = match query.get("labelSelector") {
+            Some(s) => Some(crate::selectors::LabelSelector::parse(s).map_err(|e| ApiError::bad_request(e.to_string()))?),
+            None => None,
+        };
+        let fields = match query.get("fieldSelector") {
+            Some(s) => {
+                let selector = crate::selectors::FieldSelector::parse(s).map_err(|e| ApiError::bad_request(e.to_string()))?;
+                strategy::check_field_selector(rt, &selector)?;
+                Some(selector)
+            }
+            None => None,
+        };
+        Ok(Filter { namespace: ns.to_string(), labels, fields })
+    }
+
+    fn matches(&self, object: &Cached) -> bool {
+        self.matches_parts(&object.namespace, &object.labels, &object.fields)
+    }
+
+    fn matches_parts(&self, namespace: &str, labels: &BTreeMap<String, String>, fields: &BTreeMap<String, String>) -> bool {
+        (self.namespace.is_empty() || self.namespace == namespace)
+            && self.labels.as_ref().is_none_or(|s| s.matches(labels))
+            && self.fields.as_ref().is_none_or(|s| s.matches(fields))
+    }
+}
+
+fn event_line(kind: &str, object: &str) -> Bytes {
+    Bytes::from(format!("{{\"type\":\"{kind}\",\"object\":{object}}}\n"))
+}
+
+fn bookmark_line(rt: &ResourceType, rv: i64, initial_end: bool) -> Bytes {
+    let mut meta = json!({"resourceVersion": rv.to_string()});
+    if initial_end {
+        meta["annotations"] = json!({"k8s.io/initial-events-end": "true"});
+    }
+    let object = json!({"kind": rt.kind, "apiVersion": rt.api_version(), "metadata": meta});
+    event_line("BOOKMARK", &object.to_string())
+}
+
+/// What one change means to a watcher with `filter`: upstream sends
+/// DELETED when an object stops matching and ADDED when it starts to.
+fn filtered(filter: &Filter, change: &Change) -> Option<(&'static str, Arc<str>)> {
+    let now = filter.matches(&change.object);
+    let before = change.previous.as_ref().is_some_and(|p| filter.matches(p));
+    let kind = match (change.kind, before, now) {
+        (ChangeType::Deleted, _, true) => "DELETED",
+        (ChangeType::Deleted, _, false) => return None,
+        (_, false, true) => "ADDED",
+        (_, true, true) => "MODIFIED",
+        (_, true, false) => "DELETED",
+        (_, false, false) => return None,
+    };
+    let kind = if change.kind == ChangeType::Added && now { "ADDED" } else { kind };
+    Some((kind, change.object.json.clone()))
+}
+
+#[allow(clippy::too_many_arguments)]
+fn watch_stream(
+    rt: &'static ResourceType,
+    filter: Arc<Filter>,
+    initial: Vec<Change>,
+    receiver: tokio::sync::broadcast::Receiver<Change>,
+    start_rv: i64,
+    send_initial: bool,
+    bookmarks: bool,
+    timeout: Duration,
+) -> impl futures::Stream<Item = Result<Bytes, std::io::Error>> + Send {
+    let mut first: Vec<Bytes> = Vec::new();
+    let mut last_rv = start_rv;
+    for change in &initial {
+        if let Some((kind, json)) = filtered(&filter, change) {
+            first.push(event_line(kind, &json));
+        }
+        last_rv = last_rv.max(change.object.rv);
+    }
+    if send_initial {
+        first.push(bookmark_line(rt, last_rv, true));
+    }
+    let deadline = tokio::time::Instant::now() + timeout;
+    let live = futures::stream::unfold(
+        (receiver, last_rv, deadline, false),
+        move |(mut rx, mut last_rv, deadline, done)| {
+            let filter = filter.clone();
+            async move {
+                if done {
+                    return None;
+                }
+                loop {
+                    let next = tokio::time::timeout_at(
+                        deadline.min(tokio::time::Instant::now() + Duration::from_secs(60)),
+                        rx.recv(),
+                    )
+                    .await;
+                    match next {
+                        Err(_) if tokio::time::Instant::now() >= deadline => return None,
+                        Err(_) => {
+                            if bookmarks {
+                                return Some((Ok(bookmark_line(rt, last_rv, false)), (rx, last_rv, deadline, false)));
+                            }
+                        }
+                        Ok(Ok(change)) => {
+                            if change.object.rv <= last_rv {
+                                continue;
+                            }
+                            last_rv = change.object.rv;
+                            if let Some((kind, json)) = filtered(&filter, &change) {
+                                return Some((Ok(event_line(kind, &json)), (rx, last_rv, deadline, false)));
+                            }
+                        }
+                        Ok(Err(tokio::sync::broadcast::error::RecvError::Lagged(_))) => {
+                            // Too far behind to deliver every change: end the
+                            // watch with 410 so the client re-lists.
+                            let status = ApiError::expired(last_rv, last_rv).to_status();
+                            return Some((Ok(event_line("ERROR", &status.to_string())), (rx, last_rv, deadline, true)));
+                        }
+                        Ok(Err(tokio::sync::broadcast::error::RecvError::Closed)) => return None,
+                    }
+                }
+            }
+        },
+    );
+    futures::stream::iter(first.into_iter().map(Ok)).chain(live)
+}

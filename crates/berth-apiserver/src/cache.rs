@@ -1,0 +1,315 @@
+//! The watch cache: every object of one resource type in memory, fed by
+//! one store watch, serving lists and watches so that a hundred watchers
+//! cost the store nothing extra.
+//!
+//! Objects are kept as the JSON the API returns (with `resourceVersion`
+//! set), so a list is a concatenation of byte strings and a watch event is
+//! one write. Labels and the selectable fields are extracted once, when an
+//! object arrives, for filtering.
+//!
+//! Ordering: the feeder applies store events in revision order under the
+//! state's write lock and publishes each to the broadcast channel while
+//! holding it, so a watcher that takes the read lock, copies the history
+//! after its resourceVersion and subscribes sees every event exactly once.
+
+use std::collections::{BTreeMap, VecDeque};
+use std::sync::Arc;
+use std::time::Duration;
+
+use berth_store::{AnyStore, EventKind, ListOptions, Store, StoreError, WatchEvent};
+use serde_json::Value;
+use tokio::sync::{RwLock, broadcast, watch};
+
+use crate::resources::ResourceType;
+use crate::status::ApiError;
+
+/// One object as the cache holds it.
+#[derive(Debug)]
+pub struct Cached {
+    pub namespace: String,
+    pub name: String,
+    pub rv: i64,
+    /// The object as JSON, `metadata.resourceVersion` included.
+    pub json: Arc<str>,
+    pub labels: BTreeMap<String, String>,
+    /// Upstream's selectable fields of the object (`metadata.name`, ...).
+    pub fields: BTreeMap<String, String>,
+}
+
+/// What a watch event says happened.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ChangeType {
+    Added,
+    Modified,
+    Deleted,
+}
+
+impl ChangeType {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            ChangeType::Added => "ADDED",
+            ChangeType::Modified => "MODIFIED",
+            ChangeType::Deleted => "DELETED",
+        }
+    }
+}
+
+/// One change, as watchers receive it.
+#[derive(Debug, Clone)]
+pub struct Change {
+    pub kind: ChangeType,
+    pub object: Arc<Cached>,
+    /// The object before the change, for selectors that stop matching.
+    pub previous: Option<Arc<Cached>>,
+}
+
+/// Extracts the selectable fields of an object of this resource type.
+pub type FieldsFn = fn(&ResourceType, &Value) -> BTreeMap<String, String>;
+
+struct State {
+    objects: BTreeMap<String, Arc<Cached>>,
+    /// The revision the cache reflects.
+    rv: i64,
+    history: VecDeque<Change>,
+    /// Watches from a revision below this cannot be served (410).
+    history_floor: i64,
+    /// The feeder has loaded the initial list.
+    ready: bool,
+}
+
+/// The cache of one resource type.
+pub struct ResourceCache {
+    pub resource: &'static ResourceType,
+    state: RwLock<State>,
+    events: broadcast::Sender<Change>,
+    rv: watch::Sender<i64>,
+    history_limit: usize,
+    fields: FieldsFn,
+}
+
+/// How many changes a watcher may fall behind before it is ended (it then
+/// re-lists, as clients do on 410).
+const BROADCAST_CAPACITY: usize = 1 << 16;
+
+impl ResourceCache {
+    /// An empty cache; [`ResourceCache::run`] fills it and keeps it current.
+    pub fn new(resource: &'static ResourceType, history_limit: usize, fields: FieldsFn) -> Arc<Self> {
+        let (events, _) = broadcast::channel(BROADCAST_CAPACITY);
+        let (rv, _) = watch::channel(0);
+        Arc::new(ResourceCache {
+            resource,
+            state: RwLock::new(State {
+                objects: BTreeMap::new(),
+                rv: 0,
+                history: VecDeque::new(),
+                history_floor: 0,
+                ready: false,
+            }),
+            events,
+            rv,
+            history_limit: history_limit.max(1),
+            fields,
+        })
+    }
+
+    fn decode(&self, value: &[u8], rv: i64) -> Option<Cached> {
+        let mut object: Value = serde_json::from_slice(value).ok()?;
+        let meta = object.get_mut("metadata")?.as_object_mut()?;
+        meta.insert("resourceVersion".into(), Value::String(rv.to_string()));
+        let namespace = meta
+            .get("namespace")
+            .and_then(Value::as_str)
+            .unwrap_or("")
+            .to_string();
+        let name = meta.get("name").and_then(Value::as_str).unwrap_or("").to_string();
+        let labels = meta
+            .get("labels")
+            .and_then(Value::as_object)
+            .map(|m| {
+                m.iter()
+                    .filter_map(|(k, v)| v.as_str().map(|v| (k.clone(), v.to_string())))
+                    .collect()
+            })
+            .unwrap_or_default();
+        let fields = (self.fields)(self.resource, &object);
+        Some(Cached {
+            namespace,
+            name,
+            rv,
+            json: Arc::from(object.to_string()),
+            labels,
+            fields,
+        })
+    }
+
+    /// Loads every object, then follows the store's watch; on a broken or
+    /// compacted watch it starts over. Runs until the store is closed.
+    pub async fn run(self: Arc<Self>, store: AnyStore) {
+        let prefix = self.resource.prefix(None);
+        loop {
+            match self.load_and_follow(&store, &prefix).await {
+                Err(StoreError::Closed) => return,
+                Err(e) => {
+                    tracing::warn!(resource = self.resource.plural, error = %e, "watch cache restarting");
+                    tokio::time::sleep(Duration::from_millis(100)).await;
+                }
+                Ok(()) => return,
+            }
+        }
+    }
+
+    async fn load_and_follow(&self, store: &AnyStore, prefix: &str) -> Result<(), StoreError> {
+        let mut objects = BTreeMap::new();
+        let mut options = ListOptions {
+            limit: 10_000,
+            ..ListOptions::default()
+        };
+        let revision = loop {
+            let page = store.list(prefix, options.clone()).await?;
+            for kv in &page.items {
+                if let Some(cached) = self.decode(&kv.value, kv.mod_revision) {
+                    objects.insert(kv.key.clone(), Arc::new(cached));
+                }
+            }
+            match page.next {
+                Some(next) => options.continue_from = Some(next),
+                None => break page.revision,
+            }
+        };
+        {
+            let mut state = self.state.write().await;
+            // A restart cannot tell watchers what they missed: history starts
+            // again here, and older resourceVersions get 410.
+            state.objects = objects;
+            state.rv = revision;
+            state.history.clear();
+            state.history_floor = revision;
+            state.ready = true;
+        }
+        self.rv.send_replace(revision);
+        let mut stream = store.watch(prefix, revision).await?;
+        while let Some(event) = stream.next_event().await {
+            self.apply(event?).await;
+        }
+        Err(StoreError::Closed)
+    }
+
+    async fn apply(&self, event: WatchEvent) {
+        let revision = event.revision;
+        let mut state = self.state.write().await;
+        let previous = state.objects.get(&event.kv.key).cloned();
+        let change = match event.kind {
+            EventKind::Created | EventKind::Updated => {
+                let Some(object) = self.decode(&event.kv.value, revision).map(Arc::new) else {
+                    tracing::warn!(key = event.kv.key, "unreadable object in the store; skipped");
+                    return;
+                };
+                state.objects.insert(event.kv.key.clone(), object.clone());
+                let kind = if previous.is_some() { ChangeType::Modified } else { ChangeType::Added };
+                Change { kind, object, previous }
+            }
+            EventKind::Deleted => {
+                state.objects.remove(&event.kv.key);
+                // The deleted object, at the revision of its deletion, as
+                // upstream reports it.
+                let last = event
+                    .prev_kv
+                    .as_ref()
+                    .and_then(|kv| self.decode(&kv.value, revision))
+                    .or_else(|| previous.as_ref().and_then(|p| self.decode(p.json.as_bytes(), revision)));
+                let Some(object) = last.map(Arc::new) else {
+                    state.rv = revision;
+                    return;
+                };
+                Change {
+                    kind: ChangeType::Deleted,
+                    object,
+                    previous,
+                }
+            }
+        };
+        state.rv = revision;
+        state.history.push_back(change.clone());
+        while state.history.len() > self.history_limit {
+            if let Some(dropped) = state.history.pop_front() {
+                state.history_floor = dropped.object.rv;
+            }
+        }
+        // No receivers is fine: nobody is watching.
+        let _ = self.events.send(change);
+        drop(state);
+        self.rv.send_replace(revision);
+    }
+
+    /// Waits until the cache reflects `revision` (a consistent read).
+    pub async fn wait_for(&self, revision: i64) -> Result<(), ApiError> {
+        let mut rx = self.rv.subscribe();
+        let waited = tokio::time::timeout(Duration::from_secs(5), rx.wait_for(|rv| *rv >= revision)).await;
+        match waited {
+            Ok(Ok(_)) => Ok(()),
+            _ => Err(ApiError::timeout(format!(
+                "Too large resource version: {revision}, current: {}",
+                *rx.borrow()
+            ))),
+        }
+    }
+
+    /// A snapshot of the objects under `namespace` (all when empty) that
+    /// `keep` accepts, and the revision it was taken at.
+    pub async fn list(&self, namespace: &str, keep: impl Fn(&Cached) -> bool) -> (Vec<Arc<Cached>>, i64) {
+        let state = self.state.read().await;
+        let prefix = self.resource.prefix(Some(namespace));
+        let items = state
+            .objects
+            .range(prefix.clone()..)
+            .take_while(|(k, _)| k.starts_with(&prefix))
+            .map(|(_, v)| v)
+            .filter(|v| keep(v))
+            .cloned()
+            .collect();
+        (items, state.rv)
+    }
+
+    /// The revision the cache reflects.
+    pub async fn revision(&self) -> i64 {
+        self.state.read().await.rv
+    }
+
+    /// Starts a watch after `rv`: the changes already in the history, then
+    /// a receiver for the rest. `rv` of 0 means "from now, with the current
+    /// objects as ADDED events", as upstream does for `resourceVersion=0`
+    /// or unset.
+    pub async fn watch_from(&self, rv: Option<i64>) -> Result<(Vec<Change>, broadcast::Receiver<Change>, i64), ApiError> {
+        let state = self.state.read().await;
+        let receiver = self.events.subscribe();
+        match rv {
+            None | Some(0) => {
+                let initial = state
+                    .objects
+                    .values()
+                    .map(|o| Change {
+                        kind: ChangeType::Added,
+                        object: o.clone(),
+                        previous: None,
+                    })
+                    .collect();
+                Ok((initial, receiver, state.rv))
+            }
+            Some(rv) if rv < state.history_floor => Err(ApiError::expired(rv, state.history_floor)),
+            Some(rv) => {
+                let replay = state
+                    .history
+                    .iter()
+                    .filter(|c| c.object.rv > rv)
+                    .cloned()
+                    .collect();
+                Ok((replay, receiver, state.rv.max(rv)))
+            }
+        }
+    }
+
+    /// Whether the initial load has finished.
+    pub async fn is_ready(&self) -> bool {
+        self.state.read().await.ready
+    }
+}

@@ -1,0 +1,155 @@
+//! What a request asks for, read off its method, path and query the way
+//! upstream's `RequestInfoFactory` does: the verb (`get`, `list`, `watch`,
+//! `create`, `update`, `patch`, `delete`, `deletecollection`), the API group
+//! and version, the namespace, the resource, the name and the subresource.
+//! Authorization and routing both work from this.
+
+/// A parsed request.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct RequestInfo {
+    pub is_resource_request: bool,
+    pub path: String,
+    pub verb: String,
+    pub api_prefix: String,
+    pub api_group: String,
+    pub api_version: String,
+    pub namespace: String,
+    pub resource: String,
+    pub subresource: String,
+    pub name: String,
+    /// The path segments after group/version (and the namespace, when the
+    /// request is not for a namespace itself).
+    pub parts: Vec<String>,
+}
+
+/// Subresources of a namespace object, which must not be read as a
+/// resource inside the namespace.
+const NAMESPACE_SUBRESOURCES: &[&str] = &["status", "finalize"];
+
+fn query_flag(query: &str, name: &str) -> bool {
+    query.split('&').any(|pair| {
+        let (k, v) = pair.split_once('=').unwrap_or((pair, ""));
+        k == name && matches!(v, "1" | "t" | "T" | "true" | "TRUE" | "True")
+    })
+}
+
+/// Reads a request. `query` is the raw query string (without `?`).
+pub fn parse(method: &str, path: &str, query: &str) -> RequestInfo {
+    let verb = match method {
+        "POST" => "create",
+        "GET" | "HEAD" => "get",
+        "PUT" => "update",
+        "PATCH" => "patch",
+        "DELETE" => "delete",
+        other => other,
+    };
+    let mut info = RequestInfo {
+        path: path.to_string(),
+        verb: verb.to_lowercase(),
+        ..RequestInfo::default()
+    };
+    let segments: Vec<&str> = path.trim_matches('/').split('/').collect();
+    let mut parts: &[&str] = &segments;
+    match parts {
+        ["api", version, rest @ ..] => {
+            info.api_prefix = "api".into();
+            info.api_version = (*version).into();
+            parts = rest;
+        }
+        ["apis", group, version, rest @ ..] => {
+            info.api_prefix = "apis".into();
+            info.api_group = (*group).into();
+            info.api_version = (*version).into();
+            parts = rest;
+        }
+        _ => return info,
+    }
+    if parts.is_empty() {
+        // /api/v1 and /apis/g/v are discovery, not resources.
+        return info;
+    }
+    info.is_resource_request = true;
+    // The deprecated /watch/ prefix.
+    if parts.first() == Some(&"watch") {
+        info.verb = "watch".into();
+        parts = &parts[1..];
+    }
+    if parts.first() == Some(&"namespaces") {
+        if parts.len() > 1 {
+            info.namespace = parts[1].into();
+            if parts.len() > 2 && !NAMESPACE_SUBRESOURCES.contains(&parts[2]) {
+                parts = &parts[2..];
+            }
+        }
+    }
+    info.parts = parts.iter().map(|s| s.to_string()).collect();
+    if let Some(resource) = parts.first() {
+        info.resource = (*resource).into();
+    }
+    if let Some(name) = parts.get(1) {
+        info.name = (*name).into();
+    }
+    if let Some(sub) = parts.get(2) {
+        info.subresource = (*sub).into();
+    }
+    if info.name.is_empty() && info.verb == "get" {
+        info.verb = if query_flag(query, "watch") { "watch" } else { "list" }.into();
+    }
+    if info.name.is_empty() && info.verb == "delete" {
+        info.verb = "deletecollection".into();
+    }
+    info
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Cases from upstream's `TestGetAPIRequestInfo`.
+    #[test]
+    fn request_info_as_upstream() {
+        // method, path, query, verb, prefix, group, version, namespace, resource, name, subresource
+        type Case = (&'static str, &'static str, &'static str, [&'static str; 8]);
+        let cases: &[Case] = &[
+            ("GET", "/api/v1/namespaces", "", ["list", "api", "", "v1", "", "namespaces", "", ""]),
+            ("GET", "/api/v1/namespaces/other", "", ["get", "api", "", "v1", "other", "namespaces", "other", ""]),
+            ("GET", "/api/v1/namespaces/other/pods", "", ["list", "api", "", "v1", "other", "pods", "", ""]),
+            ("GET", "/api/v1/namespaces/other/pods/foo", "", ["get", "api", "", "v1", "other", "pods", "foo", ""]),
+            ("HEAD", "/api/v1/namespaces/other/pods/foo", "", ["get", "api", "", "v1", "other", "pods", "foo", ""]),
+            ("GET", "/api/v1/pods", "", ["list", "api", "", "v1", "", "pods", "", ""]),
+            ("GET", "/api/v1/namespaces/other/pods", "watch=true", ["watch", "api", "", "v1", "other", "pods", "", ""]),
+            ("GET", "/api/v1/watch/namespaces/other/pods", "", ["watch", "api", "", "v1", "other", "pods", "", ""]),
+            ("GET", "/api/v1/namespaces/other/pods/foo/status", "", ["get", "api", "", "v1", "other", "pods", "foo", "status"]),
+            ("PUT", "/api/v1/namespaces/other/finalize", "", ["update", "api", "", "v1", "other", "namespaces", "other", "finalize"]),
+            ("PUT", "/api/v1/namespaces/other/status", "", ["update", "api", "", "v1", "other", "namespaces", "other", "status"]),
+            ("POST", "/api/v1/namespaces/other/pods", "", ["create", "api", "", "v1", "other", "pods", "", ""]),
+            ("POST", "/api/v1/namespaces/other/pods/foo/eviction", "", ["create", "api", "", "v1", "other", "pods", "foo", "eviction"]),
+            ("PATCH", "/api/v1/nodes/n1", "", ["patch", "api", "", "v1", "", "nodes", "n1", ""]),
+            ("DELETE", "/api/v1/namespaces/other/pods/foo", "", ["delete", "api", "", "v1", "other", "pods", "foo", ""]),
+            ("DELETE", "/api/v1/namespaces/other/pods", "", ["deletecollection", "api", "", "v1", "other", "pods", "", ""]),
+            ("GET", "/apis/coordination.k8s.io/v1/namespaces/kube-node-lease/leases/n1", "", ["get", "apis", "coordination.k8s.io", "v1", "kube-node-lease", "leases", "n1", ""]),
+        ];
+        for (method, path, query, want) in cases {
+            let info = parse(method, path, query);
+            let got = [
+                info.verb.as_str(),
+                info.api_prefix.as_str(),
+                info.api_group.as_str(),
+                info.api_version.as_str(),
+                info.namespace.as_str(),
+                info.resource.as_str(),
+                info.name.as_str(),
+                info.subresource.as_str(),
+            ];
+            assert_eq!(&got, want, "{method} {path}?{query}");
+            assert!(info.is_resource_request, "{path}");
+        }
+    }
+
+    #[test]
+    fn non_resource_paths_are_not_resource_requests() {
+        for path in ["/", "/healthz", "/version", "/api", "/api/v1", "/apis", "/apis/coordination.k8s.io/v1", "/openapi/v2"] {
+            assert!(!parse("GET", path, "").is_resource_request, "{path}");
+        }
+    }
+}

@@ -1,0 +1,111 @@
+//! Running the API server: credentials in the data dir, the store
+//! (embedded redb, or etcd), the API, and HTTPS on the listen address.
+
+use std::net::SocketAddr;
+use std::path::PathBuf;
+use std::sync::Arc;
+
+use axum::Router;
+use axum::body::Body;
+use axum::extract::State;
+use axum::http::Request;
+use axum::response::Response;
+use axum_server::Handle;
+use axum_server::tls_rustls::RustlsConfig;
+use berth_core::clock::Clock;
+use berth_store::{AnyStore, EtcdStore, RedbStore};
+
+use crate::api::{ApiConfig, ApiServer};
+use crate::auth::User;
+use crate::bootstrap::{self, BootstrapError, Credentials};
+use crate::status::ApiError;
+
+/// How to run a server.
+#[derive(Debug, Clone)]
+pub struct ServerOptions {
+    pub data_dir: PathBuf,
+    pub listen: SocketAddr,
+    /// etcd endpoints; empty means the embedded store in `data_dir`.
+    pub etcd: Vec<String>,
+    pub api: ApiConfig,
+}
+
+/// Why a server could not start.
+#[derive(Debug, thiserror::Error)]
+pub enum ServerError {
+    #[error(transparent)]
+    Bootstrap(#[from] BootstrapError),
+    #[error("opening the store: {0}")]
+    Store(#[from] berth_store::StoreError),
+    #[error("starting the API: {0}")]
+    Api(#[from] ApiError),
+    #[error("serving on {addr}: {source}")]
+    Listen { addr: SocketAddr, source: std::io::Error },
+}
+
+/// A started server.
+pub struct RunningServer {
+    pub api: Arc<ApiServer>,
+    pub credentials: Credentials,
+    /// The address it listens on (the real port when asked for port 0).
+    pub addr: SocketAddr,
+    pub url: String,
+    handle: Handle<SocketAddr>,
+    task: tokio::task::JoinHandle<std::io::Result<()>>,
+}
+
+impl RunningServer {
+    /// Stops accepting requests and waits for the listener to end.
+    pub async fn shutdown(self) {
+        self.handle.shutdown();
+        let _ = self.task.await;
+    }
+
+    /// Serves until the listener fails or is shut down.
+    pub async fn wait(self) -> std::io::Result<()> {
+        match self.task.await {
+            Ok(result) => result,
+            Err(e) => Err(std::io::Error::other(e)),
+        }
+    }
+}
+
+/// The API as a `tower` service, for HTTPS or for in-process clients.
+pub fn router(api: Arc<ApiServer>) -> Router {
+    async fn handle(State(api): State<Arc<ApiServer>>, request: Request<Body>) -> Response {
+        api.handle(request).await
+    }
+    Router::new().fallback(handle).with_state(api)
+}
+
+/// Starts a server: credentials, store, API, HTTPS.
+pub async fn start(options: ServerOptions) -> Result<RunningServer, ServerError> {
+    // One process-wide TLS provider (ring, as kube-rs uses); a second
+    // install attempt in the same process is harmless.
+    let _ = rustls::crypto::ring::default_provider().install_default();
+    let store = if options.etcd.is_empty() {
+        AnyStore::Redb(RedbStore::open(&options.data_dir)?)
+    } else {
+        AnyStore::Etcd(EtcdStore::connect(&options.etcd).await?)
+    };
+    let api = ApiServer::new(store, Clock::real(), options.api.clone()).await?;
+    // The listener comes first so port 0 resolves before the kubeconfig
+    // names the URL.
+    let std_listener = std::net::TcpListener::bind(options.listen).map_err(|source| ServerError::Listen { addr: options.listen, source })?;
+    let addr = std_listener.local_addr().map_err(|source| ServerError::Listen { addr: options.listen, source })?;
+    std_listener.set_nonblocking(true).map_err(|source| ServerError::Listen { addr, source })?;
+    let host = if addr.ip().is_unspecified() { "127.0.0.1".to_string() } else if addr.is_ipv6() { format!("[{}]", addr.ip()) } else { addr.ip().to_string() };
+    let url = format!("https://{host}:{}", addr.port());
+    let credentials = bootstrap::ensure(&options.data_dir, addr, &url)?;
+    api.auth.add_token(credentials.admin_token.clone(), User::admin());
+    let tls = RustlsConfig::from_pem_file(&credentials.server_cert, &credentials.server_key)
+        .await
+        .map_err(|source| ServerError::Listen { addr, source })?;
+    let handle: Handle<SocketAddr> = Handle::new();
+    let server = axum_server::from_tcp_rustls(std_listener, tls)
+        .map_err(|source| ServerError::Listen { addr, source })?
+        .handle(handle.clone());
+    let app = router(api.clone());
+    let task = tokio::spawn(async move { server.serve(app.into_make_service()).await });
+    Ok(RunningServer { api, credentials, addr, url, handle, task })
+}

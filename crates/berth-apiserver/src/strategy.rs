@@ -1,0 +1,368 @@
+//! Per-resource behaviour: defaults and what the server owns on create,
+//! what an update may change (the main resource versus `/status`),
+//! admission and validation, the fields a field selector may name, and
+//! binding a pod to a node.
+//!
+//! Objects travel as JSON values; admission and validation convert them to
+//! the k8s-openapi types they are written against.
+
+use std::collections::BTreeMap;
+
+use berth_core::validation::{ErrorList, FieldError, Path};
+use serde::Serialize;
+use serde::de::DeserializeOwned;
+use serde_json::{Value, json};
+
+use crate::admission::{self, AdmissionConfig, AdmissionError, Attributes, Operation, UserInfo};
+use crate::auth::User;
+use crate::objects::{format_time, metadata_mut};
+use crate::resources::{EVENTS, LEASES, NAMESPACES, NODES, PODS, ResourceType};
+use crate::selectors::FieldSelector;
+use crate::status::ApiError;
+
+/// Settings of the strategies (the admission flags).
+#[derive(Debug, Clone, Default)]
+pub struct StrategyConfig {
+    pub admission: AdmissionConfig,
+}
+
+/// Who is writing, and when.
+pub struct Context<'a> {
+    pub user: &'a User,
+    pub now: jiff::Timestamp,
+    pub config: &'a StrategyConfig,
+}
+
+type ApiResult<T> = Result<T, ApiError>;
+
+fn is(rt: &ResourceType, other: &ResourceType) -> bool {
+    std::ptr::eq(rt, other)
+}
+
+fn typed<T: DeserializeOwned>(rt: &ResourceType, value: &Value) -> ApiResult<T> {
+    serde_json::from_value(value.clone()).map_err(|e| {
+        ApiError::bad_request(format!("{} in version \"{}\" cannot be handled as a {}: {e}", rt.kind, rt.version, rt.kind))
+    })
+}
+
+fn untyped<T: Serialize>(object: &T) -> ApiResult<Value> {
+    serde_json::to_value(object).map_err(ApiError::internal)
+}
+
+fn attributes<'a>(ctx: &Context, operation: Operation, rt: &'a ResourceType, subresource: &'a str, object: &'a Value, user: &'a UserInfo) -> Attributes<'a> {
+    Attributes {
+        operation,
+        resource: rt.plural,
+        subresource,
+        namespace: object.pointer("/metadata/namespace").and_then(Value::as_str).unwrap_or(""),
+        name: object.pointer("/metadata/name").and_then(Value::as_str).unwrap_or(""),
+        user,
+        now: ctx.now,
+    }
+}
+
+fn user_info(user: &User) -> UserInfo {
+    UserInfo { name: user.name.clone(), groups: user.groups.clone() }
+}
+
+fn admission_error(rt: &ResourceType, name: &str, err: AdmissionError) -> ApiError {
+    match err {
+        AdmissionError::Invalid { errors, .. } => ApiError::invalid(rt.group, rt.kind, name, &errors),
+        AdmissionError::Forbidden { message } => ApiError::forbidden_message(rt.group, rt.plural, name, message),
+        AdmissionError::BadRequest { message } => ApiError::bad_request(message),
+    }
+}
+
+/// Pod defaults the API server applies (upstream `SetDefaults_Pod` and
+/// friends), for the fields kubectl shows and berth's components read.
+fn default_pod(pod: &mut Value) {
+    let Some(spec) = pod.get_mut("spec").and_then(Value::as_object_mut) else {
+        return;
+    };
+    let defaults = [
+        ("schedulerName", json!("default-scheduler")),
+        ("restartPolicy", json!("Always")),
+        ("terminationGracePeriodSeconds", json!(30)),
+        ("dnsPolicy", json!("ClusterFirst")),
+        ("securityContext", json!({})),
+        ("enableServiceLinks", json!(true)),
+        ("preemptionPolicy", json!("PreemptLowerPriority")),
+        ("priority", json!(0)),
+    ];
+    for (field, value) in defaults {
+        spec.entry(field).or_insert(value);
+    }
+    for list in ["containers", "initContainers"] {
+        if let Some(containers) = spec.get_mut(list).and_then(Value::as_array_mut) {
+            for c in containers.iter_mut().filter_map(Value::as_object_mut) {
+                let image = c.get("image").and_then(Value::as_str).unwrap_or("");
+                let latest = !image.contains(':') || image.ends_with(":latest");
+                let pull = if latest { "Always" } else { "IfNotPresent" };
+                c.entry("imagePullPolicy").or_insert(json!(pull));
+                c.entry("terminationMessagePath").or_insert(json!("/dev/termination-log"));
+                c.entry("terminationMessagePolicy").or_insert(json!("File"));
+                c.entry("resources").or_insert(json!({}));
+            }
+        }
+    }
+}
+
+/// Server-side changes on create, then mutating admission.
+pub fn on_create(rt: &ResourceType, object: &mut Value, ctx: &Context) -> ApiResult<()> {
+    let user = user_info(ctx.user);
+    let name = object.pointer("/metadata/name").and_then(Value::as_str).unwrap_or("").to_string();
+    if is(rt, &NAMESPACES) {
+        if let Some(meta) = metadata_mut(object) {
+            let labels = meta.entry("labels").or_insert_with(|| json!({}));
+            if let Some(labels) = labels.as_object_mut() {
+                labels.insert("kubernetes.io/metadata.name".into(), json!(name));
+            }
+        }
+        object["spec"] = json!({"finalizers": ["kubernetes"]});
+        object["status"] = json!({"phase": "Active"});
+    } else if is(rt, &PODS) {
+        object["status"] = json!({"phase": "Pending"});
+        default_pod(object);
+        let mut pod: k8s_openapi::api::core::v1::Pod = typed(rt, object)?;
+        let snapshot = object.clone();
+        let attrs = attributes(ctx, Operation::Create, rt, "", &snapshot, &user);
+        admission::admit_pod(&attrs, &mut pod, None, &ctx.config.admission).map_err(|e| admission_error(rt, &name, e))?;
+        *object = untyped(&pod)?;
+    } else if is(rt, &NODES) {
+        let mut node: k8s_openapi::api::core::v1::Node = typed(rt, object)?;
+        let snapshot = object.clone();
+        let attrs = attributes(ctx, Operation::Create, rt, "", &snapshot, &user);
+        admission::admit_node(&attrs, &mut node, None, &ctx.config.admission).map_err(|e| admission_error(rt, &name, e))?;
+        *object = untyped(&node)?;
+    }
+    Ok(())
+}
+
+/// What an update may change: the main resource keeps the stored status,
+/// `/status` keeps everything but the status; then mutating admission.
+pub fn on_update(rt: &ResourceType, subresource: &str, object: &mut Value, old: &Value, ctx: &Context) -> ApiResult<()> {
+    let has_status = is(rt, &PODS) || is(rt, &NODES) || is(rt, &NAMESPACES);
+    if has_status {
+        if subresource == "status" {
+            let status = object.get("status").cloned();
+            let mut kept = old.clone();
+            if let (Some(map), Some(meta)) = (kept.as_object_mut(), object.get("metadata")) {
+                map.insert("metadata".into(), meta.clone());
+            }
+            match status {
+                Some(s) => kept["status"] = s,
+                None => {
+                    if let Some(map) = kept.as_object_mut() {
+                        map.remove("status");
+                    }
+                }
+            }
+            *object = kept;
+        } else {
+            match old.get("status") {
+                Some(s) => object["status"] = s.clone(),
+                None => {
+                    if let Some(map) = object.as_object_mut() {
+                        map.remove("status");
+                    }
+                }
+            }
+        }
+    }
+    let user = user_info(ctx.user);
+    let name = old.pointer("/metadata/name").and_then(Value::as_str).unwrap_or("").to_string();
+    if is(rt, &PODS) {
+        let mut pod: k8s_openapi::api::core::v1::Pod = typed(rt, object)?;
+        let old_pod: k8s_openapi::api::core::v1::Pod = typed(rt, old)?;
+        let snapshot = old.clone();
+        let attrs = attributes(ctx, Operation::Update, rt, subresource, &snapshot, &user);
+        admission::admit_pod(&attrs, &mut pod, Some(&old_pod), &ctx.config.admission).map_err(|e| admission_error(rt, &name, e))?;
+        *object = untyped(&pod)?;
+    } else if is(rt, &NODES) {
+        let mut node: k8s_openapi::api::core::v1::Node = typed(rt, object)?;
+        let old_node: k8s_openapi::api::core::v1::Node = typed(rt, old)?;
+        let snapshot = old.clone();
+        let attrs = attributes(ctx, Operation::Update, rt, subresource, &snapshot, &user);
+        admission::admit_node(&attrs, &mut node, Some(&old_node), &ctx.config.admission).map_err(|e| admission_error(rt, &name, e))?;
+        *object = untyped(&node)?;
+    }
+    Ok(())
+}
+
+/// Admission on delete (NodeRestriction: an agent deletes only the pods
+/// bound to it).
+pub fn on_delete(rt: &ResourceType, object: &Value, ctx: &Context) -> ApiResult<()> {
+    if let Some(node) = ctx.user.node_name() {
+        let name = object.pointer("/metadata/name").and_then(Value::as_str).unwrap_or("");
+        if is(rt, &PODS) {
+            let bound = object.pointer("/spec/nodeName").and_then(Value::as_str).unwrap_or("");
+            if bound != node {
+                return Err(ApiError::forbidden_message("", "pods", name, format!("node {node:?} can only delete pods with spec.nodeName set to itself")));
+            }
+        }
+    }
+    Ok(())
+}
+
+/// Validating admission: the API rules for the type, then NodeRestriction.
+pub fn validate(rt: &ResourceType, object: &Value, old: Option<&Value>, ctx: &Context) -> ErrorList {
+    let user = user_info(ctx.user);
+    let operation = if old.is_some() { Operation::Update } else { Operation::Create };
+    let result = if is(rt, &PODS) {
+        let (Ok(pod), old_pod) = (typed::<k8s_openapi::api::core::v1::Pod>(rt, object), old.map(|o| typed::<k8s_openapi::api::core::v1::Pod>(rt, o))) else {
+            return vec![FieldError::invalid(&Path::new("spec"), Value::Null, "the object is not a valid Pod")];
+        };
+        let old_pod = old_pod.and_then(Result::ok);
+        let attrs = attributes(ctx, operation, rt, "", object, &user);
+        admission::validate_pod(&attrs, &pod, old_pod.as_ref(), &ctx.config.admission)
+    } else if is(rt, &NODES) {
+        let (Ok(node), old_node) = (typed::<k8s_openapi::api::core::v1::Node>(rt, object), old.map(|o| typed::<k8s_openapi::api::core::v1::Node>(rt, o))) else {
+            return vec![FieldError::invalid(&Path::new("spec"), Value::Null, "the object is not a valid Node")];
+        };
+        let old_node = old_node.and_then(Result::ok);
+        let attrs = attributes(ctx, operation, rt, "", object, &user);
+        admission::validate_node(&attrs, &node, old_node.as_ref())
+    } else {
+        Ok(())
+    };
+    match result {
+        Ok(()) => ErrorList::new(),
+        Err(AdmissionError::Invalid { errors, .. }) => errors,
+        Err(AdmissionError::Forbidden { message }) => vec![FieldError::forbidden(&Path::new("metadata"), message)],
+        Err(AdmissionError::BadRequest { message }) => vec![FieldError::invalid(&Path::new("metadata"), Value::Null, message)],
+    }
+}
+
+/// Binds a pod: `spec.nodeName` and the `PodScheduled=True` condition,
+/// whose transition time is the binding time taint-based eviction counts
+/// from.
+pub fn bind_pod(pod: &mut Value, node: &str, now: jiff::Timestamp) {
+    if let Some(spec) = pod.get_mut("spec").and_then(Value::as_object_mut) {
+        spec.insert("nodeName".into(), json!(node));
+    }
+    let condition = json!({
+        "type": "PodScheduled", "status": "True",
+        "lastProbeTime": null, "lastTransitionTime": format_time(now),
+    });
+    let Some(status) = pod.as_object_mut().map(|p| p.entry("status").or_insert_with(|| json!({}))) else {
+        return;
+    };
+    if !status.is_object() {
+        *status = json!({});
+    }
+    let conditions = status
+        .as_object_mut()
+        .map(|s| s.entry("conditions").or_insert_with(|| json!([])));
+    if let Some(Value::Array(list)) = conditions {
+        list.retain(|c| c.get("type").and_then(Value::as_str) != Some("PodScheduled"));
+        list.push(condition);
+    }
+}
+
+fn text(object: &Value, pointer: &str) -> String {
+    match object.pointer(pointer) {
+        Some(Value::String(s)) => s.clone(),
+        Some(Value::Bool(b)) => b.to_string(),
+        Some(Value::Number(n)) => n.to_string(),
+        _ => String::new(),
+    }
+}
+
+/// The field labels a field selector may use, per type (upstream's
+/// `ToSelectableFields` and field-label conversions).
+pub fn supported_fields(rt: &ResourceType) -> &'static [(&'static str, &'static str)] {
+    const META: [(&str, &str); 2] = [("metadata.name", "/metadata/name"), ("metadata.namespace", "/metadata/namespace")];
+    if is(rt, &PODS) {
+        &[
+            META[0], META[1],
+            ("spec.nodeName", "/spec/nodeName"),
+            ("spec.restartPolicy", "/spec/restartPolicy"),
+            ("spec.schedulerName", "/spec/schedulerName"),
+            ("spec.serviceAccountName", "/spec/serviceAccountName"),
+            ("spec.hostNetwork", "/spec/hostNetwork"),
+            ("status.phase", "/status/phase"),
+            ("status.podIP", "/status/podIP"),
+            ("status.nominatedNodeName", "/status/nominatedNodeName"),
+        ]
+    } else if is(rt, &NODES) {
+        &[META[0], META[1], ("spec.unschedulable", "/spec/unschedulable")]
+    } else if is(rt, &NAMESPACES) {
+        &[META[0], META[1], ("status.phase", "/status/phase")]
+    } else if is(rt, &EVENTS) {
+        &[
+            META[0], META[1],
+            ("involvedObject.kind", "/involvedObject/kind"),
+            ("involvedObject.namespace", "/involvedObject/namespace"),
+            ("involvedObject.name", "/involvedObject/name"),
+            ("involvedObject.uid", "/involvedObject/uid"),
+            ("involvedObject.apiVersion", "/involvedObject/apiVersion"),
+            ("involvedObject.resourceVersion", "/involvedObject/resourceVersion"),
+            ("involvedObject.fieldPath", "/involvedObject/fieldPath"),
+            ("reason", "/reason"),
+            ("reportingComponent", "/reportingComponent"),
+            ("source", "/source/component"),
+            ("type", "/type"),
+        ]
+    } else if is(rt, &LEASES) {
+        &META
+    } else {
+        &META
+    }
+}
+
+/// The values of an object's selectable fields. Booleans read `"false"`
+/// when unset, as upstream's conversions print them.
+pub fn selectable_fields(rt: &ResourceType, object: &Value) -> BTreeMap<String, String> {
+    supported_fields(rt)
+        .iter()
+        .map(|(label, pointer)| {
+            let mut value = text(object, pointer);
+            if value.is_empty() && matches!(*label, "spec.hostNetwork" | "spec.unschedulable") {
+                value = "false".into();
+            }
+            (label.to_string(), value)
+        })
+        .collect()
+}
+
+/// A field selector may only name the type's selectable fields.
+pub fn check_field_selector(rt: &ResourceType, selector: &FieldSelector) -> ApiResult<()> {
+    let supported = supported_fields(rt);
+    for field in selector.field_names() {
+        if !supported.iter().any(|(label, _)| *label == field) {
+            return Err(ApiError::bad_request(format!(
+                "field label not supported: {field}"
+            )));
+        }
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn binding_sets_node_name_and_the_pod_scheduled_condition() {
+        let mut pod = json!({"spec": {}, "status": {"phase": "Pending", "conditions": [{"type": "PodScheduled", "status": "False", "reason": "Unschedulable"}]}});
+        let now = jiff::Timestamp::from_second(1_800_000_000).unwrap_or(jiff::Timestamp::UNIX_EPOCH);
+        bind_pod(&mut pod, "node1", now);
+        assert_eq!(pod["spec"]["nodeName"], "node1");
+        let conditions = pod["status"]["conditions"].as_array().cloned().unwrap_or_default();
+        assert_eq!(conditions.len(), 1);
+        assert_eq!(conditions[0]["status"], "True");
+        assert_eq!(conditions[0]["lastTransitionTime"], "2027-01-15T08:00:00Z");
+    }
+
+    #[test]
+    fn selectable_fields_follow_upstream_labels() {
+        let pod = json!({"metadata": {"name": "web", "namespace": "default"}, "spec": {"nodeName": "n1"}, "status": {"phase": "Running"}});
+        let fields = selectable_fields(&PODS, &pod);
+        assert_eq!(fields["spec.nodeName"], "n1");
+        assert_eq!(fields["status.phase"], "Running");
+        assert_eq!(fields["spec.hostNetwork"], "false");
+        assert_eq!(fields["metadata.name"], "web");
+        let node = json!({"metadata": {"name": "n1"}, "spec": {"unschedulable": true}});
+        assert_eq!(selectable_fields(&NODES, &node)["spec.unschedulable"], "true");
+    }
+}

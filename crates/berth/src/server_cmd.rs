@@ -1,0 +1,56 @@
+//! `berth server`: the API server (and, as they arrive, the scheduler and
+//! controllers) in one process, on the embedded store or etcd.
+
+use std::net::SocketAddr;
+use std::path::PathBuf;
+
+use anyhow::Context;
+use berth_apiserver::api::ApiConfig;
+use berth_apiserver::server::{ServerOptions, start};
+use berth_core::FeatureGates;
+use clap::Args;
+
+#[derive(Debug, Args)]
+pub struct ServerArgs {
+    /// Where the store, certificates, tokens and kubeconfig live.
+    #[arg(long, default_value = "/var/lib/berth", value_name = "DIR")]
+    data_dir: PathBuf,
+    /// Address to serve HTTPS on.
+    #[arg(long, default_value = "127.0.0.1:6443", value_name = "ADDR")]
+    listen: SocketAddr,
+    /// etcd endpoints (comma-separated); without it the embedded store is used.
+    #[arg(long, value_delimiter = ',', value_name = "URL,...")]
+    etcd: Vec<String>,
+    /// Feature gates, e.g. `TaintTolerationComparisonOperators=false`.
+    #[arg(long = "feature-gates", value_name = "NAME=BOOL,...", default_value = "", value_parser = crate::check::parse_gates)]
+    feature_gates: FeatureGates,
+    /// tolerationSeconds of the not-ready toleration added to every pod.
+    #[arg(long, default_value_t = 300)]
+    default_not_ready_toleration_seconds: i64,
+    /// tolerationSeconds of the unreachable toleration added to every pod.
+    #[arg(long, default_value_t = 300)]
+    default_unreachable_toleration_seconds: i64,
+}
+
+pub async fn run(args: &ServerArgs) -> anyhow::Result<()> {
+    let mut api = ApiConfig::default();
+    api.strategy.admission.gates = args.feature_gates;
+    api.strategy.admission.default_not_ready_toleration_seconds = args.default_not_ready_toleration_seconds;
+    api.strategy.admission.default_unreachable_toleration_seconds = args.default_unreachable_toleration_seconds;
+    let options = ServerOptions {
+        data_dir: args.data_dir.clone(),
+        listen: args.listen,
+        etcd: args.etcd.clone(),
+        api,
+    };
+    let server = start(options).await.context("starting berth server")?;
+    let store = if args.etcd.is_empty() { "embedded store".to_string() } else { format!("etcd {}", args.etcd.join(",")) };
+    eprintln!("berth server listening on {} ({store})", server.url);
+    println!("export KUBECONFIG={}", server.credentials.kubeconfig.display());
+    let wait = server.wait();
+    tokio::select! {
+        result = wait => result.context("serving")?,
+        _ = tokio::signal::ctrl_c() => eprintln!("berth server: interrupted, stopping"),
+    }
+    Ok(())
+}
