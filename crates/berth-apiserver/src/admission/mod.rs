@@ -8,13 +8,13 @@
 //! stored pod on delete, the node's UID), the caller passes it in.
 //!
 //! Mutating, pods ([`admit_pod`]), in this order:
-//! 1. [`daemon_pod_tolerations`] (create): DaemonSet pods get upstream's
+//! 1. [`daemon_pod_tolerations`] (create); DaemonSet pods get upstream's
 //!    `AddOrUpdateDaemonPodTolerations` set. First, because upstream's
 //!    controller writes them before the pod reaches admission.
-//! 2. [`default_toleration_seconds`]: DefaultTolerationSeconds.
-//! 3. [`memory_pressure_toleration`]: non-BestEffort pods tolerate
+//! 2. [`default_toleration_seconds`] (DefaultTolerationSeconds).
+//! 3. [`memory_pressure_toleration`]; non-BestEffort pods tolerate
 //!    memory pressure (upstream PodTolerationRestriction's rule).
-//! 4. [`extended_resource_toleration`]: ExtendedResourceToleration.
+//! 4. [`extended_resource_toleration`] (ExtendedResourceToleration).
 //!
 //! Mutating, nodes ([`admit_node`]): [`node_taint`] (TaintNodesByCondition,
 //! create) then [`taint_time_added`] (berth: `timeAdded` on NoExecute
@@ -335,5 +335,288 @@ pub(crate) mod test_pods {
     /// A BestEffort pod with the given tolerations.
     pub fn pod_with_tolerations(tolerations: Vec<Toleration>) -> Pod {
         pod_with(vec![container_with(&[], &[])], tolerations)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use berth_core::test_util::{taint, tol, tol_secs};
+    use k8s_openapi::api::core::v1::{NodeSpec, Toleration};
+    use k8s_openapi::apimachinery::pkg::apis::meta::v1::{ObjectMeta, OwnerReference, Time};
+    use test_pods::{container_with, pod_with};
+
+    fn now() -> jiff::Timestamp {
+        jiff::Timestamp::from_second(1_767_225_600).unwrap_or(jiff::Timestamp::UNIX_EPOCH)
+    }
+
+    fn attrs<'a>(
+        op: Operation,
+        resource: &'a str,
+        sub: &'a str,
+        user: &'a UserInfo,
+    ) -> Attributes<'a> {
+        Attributes {
+            operation: op,
+            resource,
+            subresource: sub,
+            namespace: "default",
+            name: "x",
+            user,
+            now: now(),
+        }
+    }
+
+    fn named(mut pod: Pod) -> Pod {
+        pod.metadata.name = Some("x".into());
+        pod
+    }
+
+    fn tolerations(pod: &Pod) -> Vec<Toleration> {
+        pod.spec
+            .as_ref()
+            .and_then(|s| s.tolerations.clone())
+            .unwrap_or_default()
+    }
+
+    #[test]
+    fn pod_create_runs_the_mutating_chain_in_order() {
+        let admin = UserInfo::default();
+        let a = attrs(Operation::Create, "pods", "", &admin);
+        let mut pod = named(pod_with(
+            vec![container_with(
+                &[("cpu", "1"), ("example.com/gpu", "1")],
+                &[],
+            )],
+            vec![],
+        ));
+        admit_pod(&a, &mut pod, None, &AdmissionConfig::default())
+            .unwrap_or_else(|e| panic!("{e}"));
+        assert_eq!(
+            tolerations(&pod),
+            vec![
+                tol_secs(
+                    "node.kubernetes.io/not-ready",
+                    "Exists",
+                    "",
+                    "NoExecute",
+                    300
+                ),
+                tol_secs(
+                    "node.kubernetes.io/unreachable",
+                    "Exists",
+                    "",
+                    "NoExecute",
+                    300
+                ),
+                tol(
+                    "node.kubernetes.io/memory-pressure",
+                    "Exists",
+                    "",
+                    "NoSchedule"
+                ),
+                tol("example.com/gpu", "Exists", "", "NoSchedule"),
+            ]
+        );
+        // The result passes validation, including as an update of itself.
+        assert_eq!(
+            validate_pod(&a, &pod, None, &AdmissionConfig::default()),
+            Ok(())
+        );
+        let u = attrs(Operation::Update, "pods", "", &admin);
+        assert_eq!(
+            validate_pod(&u, &pod, Some(&pod), &AdmissionConfig::default()),
+            Ok(())
+        );
+    }
+
+    #[test]
+    fn daemon_pods_keep_forever_tolerations() {
+        let admin = UserInfo::default();
+        let a = attrs(Operation::Create, "pods", "", &admin);
+        let mut pod = named(pod_with(vec![container_with(&[], &[])], vec![]));
+        pod.metadata.owner_references = Some(vec![OwnerReference {
+            api_version: "apps/v1".into(),
+            kind: "DaemonSet".into(),
+            name: "ds".into(),
+            uid: "u".into(),
+            controller: Some(true),
+            block_owner_deletion: Some(true),
+        }]);
+        admit_pod(&a, &mut pod, None, &AdmissionConfig::default())
+            .unwrap_or_else(|e| panic!("{e}"));
+        let ts = tolerations(&pod);
+        assert_eq!(ts.len(), 6, "{ts:?}");
+        assert!(ts.iter().all(|t| t.toleration_seconds.is_none()));
+    }
+
+    #[test]
+    fn subresources_and_deletes_are_not_mutated() {
+        let admin = UserInfo::default();
+        for (op, sub) in [
+            (Operation::Update, "status"),
+            (Operation::Create, "binding"),
+            (Operation::Delete, ""),
+        ] {
+            let a = attrs(op, "pods", sub, &admin);
+            let mut pod = named(pod_with(vec![container_with(&[("cpu", "1")], &[])], vec![]));
+            admit_pod(&a, &mut pod, None, &AdmissionConfig::default())
+                .unwrap_or_else(|e| panic!("{e}"));
+            assert!(tolerations(&pod).is_empty(), "{op} {sub}");
+        }
+    }
+
+    #[test]
+    fn invalid_pods_render_like_the_api_server() {
+        let admin = UserInfo::default();
+        let a = attrs(Operation::Create, "pods", "", &admin);
+        let config = AdmissionConfig::default();
+        let one = named(pod_with(vec![], vec![tol("", "Equal", "v", "NoSchedule")]));
+        let err = validate_pod(&a, &one, None, &config);
+        let Err(err) = err else { panic!("accepted") };
+        assert_eq!(err.code(), 422);
+        assert_eq!(err.reason(), "Invalid");
+        assert_eq!(
+            err.to_string(),
+            r#"Pod "x" is invalid: spec.tolerations[0].operator: Invalid value: "Equal": operator must be Exists when `key` is empty, which means "match all values and all keys""#
+        );
+        let two = named(pod_with(
+            vec![container_with(&[("cpu", "lots")], &[])],
+            vec![tol("foo", "Exists", "", "Bogus")],
+        ));
+        let Err(err) = validate_pod(&a, &two, None, &config) else {
+            panic!("accepted")
+        };
+        let msg = err.to_string();
+        assert!(
+            msg.starts_with(
+                r#"Pod "x" is invalid: [spec.tolerations[0].effect: Unsupported value: "Bogus""#
+            ),
+            "{msg}"
+        );
+        assert!(
+            msg.contains(", spec.containers[0].resources.requests[cpu]: Invalid value: \"lots\""),
+            "{msg}"
+        );
+        assert!(msg.ends_with(']'), "{msg}");
+    }
+
+    #[test]
+    fn comparison_operators_follow_the_gate_or_the_old_pod() {
+        let admin = UserInfo::default();
+        let off = AdmissionConfig {
+            gates: FeatureGates {
+                taint_toleration_comparison_operators: false,
+            },
+            ..Default::default()
+        };
+        let gt = named(pod_with(vec![], vec![tol("sla", "Gt", "5", "NoSchedule")]));
+        let create = attrs(Operation::Create, "pods", "", &admin);
+        assert!(validate_pod(&create, &gt, None, &off).is_err());
+        assert_eq!(
+            validate_pod(&create, &gt, None, &AdmissionConfig::default()),
+            Ok(())
+        );
+        // An existing pod that uses Gt stays updatable with the gate off.
+        let update = attrs(Operation::Update, "pods", "", &admin);
+        assert_eq!(validate_pod(&update, &gt, Some(&gt), &off), Ok(()));
+    }
+
+    #[test]
+    fn toleration_updates_may_only_add_or_change_seconds() {
+        let admin = UserInfo::default();
+        let update = attrs(Operation::Update, "pods", "", &admin);
+        let config = AdmissionConfig::default();
+        let old = named(pod_with(
+            vec![],
+            vec![tol_secs("k", "Exists", "", "NoExecute", 10)],
+        ));
+        let longer = named(pod_with(
+            vec![],
+            vec![tol_secs("k", "Exists", "", "NoExecute", 20)],
+        ));
+        let added = named(pod_with(
+            vec![],
+            vec![
+                tol_secs("k", "Exists", "", "NoExecute", 10),
+                tol("j", "Exists", "", ""),
+            ],
+        ));
+        let removed = named(pod_with(vec![], vec![]));
+        assert_eq!(validate_pod(&update, &longer, Some(&old), &config), Ok(()));
+        assert_eq!(validate_pod(&update, &added, Some(&old), &config), Ok(()));
+        let Err(err) = validate_pod(&update, &removed, Some(&old), &config) else {
+            panic!("accepted")
+        };
+        assert_eq!(
+            err.to_string(),
+            r#"Pod "x" is invalid: spec.tolerations: Forbidden: existing toleration can not be modified except its tolerationSeconds"#
+        );
+    }
+
+    fn node(taints: Vec<k8s_openapi::api::core::v1::Taint>) -> Node {
+        Node {
+            metadata: ObjectMeta {
+                name: Some("mynode".into()),
+                ..Default::default()
+            },
+            spec: Some(NodeSpec {
+                taints: Some(taints),
+                ..Default::default()
+            }),
+            status: None,
+        }
+    }
+
+    #[test]
+    fn node_create_is_tainted_stamped_and_valid() {
+        let kubelet = UserInfo {
+            name: "system:node:mynode".into(),
+            groups: vec!["system:nodes".into()],
+        };
+        let mut a = attrs(Operation::Create, "nodes", "", &kubelet);
+        a.name = "mynode";
+        let mut n = node(vec![taint("dedicated", "x", "NoExecute")]);
+        admit_node(&a, &mut n, None, &AdmissionConfig::default()).unwrap_or_else(|e| panic!("{e}"));
+        let mut stamped = taint("dedicated", "x", "NoExecute");
+        stamped.time_added = Some(Time(now()));
+        assert_eq!(
+            n.spec
+                .as_ref()
+                .and_then(|s| s.taints.clone())
+                .unwrap_or_default(),
+            vec![
+                stamped,
+                taint("node.kubernetes.io/not-ready", "", "NoSchedule")
+            ]
+        );
+        assert_eq!(validate_node(&a, &n, None), Ok(()));
+        // The kubelet's next status update sends the taints without
+        // timestamps; admission restores them and NodeRestriction agrees
+        // nothing changed.
+        let mut u = attrs(Operation::Update, "nodes", "status", &kubelet);
+        u.name = "mynode";
+        let mut next = node(vec![
+            taint("dedicated", "x", "NoExecute"),
+            taint("node.kubernetes.io/not-ready", "", "NoSchedule"),
+        ]);
+        admit_node(&u, &mut next, Some(&n), &AdmissionConfig::default())
+            .unwrap_or_else(|e| panic!("{e}"));
+        assert_eq!(validate_node(&u, &next, Some(&n)), Ok(()));
+    }
+
+    #[test]
+    fn invalid_node_taints_are_422_on_spec_taints() {
+        let admin = UserInfo::default();
+        let a = attrs(Operation::Create, "nodes", "", &admin);
+        let n = node(vec![taint("k", "", "Bogus")]);
+        let Err(err) = validate_node(&a, &n, None) else {
+            panic!("accepted")
+        };
+        assert_eq!(err.code(), 422);
+        assert_eq!(
+            err.to_string(),
+            r#"Node "mynode" is invalid: spec.taints[0].effect: Unsupported value: "Bogus": supported values: "NoSchedule", "PreferNoSchedule", "NoExecute""#
+        );
     }
 }

@@ -558,3 +558,600 @@ pub fn admit_lease(attrs: &Attributes, lease: Option<&Lease>) -> Result<(), Admi
     }
     Ok(())
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use berth_core::test_util::taint;
+    use k8s_openapi::api::core::v1::{
+        EnvFromSource, NodeConfigSource, NodeSpec, PersistentVolumeClaimVolumeSource, PodSpec,
+        PodStatus, SecretEnvSource, Volume,
+    };
+    use k8s_openapi::apimachinery::pkg::apis::meta::v1::{ObjectMeta, OwnerReference};
+
+    fn user(name: &str, groups: &[&str]) -> UserInfo {
+        UserInfo {
+            name: name.into(),
+            groups: groups.iter().map(|g| g.to_string()).collect(),
+        }
+    }
+
+    fn mynode() -> UserInfo {
+        user("system:node:mynode", &["system:nodes"])
+    }
+
+    fn attrs<'a>(
+        op: Operation,
+        resource: &'a str,
+        sub: &'a str,
+        ns: &'a str,
+        name: &'a str,
+        user: &'a UserInfo,
+    ) -> Attributes<'a> {
+        Attributes {
+            operation: op,
+            resource,
+            subresource: sub,
+            namespace: ns,
+            name,
+            user,
+            now: jiff::Timestamp::UNIX_EPOCH,
+        }
+    }
+
+    fn message(r: Result<(), AdmissionError>) -> String {
+        match r {
+            Ok(()) => String::new(),
+            Err(e) => e.to_string(),
+        }
+    }
+
+    fn bound_pod(name: &str, node: &str) -> Pod {
+        Pod {
+            metadata: ObjectMeta {
+                name: Some(name.into()),
+                namespace: Some("ns".into()),
+                ..Default::default()
+            },
+            spec: Some(PodSpec {
+                node_name: Some(node.into()),
+                ..Default::default()
+            }),
+            status: None,
+        }
+    }
+
+    fn mirror_pod(node: &str) -> Pod {
+        let mut pod = bound_pod("mirror", node);
+        pod.metadata.annotations =
+            Some([(MIRROR_POD_ANNOTATION.to_string(), String::new())].into());
+        pod.metadata.owner_references = Some(vec![OwnerReference {
+            api_version: "v1".into(),
+            kind: "Node".into(),
+            name: node.into(),
+            uid: "node-uid".into(),
+            controller: Some(true),
+            block_owner_deletion: None,
+        }]);
+        pod
+    }
+
+    #[test]
+    fn node_identity_needs_prefix_and_group() {
+        assert_eq!(node_identity(&mynode()), Some("mynode"));
+        assert_eq!(node_identity(&user("system:node:mynode", &[])), None);
+        assert_eq!(node_identity(&user("bob", &["system:nodes"])), None);
+        assert_eq!(
+            node_identity(&user("system:node:", &["system:nodes"])),
+            Some("")
+        );
+    }
+
+    #[test]
+    fn pod_requests_match_upstream_messages() {
+        // Rows of upstream Test_nodePlugin_Admit for pods, with its messages
+        // (upstream checks them with strings.Contains; berth pins the whole
+        // Forbidden message).
+        let me = mynode();
+        let other = user("system:node:othernode", &["system:nodes"]);
+        let bob = user("bob", &[]);
+        let empty_node = user("system:node:", &["system:nodes"]);
+        let mut with_secret = mirror_pod("mynode");
+        if let Some(spec) = with_secret.spec.as_mut() {
+            spec.containers = vec![Container {
+                env_from: Some(vec![EnvFromSource {
+                    secret_ref: Some(SecretEnvSource {
+                        name: "s".into(),
+                        optional: None,
+                    }),
+                    ..Default::default()
+                }]),
+                ..Default::default()
+            }];
+        }
+        let mut with_pvc = mirror_pod("mynode");
+        if let Some(spec) = with_pvc.spec.as_mut() {
+            spec.volumes = Some(vec![Volume {
+                name: "v".into(),
+                persistent_volume_claim: Some(PersistentVolumeClaimVolumeSource {
+                    claim_name: "c".into(),
+                    read_only: None,
+                }),
+                ..Default::default()
+            }]);
+        }
+        let mut with_sa = mirror_pod("mynode");
+        if let Some(spec) = with_sa.spec.as_mut() {
+            spec.service_account_name = Some("foo".into());
+        }
+        let mut two_owners = mirror_pod("mynode");
+        if let Some(refs) = two_owners.metadata.owner_references.as_mut() {
+            refs.push(refs[0].clone());
+        }
+        let mut not_controller = mirror_pod("mynode");
+        if let Some(refs) = not_controller.metadata.owner_references.as_mut() {
+            refs[0].controller = Some(false);
+        }
+        let mut blocking = mirror_pod("mynode");
+        if let Some(refs) = blocking.metadata.owner_references.as_mut() {
+            refs[0].block_owner_deletion = Some(true);
+        }
+        let mut no_owner = mirror_pod("mynode");
+        no_owner.metadata.owner_references = None;
+        let mut not_mirror = mirror_pod("mynode");
+        not_mirror.metadata.annotations = None;
+        let mut relabeled = bound_pod("mypod", "mynode");
+        relabeled.metadata.labels = Some([("a".to_string(), "b".to_string())].into());
+        let mut claims = bound_pod("mypod", "mynode");
+        claims.status = Some(PodStatus {
+            resource_claim_statuses: Some(vec![Default::default()]),
+            ..Default::default()
+        });
+
+        type Case<'a> = (&'a str, Attributes<'a>, Pod, Option<Pod>, &'a str);
+        use Operation::*;
+        let cases: Vec<Case> = vec![
+            (
+                "allow creating a mirror pod bound to self",
+                attrs(Create, "pods", "", "ns", "", &me),
+                mirror_pod("mynode"),
+                None,
+                "",
+            ),
+            (
+                "forbid creating a mirror pod bound to another",
+                attrs(Create, "pods", "", "ns", "", &me),
+                mirror_pod("othernode"),
+                None,
+                r#"pods "mirror" is forbidden: node "mynode" can only create pods with spec.nodeName set to itself"#,
+            ),
+            (
+                "forbid creating a normal pod",
+                attrs(Create, "pods", "", "ns", "", &me),
+                not_mirror,
+                None,
+                r#"pods "mirror" is forbidden: pod does not have "kubernetes.io/config.mirror" annotation, node "mynode" can only create mirror pods"#,
+            ),
+            (
+                "forbid create of pod referencing secret",
+                attrs(Create, "pods", "", "ns", "", &me),
+                with_secret,
+                None,
+                r#"pods "mirror" is forbidden: node "mynode" can not create pods that reference secrets"#,
+            ),
+            (
+                "forbid create of pod referencing persistentvolumeclaim",
+                attrs(Create, "pods", "", "ns", "", &me),
+                with_pvc,
+                None,
+                r#"pods "mirror" is forbidden: node "mynode" can not create pods that reference persistentvolumeclaims"#,
+            ),
+            (
+                "forbid create of pod referencing service account",
+                attrs(Create, "pods", "", "ns", "", &me),
+                with_sa,
+                None,
+                r#"pods "mirror" is forbidden: node "mynode" can not create pods that reference a service account"#,
+            ),
+            (
+                "forbid pod with no owner",
+                attrs(Create, "pods", "", "ns", "", &me),
+                no_owner,
+                None,
+                r#"pods "mirror" is forbidden: node "mynode" can only create pods with an owner reference set to itself"#,
+            ),
+            (
+                "forbid pod with two owners",
+                attrs(Create, "pods", "", "ns", "", &me),
+                two_owners,
+                None,
+                r#"pods "mirror" is forbidden: node "mynode" can only create pods with a single owner reference set to itself"#,
+            ),
+            (
+                "forbid non-controller owner",
+                attrs(Create, "pods", "", "ns", "", &me),
+                not_controller,
+                None,
+                r#"pods "mirror" is forbidden: node "mynode" can only create pods with a controller owner reference set to itself"#,
+            ),
+            (
+                "forbid blockOwnerDeletion",
+                attrs(Create, "pods", "", "ns", "", &me),
+                blocking,
+                None,
+                r#"pods "mirror" is forbidden: node "mynode" must not set blockOwnerDeletion on an owner reference"#,
+            ),
+            (
+                "forbid update of pod",
+                attrs(Update, "pods", "", "ns", "mypod", &me),
+                bound_pod("mypod", "mynode"),
+                Some(bound_pod("mypod", "mynode")),
+                r#"pods "mypod" is forbidden: unexpected operation "UPDATE", node "mynode" can only create and delete mirror pods"#,
+            ),
+            (
+                "allow delete of pod bound to self",
+                attrs(Delete, "pods", "", "ns", "mypod", &me),
+                bound_pod("mypod", "mynode"),
+                None,
+                "",
+            ),
+            (
+                "forbid delete of pod bound to another",
+                attrs(Delete, "pods", "", "ns", "mypod", &me),
+                bound_pod("mypod", "othernode"),
+                None,
+                r#"pods "mypod" is forbidden: node "mynode" can only delete pods with spec.nodeName set to itself"#,
+            ),
+            (
+                "allow update of pod status bound to self",
+                attrs(Update, "pods", "status", "ns", "mypod", &me),
+                bound_pod("mypod", "mynode"),
+                Some(bound_pod("mypod", "mynode")),
+                "",
+            ),
+            (
+                "forbid update of pod status bound to another",
+                attrs(Update, "pods", "status", "ns", "mypod", &me),
+                bound_pod("mypod", "othernode"),
+                Some(bound_pod("mypod", "othernode")),
+                r#"pods "mypod" is forbidden: node "mynode" can only update pod status for pods with spec.nodeName set to itself"#,
+            ),
+            (
+                "forbid update of pod labels through status",
+                attrs(Update, "pods", "status", "ns", "mypod", &me),
+                relabeled,
+                Some(bound_pod("mypod", "mynode")),
+                r#"pods "mypod" is forbidden: node "mynode" cannot update labels through pod status"#,
+            ),
+            (
+                "forbid update of resource claim statuses",
+                attrs(Update, "pods", "status", "ns", "mypod", &me),
+                claims,
+                Some(bound_pod("mypod", "mynode")),
+                r#"pods "mypod" is forbidden: node "mynode" cannot update resource claim statues"#,
+            ),
+            (
+                "forbid create of pod status",
+                attrs(Create, "pods", "status", "ns", "mypod", &me),
+                bound_pod("mypod", "mynode"),
+                None,
+                r#"pods "mypod" is forbidden: unexpected operation "CREATE""#,
+            ),
+            (
+                "allow eviction of pod bound to self",
+                attrs(Create, "pods", "eviction", "ns", "mypod", &me),
+                bound_pod("mypod", "mynode"),
+                None,
+                "",
+            ),
+            (
+                "forbid eviction of pod bound to another",
+                attrs(Create, "pods", "eviction", "ns", "mypod", &me),
+                bound_pod("mypod", "othernode"),
+                None,
+                r#"pods "mypod" is forbidden: node mynode can only evict pods with spec.nodeName set to itself"#,
+            ),
+            (
+                "forbid binding",
+                attrs(Create, "pods", "binding", "ns", "mypod", &me),
+                bound_pod("mypod", "mynode"),
+                None,
+                r#"pods "mypod" is forbidden: unexpected pod subresource "binding", only 'status' and 'eviction' are allowed"#,
+            ),
+            (
+                "other node may not delete my pod",
+                attrs(Delete, "pods", "", "ns", "mypod", &other),
+                bound_pod("mypod", "mynode"),
+                None,
+                r#"pods "mypod" is forbidden: node "othernode" can only delete pods with spec.nodeName set to itself"#,
+            ),
+            (
+                "a node user without a name is refused",
+                attrs(Delete, "pods", "", "ns", "mypod", &empty_node),
+                bound_pod("mypod", "mynode"),
+                None,
+                r#"pods "mypod" is forbidden: could not determine node from user "system:node:""#,
+            ),
+            (
+                "other users are not restricted",
+                attrs(Update, "pods", "", "ns", "mypod", &bob),
+                bound_pod("mypod", "othernode"),
+                Some(bound_pod("mypod", "othernode")),
+                "",
+            ),
+        ];
+        for (name, a, pod, old, want) in cases {
+            assert_eq!(message(admit_pod(&a, &pod, old.as_ref())), want, "{name}");
+        }
+    }
+
+    #[test]
+    fn mirror_pod_owner_uid_must_be_the_nodes() {
+        let me = mynode();
+        let a = attrs(Operation::Create, "pods", "", "ns", "", &me);
+        let node = |uid: &str| Node {
+            metadata: ObjectMeta {
+                name: Some("mynode".into()),
+                uid: Some(uid.into()),
+                ..Default::default()
+            },
+            ..Default::default()
+        };
+        assert_eq!(
+            message(verify_mirror_pod_owner_uid(
+                &a,
+                &mirror_pod("mynode"),
+                &node("node-uid")
+            )),
+            ""
+        );
+        assert_eq!(
+            message(verify_mirror_pod_owner_uid(
+                &a,
+                &mirror_pod("mynode"),
+                &node("other")
+            )),
+            r#"pods "mirror" is forbidden: node mynode UID mismatch: expected node-uid got other"#
+        );
+    }
+
+    fn node_obj(
+        name: &str,
+        labels: &[(&str, &str)],
+        taints: Vec<k8s_openapi::api::core::v1::Taint>,
+    ) -> Node {
+        Node {
+            metadata: ObjectMeta {
+                name: Some(name.into()),
+                labels: (!labels.is_empty()).then(|| {
+                    labels
+                        .iter()
+                        .map(|(k, v)| (k.to_string(), v.to_string()))
+                        .collect()
+                }),
+                ..Default::default()
+            },
+            spec: Some(NodeSpec {
+                taints: (!taints.is_empty()).then_some(taints),
+                ..Default::default()
+            }),
+            status: None,
+        }
+    }
+
+    #[test]
+    fn node_requests_match_upstream_messages() {
+        let me = mynode();
+        let t = || taint("foo", "bar", "NoSchedule");
+        let mut config_source = node_obj("mynode", &[], vec![]);
+        if let Some(spec) = config_source.spec.as_mut() {
+            spec.config_source = Some(NodeConfigSource::default());
+        }
+        type Case<'a> = (&'a str, Attributes<'a>, Node, Option<Node>, &'a str);
+        use Operation::*;
+        let cases: Vec<Case> = vec![
+            (
+                "allow create of my node",
+                attrs(Create, "nodes", "", "", "mynode", &me),
+                node_obj("mynode", &[], vec![]),
+                None,
+                "",
+            ),
+            (
+                "allow create of my node with taints",
+                attrs(Create, "nodes", "", "", "mynode", &me),
+                node_obj("mynode", &[], vec![t()]),
+                None,
+                "",
+            ),
+            (
+                "forbid create of other node",
+                attrs(Create, "nodes", "", "", "othernode", &me),
+                node_obj("othernode", &[], vec![]),
+                None,
+                r#"nodes "othernode" is forbidden: node "mynode" is not allowed to modify node "othernode""#,
+            ),
+            (
+                "forbid create of my node with config source",
+                attrs(Create, "nodes", "", "", "mynode", &me),
+                config_source.clone(),
+                None,
+                r#"nodes "mynode" is forbidden: node "mynode" is not allowed to create pods with a non-nil configSource"#,
+            ),
+            (
+                "allow create of my node with kubelet labels",
+                attrs(Create, "nodes", "", "", "mynode", &me),
+                node_obj(
+                    "mynode",
+                    &[
+                        ("kubernetes.io/hostname", "x"),
+                        ("node.kubernetes.io/foo", "x"),
+                        ("foo.kubelet.kubernetes.io/bar", "x"),
+                        ("example.com/x", "y"),
+                    ],
+                    vec![],
+                ),
+                None,
+                "",
+            ),
+            (
+                "forbid create of my node with restricted labels",
+                attrs(Create, "nodes", "", "", "mynode", &me),
+                node_obj(
+                    "mynode",
+                    &[
+                        ("node-restriction.kubernetes.io/foo", "x"),
+                        ("other.k8s.io/foo", "x"),
+                        ("kubernetes.io/hostname", "x"),
+                    ],
+                    vec![],
+                ),
+                None,
+                r#"nodes "mynode" is forbidden: node "mynode" is not allowed to set the following labels: node-restriction.kubernetes.io/foo, other.k8s.io/foo"#,
+            ),
+            (
+                "allow update of my node keeping taints",
+                attrs(Update, "nodes", "", "", "mynode", &me),
+                node_obj("mynode", &[], vec![t()]),
+                Some(node_obj("mynode", &[], vec![t()])),
+                "",
+            ),
+            (
+                "allow update of my node status",
+                attrs(Update, "nodes", "status", "", "mynode", &me),
+                node_obj("mynode", &[], vec![t()]),
+                Some(node_obj("mynode", &[], vec![t()])),
+                "",
+            ),
+            (
+                "forbid update of my node: add taints",
+                attrs(Update, "nodes", "", "", "mynode", &me),
+                node_obj("mynode", &[], vec![t()]),
+                Some(node_obj("mynode", &[], vec![])),
+                r#"nodes "mynode" is forbidden: node "mynode" is not allowed to modify taints"#,
+            ),
+            (
+                "forbid update of my node: remove taints",
+                attrs(Update, "nodes", "", "", "mynode", &me),
+                node_obj("mynode", &[], vec![]),
+                Some(node_obj("mynode", &[], vec![t()])),
+                r#"nodes "mynode" is forbidden: node "mynode" is not allowed to modify taints"#,
+            ),
+            (
+                "forbid update of my node: change taints",
+                attrs(Update, "nodes", "status", "", "mynode", &me),
+                node_obj("mynode", &[], vec![taint("foo", "baz", "NoSchedule")]),
+                Some(node_obj("mynode", &[], vec![t()])),
+                r#"nodes "mynode" is forbidden: node "mynode" is not allowed to modify taints"#,
+            ),
+            (
+                "forbid update of my node: new config source",
+                attrs(Update, "nodes", "", "", "mynode", &me),
+                config_source,
+                Some(node_obj("mynode", &[], vec![])),
+                r#"nodes "mynode" is forbidden: node "mynode" is not allowed to update configSource to a new non-nil configSource"#,
+            ),
+            (
+                "forbid update of my node: remove restricted label",
+                attrs(Update, "nodes", "", "", "mynode", &me),
+                node_obj("mynode", &[], vec![]),
+                Some(node_obj(
+                    "mynode",
+                    &[("node-restriction.kubernetes.io/foo", "x")],
+                    vec![],
+                )),
+                r#"nodes "mynode" is forbidden: is not allowed to modify labels: node-restriction.kubernetes.io/foo"#,
+            ),
+            (
+                "allow delete of my node",
+                attrs(Delete, "nodes", "", "", "mynode", &me),
+                node_obj("mynode", &[], vec![]),
+                None,
+                "",
+            ),
+            (
+                "forbid delete of other node",
+                attrs(Delete, "nodes", "", "", "othernode", &me),
+                node_obj("othernode", &[], vec![]),
+                None,
+                r#"nodes "othernode" is forbidden: node "mynode" is not allowed to modify node "othernode""#,
+            ),
+        ];
+        for (name, a, node, old, want) in cases {
+            assert_eq!(message(admit_node(&a, &node, old.as_ref())), want, "{name}");
+        }
+    }
+
+    #[test]
+    fn a_stamped_time_added_is_not_a_taint_change() {
+        let me = mynode();
+        let a = attrs(Operation::Update, "nodes", "status", "", "mynode", &me);
+        let mut stamped = taint("k", "", "NoExecute");
+        stamped.time_added = Some(k8s_openapi::apimachinery::pkg::apis::meta::v1::Time(
+            jiff::Timestamp::UNIX_EPOCH,
+        ));
+        let new = node_obj("mynode", &[], vec![stamped]);
+        let old = node_obj("mynode", &[], vec![taint("k", "", "NoExecute")]);
+        assert_eq!(message(admit_node(&a, &new, Some(&old))), "");
+    }
+
+    #[test]
+    fn lease_requests_match_upstream_messages() {
+        let me = mynode();
+        let lease = |name: &str| Lease {
+            metadata: ObjectMeta {
+                name: Some(name.into()),
+                ..Default::default()
+            },
+            spec: None,
+        };
+        use Operation::*;
+        let cases = [
+            (
+                "allow create of my lease",
+                attrs(Create, "leases", "", NAMESPACE_NODE_LEASE, "", &me),
+                Some(lease("mynode")),
+                "",
+            ),
+            (
+                "forbid create of other lease",
+                attrs(Create, "leases", "", NAMESPACE_NODE_LEASE, "", &me),
+                Some(lease("othernode")),
+                r#"leases.coordination.k8s.io "othernode" is forbidden: can only access node lease with the same name as the requesting node"#,
+            ),
+            (
+                "forbid create in another namespace",
+                attrs(Create, "leases", "", "default", "", &me),
+                Some(lease("mynode")),
+                r#"leases.coordination.k8s.io "mynode" is forbidden: can only access leases in the "kube-node-lease" system namespace"#,
+            ),
+            (
+                "allow update of my lease",
+                attrs(Update, "leases", "", NAMESPACE_NODE_LEASE, "mynode", &me),
+                Some(lease("mynode")),
+                "",
+            ),
+            (
+                "forbid update of other lease",
+                attrs(Update, "leases", "", NAMESPACE_NODE_LEASE, "othernode", &me),
+                Some(lease("othernode")),
+                r#"leases.coordination.k8s.io "othernode" is forbidden: can only access node lease with the same name as the requesting node"#,
+            ),
+            (
+                "allow delete of my lease",
+                attrs(Delete, "leases", "", NAMESPACE_NODE_LEASE, "mynode", &me),
+                None,
+                "",
+            ),
+            (
+                "forbid delete of other lease",
+                attrs(Delete, "leases", "", NAMESPACE_NODE_LEASE, "othernode", &me),
+                None,
+                r#"leases.coordination.k8s.io "othernode" is forbidden: can only access node lease with the same name as the requesting node"#,
+            ),
+        ];
+        for (name, a, lease, want) in cases {
+            assert_eq!(message(admit_lease(&a, lease.as_ref())), want, "{name}");
+        }
+    }
+}

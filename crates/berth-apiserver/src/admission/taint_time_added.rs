@@ -85,7 +85,9 @@ mod tests {
     #[test]
     fn time_added_is_stamped_or_carried_over() {
         let ne = || taint("k", "v", "NoExecute");
-        let cases: Vec<(&str, Vec<Taint>, Option<Vec<Taint>>, Vec<Taint>)> = vec![
+        // (name, taints sent, stored taints, taints admitted)
+        type Case = (&'static str, Vec<Taint>, Option<Vec<Taint>>, Vec<Taint>);
+        let cases: Vec<Case> = vec![
             (
                 "create: a NoExecute taint gets now, in whole seconds",
                 vec![ne()],
