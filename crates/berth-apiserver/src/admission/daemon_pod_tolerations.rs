@@ -1,0 +1,172 @@
+//! Tolerations for DaemonSet pods: upstream's
+//! `AddOrUpdateDaemonPodTolerations` (`pkg/controller/daemon/util`).
+//!
+//! Upstream the DaemonSet controller writes these into the pod template of
+//! every pod it creates; berth applies them in admission instead, to any
+//! pod being created whose controller owner reference is a DaemonSet, so
+//! the result does not depend on which controller created the pod.
+//!
+//! Why: a daemon pod runs on every (matching) node and must keep running
+//! there through node trouble: not-ready and unreachable NoExecute
+//! tolerations without `tolerationSeconds` (never evicted), and NoSchedule
+//! tolerations for disk, memory and PID pressure and for unschedulable
+//! (cordoned) nodes; host-network pods also tolerate network-unavailable,
+//! since they do not need the pod network.
+//!
+//! This step runs before DefaultTolerationSeconds, as upstream's order
+//! implies (controller first, admission after), so a daemon pod keeps its
+//! forever tolerations and gets no 300-second ones.
+
+use berth_core::toleration::{EFFECT_NO_EXECUTE, EFFECT_NO_SCHEDULE, OP_EXISTS};
+use k8s_openapi::api::core::v1::{Pod, Toleration};
+
+use super::tolerations::add_or_update_toleration;
+
+pub const TAINT_NODE_NOT_READY: &str = "node.kubernetes.io/not-ready";
+pub const TAINT_NODE_UNREACHABLE: &str = "node.kubernetes.io/unreachable";
+pub const TAINT_NODE_DISK_PRESSURE: &str = "node.kubernetes.io/disk-pressure";
+pub const TAINT_NODE_MEMORY_PRESSURE: &str = "node.kubernetes.io/memory-pressure";
+pub const TAINT_NODE_PID_PRESSURE: &str = "node.kubernetes.io/pid-pressure";
+pub const TAINT_NODE_UNSCHEDULABLE: &str = "node.kubernetes.io/unschedulable";
+pub const TAINT_NODE_NETWORK_UNAVAILABLE: &str = "node.kubernetes.io/network-unavailable";
+
+/// Whether the pod's controller owner reference is a DaemonSet.
+pub fn is_daemon_pod(pod: &Pod) -> bool {
+    pod.metadata
+        .owner_references
+        .iter()
+        .flatten()
+        .any(|r| r.controller == Some(true) && r.kind == "DaemonSet")
+}
+
+fn exists(key: &str, effect: &str) -> Toleration {
+    Toleration {
+        key: Some(key.to_string()),
+        operator: Some(OP_EXISTS.to_string()),
+        effect: Some(effect.to_string()),
+        value: None,
+        toleration_seconds: None,
+    }
+}
+
+/// Upstream `AddOrUpdateDaemonPodTolerations` on the pod's spec.
+pub fn add_daemon_pod_tolerations(pod: &mut Pod) {
+    let spec = pod.spec.get_or_insert_with(Default::default);
+    let host_network = spec.host_network == Some(true);
+    let tolerations = spec.tolerations.get_or_insert_with(Vec::new);
+    for (key, effect) in [
+        (TAINT_NODE_NOT_READY, EFFECT_NO_EXECUTE),
+        (TAINT_NODE_UNREACHABLE, EFFECT_NO_EXECUTE),
+        (TAINT_NODE_DISK_PRESSURE, EFFECT_NO_SCHEDULE),
+        (TAINT_NODE_MEMORY_PRESSURE, EFFECT_NO_SCHEDULE),
+        (TAINT_NODE_PID_PRESSURE, EFFECT_NO_SCHEDULE),
+        (TAINT_NODE_UNSCHEDULABLE, EFFECT_NO_SCHEDULE),
+    ] {
+        add_or_update_toleration(tolerations, &exists(key, effect));
+    }
+    if host_network {
+        add_or_update_toleration(
+            tolerations,
+            &exists(TAINT_NODE_NETWORK_UNAVAILABLE, EFFECT_NO_SCHEDULE),
+        );
+    }
+}
+
+/// The admission step: daemon pods only.
+pub fn admit(pod: &mut Pod) {
+    if is_daemon_pod(pod) {
+        add_daemon_pod_tolerations(pod);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::admission::test_pods::pod_with_tolerations;
+    use berth_core::test_util::{tol, tol_secs};
+    use k8s_openapi::apimachinery::pkg::apis::meta::v1::OwnerReference;
+
+    fn owned_by(kind: &str, controller: Option<bool>) -> Pod {
+        let mut pod = pod_with_tolerations(vec![]);
+        pod.metadata.owner_references = Some(vec![OwnerReference {
+            api_version: "apps/v1".into(),
+            kind: kind.into(),
+            name: "ds".into(),
+            uid: "uid".into(),
+            controller,
+            block_owner_deletion: None,
+        }]);
+        pod
+    }
+
+    fn base() -> Vec<Toleration> {
+        vec![
+            tol(TAINT_NODE_NOT_READY, "Exists", "", "NoExecute"),
+            tol(TAINT_NODE_UNREACHABLE, "Exists", "", "NoExecute"),
+            tol(TAINT_NODE_DISK_PRESSURE, "Exists", "", "NoSchedule"),
+            tol(TAINT_NODE_MEMORY_PRESSURE, "Exists", "", "NoSchedule"),
+            tol(TAINT_NODE_PID_PRESSURE, "Exists", "", "NoSchedule"),
+            tol(TAINT_NODE_UNSCHEDULABLE, "Exists", "", "NoSchedule"),
+        ]
+    }
+
+    fn tolerations(pod: Pod) -> Vec<Toleration> {
+        pod.spec.and_then(|s| s.tolerations).unwrap_or_default()
+    }
+
+    #[test]
+    fn daemon_pod_tolerations_by_owner_and_network() {
+        let mut host = owned_by("DaemonSet", Some(true));
+        if let Some(spec) = host.spec.as_mut() {
+            spec.host_network = Some(true);
+        }
+        let mut with_net = base();
+        with_net.push(tol(
+            TAINT_NODE_NETWORK_UNAVAILABLE,
+            "Exists",
+            "",
+            "NoSchedule",
+        ));
+        let cases = [
+            (
+                "DaemonSet controller gets the set",
+                owned_by("DaemonSet", Some(true)),
+                base(),
+            ),
+            ("hostNetwork adds network-unavailable", host, with_net),
+            (
+                "a non-controller DaemonSet owner does not count",
+                owned_by("DaemonSet", None),
+                vec![],
+            ),
+            (
+                "a ReplicaSet controller does not count",
+                owned_by("ReplicaSet", Some(true)),
+                vec![],
+            ),
+            ("no owner", pod_with_tolerations(vec![]), vec![]),
+        ];
+        for (name, mut pod, want) in cases {
+            admit(&mut pod);
+            assert_eq!(tolerations(pod), want, "{name}");
+        }
+    }
+
+    #[test]
+    fn existing_tolerations_are_kept_and_seconds_replaced() {
+        // Upstream replaces a toleration with the same identity (the
+        // seconds go, the daemon pod is never evicted), keeps the others.
+        let mut pod = owned_by("DaemonSet", Some(true));
+        if let Some(spec) = pod.spec.as_mut() {
+            spec.tolerations = Some(vec![
+                tol("foo", "Exists", "", ""),
+                tol_secs(TAINT_NODE_NOT_READY, "Exists", "", "NoExecute", 30),
+            ]);
+        }
+        admit(&mut pod);
+        let got = tolerations(pod);
+        assert_eq!(got[0], tol("foo", "Exists", "", ""));
+        assert_eq!(got[1], tol(TAINT_NODE_NOT_READY, "Exists", "", "NoExecute"));
+        assert_eq!(got.len(), 7);
+    }
+}

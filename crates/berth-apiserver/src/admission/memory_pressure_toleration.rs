@@ -1,0 +1,120 @@
+//! Non-BestEffort pods tolerate `node.kubernetes.io/memory-pressure:NoSchedule`.
+//!
+//! This is berth's rule, taken from upstream's PodTolerationRestriction
+//! plugin (`plugin/pkg/admission/podtolerationrestriction`), whose `Admit`
+//! ends with: if the pod's QoS class is not BestEffort, merge in an
+//! `Exists` toleration for the memory-pressure taint with
+//! `tolerations.MergeTolerations`. No other admission plugin adds it. (The
+//! DaemonSet controller adds it to every daemon pod regardless of QoS; see
+//! [`super::daemon_pod_tolerations`].)
+//!
+//! Why: under memory pressure the kubelet's eviction manager refuses only
+//! BestEffort pods (unless they tolerate the taint); Burstable and
+//! Guaranteed pods are still admitted, so the scheduler must not keep them
+//! off the node either. The taint therefore only repels BestEffort pods.
+//!
+//! berth runs this step on its own: the namespace default tolerations and
+//! whitelist of PodTolerationRestriction are not implemented. Runs on
+//! create and update of pods proper, as upstream's plugin does; on update
+//! the merge can only add (or, like upstream, drop a toleration the new one
+//! covers, which update validation then rejects).
+
+use berth_core::toleration::{EFFECT_NO_SCHEDULE, OP_EXISTS};
+use k8s_openapi::api::core::v1::{Pod, Toleration};
+
+use super::qos::{QosClass, compute_pod_qos};
+use super::tolerations::merge_tolerations;
+
+/// `v1.TaintNodeMemoryPressure`.
+pub const TAINT_NODE_MEMORY_PRESSURE: &str = "node.kubernetes.io/memory-pressure";
+
+/// Merges the memory-pressure toleration into a non-BestEffort pod.
+pub fn admit(pod: &mut Pod) {
+    if compute_pod_qos(pod) == QosClass::BestEffort {
+        return;
+    }
+    let toleration = Toleration {
+        key: Some(TAINT_NODE_MEMORY_PRESSURE.to_string()),
+        operator: Some(OP_EXISTS.to_string()),
+        effect: Some(EFFECT_NO_SCHEDULE.to_string()),
+        value: None,
+        toleration_seconds: None,
+    };
+    let spec = pod.spec.get_or_insert_with(Default::default);
+    let existing = spec.tolerations.as_deref().unwrap_or_default();
+    spec.tolerations = Some(merge_tolerations(existing, &[toleration]));
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::admission::test_pods::{container_with, pod_with};
+    use berth_core::test_util::tol;
+
+    const MP: &str = TAINT_NODE_MEMORY_PRESSURE;
+
+    #[test]
+    fn memory_pressure_toleration_by_qos_class() {
+        // berth's table (upstream's PodTolerationRestriction tests mix this
+        // with namespace defaults and whitelists, which berth lacks).
+        let burstable = || vec![container_with(&[("cpu", "100m")], &[])];
+        let guaranteed = || {
+            vec![container_with(
+                &[("cpu", "1"), ("memory", "1Gi")],
+                &[("cpu", "1"), ("memory", "1Gi")],
+            )]
+        };
+        let best_effort = || vec![container_with(&[], &[])];
+        let mp = || tol(MP, "Exists", "", "NoSchedule");
+        let cases: Vec<(&str, Pod, Vec<Toleration>)> = vec![
+            (
+                "BestEffort pod gets nothing",
+                pod_with(best_effort(), vec![]),
+                vec![],
+            ),
+            (
+                "BestEffort pod keeps its own tolerations untouched",
+                pod_with(best_effort(), vec![tol("foo", "Exists", "", "")]),
+                vec![tol("foo", "Exists", "", "")],
+            ),
+            (
+                "Burstable pod gets the toleration",
+                pod_with(burstable(), vec![]),
+                vec![mp()],
+            ),
+            (
+                "Guaranteed pod gets the toleration",
+                pod_with(guaranteed(), vec![]),
+                vec![mp()],
+            ),
+            (
+                "existing tolerations come first",
+                pod_with(burstable(), vec![tol("foo", "Equal", "bar", "NoSchedule")]),
+                vec![tol("foo", "Equal", "bar", "NoSchedule"), mp()],
+            ),
+            (
+                "an identical toleration is not duplicated",
+                pod_with(burstable(), vec![mp()]),
+                vec![mp()],
+            ),
+            (
+                "a wildcard toleration already covers it",
+                pod_with(burstable(), vec![tol("", "Exists", "", "")]),
+                vec![tol("", "Exists", "", "")],
+            ),
+            (
+                "a narrower toleration for the key is replaced by the Exists one",
+                pod_with(burstable(), vec![tol(MP, "Equal", "x", "NoSchedule")]),
+                vec![mp()],
+            ),
+        ];
+        for (name, mut pod, want) in cases {
+            admit(&mut pod);
+            assert_eq!(
+                pod.spec.and_then(|s| s.tolerations).unwrap_or_default(),
+                want,
+                "{name}"
+            );
+        }
+    }
+}
