@@ -309,6 +309,14 @@ impl ApiServer {
         }
         let authorization = headers.get(header::AUTHORIZATION).and_then(|v| v.to_str().ok());
         let user = self.auth.authenticate(authorization)?;
+        if path == "/metrics" {
+            if !user.in_group(crate::auth::GROUP_MASTERS) {
+                return Err(ApiError::forbidden_raw(format!("forbidden: User {:?} cannot get path \"/metrics\"", user.name)));
+            }
+            let mut response = Response::new(Body::from(crate::metrics::render()));
+            response.headers_mut().insert(header::CONTENT_TYPE, HeaderValue::from_static("text/plain; version=0.0.4; charset=utf-8"));
+            return Ok(response);
+        }
         if !info.is_resource_request {
             return crate::discovery::serve(path, headers, &user);
         }
@@ -413,11 +421,7 @@ impl ApiServer {
         let name = name_of(&object).to_string();
         let ctx = strategy::Context { user, now: self.now(), config: &self.config.strategy };
         strategy::on_create(rt, &mut object, &ctx)?;
-        let mut errors = objects::validate_metadata(rt, &object);
-        errors.extend(strategy::validate(rt, &object, None, &ctx));
-        if !errors.is_empty() {
-            return Err(ApiError::invalid(rt.group, rt.kind, &name, &errors));
-        }
+        strategy::validate(rt, "", &object, None, &ctx, objects::validate_metadata(rt, &object))?;
         if query.dry_run()? {
             return Ok(json_response(201, &object));
         }
@@ -464,11 +468,7 @@ impl ApiServer {
         prepare_for_update(&mut object, old);
         let ctx = strategy::Context { user, now: self.now(), config: &self.config.strategy };
         strategy::on_update(rt, subresource, &mut object, old, &ctx)?;
-        let mut errors = objects::validate_metadata(rt, &object);
-        errors.extend(strategy::validate(rt, &object, Some(old), &ctx));
-        if !errors.is_empty() {
-            return Err(ApiError::invalid(rt.group, rt.kind, name, &errors));
-        }
+        strategy::validate(rt, subresource, &object, Some(old), &ctx, objects::validate_metadata(rt, &object))?;
         if dry_run {
             set_resource_version(&mut object, expected);
             return Ok(object);

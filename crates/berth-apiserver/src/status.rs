@@ -180,6 +180,11 @@ impl ApiError {
         .with_details(details(group, resource, name))
     }
 
+    /// 403 whose message the caller wrote in full (admission's).
+    pub fn forbidden_raw(message: impl Into<String>) -> Self {
+        ApiError::new(403, "Forbidden", message)
+    }
+
     /// 410: a watch or list from a resourceVersion the history no longer has.
     pub fn expired(requested: i64, oldest: i64) -> Self {
         ApiError::new(

@@ -8,7 +8,7 @@
 
 use std::collections::BTreeMap;
 
-use berth_core::validation::{ErrorList, FieldError, Path};
+use berth_core::validation::ErrorList;
 use serde::Serialize;
 use serde::de::DeserializeOwned;
 use serde_json::{Value, json};
@@ -68,7 +68,7 @@ fn user_info(user: &User) -> UserInfo {
 fn admission_error(rt: &ResourceType, name: &str, err: AdmissionError) -> ApiError {
     match err {
         AdmissionError::Invalid { errors, .. } => ApiError::invalid(rt.group, rt.kind, name, &errors),
-        AdmissionError::Forbidden { message } => ApiError::forbidden_message(rt.group, rt.plural, name, message),
+        AdmissionError::Forbidden { message } => ApiError::forbidden_raw(message),
         AdmissionError::BadRequest { message } => ApiError::bad_request(message),
     }
 }
@@ -204,32 +204,37 @@ pub fn on_delete(rt: &ResourceType, object: &Value, ctx: &Context) -> ApiResult<
     Ok(())
 }
 
-/// Validating admission: the API rules for the type, then NodeRestriction.
-pub fn validate(rt: &ResourceType, object: &Value, old: Option<&Value>, ctx: &Context) -> ErrorList {
+/// Validating admission: the metadata errors found by the caller, the API
+/// rules of the type, then NodeRestriction. Field errors are a 422;
+/// NodeRestriction's refusals a 403.
+pub fn validate(rt: &ResourceType, subresource: &str, object: &Value, old: Option<&Value>, ctx: &Context, metadata_errors: ErrorList) -> ApiResult<()> {
     let user = user_info(ctx.user);
     let operation = if old.is_some() { Operation::Update } else { Operation::Create };
+    let name = object.pointer("/metadata/name").and_then(Value::as_str).unwrap_or("").to_string();
+    let attrs = attributes(ctx, operation, rt, subresource, object, &user);
     let result = if is(rt, &PODS) {
-        let (Ok(pod), old_pod) = (typed::<k8s_openapi::api::core::v1::Pod>(rt, object), old.map(|o| typed::<k8s_openapi::api::core::v1::Pod>(rt, o))) else {
-            return vec![FieldError::invalid(&Path::new("spec"), Value::Null, "the object is not a valid Pod")];
-        };
-        let old_pod = old_pod.and_then(Result::ok);
-        let attrs = attributes(ctx, operation, rt, "", object, &user);
+        let pod: k8s_openapi::api::core::v1::Pod = typed(rt, object)?;
+        let old_pod: Option<k8s_openapi::api::core::v1::Pod> = old.map(|o| typed(rt, o)).transpose()?;
         admission::validate_pod(&attrs, &pod, old_pod.as_ref(), &ctx.config.admission)
     } else if is(rt, &NODES) {
-        let (Ok(node), old_node) = (typed::<k8s_openapi::api::core::v1::Node>(rt, object), old.map(|o| typed::<k8s_openapi::api::core::v1::Node>(rt, o))) else {
-            return vec![FieldError::invalid(&Path::new("spec"), Value::Null, "the object is not a valid Node")];
-        };
-        let old_node = old_node.and_then(Result::ok);
-        let attrs = attributes(ctx, operation, rt, "", object, &user);
+        let node: k8s_openapi::api::core::v1::Node = typed(rt, object)?;
+        let old_node: Option<k8s_openapi::api::core::v1::Node> = old.map(|o| typed(rt, o)).transpose()?;
         admission::validate_node(&attrs, &node, old_node.as_ref())
+    } else if is(rt, &LEASES) {
+        let lease: k8s_openapi::api::coordination::v1::Lease = typed(rt, object)?;
+        admission::validate_lease(&attrs, Some(&lease))
     } else {
         Ok(())
     };
     match result {
-        Ok(()) => ErrorList::new(),
-        Err(AdmissionError::Invalid { errors, .. }) => errors,
-        Err(AdmissionError::Forbidden { message }) => vec![FieldError::forbidden(&Path::new("metadata"), message)],
-        Err(AdmissionError::BadRequest { message }) => vec![FieldError::invalid(&Path::new("metadata"), Value::Null, message)],
+        Ok(()) if metadata_errors.is_empty() => Ok(()),
+        Ok(()) => Err(ApiError::invalid(rt.group, rt.kind, &name, &metadata_errors)),
+        Err(AdmissionError::Invalid { errors, .. }) => {
+            let mut all = metadata_errors;
+            all.extend(errors);
+            Err(ApiError::invalid(rt.group, rt.kind, &name, &all))
+        }
+        Err(other) => Err(admission_error(rt, &name, other)),
     }
 }
 
