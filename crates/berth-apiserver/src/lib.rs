@@ -4,3 +4,5 @@
 //! Pure building blocks first (each a module of plain functions over JSON
 //! values and k8s-openapi types, tested without a server); the HTTP
 //! server, registry and watch cache are wired on top of them.
+
+pub mod patch;
