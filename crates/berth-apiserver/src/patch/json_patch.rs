@@ -106,10 +106,14 @@ fn describe_failure(op: &PatchOperation, kind: &PatchErrorKind) -> String {
             c.from.as_str()
         ),
         (PatchOperation::Move(_), _) => {
-            format!("move operation does not apply: doc is missing destination path: {path}: {kind}")
+            format!(
+                "move operation does not apply: doc is missing destination path: {path}: {kind}"
+            )
         }
         (PatchOperation::Copy(_), _) => {
-            format!("copy operation does not apply: doc is missing destination path: {path}: {kind}")
+            format!(
+                "copy operation does not apply: doc is missing destination path: {path}: {kind}"
+            )
         }
     }
 }

@@ -464,7 +464,8 @@ fn validate_patch_with_set_order_list(
         extract_to_delete_items(patch_list.to_vec())?.0
     };
     let (mut patch_index, mut order_index) = (0, 0);
-    while let (Some(item), Some(ordered)) = (non_delete.get(patch_index), set_order.get(order_index))
+    while let (Some(item), Some(ordered)) =
+        (non_delete.get(patch_index), set_order.get(order_index))
     {
         if contains_directive_marker(item) {
             patch_index += 1;
@@ -496,8 +497,12 @@ fn merge_key_value_equal(left: &Value, right: &Value, merge_key: &str) -> Result
     }
     let l = left.as_object().ok_or_else(|| err_bad_arg_map(left))?;
     let r = right.as_object().ok_or_else(|| err_bad_arg_map(right))?;
-    let lv = l.get(merge_key).ok_or_else(|| err_no_merge_key(l, merge_key))?;
-    let rv = r.get(merge_key).ok_or_else(|| err_no_merge_key(r, merge_key))?;
+    let lv = l
+        .get(merge_key)
+        .ok_or_else(|| err_no_merge_key(l, merge_key))?;
+    let rv = r
+        .get(merge_key)
+        .ok_or_else(|| err_no_merge_key(r, merge_key))?;
     Ok(lv == rv)
 }
 
@@ -543,8 +548,7 @@ fn merge_slice(
             ));
         }
         let (original, patch) = merge_slice_with_special_elements(original, patch, merge_key)?;
-        let merged =
-            merge_slice_without_special_elements(original.clone(), &patch, merge_key, ty)?;
+        let merged = merge_slice_without_special_elements(original.clone(), &patch, merge_key, ty)?;
         (original, patch, merged)
     };
 
