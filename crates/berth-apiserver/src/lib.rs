@@ -6,3 +6,4 @@
 //! server, registry and watch cache are wired on top of them.
 
 pub mod admission;
+pub mod patch;
