@@ -520,22 +520,26 @@ impl ApiServer {
             .unwrap_or("");
         let patch_type = crate::patch::PatchType::from_content_type(content_type)
             .ok_or_else(|| ApiError::unsupported_media_type(content_type))?;
-        let kind = crate::patch::PatchKind::from_kind(rt.kind);
+        let kind = crate::patch::PatchKind::from_group_kind(rt.group, rt.kind);
         let dry_run = query.dry_run()?;
+        let field_manager = query.get("fieldManager");
         // Patches are re-applied on a conflict, as upstream does: the client
         // did not ask for a particular revision unless the patch names one.
         for _ in 0..5 {
-            let (old, revision) = self.read(rt, ns, name).await?;
-            let patched = crate::patch::apply_patch(patch_type, &kind, &old, body, query.get("fieldManager"))
-                .map_err(|e| match e.http_status() {
-                    422 => ApiError::invalid(rt.group, rt.kind, name, &vec![berth_core::validation::FieldError::invalid(
-                        &berth_core::validation::Path::new("patch"),
-                        Value::Null,
-                        e.to_string(),
-                    )]),
-                    409 => ApiError::conflict(rt.group, rt.plural, name, &e.to_string()),
-                    _ => ApiError::bad_request(e.to_string()),
-                })?;
+            let current = match self.read(rt, ns, name).await {
+                Ok(found) => Some(found),
+                // Server-side apply creates what does not exist yet.
+                Err(e) if e.code == 404 && patch_type == crate::patch::PatchType::Apply && subresource.is_empty() => None,
+                Err(e) => return Err(e),
+            };
+            let base = current.as_ref().map(|(o, _)| o.clone()).unwrap_or_else(|| json!({}));
+            let patched = crate::patch::apply_patch(patch_type, &kind, &base, body, field_manager).map_err(patch_error)?;
+            let Some((old, revision)) = current else {
+                let bytes = serde_json::to_vec(&patched).map_err(ApiError::internal)?;
+                let mut create_headers = HeaderMap::new();
+                create_headers.insert(header::CONTENT_TYPE, HeaderValue::from_static("application/json"));
+                return self.create(rt, ns, &create_headers, &bytes, query, user).await;
+            };
             match self
                 .replace(rt, ns, name, subresource, patched, &old, revision, dry_run, user)
                 .await
@@ -803,6 +807,19 @@ impl ApiServer {
             .insert(header::TRANSFER_ENCODING, HeaderValue::from_static("chunked"));
         Ok(response)
     }
+}
+
+/// A patch engine refusal as the API reports it.
+fn patch_error(e: crate::patch::PatchError) -> ApiError {
+    let reason = match e.reason() {
+        "" => "InternalError",
+        r => r,
+    };
+    let mut err = ApiError::new(e.http_status(), reason, e.to_string());
+    if let crate::patch::PatchError::Unprocessable { detail } = &e {
+        err = err.with_details(json!({"causes": [{"reason": "UnexpectedServerResponse", "message": detail}]}));
+    }
+    err
 }
 
 fn plain(code: u16, text: &'static str) -> Response {
