@@ -4,3 +4,6 @@
 //! Pure building blocks first (each a module of plain functions over JSON
 //! values and k8s-openapi types, tested without a server); the HTTP
 //! server, registry and watch cache are wired on top of them.
+
+mod json_path;
+pub mod selectors;
