@@ -1,9 +1,35 @@
 //! berth-apiserver: the Kubernetes API that kubectl and client libraries
 //! talk to, served over `berth-store`.
 //!
-//! Pure building blocks first (each a module of plain functions over JSON
-//! values and k8s-openapi types, tested without a server); the HTTP
-//! server, registry and watch cache are wired on top of them.
+//! Pure building blocks, each tested without a server:
+//! - [`admission`]: mutating and validating admission plugins (taints by
+//!   condition, default toleration seconds, extended resources, DaemonSet
+//!   tolerations, `timeAdded`, validation, NodeRestriction);
+//! - [`patch`]: JSON, merge, strategic merge and apply patches;
+//! - [`selectors`]: label and field selectors;
+//! - [`status`]: errors as Kubernetes `Status` objects;
+//! - [`request_info`], [`resources`], [`objects`], [`strategy`]: what a
+//!   request asks for, the served types, object metadata, per-type rules.
+//!
+//! And the server: [`cache`] (the watch cache), [`api`] (REST verbs),
+//! [`discovery`], [`openapi`], [`auth`], [`metrics`], [`bootstrap`]
+//! (certificates, tokens, kubeconfig) and [`server`] (HTTPS).
 
 pub mod admission;
+pub mod api;
+pub mod auth;
+pub mod bootstrap;
+pub mod cache;
+pub mod discovery;
+mod json_path;
+pub mod metrics;
+pub mod objects;
+pub mod openapi;
 pub mod patch;
+pub mod request_info;
+pub mod resources;
+pub mod selectors;
+pub mod server;
+pub mod status;
+pub mod strategy;
+pub mod table_output;
