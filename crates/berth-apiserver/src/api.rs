@@ -92,7 +92,7 @@ fn store_error(rt: &ResourceType, name: &str, err: StoreError) -> ApiError {
         StoreError::AlreadyExists { .. } => ApiError::already_exists(rt.group, rt.plural, name),
         StoreError::Conflict { .. } => ApiError::modified(rt.group, rt.plural, name),
         StoreError::Gone { requested, compacted } => {
-            ApiError::expired(requested.unwrap_or(0), compacted.unwrap_or(0))
+            ApiError::expired(requested, compacted.unwrap_or(0))
         }
         StoreError::ValueTooLarge { .. } => ApiError::too_large(MAX_BODY_BYTES),
         StoreError::InvalidKey { .. } => ApiError::bad_request(err.to_string()),
@@ -766,7 +766,7 @@ impl ApiServer {
         for kv in &page.items {
             let (object, _) = decode(rt, "", kv)?;
             let cached_fields = strategy::selectable_fields(rt, &object);
-            if filter.matches_parts(objects::meta_str(&object, "namespace"), &labels_of(&object), &cached_fields) {
+            if filter.matches_parts(objects::meta_str(&object, "namespace"), &crate::selectors::object_labels(&object), &cached_fields) {
                 jsons.push(Arc::<str>::from(object.to_string()));
             }
         }
@@ -777,7 +777,7 @@ impl ApiServer {
         Ok(list_response(rt, &jsons, page.revision, token.as_deref()))
     }
 
-    async fn watch(&self, rt: &ResourceType, ns: &str, query: &Query) -> ApiResult<Response> {
+    async fn watch(&self, rt: &'static ResourceType, ns: &str, query: &Query) -> ApiResult<Response> {
         let filter = Arc::new(Filter::new(rt, ns, query)?);
         let cache = self.cache(rt)?.clone();
         let send_initial = query.flag("sendInitialEvents");
@@ -838,14 +838,6 @@ fn decode(rt: &ResourceType, name: &str, kv: &KeyValue) -> ApiResult<(Value, i64
     Ok((object, kv.mod_revision))
 }
 
-fn labels_of(object: &Value) -> BTreeMap<String, String> {
-    object
-        .pointer("/metadata/labels")
-        .and_then(Value::as_object)
-        .map(|m| m.iter().filter_map(|(k, v)| v.as_str().map(|v| (k.clone(), v.to_string()))).collect())
-        .unwrap_or_default()
-}
-
 /// A list body, built from the cached JSON without re-encoding objects.
 fn list_response(rt: &ResourceType, items: &[Arc<str>], rv: i64, next: Option<&str>) -> Response {
     let mut out = String::with_capacity(128 + items.iter().map(|i| i.len() + 1).sum::<usize>());
@@ -901,11 +893,7 @@ impl Filter {
             None => None,
         };
         let fields = match query.get("fieldSelector") {
-            Some(s) => {
-                let selector = crate::selectors::FieldSelector::parse(s).map_err(|e| ApiError::bad_request(e.to_string()))?;
-                strategy::check_field_selector(rt, &selector)?;
-                Some(selector)
-            }
+            Some(s) => Some(strategy::field_selector(rt, s)?),
             None => None,
         };
         Ok(Filter { namespace: ns.to_string(), labels, fields })

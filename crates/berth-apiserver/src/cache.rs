@@ -244,14 +244,17 @@ impl ResourceCache {
     /// Waits until the cache reflects `revision` (a consistent read).
     pub async fn wait_for(&self, revision: i64) -> Result<(), ApiError> {
         let mut rx = self.rv.subscribe();
-        let waited = tokio::time::timeout(Duration::from_secs(5), rx.wait_for(|rv| *rv >= revision)).await;
-        match waited {
-            Ok(Ok(_)) => Ok(()),
-            _ => Err(ApiError::timeout(format!(
-                "Too large resource version: {revision}, current: {}",
-                *rx.borrow()
-            ))),
+        let waited = tokio::time::timeout(Duration::from_secs(5), rx.wait_for(|rv| *rv >= revision))
+            .await
+            .map(|r| r.is_ok())
+            .unwrap_or(false);
+        if waited {
+            return Ok(());
         }
+        let current = *self.rv.borrow();
+        Err(ApiError::timeout(format!(
+            "Too large resource version: {revision}, current: {current}"
+        )))
     }
 
     /// A snapshot of the objects under `namespace` (all when empty) that

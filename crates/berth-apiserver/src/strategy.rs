@@ -16,7 +16,7 @@ use serde_json::{Value, json};
 use crate::admission::{self, AdmissionConfig, AdmissionError, Attributes, Operation, UserInfo};
 use crate::auth::User;
 use crate::objects::{format_time, metadata_mut};
-use crate::resources::{EVENTS, LEASES, NAMESPACES, NODES, PODS, ResourceType};
+use crate::resources::{LEASES, NAMESPACES, NODES, PODS, ResourceType};
 use crate::selectors::FieldSelector;
 use crate::status::ApiError;
 
@@ -264,83 +264,16 @@ pub fn bind_pod(pod: &mut Value, node: &str, now: jiff::Timestamp) {
     }
 }
 
-fn text(object: &Value, pointer: &str) -> String {
-    match object.pointer(pointer) {
-        Some(Value::String(s)) => s.clone(),
-        Some(Value::Bool(b)) => b.to_string(),
-        Some(Value::Number(n)) => n.to_string(),
-        _ => String::new(),
-    }
-}
-
-/// The field labels a field selector may use, per type (upstream's
-/// `ToSelectableFields` and field-label conversions).
-pub fn supported_fields(rt: &ResourceType) -> &'static [(&'static str, &'static str)] {
-    const META: [(&str, &str); 2] = [("metadata.name", "/metadata/name"), ("metadata.namespace", "/metadata/namespace")];
-    if is(rt, &PODS) {
-        &[
-            META[0], META[1],
-            ("spec.nodeName", "/spec/nodeName"),
-            ("spec.restartPolicy", "/spec/restartPolicy"),
-            ("spec.schedulerName", "/spec/schedulerName"),
-            ("spec.serviceAccountName", "/spec/serviceAccountName"),
-            ("spec.hostNetwork", "/spec/hostNetwork"),
-            ("status.phase", "/status/phase"),
-            ("status.podIP", "/status/podIP"),
-            ("status.nominatedNodeName", "/status/nominatedNodeName"),
-        ]
-    } else if is(rt, &NODES) {
-        &[META[0], META[1], ("spec.unschedulable", "/spec/unschedulable")]
-    } else if is(rt, &NAMESPACES) {
-        &[META[0], META[1], ("status.phase", "/status/phase")]
-    } else if is(rt, &EVENTS) {
-        &[
-            META[0], META[1],
-            ("involvedObject.kind", "/involvedObject/kind"),
-            ("involvedObject.namespace", "/involvedObject/namespace"),
-            ("involvedObject.name", "/involvedObject/name"),
-            ("involvedObject.uid", "/involvedObject/uid"),
-            ("involvedObject.apiVersion", "/involvedObject/apiVersion"),
-            ("involvedObject.resourceVersion", "/involvedObject/resourceVersion"),
-            ("involvedObject.fieldPath", "/involvedObject/fieldPath"),
-            ("reason", "/reason"),
-            ("reportingComponent", "/reportingComponent"),
-            ("source", "/source/component"),
-            ("type", "/type"),
-        ]
-    } else if is(rt, &LEASES) {
-        &META
-    } else {
-        &META
-    }
-}
-
-/// The values of an object's selectable fields. Booleans read `"false"`
-/// when unset, as upstream's conversions print them.
+/// The values of an object's selectable fields (upstream's
+/// `ToSelectableFields` for the type; see [`crate::selectors`]).
 pub fn selectable_fields(rt: &ResourceType, object: &Value) -> BTreeMap<String, String> {
-    supported_fields(rt)
-        .iter()
-        .map(|(label, pointer)| {
-            let mut value = text(object, pointer);
-            if value.is_empty() && matches!(*label, "spec.hostNetwork" | "spec.unschedulable") {
-                value = "false".into();
-            }
-            (label.to_string(), value)
-        })
-        .collect()
+    crate::selectors::selectable_fields(rt.kind, object).unwrap_or_default()
 }
 
-/// A field selector may only name the type's selectable fields.
-pub fn check_field_selector(rt: &ResourceType, selector: &FieldSelector) -> ApiResult<()> {
-    let supported = supported_fields(rt);
-    for field in selector.field_names() {
-        if !supported.iter().any(|(label, _)| *label == field) {
-            return Err(ApiError::bad_request(format!(
-                "field label not supported: {field}"
-            )));
-        }
-    }
-    Ok(())
+/// Parses a field selector for the type: only its selectable fields may be
+/// named (upstream's 400 `field label not supported: ...` otherwise).
+pub fn field_selector(rt: &ResourceType, selector: &str) -> ApiResult<FieldSelector> {
+    crate::selectors::parse_field_selector_for(rt.kind, selector).map_err(|e| ApiError::bad_request(e.to_string()))
 }
 
 #[cfg(test)]
