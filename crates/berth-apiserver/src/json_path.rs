@@ -21,7 +21,6 @@ pub(crate) fn bool_at(v: &Value, path: &[&str]) -> bool {
 }
 
 /// The integer at `path`, or 0 when absent or not an integer.
-#[allow(dead_code)] // used by the table printers (next commit)
 pub(crate) fn i64_at(v: &Value, path: &[&str]) -> i64 {
     at(v, path).and_then(Value::as_i64).unwrap_or(0)
 }

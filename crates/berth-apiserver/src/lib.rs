@@ -32,4 +32,5 @@ pub mod selectors;
 pub mod server;
 pub mod status;
 pub mod strategy;
+pub mod table;
 pub mod table_output;

@@ -1,0 +1,717 @@
+//! Server-side printing: the `Table` (meta.k8s.io/v1 or v1beta1) that
+//! kube-apiserver returns when a client such as `kubectl get` sends
+//! `Accept: application/json;as=Table;v=v1;g=meta.k8s.io,application/json`.
+//!
+//! The server always prints the wide columns (upstream's table convertor
+//! passes `Wide: true`); columns with `priority` 1 are the ones kubectl
+//! shows only with `-o wide`. Rows carry the object as requested by
+//! `includeObject`: nothing, a `PartialObjectMetadata` (the default) or the
+//! whole object. Kinds without a printer get upstream's default convertor
+//! (NAME, CREATED AT).
+//!
+//! Everything here is a pure function of its inputs; "now" is a parameter
+//! so ages are deterministic in tests.
+
+pub mod duration;
+pub mod printers;
+
+use jiff::Timestamp;
+use serde_json::{Map, Value, json};
+
+use printers::PrintedRow;
+
+/// `includeObject` (`metav1.IncludeObjectPolicy`).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum IncludeObject {
+    /// `None`: rows carry `"object": null`.
+    None,
+    /// `Metadata` (the default): a `PartialObjectMetadata`.
+    #[default]
+    Metadata,
+    /// `Object`: the full object.
+    Object,
+}
+
+impl IncludeObject {
+    /// Parses the `includeObject` query parameter; "" is the default. The
+    /// error is upstream's 400 message.
+    pub fn parse(value: &str) -> Result<Self, String> {
+        match value {
+            "" | "Metadata" => Ok(IncludeObject::Metadata),
+            "None" => Ok(IncludeObject::None),
+            "Object" => Ok(IncludeObject::Object),
+            other => Err(format!(
+                "unrecognized includeObject value: {}",
+                crate::selectors::fields::go_quote(other)
+            )),
+        }
+    }
+}
+
+/// The meta.k8s.io version the client asked the Table in.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum TableVersion {
+    /// `meta.k8s.io/v1`.
+    #[default]
+    V1,
+    /// `meta.k8s.io/v1beta1` (older clients).
+    V1Beta1,
+}
+
+impl TableVersion {
+    /// The `apiVersion` of the Table and of its `PartialObjectMetadata`s.
+    pub fn api_version(self) -> &'static str {
+        match self {
+            TableVersion::V1 => "meta.k8s.io/v1",
+            TableVersion::V1Beta1 => "meta.k8s.io/v1beta1",
+        }
+    }
+}
+
+/// List metadata the caller copies into the Table (`metadata`): for a list,
+/// the list's; for a single object, its `resourceVersion`.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct ListMeta {
+    /// `resourceVersion`.
+    pub resource_version: Option<String>,
+    /// `continue`.
+    pub continue_token: Option<String>,
+    /// `remainingItemCount`.
+    pub remaining_item_count: Option<i64>,
+}
+
+/// How to build the Table.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct TableOptions {
+    /// The Table's meta.k8s.io version.
+    pub version: TableVersion,
+    /// What each row carries as `object`.
+    pub include_object: IncludeObject,
+    /// `noHeaders`: leave `columnDefinitions` null (kubectl asks for this
+    /// when it already has them, e.g. on watch events after the first).
+    pub no_headers: bool,
+    /// The Table's list metadata.
+    pub list_meta: ListMeta,
+}
+
+/// One column (`metav1.TableColumnDefinition`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Column {
+    /// Header text; kubectl upper-cases it.
+    pub name: &'static str,
+    /// OpenAPI type: `string`, `integer`, `date`...
+    pub type_: &'static str,
+    /// OpenAPI format; `name` marks the column holding the object name.
+    pub format: &'static str,
+    /// Human description (upstream uses the field's API documentation).
+    pub description: &'static str,
+    /// 0 = always shown; 1 = only with `-o wide`.
+    pub priority: i32,
+}
+
+impl Column {
+    fn to_json(self) -> Value {
+        json!({
+            "name": self.name,
+            "type": self.type_,
+            "format": self.format,
+            "description": self.description,
+            "priority": self.priority,
+        })
+    }
+}
+
+const fn col(name: &'static str, type_: &'static str, description: &'static str) -> Column {
+    Column {
+        name,
+        type_,
+        format: "",
+        description,
+        priority: 0,
+    }
+}
+
+const fn wide(column: Column) -> Column {
+    Column {
+        priority: 1,
+        ..column
+    }
+}
+
+const fn name_col(description: &'static str) -> Column {
+    Column {
+        format: "name",
+        ..col("Name", "string", description)
+    }
+}
+
+// The API documentation strings upstream takes from `SwaggerDoc()`.
+const DOC_NAME: &str = "Name must be unique within a namespace. Is required when creating resources, although some resources may allow a client to request the generation of an appropriate name automatically. Name is primarily intended for creation idempotence and configuration definition. Cannot be updated. More info: https://kubernetes.io/docs/concepts/overview/working-with-objects/names#names";
+const DOC_CREATION_TIMESTAMP: &str = "CreationTimestamp is a timestamp representing the server time when this object was created. It is not guaranteed to be set in happens-before order across separate operations. Clients may not set this value. It is represented in RFC3339 form and is in UTC.\n\nPopulated by the system. Read-only. Null for lists. More info: https://git.k8s.io/community/contributors/devel/sig-architecture/api-conventions.md#metadata";
+const DOC_POD_IP: &str = "podIP address allocated to the pod. Routable at least within the cluster. Empty if not yet allocated.";
+const DOC_NODE_NAME: &str = "NodeName indicates in which node this pod is scheduled. If empty, this pod is a candidate for scheduling by the scheduler defined in schedulerName. Once this field is set, the kubelet for this node becomes responsible for the lifecycle of this pod. This field should not be used to express a desire for the pod to be scheduled on a specific node. https://kubernetes.io/docs/concepts/scheduling-eviction/assign-pod-node/#nodename";
+const DOC_NOMINATED_NODE_NAME: &str = "nominatedNodeName is set only when this pod preempts other pods on the node, but it cannot be scheduled right away as preemption victims receive their graceful termination periods. This field does not guarantee that the pod will be scheduled on this node. Scheduler may decide to place the pod elsewhere if other nodes become available sooner. Scheduler may also decide to give the resources on this node to a higher priority pod that is created after preemption. As a result, this field may be different than PodSpec.nodeName when the pod is scheduled.";
+const DOC_READINESS_GATES: &str = "If specified, all readiness gates will be evaluated for pod readiness. A pod is ready when all its containers are ready AND all conditions specified in the readiness gates have status equal to \"True\" More info: https://git.k8s.io/enhancements/keps/sig-network/580-pod-readiness-gates";
+const DOC_KUBELET_VERSION: &str = "Kubelet Version reported by the node.";
+const DOC_ADDRESSES: &str = "List of addresses reachable to the node. Queried from cloud provider, if available. More info: https://kubernetes.io/docs/reference/node/node-status/#addresses Note: This field is declared as mergeable, but the merge key is not sufficiently unique, which can cause data corruption when it is merged. Callers should instead use a full-replacement patch. See https://pr.k8s.io/79391 for an example. Consumers should assume that addresses can change during the lifetime of a Node. However, there are some exceptions where this may not be possible, such as Pods that inherit a Node's address in its own status or consumers of the downward API (status.hostIP).";
+const DOC_OS_IMAGE: &str =
+    "OS Image reported by the node from /etc/os-release (e.g. Debian GNU/Linux 7 (wheezy)).";
+const DOC_KERNEL_VERSION: &str =
+    "Kernel Version reported by the node from 'uname -r' (e.g. 3.16.0-0.bpo.4-amd64).";
+const DOC_CONTAINER_RUNTIME_VERSION: &str = "ContainerRuntime Version reported by the node through runtime remote API (e.g. containerd://1.4.2).";
+const DOC_EVENT_LAST_TIMESTAMP: &str =
+    "The time at which the most recent occurrence of this event was recorded.";
+const DOC_EVENT_TYPE: &str =
+    "Type of this event (Normal, Warning), new types could be added in the future";
+const DOC_EVENT_REASON: &str = "This should be a short, machine understandable string that gives the reason for the transition into the object's current status.";
+const DOC_EVENT_INVOLVED_OBJECT: &str = "The object that this event is about.";
+const DOC_FIELD_PATH: &str = "If referring to a piece of an object instead of an entire object, this string should contain a valid JSON/Go field access statement, such as desiredState.manifest.containers[2]. For example, if the object reference is to a container within a pod, this would take on a value like: \"spec.containers{name}\" (where \"name\" refers to the name of the container that triggered the event) or if no container name is specified \"spec.containers[2]\" (container with index 2 in this pod). This syntax is chosen only to have some well-defined way of referencing a part of an object.";
+const DOC_EVENT_SOURCE: &str =
+    "The component reporting this event. Should be a short machine understandable string.";
+const DOC_EVENT_MESSAGE: &str = "A human-readable description of the status of this operation.";
+const DOC_EVENT_FIRST_TIMESTAMP: &str =
+    "The time at which the event was first recorded. (Time of server receipt is in TypeMeta.)";
+const DOC_EVENT_COUNT: &str = "The number of times this event has occurred.";
+const DOC_HOLDER_IDENTITY: &str = "holderIdentity contains the identity of the holder of a current lease. If Coordinated Leader Election is used, the holder identity must be equal to the elected LeaseCandidate.metadata.name field.";
+
+/// `kubectl get pods`: NAME READY STATUS RESTARTS AGE, wide IP NODE
+/// NOMINATED NODE READINESS GATES.
+pub const POD_COLUMNS: &[Column] = &[
+    name_col(DOC_NAME),
+    col(
+        "Ready",
+        "string",
+        "The aggregate readiness state of this pod for accepting traffic.",
+    ),
+    col(
+        "Status",
+        "string",
+        "The aggregate status of the containers in this pod.",
+    ),
+    col(
+        "Restarts",
+        "string",
+        "The number of times the containers in this pod have been restarted and when the last container in this pod has restarted.",
+    ),
+    col("Age", "string", DOC_CREATION_TIMESTAMP),
+    wide(col("IP", "string", DOC_POD_IP)),
+    wide(col("Node", "string", DOC_NODE_NAME)),
+    wide(col("Nominated Node", "string", DOC_NOMINATED_NODE_NAME)),
+    wide(col("Readiness Gates", "string", DOC_READINESS_GATES)),
+];
+
+/// `kubectl get nodes`: NAME STATUS ROLES AGE VERSION, wide INTERNAL-IP
+/// EXTERNAL-IP OS-IMAGE KERNEL-VERSION CONTAINER-RUNTIME.
+pub const NODE_COLUMNS: &[Column] = &[
+    name_col(DOC_NAME),
+    col("Status", "string", "The status of the node"),
+    col("Roles", "string", "The roles of the node"),
+    col("Age", "string", DOC_CREATION_TIMESTAMP),
+    col("Version", "string", DOC_KUBELET_VERSION),
+    wide(col("Internal-IP", "string", DOC_ADDRESSES)),
+    wide(col("External-IP", "string", DOC_ADDRESSES)),
+    wide(col("OS-Image", "string", DOC_OS_IMAGE)),
+    wide(col("Kernel-Version", "string", DOC_KERNEL_VERSION)),
+    wide(col(
+        "Container-Runtime",
+        "string",
+        DOC_CONTAINER_RUNTIME_VERSION,
+    )),
+];
+
+/// `kubectl get events`: LAST SEEN TYPE REASON OBJECT MESSAGE, wide adds
+/// SUBOBJECT and SOURCE (before MESSAGE) and FIRST SEEN COUNT NAME.
+pub const EVENT_COLUMNS: &[Column] = &[
+    col("Last Seen", "string", DOC_EVENT_LAST_TIMESTAMP),
+    col("Type", "string", DOC_EVENT_TYPE),
+    col("Reason", "string", DOC_EVENT_REASON),
+    col("Object", "string", DOC_EVENT_INVOLVED_OBJECT),
+    wide(col("Subobject", "string", DOC_FIELD_PATH)),
+    wide(col("Source", "string", DOC_EVENT_SOURCE)),
+    col("Message", "string", DOC_EVENT_MESSAGE),
+    wide(col("First Seen", "string", DOC_EVENT_FIRST_TIMESTAMP)),
+    wide(col("Count", "string", DOC_EVENT_COUNT)),
+    wide(name_col(DOC_NAME)),
+];
+
+/// `kubectl get namespaces`: NAME STATUS AGE.
+pub const NAMESPACE_COLUMNS: &[Column] = &[
+    name_col(DOC_NAME),
+    col("Status", "string", "The status of the namespace"),
+    col("Age", "string", DOC_CREATION_TIMESTAMP),
+];
+
+/// `kubectl get leases`: NAME HOLDER AGE.
+pub const LEASE_COLUMNS: &[Column] = &[
+    name_col(DOC_NAME),
+    col("Holder", "string", DOC_HOLDER_IDENTITY),
+    col("Age", "string", DOC_CREATION_TIMESTAMP),
+];
+
+/// Upstream's default table convertor, for kinds without a printer.
+pub const DEFAULT_COLUMNS: &[Column] = &[
+    name_col(DOC_NAME),
+    col("Created At", "date", DOC_CREATION_TIMESTAMP),
+];
+
+/// The printed kinds. Kind names (`Pod`) and resource names (`pods`) both
+/// work; anything else is printed by the default convertor.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Printer {
+    Pod,
+    Node,
+    Event,
+    Namespace,
+    Lease,
+    Default,
+}
+
+impl Printer {
+    fn for_kind(kind: &str) -> Self {
+        match kind {
+            "Pod" | "pods" => Printer::Pod,
+            "Node" | "nodes" => Printer::Node,
+            "Event" | "events" => Printer::Event,
+            "Namespace" | "namespaces" => Printer::Namespace,
+            "Lease" | "leases" => Printer::Lease,
+            _ => Printer::Default,
+        }
+    }
+
+    fn columns(self) -> &'static [Column] {
+        match self {
+            Printer::Pod => POD_COLUMNS,
+            Printer::Node => NODE_COLUMNS,
+            Printer::Event => EVENT_COLUMNS,
+            Printer::Namespace => NAMESPACE_COLUMNS,
+            Printer::Lease => LEASE_COLUMNS,
+            Printer::Default => DEFAULT_COLUMNS,
+        }
+    }
+
+    fn print(self, obj: &Value, now: Timestamp) -> PrintedRow {
+        // The server always prints wide; kubectl hides priority-1 columns.
+        match self {
+            Printer::Pod => printers::print_pod(obj, true, now),
+            Printer::Node => printers::print_node(obj, true, now),
+            Printer::Event => printers::print_event(obj, true, now),
+            Printer::Namespace => printers::print_namespace(obj, now),
+            Printer::Lease => printers::print_lease(obj, now),
+            Printer::Default => printers::print_default(obj),
+        }
+    }
+}
+
+/// The column definitions the server sends for `kind`.
+pub fn columns_for(kind: &str) -> &'static [Column] {
+    Printer::for_kind(kind).columns()
+}
+
+/// The Table for `objects` of `kind` (v1, with headers), with the caller's
+/// list metadata.
+pub fn to_table(
+    kind: &str,
+    objects: &[Value],
+    include_object: IncludeObject,
+    list_meta: &ListMeta,
+    now: Timestamp,
+) -> Value {
+    let options = TableOptions {
+        include_object,
+        list_meta: list_meta.clone(),
+        ..TableOptions::default()
+    };
+    to_table_with_options(kind, objects, &options, now)
+}
+
+/// The Table for `objects` of `kind`, with every option.
+pub fn to_table_with_options(
+    kind: &str,
+    objects: &[Value],
+    options: &TableOptions,
+    now: Timestamp,
+) -> Value {
+    let printer = Printer::for_kind(kind);
+    let rows: Vec<Value> = objects
+        .iter()
+        .map(|obj| {
+            let printed = printer.print(obj, now);
+            let mut row = Map::new();
+            row.insert("cells".into(), Value::Array(printed.cells));
+            if !printed.conditions.is_empty() {
+                row.insert("conditions".into(), Value::Array(printed.conditions));
+            }
+            row.insert(
+                "object".into(),
+                row_object(obj, options.include_object, options.version),
+            );
+            Value::Object(row)
+        })
+        .collect();
+    let columns = if options.no_headers {
+        Value::Null
+    } else {
+        Value::Array(printer.columns().iter().map(|c| c.to_json()).collect())
+    };
+    let mut metadata = Map::new();
+    let lm = &options.list_meta;
+    if let Some(rv) = lm.resource_version.as_ref().filter(|s| !s.is_empty()) {
+        metadata.insert("resourceVersion".into(), json!(rv));
+    }
+    if let Some(c) = lm.continue_token.as_ref().filter(|s| !s.is_empty()) {
+        metadata.insert("continue".into(), json!(c));
+    }
+    if let Some(n) = lm.remaining_item_count {
+        metadata.insert("remainingItemCount".into(), json!(n));
+    }
+    json!({
+        "kind": "Table",
+        "apiVersion": options.version.api_version(),
+        "metadata": metadata,
+        "columnDefinitions": columns,
+        "rows": rows,
+    })
+}
+
+/// A row's `object` per `includeObject`.
+fn row_object(obj: &Value, include: IncludeObject, version: TableVersion) -> Value {
+    match include {
+        IncludeObject::None => Value::Null,
+        IncludeObject::Object => obj.clone(),
+        IncludeObject::Metadata => json!({
+            "kind": "PartialObjectMetadata",
+            "apiVersion": version.api_version(),
+            "metadata": obj.get("metadata").filter(|m| m.is_object()).cloned().unwrap_or_else(|| json!({})),
+        }),
+    }
+}
+
+/// Whether an `Accept` header asks for a Table, and in which version.
+///
+/// Media ranges are tried by quality (`q`, stable for ties) as upstream's
+/// negotiation does. Ranges berth cannot serve as JSON are skipped, as are
+/// `as=Table` ranges for another group or version (upstream skips those
+/// too). The first servable range decides: `Some` if it asks for a Table,
+/// `None` if it asks for the plain object (or for another `as=` form such
+/// as `PartialObjectMetadata`, which the caller handles). A malformed header
+/// yields `None`.
+pub fn table_version_from_accept(accept: &str) -> Option<TableVersion> {
+    let mut ranges: Vec<(f64, MediaRange)> = accept
+        .split(',')
+        .filter_map(MediaRange::parse)
+        .filter(|(q, _)| *q > 0.0)
+        .collect();
+    // Stable: equal qualities keep header order.
+    ranges.sort_by(|a, b| b.0.total_cmp(&a.0));
+    for (_, range) in ranges {
+        if !range.is_json() {
+            continue;
+        }
+        match range.param("as") {
+            None => return None,
+            Some("Table") => {
+                if range.param("g") != Some("meta.k8s.io") {
+                    continue;
+                }
+                match range.param("v") {
+                    Some("v1") => return Some(TableVersion::V1),
+                    Some("v1beta1") => return Some(TableVersion::V1Beta1),
+                    _ => continue,
+                }
+            }
+            Some(_) => return None,
+        }
+    }
+    None
+}
+
+/// One media range of an `Accept` header.
+struct MediaRange {
+    media_type: String,
+    params: Vec<(String, String)>,
+}
+
+impl MediaRange {
+    /// The range and its quality; `None` when it has no `type/subtype`.
+    fn parse(s: &str) -> Option<(f64, MediaRange)> {
+        let mut parts = s.split(';');
+        let media_type = parts.next()?.trim().to_ascii_lowercase();
+        if !media_type.contains('/') {
+            return None;
+        }
+        let mut q = 1.0;
+        let mut params = Vec::new();
+        for p in parts {
+            let Some((k, v)) = p.split_once('=') else {
+                continue;
+            };
+            let k = k.trim().to_ascii_lowercase();
+            let v = v.trim().trim_matches('"').to_string();
+            if k == "q" {
+                q = v.parse::<f64>().ok().filter(|q| q.is_finite())?;
+            } else {
+                params.push((k, v));
+            }
+        }
+        Some((q, MediaRange { media_type, params }))
+    }
+
+    fn is_json(&self) -> bool {
+        matches!(
+            self.media_type.as_str(),
+            "application/json" | "application/*" | "*/*"
+        )
+    }
+
+    fn param(&self, name: &str) -> Option<&str> {
+        self.params
+            .iter()
+            .find(|(k, _)| k == name)
+            .map(|(_, v)| v.as_str())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn now() -> Timestamp {
+        "2024-06-01T12:00:00Z"
+            .parse()
+            .unwrap_or(Timestamp::UNIX_EPOCH)
+    }
+
+    #[test]
+    fn kubectl_accept_header_asks_for_a_v1_table() {
+        let cases = [
+            (
+                "application/json;as=Table;v=v1;g=meta.k8s.io,application/json;as=Table;v=v1beta1;g=meta.k8s.io,application/json",
+                Some(TableVersion::V1),
+            ),
+            (
+                "application/json;as=Table;v=v1beta1;g=meta.k8s.io,application/json",
+                Some(TableVersion::V1Beta1),
+            ),
+            ("application/json", None),
+            ("*/*", None),
+            ("", None),
+            ("garbage", None),
+            (
+                "application/json;as=Table;v=v2;g=meta.k8s.io, application/json ; as=Table ; v=v1 ; g=meta.k8s.io",
+                Some(TableVersion::V1),
+            ),
+            (
+                "application/json;as=Table;v=v1;g=example.com,application/json",
+                None,
+            ),
+            (
+                "application/vnd.kubernetes.protobuf;as=Table;v=v1;g=meta.k8s.io,application/json",
+                None,
+            ),
+            (
+                "application/json;q=0.5,application/json;as=Table;v=v1;g=meta.k8s.io",
+                Some(TableVersion::V1),
+            ),
+            (
+                "application/json;as=PartialObjectMetadataList;v=v1;g=meta.k8s.io,application/json",
+                None,
+            ),
+            ("application/json;as=Table;v=v1;g=meta.k8s.io;q=0", None),
+            ("application/json;as=Table;v=v1;g=meta.k8s.io;q=x", None),
+        ];
+        for (accept, want) in cases {
+            assert_eq!(table_version_from_accept(accept), want, "{accept:?}");
+        }
+    }
+
+    #[test]
+    fn include_object_parses_the_query_parameter() {
+        assert_eq!(IncludeObject::parse(""), Ok(IncludeObject::Metadata));
+        assert_eq!(
+            IncludeObject::parse("Metadata"),
+            Ok(IncludeObject::Metadata)
+        );
+        assert_eq!(IncludeObject::parse("None"), Ok(IncludeObject::None));
+        assert_eq!(IncludeObject::parse("Object"), Ok(IncludeObject::Object));
+        assert_eq!(
+            IncludeObject::parse("all"),
+            Err("unrecognized includeObject value: \"all\"".to_string())
+        );
+    }
+
+    #[test]
+    fn wide_columns_have_priority_one_and_match_cells() {
+        let headers = |cols: &[Column], prio: i32| -> Vec<&str> {
+            cols.iter()
+                .filter(|c| c.priority == prio)
+                .map(|c| c.name)
+                .collect()
+        };
+        assert_eq!(
+            headers(POD_COLUMNS, 0),
+            ["Name", "Ready", "Status", "Restarts", "Age"]
+        );
+        assert_eq!(
+            headers(POD_COLUMNS, 1),
+            ["IP", "Node", "Nominated Node", "Readiness Gates"]
+        );
+        assert_eq!(
+            headers(NODE_COLUMNS, 0),
+            ["Name", "Status", "Roles", "Age", "Version"]
+        );
+        assert_eq!(
+            headers(NODE_COLUMNS, 1),
+            [
+                "Internal-IP",
+                "External-IP",
+                "OS-Image",
+                "Kernel-Version",
+                "Container-Runtime"
+            ]
+        );
+        assert_eq!(
+            headers(EVENT_COLUMNS, 0),
+            ["Last Seen", "Type", "Reason", "Object", "Message"]
+        );
+        assert_eq!(headers(NAMESPACE_COLUMNS, 0), ["Name", "Status", "Age"]);
+        assert_eq!(headers(LEASE_COLUMNS, 0), ["Name", "Holder", "Age"]);
+        // Every printer fills exactly one cell per column.
+        for kind in ["Pod", "Node", "Event", "Namespace", "Lease", "ConfigMap"] {
+            let table = to_table(
+                kind,
+                &[json!({})],
+                IncludeObject::None,
+                &ListMeta::default(),
+                now(),
+            );
+            let cols = table["columnDefinitions"].as_array().map(Vec::len);
+            let cells = table["rows"][0]["cells"].as_array().map(Vec::len);
+            assert_eq!(cols, cells, "{kind}");
+        }
+    }
+
+    #[test]
+    fn node_table_is_what_kube_apiserver_returns() {
+        let node = json!({
+            "kind": "Node", "apiVersion": "v1",
+            "metadata": {"name": "n1", "resourceVersion": "7", "creationTimestamp": "2024-06-01T11:00:00Z",
+                         "labels": {"node-role.kubernetes.io/control-plane": ""}},
+            "spec": {"unschedulable": true},
+            "status": {"conditions": [{"type": "Ready", "status": "True"}],
+                       "addresses": [{"type": "InternalIP", "address": "10.0.0.1"}],
+                       "nodeInfo": {"kubeletVersion": "v1.37.0", "osImage": "Debian", "kernelVersion": "6.1",
+                                    "containerRuntimeVersion": "containerd://2.0"}}
+        });
+        let meta = ListMeta {
+            resource_version: Some("42".into()),
+            continue_token: Some("abc".into()),
+            remaining_item_count: None,
+        };
+        let table = to_table(
+            "nodes",
+            std::slice::from_ref(&node),
+            IncludeObject::Metadata,
+            &meta,
+            now(),
+        );
+        assert_eq!(table["kind"], "Table");
+        assert_eq!(table["apiVersion"], "meta.k8s.io/v1");
+        assert_eq!(
+            table["metadata"],
+            json!({"resourceVersion": "42", "continue": "abc"})
+        );
+        assert_eq!(
+            table["columnDefinitions"][0],
+            json!({"name": "Name", "type": "string", "format": "name", "description": DOC_NAME, "priority": 0})
+        );
+        assert_eq!(table["columnDefinitions"][5]["priority"], 1);
+        assert_eq!(
+            table["rows"][0]["cells"],
+            json!([
+                "n1",
+                "Ready,SchedulingDisabled",
+                "control-plane",
+                "60m",
+                "v1.37.0",
+                "10.0.0.1",
+                "<none>",
+                "Debian",
+                "6.1",
+                "containerd://2.0"
+            ])
+        );
+        assert_eq!(
+            table["rows"][0]["object"],
+            json!({"kind": "PartialObjectMetadata", "apiVersion": "meta.k8s.io/v1", "metadata": node["metadata"]})
+        );
+        assert!(table["rows"][0].get("conditions").is_none());
+
+        let full = to_table(
+            "Node",
+            std::slice::from_ref(&node),
+            IncludeObject::Object,
+            &ListMeta::default(),
+            now(),
+        );
+        assert_eq!(full["rows"][0]["object"], node);
+        assert_eq!(full["metadata"], json!({}));
+        let none = to_table(
+            "Node",
+            std::slice::from_ref(&node),
+            IncludeObject::None,
+            &ListMeta::default(),
+            now(),
+        );
+        assert_eq!(none["rows"][0]["object"], Value::Null);
+    }
+
+    #[test]
+    fn table_options_cover_v1beta1_and_no_headers() {
+        let pod = json!({"metadata": {"name": "p"}, "status": {"phase": "Succeeded"}});
+        let options = TableOptions {
+            version: TableVersion::V1Beta1,
+            no_headers: true,
+            ..TableOptions::default()
+        };
+        let table = to_table_with_options("Pod", &[pod], &options, now());
+        assert_eq!(table["apiVersion"], "meta.k8s.io/v1beta1");
+        assert_eq!(table["columnDefinitions"], Value::Null);
+        assert_eq!(
+            table["rows"][0]["object"]["apiVersion"],
+            "meta.k8s.io/v1beta1"
+        );
+        assert_eq!(table["rows"][0]["object"]["metadata"], json!({"name": "p"}));
+        assert_eq!(table["rows"][0]["conditions"][0]["reason"], "Succeeded");
+        assert_eq!(
+            table["rows"][0]["cells"],
+            json!([
+                "p",
+                "0/0",
+                "Succeeded",
+                "0",
+                "<unknown>",
+                "<none>",
+                "<none>",
+                "<none>",
+                "<none>"
+            ])
+        );
+        let empty = to_table(
+            "Pod",
+            &[],
+            IncludeObject::Metadata,
+            &ListMeta::default(),
+            now(),
+        );
+        assert_eq!(empty["rows"], json!([]));
+    }
+
+    #[test]
+    fn column_descriptions_match_the_api_documentation() {
+        assert_eq!(columns_for("Lease")[1].description, DOC_HOLDER_IDENTITY);
+        assert_eq!(columns_for("events")[4].description, DOC_FIELD_PATH);
+        assert!(DOC_CREATION_TIMESTAMP.contains("UTC.\n\nPopulated by the system."));
+        assert_eq!(columns_for("Secret"), DEFAULT_COLUMNS);
+        assert_eq!(DEFAULT_COLUMNS[1].type_, "date");
+    }
+}
