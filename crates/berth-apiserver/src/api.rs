@@ -334,7 +334,7 @@ impl ApiServer {
         let ns = if rt.namespaced { info.namespace.as_str() } else { "" };
         let name = info.name.as_str();
         match (method.as_str(), info.verb.as_str(), info.subresource.as_str()) {
-            (_, "get", "") | (_, "get", "status") => self.get(rt, ns, name).await,
+            (_, "get", "") | (_, "get", "status") => self.get(rt, ns, name, headers, &query).await,
             (_, "list", _) => self.list(rt, ns, &query, headers).await,
             (_, "watch", _) => self.watch(rt, ns, &query).await,
             (_, "create", "") => self.create(rt, ns, headers, &body, &query, &user).await,
@@ -380,8 +380,12 @@ impl ApiServer {
         decode(rt, name, &kv)
     }
 
-    async fn get(&self, rt: &ResourceType, ns: &str, name: &str) -> ApiResult<Response> {
-        let (object, _) = self.read(rt, ns, name).await?;
+    async fn get(&self, rt: &ResourceType, ns: &str, name: &str, headers: &HeaderMap, query: &Query) -> ApiResult<Response> {
+        let (object, revision) = self.read(rt, ns, name).await?;
+        if let Some(include) = crate::table_output::wants_table(headers, query.get("includeObject"))? {
+            let item: Arc<str> = Arc::from(object.to_string());
+            return crate::table_output::respond(rt, &[item], revision, None, include, self.now());
+        }
         Ok(json_response(200, &object))
     }
 
@@ -723,7 +727,7 @@ impl ApiServer {
     async fn list(&self, rt: &ResourceType, ns: &str, query: &Query, headers: &HeaderMap) -> ApiResult<Response> {
         let filter = Filter::new(rt, ns, query)?;
         let limit = query.int("limit")?.unwrap_or(0).max(0) as usize;
-        let table = crate::table_output::wants_table(headers);
+        let table = crate::table_output::wants_table(headers, query.get("includeObject"))?;
         if limit > 0 || query.get("continue").is_some() {
             return self.list_paged(rt, ns, &filter, limit, query, table).await;
         }
