@@ -233,6 +233,9 @@ impl ApiServer {
             if server.store.get(&key).await.map_err(ApiError::internal)?.is_none() {
                 let mut object = json!({"metadata": {"name": ns}});
                 server.prepare_new(&NAMESPACES, &mut object, "")?;
+                let admin = User::admin();
+                let ctx = strategy::Context { user: &admin, now: server.now(), config: &server.config.strategy };
+                strategy::on_create(&NAMESPACES, &mut object, &ctx)?;
                 match server.store.create(&key, for_storage(&object)).await {
                     Ok(_) | Err(StoreError::AlreadyExists { .. }) => {}
                     Err(e) => return Err(ApiError::internal(e)),
@@ -336,7 +339,7 @@ impl ApiServer {
         match (method.as_str(), info.verb.as_str(), info.subresource.as_str()) {
             (_, "get", "") | (_, "get", "status") => self.get(rt, ns, name, headers, &query).await,
             (_, "list", _) => self.list(rt, ns, &query, headers).await,
-            (_, "watch", _) => self.watch(rt, ns, &query).await,
+            (_, "watch", _) => self.watch(rt, ns, &query, headers).await,
             (_, "create", "") => self.create(rt, ns, headers, &body, &query, &user).await,
             (_, "create", "binding") => self.bind(ns, name, headers, &body).await,
             (_, "create", "eviction") => self.evict(ns, name, headers, &body, &user).await,
@@ -781,8 +784,9 @@ impl ApiServer {
         Ok(list_response(rt, &jsons, page.revision, token.as_deref()))
     }
 
-    async fn watch(&self, rt: &'static ResourceType, ns: &str, query: &Query) -> ApiResult<Response> {
+    async fn watch(&self, rt: &'static ResourceType, ns: &str, query: &Query, headers: &HeaderMap) -> ApiResult<Response> {
         let filter = Arc::new(Filter::new(rt, ns, query)?);
+        let table = crate::table_output::wants_table(headers, query.get("includeObject"))?;
         let cache = self.cache(rt)?.clone();
         let send_initial = query.flag("sendInitialEvents");
         let requested: Option<i64> = match query.get("resourceVersion") {
@@ -801,7 +805,8 @@ impl ApiServer {
         let (initial, receiver, start_rv) = cache.watch_from(from).await?;
         let bookmarks = query.flag("allowWatchBookmarks");
         let timeout = query.int("timeoutSeconds")?.map(|s| Duration::from_secs(s.max(0) as u64)).unwrap_or(Duration::from_secs(1800));
-        let stream = watch_stream(rt, filter, initial, receiver, start_rv, send_initial, bookmarks, timeout);
+        let render = EventRenderer { rt, table, clock: self.clock.clone(), headers_sent: std::sync::atomic::AtomicBool::new(false) };
+        let stream = watch_stream(rt, filter, Arc::new(render), initial, receiver, start_rv, send_initial, bookmarks, timeout);
         let mut response = Response::new(Body::from_stream(stream));
         response
             .headers_mut()
@@ -914,6 +919,38 @@ impl Filter {
     }
 }
 
+/// Writes watch events: the object as stored, or (for `kubectl get -w`) a
+/// one-row Table, with the column definitions in the first event only.
+struct EventRenderer {
+    rt: &'static ResourceType,
+    table: Option<crate::table_output::Include>,
+    clock: Clock,
+    headers_sent: std::sync::atomic::AtomicBool,
+}
+
+impl EventRenderer {
+    fn line(&self, kind: &str, object: &str) -> Bytes {
+        let Some(include) = self.table else {
+            return event_line(kind, object);
+        };
+        let Ok(value) = serde_json::from_str::<Value>(object) else {
+            return event_line(kind, object);
+        };
+        let no_headers = self.headers_sent.swap(true, std::sync::atomic::Ordering::Relaxed);
+        let options = crate::table::TableOptions {
+            version: include.version,
+            include_object: include.include_object,
+            no_headers,
+            list_meta: crate::table::ListMeta {
+                resource_version: Some(resource_version_of(&value).to_string()),
+                ..crate::table::ListMeta::default()
+            },
+        };
+        let table = crate::table::to_table_with_options(self.rt.kind, &[value], &options, self.clock.now());
+        event_line(kind, &table.to_string())
+    }
+}
+
 fn event_line(kind: &str, object: &str) -> Bytes {
     Bytes::from(format!("{{\"type\":\"{kind}\",\"object\":{object}}}\n"))
 }
@@ -948,6 +985,7 @@ fn filtered(filter: &Filter, change: &Change) -> Option<(&'static str, Arc<str>)
 fn watch_stream(
     rt: &'static ResourceType,
     filter: Arc<Filter>,
+    render: Arc<EventRenderer>,
     initial: Vec<Change>,
     receiver: tokio::sync::broadcast::Receiver<Change>,
     start_rv: i64,
@@ -959,7 +997,7 @@ fn watch_stream(
     let mut last_rv = start_rv;
     for change in &initial {
         if let Some((kind, json)) = filtered(&filter, change) {
-            first.push(event_line(kind, &json));
+            first.push(render.line(kind, &json));
         }
         last_rv = last_rv.max(change.object.rv);
     }
@@ -971,6 +1009,7 @@ fn watch_stream(
         (receiver, last_rv, deadline, false),
         move |(mut rx, mut last_rv, deadline, done)| {
             let filter = filter.clone();
+            let render = render.clone();
             async move {
                 if done {
                     return None;
@@ -994,7 +1033,7 @@ fn watch_stream(
                             }
                             last_rv = change.object.rv;
                             if let Some((kind, json)) = filtered(&filter, &change) {
-                                return Some((Ok(event_line(kind, &json)), (rx, last_rv, deadline, false)));
+                                return Some((Ok(render.line(kind, &json)), (rx, last_rv, deadline, false)));
                             }
                         }
                         Ok(Err(tokio::sync::broadcast::error::RecvError::Lagged(_))) => {
