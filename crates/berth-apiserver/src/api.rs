@@ -36,7 +36,8 @@ use crate::strategy;
 pub const MAX_BODY_BYTES: usize = 3 * 1024 * 1024;
 
 /// Namespaces that exist from the start and may not be deleted.
-pub const SYSTEM_NAMESPACES: &[&str] = &["default", "kube-system", "kube-public", "kube-node-lease"];
+pub const SYSTEM_NAMESPACES: &[&str] =
+    &["default", "kube-system", "kube-public", "kube-node-lease"];
 
 /// Server settings that change API behaviour.
 #[derive(Debug, Clone)]
@@ -91,9 +92,10 @@ fn store_error(rt: &ResourceType, name: &str, err: StoreError) -> ApiError {
         StoreError::NotFound { .. } => ApiError::not_found(rt.group, rt.plural, name),
         StoreError::AlreadyExists { .. } => ApiError::already_exists(rt.group, rt.plural, name),
         StoreError::Conflict { .. } => ApiError::modified(rt.group, rt.plural, name),
-        StoreError::Gone { requested, compacted } => {
-            ApiError::expired(requested, compacted.unwrap_or(0))
-        }
+        StoreError::Gone {
+            requested,
+            compacted,
+        } => ApiError::expired(requested, compacted.unwrap_or(0)),
         StoreError::ValueTooLarge { .. } => ApiError::too_large(MAX_BODY_BYTES),
         StoreError::InvalidKey { .. } => ApiError::bad_request(err.to_string()),
         other => ApiError::internal(other),
@@ -109,14 +111,22 @@ struct Query {
 impl Query {
     fn parse(raw: &str) -> Query {
         Query {
-            params: form_urlencoded::parse(raw.as_bytes()).into_owned().collect(),
+            params: form_urlencoded::parse(raw.as_bytes())
+                .into_owned()
+                .collect(),
         }
     }
     fn get(&self, name: &str) -> Option<&str> {
-        self.params.get(name).map(String::as_str).filter(|s| !s.is_empty())
+        self.params
+            .get(name)
+            .map(String::as_str)
+            .filter(|s| !s.is_empty())
     }
     fn flag(&self, name: &str) -> bool {
-        matches!(self.get(name), Some("1" | "t" | "T" | "true" | "TRUE" | "True"))
+        matches!(
+            self.get(name),
+            Some("1" | "t" | "T" | "true" | "TRUE" | "True")
+        )
     }
     fn int(&self, name: &str) -> ApiResult<Option<i64>> {
         match self.get(name) {
@@ -143,10 +153,12 @@ fn json_response(code: u16, body: &Value) -> Response {
 
 fn bytes_response(code: u16, body: Vec<u8>) -> Response {
     let mut response = Response::new(Body::from(body));
-    *response.status_mut() = StatusCode::from_u16(code).unwrap_or(StatusCode::INTERNAL_SERVER_ERROR);
-    response
-        .headers_mut()
-        .insert(header::CONTENT_TYPE, HeaderValue::from_static("application/json"));
+    *response.status_mut() =
+        StatusCode::from_u16(code).unwrap_or(StatusCode::INTERNAL_SERVER_ERROR);
+    response.headers_mut().insert(
+        header::CONTENT_TYPE,
+        HeaderValue::from_static("application/json"),
+    );
     response
 }
 
@@ -162,16 +174,16 @@ fn parse_body(headers: &HeaderMap, body: &[u8]) -> ApiResult<Value> {
         .unwrap_or("application/json");
     let media = content_type.split(';').next().unwrap_or("").trim();
     let value: Value = match media {
-        "application/json" | "" | "*/*" => serde_json::from_slice(body).map_err(|e| {
-            ApiError::bad_request(format!("error decoding request body: {e}"))
-        })?,
-        "application/yaml" | "application/x-yaml" | "text/yaml" => {
-            serde_yaml::from_slice(body).map_err(|e| ApiError::bad_request(format!("error decoding YAML: {e}")))?
-        }
+        "application/json" | "" | "*/*" => serde_json::from_slice(body)
+            .map_err(|e| ApiError::bad_request(format!("error decoding request body: {e}")))?,
+        "application/yaml" | "application/x-yaml" | "text/yaml" => serde_yaml::from_slice(body)
+            .map_err(|e| ApiError::bad_request(format!("error decoding YAML: {e}")))?,
         other => return Err(ApiError::unsupported_media_type(other)),
     };
     if !value.is_object() {
-        return Err(ApiError::bad_request("the request body must be a JSON object"));
+        return Err(ApiError::bad_request(
+            "the request body must be a JSON object",
+        ));
     }
     Ok(value)
 }
@@ -179,8 +191,13 @@ fn parse_body(headers: &HeaderMap, body: &[u8]) -> ApiResult<Value> {
 /// Checks an object's `kind` and `apiVersion` against what the URL serves.
 fn check_kind(value: &Value, kind: &str, api_version: &str) -> ApiResult<()> {
     let got_kind = value.get("kind").and_then(Value::as_str).unwrap_or("");
-    let got_version = value.get("apiVersion").and_then(Value::as_str).unwrap_or("");
-    if (!got_kind.is_empty() && got_kind != kind) || (!got_version.is_empty() && got_version != api_version) {
+    let got_version = value
+        .get("apiVersion")
+        .and_then(Value::as_str)
+        .unwrap_or("");
+    if (!got_kind.is_empty() && got_kind != kind)
+        || (!got_version.is_empty() && got_version != api_version)
+    {
         return Err(ApiError::bad_request(format!(
             "the API version in the data ({got_version}) does not match the expected API version ({api_version})"
         ))
@@ -196,7 +213,8 @@ trait KindMismatch {
 impl KindMismatch for ApiError {
     fn with_kind_mismatch(mut self, got: &str, want: &str) -> Self {
         if !got.is_empty() && got != want {
-            self.message = format!("the kind in the data ({got}) does not match the expected kind ({want})");
+            self.message =
+                format!("the kind in the data ({got}) does not match the expected kind ({want})");
         }
         self
     }
@@ -213,7 +231,11 @@ fn random_u32() -> u32 {
 impl ApiServer {
     /// A server over `store`; spawns the watch caches and creates the
     /// system namespaces. Call from within a tokio runtime.
-    pub async fn new(store: AnyStore, clock: Clock, config: ApiConfig) -> Result<Arc<ApiServer>, ApiError> {
+    pub async fn new(
+        store: AnyStore,
+        clock: Clock,
+        config: ApiConfig,
+    ) -> Result<Arc<ApiServer>, ApiError> {
         let caches = RESOURCES
             .iter()
             .map(|rt| ResourceCache::new(rt, config.watch_history, strategy::selectable_fields))
@@ -230,11 +252,21 @@ impl ApiServer {
         });
         for ns in SYSTEM_NAMESPACES {
             let key = NAMESPACES.key("", ns);
-            if server.store.get(&key).await.map_err(ApiError::internal)?.is_none() {
+            if server
+                .store
+                .get(&key)
+                .await
+                .map_err(ApiError::internal)?
+                .is_none()
+            {
                 let mut object = json!({"metadata": {"name": ns}});
                 server.prepare_new(&NAMESPACES, &mut object, "")?;
                 let admin = User::admin();
-                let ctx = strategy::Context { user: &admin, now: server.now(), config: &server.config.strategy };
+                let ctx = strategy::Context {
+                    user: &admin,
+                    now: server.now(),
+                    config: &server.config.strategy,
+                };
                 strategy::on_create(&NAMESPACES, &mut object, &ctx)?;
                 match server.store.create(&key, for_storage(&object)).await {
                     Ok(_) | Err(StoreError::AlreadyExists { .. }) => {}
@@ -270,7 +302,10 @@ impl ApiServer {
         let query = parts.uri.query().unwrap_or("").to_string();
         let started = std::time::Instant::now();
         let info = request_info::parse(method.as_str(), &path, &query);
-        let response = match self.serve(&parts.method, &path, &query, &parts.headers, body, &info).await {
+        let response = match self
+            .serve(&parts.method, &path, &query, &parts.headers, body, &info)
+            .await
+        {
             Ok(response) => response,
             Err(err) => error_response(&err),
         };
@@ -294,7 +329,10 @@ impl ApiServer {
                 return Ok(if ready {
                     plain(200, "ok")
                 } else {
-                    plain(500, "[-]informer-sync failed: watch caches are loading\nreadyz check failed")
+                    plain(
+                        500,
+                        "[-]informer-sync failed: watch caches are loading\nreadyz check failed",
+                    )
                 });
             }
             "/version" => {
@@ -310,14 +348,22 @@ impl ApiServer {
             }
             _ => {}
         }
-        let authorization = headers.get(header::AUTHORIZATION).and_then(|v| v.to_str().ok());
+        let authorization = headers
+            .get(header::AUTHORIZATION)
+            .and_then(|v| v.to_str().ok());
         let user = self.auth.authenticate(authorization)?;
         if path == "/metrics" {
             if !user.in_group(crate::auth::GROUP_MASTERS) {
-                return Err(ApiError::forbidden_raw(format!("forbidden: User {:?} cannot get path \"/metrics\"", user.name)));
+                return Err(ApiError::forbidden_raw(format!(
+                    "forbidden: User {:?} cannot get path \"/metrics\"",
+                    user.name
+                )));
             }
             let mut response = Response::new(Body::from(crate::metrics::render()));
-            response.headers_mut().insert(header::CONTENT_TYPE, HeaderValue::from_static("text/plain; version=0.0.4; charset=utf-8"));
+            response.headers_mut().insert(
+                header::CONTENT_TYPE,
+                HeaderValue::from_static("text/plain; version=0.0.4; charset=utf-8"),
+            );
             return Ok(response);
         }
         if !info.is_resource_request {
@@ -334,9 +380,17 @@ impl ApiServer {
             .await
             .map_err(|_| ApiError::too_large(MAX_BODY_BYTES))?;
         let query = Query::parse(raw_query);
-        let ns = if rt.namespaced { info.namespace.as_str() } else { "" };
+        let ns = if rt.namespaced {
+            info.namespace.as_str()
+        } else {
+            ""
+        };
         let name = info.name.as_str();
-        match (method.as_str(), info.verb.as_str(), info.subresource.as_str()) {
+        match (
+            method.as_str(),
+            info.verb.as_str(),
+            info.subresource.as_str(),
+        ) {
             (_, "get", "") | (_, "get", "status") => self.get(rt, ns, name, headers, &query).await,
             (_, "list", _) => self.list(rt, ns, &query, headers).await,
             (_, "watch", _) => self.watch(rt, ns, &query, headers).await,
@@ -347,8 +401,14 @@ impl ApiServer {
                 let object = parse_body(headers, &body)?;
                 self.update(rt, ns, name, sub, object, &query, &user).await
             }
-            (_, "patch", sub) => self.patch(rt, ns, name, sub, headers, &body, &query, &user).await,
-            (_, "delete", "") => self.delete(rt, ns, name, headers, &body, &query, &user).await,
+            (_, "patch", sub) => {
+                self.patch(rt, ns, name, sub, headers, &body, &query, &user)
+                    .await
+            }
+            (_, "delete", "") => {
+                self.delete(rt, ns, name, headers, &body, &query, &user)
+                    .await
+            }
             (_, "deletecollection", "") => self.delete_collection(rt, ns, &query, &user).await,
             _ => Err(ApiError::method_not_allowed(&info.verb, &info.resource)),
         }
@@ -383,9 +443,18 @@ impl ApiServer {
         decode(rt, name, &kv)
     }
 
-    async fn get(&self, rt: &ResourceType, ns: &str, name: &str, headers: &HeaderMap, query: &Query) -> ApiResult<Response> {
+    async fn get(
+        &self,
+        rt: &ResourceType,
+        ns: &str,
+        name: &str,
+        headers: &HeaderMap,
+        query: &Query,
+    ) -> ApiResult<Response> {
         let (object, revision) = self.read(rt, ns, name).await?;
-        if let Some(include) = crate::table_output::wants_table(headers, query.get("includeObject"))? {
+        if let Some(include) =
+            crate::table_output::wants_table(headers, query.get("includeObject"))?
+        {
             let item: Arc<str> = Arc::from(object.to_string());
             return crate::table_output::respond(rt, &[item], revision, None, include, self.now());
         }
@@ -426,9 +495,20 @@ impl ApiServer {
         }
         self.prepare_new(rt, &mut object, ns)?;
         let name = name_of(&object).to_string();
-        let ctx = strategy::Context { user, now: self.now(), config: &self.config.strategy };
+        let ctx = strategy::Context {
+            user,
+            now: self.now(),
+            config: &self.config.strategy,
+        };
         strategy::on_create(rt, &mut object, &ctx)?;
-        strategy::validate(rt, "", &object, None, &ctx, objects::validate_metadata(rt, &object))?;
+        strategy::validate(
+            rt,
+            "",
+            &object,
+            None,
+            &ctx,
+            objects::validate_metadata(rt, &object),
+        )?;
         if query.dry_run()? {
             return Ok(json_response(201, &object));
         }
@@ -463,25 +543,42 @@ impl ApiServer {
                 "the name of the object ({body_name}) does not match the name on the URL ({name})"
             )));
         }
-        if body_name.is_empty() {
-            if let Some(meta) = objects::metadata_mut(&mut object) {
-                meta.insert("name".into(), Value::String(name.into()));
-            }
+        if body_name.is_empty()
+            && let Some(meta) = objects::metadata_mut(&mut object)
+        {
+            meta.insert("name".into(), Value::String(name.into()));
         }
         let sent_rv = resource_version_of(&object).to_string();
         if !sent_rv.is_empty() && sent_rv != expected.to_string() {
             return Err(ApiError::modified(rt.group, rt.plural, name));
         }
         prepare_for_update(&mut object, old);
-        let ctx = strategy::Context { user, now: self.now(), config: &self.config.strategy };
+        let ctx = strategy::Context {
+            user,
+            now: self.now(),
+            config: &self.config.strategy,
+        };
         strategy::on_update(rt, subresource, &mut object, old, &ctx)?;
-        strategy::validate(rt, subresource, &object, Some(old), &ctx, objects::validate_metadata(rt, &object))?;
+        objects::recount_generation(&mut object, old);
+        strategy::validate(
+            rt,
+            subresource,
+            &object,
+            Some(old),
+            &ctx,
+            objects::validate_metadata(rt, &object),
+        )?;
         if dry_run {
             set_resource_version(&mut object, expected);
             return Ok(object);
         }
-        // A finished graceful deletion: the last finalizer-free update of
-        // a terminating object with grace period 0 removes it.
+        // An update that changes nothing is not written, as upstream's
+        // GuaranteedUpdate skips it: the object keeps its resourceVersion
+        // and watchers see no event.
+        if for_storage(&object) == for_storage(old) {
+            set_resource_version(&mut object, expected);
+            return Ok(object);
+        }
         let revision = self
             .store
             .update(&rt.key(ns, name), for_storage(&object), expected)
@@ -504,7 +601,17 @@ impl ApiServer {
     ) -> ApiResult<Response> {
         let (old, revision) = self.read(rt, ns, name).await?;
         let updated = self
-            .replace(rt, ns, name, subresource, object, &old, revision, query.dry_run()?, user)
+            .replace(
+                rt,
+                ns,
+                name,
+                subresource,
+                object,
+                &old,
+                revision,
+                query.dry_run()?,
+                user,
+            )
             .await?;
         Ok(json_response(200, &updated))
     }
@@ -536,19 +643,44 @@ impl ApiServer {
             let current = match self.read(rt, ns, name).await {
                 Ok(found) => Some(found),
                 // Server-side apply creates what does not exist yet.
-                Err(e) if e.code == 404 && patch_type == crate::patch::PatchType::Apply && subresource.is_empty() => None,
+                Err(e)
+                    if e.code == 404
+                        && patch_type == crate::patch::PatchType::Apply
+                        && subresource.is_empty() =>
+                {
+                    None
+                }
                 Err(e) => return Err(e),
             };
-            let base = current.as_ref().map(|(o, _)| o.clone()).unwrap_or_else(|| json!({}));
-            let patched = crate::patch::apply_patch(patch_type, &kind, &base, body, field_manager).map_err(patch_error)?;
+            let base = current
+                .as_ref()
+                .map(|(o, _)| o.clone())
+                .unwrap_or_else(|| json!({}));
+            let patched = crate::patch::apply_patch(patch_type, &kind, &base, body, field_manager)
+                .map_err(patch_error)?;
             let Some((old, revision)) = current else {
                 let bytes = serde_json::to_vec(&patched).map_err(ApiError::internal)?;
                 let mut create_headers = HeaderMap::new();
-                create_headers.insert(header::CONTENT_TYPE, HeaderValue::from_static("application/json"));
-                return self.create(rt, ns, &create_headers, &bytes, query, user).await;
+                create_headers.insert(
+                    header::CONTENT_TYPE,
+                    HeaderValue::from_static("application/json"),
+                );
+                return self
+                    .create(rt, ns, &create_headers, &bytes, query, user)
+                    .await;
             };
             match self
-                .replace(rt, ns, name, subresource, patched, &old, revision, dry_run, user)
+                .replace(
+                    rt,
+                    ns,
+                    name,
+                    subresource,
+                    patched,
+                    &old,
+                    revision,
+                    dry_run,
+                    user,
+                )
                 .await
             {
                 Err(err) if err.code == 409 && err.reason == "Conflict" => {
@@ -583,43 +715,78 @@ impl ApiServer {
             Some(g) => Some(g),
             None => query.int("gracePeriodSeconds")?,
         };
-        let dry_run = query.dry_run()? || options.get("dryRun").and_then(Value::as_array).is_some_and(|a| a.iter().any(|v| v == "All"));
+        let dry_run = query.dry_run()?
+            || options
+                .get("dryRun")
+                .and_then(Value::as_array)
+                .is_some_and(|a| a.iter().any(|v| v == "All"));
         if std::ptr::eq(rt, &NAMESPACES) && SYSTEM_NAMESPACES[..3].contains(&name) {
-            return Err(ApiError::forbidden_message("", "namespaces", name, "this namespace may not be deleted"));
+            return Err(ApiError::forbidden_message(
+                "",
+                "namespaces",
+                name,
+                "this namespace may not be deleted",
+            ));
         }
         let (mut object, revision) = self.read(rt, ns, name).await?;
         if let Some(pre) = options.get("preconditions") {
             let uid = objects::meta_str(&object, "uid");
-            if let Some(want) = pre.get("uid").and_then(Value::as_str) {
-                if want != uid {
-                    return Err(ApiError::conflict(rt.group, rt.plural, name, &format!(
+            if let Some(want) = pre.get("uid").and_then(Value::as_str)
+                && want != uid
+            {
+                return Err(ApiError::conflict(
+                    rt.group,
+                    rt.plural,
+                    name,
+                    &format!(
                         "Precondition failed: UID in precondition: {want}, UID in object meta: {uid}"
-                    )));
-                }
+                    ),
+                ));
             }
-            if let Some(want) = pre.get("resourceVersion").and_then(Value::as_str) {
-                if want != revision.to_string() {
-                    return Err(ApiError::conflict(rt.group, rt.plural, name, &format!(
+            if let Some(want) = pre.get("resourceVersion").and_then(Value::as_str)
+                && want != revision.to_string()
+            {
+                return Err(ApiError::conflict(
+                    rt.group,
+                    rt.plural,
+                    name,
+                    &format!(
                         "Precondition failed: ResourceVersion in precondition: {want}, ResourceVersion in object meta: {revision}"
-                    )));
-                }
+                    ),
+                ));
             }
         }
-        let ctx = strategy::Context { user, now: self.now(), config: &self.config.strategy };
+        let ctx = strategy::Context {
+            user,
+            now: self.now(),
+            config: &self.config.strategy,
+        };
         strategy::on_delete(rt, &object, &ctx)?;
         // Pods bound to a node are deleted gracefully: marked, and removed
         // once the node's agent confirms (a delete with grace period 0).
         if std::ptr::eq(rt, &PODS) {
-            let bound = object.pointer("/spec/nodeName").and_then(Value::as_str).is_some_and(|n| !n.is_empty());
-            let finished = matches!(object.pointer("/status/phase").and_then(Value::as_str), Some("Succeeded" | "Failed"));
-            let default_grace = object.pointer("/spec/terminationGracePeriodSeconds").and_then(Value::as_i64).unwrap_or(30);
+            let bound = object
+                .pointer("/spec/nodeName")
+                .and_then(Value::as_str)
+                .is_some_and(|n| !n.is_empty());
+            let finished = matches!(
+                object.pointer("/status/phase").and_then(Value::as_str),
+                Some("Succeeded" | "Failed")
+            );
+            let default_grace = object
+                .pointer("/spec/terminationGracePeriodSeconds")
+                .and_then(Value::as_i64)
+                .unwrap_or(30);
             let grace = grace.unwrap_or(default_grace).max(0);
             if bound && !finished && grace > 0 {
                 let already = objects::meta_str(&object, "deletionTimestamp").to_string();
                 if let Some(meta) = objects::metadata_mut(&mut object) {
                     if already.is_empty() {
                         let deadline = self.now() + jiff::SignedDuration::from_secs(grace);
-                        meta.insert("deletionTimestamp".into(), Value::String(format_time(deadline)));
+                        meta.insert(
+                            "deletionTimestamp".into(),
+                            Value::String(format_time(deadline)),
+                        );
                     }
                     meta.insert("deletionGracePeriodSeconds".into(), json!(grace));
                 }
@@ -654,7 +821,11 @@ impl ApiServer {
     /// namespaced object of a deleted namespace goes with it.
     async fn delete_namespace_contents(&self, ns: &str) {
         for rt in RESOURCES.iter().filter(|r| r.namespaced) {
-            let Ok(page) = self.store.list(&rt.prefix(Some(ns)), ListOptions::default()).await else {
+            let Ok(page) = self
+                .store
+                .list(&rt.prefix(Some(ns)), ListOptions::default())
+                .await
+            else {
                 continue;
             };
             for kv in page.items {
@@ -663,52 +834,101 @@ impl ApiServer {
         }
     }
 
-    async fn delete_collection(&self, rt: &ResourceType, ns: &str, query: &Query, user: &User) -> ApiResult<Response> {
+    async fn delete_collection(
+        &self,
+        rt: &ResourceType,
+        ns: &str,
+        query: &Query,
+        user: &User,
+    ) -> ApiResult<Response> {
         let filter = Filter::new(rt, ns, query)?;
         let cache = self.cache(rt)?;
-        let current = self.store.current_revision().await.map_err(ApiError::internal)?;
+        let current = self
+            .store
+            .current_revision()
+            .await
+            .map_err(ApiError::internal)?;
         cache.wait_for(current).await?;
         let (items, rv) = cache.list(ns, |c| filter.matches(c)).await;
-        let ctx = strategy::Context { user, now: self.now(), config: &self.config.strategy };
+        let ctx = strategy::Context {
+            user,
+            now: self.now(),
+            config: &self.config.strategy,
+        };
         let mut deleted = Vec::new();
         for item in items {
             let object: Value = serde_json::from_str(&item.json).map_err(ApiError::internal)?;
             strategy::on_delete(rt, &object, &ctx)?;
-            match self.store.delete(&rt.key(&item.namespace, &item.name), item.rv).await {
+            match self
+                .store
+                .delete(&rt.key(&item.namespace, &item.name), item.rv)
+                .await
+            {
                 Ok(_) | Err(StoreError::NotFound { .. }) => deleted.push(object),
                 Err(e) => return Err(store_error(rt, &item.name, e)),
             }
         }
-        Ok(json_response(200, &json!({
-            "kind": rt.list_kind(), "apiVersion": rt.api_version(),
-            "metadata": {"resourceVersion": rv.to_string()}, "items": deleted,
-        })))
+        Ok(json_response(
+            200,
+            &json!({
+                "kind": rt.list_kind(), "apiVersion": rt.api_version(),
+                "metadata": {"resourceVersion": rv.to_string()}, "items": deleted,
+            }),
+        ))
     }
 
-    async fn bind(&self, ns: &str, name: &str, headers: &HeaderMap, body: &[u8]) -> ApiResult<Response> {
+    async fn bind(
+        &self,
+        ns: &str,
+        name: &str,
+        headers: &HeaderMap,
+        body: &[u8],
+    ) -> ApiResult<Response> {
         let binding = parse_body(headers, body)?;
         let node = binding
             .pointer("/target/name")
             .and_then(Value::as_str)
             .filter(|n| !n.is_empty())
             .ok_or_else(|| {
-                ApiError::invalid("", "Binding", name, &vec![berth_core::validation::FieldError::required(
-                    &berth_core::validation::Path::new("target").child("name"),
+                ApiError::invalid(
                     "",
-                )])
+                    "Binding",
+                    name,
+                    &vec![berth_core::validation::FieldError::required(
+                        &berth_core::validation::Path::new("target").child("name"),
+                        "",
+                    )],
+                )
             })?
             .to_string();
         for _ in 0..5 {
             let (mut pod, revision) = self.read(&PODS, ns, name).await?;
             if !objects::meta_str(&pod, "deletionTimestamp").is_empty() {
-                return Err(ApiError::conflict("", "pods", name, "pod is being deleted, cannot be assigned to a host"));
+                return Err(ApiError::conflict(
+                    "",
+                    "pods",
+                    name,
+                    "pod is being deleted, cannot be assigned to a host",
+                ));
             }
-            let current = pod.pointer("/spec/nodeName").and_then(Value::as_str).unwrap_or("");
+            let current = pod
+                .pointer("/spec/nodeName")
+                .and_then(Value::as_str)
+                .unwrap_or("");
             if !current.is_empty() {
-                return Err(ApiError::conflict("", "pods", name, &format!("pod {name} is already assigned to node {current:?}")));
+                return Err(ApiError::conflict(
+                    "",
+                    "pods",
+                    name,
+                    &format!("pod {name} is already assigned to node {current:?}"),
+                ));
             }
             strategy::bind_pod(&mut pod, &node, self.now());
-            match self.store.update(&PODS.key(ns, name), for_storage(&pod), revision).await {
+            match self
+                .store
+                .update(&PODS.key(ns, name), for_storage(&pod), revision)
+                .await
+            {
                 Ok(_) => return Ok(json_response(201, &success_status("", "pods", name, None))),
                 Err(StoreError::Conflict { .. }) => continue,
                 Err(e) => return Err(store_error(&PODS, name, e)),
@@ -717,17 +937,45 @@ impl ApiServer {
         Err(ApiError::modified("", "pods", name))
     }
 
-    async fn evict(&self, ns: &str, name: &str, headers: &HeaderMap, body: &[u8], user: &User) -> ApiResult<Response> {
+    async fn evict(
+        &self,
+        ns: &str,
+        name: &str,
+        headers: &HeaderMap,
+        body: &[u8],
+        user: &User,
+    ) -> ApiResult<Response> {
         let eviction = parse_body(headers, body)?;
-        let options = eviction.get("deleteOptions").cloned().unwrap_or_else(|| json!({}));
+        let options = eviction
+            .get("deleteOptions")
+            .cloned()
+            .unwrap_or_else(|| json!({}));
         let options = serde_json::to_vec(&options).map_err(ApiError::internal)?;
         let json_headers = HeaderMap::new();
         // No PodDisruptionBudgets are served, so every eviction is allowed.
-        self.delete(&PODS, ns, name, &json_headers, &options, &Query::default(), user).await?;
-        Ok(json_response(201, &json!({"kind": "Status", "apiVersion": "v1", "metadata": {}, "status": "Success", "code": 201})))
+        self.delete(
+            &PODS,
+            ns,
+            name,
+            &json_headers,
+            &options,
+            &Query::default(),
+            user,
+        )
+        .await?;
+        Ok(json_response(
+            201,
+            &json!({"kind": "Status", "apiVersion": "v1", "metadata": {}, "status": "Success", "code": 201}),
+        ))
     }
 
-    async fn list(&self, rt: &ResourceType, ns: &str, query: &Query, headers: &HeaderMap) -> ApiResult<Response> {
+    async fn list(
+        &self,
+        rt: &ResourceType,
+        ns: &str,
+        query: &Query,
+        headers: &HeaderMap,
+    ) -> ApiResult<Response> {
         let filter = Filter::new(rt, ns, query)?;
         let limit = query.int("limit")?.unwrap_or(0).max(0) as usize;
         let table = crate::table_output::wants_table(headers, query.get("includeObject"))?;
@@ -739,11 +987,17 @@ impl ApiServer {
             // "0": any cached state will do.
             Some("0") => {}
             Some(rv) => {
-                let rv: i64 = rv.parse().map_err(|_| ApiError::bad_request(format!("invalid resource version: {rv}")))?;
+                let rv: i64 = rv.parse().map_err(|_| {
+                    ApiError::bad_request(format!("invalid resource version: {rv}"))
+                })?;
                 cache.wait_for(rv).await?;
             }
             None => {
-                let current = self.store.current_revision().await.map_err(ApiError::internal)?;
+                let current = self
+                    .store
+                    .current_revision()
+                    .await
+                    .map_err(ApiError::internal)?;
                 cache.wait_for(current).await?;
             }
         }
@@ -755,12 +1009,24 @@ impl ApiServer {
         Ok(list_response(rt, &jsons, rv, None))
     }
 
-    async fn list_paged(&self, rt: &ResourceType, ns: &str, filter: &Filter, limit: usize, query: &Query, table: Option<crate::table_output::Include>) -> ApiResult<Response> {
+    async fn list_paged(
+        &self,
+        rt: &ResourceType,
+        ns: &str,
+        filter: &Filter,
+        limit: usize,
+        query: &Query,
+        table: Option<crate::table_output::Include>,
+    ) -> ApiResult<Response> {
         let continue_from = match query.get("continue") {
             Some(token) => Some(decode_continue(token)?),
             None => None,
         };
-        let options = ListOptions { limit, continue_from, revision: None };
+        let options = ListOptions {
+            limit,
+            continue_from,
+            revision: None,
+        };
         let page = self
             .store
             .list(&rt.prefix(Some(ns)), options)
@@ -773,47 +1039,91 @@ impl ApiServer {
         for kv in &page.items {
             let (object, _) = decode(rt, "", kv)?;
             let cached_fields = strategy::selectable_fields(rt, &object);
-            if filter.matches_parts(objects::meta_str(&object, "namespace"), &crate::selectors::object_labels(&object), &cached_fields) {
+            if filter.matches_parts(
+                objects::meta_str(&object, "namespace"),
+                &crate::selectors::object_labels(&object),
+                &cached_fields,
+            ) {
                 jsons.push(Arc::<str>::from(object.to_string()));
             }
         }
         let token = page.next.as_ref().map(encode_continue);
         if let Some(include) = table {
-            return crate::table_output::respond(rt, &jsons, page.revision, token.as_deref(), include, self.now());
+            return crate::table_output::respond(
+                rt,
+                &jsons,
+                page.revision,
+                token.as_deref(),
+                include,
+                self.now(),
+            );
         }
         Ok(list_response(rt, &jsons, page.revision, token.as_deref()))
     }
 
-    async fn watch(&self, rt: &'static ResourceType, ns: &str, query: &Query, headers: &HeaderMap) -> ApiResult<Response> {
+    async fn watch(
+        &self,
+        rt: &'static ResourceType,
+        ns: &str,
+        query: &Query,
+        headers: &HeaderMap,
+    ) -> ApiResult<Response> {
         let filter = Arc::new(Filter::new(rt, ns, query)?);
         let table = crate::table_output::wants_table(headers, query.get("includeObject"))?;
         let cache = self.cache(rt)?.clone();
         let send_initial = query.flag("sendInitialEvents");
-        let requested: Option<i64> = match query.get("resourceVersion") {
-            None => None,
-            Some(rv) => Some(rv.parse().map_err(|_| ApiError::bad_request(format!("invalid resource version: {rv}")))?),
-        };
+        let requested: Option<i64> =
+            match query.get("resourceVersion") {
+                None => None,
+                Some(rv) => Some(rv.parse().map_err(|_| {
+                    ApiError::bad_request(format!("invalid resource version: {rv}"))
+                })?),
+            };
         if !send_initial {
             if let Some(rv) = requested.filter(|rv| *rv > 0) {
                 cache.wait_for(rv).await?;
             }
         } else {
-            let current = self.store.current_revision().await.map_err(ApiError::internal)?;
+            let current = self
+                .store
+                .current_revision()
+                .await
+                .map_err(ApiError::internal)?;
             cache.wait_for(current).await?;
         }
         let from = if send_initial { None } else { requested };
         let (initial, receiver, start_rv) = cache.watch_from(from).await?;
         let bookmarks = query.flag("allowWatchBookmarks");
-        let timeout = query.int("timeoutSeconds")?.map(|s| Duration::from_secs(s.max(0) as u64)).unwrap_or(Duration::from_secs(1800));
-        let render = EventRenderer { rt, table, clock: self.clock.clone(), headers_sent: std::sync::atomic::AtomicBool::new(false) };
-        let stream = watch_stream(rt, filter, Arc::new(render), initial, receiver, start_rv, send_initial, bookmarks, timeout);
+        let timeout = query
+            .int("timeoutSeconds")?
+            .map(|s| Duration::from_secs(s.max(0) as u64))
+            .unwrap_or(Duration::from_secs(1800));
+        let render = EventRenderer {
+            rt,
+            table,
+            clock: self.clock.clone(),
+            headers_sent: std::sync::atomic::AtomicBool::new(false),
+        };
+        let stream = watch_stream(
+            rt,
+            filter,
+            Arc::new(render),
+            initial,
+            receiver,
+            start_rv,
+            send_initial,
+            bookmarks,
+            timeout,
+        );
         let mut response = Response::new(Body::from_stream(stream));
-        response
-            .headers_mut()
-            .insert(header::CONTENT_TYPE, HeaderValue::from_static("application/json"));
-        response
-            .headers_mut()
-            .insert(header::TRANSFER_ENCODING, HeaderValue::from_static("chunked"));
+        response.headers_mut().insert(
+            header::CONTENT_TYPE,
+            HeaderValue::from_static("application/json"),
+        );
+        response.headers_mut().insert(
+            header::TRANSFER_ENCODING,
+            HeaderValue::from_static("chunked"),
+        );
         Ok(response)
     }
 }
@@ -826,7 +1136,9 @@ fn patch_error(e: crate::patch::PatchError) -> ApiError {
     };
     let mut err = ApiError::new(e.http_status(), reason, e.to_string());
     if let crate::patch::PatchError::Unprocessable { detail } = &e {
-        err = err.with_details(json!({"causes": [{"reason": "UnexpectedServerResponse", "message": detail}]}));
+        err = err.with_details(
+            json!({"causes": [{"reason": "UnexpectedServerResponse", "message": detail}]}),
+        );
     }
     err
 }
@@ -834,15 +1146,17 @@ fn patch_error(e: crate::patch::PatchError) -> ApiError {
 fn plain(code: u16, text: &'static str) -> Response {
     let mut response = Response::new(Body::from(text));
     *response.status_mut() = StatusCode::from_u16(code).unwrap_or(StatusCode::OK);
-    response
-        .headers_mut()
-        .insert(header::CONTENT_TYPE, HeaderValue::from_static("text/plain; charset=utf-8"));
+    response.headers_mut().insert(
+        header::CONTENT_TYPE,
+        HeaderValue::from_static("text/plain; charset=utf-8"),
+    );
     response
 }
 
 fn decode(rt: &ResourceType, name: &str, kv: &KeyValue) -> ApiResult<(Value, i64)> {
-    let mut object: Value = serde_json::from_slice(&kv.value)
-        .map_err(|e| ApiError::internal(format!("stored {} {name:?} is unreadable: {e}", rt.plural)))?;
+    let mut object: Value = serde_json::from_slice(&kv.value).map_err(|e| {
+        ApiError::internal(format!("stored {} {name:?} is unreadable: {e}", rt.plural))
+    })?;
     set_resource_version(&mut object, kv.mod_revision);
     Ok((object, kv.mod_revision))
 }
@@ -856,7 +1170,10 @@ fn list_response(rt: &ResourceType, items: &[Arc<str>], rv: i64, next: Option<&s
         rt.api_version()
     ));
     if let Some(token) = next {
-        out.push_str(&format!(",\"continue\":{}", Value::String(token.to_string())));
+        out.push_str(&format!(
+            ",\"continue\":{}",
+            Value::String(token.to_string())
+        ));
     }
     out.push_str("},\"items\":[");
     for (i, item) in items.iter().enumerate() {
@@ -883,8 +1200,15 @@ fn decode_continue(token: &str) -> ApiResult<berth_store::Continue> {
         .map_err(|_| invalid())?;
     let value: Value = serde_json::from_slice(&bytes).map_err(|_| invalid())?;
     Ok(berth_store::Continue {
-        revision: value.get("rv").and_then(Value::as_i64).ok_or_else(invalid)?,
-        start_key: value.get("start").and_then(Value::as_str).ok_or_else(invalid)?.to_string(),
+        revision: value
+            .get("rv")
+            .and_then(Value::as_i64)
+            .ok_or_else(invalid)?,
+        start_key: value
+            .get("start")
+            .and_then(Value::as_str)
+            .ok_or_else(invalid)?
+            .to_string(),
     })
 }
 
@@ -898,21 +1222,33 @@ pub struct Filter {
 impl Filter {
     fn new(rt: &ResourceType, ns: &str, query: &Query) -> ApiResult<Filter> {
         let labels = match query.get("labelSelector") {
-            Some(s) => Some(crate::selectors::LabelSelector::parse(s).map_err(|e| ApiError::bad_request(e.to_string()))?),
+            Some(s) => Some(
+                crate::selectors::LabelSelector::parse(s)
+                    .map_err(|e| ApiError::bad_request(e.to_string()))?,
+            ),
             None => None,
         };
         let fields = match query.get("fieldSelector") {
             Some(s) => Some(strategy::field_selector(rt, s)?),
             None => None,
         };
-        Ok(Filter { namespace: ns.to_string(), labels, fields })
+        Ok(Filter {
+            namespace: ns.to_string(),
+            labels,
+            fields,
+        })
     }
 
     fn matches(&self, object: &Cached) -> bool {
         self.matches_parts(&object.namespace, &object.labels, &object.fields)
     }
 
-    fn matches_parts(&self, namespace: &str, labels: &BTreeMap<String, String>, fields: &BTreeMap<String, String>) -> bool {
+    fn matches_parts(
+        &self,
+        namespace: &str,
+        labels: &BTreeMap<String, String>,
+        fields: &BTreeMap<String, String>,
+    ) -> bool {
         (self.namespace.is_empty() || self.namespace == namespace)
             && self.labels.as_ref().is_none_or(|s| s.matches(labels))
             && self.fields.as_ref().is_none_or(|s| s.matches(fields))
@@ -936,7 +1272,9 @@ impl EventRenderer {
         let Ok(value) = serde_json::from_str::<Value>(object) else {
             return event_line(kind, object);
         };
-        let no_headers = self.headers_sent.swap(true, std::sync::atomic::Ordering::Relaxed);
+        let no_headers = self
+            .headers_sent
+            .swap(true, std::sync::atomic::Ordering::Relaxed);
         let options = crate::table::TableOptions {
             version: include.version,
             include_object: include.include_object,
@@ -946,7 +1284,8 @@ impl EventRenderer {
                 ..crate::table::ListMeta::default()
             },
         };
-        let table = crate::table::to_table_with_options(self.rt.kind, &[value], &options, self.clock.now());
+        let table =
+            crate::table::to_table_with_options(self.rt.kind, &[value], &options, self.clock.now());
         event_line(kind, &table.to_string())
     }
 }
@@ -977,7 +1316,11 @@ fn filtered(filter: &Filter, change: &Change) -> Option<(&'static str, Arc<str>)
         (_, true, false) => "DELETED",
         (_, false, false) => return None,
     };
-    let kind = if change.kind == ChangeType::Added && now { "ADDED" } else { kind };
+    let kind = if change.kind == ChangeType::Added && now {
+        "ADDED"
+    } else {
+        kind
+    };
     Some((kind, change.object.json.clone()))
 }
 
@@ -1024,7 +1367,10 @@ fn watch_stream(
                         Err(_) if tokio::time::Instant::now() >= deadline => return None,
                         Err(_) => {
                             if bookmarks {
-                                return Some((Ok(bookmark_line(rt, last_rv, false)), (rx, last_rv, deadline, false)));
+                                return Some((
+                                    Ok(bookmark_line(rt, last_rv, false)),
+                                    (rx, last_rv, deadline, false),
+                                ));
                             }
                         }
                         Ok(Ok(change)) => {
@@ -1033,14 +1379,20 @@ fn watch_stream(
                             }
                             last_rv = change.object.rv;
                             if let Some((kind, json)) = filtered(&filter, &change) {
-                                return Some((Ok(render.line(kind, &json)), (rx, last_rv, deadline, false)));
+                                return Some((
+                                    Ok(render.line(kind, &json)),
+                                    (rx, last_rv, deadline, false),
+                                ));
                             }
                         }
                         Ok(Err(tokio::sync::broadcast::error::RecvError::Lagged(_))) => {
                             // Too far behind to deliver every change: end the
                             // watch with 410 so the client re-lists.
                             let status = ApiError::expired(last_rv, last_rv).to_status();
-                            return Some((Ok(event_line("ERROR", &status.to_string())), (rx, last_rv, deadline, true)));
+                            return Some((
+                                Ok(event_line("ERROR", &status.to_string())),
+                                (rx, last_rv, deadline, true),
+                            ));
                         }
                         Ok(Err(tokio::sync::broadcast::error::RecvError::Closed)) => return None,
                     }

@@ -76,29 +76,49 @@ impl Authenticator {
     /// The user behind an `Authorization` header value.
     pub fn authenticate(&self, authorization: Option<&str>) -> Result<User, ApiError> {
         let token = authorization
-            .and_then(|h| h.strip_prefix("Bearer ").or_else(|| h.strip_prefix("bearer ")))
+            .and_then(|h| {
+                h.strip_prefix("Bearer ")
+                    .or_else(|| h.strip_prefix("bearer "))
+            })
             .map(str::trim)
             .filter(|t| !t.is_empty())
             .ok_or_else(ApiError::unauthorized)?;
-        let tokens = self.tokens.read().map_err(|_| ApiError::internal("token table poisoned"))?;
-        tokens.get(token).cloned().ok_or_else(ApiError::unauthorized)
+        let tokens = self
+            .tokens
+            .read()
+            .map_err(|_| ApiError::internal("token table poisoned"))?;
+        tokens
+            .get(token)
+            .cloned()
+            .ok_or_else(ApiError::unauthorized)
     }
 }
 
 fn allowed_for_node(node: &str, info: &RequestInfo) -> bool {
     let verb = info.verb.as_str();
     let read = matches!(verb, "get" | "list" | "watch");
-    match (info.api_group.as_str(), info.resource.as_str(), info.subresource.as_str()) {
-        ("", "nodes", "") => read || (matches!(verb, "create" | "update" | "patch") && (info.name == node || (verb == "create" && info.name.is_empty()))),
+    match (
+        info.api_group.as_str(),
+        info.resource.as_str(),
+        info.subresource.as_str(),
+    ) {
+        ("", "nodes", "") => {
+            read || (matches!(verb, "create" | "update" | "patch")
+                && (info.name == node || (verb == "create" && info.name.is_empty())))
+        }
         ("", "nodes", "status") => matches!(verb, "get" | "update" | "patch") && info.name == node,
         ("", "pods", "") => read || verb == "delete",
         ("", "pods", "status") => matches!(verb, "get" | "update" | "patch"),
         ("", "pods", "log") => read,
         ("", "namespaces", "") => read,
-        ("", "events", "") | ("events.k8s.io", "events", "") => matches!(verb, "create" | "update" | "patch") || read,
+        ("", "events", "") | ("events.k8s.io", "events", "") => {
+            matches!(verb, "create" | "update" | "patch") || read
+        }
         ("coordination.k8s.io", "leases", "") => {
             info.namespace == "kube-node-lease"
-                && (read || (matches!(verb, "create" | "update" | "patch") && (info.name == node || (verb == "create" && info.name.is_empty()))))
+                && (read
+                    || (matches!(verb, "create" | "update" | "patch")
+                        && (info.name == node || (verb == "create" && info.name.is_empty()))))
         }
         _ => false,
     }
@@ -109,10 +129,10 @@ pub fn authorize(user: &User, info: &RequestInfo) -> Result<(), ApiError> {
     if user.in_group(GROUP_MASTERS) {
         return Ok(());
     }
-    if let Some(node) = user.node_name() {
-        if allowed_for_node(node, info) {
-            return Ok(());
-        }
+    if let Some(node) = user.node_name()
+        && allowed_for_node(node, info)
+    {
+        return Ok(());
     }
     Err(ApiError::forbidden(
         &user.name,
@@ -143,7 +163,11 @@ mod tests {
         ];
         for (header, want) in cases {
             let got = auth.authenticate(*header);
-            assert_eq!(got.as_ref().ok().map(|u| u.name.as_str()), *want, "{header:?}");
+            assert_eq!(
+                got.as_ref().ok().map(|u| u.name.as_str()),
+                *want,
+                "{header:?}"
+            );
             if want.is_none() {
                 assert_eq!(got.err().map(|e| e.code), Some(401));
             }
@@ -162,9 +186,21 @@ mod tests {
             ("PATCH", "/api/v1/nodes/n2", false),
             ("PUT", "/api/v1/nodes/n2/status", false),
             ("DELETE", "/api/v1/nodes/n1", false),
-            ("PUT", "/apis/coordination.k8s.io/v1/namespaces/kube-node-lease/leases/n1", true),
-            ("PUT", "/apis/coordination.k8s.io/v1/namespaces/kube-node-lease/leases/n2", false),
-            ("PUT", "/apis/coordination.k8s.io/v1/namespaces/kube-system/leases/n1", false),
+            (
+                "PUT",
+                "/apis/coordination.k8s.io/v1/namespaces/kube-node-lease/leases/n1",
+                true,
+            ),
+            (
+                "PUT",
+                "/apis/coordination.k8s.io/v1/namespaces/kube-node-lease/leases/n2",
+                false,
+            ),
+            (
+                "PUT",
+                "/apis/coordination.k8s.io/v1/namespaces/kube-system/leases/n1",
+                false,
+            ),
             ("GET", "/api/v1/pods", true),
             ("PATCH", "/api/v1/namespaces/default/pods/web/status", true),
             ("POST", "/api/v1/namespaces/default/pods", false),
@@ -182,7 +218,10 @@ mod tests {
             Some("nodes \"n2\" is forbidden: User \"system:node:n1\" cannot patch resource \"nodes\" in API group \"\" at the cluster scope".into())
         );
         assert!(authorize(&User::admin(), &parse("DELETE", "/api/v1/nodes/n2", "")).is_ok());
-        let stranger = User { name: "bob".into(), groups: vec![GROUP_AUTHENTICATED.into()] };
+        let stranger = User {
+            name: "bob".into(),
+            groups: vec![GROUP_AUTHENTICATED.into()],
+        };
         assert!(authorize(&stranger, &parse("GET", "/api/v1/pods", "")).is_err());
     }
 }

@@ -11,13 +11,18 @@ use std::net::{IpAddr, SocketAddr};
 use std::path::{Path, PathBuf};
 
 use base64::Engine;
-use rcgen::{BasicConstraints, CertificateParams, DnType, IsCa, Issuer, KeyPair, KeyUsagePurpose, SanType};
+use rcgen::{
+    BasicConstraints, CertificateParams, DnType, IsCa, Issuer, KeyPair, KeyUsagePurpose, SanType,
+};
 
 /// Failures making or reading the data dir's credentials.
 #[derive(Debug, thiserror::Error)]
 pub enum BootstrapError {
     #[error("{}: {source}", path.display())]
-    Io { path: PathBuf, source: std::io::Error },
+    Io {
+        path: PathBuf,
+        source: std::io::Error,
+    },
     #[error("making certificates: {0}")]
     Certificate(#[from] rcgen::Error),
     #[error("{}: {problem}", path.display())]
@@ -25,7 +30,10 @@ pub enum BootstrapError {
 }
 
 fn io(path: &Path) -> impl FnOnce(std::io::Error) -> BootstrapError + '_ {
-    move |source| BootstrapError::Io { path: path.to_path_buf(), source }
+    move |source| BootstrapError::Io {
+        path: path.to_path_buf(),
+        source,
+    }
 }
 
 /// The credentials of a server.
@@ -64,27 +72,43 @@ fn random_token() -> Result<String, BootstrapError> {
 fn read_or_make_token(path: &Path) -> Result<String, BootstrapError> {
     match fs::read_to_string(path) {
         Ok(token) if !token.trim().is_empty() => Ok(token.trim().to_string()),
-        Ok(_) => Err(BootstrapError::Invalid { path: path.to_path_buf(), problem: "empty token file".into() }),
+        Ok(_) => Err(BootstrapError::Invalid {
+            path: path.to_path_buf(),
+            problem: "empty token file".into(),
+        }),
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
             let token = random_token()?;
             write_secret(path, format!("{token}\n").as_bytes())?;
             Ok(token)
         }
-        Err(e) => Err(BootstrapError::Io { path: path.to_path_buf(), source: e }),
+        Err(e) => Err(BootstrapError::Io {
+            path: path.to_path_buf(),
+            source: e,
+        }),
     }
 }
 
 fn ca_params() -> Result<CertificateParams, BootstrapError> {
     let mut params = CertificateParams::new(Vec::<String>::new())?;
     params.is_ca = IsCa::Ca(BasicConstraints::Unconstrained);
-    params.distinguished_name.push(DnType::CommonName, "berth-ca");
-    params.key_usages = vec![KeyUsagePurpose::KeyCertSign, KeyUsagePurpose::CrlSign, KeyUsagePurpose::DigitalSignature];
+    params
+        .distinguished_name
+        .push(DnType::CommonName, "berth-ca");
+    params.key_usages = vec![
+        KeyUsagePurpose::KeyCertSign,
+        KeyUsagePurpose::CrlSign,
+        KeyUsagePurpose::DigitalSignature,
+    ];
     Ok(params)
 }
 
 /// Makes (first start) or reads (later starts) the credentials in
 /// `data_dir`, and writes the kubeconfig for `server_url`.
-pub fn ensure(data_dir: &Path, listen: SocketAddr, server_url: &str) -> Result<Credentials, BootstrapError> {
+pub fn ensure(
+    data_dir: &Path,
+    listen: SocketAddr,
+    server_url: &str,
+) -> Result<Credentials, BootstrapError> {
     fs::create_dir_all(data_dir).map_err(io(data_dir))?;
     let ca_cert = data_dir.join("ca.crt");
     let ca_key = data_dir.join("ca.key");
@@ -114,12 +138,23 @@ pub fn ensure(data_dir: &Path, listen: SocketAddr, server_url: &str) -> Result<C
             }
         }
         let mut params = CertificateParams::new(names)?;
-        params.distinguished_name.push(DnType::CommonName, "berth-apiserver");
-        let mut ips: Vec<IpAddr> = vec!["127.0.0.1".parse().map_err(|_| rcgen::Error::CouldNotParseCertificate)?, "::1".parse().map_err(|_| rcgen::Error::CouldNotParseCertificate)?];
+        params
+            .distinguished_name
+            .push(DnType::CommonName, "berth-apiserver");
+        let mut ips: Vec<IpAddr> = vec![
+            "127.0.0.1"
+                .parse()
+                .map_err(|_| rcgen::Error::CouldNotParseCertificate)?,
+            "::1"
+                .parse()
+                .map_err(|_| rcgen::Error::CouldNotParseCertificate)?,
+        ];
         if !listen.ip().is_unspecified() && !ips.contains(&listen.ip()) {
             ips.push(listen.ip());
         }
-        params.subject_alt_names.extend(ips.into_iter().map(SanType::IpAddress));
+        params
+            .subject_alt_names
+            .extend(ips.into_iter().map(SanType::IpAddress));
         let key = KeyPair::generate()?;
         let cert = params.signed_by(&key, &issuer)?;
         write_secret(&server_key, key.serialize_pem().as_bytes())?;
@@ -129,8 +164,18 @@ pub fn ensure(data_dir: &Path, listen: SocketAddr, server_url: &str) -> Result<C
     let join_token = read_or_make_token(&data_dir.join("join-token"))?;
     let kubeconfig = data_dir.join("kubeconfig.yaml");
     let ca_pem = fs::read(&ca_cert).map_err(io(&ca_cert))?;
-    write_secret(&kubeconfig, render_kubeconfig(server_url, &ca_pem, "admin", &admin_token).as_bytes())?;
-    Ok(Credentials { ca_cert, server_cert, server_key, admin_token, join_token, kubeconfig })
+    write_secret(
+        &kubeconfig,
+        render_kubeconfig(server_url, &ca_pem, "admin", &admin_token).as_bytes(),
+    )?;
+    Ok(Credentials {
+        ca_cert,
+        server_cert,
+        server_key,
+        admin_token,
+        join_token,
+        kubeconfig,
+    })
 }
 
 /// A kubeconfig with one cluster, one user (a bearer token) and one
@@ -147,7 +192,8 @@ mod tests {
     use super::*;
 
     fn temp_dir(name: &str) -> PathBuf {
-        let dir = std::env::temp_dir().join(format!("berth-bootstrap-{name}-{}", std::process::id()));
+        let dir =
+            std::env::temp_dir().join(format!("berth-bootstrap-{name}-{}", std::process::id()));
         let _ = fs::remove_dir_all(&dir);
         dir
     }
@@ -171,7 +217,10 @@ mod tests {
         #[cfg(unix)]
         {
             use std::os::unix::fs::PermissionsExt;
-            let mode = fs::metadata(dir.join("ca.key")).expect("key").permissions().mode();
+            let mode = fs::metadata(dir.join("ca.key"))
+                .expect("key")
+                .permissions()
+                .mode();
             assert_eq!(mode & 0o777, 0o600);
         }
         let _ = fs::remove_dir_all(&dir);
@@ -182,8 +231,16 @@ mod tests {
         let dir = temp_dir("empty");
         fs::create_dir_all(&dir).expect("dir");
         fs::write(dir.join("admin-token"), "").expect("write");
-        let err = ensure(&dir, "127.0.0.1:6443".parse().expect("addr"), "https://127.0.0.1:6443").err();
-        assert!(err.map(|e| e.to_string()).is_some_and(|m| m.contains("admin-token") && m.contains("empty token file")));
+        let err = ensure(
+            &dir,
+            "127.0.0.1:6443".parse().expect("addr"),
+            "https://127.0.0.1:6443",
+        )
+        .err();
+        assert!(
+            err.map(|e| e.to_string())
+                .is_some_and(|m| m.contains("admin-token") && m.contains("empty token file"))
+        );
         let _ = fs::remove_dir_all(&dir);
     }
 }

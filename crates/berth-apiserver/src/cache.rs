@@ -93,7 +93,11 @@ const BROADCAST_CAPACITY: usize = 1 << 16;
 
 impl ResourceCache {
     /// An empty cache; [`ResourceCache::run`] fills it and keeps it current.
-    pub fn new(resource: &'static ResourceType, history_limit: usize, fields: FieldsFn) -> Arc<Self> {
+    pub fn new(
+        resource: &'static ResourceType,
+        history_limit: usize,
+        fields: FieldsFn,
+    ) -> Arc<Self> {
         let (events, _) = broadcast::channel(BROADCAST_CAPACITY);
         let (rv, _) = watch::channel(0);
         Arc::new(ResourceCache {
@@ -121,7 +125,11 @@ impl ResourceCache {
             .and_then(Value::as_str)
             .unwrap_or("")
             .to_string();
-        let name = meta.get("name").and_then(Value::as_str).unwrap_or("").to_string();
+        let name = meta
+            .get("name")
+            .and_then(Value::as_str)
+            .unwrap_or("")
+            .to_string();
         let labels = meta
             .get("labels")
             .and_then(Value::as_object)
@@ -201,12 +209,23 @@ impl ResourceCache {
         let change = match event.kind {
             EventKind::Created | EventKind::Updated => {
                 let Some(object) = self.decode(&event.kv.value, revision).map(Arc::new) else {
-                    tracing::warn!(key = event.kv.key, "unreadable object in the store; skipped");
+                    tracing::warn!(
+                        key = event.kv.key,
+                        "unreadable object in the store; skipped"
+                    );
                     return;
                 };
                 state.objects.insert(event.kv.key.clone(), object.clone());
-                let kind = if previous.is_some() { ChangeType::Modified } else { ChangeType::Added };
-                Change { kind, object, previous }
+                let kind = if previous.is_some() {
+                    ChangeType::Modified
+                } else {
+                    ChangeType::Added
+                };
+                Change {
+                    kind,
+                    object,
+                    previous,
+                }
             }
             EventKind::Deleted => {
                 state.objects.remove(&event.kv.key);
@@ -216,7 +235,11 @@ impl ResourceCache {
                     .prev_kv
                     .as_ref()
                     .and_then(|kv| self.decode(&kv.value, revision))
-                    .or_else(|| previous.as_ref().and_then(|p| self.decode(p.json.as_bytes(), revision)));
+                    .or_else(|| {
+                        previous
+                            .as_ref()
+                            .and_then(|p| self.decode(p.json.as_bytes(), revision))
+                    });
                 let Some(object) = last.map(Arc::new) else {
                     state.rv = revision;
                     return;
@@ -244,10 +267,11 @@ impl ResourceCache {
     /// Waits until the cache reflects `revision` (a consistent read).
     pub async fn wait_for(&self, revision: i64) -> Result<(), ApiError> {
         let mut rx = self.rv.subscribe();
-        let waited = tokio::time::timeout(Duration::from_secs(5), rx.wait_for(|rv| *rv >= revision))
-            .await
-            .map(|r| r.is_ok())
-            .unwrap_or(false);
+        let waited =
+            tokio::time::timeout(Duration::from_secs(5), rx.wait_for(|rv| *rv >= revision))
+                .await
+                .map(|r| r.is_ok())
+                .unwrap_or(false);
         if waited {
             return Ok(());
         }
@@ -259,7 +283,11 @@ impl ResourceCache {
 
     /// A snapshot of the objects under `namespace` (all when empty) that
     /// `keep` accepts, and the revision it was taken at.
-    pub async fn list(&self, namespace: &str, keep: impl Fn(&Cached) -> bool) -> (Vec<Arc<Cached>>, i64) {
+    pub async fn list(
+        &self,
+        namespace: &str,
+        keep: impl Fn(&Cached) -> bool,
+    ) -> (Vec<Arc<Cached>>, i64) {
         let state = self.state.read().await;
         let prefix = self.resource.prefix(Some(namespace));
         let items = state
@@ -282,7 +310,10 @@ impl ResourceCache {
     /// a receiver for the rest. `rv` of 0 means "from now, with the current
     /// objects as ADDED events", as upstream does for `resourceVersion=0`
     /// or unset.
-    pub async fn watch_from(&self, rv: Option<i64>) -> Result<(Vec<Change>, broadcast::Receiver<Change>, i64), ApiError> {
+    pub async fn watch_from(
+        &self,
+        rv: Option<i64>,
+    ) -> Result<(Vec<Change>, broadcast::Receiver<Change>, i64), ApiError> {
         let state = self.state.read().await;
         let receiver = self.events.subscribe();
         match rv {

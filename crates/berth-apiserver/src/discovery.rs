@@ -17,7 +17,8 @@ use crate::resources::{RESOURCES, ResourceType, groups};
 use crate::status::ApiError;
 
 const AGGREGATED_V2: &str = "application/json;g=apidiscovery.k8s.io;v=v2;as=APIGroupDiscoveryList";
-const AGGREGATED_V2BETA1: &str = "application/json;g=apidiscovery.k8s.io;v=v2beta1;as=APIGroupDiscoveryList";
+const AGGREGATED_V2BETA1: &str =
+    "application/json;g=apidiscovery.k8s.io;v=v2beta1;as=APIGroupDiscoveryList";
 
 /// Groups advertised without resources of their own.
 const EXTRA_GROUPS: &[(&str, &str)] = &[("policy", "v1")];
@@ -32,7 +33,10 @@ fn respond(content_type: &'static str, body: &Value) -> Response {
 
 /// Which aggregated discovery version the client accepts, if any.
 fn aggregated(headers: &HeaderMap) -> Option<&'static str> {
-    let accept = headers.get(header::ACCEPT).and_then(|v| v.to_str().ok()).unwrap_or("");
+    let accept = headers
+        .get(header::ACCEPT)
+        .and_then(|v| v.to_str().ok())
+        .unwrap_or("");
     for media in accept.split(',') {
         let params: Vec<&str> = media.split(';').map(str::trim).collect();
         let has = |p: &str| params.contains(&p);
@@ -49,12 +53,19 @@ fn aggregated(headers: &HeaderMap) -> Option<&'static str> {
 }
 
 fn scope(rt: &ResourceType) -> &'static str {
-    if rt.namespaced { "Namespaced" } else { "Cluster" }
+    if rt.namespaced {
+        "Namespaced"
+    } else {
+        "Cluster"
+    }
 }
 
 fn legacy_resources(group: &str, version: &str) -> Vec<Value> {
     let mut out = Vec::new();
-    for rt in RESOURCES.iter().filter(|r| r.group == group && r.version == version) {
+    for rt in RESOURCES
+        .iter()
+        .filter(|r| r.group == group && r.version == version)
+    {
         let mut resource = json!({
             "name": rt.plural, "singularName": rt.singular, "namespaced": rt.namespaced,
             "kind": rt.kind, "verbs": rt.verbs,
@@ -130,47 +141,64 @@ pub fn serve(path: &str, headers: &HeaderMap, _user: &User) -> Result<Response, 
     let aggregated = aggregated(headers);
     match path.trim_end_matches('/') {
         "/api" => Ok(match aggregated {
-            Some(ct) => respond(ct, &json!({
-                "kind": "APIGroupDiscoveryList", "apiVersion": ct_api_version(ct), "metadata": {},
-                "items": [{"metadata": {"creationTimestamp": null}, "versions": [
-                    {"version": "v1", "resources": aggregated_resources("", "v1"), "freshness": "Current"}
-                ]}],
-            })),
-            None => respond("application/json", &json!({
-                "kind": "APIVersions", "versions": ["v1"],
-                "serverAddressByClientCIDRs": [{"clientCIDR": "0.0.0.0/0", "serverAddress": ""}],
-            })),
+            Some(ct) => respond(
+                ct,
+                &json!({
+                    "kind": "APIGroupDiscoveryList", "apiVersion": ct_api_version(ct), "metadata": {},
+                    "items": [{"metadata": {"creationTimestamp": null}, "versions": [
+                        {"version": "v1", "resources": aggregated_resources("", "v1"), "freshness": "Current"}
+                    ]}],
+                }),
+            ),
+            None => respond(
+                "application/json",
+                &json!({
+                    "kind": "APIVersions", "versions": ["v1"],
+                    "serverAddressByClientCIDRs": [{"clientCIDR": "0.0.0.0/0", "serverAddress": ""}],
+                }),
+            ),
         }),
         "/apis" => Ok(match aggregated {
-            Some(ct) => respond(ct, &json!({
-                "kind": "APIGroupDiscoveryList", "apiVersion": ct_api_version(ct), "metadata": {},
-                "items": all_groups().iter().map(|(g, v)| json!({
-                    "metadata": {"name": g, "creationTimestamp": null},
-                    "versions": [{"version": v, "resources": aggregated_resources(g, v), "freshness": "Current"}],
-                })).collect::<Vec<_>>(),
-            })),
-            None => respond("application/json", &json!({
-                "kind": "APIGroupList", "apiVersion": "v1",
-                "groups": all_groups().iter().map(|(g, v)| {
-                    let gv = json!({"groupVersion": format!("{g}/{v}"), "version": v});
-                    json!({"name": g, "versions": [gv.clone()], "preferredVersion": gv})
-                }).collect::<Vec<_>>(),
-            })),
+            Some(ct) => respond(
+                ct,
+                &json!({
+                    "kind": "APIGroupDiscoveryList", "apiVersion": ct_api_version(ct), "metadata": {},
+                    "items": all_groups().iter().map(|(g, v)| json!({
+                        "metadata": {"name": g, "creationTimestamp": null},
+                        "versions": [{"version": v, "resources": aggregated_resources(g, v), "freshness": "Current"}],
+                    })).collect::<Vec<_>>(),
+                }),
+            ),
+            None => respond(
+                "application/json",
+                &json!({
+                    "kind": "APIGroupList", "apiVersion": "v1",
+                    "groups": all_groups().iter().map(|(g, v)| {
+                        let gv = json!({"groupVersion": format!("{g}/{v}"), "version": v});
+                        json!({"name": g, "versions": [gv.clone()], "preferredVersion": gv})
+                    }).collect::<Vec<_>>(),
+                }),
+            ),
         }),
-        "/api/v1" => Ok(respond("application/json", &json!({
-            "kind": "APIResourceList", "groupVersion": "v1", "resources": legacy_resources("", "v1"),
-        }))),
+        "/api/v1" => Ok(respond(
+            "application/json",
+            &json!({
+                "kind": "APIResourceList", "groupVersion": "v1", "resources": legacy_resources("", "v1"),
+            }),
+        )),
         other => {
-            if let Some(rest) = other.strip_prefix("/apis/") {
-                if let Some((group, version)) = rest.split_once('/') {
-                    if all_groups().contains(&(group, version)) {
-                        return Ok(respond("application/json", &json!({
-                            "kind": "APIResourceList", "apiVersion": "v1",
-                            "groupVersion": format!("{group}/{version}"),
-                            "resources": legacy_resources(group, version),
-                        })));
-                    }
-                }
+            if let Some(rest) = other.strip_prefix("/apis/")
+                && let Some((group, version)) = rest.split_once('/')
+                && all_groups().contains(&(group, version))
+            {
+                return Ok(respond(
+                    "application/json",
+                    &json!({
+                        "kind": "APIResourceList", "apiVersion": "v1",
+                        "groupVersion": format!("{group}/{version}"),
+                        "resources": legacy_resources(group, version),
+                    }),
+                ));
             }
             if other.starts_with("/openapi/") {
                 return crate::openapi::serve(other, headers);
@@ -199,7 +227,9 @@ mod tests {
             .and_then(|v| v.to_str().ok())
             .unwrap_or("")
             .to_string();
-        let bytes = futures::executor::block_on(axum::body::to_bytes(response.into_body(), usize::MAX)).unwrap_or_default();
+        let bytes =
+            futures::executor::block_on(axum::body::to_bytes(response.into_body(), usize::MAX))
+                .unwrap_or_default();
         (ct, serde_json::from_slice(&bytes).unwrap_or(Value::Null))
     }
 
@@ -207,11 +237,27 @@ mod tests {
     fn legacy_core_discovery_lists_resources_and_subresources() {
         let (ct, doc) = body(serve("/api/v1", &HeaderMap::new(), &User::admin()).expect("served"));
         assert_eq!(ct, "application/json");
-        let names: Vec<&str> = doc["resources"].as_array().map(|r| r.iter().filter_map(|x| x["name"].as_str()).collect()).unwrap_or_default();
-        for want in ["pods", "pods/status", "pods/binding", "pods/eviction", "nodes", "nodes/status", "namespaces", "events"] {
+        let names: Vec<&str> = doc["resources"]
+            .as_array()
+            .map(|r| r.iter().filter_map(|x| x["name"].as_str()).collect())
+            .unwrap_or_default();
+        for want in [
+            "pods",
+            "pods/status",
+            "pods/binding",
+            "pods/eviction",
+            "nodes",
+            "nodes/status",
+            "namespaces",
+            "events",
+        ] {
             assert!(names.contains(&want), "{want} in {names:?}");
         }
-        let eviction = doc["resources"].as_array().and_then(|r| r.iter().find(|x| x["name"] == "pods/eviction")).cloned().unwrap_or_default();
+        let eviction = doc["resources"]
+            .as_array()
+            .and_then(|r| r.iter().find(|x| x["name"] == "pods/eviction"))
+            .cloned()
+            .unwrap_or_default();
         assert_eq!(eviction["group"], "policy");
         assert_eq!(eviction["kind"], "Eviction");
     }
@@ -223,10 +269,21 @@ mod tests {
         let (ct, doc) = body(serve("/apis", &headers, &User::admin()).expect("served"));
         assert_eq!(ct, AGGREGATED_V2);
         assert_eq!(doc["kind"], "APIGroupDiscoveryList");
-        let groups: Vec<&str> = doc["items"].as_array().map(|i| i.iter().filter_map(|g| g["metadata"]["name"].as_str()).collect()).unwrap_or_default();
+        let groups: Vec<&str> = doc["items"]
+            .as_array()
+            .map(|i| {
+                i.iter()
+                    .filter_map(|g| g["metadata"]["name"].as_str())
+                    .collect()
+            })
+            .unwrap_or_default();
         assert_eq!(groups, ["coordination.k8s.io", "policy"]);
         let (_, core) = body(serve("/api", &headers, &User::admin()).expect("served"));
-        let pods = core["items"][0]["versions"][0]["resources"].as_array().and_then(|r| r.iter().find(|x| x["resource"] == "pods")).cloned().unwrap_or_default();
+        let pods = core["items"][0]["versions"][0]["resources"]
+            .as_array()
+            .and_then(|r| r.iter().find(|x| x["resource"] == "pods"))
+            .cloned()
+            .unwrap_or_default();
         assert_eq!(pods["scope"], "Namespaced");
         assert_eq!(pods["shortNames"], json!(["po"]));
     }

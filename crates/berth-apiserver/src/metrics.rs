@@ -45,7 +45,8 @@ struct Metrics {
 
 /// Upstream's buckets for `apiserver_request_duration_seconds`.
 const BUCKETS: &[f64] = &[
-    0.005, 0.025, 0.05, 0.1, 0.2, 0.4, 0.6, 0.8, 1.0, 1.25, 1.5, 2.0, 3.0, 4.0, 5.0, 6.0, 8.0, 10.0, 15.0, 20.0, 30.0, 45.0, 60.0,
+    0.005, 0.025, 0.05, 0.1, 0.2, 0.4, 0.6, 0.8, 1.0, 1.25, 1.5, 2.0, 3.0, 4.0, 5.0, 6.0, 8.0,
+    10.0, 15.0, 20.0, 30.0, 45.0, 60.0,
 ];
 
 fn new_histogram() -> Histogram {
@@ -108,7 +109,9 @@ pub fn observe(info: &RequestInfo, code: u16, elapsed: Duration) {
         scope: scope(info).into(),
         component: "apiserver".into(),
     };
-    m.durations.get_or_create(&labels).observe(elapsed.as_secs_f64());
+    m.durations
+        .get_or_create(&labels)
+        .observe(elapsed.as_secs_f64());
     m.requests
         .get_or_create(&RequestLabels {
             verb: labels.verb,
@@ -138,11 +141,27 @@ mod tests {
 
     #[test]
     fn requests_are_counted_with_upstream_labels() {
-        observe(&parse("GET", "/api/v1/namespaces/default/pods/web", ""), 200, Duration::from_millis(3));
-        observe(&parse("GET", "/api/v1/nodes", ""), 200, Duration::from_millis(3));
+        observe(
+            &parse("GET", "/api/v1/namespaces/default/pods/web", ""),
+            200,
+            Duration::from_millis(3),
+        );
+        observe(
+            &parse("GET", "/api/v1/nodes", ""),
+            200,
+            Duration::from_millis(3),
+        );
         let text = render();
         assert!(text.contains("apiserver_request_total{verb=\"GET\",group=\"\",version=\"v1\",resource=\"pods\",subresource=\"\",scope=\"resource\",component=\"apiserver\",code=\"200\"}"), "{text}");
-        assert!(text.contains("apiserver_request_total{verb=\"LIST\",group=\"\",version=\"v1\",resource=\"nodes\""), "{text}");
-        assert!(text.contains("apiserver_request_duration_seconds_bucket{"), "{text}");
+        assert!(
+            text.contains(
+                "apiserver_request_total{verb=\"LIST\",group=\"\",version=\"v1\",resource=\"nodes\""
+            ),
+            "{text}"
+        );
+        assert!(
+            text.contains("apiserver_request_duration_seconds_bucket{"),
+            "{text}"
+        );
     }
 }

@@ -3,7 +3,9 @@
 //! it keeps on update, the `resourceVersion` it reports, and the checks on
 //! `metadata` every resource shares.
 
-use berth_core::validation::names::{is_dns1123_label, is_dns1123_subdomain, is_qualified_name, is_valid_label_value};
+use berth_core::validation::names::{
+    is_dns1123_label, is_dns1123_subdomain, is_qualified_name, is_valid_label_value,
+};
 use berth_core::validation::{ErrorList, FieldError, Path};
 use serde_json::{Map, Value, json};
 
@@ -83,7 +85,13 @@ pub fn generate_name(base: &str, random: impl FnMut() -> u32) -> String {
 
 /// What the server fills in on create: kind and apiVersion, namespace,
 /// uid, creationTimestamp, generation; and what a client may not set.
-pub fn prepare_for_create(rt: &ResourceType, object: &mut Value, namespace: &str, uid: String, now: jiff::Timestamp) {
+pub fn prepare_for_create(
+    rt: &ResourceType,
+    object: &mut Value,
+    namespace: &str,
+    uid: String,
+    now: jiff::Timestamp,
+) {
     if let Some(map) = object.as_object_mut() {
         map.insert("kind".into(), Value::String(rt.kind.into()));
         map.insert("apiVersion".into(), Value::String(rt.api_version()));
@@ -99,7 +107,12 @@ pub fn prepare_for_create(rt: &ResourceType, object: &mut Value, namespace: &str
     meta.insert("uid".into(), Value::String(uid));
     meta.insert("creationTimestamp".into(), Value::String(format_time(now)));
     meta.insert("generation".into(), json!(1));
-    for server_owned in ["resourceVersion", "deletionTimestamp", "deletionGracePeriodSeconds", "selfLink"] {
+    for server_owned in [
+        "resourceVersion",
+        "deletionTimestamp",
+        "deletionGracePeriodSeconds",
+        "selfLink",
+    ] {
         meta.remove(server_owned);
     }
 }
@@ -120,15 +133,45 @@ pub fn prepare_for_update(object: &mut Value, old: &Value) {
     let Some(meta) = metadata_mut(object) else {
         return;
     };
-    for kept in ["uid", "creationTimestamp", "namespace", "name", "deletionTimestamp", "deletionGracePeriodSeconds"] {
+    for kept in [
+        "uid",
+        "creationTimestamp",
+        "namespace",
+        "name",
+        "deletionTimestamp",
+        "deletionGracePeriodSeconds",
+    ] {
         match old_meta.get(kept) {
             Some(v) => meta.insert(kept.into(), v.clone()),
             None => meta.remove(kept),
         };
     }
-    let generation = old_meta.get("generation").and_then(Value::as_i64).unwrap_or(1);
-    let generation = if spec_changed { generation + 1 } else { generation };
+    let generation = old_meta
+        .get("generation")
+        .and_then(Value::as_i64)
+        .unwrap_or(1);
+    let generation = if spec_changed {
+        generation + 1
+    } else {
+        generation
+    };
     meta.insert("generation".into(), json!(generation));
+}
+
+/// Recounts `generation` against the stored object once admission has had
+/// its say: only a spec that really changed counts.
+pub fn recount_generation(object: &mut Value, old: &Value) {
+    let generation = old
+        .pointer("/metadata/generation")
+        .and_then(Value::as_i64)
+        .unwrap_or(1);
+    let changed = object.get("spec") != old.get("spec");
+    if let Some(meta) = metadata_mut(object) {
+        meta.insert(
+            "generation".into(),
+            json!(if changed { generation + 1 } else { generation }),
+        );
+    }
 }
 
 /// `ValidateObjectMeta` for what berth checks: a name (or generateName on
@@ -138,7 +181,10 @@ pub fn validate_metadata(rt: &ResourceType, object: &Value) -> ErrorList {
     let mut errors = ErrorList::new();
     let name = name_of(object);
     if name.is_empty() {
-        errors.push(FieldError::required(&path.child("name"), "name or generateName is required"));
+        errors.push(FieldError::required(
+            &path.child("name"),
+            "name or generateName is required",
+        ));
     } else {
         let problems = if std::ptr::eq(rt, &NAMESPACES) {
             is_dns1123_label(name)
@@ -153,7 +199,11 @@ pub fn validate_metadata(rt: &ResourceType, object: &Value) -> ErrorList {
     if let Some(labels) = labels.and_then(Value::as_object) {
         for (key, value) in labels {
             for problem in is_qualified_name(key) {
-                errors.push(FieldError::invalid(&path.child("labels"), key.as_str(), problem));
+                errors.push(FieldError::invalid(
+                    &path.child("labels"),
+                    key.as_str(),
+                    problem,
+                ));
             }
             let value = value.as_str().unwrap_or("");
             for problem in is_valid_label_value(value) {
@@ -165,7 +215,11 @@ pub fn validate_metadata(rt: &ResourceType, object: &Value) -> ErrorList {
     if let Some(annotations) = annotations.and_then(Value::as_object) {
         for key in annotations.keys() {
             for problem in is_qualified_name(&key.to_lowercase()) {
-                errors.push(FieldError::invalid(&path.child("annotations"), key.as_str(), problem));
+                errors.push(FieldError::invalid(
+                    &path.child("annotations"),
+                    key.as_str(),
+                    problem,
+                ));
             }
         }
     }
@@ -227,12 +281,24 @@ mod tests {
     fn metadata_validation_reports_fields() {
         let cases: &[(Value, &[&str])] = &[
             (json!({"metadata": {"name": "web"}}), &[]),
-            (json!({"metadata": {}}), &["metadata.name: Required value: name or generateName is required"]),
-            (json!({"metadata": {"name": "Web"}}), &["metadata.name: Invalid value: \"Web\": a lowercase RFC 1123 subdomain"]),
-            (json!({"metadata": {"name": "web", "labels": {"bad key": "v"}}}), &["metadata.labels: Invalid value: \"bad key\""]),
+            (
+                json!({"metadata": {}}),
+                &["metadata.name: Required value: name or generateName is required"],
+            ),
+            (
+                json!({"metadata": {"name": "Web"}}),
+                &["metadata.name: Invalid value: \"Web\": a lowercase RFC 1123 subdomain"],
+            ),
+            (
+                json!({"metadata": {"name": "web", "labels": {"bad key": "v"}}}),
+                &["metadata.labels: Invalid value: \"bad key\""],
+            ),
         ];
         for (object, want) in cases {
-            let got: Vec<String> = validate_metadata(&PODS, object).iter().map(ToString::to_string).collect();
+            let got: Vec<String> = validate_metadata(&PODS, object)
+                .iter()
+                .map(ToString::to_string)
+                .collect();
             assert_eq!(got.len(), want.len(), "{object}: {got:?}");
             for (g, w) in got.iter().zip(want.iter()) {
                 assert!(g.starts_with(w), "{g} vs {w}");

@@ -39,10 +39,20 @@ fn definition_name(rt: &ResourceType) -> String {
     format!("io.k8s.api.{package}.{}.{}", rt.version, rt.kind)
 }
 
-const QUERY_PARAMS: &[&str] = &["dryRun", "fieldManager", "fieldValidation", "force", "pretty"];
+const QUERY_PARAMS: &[&str] = &[
+    "dryRun",
+    "fieldManager",
+    "fieldValidation",
+    "force",
+    "pretty",
+];
 
 fn item_path(rt: &ResourceType) -> String {
-    let base = if rt.group.is_empty() { format!("/api/{}", rt.version) } else { format!("/apis/{}/{}", rt.group, rt.version) };
+    let base = if rt.group.is_empty() {
+        format!("/api/{}", rt.version)
+    } else {
+        format!("/apis/{}/{}", rt.group, rt.version)
+    };
     if rt.namespaced {
         format!("{base}/namespaces/{{namespace}}/{}/{{name}}", rt.plural)
     } else {
@@ -96,11 +106,18 @@ fn paths_for(types: &[&ResourceType], v3: bool) -> Map<String, Value> {
 }
 
 fn v3_document(gv: &str) -> Option<Value> {
-    let types: Vec<&ResourceType> = RESOURCES.iter().copied().filter(|rt| gv_path(rt) == gv).collect();
+    let types: Vec<&ResourceType> = RESOURCES
+        .iter()
+        .copied()
+        .filter(|rt| gv_path(rt) == gv)
+        .collect();
     if types.is_empty() {
         return None;
     }
-    let schemas: Map<String, Value> = types.iter().map(|rt| (definition_name(rt), schema(rt))).collect();
+    let schemas: Map<String, Value> = types
+        .iter()
+        .map(|rt| (definition_name(rt), schema(rt)))
+        .collect();
     Some(json!({
         "openapi": "3.0.0",
         "info": {"title": "Kubernetes", "version": "v1.37.0"},
@@ -113,13 +130,19 @@ fn v3_index() -> Value {
     let mut paths = Map::new();
     for rt in RESOURCES {
         let gv = gv_path(rt);
-        paths.insert(gv.clone(), json!({"serverRelativeURL": format!("/openapi/v3/{gv}?hash=berth")}));
+        paths.insert(
+            gv.clone(),
+            json!({"serverRelativeURL": format!("/openapi/v3/{gv}?hash=berth")}),
+        );
     }
     json!({"paths": paths})
 }
 
 fn v2_document() -> Value {
-    let definitions: Map<String, Value> = RESOURCES.iter().map(|rt| (definition_name(rt), schema(rt))).collect();
+    let definitions: Map<String, Value> = RESOURCES
+        .iter()
+        .map(|rt| (definition_name(rt), schema(rt)))
+        .collect();
     json!({
         "swagger": "2.0",
         "info": {"title": "Kubernetes", "version": "v1.37.0"},
@@ -130,9 +153,10 @@ fn v2_document() -> Value {
 
 fn respond(body: &Value) -> Response {
     let mut response = Response::new(Body::from(body.to_string()));
-    response
-        .headers_mut()
-        .insert(header::CONTENT_TYPE, HeaderValue::from_static("application/json"));
+    response.headers_mut().insert(
+        header::CONTENT_TYPE,
+        HeaderValue::from_static("application/json"),
+    );
     response
 }
 
@@ -156,7 +180,10 @@ mod tests {
     #[test]
     fn v3_index_points_at_every_group_version() {
         let index = v3_index();
-        assert_eq!(index["paths"]["api/v1"]["serverRelativeURL"], "/openapi/v3/api/v1?hash=berth");
+        assert_eq!(
+            index["paths"]["api/v1"]["serverRelativeURL"],
+            "/openapi/v3/api/v1?hash=berth"
+        );
         assert!(index["paths"]["apis/coordination.k8s.io/v1"].is_object());
     }
 
@@ -164,8 +191,14 @@ mod tests {
     fn patch_operations_advertise_field_validation_for_their_kind() {
         let doc = v3_document("api/v1").expect("core document");
         let pod = &doc["paths"]["/api/v1/namespaces/{namespace}/pods/{name}"]["patch"];
-        assert_eq!(pod["x-kubernetes-group-version-kind"], json!({"group": "", "version": "v1", "kind": "Pod"}));
-        assert!(pod["parameters"].as_array().is_some_and(|p| p.iter().any(|p| p["name"] == "fieldValidation" && p["in"] == "query")));
+        assert_eq!(
+            pod["x-kubernetes-group-version-kind"],
+            json!({"group": "", "version": "v1", "kind": "Pod"})
+        );
+        assert!(pod["parameters"].as_array().is_some_and(|p| {
+            p.iter()
+                .any(|p| p["name"] == "fieldValidation" && p["in"] == "query")
+        }));
         assert!(doc["components"]["schemas"]["io.k8s.api.core.v1.Node"].is_object());
         assert!(v3_document("apis/apps/v1").is_none());
         let lease = v3_document("apis/coordination.k8s.io/v1").expect("lease document");

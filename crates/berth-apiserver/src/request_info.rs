@@ -74,12 +74,10 @@ pub fn parse(method: &str, path: &str, query: &str) -> RequestInfo {
         info.verb = "watch".into();
         parts = &parts[1..];
     }
-    if parts.first() == Some(&"namespaces") {
-        if parts.len() > 1 {
-            info.namespace = parts[1].into();
-            if parts.len() > 2 && !NAMESPACE_SUBRESOURCES.contains(&parts[2]) {
-                parts = &parts[2..];
-            }
+    if parts.first() == Some(&"namespaces") && parts.len() > 1 {
+        info.namespace = parts[1].into();
+        if parts.len() > 2 && !NAMESPACE_SUBRESOURCES.contains(&parts[2]) {
+            parts = &parts[2..];
         }
     }
     info.parts = parts.iter().map(|s| s.to_string()).collect();
@@ -93,7 +91,12 @@ pub fn parse(method: &str, path: &str, query: &str) -> RequestInfo {
         info.subresource = (*sub).into();
     }
     if info.name.is_empty() && info.verb == "get" {
-        info.verb = if query_flag(query, "watch") { "watch" } else { "list" }.into();
+        info.verb = if query_flag(query, "watch") {
+            "watch"
+        } else {
+            "list"
+        }
+        .into();
     }
     if info.name.is_empty() && info.verb == "delete" {
         info.verb = "deletecollection".into();
@@ -111,23 +114,137 @@ mod tests {
         // method, path, query, verb, prefix, group, version, namespace, resource, name, subresource
         type Case = (&'static str, &'static str, &'static str, [&'static str; 8]);
         let cases: &[Case] = &[
-            ("GET", "/api/v1/namespaces", "", ["list", "api", "", "v1", "", "namespaces", "", ""]),
-            ("GET", "/api/v1/namespaces/other", "", ["get", "api", "", "v1", "other", "namespaces", "other", ""]),
-            ("GET", "/api/v1/namespaces/other/pods", "", ["list", "api", "", "v1", "other", "pods", "", ""]),
-            ("GET", "/api/v1/namespaces/other/pods/foo", "", ["get", "api", "", "v1", "other", "pods", "foo", ""]),
-            ("HEAD", "/api/v1/namespaces/other/pods/foo", "", ["get", "api", "", "v1", "other", "pods", "foo", ""]),
-            ("GET", "/api/v1/pods", "", ["list", "api", "", "v1", "", "pods", "", ""]),
-            ("GET", "/api/v1/namespaces/other/pods", "watch=true", ["watch", "api", "", "v1", "other", "pods", "", ""]),
-            ("GET", "/api/v1/watch/namespaces/other/pods", "", ["watch", "api", "", "v1", "other", "pods", "", ""]),
-            ("GET", "/api/v1/namespaces/other/pods/foo/status", "", ["get", "api", "", "v1", "other", "pods", "foo", "status"]),
-            ("PUT", "/api/v1/namespaces/other/finalize", "", ["update", "api", "", "v1", "other", "namespaces", "other", "finalize"]),
-            ("PUT", "/api/v1/namespaces/other/status", "", ["update", "api", "", "v1", "other", "namespaces", "other", "status"]),
-            ("POST", "/api/v1/namespaces/other/pods", "", ["create", "api", "", "v1", "other", "pods", "", ""]),
-            ("POST", "/api/v1/namespaces/other/pods/foo/eviction", "", ["create", "api", "", "v1", "other", "pods", "foo", "eviction"]),
-            ("PATCH", "/api/v1/nodes/n1", "", ["patch", "api", "", "v1", "", "nodes", "n1", ""]),
-            ("DELETE", "/api/v1/namespaces/other/pods/foo", "", ["delete", "api", "", "v1", "other", "pods", "foo", ""]),
-            ("DELETE", "/api/v1/namespaces/other/pods", "", ["deletecollection", "api", "", "v1", "other", "pods", "", ""]),
-            ("GET", "/apis/coordination.k8s.io/v1/namespaces/kube-node-lease/leases/n1", "", ["get", "apis", "coordination.k8s.io", "v1", "kube-node-lease", "leases", "n1", ""]),
+            (
+                "GET",
+                "/api/v1/namespaces",
+                "",
+                ["list", "api", "", "v1", "", "namespaces", "", ""],
+            ),
+            (
+                "GET",
+                "/api/v1/namespaces/other",
+                "",
+                ["get", "api", "", "v1", "other", "namespaces", "other", ""],
+            ),
+            (
+                "GET",
+                "/api/v1/namespaces/other/pods",
+                "",
+                ["list", "api", "", "v1", "other", "pods", "", ""],
+            ),
+            (
+                "GET",
+                "/api/v1/namespaces/other/pods/foo",
+                "",
+                ["get", "api", "", "v1", "other", "pods", "foo", ""],
+            ),
+            (
+                "HEAD",
+                "/api/v1/namespaces/other/pods/foo",
+                "",
+                ["get", "api", "", "v1", "other", "pods", "foo", ""],
+            ),
+            (
+                "GET",
+                "/api/v1/pods",
+                "",
+                ["list", "api", "", "v1", "", "pods", "", ""],
+            ),
+            (
+                "GET",
+                "/api/v1/namespaces/other/pods",
+                "watch=true",
+                ["watch", "api", "", "v1", "other", "pods", "", ""],
+            ),
+            (
+                "GET",
+                "/api/v1/watch/namespaces/other/pods",
+                "",
+                ["watch", "api", "", "v1", "other", "pods", "", ""],
+            ),
+            (
+                "GET",
+                "/api/v1/namespaces/other/pods/foo/status",
+                "",
+                ["get", "api", "", "v1", "other", "pods", "foo", "status"],
+            ),
+            (
+                "PUT",
+                "/api/v1/namespaces/other/finalize",
+                "",
+                [
+                    "update",
+                    "api",
+                    "",
+                    "v1",
+                    "other",
+                    "namespaces",
+                    "other",
+                    "finalize",
+                ],
+            ),
+            (
+                "PUT",
+                "/api/v1/namespaces/other/status",
+                "",
+                [
+                    "update",
+                    "api",
+                    "",
+                    "v1",
+                    "other",
+                    "namespaces",
+                    "other",
+                    "status",
+                ],
+            ),
+            (
+                "POST",
+                "/api/v1/namespaces/other/pods",
+                "",
+                ["create", "api", "", "v1", "other", "pods", "", ""],
+            ),
+            (
+                "POST",
+                "/api/v1/namespaces/other/pods/foo/eviction",
+                "",
+                [
+                    "create", "api", "", "v1", "other", "pods", "foo", "eviction",
+                ],
+            ),
+            (
+                "PATCH",
+                "/api/v1/nodes/n1",
+                "",
+                ["patch", "api", "", "v1", "", "nodes", "n1", ""],
+            ),
+            (
+                "DELETE",
+                "/api/v1/namespaces/other/pods/foo",
+                "",
+                ["delete", "api", "", "v1", "other", "pods", "foo", ""],
+            ),
+            (
+                "DELETE",
+                "/api/v1/namespaces/other/pods",
+                "",
+                ["deletecollection", "api", "", "v1", "other", "pods", "", ""],
+            ),
+            (
+                "GET",
+                "/apis/coordination.k8s.io/v1/namespaces/kube-node-lease/leases/n1",
+                "",
+                [
+                    "get",
+                    "apis",
+                    "coordination.k8s.io",
+                    "v1",
+                    "kube-node-lease",
+                    "leases",
+                    "n1",
+                    "",
+                ],
+            ),
         ];
         for (method, path, query, want) in cases {
             let info = parse(method, path, query);
@@ -148,7 +265,16 @@ mod tests {
 
     #[test]
     fn non_resource_paths_are_not_resource_requests() {
-        for path in ["/", "/healthz", "/version", "/api", "/api/v1", "/apis", "/apis/coordination.k8s.io/v1", "/openapi/v2"] {
+        for path in [
+            "/",
+            "/healthz",
+            "/version",
+            "/api",
+            "/api/v1",
+            "/apis",
+            "/apis/coordination.k8s.io/v1",
+            "/openapi/v2",
+        ] {
             assert!(!parse("GET", path, "").is_resource_request, "{path}");
         }
     }

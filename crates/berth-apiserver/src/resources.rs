@@ -103,7 +103,9 @@ pub static NAMESPACES: ResourceType = ResourceType {
     categories: &[],
     subresources: &[STATUS],
     storage: "namespaces",
-    verbs: &["create", "delete", "get", "list", "patch", "update", "watch"],
+    verbs: &[
+        "create", "delete", "get", "list", "patch", "update", "watch",
+    ],
 };
 
 pub static NODES: ResourceType = ResourceType {
@@ -209,9 +211,24 @@ mod tests {
         let cases: &[(&ResourceType, &str, &str, &str)] = &[
             (&PODS, "default", "web", "/registry/pods/default/web"),
             (&NODES, "", "node1", "/registry/minions/node1"),
-            (&NAMESPACES, "", "kube-system", "/registry/namespaces/kube-system"),
-            (&LEASES, "kube-node-lease", "node1", "/registry/leases/kube-node-lease/node1"),
-            (&EVENTS, "default", "web.1", "/registry/events/default/web.1"),
+            (
+                &NAMESPACES,
+                "",
+                "kube-system",
+                "/registry/namespaces/kube-system",
+            ),
+            (
+                &LEASES,
+                "kube-node-lease",
+                "node1",
+                "/registry/leases/kube-node-lease/node1",
+            ),
+            (
+                &EVENTS,
+                "default",
+                "web.1",
+                "/registry/events/default/web.1",
+            ),
         ];
         for (rt, ns, name, want) in cases {
             assert_eq!(rt.key(ns, name), *want);
@@ -224,7 +241,10 @@ mod tests {
     #[test]
     fn lookup_finds_served_types_only() {
         assert_eq!(lookup("", "v1", "pods").map(|r| r.kind), Some("Pod"));
-        assert_eq!(lookup("coordination.k8s.io", "v1", "leases").map(|r| r.kind), Some("Lease"));
+        assert_eq!(
+            lookup("coordination.k8s.io", "v1", "leases").map(|r| r.kind),
+            Some("Lease")
+        );
         assert!(lookup("", "v1", "leases").is_none());
         assert!(lookup("apps", "v1", "deployments").is_none());
         assert_eq!(groups(), vec![("coordination.k8s.io", "v1")]);

@@ -40,7 +40,10 @@ pub enum ServerError {
     #[error("starting the API: {0}")]
     Api(#[from] ApiError),
     #[error("serving on {addr}: {source}")]
-    Listen { addr: SocketAddr, source: std::io::Error },
+    Listen {
+        addr: SocketAddr,
+        source: std::io::Error,
+    },
 }
 
 /// A started server.
@@ -91,13 +94,31 @@ pub async fn start(options: ServerOptions) -> Result<RunningServer, ServerError>
     let api = ApiServer::new(store, Clock::real(), options.api.clone()).await?;
     // The listener comes first so port 0 resolves before the kubeconfig
     // names the URL.
-    let std_listener = std::net::TcpListener::bind(options.listen).map_err(|source| ServerError::Listen { addr: options.listen, source })?;
-    let addr = std_listener.local_addr().map_err(|source| ServerError::Listen { addr: options.listen, source })?;
-    std_listener.set_nonblocking(true).map_err(|source| ServerError::Listen { addr, source })?;
-    let host = if addr.ip().is_unspecified() { "127.0.0.1".to_string() } else if addr.is_ipv6() { format!("[{}]", addr.ip()) } else { addr.ip().to_string() };
+    let std_listener =
+        std::net::TcpListener::bind(options.listen).map_err(|source| ServerError::Listen {
+            addr: options.listen,
+            source,
+        })?;
+    let addr = std_listener
+        .local_addr()
+        .map_err(|source| ServerError::Listen {
+            addr: options.listen,
+            source,
+        })?;
+    std_listener
+        .set_nonblocking(true)
+        .map_err(|source| ServerError::Listen { addr, source })?;
+    let host = if addr.ip().is_unspecified() {
+        "127.0.0.1".to_string()
+    } else if addr.is_ipv6() {
+        format!("[{}]", addr.ip())
+    } else {
+        addr.ip().to_string()
+    };
     let url = format!("https://{host}:{}", addr.port());
     let credentials = bootstrap::ensure(&options.data_dir, addr, &url)?;
-    api.auth.add_token(credentials.admin_token.clone(), User::admin());
+    api.auth
+        .add_token(credentials.admin_token.clone(), User::admin());
     let tls = RustlsConfig::from_pem_file(&credentials.server_cert, &credentials.server_key)
         .await
         .map_err(|source| ServerError::Listen { addr, source })?;
@@ -107,5 +128,12 @@ pub async fn start(options: ServerOptions) -> Result<RunningServer, ServerError>
         .handle(handle.clone());
     let app = router(api.clone());
     let task = tokio::spawn(async move { server.serve(app.into_make_service()).await });
-    Ok(RunningServer { api, credentials, addr, url, handle, task })
+    Ok(RunningServer {
+        api,
+        credentials,
+        addr,
+        url,
+        handle,
+        task,
+    })
 }

@@ -116,8 +116,12 @@ impl ApiError {
             .collect();
         let mut d = details(group, kind, name);
         d["causes"] = json!(causes);
-        ApiError::new(422, "Invalid", format!("{kind} {name:?} is invalid: {summary}"))
-            .with_details(d)
+        ApiError::new(
+            422,
+            "Invalid",
+            format!("{kind} {name:?} is invalid: {summary}"),
+        )
+        .with_details(d)
     }
 
     pub fn bad_request(message: impl Into<String>) -> Self {
@@ -217,7 +221,9 @@ impl ApiError {
         ApiError::new(
             405,
             "MethodNotAllowed",
-            format!("the server does not allow this method on the requested resource ({verb} {resource})"),
+            format!(
+                "the server does not allow this method on the requested resource ({verb} {resource})"
+            ),
         )
     }
 
@@ -225,7 +231,9 @@ impl ApiError {
         ApiError::new(
             415,
             "UnsupportedMediaType",
-            format!("the body of the request was in an unknown format - accepted media types include: application/json, application/yaml, application/vnd.kubernetes.protobuf (got {content_type:?})"),
+            format!(
+                "the body of the request was in an unknown format - accepted media types include: application/json, application/yaml, application/vnd.kubernetes.protobuf (got {content_type:?})"
+            ),
         )
     }
 
@@ -233,12 +241,18 @@ impl ApiError {
         ApiError::new(
             406,
             "NotAcceptable",
-            format!("only the following media types are accepted: application/json, application/yaml, application/json;as=Table;v=v1;g=meta.k8s.io (got {accept:?})"),
+            format!(
+                "only the following media types are accepted: application/json, application/yaml, application/json;as=Table;v=v1;g=meta.k8s.io (got {accept:?})"
+            ),
         )
     }
 
     pub fn path_not_found(path: &str) -> Self {
-        ApiError::new(404, "NotFound", format!("the server could not find the requested resource ({path})"))
+        ApiError::new(
+            404,
+            "NotFound",
+            format!("the server could not find the requested resource ({path})"),
+        )
     }
 
     pub fn internal(message: impl std::fmt::Display) -> Self {
@@ -296,21 +310,36 @@ mod tests {
     #[test]
     fn statuses_carry_upstream_codes_reasons_and_messages() {
         let cases: &[(ApiError, u16, &str, &str)] = &[
-            (ApiError::not_found("", "pods", "web"), 404, "NotFound", "pods \"web\" not found"),
+            (
+                ApiError::not_found("", "pods", "web"),
+                404,
+                "NotFound",
+                "pods \"web\" not found",
+            ),
             (
                 ApiError::not_found("coordination.k8s.io", "leases", "n1"),
                 404,
                 "NotFound",
                 "leases.coordination.k8s.io \"n1\" not found",
             ),
-            (ApiError::already_exists("", "nodes", "n1"), 409, "AlreadyExists", "nodes \"n1\" already exists"),
+            (
+                ApiError::already_exists("", "nodes", "n1"),
+                409,
+                "AlreadyExists",
+                "nodes \"n1\" already exists",
+            ),
             (
                 ApiError::modified("", "nodes", "n1"),
                 409,
                 "Conflict",
                 "Operation cannot be fulfilled on nodes \"n1\": the object has been modified; please apply your changes to the latest version and try again",
             ),
-            (ApiError::unauthorized(), 401, "Unauthorized", "Unauthorized"),
+            (
+                ApiError::unauthorized(),
+                401,
+                "Unauthorized",
+                "Unauthorized",
+            ),
             (
                 ApiError::forbidden("system:node:a", "update", "", "nodes", "", "", "b"),
                 403,
@@ -323,8 +352,18 @@ mod tests {
                 "Forbidden",
                 "pods is forbidden: User \"bob\" cannot list resource \"pods\" in API group \"\" in the namespace \"default\"",
             ),
-            (ApiError::expired(5, 10), 410, "Expired", "too old resource version: 5 (10)"),
-            (ApiError::too_large(3145728), 413, "RequestEntityTooLarge", "Request entity too large: limit is 3145728"),
+            (
+                ApiError::expired(5, 10),
+                410,
+                "Expired",
+                "too old resource version: 5 (10)",
+            ),
+            (
+                ApiError::too_large(3145728),
+                413,
+                "RequestEntityTooLarge",
+                "Request entity too large: limit is 3145728",
+            ),
         ];
         for (err, code, reason, message) in cases {
             let status = err.to_status();
@@ -352,8 +391,17 @@ mod tests {
         );
         assert_eq!(status["details"]["kind"], "Pod");
         assert_eq!(status["details"]["name"], "web");
-        assert_eq!(status["details"]["causes"][0]["field"], "spec.tolerations[0].key");
-        assert_eq!(status["details"]["causes"][0]["reason"], "FieldValueInvalid");
-        assert_eq!(status["details"]["causes"][1]["reason"], "FieldValueRequired");
+        assert_eq!(
+            status["details"]["causes"][0]["field"],
+            "spec.tolerations[0].key"
+        );
+        assert_eq!(
+            status["details"]["causes"][0]["reason"],
+            "FieldValueInvalid"
+        );
+        assert_eq!(
+            status["details"]["causes"][1]["reason"],
+            "FieldValueRequired"
+        );
     }
 }

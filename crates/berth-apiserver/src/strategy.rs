@@ -41,7 +41,10 @@ fn is(rt: &ResourceType, other: &ResourceType) -> bool {
 
 fn typed<T: DeserializeOwned>(rt: &ResourceType, value: &Value) -> ApiResult<T> {
     serde_json::from_value(value.clone()).map_err(|e| {
-        ApiError::bad_request(format!("{} in version \"{}\" cannot be handled as a {}: {e}", rt.kind, rt.version, rt.kind))
+        ApiError::bad_request(format!(
+            "{} in version \"{}\" cannot be handled as a {}: {e}",
+            rt.kind, rt.version, rt.kind
+        ))
     })
 }
 
@@ -49,25 +52,43 @@ fn untyped<T: Serialize>(object: &T) -> ApiResult<Value> {
     serde_json::to_value(object).map_err(ApiError::internal)
 }
 
-fn attributes<'a>(ctx: &Context, operation: Operation, rt: &'a ResourceType, subresource: &'a str, object: &'a Value, user: &'a UserInfo) -> Attributes<'a> {
+fn attributes<'a>(
+    ctx: &Context,
+    operation: Operation,
+    rt: &'a ResourceType,
+    subresource: &'a str,
+    object: &'a Value,
+    user: &'a UserInfo,
+) -> Attributes<'a> {
     Attributes {
         operation,
         resource: rt.plural,
         subresource,
-        namespace: object.pointer("/metadata/namespace").and_then(Value::as_str).unwrap_or(""),
-        name: object.pointer("/metadata/name").and_then(Value::as_str).unwrap_or(""),
+        namespace: object
+            .pointer("/metadata/namespace")
+            .and_then(Value::as_str)
+            .unwrap_or(""),
+        name: object
+            .pointer("/metadata/name")
+            .and_then(Value::as_str)
+            .unwrap_or(""),
         user,
         now: ctx.now,
     }
 }
 
 fn user_info(user: &User) -> UserInfo {
-    UserInfo { name: user.name.clone(), groups: user.groups.clone() }
+    UserInfo {
+        name: user.name.clone(),
+        groups: user.groups.clone(),
+    }
 }
 
 fn admission_error(rt: &ResourceType, name: &str, err: AdmissionError) -> ApiError {
     match err {
-        AdmissionError::Invalid { errors, .. } => ApiError::invalid(rt.group, rt.kind, name, &errors),
+        AdmissionError::Invalid { errors, .. } => {
+            ApiError::invalid(rt.group, rt.kind, name, &errors)
+        }
         AdmissionError::Forbidden { message } => ApiError::forbidden_raw(message),
         AdmissionError::BadRequest { message } => ApiError::bad_request(message),
     }
@@ -99,7 +120,8 @@ fn default_pod(pod: &mut Value) {
                 let latest = !image.contains(':') || image.ends_with(":latest");
                 let pull = if latest { "Always" } else { "IfNotPresent" };
                 c.entry("imagePullPolicy").or_insert(json!(pull));
-                c.entry("terminationMessagePath").or_insert(json!("/dev/termination-log"));
+                c.entry("terminationMessagePath")
+                    .or_insert(json!("/dev/termination-log"));
                 c.entry("terminationMessagePolicy").or_insert(json!("File"));
                 c.entry("resources").or_insert(json!({}));
             }
@@ -110,7 +132,11 @@ fn default_pod(pod: &mut Value) {
 /// Server-side changes on create, then mutating admission.
 pub fn on_create(rt: &ResourceType, object: &mut Value, ctx: &Context) -> ApiResult<()> {
     let user = user_info(ctx.user);
-    let name = object.pointer("/metadata/name").and_then(Value::as_str).unwrap_or("").to_string();
+    let name = object
+        .pointer("/metadata/name")
+        .and_then(Value::as_str)
+        .unwrap_or("")
+        .to_string();
     if is(rt, &NAMESPACES) {
         if let Some(meta) = metadata_mut(object) {
             let labels = meta.entry("labels").or_insert_with(|| json!({}));
@@ -126,13 +152,15 @@ pub fn on_create(rt: &ResourceType, object: &mut Value, ctx: &Context) -> ApiRes
         let mut pod: k8s_openapi::api::core::v1::Pod = typed(rt, object)?;
         let snapshot = object.clone();
         let attrs = attributes(ctx, Operation::Create, rt, "", &snapshot, &user);
-        admission::admit_pod(&attrs, &mut pod, None, &ctx.config.admission).map_err(|e| admission_error(rt, &name, e))?;
+        admission::admit_pod(&attrs, &mut pod, None, &ctx.config.admission)
+            .map_err(|e| admission_error(rt, &name, e))?;
         *object = untyped(&pod)?;
     } else if is(rt, &NODES) {
         let mut node: k8s_openapi::api::core::v1::Node = typed(rt, object)?;
         let snapshot = object.clone();
         let attrs = attributes(ctx, Operation::Create, rt, "", &snapshot, &user);
-        admission::admit_node(&attrs, &mut node, None, &ctx.config.admission).map_err(|e| admission_error(rt, &name, e))?;
+        admission::admit_node(&attrs, &mut node, None, &ctx.config.admission)
+            .map_err(|e| admission_error(rt, &name, e))?;
         *object = untyped(&node)?;
     }
     Ok(())
@@ -140,7 +168,13 @@ pub fn on_create(rt: &ResourceType, object: &mut Value, ctx: &Context) -> ApiRes
 
 /// What an update may change: the main resource keeps the stored status,
 /// `/status` keeps everything but the status; then mutating admission.
-pub fn on_update(rt: &ResourceType, subresource: &str, object: &mut Value, old: &Value, ctx: &Context) -> ApiResult<()> {
+pub fn on_update(
+    rt: &ResourceType,
+    subresource: &str,
+    object: &mut Value,
+    old: &Value,
+    ctx: &Context,
+) -> ApiResult<()> {
     let has_status = is(rt, &PODS) || is(rt, &NODES) || is(rt, &NAMESPACES);
     if has_status {
         if subresource == "status" {
@@ -170,20 +204,26 @@ pub fn on_update(rt: &ResourceType, subresource: &str, object: &mut Value, old: 
         }
     }
     let user = user_info(ctx.user);
-    let name = old.pointer("/metadata/name").and_then(Value::as_str).unwrap_or("").to_string();
+    let name = old
+        .pointer("/metadata/name")
+        .and_then(Value::as_str)
+        .unwrap_or("")
+        .to_string();
     if is(rt, &PODS) {
         let mut pod: k8s_openapi::api::core::v1::Pod = typed(rt, object)?;
         let old_pod: k8s_openapi::api::core::v1::Pod = typed(rt, old)?;
         let snapshot = old.clone();
         let attrs = attributes(ctx, Operation::Update, rt, subresource, &snapshot, &user);
-        admission::admit_pod(&attrs, &mut pod, Some(&old_pod), &ctx.config.admission).map_err(|e| admission_error(rt, &name, e))?;
+        admission::admit_pod(&attrs, &mut pod, Some(&old_pod), &ctx.config.admission)
+            .map_err(|e| admission_error(rt, &name, e))?;
         *object = untyped(&pod)?;
     } else if is(rt, &NODES) {
         let mut node: k8s_openapi::api::core::v1::Node = typed(rt, object)?;
         let old_node: k8s_openapi::api::core::v1::Node = typed(rt, old)?;
         let snapshot = old.clone();
         let attrs = attributes(ctx, Operation::Update, rt, subresource, &snapshot, &user);
-        admission::admit_node(&attrs, &mut node, Some(&old_node), &ctx.config.admission).map_err(|e| admission_error(rt, &name, e))?;
+        admission::admit_node(&attrs, &mut node, Some(&old_node), &ctx.config.admission)
+            .map_err(|e| admission_error(rt, &name, e))?;
         *object = untyped(&node)?;
     }
     Ok(())
@@ -193,11 +233,22 @@ pub fn on_update(rt: &ResourceType, subresource: &str, object: &mut Value, old: 
 /// bound to it).
 pub fn on_delete(rt: &ResourceType, object: &Value, ctx: &Context) -> ApiResult<()> {
     if let Some(node) = ctx.user.node_name() {
-        let name = object.pointer("/metadata/name").and_then(Value::as_str).unwrap_or("");
+        let name = object
+            .pointer("/metadata/name")
+            .and_then(Value::as_str)
+            .unwrap_or("");
         if is(rt, &PODS) {
-            let bound = object.pointer("/spec/nodeName").and_then(Value::as_str).unwrap_or("");
+            let bound = object
+                .pointer("/spec/nodeName")
+                .and_then(Value::as_str)
+                .unwrap_or("");
             if bound != node {
-                return Err(ApiError::forbidden_message("", "pods", name, format!("node {node:?} can only delete pods with spec.nodeName set to itself")));
+                return Err(ApiError::forbidden_message(
+                    "",
+                    "pods",
+                    name,
+                    format!("node {node:?} can only delete pods with spec.nodeName set to itself"),
+                ));
             }
         }
     }
@@ -207,18 +258,35 @@ pub fn on_delete(rt: &ResourceType, object: &Value, ctx: &Context) -> ApiResult<
 /// Validating admission: the metadata errors found by the caller, the API
 /// rules of the type, then NodeRestriction. Field errors are a 422;
 /// NodeRestriction's refusals a 403.
-pub fn validate(rt: &ResourceType, subresource: &str, object: &Value, old: Option<&Value>, ctx: &Context, metadata_errors: ErrorList) -> ApiResult<()> {
+pub fn validate(
+    rt: &ResourceType,
+    subresource: &str,
+    object: &Value,
+    old: Option<&Value>,
+    ctx: &Context,
+    metadata_errors: ErrorList,
+) -> ApiResult<()> {
     let user = user_info(ctx.user);
-    let operation = if old.is_some() { Operation::Update } else { Operation::Create };
-    let name = object.pointer("/metadata/name").and_then(Value::as_str).unwrap_or("").to_string();
+    let operation = if old.is_some() {
+        Operation::Update
+    } else {
+        Operation::Create
+    };
+    let name = object
+        .pointer("/metadata/name")
+        .and_then(Value::as_str)
+        .unwrap_or("")
+        .to_string();
     let attrs = attributes(ctx, operation, rt, subresource, object, &user);
     let result = if is(rt, &PODS) {
         let pod: k8s_openapi::api::core::v1::Pod = typed(rt, object)?;
-        let old_pod: Option<k8s_openapi::api::core::v1::Pod> = old.map(|o| typed(rt, o)).transpose()?;
+        let old_pod: Option<k8s_openapi::api::core::v1::Pod> =
+            old.map(|o| typed(rt, o)).transpose()?;
         admission::validate_pod(&attrs, &pod, old_pod.as_ref(), &ctx.config.admission)
     } else if is(rt, &NODES) {
         let node: k8s_openapi::api::core::v1::Node = typed(rt, object)?;
-        let old_node: Option<k8s_openapi::api::core::v1::Node> = old.map(|o| typed(rt, o)).transpose()?;
+        let old_node: Option<k8s_openapi::api::core::v1::Node> =
+            old.map(|o| typed(rt, o)).transpose()?;
         admission::validate_node(&attrs, &node, old_node.as_ref())
     } else if is(rt, &LEASES) {
         let lease: k8s_openapi::api::coordination::v1::Lease = typed(rt, object)?;
@@ -228,7 +296,12 @@ pub fn validate(rt: &ResourceType, subresource: &str, object: &Value, old: Optio
     };
     match result {
         Ok(()) if metadata_errors.is_empty() => Ok(()),
-        Ok(()) => Err(ApiError::invalid(rt.group, rt.kind, &name, &metadata_errors)),
+        Ok(()) => Err(ApiError::invalid(
+            rt.group,
+            rt.kind,
+            &name,
+            &metadata_errors,
+        )),
         Err(AdmissionError::Invalid { errors, .. }) => {
             let mut all = metadata_errors;
             all.extend(errors);
@@ -249,7 +322,10 @@ pub fn bind_pod(pod: &mut Value, node: &str, now: jiff::Timestamp) {
         "type": "PodScheduled", "status": "True",
         "lastProbeTime": null, "lastTransitionTime": format_time(now),
     });
-    let Some(status) = pod.as_object_mut().map(|p| p.entry("status").or_insert_with(|| json!({}))) else {
+    let Some(status) = pod
+        .as_object_mut()
+        .map(|p| p.entry("status").or_insert_with(|| json!({})))
+    else {
         return;
     };
     if !status.is_object() {
@@ -273,7 +349,8 @@ pub fn selectable_fields(rt: &ResourceType, object: &Value) -> BTreeMap<String, 
 /// Parses a field selector for the type: only its selectable fields may be
 /// named (upstream's 400 `field label not supported: ...` otherwise).
 pub fn field_selector(rt: &ResourceType, selector: &str) -> ApiResult<FieldSelector> {
-    crate::selectors::parse_field_selector_for(rt.kind, selector).map_err(|e| ApiError::bad_request(e.to_string()))
+    crate::selectors::parse_field_selector_for(rt.kind, selector)
+        .map_err(|e| ApiError::bad_request(e.to_string()))
 }
 
 #[cfg(test)]
@@ -283,10 +360,14 @@ mod tests {
     #[test]
     fn binding_sets_node_name_and_the_pod_scheduled_condition() {
         let mut pod = json!({"spec": {}, "status": {"phase": "Pending", "conditions": [{"type": "PodScheduled", "status": "False", "reason": "Unschedulable"}]}});
-        let now = jiff::Timestamp::from_second(1_800_000_000).unwrap_or(jiff::Timestamp::UNIX_EPOCH);
+        let now =
+            jiff::Timestamp::from_second(1_800_000_000).unwrap_or(jiff::Timestamp::UNIX_EPOCH);
         bind_pod(&mut pod, "node1", now);
         assert_eq!(pod["spec"]["nodeName"], "node1");
-        let conditions = pod["status"]["conditions"].as_array().cloned().unwrap_or_default();
+        let conditions = pod["status"]["conditions"]
+            .as_array()
+            .cloned()
+            .unwrap_or_default();
         assert_eq!(conditions.len(), 1);
         assert_eq!(conditions[0]["status"], "True");
         assert_eq!(conditions[0]["lastTransitionTime"], "2027-01-15T08:00:00Z");
@@ -301,6 +382,9 @@ mod tests {
         assert_eq!(fields["spec.hostNetwork"], "false");
         assert_eq!(fields["metadata.name"], "web");
         let node = json!({"metadata": {"name": "n1"}, "spec": {"unschedulable": true}});
-        assert_eq!(selectable_fields(&NODES, &node)["spec.unschedulable"], "true");
+        assert_eq!(
+            selectable_fields(&NODES, &node)["spec.unschedulable"],
+            "true"
+        );
     }
 }

