@@ -240,9 +240,7 @@ impl ApiServer {
             .iter()
             .map(|rt| ResourceCache::new(rt, config.watch_history, strategy::selectable_fields))
             .collect::<Vec<_>>();
-        for cache in &caches {
-            tokio::spawn(cache.clone().run(store.clone()));
-        }
+        tokio::spawn(crate::cache::run(caches.clone(), store.clone()));
         let server = Arc::new(ApiServer {
             store,
             caches,

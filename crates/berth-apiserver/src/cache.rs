@@ -77,6 +77,48 @@ struct State {
     ready: bool,
 }
 
+/// Feeds every cache from one watch on the whole registry.
+///
+/// One watch (rather than one per type) means every event advances every
+/// cache's revision: after seeing revision R of the totally ordered stream,
+/// each cache knows it holds everything up to R, so a consistent read only
+/// waits for the writes before it, whatever type they were of. Loads all
+/// caches at one revision, follows the watch, and starts over when the
+/// watch breaks or was compacted away. Runs until the store is closed.
+pub async fn run(caches: Vec<Arc<ResourceCache>>, store: AnyStore) {
+    loop {
+        match follow(&caches, &store).await {
+            Err(StoreError::Closed) => return,
+            Err(e) => {
+                tracing::warn!(error = %e, "watch caches restarting");
+                tokio::time::sleep(Duration::from_millis(100)).await;
+            }
+            Ok(()) => return,
+        }
+    }
+}
+
+async fn follow(caches: &[Arc<ResourceCache>], store: &AnyStore) -> Result<(), StoreError> {
+    let revision = store.current_revision().await?;
+    for cache in caches {
+        let objects = cache.load(store, revision).await?;
+        cache.reset(objects, revision).await;
+    }
+    let mut stream = store.watch("/registry/", revision).await?;
+    while let Some(event) = stream.next_event().await {
+        let event = event?;
+        let revision = event.revision;
+        for cache in caches {
+            if event.kv.key.starts_with(&cache.resource.prefix(None)) {
+                cache.apply(event.clone()).await;
+            } else {
+                cache.advance(revision).await;
+            }
+        }
+    }
+    Err(StoreError::Closed)
+}
+
 /// The cache of one resource type.
 pub struct ResourceCache {
     pub resource: &'static ResourceType,
@@ -150,43 +192,11 @@ impl ResourceCache {
         })
     }
 
-    /// Loads every object, then follows the store's watch; on a broken or
-    /// compacted watch it starts over. Runs until the store is closed.
-    pub async fn run(self: Arc<Self>, store: AnyStore) {
-        let prefix = self.resource.prefix(None);
-        loop {
-            match self.load_and_follow(&store, &prefix).await {
-                Err(StoreError::Closed) => return,
-                Err(e) => {
-                    tracing::warn!(resource = self.resource.plural, error = %e, "watch cache restarting");
-                    tokio::time::sleep(Duration::from_millis(100)).await;
-                }
-                Ok(()) => return,
-            }
-        }
-    }
-
-    async fn load_and_follow(&self, store: &AnyStore, prefix: &str) -> Result<(), StoreError> {
-        let mut objects = BTreeMap::new();
-        let mut options = ListOptions {
-            limit: 10_000,
-            ..ListOptions::default()
-        };
-        let revision = loop {
-            let page = store.list(prefix, options.clone()).await?;
-            for kv in &page.items {
-                if let Some(cached) = self.decode(&kv.value, kv.mod_revision) {
-                    objects.insert(kv.key.clone(), Arc::new(cached));
-                }
-            }
-            match page.next {
-                Some(next) => options.continue_from = Some(next),
-                None => break page.revision,
-            }
-        };
+    /// Replaces the cache's content with a fresh load at `revision`.
+    async fn reset(&self, objects: BTreeMap<String, Arc<Cached>>, revision: i64) {
         {
             let mut state = self.state.write().await;
-            // A restart cannot tell watchers what they missed: history starts
+            // A reload cannot tell watchers what they missed: history starts
             // again here, and older resourceVersions get 410.
             state.objects = objects;
             state.rv = revision;
@@ -195,25 +205,82 @@ impl ResourceCache {
             state.ready = true;
         }
         self.rv.send_replace(revision);
-        let mut stream = store.watch(prefix, revision).await?;
-        while let Some(event) = stream.next_event().await {
-            self.apply(event?).await;
+    }
+
+    /// The cache's objects as the store has them at `revision`.
+    async fn load(
+        &self,
+        store: &AnyStore,
+        revision: i64,
+    ) -> Result<BTreeMap<String, Arc<Cached>>, StoreError> {
+        let mut objects = BTreeMap::new();
+        let mut options = ListOptions {
+            limit: 10_000,
+            revision: Some(revision),
+            ..ListOptions::default()
+        };
+        loop {
+            let page = store
+                .list(&self.resource.prefix(None), options.clone())
+                .await?;
+            for kv in &page.items {
+                if let Some(cached) = self.decode(&kv.value, kv.mod_revision) {
+                    objects.insert(kv.key.clone(), Arc::new(cached));
+                }
+            }
+            match page.next {
+                Some(next) => options.continue_from = Some(next),
+                None => return Ok(objects),
+            }
         }
-        Err(StoreError::Closed)
+    }
+
+    /// Marks the cache current up to `revision` after an event of another
+    /// resource type: the store's watch is totally ordered, so nothing of
+    /// this type happened in between.
+    async fn advance(&self, revision: i64) {
+        let mut state = self.state.write().await;
+        if revision > state.rv {
+            state.rv = revision;
+            drop(state);
+            self.rv.send_replace(revision);
+        }
     }
 
     async fn apply(&self, event: WatchEvent) {
         let revision = event.revision;
         let mut state = self.state.write().await;
+        let change = self.change_for(&mut state, &event);
+        // The cache reflects this revision whether or not the event could
+        // be turned into a change: consistent reads wait on it.
+        state.rv = state.rv.max(revision);
+        if let Some(change) = change {
+            state.history.push_back(change.clone());
+            while state.history.len() > self.history_limit {
+                if let Some(dropped) = state.history.pop_front() {
+                    state.history_floor = dropped.object.rv;
+                }
+            }
+            // No receivers is fine: nobody is watching.
+            let _ = self.events.send(change);
+        }
+        drop(state);
+        self.rv.send_replace(revision);
+    }
+
+    /// Applies one store event to the objects and describes the change.
+    fn change_for(&self, state: &mut State, event: &WatchEvent) -> Option<Change> {
+        let revision = event.revision;
         let previous = state.objects.get(&event.kv.key).cloned();
-        let change = match event.kind {
+        match event.kind {
             EventKind::Created | EventKind::Updated => {
                 let Some(object) = self.decode(&event.kv.value, revision).map(Arc::new) else {
                     tracing::warn!(
                         key = event.kv.key,
-                        "unreadable object in the store; skipped"
+                        "unreadable object in the store; dropped from the cache"
                     );
-                    return;
+                    state.objects.remove(&event.kv.key);
+                    return None;
                 };
                 state.objects.insert(event.kv.key.clone(), object.clone());
                 let kind = if previous.is_some() {
@@ -221,11 +288,11 @@ impl ResourceCache {
                 } else {
                     ChangeType::Added
                 };
-                Change {
+                Some(Change {
                     kind,
                     object,
                     previous,
-                }
+                })
             }
             EventKind::Deleted => {
                 state.objects.remove(&event.kv.key);
@@ -240,28 +307,13 @@ impl ResourceCache {
                             .as_ref()
                             .and_then(|p| self.decode(p.json.as_bytes(), revision))
                     });
-                let Some(object) = last.map(Arc::new) else {
-                    state.rv = revision;
-                    return;
-                };
-                Change {
+                last.map(|object| Change {
                     kind: ChangeType::Deleted,
-                    object,
+                    object: Arc::new(object),
                     previous,
-                }
-            }
-        };
-        state.rv = revision;
-        state.history.push_back(change.clone());
-        while state.history.len() > self.history_limit {
-            if let Some(dropped) = state.history.pop_front() {
-                state.history_floor = dropped.object.rv;
+                })
             }
         }
-        // No receivers is fine: nobody is watching.
-        let _ = self.events.send(change);
-        drop(state);
-        self.rv.send_replace(revision);
     }
 
     /// Waits until the cache reflects `revision` (a consistent read).
