@@ -117,6 +117,16 @@ struct BackendReport {
     /// nothing was lost).
     watch_events_total: u64,
     writes_total: u64,
+    /// CPU time (user + system) per acknowledged write over the whole run, warm-up included:
+    /// of this process (the writers, the watcher and, for redb, the store), of the redb writer
+    /// thread alone, and of the etcd server. Unlike throughput, barely affected by other load
+    /// on the machine.
+    process_cpu_us_per_write: f64,
+    writer_thread_cpu_us_per_write: Option<f64>,
+    server_cpu_us_per_write: Option<f64>,
+    /// Bytes this process wrote to files and sockets per acknowledged write: for redb, the
+    /// database file's write amplification (a value is `--value-size` bytes).
+    process_bytes_written_per_write: u64,
     /// This process, after the run.
     process_memory: Memory,
     /// The etcd server process, when the benchmark started it.
@@ -163,6 +173,52 @@ fn memory_of(pid: &str, hwm_reset: bool) -> Option<Memory> {
         vm_hwm_kib: field("VmHWM:")?,
         hwm_reset,
     })
+}
+
+/// Linux's `USER_HZ`: the unit of the CPU times in `/proc/.../stat` (100 on every mainstream
+/// architecture).
+const TICKS_PER_SEC: f64 = 100.0;
+
+/// User plus system CPU time, in seconds, from a `/proc/.../stat` file (a process or a thread).
+fn cpu_seconds(stat_path: &str) -> Option<f64> {
+    let stat = std::fs::read_to_string(stat_path).ok()?;
+    // The command name (field 2) may contain spaces; the fields after it do not.
+    let (_, rest) = stat.rsplit_once(')')?;
+    let mut fields = rest.split_whitespace();
+    // After the name: state (3), ..., utime (14), stime (15).
+    let utime: f64 = fields.nth(11)?.parse().ok()?;
+    let stime: f64 = fields.next()?.parse().ok()?;
+    Some((utime + stime) / TICKS_PER_SEC)
+}
+
+/// CPU seconds of this process's thread called `name` (the first one), if any.
+fn thread_cpu_seconds(name: &str) -> Option<f64> {
+    std::fs::read_dir("/proc/self/task")
+        .ok()?
+        .find_map(|entry| {
+            let dir = entry.ok()?.path();
+            let comm = std::fs::read_to_string(dir.join("comm")).ok()?;
+            if comm.trim_end() != name {
+                return None;
+            }
+            cpu_seconds(&dir.join("stat").to_string_lossy())
+        })
+}
+
+/// Bytes this process has passed to write calls (`wchar` of `/proc/self/io`).
+fn written_bytes() -> Option<u64> {
+    std::fs::read_to_string("/proc/self/io")
+        .ok()?
+        .lines()
+        .find_map(|l| l.strip_prefix("wchar:"))?
+        .trim()
+        .parse()
+        .ok()
+}
+
+/// CPU time per write in µs, rounded to 0.1.
+fn per_write_us(cpu_seconds: f64, writes: u64) -> f64 {
+    (cpu_seconds * 1e6 / writes.max(1) as f64 * 10.0).round() / 10.0
 }
 
 /// Resets this process's peak RSS (VmHWM) to its current RSS (Linux ≥ 4.0); `false` if the
@@ -330,6 +386,8 @@ async fn measure(
         warm_end,
         end: warm_end + Duration::from_secs_f64(args.seconds),
     };
+    let cpu_before = cpu_seconds("/proc/self/stat").unwrap_or(0.0);
+    let written_before = written_bytes().unwrap_or(0);
     let (until_tx, until_rx) = watch::channel(Revision::MAX);
     let watch_task = tokio::spawn(watcher(stream, window, until_rx));
     let writers: Vec<_> = (0..args.writers)
@@ -355,6 +413,8 @@ async fn measure(
         .context("the watcher did not catch up")?
         .context("watcher task")??;
     let write_latency = latency.summary_us();
+    let cpu = cpu_seconds("/proc/self/stat").unwrap_or(0.0) - cpu_before;
+    let written = written_bytes().unwrap_or(0).saturating_sub(written_before);
     Ok(BackendReport {
         backend: label,
         writes: latency.count(),
@@ -363,6 +423,10 @@ async fn measure(
         watch_delivery: watched.delivery.summary_us(),
         watch_events_total: watched.events,
         writes_total,
+        process_cpu_us_per_write: per_write_us(cpu, writes_total),
+        writer_thread_cpu_us_per_write: None,
+        server_cpu_us_per_write: None,
+        process_bytes_written_per_write: written / writes_total.max(1),
         process_memory: memory_of("self", hwm_reset).unwrap_or(Memory {
             vm_rss_kib: 0,
             vm_hwm_kib: 0,
@@ -378,8 +442,12 @@ async fn run_redb(args: &StoreArgs, parent: &Path, run_tag: &str) -> anyhow::Res
     let dir = tempfile::tempdir_in(parent).context("redb data directory")?;
     let store = RedbStore::open(dir.path())?;
     let before = store.stats();
+    // The writer thread's name, truncated by the kernel to 15 bytes.
+    let writer_cpu_before = thread_cpu_seconds("berth-store-wri").unwrap_or(0.0);
     let mut report = measure("redb", AnyStore::Redb(store.clone()), args, run_tag).await?;
     let after = store.stats();
+    report.writer_thread_cpu_us_per_write = thread_cpu_seconds("berth-store-wri")
+        .map(|cpu| per_write_us(cpu - writer_cpu_before, report.writes_total));
     let commits = after.commits - before.commits;
     report.commits = Some(commits);
     report.writes_per_commit =
@@ -401,6 +469,9 @@ async fn run_etcd(args: &StoreArgs, parent: &Path, run_tag: &str) -> anyhow::Res
     if let Some(server) = &server {
         // etcd's peak covers its whole (short) life: it only ran this benchmark.
         report.server_memory = memory_of(&server.pid().to_string(), false);
+        // etcd did nothing else in its life but start up.
+        report.server_cpu_us_per_write = cpu_seconds(&format!("/proc/{}/stat", server.pid()))
+            .map(|cpu| per_write_us(cpu, report.writes_total));
     }
     // Dropping the server stops etcd and removes its data.
     drop(server);
