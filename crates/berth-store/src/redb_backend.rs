@@ -107,6 +107,17 @@ fn encode_entry(kind: EventKind, create: i64, prev: i64, key: &str, value: &[u8]
     out
 }
 
+/// Fills in the revisions of a record the caller encoded with zeros, so the writer thread
+/// never copies a value: callers encode on their own threads, the writer only patches 16 bytes.
+fn set_revisions(record: &mut [u8], create: i64, prev: i64) -> Result<()> {
+    let header = record
+        .get_mut(1..17)
+        .ok_or_else(|| StoreError::Corrupt("log record without a header".into()))?;
+    header[..8].copy_from_slice(&create.to_le_bytes());
+    header[8..].copy_from_slice(&prev.to_le_bytes());
+    Ok(())
+}
+
 fn decode_entry(revision: i64, bytes: &[u8]) -> Result<Entry<'_>> {
     let corrupt = |what: &str| StoreError::Corrupt(format!("log record {revision}: {what}"));
     let header = bytes
@@ -218,18 +229,24 @@ fn check_read_revision(at: i64, current: i64, compacted: i64) -> Result<()> {
 // ---------------------------------------------------------------------------------------------
 // Writer
 
+/// A write as the writer thread receives it. `record` is its log record, encoded by the caller
+/// (on a runtime thread, off the single writer thread) with zero revisions that the writer
+/// fills in; `value` moves into the watch event, so the writer copies no value.
 enum Op {
     Create {
         key: String,
         value: Vec<u8>,
+        record: Vec<u8>,
     },
     Update {
         key: String,
         value: Vec<u8>,
+        record: Vec<u8>,
         expected: i64,
     },
     Delete {
         key: String,
+        record: Vec<u8>,
         expected: i64,
     },
     Compact {
@@ -238,10 +255,36 @@ enum Op {
 }
 
 impl Op {
+    fn create(key: &str, value: Vec<u8>) -> Op {
+        Op::Create {
+            key: key.to_owned(),
+            record: encode_entry(EventKind::Created, 0, 0, key, &value),
+            value,
+        }
+    }
+
+    fn update(key: &str, value: Vec<u8>, expected: i64) -> Op {
+        Op::Update {
+            key: key.to_owned(),
+            record: encode_entry(EventKind::Updated, 0, 0, key, &value),
+            value,
+            expected,
+        }
+    }
+
+    fn delete(key: &str, expected: i64) -> Op {
+        Op::Delete {
+            key: key.to_owned(),
+            record: encode_entry(EventKind::Deleted, 0, 0, key, &[]),
+            expected,
+        }
+    }
+
     fn bytes(&self) -> usize {
         match self {
-            Op::Create { key, value } | Op::Update { key, value, .. } => key.len() + value.len(),
-            Op::Delete { key, .. } => key.len(),
+            Op::Create { record, .. } | Op::Update { record, .. } | Op::Delete { record, .. } => {
+                record.len()
+            }
             Op::Compact { .. } => 0,
         }
     }
@@ -371,7 +414,8 @@ impl Writer {
     }
 
     fn commit_batch(&mut self, batch: Vec<Request>) {
-        match self.apply_batch(&batch) {
+        let mut batch = batch;
+        match self.apply_batch(&mut batch) {
             Ok(outcome) => {
                 self.revision = outcome.revision;
                 self.compacted = outcome.compacted;
@@ -408,7 +452,7 @@ impl Writer {
         }
     }
 
-    fn apply_batch(&self, batch: &[Request]) -> Result<Outcome> {
+    fn apply_batch(&self, batch: &mut [Request]) -> Result<Outcome> {
         let mut txn = self.db.begin_write().map_err(be)?;
         txn.set_durability(Durability::Immediate).map_err(be)?;
         let mut revision = self.revision;
@@ -420,8 +464,8 @@ impl Writer {
             let mut kv = txn.open_table(KV).map_err(be)?;
             let mut log = txn.open_table(LOG).map_err(be)?;
             let mut meta = txn.open_table(META).map_err(be)?;
-            for req in batch {
-                match apply_op(&mut kv, &mut log, revision, compacted, &req.op)? {
+            for req in batch.iter_mut() {
+                match apply_op(&mut kv, &mut log, revision, compacted, &mut req.op)? {
                     Ok(Applied::Event(event)) => {
                         revision = event.revision;
                         results.push(Ok(revision));
@@ -502,29 +546,30 @@ impl Writer {
 
 /// Applies one operation. The outer `Result` is a storage failure that aborts the batch; the
 /// inner one is this operation being refused (conflict, exists, ...), which consumes no
-/// revision and leaves the rest of the batch alone.
+/// revision and leaves the rest of the batch alone. A successful create or update moves its
+/// key and value out of `op` into the event (the request is answered with the revision only).
 fn apply_op(
     kv: &mut Table<&'static str, (i64, i64)>,
     log: &mut Table<i64, &'static [u8]>,
     revision: i64,
     compacted: i64,
-    op: &Op,
+    op: &mut Op,
 ) -> Result<Result<Applied>> {
     let next = revision + 1;
     match op {
-        Op::Create { key, value } => {
+        Op::Create { key, value, record } => {
             if kv.get(key.as_str()).map_err(be)?.is_some() {
                 return Ok(Err(StoreError::AlreadyExists { key: key.clone() }));
             }
-            let record = encode_entry(EventKind::Created, next, 0, key, value);
+            set_revisions(record, next, 0)?;
             log.insert(next, record.as_slice()).map_err(be)?;
             kv.insert(key.as_str(), (next, next)).map_err(be)?;
             Ok(Ok(Applied::Event(WatchEvent {
                 kind: EventKind::Created,
                 revision: next,
                 kv: KeyValue {
-                    key: key.clone(),
-                    value: value.clone(),
+                    key: std::mem::take(key),
+                    value: std::mem::take(value),
                     create_revision: next,
                     mod_revision: next,
                 },
@@ -534,9 +579,14 @@ fn apply_op(
         Op::Update {
             key,
             value,
+            record,
             expected,
-        } => change(kv, log, next, key, Some(value), *expected),
-        Op::Delete { key, expected } => change(kv, log, next, key, None, *expected),
+        } => change(kv, log, next, key, Some(value), record, *expected),
+        Op::Delete {
+            key,
+            record,
+            expected,
+        } => change(kv, log, next, key, None, record, *expected),
         Op::Compact { revision: to } => {
             if *to > revision {
                 return Ok(Err(StoreError::InvalidArgument(format!(
@@ -548,16 +598,18 @@ fn apply_op(
     }
 }
 
-/// An update (`value` = `Some`) or delete (`None`) guarded by the expected revision.
+/// An update (`value` = `Some`) or delete (`None`) guarded by the expected revision; `record`
+/// is its log record with the revisions still to be filled in.
 fn change(
     kv: &mut Table<&'static str, (i64, i64)>,
     log: &mut Table<i64, &'static [u8]>,
     next: i64,
-    key: &str,
-    value: Option<&Vec<u8>>,
+    key: &mut String,
+    value: Option<&mut Vec<u8>>,
+    record: &mut [u8],
     expected: i64,
 ) -> Result<Result<Applied>> {
-    let current = kv.get(key).map_err(be)?.map(|g| g.value());
+    let current = kv.get(key.as_str()).map_err(be)?.map(|g| g.value());
     let Some((create, actual)) = current else {
         return Ok(Err(StoreError::NotFound {
             key: key.to_owned(),
@@ -571,26 +623,26 @@ fn change(
         }));
     }
     let prev = read_kv(log, key, actual)?;
-    let (kind, new_value): (EventKind, &[u8]) = match value {
-        Some(v) => (EventKind::Updated, v),
-        None => (EventKind::Deleted, &[]),
+    let (kind, new_value) = match value {
+        Some(v) => (EventKind::Updated, std::mem::take(v)),
+        None => (EventKind::Deleted, Vec::new()),
     };
-    let record = encode_entry(kind, create, actual, key, new_value);
-    log.insert(next, record.as_slice()).map_err(be)?;
+    set_revisions(record, create, actual)?;
+    log.insert(next, &*record).map_err(be)?;
     match kind {
         EventKind::Deleted => {
-            kv.remove(key).map_err(be)?;
+            kv.remove(key.as_str()).map_err(be)?;
         }
         _ => {
-            kv.insert(key, (create, next)).map_err(be)?;
+            kv.insert(key.as_str(), (create, next)).map_err(be)?;
         }
     }
     Ok(Ok(Applied::Event(WatchEvent {
         kind,
         revision: next,
         kv: KeyValue {
-            key: key.to_owned(),
-            value: new_value.to_vec(),
+            key: std::mem::take(key),
+            value: new_value,
             create_revision: create,
             mod_revision: next,
         },
@@ -1210,32 +1262,19 @@ impl Store for RedbStore {
 
     async fn create(&self, key: &str, value: Vec<u8>) -> Result<Revision> {
         validate_write(key, Some(&value))?;
-        self.submit(Op::Create {
-            key: key.to_owned(),
-            value,
-        })
-        .await
+        self.submit(Op::create(key, value)).await
     }
 
     async fn update(&self, key: &str, value: Vec<u8>, expected: Revision) -> Result<Revision> {
         validate_write(key, Some(&value))?;
         validate_expected(expected)?;
-        self.submit(Op::Update {
-            key: key.to_owned(),
-            value,
-            expected,
-        })
-        .await
+        self.submit(Op::update(key, value, expected)).await
     }
 
     async fn delete(&self, key: &str, expected: Revision) -> Result<Revision> {
         validate_write(key, None)?;
         validate_expected(expected)?;
-        self.submit(Op::Delete {
-            key: key.to_owned(),
-            expected,
-        })
-        .await
+        self.submit(Op::delete(key, expected)).await
     }
 
     async fn current_revision(&self) -> Result<Revision> {
