@@ -359,7 +359,11 @@ async fn watcher(
                 };
                 let mut bytes = [0u8; STAMP];
                 bytes.copy_from_slice(stamp);
-                let started = window.epoch + Duration::from_nanos(u64::from_le_bytes(bytes));
+                // A foreign value (a shared etcd) may hold anything: no panic on overflow.
+                let sent = Duration::from_nanos(u64::from_le_bytes(bytes));
+                let Some(started) = window.epoch.checked_add(sent) else {
+                    continue;
+                };
                 if window.contains(started, received) {
                     delivery.record(received.saturating_duration_since(started));
                 }

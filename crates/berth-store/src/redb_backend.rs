@@ -7,8 +7,9 @@
 //!   read from the log record at the mod revision, so each value is written once.
 //! - `berth_meta`: format version, current revision, compacted revision, compaction cursor.
 //!
-//! Writes go through one writer thread fed by a channel. It takes everything waiting, applies
-//! it in one write transaction and commits once with `Durability::Immediate` (one fsync), then
+//! Writes go through one writer thread fed by a channel. It takes everything waiting (and,
+//! briefly, the writes of callers it has just answered that are on their way back), applies it
+//! in one write transaction and commits once with `Durability::Immediate` (one fsync), then
 //! publishes the batch's events and answers every caller (group commit). Reads use redb read
 //! transactions on the blocking pool. Watches subscribe to an in-memory broadcast of committed
 //! batches and fall back to reading the log when they start in the past or fall behind.
