@@ -5,6 +5,7 @@
 
 mod core_bench;
 mod measure;
+mod store_bench;
 
 use clap::{Parser, Subcommand};
 
@@ -20,12 +21,16 @@ enum Bench {
     /// Taint/toleration matching: one tolerates() check, and the
     /// TaintToleration filter of one pod over many nodes.
     Core(core_bench::CoreArgs),
+    /// Store backends: durable writes/s, write latency and watch delivery latency of redb
+    /// and etcd under concurrent closed-loop writers, and memory.
+    Store(store_bench::StoreArgs),
 }
 
 fn main() -> anyhow::Result<()> {
     let cli = Cli::parse();
     let report = match cli.bench {
-        Bench::Core(args) => core_bench::run(&args)?,
+        Bench::Core(args) => serde_json::to_value(core_bench::run(&args)?)?,
+        Bench::Store(args) => serde_json::to_value(store_bench::run(&args)?)?,
     };
     println!("{}", serde_json::to_string_pretty(&report)?);
     Ok(())

@@ -32,6 +32,8 @@ mod etcd_backend;
 pub mod keys;
 mod redb_backend;
 mod store;
+#[cfg(feature = "testing")]
+pub mod testing;
 mod watch;
 
 pub use error::{Result, StoreError};
