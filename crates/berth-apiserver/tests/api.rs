@@ -396,7 +396,7 @@ async fn lists_filter_by_selectors_and_page_with_continue() {
     let (_, on_node) = api
         .req(
             "GET",
-            &format!("/api/v1/pods?fieldSelector=spec.nodeName%3Dnode1"),
+            "/api/v1/pods?fieldSelector=spec.nodeName%3Dnode1",
             Value::Null,
         )
         .await;
