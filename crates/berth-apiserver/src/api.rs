@@ -136,6 +136,18 @@ impl Query {
             }),
         }
     }
+    /// `fieldValidation`: `Strict` refuses unknown fields; `Warn` (the
+    /// default) and `Ignore` accept them (berth sends no warnings yet).
+    fn strict_fields(&self) -> ApiResult<bool> {
+        match self.get("fieldValidation") {
+            None | Some("Ignore" | "Warn") => Ok(false),
+            Some("Strict") => Ok(true),
+            Some(other) => Err(ApiError::bad_request(format!(
+                "fieldValidation must be one of \"Ignore\", \"Warn\", or \"Strict\", got {other:?}"
+            ))),
+        }
+    }
+
     fn dry_run(&self) -> ApiResult<bool> {
         match self.get("dryRun") {
             None => Ok(false),
@@ -397,6 +409,9 @@ impl ApiServer {
             (_, "create", "eviction") => self.evict(ns, name, headers, &body, &user).await,
             (_, "update", sub) => {
                 let object = parse_body(headers, &body)?;
+                if query.strict_fields()? {
+                    strategy::check_unknown_fields(rt, &object)?;
+                }
                 self.update(rt, ns, name, sub, object, &query, &user).await
             }
             (_, "patch", sub) => {
@@ -482,6 +497,9 @@ impl ApiServer {
     ) -> ApiResult<Response> {
         let mut object = parse_body(headers, body)?;
         check_kind(&object, rt.kind, &rt.api_version())?;
+        if query.strict_fields()? {
+            strategy::check_unknown_fields(rt, &object)?;
+        }
         let body_ns = objects::meta_str(&object, "namespace");
         if rt.namespaced && !body_ns.is_empty() && body_ns != ns {
             return Err(ApiError::bad_request(
@@ -656,6 +674,9 @@ impl ApiServer {
                 .unwrap_or_else(|| json!({}));
             let patched = crate::patch::apply_patch(patch_type, &kind, &base, body, field_manager)
                 .map_err(patch_error)?;
+            if query.strict_fields()? {
+                strategy::check_unknown_fields(rt, &patched)?;
+            }
             let Some((old, revision)) = current else {
                 let bytes = serde_json::to_vec(&patched).map_err(ApiError::internal)?;
                 let mut create_headers = HeaderMap::new();

@@ -21,6 +21,7 @@ pub mod auth;
 pub mod bootstrap;
 pub mod cache;
 pub mod discovery;
+pub mod field_validation;
 mod json_path;
 pub mod metrics;
 pub mod objects;

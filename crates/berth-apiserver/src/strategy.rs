@@ -311,6 +311,30 @@ pub fn validate(
     }
 }
 
+/// `fieldValidation=Strict`: refuses a body naming fields its type lacks.
+pub fn check_unknown_fields(rt: &ResourceType, object: &Value) -> ApiResult<()> {
+    use crate::field_validation::unknown_fields;
+    use k8s_openapi::api::{coordination::v1::Lease, core::v1};
+    let unknown = if is(rt, &PODS) {
+        unknown_fields::<v1::Pod>(object)
+    } else if is(rt, &NODES) {
+        unknown_fields::<v1::Node>(object)
+    } else if is(rt, &NAMESPACES) {
+        unknown_fields::<v1::Namespace>(object)
+    } else if is(rt, &LEASES) {
+        unknown_fields::<Lease>(object)
+    } else {
+        unknown_fields::<v1::Event>(object)
+    };
+    if unknown.is_empty() {
+        Ok(())
+    } else {
+        Err(ApiError::bad_request(crate::field_validation::message(
+            rt.kind, rt.version, &unknown,
+        )))
+    }
+}
+
 /// Binds a pod: `spec.nodeName` and the `PodScheduled=True` condition,
 /// whose transition time is the binding time taint-based eviction counts
 /// from.

@@ -218,6 +218,48 @@ async fn failures_are_statuses_with_the_right_code() {
 }
 
 #[tokio::test]
+async fn strict_field_validation_refuses_unknown_fields() {
+    let api = api().await;
+    let mut typo = pod("typo");
+    typo["spec"]["containers"][0]["imagee"] = json!("x");
+    let pods = "/api/v1/namespaces/default/pods";
+    let (s, v) = api
+        .req(
+            "POST",
+            &format!("{pods}?fieldValidation=Strict"),
+            typo.clone(),
+        )
+        .await;
+    assert_eq!(s, 400, "{v}");
+    assert_eq!(
+        v["message"],
+        "Pod in version \"v1\" cannot be handled as a Pod: strict decoding error: unknown field \"spec.containers[0].imagee\""
+    );
+    // Without Strict the field is dropped, as upstream's Ignore/Warn do.
+    let (s, v) = api.req("POST", pods, typo).await;
+    assert_eq!(s, 201, "{v}");
+    assert!(v["spec"]["containers"][0].get("imagee").is_none());
+    let (s, v) = api
+        .call(
+            Some(ADMIN),
+            "PATCH",
+            &format!("{pods}/typo?fieldValidation=Strict"),
+            "application/merge-patch+json",
+            br#"{"spec":{"bogus":1}}"#.to_vec(),
+        )
+        .await;
+    assert_eq!(s, 400, "{v}");
+    let (s, _) = api
+        .req(
+            "POST",
+            &format!("{pods}?fieldValidation=Sometimes"),
+            pod("x"),
+        )
+        .await;
+    assert_eq!(s, 400);
+}
+
+#[tokio::test]
 async fn updates_are_compare_and_swap_on_resource_version() {
     let api = api().await;
     let created = api.create("/api/v1/nodes", node("n1")).await;
