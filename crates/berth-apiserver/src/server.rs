@@ -81,6 +81,24 @@ pub fn router(api: Arc<ApiServer>) -> Router {
     Router::new().fallback(handle).with_state(api)
 }
 
+/// How often the store's history is compacted, and how many revisions of
+/// it are kept (watches and paginated lists older than that get 410), as
+/// kube-apiserver compacts etcd every five minutes.
+const COMPACTION_INTERVAL: std::time::Duration = std::time::Duration::from_secs(300);
+const COMPACTION_WINDOW: i64 = 100_000;
+
+async fn compact_periodically(store: AnyStore) {
+    use berth_store::Store;
+    let mut ticks = tokio::time::interval(COMPACTION_INTERVAL);
+    ticks.tick().await;
+    loop {
+        ticks.tick().await;
+        if let Err(e) = store.compact_keeping(COMPACTION_WINDOW).await {
+            tracing::warn!(error = %e, "compaction failed");
+        }
+    }
+}
+
 /// Starts a server: credentials, store, API, HTTPS.
 pub async fn start(options: ServerOptions) -> Result<RunningServer, ServerError> {
     // One process-wide TLS provider (ring, as kube-rs uses); a second
@@ -91,7 +109,8 @@ pub async fn start(options: ServerOptions) -> Result<RunningServer, ServerError>
     } else {
         AnyStore::Etcd(EtcdStore::connect(&options.etcd).await?)
     };
-    let api = ApiServer::new(store, Clock::real(), options.api.clone()).await?;
+    let api = ApiServer::new(store.clone(), Clock::real(), options.api.clone()).await?;
+    tokio::spawn(compact_periodically(store));
     // The listener comes first so port 0 resolves before the kubeconfig
     // names the URL.
     let std_listener =
