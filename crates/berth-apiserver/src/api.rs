@@ -76,6 +76,16 @@ impl Default for VersionInfo {
     }
 }
 
+/// A resource request, once authenticated and authorized.
+struct StoredRequest<'a> {
+    method: &'a Method,
+    raw_query: &'a str,
+    headers: &'a HeaderMap,
+    body: Bytes,
+    info: &'a RequestInfo,
+    user: &'a User,
+}
+
 /// The API server's state.
 pub struct ApiServer {
     pub store: AnyStore,
@@ -250,6 +260,7 @@ impl ApiServer {
     ) -> Result<Arc<ApiServer>, ApiError> {
         let caches = RESOURCES
             .iter()
+            .filter(|rt| rt.stored_as.is_none())
             .map(|rt| ResourceCache::new(rt, config.watch_history, strategy::selectable_fields))
             .collect::<Vec<_>>();
         tokio::spawn(crate::cache::run(caches.clone(), store.clone()));
@@ -288,6 +299,7 @@ impl ApiServer {
     }
 
     fn cache(&self, rt: &ResourceType) -> ApiResult<&Arc<ResourceCache>> {
+        let rt = rt.stored_as.unwrap_or(rt);
         self.caches
             .iter()
             .find(|c| std::ptr::eq(c.resource, rt))
@@ -389,6 +401,48 @@ impl ApiServer {
         let body = axum::body::to_bytes(body, MAX_BODY_BYTES)
             .await
             .map_err(|_| ApiError::too_large(MAX_BODY_BYTES))?;
+        // Another version of a stored resource: requests are converted to
+        // the stored form, responses back (watches convert per event).
+        if let Some(stored) = rt.stored_as {
+            let body = crate::conversion::request_to_stored(rt, info, headers, &body)?;
+            let request = StoredRequest {
+                method,
+                raw_query,
+                headers,
+                body,
+                info,
+                user: &user,
+            };
+            let response = Box::pin(self.serve_stored(request, stored, Some(rt))).await?;
+            return crate::conversion::response_from_stored(rt, response).await;
+        }
+        let request = StoredRequest {
+            method,
+            raw_query,
+            headers,
+            body,
+            info,
+            user: &user,
+        };
+        self.serve_stored(request, rt, None).await
+    }
+
+    /// Runs the verb on a resource type in its stored form; `external` is
+    /// the version the client asked for when it differs.
+    async fn serve_stored(
+        self: &Arc<Self>,
+        request: StoredRequest<'_>,
+        rt: &'static ResourceType,
+        external: Option<&'static ResourceType>,
+    ) -> ApiResult<Response> {
+        let StoredRequest {
+            method,
+            raw_query,
+            headers,
+            body,
+            info,
+            user,
+        } = request;
         let query = Query::parse(raw_query);
         let ns = if rt.namespaced {
             info.namespace.as_str()
@@ -403,26 +457,26 @@ impl ApiServer {
         ) {
             (_, "get", "") | (_, "get", "status") => self.get(rt, ns, name, headers, &query).await,
             (_, "list", _) => self.list(rt, ns, &query, headers).await,
-            (_, "watch", _) => self.watch(rt, ns, &query, headers).await,
-            (_, "create", "") => self.create(rt, ns, headers, &body, &query, &user).await,
+            (_, "watch", _) => self.watch(rt, ns, &query, headers, external).await,
+            (_, "create", "") => self.create(rt, ns, headers, &body, &query, user).await,
             (_, "create", "binding") => self.bind(ns, name, headers, &body).await,
-            (_, "create", "eviction") => self.evict(ns, name, headers, &body, &user).await,
+            (_, "create", "eviction") => self.evict(ns, name, headers, &body, user).await,
             (_, "update", sub) => {
                 let object = parse_body(headers, &body)?;
                 if query.strict_fields()? {
                     strategy::check_unknown_fields(rt, &object)?;
                 }
-                self.update(rt, ns, name, sub, object, &query, &user).await
+                self.update(rt, ns, name, sub, object, &query, user).await
             }
             (_, "patch", sub) => {
-                self.patch(rt, ns, name, sub, headers, &body, &query, &user)
+                self.patch(rt, ns, name, sub, headers, &body, &query, user)
                     .await
             }
             (_, "delete", "") => {
-                self.delete(rt, ns, name, headers, &body, &query, &user)
+                self.delete(rt, ns, name, headers, &body, &query, user)
                     .await
             }
-            (_, "deletecollection", "") => self.delete_collection(rt, ns, &query, &user).await,
+            (_, "deletecollection", "") => self.delete_collection(rt, ns, &query, user).await,
             _ => Err(ApiError::method_not_allowed(&info.verb, &info.resource)),
         }
     }
@@ -1086,6 +1140,7 @@ impl ApiServer {
         ns: &str,
         query: &Query,
         headers: &HeaderMap,
+        external: Option<&'static ResourceType>,
     ) -> ApiResult<Response> {
         let filter = Arc::new(Filter::new(rt, ns, query)?);
         let table = crate::table_output::wants_table(headers, query.get("includeObject"))?;
@@ -1118,7 +1173,8 @@ impl ApiServer {
             .map(|s| Duration::from_secs(s.max(0) as u64))
             .unwrap_or(Duration::from_secs(1800));
         let render = EventRenderer {
-            rt,
+            rt: external.unwrap_or(rt),
+            converts: external.is_some(),
             table,
             clock: self.clock.clone(),
             headers_sent: std::sync::atomic::AtomicBool::new(false),
@@ -1278,6 +1334,8 @@ impl Filter {
 /// one-row Table, with the column definitions in the first event only.
 struct EventRenderer {
     rt: &'static ResourceType,
+    /// The watch is of another version of the stored type (events.k8s.io).
+    converts: bool,
     table: Option<crate::table_output::Include>,
     clock: Clock,
     headers_sent: std::sync::atomic::AtomicBool,
@@ -1285,11 +1343,17 @@ struct EventRenderer {
 
 impl EventRenderer {
     fn line(&self, kind: &str, object: &str) -> Bytes {
-        let Some(include) = self.table else {
+        if self.table.is_none() && !self.converts {
+            return event_line(kind, object);
+        }
+        let Ok(mut value) = serde_json::from_str::<Value>(object) else {
             return event_line(kind, object);
         };
-        let Ok(value) = serde_json::from_str::<Value>(object) else {
-            return event_line(kind, object);
+        if self.converts {
+            value = crate::conversion::event_to_v1(&value);
+        }
+        let Some(include) = self.table else {
+            return event_line(kind, &value.to_string());
         };
         let no_headers = self
             .headers_sent

@@ -277,7 +277,7 @@ mod tests {
                     .collect()
             })
             .unwrap_or_default();
-        assert_eq!(groups, ["coordination.k8s.io", "policy"]);
+        assert_eq!(groups, ["coordination.k8s.io", "events.k8s.io", "policy"]);
         let (_, core) = body(serve("/api", &headers, &User::admin()).expect("served"));
         let pods = core["items"][0]["versions"][0]["resources"]
             .as_array()

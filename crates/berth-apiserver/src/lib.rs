@@ -20,6 +20,7 @@ pub mod api;
 pub mod auth;
 pub mod bootstrap;
 pub mod cache;
+pub mod conversion;
 pub mod discovery;
 pub mod field_validation;
 mod json_path;

@@ -23,6 +23,9 @@ pub struct ResourceType {
     pub storage: &'static str,
     /// Verbs discovery advertises.
     pub verbs: &'static [&'static str],
+    /// Another version of a resource kept in that resource's storage form
+    /// (events.k8s.io/v1 Events are core/v1 Events in the store).
+    pub stored_as: Option<&'static ResourceType>,
 }
 
 /// A subresource and the kind its requests and responses carry.
@@ -106,6 +109,7 @@ pub static NAMESPACES: ResourceType = ResourceType {
     verbs: &[
         "create", "delete", "get", "list", "patch", "update", "watch",
     ],
+    stored_as: None,
 };
 
 pub static NODES: ResourceType = ResourceType {
@@ -120,6 +124,7 @@ pub static NODES: ResourceType = ResourceType {
     subresources: &[STATUS],
     storage: "minions",
     verbs: ALL_VERBS,
+    stored_as: None,
 };
 
 pub static PODS: ResourceType = ResourceType {
@@ -150,6 +155,7 @@ pub static PODS: ResourceType = ResourceType {
     ],
     storage: "pods",
     verbs: ALL_VERBS,
+    stored_as: None,
 };
 
 pub static EVENTS: ResourceType = ResourceType {
@@ -164,6 +170,7 @@ pub static EVENTS: ResourceType = ResourceType {
     subresources: &[],
     storage: "events",
     verbs: ALL_VERBS,
+    stored_as: None,
 };
 
 pub static LEASES: ResourceType = ResourceType {
@@ -178,10 +185,27 @@ pub static LEASES: ResourceType = ResourceType {
     subresources: &[],
     storage: "leases",
     verbs: ALL_VERBS,
+    stored_as: None,
+};
+
+pub static EVENTS_V1: ResourceType = ResourceType {
+    group: "events.k8s.io",
+    version: "v1",
+    kind: "Event",
+    plural: "events",
+    singular: "event",
+    namespaced: true,
+    short_names: &["ev"],
+    categories: &[],
+    subresources: &[],
+    storage: "events",
+    verbs: ALL_VERBS,
+    stored_as: Some(&EVENTS),
 };
 
 /// Every served resource type, in discovery order.
-pub static RESOURCES: &[&ResourceType] = &[&NAMESPACES, &NODES, &PODS, &EVENTS, &LEASES];
+pub static RESOURCES: &[&ResourceType] =
+    &[&NAMESPACES, &NODES, &PODS, &EVENTS, &LEASES, &EVENTS_V1];
 
 /// The resource type at `group/version/plural`, if served.
 pub fn lookup(group: &str, version: &str, plural: &str) -> Option<&'static ResourceType> {
@@ -247,7 +271,10 @@ mod tests {
         );
         assert!(lookup("", "v1", "leases").is_none());
         assert!(lookup("apps", "v1", "deployments").is_none());
-        assert_eq!(groups(), vec![("coordination.k8s.io", "v1")]);
+        assert_eq!(
+            groups(),
+            vec![("coordination.k8s.io", "v1"), ("events.k8s.io", "v1")]
+        );
         assert_eq!(LEASES.api_version(), "coordination.k8s.io/v1");
     }
 }

@@ -659,3 +659,59 @@ async fn node_agents_write_only_their_own_node() {
         .await;
     assert_eq!(s, 403);
 }
+
+#[tokio::test]
+async fn events_are_served_in_both_api_versions() {
+    let api = api().await;
+    let v1 = json!({
+        "apiVersion": "events.k8s.io/v1", "kind": "Event",
+        "metadata": {"name": "web.1", "namespace": "default"},
+        "eventTime": "2026-01-01T00:00:00.000000Z",
+        "regarding": {"kind": "Pod", "namespace": "default", "name": "web"},
+        "reason": "TaintManagerEviction", "note": "Marking for deletion Pod default/web",
+        "type": "Normal", "action": "Delete",
+        "reportingController": "taint-eviction-controller", "reportingInstance": "berth",
+    });
+    let created = api
+        .create("/apis/events.k8s.io/v1/namespaces/default/events", v1)
+        .await;
+    assert_eq!(created["apiVersion"], "events.k8s.io/v1");
+    assert_eq!(created["note"], "Marking for deletion Pod default/web");
+    let (s, core) = api
+        .req(
+            "GET",
+            "/api/v1/namespaces/default/events/web.1",
+            Value::Null,
+        )
+        .await;
+    assert_eq!(s, 200, "{core}");
+    assert_eq!(core["apiVersion"], "v1");
+    assert_eq!(core["message"], "Marking for deletion Pod default/web");
+    assert_eq!(core["involvedObject"]["name"], "web");
+    let (_, list) = api.req("GET", "/api/v1/namespaces/default/events?fieldSelector=involvedObject.name%3Dweb,reason%3DTaintManagerEviction", Value::Null).await;
+    assert_eq!(list["items"].as_array().map(Vec::len), Some(1), "{list}");
+    let (_, list) = api
+        .req("GET", "/apis/events.k8s.io/v1/events", Value::Null)
+        .await;
+    assert_eq!(list["apiVersion"], "events.k8s.io/v1");
+    assert_eq!(list["items"][0]["regarding"]["name"], "web");
+    let (s, patched) = api
+        .call(
+            Some(ADMIN),
+            "PATCH",
+            "/apis/events.k8s.io/v1/namespaces/default/events/web.1",
+            "application/merge-patch+json",
+            br#"{"note":"changed"}"#.to_vec(),
+        )
+        .await;
+    assert_eq!(s, 200, "{patched}");
+    assert_eq!(patched["note"], "changed");
+    let events = watch_lines(
+        &api,
+        "/apis/events.k8s.io/v1/namespaces/default/events?watch=true&timeoutSeconds=5",
+        1,
+    )
+    .await;
+    assert_eq!(events[0]["object"]["apiVersion"], "events.k8s.io/v1");
+    assert_eq!(events[0]["object"]["note"], "changed");
+}
