@@ -35,6 +35,9 @@ use crate::strategy;
 /// Bodies above this are refused with 413, as kube-apiserver does.
 pub const MAX_BODY_BYTES: usize = 3 * 1024 * 1024;
 
+/// Where a node agent trades the join token for its node credential.
+pub const NODE_CREDENTIAL_PATH: &str = "/berth/v1/node-credential";
+
 /// Namespaces that exist from the start and may not be deleted.
 pub const SYSTEM_NAMESPACES: &[&str] =
     &["default", "kube-system", "kube-public", "kube-node-lease"];
@@ -388,6 +391,9 @@ impl ApiServer {
             );
             return Ok(response);
         }
+        if path == NODE_CREDENTIAL_PATH {
+            return self.issue_node_credential(method, &user, body).await;
+        }
         if !info.is_resource_request {
             return crate::discovery::serve(path, headers, &user);
         }
@@ -479,6 +485,58 @@ impl ApiServer {
             (_, "deletecollection", "") => self.delete_collection(rt, ns, &query, user).await,
             _ => Err(ApiError::method_not_allowed(&info.verb, &info.resource)),
         }
+    }
+
+    /// `POST /berth/v1/node-credential {"nodeName": "n1"}` with the join
+    /// token: the bearer token of `system:node:n1`, issued once per name.
+    async fn issue_node_credential(
+        &self,
+        method: &Method,
+        user: &User,
+        body: Body,
+    ) -> ApiResult<Response> {
+        if method != Method::POST {
+            return Err(ApiError::method_not_allowed(
+                method.as_str(),
+                "node-credential",
+            ));
+        }
+        if !user.in_group(crate::auth::GROUP_BOOTSTRAPPERS)
+            && !user.in_group(crate::auth::GROUP_MASTERS)
+        {
+            return Err(ApiError::forbidden_raw(format!(
+                "forbidden: User {:?} cannot create node credentials",
+                user.name
+            )));
+        }
+        let body = axum::body::to_bytes(body, MAX_BODY_BYTES)
+            .await
+            .map_err(|_| ApiError::too_large(MAX_BODY_BYTES))?;
+        let request: Value = serde_json::from_slice(&body)
+            .map_err(|e| ApiError::bad_request(format!("error decoding request body: {e}")))?;
+        let node = request
+            .get("nodeName")
+            .and_then(Value::as_str)
+            .unwrap_or("");
+        let problems = berth_core::validation::names::is_dns1123_subdomain(node);
+        if !problems.is_empty() {
+            let errors: Vec<berth_core::validation::FieldError> = problems
+                .into_iter()
+                .map(|p| {
+                    berth_core::validation::FieldError::invalid(
+                        &berth_core::validation::Path::new("nodeName"),
+                        node,
+                        p,
+                    )
+                })
+                .collect();
+            return Err(ApiError::invalid("", "NodeCredential", node, &errors));
+        }
+        let token = self.auth.issue_node_token(node)?;
+        Ok(json_response(
+            201,
+            &json!({"kind": "NodeCredential", "apiVersion": "berth/v1", "nodeName": node, "user": format!("system:node:{node}"), "token": token}),
+        ))
     }
 
     fn now(&self) -> jiff::Timestamp {

@@ -19,6 +19,7 @@ pub const GROUP_MASTERS: &str = "system:masters";
 pub const GROUP_NODES: &str = "system:nodes";
 pub const GROUP_AUTHENTICATED: &str = "system:authenticated";
 pub const NODE_USER_PREFIX: &str = "system:node:";
+pub const GROUP_BOOTSTRAPPERS: &str = "system:bootstrappers";
 
 /// Who is asking.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -42,6 +43,14 @@ impl User {
         }
     }
 
+    /// The holder of the join token: it may only ask for a node credential.
+    pub fn bootstrapper() -> User {
+        User {
+            name: "system:bootstrap:berth-join".into(),
+            groups: vec![GROUP_BOOTSTRAPPERS.into(), GROUP_AUTHENTICATED.into()],
+        }
+    }
+
     pub fn in_group(&self, group: &str) -> bool {
         self.groups.iter().any(|g| g == group)
     }
@@ -56,10 +65,12 @@ impl User {
     }
 }
 
-/// Bearer tokens and the users they stand for.
+/// Bearer tokens and the users they stand for; node credentials issued
+/// for the join token are appended to a file so a restart keeps them.
 #[derive(Debug, Default)]
 pub struct Authenticator {
     tokens: RwLock<HashMap<String, User>>,
+    node_tokens_file: RwLock<Option<std::path::PathBuf>>,
 }
 
 impl Authenticator {
@@ -71,6 +82,66 @@ impl Authenticator {
         if let Ok(mut tokens) = self.tokens.write() {
             tokens.insert(token.into(), user);
         }
+    }
+
+    /// Loads the node credentials issued before (lines of `token node`)
+    /// and appends new ones to the same file.
+    pub fn load_node_tokens(&self, path: &std::path::Path) -> std::io::Result<()> {
+        match std::fs::read_to_string(path) {
+            Ok(text) => {
+                for line in text.lines() {
+                    if let Some((token, node)) = line.split_once(' ') {
+                        self.add_token(token, User::node(node.trim()));
+                    }
+                }
+            }
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}
+            Err(e) => return Err(e),
+        }
+        if let Ok(mut file) = self.node_tokens_file.write() {
+            *file = Some(path.to_path_buf());
+        }
+        Ok(())
+    }
+
+    /// Issues the credential of `node`, once: a second agent asking for a
+    /// name already held is refused (409), so two agents cannot hold one
+    /// node. The credential is durable before it is returned.
+    pub fn issue_node_token(&self, node: &str) -> Result<String, ApiError> {
+        let user = User::node(node);
+        let mut tokens = self
+            .tokens
+            .write()
+            .map_err(|_| ApiError::internal("token table poisoned"))?;
+        if tokens.values().any(|u| *u == user) {
+            return Err(ApiError::new(
+                409,
+                "AlreadyExists",
+                format!(
+                    "a credential for node {node:?} was already issued; the node's agent keeps it in its data dir"
+                ),
+            ));
+        }
+        let mut bytes = [0u8; 24];
+        getrandom::fill(&mut bytes).map_err(ApiError::internal)?;
+        let token: String = bytes.iter().map(|b| format!("{b:02x}")).collect();
+        if let Some(path) = self
+            .node_tokens_file
+            .read()
+            .map_err(|_| ApiError::internal("token file poisoned"))?
+            .as_ref()
+        {
+            use std::io::Write;
+            let mut file = std::fs::OpenOptions::new()
+                .create(true)
+                .append(true)
+                .open(path)
+                .map_err(ApiError::internal)?;
+            writeln!(file, "{token} {node}").map_err(ApiError::internal)?;
+            file.sync_all().map_err(ApiError::internal)?;
+        }
+        tokens.insert(token.clone(), user);
+        Ok(token)
     }
 
     /// The user behind an `Authorization` header value.
@@ -172,6 +243,27 @@ mod tests {
                 assert_eq!(got.err().map(|e| e.code), Some(401));
             }
         }
+    }
+
+    #[test]
+    fn issued_node_credentials_survive_a_restart() {
+        let path = std::env::temp_dir().join(format!("berth-node-tokens-{}", std::process::id()));
+        let _ = std::fs::remove_file(&path);
+        let first = Authenticator::new();
+        first.load_node_tokens(&path).expect("load");
+        let token = first.issue_node_token("n1").expect("issued");
+        assert!(first.issue_node_token("n1").is_err());
+        let restarted = Authenticator::new();
+        restarted.load_node_tokens(&path).expect("reload");
+        let user = restarted
+            .authenticate(Some(&format!("Bearer {token}")))
+            .expect("known after restart");
+        assert_eq!(user, User::node("n1"));
+        assert!(
+            restarted.issue_node_token("n1").is_err(),
+            "still held after restart"
+        );
+        let _ = std::fs::remove_file(&path);
     }
 
     #[test]

@@ -18,6 +18,7 @@ use tower::ServiceExt;
 
 const ADMIN: &str = "admin-token";
 const NODE1: &str = "node1-token";
+const JOIN: &str = "join-token";
 
 struct Api {
     server: Arc<ApiServer>,
@@ -43,6 +44,7 @@ async fn api_with(config: ApiConfig) -> Api {
         .expect("server starts");
     server.auth.add_token(ADMIN, User::admin());
     server.auth.add_token(NODE1, User::node("node1"));
+    server.auth.add_token(JOIN, User::bootstrapper());
     for _ in 0..200 {
         if server.is_ready().await {
             break;
@@ -714,4 +716,72 @@ async fn events_are_served_in_both_api_versions() {
     .await;
     assert_eq!(events[0]["object"]["apiVersion"], "events.k8s.io/v1");
     assert_eq!(events[0]["object"]["note"], "changed");
+}
+
+#[tokio::test]
+async fn the_join_token_buys_one_node_credential_per_name_and_nothing_else() {
+    let api = api().await;
+    let path = "/berth/v1/node-credential";
+    let (s, v) = api
+        .call(
+            Some(JOIN),
+            "POST",
+            path,
+            "application/json",
+            br#"{"nodeName":"worker-7"}"#.to_vec(),
+        )
+        .await;
+    assert_eq!(s, 201, "{v}");
+    assert_eq!(v["user"], "system:node:worker-7");
+    let token = v["token"].as_str().expect("token").to_string();
+    let (s, v) = api
+        .call(
+            Some(&token),
+            "POST",
+            "/api/v1/nodes",
+            "application/json",
+            node("worker-7").to_string().into_bytes(),
+        )
+        .await;
+    assert_eq!(s, 201, "{v}");
+    let (s, v) = api
+        .call(
+            Some(JOIN),
+            "POST",
+            path,
+            "application/json",
+            br#"{"nodeName":"worker-7"}"#.to_vec(),
+        )
+        .await;
+    assert_eq!(s, 409, "a second agent cannot hold the same name: {v}");
+    let (s, _) = api
+        .call(
+            Some(JOIN),
+            "POST",
+            path,
+            "application/json",
+            br#"{"nodeName":"Not_A_Name"}"#.to_vec(),
+        )
+        .await;
+    assert_eq!(s, 422);
+    let (s, _) = api
+        .call(
+            Some(JOIN),
+            "GET",
+            "/api/v1/pods",
+            "application/json",
+            Vec::new(),
+        )
+        .await;
+    assert_eq!(s, 403, "the join token reads nothing");
+    let (s, _) = api
+        .call(
+            Some(NODE1),
+            "POST",
+            path,
+            "application/json",
+            br#"{"nodeName":"worker-8"}"#.to_vec(),
+        )
+        .await;
+    assert_eq!(s, 403, "a node cannot mint credentials");
 }
