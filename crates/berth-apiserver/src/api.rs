@@ -1211,17 +1211,20 @@ impl ApiServer {
                     ApiError::bad_request(format!("invalid resource version: {rv}"))
                 })?),
             };
-        if !send_initial {
-            if let Some(rv) = requested.filter(|rv| *rv > 0) {
-                cache.wait_for(rv).await?;
+        match requested {
+            // "0": any state will do, as upstream serves it from its cache.
+            Some(0) if !send_initial => {}
+            Some(rv) if !send_initial => cache.wait_for(rv).await?,
+            // Unset (or streaming the initial list): the most recent state,
+            // as a consistent read.
+            _ => {
+                let current = self
+                    .store
+                    .current_revision()
+                    .await
+                    .map_err(ApiError::internal)?;
+                cache.wait_for(current).await?;
             }
-        } else {
-            let current = self
-                .store
-                .current_revision()
-                .await
-                .map_err(ApiError::internal)?;
-            cache.wait_for(current).await?;
         }
         let from = if send_initial { None } else { requested };
         let (initial, receiver, start_rv) = cache.watch_from(from).await?;

@@ -714,7 +714,10 @@ async fn events_are_served_in_both_api_versions() {
         1,
     )
     .await;
-    assert_eq!(events[0]["object"]["apiVersion"], "events.k8s.io/v1");
+    assert_eq!(
+        events[0]["object"]["apiVersion"], "events.k8s.io/v1",
+        "{events:?}"
+    );
     assert_eq!(events[0]["object"]["note"], "changed");
 }
 

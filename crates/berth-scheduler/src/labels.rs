@@ -83,11 +83,8 @@ impl fmt::Display for FieldErrors {
 
 impl std::error::Error for FieldErrors {}
 
-/// Go's `%q` for the strings used here: Rust's `Debug` quoting agrees for
-/// everything label keys and values can sensibly contain.
-pub(crate) fn go_quote(s: &str) -> String {
-    format!("{s:?}")
-}
+/// Go's `%q` (`strconv.Quote`), shared with berth-core's field errors.
+pub(crate) use berth_core::validation::field::go_quote;
 
 /// Go's `%#v` of a `[]string`.
 pub(crate) fn go_string_slice(values: &[String]) -> String {

@@ -259,31 +259,8 @@ fn split_term(term: &str) -> Option<(&str, &'static str, &str)> {
     None
 }
 
-/// Go's `%q` for the strings these messages quote (ASCII escapes; other
-/// characters are printed as they are).
-pub(crate) fn go_quote(s: &str) -> String {
-    let mut out = String::with_capacity(s.len() + 2);
-    out.push('"');
-    for c in s.chars() {
-        match c {
-            '"' => out.push_str("\\\""),
-            '\\' => out.push_str("\\\\"),
-            '\u{07}' => out.push_str("\\a"),
-            '\u{08}' => out.push_str("\\b"),
-            '\u{0C}' => out.push_str("\\f"),
-            '\n' => out.push_str("\\n"),
-            '\r' => out.push_str("\\r"),
-            '\t' => out.push_str("\\t"),
-            '\u{0B}' => out.push_str("\\v"),
-            c if (c as u32) < 0x20 || c == '\u{7F}' => {
-                out.push_str(&format!("\\x{:02x}", c as u32));
-            }
-            c => out.push(c),
-        }
-    }
-    out.push('"');
-    out
-}
+/// Go's `%q` (`strconv.Quote`), shared with berth-core's field errors.
+pub(crate) use berth_core::validation::field::go_quote;
 
 #[cfg(test)]
 mod tests {

@@ -226,7 +226,7 @@ fn render_value(v: &Value) -> String {
 /// controls, non-space whitespace and the common invisible format characters
 /// are treated as non-printable here, which agrees with Go for everything
 /// validators see in practice (ASCII and ordinary letters).
-pub(crate) fn go_quote(s: &str) -> String {
+pub fn go_quote(s: &str) -> String {
     let mut out = String::with_capacity(s.len() + 2);
     out.push('"');
     for c in s.chars() {
