@@ -7,23 +7,18 @@
 
 use std::io::{BufRead, BufReader};
 use std::path::{Path, PathBuf};
-use std::process::{Child, Command, Output, Stdio};
+use std::process::{Command, Output, Stdio};
 use std::time::{Duration, Instant};
 
 use serde_json::Value;
 
-struct Cluster {
-    server: Child,
-    kubeconfig: PathBuf,
-    data_dir: PathBuf,
-}
+mod common;
 
-impl Drop for Cluster {
-    fn drop(&mut self) {
-        let _ = self.server.kill();
-        let _ = self.server.wait();
-        let _ = std::fs::remove_dir_all(&self.data_dir);
-    }
+use common::{Backend, Server};
+
+/// A server and kubectl pointed at it.
+struct Cluster {
+    server: Server,
 }
 
 fn kubectl_binary() -> String {
@@ -40,53 +35,17 @@ fn kubectl_binary() -> String {
 }
 
 impl Cluster {
-    fn start(name: &str, extra: &[&str]) -> Cluster {
-        let data_dir =
-            std::env::temp_dir().join(format!("berth-e2e-{name}-{}", std::process::id()));
-        let _ = std::fs::remove_dir_all(&data_dir);
-        let mut server = Command::new(env!("CARGO_BIN_EXE_berth"))
-            .args(["server", "--listen", "127.0.0.1:0", "--data-dir"])
-            .arg(&data_dir)
-            .args(extra)
-            .stdout(Stdio::piped())
-            .stderr(Stdio::null())
-            .spawn()
-            .expect("berth server starts");
-        let stdout = server.stdout.take().expect("stdout");
-        let mut line = String::new();
-        BufReader::new(stdout)
-            .read_line(&mut line)
-            .expect("berth server prints its kubeconfig");
-        let kubeconfig = PathBuf::from(
-            line.trim()
-                .strip_prefix("export KUBECONFIG=")
-                .unwrap_or_else(|| panic!("unexpected first line {line:?}")),
-        );
-        let cluster = Cluster {
-            server,
-            kubeconfig,
-            data_dir,
-        };
-        let deadline = Instant::now() + Duration::from_secs(20);
-        loop {
-            let out = cluster.kubectl(&["get", "--raw", "/readyz"]);
-            if out.status.success() {
-                break;
-            }
-            assert!(
-                Instant::now() < deadline,
-                "server not ready: {}",
-                String::from_utf8_lossy(&out.stderr)
-            );
-            std::thread::sleep(Duration::from_millis(100));
+    fn start(name: &str, backend: Backend) -> Cluster {
+        kubectl_binary();
+        Cluster {
+            server: Server::start_blocking(name, backend, &[]),
         }
-        cluster
     }
 
     fn kubectl(&self, args: &[&str]) -> Output {
         Command::new(kubectl_binary())
             .args(args)
-            .env("KUBECONFIG", &self.kubeconfig)
+            .env("KUBECONFIG", &self.server.kubeconfig)
             .env_remove("KUBERNETES_SERVICE_HOST")
             .output()
             .expect("kubectl runs")
@@ -123,6 +82,7 @@ impl Cluster {
 
     fn apply(&self, manifest: &str) -> String {
         let path = self
+            .server
             .data_dir
             .join(format!("manifest-{}.yaml", manifest.len()));
         std::fs::write(&path, manifest).expect("write manifest");
@@ -152,8 +112,27 @@ fn has_taint(taints: &[Value], key: &str, value: Option<&str>, effect: &str) -> 
 }
 
 #[test]
-fn seed_walkthrough_with_real_kubectl() {
-    let cluster = Cluster::start("walkthrough", &[]);
+fn seed_walkthrough_with_real_kubectl_on_the_embedded_store() {
+    seed_walkthrough(Backend::Embedded);
+}
+
+#[test]
+fn seed_walkthrough_with_real_kubectl_on_etcd() {
+    seed_walkthrough(Backend::Etcd);
+}
+
+#[test]
+fn watch_sees_changes_and_drain_evicts_on_the_embedded_store() {
+    watch_and_drain(Backend::Embedded);
+}
+
+#[test]
+fn watch_sees_changes_and_drain_evicts_on_etcd() {
+    watch_and_drain(Backend::Etcd);
+}
+
+fn seed_walkthrough(backend: Backend) {
+    let cluster = Cluster::start("walkthrough", backend);
     assert!(
         cluster
             .ok(&["apply", "-f", &example("nodes/node-plain.yaml")])
@@ -330,45 +309,49 @@ fn seed_walkthrough_with_real_kubectl() {
     cluster.ok(&["delete", "pod", "nginx-numeric-toleration"]);
 }
 
-#[test]
-fn watch_sees_changes_and_drain_evicts() {
-    let cluster = Cluster::start("watch-drain", &[]);
+fn watch_and_drain(backend: Backend) {
+    let cluster = Cluster::start("watch-drain", backend);
     cluster.apply("apiVersion: v1\nkind: Node\nmetadata:\n  name: node1\nstatus:\n  allocatable: {cpu: '4', memory: 8Gi, pods: '110'}\n");
     cluster.ok(&["apply", "-f", &example("pods/pod-with-toleration.yaml")]);
 
-    // kubectl get pods -w, while the pod changes.
+    // kubectl get pods -w: the header and the initial row, then, once those
+    // are printed, the change.
     let mut watch = Command::new(kubectl_binary())
-        .args(["get", "pods", "-w", "--request-timeout=8s"])
-        .env("KUBECONFIG", &cluster.kubeconfig)
+        .args(["get", "pods", "-w", "--request-timeout=30s"])
+        .env("KUBECONFIG", &cluster.server.kubeconfig)
         .stdout(Stdio::piped())
         .stderr(Stdio::null())
         .spawn()
         .expect("kubectl get -w");
     let stdout = watch.stdout.take().expect("stdout");
-    let lines = std::thread::spawn(move || {
-        BufReader::new(stdout)
-            .lines()
-            .map_while(Result::ok)
-            .take(3)
-            .collect::<Vec<String>>()
+    let (sender, lines) = std::sync::mpsc::channel();
+    std::thread::spawn(move || {
+        for line in BufReader::new(stdout).lines().map_while(Result::ok) {
+            if sender.send(line).is_err() {
+                break;
+            }
+        }
     });
-    std::thread::sleep(Duration::from_millis(1500));
+    let next_line = || {
+        lines
+            .recv_timeout(Duration::from_secs(20))
+            .expect("kubectl get -w prints a line")
+    };
+    let header = next_line();
+    assert!(header.starts_with("NAME"), "{header}");
+    let initial = next_line();
+    assert!(initial.starts_with("nginx "), "initial row: {initial}");
     cluster.ok(&["label", "pod", "nginx", "seen=yes"]);
-    let seen = lines.join().expect("watch output");
+    let change = next_line();
+    assert!(change.starts_with("nginx "), "the change: {change}");
     let _ = watch.kill();
     let _ = watch.wait();
-    assert!(seen[0].starts_with("NAME"), "{seen:?}");
-    assert_eq!(
-        seen.iter().filter(|l| l.starts_with("nginx ")).count(),
-        2,
-        "initial row and the change: {seen:?}"
-    );
 
     // A pod bound to node1; drain evicts it through pods/eviction. The
     // eviction marks it for graceful deletion; with no node agent running
     // here, this test confirms the deletion the way an agent does.
     cluster.apply("apiVersion: v1\nkind: Pod\nmetadata:\n  name: bound\nspec:\n  nodeName: node1\n  containers: [{name: c, image: busybox}]\n");
-    let kubeconfig = cluster.kubeconfig.clone();
+    let kubeconfig = cluster.server.kubeconfig.clone();
     let agent = std::thread::spawn(move || {
         confirm_deletions(&kubeconfig, "bound", Duration::from_secs(20))
     });

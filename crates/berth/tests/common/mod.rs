@@ -1,0 +1,153 @@
+//! A real `berth server` for the end-to-end tests, on either store backend:
+//! the embedded store in a fresh data dir, or a private etcd (Debian's
+//! etcd-server, `/usr/bin/etcd`) started for this one server on a free
+//! loopback port. Dropping the [`Server`] stops the server, then its etcd.
+//!
+//! Each test binary uses part of this module.
+#![allow(dead_code)]
+
+use std::io::{BufRead, BufReader};
+use std::path::PathBuf;
+use std::process::{Child, Command, Stdio};
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::time::{Duration, Instant};
+
+use berth_store::testing::EtcdServer;
+
+/// Where the server keeps its objects.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Backend {
+    /// The embedded redb store in the data dir.
+    Embedded,
+    /// A private etcd, passed as `--etcd http://127.0.0.1:PORT`.
+    Etcd,
+}
+
+/// How long the server gets to answer /readyz.
+const READY_TIMEOUT: Duration = Duration::from_secs(30);
+
+pub struct Server {
+    server: Child,
+    pub kubeconfig: PathBuf,
+    pub data_dir: PathBuf,
+    /// The server's stderr, for failure messages.
+    log: PathBuf,
+    // Dropped after the server is killed (see `Drop`).
+    etcd: Option<EtcdServer>,
+}
+
+impl Drop for Server {
+    fn drop(&mut self) {
+        let _ = self.server.kill();
+        let _ = self.server.wait();
+        // Stop etcd only once its client is gone.
+        drop(self.etcd.take());
+        let _ = std::fs::remove_dir_all(&self.data_dir);
+        let _ = std::fs::remove_file(&self.log);
+    }
+}
+
+impl Server {
+    /// Starts a server and waits until it is ready, from synchronous tests.
+    pub fn start_blocking(name: &str, backend: Backend, extra: &[&str]) -> Server {
+        tokio::runtime::Builder::new_current_thread()
+            .enable_all()
+            .build()
+            .expect("tokio runtime")
+            .block_on(Server::start(name, backend, extra))
+    }
+
+    /// Starts `berth server --listen 127.0.0.1:0` with a fresh data dir (and
+    /// a fresh etcd for [`Backend::Etcd`]) and waits until /readyz answers.
+    pub async fn start(name: &str, backend: Backend, extra: &[&str]) -> Server {
+        static SERIAL: AtomicUsize = AtomicUsize::new(0);
+        let data_dir = std::env::temp_dir().join(format!(
+            "berth-e2e-{name}-{backend:?}-{}-{}",
+            std::process::id(),
+            SERIAL.fetch_add(1, Ordering::Relaxed)
+        ));
+        let _ = std::fs::remove_dir_all(&data_dir);
+        let log = data_dir.with_extension("log");
+        let stderr = std::fs::File::create(&log).expect("server log file");
+        let etcd = match backend {
+            Backend::Embedded => None,
+            Backend::Etcd => Some(EtcdServer::start().await.unwrap_or_else(|e| {
+                panic!("{e} (the etcd-backed tests need Debian's etcd-server)")
+            })),
+        };
+        let mut command = Command::new(env!("CARGO_BIN_EXE_berth"));
+        command
+            .args(["server", "--listen", "127.0.0.1:0", "--data-dir"])
+            .arg(&data_dir)
+            .args(extra)
+            .stdout(Stdio::piped())
+            .stderr(stderr);
+        if let Some(etcd) = &etcd {
+            command.args(["--etcd", etcd.endpoint()]);
+        }
+        let mut server = command.spawn().expect("berth server starts");
+        let stdout = server.stdout.take().expect("stdout");
+        // The first line comes once the listener is bound; read it off the
+        // runtime's threads.
+        let line = tokio::task::spawn_blocking(move || {
+            let mut line = String::new();
+            BufReader::new(stdout).read_line(&mut line).map(|_| line)
+        })
+        .await
+        .expect("reader thread")
+        .expect("berth server prints its kubeconfig");
+        let Some(kubeconfig) = line.trim().strip_prefix("export KUBECONFIG=") else {
+            let _ = server.kill();
+            let _ = server.wait();
+            panic!(
+                "unexpected first line {line:?} from berth server: {}",
+                std::fs::read_to_string(&log).unwrap_or_default()
+            );
+        };
+        let server = Server {
+            kubeconfig: PathBuf::from(kubeconfig),
+            server,
+            data_dir,
+            log,
+            etcd,
+        };
+        server.wait_ready().await;
+        server
+    }
+
+    /// What the server wrote to stderr so far.
+    pub fn log(&self) -> String {
+        std::fs::read_to_string(&self.log).unwrap_or_default()
+    }
+
+    /// A kube-rs client from the server's kubeconfig.
+    pub async fn client(&self) -> kube::Client {
+        let kubeconfig =
+            kube::config::Kubeconfig::read_from(&self.kubeconfig).expect("read the kubeconfig");
+        let config = kube::Config::from_custom_kubeconfig(kubeconfig, &Default::default())
+            .await
+            .expect("kube config from the server's kubeconfig");
+        kube::Client::try_from(config).expect("kube client")
+    }
+
+    /// Polls /readyz until it answers 200, within [`READY_TIMEOUT`].
+    async fn wait_ready(&self) {
+        let client = self.client().await;
+        let deadline = Instant::now() + READY_TIMEOUT;
+        loop {
+            let request = http::Request::get("/readyz")
+                .body(Vec::new())
+                .expect("request");
+            let answer = client.request_text(request).await;
+            match answer {
+                Ok(_) => return,
+                Err(e) => assert!(
+                    Instant::now() < deadline,
+                    "server not ready: {e}: {}",
+                    self.log()
+                ),
+            }
+            tokio::time::sleep(Duration::from_millis(100)).await;
+        }
+    }
+}
