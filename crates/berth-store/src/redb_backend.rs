@@ -1433,6 +1433,8 @@ fn read_log_blocking(
 pub struct VerifyReport {
     pub revision: Revision,
     pub compacted: Revision,
+    /// The revision the key index was last checkpointed at (opening replays the log after it).
+    pub checkpoint: Revision,
     /// Keys with a live value.
     pub live_keys: u64,
     /// Records in the history log (equal to `live_keys` once everything before the compacted
@@ -1527,6 +1529,7 @@ fn verify_blocking(db: &Database, shared: &Shared) -> Result<VerifyReport> {
     Ok(VerifyReport {
         revision: current,
         compacted,
+        checkpoint,
         live_keys: index.map.len() as u64,
         log_records: log.len().map_err(be)?,
     })
