@@ -365,3 +365,55 @@ async fn compaction_past_the_checkpoint_then_a_crash_loses_nothing() {
     crashed.close().await.unwrap();
     store.close().await.unwrap();
 }
+
+/// Rewrites `berth_meta` entries of a closed store's file with redb directly.
+fn set_meta(dir: &tempfile::TempDir, set: &[(&str, Option<i64>)]) {
+    let db = redb::Database::create(dir.path().join(berth_store::REDB_FILE_NAME)).unwrap();
+    let txn = db.begin_write().unwrap();
+    {
+        let def: redb::TableDefinition<&str, i64> = redb::TableDefinition::new("berth_meta");
+        let mut meta = txn.open_table(def).unwrap();
+        for (name, value) in set {
+            match value {
+                Some(v) => meta.insert(*name, *v).unwrap(),
+                None => meta.remove(*name).unwrap(),
+            };
+        }
+    }
+    txn.commit().unwrap();
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn format_1_files_are_upgraded_and_bad_checkpoints_refused() {
+    let (dir, store) = redb_store().await;
+    churn(&store, "/registry/pods/ns/", 8, 5).await;
+    let before = store
+        .list("/registry/pods/", ListOptions::default())
+        .await
+        .unwrap();
+    store.close().await.unwrap();
+    // Format 1 kept `berth_kv` exact at every commit and had no checkpoint revision; a closed
+    // format-2 store has its checkpoint at the current revision, so this is such a file.
+    set_meta(&dir, &[("format", Some(1)), ("checkpoint", None)]);
+    let store = RedbStore::open(dir.path()).unwrap();
+    let report = store.verify_report().await.unwrap();
+    assert_eq!(report.checkpoint, report.revision);
+    let after = store
+        .list("/registry/pods/", ListOptions::default())
+        .await
+        .unwrap();
+    assert_eq!(before, after);
+    store.close().await.unwrap();
+
+    // A checkpoint past the current revision is refused at open, naming the file.
+    set_meta(&dir, &[("checkpoint", Some(report.revision + 1))]);
+    let err = match RedbStore::open(dir.path()) {
+        Ok(_) => panic!("opened a file whose checkpoint is in the future"),
+        Err(e) => e,
+    };
+    assert!(matches!(err, StoreError::Open { .. }), "{err}");
+    assert!(
+        err.to_string().contains(berth_store::REDB_FILE_NAME),
+        "{err}"
+    );
+}
