@@ -337,10 +337,12 @@ fn rebuild_index(
         index.insert(Arc::from(key.value()), (create, modified));
     }
     let mut dirty = BTreeSet::new();
-    let mut expected = checkpoint.saturating_add(1);
-    for item in log.range(expected..).map_err(be)? {
+    let mut last = checkpoint;
+    for item in log.range(checkpoint.saturating_add(1)..).map_err(be)? {
         let (rev, bytes) = item.map_err(be)?;
         let rev = rev.value();
+        // Saturating: a corrupt file's revisions give an error below, never an overflow.
+        let expected = last.saturating_add(1);
         if rev != expected {
             return Err(StoreError::Corrupt(format!(
                 "log after the checkpoint {checkpoint} has a gap: expected {expected}, found {rev}"
@@ -349,12 +351,11 @@ fn rebuild_index(
         let entry = decode_entry(rev, bytes.value())?;
         replay_record(&mut index, rev, &entry)?;
         dirty.insert(Arc::from(entry.key));
-        expected += 1;
+        last = rev;
     }
-    if expected - 1 != revision {
+    if last != revision {
         return Err(StoreError::Corrupt(format!(
-            "log ends at {}, current revision is {revision}",
-            expected - 1
+            "log ends at {last}, current revision is {revision}"
         )));
     }
     Ok((index, dirty))
