@@ -2,17 +2,32 @@
 //!
 //! Layout (three tables):
 //! - `berth_log`: revision → change record (kind, key, create revision, previous revision,
-//!   value). Every write appends exactly one record, so the log is the history watches replay.
-//! - `berth_kv`: key → (create revision, mod revision) of the live object. The value itself is
-//!   read from the log record at the mod revision, so each value is written once.
-//! - `berth_meta`: format version, current revision, compacted revision, compaction cursor.
+//!   value). Every write appends exactly one record, so the log is the history watches replay,
+//!   and (since the last checkpoint) the journal the key index is rebuilt from.
+//! - `berth_kv`: a checkpoint of the key index, key → (create revision, mod revision) of every
+//!   key live at the checkpoint revision (`berth_meta`'s `checkpoint`). Values are read from the
+//!   log record at the mod revision, so each value is written once.
+//! - `berth_meta`: format version, current revision, compacted revision, compaction cursor,
+//!   checkpoint revision.
+//!
+//! The key index itself lives in memory (a persistent B-tree: readers take an O(1) snapshot)
+//! and is the authority for reads at the current revision. It is not written to the file on
+//! every commit: redb is a copy-on-write B-tree, so writing it would rewrite every index leaf a
+//! batch touches on every commit, more bytes than the values themselves. Instead the writer
+//! checkpoints the keys changed since the last checkpoint into `berth_kv` every
+//! [`CHECKPOINT_EVERY`] revisions, before compacting past the checkpoint, and at close. Opening
+//! loads the checkpoint and replays the log after it, which restores the exact index: the log
+//! holds every change since the checkpoint, because compaction never removes a record after
+//! it (the checkpoint revision is always at or above the compacted revision).
 //!
 //! Writes go through one writer thread fed by a channel. It takes everything waiting (and,
 //! briefly, the writes of callers it has just answered that are on their way back), applies it
 //! in one write transaction and commits once with `Durability::Immediate` (one fsync), then
-//! publishes the batch's events and answers every caller (group commit). Reads use redb read
-//! transactions on the blocking pool. Watches subscribe to an in-memory broadcast of committed
-//! batches and fall back to reading the log when they start in the past or fall behind.
+//! publishes the new index and the batch's events and answers every caller (group commit).
+//! Reads use an index snapshot and then a redb read transaction on the blocking pool; the file
+//! may then be a commit ahead of the snapshot, and reads take the difference from the log.
+//! Watches subscribe to an in-memory broadcast of committed batches and fall back to reading
+//! the log when they start in the past or fall behind.
 //!
 //! Compaction, as in etcd's MVCC, drops history but keeps every record still needed to read at
 //! or after the compacted revision: the live value of every key and the previous values of
@@ -20,7 +35,8 @@
 //! batches, or in small non-durable transactions when idle, so a write never waits behind a
 //! large compaction.
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, BTreeSet, HashMap};
+use std::ops::Bound;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicI64, AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex, PoisonError, RwLock};
@@ -48,7 +64,12 @@ const META_FORMAT: &str = "format";
 const META_REVISION: &str = "revision";
 const META_COMPACTED: &str = "compacted";
 const META_CURSOR: &str = "compact_cursor";
-const FORMAT_VERSION: i64 = 1;
+const META_CHECKPOINT: &str = "checkpoint";
+/// Format 2: `berth_kv` is a checkpoint at `checkpoint`, the log after it completes it. (In
+/// format 1 `berth_kv` was exact at every commit; such files are upgraded on open. A format-2
+/// file is refused by older builds, which would take the checkpoint for the current state.)
+const FORMAT_VERSION: i64 = 2;
+const FORMAT_EXACT_INDEX: i64 = 1;
 
 /// Name of the database file inside the data directory.
 pub const FILE_NAME: &str = "berth-store.redb";
@@ -67,6 +88,11 @@ const COMPACT_STEPS_PER_BATCH: i64 = 64;
 const COMPACT_BUDGET_PER_BATCH: Duration = Duration::from_millis(1);
 const COMPACT_STEPS_IDLE: i64 = 128;
 const COMPACT_BUDGET_IDLE: Duration = Duration::from_millis(1);
+/// Revisions between checkpoints of the key index into `berth_kv`. Each checkpoint writes the
+/// keys changed since the last one (at most this many) in one batch's transaction, so the
+/// index pages are rewritten once per few thousand writes instead of once per commit; opening
+/// replays at most this many log records after the checkpoint.
+const CHECKPOINT_EVERY: i64 = 4096;
 /// Committed batches the broadcast keeps for slow watchers before they must re-read the log.
 const EVENT_BACKLOG: usize = 4096;
 /// Log records read per blocking call when a watch replays history.
@@ -230,6 +256,112 @@ fn check_read_revision(at: i64, current: i64, compacted: i64) -> Result<()> {
 }
 
 // ---------------------------------------------------------------------------------------------
+// The key index
+
+/// Key → (create revision, mod revision) of every live key. A persistent B-tree: cloning is
+/// O(1) and shares the nodes, so a reader holds a snapshot without a lock while the writer
+/// changes the map in place, copying only nodes a snapshot still shares.
+type IndexMap = imbl::OrdMap<Arc<str>, (i64, i64)>;
+
+/// The key index at one committed revision.
+#[derive(Clone, Default)]
+struct IndexSnapshot {
+    map: IndexMap,
+    revision: i64,
+}
+
+/// The key index as a write batch sees it: the committed index plus the batch's own changes
+/// (`None`: deleted), which are applied to the shared index only once the batch is committed.
+struct BatchIndex<'a> {
+    base: &'a IndexMap,
+    changes: HashMap<Arc<str>, Option<(i64, i64)>>,
+}
+
+impl BatchIndex<'_> {
+    fn get(&self, key: &str) -> Option<(i64, i64)> {
+        match self.changes.get(key) {
+            Some(state) => *state,
+            None => self.base.get(key).copied(),
+        }
+    }
+
+    fn set(&mut self, key: &str, state: Option<(i64, i64)>) {
+        match self.changes.get_mut(key) {
+            Some(slot) => *slot = state,
+            None => {
+                self.changes.insert(Arc::from(key), state);
+            }
+        }
+    }
+}
+
+/// Applies one log record to an index being rebuilt (at open, or by `verify`), checking that
+/// it continues the key's history: the revision it replaced must be the key's current one.
+fn replay_record(index: &mut IndexMap, revision: i64, entry: &Entry<'_>) -> Result<()> {
+    let before = index.get(entry.key).map(|&(_, m)| m).unwrap_or(0);
+    if before != entry.prev_revision {
+        return Err(StoreError::Corrupt(format!(
+            "log record {revision} replaces {} but {} was at {before}",
+            entry.prev_revision, entry.key
+        )));
+    }
+    match entry.kind {
+        EventKind::Deleted => {
+            index.remove(entry.key);
+        }
+        EventKind::Created | EventKind::Updated => {
+            index.insert(Arc::from(entry.key), (entry.create_revision, revision));
+        }
+    }
+    Ok(())
+}
+
+/// Reads the checkpoint in `berth_kv` and replays the log after it: the key index at
+/// `revision`, and the keys changed since the checkpoint (those the next one must write).
+fn rebuild_index(
+    kv: &impl ReadableTable<&'static str, (i64, i64)>,
+    log: &impl ReadableTable<i64, &'static [u8]>,
+    checkpoint: i64,
+    revision: i64,
+) -> Result<(IndexMap, BTreeSet<Arc<str>>)> {
+    let mut index = IndexMap::new();
+    for item in kv.iter().map_err(be)? {
+        let (key, revs) = item.map_err(be)?;
+        let (create, modified) = revs.value();
+        if create <= 0 || create > modified || modified > checkpoint {
+            return Err(StoreError::Corrupt(format!(
+                "checkpoint entry {}: bad revisions {create}/{modified} (checkpoint {checkpoint})",
+                key.value()
+            )));
+        }
+        index.insert(Arc::from(key.value()), (create, modified));
+    }
+    let mut dirty = BTreeSet::new();
+    let mut last = checkpoint;
+    for item in log.range(checkpoint.saturating_add(1)..).map_err(be)? {
+        let (rev, bytes) = item.map_err(be)?;
+        let rev = rev.value();
+        // Saturating: a corrupt file's revisions give an error below, never an overflow.
+        let expected = last.saturating_add(1);
+        if rev != expected {
+            return Err(StoreError::Corrupt(format!(
+                "log after the checkpoint {checkpoint} has a gap: expected {expected}, found {rev}"
+            )));
+        }
+        let entry = decode_entry(rev, bytes.value())?;
+        replay_record(&mut index, rev, &entry)?;
+        dirty.insert(Arc::from(entry.key));
+        last = rev;
+    }
+    if last != revision {
+        return Err(StoreError::Corrupt(format!(
+            "log ends at {last}, current revision is {revision}"
+        )));
+    }
+    Ok((index, dirty))
+}
+
+// ---------------------------------------------------------------------------------------------
 // Writer
 
 /// A write as the writer thread receives it. `record` is its log record, encoded by the caller
@@ -327,9 +459,20 @@ struct Shared {
     commits: AtomicU64,
     writes: AtomicU64,
     longest_compaction_micros: AtomicU64,
+    /// The key index at the last committed revision. The writer updates it right after each
+    /// commit and before answering the batch's callers, so a caller reads its own write.
+    /// Readers hold the lock only to clone the snapshot (O(1)).
+    index: Mutex<IndexSnapshot>,
 }
 
 impl Shared {
+    fn index_snapshot(&self) -> IndexSnapshot {
+        self.index
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .clone()
+    }
+
     fn record_compaction(&self, started: Instant) {
         let micros = u64::try_from(started.elapsed().as_micros()).unwrap_or(u64::MAX);
         self.longest_compaction_micros
@@ -346,6 +489,11 @@ struct Writer {
     revision: i64,
     compacted: i64,
     cursor: i64,
+    /// The revision `berth_kv` holds the index at; never below `compacted`, so the log after it
+    /// is complete.
+    checkpoint: i64,
+    /// Keys changed since the checkpoint: what the next checkpoint writes.
+    dirty: BTreeSet<Arc<str>>,
     /// Set when idle compaction failed; retried after the next successful commit instead of
     /// spinning on a broken disk.
     compaction_stalled: bool,
@@ -361,9 +509,13 @@ enum Applied {
 struct Outcome {
     results: Vec<Result<Revision>>,
     events: Vec<WatchEvent>,
+    /// The batch's changes to the key index, to publish once committed.
+    changes: HashMap<Arc<str>, Option<(i64, i64)>>,
     revision: i64,
     compacted: i64,
     cursor: i64,
+    /// The batch also checkpointed the index (at `revision`).
+    checkpointed: bool,
     committed: bool,
 }
 
@@ -381,12 +533,12 @@ impl Writer {
                         }
                         continue;
                     }
-                    Err(TryRecvError::Disconnected) => return,
+                    Err(TryRecvError::Disconnected) => return self.checkpoint_at_exit(),
                 }
             } else {
                 match rx.blocking_recv() {
                     Some(msg) => msg,
-                    None => return,
+                    None => return self.checkpoint_at_exit(),
                 }
             };
             let mut batch = Vec::new();
@@ -425,22 +577,60 @@ impl Writer {
                     Err(_) => break,
                 }
             }
-            if !batch.is_empty() {
-                self.commit_batch(batch);
-            }
             if shutdown {
+                // The last batch also checkpoints the index, so the next open replays nothing.
+                if !batch.is_empty() || self.revision > self.checkpoint {
+                    self.commit_batch(batch, true);
+                }
                 return;
+            }
+            if !batch.is_empty() {
+                self.commit_batch(batch, false);
             }
         }
     }
 
-    fn commit_batch(&mut self, batch: Vec<Request>) {
+    /// Every handle is gone without `close`: checkpoint anyway (best effort; if it fails, the
+    /// next open replays the log instead).
+    fn checkpoint_at_exit(&mut self) {
+        if self.revision > self.checkpoint {
+            self.commit_batch(Vec::new(), true);
+        }
+    }
+
+    fn commit_batch(&mut self, batch: Vec<Request>, force_checkpoint: bool) {
         let mut batch = batch;
-        match self.apply_batch(&mut batch) {
+        match self.apply_batch(&mut batch, force_checkpoint) {
             Ok(outcome) => {
                 self.revision = outcome.revision;
                 self.compacted = outcome.compacted;
                 self.cursor = outcome.cursor;
+                if outcome.checkpointed {
+                    self.checkpoint = outcome.revision;
+                    self.dirty.clear();
+                } else {
+                    self.dirty.extend(outcome.changes.keys().cloned());
+                }
+                // Publish the index before the revision and the events, so whoever sees the
+                // revision or an event (or its acknowledgement) reads at least that state.
+                {
+                    let mut index = self
+                        .shared
+                        .index
+                        .lock()
+                        .unwrap_or_else(PoisonError::into_inner);
+                    for (key, state) in outcome.changes {
+                        match state {
+                            Some(revs) => {
+                                index.map.insert(key, revs);
+                            }
+                            None => {
+                                index.map.remove(&*key);
+                            }
+                        }
+                    }
+                    index.revision = outcome.revision;
+                }
                 self.shared
                     .revision
                     .store(outcome.revision, Ordering::Release);
@@ -473,7 +663,9 @@ impl Writer {
         }
     }
 
-    fn apply_batch(&self, batch: &mut [Request]) -> Result<Outcome> {
+    /// Applies and commits one batch. With `force_checkpoint` (at shutdown) the index is
+    /// checkpointed whatever the interval.
+    fn apply_batch(&self, batch: &mut [Request], force_checkpoint: bool) -> Result<Outcome> {
         let mut txn = self.db.begin_write().map_err(be)?;
         txn.set_durability(Durability::Immediate).map_err(be)?;
         let mut revision = self.revision;
@@ -481,12 +673,20 @@ impl Writer {
         let mut cursor = self.cursor;
         let mut results = Vec::with_capacity(batch.len());
         let mut events = Vec::new();
+        // The writer is the only one changing the index, so the published snapshot is the
+        // current committed state. Dropped (at the end of this function) before the batch's
+        // changes are applied to the shared map, so those change it in place.
+        let base = self.shared.index_snapshot();
+        let mut index = BatchIndex {
+            base: &base.map,
+            changes: HashMap::new(),
+        };
+        let checkpointed;
         {
-            let mut kv = txn.open_table(KV).map_err(be)?;
             let mut log = txn.open_table(LOG).map_err(be)?;
             let mut meta = txn.open_table(META).map_err(be)?;
             for req in batch.iter_mut() {
-                match apply_op(&mut kv, &mut log, revision, compacted, &mut req.op)? {
+                match apply_op(&mut index, &mut log, revision, compacted, &mut req.op)? {
                     Ok(Applied::Event(event)) => {
                         revision = event.revision;
                         results.push(Ok(revision));
@@ -519,9 +719,39 @@ impl Writer {
             if cursor != self.cursor {
                 meta.insert(META_CURSOR, cursor).map_err(be)?;
             }
+            // Checkpoint every CHECKPOINT_EVERY revisions, and before the compacted revision
+            // passes the checkpoint: physical compaction (up to `compacted`) removes delete
+            // records and replaced values, which the replay after an older checkpoint needs.
+            checkpointed = revision > self.checkpoint
+                && (force_checkpoint
+                    || revision - self.checkpoint >= CHECKPOINT_EVERY
+                    || compacted > self.checkpoint);
+            if checkpointed {
+                let mut kv = txn.open_table(KV).map_err(be)?;
+                let keys: BTreeSet<&str> = self
+                    .dirty
+                    .iter()
+                    .chain(index.changes.keys())
+                    .map(|k| &**k)
+                    .collect();
+                // In key order: neighbouring keys share leaves, each rewritten once.
+                for key in keys {
+                    match index.get(key) {
+                        Some(revs) => {
+                            kv.insert(key, revs).map_err(be)?;
+                        }
+                        None => {
+                            kv.remove(key).map_err(be)?;
+                        }
+                    }
+                }
+                meta.insert(META_CHECKPOINT, revision).map_err(be)?;
+            }
         }
-        let changed =
-            revision != self.revision || compacted != self.compacted || cursor != self.cursor;
+        let changed = revision != self.revision
+            || compacted != self.compacted
+            || cursor != self.cursor
+            || checkpointed;
         if changed {
             txn.commit().map_err(be)?;
         } else {
@@ -531,9 +761,11 @@ impl Writer {
         Ok(Outcome {
             results,
             events,
+            changes: index.changes,
             revision,
             compacted,
             cursor,
+            checkpointed,
             committed: changed,
         })
     }
@@ -570,7 +802,7 @@ impl Writer {
 /// revision and leaves the rest of the batch alone. A successful create or update moves its
 /// key and value out of `op` into the event (the request is answered with the revision only).
 fn apply_op(
-    kv: &mut Table<&'static str, (i64, i64)>,
+    index: &mut BatchIndex<'_>,
     log: &mut Table<i64, &'static [u8]>,
     revision: i64,
     compacted: i64,
@@ -579,12 +811,12 @@ fn apply_op(
     let next = revision + 1;
     match op {
         Op::Create { key, value, record } => {
-            if kv.get(key.as_str()).map_err(be)?.is_some() {
+            if index.get(key).is_some() {
                 return Ok(Err(StoreError::AlreadyExists { key: key.clone() }));
             }
             set_revisions(record, next, 0)?;
             log.insert(next, record.as_slice()).map_err(be)?;
-            kv.insert(key.as_str(), (next, next)).map_err(be)?;
+            index.set(key, Some((next, next)));
             Ok(Ok(Applied::Event(WatchEvent {
                 kind: EventKind::Created,
                 revision: next,
@@ -602,12 +834,12 @@ fn apply_op(
             value,
             record,
             expected,
-        } => change(kv, log, next, key, Some(value), record, *expected),
+        } => change(index, log, next, key, Some(value), record, *expected),
         Op::Delete {
             key,
             record,
             expected,
-        } => change(kv, log, next, key, None, record, *expected),
+        } => change(index, log, next, key, None, record, *expected),
         Op::Compact { revision: to } => {
             if *to > revision {
                 return Ok(Err(StoreError::InvalidArgument(format!(
@@ -622,7 +854,7 @@ fn apply_op(
 /// An update (`value` = `Some`) or delete (`None`) guarded by the expected revision; `record`
 /// is its log record with the revisions still to be filled in.
 fn change(
-    kv: &mut Table<&'static str, (i64, i64)>,
+    index: &mut BatchIndex<'_>,
     log: &mut Table<i64, &'static [u8]>,
     next: i64,
     key: &mut String,
@@ -630,8 +862,7 @@ fn change(
     record: &mut [u8],
     expected: i64,
 ) -> Result<Result<Applied>> {
-    let current = kv.get(key.as_str()).map_err(be)?.map(|g| g.value());
-    let Some((create, actual)) = current else {
+    let Some((create, actual)) = index.get(key) else {
         return Ok(Err(StoreError::NotFound {
             key: key.to_owned(),
         }));
@@ -651,12 +882,8 @@ fn change(
     set_revisions(record, create, actual)?;
     log.insert(next, &*record).map_err(be)?;
     match kind {
-        EventKind::Deleted => {
-            kv.remove(key.as_str()).map_err(be)?;
-        }
-        _ => {
-            kv.insert(key.as_str(), (create, next)).map_err(be)?;
-        }
+        EventKind::Deleted => index.set(key, None),
+        _ => index.set(key, Some((create, next))),
     }
     Ok(Ok(Applied::Event(WatchEvent {
         kind,
@@ -726,9 +953,13 @@ struct Loaded {
     revision: i64,
     compacted: i64,
     cursor: i64,
+    checkpoint: i64,
+    index: IndexMap,
+    dirty: BTreeSet<Arc<str>>,
 }
 
-/// Initializes a new file, or checks that an existing one is a berth store of a known format.
+/// Initializes a new file, or checks that an existing one is a berth store of a known format
+/// and rebuilds its key index (checkpoint plus log replay).
 fn init_or_check(db: &Database) -> std::result::Result<Loaded, String> {
     let txn = db.begin_write().map_err(|e| e.to_string())?;
     let tables: Vec<String> = txn
@@ -751,6 +982,7 @@ fn init_or_check(db: &Database) -> std::result::Result<Loaded, String> {
                 (META_REVISION, 0),
                 (META_COMPACTED, 0),
                 (META_CURSOR, 1),
+                (META_CHECKPOINT, 0),
             ] {
                 meta.insert(name, value).map_err(|e| e.to_string())?;
             }
@@ -760,6 +992,9 @@ fn init_or_check(db: &Database) -> std::result::Result<Loaded, String> {
             revision: 0,
             compacted: 0,
             cursor: 1,
+            checkpoint: 0,
+            index: IndexMap::new(),
+            dirty: BTreeSet::new(),
         });
     }
     for name in ["berth_meta", "berth_kv", "berth_log"] {
@@ -769,22 +1004,58 @@ fn init_or_check(db: &Database) -> std::result::Result<Loaded, String> {
             ));
         }
     }
-    let loaded = {
+    let (loaded, upgrade) = {
         let meta = txn.open_table(META).map_err(|e| e.to_string())?;
         let get = |name: &str| meta_get(&meta, name).map_err(|e| e.to_string());
         let format = get(META_FORMAT)?;
-        if format != FORMAT_VERSION {
+        let revision = get(META_REVISION)?;
+        let compacted = get(META_COMPACTED)?;
+        let cursor = get(META_CURSOR)?;
+        let (checkpoint, upgrade) = match format {
+            FORMAT_VERSION => (get(META_CHECKPOINT)?, false),
+            // `berth_kv` is exact at the current revision: a checkpoint there.
+            FORMAT_EXACT_INDEX => (revision, true),
+            _ => {
+                return Err(format!(
+                    "unsupported berth store format {format} (this build reads \
+                     {FORMAT_EXACT_INDEX} and {FORMAT_VERSION})"
+                ));
+            }
+        };
+        if !(0 <= compacted && compacted <= checkpoint && checkpoint <= revision) {
             return Err(format!(
-                "unsupported berth store format {format} (this build reads {FORMAT_VERSION})"
+                "corrupt metadata: compacted {compacted}, checkpoint {checkpoint}, \
+                 revision {revision}"
             ));
         }
-        Loaded {
-            revision: get(META_REVISION)?,
-            compacted: get(META_COMPACTED)?,
-            cursor: get(META_CURSOR)?,
-        }
+        let kv = txn.open_table(KV).map_err(|e| e.to_string())?;
+        let log = txn.open_table(LOG).map_err(|e| e.to_string())?;
+        let (index, dirty) =
+            rebuild_index(&kv, &log, checkpoint, revision).map_err(|e| e.to_string())?;
+        let loaded = Loaded {
+            revision,
+            compacted,
+            cursor,
+            checkpoint,
+            index,
+            dirty,
+        };
+        (loaded, upgrade)
     };
-    txn.abort().map_err(|e| e.to_string())?;
+    if upgrade {
+        {
+            let mut meta = txn.open_table(META).map_err(|e| e.to_string())?;
+            for (name, value) in [
+                (META_FORMAT, FORMAT_VERSION),
+                (META_CHECKPOINT, loaded.checkpoint),
+            ] {
+                meta.insert(name, value).map_err(|e| e.to_string())?;
+            }
+        }
+        txn.commit().map_err(|e| e.to_string())?;
+    } else {
+        txn.abort().map_err(|e| e.to_string())?;
+    }
     Ok(loaded)
 }
 
@@ -823,7 +1094,13 @@ impl RedbStore {
         let db = Database::create(&path).map_err(|e| open_err(&path, e.to_string()))?;
         let loaded = init_or_check(&db).map_err(|reason| open_err(&path, reason))?;
         let db = Arc::new(db);
-        let shared = Arc::new(Shared::default());
+        let shared = Arc::new(Shared {
+            index: Mutex::new(IndexSnapshot {
+                map: loaded.index,
+                revision: loaded.revision,
+            }),
+            ..Shared::default()
+        });
         shared.revision.store(loaded.revision, Ordering::Release);
         shared.compacted.store(loaded.compacted, Ordering::Release);
         let (events, _) = broadcast::channel(EVENT_BACKLOG);
@@ -836,6 +1113,8 @@ impl RedbStore {
             revision: loaded.revision,
             compacted: loaded.compacted,
             cursor: loaded.cursor,
+            checkpoint: loaded.checkpoint,
+            dirty: loaded.dirty,
             compaction_stalled: false,
         };
         std::thread::Builder::new()
@@ -904,16 +1183,19 @@ impl RedbStore {
         Ok(())
     }
 
-    /// Checks the file's invariants: the log's revisions end at the current revision, every
-    /// live key's value is in the log with matching revisions, and (if nothing has been
-    /// compacted) replaying the whole log gives exactly the live keys. For tests and `fsck`.
+    /// Checks the file's invariants: the log's revisions end at the current revision, the
+    /// checkpoint plus the log after it rebuilds exactly the in-memory key index, every live
+    /// and checkpointed key's value is in the log with matching revisions, and (if nothing has
+    /// been compacted) replaying the whole log gives exactly the live keys. For tests and
+    /// `fsck`.
     pub async fn verify(&self) -> Result<()> {
         self.verify_report().await.map(|_| ())
     }
 
     /// [`verify`](Self::verify), returning what it counted.
     pub async fn verify_report(&self) -> Result<VerifyReport> {
-        read(&self.inner.db, verify_blocking).await
+        let shared = Arc::clone(&self.inner.shared);
+        read(&self.inner.db, move |db| verify_blocking(db, &shared)).await
     }
 
     async fn submit(&self, op: Op) -> Result<Revision> {
@@ -962,19 +1244,39 @@ async fn read<T: Send + 'static>(
     .map_err(StoreError::backend)?
 }
 
-fn get_blocking(db: &Database, key: &str) -> Result<Option<KeyValue>> {
+/// Reads the current value of `key`. `index` must have been taken before the read transaction
+/// begins, so the transaction sees at least the index's revision (the writer publishes the
+/// index after committing); it may see later commits, whose changes come from the log.
+fn get_blocking(db: &Database, index: &IndexSnapshot, key: &str) -> Result<Option<KeyValue>> {
     let txn = db.begin_read().map_err(be)?;
-    let kv = txn.open_table(KV).map_err(be)?;
     let log = txn.open_table(LOG).map_err(be)?;
-    let Some((_, mod_revision)) = kv.get(key).map_err(be)?.map(|g| g.value()) else {
-        return Ok(None);
-    };
-    read_kv(&log, key, mod_revision).map(Some)
+    let mut state = index.map.get(key).copied();
+    // Usually empty: the log past the index's revision.
+    for item in log.range(index.revision.saturating_add(1)..).map_err(be)? {
+        let (rev, bytes) = item.map_err(be)?;
+        let entry = decode_entry(rev.value(), bytes.value())?;
+        if entry.key == key {
+            state = match entry.kind {
+                EventKind::Deleted => None,
+                _ => Some((entry.create_revision, rev.value())),
+            };
+        }
+    }
+    match state {
+        Some((_, mod_revision)) => read_kv(&log, key, mod_revision).map(Some),
+        None => Ok(None),
+    }
 }
 
-fn list_blocking(db: &Database, prefix: &str, options: &ListOptions) -> Result<ListResult> {
+/// Lists `prefix` at one revision. As for [`get_blocking`], `index` is taken before the read
+/// transaction; the log between the index's revision and the one read at corrects it.
+fn list_blocking(
+    db: &Database,
+    index: &IndexSnapshot,
+    prefix: &str,
+    options: &ListOptions,
+) -> Result<ListResult> {
     let txn = db.begin_read().map_err(be)?;
-    let kv = txn.open_table(KV).map_err(be)?;
     let log = txn.open_table(LOG).map_err(be)?;
     let meta = txn.open_table(META).map_err(be)?;
     let current = meta_get(&meta, META_REVISION)?;
@@ -997,18 +1299,34 @@ fn list_blocking(db: &Database, prefix: &str, options: &ListOptions) -> Result<L
     check_read_revision(at, current, compacted)?;
     let end = prefix_end(prefix);
 
-    // Keys changed after `at` read their state at `at` from the log: the revision their first
-    // later change replaced (0: the key did not exist at `at`). Other live keys have not
-    // changed since `at`.
+    // The index is at `index.revision`; keys changed between it and `at` take their state at
+    // `at` from the log (the revision of their value then; 0: absent). Reading the past, that
+    // is the revision their first change after `at` replaced; reading ahead of the index (the
+    // file is a commit newer), the revision of their last change up to `at`. Other keys are
+    // the same at `at` as in the index.
+    let base = index.revision;
     let mut changed: BTreeMap<String, i64> = BTreeMap::new();
-    if at < current {
-        for item in log.range((at + 1)..).map_err(be)? {
+    let in_range = |key: &str| key >= start.as_str() && key < end.as_str();
+    if at < base {
+        for item in log.range((at + 1)..=base).map_err(be)? {
             let (rev, bytes) = item.map_err(be)?;
             let entry = decode_entry(rev.value(), bytes.value())?;
-            if entry.key >= start.as_str() && entry.key < end.as_str() {
+            if in_range(entry.key) {
                 changed
                     .entry(entry.key.to_owned())
                     .or_insert(entry.prev_revision);
+            }
+        }
+    } else if at > base {
+        for item in log.range((base + 1)..=at).map_err(be)? {
+            let (rev, bytes) = item.map_err(be)?;
+            let entry = decode_entry(rev.value(), bytes.value())?;
+            if in_range(entry.key) {
+                let state = match entry.kind {
+                    EventKind::Deleted => 0,
+                    _ => rev.value(),
+                };
+                changed.insert(entry.key.to_owned(), state);
             }
         }
     }
@@ -1018,32 +1336,19 @@ fn list_blocking(db: &Database, prefix: &str, options: &ListOptions) -> Result<L
     } else {
         options.limit
     };
-    let mut live = kv
-        .range::<&str>(start.as_str()..end.as_str())
-        .map_err(be)?
-        .map(|item| {
-            item.map(|(k, v)| {
-                let (create, modified) = v.value();
-                (k.value().to_owned(), create, modified)
-            })
-            .map_err(be)
-        })
+    let mut live = index
+        .map
+        .range::<_, str>((
+            Bound::Included(start.as_str()),
+            Bound::Excluded(end.as_str()),
+        ))
         .peekable();
     let mut old = changed.into_iter().peekable();
     let mut items = Vec::new();
     let mut more = false;
     loop {
         // Merge the two key-ordered sources; a key in both is taken from `old`.
-        let live_key = match live.peek() {
-            Some(Ok((k, _, _))) => Some(k.as_str()),
-            Some(Err(_)) => {
-                return Err(match live.next() {
-                    Some(Err(e)) => e,
-                    _ => StoreError::Corrupt("key index iteration failed".into()),
-                });
-            }
-            None => None,
-        };
+        let live_key = live.peek().map(|(k, _)| &***k);
         let old_key = old.peek().map(|(k, _)| k.as_str());
         let take_old = match (live_key, old_key) {
             (None, None) => break,
@@ -1065,8 +1370,7 @@ fn list_blocking(db: &Database, prefix: &str, options: &ListOptions) -> Result<L
             }
         } else {
             match live.next() {
-                Some(Ok((key, _, modified))) => Some(read_kv(&log, &key, modified)?),
-                Some(Err(e)) => return Err(e),
+                Some((key, &(_, modified))) => Some(read_kv(&log, key, modified)?),
                 None => None,
             }
         };
@@ -1130,6 +1434,8 @@ fn read_log_blocking(
 pub struct VerifyReport {
     pub revision: Revision,
     pub compacted: Revision,
+    /// The revision the key index was last checkpointed at (opening replays the log after it).
+    pub checkpoint: Revision,
     /// Keys with a live value.
     pub live_keys: u64,
     /// Records in the history log (equal to `live_keys` once everything before the compacted
@@ -1137,37 +1443,75 @@ pub struct VerifyReport {
     pub log_records: u64,
 }
 
-fn verify_blocking(db: &Database) -> Result<VerifyReport> {
+/// Verification compares the in-memory index with the file at the same revision; the writer
+/// publishes the index just after each commit, so a mismatch clears within microseconds.
+const VERIFY_ATTEMPTS: usize = 1000;
+
+fn verify_blocking(db: &Database, shared: &Shared) -> Result<VerifyReport> {
     let corrupt = |msg: String| Err(StoreError::Corrupt(msg));
-    let txn = db.begin_read().map_err(be)?;
+    let mut attempts = 0;
+    let (index, txn) = loop {
+        let index = shared.index_snapshot();
+        let txn = db.begin_read().map_err(be)?;
+        let meta = txn.open_table(META).map_err(be)?;
+        if meta_get(&meta, META_REVISION)? == index.revision {
+            break (index, txn);
+        }
+        attempts += 1;
+        if attempts == VERIFY_ATTEMPTS {
+            return Err(StoreError::backend(std::io::Error::other(
+                "verify: the file and the key index never showed the same revision",
+            )));
+        }
+        std::thread::sleep(Duration::from_millis(1));
+    };
     let kv = txn.open_table(KV).map_err(be)?;
     let log = txn.open_table(LOG).map_err(be)?;
     let meta = txn.open_table(META).map_err(be)?;
     let current = meta_get(&meta, META_REVISION)?;
     let compacted = meta_get(&meta, META_COMPACTED)?;
+    let checkpoint = meta_get(&meta, META_CHECKPOINT)?;
     let last = log.last().map_err(be)?.map(|(k, _)| k.value()).unwrap_or(0);
     if last != current {
         return corrupt(format!(
             "last log record is {last}, current revision {current}"
         ));
     }
+    if !(compacted <= checkpoint && checkpoint <= current) {
+        return corrupt(format!(
+            "compacted {compacted}, checkpoint {checkpoint}, revision {current} out of order"
+        ));
+    }
+    // Every checkpointed value is still in the log: it was live at the checkpoint, which is
+    // at or above the compacted revision.
     for item in kv.iter().map_err(be)? {
         let (key, revs) = item.map_err(be)?;
         let (create, modified) = revs.value();
-        if create > modified || modified > current {
+        let value = read_kv(&log, key.value(), modified)?;
+        if value.create_revision != create {
             return corrupt(format!(
-                "{}: bad revisions {create}/{modified}",
+                "checkpoint of {}: create revision mismatch",
                 key.value()
             ));
         }
-        let value = read_kv(&log, key.value(), modified)?;
+    }
+    // The checkpoint plus the log after it is exactly the live index (what opening rebuilds).
+    let (rebuilt, _) = rebuild_index(&kv, &log, checkpoint, current)?;
+    if rebuilt != index.map {
+        return corrupt("the checkpoint and the log after it do not give the key index".into());
+    }
+    for (key, &(create, modified)) in index.map.iter() {
+        if create > modified || modified > current {
+            return corrupt(format!("{key}: bad revisions {create}/{modified}"));
+        }
+        let value = read_kv(&log, key, modified)?;
         if value.create_revision != create {
-            return corrupt(format!("{}: create revision mismatch", key.value()));
+            return corrupt(format!("{key}: create revision mismatch"));
         }
     }
     if compacted == 0 {
         // Replay the whole history and compare with the live keys.
-        let mut state: BTreeMap<String, (i64, i64)> = BTreeMap::new();
+        let mut state = IndexMap::new();
         for (expected_rev, item) in (1i64..).zip(log.iter().map_err(be)?) {
             let (rev, bytes) = item.map_err(be)?;
             let rev = rev.value();
@@ -1177,35 +1521,17 @@ fn verify_blocking(db: &Database) -> Result<VerifyReport> {
                 ));
             }
             let entry = decode_entry(rev, bytes.value())?;
-            let before = state.get(entry.key).map(|&(_, m)| m).unwrap_or(0);
-            if before != entry.prev_revision {
-                return corrupt(format!(
-                    "log record {rev} replaces {} but {} was at {before}",
-                    entry.prev_revision, entry.key
-                ));
-            }
-            match entry.kind {
-                EventKind::Deleted => {
-                    state.remove(entry.key);
-                }
-                _ => {
-                    state.insert(entry.key.to_owned(), (entry.create_revision, rev));
-                }
-            }
+            replay_record(&mut state, rev, &entry)?;
         }
-        let mut live = BTreeMap::new();
-        for item in kv.iter().map_err(be)? {
-            let (key, revs) = item.map_err(be)?;
-            live.insert(key.value().to_owned(), revs.value());
-        }
-        if live != state {
+        if state != index.map {
             return corrupt("replaying the log does not give the live keys".into());
         }
     }
     Ok(VerifyReport {
         revision: current,
         compacted,
-        live_keys: kv.len().map_err(be)?,
+        checkpoint,
+        live_keys: index.map.len() as u64,
         log_records: log.len().map_err(be)?,
     })
 }
@@ -1287,14 +1613,19 @@ impl Store for RedbStore {
     async fn get(&self, key: &str) -> Result<Option<KeyValue>> {
         validate_key(key)?;
         let key = key.to_owned();
-        read(&self.inner.db, move |db| get_blocking(db, &key)).await
+        let shared = Arc::clone(&self.inner.shared);
+        read(&self.inner.db, move |db| {
+            get_blocking(db, &shared.index_snapshot(), &key)
+        })
+        .await
     }
 
     async fn list(&self, prefix: &str, options: ListOptions) -> Result<ListResult> {
         validate_prefix(prefix)?;
         let prefix = prefix.to_owned();
+        let shared = Arc::clone(&self.inner.shared);
         read(&self.inner.db, move |db| {
-            list_blocking(db, &prefix, &options)
+            list_blocking(db, &shared.index_snapshot(), &prefix, &options)
         })
         .await
     }

@@ -56,6 +56,11 @@ fn parse(line: &str) -> Option<Ack> {
 
 /// Runs the writer against `target`, kills it after enough acknowledgements, returns them all.
 async fn run_and_kill(args: &[&str]) -> Vec<Ack> {
+    run_and_kill_after(args, ACKS_BEFORE_KILL).await
+}
+
+/// [`run_and_kill`], killing after `acks_before_kill` acknowledgements.
+async fn run_and_kill_after(args: &[&str], acks_before_kill: usize) -> Vec<Ack> {
     let mut child = Command::new(env!("CARGO_BIN_EXE_berth-store-crash-writer"))
         .args(args)
         .stdout(Stdio::piped())
@@ -67,7 +72,7 @@ async fn run_and_kill(args: &[&str]) -> Vec<Ack> {
     let mut lines = BufReader::new(stdout).lines();
     let mut acks = Vec::new();
     let read = tokio::time::timeout(Duration::from_secs(60), async {
-        while acks.len() < ACKS_BEFORE_KILL {
+        while acks.len() < acks_before_kill {
             match lines.next_line().await.expect("read child output") {
                 Some(line) => {
                     acks.push(parse(&line).unwrap_or_else(|| panic!("bad line {line:?}")))
@@ -162,6 +167,26 @@ async fn redb_keeps_every_acknowledged_write_after_sigkill() {
         .await
         .expect("write");
     assert_eq!(r, before + 1);
+    store.close().await.expect("close");
+}
+
+/// The redb backend checkpoints its key index every 4,096 revisions; killed after more writes
+/// than that, reopening loads the checkpoint and replays the log after it.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn redb_keeps_every_acknowledged_write_after_sigkill_between_checkpoints() {
+    let dir = tempfile::tempdir().expect("temp dir");
+    let path = dir.path().to_str().expect("utf-8 temp path");
+    let acks = run_and_kill_after(&["redb", path], 5_000).await;
+    let store = RedbStore::open(dir.path()).expect("reopen after crash");
+    let report = store
+        .verify_report()
+        .await
+        .expect("file invariants after crash");
+    assert!(
+        report.checkpoint > 0,
+        "the writer checkpointed before the kill: {report:?}"
+    );
+    check(&store, &acks).await;
     store.close().await.expect("close");
 }
 

@@ -181,3 +181,236 @@ async fn compaction_does_not_stall_writers() {
     );
     store.close().await.unwrap();
 }
+
+/// What a SIGKILL would leave: a copy of the file taken while the store is open and idle
+/// (every write acknowledged, so committed and fsync'd; the writer has not closed the file or
+/// checkpointed at exit). Opened in a directory of its own.
+fn crash_copy(dir: &tempfile::TempDir) -> (tempfile::TempDir, RedbStore) {
+    let copy = tempfile::tempdir().unwrap();
+    std::fs::copy(
+        dir.path().join(berth_store::REDB_FILE_NAME),
+        copy.path().join(berth_store::REDB_FILE_NAME),
+    )
+    .unwrap();
+    let store = RedbStore::open(copy.path()).unwrap();
+    (copy, store)
+}
+
+/// Writes `rounds` rounds over `keys` keys concurrently (so they share commits): creates,
+/// updates and every seventh change a delete (re-created the next round).
+async fn churn(store: &RedbStore, prefix: &str, keys: usize, rounds: usize) {
+    let names: Vec<String> = (0..keys).map(|i| format!("{prefix}k{i}")).collect();
+    let mut revs: Vec<Option<i64>> = vec![None; keys];
+    for round in 0..rounds {
+        let results = futures::future::join_all(names.iter().zip(&revs).enumerate().map(
+            |(i, (key, rev))| async move {
+                let value = format!("{key}@{round}").into_bytes();
+                match rev {
+                    None => store.create(key, value).await.map(Some),
+                    Some(r) if (round + i) % 7 == 0 => store.delete(key, *r).await.map(|_| None),
+                    Some(r) => store.update(key, value, *r).await.map(Some),
+                }
+            },
+        ))
+        .await;
+        revs = results.into_iter().collect::<Result<_, _>>().unwrap();
+    }
+}
+
+async fn assert_same_state(a: &RedbStore, b: &RedbStore, prefix: &str, at: Option<i64>) {
+    let options = ListOptions {
+        revision: at,
+        ..ListOptions::default()
+    };
+    let la = a.list(prefix, options.clone()).await.unwrap();
+    let lb = b.list(prefix, options).await.unwrap();
+    assert_eq!(la.revision, lb.revision);
+    assert_eq!(la.items, lb.items, "state at {at:?} differs");
+    if at.is_none() {
+        for kv in &la.items {
+            assert_eq!(b.get(&kv.key).await.unwrap().as_ref(), Some(kv));
+        }
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_crash_between_checkpoints_replays_the_log_tail() {
+    let (dir, store) = redb_store().await;
+    // 64 keys × 80 rounds = 5,120 writes: past the first checkpoint (4,096), with a tail.
+    churn(&store, "/registry/pods/ns/", 64, 80).await;
+    let report = store.verify_report().await.unwrap();
+    assert!(
+        report.checkpoint > 0 && report.checkpoint < report.revision,
+        "expected a checkpoint and a log tail after it: {report:?}"
+    );
+
+    let (_copy, crashed) = crash_copy(&dir);
+    let after = crashed.verify_report().await.unwrap();
+    assert_eq!(after.revision, report.revision);
+    assert_eq!(
+        after.checkpoint, report.checkpoint,
+        "opening replays, not checkpoints"
+    );
+    assert_eq!(after.live_keys, report.live_keys);
+    assert_same_state(&store, &crashed, "/registry/pods/", None).await;
+    // Reads in the past, before and after the checkpoint, too.
+    for at in [
+        report.checkpoint - 100,
+        report.checkpoint,
+        report.checkpoint + 1,
+    ] {
+        assert_same_state(&store, &crashed, "/registry/pods/", Some(at)).await;
+    }
+    // The history replayed by a watch is the same.
+    let from = report.checkpoint - 10;
+    let mut wa = store.watch("/registry/pods/", from).await.unwrap();
+    let mut wb = crashed.watch("/registry/pods/", from).await.unwrap();
+    for _ in from..report.revision {
+        assert_eq!(
+            crate::conformance::next(&mut wa).await,
+            crate::conformance::next(&mut wb).await
+        );
+    }
+    // And the replayed index takes writes: conflicts and revisions as before the crash.
+    let live = crashed
+        .list("/registry/pods/", ListOptions::default())
+        .await
+        .unwrap();
+    let first = &live.items[0];
+    assert!(matches!(
+        crashed
+            .update(&first.key, b"x".to_vec(), first.mod_revision - 1)
+            .await,
+        Err(StoreError::Conflict { .. })
+    ));
+    assert_eq!(
+        crashed
+            .update(&first.key, b"x".to_vec(), first.mod_revision)
+            .await
+            .unwrap(),
+        report.revision + 1
+    );
+    crashed.verify().await.unwrap();
+    crashed.close().await.unwrap();
+
+    // A clean close checkpoints: the next open replays nothing.
+    store.close().await.unwrap();
+    let reopened = RedbStore::open(dir.path()).unwrap();
+    let clean = reopened.verify_report().await.unwrap();
+    assert_eq!(clean.checkpoint, clean.revision);
+    assert_eq!(clean.revision, report.revision);
+    reopened.close().await.unwrap();
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn compaction_past_the_checkpoint_then_a_crash_loses_nothing() {
+    let (dir, store) = redb_store().await;
+    churn(&store, "/registry/pods/ns/", 40, 20).await;
+    let before = store.verify_report().await.unwrap();
+    assert_eq!(before.checkpoint, 0, "no checkpoint yet: {before:?}");
+    // Compacting past the checkpoint checkpoints first, so physical compaction (which drops
+    // delete records and replaced values) never removes what a replay needs.
+    let compacted = before.revision;
+    store.compact(compacted).await.unwrap();
+    let report = store.verify_report().await.unwrap();
+    assert!(report.checkpoint >= compacted, "{report:?}");
+    // Wait until physical compaction is done, then change things again (deletes included).
+    let deadline = Instant::now() + Duration::from_secs(20);
+    while {
+        let r = store.verify_report().await.unwrap();
+        r.log_records != r.live_keys
+    } {
+        assert!(Instant::now() < deadline, "compaction did not finish");
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    churn(&store, "/registry/pods/other/", 10, 10).await;
+    // Delete and update keys whose history was compacted.
+    let old = store
+        .list("/registry/pods/ns/", ListOptions::default())
+        .await
+        .unwrap();
+    for (i, kv) in old.items.iter().enumerate() {
+        if i % 2 == 0 {
+            store.delete(&kv.key, kv.mod_revision).await.unwrap();
+        } else {
+            store
+                .update(&kv.key, b"new".to_vec(), kv.mod_revision)
+                .await
+                .unwrap();
+        }
+    }
+    let report = store.verify_report().await.unwrap();
+
+    let (_copy, crashed) = crash_copy(&dir);
+    crashed.verify().await.unwrap();
+    assert_eq!(crashed.compacted_revision(), compacted);
+    assert_eq!(crashed.current_revision().await.unwrap(), report.revision);
+    assert_same_state(&store, &crashed, "/registry/pods/", None).await;
+    assert_same_state(&store, &crashed, "/registry/pods/", Some(compacted)).await;
+    assert!(matches!(
+        crashed
+            .list(
+                "/registry/pods/",
+                ListOptions {
+                    revision: Some(compacted - 1),
+                    ..ListOptions::default()
+                }
+            )
+            .await,
+        Err(StoreError::Gone { .. })
+    ));
+    crashed.close().await.unwrap();
+    store.close().await.unwrap();
+}
+
+/// Rewrites `berth_meta` entries of a closed store's file with redb directly.
+fn set_meta(dir: &tempfile::TempDir, set: &[(&str, Option<i64>)]) {
+    let db = redb::Database::create(dir.path().join(berth_store::REDB_FILE_NAME)).unwrap();
+    let txn = db.begin_write().unwrap();
+    {
+        let def: redb::TableDefinition<&str, i64> = redb::TableDefinition::new("berth_meta");
+        let mut meta = txn.open_table(def).unwrap();
+        for (name, value) in set {
+            match value {
+                Some(v) => meta.insert(*name, *v).unwrap(),
+                None => meta.remove(*name).unwrap(),
+            };
+        }
+    }
+    txn.commit().unwrap();
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn format_1_files_are_upgraded_and_bad_checkpoints_refused() {
+    let (dir, store) = redb_store().await;
+    churn(&store, "/registry/pods/ns/", 8, 5).await;
+    let before = store
+        .list("/registry/pods/", ListOptions::default())
+        .await
+        .unwrap();
+    store.close().await.unwrap();
+    // Format 1 kept `berth_kv` exact at every commit and had no checkpoint revision; a closed
+    // format-2 store has its checkpoint at the current revision, so this is such a file.
+    set_meta(&dir, &[("format", Some(1)), ("checkpoint", None)]);
+    let store = RedbStore::open(dir.path()).unwrap();
+    let report = store.verify_report().await.unwrap();
+    assert_eq!(report.checkpoint, report.revision);
+    let after = store
+        .list("/registry/pods/", ListOptions::default())
+        .await
+        .unwrap();
+    assert_eq!(before, after);
+    store.close().await.unwrap();
+
+    // A checkpoint past the current revision is refused at open, naming the file.
+    set_meta(&dir, &[("checkpoint", Some(report.revision + 1))]);
+    let err = match RedbStore::open(dir.path()) {
+        Ok(_) => panic!("opened a file whose checkpoint is in the future"),
+        Err(e) => e,
+    };
+    assert!(matches!(err, StoreError::Open { .. }), "{err}");
+    assert!(
+        err.to_string().contains(berth_store::REDB_FILE_NAME),
+        "{err}"
+    );
+}
