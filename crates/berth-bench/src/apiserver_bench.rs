@@ -261,7 +261,12 @@ impl Target {
 }
 
 impl Client {
-    fn request(&self, method: Method, path: &str, body: Bytes) -> anyhow::Result<Request<Full<Bytes>>> {
+    fn request(
+        &self,
+        method: Method,
+        path: &str,
+        body: Bytes,
+    ) -> anyhow::Result<Request<Full<Bytes>>> {
         // HTTP/2 needs the scheme and authority (pseudo-headers); HTTP/1.1 the origin form.
         let uri = match self.target.protocol {
             Protocol::Http2 => format!("https://{}{path}", self.target.authority),
@@ -300,7 +305,12 @@ impl Client {
     }
 
     /// One request with the whole response body read.
-    async fn call(&self, method: Method, path: &str, body: Bytes) -> anyhow::Result<(StatusCode, Bytes)> {
+    async fn call(
+        &self,
+        method: Method,
+        path: &str,
+        body: Bytes,
+    ) -> anyhow::Result<(StatusCode, Bytes)> {
         let response = self.send(self.request(method, path, body)?).await?;
         let status = response.status();
         let body = response.into_body().collect().await?.to_bytes();
@@ -452,7 +462,9 @@ async fn list_phase(client: &Client, runs: usize) -> anyhow::Result<ListFigures>
     let mut body_bytes = 0;
     for _ in 0..runs.max(1) {
         let t0 = Instant::now();
-        let (status, body) = client.call(Method::GET, "/api/v1/pods", Bytes::new()).await?;
+        let (status, body) = client
+            .call(Method::GET, "/api/v1/pods", Bytes::new())
+            .await?;
         let elapsed = t0.elapsed();
         if status != StatusCode::OK {
             bail!("GET /api/v1/pods: {status}");
@@ -506,7 +518,9 @@ async fn watcher(
     opened: tokio::sync::mpsc::Sender<()>,
     mut stop: tokio::sync::watch::Receiver<bool>,
 ) -> anyhow::Result<WatcherResult> {
-    let response = client.send(client.request(Method::GET, &path, Bytes::new())?).await?;
+    let response = client
+        .send(client.request(Method::GET, &path, Bytes::new())?)
+        .await?;
     if response.status() != StatusCode::OK {
         bail!("watch: {}", response.status());
     }
@@ -593,10 +607,7 @@ async fn watch_phase(
     }
     drop(opened_tx);
     for _ in 0..args.watchers {
-        opened_rx
-            .recv()
-            .await
-            .context("a watch failed to open")?;
+        opened_rx.recv().await.context("a watch failed to open")?;
     }
     let open_seconds = open_started.elapsed().as_secs_f64();
     // Paced writes: write k is due at k / rate; the clients share them round-robin.
@@ -629,7 +640,10 @@ async fn watch_phase(
                         &format!(r#""{SENT_ANNOTATION}":"{sent}","{SEQ_ANNOTATION}":"{k}""#),
                     );
                     client
-                        .create(&format!("/api/v1/namespaces/{NAMESPACE}/pods"), Bytes::from(body))
+                        .create(
+                            &format!("/api/v1/namespaces/{NAMESPACE}/pods"),
+                            Bytes::from(body),
+                        )
                         .await?;
                     latency.record(t0.elapsed());
                 }
@@ -732,7 +746,11 @@ fn tls_config(ca_pem: &Path, protocol: Protocol) -> anyhow::Result<Arc<rustls::C
     Ok(Arc::new(config))
 }
 
-async fn run_async(args: &ApiserverArgs, berth: &Path, parent: &Path) -> anyhow::Result<ApiserverReport> {
+async fn run_async(
+    args: &ApiserverArgs,
+    berth: &Path,
+    parent: &Path,
+) -> anyhow::Result<ApiserverReport> {
     let dir = tempfile::tempdir_in(parent).context("server data directory")?;
     let mut server = start_server(berth, dir.path()).await?;
     let pid = server.pid;
@@ -804,7 +822,10 @@ async fn run_async(args: &ApiserverArgs, berth: &Path, parent: &Path) -> anyhow:
     let pod_phase = create_phase(&clients, rest, pid, make_rest).await?;
     eprintln!("list: {} full lists", args.lists);
     let list = list_phase(&probe, args.lists).await?;
-    eprintln!("watch: {} watchers, {} writes", args.watchers, args.watch_writes);
+    eprintln!(
+        "watch: {} watchers, {} writes",
+        args.watchers, args.watch_writes
+    );
     let watch = watch_phase(&target, &clients, args).await?;
     let server_memory = memory_of(pid).context("reading the server's memory")?;
     let store_file_bytes = std::fs::metadata(dir.path().join("berth-store.redb"))
@@ -854,7 +875,10 @@ async fn run_async(args: &ApiserverArgs, berth: &Path, parent: &Path) -> anyhow:
 
 pub fn run(args: &ApiserverArgs) -> anyhow::Result<ApiserverReport> {
     anyhow::ensure!(args.clients > 0, "--clients must be positive");
-    anyhow::ensure!(args.creates <= args.pods, "--creates must not exceed --pods");
+    anyhow::ensure!(
+        args.creates <= args.pods,
+        "--creates must not exceed --pods"
+    );
     anyhow::ensure!(
         args.watch_rate > 0.0 && args.watch_rate.is_finite(),
         "--watch-rate must be positive"
