@@ -96,6 +96,11 @@ pub struct ApiServer {
     pub clock: Clock,
     pub auth: Authenticator,
     pub config: ApiConfig,
+    /// The revision of the last namespace deletion this server made. With the embedded store
+    /// this server makes every write, so a namespace in the watch cache once the cache has
+    /// reached this revision still exists for any request that started after that deletion
+    /// answered (see [`ApiServer::ensure_namespace`]).
+    namespace_deleted_at: std::sync::atomic::AtomicI64,
 }
 
 type ApiResult<T> = Result<T, ApiError>;
@@ -273,6 +278,7 @@ impl ApiServer {
             clock,
             auth: Authenticator::new(),
             config,
+            namespace_deleted_at: std::sync::atomic::AtomicI64::new(0),
         });
         for ns in SYSTEM_NAMESPACES {
             let key = NAMESPACES.key("", ns);
@@ -586,12 +592,30 @@ impl ApiServer {
         Ok(json_response(200, &object))
     }
 
+    /// Records a namespace deletion at `revision`, before the deletion is answered.
+    fn namespace_deleted(&self, revision: i64) {
+        self.namespace_deleted_at
+            .fetch_max(revision, std::sync::atomic::Ordering::AcqRel);
+    }
+
     async fn ensure_namespace(&self, ns: &str) -> ApiResult<()> {
-        let exists = self
-            .store
-            .get(&NAMESPACES.key("", ns))
-            .await
-            .map_err(ApiError::internal)?;
+        let key = NAMESPACES.key("", ns);
+        // Every create checks its namespace. A store read costs a blocking-pool hop and a
+        // read transaction per create; the namespace watch cache answers a present namespace
+        // in memory. That is exact with the embedded store, where this server makes every
+        // write: once the cache reflects the last namespace deletion this server answered, a
+        // namespace still in it was not deleted before this request began. (Upstream's
+        // NamespaceLifecycle admission reads its informer cache first too.) A namespace
+        // absent from the cache, or a shared etcd, goes to the store as before.
+        if matches!(self.store, AnyStore::Redb(_)) {
+            let deleted_at = self
+                .namespace_deleted_at
+                .load(std::sync::atomic::Ordering::Acquire);
+            if self.cache(&NAMESPACES)?.holds(&key, deleted_at).await {
+                return Ok(());
+            }
+        }
+        let exists = self.store.get(&key).await.map_err(ApiError::internal)?;
         match exists {
             Some(_) => Ok(()),
             None => Err(ApiError::not_found("", "namespaces", ns)),
@@ -942,6 +966,7 @@ impl ApiServer {
             .await
             .map_err(|e| store_error(rt, name, e))?;
         if std::ptr::eq(rt, &NAMESPACES) {
+            self.namespace_deleted(deleted_at);
             self.delete_namespace_contents(name).await;
         }
         set_resource_version(&mut object, deleted_at);
@@ -995,7 +1020,13 @@ impl ApiServer {
                 .delete(&rt.key(&item.namespace, &item.name), item.rv)
                 .await
             {
-                Ok(_) | Err(StoreError::NotFound { .. }) => deleted.push(object),
+                Ok(revision) => {
+                    if std::ptr::eq(rt, &NAMESPACES) {
+                        self.namespace_deleted(revision);
+                    }
+                    deleted.push(object);
+                }
+                Err(StoreError::NotFound { .. }) => deleted.push(object),
                 Err(e) => return Err(store_error(rt, &item.name, e)),
             }
         }

@@ -353,6 +353,13 @@ impl ResourceCache {
         (items, state.rv)
     }
 
+    /// Whether the cache holds `key`, once it reflects at least revision `min_rv` (false when
+    /// it does not yet: the caller then asks the store).
+    pub async fn holds(&self, key: &str, min_rv: i64) -> bool {
+        let state = self.state.read().await;
+        state.ready && state.rv >= min_rv && state.objects.contains_key(key)
+    }
+
     /// The revision the cache reflects.
     pub async fn revision(&self) -> i64 {
         self.state.read().await.rv

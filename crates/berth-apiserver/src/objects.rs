@@ -65,6 +65,11 @@ pub fn set_resource_version(object: &mut Value, rv: i64) {
 
 /// The object as the store keeps it: without `resourceVersion`.
 pub fn for_storage(object: &Value) -> Vec<u8> {
+    // A new object has no resourceVersion yet: serialize it as it is rather than copying it
+    // to remove a field that is not there (the same bytes, one deep copy less per create).
+    if object.pointer("/metadata/resourceVersion").is_none() {
+        return object.to_string().into_bytes();
+    }
     let mut object = object.clone();
     if let Some(meta) = metadata_mut(&mut object) {
         meta.remove("resourceVersion");

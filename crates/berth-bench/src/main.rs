@@ -3,6 +3,7 @@
 //! the machine), so runs can be recorded in `docs/benchmarks.md` and
 //! compared by tools.
 
+mod apiserver_bench;
 mod core_bench;
 mod measure;
 mod store_bench;
@@ -24,6 +25,9 @@ enum Bench {
     /// Store backends: durable writes/s, write latency and watch delivery latency of redb
     /// and etcd under concurrent closed-loop writers, and memory.
     Store(store_bench::StoreArgs),
+    /// The API server over HTTPS (a `berth server` child process): pod creates/s and latency
+    /// with concurrent clients, the list of every pod, watch fan-out, and the server's memory.
+    Apiserver(apiserver_bench::ApiserverArgs),
 }
 
 fn main() -> anyhow::Result<()> {
@@ -31,6 +35,7 @@ fn main() -> anyhow::Result<()> {
     let report = match cli.bench {
         Bench::Core(args) => serde_json::to_value(core_bench::run(&args)?)?,
         Bench::Store(args) => serde_json::to_value(store_bench::run(&args)?)?,
+        Bench::Apiserver(args) => serde_json::to_value(apiserver_bench::run(&args)?)?,
     };
     println!("{}", serde_json::to_string_pretty(&report)?);
     Ok(())
