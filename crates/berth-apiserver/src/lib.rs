@@ -23,6 +23,7 @@ pub mod cache;
 pub mod conversion;
 pub mod discovery;
 pub mod field_validation;
+pub mod in_process;
 mod json_path;
 pub mod metrics;
 pub mod objects;
