@@ -652,15 +652,8 @@ impl ApiServer {
             now: self.now(),
             config: &self.config.strategy,
         };
-        strategy::on_create(rt, &mut object, &ctx)?;
-        strategy::validate(
-            rt,
-            "",
-            &object,
-            None,
-            &ctx,
-            objects::validate_metadata(rt, &object),
-        )?;
+        let metadata_errors = objects::validate_metadata(rt, &object);
+        strategy::create(rt, &mut object, &ctx, metadata_errors)?;
         if query.dry_run()? {
             return Ok(json_response(201, &object));
         }
