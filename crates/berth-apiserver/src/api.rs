@@ -720,13 +720,14 @@ impl ApiServer {
         // An update that changes nothing is not written, as upstream's
         // GuaranteedUpdate skips it: the object keeps its resourceVersion
         // and watchers see no event.
-        if for_storage(&object) == for_storage(old) {
+        let stored = for_storage(&object);
+        if stored == for_storage(old) {
             set_resource_version(&mut object, expected);
             return Ok(object);
         }
         let revision = self
             .store
-            .update(&rt.key(ns, name), for_storage(&object), expected)
+            .update(&rt.key(ns, name), stored, expected)
             .await
             .map_err(|e| store_error(rt, name, e))?;
         set_resource_version(&mut object, revision);

@@ -131,15 +131,16 @@ fn default_pod(pod: &mut Value) {
     }
 }
 
-/// Server-side changes on create, then mutating admission.
-pub fn on_create(rt: &ResourceType, object: &mut Value, ctx: &Context) -> ApiResult<()> {
-    let user = user_info(ctx.user);
-    let name = object
-        .pointer("/metadata/name")
-        .and_then(Value::as_str)
-        .unwrap_or("")
-        .to_string();
+/// Server-side changes on create for the types without admission plugins
+/// (a namespace's label, finalizer and phase); pods and nodes go through
+/// [`create`], which admits and validates them on one typed object.
+pub fn on_create(rt: &ResourceType, object: &mut Value, _ctx: &Context) -> ApiResult<()> {
     if is(rt, &NAMESPACES) {
+        let name = object
+            .pointer("/metadata/name")
+            .and_then(Value::as_str)
+            .unwrap_or("")
+            .to_string();
         if let Some(meta) = metadata_mut(object) {
             let labels = meta.entry("labels").or_insert_with(|| json!({}));
             if let Some(labels) = labels.as_object_mut() {
@@ -148,24 +149,6 @@ pub fn on_create(rt: &ResourceType, object: &mut Value, ctx: &Context) -> ApiRes
         }
         object["spec"] = json!({"finalizers": ["kubernetes"]});
         object["status"] = json!({"phase": "Active"});
-    } else if is(rt, &PODS) {
-        object["status"] = json!({"phase": "Pending"});
-        default_pod(object);
-        let mut pod: k8s_openapi::api::core::v1::Pod = typed(rt, object)?;
-        // The attributes borrow the object as it was before admission; `*object` is only
-        // replaced once admission is done with them, so no copy is needed.
-        let attrs = attributes(ctx, Operation::Create, rt, "", object, &user);
-        admission::admit_pod(&attrs, &mut pod, None, &ctx.config.admission)
-            .map_err(|e| admission_error(rt, &name, e))?;
-        *object = untyped(&pod)?;
-    } else if is(rt, &NODES) {
-        let mut node: k8s_openapi::api::core::v1::Node = typed(rt, object)?;
-        // The attributes borrow the object as it was before admission; `*object` is only
-        // replaced once admission is done with them, so no copy is needed.
-        let attrs = attributes(ctx, Operation::Create, rt, "", object, &user);
-        admission::admit_node(&attrs, &mut node, None, &ctx.config.admission)
-            .map_err(|e| admission_error(rt, &name, e))?;
-        *object = untyped(&node)?;
     }
     Ok(())
 }
