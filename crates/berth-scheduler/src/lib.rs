@@ -27,6 +27,7 @@
 
 pub mod cache;
 pub mod check;
+pub mod client;
 pub mod cycle;
 pub mod framework;
 pub mod hints;
