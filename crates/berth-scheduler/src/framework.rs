@@ -263,6 +263,9 @@ pub struct NodeInfo {
     /// [`TaintSetId::UNKNOWN`] when the node was built without one (plugins
     /// then read the node's taints directly).
     pub taint_set: TaintSetId,
+    /// `spec.unschedulable` (cordoned), kept here so the filter that reads
+    /// it for every node does not chase the pointer to the node object.
+    pub unschedulable: bool,
 }
 
 impl NodeInfo {
@@ -274,12 +277,18 @@ impl NodeInfo {
         let allocatable = crate::resources::resource_list_to_resource(
             node.status.as_ref().and_then(|s| s.allocatable.as_ref()),
         );
+        let unschedulable = node
+            .spec
+            .as_ref()
+            .and_then(|s| s.unschedulable)
+            .unwrap_or(false);
         NodeInfo {
             node,
             requested: Resource::default(),
             non_zero_requested: Resource::default(),
             allocatable,
             taint_set: TaintSetId::UNKNOWN,
+            unschedulable,
         }
     }
 
@@ -347,6 +356,7 @@ impl NodeInfo {
         self.node = fresh.node;
         self.allocatable = fresh.allocatable;
         self.taint_set = fresh.taint_set;
+        self.unschedulable = fresh.unschedulable;
     }
 
     pub fn node(&self) -> &Node {
@@ -559,6 +569,13 @@ pub fn default_normalize_score(
         return Status::success();
     }
     for s in scores.iter_mut() {
+        // i64 when the product fits (the usual case: scores up to 100s),
+        // i128 otherwise.
+        if let Some(product) = max_priority.checked_mul(s.score) {
+            let score = product / max_count;
+            s.score = if reverse { max_priority - score } else { score };
+            continue;
+        }
         let mut score = i128::from(max_priority) * i128::from(s.score) / i128::from(max_count);
         if reverse {
             score = i128::from(max_priority) - score;

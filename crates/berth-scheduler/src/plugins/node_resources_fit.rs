@@ -303,6 +303,11 @@ pub fn least_requested_score(requested: i64, capacity: i64) -> i64 {
     if capacity <= 0 || requested > capacity {
         return 0;
     }
+    // The common case fits i64 (a division in i128 costs several times
+    // more, and this runs for every resource of every scored node).
+    if let Some(scaled) = (capacity - requested.max(0)).checked_mul(MAX_NODE_SCORE) {
+        return scaled / capacity;
+    }
     let requested = i128::from(requested.max(0));
     let score =
         (i128::from(capacity) - requested) * i128::from(MAX_NODE_SCORE) / i128::from(capacity);

@@ -58,12 +58,7 @@ impl Plugin for NodeUnschedulable {
 
 impl FilterPlugin for NodeUnschedulable {
     fn filter(&self, _state: &CycleState, pod: &PodInfo, node: &NodeInfo) -> Status {
-        let cordoned = node
-            .node()
-            .spec
-            .as_ref()
-            .and_then(|s| s.unschedulable)
-            .unwrap_or(false);
+        let cordoned = node.unschedulable;
         // Tolerations are only consulted for cordoned nodes: most nodes are
         // not, and the check is then a single field read.
         if cordoned

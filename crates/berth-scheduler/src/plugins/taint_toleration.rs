@@ -207,6 +207,10 @@ impl ScorePlugin for TaintToleration {
             ))
             .with_plugin(NAME));
         };
+        if node.taint_set == TaintSetId::UNTAINTED {
+            // No taints: nothing to count, and no need to read the node.
+            return Ok(0);
+        }
         let count = count_intolerable_taints_prefer_no_schedule(
             node_taints(node),
             &s.tolerations_prefer_no_schedule,
