@@ -417,11 +417,13 @@ mod tests {
             new: &small,
         };
         assert!(!may_help(fit, &big, &added, gates));
-        let mut bound = Pod::default();
-        bound.spec = Some(PodSpec {
-            node_name: Some("n".into()),
-            ..PodSpec::default()
-        });
+        let bound = Pod {
+            spec: Some(PodSpec {
+                node_name: Some("n".into()),
+                ..PodSpec::default()
+            }),
+            ..Pod::default()
+        };
         let deleted = ClusterEvent::AssignedPodDelete { pod: &bound };
         assert!(may_help(fit, &big, &deleted, gates));
         assert!(!may_help(taint_toleration::NAME, &big, &deleted, gates));
