@@ -765,7 +765,10 @@ pub(crate) async fn start_server_with(
     Ok(ServerProcess { child, pid, url })
 }
 
-pub(crate) fn tls_config(ca_pem: &Path, protocol: Protocol) -> anyhow::Result<Arc<rustls::ClientConfig>> {
+pub(crate) fn tls_config(
+    ca_pem: &Path,
+    protocol: Protocol,
+) -> anyhow::Result<Arc<rustls::ClientConfig>> {
     let mut roots = rustls::RootCertStore::empty();
     for cert in CertificateDer::pem_file_iter(ca_pem)
         .with_context(|| format!("reading {}", ca_pem.display()))?
@@ -784,21 +787,20 @@ pub(crate) fn tls_config(ca_pem: &Path, protocol: Protocol) -> anyhow::Result<Ar
     Ok(Arc::new(config))
 }
 
-async fn run_async(
-    args: &ApiserverArgs,
-    berth: &Path,
-    parent: &Path,
-) -> anyhow::Result<ApiserverReport> {
-    let dir = tempfile::tempdir_in(parent).context("server data directory")?;
-    let mut server = start_server(berth, dir.path()).await?;
-    let pid = server.pid;
+/// The server's address, CA and admin token as a [`Target`], and a first
+/// connection on which `/readyz` answered 200 (every watch cache loaded).
+pub(crate) async fn ready_target(
+    server: &ServerProcess,
+    data_dir: &Path,
+    protocol: Protocol,
+) -> anyhow::Result<(Arc<Target>, Client)> {
     let authority = server
         .url
         .strip_prefix("https://")
         .context("the server URL is not https")?
         .to_string();
     let addr: SocketAddr = authority.parse().context("the server address")?;
-    let token = std::fs::read_to_string(dir.path().join("admin-token"))
+    let token = std::fs::read_to_string(data_dir.join("admin-token"))
         .context("reading the admin token")?
         .trim()
         .to_string();
@@ -806,10 +808,9 @@ async fn run_async(
         addr,
         authority,
         token: format!("Bearer {token}"),
-        tls: tls_config(&dir.path().join("ca.crt"), args.protocol)?,
-        protocol: args.protocol,
+        tls: tls_config(&data_dir.join("ca.crt"), protocol)?,
+        protocol,
     });
-    // Ready once every watch cache has loaded.
     let probe = target.connect().await?;
     let deadline = Instant::now() + START_TIMEOUT;
     loop {
@@ -822,6 +823,18 @@ async fn run_async(
         }
         tokio::time::sleep(Duration::from_millis(50)).await;
     }
+    Ok((target, probe))
+}
+
+async fn run_async(
+    args: &ApiserverArgs,
+    berth: &Path,
+    parent: &Path,
+) -> anyhow::Result<ApiserverReport> {
+    let dir = tempfile::tempdir_in(parent).context("server data directory")?;
+    let mut server = start_server(berth, dir.path()).await?;
+    let pid = server.pid;
+    let (target, probe) = ready_target(&server, dir.path(), args.protocol).await?;
     probe
         .create(
             "/api/v1/namespaces",

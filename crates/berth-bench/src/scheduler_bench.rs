@@ -24,7 +24,6 @@
 //! process, as in `berth server`.
 
 use std::collections::HashMap;
-use std::net::SocketAddr;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -36,13 +35,12 @@ use hyper::{Method, StatusCode};
 use serde::Serialize;
 
 use crate::apiserver_bench::{
-    Client, Protocol, ServerProcess, Target, cpu_seconds, node_json, round1, start_server_with,
-    tls_config,
+    Client, Protocol, ServerProcess, cpu_seconds, node_json, ready_target, round1,
+    start_server_with,
 };
 use crate::measure::Machine;
 
 const NAMESPACE: &str = "bench";
-const START_TIMEOUT: Duration = Duration::from_secs(120);
 const SCHEDULE_TIMEOUT: Duration = Duration::from_secs(600);
 const SCHEDULED_METRIC: &str =
     "scheduler_schedule_attempts_total{result=\"scheduled\",profile=\"default-scheduler\"}";
@@ -164,35 +162,7 @@ async fn connect(
 ) -> anyhow::Result<(Connected, Instant)> {
     let started = Instant::now();
     let server = start_server_with(berth, dir, extra).await?;
-    let authority = server
-        .url
-        .strip_prefix("https://")
-        .context("the server URL is not https")?
-        .to_string();
-    let addr: SocketAddr = authority.parse().context("the server address")?;
-    let token = std::fs::read_to_string(dir.join("admin-token"))
-        .context("reading the admin token")?
-        .trim()
-        .to_string();
-    let target = Arc::new(Target {
-        addr,
-        authority,
-        token: format!("Bearer {token}"),
-        tls: tls_config(&dir.join("ca.crt"), Protocol::Http2)?,
-        protocol: Protocol::Http2,
-    });
-    let probe = target.connect().await?;
-    let deadline = Instant::now() + START_TIMEOUT;
-    loop {
-        let (status, _) = probe.call(Method::GET, "/readyz", Bytes::new()).await?;
-        if status == StatusCode::OK {
-            break;
-        }
-        if Instant::now() > deadline {
-            bail!("the server is not ready after {START_TIMEOUT:?}");
-        }
-        tokio::time::sleep(Duration::from_millis(20)).await;
-    }
+    let (target, probe) = ready_target(&server, dir, Protocol::Http2).await?;
     let mut all = Vec::new();
     for _ in 0..clients {
         all.push(target.connect().await?);
@@ -329,11 +299,7 @@ async fn check(args: &SchedulerArgs, probe: &Client, taint_heavy: bool) -> anyho
                     .strip_prefix("node-")
                     .and_then(|n| n.parse().ok())
                     .unwrap_or(usize::MAX);
-                let tolerates = pod
-                    .spec
-                    .tolerations
-                    .iter()
-                    .any(|t| t["key"] == "dedicated");
+                let tolerates = pod.spec.tolerations.iter().any(|t| t["key"] == "dedicated");
                 if taint_heavy && index < args.tainted && !tolerates {
                     untolerated += 1;
                 }
@@ -360,7 +326,8 @@ async fn run_shape(
 ) -> anyhow::Result<ShapeRun> {
     let dir = tempfile::tempdir_in(parent).context("server data directory")?;
     let load_started = Instant::now();
-    let (mut loader, _) = connect(berth, dir.path(), &["--disable-scheduler"], args.clients).await?;
+    let (mut loader, _) =
+        connect(berth, dir.path(), &["--disable-scheduler"], args.clients).await?;
     load(args, &loader, taint_heavy).await?;
     let load_seconds = load_started.elapsed().as_secs_f64();
     drop(loader.clients);
@@ -402,16 +369,25 @@ async fn run_shape(
 
     let span = last.duration_since(first).as_secs_f64();
     let total = last.duration_since(started).as_secs_f64();
-    let rate = |s: f64| if s > 0.0 { (args.pods as f64 / s).round() } else { 0.0 };
+    let rate = |s: f64| {
+        if s > 0.0 {
+            (args.pods as f64 / s).round()
+        } else {
+            0.0
+        }
+    };
     let per_sec = rate(span);
     Ok(ShapeRun {
-        shape: if taint_heavy { "taint-heavy" } else { "scheduling-basic" },
+        shape: if taint_heavy {
+            "taint-heavy"
+        } else {
+            "scheduling-basic"
+        },
         load_seconds: round1(load_seconds),
         pods_per_sec_first_to_last_bind: per_sec,
         pods_per_sec_from_server_start: rate(total),
         seconds_first_to_last_bind: (span * 1000.0).round() / 1000.0,
-        seconds_server_start_to_first_bind: (first.duration_since(started).as_secs_f64()
-            * 1000.0)
+        seconds_server_start_to_first_bind: (first.duration_since(started).as_secs_f64() * 1000.0)
             .round()
             / 1000.0,
         server_cpu_us_per_pod: round1(cpu * 1e6 / args.pods.max(1) as f64),
@@ -423,7 +399,10 @@ async fn run_shape(
 
 pub fn run(args: &SchedulerArgs) -> anyhow::Result<SchedulerReport> {
     anyhow::ensure!(args.clients > 0, "--clients must be positive");
-    anyhow::ensure!(args.pods > 0 && args.nodes > 0, "--pods and --nodes must be positive");
+    anyhow::ensure!(
+        args.pods > 0 && args.nodes > 0,
+        "--pods and --nodes must be positive"
+    );
     let berth = match &args.berth_bin {
         Some(path) => path.clone(),
         None => std::env::current_exe()

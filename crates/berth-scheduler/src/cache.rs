@@ -108,18 +108,8 @@ impl Cache {
 
     /// Counts a pod on `node` as soon as the scheduler picks it.
     pub fn assume(&mut self, key: &str, pod: Arc<Pod>, node: &str) {
-        let usage = PodUsage::of(&pod);
         self.remove_pod(key);
-        self.count(node, &usage, true);
-        self.pods.insert(
-            key.to_string(),
-            CachedPod {
-                pod,
-                node: node.to_string(),
-                usage,
-                assumed: true,
-            },
-        );
+        self.insert(key, pod, node, true);
     }
 
     /// The binding failed: an assumed pod is taken off its node. A pod
@@ -141,6 +131,10 @@ impl Cache {
             return;
         }
         self.remove_pod(key);
+        self.insert(key, pod, node, false);
+    }
+
+    fn insert(&mut self, key: &str, pod: Arc<Pod>, node: &str, assumed: bool) {
         let usage = PodUsage::of(&pod);
         self.count(node, &usage, true);
         self.pods.insert(
@@ -149,7 +143,7 @@ impl Cache {
                 pod,
                 node: node.to_string(),
                 usage,
-                assumed: false,
+                assumed,
             },
         );
     }

@@ -21,13 +21,12 @@ use berth_core::FeatureGates;
 
 use crate::cache::Cache;
 use crate::framework::{
-    Code, CycleState, Diagnosis, FilterPlugin, FitError, MAX_NODE_SCORE, MIN_NODE_SCORE,
-    NodeInfo, NodeScore, NodeToStatus, PodInfo, PreFilterPlugin, PreScorePlugin,
-    ScorePlugin, Status,
+    Code, CycleState, Diagnosis, FilterPlugin, FitError, MAX_NODE_SCORE, MIN_NODE_SCORE, NodeInfo,
+    NodeScore, NodeToStatus, PodInfo, PreFilterPlugin, PreScorePlugin, ScorePlugin, Status,
 };
 use crate::plugins::{
-    NodeAffinity, NodeName, NodeResourcesFit, NodeUnschedulable, TaintToleration,
-    node_affinity, node_resources_fit, taint_toleration,
+    NodeAffinity, NodeName, NodeResourcesFit, NodeUnschedulable, TaintToleration, node_affinity,
+    node_resources_fit, taint_toleration,
 };
 
 /// Upstream's `minFeasibleNodesToFind`.
@@ -174,7 +173,12 @@ impl ScheduleError {
     /// The plugins that rejected the pod: the ones whose events may help.
     pub fn unschedulable_plugins(&self) -> Vec<&'static str> {
         match self {
-            ScheduleError::Fit(fit) => fit.diagnosis.unschedulable_plugins.iter().copied().collect(),
+            ScheduleError::Fit(fit) => fit
+                .diagnosis
+                .unschedulable_plugins
+                .iter()
+                .copied()
+                .collect(),
             _ => Vec::new(),
         }
     }
@@ -318,17 +322,12 @@ impl Cycle {
         } else {
             all.len()
         };
-        let node_at = |i: usize| -> usize {
-            if allowed.is_some() {
-                candidates[i]
-            } else {
-                i
-            }
-        };
+        let node_at = |i: usize| -> usize { if allowed.is_some() { candidates[i] } else { i } };
 
         // Filter, from where the last cycle stopped, until enough nodes fit.
         let filters = profile.filters();
-        let to_find = num_feasible_nodes_to_find(profile.percentage_of_nodes_to_score, num_candidates);
+        let to_find =
+            num_feasible_nodes_to_find(profile.percentage_of_nodes_to_score, num_candidates);
         let mut feasible: Vec<usize> = Vec::with_capacity(to_find.min(num_candidates));
         let mut rejected: Vec<(usize, Status)> = Vec::new();
         let start = self.next_start_node_index % num_candidates.max(1);
@@ -364,7 +363,10 @@ impl Cycle {
             } else {
                 Status::new(
                     Code::UnschedulableAndUnresolvable,
-                    format!("node(s) didn't satisfy plugin(s) [{}]", narrowed_by.join(" ")),
+                    format!(
+                        "node(s) didn't satisfy plugin(s) [{}]",
+                        narrowed_by.join(" ")
+                    ),
                 )
             };
             diagnosis.node_to_status = NodeToStatus::new(nodes, absent);

@@ -20,10 +20,10 @@ use k8s_openapi::api::core::v1::{Node, Pod, Taint};
 
 use crate::framework::{NodeInfo, PodInfo};
 use crate::nodeaffinity::RequiredNodeAffinity;
+use crate::plugins::NodeResourcesFit;
 use crate::plugins::{
     node_affinity, node_name, node_resources_fit, node_unschedulable, taint_toleration,
 };
-use crate::plugins::NodeResourcesFit;
 use crate::resources::resource_list_to_resource;
 
 /// What changed (upstream's `ActionType` bits for nodes and pods).
@@ -96,11 +96,14 @@ pub fn node_update_actions(old: &Node, new: &Node) -> ActionType {
         action = action.union(ActionType::UPDATE_NODE_LABEL);
     }
     let conditions = |n: &Node| {
-        n.status.as_ref().and_then(|s| s.conditions.as_ref()).map(|cs| {
-            cs.iter()
-                .map(|c| (c.type_.clone(), c.status.clone()))
-                .collect::<Vec<_>>()
-        })
+        n.status
+            .as_ref()
+            .and_then(|s| s.conditions.as_ref())
+            .map(|cs| {
+                cs.iter()
+                    .map(|c| (c.type_.clone(), c.status.clone()))
+                    .collect::<Vec<_>>()
+            })
     };
     if conditions(old) != conditions(new) {
         action = action.union(ActionType::UPDATE_NODE_CONDITION);
@@ -124,7 +127,12 @@ pub fn registered_node_actions(plugin: &str) -> ActionType {
 /// Whether `event` may make `pod`, rejected by `plugin` in its last
 /// attempt, schedulable (upstream's `QueueingHint`: `Queue` is true).
 /// Events the plugin did not register for never help.
-pub fn may_help(plugin: &str, pod: &PodInfo, event: &ClusterEvent<'_>, gates: FeatureGates) -> bool {
+pub fn may_help(
+    plugin: &str,
+    pod: &PodInfo,
+    event: &ClusterEvent<'_>,
+    gates: FeatureGates,
+) -> bool {
     match *event {
         ClusterEvent::Node { action, old, new } => {
             if !registered_node_actions(plugin).intersects(action) {
@@ -183,7 +191,8 @@ fn fits_after_node_change(pod: &PodInfo, old: Option<&Node>, new: &Node) -> bool
     let Some(old) = old else {
         return true;
     };
-    let before = resource_list_to_resource(old.status.as_ref().and_then(|s| s.allocatable.as_ref()));
+    let before =
+        resource_list_to_resource(old.status.as_ref().and_then(|s| s.allocatable.as_ref()));
     let after = &empty.allocatable;
     let request = crate::resources::pod_requests(pod.pod());
     (request.milli_cpu > 0 && after.milli_cpu > before.milli_cpu)
@@ -269,11 +278,36 @@ mod tests {
             ("untolerated node added", &plain, add(&tainted), false),
             ("untainted node added", &plain, add(&clean), true),
             ("tolerated node added", &tolerating, add(&tainted), true),
-            ("blocking taint removed", &plain, update(&tainted, &clean), true),
-            ("taint changed to a tolerated one", &tolerating, update(&other, &tainted), true),
-            ("taint changed to another untolerated one", &plain, update(&tainted, &other), false),
-            ("NoSchedule became PreferNoSchedule", &plain, update(&tainted, &prefer), true),
-            ("already tolerated before", &tolerating, update(&clean, &tainted), false),
+            (
+                "blocking taint removed",
+                &plain,
+                update(&tainted, &clean),
+                true,
+            ),
+            (
+                "taint changed to a tolerated one",
+                &tolerating,
+                update(&other, &tainted),
+                true,
+            ),
+            (
+                "taint changed to another untolerated one",
+                &plain,
+                update(&tainted, &other),
+                false,
+            ),
+            (
+                "NoSchedule became PreferNoSchedule",
+                &plain,
+                update(&tainted, &prefer),
+                true,
+            ),
+            (
+                "already tolerated before",
+                &tolerating,
+                update(&clean, &tainted),
+                false,
+            ),
         ];
         for (name, p, event, want) in cases {
             assert_eq!(may_help(tt, p, &event, gates), want, "{name}");
@@ -286,11 +320,24 @@ mod tests {
     fn taint_toleration_is_schedulable_after_node_change_as_upstream() {
         let gates = FeatureGates::default();
         let pod1 = pod(PodSpec {
-            tolerations: Some(vec![toleration("dedicated", "Equal", "user2", "NoSchedule")]),
+            tolerations: Some(vec![toleration(
+                "dedicated",
+                "Equal",
+                "user2",
+                "NoSchedule",
+            )]),
             ..PodSpec::default()
         });
-        let user1 = node("nodeA", vec![taint("dedicated", "user1", "NoSchedule")], &[]);
-        let user2 = node("nodeA", vec![taint("dedicated", "user2", "NoSchedule")], &[]);
+        let user1 = node(
+            "nodeA",
+            vec![taint("dedicated", "user1", "NoSchedule")],
+            &[],
+        );
+        let user2 = node(
+            "nodeA",
+            vec![taint("dedicated", "user2", "NoSchedule")],
+            &[],
+        );
         let user1_and_3 = node(
             "nodeA",
             vec![
@@ -305,13 +352,21 @@ mod tests {
             new: n,
         };
         let cases: Vec<(&str, ClusterEvent<'_>, bool)> = vec![
-            ("skip-queue-on-untoleratedtaint-node-added", add(&user1), false),
+            (
+                "skip-queue-on-untoleratedtaint-node-added",
+                add(&user1),
+                false,
+            ),
             ("queue-on-toleratedtaint-node-added", add(&user2), true),
             ("skip-unrelated-change", update(&user1, &user1_and_3), false),
             ("queue-on-taint-change", update(&user1, &user2), true),
         ];
         for (name, event, want) in cases {
-            assert_eq!(may_help(taint_toleration::NAME, &pod1, &event, gates), want, "{name}");
+            assert_eq!(
+                may_help(taint_toleration::NAME, &pod1, &event, gates),
+                want,
+                "{name}"
+            );
         }
     }
 
@@ -331,7 +386,11 @@ mod tests {
             new: n,
         };
         let cases: Vec<(&str, ClusterEvent<'_>, bool)> = vec![
-            ("skip-queue-on-unschedulable-node-added", add(&unschedulable_node), false),
+            (
+                "skip-queue-on-unschedulable-node-added",
+                add(&unschedulable_node),
+                false,
+            ),
             ("queue-on-schedulable-node-added", add(&schedulable), true),
             (
                 "skip-unrelated-change",
@@ -345,7 +404,11 @@ mod tests {
             ),
         ];
         for (name, event, want) in cases {
-            assert_eq!(may_help(node_unschedulable::NAME, &p, &event, gates), want, "{name}");
+            assert_eq!(
+                may_help(node_unschedulable::NAME, &p, &event, gates),
+                want,
+                "{name}"
+            );
         }
     }
 

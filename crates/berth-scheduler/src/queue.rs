@@ -509,9 +509,21 @@ mod tests {
         let mut q = queue();
         let t0 = Instant::now();
         q.add("low-1".into(), pod("low-1", 0), t0);
-        q.add("high".into(), pod("high", 100), t0 + Duration::from_millis(1));
-        q.add("low-2".into(), pod("low-2", 0), t0 + Duration::from_millis(2));
-        q.add("low-0".into(), pod("low-0", 0), t0 + Duration::from_millis(2));
+        q.add(
+            "high".into(),
+            pod("high", 100),
+            t0 + Duration::from_millis(1),
+        );
+        q.add(
+            "low-2".into(),
+            pod("low-2", 0),
+            t0 + Duration::from_millis(2),
+        );
+        q.add(
+            "low-0".into(),
+            pod("low-0", 0),
+            t0 + Duration::from_millis(2),
+        );
         q.add("neg".into(), pod("neg", -5), t0);
         assert_eq!(q.pending().active, 5);
         assert_eq!(

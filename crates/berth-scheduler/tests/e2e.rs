@@ -141,7 +141,11 @@ impl Cluster {
             .conditions?
             .into_iter()
             .find(|c| c.type_ == "PodScheduled")?;
-        Some((c.status, c.reason.unwrap_or_default(), c.message.unwrap_or_default()))
+        Some((
+            c.status,
+            c.reason.unwrap_or_default(),
+            c.message.unwrap_or_default(),
+        ))
     }
 
     /// Messages of the events about `pod` with `reason`, as core/v1 Events
@@ -177,8 +181,13 @@ async fn dedicated_nodes_keep_their_group_and_only_it() {
     let c = Cluster::start().await;
     let taint = json!([{"key": "dedicated", "value": "groupName", "effect": "NoSchedule"}]);
     for n in ["dedicated-1", "dedicated-2"] {
-        c.node(n, json!({"dedicated": "groupName"}), taint.clone(), cpu("8"))
-            .await;
+        c.node(
+            n,
+            json!({"dedicated": "groupName"}),
+            taint.clone(),
+            cpu("8"),
+        )
+        .await;
     }
     for n in ["general-1", "general-2"] {
         c.node(n, json!({}), json!([]), cpu("8")).await;
@@ -225,14 +234,13 @@ async fn extended_resource_pods_land_on_the_tainted_gpu_node_and_others_never() 
                 "resources": {"requests": {"example.com/gpu": "1"}, "limits": {"example.com/gpu": "1"}}}]}),
         )
         .await;
-    let tolerations = gpu_pod
-        .spec
-        .and_then(|s| s.tolerations)
-        .unwrap_or_default();
+    let tolerations = gpu_pod.spec.and_then(|s| s.tolerations).unwrap_or_default();
     assert!(
-        tolerations.iter().any(|t| t.key.as_deref() == Some("example.com/gpu")
-            && t.operator.as_deref() == Some("Exists")
-            && t.effect.as_deref() == Some("NoSchedule")),
+        tolerations
+            .iter()
+            .any(|t| t.key.as_deref() == Some("example.com/gpu")
+                && t.operator.as_deref() == Some("Exists")
+                && t.effect.as_deref() == Some("NoSchedule")),
         "admission adds the toleration: {tolerations:?}"
     );
     for i in 0..8 {
@@ -284,7 +292,10 @@ async fn prefer_no_schedule_is_used_only_when_nothing_else_fits() {
     }
     for i in 0..4 {
         let node = c.bound_to(&format!("p{i}")).await;
-        assert!(node.starts_with("regular-"), "p{i} on {node} while regular nodes had room");
+        assert!(
+            node.starts_with("regular-"),
+            "p{i} on {node} while regular nodes had room"
+        );
     }
     for i in 4..6 {
         c.pod(&format!("p{i}"), json!({"containers": requests("500m")}))
@@ -388,11 +399,15 @@ async fn tolerating_the_unschedulable_taint_lets_a_pod_onto_a_cordoned_node() {
 async fn concurrent_scheduling_never_overcommits_a_node() {
     let c = Cluster::start().await;
     for i in 0..10 {
-        c.node(&format!("n{i}"), json!({}), json!([]), cpu("2")).await;
+        c.node(&format!("n{i}"), json!({}), json!([]), cpu("2"))
+            .await;
     }
     let creates = (0..60).map(|i| {
         let c = &c;
-        async move { c.pod(&format!("p{i:02}"), json!({"containers": requests("500m")})).await }
+        async move {
+            c.pod(&format!("p{i:02}"), json!({"containers": requests("500m")}))
+                .await
+        }
     });
     futures::future::join_all(creates).await;
     let pods = c

@@ -132,7 +132,11 @@ mod tests {
 
     #[test]
     fn metrics_have_upstream_names_and_labels() {
-        observe_attempt("metrics-test", AttemptResult::Scheduled, Duration::from_millis(3));
+        observe_attempt(
+            "metrics-test",
+            AttemptResult::Scheduled,
+            Duration::from_millis(3),
+        );
         set_pending(PendingCounts {
             active: 1,
             backoff: 2,

@@ -130,7 +130,14 @@ pub async fn run(client: kube::Client, clock: Clock, config: SchedulerConfig) {
                 progressed = true;
             }
             while let Ok(outcome) = done_rx.try_recv() {
-                on_bind_outcome(&mut core, &recorder, &client, &clock, &profile_name, outcome);
+                on_bind_outcome(
+                    &mut core,
+                    &recorder,
+                    &client,
+                    &clock,
+                    &profile_name,
+                    outcome,
+                );
                 progressed = true;
             }
             if !progressed {
@@ -155,8 +162,7 @@ pub async fn run(client: kube::Client, clock: Clock, config: SchedulerConfig) {
                         let client = client.clone();
                         let done = done_tx.clone();
                         tokio::spawn(async move {
-                            let result =
-                                bind(client, &binding.pod, &binding.result.node).await;
+                            let result = bind(client, &binding.pod, &binding.result.node).await;
                             drop(permit);
                             let _ = done.send(BindOutcome {
                                 key: binding.key,
@@ -177,14 +183,7 @@ pub async fn run(client: kube::Client, clock: Clock, config: SchedulerConfig) {
                         let message = refusal.error.to_string();
                         let reason = refusal.reason();
                         tracing::debug!(pod = %refusal.key, %message, "pod not scheduled");
-                        report_failure(
-                            &client,
-                            &clock,
-                            &recorder,
-                            refusal.pod,
-                            reason,
-                            message,
-                        );
+                        report_failure(&client, &clock, &recorder, refusal.pod, reason, message);
                     }
                 }
             }
@@ -309,7 +308,12 @@ fn on_bind_outcome(
         Ok(()) => {
             core.bind_succeeded(&outcome.key);
             metrics::observe_attempt(profile, AttemptResult::Scheduled, outcome.started.elapsed());
-            let ns = outcome.pod.metadata.namespace.as_deref().unwrap_or("default");
+            let ns = outcome
+                .pod
+                .metadata
+                .namespace
+                .as_deref()
+                .unwrap_or("default");
             let name = outcome.pod.metadata.name.as_deref().unwrap_or("");
             recorder.record(PodEvent {
                 note: format!("Successfully assigned {ns}/{name} to {}", outcome.node),
@@ -326,7 +330,14 @@ fn on_bind_outcome(
             tracing::debug!(pod = %outcome.key, error = %e, "binding failed");
             if !gone {
                 let message = format!("running Bind plugin \"DefaultBinder\": {e}");
-                report_failure(client, clock, recorder, outcome.pod, "SchedulerError", message);
+                report_failure(
+                    client,
+                    clock,
+                    recorder,
+                    outcome.pod,
+                    "SchedulerError",
+                    message,
+                );
             }
         }
     }
@@ -377,7 +388,12 @@ pub async fn bind(client: kube::Client, pod: &Pod, node: &str) -> Result<(), kub
         },
     };
     let api: Api<Pod> = Api::namespaced(client, ns);
-    api.create_subresource::<_, serde_json::Value>("binding", name, &PostParams::default(), &binding)
-        .await
-        .map(|_| ())
+    api.create_subresource::<_, serde_json::Value>(
+        "binding",
+        name,
+        &PostParams::default(),
+        &binding,
+    )
+    .await
+    .map(|_| ())
 }

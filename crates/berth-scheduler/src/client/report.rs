@@ -180,21 +180,34 @@ mod tests {
         let now: jiff::Timestamp = "2026-01-01T00:10:00Z".parse().unwrap_or_default();
         let same = pod_with_condition("False", "Unschedulable", "0/1 nodes are available: x.");
         assert_eq!(
-            unschedulable_condition_patch(&same, "Unschedulable", "0/1 nodes are available: x.", now),
+            unschedulable_condition_patch(
+                &same,
+                "Unschedulable",
+                "0/1 nodes are available: x.",
+                now
+            ),
             None
         );
-        let patch =
-            unschedulable_condition_patch(&same, "Unschedulable", "0/2 nodes are available: y.", now);
+        let patch = unschedulable_condition_patch(
+            &same,
+            "Unschedulable",
+            "0/2 nodes are available: y.",
+            now,
+        );
         assert_eq!(
-            patch.as_ref().map(|p| p["status"]["conditions"][0]["lastTransitionTime"].clone()),
+            patch
+                .as_ref()
+                .map(|p| p["status"]["conditions"][0]["lastTransitionTime"].clone()),
             Some(json!("2026-01-01T00:00:00Z")),
             "still False: the transition time stays"
         );
         let fresh = unschedulable_condition_patch(&Pod::default(), "Unschedulable", "m", now);
         assert_eq!(
             fresh.map(|p| p["status"]["conditions"][0].clone()),
-            Some(json!({"type": "PodScheduled", "status": "False", "reason": "Unschedulable",
-                "message": "m", "lastProbeTime": null, "lastTransitionTime": "2026-01-01T00:10:00Z"}))
+            Some(
+                json!({"type": "PodScheduled", "status": "False", "reason": "Unschedulable",
+                "message": "m", "lastProbeTime": null, "lastTransitionTime": "2026-01-01T00:10:00Z"})
+            )
         );
     }
 }

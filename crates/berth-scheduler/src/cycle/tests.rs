@@ -60,7 +60,11 @@ fn num_feasible_nodes_to_find_as_upstream() {
         ("5,000 nodes: 10 %", 0, 5000, 500),
     ];
     for (name, percentage, nodes, want) in cases {
-        assert_eq!(num_feasible_nodes_to_find(percentage, nodes), want, "{name}");
+        assert_eq!(
+            num_feasible_nodes_to_find(percentage, nodes),
+            want,
+            "{name}"
+        );
     }
 }
 
@@ -111,7 +115,12 @@ fn fit_error_counts_reasons_like_upstream() {
         fit.to_string(),
         "0/5 nodes are available: 2 node(s) had untolerated taint(s), 3 node(s) were unschedulable."
     );
-    let plugins: Vec<_> = fit.diagnosis.unschedulable_plugins.iter().copied().collect();
+    let plugins: Vec<_> = fit
+        .diagnosis
+        .unschedulable_plugins
+        .iter()
+        .copied()
+        .collect();
     assert_eq!(plugins, ["NodeUnschedulable", "TaintToleration"]);
 }
 
@@ -132,7 +141,12 @@ fn no_nodes_is_its_own_error() {
 #[test]
 fn prefer_no_schedule_steers_pods_to_untainted_nodes() {
     let cache = cache_of(vec![
-        node("soft", vec![taint("spot", "", "PreferNoSchedule")], &[], "4"),
+        node(
+            "soft",
+            vec![taint("spot", "", "PreferNoSchedule")],
+            &[],
+            "4",
+        ),
         node("a", vec![], &[], "4"),
         node("b", vec![], &[], "4"),
     ]);
@@ -160,12 +174,11 @@ fn prefer_no_schedule_steers_pods_to_untainted_nodes() {
 
 #[test]
 fn least_allocated_prefers_the_emptier_node() {
-    let mut cache = cache_of(vec![node("busy", vec![], &[], "4"), node("idle", vec![], &[], "4")]);
-    cache.add_pod(
-        "default/x",
-        Arc::new(pod("x", "3", vec![])),
-        "busy",
-    );
+    let mut cache = cache_of(vec![
+        node("busy", vec![], &[], "4"),
+        node("idle", vec![], &[], "4"),
+    ]);
+    cache.add_pod("default/x", Arc::new(pod("x", "3", vec![])), "busy");
     let mut cycle = Cycle::new(5);
     let got = cycle.schedule_pod(
         &Profile::default(),
@@ -180,7 +193,12 @@ fn taint_weight_outranks_resource_balance() {
     // An untainted but busier node beats an idle node with a
     // PreferNoSchedule taint: TaintToleration weighs 3, LeastAllocated 1.
     let mut cache = cache_of(vec![
-        node("soft", vec![taint("spot", "", "PreferNoSchedule")], &[], "4"),
+        node(
+            "soft",
+            vec![taint("spot", "", "PreferNoSchedule")],
+            &[],
+            "4",
+        ),
         node("busy", vec![], &[], "4"),
     ]);
     cache.add_pod("default/x", Arc::new(pod("x", "3", vec![])), "busy");
@@ -203,7 +221,10 @@ fn large_clusters_filter_only_enough_nodes_and_rotate_the_start() {
     let p = PodInfo::from(pod("p", "100m", vec![]));
     let first = cycle.schedule_pod(&Profile::default(), &p, &cache);
     assert_eq!(
-        first.as_ref().map(|r| (r.evaluated_nodes, r.feasible_nodes)).ok(),
+        first
+            .as_ref()
+            .map(|r| (r.evaluated_nodes, r.feasible_nodes))
+            .ok(),
         Some((420, 420))
     );
     assert_eq!(cycle.next_start_node_index, 420);
@@ -235,18 +256,16 @@ fn node_names_from_prefilter_limit_the_candidates() {
 
     // Pinned to a node that does not exist.
     let mut missing = affinity;
-    if let Some(terms) = missing
-        .node_affinity
-        .as_mut()
-        .and_then(|na| na.required_during_scheduling_ignored_during_execution.as_mut())
-    {
-        terms.node_selector_terms[0].match_fields = Some(vec![
-            k8s_openapi::api::core::v1::NodeSelectorRequirement {
+    if let Some(terms) = missing.node_affinity.as_mut().and_then(|na| {
+        na.required_during_scheduling_ignored_during_execution
+            .as_mut()
+    }) {
+        terms.node_selector_terms[0].match_fields =
+            Some(vec![k8s_openapi::api::core::v1::NodeSelectorRequirement {
                 key: "metadata.name".into(),
                 operator: "In".into(),
                 values: Some(vec!["zzz".into()]),
-            },
-        ]);
+            }]);
     }
     if let Some(s) = p.spec.as_mut() {
         s.affinity = Some(missing);
@@ -263,7 +282,10 @@ fn node_names_from_prefilter_limit_the_candidates() {
 
 #[test]
 fn resource_shortage_is_reported_per_resource() {
-    let cache = cache_of(vec![node("small", vec![], &[], "1"), node("tiny", vec![], &[], "500m")]);
+    let cache = cache_of(vec![
+        node("small", vec![], &[], "1"),
+        node("tiny", vec![], &[], "500m"),
+    ]);
     let mut cycle = Cycle::new(1);
     let err = cycle
         .schedule_pod(

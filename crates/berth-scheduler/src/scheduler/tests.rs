@@ -49,10 +49,7 @@ async fn assumed_pods_keep_concurrent_decisions_within_allocatable() {
             refused.push(r.error.to_string());
         }
     }
-    assert_eq!(
-        refused,
-        ["0/3 nodes are available: 3 Insufficient cpu."]
-    );
+    assert_eq!(refused, ["0/3 nodes are available: 3 Insufficient cpu."]);
 }
 
 #[tokio::test(start_paused = true)]
@@ -63,7 +60,10 @@ async fn a_failed_binding_frees_the_node_and_backs_off() {
     s.upsert_pod(pod("p", "1", vec![]), now);
     let bound = bind_all(&mut s, now);
     assert_eq!(bound, [("default/p".to_string(), "a".to_string())]);
-    assert_eq!(s.cache().node("a").map(|n| n.requested.milli_cpu), Some(1000));
+    assert_eq!(
+        s.cache().node("a").map(|n| n.requested.milli_cpu),
+        Some(1000)
+    );
     s.bind_failed("default/p", now);
     assert_eq!(s.cache().node("a").map(|n| n.requested.milli_cpu), Some(0));
     assert_eq!(s.queue().place("default/p"), Some(Place::Backoff));
@@ -120,7 +120,10 @@ async fn a_deleted_pod_frees_room_for_a_waiting_one() {
     assert!(matches!(s.schedule_one(t0), Some(Decision::Refuse(_))));
     let t1 = t0 + Duration::from_secs(20);
     s.delete_pod("default/running", t1);
-    assert_eq!(bind_all(&mut s, t1), [("default/waiting".into(), "a".into())]);
+    assert_eq!(
+        bind_all(&mut s, t1),
+        [("default/waiting".into(), "a".into())]
+    );
 }
 
 #[tokio::test(start_paused = true)]
@@ -158,7 +161,10 @@ async fn bound_pods_seen_on_the_watch_leave_the_queue_and_count() {
     }
     s.upsert_pod(bound.clone(), now);
     assert!(s.queue().is_empty());
-    assert_eq!(s.cache().node("a").map(|n| n.requested.milli_cpu), Some(1000));
+    assert_eq!(
+        s.cache().node("a").map(|n| n.requested.milli_cpu),
+        Some(1000)
+    );
     // Finishing frees the node.
     bound.status = Some(k8s_openapi::api::core::v1::PodStatus {
         phase: Some("Succeeded".into()),
