@@ -1,7 +1,7 @@
-//! berth-scheduler: the kube-scheduler framework shape and the first
-//! filter/score plugins, ported from upstream with their unit-test tables.
+//! berth-scheduler: kube-scheduler's decisions, for the plugins ported so
+//! far, as a Kubernetes client.
 //!
-//! What this crate owns today:
+//! Plain functions over plain data (tested without a server):
 //!
 //! - [`framework`]: statuses and their codes, `NodeInfo` / `PodInfo`,
 //!   `CycleState`, the extension-point traits (PreFilter, Filter, PreScore,
@@ -9,21 +9,23 @@
 //!   `FitError` message ("0/3 nodes are available: ...").
 //! - [`plugins`]: NodeName, NodeUnschedulable, TaintToleration,
 //!   NodeAffinity and NodeResourcesFit, each a Filter (and, where upstream
-//!   has one, a Score).
-//! - [`resources`]: what a pod requests (upstream's `PodRequests`, with
-//!   sidecars, pod-level resources and overhead) and which resource names
-//!   the scheduler counts; `NodeInfo` sums it over the pods on a node.
+//!   has one, a Score), with upstream's unit-test tables.
+//! - [`cycle`]: one scheduling cycle over the default profile (weights
+//!   TaintToleration 3, NodeAffinity 2, NodeResourcesFit 1), upstream's
+//!   percentage of nodes to score and random tie-break.
+//! - [`queue`]: activeQ, backoffQ and unschedulable pods; [`hints`]: the
+//!   cluster events and queueing hints that move unschedulable pods back.
+//! - [`cache`]: nodes and the pods on them, with assumed pods.
+//! - [`scheduler`]: the state machine tying them together: watch updates
+//!   in, decisions (bind / refuse) out, no I/O and no clock.
+//! - [`resources`], [`taint_sets`], [`nodeaffinity`], [`labels`]: what a pod
+//!   requests, interned taint lists, node-selector and label matching.
 //! - [`check`]: one pod against a set of nodes, explained (`berth check`).
-//! - [`taint_sets`]: interned node taint lists, so a pod is judged once per
-//!   distinct list rather than once per node.
-//! - [`nodeaffinity`] and [`labels`]: the node-selector matching of
-//!   component-helpers and the label-requirement semantics and validation of
-//!   apimachinery that NodeAffinity is built on.
 //!
-//! Everything here is plain functions over plain data: tests call the
-//! plugins directly, without a server. The scheduling queue, the cluster
-//! snapshot that fills `NodeInfo` (with `NodeInfo::add_pod`), the binder and
-//! the API client come later.
+//! The client side, [`client`]: kube-rs watchers feed the state machine and
+//! its decisions go to the API server (`pods/binding`, the `PodScheduled`
+//! condition, Events), with upstream's `scheduler_*` metrics. `berth server`
+//! runs it over the in-process transport; it works against any API server.
 
 pub mod cache;
 pub mod check;

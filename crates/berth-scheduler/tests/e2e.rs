@@ -36,6 +36,16 @@ impl Cluster {
     }
 
     async fn start_with(config: SchedulerConfig) -> Cluster {
+        let cluster = Cluster::without_scheduler().await;
+        tokio::spawn(client::run(
+            cluster.client.clone(),
+            cluster.clock.clone(),
+            config,
+        ));
+        cluster
+    }
+
+    async fn without_scheduler() -> Cluster {
         let start: jiff::Timestamp = "2026-03-01T00:00:00Z".parse().expect("timestamp");
         let clock = Clock::virtual_from(start);
         let api = ApiServer::new(
@@ -46,7 +56,6 @@ impl Cluster {
         .await
         .expect("api server");
         let client = in_process::client(&api, User::admin(), "default").expect("client");
-        tokio::spawn(client::run(client.clone(), clock.clone(), config));
         Cluster {
             client,
             clock,
@@ -454,4 +463,38 @@ async fn pods_for_another_scheduler_are_left_alone() {
     assert_eq!(c.node_of("theirs").await, None);
     assert_eq!(c.scheduled_condition("theirs").await, None);
     assert!(metrics::attempts("berth", metrics::AttemptResult::Scheduled) >= 1);
+}
+
+/// Under leader election (several servers sharing one etcd) the scheduler
+/// runs only while its process leads: `berth server` wraps [`client::run`]
+/// in `berth_leader::run_while_leading`, which this test drives by hand.
+#[tokio::test(start_paused = true)]
+async fn the_scheduler_binds_only_while_leading() {
+    let c = Cluster::without_scheduler().await;
+    let (leading, rx) = tokio::sync::watch::channel(false);
+    let (client, clock) = (c.client.clone(), c.clock.clone());
+    tokio::spawn(berth_leader::run_while_leading(rx, move || {
+        let config = SchedulerConfig {
+            seed: Some(3),
+            ..SchedulerConfig::default()
+        };
+        client::run(client.clone(), clock.clone(), config)
+    }));
+    c.node("n1", json!({}), json!([]), cpu("4")).await;
+    c.pod("early", json!({})).await;
+    c.clock.sleep(Duration::from_secs(30)).await;
+    assert_eq!(c.node_of("early").await, None, "not leading yet");
+
+    leading.send(true).expect("send");
+    assert_eq!(c.bound_to("early").await, "n1");
+
+    leading.send(false).expect("send");
+    c.clock.sleep(Duration::from_secs(1)).await;
+    c.pod("late", json!({})).await;
+    c.clock.sleep(Duration::from_secs(30)).await;
+    assert_eq!(c.node_of("late").await, None, "leadership lost");
+
+    // Leading again: state is rebuilt from the watches.
+    leading.send(true).expect("send");
+    assert_eq!(c.bound_to("late").await, "n1");
 }
