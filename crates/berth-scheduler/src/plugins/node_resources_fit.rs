@@ -4,7 +4,7 @@
 //! `resource_allocation.go` and `least_allocated.go`.
 //!
 //! Kept from upstream: the "Too many pods" check, the per-resource
-//! "Insufficient <name>" reasons in the order pods, cpu, memory,
+//! `"Insufficient <name>"` reasons in the order pods, cpu, memory,
 //! ephemeral-storage, scalar resources (sorted by name here; Go iterates a
 //! map), `UnschedulableAndUnresolvable` when the pod asks for more than the
 //! node's whole allocatable (preempting cannot help), `ignoredResources` and
