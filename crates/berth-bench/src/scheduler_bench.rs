@@ -135,6 +135,9 @@ struct Checks {
     max_pods_on_a_node: usize,
     nodes_over_allocatable: usize,
     pods_on_an_untolerated_taint: usize,
+    /// `Scheduled` events written (the rest were dropped by the scheduler's
+    /// bounded event queue, as client-go's broadcaster drops them).
+    scheduled_events_written: usize,
 }
 
 fn pod_json(i: usize, tolerate: bool) -> String {
@@ -278,6 +281,16 @@ struct ListedSpec {
     tolerations: Vec<serde_json::Value>,
 }
 
+#[derive(serde::Deserialize)]
+struct EventList {
+    items: Vec<ListedEvent>,
+}
+
+#[derive(serde::Deserialize)]
+struct ListedEvent {
+    reason: Option<String>,
+}
+
 async fn check(args: &SchedulerArgs, probe: &Client, taint_heavy: bool) -> anyhow::Result<Checks> {
     let (status, body) = probe
         .call(
@@ -307,6 +320,20 @@ async fn check(args: &SchedulerArgs, probe: &Client, taint_heavy: bool) -> anyho
             None => unbound += 1,
         }
     }
+    let (status, body) = probe
+        .call(
+            Method::GET,
+            &format!("/api/v1/namespaces/{NAMESPACE}/events"),
+            Bytes::new(),
+        )
+        .await?;
+    anyhow::ensure!(status == StatusCode::OK, "listing events: {status}");
+    let events: EventList = serde_json::from_slice(&body).context("decoding the event list")?;
+    let scheduled_events_written = events
+        .items
+        .iter()
+        .filter(|e| e.reason.as_deref() == Some("Scheduled"))
+        .count();
     // node_json's allocatable: 7910m cpu, 110 pods; every pod asks 100m.
     let over = per_node.values().filter(|&&n| n > 79).count();
     Ok(Checks {
@@ -315,6 +342,7 @@ async fn check(args: &SchedulerArgs, probe: &Client, taint_heavy: bool) -> anyho
         max_pods_on_a_node: per_node.values().copied().max().unwrap_or(0),
         nodes_over_allocatable: over,
         pods_on_an_untolerated_taint: untolerated,
+        scheduled_events_written,
     })
 }
 
