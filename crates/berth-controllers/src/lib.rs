@@ -11,7 +11,6 @@
 //!   a [`taint_eviction::schedule::EvictionSchedule`], so a pod that
 //!   tolerates a NoExecute taint for N seconds leaves N seconds after the
 //!   taint was added, also across restarts.
-//! - [`leader`]: runs each controller only while this server leads.
 //! - [`metrics`]: `node_collector_*` and `taint_eviction_controller_*`.
 //!
 //! Each controller is an ordinary Kubernetes client (`kube::Client`) that
@@ -23,7 +22,7 @@
 //! ```no_run
 //! # async fn f(client: kube::Client) {
 //! use berth_controllers::{ControllerOptions, spawn};
-//! let metrics = berth_controllers::metrics::ControllerMetrics::new();
+//! let metrics = berth_controllers::metrics::ControllerMetrics::default();
 //! let clock = berth_core::clock::Clock::real();
 //! let tasks = spawn(client, clock, ControllerOptions::default(), metrics, None);
 //! # drop(tasks);
@@ -31,7 +30,6 @@
 //! ```
 
 pub mod events;
-pub mod leader;
 pub mod metrics;
 pub mod node_lifecycle;
 pub mod taint_eviction;
@@ -120,7 +118,7 @@ pub struct ControllerOptions {
 
 /// Starts the enabled controllers as tasks of the returned set (dropping it
 /// stops them). With a `leading` signal each runs only while it reads true
-/// (see [`leader`]); without one they run unconditionally.
+/// (see `berth_leader::run_while_leading`: a lost lease stops it at once); without one they run unconditionally.
 pub fn spawn(
     client: kube::Client,
     clock: Clock,
@@ -142,7 +140,7 @@ pub fn spawn(
             .run()
         };
         match leading.clone() {
-            Some(leading) => tasks.spawn(leader::run_while_leading(leading, make)),
+            Some(leading) => tasks.spawn(berth_leader::run_while_leading(leading, make)),
             None => tasks.spawn(make()),
         };
     }
@@ -158,7 +156,7 @@ pub fn spawn(
             .run()
         };
         match leading {
-            Some(leading) => tasks.spawn(leader::run_while_leading(leading, make)),
+            Some(leading) => tasks.spawn(berth_leader::run_while_leading(leading, make)),
             None => tasks.spawn(make()),
         };
     }

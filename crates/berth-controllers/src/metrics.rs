@@ -4,10 +4,9 @@
 //! (node lifecycle) and `taint_eviction_controller_pod_deletions_total`,
 //! `taint_eviction_controller_pod_deletion_duration_seconds` (taint eviction).
 //!
-//! They live in a [`Registry`] of their own that the server renders next to
-//! its own metrics ([`ControllerMetrics::render`]).
+//! [`ControllerMetrics::register`] adds them to a [`Registry`] (the server
+//! hands that to its `/metrics`).
 
-use std::sync::Arc;
 use std::sync::atomic::AtomicU64;
 
 use prometheus_client::encoding::EncodeLabelSet;
@@ -33,7 +32,6 @@ type FloatGauge = Gauge<f64, AtomicU64>;
 /// Every metric of the controllers. Cheap to clone (shared handles).
 #[derive(Clone)]
 pub struct ControllerMetrics {
-    registry: Arc<Registry>,
     pub evictions: Family<ZoneLabel, Counter>,
     pub zone_health: Family<ZoneLabel, FloatGauge>,
     pub zone_size: Family<ZoneLabel, FloatGauge>,
@@ -49,14 +47,15 @@ impl std::fmt::Debug for ControllerMetrics {
 }
 
 impl Default for ControllerMetrics {
+    /// Metrics in no registry (tests, benchmarks).
     fn default() -> Self {
-        ControllerMetrics::new()
+        ControllerMetrics::register(&mut Registry::default())
     }
 }
 
 impl ControllerMetrics {
-    pub fn new() -> ControllerMetrics {
-        let mut registry = Registry::default();
+    /// The metrics, registered in `registry`.
+    pub fn register(registry: &mut Registry) -> ControllerMetrics {
         let evictions = Family::<ZoneLabel, Counter>::default();
         let zone_health = Family::<ZoneLabel, FloatGauge>::default();
         let zone_size = Family::<ZoneLabel, FloatGauge>::default();
@@ -95,7 +94,6 @@ impl ControllerMetrics {
             pod_deletion_duration.clone(),
         );
         ControllerMetrics {
-            registry: Arc::new(registry),
             evictions,
             zone_health,
             zone_size,
@@ -111,15 +109,6 @@ impl ControllerMetrics {
         }
     }
 
-    /// The text exposition of these metrics (no `# EOF` line, so it can be
-    /// appended to other families).
-    pub fn render(&self) -> String {
-        let mut out = String::new();
-        if prometheus_client::encoding::text::encode_registry(&mut out, &self.registry).is_err() {
-            return String::new();
-        }
-        out
-    }
 }
 
 #[cfg(test)]
@@ -128,7 +117,8 @@ mod tests {
 
     #[test]
     fn upstream_names_are_exposed() {
-        let m = ControllerMetrics::new();
+        let mut registry = Registry::default();
+        let m = ControllerMetrics::register(&mut registry);
         m.evictions
             .get_or_create(&ControllerMetrics::zone("z1"))
             .inc();
@@ -137,7 +127,8 @@ mod tests {
             .set(3.0);
         m.pod_deletions.inc();
         m.pod_deletion_duration.observe(0.01);
-        let text = m.render();
+        let mut text = String::new();
+        let _ = prometheus_client::encoding::text::encode_registry(&mut text, &registry);
         for name in [
             "node_collector_evictions_total{zone=\"z1\"} 1",
             "node_collector_zone_size{zone=\"z1\"} 3.0",
