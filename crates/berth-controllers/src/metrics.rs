@@ -108,7 +108,6 @@ impl ControllerMetrics {
             zone: zone.to_string(),
         }
     }
-
 }
 
 #[cfg(test)]

@@ -206,7 +206,6 @@ pub fn check(
                 message: Some("Kubelet never posted node status.".into()),
                 last_heartbeat_time: node.metadata.creation_timestamp.clone(),
                 last_transition_time: Some(Time(now)),
-                ..NodeCondition::default()
             }),
             Some(c) if c.status != STATUS_UNKNOWN => {
                 c.status = STATUS_UNKNOWN.into();

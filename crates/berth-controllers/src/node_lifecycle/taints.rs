@@ -168,7 +168,8 @@ pub fn apply_change(taints: &[Taint], change: &TaintChange, now: Timestamp) -> O
         if !out.iter().any(|t| same_taint(t, add)) {
             let mut add = add.clone();
             if add.effect == EFFECT_NO_EXECUTE && add.time_added.is_none() {
-                add.time_added = Some(Time(now));
+                // Whole seconds, as the API serializes it.
+                add.time_added = Some(Time(Timestamp::from_second(now.as_second()).unwrap_or(now)));
             }
             out.push(add);
         }

@@ -168,7 +168,8 @@ mod tests {
     /// evicted, `at(0)` is at once (taints added at 0, pod bound at -10).
     #[test]
     fn due_times_of_upstream_cases() {
-        let cases: Vec<(&str, Vec<Taint>, Vec<Toleration>, Option<Due>)> = vec![
+        type Case = (&'static str, Vec<Taint>, Vec<Toleration>, Option<Due>);
+        let cases: Vec<Case> = vec![
             ("untainted node", vec![], vec![], None),
             (
                 "tainted node, no toleration",

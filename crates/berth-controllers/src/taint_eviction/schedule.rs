@@ -523,7 +523,8 @@ mod tests {
     /// Upstream `TestUpdateNode`.
     #[test]
     fn update_node() {
-        let cases: Vec<(&str, Pod, Vec<Taint>, Vec<Taint>, Option<i64>)> = vec![
+        type Case = (&'static str, Pod, Vec<Taint>, Vec<Taint>, Option<i64>);
+        let cases: Vec<Case> = vec![
             (
                 "Added taint, expect node patched and deleted",
                 pod("pod1", "node1", vec![]),
