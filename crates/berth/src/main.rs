@@ -3,6 +3,7 @@
 //! and prints.
 
 mod check;
+mod controllers_flags;
 mod input;
 mod server_cmd;
 

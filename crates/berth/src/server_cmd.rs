@@ -30,6 +30,8 @@ pub struct ServerArgs {
     /// tolerationSeconds of the unreachable toleration added to every pod.
     #[arg(long, default_value_t = 300)]
     default_unreachable_toleration_seconds: i64,
+    #[command(flatten)]
+    controllers: crate::controllers_flags::ControllerFlags,
 }
 
 pub async fn run(args: &ServerArgs) -> anyhow::Result<()> {
@@ -47,6 +49,8 @@ pub async fn run(args: &ServerArgs) -> anyhow::Result<()> {
         api,
     };
     let server = start(options).await.context("starting berth server")?;
+    let _controllers =
+        crate::controllers_flags::start(&server.api, &args.controllers, args.feature_gates)?;
     let store = if args.etcd.is_empty() {
         "embedded store".to_string()
     } else {
