@@ -783,3 +783,105 @@ async fn restart_keeps_due_times() {
         "exact due time after a restart",
     );
 }
+
+/// The out-of-service taint force-deletes the node's pods that do not
+/// tolerate it, whatever its effect.
+#[tokio::test(start_paused = true)]
+async fn out_of_service_force_deletes_untolerating_pods() {
+    let c = Cluster::new("taint-eviction-controller").await;
+    c.add_node("n1", "z1").await;
+    c.add_pod("web", "n1", vec![]).await;
+    c.add_pod(
+        "tolerant",
+        "n1",
+        vec![Toleration {
+            key: Some("node.kubernetes.io/out-of-service".into()),
+            operator: Some("Exists".into()),
+            ..Toleration::default()
+        }],
+    )
+    .await;
+    c.at(10.0).await;
+    c.add_taint(
+        "n1",
+        Taint {
+            key: "node.kubernetes.io/out-of-service".into(),
+            value: Some("nodeshutdown".into()),
+            effect: "NoSchedule".into(),
+            ..Taint::default()
+        },
+    )
+    .await;
+    c.at(11.0).await;
+    assert_close(
+        c.deleted_at("web").expect("deleted"),
+        start() + SignedDuration::from_secs(10),
+        "force deletion",
+    );
+    // Grace period 0: the pod is gone, not terminating.
+    assert!(c.pods().get_opt("web").await.expect("get").is_none());
+    assert!(c.pods().get_opt("tolerant").await.expect("get").is_some());
+}
+
+/// Two servers' controllers share the API: only the one holding the
+/// kube-controller-manager Lease acts; when it dies the other takes over
+/// and keeps the due time.
+#[tokio::test(start_paused = true)]
+async fn only_the_leader_evicts_and_a_successor_keeps_the_due_time() {
+    let mut c = Cluster::new("").await; // no unelected controllers
+    c.stop_controllers();
+    let elect = |identity: &str| {
+        let client = in_process::client(&c.api, User::admin(), "default").expect("client");
+        let leadership = berth_leader::spawn(
+            client.clone(),
+            c.clock.clone(),
+            berth_leader::Config::new("kube-controller-manager", identity),
+        );
+        let metrics = ControllerMetrics::default();
+        let tasks = spawn(
+            client,
+            c.clock.clone(),
+            ControllerOptions::default(),
+            metrics.clone(),
+            Some(leadership.subscribe()),
+        );
+        (leadership, tasks, metrics)
+    };
+    let (a, a_tasks, a_metrics) = elect("server-a");
+    c.at(1.0).await;
+    let (b, b_tasks, b_metrics) = elect("server-b");
+    c.at(5.0).await;
+    assert!(a.is_leader() && !b.is_leader());
+    c.add_node("n1", "z1").await;
+    c.add_node("n2", "z1").await;
+    c.add_pod("web", "n1", vec![]).await;
+    c.kill("n1");
+    c.at(90.0).await;
+    let added = c
+        .taint("n1", UNREACHABLE, NO_EXECUTE)
+        .await
+        .and_then(|t| t.time_added)
+        .expect("tainted by the leader")
+        .0;
+    // Server A crashes.
+    drop(a_tasks);
+    drop(a);
+    c.at(secs(added.duration_since(start())) + 100.0).await;
+    assert!(b.is_leader(), "b took over");
+    c.at(secs(added.duration_since(start())) + 301.0).await;
+    assert_close(
+        c.deleted_at("web").expect("evicted"),
+        added + SignedDuration::from_secs(300),
+        "eviction by the successor",
+    );
+    assert_eq!(
+        (a_metrics.pod_deletions.get(), b_metrics.pod_deletions.get()),
+        (0, 1)
+    );
+    assert_eq!(
+        c.events("TaintManagerEviction").await,
+        ["Marking for deletion Pod default/web"],
+        "evicted once"
+    );
+    drop(b_tasks);
+}
