@@ -25,6 +25,36 @@ pub const STATUS_TRUE: &str = "True";
 pub const STATUS_FALSE: &str = "False";
 pub const STATUS_UNKNOWN: &str = "Unknown";
 
+/// A Ready condition's status, without its string.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ReadyStatus {
+    True,
+    False,
+    Unknown,
+    /// Anything else (not a valid status).
+    Other,
+}
+
+impl ReadyStatus {
+    pub fn of(status: &str) -> ReadyStatus {
+        match status {
+            STATUS_TRUE => ReadyStatus::True,
+            STATUS_FALSE => ReadyStatus::False,
+            STATUS_UNKNOWN => ReadyStatus::Unknown,
+            _ => ReadyStatus::Other,
+        }
+    }
+
+    pub fn as_str(self) -> &'static str {
+        match self {
+            ReadyStatus::True => STATUS_TRUE,
+            ReadyStatus::False => STATUS_FALSE,
+            ReadyStatus::Unknown => STATUS_UNKNOWN,
+            ReadyStatus::Other => "",
+        }
+    }
+}
+
 /// The conditions set to Unknown when a node goes silent (NetworkUnavailable
 /// is the control plane's, not the kubelet's, and is left alone).
 pub const CONDITIONS_SET_UNKNOWN: [&str; 4] = [
@@ -150,10 +180,10 @@ impl NodeHealth {
 pub struct HealthVerdict {
     /// The Ready status before this pass (`Unknown` if the node never
     /// posted one).
-    pub observed_ready: String,
+    pub observed_ready: ReadyStatus,
     /// The Ready status after this pass (`None`: no Ready condition and
     /// still within the startup grace).
-    pub current_ready: Option<String>,
+    pub current_ready: Option<ReadyStatus>,
     /// New conditions to write with the status, when the grace expired
     /// and Ready changes.
     pub status_update: Option<Vec<NodeCondition>>,
@@ -168,30 +198,32 @@ pub fn check(
     grace: &GracePeriods,
 ) -> HealthVerdict {
     let ready = condition(node, CONDITION_READY);
-    let (observed, grace) = match ready {
-        Some(c) => (c.clone(), grace.monitor),
-        None => (
-            NodeCondition {
-                type_: CONDITION_READY.into(),
-                status: STATUS_UNKNOWN.into(),
-                last_heartbeat_time: node.metadata.creation_timestamp.clone(),
-                last_transition_time: node.metadata.creation_timestamp.clone(),
-                ..NodeCondition::default()
-            },
-            grace.startup,
-        ),
+    let (observed_ready, grace_period) = match ready {
+        Some(c) => (ReadyStatus::of(&c.status), grace.monitor),
+        None => (ReadyStatus::Unknown, grace.startup),
     };
     let deadline = health
         .probe
-        .checked_add(SignedDuration::try_from(grace).unwrap_or(SignedDuration::MAX))
+        .checked_add(SignedDuration::try_from(grace_period).unwrap_or(SignedDuration::MAX))
         .unwrap_or(Timestamp::MAX);
+    // The common case, every pass for every healthy node: nothing copied.
     if now <= deadline {
         return HealthVerdict {
-            observed_ready: observed.status,
-            current_ready: ready.map(|c| c.status.clone()),
+            observed_ready,
+            current_ready: ready.map(|c| ReadyStatus::of(&c.status)),
             status_update: None,
         };
     }
+    let observed = match ready {
+        Some(c) => c.clone(),
+        None => NodeCondition {
+            type_: CONDITION_READY.into(),
+            status: STATUS_UNKNOWN.into(),
+            last_heartbeat_time: node.metadata.creation_timestamp.clone(),
+            last_transition_time: node.metadata.creation_timestamp.clone(),
+            ..NodeCondition::default()
+        },
+    };
     let mut conditions = node
         .status
         .as_ref()
@@ -222,8 +254,8 @@ pub fn check(
         .cloned();
     let changed = current.as_ref() != Some(&observed);
     HealthVerdict {
-        observed_ready: observed.status,
-        current_ready: current.map(|c| c.status),
+        observed_ready,
+        current_ready: current.map(|c| ReadyStatus::of(&c.status)),
         status_update: changed.then_some(conditions),
     }
 }
@@ -346,7 +378,7 @@ mod tests {
                     "{}",
                     case.name
                 );
-                assert_eq!(verdict.current_ready.as_deref(), Some("Unknown"));
+                assert_eq!(verdict.current_ready, Some(ReadyStatus::Unknown));
             }
         }
     }

@@ -37,7 +37,7 @@ use berth_core::toleration::EFFECT_NO_EXECUTE;
 use crate::events::{EventRecorder, TYPE_NORMAL, TYPE_WARNING, node_ref, pod_ref};
 use crate::metrics::ControllerMetrics;
 use crate::taint_eviction::schedule::PodKey;
-use health::{GracePeriods, HealthVerdict, NodeHealth, STATUS_FALSE, STATUS_TRUE, STATUS_UNKNOWN};
+use health::{GracePeriods, HealthVerdict, NodeHealth, ReadyStatus, STATUS_FALSE, STATUS_UNKNOWN};
 use rate_limited_queue::{RateLimitedTimedQueue, TimedValue};
 use taints::{
     CONDITION_READY, TAINT_NOT_READY, TAINT_UNREACHABLE, TaintChange, apply_change, condition,
@@ -111,11 +111,42 @@ pub struct MonitorPlan {
     pub disruption: DisruptionOutcome,
 }
 
+/// One node as the controller keeps it: the object, its health, and what
+/// every pass needs from it, worked out once per change.
+#[derive(Debug, Clone)]
+struct NodeEntry {
+    node: Node,
+    health: NodeHealth,
+    zone: String,
+    excluded: bool,
+    uid: String,
+    has_unreachable: bool,
+    has_not_ready: bool,
+}
+
+impl NodeEntry {
+    fn new(node: Node, health: NodeHealth) -> NodeEntry {
+        let taints = node
+            .spec
+            .as_ref()
+            .and_then(|s| s.taints.as_deref())
+            .unwrap_or(&[]);
+        NodeEntry {
+            zone: zone_key(&node),
+            excluded: excluded_from_disruption(&node),
+            uid: node.metadata.uid.clone().unwrap_or_default(),
+            has_unreachable: has_taint(taints, TAINT_UNREACHABLE, EFFECT_NO_EXECUTE),
+            has_not_ready: has_taint(taints, TAINT_NOT_READY, EFFECT_NO_EXECUTE),
+            node,
+            health,
+        }
+    }
+}
+
 /// What the controller knows, from watch events. Plain data.
 #[derive(Debug, Clone, Default)]
 pub struct ClusterState {
-    nodes: BTreeMap<String, Node>,
-    health: HashMap<String, NodeHealth>,
+    nodes: BTreeMap<String, NodeEntry>,
     leases: HashMap<String, Timestamp>,
     pods_by_node: HashMap<String, BTreeSet<PodKey>>,
     pod_node: HashMap<PodKey, String>,
@@ -127,7 +158,7 @@ pub struct ClusterState {
 
 impl ClusterState {
     pub fn node(&self, name: &str) -> Option<&Node> {
-        self.nodes.get(name)
+        self.nodes.get(name).map(|e| &e.node)
     }
 
     pub fn node_count(&self) -> usize {
@@ -147,17 +178,16 @@ impl ClusterState {
         let Some(name) = node.metadata.name.clone() else {
             return;
         };
-        let mut health = NodeHealth::observe_node(self.health.remove(&name), &node, now);
+        let previous = self.nodes.remove(&name).map(|e| e.health);
+        let mut health = NodeHealth::observe_node(previous, &node, now);
         if let Some(renew) = self.leases.get(&name) {
             health.observe_lease(Some(*renew), now);
         }
-        self.health.insert(name.clone(), health);
-        self.nodes.insert(name, node);
+        self.nodes.insert(name, NodeEntry::new(node, health));
     }
 
     pub fn remove_node(&mut self, name: &str) {
         self.nodes.remove(name);
-        self.health.remove(name);
     }
 
     pub fn observe_lease(&mut self, lease: &Lease, now: Timestamp) {
@@ -170,8 +200,8 @@ impl ClusterState {
             .and_then(|s| s.renew_time.as_ref())
             .map(|t| t.0);
         let Some(renew) = renew else { return };
-        if let Some(health) = self.health.get_mut(&name) {
-            health.observe_lease(Some(renew), now);
+        if let Some(entry) = self.nodes.get_mut(&name) {
+            entry.health.observe_lease(Some(renew), now);
         }
         let saved = self.leases.entry(name).or_insert(renew);
         if *saved < renew {
@@ -250,16 +280,6 @@ impl ClusterState {
         }
     }
 
-    fn ensure_zone(&mut self, zone: &str, rates: &ZoneRates, now: Timestamp) -> bool {
-        if !self.queues.contains_key(zone) {
-            self.queues.insert(
-                zone.to_string(),
-                RateLimitedTimedQueue::new(rates.eviction_qps, now),
-            );
-        }
-        self.zones.ensure(zone)
-    }
-
     /// The monitor pass's decisions at `now` (upstream `monitorNodeHealth`
     /// up to the API writes). Updates the zone states and queues; the
     /// writes it asks for are the caller's.
@@ -280,42 +300,43 @@ impl ClusterState {
             plan.removed.push(name);
         }
         let mut zone_ready: BTreeMap<String, Vec<Option<bool>>> = BTreeMap::new();
-        let names: Vec<String> = self.nodes.keys().cloned().collect();
-        for name in names {
-            let Some(node) = self.nodes.get(&name) else {
-                continue;
-            };
-            let zone = zone_key(node);
-            if !self.known.contains(&name) {
-                self.known.insert(name.clone());
+        let ClusterState {
+            nodes,
+            known,
+            zones,
+            queues,
+            needs_retry,
+            ..
+        } = self;
+        for (name, entry) in nodes.iter() {
+            if !known.contains(name) {
+                known.insert(name.clone());
                 plan.registered.push(name.clone());
             }
-            let Some(health) = self.health.get(&name) else {
-                continue;
+            let zone = entry.zone.as_str();
+            let queue = match queues.get_mut(zone) {
+                Some(q) => q,
+                None => queues
+                    .entry(zone.to_string())
+                    .or_insert_with(|| RateLimitedTimedQueue::new(config.rates.eviction_qps, now)),
             };
-            let verdict = health::check(node, health, now, &config.grace);
-            let excluded = excluded_from_disruption(node);
-            let taints = node
-                .spec
-                .as_ref()
-                .and_then(|s| s.taints.as_deref())
-                .unwrap_or(&[]);
-            let has_unreachable = has_taint(taints, TAINT_UNREACHABLE, EFFECT_NO_EXECUTE);
-            let has_not_ready = has_taint(taints, TAINT_NOT_READY, EFFECT_NO_EXECUTE);
-            let uid = node.metadata.uid.clone().unwrap_or_default();
-            if !self.queues.contains_key(&zone) || self.zones.state(&zone).is_none() {
-                self.ensure_zone(&zone, &config.rates, now);
+            if zones.state(zone).is_none() {
+                zones.ensure(zone);
             }
-            if !excluded {
-                zone_ready
-                    .entry(zone.clone())
-                    .or_default()
-                    .push(verdict.current_ready.as_deref().map(|s| s == STATUS_TRUE));
+            let verdict = health::check(&entry.node, &entry.health, now, &config.grace);
+            if !entry.excluded {
+                let ready = verdict.current_ready.map(|s| s == ReadyStatus::True);
+                match zone_ready.get_mut(zone) {
+                    Some(list) => list.push(ready),
+                    None => {
+                        zone_ready.insert(zone.to_string(), vec![ready]);
+                    }
+                }
             }
-            let Some(current) = verdict.current_ready.clone() else {
+            let Some(current) = verdict.current_ready else {
                 if verdict.status_update.is_some() {
                     plan.actions.push(NodeAction {
-                        name,
+                        name: name.clone(),
                         verdict,
                         taints: TaintStep::None,
                         became_not_ready: false,
@@ -324,45 +345,45 @@ impl ClusterState {
                 }
                 continue;
             };
-            let Some(queue) = self.queues.get_mut(&zone) else {
-                continue;
-            };
             // processTaintBaseEviction, on the Ready status seen before this pass.
-            let taint_step = match verdict.observed_ready.as_str() {
-                STATUS_FALSE if has_unreachable => {
+            let taint_step = match verdict.observed_ready {
+                ReadyStatus::False if entry.has_unreachable => {
                     TaintStep::SwapNow(no_execute_swap(STATUS_FALSE).unwrap_or_default())
                 }
-                STATUS_UNKNOWN if has_not_ready => {
+                ReadyStatus::Unknown if entry.has_not_ready => {
                     TaintStep::SwapNow(no_execute_swap(STATUS_UNKNOWN).unwrap_or_default())
                 }
-                STATUS_FALSE | STATUS_UNKNOWN => {
+                ReadyStatus::False | ReadyStatus::Unknown => {
                     // markNodeForTainting
-                    let tainted = if verdict.observed_ready == STATUS_FALSE {
-                        has_not_ready
+                    let tainted = if verdict.observed_ready == ReadyStatus::False {
+                        entry.has_not_ready
                     } else {
-                        has_unreachable
+                        entry.has_unreachable
                     };
                     if !tainted {
-                        queue.remove(&name);
+                        queue.remove(name);
                     }
-                    queue.add(&name, &uid, now);
+                    queue.add(name, &entry.uid, now);
                     TaintStep::None
                 }
-                STATUS_TRUE => {
+                ReadyStatus::True => {
                     // markNodeAsReachable
-                    queue.remove(&name);
-                    if has_unreachable || has_not_ready {
+                    if queue.contains(name) {
+                        queue.remove(name);
+                    }
+                    if entry.has_unreachable || entry.has_not_ready {
                         TaintStep::Lift
                     } else {
                         TaintStep::None
                     }
                 }
-                _ => TaintStep::None,
+                ReadyStatus::Other => TaintStep::None,
             };
-            let became_not_ready = current != STATUS_TRUE && verdict.observed_ready == STATUS_TRUE;
-            let retry = self.needs_retry.contains(&name) && verdict.observed_ready != STATUS_TRUE;
-            if !retry {
-                self.needs_retry.remove(&name);
+            let became_not_ready =
+                current != ReadyStatus::True && verdict.observed_ready == ReadyStatus::True;
+            let retry = verdict.observed_ready != ReadyStatus::True && needs_retry.contains(name);
+            if !retry && !needs_retry.is_empty() {
+                needs_retry.remove(name);
             }
             let mark_pods_not_ready = became_not_ready || retry;
             if verdict.status_update.is_some()
@@ -370,7 +391,7 @@ impl ClusterState {
                 || mark_pods_not_ready
             {
                 plan.actions.push(NodeAction {
-                    name,
+                    name: name.clone(),
                     verdict,
                     taints: taint_step,
                     became_not_ready,
@@ -385,8 +406,8 @@ impl ClusterState {
             }
         }
         if plan.disruption.exit_master_disruption {
-            for health in self.health.values_mut() {
-                health.reset(now);
+            for entry in self.nodes.values_mut() {
+                entry.health.reset(now);
             }
         }
         plan
@@ -666,15 +687,7 @@ impl NodeLifecycleController {
                 .state
                 .nodes
                 .iter()
-                .filter(|(_, n)| {
-                    let t = n
-                        .spec
-                        .as_ref()
-                        .and_then(|s| s.taints.as_deref())
-                        .unwrap_or(&[]);
-                    has_taint(t, TAINT_UNREACHABLE, EFFECT_NO_EXECUTE)
-                        || has_taint(t, TAINT_NOT_READY, EFFECT_NO_EXECUTE)
-                })
+                .filter(|(_, e)| e.has_unreachable || e.has_not_ready)
                 .map(|(k, _)| k.clone())
                 .collect();
             for name in tainted {
@@ -763,15 +776,15 @@ impl NodeLifecycleController {
             {
                 Ok(updated) => {
                     self.state.observe_node(updated, now);
-                    if let Some(h) = self.state.health.get_mut(name) {
-                        h.marked_unknown(now);
+                    if let Some(entry) = self.state.nodes.get_mut(name) {
+                        entry.health.marked_unknown(now);
                     }
                     return Ok(());
                 }
                 Err(err) if is_conflict(&err) && attempt + 1 < RETRIES => {
                     let fresh = api.get(name).await?;
                     self.state.observe_node(fresh.clone(), now);
-                    let Some(health) = self.state.health.get(name) else {
+                    let Some(health) = self.state.nodes.get(name).map(|e| &e.health) else {
                         return Ok(());
                     };
                     match health::check(&fresh, health, now, &self.config.grace).status_update {
@@ -959,7 +972,7 @@ mod tests {
         let action = &second.actions[0];
         assert_eq!(action.name, "node0");
         assert!(action.became_not_ready && action.mark_pods_not_ready);
-        assert_eq!(action.verdict.current_ready.as_deref(), Some("Unknown"));
+        assert_eq!(action.verdict.current_ready, Some(ReadyStatus::Unknown));
         assert!(
             state.due_for_tainting(t(55)).is_empty(),
             "not queued before the status is Unknown"

@@ -23,7 +23,7 @@ use futures::StreamExt;
 use jiff::{SignedDuration, Timestamp};
 use k8s_openapi::api::core::v1::{Node, Pod, PodCondition};
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
-use kube::api::{Api, DeleteParams, PostParams, Preconditions};
+use kube::api::{Api, DeleteParams, Patch, PatchParams, Preconditions};
 use kube::runtime::WatchStreamExt;
 use kube::runtime::watcher::{self, Event};
 use tokio::sync::Semaphore;
@@ -278,25 +278,21 @@ impl TaintEvictionController {
             REASON,
             format!("Marking for deletion Pod {}", eviction.pod),
         );
-        let mut attempts = 0;
-        loop {
-            let Some(mut pod) = api.get_opt(name).await? else {
+        // One strategic-merge patch (conditions merge by type), as upstream's
+        // PatchPodStatus: no read first, so an eviction is two writes.
+        let patch = serde_json::json!({
+            "metadata": {"uid": eviction.uid},
+            "status": {"conditions": [disruption_target(self.clock.now())]},
+        });
+        match api
+            .patch_status(name, &PatchParams::default(), &Patch::Strategic(patch))
+            .await
+        {
+            Ok(_) => {}
+            Err(kube::Error::Api(status)) if status.is_not_found() || status.code == 409 => {
                 return Ok(());
-            };
-            if pod.metadata.uid.as_deref() != Some(eviction.uid.as_str()) {
-                return Ok(());
             }
-            if !add_disruption_target(&mut pod, self.clock.now()) {
-                break;
-            }
-            match api.replace_status(name, &PostParams::default(), &pod).await {
-                Ok(_) => break,
-                Err(kube::Error::Api(status)) if status.code == 409 && attempts < 5 => {
-                    attempts += 1;
-                }
-                Err(kube::Error::Api(status)) if status.is_not_found() => return Ok(()),
-                Err(err) => return Err(err),
-            }
+            Err(err) => return Err(err),
         }
         let params = DeleteParams {
             grace_period_seconds: eviction.due.force.then_some(0),
@@ -322,40 +318,14 @@ impl TaintEvictionController {
     }
 }
 
-/// Upstream `UpdatePodCondition` with `DisruptionTarget=True`; false if the
-/// condition is already there as wanted.
-fn add_disruption_target(pod: &mut Pod, now: Timestamp) -> bool {
-    let status = pod.status.get_or_insert_with(Default::default);
-    let conditions = status.conditions.get_or_insert_with(Vec::new);
-    let want = PodCondition {
+/// The condition upstream's taint manager adds before deleting.
+fn disruption_target(now: Timestamp) -> PodCondition {
+    PodCondition {
         type_: "DisruptionTarget".into(),
         status: "True".into(),
         reason: Some("DeletionByTaintManager".into()),
         message: Some("Taint manager: deleting due to NoExecute taint".into()),
         last_transition_time: Some(Time(now)),
         ..PodCondition::default()
-    };
-    match conditions.iter_mut().find(|c| c.type_ == want.type_) {
-        Some(c)
-            if c.status == want.status && c.reason == want.reason && c.message == want.message =>
-        {
-            false
-        }
-        Some(c) => {
-            let transition = if c.status == want.status {
-                c.last_transition_time.clone()
-            } else {
-                want.last_transition_time.clone()
-            };
-            *c = PodCondition {
-                last_transition_time: transition,
-                ..want
-            };
-            true
-        }
-        None => {
-            conditions.push(want);
-            true
-        }
     }
 }
