@@ -111,39 +111,14 @@ pub fn due_time(
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::taint_eviction::test_support::{t, taint_n, tol_n};
     use berth_core::test_util::{tol, tol_secs};
-    use berth_core::toleration::{EvictionDelay, OP_EQUAL, OP_EXISTS, min_toleration_time};
+    use berth_core::toleration::{EvictionDelay, OP_EXISTS, min_toleration_time};
     use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
 
     const GATES: FeatureGates = FeatureGates {
         taint_toleration_comparison_operators: true,
     };
-
-    fn t(s: i64) -> Timestamp {
-        Timestamp::from_second(1_800_000_000 + s).unwrap_or(Timestamp::UNIX_EPOCH)
-    }
-
-    /// Upstream's `createNoExecuteTaint(index)` added at `added`.
-    fn taint_n(index: u32, added: i64) -> Taint {
-        Taint {
-            key: format!("testTaint{index}"),
-            value: Some(format!("test{index}")),
-            effect: EFFECT_NO_EXECUTE.into(),
-            time_added: Some(Time(t(added))),
-        }
-    }
-
-    /// Upstream's `addToleration(pod, index, duration)`: negative means
-    /// forever.
-    fn tol_n(index: u32, seconds: i64) -> Toleration {
-        let key = format!("testTaint{index}");
-        let value = format!("test{index}");
-        if seconds < 0 {
-            tol(&key, OP_EQUAL, &value, EFFECT_NO_EXECUTE)
-        } else {
-            tol_secs(&key, OP_EQUAL, &value, EFFECT_NO_EXECUTE, seconds)
-        }
-    }
 
     fn due(taints: &[Taint], tolerations: &[Toleration], bound: i64) -> Option<Due> {
         let fallback = t(0);

@@ -14,6 +14,8 @@
 
 pub mod due;
 pub mod schedule;
+#[cfg(test)]
+mod test_support;
 
 use std::collections::HashSet;
 use std::sync::Arc;

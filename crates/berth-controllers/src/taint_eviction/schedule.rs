@@ -354,33 +354,11 @@ impl EvictionSchedule {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::taint_eviction::test_support::{t, taint_n, tol_n};
     use berth_core::test_util::{tol, tol_secs};
-    use berth_core::toleration::{EFFECT_NO_EXECUTE, OP_EQUAL};
+    use berth_core::toleration::EFFECT_NO_EXECUTE;
     use k8s_openapi::api::core::v1::{NodeSpec, PodSpec};
     use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
-
-    fn t(s: i64) -> Timestamp {
-        Timestamp::from_second(1_800_000_000 + s).unwrap_or(Timestamp::UNIX_EPOCH)
-    }
-
-    fn taint_n(index: u32, added: i64) -> Taint {
-        Taint {
-            key: format!("testTaint{index}"),
-            value: Some(format!("test{index}")),
-            effect: EFFECT_NO_EXECUTE.into(),
-            time_added: Some(Time(t(added))),
-        }
-    }
-
-    fn tol_n(index: u32, seconds: i64) -> Toleration {
-        let key = format!("testTaint{index}");
-        let value = format!("test{index}");
-        if seconds < 0 {
-            tol(&key, OP_EQUAL, &value, EFFECT_NO_EXECUTE)
-        } else {
-            tol_secs(&key, OP_EQUAL, &value, EFFECT_NO_EXECUTE, seconds)
-        }
-    }
 
     fn node(name: &str, taints: Vec<Taint>) -> Node {
         let mut n = Node::default();
