@@ -4,6 +4,7 @@
 
 mod check;
 mod components;
+mod controllers_flags;
 mod input;
 mod server_cmd;
 

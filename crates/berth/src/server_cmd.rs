@@ -36,10 +36,13 @@ pub struct ServerArgs {
     /// The `spec.schedulerName` of the pods the scheduler takes.
     #[arg(long, default_value = berth_scheduler::cycle::DEFAULT_SCHEDULER_NAME)]
     scheduler_name: String,
-    /// Run the scheduler only while holding the `kube-system/kube-scheduler` Lease
-    /// (default: on with --etcd, where several servers may share the cluster).
+    /// Run the scheduler and the controllers only while holding their Leases
+    /// (`kube-system/kube-scheduler`, `kube-system/kube-controller-manager`);
+    /// default: on with --etcd, where several servers may share the cluster.
     #[arg(long, value_name = "BOOL")]
     leader_elect: Option<bool>,
+    #[command(flatten)]
+    controllers: crate::controllers_flags::ControllerFlags,
 }
 
 pub async fn run(args: &ServerArgs) -> anyhow::Result<()> {
@@ -57,6 +60,13 @@ pub async fn run(args: &ServerArgs) -> anyhow::Result<()> {
         api,
     };
     let server = start(options).await.context("starting berth server")?;
+    let _controllers =
+        crate::controllers_flags::start(
+        &server.api,
+        &args.controllers,
+        args.feature_gates,
+        args.leader_elect.unwrap_or(!args.etcd.is_empty()),
+    )?;
     let store = if args.etcd.is_empty() {
         "embedded store".to_string()
     } else {

@@ -1,0 +1,128 @@
+//! The controllers' `berth server` flags, with kube-controller-manager's
+//! names and defaults, and their start inside the server.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use berth_apiserver::api::ApiServer;
+use berth_apiserver::auth::User;
+use berth_apiserver::in_process;
+use berth_controllers::metrics::ControllerMetrics;
+use berth_controllers::node_lifecycle::NodeLifecycleConfig;
+use berth_controllers::node_lifecycle::health::GracePeriods;
+use berth_controllers::node_lifecycle::zone::ZoneRates;
+use berth_controllers::taint_eviction::TaintEvictionConfig;
+use berth_controllers::{ControllerOptions, EnabledControllers};
+use berth_core::FeatureGates;
+use clap::Args;
+use tokio::task::JoinSet;
+
+#[derive(Debug, Args)]
+pub struct ControllerFlags {
+    /// Controllers to run: '*' all, 'foo' one, '-foo' not that one
+    /// (node-lifecycle-controller, taint-eviction-controller).
+    #[arg(long, default_value = "*", value_name = "NAME,...", value_parser = parse_controllers)]
+    controllers: EnabledControllers,
+    /// How often the node lifecycle controller checks node health.
+    #[arg(long, default_value = "5s", value_parser = parse_duration)]
+    node_monitor_period: Duration,
+    /// How long a node may be silent before it is marked Unknown.
+    #[arg(long, default_value = "50s", value_parser = parse_duration)]
+    node_monitor_grace_period: Duration,
+    /// How long a new node may take to report Ready before it is marked Unknown.
+    #[arg(long, default_value = "1m0s", value_parser = parse_duration)]
+    node_startup_grace_period: Duration,
+    /// Nodes per second to taint NoExecute in a healthy zone.
+    #[arg(long, default_value_t = 0.1)]
+    node_eviction_rate: f32,
+    /// Nodes per second to taint NoExecute in a partially disrupted large zone.
+    #[arg(long, default_value_t = 0.01)]
+    secondary_node_eviction_rate: f32,
+    /// Share of not-Ready nodes (more than 2) that makes a zone partially disrupted.
+    #[arg(long, default_value_t = 0.55)]
+    unhealthy_zone_threshold: f32,
+    /// Zones of at most this many nodes stop tainting when partially disrupted.
+    #[arg(long, default_value_t = 50)]
+    large_cluster_size_threshold: u32,
+}
+
+fn parse_controllers(value: &str) -> Result<EnabledControllers, String> {
+    EnabledControllers::parse(value).map_err(|e| e.to_string())
+}
+
+/// A Go-style duration (`5s`, `1m0s`, `500ms`).
+fn parse_duration(value: &str) -> Result<Duration, String> {
+    let d: jiff::SignedDuration = value
+        .parse()
+        .map_err(|e| format!("invalid duration {value:?}: {e}"))?;
+    d.try_into()
+        .map_err(|_| format!("invalid duration {value:?}: negative"))
+}
+
+/// Starts the controllers over an in-process admin client, under leader
+/// election with `leader_elect`; their metrics join the server's `/metrics`.
+/// Dropping the returned set stops them.
+pub fn start(
+    api: &Arc<ApiServer>,
+    flags: &ControllerFlags,
+    gates: FeatureGates,
+    leader_elect: bool,
+) -> anyhow::Result<(JoinSet<()>, Option<berth_leader::Leadership>)> {
+    let client = in_process::client(api, User::admin(), "default")
+        .map_err(|e| anyhow::anyhow!("in-process client for the controllers: {e}"))?;
+    let options = ControllerOptions {
+        enabled: flags.controllers.clone(),
+        node_lifecycle: NodeLifecycleConfig {
+            node_monitor_period: flags.node_monitor_period,
+            grace: GracePeriods {
+                monitor: flags.node_monitor_grace_period,
+                startup: flags.node_startup_grace_period,
+            },
+            rates: ZoneRates {
+                eviction_qps: flags.node_eviction_rate,
+                secondary_eviction_qps: flags.secondary_node_eviction_rate,
+                large_cluster_threshold: flags.large_cluster_size_threshold,
+                unhealthy_zone_threshold: flags.unhealthy_zone_threshold,
+            },
+        },
+        taint_eviction: TaintEvictionConfig {
+            gates,
+            ..TaintEvictionConfig::default()
+        },
+    };
+    let mut registry = prometheus_client::registry::Registry::default();
+    let metrics = ControllerMetrics::register(&mut registry);
+    berth_apiserver::metrics::add_component_registry(registry);
+    let leadership = leader_elect.then(|| {
+        let unique = format!(
+            "{}-{}",
+            std::process::id(),
+            api.clock.now().as_nanosecond() % 1_000_000_000
+        );
+        berth_leader::spawn(
+            client.clone(),
+            api.clock.clone(),
+            berth_leader::Config::new(
+                "kube-controller-manager",
+                berth_leader::default_identity(&unique),
+            ),
+        )
+    });
+    let leading = leadership.as_ref().map(berth_leader::Leadership::subscribe);
+    let tasks = berth_controllers::spawn(client, api.clock.clone(), options, metrics, leading);
+    Ok((tasks, leadership))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn go_durations_parse() {
+        assert_eq!(parse_duration("5s"), Ok(Duration::from_secs(5)));
+        assert_eq!(parse_duration("1m0s"), Ok(Duration::from_secs(60)));
+        assert_eq!(parse_duration("500ms"), Ok(Duration::from_millis(500)));
+        assert!(parse_duration("-5s").is_err());
+        assert!(parse_duration("soon").is_err());
+    }
+}
