@@ -16,6 +16,23 @@
 //! `--kubelet-certificate-authority`): someone who can intercept the
 //! API server's connections to a node could learn that node's credential.
 //!
+//! How an agent runs it (the port then goes into its Node's
+//! `status.daemonEndpoints.kubeletEndpoint.Port`, next to an InternalIP
+//! address):
+//!
+//! ```no_run
+//! # async fn agent(runtime: std::sync::Arc<dyn berth_runtime::Runtime>, node_token: &str)
+//! # -> Result<(), berth_runtime::log_server::LogServerError> {
+//! use berth_runtime::log_server;
+//! let data_dir = std::path::Path::new("/var/lib/berth-agent");
+//! let ip = "10.0.0.7".parse().unwrap();
+//! let cert = log_server::ensure_serving_cert(data_dir, "node-1", &[ip])?;
+//! let router = log_server::router(runtime, node_token, berth_core::clock::Clock::real());
+//! let server = log_server::serve(([0, 0, 0, 0], log_server::DEFAULT_PORT).into(), router, &cert).await?;
+//! let port = server.addr.port(); // publish in daemonEndpoints
+//! # let _ = port; Ok(()) }
+//! ```
+//!
 //! Query parameters: `follow` (keep streaming until the container instance
 //! ends), `tailLines`, `limitBytes`, `previous`. `timestamps`,
 //! `sinceSeconds` and `sinceTime` are accepted and ignored: the process
