@@ -77,6 +77,18 @@ pub fn renewed_lease(
     lease
 }
 
+/// What a renewal needs of the stored Lease (name, resourceVersion, owner,
+/// spec): thousands of simulated nodes keep one each.
+fn compact(lease: Lease) -> Lease {
+    let mut kept = Lease::default();
+    kept.metadata.name = lease.metadata.name;
+    kept.metadata.namespace = lease.metadata.namespace;
+    kept.metadata.resource_version = lease.metadata.resource_version;
+    kept.metadata.owner_references = lease.metadata.owner_references;
+    kept.spec = lease.spec;
+    kept
+}
+
 /// One node's Lease and how to renew it.
 #[derive(Debug)]
 pub struct LeaseRenewer {
@@ -104,7 +116,7 @@ impl LeaseRenewer {
             let lease = self.lease_at(now);
             match client.update_lease(&lease).await {
                 Ok(updated) => {
-                    self.latest = Some(updated);
+                    self.latest = Some(compact(updated));
                     return Ok(());
                 }
                 Err(e) => {
@@ -120,7 +132,7 @@ impl LeaseRenewer {
                 self.latest = Some(existing);
                 let lease = self.lease_at(now);
                 let updated = client.update_lease(&lease).await;
-                self.latest = updated.as_ref().ok().cloned();
+                self.latest = updated.as_ref().ok().cloned().map(compact);
                 updated.map(|_| ())
             }
             Err(e) if e.is_not_found() => {
@@ -132,7 +144,7 @@ impl LeaseRenewer {
                     now,
                 );
                 let created = client.create_lease(&lease).await?;
-                self.latest = Some(created);
+                self.latest = Some(compact(created));
                 Ok(())
             }
             Err(e) => Err(e),

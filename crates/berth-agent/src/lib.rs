@@ -27,3 +27,4 @@ pub mod node_client;
 pub mod pods;
 pub mod registration;
 pub mod status;
+pub mod sim;

@@ -49,6 +49,20 @@ impl ClientError {
     }
 }
 
+/// `base` with `bearer` put on every request that carries no token of
+/// its own: the shared client of simulated nodes, whose watches go out as
+/// one of them.
+pub fn with_default_bearer(base: kube::Client, bearer: HeaderValue) -> kube::Client {
+    let service = tower::service_fn(move |mut request: http::Request<kube::client::Body>| {
+        let base = base.clone();
+        if !request.headers().contains_key(AUTHORIZATION) {
+            request.headers_mut().insert(AUTHORIZATION, bearer.clone());
+        }
+        async move { base.send(request).await }
+    });
+    kube::Client::new(service, "default")
+}
+
 /// One node's view of the API.
 #[derive(Clone)]
 pub struct NodeClient {
