@@ -47,6 +47,7 @@
 //! ```
 
 pub mod pod_status;
+pub mod process;
 pub mod sim;
 mod subscribers;
 
