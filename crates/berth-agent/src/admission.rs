@@ -102,7 +102,8 @@ pub fn admit(
         .scalar_resources
         .keys()
         .filter(|name| {
-            is_extended_resource_name(name) && !info.allocatable.scalar_resources.contains_key(*name)
+            is_extended_resource_name(name)
+                && !info.allocatable.scalar_resources.contains_key(*name)
         })
         .cloned()
         .collect();
@@ -129,13 +130,8 @@ pub fn admit(
         .unwrap_or(&[]);
     let tolerations = spec.and_then(|s| s.tolerations.as_deref()).unwrap_or(&[]);
     if !is_static_pod(pod)
-        && find_matching_untolerated_taint(
-            taints,
-            tolerations,
-            |t| t.effect == "NoExecute",
-            gates,
-        )
-        .is_some()
+        && find_matching_untolerated_taint(taints, tolerations, |t| t.effect == "NoExecute", gates)
+            .is_some()
     {
         return Err(predicate_failure(
             taint_toleration::NAME,
@@ -186,12 +182,16 @@ mod tests {
         if spec.get("containers").is_none() {
             spec["containers"] = json!([{"name": "c"}]);
         }
-        serde_json::from_value(json!({"metadata": {"name": "p", "namespace": "default"}, "spec": spec}))
-            .expect("pod")
+        serde_json::from_value(
+            json!({"metadata": {"name": "p", "namespace": "default"}, "spec": spec}),
+        )
+        .expect("pod")
     }
 
     fn requesting(cpu: &str, memory: &str) -> Pod {
-        pod(json!({"containers": [{"name": "c", "resources": {"requests": {"cpu": cpu, "memory": memory}}}]}))
+        pod(
+            json!({"containers": [{"name": "c", "resources": {"requests": {"cpu": cpu, "memory": memory}}}]}),
+        )
     }
 
     #[test]
@@ -206,14 +206,24 @@ mod tests {
         );
         let busy = requesting("600m", "100Mi");
         let cases: Vec<(&str, Node, Pod, Vec<&Pod>, bool, Option<(&str, &str)>)> = vec![
-            ("a pod that fits is admitted", small_node(), requesting("500m", "100Mi"), vec![], false, None),
+            (
+                "a pod that fits is admitted",
+                small_node(),
+                requesting("500m", "100Mi"),
+                vec![],
+                false,
+                None,
+            ),
             (
                 "too much cpu",
                 small_node(),
                 requesting("2", "100Mi"),
                 vec![],
                 false,
-                Some(("OutOfcpu", "Node didn't have enough resource: cpu, requested: 2000, used: 0, capacity: 1000")),
+                Some((
+                    "OutOfcpu",
+                    "Node didn't have enough resource: cpu, requested: 2000, used: 0, capacity: 1000",
+                )),
             ),
             (
                 "cpu used by the pods already there",
@@ -221,7 +231,10 @@ mod tests {
                 requesting("500m", "100Mi"),
                 vec![&busy],
                 false,
-                Some(("OutOfcpu", "Node didn't have enough resource: cpu, requested: 500, used: 600, capacity: 1000")),
+                Some((
+                    "OutOfcpu",
+                    "Node didn't have enough resource: cpu, requested: 500, used: 600, capacity: 1000",
+                )),
             ),
             (
                 "too much memory",
@@ -229,7 +242,10 @@ mod tests {
                 requesting("100m", "2Gi"),
                 vec![],
                 false,
-                Some(("OutOfmemory", "Node didn't have enough resource: memory, requested: 2147483648, used: 0, capacity: 1073741824")),
+                Some((
+                    "OutOfmemory",
+                    "Node didn't have enough resource: memory, requested: 2147483648, used: 0, capacity: 1073741824",
+                )),
             ),
             (
                 "the pod count comes first",
@@ -237,12 +253,17 @@ mod tests {
                 requesting("2", "100Mi"),
                 vec![&busy, &busy],
                 false,
-                Some(("OutOfpods", "Node didn't have enough resource: pods, requested: 1, used: 2, capacity: 2")),
+                Some((
+                    "OutOfpods",
+                    "Node didn't have enough resource: pods, requested: 1, used: 2, capacity: 2",
+                )),
             ),
             (
                 "an extended resource the node lacks is ignored",
                 small_node(),
-                pod(json!({"containers": [{"name": "c", "resources": {"requests": {"example.com/gpu": "1"}}}]})),
+                pod(
+                    json!({"containers": [{"name": "c", "resources": {"requests": {"example.com/gpu": "1"}}}]}),
+                ),
                 vec![],
                 false,
                 None,
@@ -253,12 +274,17 @@ mod tests {
                 pod(json!({})),
                 vec![],
                 false,
-                Some(("TaintToleration", "Predicate TaintToleration failed: node(s) had taints that the pod didn't tolerate")),
+                Some((
+                    "TaintToleration",
+                    "Predicate TaintToleration failed: node(s) had taints that the pod didn't tolerate",
+                )),
             ),
             (
                 "a tolerated NoExecute taint",
                 no_execute.clone(),
-                pod(json!({"tolerations": [{"key": "dedicated", "operator": "Equal", "value": "db", "effect": "NoExecute"}]})),
+                pod(
+                    json!({"tolerations": [{"key": "dedicated", "operator": "Equal", "value": "db", "effect": "NoExecute"}]}),
+                ),
                 vec![],
                 false,
                 None,
@@ -277,7 +303,10 @@ mod tests {
                 pod(json!({"nodeSelector": {"zone": "b"}})),
                 vec![],
                 false,
-                Some(("NodeAffinity", "Predicate NodeAffinity failed: node(s) didn't match Pod's node affinity/selector")),
+                Some((
+                    "NodeAffinity",
+                    "Predicate NodeAffinity failed: node(s) didn't match Pod's node affinity/selector",
+                )),
             ),
             (
                 "pod OS field for another OS",
@@ -285,7 +314,10 @@ mod tests {
                 pod(json!({"os": {"name": "windows"}})),
                 vec![],
                 false,
-                Some(("PodOSNotSupported", "Failed to admit pod as the OS field doesn't match node OS")),
+                Some((
+                    "PodOSNotSupported",
+                    "Failed to admit pod as the OS field doesn't match node OS",
+                )),
             ),
             (
                 "a node shutting down admits nothing",
@@ -293,7 +325,10 @@ mod tests {
                 pod(json!({})),
                 vec![],
                 true,
-                Some(("NodeShutdown", "Pod was rejected as the node is shutting down.")),
+                Some((
+                    "NodeShutdown",
+                    "Pod was rejected as the node is shutting down.",
+                )),
             ),
         ];
         for (name, node, pod, others, shutting_down, want) in cases {

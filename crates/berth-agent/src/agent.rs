@@ -93,7 +93,10 @@ pub async fn run(
         clock.clone(),
         options.clone(),
         thresholds,
-        StatusReporter::new(options.config.node_status_report_frequency, stored_conditions),
+        StatusReporter::new(
+            options.config.node_status_report_frequency,
+            stored_conditions,
+        ),
         shutting_down.clone(),
         sync_now.clone(),
         loops.clone(),

@@ -89,24 +89,34 @@ impl Thresholds {
         let disk = self
             .nodefs_available
             .crossed(s.nodefs_available, s.nodefs_capacity)
-            || self
-                .nodefs_inodes_free
-                .is_some_and(|t| s.nodefs_inodes > 0 && t.crossed(s.nodefs_inodes_free, s.nodefs_inodes));
-        let pid = self.pid_available.is_some_and(|t| {
-            t.crossed(s.pid_max.saturating_sub(s.pids_in_use), s.pid_max)
-        });
+            || self.nodefs_inodes_free.is_some_and(|t| {
+                s.nodefs_inodes > 0 && t.crossed(s.nodefs_inodes_free, s.nodefs_inodes)
+            });
+        let pid = self
+            .pid_available
+            .is_some_and(|t| t.crossed(s.pid_max.saturating_sub(s.pids_in_use), s.pid_max));
         (memory, disk, pid)
     }
 }
 
 /// Upstream's reasons and messages: (type, (reason, message) when False,
 /// (reason, message) when True).
-type PressureText = (&'static str, (&'static str, &'static str), (&'static str, &'static str));
+type PressureText = (
+    &'static str,
+    (&'static str, &'static str),
+    (&'static str, &'static str),
+);
 
 const MEMORY: PressureText = (
     "MemoryPressure",
-    ("KubeletHasSufficientMemory", "kubelet has sufficient memory available"),
-    ("KubeletHasInsufficientMemory", "kubelet has insufficient memory available"),
+    (
+        "KubeletHasSufficientMemory",
+        "kubelet has sufficient memory available",
+    ),
+    (
+        "KubeletHasInsufficientMemory",
+        "kubelet has insufficient memory available",
+    ),
 );
 const DISK: PressureText = (
     "DiskPressure",
@@ -115,8 +125,14 @@ const DISK: PressureText = (
 );
 const PID: PressureText = (
     "PIDPressure",
-    ("KubeletHasSufficientPID", "kubelet has sufficient PID available"),
-    ("KubeletHasInsufficientPID", "kubelet has insufficient PID available"),
+    (
+        "KubeletHasSufficientPID",
+        "kubelet has sufficient PID available",
+    ),
+    (
+        "KubeletHasInsufficientPID",
+        "kubelet has insufficient PID available",
+    ),
 );
 
 /// Ready=True's reason and message.
@@ -160,7 +176,12 @@ fn condition(
     }
 }
 
-fn pressure(previous: &[NodeCondition], text: PressureText, on: bool, now: Timestamp) -> NodeCondition {
+fn pressure(
+    previous: &[NodeCondition],
+    text: PressureText,
+    on: bool,
+    now: Timestamp,
+) -> NodeCondition {
     let (type_, off_text, on_text) = text;
     let (reason, message) = if on { on_text } else { off_text };
     condition(previous, type_, on, reason, message, now)
@@ -260,27 +281,43 @@ mod tests {
             ("healthy host", healthy(), (false, false, false)),
             (
                 "memory.available < 100Mi",
-                HostSignals { memory_available: 99 * MI, ..healthy() },
+                HostSignals {
+                    memory_available: 99 * MI,
+                    ..healthy()
+                },
                 (true, false, false),
             ),
             (
                 "memory.available exactly 100Mi is not pressure",
-                HostSignals { memory_available: 100 * MI, ..healthy() },
+                HostSignals {
+                    memory_available: 100 * MI,
+                    ..healthy()
+                },
                 (false, false, false),
             ),
             (
                 "nodefs.available < 10%",
-                HostSignals { nodefs_available: 9 * GI, ..healthy() },
+                HostSignals {
+                    nodefs_available: 9 * GI,
+                    ..healthy()
+                },
                 (false, true, false),
             ),
             (
                 "nodefs.inodesFree < 5%",
-                HostSignals { nodefs_inodes_free: 40_000, ..healthy() },
+                HostSignals {
+                    nodefs_inodes_free: 40_000,
+                    ..healthy()
+                },
                 (false, true, false),
             ),
             (
                 "pid.available < 10%",
-                HostSignals { pid_max: 1000, pids_in_use: 950, ..healthy() },
+                HostSignals {
+                    pid_max: 1000,
+                    pids_in_use: 950,
+                    ..healthy()
+                },
                 (false, false, true),
             ),
         ];
@@ -306,24 +343,59 @@ mod tests {
         assert_eq!(
             got,
             vec![
-                ("MemoryPressure", "False", "KubeletHasSufficientMemory", "kubelet has sufficient memory available"),
-                ("DiskPressure", "False", "KubeletHasNoDiskPressure", "kubelet has no disk pressure"),
-                ("PIDPressure", "False", "KubeletHasSufficientPID", "kubelet has sufficient PID available"),
-                ("Ready", "True", "KubeletReady", "kubelet is posting ready status"),
+                (
+                    "MemoryPressure",
+                    "False",
+                    "KubeletHasSufficientMemory",
+                    "kubelet has sufficient memory available"
+                ),
+                (
+                    "DiskPressure",
+                    "False",
+                    "KubeletHasNoDiskPressure",
+                    "kubelet has no disk pressure"
+                ),
+                (
+                    "PIDPressure",
+                    "False",
+                    "KubeletHasSufficientPID",
+                    "kubelet has sufficient PID available"
+                ),
+                (
+                    "Ready",
+                    "True",
+                    "KubeletReady",
+                    "kubelet is posting ready status"
+                ),
             ]
         );
         let pressured = node_conditions(
-            Health { memory_pressure: true, disk_pressure: true, pid_pressure: true },
+            Health {
+                memory_pressure: true,
+                disk_pressure: true,
+                pid_pressure: true,
+            },
             &[SHUTTING_DOWN.to_string()],
             &[],
             t(0),
         );
-        let reasons: Vec<&str> = pressured.iter().filter_map(|c| c.reason.as_deref()).collect();
+        let reasons: Vec<&str> = pressured
+            .iter()
+            .filter_map(|c| c.reason.as_deref())
+            .collect();
         assert_eq!(
             reasons,
-            vec!["KubeletHasInsufficientMemory", "KubeletHasDiskPressure", "KubeletHasInsufficientPID", "KubeletNotReady"]
+            vec![
+                "KubeletHasInsufficientMemory",
+                "KubeletHasDiskPressure",
+                "KubeletHasInsufficientPID",
+                "KubeletNotReady"
+            ]
         );
-        assert_eq!(pressured[3].message.as_deref(), Some("node is shutting down"));
+        assert_eq!(
+            pressured[3].message.as_deref(),
+            Some("node is shutting down")
+        );
     }
 
     #[test]
@@ -334,7 +406,10 @@ mod tests {
         assert_eq!(same[3].last_heartbeat_time, Some(Time(t(10))));
         assert!(!conditions_changed(&first, &same), "only heartbeats moved");
         let pressured = node_conditions(
-            Health { memory_pressure: true, ..Health::default() },
+            Health {
+                memory_pressure: true,
+                ..Health::default()
+            },
             &[],
             &same,
             t(20),

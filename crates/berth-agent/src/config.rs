@@ -126,18 +126,25 @@ impl AgentConfig {
                 "apiVersion {version:?}: expected kubelet.config.k8s.io/v1beta1"
             )));
         }
-        let duration = |field: &str, value: &Option<String>| -> Result<Option<Duration>, ConfigError> {
+        let duration = |field: &str,
+                        value: &Option<String>|
+         -> Result<Option<Duration>, ConfigError> {
             value
                 .as_deref()
                 .map(|v| {
-                    parse_go_duration(v)
-                        .map_err(|e| ConfigError::Invalid(format!("{field}: {e}")))
+                    parse_go_duration(v).map_err(|e| ConfigError::Invalid(format!("{field}: {e}")))
                 })
                 .transpose()
         };
         let defaults = AgentConfig::default();
-        let update = duration("nodeStatusUpdateFrequency", &raw.node_status_update_frequency)?;
-        let report = duration("nodeStatusReportFrequency", &raw.node_status_report_frequency)?;
+        let update = duration(
+            "nodeStatusUpdateFrequency",
+            &raw.node_status_update_frequency,
+        )?;
+        let report = duration(
+            "nodeStatusReportFrequency",
+            &raw.node_status_report_frequency,
+        )?;
         // Upstream: an explicit update frequency without a report
         // frequency makes the report frequency follow it.
         let report = match (update, report) {
@@ -404,7 +411,10 @@ mod tests {
                 "shutdownGracePeriod: 10s\nshutdownGracePeriodByPodPriority: [{priority: 1, shutdownGracePeriodSeconds: 1}]",
                 "Cannot specify both",
             ),
-            ("nodeStatusUpdateFrequency: ten", "nodeStatusUpdateFrequency"),
+            (
+                "nodeStatusUpdateFrequency: ten",
+                "nodeStatusUpdateFrequency",
+            ),
             ("kind: Pod", "KubeletConfiguration"),
             ("noSuchField: 1", "noSuchField"),
             ("nodeLeaseDurationSeconds: 0", "nodeLeaseDurationSeconds"),

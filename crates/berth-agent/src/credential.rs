@@ -38,18 +38,24 @@ fn io(path: &Path) -> impl FnOnce(std::io::Error) -> JoinError + '_ {
     }
 }
 
-/// A kubeconfig for `server` trusting `ca_pem`, authenticating with `token`.
-pub fn render_kubeconfig(server: &str, ca_pem: &[u8], user: &str, token: &str) -> String {
+/// A kubeconfig for `server` trusting `ca_pem`, authenticating with
+/// `token` (with none, requests carry whatever token they already have).
+pub fn render_kubeconfig(server: &str, ca_pem: &[u8], user: &str, token: Option<&str>) -> String {
     let ca = base64::engine::general_purpose::STANDARD.encode(ca_pem);
+    let credentials = match token {
+        Some(token) => format!("\n    token: {token}"),
+        None => " {}".to_string(),
+    };
     format!(
-        "apiVersion: v1\nkind: Config\nclusters:\n- name: berth\n  cluster:\n    server: {server}\n    certificate-authority-data: {ca}\nusers:\n- name: {user}\n  user:\n    token: {token}\ncontexts:\n- name: berth\n  context:\n    cluster: berth\n    user: {user}\ncurrent-context: berth\n"
+        "apiVersion: v1\nkind: Config\nclusters:\n- name: berth\n  cluster:\n    server: {server}\n    certificate-authority-data: {ca}\nusers:\n- name: {user}\n  user:{credentials}\ncontexts:\n- name: berth\n  context:\n    cluster: berth\n    user: {user}\ncurrent-context: berth\n"
     )
 }
 
 /// A kube client from kubeconfig text.
 pub async fn client_from_kubeconfig(text: &str) -> Result<kube::Client, JoinError> {
     let kubeconfig = Kubeconfig::from_yaml(text)?;
-    let config = kube::Config::from_custom_kubeconfig(kubeconfig, &KubeConfigOptions::default()).await?;
+    let config =
+        kube::Config::from_custom_kubeconfig(kubeconfig, &KubeConfigOptions::default()).await?;
     Ok(kube::Client::try_from(config)?)
 }
 
@@ -64,10 +70,12 @@ pub async fn request_node_token(
         server,
         ca_pem,
         "bootstrap",
-        join_token,
+        Some(join_token),
     ))
     .await?;
-    let body = serde_json::json!({"nodeName": node}).to_string().into_bytes();
+    let body = serde_json::json!({"nodeName": node})
+        .to_string()
+        .into_bytes();
     let request = http::Request::post(NODE_CREDENTIAL_PATH)
         .header(http::header::CONTENT_TYPE, "application/json")
         .body(body)
@@ -124,7 +132,12 @@ pub async fn ensure_node_kubeconfig(
     std::fs::create_dir_all(data_dir).map_err(io(data_dir))?;
     let ca_pem = std::fs::read(ca_file).map_err(io(ca_file))?;
     let token = request_node_token(server, &ca_pem, join_token.trim(), node).await?;
-    let text = render_kubeconfig(server, &ca_pem, &format!("system:node:{node}"), &token);
+    let text = render_kubeconfig(
+        server,
+        &ca_pem,
+        &format!("system:node:{node}"),
+        Some(&token),
+    );
     write_secret(&path, &text)?;
     Ok(text)
 }

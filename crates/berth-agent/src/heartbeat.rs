@@ -64,7 +64,11 @@ pub fn renewed_lease(
     spec.lease_duration_seconds = Some(duration_seconds);
     spec.renew_time = Some(MicroTime(now));
     if let Some(uid) = node_uid
-        && lease.metadata.owner_references.as_deref().is_none_or(|o| o.is_empty())
+        && lease
+            .metadata
+            .owner_references
+            .as_deref()
+            .is_none_or(|o| o.is_empty())
     {
         lease.metadata.owner_references = Some(vec![OwnerReference {
             api_version: "v1".into(),
@@ -229,6 +233,9 @@ mod tests {
         let later: Timestamp = "2026-01-01T00:00:20Z".parse().expect("time");
         let renewed = renewed_lease(Some(&stored), "n1", Some("uid-1"), 40, later);
         assert_eq!(renewed.metadata.resource_version.as_deref(), Some("42"));
-        assert_eq!(renewed.spec.and_then(|s| s.renew_time), Some(MicroTime(later)));
+        assert_eq!(
+            renewed.spec.and_then(|s| s.renew_time),
+            Some(MicroTime(later))
+        );
     }
 }

@@ -105,17 +105,18 @@ fn read_trimmed(path: &str) -> Option<String> {
 
 /// Reads the host's signals; `data_dir` names the node filesystem.
 pub fn read_signals(data_dir: &Path) -> Result<HostSignals, HostError> {
-    let meminfo = std::fs::read_to_string("/proc/meminfo")
-        .map_err(|e| host_error("/proc/meminfo", e))?;
-    let (memory_capacity, memory_available) =
-        parse_meminfo(&meminfo).ok_or_else(|| host_error("/proc/meminfo", "no MemTotal/MemAvailable"))?;
+    let meminfo =
+        std::fs::read_to_string("/proc/meminfo").map_err(|e| host_error("/proc/meminfo", e))?;
+    let (memory_capacity, memory_available) = parse_meminfo(&meminfo)
+        .ok_or_else(|| host_error("/proc/meminfo", "no MemTotal/MemAvailable"))?;
     let fs = rustix::fs::statvfs(data_dir)
         .map_err(|e| host_error(&data_dir.display().to_string(), e))?;
     let block = fs.f_frsize.max(1);
     let pid_max = read_trimmed("/proc/sys/kernel/pid_max")
         .and_then(|s| s.parse::<u64>().ok())
         .ok_or_else(|| host_error("/proc/sys/kernel/pid_max", "not a number"))?;
-    let threads_max = read_trimmed("/proc/sys/kernel/threads-max").and_then(|s| s.parse::<u64>().ok());
+    let threads_max =
+        read_trimmed("/proc/sys/kernel/threads-max").and_then(|s| s.parse::<u64>().ok());
     let pids_in_use = std::fs::read_to_string("/proc/loadavg")
         .ok()
         .as_deref()
@@ -273,11 +274,9 @@ mod tests {
 
     #[test]
     fn meminfo_gives_total_and_available_in_bytes() {
-        let text = "MemTotal:       16318412 kB\nMemFree:         1000 kB\nMemAvailable:   8000000 kB\n";
-        assert_eq!(
-            parse_meminfo(text),
-            Some((16318412 * 1024, 8000000 * 1024))
-        );
+        let text =
+            "MemTotal:       16318412 kB\nMemFree:         1000 kB\nMemAvailable:   8000000 kB\n";
+        assert_eq!(parse_meminfo(text), Some((16318412 * 1024, 8000000 * 1024)));
         assert_eq!(parse_meminfo("MemTotal: 1 kB\n"), None);
         assert_eq!(parse_meminfo("MemTotal: x kB\nMemAvailable: 1 kB"), None);
     }

@@ -26,5 +26,5 @@ pub mod metrics;
 pub mod node_client;
 pub mod pods;
 pub mod registration;
-pub mod status;
 pub mod sim;
+pub mod status;

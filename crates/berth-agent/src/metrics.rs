@@ -73,6 +73,9 @@ mod tests {
             text.contains("kubelet_graceful_shutdown_start_time_seconds 1700000000.5"),
             "{text}"
         );
-        assert!(text.contains("kubelet_graceful_shutdown_end_time_seconds 0"), "{text}");
+        assert!(
+            text.contains("kubelet_graceful_shutdown_end_time_seconds 0"),
+            "{text}"
+        );
     }
 }

@@ -164,7 +164,11 @@ impl NodeClient {
 
     /// Replaces the Lease (compare-and-swap on its resourceVersion).
     pub async fn update_lease(&self, lease: &Lease) -> Result<Lease, ClientError> {
-        let r = Self::leases().replace(&self.node, &PostParams::default(), serde_json::to_vec(lease)?)?;
+        let r = Self::leases().replace(
+            &self.node,
+            &PostParams::default(),
+            serde_json::to_vec(lease)?,
+        )?;
         self.send(r).await
     }
 

@@ -289,7 +289,9 @@ impl PodWorker {
     ) {
         let ran = known == Some(PodState::Running);
         match lock(&self.pods).entry(uid.clone()) {
-            std::collections::hash_map::Entry::Occupied(mut e) => e.get_mut().state = PodState::Stopping,
+            std::collections::hash_map::Entry::Occupied(mut e) => {
+                e.get_mut().state = PodState::Stopping
+            }
             std::collections::hash_map::Entry::Vacant(v) => {
                 v.insert(PodEntry {
                     pod: pod.clone(),
@@ -302,7 +304,11 @@ impl PodWorker {
         let grace = Duration::from_secs(
             pod.metadata
                 .deletion_grace_period_seconds
-                .or_else(|| pod.spec.as_ref().and_then(|s| s.termination_grace_period_seconds))
+                .or_else(|| {
+                    pod.spec
+                        .as_ref()
+                        .and_then(|s| s.termination_grace_period_seconds)
+                })
                 .unwrap_or(30)
                 .max(0)
                 .unsigned_abs(),
@@ -391,7 +397,10 @@ impl PodWorker {
     /// each phase ending when its pods have stopped or its period is over,
     /// and marks them Failed. Returns the names of the pods in the order
     /// their phases ran.
-    pub async fn shutdown(self: &Arc<Self>, phases: &[ShutdownGracePeriodByPodPriority]) -> Vec<String> {
+    pub async fn shutdown(
+        self: &Arc<Self>,
+        phases: &[ShutdownGracePeriodByPodPriority],
+    ) -> Vec<String> {
         self.shutting_down.store(true, Ordering::SeqCst);
         let running: Vec<(String, String, Pod)> = lock(&self.pods)
             .iter()

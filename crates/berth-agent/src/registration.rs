@@ -139,7 +139,10 @@ mod tests {
     fn node_labels_parse_and_validate() {
         let cases: &[(&str, Option<&[(&str, &str)]>)] = &[
             ("", Some(&[])),
-            ("a=b,topology.kubernetes.io/zone=z1", Some(&[("a", "b"), ("topology.kubernetes.io/zone", "z1")])),
+            (
+                "a=b,topology.kubernetes.io/zone=z1",
+                Some(&[("a", "b"), ("topology.kubernetes.io/zone", "z1")]),
+            ),
             ("a=", Some(&[("a", "")])),
             ("novalue", None),
             ("bad key=x", None),
@@ -160,7 +163,10 @@ mod tests {
     fn the_node_carries_default_labels_under_its_own_and_its_taints() {
         let template = NodeTemplate {
             name: "n1".into(),
-            labels: BTreeMap::from([("kubernetes.io/hostname".into(), "custom".into()), ("a".into(), "b".into())]),
+            labels: BTreeMap::from([
+                ("kubernetes.io/hostname".into(), "custom".into()),
+                ("a".into(), "b".into()),
+            ]),
             taints: vec![Taint {
                 key: "dedicated".into(),
                 value: Some("groupName".into()),

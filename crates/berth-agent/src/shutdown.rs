@@ -42,7 +42,9 @@ pub fn group_by_priority<'p>(
         .iter()
         .map(|p| ShutdownGroup {
             priority: p.priority,
-            period: Duration::from_secs(u64::try_from(p.shutdown_grace_period_seconds).unwrap_or(0)),
+            period: Duration::from_secs(
+                u64::try_from(p.shutdown_grace_period_seconds).unwrap_or(0),
+            ),
             pods: Vec::new(),
         })
         .collect();
@@ -172,8 +174,17 @@ mod tests {
         if let Some(s) = long.spec.as_mut() {
             s.termination_grace_period_seconds = Some(60);
         }
-        assert_eq!(pod_grace(&short, Duration::from_secs(10)), Duration::from_secs(3));
-        assert_eq!(pod_grace(&long, Duration::from_secs(10)), Duration::from_secs(10));
-        assert_eq!(pod_grace(&pod("unset", None), Duration::from_secs(10)), Duration::from_secs(10));
+        assert_eq!(
+            pod_grace(&short, Duration::from_secs(10)),
+            Duration::from_secs(3)
+        );
+        assert_eq!(
+            pod_grace(&long, Duration::from_secs(10)),
+            Duration::from_secs(10)
+        );
+        assert_eq!(
+            pod_grace(&pod("unset", None), Duration::from_secs(10)),
+            Duration::from_secs(10)
+        );
     }
 }

@@ -183,13 +183,13 @@ pub async fn run_fleet(
     ));
 
     let renew_interval = options.config.lease_renew_interval();
-    let lease_duration =
-        Duration::from_secs(u64::try_from(options.config.node_lease_duration_seconds).unwrap_or(40));
+    let lease_duration = Duration::from_secs(
+        u64::try_from(options.config.node_lease_duration_seconds).unwrap_or(40),
+    );
     let report = options.config.node_status_report_frequency;
     let started = clock.now();
     // Transition times stay at the fleet's start: nothing ever changes.
-    let base_conditions: Vec<NodeCondition> =
-        node_conditions(Health::default(), &[], &[], started);
+    let base_conditions: Vec<NodeCondition> = node_conditions(Health::default(), &[], &[], started);
     let mut heap: BinaryHeap<Reverse<(Instant, usize, Work)>> = BinaryHeap::new();
     let now = clock.instant();
     for index in 0..states.len() {
@@ -247,7 +247,8 @@ pub async fn run_fleet(
                 }
                 Work::Status => {
                     let template = node_template(&options.template, &nodes[index], index);
-                    let conditions = node_conditions(Health::default(), &[], &base_conditions, clock.now());
+                    let conditions =
+                        node_conditions(Health::default(), &[], &base_conditions, clock.now());
                     in_flight.push(Box::pin(async move {
                         let patch = status_patch(&template, &conditions);
                         let ok = client.patch_node_status(&patch).await.is_ok();

@@ -92,7 +92,9 @@ mod tests {
         reporter.written(first, at(0));
         for s in (10..300).step_by(10) {
             assert!(
-                reporter.due(&template, healthy, &[], t(s as i64), at(s)).is_none(),
+                reporter
+                    .due(&template, healthy, &[], t(s as i64), at(s))
+                    .is_none(),
                 "unchanged at {s}s"
             );
         }
@@ -100,12 +102,19 @@ mod tests {
             .due(&template, healthy, &[], t(300), at(300))
             .expect("written after 5 minutes unchanged");
         reporter.written(c, at(300));
-        let pressured = Health { disk_pressure: true, ..healthy };
+        let pressured = Health {
+            disk_pressure: true,
+            ..healthy
+        };
         let (patch, c) = reporter
             .due(&template, pressured, &[], t(310), at(310))
             .expect("a change is written at once");
         assert_eq!(patch["status"]["conditions"][1]["status"], "True");
         reporter.written(c, at(310));
-        assert!(reporter.due(&template, pressured, &[], t(320), at(320)).is_none());
+        assert!(
+            reporter
+                .due(&template, pressured, &[], t(320), at(320))
+                .is_none()
+        );
     }
 }

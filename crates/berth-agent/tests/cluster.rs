@@ -187,8 +187,10 @@ fn pod(name: &str, node: &str, extra: serde_json::Value) -> Pod {
     if let (Some(spec), Some(extra)) = (spec.as_object_mut(), extra.as_object()) {
         spec.extend(extra.clone());
     }
-    serde_json::from_value(json!({"metadata": {"name": name, "namespace": "default"}, "spec": spec}))
-        .expect("pod")
+    serde_json::from_value(
+        json!({"metadata": {"name": name, "namespace": "default"}, "spec": spec}),
+    )
+    .expect("pod")
 }
 
 fn phase(p: &Pod) -> (String, String, String) {
@@ -203,15 +205,23 @@ fn phase(p: &Pod) -> (String, String, String) {
 #[tokio::test(start_paused = true)]
 async fn an_agent_registers_with_its_taints_heartbeats_and_runs_a_tolerating_pod() {
     let c = cluster().await;
-    let agent = start_agent(&c, "n1", "dedicated=groupName:NoSchedule", AgentConfig::default());
+    let agent = start_agent(
+        &c,
+        "n1",
+        "dedicated=groupName:NoSchedule",
+        AgentConfig::default(),
+    );
     let nodes: Api<Node> = Api::all(c.admin.clone());
-    assert!(eventually(&c.clock, 30, || node_ready(&nodes, "n1")).await, "node Ready");
+    assert!(
+        eventually(&c.clock, 30, || node_ready(&nodes, "n1")).await,
+        "node Ready"
+    );
     let node = nodes.get("n1").await.expect("node");
     let taints = node.spec.and_then(|s| s.taints).unwrap_or_default();
     assert!(
-        taints
-            .iter()
-            .any(|t| t.key == "dedicated" && t.value.as_deref() == Some("groupName") && t.effect == "NoSchedule"),
+        taints.iter().any(|t| t.key == "dedicated"
+            && t.value.as_deref() == Some("groupName")
+            && t.effect == "NoSchedule"),
         "{taints:?}"
     );
     let labels = node.metadata.labels.unwrap_or_default();
@@ -225,7 +235,12 @@ async fn an_agent_registers_with_its_taints_heartbeats_and_runs_a_tolerating_pod
         .collect();
     assert_eq!(
         reasons,
-        vec!["KubeletHasSufficientMemory", "KubeletHasNoDiskPressure", "KubeletHasSufficientPID", "KubeletReady"]
+        vec![
+            "KubeletHasSufficientMemory",
+            "KubeletHasNoDiskPressure",
+            "KubeletHasSufficientPID",
+            "KubeletReady"
+        ]
     );
 
     // The Lease is renewed every 10 s (with at most 4% jitter).
@@ -234,10 +249,16 @@ async fn an_agent_registers_with_its_taints_heartbeats_and_runs_a_tolerating_pod
     let first = renew(leases.get("n1").await.expect("lease")).expect("renewTime");
     c.clock.sleep(Duration::from_secs(31)).await;
     let lease = leases.get("n1").await.expect("lease");
-    assert_eq!(lease.spec.as_ref().and_then(|s| s.lease_duration_seconds), Some(40));
+    assert_eq!(
+        lease.spec.as_ref().and_then(|s| s.lease_duration_seconds),
+        Some(40)
+    );
     let later = renew(lease).expect("renewTime");
     let gap = later.duration_since(first).as_secs_f64();
-    assert!((20.0..=31.0).contains(&gap), "renewed three times in 31 s: {gap}");
+    assert!(
+        (20.0..=31.0).contains(&gap),
+        "renewed three times in 31 s: {gap}"
+    );
 
     // A pod with the toleration, bound to the node, runs and is Ready.
     let pods: Api<Pod> = Api::namespaced(c.admin.clone(), "default");
@@ -246,10 +267,15 @@ async fn an_agent_registers_with_its_taints_heartbeats_and_runs_a_tolerating_pod
         "n1",
         json!({"tolerations": [{"key": "dedicated", "operator": "Equal", "value": "groupName", "effect": "NoSchedule"}]}),
     );
-    pods.create(&PostParams::default(), &tolerating).await.expect("create");
+    pods.create(&PostParams::default(), &tolerating)
+        .await
+        .expect("create");
     assert!(
         eventually(&c.clock, 10, || async {
-            pods.get("web").await.ok().is_some_and(|p| phase(&p).0 == "Running")
+            pods.get("web")
+                .await
+                .ok()
+                .is_some_and(|p| phase(&p).0 == "Running")
         })
         .await,
         "pod Running"
@@ -264,9 +290,14 @@ async fn an_agent_registers_with_its_taints_heartbeats_and_runs_a_tolerating_pod
     assert!(ready, "pod Ready");
 
     // Deleting it stops it and completes the graceful deletion.
-    pods.delete("web", &Default::default()).await.expect("delete");
+    pods.delete("web", &Default::default())
+        .await
+        .expect("delete");
     assert!(
-        eventually(&c.clock, 40, || async { pods.get_opt("web").await.ok().flatten().is_none() }).await,
+        eventually(&c.clock, 40, || async {
+            pods.get_opt("web").await.ok().flatten().is_none()
+        })
+        .await,
         "the agent completes the deletion"
     );
     agent.stop.cancel();
@@ -303,7 +334,10 @@ async fn a_pod_bound_onto_a_no_execute_tainted_node_is_rejected_by_the_agent() {
     .expect("create");
     assert!(
         eventually(&c.clock, 10, || async {
-            pods.get("intruder").await.ok().is_some_and(|p| phase(&p).0 == "Failed")
+            pods.get("intruder")
+                .await
+                .ok()
+                .is_some_and(|p| phase(&p).0 == "Failed")
         })
         .await
     );
@@ -318,7 +352,10 @@ async fn a_pod_bound_onto_a_no_execute_tainted_node_is_rejected_by_the_agent() {
     );
     assert!(
         eventually(&c.clock, 10, || async {
-            pods.get("guest").await.ok().is_some_and(|p| phase(&p).0 == "Running")
+            pods.get("guest")
+                .await
+                .ok()
+                .is_some_and(|p| phase(&p).0 == "Running")
         })
         .await,
         "the tolerating pod runs"
@@ -330,23 +367,32 @@ async fn a_pod_bound_onto_a_no_execute_tainted_node_is_rejected_by_the_agent() {
 #[tokio::test(start_paused = true)]
 async fn sigterm_stops_regular_pods_before_critical_ones_and_marks_them_failed() {
     let c = cluster().await;
-    let config = AgentConfig::from_yaml(
-        "shutdownGracePeriod: 30s\nshutdownGracePeriodCriticalPods: 10s\n",
-    )
-    .expect("config");
+    let config =
+        AgentConfig::from_yaml("shutdownGracePeriod: 30s\nshutdownGracePeriodCriticalPods: 10s\n")
+            .expect("config");
     let agent = start_agent(&c, "n1", "", config);
     let nodes: Api<Node> = Api::all(c.admin.clone());
     assert!(eventually(&c.clock, 30, || node_ready(&nodes, "n1")).await);
     let pods: Api<Pod> = Api::namespaced(c.admin.clone(), "default");
-    for (name, priority) in [("critical", 2_000_000_000), ("regular", 0), ("regular-2", 1000)] {
-        pods.create(&PostParams::default(), &pod(name, "n1", json!({"priority": priority})))
-            .await
-            .expect("create");
+    for (name, priority) in [
+        ("critical", 2_000_000_000),
+        ("regular", 0),
+        ("regular-2", 1000),
+    ] {
+        pods.create(
+            &PostParams::default(),
+            &pod(name, "n1", json!({"priority": priority})),
+        )
+        .await
+        .expect("create");
     }
     for name in ["critical", "regular", "regular-2"] {
         assert!(
             eventually(&c.clock, 10, || async {
-                pods.get(name).await.ok().is_some_and(|p| phase(&p).0 == "Running")
+                pods.get(name)
+                    .await
+                    .ok()
+                    .is_some_and(|p| phase(&p).0 == "Running")
             })
             .await,
             "{name} running"
@@ -357,10 +403,23 @@ async fn sigterm_stops_regular_pods_before_critical_ones_and_marks_them_failed()
 
     let before = c.clock.now();
     agent.stop.cancel();
-    agent.task.await.expect("joined").expect("agent ends cleanly");
-    let stopped = agent.runtime.stopped.lock().map(|s| s.clone()).unwrap_or_default();
+    agent
+        .task
+        .await
+        .expect("joined")
+        .expect("agent ends cleanly");
+    let stopped = agent
+        .runtime
+        .stopped
+        .lock()
+        .map(|s| s.clone())
+        .unwrap_or_default();
     assert_eq!(stopped.len(), 3, "{stopped:?}");
-    assert_eq!(stopped.last(), Some(&critical_uid), "critical pods stop last: {stopped:?}");
+    assert_eq!(
+        stopped.last(),
+        Some(&critical_uid),
+        "critical pods stop last: {stopped:?}"
+    );
     assert!(
         c.clock.now().duration_since(before).as_secs_f64() <= 30.0,
         "within shutdownGracePeriod"
@@ -369,7 +428,11 @@ async fn sigterm_stops_regular_pods_before_critical_ones_and_marks_them_failed()
         let (ph, reason, message) = phase(&pods.get(name).await.expect("pod"));
         assert_eq!(
             (ph.as_str(), reason.as_str(), message.as_str()),
-            ("Failed", "Terminated", "Pod was terminated in response to imminent node shutdown."),
+            (
+                "Failed",
+                "Terminated",
+                "Pod was terminated in response to imminent node shutdown."
+            ),
             "{name}"
         );
     }
@@ -408,10 +471,17 @@ async fn a_node_agent_token_cannot_change_another_node() {
     assert_eq!(err.code(), Some(403), "{err}");
     let n1_nodes: Api<Node> = Api::all(n1);
     let err = n1_nodes
-        .patch("n2", &PatchParams::default(), &Patch::Merge(json!({"metadata": {"labels": {"x": "y"}}})))
+        .patch(
+            "n2",
+            &PatchParams::default(),
+            &Patch::Merge(json!({"metadata": {"labels": {"x": "y"}}})),
+        )
         .await
         .expect_err("403");
-    assert!(matches!(err, kube::Error::Api(ref s) if s.code == 403), "{err}");
+    assert!(
+        matches!(err, kube::Error::Api(ref s) if s.code == 403),
+        "{err}"
+    );
     a1.stop.cancel();
     a2.stop.cancel();
 }
@@ -453,7 +523,10 @@ async fn simulated_nodes_share_one_client_and_each_heartbeats_as_itself() {
     let nodes: Api<Node> = Api::all(c.admin.clone());
     for i in 0..nodes_wanted {
         let name = sim::sim_node_name("sim-", i);
-        assert!(eventually(&c.clock, 30, || node_ready(&nodes, &name)).await, "{name}");
+        assert!(
+            eventually(&c.clock, 30, || node_ready(&nodes, &name)).await,
+            "{name}"
+        );
     }
     let zone = nodes
         .get("sim-000001")
@@ -466,9 +539,19 @@ async fn simulated_nodes_share_one_client_and_each_heartbeats_as_itself() {
         .cloned();
     assert_eq!(zone.as_deref(), Some("zone-b"));
     c.clock.sleep(Duration::from_secs(120)).await;
-    let renewals = stats.lease_renewals.load(std::sync::atomic::Ordering::Relaxed);
-    assert!(renewals >= 5 * 12, "each node renews every ~10 s: {renewals}");
-    assert_eq!(stats.late_renewals.load(std::sync::atomic::Ordering::Relaxed), 0);
+    let renewals = stats
+        .lease_renewals
+        .load(std::sync::atomic::Ordering::Relaxed);
+    assert!(
+        renewals >= 5 * 12,
+        "each node renews every ~10 s: {renewals}"
+    );
+    assert_eq!(
+        stats
+            .late_renewals
+            .load(std::sync::atomic::Ordering::Relaxed),
+        0
+    );
     let leases: Api<Lease> = Api::namespaced(c.admin.clone(), "kube-node-lease");
     let holder = leases
         .get("sim-000003")
@@ -479,12 +562,18 @@ async fn simulated_nodes_share_one_client_and_each_heartbeats_as_itself() {
     assert_eq!(holder.as_deref(), Some("sim-000003"));
 
     let pods: Api<Pod> = Api::namespaced(c.admin.clone(), "default");
-    pods.create(&PostParams::default(), &pod("on-sim", "sim-000002", json!({})))
-        .await
-        .expect("create");
+    pods.create(
+        &PostParams::default(),
+        &pod("on-sim", "sim-000002", json!({})),
+    )
+    .await
+    .expect("create");
     assert!(
         eventually(&c.clock, 20, || async {
-            pods.get("on-sim").await.ok().is_some_and(|p| phase(&p).0 == "Running")
+            pods.get("on-sim")
+                .await
+                .ok()
+                .is_some_and(|p| phase(&p).0 == "Running")
         })
         .await,
         "a pod on a simulated node runs"

@@ -856,7 +856,10 @@ mod tests {
         assert_eq!(done.containers[0].restart_count, 2);
         // The third run started after the 10 s backoff, in virtual time.
         let started = terminated(&done).and_then(|t| t.started_at.clone());
-        assert!(started.as_ref().is_some_and(|t| t.0 >= at(10)), "{started:?}");
+        assert!(
+            started.as_ref().is_some_and(|t| t.0 >= at(10)),
+            "{started:?}"
+        );
         let previous = runtime.log_file("ns", "pod-u1", "main", true)?;
         assert_eq!(read(&previous.path), "run 2\n");
         assert_eq!(
