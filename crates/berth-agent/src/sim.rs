@@ -1,0 +1,323 @@
+//! Many simulated nodes in one process, the way KWOK simulates them, but
+//! with one task driving every node's timers instead of a task per node.
+//!
+//! Every node has its own identity (its own bearer token, so the server
+//! authorizes each as itself), its own Lease renewed every 10 s with
+//! upstream's 4% jitter and backoff, and its own status: Ready with no
+//! pressure, written at registration and then every
+//! `nodeStatusReportFrequency` (a simulated node's status never changes,
+//! so the 10 s computation upstream does would always find nothing to
+//! write). The timers live in one time-ordered heap; due work is sent
+//! through one shared `kube::Client` (one connection pool) with a bound
+//! on requests in flight. Pods bound to simulated nodes are admitted and
+//! run by one [`PodWorker`] over one simulated runtime, fed by one watch.
+
+use std::cmp::Reverse;
+use std::collections::{BinaryHeap, HashMap};
+use std::sync::Arc;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::time::Duration;
+
+use berth_core::FeatureGates;
+use berth_core::clock::Clock;
+use berth_runtime::Runtime;
+use futures::StreamExt;
+use futures::future::BoxFuture;
+use futures::stream::FuturesUnordered;
+use http::HeaderValue;
+use k8s_openapi::api::core::v1::{NodeAddress, NodeCondition};
+use tokio::time::Instant;
+use tokio_util::sync::CancellationToken;
+
+use crate::conditions::{Health, node_conditions};
+use crate::config::AgentConfig;
+use crate::heartbeat::{LeaseRenewer, backoff, jittered, random_fraction};
+use crate::node_client::NodeClient;
+use crate::pods::{NodeDirectory, PodEvent, PodWorker, feed};
+use crate::registration::NodeTemplate;
+use crate::status::status_patch;
+
+/// The zone label simulated nodes carry.
+pub const ZONE_LABEL: &str = "topology.kubernetes.io/zone";
+
+/// One simulated node's identity.
+#[derive(Debug, Clone)]
+pub struct SimNode {
+    pub name: String,
+    pub zone: String,
+    pub bearer: HeaderValue,
+}
+
+/// The name of simulated node `index` (`sim-000042`).
+pub fn sim_node_name(prefix: &str, index: usize) -> String {
+    format!("{prefix}{index:06}")
+}
+
+/// The zone of simulated node `index` among `zones` (`zone-a`, `zone-b`, ...).
+pub fn sim_zone(index: usize, zones: usize) -> String {
+    let z = index % zones.max(1);
+    let letters = b"abcdefghijklmnopqrstuvwxyz";
+    match letters.get(z) {
+        Some(&c) if zones <= letters.len() => format!("zone-{}", char::from(c)),
+        _ => format!("zone-{z}"),
+    }
+}
+
+/// Counters of a fleet's work.
+#[derive(Debug, Default)]
+pub struct SimStats {
+    pub registered: AtomicU64,
+    pub register_failures: AtomicU64,
+    pub lease_renewals: AtomicU64,
+    pub lease_failures: AtomicU64,
+    pub status_writes: AtomicU64,
+    pub status_failures: AtomicU64,
+    /// Renewals that came later than `leaseDurationSeconds` after the
+    /// node's previous one: the node looked dead in between.
+    pub late_renewals: AtomicU64,
+    /// The longest time between two renewals of one node, in ms.
+    pub max_renew_gap_ms: AtomicU64,
+}
+
+/// How a fleet runs.
+#[derive(Debug, Clone)]
+pub struct FleetOptions {
+    /// Capacity, allocatable, labels and taints every node shares (name,
+    /// zone and addresses are per node).
+    pub template: NodeTemplate,
+    pub config: AgentConfig,
+    pub gates: FeatureGates,
+    /// Requests in flight at most.
+    pub max_in_flight: usize,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
+enum Work {
+    Register,
+    Renew,
+    Status,
+}
+
+struct NodeState {
+    client: NodeClient,
+    renewer: Option<LeaseRenewer>,
+    failures: u32,
+    last_renewal: Option<Instant>,
+}
+
+enum Outcome {
+    Registered(Option<String>),
+    RegisterFailed,
+    Renewed(LeaseRenewer, bool),
+    Status(bool),
+}
+
+/// The fleet's node clients by name, for the pod worker.
+struct Directory(HashMap<String, NodeClient>);
+
+impl NodeDirectory for Directory {
+    fn client(&self, node: &str) -> Option<NodeClient> {
+        self.0.get(node).cloned()
+    }
+}
+
+/// The template of one node of the fleet.
+fn node_template(base: &NodeTemplate, node: &SimNode, index: usize) -> NodeTemplate {
+    let mut t = base.clone();
+    t.name = node.name.clone();
+    t.labels.insert(ZONE_LABEL.to_string(), node.zone.clone());
+    let ip = format!(
+        "10.{}.{}.{}",
+        (index >> 16) & 0xff,
+        (index >> 8) & 0xff,
+        index & 0xff
+    );
+    t.addresses = vec![
+        NodeAddress {
+            type_: "InternalIP".into(),
+            address: ip,
+        },
+        NodeAddress {
+            type_: "Hostname".into(),
+            address: node.name.clone(),
+        },
+    ];
+    t
+}
+
+/// Runs `nodes` against the API behind `client` until `stop`. `client`
+/// must authenticate requests that carry no token of their own (the pod
+/// watch) as some node; see [`crate::node_client::with_default_bearer`].
+pub async fn run_fleet(
+    client: kube::Client,
+    nodes: Vec<SimNode>,
+    runtime: Arc<dyn Runtime>,
+    clock: Clock,
+    options: FleetOptions,
+    stats: Arc<SimStats>,
+    stop: CancellationToken,
+) {
+    let mut states: Vec<NodeState> = nodes
+        .iter()
+        .map(|n| NodeState {
+            client: NodeClient::with_bearer(client.clone(), &n.name, n.bearer.clone()),
+            renewer: None,
+            failures: 0,
+            last_renewal: None,
+        })
+        .collect();
+    let directory = Arc::new(Directory(
+        states
+            .iter()
+            .map(|s| (s.client.node_name().to_string(), s.client.clone()))
+            .collect(),
+    ));
+    let worker = PodWorker::new(runtime.clone(), directory, clock.clone(), options.gates);
+    let (events, receiver) = tokio::sync::mpsc::unbounded_channel::<PodEvent>();
+    let worker_task = tokio::spawn(worker.run(receiver));
+    let feed_task = tokio::spawn(feed(
+        client.clone(),
+        "spec.nodeName!=".to_string(),
+        runtime,
+        events,
+    ));
+
+    let renew_interval = options.config.lease_renew_interval();
+    let lease_duration = Duration::from_secs(
+        u64::try_from(options.config.node_lease_duration_seconds).unwrap_or(40),
+    );
+    let report = options.config.node_status_report_frequency;
+    let started = clock.now();
+    // Transition times stay at the fleet's start: nothing ever changes.
+    let base_conditions: Vec<NodeCondition> = node_conditions(Health::default(), &[], &[], started);
+    let mut heap: BinaryHeap<Reverse<(Instant, usize, Work)>> = BinaryHeap::new();
+    let now = clock.instant();
+    for index in 0..states.len() {
+        heap.push(Reverse((now, index, Work::Register)));
+    }
+    let mut in_flight: FuturesUnordered<BoxFuture<'static, (usize, Work, Outcome)>> =
+        FuturesUnordered::new();
+    let max_in_flight = options.max_in_flight.max(1);
+
+    loop {
+        // Start due work while there is room.
+        let now = clock.instant();
+        while in_flight.len() < max_in_flight {
+            match heap.peek() {
+                Some(Reverse((due, _, _))) if *due <= now => {}
+                _ => break,
+            }
+            let Some(Reverse((_, index, work))) = heap.pop() else {
+                break;
+            };
+            let Some(state) = states.get_mut(index) else {
+                continue;
+            };
+            let client = state.client.clone();
+            let clock = clock.clone();
+            match work {
+                Work::Register => {
+                    let node = &nodes[index];
+                    let template = node_template(&options.template, node, index);
+                    in_flight.push(Box::pin(async move {
+                        let node = template.node();
+                        let result = match client.create_node(&node).await {
+                            Ok(n) => Ok(n),
+                            Err(e) if e.is_conflict() => client.get_node().await,
+                            Err(e) => Err(e),
+                        };
+                        let outcome = match result {
+                            Ok(n) => Outcome::Registered(n.metadata.uid),
+                            Err(e) => {
+                                tracing::debug!(error = %e, "registering a simulated node failed");
+                                Outcome::RegisterFailed
+                            }
+                        };
+                        (index, Work::Register, outcome)
+                    }));
+                }
+                Work::Renew => {
+                    let Some(mut renewer) = state.renewer.take() else {
+                        continue;
+                    };
+                    in_flight.push(Box::pin(async move {
+                        let ok = renewer.renew(&client, clock.now()).await.is_ok();
+                        (index, Work::Renew, Outcome::Renewed(renewer, ok))
+                    }));
+                }
+                Work::Status => {
+                    let template = node_template(&options.template, &nodes[index], index);
+                    let conditions =
+                        node_conditions(Health::default(), &[], &base_conditions, clock.now());
+                    in_flight.push(Box::pin(async move {
+                        let patch = status_patch(&template, &conditions);
+                        let ok = client.patch_node_status(&patch).await.is_ok();
+                        (index, Work::Status, Outcome::Status(ok))
+                    }));
+                }
+            }
+        }
+
+        let next_due = heap.peek().map(|Reverse((due, _, _))| *due);
+        let room = in_flight.len() < max_in_flight;
+        tokio::select! {
+            _ = stop.cancelled() => break,
+            Some((index, work, outcome)) = in_flight.next(), if !in_flight.is_empty() => {
+                let now = clock.instant();
+                let Some(state) = states.get_mut(index) else { continue };
+                match (work, outcome) {
+                    (_, Outcome::Registered(uid)) => {
+                        stats.registered.fetch_add(1, Ordering::Relaxed);
+                        state.renewer = Some(LeaseRenewer::new(
+                            state.client.node_name(),
+                            uid,
+                            options.config.node_lease_duration_seconds,
+                        ));
+                        heap.push(Reverse((now, index, Work::Renew)));
+                        heap.push(Reverse((now, index, Work::Status)));
+                    }
+                    (_, Outcome::RegisterFailed) => {
+                        stats.register_failures.fetch_add(1, Ordering::Relaxed);
+                        state.failures = state.failures.saturating_add(1);
+                        heap.push(Reverse((now + backoff(state.failures), index, Work::Register)));
+                    }
+                    (_, Outcome::Renewed(renewer, ok)) => {
+                        state.renewer = Some(renewer);
+                        if ok {
+                            stats.lease_renewals.fetch_add(1, Ordering::Relaxed);
+                            if let Some(last) = state.last_renewal {
+                                let gap = now.duration_since(last);
+                                let gap_ms = u64::try_from(gap.as_millis()).unwrap_or(u64::MAX);
+                                stats.max_renew_gap_ms.fetch_max(gap_ms, Ordering::Relaxed);
+                                if gap > lease_duration {
+                                    stats.late_renewals.fetch_add(1, Ordering::Relaxed);
+                                }
+                            }
+                            state.last_renewal = Some(now);
+                            state.failures = 0;
+                            heap.push(Reverse((now + jittered(renew_interval, random_fraction()), index, Work::Renew)));
+                        } else {
+                            stats.lease_failures.fetch_add(1, Ordering::Relaxed);
+                            state.failures = state.failures.saturating_add(1);
+                            heap.push(Reverse((now + backoff(state.failures), index, Work::Renew)));
+                        }
+                    }
+                    (_, Outcome::Status(ok)) => {
+                        let counter = if ok { &stats.status_writes } else { &stats.status_failures };
+                        counter.fetch_add(1, Ordering::Relaxed);
+                        let next = if ok { jittered(report, random_fraction()) } else { backoff(1) };
+                        heap.push(Reverse((now + next, index, Work::Status)));
+                    }
+                }
+            }
+            _ = async {
+                match next_due {
+                    Some(due) => clock.sleep(due.saturating_duration_since(clock.instant())).await,
+                    None => std::future::pending::<()>().await,
+                }
+            }, if room => {}
+        }
+    }
+    feed_task.abort();
+    worker_task.abort();
+}
