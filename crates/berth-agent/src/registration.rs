@@ -137,7 +137,8 @@ mod tests {
 
     #[test]
     fn node_labels_parse_and_validate() {
-        let cases: &[(&str, Option<&[(&str, &str)]>)] = &[
+        type Labels<'a> = &'a [(&'a str, &'a str)];
+        let cases: &[(&str, Option<Labels>)] = &[
             ("", Some(&[])),
             (
                 "a=b,topology.kubernetes.io/zone=z1",
