@@ -46,6 +46,7 @@
 //! # }
 //! ```
 
+pub mod log_server;
 pub mod pod_status;
 pub mod process;
 pub mod sim;
