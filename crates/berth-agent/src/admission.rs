@@ -205,7 +205,15 @@ mod tests {
             json!({"cpu": "1", "memory": "1Gi", "pods": "110"}),
         );
         let busy = requesting("600m", "100Mi");
-        let cases: Vec<(&str, Node, Pod, Vec<&Pod>, bool, Option<(&str, &str)>)> = vec![
+        type Case<'a> = (
+            &'a str,
+            Node,
+            Pod,
+            Vec<&'a Pod>,
+            bool,
+            Option<(&'a str, &'a str)>,
+        );
+        let cases: Vec<Case> = vec![
             (
                 "a pod that fits is admitted",
                 small_node(),

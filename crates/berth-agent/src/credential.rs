@@ -51,6 +51,28 @@ pub fn render_kubeconfig(server: &str, ca_pem: &[u8], user: &str, token: Option<
     )
 }
 
+/// The bearer token of a kubeconfig's current user.
+pub fn kubeconfig_token(text: &str) -> Option<String> {
+    let config = Kubeconfig::from_yaml(text).ok()?;
+    let context = config.current_context.as_deref()?;
+    let user = config
+        .contexts
+        .iter()
+        .find(|c| c.name == context)?
+        .context
+        .as_ref()?
+        .user
+        .clone()?;
+    let auth = config
+        .auth_infos
+        .iter()
+        .find(|a| a.name == user)?
+        .auth_info
+        .as_ref()?;
+    use secrecy::ExposeSecret;
+    auth.token.as_ref().map(|t| t.expose_secret().to_string())
+}
+
 /// A kube client from kubeconfig text.
 pub async fn client_from_kubeconfig(text: &str) -> Result<kube::Client, JoinError> {
     let kubeconfig = Kubeconfig::from_yaml(text)?;

@@ -8,7 +8,10 @@ use std::collections::BTreeMap;
 use std::time::Duration;
 
 use berth_core::clock::Clock;
-use k8s_openapi::api::core::v1::{Node, NodeAddress, NodeSpec, NodeStatus, NodeSystemInfo, Taint};
+use k8s_openapi::api::core::v1::{
+    DaemonEndpoint, Node, NodeAddress, NodeDaemonEndpoints, NodeSpec, NodeStatus, NodeSystemInfo,
+    Taint,
+};
 use k8s_openapi::apimachinery::pkg::api::resource::Quantity;
 use tokio_util::sync::CancellationToken;
 
@@ -24,6 +27,8 @@ pub struct NodeTemplate {
     pub allocatable: BTreeMap<String, Quantity>,
     pub addresses: Vec<NodeAddress>,
     pub node_info: NodeSystemInfo,
+    /// The agent's HTTPS port for logs (`status.daemonEndpoints`).
+    pub kubelet_port: Option<i32>,
 }
 
 impl NodeTemplate {
@@ -53,9 +58,17 @@ impl NodeTemplate {
             allocatable: Some(self.allocatable.clone()),
             addresses: Some(self.addresses.clone()),
             node_info: Some(self.node_info.clone()),
+            daemon_endpoints: self.daemon_endpoints(),
             ..Default::default()
         });
         node
+    }
+
+    /// `status.daemonEndpoints` when the agent serves logs.
+    pub fn daemon_endpoints(&self) -> Option<NodeDaemonEndpoints> {
+        self.kubelet_port.map(|port| NodeDaemonEndpoints {
+            kubelet_endpoint: Some(DaemonEndpoint { port }),
+        })
     }
 }
 
@@ -137,7 +150,8 @@ mod tests {
 
     #[test]
     fn node_labels_parse_and_validate() {
-        let cases: &[(&str, Option<&[(&str, &str)]>)] = &[
+        type Labels<'a> = &'a [(&'a str, &'a str)];
+        let cases: &[(&str, Option<Labels>)] = &[
             ("", Some(&[])),
             (
                 "a=b,topology.kubernetes.io/zone=z1",

@@ -108,7 +108,7 @@ struct NodeState {
 enum Outcome {
     Registered(Option<String>),
     RegisterFailed,
-    Renewed(LeaseRenewer, bool),
+    Renewed(Box<LeaseRenewer>, bool),
     Status(bool),
 }
 
@@ -242,7 +242,7 @@ pub async fn run_fleet(
                     };
                     in_flight.push(Box::pin(async move {
                         let ok = renewer.renew(&client, clock.now()).await.is_ok();
-                        (index, Work::Renew, Outcome::Renewed(renewer, ok))
+                        (index, Work::Renew, Outcome::Renewed(Box::new(renewer), ok))
                     }));
                 }
                 Work::Status => {
@@ -282,7 +282,7 @@ pub async fn run_fleet(
                         heap.push(Reverse((now + backoff(state.failures), index, Work::Register)));
                     }
                     (_, Outcome::Renewed(renewer, ok)) => {
-                        state.renewer = Some(renewer);
+                        state.renewer = Some(*renewer);
                         if ok {
                             stats.lease_renewals.fetch_add(1, Ordering::Relaxed);
                             if let Some(last) = state.last_renewal {

@@ -60,7 +60,7 @@ impl StatusReporter {
 
 /// The strategic merge patch of a node's status (conditions merge by type).
 pub fn status_patch(template: &NodeTemplate, conditions: &[NodeCondition]) -> Value {
-    json!({
+    let mut patch = json!({
         "status": {
             "conditions": conditions,
             "capacity": template.capacity,
@@ -68,7 +68,11 @@ pub fn status_patch(template: &NodeTemplate, conditions: &[NodeCondition]) -> Va
             "addresses": template.addresses,
             "nodeInfo": template.node_info,
         }
-    })
+    });
+    if let Some(endpoints) = template.daemon_endpoints() {
+        patch["status"]["daemonEndpoints"] = json!(endpoints);
+    }
+    patch
 }
 
 #[cfg(test)]

@@ -107,6 +107,7 @@ fn template(name: &str, taints: &str) -> NodeTemplate {
             architecture: "amd64".into(),
             ..Default::default()
         },
+        kubelet_port: None,
     }
 }
 

@@ -68,6 +68,10 @@ pub struct AgentArgs {
     /// periods, eviction thresholds).
     #[arg(long, value_name = "agent.yaml")]
     config: Option<PathBuf>,
+    /// The HTTPS port for container logs (`kubectl logs`), published in the
+    /// Node's `daemonEndpoints`.
+    #[arg(long, default_value_t = berth_runtime::log_server::DEFAULT_PORT, value_name = "PORT")]
+    port: u16,
     /// Serve Prometheus metrics over HTTP on this address.
     #[arg(long, value_name = "ADDR")]
     metrics_bind_address: Option<SocketAddr>,
@@ -177,6 +181,25 @@ pub async fn run(args: &AgentArgs) -> anyhow::Result<()> {
     let facts = berth_agent::host::read_facts(&args.data_dir, args.node_ip, runtime_version)?;
     let (capacity, allocatable) =
         berth_agent::host::capacity_and_allocatable(&facts, &thresholds, config.max_pods);
+    // The log server, so the API server can serve `pods/<name>/log`; it
+    // accepts only this node's own credential.
+    let token = berth_agent::credential::kubeconfig_token(&kubeconfig)
+        .context("the node kubeconfig has no token")?;
+    let ips: Vec<IpAddr> = facts
+        .addresses
+        .iter()
+        .filter(|a| a.type_ == "InternalIP")
+        .filter_map(|a| a.address.parse().ok())
+        .collect();
+    let cert =
+        berth_runtime::log_server::ensure_serving_cert(&args.data_dir, &args.node_name, &ips)?;
+    let logs = berth_runtime::log_server::serve(
+        SocketAddr::from(([0, 0, 0, 0], args.port)),
+        berth_runtime::log_server::router(runtime.clone(), &token, clock.clone()),
+        &cert,
+    )
+    .await
+    .with_context(|| format!("serving logs on port {}", args.port))?;
     let template = NodeTemplate {
         name: args.node_name.clone(),
         labels,
@@ -185,6 +208,7 @@ pub async fn run(args: &AgentArgs) -> anyhow::Result<()> {
         allocatable,
         addresses: facts.addresses.clone(),
         node_info: facts.node_info.clone(),
+        kubelet_port: Some(i32::from(logs.addr.port())),
     };
     let metrics = Arc::new(AgentMetrics::default());
     if let Some(addr) = args.metrics_bind_address {
@@ -210,6 +234,7 @@ pub async fn run(args: &AgentArgs) -> anyhow::Result<()> {
         shutdown_signal(),
     )
     .await?;
+    logs.shutdown().await;
     eprintln!("berth agent: stopped");
     Ok(())
 }
