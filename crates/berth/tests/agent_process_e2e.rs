@@ -10,17 +10,12 @@
 
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Output, Stdio};
-use std::sync::Mutex;
 
 use serde_json::Value;
 
 mod common;
 
 use common::{Backend, Server};
-
-/// The agents of these tests each serve logs on the kubelet port: one
-/// cluster at a time.
-static ONE_AT_A_TIME: Mutex<()> = Mutex::new(());
 
 /// How long kubectl waits for a state before the test fails.
 const WAIT: &str = "--timeout=90s";
@@ -90,7 +85,7 @@ impl Cluster {
             )
             .arg("--ca-file")
             .arg(server.data_dir.join("ca.crt"))
-            .args(["--node-name", node, "--node-ip", "127.0.0.1"])
+            .args(["--node-name", node, "--node-ip", "127.0.0.1", "--port", "0"])
             .arg("--data-dir")
             .arg(&agent_dir)
             .args(["--register-with-taints", taints, "--runtime", "process"])
@@ -212,7 +207,6 @@ const TOLERATES_DEDICATED: &str = r#"  tolerations:
 
 #[test]
 fn a_tolerating_pod_runs_as_a_real_process_and_kubectl_logs_shows_its_output() {
-    let _one = ONE_AT_A_TIME.lock().unwrap_or_else(|p| p.into_inner());
     let cluster = Cluster::start(
         "agent-run",
         "worker-1",
@@ -263,7 +257,6 @@ fn a_tolerating_pod_runs_as_a_real_process_and_kubectl_logs_shows_its_output() {
 
 #[test]
 fn a_pod_bound_with_node_name_onto_a_no_execute_tainted_node_is_rejected_by_the_agent() {
-    let _one = ONE_AT_A_TIME.lock().unwrap_or_else(|p| p.into_inner());
     let cluster = Cluster::start("agent-reject", "worker-2", "", "");
     cluster.ok(&["taint", "nodes", "worker-2", "maintenance=now:NoExecute"]);
     let ran = cluster.scratch.join("ran");
@@ -295,7 +288,6 @@ fn a_pod_bound_with_node_name_onto_a_no_execute_tainted_node_is_rejected_by_the_
 
 #[test]
 fn sigterm_to_the_agent_ends_regular_pods_before_critical_ones_and_they_end_failed() {
-    let _one = ONE_AT_A_TIME.lock().unwrap_or_else(|p| p.into_inner());
     // Regular pods get 6 s, critical pods the last 4 s.
     let config = "apiVersion: kubelet.config.k8s.io/v1beta1\nkind: KubeletConfiguration\nshutdownGracePeriod: 10s\nshutdownGracePeriodCriticalPods: 4s\n";
     let mut cluster = Cluster::start("agent-shutdown", "worker-3", "", config);
@@ -366,5 +358,33 @@ fn sigterm_to_the_agent_ends_regular_pods_before_critical_ones_and_they_end_fail
         stubborn["status"]["containerStatuses"][0]["state"]["terminated"]["exitCode"], 137,
         "{}",
         stubborn["status"]
+    );
+}
+
+#[test]
+#[ignore = "needs the taint eviction controller in `berth server` (branch ctrl); enable when merged"]
+fn an_untolerated_no_execute_taint_kills_the_process_and_the_pod_is_gone() {
+    let cluster = Cluster::start(
+        "agent-evict",
+        "worker-4",
+        "dedicated=groupName:NoSchedule",
+        "",
+    );
+    let started = cluster.fifo("started");
+    let script = format!("echo started > {}; exec sleep 3600", started.display());
+    cluster.apply(&cluster.pod("victim", TOLERATES_DEDICATED, &script));
+    assert_eq!(read_fifo(&started), "started\n");
+    cluster.ok(&[
+        "wait",
+        "--for=jsonpath={.status.phase}=Running",
+        "pod/victim",
+        WAIT,
+    ]);
+    let pid = container_pid(&cluster.json(&["get", "pod", "victim"]));
+    cluster.ok(&["taint", "nodes", "worker-4", "evict=now:NoExecute"]);
+    cluster.ok(&["wait", "--for=delete", "pod/victim", WAIT]);
+    assert!(
+        !Path::new(&format!("/proc/{pid}")).exists(),
+        "process {pid} outlived its evicted pod"
     );
 }
