@@ -57,7 +57,7 @@ use std::time::Duration;
 
 use futures::future::BoxFuture;
 use jiff::Timestamp;
-use k8s_openapi::api::core::v1::{ContainerStatus, Pod};
+use k8s_openapi::api::core::v1::{Container, ContainerStatus, Pod, PodSpec};
 
 pub use pod_status::PodPhase;
 
@@ -162,6 +162,27 @@ pub(crate) fn pod_uid(pod: &Pod) -> Result<&str, RuntimeError> {
             pod: pod_key(pod),
             problem: "no metadata.uid".into(),
         })
+}
+
+/// The spec of a pod, or an error naming the pod.
+pub(crate) fn pod_spec(pod: &Pod) -> Result<&PodSpec, RuntimeError> {
+    pod.spec.as_ref().ok_or_else(|| RuntimeError::InvalidPod {
+        pod: pod_key(pod),
+        problem: "no spec".into(),
+    })
+}
+
+/// A container's status before anything ran: its name and image (no
+/// image is pulled, so there is no image ID), no restarts.
+pub(crate) fn new_container_status(container: &Container) -> ContainerStatus {
+    ContainerStatus {
+        name: container.name.clone(),
+        image: container.image.clone().unwrap_or_default(),
+        image_id: String::new(),
+        ready: false,
+        restart_count: 0,
+        ..Default::default()
+    }
 }
 
 /// `namespace/name` of a pod, for messages.

@@ -45,7 +45,10 @@ use tokio::sync::watch;
 
 use crate::pod_status::{RestartPolicy, pod_phase, whole_seconds};
 use crate::subscribers::{Subscribers, lock};
-use crate::{LogFile, Runtime, RuntimeError, RuntimePodStatus, pod_key, pod_uid};
+use crate::{
+    LogFile, Runtime, RuntimeError, RuntimePodStatus, new_container_status, pod_key, pod_spec,
+    pod_uid,
+};
 
 /// Upstream kubelet's crash-loop backoff: 10 s, doubling, at most 5 min.
 pub const BACKOFF_INITIAL: Duration = Duration::from_secs(10);
@@ -138,10 +141,7 @@ impl ProcessRuntime {
     fn start(&self, pod: &Pod) -> Result<(), RuntimeError> {
         let uid = pod_uid(pod)?;
         let key = pod_key(pod);
-        let spec = pod.spec.as_ref().ok_or_else(|| RuntimeError::InvalidPod {
-            pod: key.clone(),
-            problem: "no spec".into(),
-        })?;
+        let spec = pod_spec(pod)?;
         if lock(&self.inner.pods).contains_key(uid) {
             return Ok(());
         }
@@ -159,14 +159,9 @@ impl ProcessRuntime {
             .containers
             .iter()
             .map(|c| ContainerStatus {
-                name: c.name.clone(),
-                image: c.image.clone().unwrap_or_default(),
-                image_id: String::new(),
-                ready: false,
                 started: Some(false),
-                restart_count: 0,
                 state: Some(waiting("ContainerCreating", None)),
-                ..Default::default()
+                ..new_container_status(c)
             })
             .collect();
         let proc_pod = Arc::new(ProcPod {
@@ -638,6 +633,13 @@ mod tests {
         Timestamp::from_second(1_800_000_000).unwrap_or(Timestamp::UNIX_EPOCH)
     }
 
+    fn tempdir() -> Result<tempfile::TempDir, RuntimeError> {
+        tempfile::tempdir().map_err(|source| RuntimeError::Io {
+            context: "making a temporary dir".into(),
+            source,
+        })
+    }
+
     fn at(seconds: i64) -> Timestamp {
         start() + SignedDuration::from_secs(seconds)
     }
@@ -714,14 +716,8 @@ mod tests {
     #[tokio::test]
     async fn a_container_runs_its_command_with_args_env_and_working_dir_and_its_output_is_logged()
     -> Result<(), RuntimeError> {
-        let root = tempfile::tempdir().map_err(|source| RuntimeError::Io {
-            context: "tempdir".into(),
-            source,
-        })?;
-        let work = tempfile::tempdir().map_err(|source| RuntimeError::Io {
-            context: "tempdir".into(),
-            source,
-        })?;
+        let root = tempdir()?;
+        let work = tempdir()?;
         let runtime = ProcessRuntime::new(Clock::real(), root.path());
         let mut changes = runtime.subscribe();
         let mut p = pod(
@@ -769,10 +765,7 @@ mod tests {
 
     #[tokio::test]
     async fn exit_codes_decide_reason_and_phase() -> Result<(), RuntimeError> {
-        let root = tempfile::tempdir().map_err(|source| RuntimeError::Io {
-            context: "tempdir".into(),
-            source,
-        })?;
+        let root = tempdir()?;
         let runtime = ProcessRuntime::new(Clock::real(), root.path());
         let mut changes = runtime.subscribe();
         let cases = [
@@ -794,10 +787,7 @@ mod tests {
 
     #[tokio::test]
     async fn a_container_without_command_fails_to_start() -> Result<(), RuntimeError> {
-        let root = tempfile::tempdir().map_err(|source| RuntimeError::Io {
-            context: "tempdir".into(),
-            source,
-        })?;
+        let root = tempdir()?;
         let runtime = ProcessRuntime::new(Clock::real(), root.path());
         let mut changes = runtime.subscribe();
         let mut p = pod("u1", "Never", "");
@@ -817,10 +807,7 @@ mod tests {
     #[tokio::test(start_paused = true)]
     async fn on_failure_restarts_after_crash_loop_backoff_until_success() -> Result<(), RuntimeError>
     {
-        let root = tempfile::tempdir().map_err(|source| RuntimeError::Io {
-            context: "tempdir".into(),
-            source,
-        })?;
+        let root = tempdir()?;
         let runtime = ProcessRuntime::new(Clock::virtual_from(start()), root.path());
         let mut changes = runtime.subscribe();
         // Fails twice, then succeeds (the count lives in the working dir).
@@ -871,10 +858,7 @@ mod tests {
 
     #[tokio::test(start_paused = true)]
     async fn always_restarts_even_after_success_until_stopped() -> Result<(), RuntimeError> {
-        let root = tempfile::tempdir().map_err(|source| RuntimeError::Io {
-            context: "tempdir".into(),
-            source,
-        })?;
+        let root = tempdir()?;
         let runtime = ProcessRuntime::new(Clock::virtual_from(start()), root.path());
         let mut changes = runtime.subscribe();
         runtime.start_pod(&pod("u1", "Always", "exit 0")).await?;
@@ -901,10 +885,7 @@ mod tests {
     #[tokio::test]
     async fn stop_sends_sigterm_and_a_process_that_handles_it_exits_cleanly()
     -> Result<(), RuntimeError> {
-        let root = tempfile::tempdir().map_err(|source| RuntimeError::Io {
-            context: "tempdir".into(),
-            source,
-        })?;
+        let root = tempdir()?;
         let ready = fifo(root.path());
         let runtime = ProcessRuntime::new(Clock::real(), root.path());
         let script = format!(
@@ -928,10 +909,7 @@ mod tests {
     #[tokio::test(start_paused = true)]
     async fn stop_kills_a_process_that_ignores_sigterm_after_the_grace_period()
     -> Result<(), RuntimeError> {
-        let root = tempfile::tempdir().map_err(|source| RuntimeError::Io {
-            context: "tempdir".into(),
-            source,
-        })?;
+        let root = tempdir()?;
         let ready = fifo(root.path());
         let runtime = ProcessRuntime::new(Clock::virtual_from(start()), root.path());
         let script = format!(
@@ -954,10 +932,7 @@ mod tests {
 
     #[tokio::test]
     async fn remove_stops_the_pod_and_deletes_its_logs() -> Result<(), RuntimeError> {
-        let root = tempfile::tempdir().map_err(|source| RuntimeError::Io {
-            context: "tempdir".into(),
-            source,
-        })?;
+        let root = tempdir()?;
         let runtime = ProcessRuntime::new(Clock::real(), root.path());
         runtime
             .start_pod(&pod("u1", "Always", "exec sleep 1000"))
@@ -976,10 +951,7 @@ mod tests {
 
     #[tokio::test]
     async fn starting_a_pod_twice_runs_it_once() -> Result<(), RuntimeError> {
-        let root = tempfile::tempdir().map_err(|source| RuntimeError::Io {
-            context: "tempdir".into(),
-            source,
-        })?;
+        let root = tempdir()?;
         let runtime = ProcessRuntime::new(Clock::real(), root.path());
         let mut changes = runtime.subscribe();
         let p = pod("u1", "Never", "echo once");

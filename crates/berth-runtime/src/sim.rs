@@ -22,7 +22,10 @@ use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
 
 use crate::pod_status::{PodPhase, whole_seconds};
 use crate::subscribers::{Subscribers, lock};
-use crate::{LogFile, Runtime, RuntimeError, RuntimePodStatus, pod_key, pod_uid};
+use crate::{
+    LogFile, Runtime, RuntimeError, RuntimePodStatus, new_container_status, pod_key, pod_spec,
+    pod_uid,
+};
 
 /// Simulated pods, keyed by UID.
 #[derive(Debug)]
@@ -50,10 +53,7 @@ impl SimRuntime {
 
     fn start(&self, pod: &Pod) -> Result<(), RuntimeError> {
         let uid = pod_uid(pod)?;
-        let spec = pod.spec.as_ref().ok_or_else(|| RuntimeError::InvalidPod {
-            pod: pod_key(pod),
-            problem: "no spec".into(),
-        })?;
+        let spec = pod_spec(pod)?;
         {
             let mut pods = lock(&self.pods);
             if pods.contains_key(uid) {
@@ -65,20 +65,16 @@ impl SimRuntime {
                 .containers
                 .iter()
                 .map(|c| ContainerStatus {
-                    name: c.name.clone(),
-                    image: c.image.clone().unwrap_or_default(),
-                    image_id: String::new(),
                     container_id: Some(format!("sim://{uid}/{}", c.name)),
                     ready: true,
                     started: Some(true),
-                    restart_count: 0,
                     state: Some(ContainerState {
                         running: Some(ContainerStateRunning {
                             started_at: Some(started.clone()),
                         }),
                         ..Default::default()
                     }),
-                    ..Default::default()
+                    ..new_container_status(c)
                 })
                 .collect();
             pods.insert(
