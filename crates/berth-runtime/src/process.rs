@@ -378,7 +378,40 @@ impl Supervisor {
             }
             instance += 1;
         }
+        self.settle();
         self.pod.running.send_modify(|n| *n = n.saturating_sub(1));
+    }
+
+    /// A container stopped for good is Terminated: one stopped while it
+    /// waited to restart keeps how its last run ended; one stopped before
+    /// it ever started is `ContainerStatusUnknown` with 137, as upstream's
+    /// kubelet reports a container it cannot find when the pod ends.
+    fn settle(&self) {
+        let now = Time(whole_seconds(self.inner.clock.now()));
+        let mut state = lock(&self.pod.state);
+        let Some(c) = state.containers.get_mut(self.index) else {
+            return;
+        };
+        if c.state.as_ref().is_some_and(|s| s.waiting.is_none()) {
+            return;
+        }
+        c.state = match c.last_state.take() {
+            Some(last) if last.terminated.is_some() => Some(last),
+            _ => Some(ContainerState {
+                terminated: Some(ContainerStateTerminated {
+                    exit_code: 137,
+                    reason: Some("ContainerStatusUnknown".into()),
+                    message: Some(
+                        "The container could not be located when the pod was terminated".into(),
+                    ),
+                    finished_at: Some(now),
+                    ..Default::default()
+                }),
+                ..Default::default()
+            }),
+        };
+        drop(state);
+        self.inner.subscribers.notify(&self.pod.uid);
     }
 
     /// Starts instance number `instance`, waits for it to end (stopping it
@@ -392,6 +425,7 @@ impl Supervisor {
         let (mut child, pid) = match spawned {
             Ok(child) => child,
             Err(message) => {
+                self.update(|c| c.restart_count = instance);
                 return Exit {
                     code: 128,
                     reason: "StartError",
@@ -960,6 +994,73 @@ mod tests {
         wait_for(&runtime, &mut changes, "u1", |s| s.phase.is_terminal()).await;
         let log = runtime.log_file("ns", "pod-u1", "main", false)?;
         assert_eq!(read(&log.path), "once\n");
+        Ok(())
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn a_pod_stopped_while_backing_off_ends_with_its_last_exit() -> Result<(), RuntimeError> {
+        let root = tempdir()?;
+        let runtime = ProcessRuntime::new(Clock::virtual_from(start()), root.path());
+        let mut changes = runtime.subscribe();
+        runtime.start_pod(&pod("u1", "OnFailure", "exit 1")).await?;
+        wait_for(&runtime, &mut changes, "u1", |s| {
+            s.containers[0]
+                .state
+                .as_ref()
+                .and_then(|st| st.waiting.as_ref())
+                .is_some_and(|w| w.reason.as_deref() == Some("CrashLoopBackOff"))
+        })
+        .await;
+        runtime.stop_pod("u1", Duration::from_secs(30)).await?;
+        let status = runtime
+            .pod_status("u1")
+            .ok_or(RuntimeError::UnknownPod("u1".into()))?;
+        assert_eq!(status.phase, PodPhase::Failed);
+        let t = terminated(&status).map(|t| (t.exit_code, t.reason.clone()));
+        assert_eq!(t, Some((1, Some("Error".into()))));
+        assert_eq!(status.containers[0].last_state, None);
+        Ok(())
+    }
+
+    #[tokio::test]
+    async fn a_pod_stopped_before_its_container_started_ends_with_status_unknown()
+    -> Result<(), RuntimeError> {
+        let root = tempdir()?;
+        let runtime = ProcessRuntime::new(Clock::real(), root.path());
+        // On this single-threaded runtime the container's supervisor has
+        // not run yet when the stop comes.
+        runtime
+            .start_pod(&pod("u1", "Always", "exec sleep 1000"))
+            .await?;
+        runtime.stop_pod("u1", Duration::from_secs(30)).await?;
+        let status = runtime
+            .pod_status("u1")
+            .ok_or(RuntimeError::UnknownPod("u1".into()))?;
+        assert_eq!(status.phase, PodPhase::Failed);
+        let t = terminated(&status).map(|t| (t.exit_code, t.reason.clone()));
+        assert_eq!(t, Some((137, Some("ContainerStatusUnknown".into()))));
+        Ok(())
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn failed_starts_count_as_restarts() -> Result<(), RuntimeError> {
+        let root = tempdir()?;
+        let runtime = ProcessRuntime::new(Clock::virtual_from(start()), root.path());
+        let mut changes = runtime.subscribe();
+        let mut p = pod("u1", "Always", "");
+        main_container(&mut p).working_dir = Some("/no/such/dir".into());
+        runtime.start_pod(&p).await?;
+        let status = wait_for(&runtime, &mut changes, "u1", |s| {
+            s.containers[0].restart_count >= 2
+        })
+        .await;
+        let last = status.containers[0]
+            .last_state
+            .as_ref()
+            .and_then(|s| s.terminated.as_ref())
+            .map(|t| (t.exit_code, t.reason.clone()));
+        assert_eq!(last, Some((128, Some("StartError".into()))));
+        runtime.remove_pod("u1").await?;
         Ok(())
     }
 
