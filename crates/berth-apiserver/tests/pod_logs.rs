@@ -237,3 +237,31 @@ async fn the_agent_serves_logs_only_to_the_holder_of_the_node_credential() {
     assert!(ok.is_ok());
     cluster.agent.shutdown().await;
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_node_reads_the_logs_of_its_own_pods_only() {
+    let cluster = cluster().await;
+    let pod = run_pod(&cluster, "mine", Some("n1"), "echo mine").await;
+    wait_until_done(&cluster.runtime, pod.metadata.uid.as_deref().unwrap_or("")).await;
+    let n1 = in_process::client(&cluster.api, User::node("n1"), "default").expect("client");
+    let own: Api<Pod> = Api::namespaced(n1, "default");
+    assert_eq!(
+        own.logs("mine", &LogParams::default())
+            .await
+            .expect("own logs"),
+        "mine\n"
+    );
+    let n2 = in_process::client(&cluster.api, User::node("n2"), "default").expect("client");
+    let other: Api<Pod> = Api::namespaced(n2, "default");
+    match other.logs("mine", &LogParams::default()).await {
+        Err(kube::Error::Api(status)) => {
+            assert_eq!(status.code, 403);
+            assert_eq!(
+                status.message,
+                "pods \"mine\" is forbidden: User \"system:node:n2\" cannot get resource \"pods/log\" in API group \"\" in the namespace \"default\": no relationship found between node 'n2' and this object"
+            );
+        }
+        other => panic!("{other:?}"),
+    }
+    cluster.agent.shutdown().await;
+}
