@@ -46,6 +46,7 @@
 //! # }
 //! ```
 
+pub mod expansion;
 pub mod log_server;
 pub mod pod_status;
 pub mod process;

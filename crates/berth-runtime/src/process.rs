@@ -6,7 +6,8 @@
 //! - Environment: `PATH` of the agent, `HOSTNAME` (the pod's name), then
 //!   the container's `env` entries with a `value` (`valueFrom` is not
 //!   supported: such entries are skipped with a warning). `$(VAR)`
-//!   references are not expanded.
+//!   references in env values, command and args are expanded as upstream
+//!   does ([`crate::expansion`]).
 //! - Working directory: `workingDir`, else the pod's directory.
 //! - Each container instance runs in its own process group; stdout and
 //!   stderr go to `<root>/<ns>_<pod>_<uid>/<container>/<restartCount>.log`
@@ -43,6 +44,7 @@ use rustix::process::{Pid, Signal, kill_process_group};
 use tokio::process::{Child, Command};
 use tokio::sync::watch;
 
+use crate::expansion::expand;
 use crate::pod_status::{RestartPolicy, pod_phase, whole_seconds};
 use crate::subscribers::{Subscribers, lock};
 use crate::{
@@ -483,7 +485,30 @@ impl Supervisor {
     /// The child and its process ID, or why it could not start.
     fn spawn(&self, instance: i32) -> Result<(Child, Pid), String> {
         let c = &self.container;
-        let mut argv = c.command.iter().flatten().chain(c.args.iter().flatten());
+        // Each env value may refer to the variables before it; command and
+        // args to all of them.
+        let mut vars: HashMap<String, String> = HashMap::new();
+        let mut env: Vec<(&str, String)> = Vec::new();
+        for var in c.env.iter().flatten() {
+            if var.value.is_none() && var.value_from.is_some() {
+                tracing::warn!(
+                    pod = %self.pod.key,
+                    container = %c.name,
+                    env = %var.name,
+                    "env valueFrom is not supported by the process runtime; the variable is not set"
+                );
+                continue;
+            }
+            let value = expand(var.value.as_deref().unwrap_or(""), &vars);
+            vars.insert(var.name.clone(), value.clone());
+            env.push((&var.name, value));
+        }
+        let mut argv = c
+            .command
+            .iter()
+            .flatten()
+            .chain(c.args.iter().flatten())
+            .map(|arg| expand(arg, &vars));
         let program = argv
             .next()
             .filter(|_| c.command.as_ref().is_some_and(|cmd| !cmd.is_empty()));
@@ -502,7 +527,7 @@ impl Supervisor {
         let err = out
             .try_clone()
             .map_err(|e| format!("opening the log {}: {e}", log.display()))?;
-        let mut command = Command::new(program);
+        let mut command = Command::new(&program);
         command
             .args(argv)
             .env_clear()
@@ -515,22 +540,7 @@ impl Supervisor {
         if let Some(path) = std::env::var_os("PATH") {
             command.env("PATH", path);
         }
-        for var in c.env.iter().flatten() {
-            match &var.value {
-                Some(value) => {
-                    command.env(&var.name, value);
-                }
-                None if var.value_from.is_some() => tracing::warn!(
-                    pod = %self.pod.key,
-                    container = %c.name,
-                    env = %var.name,
-                    "env valueFrom is not supported by the process runtime; the variable is not set"
-                ),
-                None => {
-                    command.env(&var.name, "");
-                }
-            }
-        }
+        command.envs(env);
         let dir = c
             .working_dir
             .as_deref()
@@ -757,17 +767,24 @@ mod tests {
         let mut p = pod(
             "u1",
             "Never",
-            r#"echo "$GREETING $1 from $HOSTNAME"; pwd; echo oops >&2; echo "from=[$FROM]""#,
+            r#"echo "$GREETING $1 from $HOSTNAME"; pwd; echo oops >&2; echo "from=[$FROM]"; echo "$TWICE $2""#,
         );
         let c = main_container(&mut p);
-        c.args
-            .get_or_insert_with(Vec::new)
-            .extend(["sh".into(), "world".into()]);
+        c.args.get_or_insert_with(Vec::new).extend([
+            "sh".into(),
+            "world".into(),
+            "$(GREETING)!".into(),
+        ]);
         c.working_dir = Some(work.path().display().to_string());
         c.env = Some(vec![
             EnvVar {
                 name: "GREETING".into(),
                 value: Some("hello".into()),
+                ..Default::default()
+            },
+            EnvVar {
+                name: "TWICE".into(),
+                value: Some("$(GREETING)$(GREETING) $(NOPE) $$(GREETING)".into()),
                 ..Default::default()
             },
             EnvVar {
@@ -790,7 +807,7 @@ mod tests {
         assert_eq!(
             read(&log.path),
             format!(
-                "hello world from pod-u1\n{}\noops\nfrom=[]\n",
+                "hello world from pod-u1\n{}\noops\nfrom=[]\nhellohello $(NOPE) $(GREETING) hello!\n",
                 work.path().display()
             )
         );
@@ -805,7 +822,8 @@ mod tests {
         let cases = [
             ("exit 0", 0, "Completed", PodPhase::Succeeded),
             ("exit 3", 3, "Error", PodPhase::Failed),
-            ("kill -KILL $$", 137, "Error", PodPhase::Failed),
+            // `$$` is upstream's escape for `$`: the shell sees `$$`.
+            ("kill -KILL $$$$", 137, "Error", PodPhase::Failed),
         ];
         for (i, (script, code, reason, phase)) in cases.into_iter().enumerate() {
             let uid = format!("u{i}");
