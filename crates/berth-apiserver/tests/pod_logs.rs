@@ -148,6 +148,38 @@ async fn kubectl_style_logs_come_from_the_agent_of_the_pods_node() {
         .await
         .expect("limit");
     assert_eq!(limited, "hel");
+    let stamped = pods
+        .logs(
+            "web",
+            &LogParams {
+                timestamps: true,
+                ..Default::default()
+            },
+        )
+        .await
+        .expect("timestamps");
+    let lines: Vec<(jiff::Timestamp, &str)> = stamped
+        .lines()
+        .filter_map(|l| l.split_once(' '))
+        .filter_map(|(t, rest)| Some((t.parse().ok()?, rest)))
+        .collect();
+    assert_eq!(
+        lines.iter().map(|(_, l)| *l).collect::<Vec<_>>(),
+        ["hello", "world"],
+        "{stamped}"
+    );
+    // Everything was logged before now.
+    let future = pods
+        .logs(
+            "web",
+            &LogParams {
+                since_time: Some(jiff::Timestamp::now() + jiff::SignedDuration::from_hours(1)),
+                ..Default::default()
+            },
+        )
+        .await
+        .expect("since");
+    assert_eq!(future, "");
     cluster.agent.shutdown().await;
     drop(cluster.dir);
 }

@@ -46,6 +46,7 @@
 //! # }
 //! ```
 
+pub mod cri_log;
 pub mod expansion;
 pub mod log_server;
 pub mod pod_status;

@@ -33,10 +33,10 @@
 //! # let _ = port; Ok(()) }
 //! ```
 //!
-//! Query parameters: `follow` (keep streaming until the container instance
-//! ends), `tailLines`, `limitBytes`, `previous`. `timestamps`,
-//! `sinceSeconds` and `sinceTime` are accepted and ignored: the process
-//! runtime keeps plain output without per-line times.
+//! Query parameters, as the kubelet reads them: `follow` (keep streaming
+//! until the container instance ends), `tailLines`, `limitBytes`,
+//! `previous`, `timestamps`, `sinceSeconds` and `sinceTime`. Logs are CRI
+//! records ([`crate::cri_log`]); a line that is not one is shown as it is.
 
 use std::net::{IpAddr, SocketAddr};
 use std::path::{Path, PathBuf};
@@ -54,6 +54,9 @@ use axum_server::tls_rustls::RustlsConfig;
 use berth_core::clock::Clock;
 use tokio::io::{AsyncReadExt, AsyncSeekExt};
 
+use jiff::{SignedDuration, Timestamp};
+
+use crate::cri_log;
 use crate::{LogFile, Runtime, RuntimeError};
 
 /// The kubelet's default port.
@@ -209,8 +212,11 @@ pub async fn serve(
 struct LogOptions {
     follow: bool,
     previous: bool,
+    timestamps: bool,
     tail_lines: Option<usize>,
     limit_bytes: Option<usize>,
+    since_seconds: Option<u64>,
+    since_time: Option<Timestamp>,
 }
 
 impl LogOptions {
@@ -220,21 +226,40 @@ impl LogOptions {
             let flag = || matches!(&*value, "1" | "t" | "T" | "true" | "TRUE" | "True");
             let number = || {
                 value
-                    .parse::<i64>()
-                    .ok()
-                    .filter(|n| *n >= 0)
-                    .and_then(|n| usize::try_from(n).ok())
-                    .ok_or_else(|| format!("invalid value {value:?} for {name}"))
+                    .parse::<u64>()
+                    .map_err(|_| format!("invalid value {value:?} for {name}"))
             };
+            let size = || number().and_then(|n| usize::try_from(n).map_err(|e| e.to_string()));
             match &*name {
                 "follow" => options.follow = flag(),
                 "previous" => options.previous = flag(),
-                "tailLines" => options.tail_lines = Some(number()?),
-                "limitBytes" => options.limit_bytes = Some(number()?),
+                "timestamps" => options.timestamps = flag(),
+                "tailLines" => options.tail_lines = Some(size()?),
+                "limitBytes" => options.limit_bytes = Some(size()?),
+                "sinceSeconds" => options.since_seconds = Some(number()?),
+                "sinceTime" => {
+                    options.since_time = Some(
+                        value
+                            .parse()
+                            .map_err(|_| format!("invalid value {value:?} for sinceTime"))?,
+                    )
+                }
                 _ => {}
             }
         }
         Ok(options)
+    }
+
+    /// The earliest record to show, from `sinceSeconds` (before `now`)
+    /// or `sinceTime`.
+    fn since(&self, now: Timestamp) -> Option<Timestamp> {
+        let by_seconds = self.since_seconds.map(|s| {
+            i64::try_from(s)
+                .ok()
+                .and_then(|s| now.checked_sub(SignedDuration::from_secs(s)).ok())
+                .unwrap_or(Timestamp::MIN)
+        });
+        by_seconds.or(self.since_time)
     }
 }
 
@@ -278,8 +303,8 @@ async fn container_logs(
         }
         Err(e) => return plain(StatusCode::INTERNAL_SERVER_ERROR, e.to_string()),
     };
-    let initial = match read_initial(&log.path, options.tail_lines).await {
-        Ok(initial) => initial,
+    let start = match tail_offset(&log.path, options.tail_lines).await {
+        Ok(start) => start,
         Err(e) => {
             return plain(
                 StatusCode::INTERNAL_SERVER_ERROR,
@@ -288,14 +313,17 @@ async fn container_logs(
         }
     };
     let follower = Follower {
+        render: Render {
+            timestamps: options.timestamps,
+            since: options.since(state.clock.now()),
+        },
         state,
         namespace,
         pod,
         container,
         log,
-        offset: initial.end,
+        offset: start,
         remaining: options.limit_bytes.unwrap_or(usize::MAX),
-        pending: Some(Bytes::from(initial.bytes)),
         follow: options.follow,
     };
     let mut response = Response::new(Body::from_stream(futures::stream::unfold(
@@ -308,25 +336,18 @@ async fn container_logs(
     response
 }
 
-struct Initial {
-    bytes: Vec<u8>,
-    /// The file offset after what was read.
-    end: u64,
-}
-
-/// The log so far, or its last `tail_lines` lines.
-async fn read_initial(path: &Path, tail_lines: Option<usize>) -> std::io::Result<Initial> {
+/// Where the last `tail_lines` records of the log begin (the start
+/// without a tail).
+async fn tail_offset(path: &Path, tail_lines: Option<usize>) -> std::io::Result<u64> {
+    let Some(n) = tail_lines else {
+        return Ok(0);
+    };
     let bytes = match tokio::fs::read(path).await {
         Ok(bytes) => bytes,
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => Vec::new(),
         Err(e) => return Err(e),
     };
-    let end = u64::try_from(bytes.len()).unwrap_or(u64::MAX);
-    let start = tail_lines.map_or(0, |n| tail_start(&bytes, n));
-    Ok(Initial {
-        bytes: bytes[start..].to_vec(),
-        end,
-    })
+    Ok(u64::try_from(tail_start(&bytes, n)).unwrap_or(0))
 }
 
 /// Where the last `n` lines of `bytes` begin (a final line without a
@@ -344,17 +365,59 @@ fn tail_start(bytes: &[u8], n: usize) -> usize {
         .map_or(0, |(i, _)| i + 1)
 }
 
+/// How records become the response: the kubelet's output.
+#[derive(Debug, Clone, Copy)]
+struct Render {
+    timestamps: bool,
+    since: Option<Timestamp>,
+}
+
+impl Render {
+    /// The output of the complete records in `bytes`, and how many bytes
+    /// they took (an incomplete last record waits for the rest).
+    fn records(&self, bytes: &[u8]) -> (Vec<u8>, usize) {
+        let complete = bytes.iter().rposition(|b| *b == b'\n').map_or(0, |i| i + 1);
+        let mut out = Vec::with_capacity(complete);
+        for line in bytes[..complete].split(|b| *b == b'\n') {
+            if line.is_empty() {
+                continue;
+            }
+            match cri_log::parse(line) {
+                Some(record) => {
+                    if self.since.is_some_and(|since| record.time < since) {
+                        continue;
+                    }
+                    if self.timestamps {
+                        out.extend_from_slice(cri_log::format_time(record.time).as_bytes());
+                        out.push(b' ');
+                    }
+                    out.extend_from_slice(record.content);
+                    if !record.partial {
+                        out.push(b'\n');
+                    }
+                }
+                // Not a record: shown as it is.
+                None => {
+                    out.extend_from_slice(line);
+                    out.push(b'\n');
+                }
+            }
+        }
+        (out, complete)
+    }
+}
+
 /// Streams a log: what was there, then (with `follow`) what the container
 /// instance writes until it ends.
 struct Follower {
     state: LogState,
+    render: Render,
     namespace: String,
     pod: String,
     container: String,
     log: LogFile,
     offset: u64,
     remaining: usize,
-    pending: Option<Bytes>,
     follow: bool,
 }
 
@@ -364,35 +427,27 @@ impl Follower {
             if self.remaining == 0 {
                 return None;
             }
-            if let Some(mut chunk) = self.pending.take() {
-                chunk.truncate(self.remaining);
-                self.remaining -= chunk.len();
-                if !chunk.is_empty() {
-                    return Some((Ok(chunk), self));
-                }
-            }
-            if !self.follow {
-                return None;
-            }
             // Whether this instance has ended, read before the file so
             // that nothing it wrote before ending is missed.
-            let ended = match self.state.runtime.log_file(
-                &self.namespace,
-                &self.pod,
-                &self.container,
-                false,
-            ) {
-                Ok(now) => now.path != self.log.path || !now.running,
-                Err(_) => true,
-            };
+            let ended = !self.follow
+                || match self.state.runtime.log_file(
+                    &self.namespace,
+                    &self.pod,
+                    &self.container,
+                    false,
+                ) {
+                    Ok(now) => now.path != self.log.path || !now.running,
+                    Err(_) => true,
+                };
             match self.read_more().await {
-                Ok(bytes) if !bytes.is_empty() => {
-                    self.pending = Some(Bytes::from(bytes));
-                    continue;
+                Ok(mut chunk) if !chunk.is_empty() => {
+                    chunk.truncate(self.remaining);
+                    self.remaining -= chunk.len();
+                    return Some((Ok(Bytes::from(chunk)), self));
                 }
                 Ok(_) => {}
                 Err(e) => {
-                    self.follow = false;
+                    self.remaining = 0;
                     return Some((Err(e), self));
                 }
             }
@@ -403,6 +458,7 @@ impl Follower {
         }
     }
 
+    /// The output of the records written since the last read.
     async fn read_more(&mut self) -> std::io::Result<Vec<u8>> {
         let mut file = match tokio::fs::File::open(&self.log.path).await {
             Ok(file) => file,
@@ -412,8 +468,9 @@ impl Follower {
         file.seek(std::io::SeekFrom::Start(self.offset)).await?;
         let mut bytes = Vec::new();
         file.read_to_end(&mut bytes).await?;
-        self.offset += u64::try_from(bytes.len()).unwrap_or(0);
-        Ok(bytes)
+        let (out, used) = self.render.records(&bytes);
+        self.offset += u64::try_from(used).unwrap_or(0);
+        Ok(out)
     }
 }
 
@@ -444,13 +501,60 @@ mod tests {
             Ok(LogOptions {
                 follow: true,
                 previous: true,
+                timestamps: true,
                 tail_lines: Some(5),
                 limit_bytes: Some(100),
+                since_seconds: None,
+                since_time: None,
             })
         );
+        let since = LogOptions::parse("sinceTime=2026-01-01T00:00:00Z").map(|o| o.since_time);
+        assert_eq!(since, Ok(Some(at("2026-01-01T00:00:00Z"))));
+        let now = at("2026-01-01T00:10:00Z");
+        let since = LogOptions::parse("sinceSeconds=60").map(|o| o.since(now));
+        assert_eq!(since, Ok(Some(at("2026-01-01T00:09:00Z"))));
+        assert!(LogOptions::parse("sinceTime=yesterday").is_err());
         assert_eq!(LogOptions::parse(""), Ok(LogOptions::default()));
         assert!(LogOptions::parse("tailLines=-1").is_err());
         assert!(LogOptions::parse("limitBytes=x").is_err());
+    }
+
+    fn at(s: &str) -> Timestamp {
+        s.parse().unwrap_or(Timestamp::UNIX_EPOCH)
+    }
+
+    #[test]
+    fn records_render_as_the_kubelet_writes_them() {
+        let mut log = Vec::new();
+        let t1 = at("2026-01-01T00:00:01Z");
+        let t2 = at("2026-01-01T00:00:02.5Z");
+        log.extend(cri_log::encode(t1, cri_log::Stream::Stdout, false, b"one"));
+        log.extend(cri_log::encode(t2, cri_log::Stream::Stderr, true, b"two "));
+        log.extend(cri_log::encode(
+            t2,
+            cri_log::Stream::Stderr,
+            false,
+            b"halves",
+        ));
+        log.extend_from_slice(b"plain line\n2026-01-01T00:00:03Z stdout F torn");
+        let cases = [
+            (false, None, "one\ntwo halves\nplain line\n"),
+            (
+                true,
+                None,
+                "2026-01-01T00:00:01.000000000Z one\n2026-01-01T00:00:02.500000000Z two 2026-01-01T00:00:02.500000000Z halves\nplain line\n",
+            ),
+            (false, Some(t2), "two halves\nplain line\n"),
+        ];
+        for (timestamps, since, want) in cases {
+            let (out, used) = Render { timestamps, since }.records(&log);
+            assert_eq!(
+                String::from_utf8_lossy(&out),
+                want,
+                "{timestamps} {since:?}"
+            );
+            assert_eq!(&log[used..], b"2026-01-01T00:00:03Z stdout F torn");
+        }
     }
 
     #[test]

@@ -9,10 +9,13 @@
 //!   references in env values, command and args are expanded as upstream
 //!   does ([`crate::expansion`]).
 //! - Working directory: `workingDir`, else the pod's directory.
-//! - Each container instance runs in its own process group; stdout and
-//!   stderr go to `<root>/<ns>_<pod>_<uid>/<container>/<restartCount>.log`
-//!   (upstream's `/var/log/pods` layout, plain text, no CRI framing). When
-//!   an instance's main process exits, the rest of its group is killed.
+//! - Each container instance runs in its own process group; its stdout
+//!   and stderr go through pipes to
+//!   `<root>/<ns>_<pod>_<uid>/<container>/<restartCount>.log` (upstream's
+//!   `/var/log/pods` layout) as CRI records with the time of each line
+//!   ([`crate::cri_log`]). When an instance's main process exits, the rest
+//!   of its group is killed and the container is Terminated once its
+//!   output is all in the log.
 //! - Restart policy Always / OnFailure / Never. The first restart is at
 //!   once; later ones wait upstream's crash-loop backoff (10 s doubling to
 //!   5 min; back to 10 s once a container has gone 10 min without a
@@ -44,6 +47,7 @@ use rustix::process::{Pid, Signal, kill_process_group};
 use tokio::process::{Child, Command};
 use tokio::sync::watch;
 
+use crate::cri_log::{self, Stream};
 use crate::expansion::expand;
 use crate::pod_status::{RestartPolicy, pod_phase, whole_seconds};
 use crate::subscribers::{Subscribers, lock};
@@ -332,6 +336,11 @@ fn waiting(reason: &str, message: Option<String>) -> ContainerState {
     }
 }
 
+/// How long a finished instance's output may take to reach its log.
+const LOG_DRAIN: Duration = Duration::from_secs(30);
+
+type Spawned = (Child, Pid, Vec<tokio::task::JoinHandle<()>>);
+
 /// Keeps one container running as its restart policy says, until the pod
 /// is stopped.
 struct Supervisor {
@@ -424,8 +433,8 @@ impl Supervisor {
         stop: &mut watch::Receiver<Option<Duration>>,
     ) -> Exit {
         let spawned = self.spawn(instance);
-        let (mut child, pid) = match spawned {
-            Ok(child) => child,
+        let (mut child, pid, copies) = match spawned {
+            Ok(spawned) => spawned,
             Err(message) => {
                 self.update(|c| c.restart_count = instance);
                 return Exit {
@@ -461,6 +470,7 @@ impl Supervisor {
         // The main process is gone: so is the rest of its group.
         signal_group(pid, Signal::KILL);
         let finished = self.inner.clock.now();
+        self.drain(copies).await;
         match status {
             Ok(status) => {
                 let code = exit_code(status);
@@ -482,8 +492,26 @@ impl Supervisor {
         }
     }
 
-    /// The child and its process ID, or why it could not start.
-    fn spawn(&self, instance: i32) -> Result<(Child, Pid), String> {
+    /// Waits until the instance's output is in its log (the pipes close
+    /// when the last process of the group is gone), so that a terminated
+    /// container's log is complete; output still held open by a process
+    /// that left the group after [`LOG_DRAIN`] is dropped.
+    async fn drain(&self, copies: Vec<tokio::task::JoinHandle<()>>) {
+        for mut copy in copies {
+            tokio::select! {
+                _ = &mut copy => {}
+                () = self.inner.clock.sleep(LOG_DRAIN) => {
+                    tracing::warn!(pod = %self.pod.key, container = %self.container.name,
+                        "a process outside the container's group holds its output; the rest is not logged");
+                    copy.abort();
+                }
+            }
+        }
+    }
+
+    /// The child, its process ID and the tasks copying its output into the
+    /// log, or why it could not start.
+    fn spawn(&self, instance: i32) -> Result<Spawned, String> {
         let c = &self.container;
         // Each env value may refer to the variables before it; command and
         // args to all of them.
@@ -524,7 +552,7 @@ impl Supervisor {
             .append(true)
             .open(&log)
             .map_err(|e| format!("opening the log {}: {e}", log.display()))?;
-        let err = out
+        let err_log = out
             .try_clone()
             .map_err(|e| format!("opening the log {}: {e}", log.display()))?;
         let mut command = Command::new(&program);
@@ -533,8 +561,8 @@ impl Supervisor {
             .env_clear()
             .env("HOSTNAME", &self.hostname)
             .stdin(Stdio::null())
-            .stdout(out)
-            .stderr(err)
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
             .process_group(0)
             .kill_on_drop(true);
         if let Some(path) = std::env::var_os("PATH") {
@@ -547,15 +575,32 @@ impl Supervisor {
             .map(PathBuf::from)
             .unwrap_or_else(|| self.pod.dir.clone());
         command.current_dir(dir);
-        let child = command
+        let mut child = command
             .spawn()
             .map_err(|e| format!("starting {program:?}: {e}"))?;
+        let mut copies = Vec::with_capacity(2);
+        if let Some(stdout) = child.stdout.take() {
+            copies.push(tokio::spawn(cri_log::copy(
+                stdout,
+                out,
+                Stream::Stdout,
+                self.inner.clock.clone(),
+            )));
+        }
+        if let Some(stderr) = child.stderr.take() {
+            copies.push(tokio::spawn(cri_log::copy(
+                stderr,
+                err_log,
+                Stream::Stderr,
+                self.inner.clock.clone(),
+            )));
+        }
         let pid = child
             .id()
             .and_then(|id| i32::try_from(id).ok())
             .and_then(Pid::from_raw)
             .ok_or_else(|| format!("starting {program:?}: no process ID"))?;
-        Ok((child, pid))
+        Ok((child, pid, copies))
     }
 
     /// Records how an instance ended; with `restart_in`, the container
@@ -739,8 +784,50 @@ mod tests {
         status.containers[0].state.as_ref()?.terminated.as_ref()
     }
 
+    /// The output in a log of CRI records, stdout and stderr interleaved.
     fn read(path: &Path) -> String {
-        std::fs::read_to_string(path).unwrap_or_else(|e| panic!("{}: {e}", path.display()))
+        let bytes = std::fs::read(path).unwrap_or_else(|e| panic!("{}: {e}", path.display()));
+        let mut out = Vec::new();
+        for line in bytes.split(|b| *b == b'\n').filter(|l| !l.is_empty()) {
+            let record = cri_log::parse(line)
+                .unwrap_or_else(|| panic!("not a CRI record: {}", String::from_utf8_lossy(line)));
+            out.extend_from_slice(record.content);
+            if !record.partial {
+                out.push(b'\n');
+            }
+        }
+        String::from_utf8_lossy(&out).into_owned()
+    }
+
+    #[tokio::test]
+    async fn output_is_logged_as_cri_records_with_its_stream() -> Result<(), RuntimeError> {
+        let root = tempdir()?;
+        let runtime = ProcessRuntime::new(Clock::real(), root.path());
+        let mut changes = runtime.subscribe();
+        runtime
+            .start_pod(&pod("u1", "Never", "echo out; echo err >&2"))
+            .await?;
+        wait_for(&runtime, &mut changes, "u1", |s| s.phase.is_terminal()).await;
+        let log = runtime.log_file("ns", "pod-u1", "main", false)?;
+        let bytes = std::fs::read(&log.path).map_err(|source| RuntimeError::Io {
+            context: "reading the log".into(),
+            source,
+        })?;
+        let mut records: Vec<(cri_log::Stream, String)> = bytes
+            .split(|b| *b == b'\n')
+            .filter_map(cri_log::parse)
+            .map(|r| (r.stream, String::from_utf8_lossy(r.content).into_owned()))
+            .collect();
+        // The two streams are copied concurrently: compare as a set.
+        records.sort_by_key(|(_, text)| text.clone());
+        assert_eq!(
+            records,
+            [
+                (cri_log::Stream::Stderr, "err".to_string()),
+                (cri_log::Stream::Stdout, "out".to_string()),
+            ]
+        );
+        Ok(())
     }
 
     /// A named pipe the test reads to learn that a process got somewhere.
@@ -767,7 +854,7 @@ mod tests {
         let mut p = pod(
             "u1",
             "Never",
-            r#"echo "$GREETING $1 from $HOSTNAME"; pwd; echo oops >&2; echo "from=[$FROM]"; echo "$TWICE $2""#,
+            r#"echo "$GREETING $1 from $HOSTNAME"; pwd; echo "from=[$FROM]"; echo "$TWICE $2""#,
         );
         let c = main_container(&mut p);
         c.args.get_or_insert_with(Vec::new).extend([
@@ -807,7 +894,7 @@ mod tests {
         assert_eq!(
             read(&log.path),
             format!(
-                "hello world from pod-u1\n{}\noops\nfrom=[]\nhellohello $(NOPE) $(GREETING) hello!\n",
+                "hello world from pod-u1\n{}\nfrom=[]\nhellohello $(NOPE) $(GREETING) hello!\n",
                 work.path().display()
             )
         );
