@@ -25,8 +25,10 @@
 //! - Stopping: SIGTERM to every container's process group, up to the grace
 //!   period (a later, shorter one takes over), then SIGKILL.
 //!
-//! Children do not outlive the agent on purpose: if the agent dies, they
-//! are orphaned, and a restarted agent starts its pods anew.
+//! The runtime keeps no state on disk but the logs: if the agent dies
+//! without stopping its pods, their processes are orphaned (one that then
+//! writes output gets SIGPIPE, as nothing reads its pipes any more), and a
+//! restarted agent starts its pods anew.
 
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
