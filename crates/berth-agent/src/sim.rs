@@ -75,6 +75,8 @@ pub struct SimStats {
     /// Renewals that came later than `leaseDurationSeconds` after the
     /// node's previous one: the node looked dead in between.
     pub late_renewals: AtomicU64,
+    /// Nodes with at least one late renewal.
+    pub late_nodes: AtomicU64,
     /// The longest time between two renewals of one node, in ms.
     pub max_renew_gap_ms: AtomicU64,
 }
@@ -103,6 +105,7 @@ struct NodeState {
     renewer: Option<LeaseRenewer>,
     failures: u32,
     last_renewal: Option<Instant>,
+    was_late: bool,
 }
 
 enum Outcome {
@@ -164,6 +167,7 @@ pub async fn run_fleet(
             renewer: None,
             failures: 0,
             last_renewal: None,
+            was_late: false,
         })
         .collect();
     let directory = Arc::new(Directory(
@@ -291,6 +295,10 @@ pub async fn run_fleet(
                                 stats.max_renew_gap_ms.fetch_max(gap_ms, Ordering::Relaxed);
                                 if gap > lease_duration {
                                     stats.late_renewals.fetch_add(1, Ordering::Relaxed);
+                                    if !state.was_late {
+                                        state.was_late = true;
+                                        stats.late_nodes.fetch_add(1, Ordering::Relaxed);
+                                    }
                                 }
                             }
                             state.last_renewal = Some(now);

@@ -185,7 +185,7 @@ struct WatchFigures {
 }
 
 #[derive(Debug, Clone, Copy, Serialize)]
-struct Memory {
+pub(crate) struct Memory {
     vm_rss_kib: u64,
     vm_hwm_kib: u64,
     vm_rss_mib: f64,
@@ -356,7 +356,7 @@ fn bulk_pod(i: usize, nodes: usize) -> String {
 }
 
 /// Reads `VmRSS` and `VmHWM` (KiB) of a process.
-fn memory_of(pid: u32) -> Option<Memory> {
+pub(crate) fn memory_of(pid: u32) -> Option<Memory> {
     let status = std::fs::read_to_string(format!("/proc/{pid}/status")).ok()?;
     let field = |name: &str| -> Option<u64> {
         status
@@ -373,7 +373,7 @@ fn memory_of(pid: u32) -> Option<Memory> {
 }
 
 /// User plus system CPU seconds of a process (`USER_HZ` is 100 on mainstream Linux).
-fn cpu_seconds(pid: u32) -> f64 {
+pub(crate) fn cpu_seconds(pid: u32) -> f64 {
     let Ok(stat) = std::fs::read_to_string(format!("/proc/{pid}/stat")) else {
         return 0.0;
     };
@@ -685,13 +685,13 @@ async fn watch_phase(
 }
 
 /// The `berth` server child process and what it wrote to its data directory.
-struct ServerProcess {
-    child: tokio::process::Child,
-    pid: u32,
-    url: String,
+pub(crate) struct ServerProcess {
+    pub(crate) child: tokio::process::Child,
+    pub(crate) pid: u32,
+    pub(crate) url: String,
 }
 
-async fn start_server(berth: &Path, data_dir: &Path) -> anyhow::Result<ServerProcess> {
+pub(crate) async fn start_server(berth: &Path, data_dir: &Path) -> anyhow::Result<ServerProcess> {
     let mut child = tokio::process::Command::new(berth)
         .arg("server")
         .arg("--data-dir")
