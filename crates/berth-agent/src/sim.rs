@@ -40,6 +40,30 @@ use crate::status::status_patch;
 /// The zone label simulated nodes carry.
 pub const ZONE_LABEL: &str = "topology.kubernetes.io/zone";
 
+/// KWOK's default simulated node: 32 CPUs, 256 GiB, 110 pods.
+pub fn default_template() -> NodeTemplate {
+    let q = |s: &str| k8s_openapi::apimachinery::pkg::api::resource::Quantity(s.to_string());
+    let resources = std::collections::BTreeMap::from([
+        ("cpu".to_string(), q("32")),
+        ("memory".to_string(), q("256Gi")),
+        ("ephemeral-storage".to_string(), q("100Gi")),
+        ("pods".to_string(), q("110")),
+    ]);
+    NodeTemplate {
+        capacity: resources.clone(),
+        allocatable: resources,
+        node_info: k8s_openapi::api::core::v1::NodeSystemInfo {
+            architecture: crate::host::go_arch().into(),
+            operating_system: "linux".into(),
+            container_runtime_version: "berth-sim://0.1.0".into(),
+            kubelet_version: crate::host::KUBELET_VERSION.into(),
+            os_image: "berth simulated node".into(),
+            ..Default::default()
+        },
+        ..Default::default()
+    }
+}
+
 /// One simulated node's identity.
 #[derive(Debug, Clone)]
 pub struct SimNode {

@@ -25,15 +25,13 @@ use anyhow::Context;
 use berth_agent::config::AgentConfig;
 use berth_agent::credential::{client_from_kubeconfig, render_kubeconfig};
 use berth_agent::node_client::{bearer_header, with_default_bearer};
-use berth_agent::registration::NodeTemplate;
 use berth_agent::sim::{self, FleetOptions, SimNode, SimStats};
 use berth_core::clock::Clock;
 use clap::Args;
-use k8s_openapi::apimachinery::pkg::api::resource::Quantity;
 use serde::Serialize;
 use tokio_util::sync::CancellationToken;
 
-use crate::apiserver_bench::{Memory, cpu_seconds, memory_of, start_server};
+use crate::apiserver_bench::{Memory, berth_binary, cpu_seconds, memory_of, start_server};
 use crate::measure::Machine;
 
 #[derive(Debug, Args)]
@@ -111,27 +109,6 @@ fn round3(x: f64) -> f64 {
     (x * 1000.0).round() / 1000.0
 }
 
-fn template() -> NodeTemplate {
-    let q = |s: &str| Quantity(s.to_string());
-    let resources = std::collections::BTreeMap::from([
-        ("cpu".to_string(), q("32")),
-        ("memory".to_string(), q("256Gi")),
-        ("pods".to_string(), q("110")),
-    ]);
-    NodeTemplate {
-        capacity: resources.clone(),
-        allocatable: resources,
-        node_info: k8s_openapi::api::core::v1::NodeSystemInfo {
-            operating_system: "linux".into(),
-            architecture: "amd64".into(),
-            kubelet_version: berth_agent::host::KUBELET_VERSION.into(),
-            container_runtime_version: "berth-sim://0.1.0".into(),
-            ..Default::default()
-        },
-        ..Default::default()
-    }
-}
-
 fn random_token() -> anyhow::Result<String> {
     let mut bytes = [0u8; 24];
     getrandom::fill(&mut bytes).map_err(|e| anyhow::anyhow!("random token: {e}"))?;
@@ -173,7 +150,7 @@ async fn run_async(args: &SimArgs, berth: &Path, parent: &Path) -> anyhow::Resul
         Arc::new(berth_runtime::sim::SimRuntime::new(clock.clone())),
         clock,
         FleetOptions {
-            template: template(),
+            template: sim::default_template(),
             config: config.clone(),
             gates: berth_core::FeatureGates::default(),
             max_in_flight: args.max_in_flight,
@@ -268,17 +245,7 @@ async fn run_async(args: &SimArgs, berth: &Path, parent: &Path) -> anyhow::Resul
 }
 
 pub fn run(args: &SimArgs) -> anyhow::Result<SimReport> {
-    let berth = match &args.berth_bin {
-        Some(path) => path.clone(),
-        None => std::env::current_exe()
-            .context("locating this binary")?
-            .with_file_name("berth"),
-    };
-    anyhow::ensure!(
-        berth.exists(),
-        "{} not found: build it (cargo build --release -p berth) or pass --berth-bin",
-        berth.display()
-    );
+    let berth = berth_binary(args.berth_bin.as_deref())?;
     let parent = args.data_dir.clone().unwrap_or_else(std::env::temp_dir);
     let _ = rustls::crypto::ring::default_provider().install_default();
     tokio::runtime::Builder::new_multi_thread()
