@@ -40,6 +40,30 @@ use crate::status::status_patch;
 /// The zone label simulated nodes carry.
 pub const ZONE_LABEL: &str = "topology.kubernetes.io/zone";
 
+/// KWOK's default simulated node: 32 CPUs, 256 GiB, 110 pods.
+pub fn default_template() -> NodeTemplate {
+    let q = |s: &str| k8s_openapi::apimachinery::pkg::api::resource::Quantity(s.to_string());
+    let resources = std::collections::BTreeMap::from([
+        ("cpu".to_string(), q("32")),
+        ("memory".to_string(), q("256Gi")),
+        ("ephemeral-storage".to_string(), q("100Gi")),
+        ("pods".to_string(), q("110")),
+    ]);
+    NodeTemplate {
+        capacity: resources.clone(),
+        allocatable: resources,
+        node_info: k8s_openapi::api::core::v1::NodeSystemInfo {
+            architecture: crate::host::go_arch().into(),
+            operating_system: "linux".into(),
+            container_runtime_version: "berth-sim://0.1.0".into(),
+            kubelet_version: crate::host::KUBELET_VERSION.into(),
+            os_image: "berth simulated node".into(),
+            ..Default::default()
+        },
+        ..Default::default()
+    }
+}
+
 /// One simulated node's identity.
 #[derive(Debug, Clone)]
 pub struct SimNode {
@@ -75,6 +99,8 @@ pub struct SimStats {
     /// Renewals that came later than `leaseDurationSeconds` after the
     /// node's previous one: the node looked dead in between.
     pub late_renewals: AtomicU64,
+    /// Nodes with at least one late renewal.
+    pub late_nodes: AtomicU64,
     /// The longest time between two renewals of one node, in ms.
     pub max_renew_gap_ms: AtomicU64,
 }
@@ -103,6 +129,7 @@ struct NodeState {
     renewer: Option<LeaseRenewer>,
     failures: u32,
     last_renewal: Option<Instant>,
+    was_late: bool,
 }
 
 enum Outcome {
@@ -164,6 +191,7 @@ pub async fn run_fleet(
             renewer: None,
             failures: 0,
             last_renewal: None,
+            was_late: false,
         })
         .collect();
     let directory = Arc::new(Directory(
@@ -291,6 +319,10 @@ pub async fn run_fleet(
                                 stats.max_renew_gap_ms.fetch_max(gap_ms, Ordering::Relaxed);
                                 if gap > lease_duration {
                                     stats.late_renewals.fetch_add(1, Ordering::Relaxed);
+                                    if !state.was_late {
+                                        state.was_late = true;
+                                        stats.late_nodes.fetch_add(1, Ordering::Relaxed);
+                                    }
                                 }
                             }
                             state.last_renewal = Some(now);

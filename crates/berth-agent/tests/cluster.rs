@@ -33,6 +33,9 @@ use tokio_util::sync::CancellationToken;
 struct RecordingRuntime {
     inner: SimRuntime,
     stopped: Mutex<Vec<String>>,
+    /// Containers ignore SIGTERM: a stop takes the whole grace period.
+    stubborn: bool,
+    clock: Clock,
 }
 
 impl Runtime for RecordingRuntime {
@@ -43,7 +46,12 @@ impl Runtime for RecordingRuntime {
         if let Ok(mut s) = self.stopped.lock() {
             s.push(uid.to_string());
         }
-        self.inner.stop_pod(uid, grace)
+        let wait = if self.stubborn { grace } else { Duration::ZERO };
+        let uid = uid.to_string();
+        Box::pin(async move {
+            self.clock.sleep(wait).await;
+            self.inner.stop_pod(&uid, grace).await
+        })
     }
     fn remove_pod(&self, uid: &str) -> BoxFuture<'_, Result<(), RuntimeError>> {
         self.inner.remove_pod(uid)
@@ -119,16 +127,29 @@ struct RunningAgent {
 }
 
 fn start_agent(c: &Cluster, name: &str, taints: &str, config: AgentConfig) -> RunningAgent {
+    start_agent_with(c, name, taints, config, true, false)
+}
+
+fn start_agent_with(
+    c: &Cluster,
+    name: &str,
+    taints: &str,
+    config: AgentConfig,
+    register_node: bool,
+    stubborn: bool,
+) -> RunningAgent {
     let client = in_process::client(&c.api, User::node(name), "default").expect("node client");
     let runtime = Arc::new(RecordingRuntime {
         inner: SimRuntime::new(c.clock.clone()),
         stopped: Mutex::new(Vec::new()),
+        stubborn,
+        clock: c.clock.clone(),
     });
     let metrics = Arc::new(AgentMetrics::default());
     let stop = CancellationToken::new();
     let options = AgentOptions {
         template: template(name, taints),
-        register_node: true,
+        register_node,
         config,
         gates: FeatureGates::default(),
         host_signals: None,
@@ -306,6 +327,45 @@ async fn an_agent_registers_with_its_taints_heartbeats_and_runs_a_tolerating_pod
 }
 
 #[tokio::test(start_paused = true)]
+async fn without_registration_the_agent_waits_for_the_admin_made_node() {
+    let c = cluster().await;
+    let agent = start_agent_with(&c, "manual", "", AgentConfig::default(), false, false);
+    let nodes: Api<Node> = Api::all(c.admin.clone());
+    c.clock.sleep(Duration::from_secs(30)).await;
+    assert!(
+        nodes.get_opt("manual").await.expect("get").is_none(),
+        "the agent does not create its Node"
+    );
+    let node: Node = serde_json::from_value(
+        json!({"metadata": {"name": "manual", "labels": {"made-by": "admin"}}}),
+    )
+    .expect("node");
+    nodes
+        .create(&PostParams::default(), &node)
+        .await
+        .expect("admin creates it");
+    assert!(
+        eventually(&c.clock, 30, || node_ready(&nodes, "manual")).await,
+        "then it reports Ready"
+    );
+    let leases: Api<Lease> = Api::namespaced(c.admin.clone(), "kube-node-lease");
+    assert!(
+        leases.get_opt("manual").await.expect("get").is_some(),
+        "and heartbeats"
+    );
+    let labels = nodes
+        .get("manual")
+        .await
+        .expect("node")
+        .metadata
+        .labels
+        .unwrap_or_default();
+    assert_eq!(labels.get("made-by").map(String::as_str), Some("admin"));
+    agent.stop.cancel();
+    let _ = agent.task.await;
+}
+
+#[tokio::test(start_paused = true)]
 async fn a_pod_bound_onto_a_no_execute_tainted_node_is_rejected_by_the_agent() {
     let c = cluster().await;
     let agent = start_agent(&c, "n1", "", AgentConfig::default());
@@ -453,6 +513,57 @@ async fn sigterm_stops_regular_pods_before_critical_ones_and_marks_them_failed()
     let start = value("kubelet_graceful_shutdown_start_time_seconds");
     let end = value("kubelet_graceful_shutdown_end_time_seconds");
     assert!(start > 0.0 && end >= start, "{metrics}");
+}
+
+#[tokio::test(start_paused = true)]
+async fn priority_phases_run_lowest_first_skip_empty_ones_and_end_at_their_periods() {
+    let c = cluster().await;
+    let config = AgentConfig::from_yaml(
+        "shutdownGracePeriodByPodPriority:\n- {priority: 0, shutdownGracePeriodSeconds: 10}\n- {priority: 1000, shutdownGracePeriodSeconds: 20}\n- {priority: 100000, shutdownGracePeriodSeconds: 5}\n",
+    )
+    .expect("config");
+    let agent = start_agent_with(&c, "n1", "", config, true, true);
+    let nodes: Api<Node> = Api::all(c.admin.clone());
+    assert!(eventually(&c.clock, 30, || node_ready(&nodes, "n1")).await);
+    let pods: Api<Pod> = Api::namespaced(c.admin.clone(), "default");
+    for (name, priority) in [("high", 200_000), ("low", 0)] {
+        pods.create(
+            &PostParams::default(),
+            &pod(name, "n1", json!({"priority": priority})),
+        )
+        .await
+        .expect("create");
+        assert!(
+            eventually(&c.clock, 10, || async {
+                pods.get(name)
+                    .await
+                    .ok()
+                    .is_some_and(|p| phase(&p).0 == "Running")
+            })
+            .await
+        );
+    }
+    let uid = |p: Pod| p.metadata.uid.unwrap_or_default();
+    let low = uid(pods.get("low").await.expect("pod"));
+    let high = uid(pods.get("high").await.expect("pod"));
+    let before = c.clock.now();
+    agent.stop.cancel();
+    agent
+        .task
+        .await
+        .expect("joined")
+        .expect("agent ends cleanly");
+    let stopped = agent
+        .runtime
+        .stopped
+        .lock()
+        .map(|s| s.clone())
+        .unwrap_or_default();
+    assert_eq!(stopped, vec![low, high]);
+    // Pods that ignore SIGTERM hold each phase for its whole period: 10 s,
+    // nothing for the empty 1000 phase, then 5 s.
+    let took = c.clock.now().duration_since(before).as_secs_f64();
+    assert!((15.0..16.0).contains(&took), "{took}");
 }
 
 #[tokio::test(start_paused = true)]

@@ -185,7 +185,7 @@ struct WatchFigures {
 }
 
 #[derive(Debug, Clone, Copy, Serialize)]
-struct Memory {
+pub(crate) struct Memory {
     vm_rss_kib: u64,
     vm_hwm_kib: u64,
     vm_rss_mib: f64,
@@ -356,7 +356,7 @@ fn bulk_pod(i: usize, nodes: usize) -> String {
 }
 
 /// Reads `VmRSS` and `VmHWM` (KiB) of a process.
-fn memory_of(pid: u32) -> Option<Memory> {
+pub(crate) fn memory_of(pid: u32) -> Option<Memory> {
     let status = std::fs::read_to_string(format!("/proc/{pid}/status")).ok()?;
     let field = |name: &str| -> Option<u64> {
         status
@@ -373,7 +373,7 @@ fn memory_of(pid: u32) -> Option<Memory> {
 }
 
 /// User plus system CPU seconds of a process (`USER_HZ` is 100 on mainstream Linux).
-fn cpu_seconds(pid: u32) -> f64 {
+pub(crate) fn cpu_seconds(pid: u32) -> f64 {
     let Ok(stat) = std::fs::read_to_string(format!("/proc/{pid}/stat")) else {
         return 0.0;
     };
@@ -685,13 +685,29 @@ async fn watch_phase(
 }
 
 /// The `berth` server child process and what it wrote to its data directory.
-struct ServerProcess {
-    child: tokio::process::Child,
-    pid: u32,
-    url: String,
+pub(crate) struct ServerProcess {
+    pub(crate) child: tokio::process::Child,
+    pub(crate) pid: u32,
+    pub(crate) url: String,
 }
 
-async fn start_server(berth: &Path, data_dir: &Path) -> anyhow::Result<ServerProcess> {
+/// The `berth` binary to run: `given`, or the one next to this binary.
+pub(crate) fn berth_binary(given: Option<&Path>) -> anyhow::Result<PathBuf> {
+    let berth = match given {
+        Some(path) => path.to_path_buf(),
+        None => std::env::current_exe()
+            .context("locating this binary")?
+            .with_file_name("berth"),
+    };
+    anyhow::ensure!(
+        berth.exists(),
+        "{} not found: build it (cargo build --release -p berth) or pass --berth-bin",
+        berth.display()
+    );
+    Ok(berth)
+}
+
+pub(crate) async fn start_server(berth: &Path, data_dir: &Path) -> anyhow::Result<ServerProcess> {
     let mut child = tokio::process::Command::new(berth)
         .arg("server")
         .arg("--data-dir")
@@ -883,17 +899,7 @@ pub fn run(args: &ApiserverArgs) -> anyhow::Result<ApiserverReport> {
         args.watch_rate > 0.0 && args.watch_rate.is_finite(),
         "--watch-rate must be positive"
     );
-    let berth = match &args.berth_bin {
-        Some(path) => path.clone(),
-        None => std::env::current_exe()
-            .context("locating this binary")?
-            .with_file_name("berth"),
-    };
-    anyhow::ensure!(
-        berth.exists(),
-        "{} not found: build it (cargo build --release -p berth) or pass --berth-bin",
-        berth.display()
-    );
+    let berth = berth_binary(args.berth_bin.as_deref())?;
     let threads = args
         .threads
         .unwrap_or_else(|| std::thread::available_parallelism().map_or(1, |n| n.get()))

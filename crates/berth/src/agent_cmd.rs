@@ -27,11 +27,12 @@ pub enum RuntimeKind {
     Sim,
 }
 
+/// How a node joins a cluster: `berth agent` and `berth sim` share these.
 #[derive(Debug, Args)]
-pub struct AgentArgs {
+pub struct JoinArgs {
     /// The API server's URL, e.g. https://10.0.0.1:6443.
     #[arg(long, value_name = "URL")]
-    server: String,
+    pub server: String,
     /// The cluster's join token (the server's `join-token` file).
     #[arg(
         long,
@@ -39,10 +40,16 @@ pub struct AgentArgs {
         hide_env_values = true,
         value_name = "JOIN_TOKEN"
     )]
-    token: String,
+    pub token: String,
     /// The cluster CA certificate (the server's `ca.crt`).
     #[arg(long, value_name = "CA.crt")]
-    ca_file: PathBuf,
+    pub ca_file: PathBuf,
+}
+
+#[derive(Debug, Args)]
+pub struct AgentArgs {
+    #[command(flatten)]
+    join: JoinArgs,
     /// This node's name (a DNS subdomain).
     #[arg(long, value_name = "NAME")]
     node_name: String,
@@ -155,9 +162,9 @@ pub async fn run(args: &AgentArgs) -> anyhow::Result<()> {
     let _ = rustls::crypto::ring::default_provider().install_default();
     let kubeconfig = ensure_node_kubeconfig(
         &args.data_dir,
-        &args.server,
-        &args.ca_file,
-        &args.token,
+        &args.join.server,
+        &args.join.ca_file,
+        &args.join.token,
         &args.node_name,
     )
     .await
@@ -223,7 +230,7 @@ pub async fn run(args: &AgentArgs) -> anyhow::Result<()> {
     };
     eprintln!(
         "berth agent: node {} joining {} ({:?} runtime)",
-        args.node_name, args.server, args.runtime
+        args.node_name, args.join.server, args.runtime
     );
     agent::run(
         NodeClient::new(client, &args.node_name),

@@ -8,34 +8,20 @@ use std::sync::Arc;
 use anyhow::Context;
 use berth_agent::config::AgentConfig;
 use berth_agent::credential::{client_from_kubeconfig, render_kubeconfig, request_node_token};
-use berth_agent::host::go_arch;
 use berth_agent::node_client::{bearer_header, with_default_bearer};
 use berth_agent::registration::NodeTemplate;
 use berth_agent::sim::{self, FleetOptions, SimNode, SimStats};
 use berth_core::clock::Clock;
 use clap::Args;
-use k8s_openapi::api::core::v1::{Node, NodeSystemInfo};
-use k8s_openapi::apimachinery::pkg::api::resource::Quantity;
+use k8s_openapi::api::core::v1::Node;
 use tokio_util::sync::CancellationToken;
 
 use crate::input::InputError;
 
 #[derive(Debug, Args)]
 pub struct SimArgs {
-    /// The API server's URL.
-    #[arg(long, value_name = "URL")]
-    server: String,
-    /// The cluster's join token.
-    #[arg(
-        long,
-        env = "BERTH_JOIN_TOKEN",
-        hide_env_values = true,
-        value_name = "JOIN_TOKEN"
-    )]
-    token: String,
-    /// The cluster CA certificate.
-    #[arg(long, value_name = "CA.crt")]
-    ca_file: PathBuf,
+    #[command(flatten)]
+    join: crate::agent_cmd::JoinArgs,
     /// How many nodes to simulate.
     #[arg(long, value_name = "N")]
     nodes: usize,
@@ -57,34 +43,10 @@ pub struct SimArgs {
     max_in_flight: usize,
 }
 
-/// KWOK's default simulated node: 32 CPUs, 256 GiB, 110 pods.
-fn default_template() -> NodeTemplate {
-    let q = |s: &str| Quantity(s.to_string());
-    let resources = BTreeMap::from([
-        ("cpu".to_string(), q("32")),
-        ("memory".to_string(), q("256Gi")),
-        ("ephemeral-storage".to_string(), q("100Gi")),
-        ("pods".to_string(), q("110")),
-    ]);
-    NodeTemplate {
-        capacity: resources.clone(),
-        allocatable: resources,
-        node_info: NodeSystemInfo {
-            architecture: go_arch().into(),
-            operating_system: "linux".into(),
-            container_runtime_version: "berth-sim://0.1.0".into(),
-            kubelet_version: berth_agent::host::KUBELET_VERSION.into(),
-            os_image: "berth simulated node".into(),
-            ..Default::default()
-        },
-        ..Default::default()
-    }
-}
-
 /// The template every simulated node takes: the default, or labels,
 /// taints, capacity and allocatable from a Node manifest.
 pub fn read_template(path: Option<&Path>) -> anyhow::Result<NodeTemplate> {
-    let mut template = default_template();
+    let mut template = sim::default_template();
     let Some(path) = path else {
         return Ok(template);
     };
@@ -136,7 +98,8 @@ pub async fn run(args: &SimArgs) -> anyhow::Result<()> {
     }
     let template = read_template(args.node_template.as_deref())?;
     let _ = rustls::crypto::ring::default_provider().install_default();
-    let ca_pem = std::fs::read(&args.ca_file).map_err(|e| InputError::new(&args.ca_file, e))?;
+    let ca_pem =
+        std::fs::read(&args.join.ca_file).map_err(|e| InputError::new(&args.join.ca_file, e))?;
     std::fs::create_dir_all(&args.data_dir)
         .with_context(|| format!("creating {}", args.data_dir.display()))?;
     let tokens_path = args.data_dir.join("node-tokens");
@@ -156,7 +119,8 @@ pub async fn run(args: &SimArgs) -> anyhow::Result<()> {
         let mut joins = futures::stream::iter(missing.into_iter().map(|name| {
             let ca = ca_pem.clone();
             async move {
-                let token = request_node_token(&args.server, &ca, args.token.trim(), name).await;
+                let token =
+                    request_node_token(&args.join.server, &ca, args.join.token.trim(), name).await;
                 (name.clone(), token)
             }
         }))
@@ -186,7 +150,7 @@ pub async fn run(args: &SimArgs) -> anyhow::Result<()> {
     // One client (one connection pool) for every node; it authenticates
     // nothing by itself: each request carries its node's token.
     let base =
-        client_from_kubeconfig(&render_kubeconfig(&args.server, &ca_pem, "sim", None)).await?;
+        client_from_kubeconfig(&render_kubeconfig(&args.join.server, &ca_pem, "sim", None)).await?;
     let client = with_default_bearer(base, first);
     let stats = Arc::new(SimStats::default());
     let stop = crate::agent_cmd::shutdown_signal();
@@ -194,7 +158,7 @@ pub async fn run(args: &SimArgs) -> anyhow::Result<()> {
         "berth sim: {} nodes in {} zone(s) against {}",
         nodes.len(),
         args.zones.max(1),
-        args.server
+        args.join.server
     );
     let clock = Clock::real();
     sim::run_fleet(
@@ -244,7 +208,7 @@ pub fn spawn_in_process(
         nodes,
         Arc::new(berth_runtime::sim::SimRuntime::new(clock.clone())),
         clock,
-        fleet_options(default_template(), 64),
+        fleet_options(sim::default_template(), 64),
         Arc::new(SimStats::default()),
         stop,
     )))
