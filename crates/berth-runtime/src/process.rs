@@ -25,10 +25,11 @@
 //! - Stopping: SIGTERM to every container's process group, up to the grace
 //!   period (a later, shorter one takes over), then SIGKILL.
 //!
-//! The runtime keeps no state on disk but the logs: if the agent dies
-//! without stopping its pods, their processes are orphaned (one that then
-//! writes output gets SIGPIPE, as nothing reads its pipes any more), and a
-//! restarted agent starts its pods anew.
+//! The runtime keeps no state on disk but the logs. When the agent exits
+//! its pods' processes are killed with it (dropping a container's task
+//! SIGKILLs its group); if the agent itself is SIGKILLed they are orphaned
+//! (and one that writes output then gets SIGPIPE). A restarted agent
+//! starts its pods anew.
 
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
@@ -448,6 +449,8 @@ impl Supervisor {
                 };
             }
         };
+        // Should this task be dropped (the agent exiting), the group dies.
+        let group = GroupGuard(pid);
         let started = self.inner.clock.now();
         self.update(|c| {
             c.restart_count = instance;
@@ -470,7 +473,7 @@ impl Supervisor {
             None => terminate(&mut child, pid, stop, &self.inner.clock).await,
         };
         // The main process is gone: so is the rest of its group.
-        signal_group(pid, Signal::KILL);
+        drop(group);
         let finished = self.inner.clock.now();
         self.drain(copies).await;
         match status {
@@ -565,8 +568,7 @@ impl Supervisor {
             .stdin(Stdio::null())
             .stdout(Stdio::piped())
             .stderr(Stdio::piped())
-            .process_group(0)
-            .kill_on_drop(true);
+            .process_group(0);
         if let Some(path) = std::env::var_os("PATH") {
             command.env("PATH", path);
         }
@@ -686,6 +688,16 @@ async fn terminate(
     }
     signal_group(pid, Signal::KILL);
     child.wait().await
+}
+
+/// SIGKILLs a container instance's process group when dropped: when its
+/// main process has ended, or when the supervising task is dropped.
+struct GroupGuard(Pid);
+
+impl Drop for GroupGuard {
+    fn drop(&mut self) {
+        signal_group(self.0, Signal::KILL);
+    }
 }
 
 fn add(t: Timestamp, d: Duration) -> Timestamp {
@@ -1168,6 +1180,50 @@ mod tests {
             .map(|t| (t.exit_code, t.reason.clone()));
         assert_eq!(last, Some((128, Some("StartError".into()))));
         runtime.remove_pod("u1").await?;
+        Ok(())
+    }
+
+    /// Waits until process `pid` has exited: its pidfd becomes readable.
+    fn exited(pid: Pid) -> std::io::Result<()> {
+        use rustix::event::{PollFd, PollFlags, poll};
+        let fd = rustix::process::pidfd_open(pid, rustix::process::PidfdFlags::empty())?;
+        poll(&mut [PollFd::new(&fd, PollFlags::IN)], None)?;
+        Ok(())
+    }
+
+    #[test]
+    fn when_the_agent_exits_its_pods_processes_die_with_it() -> Result<(), RuntimeError> {
+        let io = |source| RuntimeError::Io {
+            context: "test runtime".into(),
+            source,
+        };
+        let root = tempdir()?;
+        let ready = fifo(root.path());
+        let runtime = ProcessRuntime::new(Clock::real(), root.path().join("pods"));
+        // The shell and a background child, in one process group.
+        let script = format!("sleep 1000 & echo $$$$ $! > {}; wait", ready.display());
+        let agent = tokio::runtime::Builder::new_current_thread()
+            .enable_all()
+            .build()
+            .map_err(io)?;
+        let p = pod("u1", "Always", &script);
+        agent.block_on(async { runtime.start_pod(&p).await })?;
+        let line = agent.block_on(read_fifo(ready));
+        let pids: Vec<Pid> = line
+            .split_whitespace()
+            .filter_map(|p| p.parse().ok())
+            .filter_map(Pid::from_raw)
+            .collect();
+        assert_eq!(pids.len(), 2, "{line:?}");
+        // The agent's runtime goes away with the container's task in it.
+        drop(agent);
+        for pid in pids {
+            match exited(pid) {
+                // Already reaped: gone.
+                Err(e) if e.raw_os_error() == Some(rustix::io::Errno::SRCH.raw_os_error()) => {}
+                other => other.map_err(io)?,
+            }
+        }
         Ok(())
     }
 

@@ -26,8 +26,16 @@ struct Agent {
 }
 
 impl Drop for Agent {
+    /// SIGTERM, not SIGKILL: the agent then takes its pods' processes
+    /// with it (these tests configure no graceful shutdown but the one
+    /// that sends SIGTERM itself), so a failed test leaves none behind.
     fn drop(&mut self) {
-        let _ = self.child.kill();
+        let term = Command::new("kill")
+            .args(["-TERM", &self.child.id().to_string()])
+            .status();
+        if !term.is_ok_and(|s| s.success()) {
+            let _ = self.child.kill();
+        }
         let _ = self.child.wait();
     }
 }
