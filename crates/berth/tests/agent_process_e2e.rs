@@ -30,14 +30,22 @@ impl Drop for Agent {
     /// with it (these tests configure no graceful shutdown but the one
     /// that sends SIGTERM itself), so a failed test leaves none behind.
     fn drop(&mut self) {
-        let term = Command::new("kill")
-            .args(["-TERM", &self.child.id().to_string()])
-            .status();
-        if !term.is_ok_and(|s| s.success()) {
+        if sigterm(&self.child).is_err() {
             let _ = self.child.kill();
         }
         let _ = self.child.wait();
     }
+}
+
+fn sigterm(child: &Child) -> std::io::Result<()> {
+    let pid = i32::try_from(child.id())
+        .ok()
+        .and_then(rustix::process::Pid::from_raw)
+        .ok_or_else(|| std::io::Error::other("no such process ID"))?;
+    Ok(rustix::process::kill_process(
+        pid,
+        rustix::process::Signal::TERM,
+    )?)
 }
 
 struct Cluster {
@@ -336,10 +344,7 @@ fn shut_down_an_agent_with_three_pods(name: &str, node: &str) -> Cluster {
         ]);
     }
     let mut agent = cluster.agent.take().expect("agent");
-    let term = Command::new("kill")
-        .args(["-TERM", &agent.child.id().to_string()])
-        .status();
-    assert!(term.is_ok_and(|s| s.success()), "kill -TERM");
+    sigterm(&agent.child).expect("SIGTERM to the agent");
     let exit = agent.child.wait().expect("agent exits");
     assert!(exit.success(), "agent exit {exit}: {}", {
         cluster.agent = Some(agent);
