@@ -736,6 +736,22 @@ mod tests {
         Timestamp::from_second(1_800_000_000).unwrap_or(Timestamp::UNIX_EPOCH)
     }
 
+    /// A runtime on `clock` over a fresh directory, and its notifications.
+    fn runtime_on(
+        clock: Clock,
+    ) -> Result<(tempfile::TempDir, ProcessRuntime, UnboundedReceiver<String>), RuntimeError> {
+        let root = tempdir()?;
+        let runtime = ProcessRuntime::new(clock, root.path());
+        let changes = runtime.subscribe();
+        Ok((root, runtime, changes))
+    }
+
+    fn status_of(runtime: &ProcessRuntime, uid: &str) -> Result<RuntimePodStatus, RuntimeError> {
+        runtime
+            .pod_status(uid)
+            .ok_or_else(|| RuntimeError::UnknownPod(uid.into()))
+    }
+
     fn tempdir() -> Result<tempfile::TempDir, RuntimeError> {
         tempfile::tempdir().map_err(|source| RuntimeError::Io {
             context: "making a temporary dir".into(),
@@ -815,9 +831,7 @@ mod tests {
 
     #[tokio::test]
     async fn output_is_logged_as_cri_records_with_its_stream() -> Result<(), RuntimeError> {
-        let root = tempdir()?;
-        let runtime = ProcessRuntime::new(Clock::real(), root.path());
-        let mut changes = runtime.subscribe();
+        let (_root, runtime, mut changes) = runtime_on(Clock::real())?;
         runtime
             .start_pod(&pod("u1", "Never", "echo out; echo err >&2"))
             .await?;
@@ -917,9 +931,7 @@ mod tests {
 
     #[tokio::test]
     async fn exit_codes_decide_reason_and_phase() -> Result<(), RuntimeError> {
-        let root = tempdir()?;
-        let runtime = ProcessRuntime::new(Clock::real(), root.path());
-        let mut changes = runtime.subscribe();
+        let (_root, runtime, mut changes) = runtime_on(Clock::real())?;
         let cases = [
             ("exit 0", 0, "Completed", PodPhase::Succeeded),
             ("exit 3", 3, "Error", PodPhase::Failed),
@@ -940,9 +952,7 @@ mod tests {
 
     #[tokio::test]
     async fn a_container_without_command_fails_to_start() -> Result<(), RuntimeError> {
-        let root = tempdir()?;
-        let runtime = ProcessRuntime::new(Clock::real(), root.path());
-        let mut changes = runtime.subscribe();
+        let (_root, runtime, mut changes) = runtime_on(Clock::real())?;
         let mut p = pod("u1", "Never", "");
         main_container(&mut p).command = None;
         runtime.start_pod(&p).await?;
@@ -960,9 +970,7 @@ mod tests {
     #[tokio::test(start_paused = true)]
     async fn on_failure_restarts_after_crash_loop_backoff_until_success() -> Result<(), RuntimeError>
     {
-        let root = tempdir()?;
-        let runtime = ProcessRuntime::new(Clock::virtual_from(start()), root.path());
-        let mut changes = runtime.subscribe();
+        let (_root, runtime, mut changes) = runtime_on(Clock::virtual_from(start()))?;
         // Fails twice, then succeeds (the count lives in the working dir).
         let script = r#"n=$(cat count 2>/dev/null || echo 0); n=$((n+1)); echo $n > count; echo run $n; [ $n -ge 3 ]"#;
         runtime.start_pod(&pod("u1", "OnFailure", script)).await?;
@@ -1011,9 +1019,7 @@ mod tests {
 
     #[tokio::test(start_paused = true)]
     async fn always_restarts_even_after_success_until_stopped() -> Result<(), RuntimeError> {
-        let root = tempdir()?;
-        let runtime = ProcessRuntime::new(Clock::virtual_from(start()), root.path());
-        let mut changes = runtime.subscribe();
+        let (_root, runtime, mut changes) = runtime_on(Clock::virtual_from(start()))?;
         runtime.start_pod(&pod("u1", "Always", "exit 0")).await?;
         let restarted = wait_for(&runtime, &mut changes, "u1", |s| {
             s.containers[0].restart_count >= 3
@@ -1021,16 +1027,12 @@ mod tests {
         .await;
         assert_eq!(restarted.phase, PodPhase::Running);
         runtime.stop_pod("u1", Duration::from_secs(30)).await?;
-        let stopped = runtime
-            .pod_status("u1")
-            .ok_or(RuntimeError::UnknownPod("u1".into()))?;
+        let stopped = status_of(&runtime, "u1")?;
         assert!(stopped.phase.is_terminal(), "{:?}", stopped.phase);
         let count = stopped.containers[0].restart_count;
         // Nothing restarts a stopped pod.
         tokio::time::advance(Duration::from_secs(3600)).await;
-        let later = runtime
-            .pod_status("u1")
-            .ok_or(RuntimeError::UnknownPod("u1".into()))?;
+        let later = status_of(&runtime, "u1")?;
         assert_eq!(later.containers[0].restart_count, count);
         Ok(())
     }
@@ -1049,9 +1051,7 @@ mod tests {
         assert_eq!(read_fifo(ready).await, "ready\n");
         // A long grace period: the process exits on SIGTERM well before.
         runtime.stop_pod("u1", Duration::from_secs(600)).await?;
-        let status = runtime
-            .pod_status("u1")
-            .ok_or(RuntimeError::UnknownPod("u1".into()))?;
+        let status = status_of(&runtime, "u1")?;
         assert_eq!(status.phase, PodPhase::Succeeded);
         assert_eq!(terminated(&status).map(|t| t.exit_code), Some(0));
         let log = runtime.log_file("ns", "pod-u1", "main", false)?;
@@ -1074,9 +1074,7 @@ mod tests {
         let clock = Clock::virtual_from(start());
         let before = clock.now();
         runtime.stop_pod("u1", Duration::from_secs(30)).await?;
-        let status = runtime
-            .pod_status("u1")
-            .ok_or(RuntimeError::UnknownPod("u1".into()))?;
+        let status = status_of(&runtime, "u1")?;
         assert_eq!(status.phase, PodPhase::Failed);
         assert_eq!(terminated(&status).map(|t| t.exit_code), Some(137));
         assert!(clock.now().duration_since(before) >= SignedDuration::from_secs(30));
@@ -1104,9 +1102,7 @@ mod tests {
 
     #[tokio::test]
     async fn starting_a_pod_twice_runs_it_once() -> Result<(), RuntimeError> {
-        let root = tempdir()?;
-        let runtime = ProcessRuntime::new(Clock::real(), root.path());
-        let mut changes = runtime.subscribe();
+        let (_root, runtime, mut changes) = runtime_on(Clock::real())?;
         let p = pod("u1", "Never", "echo once");
         runtime.start_pod(&p).await?;
         runtime.start_pod(&p).await?;
@@ -1118,9 +1114,7 @@ mod tests {
 
     #[tokio::test(start_paused = true)]
     async fn a_pod_stopped_while_backing_off_ends_with_its_last_exit() -> Result<(), RuntimeError> {
-        let root = tempdir()?;
-        let runtime = ProcessRuntime::new(Clock::virtual_from(start()), root.path());
-        let mut changes = runtime.subscribe();
+        let (_root, runtime, mut changes) = runtime_on(Clock::virtual_from(start()))?;
         runtime.start_pod(&pod("u1", "OnFailure", "exit 1")).await?;
         wait_for(&runtime, &mut changes, "u1", |s| {
             s.containers[0]
@@ -1131,9 +1125,7 @@ mod tests {
         })
         .await;
         runtime.stop_pod("u1", Duration::from_secs(30)).await?;
-        let status = runtime
-            .pod_status("u1")
-            .ok_or(RuntimeError::UnknownPod("u1".into()))?;
+        let status = status_of(&runtime, "u1")?;
         assert_eq!(status.phase, PodPhase::Failed);
         let t = terminated(&status).map(|t| (t.exit_code, t.reason.clone()));
         assert_eq!(t, Some((1, Some("Error".into()))));
@@ -1152,9 +1144,7 @@ mod tests {
             .start_pod(&pod("u1", "Always", "exec sleep 1000"))
             .await?;
         runtime.stop_pod("u1", Duration::from_secs(30)).await?;
-        let status = runtime
-            .pod_status("u1")
-            .ok_or(RuntimeError::UnknownPod("u1".into()))?;
+        let status = status_of(&runtime, "u1")?;
         assert_eq!(status.phase, PodPhase::Failed);
         let t = terminated(&status).map(|t| (t.exit_code, t.reason.clone()));
         assert_eq!(t, Some((137, Some("ContainerStatusUnknown".into()))));
@@ -1163,9 +1153,7 @@ mod tests {
 
     #[tokio::test(start_paused = true)]
     async fn failed_starts_count_as_restarts() -> Result<(), RuntimeError> {
-        let root = tempdir()?;
-        let runtime = ProcessRuntime::new(Clock::virtual_from(start()), root.path());
-        let mut changes = runtime.subscribe();
+        let (_root, runtime, mut changes) = runtime_on(Clock::virtual_from(start()))?;
         let mut p = pod("u1", "Always", "");
         main_container(&mut p).working_dir = Some("/no/such/dir".into());
         runtime.start_pod(&p).await?;
