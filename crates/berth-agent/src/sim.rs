@@ -7,9 +7,11 @@
 //! pressure, written at registration and then every
 //! `nodeStatusReportFrequency` (a simulated node's status never changes,
 //! so the 10 s computation upstream does would always find nothing to
-//! write). The timers live in one time-ordered heap; due work is sent
-//! through one shared `kube::Client` (one connection pool) with a bound
-//! on requests in flight. Pods bound to simulated nodes are admitted and
+//! write). The timers live in time-ordered heaps, one for Lease renewals
+//! and one for the rest: when both have work due, renewals go first (a
+//! late renewal makes a node look dead; a late registration or status
+//! write does not). Due work is sent through one shared `kube::Client`
+//! (one connection pool) with a bound on requests in flight. Pods bound to simulated nodes are admitted and
 //! run by one [`PodWorker`] over one simulated runtime, fed by one watch.
 
 use std::cmp::Reverse;
@@ -139,6 +141,42 @@ enum Outcome {
     Status(bool),
 }
 
+type Timer = Reverse<(Instant, usize, Work)>;
+
+/// The fleet's timers: Lease renewals first when several are due.
+#[derive(Default)]
+struct Timers {
+    renewals: BinaryHeap<Timer>,
+    other: BinaryHeap<Timer>,
+}
+
+impl Timers {
+    fn push(&mut self, due: Instant, index: usize, work: Work) {
+        let heap = match work {
+            Work::Renew => &mut self.renewals,
+            Work::Register | Work::Status => &mut self.other,
+        };
+        heap.push(Reverse((due, index, work)));
+    }
+
+    /// The next due piece of work, renewals first.
+    fn pop_due(&mut self, now: Instant) -> Option<(usize, Work)> {
+        for heap in [&mut self.renewals, &mut self.other] {
+            if heap.peek().is_some_and(|Reverse((due, _, _))| *due <= now) {
+                return heap.pop().map(|Reverse((_, index, work))| (index, work));
+            }
+        }
+        None
+    }
+
+    fn next_due(&self) -> Option<Instant> {
+        [&self.renewals, &self.other]
+            .into_iter()
+            .filter_map(|h| h.peek().map(|Reverse((due, _, _))| *due))
+            .min()
+    }
+}
+
 /// The fleet's node clients by name, for the pod worker.
 struct Directory(HashMap<String, NodeClient>);
 
@@ -218,10 +256,10 @@ pub async fn run_fleet(
     let started = clock.now();
     // Transition times stay at the fleet's start: nothing ever changes.
     let base_conditions: Vec<NodeCondition> = node_conditions(Health::default(), &[], &[], started);
-    let mut heap: BinaryHeap<Reverse<(Instant, usize, Work)>> = BinaryHeap::new();
+    let mut timers = Timers::default();
     let now = clock.instant();
     for index in 0..states.len() {
-        heap.push(Reverse((now, index, Work::Register)));
+        timers.push(now, index, Work::Register);
     }
     let mut in_flight: FuturesUnordered<BoxFuture<'static, (usize, Work, Outcome)>> =
         FuturesUnordered::new();
@@ -231,11 +269,7 @@ pub async fn run_fleet(
         // Start due work while there is room.
         let now = clock.instant();
         while in_flight.len() < max_in_flight {
-            match heap.peek() {
-                Some(Reverse((due, _, _))) if *due <= now => {}
-                _ => break,
-            }
-            let Some(Reverse((_, index, work))) = heap.pop() else {
+            let Some((index, work)) = timers.pop_due(now) else {
                 break;
             };
             let Some(state) = states.get_mut(index) else {
@@ -286,7 +320,7 @@ pub async fn run_fleet(
             }
         }
 
-        let next_due = heap.peek().map(|Reverse((due, _, _))| *due);
+        let next_due = timers.next_due();
         let room = in_flight.len() < max_in_flight;
         tokio::select! {
             _ = stop.cancelled() => break,
@@ -301,13 +335,13 @@ pub async fn run_fleet(
                             uid,
                             options.config.node_lease_duration_seconds,
                         ));
-                        heap.push(Reverse((now, index, Work::Renew)));
-                        heap.push(Reverse((now, index, Work::Status)));
+                        timers.push(now, index, Work::Renew);
+                        timers.push(now, index, Work::Status);
                     }
                     (_, Outcome::RegisterFailed) => {
                         stats.register_failures.fetch_add(1, Ordering::Relaxed);
                         state.failures = state.failures.saturating_add(1);
-                        heap.push(Reverse((now + backoff(state.failures), index, Work::Register)));
+                        timers.push(now + backoff(state.failures), index, Work::Register);
                     }
                     (_, Outcome::Renewed(renewer, ok)) => {
                         state.renewer = Some(*renewer);
@@ -327,18 +361,18 @@ pub async fn run_fleet(
                             }
                             state.last_renewal = Some(now);
                             state.failures = 0;
-                            heap.push(Reverse((now + jittered(renew_interval, random_fraction()), index, Work::Renew)));
+                            timers.push(now + jittered(renew_interval, random_fraction()), index, Work::Renew);
                         } else {
                             stats.lease_failures.fetch_add(1, Ordering::Relaxed);
                             state.failures = state.failures.saturating_add(1);
-                            heap.push(Reverse((now + backoff(state.failures), index, Work::Renew)));
+                            timers.push(now + backoff(state.failures), index, Work::Renew);
                         }
                     }
                     (_, Outcome::Status(ok)) => {
                         let counter = if ok { &stats.status_writes } else { &stats.status_failures };
                         counter.fetch_add(1, Ordering::Relaxed);
                         let next = if ok { jittered(report, random_fraction()) } else { backoff(1) };
-                        heap.push(Reverse((now + next, index, Work::Status)));
+                        timers.push(now + next, index, Work::Status);
                     }
                 }
             }

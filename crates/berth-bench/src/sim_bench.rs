@@ -46,7 +46,7 @@ pub struct SimArgs {
     #[arg(long, default_value_t = 600)]
     seconds: u64,
     /// Requests in flight at most.
-    #[arg(long, default_value_t = 256)]
+    #[arg(long, default_value_t = 1024)]
     max_in_flight: usize,
     /// The `berth` binary (default: next to this one).
     #[arg(long)]
