@@ -468,6 +468,7 @@ impl ApiServer {
             info.subresource.as_str(),
         ) {
             (_, "get", "") | (_, "get", "status") => self.get(rt, ns, name, headers, &query).await,
+            (_, "get", "log") if rt == &PODS => self.pod_log(ns, name, raw_query, user).await,
             (_, "list", _) => self.list(rt, ns, &query, headers).await,
             (_, "watch", _) => self.watch(rt, ns, &query, headers, external).await,
             (_, "create", "") => self.create(rt, ns, headers, &body, &query, user).await,
@@ -491,6 +492,46 @@ impl ApiServer {
             (_, "deletecollection", "") => self.delete_collection(rt, ns, &query, user).await,
             _ => Err(ApiError::method_not_allowed(&info.verb, &info.resource)),
         }
+    }
+
+    /// `pods/{name}/log`: the pod's node's agent serves it (see
+    /// [`crate::pod_logs`]); a pod not bound yet has an empty log. A node
+    /// may read the logs of its own pods only.
+    async fn pod_log(
+        &self,
+        ns: &str,
+        name: &str,
+        raw_query: &str,
+        user: &crate::auth::User,
+    ) -> ApiResult<Response> {
+        let query = Query::parse(raw_query);
+        let (pod, _) = self.read(&PODS, ns, name).await?;
+        if let Some(node) = user.node_name()
+            && pod.pointer("/spec/nodeName").and_then(Value::as_str) != Some(node)
+        {
+            return Err(ApiError::forbidden_message(
+                "",
+                "pods",
+                name,
+                format!(
+                    "User {:?} cannot get resource \"pods/log\" in API group \"\" in the namespace {ns:?}: no relationship found between node '{node}' and this object",
+                    user.name
+                ),
+            ));
+        }
+        let Some(location) = crate::pod_logs::log_location(&pod, query.get("container"))? else {
+            return Ok(plain(200, ""));
+        };
+        let (node, _) = self.read(&resources::NODES, "", &location.node).await?;
+        let (host, port) = crate::pod_logs::agent_address(&node)?;
+        let token = self.auth.node_credential(&location.node).ok_or_else(|| {
+            ApiError::internal(format!(
+                "node {:?} joined without an agent credential: its agent serves no logs",
+                location.node
+            ))
+        })?;
+        let path = crate::pod_logs::agent_path(ns, name, &location.container, raw_query);
+        crate::pod_logs::fetch(&host, port, &path, &token).await
     }
 
     /// `POST /berth/v1/node-credential {"nodeName": "n1"}` with the join

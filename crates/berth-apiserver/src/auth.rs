@@ -71,6 +71,9 @@ impl User {
 pub struct Authenticator {
     tokens: RwLock<HashMap<String, User>>,
     node_tokens_file: RwLock<Option<std::path::PathBuf>>,
+    /// The credential issued to each node (node name → token): the API
+    /// server presents it to the node's agent (see `pod_logs`).
+    node_credentials: RwLock<HashMap<String, String>>,
 }
 
 impl Authenticator {
@@ -92,6 +95,7 @@ impl Authenticator {
                 for line in text.lines() {
                     if let Some((token, node)) = line.split_once(' ') {
                         self.add_token(token, User::node(node.trim()));
+                        self.remember_node_credential(node.trim(), token);
                     }
                 }
             }
@@ -141,7 +145,19 @@ impl Authenticator {
             file.sync_all().map_err(ApiError::internal)?;
         }
         tokens.insert(token.clone(), user);
+        self.remember_node_credential(node, &token);
         Ok(token)
+    }
+
+    fn remember_node_credential(&self, node: &str, token: &str) {
+        if let Ok(mut credentials) = self.node_credentials.write() {
+            credentials.insert(node.to_string(), token.to_string());
+        }
+    }
+
+    /// The credential issued to `node`'s agent, if one was.
+    pub fn node_credential(&self, node: &str) -> Option<String> {
+        self.node_credentials.read().ok()?.get(node).cloned()
     }
 
     /// The user behind an `Authorization` header value.

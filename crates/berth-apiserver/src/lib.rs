@@ -29,6 +29,7 @@ pub mod metrics;
 pub mod objects;
 pub mod openapi;
 pub mod patch;
+pub mod pod_logs;
 pub mod request_info;
 pub mod resources;
 pub mod selectors;

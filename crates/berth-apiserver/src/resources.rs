@@ -152,6 +152,13 @@ pub static PODS: ResourceType = ResourceType {
             kind: "Eviction",
             verbs: &["create"],
         },
+        Subresource {
+            name: "log",
+            group: "",
+            version: "v1",
+            kind: "Pod",
+            verbs: &["get"],
+        },
     ],
     storage: "pods",
     verbs: ALL_VERBS,

@@ -138,6 +138,17 @@ pub async fn start(options: ServerOptions) -> Result<RunningServer, ServerError>
     let credentials = bootstrap::ensure(&options.data_dir, addr, &url)?;
     api.auth
         .add_token(credentials.admin_token.clone(), User::admin());
+    // Node agents join with the join token and get a credential of their
+    // own, kept (and reloaded after a restart) in the data dir.
+    api.auth
+        .add_token(credentials.join_token.clone(), User::bootstrapper());
+    let node_tokens = options.data_dir.join("node-tokens");
+    api.auth.load_node_tokens(&node_tokens).map_err(|source| {
+        ServerError::Bootstrap(BootstrapError::Io {
+            path: node_tokens.clone(),
+            source,
+        })
+    })?;
     let tls = RustlsConfig::from_pem_file(&credentials.server_cert, &credentials.server_key)
         .await
         .map_err(|source| ServerError::Listen { addr, source })?;

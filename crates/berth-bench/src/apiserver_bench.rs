@@ -719,7 +719,24 @@ pub(crate) struct ServerProcess {
     pub(crate) url: String,
 }
 
-async fn start_server(berth: &Path, data_dir: &Path) -> anyhow::Result<ServerProcess> {
+/// The `berth` binary to run: `given`, or the one next to this binary.
+pub(crate) fn berth_binary(given: Option<&Path>) -> anyhow::Result<PathBuf> {
+    let berth = match given {
+        Some(path) => path.to_path_buf(),
+        None => std::env::current_exe()
+            .context("locating this binary")?
+            .with_file_name("berth"),
+    };
+    anyhow::ensure!(
+        berth.exists(),
+        "{} not found: build it (cargo build --release -p berth) or pass --berth-bin",
+        berth.display()
+    );
+    Ok(berth)
+}
+
+
+pub(crate) async fn start_server(berth: &Path, data_dir: &Path) -> anyhow::Result<ServerProcess> {
     start_server_with(berth, data_dir, &[]).await
 }
 
@@ -934,17 +951,7 @@ pub fn run(args: &ApiserverArgs) -> anyhow::Result<ApiserverReport> {
         args.watch_rate > 0.0 && args.watch_rate.is_finite(),
         "--watch-rate must be positive"
     );
-    let berth = match &args.berth_bin {
-        Some(path) => path.clone(),
-        None => std::env::current_exe()
-            .context("locating this binary")?
-            .with_file_name("berth"),
-    };
-    anyhow::ensure!(
-        berth.exists(),
-        "{} not found: build it (cargo build --release -p berth) or pass --berth-bin",
-        berth.display()
-    );
+    let berth = berth_binary(args.berth_bin.as_deref())?;
     let threads = args
         .threads
         .unwrap_or_else(|| std::thread::available_parallelism().map_or(1, |n| n.get()))

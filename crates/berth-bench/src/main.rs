@@ -8,6 +8,7 @@ mod controllers_bench;
 mod core_bench;
 mod measure;
 mod scheduler_bench;
+mod sim_bench;
 mod store_bench;
 
 use clap::{Parser, Subcommand};
@@ -36,6 +37,9 @@ enum Bench {
     /// The controllers: CPU of one node lifecycle monitor pass (5,000 nodes, 150,000 pods),
     /// and the lateness of taint evictions when 1,000 pods fall due in the same instant.
     Controllers(controllers_bench::ControllersArgs),
+    /// N simulated nodes heart-beating against a `berth server` child process: lease
+    /// renewals/s, server and sim CPU and memory, nodes whose lease ever lapsed.
+    Sim(sim_bench::SimArgs),
 }
 
 fn main() -> anyhow::Result<()> {
@@ -46,6 +50,7 @@ fn main() -> anyhow::Result<()> {
         Bench::Apiserver(args) => serde_json::to_value(apiserver_bench::run(&args)?)?,
         Bench::Scheduler(args) => serde_json::to_value(scheduler_bench::run(&args)?)?,
         Bench::Controllers(args) => serde_json::to_value(controllers_bench::run(&args)?)?,
+        Bench::Sim(args) => serde_json::to_value(sim_bench::run(&args)?)?,
     };
     println!("{}", serde_json::to_string_pretty(&report)?);
     Ok(())

@@ -2,11 +2,13 @@
 //! The work lives in the libraries; this crate parses flags, reads files
 //! and prints.
 
+mod agent_cmd;
 mod check;
 mod components;
 mod controllers_flags;
 mod input;
 mod server_cmd;
+mod sim_cmd;
 
 use std::process::ExitCode;
 
@@ -27,6 +29,10 @@ enum Command {
     Check(check::CheckArgs),
     /// The control plane: a Kubernetes API server on the embedded store or etcd.
     Server(server_cmd::ServerArgs),
+    /// The node agent: join this host to a cluster and run its pods.
+    Agent(agent_cmd::AgentArgs),
+    /// Many simulated nodes in one process, joined to a cluster.
+    Sim(sim_cmd::SimArgs),
 }
 
 /// Runs an async command on a multi-threaded runtime.
@@ -43,6 +49,8 @@ fn main() -> ExitCode {
     let result = match cli.command {
         Command::Check(args) => check::run(&args),
         Command::Server(args) => run_async(server_cmd::run(&args)),
+        Command::Agent(args) => run_async(agent_cmd::run(&args)),
+        Command::Sim(args) => run_async(sim_cmd::run(&args)),
     };
     match result {
         Ok(()) => ExitCode::SUCCESS,

@@ -43,6 +43,13 @@ pub struct ServerArgs {
     leader_elect: Option<bool>,
     #[command(flatten)]
     controllers: crate::controllers_flags::ControllerFlags,
+    /// Simulated nodes to run inside the server (a whole cluster in one
+    /// command): `sim-000000`, `sim-000001`, ...
+    #[arg(long, default_value_t = 0, value_name = "N")]
+    sim_nodes: usize,
+    /// Spread the simulated nodes over this many zones.
+    #[arg(long, default_value_t = 1, value_name = "Z")]
+    sim_zones: usize,
 }
 
 pub async fn run(args: &ServerArgs) -> anyhow::Result<()> {
@@ -73,6 +80,26 @@ pub async fn run(args: &ServerArgs) -> anyhow::Result<()> {
         format!("etcd {}", args.etcd.join(","))
     };
     eprintln!("berth server listening on {} ({store})", server.url);
+    let stop_sim = tokio_util::sync::CancellationToken::new();
+    if args.sim_nodes > 0 {
+        crate::sim_cmd::spawn_in_process(
+            &server.api,
+            args.sim_nodes,
+            args.sim_zones,
+            stop_sim.clone(),
+        )?;
+        eprintln!(
+            "berth server: {} simulated node(s) in {} zone(s)",
+            args.sim_nodes,
+            args.sim_zones.max(1)
+        );
+    }
+    eprintln!(
+        "join a node: berth agent --server {} --token $(cat {}) --ca-file {} --node-name NAME",
+        server.url,
+        args.data_dir.join("join-token").display(),
+        server.credentials.ca_cert.display()
+    );
     println!(
         "export KUBECONFIG={}",
         server.credentials.kubeconfig.display()
@@ -92,5 +119,6 @@ pub async fn run(args: &ServerArgs) -> anyhow::Result<()> {
         result = wait => result.context("serving")?,
         _ = tokio::signal::ctrl_c() => eprintln!("berth server: interrupted, stopping"),
     }
+    stop_sim.cancel();
     Ok(())
 }

@@ -1,0 +1,527 @@
+//! The pod sync loop: what happens to the pods bound to the nodes an agent
+//! serves (one real node, or many simulated ones).
+//!
+//! - A new pod is admitted ([`crate::admission`]) against the node as
+//!   stored now and the pods already admitted there; a rejected pod gets
+//!   phase Failed with upstream's reason and message and never runs.
+//! - An admitted pod is started in the [`Runtime`]; whenever the runtime
+//!   says its containers changed, the pod's status is written.
+//! - A pod being deleted (`deletionTimestamp`) is stopped with its
+//!   deletion grace period (SIGTERM, wait, SIGKILL in the process
+//!   runtime), its final status written, and the deletion completed
+//!   (delete with grace 0, on the pod's UID).
+//! - Graceful node shutdown stops pods phase by phase
+//!   ([`crate::shutdown`]) and marks them Failed.
+
+use std::collections::{HashMap, HashSet};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Mutex, MutexGuard};
+use std::time::Duration;
+
+use berth_core::FeatureGates;
+use berth_core::clock::Clock;
+use berth_runtime::Runtime;
+use futures::StreamExt;
+use k8s_openapi::api::core::v1::{Pod, PodCondition, PodStatus};
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
+use kube::runtime::{WatchStreamExt, watcher};
+use serde_json::json;
+
+use crate::admission::{Rejection, admit};
+use crate::config::ShutdownGracePeriodByPodPriority;
+use crate::node_client::NodeClient;
+use crate::shutdown::{
+    NODE_SHUTDOWN_MESSAGE, NODE_SHUTDOWN_REASON, TERMINATION_BY_KUBELET, group_by_priority,
+    pod_grace,
+};
+
+/// The clients of the nodes a worker serves.
+pub trait NodeDirectory: Send + Sync + 'static {
+    /// The client acting as `node`, if this worker serves it.
+    fn client(&self, node: &str) -> Option<NodeClient>;
+}
+
+/// One node: the agent's own.
+impl NodeDirectory for NodeClient {
+    fn client(&self, node: &str) -> Option<NodeClient> {
+        (self.node_name() == node).then(|| self.clone())
+    }
+}
+
+/// What the worker hears about.
+#[derive(Debug)]
+pub enum PodEvent {
+    /// A pod bound to a served node was created or changed.
+    Applied(Box<Pod>),
+    /// A pod is gone from the API.
+    Deleted(Box<Pod>),
+    /// The runtime's view of the pod with this UID changed.
+    Runtime(String),
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum PodState {
+    /// Admitted and handed to the runtime.
+    Running,
+    /// Rejected at admission; never ran.
+    Rejected,
+    /// Being stopped for deletion or shutdown; status writes from the
+    /// runtime are over.
+    Stopping,
+}
+
+#[derive(Debug)]
+struct PodEntry {
+    pod: Pod,
+    node: String,
+    state: PodState,
+    last_status: Option<PodStatus>,
+}
+
+/// The pods of the served nodes and what has been done with them.
+pub struct PodWorker {
+    runtime: Arc<dyn Runtime>,
+    nodes: Arc<dyn NodeDirectory>,
+    clock: Clock,
+    gates: FeatureGates,
+    shutting_down: AtomicBool,
+    pods: Mutex<HashMap<String, PodEntry>>,
+}
+
+fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
+    m.lock().unwrap_or_else(|poisoned| poisoned.into_inner())
+}
+
+fn uid_of(pod: &Pod) -> Option<&str> {
+    pod.metadata.uid.as_deref().filter(|u| !u.is_empty())
+}
+
+fn node_of(pod: &Pod) -> Option<&str> {
+    pod.spec
+        .as_ref()
+        .and_then(|s| s.node_name.as_deref())
+        .filter(|n| !n.is_empty())
+}
+
+fn is_terminal(pod: &Pod) -> bool {
+    matches!(
+        pod.status.as_ref().and_then(|s| s.phase.as_deref()),
+        Some("Failed" | "Succeeded")
+    )
+}
+
+fn namespace_and_name(pod: &Pod) -> (String, String) {
+    (
+        pod.metadata
+            .namespace
+            .clone()
+            .unwrap_or_else(|| "default".into()),
+        pod.metadata.name.clone().unwrap_or_default(),
+    )
+}
+
+/// The status of a rejected pod (upstream's `rejectPod`).
+pub fn rejected_status(pod: &Pod, rejection: &Rejection) -> PodStatus {
+    PodStatus {
+        phase: Some("Failed".into()),
+        reason: Some(rejection.reason.clone()),
+        message: Some(rejection.status_message()),
+        qos_class: pod.status.as_ref().and_then(|s| s.qos_class.clone()),
+        conditions: pod.status.as_ref().and_then(|s| s.conditions.clone()),
+        ..Default::default()
+    }
+}
+
+/// The status of a pod ended by node shutdown: Failed (unless it had
+/// Succeeded), upstream's reason and message, and `DisruptionTarget`.
+pub fn shutdown_status(mut status: PodStatus, now: jiff::Timestamp) -> PodStatus {
+    if status.phase.as_deref() != Some("Succeeded") {
+        status.phase = Some("Failed".into());
+    }
+    status.reason = Some(NODE_SHUTDOWN_REASON.into());
+    status.message = Some(NODE_SHUTDOWN_MESSAGE.into());
+    let conditions = status.conditions.get_or_insert_with(Vec::new);
+    conditions.retain(|c| c.type_ != "DisruptionTarget");
+    conditions.push(PodCondition {
+        type_: "DisruptionTarget".into(),
+        status: "True".into(),
+        reason: Some(TERMINATION_BY_KUBELET.into()),
+        message: Some(NODE_SHUTDOWN_MESSAGE.into()),
+        last_transition_time: Some(Time(now)),
+        ..Default::default()
+    });
+    for kind in ["Ready", "ContainersReady"] {
+        if let Some(c) = conditions.iter_mut().find(|c| c.type_ == kind)
+            && c.status != "False"
+        {
+            c.status = "False".into();
+            c.reason = Some("PodFailed".into());
+            c.last_transition_time = Some(Time(now));
+        }
+    }
+    status
+}
+
+impl PodWorker {
+    pub fn new(
+        runtime: Arc<dyn Runtime>,
+        nodes: Arc<dyn NodeDirectory>,
+        clock: Clock,
+        gates: FeatureGates,
+    ) -> Arc<PodWorker> {
+        Arc::new(PodWorker {
+            runtime,
+            nodes,
+            clock,
+            gates,
+            shutting_down: AtomicBool::new(false),
+            pods: Mutex::new(HashMap::new()),
+        })
+    }
+
+    /// Whether graceful shutdown has begun (no pod is admitted any more).
+    pub fn is_shutting_down(&self) -> bool {
+        self.shutting_down.load(Ordering::SeqCst)
+    }
+
+    /// Handles events until the channel closes.
+    pub async fn run(self: Arc<Self>, mut events: tokio::sync::mpsc::UnboundedReceiver<PodEvent>) {
+        while let Some(event) = events.recv().await {
+            self.handle(event).await;
+        }
+    }
+
+    /// Handles one event.
+    pub async fn handle(self: &Arc<Self>, event: PodEvent) {
+        match event {
+            PodEvent::Applied(pod) => self.applied(*pod).await,
+            PodEvent::Deleted(pod) => self.deleted(&pod).await,
+            PodEvent::Runtime(uid) => self.runtime_changed(&uid).await,
+        }
+    }
+
+    async fn applied(self: &Arc<Self>, pod: Pod) {
+        let (Some(uid), Some(node)) = (uid_of(&pod), node_of(&pod)) else {
+            return;
+        };
+        let (uid, node) = (uid.to_string(), node.to_string());
+        let Some(client) = self.nodes.client(&node) else {
+            return;
+        };
+        let known = {
+            let mut pods = lock(&self.pods);
+            match pods.get_mut(&uid) {
+                Some(entry) => {
+                    entry.pod = pod.clone();
+                    Some(entry.state)
+                }
+                None => None,
+            }
+        };
+        if pod.metadata.deletion_timestamp.is_some() {
+            if known != Some(PodState::Stopping) {
+                self.begin_deletion(client, pod, uid, node, known);
+            }
+            return;
+        }
+        if known.is_some() || is_terminal(&pod) {
+            return;
+        }
+        // A new pod: admission against the node as stored now.
+        let node_object = match client.get_node().await {
+            Ok(n) => n,
+            Err(e) => {
+                tracing::warn!(pod = ?pod.metadata.name, error = %e, "reading the node for admission failed");
+                return;
+            }
+        };
+        let verdict = {
+            let pods = lock(&self.pods);
+            let others: Vec<&Pod> = pods
+                .values()
+                .filter(|e| e.node == node && e.state == PodState::Running && !is_terminal(&e.pod))
+                .map(|e| &e.pod)
+                .collect();
+            admit(
+                &node_object,
+                &pod,
+                &others,
+                self.is_shutting_down(),
+                self.gates,
+            )
+        };
+        match verdict {
+            Err(rejection) => {
+                tracing::info!(pod = ?pod.metadata.name, reason = %rejection.reason, "pod rejected");
+                let status = rejected_status(&pod, &rejection);
+                self.insert(&uid, &node, pod.clone(), PodState::Rejected);
+                self.write_status(&client, &uid, &pod, status).await;
+            }
+            Ok(()) => {
+                self.insert(&uid, &node, pod.clone(), PodState::Running);
+                if let Err(e) = self.runtime.start_pod(&pod).await {
+                    tracing::warn!(pod = ?pod.metadata.name, error = %e, "starting the pod failed");
+                }
+                self.runtime_changed(&uid).await;
+            }
+        }
+    }
+
+    fn insert(&self, uid: &str, node: &str, pod: Pod, state: PodState) {
+        lock(&self.pods).insert(
+            uid.to_string(),
+            PodEntry {
+                pod,
+                node: node.to_string(),
+                state,
+                last_status: None,
+            },
+        );
+    }
+
+    fn begin_deletion(
+        self: &Arc<Self>,
+        client: NodeClient,
+        pod: Pod,
+        uid: String,
+        node: String,
+        known: Option<PodState>,
+    ) {
+        let ran = known == Some(PodState::Running);
+        match lock(&self.pods).entry(uid.clone()) {
+            std::collections::hash_map::Entry::Occupied(mut e) => {
+                e.get_mut().state = PodState::Stopping
+            }
+            std::collections::hash_map::Entry::Vacant(v) => {
+                v.insert(PodEntry {
+                    pod: pod.clone(),
+                    node,
+                    state: PodState::Stopping,
+                    last_status: None,
+                });
+            }
+        }
+        let grace = Duration::from_secs(
+            pod.metadata
+                .deletion_grace_period_seconds
+                .or_else(|| {
+                    pod.spec
+                        .as_ref()
+                        .and_then(|s| s.termination_grace_period_seconds)
+                })
+                .unwrap_or(30)
+                .max(0)
+                .unsigned_abs(),
+        );
+        let worker = self.clone();
+        tokio::spawn(async move {
+            if ran || worker.runtime.pod_status(&uid).is_some() {
+                if let Err(e) = worker.runtime.stop_pod(&uid, grace).await {
+                    tracing::warn!(%uid, error = %e, "stopping the pod failed");
+                }
+                if let Some(rs) = worker.runtime.pod_status(&uid) {
+                    let mut status = pod.status.clone().unwrap_or_default();
+                    rs.apply_to(&mut status, worker.clock.now());
+                    worker.write_status(&client, &uid, &pod, status).await;
+                }
+            }
+            let (ns, name) = namespace_and_name(&pod);
+            match client.delete_pod_now(&ns, &name, &uid).await {
+                Ok(()) => {}
+                Err(e) if e.is_not_found() || e.is_conflict() => {}
+                Err(e) => tracing::warn!(pod = %name, error = %e, "completing the deletion failed"),
+            }
+        });
+    }
+
+    async fn deleted(&self, pod: &Pod) {
+        let Some(uid) = uid_of(pod) else {
+            return;
+        };
+        if lock(&self.pods).remove(uid).is_some()
+            && let Err(e) = self.runtime.remove_pod(uid).await
+        {
+            tracing::warn!(%uid, error = %e, "removing the pod from the runtime failed");
+        }
+    }
+
+    async fn runtime_changed(&self, uid: &str) {
+        let Some(rs) = self.runtime.pod_status(uid) else {
+            return;
+        };
+        let (pod, node) = {
+            let pods = lock(&self.pods);
+            match pods.get(uid) {
+                Some(e) if e.state == PodState::Running => (e.pod.clone(), e.node.clone()),
+                _ => return,
+            }
+        };
+        let Some(client) = self.nodes.client(&node) else {
+            return;
+        };
+        let mut status = pod.status.clone().unwrap_or_default();
+        rs.apply_to(&mut status, self.clock.now());
+        self.write_status(&client, uid, &pod, status).await;
+    }
+
+    /// Writes `status` unless it is what was last written for the pod.
+    async fn write_status(&self, client: &NodeClient, uid: &str, pod: &Pod, status: PodStatus) {
+        {
+            let pods = lock(&self.pods);
+            if pods
+                .get(uid)
+                .and_then(|e| e.last_status.as_ref())
+                .is_some_and(|last| *last == status)
+            {
+                return;
+            }
+        }
+        let (ns, name) = namespace_and_name(pod);
+        let patch = json!({"metadata": {"uid": uid}, "status": status});
+        match client.patch_pod_status(&ns, &name, &patch).await {
+            Ok(updated) => {
+                if let Some(entry) = lock(&self.pods).get_mut(uid) {
+                    entry.last_status = Some(status);
+                    if entry.pod.metadata.deletion_timestamp.is_none() {
+                        entry.pod.status = updated.status;
+                    }
+                }
+            }
+            Err(e) if e.is_not_found() => {}
+            Err(e) => tracing::warn!(pod = %name, error = %e, "writing the pod status failed"),
+        }
+    }
+
+    /// Graceful node shutdown: admits nothing more, then stops the running
+    /// pods phase by phase (lowest priority first, skipping empty phases),
+    /// each phase ending when its pods have stopped or its period is over,
+    /// and marks them Failed. Returns the names of the pods in the order
+    /// their phases ran.
+    pub async fn shutdown(
+        self: &Arc<Self>,
+        phases: &[ShutdownGracePeriodByPodPriority],
+    ) -> Vec<String> {
+        self.shutting_down.store(true, Ordering::SeqCst);
+        let running: Vec<(String, String, Pod)> = lock(&self.pods)
+            .iter()
+            .filter(|(_, e)| e.state == PodState::Running && !is_terminal(&e.pod))
+            .map(|(uid, e)| (uid.clone(), e.node.clone(), e.pod.clone()))
+            .collect();
+        let refs: Vec<&Pod> = running.iter().map(|(_, _, p)| p).collect();
+        let mut order = Vec::new();
+        for group in group_by_priority(phases, &refs) {
+            if group.pods.is_empty() {
+                continue;
+            }
+            tracing::info!(priority = group.priority, period = ?group.period, pods = group.pods.len(), "shutting down pods");
+            let mut stops = futures::stream::FuturesUnordered::new();
+            for pod in &group.pods {
+                let Some((uid, node, pod)) = running
+                    .iter()
+                    .find(|(_, _, p)| std::ptr::eq(p, *pod))
+                    .cloned()
+                else {
+                    continue;
+                };
+                order.push(pod.metadata.name.clone().unwrap_or_default());
+                if let Some(entry) = lock(&self.pods).get_mut(&uid) {
+                    entry.state = PodState::Stopping;
+                }
+                let grace = pod_grace(&pod, group.period);
+                let worker = self.clone();
+                stops.push(tokio::spawn(async move {
+                    if let Err(e) = worker.runtime.stop_pod(&uid, grace).await {
+                        tracing::warn!(%uid, error = %e, "stopping the pod failed");
+                    }
+                    let now = worker.clock.now();
+                    let mut status = pod.status.clone().unwrap_or_default();
+                    if let Some(rs) = worker.runtime.pod_status(&uid) {
+                        let phase = status.phase.clone();
+                        rs.apply_to(&mut status, now);
+                        status.phase = phase;
+                    }
+                    let status = shutdown_status(status, now);
+                    if let Some(client) = worker.nodes.client(&node) {
+                        worker.write_status(&client, &uid, &pod, status).await;
+                    }
+                }));
+            }
+            let all_stopped = async { while stops.next().await.is_some() {} };
+            tokio::select! {
+                _ = all_stopped => {}
+                _ = self.clock.sleep(group.period) => {
+                    tracing::info!(priority = group.priority, "shutdown phase period over");
+                }
+            }
+        }
+        order
+    }
+}
+
+/// Feeds the worker from a pod watch (`selector` a field selector such as
+/// `spec.nodeName=n1`) and from the runtime, until the watch ends. A
+/// relist that no longer contains a pod counts as its deletion.
+pub async fn feed(
+    client: kube::Client,
+    selector: String,
+    runtime: Arc<dyn Runtime>,
+    events: tokio::sync::mpsc::UnboundedSender<PodEvent>,
+) {
+    let mut changes = runtime.subscribe();
+    let runtime_events = events.clone();
+    tokio::spawn(async move {
+        while let Some(uid) = changes.recv().await {
+            if runtime_events.send(PodEvent::Runtime(uid)).is_err() {
+                return;
+            }
+        }
+    });
+    let api: kube::Api<Pod> = kube::Api::all(client);
+    let mut stream = watcher(api, watcher::Config::default().fields(&selector))
+        .default_backoff()
+        .boxed();
+    let mut known: HashMap<String, Pod> = HashMap::new();
+    let mut relisted: HashSet<String> = HashSet::new();
+    while let Some(event) = stream.next().await {
+        let sent = match event {
+            Ok(watcher::Event::Apply(pod)) | Ok(watcher::Event::InitApply(pod)) => {
+                if let Some(uid) = uid_of(&pod) {
+                    relisted.insert(uid.to_string());
+                    known.insert(uid.to_string(), pod.clone());
+                }
+                events.send(PodEvent::Applied(Box::new(pod)))
+            }
+            Ok(watcher::Event::Delete(pod)) => {
+                if let Some(uid) = uid_of(&pod) {
+                    known.remove(uid);
+                }
+                events.send(PodEvent::Deleted(Box::new(pod)))
+            }
+            Ok(watcher::Event::Init) => {
+                relisted.clear();
+                Ok(())
+            }
+            Ok(watcher::Event::InitDone) => {
+                let gone: Vec<String> = known
+                    .keys()
+                    .filter(|uid| !relisted.contains(*uid))
+                    .cloned()
+                    .collect();
+                let mut result = Ok(());
+                for uid in gone {
+                    if let Some(pod) = known.remove(&uid) {
+                        result = result.and(events.send(PodEvent::Deleted(Box::new(pod))));
+                    }
+                }
+                result
+            }
+            Err(e) => {
+                tracing::warn!(error = %e, "pod watch failed; retrying");
+                Ok(())
+            }
+        };
+        if sent.is_err() {
+            return;
+        }
+    }
+}

@@ -1,0 +1,389 @@
+//! Many simulated nodes in one process, the way KWOK simulates them, but
+//! with one task driving every node's timers instead of a task per node.
+//!
+//! Every node has its own identity (its own bearer token, so the server
+//! authorizes each as itself), its own Lease renewed every 10 s with
+//! upstream's 4% jitter and backoff, and its own status: Ready with no
+//! pressure, written at registration and then every
+//! `nodeStatusReportFrequency` (a simulated node's status never changes,
+//! so the 10 s computation upstream does would always find nothing to
+//! write). The timers live in time-ordered heaps, one for Lease renewals
+//! and one for the rest: when both have work due, renewals go first (a
+//! late renewal makes a node look dead; a late registration or status
+//! write does not). Due work is sent through one shared `kube::Client`
+//! (one connection pool) with a bound on requests in flight. Pods bound to simulated nodes are admitted and
+//! run by one [`PodWorker`] over one simulated runtime, fed by one watch.
+
+use std::cmp::Reverse;
+use std::collections::{BinaryHeap, HashMap};
+use std::sync::Arc;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::time::Duration;
+
+use berth_core::FeatureGates;
+use berth_core::clock::Clock;
+use berth_runtime::Runtime;
+use futures::StreamExt;
+use futures::future::BoxFuture;
+use futures::stream::FuturesUnordered;
+use http::HeaderValue;
+use k8s_openapi::api::core::v1::{NodeAddress, NodeCondition};
+use tokio::time::Instant;
+use tokio_util::sync::CancellationToken;
+
+use crate::conditions::{Health, node_conditions};
+use crate::config::AgentConfig;
+use crate::heartbeat::{LeaseRenewer, backoff, jittered, random_fraction};
+use crate::node_client::NodeClient;
+use crate::pods::{NodeDirectory, PodEvent, PodWorker, feed};
+use crate::registration::NodeTemplate;
+use crate::status::status_patch;
+
+/// The zone label simulated nodes carry.
+pub const ZONE_LABEL: &str = "topology.kubernetes.io/zone";
+
+/// KWOK's default simulated node: 32 CPUs, 256 GiB, 110 pods.
+pub fn default_template() -> NodeTemplate {
+    let q = |s: &str| k8s_openapi::apimachinery::pkg::api::resource::Quantity(s.to_string());
+    let resources = std::collections::BTreeMap::from([
+        ("cpu".to_string(), q("32")),
+        ("memory".to_string(), q("256Gi")),
+        ("ephemeral-storage".to_string(), q("100Gi")),
+        ("pods".to_string(), q("110")),
+    ]);
+    NodeTemplate {
+        capacity: resources.clone(),
+        allocatable: resources,
+        node_info: k8s_openapi::api::core::v1::NodeSystemInfo {
+            architecture: crate::host::go_arch().into(),
+            operating_system: "linux".into(),
+            container_runtime_version: "berth-sim://0.1.0".into(),
+            kubelet_version: crate::host::KUBELET_VERSION.into(),
+            os_image: "berth simulated node".into(),
+            ..Default::default()
+        },
+        ..Default::default()
+    }
+}
+
+/// One simulated node's identity.
+#[derive(Debug, Clone)]
+pub struct SimNode {
+    pub name: String,
+    pub zone: String,
+    pub bearer: HeaderValue,
+}
+
+/// The name of simulated node `index` (`sim-000042`).
+pub fn sim_node_name(prefix: &str, index: usize) -> String {
+    format!("{prefix}{index:06}")
+}
+
+/// The zone of simulated node `index` among `zones` (`zone-a`, `zone-b`, ...).
+pub fn sim_zone(index: usize, zones: usize) -> String {
+    let z = index % zones.max(1);
+    let letters = b"abcdefghijklmnopqrstuvwxyz";
+    match letters.get(z) {
+        Some(&c) if zones <= letters.len() => format!("zone-{}", char::from(c)),
+        _ => format!("zone-{z}"),
+    }
+}
+
+/// Counters of a fleet's work.
+#[derive(Debug, Default)]
+pub struct SimStats {
+    pub registered: AtomicU64,
+    pub register_failures: AtomicU64,
+    pub lease_renewals: AtomicU64,
+    pub lease_failures: AtomicU64,
+    pub status_writes: AtomicU64,
+    pub status_failures: AtomicU64,
+    /// Renewals that came later than `leaseDurationSeconds` after the
+    /// node's previous one: the node looked dead in between.
+    pub late_renewals: AtomicU64,
+    /// Nodes with at least one late renewal.
+    pub late_nodes: AtomicU64,
+    /// The longest time between two renewals of one node, in ms.
+    pub max_renew_gap_ms: AtomicU64,
+}
+
+/// How a fleet runs.
+#[derive(Debug, Clone)]
+pub struct FleetOptions {
+    /// Capacity, allocatable, labels and taints every node shares (name,
+    /// zone and addresses are per node).
+    pub template: NodeTemplate,
+    pub config: AgentConfig,
+    pub gates: FeatureGates,
+    /// Requests in flight at most.
+    pub max_in_flight: usize,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
+enum Work {
+    Register,
+    Renew,
+    Status,
+}
+
+struct NodeState {
+    client: NodeClient,
+    renewer: Option<LeaseRenewer>,
+    failures: u32,
+    last_renewal: Option<Instant>,
+    was_late: bool,
+}
+
+enum Outcome {
+    Registered(Option<String>),
+    RegisterFailed,
+    Renewed(Box<LeaseRenewer>, bool),
+    Status(bool),
+}
+
+type Timer = Reverse<(Instant, usize, Work)>;
+
+/// The fleet's timers: Lease renewals first when several are due.
+#[derive(Default)]
+struct Timers {
+    renewals: BinaryHeap<Timer>,
+    other: BinaryHeap<Timer>,
+}
+
+impl Timers {
+    fn push(&mut self, due: Instant, index: usize, work: Work) {
+        let heap = match work {
+            Work::Renew => &mut self.renewals,
+            Work::Register | Work::Status => &mut self.other,
+        };
+        heap.push(Reverse((due, index, work)));
+    }
+
+    /// The next due piece of work, renewals first.
+    fn pop_due(&mut self, now: Instant) -> Option<(usize, Work)> {
+        for heap in [&mut self.renewals, &mut self.other] {
+            if heap.peek().is_some_and(|Reverse((due, _, _))| *due <= now) {
+                return heap.pop().map(|Reverse((_, index, work))| (index, work));
+            }
+        }
+        None
+    }
+
+    fn next_due(&self) -> Option<Instant> {
+        [&self.renewals, &self.other]
+            .into_iter()
+            .filter_map(|h| h.peek().map(|Reverse((due, _, _))| *due))
+            .min()
+    }
+}
+
+/// The fleet's node clients by name, for the pod worker.
+struct Directory(HashMap<String, NodeClient>);
+
+impl NodeDirectory for Directory {
+    fn client(&self, node: &str) -> Option<NodeClient> {
+        self.0.get(node).cloned()
+    }
+}
+
+/// The template of one node of the fleet.
+fn node_template(base: &NodeTemplate, node: &SimNode, index: usize) -> NodeTemplate {
+    let mut t = base.clone();
+    t.name = node.name.clone();
+    t.labels.insert(ZONE_LABEL.to_string(), node.zone.clone());
+    let ip = format!(
+        "10.{}.{}.{}",
+        (index >> 16) & 0xff,
+        (index >> 8) & 0xff,
+        index & 0xff
+    );
+    t.addresses = vec![
+        NodeAddress {
+            type_: "InternalIP".into(),
+            address: ip,
+        },
+        NodeAddress {
+            type_: "Hostname".into(),
+            address: node.name.clone(),
+        },
+    ];
+    t
+}
+
+/// Runs `nodes` against the API behind `client` until `stop`. `client`
+/// must authenticate requests that carry no token of their own (the pod
+/// watch) as some node; see [`crate::node_client::with_default_bearer`].
+pub async fn run_fleet(
+    client: kube::Client,
+    nodes: Vec<SimNode>,
+    runtime: Arc<dyn Runtime>,
+    clock: Clock,
+    options: FleetOptions,
+    stats: Arc<SimStats>,
+    stop: CancellationToken,
+) {
+    let mut states: Vec<NodeState> = nodes
+        .iter()
+        .map(|n| NodeState {
+            client: NodeClient::with_bearer(client.clone(), &n.name, n.bearer.clone()),
+            renewer: None,
+            failures: 0,
+            last_renewal: None,
+            was_late: false,
+        })
+        .collect();
+    let directory = Arc::new(Directory(
+        states
+            .iter()
+            .map(|s| (s.client.node_name().to_string(), s.client.clone()))
+            .collect(),
+    ));
+    let worker = PodWorker::new(runtime.clone(), directory, clock.clone(), options.gates);
+    let (events, receiver) = tokio::sync::mpsc::unbounded_channel::<PodEvent>();
+    let worker_task = tokio::spawn(worker.run(receiver));
+    let feed_task = tokio::spawn(feed(
+        client.clone(),
+        "spec.nodeName!=".to_string(),
+        runtime,
+        events,
+    ));
+
+    let renew_interval = options.config.lease_renew_interval();
+    let lease_duration = Duration::from_secs(
+        u64::try_from(options.config.node_lease_duration_seconds).unwrap_or(40),
+    );
+    let report = options.config.node_status_report_frequency;
+    let started = clock.now();
+    // Transition times stay at the fleet's start: nothing ever changes.
+    let base_conditions: Vec<NodeCondition> = node_conditions(Health::default(), &[], &[], started);
+    let mut timers = Timers::default();
+    let now = clock.instant();
+    for index in 0..states.len() {
+        timers.push(now, index, Work::Register);
+    }
+    let mut in_flight: FuturesUnordered<BoxFuture<'static, (usize, Work, Outcome)>> =
+        FuturesUnordered::new();
+    let max_in_flight = options.max_in_flight.max(1);
+
+    loop {
+        // Start due work while there is room.
+        let now = clock.instant();
+        while in_flight.len() < max_in_flight {
+            let Some((index, work)) = timers.pop_due(now) else {
+                break;
+            };
+            let Some(state) = states.get_mut(index) else {
+                continue;
+            };
+            let client = state.client.clone();
+            let clock = clock.clone();
+            match work {
+                Work::Register => {
+                    let node = &nodes[index];
+                    let template = node_template(&options.template, node, index);
+                    in_flight.push(Box::pin(async move {
+                        let node = template.node();
+                        let result = match client.create_node(&node).await {
+                            Ok(n) => Ok(n),
+                            Err(e) if e.is_conflict() => client.get_node().await,
+                            Err(e) => Err(e),
+                        };
+                        let outcome = match result {
+                            Ok(n) => Outcome::Registered(n.metadata.uid),
+                            Err(e) => {
+                                tracing::debug!(error = %e, "registering a simulated node failed");
+                                Outcome::RegisterFailed
+                            }
+                        };
+                        (index, Work::Register, outcome)
+                    }));
+                }
+                Work::Renew => {
+                    let Some(mut renewer) = state.renewer.take() else {
+                        continue;
+                    };
+                    in_flight.push(Box::pin(async move {
+                        let ok = renewer.renew(&client, clock.now()).await.is_ok();
+                        (index, Work::Renew, Outcome::Renewed(Box::new(renewer), ok))
+                    }));
+                }
+                Work::Status => {
+                    let template = node_template(&options.template, &nodes[index], index);
+                    let conditions =
+                        node_conditions(Health::default(), &[], &base_conditions, clock.now());
+                    in_flight.push(Box::pin(async move {
+                        let patch = status_patch(&template, &conditions);
+                        let ok = client.patch_node_status(&patch).await.is_ok();
+                        (index, Work::Status, Outcome::Status(ok))
+                    }));
+                }
+            }
+        }
+
+        let next_due = timers.next_due();
+        let room = in_flight.len() < max_in_flight;
+        tokio::select! {
+            _ = stop.cancelled() => break,
+            Some((index, work, outcome)) = in_flight.next(), if !in_flight.is_empty() => {
+                let now = clock.instant();
+                let Some(state) = states.get_mut(index) else { continue };
+                match (work, outcome) {
+                    (_, Outcome::Registered(uid)) => {
+                        stats.registered.fetch_add(1, Ordering::Relaxed);
+                        state.renewer = Some(LeaseRenewer::new(
+                            state.client.node_name(),
+                            uid,
+                            options.config.node_lease_duration_seconds,
+                        ));
+                        timers.push(now, index, Work::Renew);
+                        timers.push(now, index, Work::Status);
+                    }
+                    (_, Outcome::RegisterFailed) => {
+                        stats.register_failures.fetch_add(1, Ordering::Relaxed);
+                        state.failures = state.failures.saturating_add(1);
+                        timers.push(now + backoff(state.failures), index, Work::Register);
+                    }
+                    (_, Outcome::Renewed(renewer, ok)) => {
+                        state.renewer = Some(*renewer);
+                        if ok {
+                            stats.lease_renewals.fetch_add(1, Ordering::Relaxed);
+                            if let Some(last) = state.last_renewal {
+                                let gap = now.duration_since(last);
+                                let gap_ms = u64::try_from(gap.as_millis()).unwrap_or(u64::MAX);
+                                stats.max_renew_gap_ms.fetch_max(gap_ms, Ordering::Relaxed);
+                                if gap > lease_duration {
+                                    stats.late_renewals.fetch_add(1, Ordering::Relaxed);
+                                    if !state.was_late {
+                                        state.was_late = true;
+                                        stats.late_nodes.fetch_add(1, Ordering::Relaxed);
+                                    }
+                                }
+                            }
+                            state.last_renewal = Some(now);
+                            state.failures = 0;
+                            timers.push(now + jittered(renew_interval, random_fraction()), index, Work::Renew);
+                        } else {
+                            stats.lease_failures.fetch_add(1, Ordering::Relaxed);
+                            state.failures = state.failures.saturating_add(1);
+                            timers.push(now + backoff(state.failures), index, Work::Renew);
+                        }
+                    }
+                    (_, Outcome::Status(ok)) => {
+                        let counter = if ok { &stats.status_writes } else { &stats.status_failures };
+                        counter.fetch_add(1, Ordering::Relaxed);
+                        let next = if ok { jittered(report, random_fraction()) } else { backoff(1) };
+                        timers.push(now + next, index, Work::Status);
+                    }
+                }
+            }
+            _ = async {
+                match next_due {
+                    Some(due) => clock.sleep(due.saturating_duration_since(clock.instant())).await,
+                    None => std::future::pending::<()>().await,
+                }
+            }, if room => {}
+        }
+    }
+    feed_task.abort();
+    worker_task.abort();
+}

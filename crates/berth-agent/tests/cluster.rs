@@ -1,0 +1,695 @@
+//! The agent and simulated nodes against an in-process API server on the
+//! in-memory store, in virtual time: minutes of cluster life pass at once,
+//! the same way every run.
+
+use std::collections::BTreeMap;
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use berth_agent::agent::{self, AgentOptions};
+use berth_agent::config::AgentConfig;
+use berth_agent::metrics::AgentMetrics;
+use berth_agent::node_client::{NodeClient, bearer_header, with_default_bearer};
+use berth_agent::registration::NodeTemplate;
+use berth_agent::sim::{self, FleetOptions, SimNode, SimStats};
+use berth_apiserver::api::{ApiConfig, ApiServer};
+use berth_apiserver::auth::User;
+use berth_apiserver::in_process;
+use berth_core::FeatureGates;
+use berth_core::clock::Clock;
+use berth_runtime::sim::SimRuntime;
+use berth_runtime::{LogFile, Runtime, RuntimeError, RuntimePodStatus};
+use berth_store::{AnyStore, MemStore};
+use futures::future::BoxFuture;
+use k8s_openapi::api::coordination::v1::Lease;
+use k8s_openapi::api::core::v1::{Node, Pod};
+use k8s_openapi::apimachinery::pkg::api::resource::Quantity;
+use kube::Api;
+use kube::api::{Patch, PatchParams, PostParams};
+use serde_json::json;
+use tokio_util::sync::CancellationToken;
+
+/// A simulated runtime that remembers the order pods were stopped in.
+struct RecordingRuntime {
+    inner: SimRuntime,
+    stopped: Mutex<Vec<String>>,
+    /// Containers ignore SIGTERM: a stop takes the whole grace period.
+    stubborn: bool,
+    clock: Clock,
+}
+
+impl Runtime for RecordingRuntime {
+    fn start_pod(&self, pod: &Pod) -> BoxFuture<'_, Result<(), RuntimeError>> {
+        self.inner.start_pod(pod)
+    }
+    fn stop_pod(&self, uid: &str, grace: Duration) -> BoxFuture<'_, Result<(), RuntimeError>> {
+        if let Ok(mut s) = self.stopped.lock() {
+            s.push(uid.to_string());
+        }
+        let wait = if self.stubborn { grace } else { Duration::ZERO };
+        let uid = uid.to_string();
+        Box::pin(async move {
+            self.clock.sleep(wait).await;
+            self.inner.stop_pod(&uid, grace).await
+        })
+    }
+    fn remove_pod(&self, uid: &str) -> BoxFuture<'_, Result<(), RuntimeError>> {
+        self.inner.remove_pod(uid)
+    }
+    fn pod_status(&self, uid: &str) -> Option<RuntimePodStatus> {
+        self.inner.pod_status(uid)
+    }
+    fn pod_uids(&self) -> Vec<String> {
+        self.inner.pod_uids()
+    }
+    fn subscribe(&self) -> tokio::sync::mpsc::UnboundedReceiver<String> {
+        self.inner.subscribe()
+    }
+    fn log_file(
+        &self,
+        namespace: &str,
+        pod: &str,
+        container: &str,
+        previous: bool,
+    ) -> Result<LogFile, RuntimeError> {
+        self.inner.log_file(namespace, pod, container, previous)
+    }
+}
+
+struct Cluster {
+    api: Arc<ApiServer>,
+    clock: Clock,
+    admin: kube::Client,
+}
+
+async fn cluster() -> Cluster {
+    let start: jiff::Timestamp = "2026-01-01T00:00:00Z".parse().expect("time");
+    let clock = Clock::virtual_from(start);
+    let api = ApiServer::new(
+        AnyStore::Memory(MemStore::new()),
+        clock.clone(),
+        ApiConfig::default(),
+    )
+    .await
+    .expect("server");
+    let admin = in_process::client(&api, User::admin(), "default").expect("admin");
+    Cluster { api, clock, admin }
+}
+
+fn template(name: &str, taints: &str) -> NodeTemplate {
+    let q = |s: &str| Quantity(s.to_string());
+    let resources = BTreeMap::from([
+        ("cpu".to_string(), q("4")),
+        ("memory".to_string(), q("8Gi")),
+        ("pods".to_string(), q("110")),
+    ]);
+    NodeTemplate {
+        name: name.to_string(),
+        labels: BTreeMap::from([("team".to_string(), "a".to_string())]),
+        taints: berth_core::taint_spec::parse_register_with_taints(taints).expect("taints"),
+        capacity: resources.clone(),
+        allocatable: resources,
+        addresses: Vec::new(),
+        node_info: k8s_openapi::api::core::v1::NodeSystemInfo {
+            operating_system: "linux".into(),
+            architecture: "amd64".into(),
+            ..Default::default()
+        },
+        kubelet_port: None,
+    }
+}
+
+struct RunningAgent {
+    stop: CancellationToken,
+    task: tokio::task::JoinHandle<Result<(), agent::AgentError>>,
+    runtime: Arc<RecordingRuntime>,
+    metrics: Arc<AgentMetrics>,
+}
+
+fn start_agent(c: &Cluster, name: &str, taints: &str, config: AgentConfig) -> RunningAgent {
+    start_agent_with(c, name, taints, config, true, false)
+}
+
+fn start_agent_with(
+    c: &Cluster,
+    name: &str,
+    taints: &str,
+    config: AgentConfig,
+    register_node: bool,
+    stubborn: bool,
+) -> RunningAgent {
+    let client = in_process::client(&c.api, User::node(name), "default").expect("node client");
+    let runtime = Arc::new(RecordingRuntime {
+        inner: SimRuntime::new(c.clock.clone()),
+        stopped: Mutex::new(Vec::new()),
+        stubborn,
+        clock: c.clock.clone(),
+    });
+    let metrics = Arc::new(AgentMetrics::default());
+    let stop = CancellationToken::new();
+    let options = AgentOptions {
+        template: template(name, taints),
+        register_node,
+        config,
+        gates: FeatureGates::default(),
+        host_signals: None,
+    };
+    let task = tokio::spawn(agent::run(
+        NodeClient::new(client, name),
+        runtime.clone(),
+        c.clock.clone(),
+        options,
+        metrics.clone(),
+        stop.clone(),
+    ));
+    RunningAgent {
+        stop,
+        task,
+        runtime,
+        metrics,
+    }
+}
+
+/// Waits (in virtual time) until `check` holds, at most `limit` seconds.
+async fn eventually<F, Fut>(clock: &Clock, limit: u64, mut check: F) -> bool
+where
+    F: FnMut() -> Fut,
+    Fut: std::future::Future<Output = bool>,
+{
+    for _ in 0..limit {
+        if check().await {
+            return true;
+        }
+        clock.sleep(Duration::from_secs(1)).await;
+    }
+    check().await
+}
+
+fn condition(node: &Node, kind: &str) -> Option<(String, String)> {
+    node.status
+        .as_ref()?
+        .conditions
+        .as_ref()?
+        .iter()
+        .find(|c| c.type_ == kind)
+        .map(|c| (c.status.clone(), c.message.clone().unwrap_or_default()))
+}
+
+async fn node_ready(nodes: &Api<Node>, name: &str) -> bool {
+    nodes
+        .get(name)
+        .await
+        .ok()
+        .and_then(|n| condition(&n, "Ready"))
+        .is_some_and(|(s, _)| s == "True")
+}
+
+fn pod(name: &str, node: &str, extra: serde_json::Value) -> Pod {
+    let mut spec = json!({"nodeName": node, "containers": [{"name": "app", "image": "busybox"}]});
+    if let (Some(spec), Some(extra)) = (spec.as_object_mut(), extra.as_object()) {
+        spec.extend(extra.clone());
+    }
+    serde_json::from_value(
+        json!({"metadata": {"name": name, "namespace": "default"}, "spec": spec}),
+    )
+    .expect("pod")
+}
+
+fn phase(p: &Pod) -> (String, String, String) {
+    let s = p.status.clone().unwrap_or_default();
+    (
+        s.phase.unwrap_or_default(),
+        s.reason.unwrap_or_default(),
+        s.message.unwrap_or_default(),
+    )
+}
+
+#[tokio::test(start_paused = true)]
+async fn an_agent_registers_with_its_taints_heartbeats_and_runs_a_tolerating_pod() {
+    let c = cluster().await;
+    let agent = start_agent(
+        &c,
+        "n1",
+        "dedicated=groupName:NoSchedule",
+        AgentConfig::default(),
+    );
+    let nodes: Api<Node> = Api::all(c.admin.clone());
+    assert!(
+        eventually(&c.clock, 30, || node_ready(&nodes, "n1")).await,
+        "node Ready"
+    );
+    let node = nodes.get("n1").await.expect("node");
+    let taints = node.spec.and_then(|s| s.taints).unwrap_or_default();
+    assert!(
+        taints.iter().any(|t| t.key == "dedicated"
+            && t.value.as_deref() == Some("groupName")
+            && t.effect == "NoSchedule"),
+        "{taints:?}"
+    );
+    let labels = node.metadata.labels.unwrap_or_default();
+    assert_eq!(labels.get("team").map(String::as_str), Some("a"));
+    let reasons: Vec<String> = node
+        .status
+        .and_then(|s| s.conditions)
+        .unwrap_or_default()
+        .into_iter()
+        .filter_map(|c| c.reason)
+        .collect();
+    assert_eq!(
+        reasons,
+        vec![
+            "KubeletHasSufficientMemory",
+            "KubeletHasNoDiskPressure",
+            "KubeletHasSufficientPID",
+            "KubeletReady"
+        ]
+    );
+
+    // The Lease is renewed every 10 s (with at most 4% jitter).
+    let leases: Api<Lease> = Api::namespaced(c.admin.clone(), "kube-node-lease");
+    let renew = |l: Lease| l.spec.and_then(|s| s.renew_time).map(|t| t.0);
+    let first = renew(leases.get("n1").await.expect("lease")).expect("renewTime");
+    c.clock.sleep(Duration::from_secs(31)).await;
+    let lease = leases.get("n1").await.expect("lease");
+    assert_eq!(
+        lease.spec.as_ref().and_then(|s| s.lease_duration_seconds),
+        Some(40)
+    );
+    let later = renew(lease).expect("renewTime");
+    let gap = later.duration_since(first).as_secs_f64();
+    assert!(
+        (20.0..=31.0).contains(&gap),
+        "renewed three times in 31 s: {gap}"
+    );
+
+    // A pod with the toleration, bound to the node, runs and is Ready.
+    let pods: Api<Pod> = Api::namespaced(c.admin.clone(), "default");
+    let tolerating = pod(
+        "web",
+        "n1",
+        json!({"tolerations": [{"key": "dedicated", "operator": "Equal", "value": "groupName", "effect": "NoSchedule"}]}),
+    );
+    pods.create(&PostParams::default(), &tolerating)
+        .await
+        .expect("create");
+    assert!(
+        eventually(&c.clock, 10, || async {
+            pods.get("web")
+                .await
+                .ok()
+                .is_some_and(|p| phase(&p).0 == "Running")
+        })
+        .await,
+        "pod Running"
+    );
+    let running = pods.get("web").await.expect("pod");
+    let ready = running
+        .status
+        .and_then(|s| s.conditions)
+        .unwrap_or_default()
+        .into_iter()
+        .any(|c| c.type_ == "Ready" && c.status == "True");
+    assert!(ready, "pod Ready");
+
+    // Deleting it stops it and completes the graceful deletion.
+    pods.delete("web", &Default::default())
+        .await
+        .expect("delete");
+    assert!(
+        eventually(&c.clock, 40, || async {
+            pods.get_opt("web").await.ok().flatten().is_none()
+        })
+        .await,
+        "the agent completes the deletion"
+    );
+    agent.stop.cancel();
+    let _ = agent.task.await;
+}
+
+#[tokio::test(start_paused = true)]
+async fn without_registration_the_agent_waits_for_the_admin_made_node() {
+    let c = cluster().await;
+    let agent = start_agent_with(&c, "manual", "", AgentConfig::default(), false, false);
+    let nodes: Api<Node> = Api::all(c.admin.clone());
+    c.clock.sleep(Duration::from_secs(30)).await;
+    assert!(
+        nodes.get_opt("manual").await.expect("get").is_none(),
+        "the agent does not create its Node"
+    );
+    let node: Node = serde_json::from_value(
+        json!({"metadata": {"name": "manual", "labels": {"made-by": "admin"}}}),
+    )
+    .expect("node");
+    nodes
+        .create(&PostParams::default(), &node)
+        .await
+        .expect("admin creates it");
+    assert!(
+        eventually(&c.clock, 30, || node_ready(&nodes, "manual")).await,
+        "then it reports Ready"
+    );
+    let leases: Api<Lease> = Api::namespaced(c.admin.clone(), "kube-node-lease");
+    assert!(
+        leases.get_opt("manual").await.expect("get").is_some(),
+        "and heartbeats"
+    );
+    let labels = nodes
+        .get("manual")
+        .await
+        .expect("node")
+        .metadata
+        .labels
+        .unwrap_or_default();
+    assert_eq!(labels.get("made-by").map(String::as_str), Some("admin"));
+    agent.stop.cancel();
+    let _ = agent.task.await;
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_pod_bound_onto_a_no_execute_tainted_node_is_rejected_by_the_agent() {
+    let c = cluster().await;
+    let agent = start_agent(&c, "n1", "", AgentConfig::default());
+    let nodes: Api<Node> = Api::all(c.admin.clone());
+    assert!(eventually(&c.clock, 30, || node_ready(&nodes, "n1")).await);
+    nodes
+        .patch(
+            "n1",
+            &PatchParams::default(),
+            &Patch::Merge(json!({"spec": {"taints": [{"key": "dedicated", "value": "db", "effect": "NoExecute"}]}})),
+        )
+        .await
+        .expect("taint");
+    let pods: Api<Pod> = Api::namespaced(c.admin.clone(), "default");
+    pods.create(&PostParams::default(), &pod("intruder", "n1", json!({})))
+        .await
+        .expect("create");
+    pods.create(
+        &PostParams::default(),
+        &pod(
+            "guest",
+            "n1",
+            json!({"tolerations": [{"key": "dedicated", "operator": "Exists", "effect": "NoExecute"}]}),
+        ),
+    )
+    .await
+    .expect("create");
+    assert!(
+        eventually(&c.clock, 10, || async {
+            pods.get("intruder")
+                .await
+                .ok()
+                .is_some_and(|p| phase(&p).0 == "Failed")
+        })
+        .await
+    );
+    let (ph, reason, message) = phase(&pods.get("intruder").await.expect("pod"));
+    assert_eq!(
+        (ph.as_str(), reason.as_str(), message.as_str()),
+        (
+            "Failed",
+            "TaintToleration",
+            "Pod was rejected: Predicate TaintToleration failed: node(s) had taints that the pod didn't tolerate"
+        )
+    );
+    assert!(
+        eventually(&c.clock, 10, || async {
+            pods.get("guest")
+                .await
+                .ok()
+                .is_some_and(|p| phase(&p).0 == "Running")
+        })
+        .await,
+        "the tolerating pod runs"
+    );
+    agent.stop.cancel();
+    let _ = agent.task.await;
+}
+
+#[tokio::test(start_paused = true)]
+async fn sigterm_stops_regular_pods_before_critical_ones_and_marks_them_failed() {
+    let c = cluster().await;
+    let config =
+        AgentConfig::from_yaml("shutdownGracePeriod: 30s\nshutdownGracePeriodCriticalPods: 10s\n")
+            .expect("config");
+    let agent = start_agent(&c, "n1", "", config);
+    let nodes: Api<Node> = Api::all(c.admin.clone());
+    assert!(eventually(&c.clock, 30, || node_ready(&nodes, "n1")).await);
+    let pods: Api<Pod> = Api::namespaced(c.admin.clone(), "default");
+    for (name, priority) in [
+        ("critical", 2_000_000_000),
+        ("regular", 0),
+        ("regular-2", 1000),
+    ] {
+        pods.create(
+            &PostParams::default(),
+            &pod(name, "n1", json!({"priority": priority})),
+        )
+        .await
+        .expect("create");
+    }
+    for name in ["critical", "regular", "regular-2"] {
+        assert!(
+            eventually(&c.clock, 10, || async {
+                pods.get(name)
+                    .await
+                    .ok()
+                    .is_some_and(|p| phase(&p).0 == "Running")
+            })
+            .await,
+            "{name} running"
+        );
+    }
+    let uid = |p: Pod| p.metadata.uid.unwrap_or_default();
+    let critical_uid = uid(pods.get("critical").await.expect("pod"));
+
+    let before = c.clock.now();
+    agent.stop.cancel();
+    agent
+        .task
+        .await
+        .expect("joined")
+        .expect("agent ends cleanly");
+    let stopped = agent
+        .runtime
+        .stopped
+        .lock()
+        .map(|s| s.clone())
+        .unwrap_or_default();
+    assert_eq!(stopped.len(), 3, "{stopped:?}");
+    assert_eq!(
+        stopped.last(),
+        Some(&critical_uid),
+        "critical pods stop last: {stopped:?}"
+    );
+    assert!(
+        c.clock.now().duration_since(before).as_secs_f64() <= 30.0,
+        "within shutdownGracePeriod"
+    );
+    for name in ["critical", "regular", "regular-2"] {
+        let (ph, reason, message) = phase(&pods.get(name).await.expect("pod"));
+        assert_eq!(
+            (ph.as_str(), reason.as_str(), message.as_str()),
+            (
+                "Failed",
+                "Terminated",
+                "Pod was terminated in response to imminent node shutdown."
+            ),
+            "{name}"
+        );
+    }
+    let node = nodes.get("n1").await.expect("node");
+    assert_eq!(
+        condition(&node, "Ready"),
+        Some(("False".to_string(), "node is shutting down".to_string()))
+    );
+    let metrics = agent.metrics.render();
+    let value = |name: &str| {
+        metrics
+            .lines()
+            .find_map(|l| l.strip_prefix(&format!("{name} ")))
+            .and_then(|v| v.parse::<f64>().ok())
+            .unwrap_or(0.0)
+    };
+    let start = value("kubelet_graceful_shutdown_start_time_seconds");
+    let end = value("kubelet_graceful_shutdown_end_time_seconds");
+    assert!(start > 0.0 && end >= start, "{metrics}");
+}
+
+#[tokio::test(start_paused = true)]
+async fn priority_phases_run_lowest_first_skip_empty_ones_and_end_at_their_periods() {
+    let c = cluster().await;
+    let config = AgentConfig::from_yaml(
+        "shutdownGracePeriodByPodPriority:\n- {priority: 0, shutdownGracePeriodSeconds: 10}\n- {priority: 1000, shutdownGracePeriodSeconds: 20}\n- {priority: 100000, shutdownGracePeriodSeconds: 5}\n",
+    )
+    .expect("config");
+    let agent = start_agent_with(&c, "n1", "", config, true, true);
+    let nodes: Api<Node> = Api::all(c.admin.clone());
+    assert!(eventually(&c.clock, 30, || node_ready(&nodes, "n1")).await);
+    let pods: Api<Pod> = Api::namespaced(c.admin.clone(), "default");
+    for (name, priority) in [("high", 200_000), ("low", 0)] {
+        pods.create(
+            &PostParams::default(),
+            &pod(name, "n1", json!({"priority": priority})),
+        )
+        .await
+        .expect("create");
+        assert!(
+            eventually(&c.clock, 10, || async {
+                pods.get(name)
+                    .await
+                    .ok()
+                    .is_some_and(|p| phase(&p).0 == "Running")
+            })
+            .await
+        );
+    }
+    let uid = |p: Pod| p.metadata.uid.unwrap_or_default();
+    let low = uid(pods.get("low").await.expect("pod"));
+    let high = uid(pods.get("high").await.expect("pod"));
+    let before = c.clock.now();
+    agent.stop.cancel();
+    agent
+        .task
+        .await
+        .expect("joined")
+        .expect("agent ends cleanly");
+    let stopped = agent
+        .runtime
+        .stopped
+        .lock()
+        .map(|s| s.clone())
+        .unwrap_or_default();
+    assert_eq!(stopped, vec![low, high]);
+    // Pods that ignore SIGTERM hold each phase for its whole period: 10 s,
+    // nothing for the empty 1000 phase, then 5 s.
+    let took = c.clock.now().duration_since(before).as_secs_f64();
+    assert!((15.0..16.0).contains(&took), "{took}");
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_node_agent_token_cannot_change_another_node() {
+    let c = cluster().await;
+    let a1 = start_agent(&c, "n1", "", AgentConfig::default());
+    let a2 = start_agent(&c, "n2", "", AgentConfig::default());
+    let nodes: Api<Node> = Api::all(c.admin.clone());
+    assert!(eventually(&c.clock, 30, || node_ready(&nodes, "n2")).await);
+    let n1 = in_process::client(&c.api, User::node("n1"), "default").expect("client");
+    let as_n1 = NodeClient::new(n1.clone(), "n2");
+    let patch = json!({"status": {"conditions": [{"type": "Ready", "status": "False"}]}});
+    let err = as_n1.patch_node_status(&patch).await.expect_err("403");
+    assert_eq!(err.code(), Some(403), "{err}");
+    let lease = as_n1.get_lease().await.expect("reading is allowed");
+    let err = as_n1.update_lease(&lease).await.expect_err("403");
+    assert_eq!(err.code(), Some(403), "{err}");
+    let n1_nodes: Api<Node> = Api::all(n1);
+    let err = n1_nodes
+        .patch(
+            "n2",
+            &PatchParams::default(),
+            &Patch::Merge(json!({"metadata": {"labels": {"x": "y"}}})),
+        )
+        .await
+        .expect_err("403");
+    assert!(
+        matches!(err, kube::Error::Api(ref s) if s.code == 403),
+        "{err}"
+    );
+    a1.stop.cancel();
+    a2.stop.cancel();
+}
+
+#[tokio::test(start_paused = true)]
+async fn simulated_nodes_share_one_client_and_each_heartbeats_as_itself() {
+    let c = cluster().await;
+    let nodes_wanted = 5;
+    let sim_nodes: Vec<SimNode> = (0..nodes_wanted)
+        .map(|i| {
+            let name = sim::sim_node_name("sim-", i);
+            let token = format!("sim-token-{i}");
+            c.api.auth.add_token(token.clone(), User::node(&name));
+            SimNode {
+                zone: sim::sim_zone(i, 2),
+                bearer: bearer_header(&token).expect("header"),
+                name,
+            }
+        })
+        .collect();
+    let base = kube::Client::new(berth_apiserver::server::router(c.api.clone()), "default");
+    let shared = with_default_bearer(base, sim_nodes[0].bearer.clone());
+    let stats = Arc::new(SimStats::default());
+    let stop = CancellationToken::new();
+    let fleet = tokio::spawn(sim::run_fleet(
+        shared,
+        sim_nodes,
+        Arc::new(SimRuntime::new(c.clock.clone())),
+        c.clock.clone(),
+        FleetOptions {
+            template: template("", ""),
+            config: AgentConfig::default(),
+            gates: FeatureGates::default(),
+            max_in_flight: 2,
+        },
+        stats.clone(),
+        stop.clone(),
+    ));
+    let nodes: Api<Node> = Api::all(c.admin.clone());
+    for i in 0..nodes_wanted {
+        let name = sim::sim_node_name("sim-", i);
+        assert!(
+            eventually(&c.clock, 30, || node_ready(&nodes, &name)).await,
+            "{name}"
+        );
+    }
+    let zone = nodes
+        .get("sim-000001")
+        .await
+        .expect("node")
+        .metadata
+        .labels
+        .unwrap_or_default()
+        .get(sim::ZONE_LABEL)
+        .cloned();
+    assert_eq!(zone.as_deref(), Some("zone-b"));
+    c.clock.sleep(Duration::from_secs(120)).await;
+    let renewals = stats
+        .lease_renewals
+        .load(std::sync::atomic::Ordering::Relaxed);
+    assert!(
+        renewals >= 5 * 12,
+        "each node renews every ~10 s: {renewals}"
+    );
+    assert_eq!(
+        stats
+            .late_renewals
+            .load(std::sync::atomic::Ordering::Relaxed),
+        0
+    );
+    let leases: Api<Lease> = Api::namespaced(c.admin.clone(), "kube-node-lease");
+    let holder = leases
+        .get("sim-000003")
+        .await
+        .expect("lease")
+        .spec
+        .and_then(|s| s.holder_identity);
+    assert_eq!(holder.as_deref(), Some("sim-000003"));
+
+    let pods: Api<Pod> = Api::namespaced(c.admin.clone(), "default");
+    pods.create(
+        &PostParams::default(),
+        &pod("on-sim", "sim-000002", json!({})),
+    )
+    .await
+    .expect("create");
+    assert!(
+        eventually(&c.clock, 20, || async {
+            pods.get("on-sim")
+                .await
+                .ok()
+                .is_some_and(|p| phase(&p).0 == "Running")
+        })
+        .await,
+        "a pod on a simulated node runs"
+    );
+    stop.cancel();
+    let _ = fleet.await;
+}

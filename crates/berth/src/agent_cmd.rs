@@ -1,0 +1,247 @@
+//! `berth agent`: join a host to a berth cluster and run its pods.
+
+use std::net::{IpAddr, SocketAddr};
+use std::path::PathBuf;
+use std::sync::Arc;
+
+use anyhow::Context;
+use berth_agent::agent::{self, AgentOptions};
+use berth_agent::conditions::Thresholds;
+use berth_agent::config::AgentConfig;
+use berth_agent::credential::{client_from_kubeconfig, ensure_node_kubeconfig};
+use berth_agent::metrics::AgentMetrics;
+use berth_agent::node_client::NodeClient;
+use berth_agent::registration::{NodeTemplate, parse_node_labels};
+use berth_core::clock::Clock;
+use berth_runtime::Runtime;
+use clap::{Args, ValueEnum};
+use tokio_util::sync::CancellationToken;
+
+use crate::input::InputError;
+
+#[derive(Debug, Clone, Copy, ValueEnum)]
+pub enum RuntimeKind {
+    /// Each container's command runs as a host process.
+    Process,
+    /// Pods go Running at once; nothing runs on the host.
+    Sim,
+}
+
+/// How a node joins a cluster: `berth agent` and `berth sim` share these.
+#[derive(Debug, Args)]
+pub struct JoinArgs {
+    /// The API server's URL, e.g. https://10.0.0.1:6443.
+    #[arg(long, value_name = "URL")]
+    pub server: String,
+    /// The cluster's join token (the server's `join-token` file).
+    #[arg(
+        long,
+        env = "BERTH_JOIN_TOKEN",
+        hide_env_values = true,
+        value_name = "JOIN_TOKEN"
+    )]
+    pub token: String,
+    /// The cluster CA certificate (the server's `ca.crt`).
+    #[arg(long, value_name = "CA.crt")]
+    pub ca_file: PathBuf,
+}
+
+#[derive(Debug, Args)]
+pub struct AgentArgs {
+    #[command(flatten)]
+    join: JoinArgs,
+    /// This node's name (a DNS subdomain).
+    #[arg(long, value_name = "NAME")]
+    node_name: String,
+    /// Where the node credential, pod logs and state are kept.
+    #[arg(long, default_value = "/var/lib/berth-agent", value_name = "DIR")]
+    data_dir: PathBuf,
+    /// Register the Node; `false` waits for an admin to create it.
+    #[arg(long, default_value_t = true, action = clap::ArgAction::Set, value_name = "BOOL")]
+    register_node: bool,
+    /// Taints to register with: `key=value:Effect,...`.
+    #[arg(long, default_value = "", value_name = "TAINTS")]
+    register_with_taints: String,
+    /// Labels to register with: `key=value,...`.
+    #[arg(long, default_value = "", value_name = "LABELS")]
+    node_labels: String,
+    /// The address reported as the node's InternalIP.
+    #[arg(long, value_name = "IP")]
+    node_ip: Option<IpAddr>,
+    /// How pods run.
+    #[arg(long, value_enum, default_value = "process")]
+    runtime: RuntimeKind,
+    /// A KubeletConfiguration file (status frequencies, shutdown grace
+    /// periods, eviction thresholds).
+    #[arg(long, value_name = "agent.yaml")]
+    config: Option<PathBuf>,
+    /// The HTTPS port for container logs (`kubectl logs`), published in the
+    /// Node's `daemonEndpoints`.
+    #[arg(long, default_value_t = berth_runtime::log_server::DEFAULT_PORT, value_name = "PORT")]
+    port: u16,
+    /// Serve Prometheus metrics over HTTP on this address.
+    #[arg(long, value_name = "ADDR")]
+    metrics_bind_address: Option<SocketAddr>,
+}
+
+/// Cancelled on SIGTERM or Ctrl-C.
+pub fn shutdown_signal() -> CancellationToken {
+    let token = CancellationToken::new();
+    let cancel = token.clone();
+    tokio::spawn(async move {
+        #[cfg(unix)]
+        {
+            use tokio::signal::unix::{SignalKind, signal};
+            match signal(SignalKind::terminate()) {
+                Ok(mut term) => {
+                    tokio::select! {
+                        _ = term.recv() => {}
+                        _ = tokio::signal::ctrl_c() => {}
+                    }
+                }
+                Err(_) => {
+                    let _ = tokio::signal::ctrl_c().await;
+                }
+            }
+        }
+        #[cfg(not(unix))]
+        {
+            let _ = tokio::signal::ctrl_c().await;
+        }
+        cancel.cancel();
+    });
+    token
+}
+
+/// Serves `metrics` as `/metrics` over plain HTTP.
+async fn serve_metrics(addr: SocketAddr, metrics: Arc<AgentMetrics>) -> anyhow::Result<()> {
+    use tokio::io::{AsyncReadExt, AsyncWriteExt};
+    let listener = tokio::net::TcpListener::bind(addr)
+        .await
+        .with_context(|| format!("metrics on {addr}"))?;
+    tokio::spawn(async move {
+        loop {
+            let Ok((mut socket, _)) = listener.accept().await else {
+                continue;
+            };
+            let metrics = metrics.clone();
+            tokio::spawn(async move {
+                let mut request = [0u8; 1024];
+                let _ = socket.read(&mut request).await;
+                let body = metrics.render();
+                let response = format!(
+                    "HTTP/1.1 200 OK\r\ncontent-type: text/plain; version=0.0.4\r\ncontent-length: {}\r\nconnection: close\r\n\r\n{body}",
+                    body.len()
+                );
+                let _ = socket.write_all(response.as_bytes()).await;
+            });
+        }
+    });
+    Ok(())
+}
+
+pub async fn run(args: &AgentArgs) -> anyhow::Result<()> {
+    let problems = berth_core::validation::names::is_dns1123_subdomain(&args.node_name);
+    if !problems.is_empty() {
+        anyhow::bail!("--node-name {:?}: {}", args.node_name, problems.join("; "));
+    }
+    let config = match &args.config {
+        Some(path) => {
+            let text = std::fs::read_to_string(path).map_err(|e| InputError::new(path, e))?;
+            AgentConfig::from_yaml(&text).map_err(|e| InputError::new(path, e))?
+        }
+        None => AgentConfig::default(),
+    };
+    let taints = berth_core::taint_spec::parse_register_with_taints(&args.register_with_taints)
+        .context("--register-with-taints")?;
+    let labels = parse_node_labels(&args.node_labels)
+        .map_err(anyhow::Error::msg)
+        .context("--node-labels")?;
+    std::fs::create_dir_all(&args.data_dir)
+        .with_context(|| format!("creating {}", args.data_dir.display()))?;
+    let _ = rustls::crypto::ring::default_provider().install_default();
+    let kubeconfig = ensure_node_kubeconfig(
+        &args.data_dir,
+        &args.join.server,
+        &args.join.ca_file,
+        &args.join.token,
+        &args.node_name,
+    )
+    .await
+    .context("joining the cluster")?;
+    let client = client_from_kubeconfig(&kubeconfig).await?;
+    let clock = Clock::real();
+    let (runtime, runtime_version): (Arc<dyn Runtime>, &str) = match args.runtime {
+        RuntimeKind::Process => (
+            Arc::new(berth_runtime::process::ProcessRuntime::new(
+                clock.clone(),
+                args.data_dir.join("pods"),
+            )),
+            "berth-process://0.1.0",
+        ),
+        RuntimeKind::Sim => (
+            Arc::new(berth_runtime::sim::SimRuntime::new(clock.clone())),
+            "berth-sim://0.1.0",
+        ),
+    };
+    let thresholds = Thresholds::from_map(&config.eviction_hard).map_err(anyhow::Error::msg)?;
+    let facts = berth_agent::host::read_facts(&args.data_dir, args.node_ip, runtime_version)?;
+    let (capacity, allocatable) =
+        berth_agent::host::capacity_and_allocatable(&facts, &thresholds, config.max_pods);
+    // The log server, so the API server can serve `pods/<name>/log`; it
+    // accepts only this node's own credential.
+    let token = berth_agent::credential::kubeconfig_token(&kubeconfig)
+        .context("the node kubeconfig has no token")?;
+    let ips: Vec<IpAddr> = facts
+        .addresses
+        .iter()
+        .filter(|a| a.type_ == "InternalIP")
+        .filter_map(|a| a.address.parse().ok())
+        .collect();
+    let cert =
+        berth_runtime::log_server::ensure_serving_cert(&args.data_dir, &args.node_name, &ips)?;
+    let logs = berth_runtime::log_server::serve(
+        SocketAddr::from(([0, 0, 0, 0], args.port)),
+        berth_runtime::log_server::router(runtime.clone(), &token, clock.clone()),
+        &cert,
+    )
+    .await
+    .with_context(|| format!("serving logs on port {}", args.port))?;
+    let template = NodeTemplate {
+        name: args.node_name.clone(),
+        labels,
+        taints,
+        capacity,
+        allocatable,
+        addresses: facts.addresses.clone(),
+        node_info: facts.node_info.clone(),
+        kubelet_port: Some(i32::from(logs.addr.port())),
+    };
+    let metrics = Arc::new(AgentMetrics::default());
+    if let Some(addr) = args.metrics_bind_address {
+        serve_metrics(addr, metrics.clone()).await?;
+    }
+    let options = AgentOptions {
+        template,
+        register_node: args.register_node,
+        config,
+        gates: berth_core::FeatureGates::default(),
+        host_signals: Some(args.data_dir.clone()),
+    };
+    eprintln!(
+        "berth agent: node {} joining {} ({:?} runtime)",
+        args.node_name, args.join.server, args.runtime
+    );
+    agent::run(
+        NodeClient::new(client, &args.node_name),
+        runtime,
+        clock,
+        options,
+        metrics,
+        shutdown_signal(),
+    )
+    .await?;
+    logs.shutdown().await;
+    eprintln!("berth agent: stopped");
+    Ok(())
+}

@@ -1,0 +1,215 @@
+//! `berth sim`: many simulated nodes in one process against a cluster,
+//! and the same fleet inside `berth server --sim-nodes`.
+
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+
+use anyhow::Context;
+use berth_agent::config::AgentConfig;
+use berth_agent::credential::{client_from_kubeconfig, render_kubeconfig, request_node_token};
+use berth_agent::node_client::{bearer_header, with_default_bearer};
+use berth_agent::registration::NodeTemplate;
+use berth_agent::sim::{self, FleetOptions, SimNode, SimStats};
+use berth_core::clock::Clock;
+use clap::Args;
+use k8s_openapi::api::core::v1::Node;
+use tokio_util::sync::CancellationToken;
+
+use crate::input::InputError;
+
+#[derive(Debug, Args)]
+pub struct SimArgs {
+    #[command(flatten)]
+    join: crate::agent_cmd::JoinArgs,
+    /// How many nodes to simulate.
+    #[arg(long, value_name = "N")]
+    nodes: usize,
+    /// Spread the nodes over this many zones (`topology.kubernetes.io/zone`).
+    #[arg(long, default_value_t = 1, value_name = "Z")]
+    zones: usize,
+    /// A Node manifest whose labels, taints, capacity and allocatable every
+    /// simulated node takes.
+    #[arg(long, value_name = "FILE")]
+    node_template: Option<PathBuf>,
+    /// Node names are this prefix and a number.
+    #[arg(long, default_value = "sim-", value_name = "PREFIX")]
+    name_prefix: String,
+    /// Where the nodes' credentials are kept across restarts.
+    #[arg(long, default_value = "berth-sim-data", value_name = "DIR")]
+    data_dir: PathBuf,
+    /// Requests in flight at most.
+    #[arg(long, default_value_t = 256, value_name = "N")]
+    max_in_flight: usize,
+}
+
+/// The template every simulated node takes: the default, or labels,
+/// taints, capacity and allocatable from a Node manifest.
+pub fn read_template(path: Option<&Path>) -> anyhow::Result<NodeTemplate> {
+    let mut template = sim::default_template();
+    let Some(path) = path else {
+        return Ok(template);
+    };
+    let text = std::fs::read_to_string(path).map_err(|e| InputError::new(path, e))?;
+    let node: Node = serde_yaml::from_str(&text).map_err(|e| InputError::new(path, e))?;
+    if let Some(labels) = node.metadata.labels {
+        template.labels = labels;
+    }
+    if let Some(taints) = node.spec.and_then(|s| s.taints) {
+        template.taints = taints;
+    }
+    if let Some(status) = node.status {
+        if let Some(capacity) = status.capacity {
+            template.allocatable = status.allocatable.unwrap_or_else(|| capacity.clone());
+            template.capacity = capacity;
+        } else if let Some(allocatable) = status.allocatable {
+            template.capacity = allocatable.clone();
+            template.allocatable = allocatable;
+        }
+    }
+    Ok(template)
+}
+
+pub fn fleet_options(template: NodeTemplate, max_in_flight: usize) -> FleetOptions {
+    FleetOptions {
+        template,
+        config: AgentConfig::default(),
+        gates: berth_core::FeatureGates::default(),
+        max_in_flight,
+    }
+}
+
+/// The credentials file: one `name token` per line.
+fn read_tokens(path: &Path) -> anyhow::Result<BTreeMap<String, String>> {
+    match std::fs::read_to_string(path) {
+        Ok(text) => Ok(text
+            .lines()
+            .filter_map(|l| l.split_once(' '))
+            .map(|(n, t)| (n.to_string(), t.trim().to_string()))
+            .collect()),
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(BTreeMap::new()),
+        Err(e) => Err(InputError::new(path, e).into()),
+    }
+}
+
+pub async fn run(args: &SimArgs) -> anyhow::Result<()> {
+    if args.nodes == 0 {
+        anyhow::bail!("--nodes must be at least 1");
+    }
+    let template = read_template(args.node_template.as_deref())?;
+    let _ = rustls::crypto::ring::default_provider().install_default();
+    let ca_pem =
+        std::fs::read(&args.join.ca_file).map_err(|e| InputError::new(&args.join.ca_file, e))?;
+    std::fs::create_dir_all(&args.data_dir)
+        .with_context(|| format!("creating {}", args.data_dir.display()))?;
+    let tokens_path = args.data_dir.join("node-tokens");
+    let mut tokens = read_tokens(&tokens_path)?;
+    let names: Vec<String> = (0..args.nodes)
+        .map(|i| sim::sim_node_name(&args.name_prefix, i))
+        .collect();
+    let missing: Vec<&String> = names.iter().filter(|n| !tokens.contains_key(*n)).collect();
+    if !missing.is_empty() {
+        eprintln!("berth sim: joining {} nodes", missing.len());
+        use futures::StreamExt;
+        let mut file = std::fs::OpenOptions::new()
+            .create(true)
+            .append(true)
+            .open(&tokens_path)
+            .map_err(|e| InputError::new(&tokens_path, e))?;
+        let mut joins = futures::stream::iter(missing.into_iter().map(|name| {
+            let ca = ca_pem.clone();
+            async move {
+                let token =
+                    request_node_token(&args.join.server, &ca, args.join.token.trim(), name).await;
+                (name.clone(), token)
+            }
+        }))
+        .buffer_unordered(32);
+        while let Some((name, token)) = joins.next().await {
+            let token = token.with_context(|| format!("joining node {name}"))?;
+            use std::io::Write;
+            writeln!(file, "{name} {token}").map_err(|e| InputError::new(&tokens_path, e))?;
+            tokens.insert(name, token);
+        }
+    }
+    let nodes: Vec<SimNode> = names
+        .iter()
+        .enumerate()
+        .filter_map(|(i, name)| {
+            Some(SimNode {
+                name: name.clone(),
+                zone: sim::sim_zone(i, args.zones),
+                bearer: bearer_header(tokens.get(name)?)?,
+            })
+        })
+        .collect();
+    let first = nodes
+        .first()
+        .map(|n| n.bearer.clone())
+        .context("no usable node token")?;
+    // One client (one connection pool) for every node; it authenticates
+    // nothing by itself: each request carries its node's token.
+    let base =
+        client_from_kubeconfig(&render_kubeconfig(&args.join.server, &ca_pem, "sim", None)).await?;
+    let client = with_default_bearer(base, first);
+    let stats = Arc::new(SimStats::default());
+    let stop = crate::agent_cmd::shutdown_signal();
+    eprintln!(
+        "berth sim: {} nodes in {} zone(s) against {}",
+        nodes.len(),
+        args.zones.max(1),
+        args.join.server
+    );
+    let clock = Clock::real();
+    sim::run_fleet(
+        client,
+        nodes,
+        Arc::new(berth_runtime::sim::SimRuntime::new(clock.clone())),
+        clock,
+        fleet_options(template, args.max_in_flight),
+        stats,
+        stop,
+    )
+    .await;
+    Ok(())
+}
+
+/// Simulated nodes inside `berth server`: each node's token is registered
+/// with the API directly, and the fleet talks to the router in-process.
+pub fn spawn_in_process(
+    api: &Arc<berth_apiserver::api::ApiServer>,
+    count: usize,
+    zones: usize,
+    stop: CancellationToken,
+) -> anyhow::Result<tokio::task::JoinHandle<()>> {
+    let mut nodes = Vec::with_capacity(count);
+    for i in 0..count {
+        let name = sim::sim_node_name("sim-", i);
+        let mut bytes = [0u8; 24];
+        getrandom::fill(&mut bytes).map_err(|e| anyhow::anyhow!("random token: {e}"))?;
+        let token: String = bytes.iter().map(|b| format!("{b:02x}")).collect();
+        api.auth
+            .add_token(token.clone(), berth_apiserver::auth::User::node(&name));
+        nodes.push(SimNode {
+            zone: sim::sim_zone(i, zones),
+            bearer: bearer_header(&token).context("token header")?,
+            name,
+        });
+    }
+    let first = nodes
+        .first()
+        .map(|n| n.bearer.clone())
+        .context("no nodes")?;
+    let base = kube::Client::new(berth_apiserver::server::router(api.clone()), "default");
+    let client = with_default_bearer(base, first);
+    let clock = Clock::real();
+    Ok(tokio::spawn(sim::run_fleet(
+        client,
+        nodes,
+        Arc::new(berth_runtime::sim::SimRuntime::new(clock.clone())),
+        clock,
+        fleet_options(sim::default_template(), 64),
+        Arc::new(SimStats::default()),
+        stop,
+    )))
+}

