@@ -606,8 +606,9 @@ impl ApiServer {
         // write: once the cache reflects the last namespace deletion this server answered, a
         // namespace still in it was not deleted before this request began. (Upstream's
         // NamespaceLifecycle admission reads its informer cache first too.) A namespace
-        // absent from the cache, or a shared etcd, goes to the store as before.
-        if matches!(self.store, AnyStore::Redb(_)) {
+        // absent from the cache, or a shared etcd, goes to the store as before. (The same
+        // holds for the in-memory store.)
+        if matches!(self.store, AnyStore::Redb(_) | AnyStore::Memory(_)) {
             let deleted_at = self
                 .namespace_deleted_at
                 .load(std::sync::atomic::Ordering::Acquire);

@@ -13,7 +13,7 @@ use futures::StreamExt;
 use k8s_openapi::api::core::v1::{Namespace, Node};
 use kube::Api;
 use kube::api::{ListParams, PostParams};
-use kube::runtime::watcher;
+use kube::runtime::{WatchStreamExt, watcher};
 
 async fn server() -> (Arc<ApiServer>, std::path::PathBuf) {
     let dir = std::env::temp_dir().join(format!("berth-in-process-{}", std::process::id()));
@@ -72,4 +72,40 @@ async fn in_process_clients_are_ordinary_kube_clients() {
     let first = tokio::time::timeout(Duration::from_secs(10), events.next()).await;
     assert!(matches!(first, Ok(Some(Ok(_)))), "{first:?}");
     let _ = std::fs::remove_dir_all(&dir);
+}
+
+/// The API server on the in-memory store under a paused clock: the set-up of
+/// whole-cluster tests and scenarios. An hour of virtual time passes at once,
+/// timestamps are virtual, and a watcher started before sees what happens after.
+#[tokio::test(start_paused = true)]
+async fn memory_store_server_runs_on_virtual_time() {
+    let start: jiff::Timestamp = "2026-01-01T00:00:00Z".parse().expect("timestamp");
+    let clock = Clock::virtual_from(start);
+    let store = AnyStore::Memory(berth_store::MemStore::new());
+    let api = ApiServer::new(store, clock.clone(), ApiConfig::default())
+        .await
+        .expect("server");
+    let admin = in_process::client(&api, User::admin(), "default").expect("client");
+    let nodes: Api<Node> = Api::all(admin);
+    let mut events = watcher(nodes.clone(), watcher::Config::default())
+        .applied_objects()
+        .boxed();
+
+    tokio::time::sleep(Duration::from_secs(3600)).await;
+    let created = nodes
+        .create(&PostParams::default(), &node("n1"))
+        .await
+        .expect("create");
+    let stamp = created
+        .metadata
+        .creation_timestamp
+        .expect("creationTimestamp")
+        .0;
+    assert_eq!(stamp.to_string(), "2026-01-01T01:00:00Z");
+    let seen = tokio::time::timeout(Duration::from_secs(5), events.next())
+        .await
+        .expect("the watcher sees the node")
+        .expect("stream open")
+        .expect("no error");
+    assert_eq!(seen.metadata.name.as_deref(), Some("n1"));
 }

@@ -1,11 +1,12 @@
 //! Durable, versioned, watchable object store for the berth API server.
 //!
-//! The API server talks to one trait, [`Store`], with two backends: [`RedbStore`], an embedded
-//! single-file database (the default), and [`EtcdStore`], which keeps the data in etcd under the
-//! same key layout Kubernetes uses (`/registry/<resource>/<namespace>/<name>`), so `etcdctl` can
-//! read it.
+//! The API server talks to one trait, [`Store`], with two durable backends: [`RedbStore`], an
+//! embedded single-file database (the default), and [`EtcdStore`], which keeps the data in etcd
+//! under the same key layout Kubernetes uses (`/registry/<resource>/<namespace>/<name>`), so
+//! `etcdctl` can read it. A third, [`MemStore`], keeps everything in memory for runs on a
+//! virtual clock (scenarios, whole-cluster tests): the same guarantees except durability.
 //!
-//! Guarantees, the same for both backends:
+//! Guarantees, the same for both durable backends:
 //!
 //! - **Durability.** When a write (`create`, `update`, `delete`, `compact`) returns `Ok`, it is
 //!   on stable storage: the redb backend has committed and fsync'd it, etcd has committed it
@@ -30,6 +31,7 @@
 mod error;
 mod etcd_backend;
 pub mod keys;
+mod mem_backend;
 mod redb_backend;
 mod store;
 #[cfg(feature = "testing")]
@@ -39,6 +41,7 @@ mod watch;
 pub use error::{Result, StoreError};
 pub use etcd_backend::EtcdStore;
 pub use keys::{MAX_KEY_BYTES, MAX_VALUE_BYTES};
+pub use mem_backend::MemStore;
 pub use redb_backend::{FILE_NAME as REDB_FILE_NAME, RedbStore, VerifyReport, WriterStats};
 pub use store::{
     AnyStore, Continue, EventKind, KeyValue, ListOptions, ListResult, Revision, Store, WatchEvent,

@@ -5,6 +5,7 @@ use std::future::Future;
 
 use crate::error::Result;
 use crate::etcd_backend::EtcdStore;
+use crate::mem_backend::MemStore;
 use crate::redb_backend::RedbStore;
 use crate::watch::WatchStream;
 
@@ -150,6 +151,8 @@ pub trait Store: Send + Sync + 'static {
 pub enum AnyStore {
     Redb(RedbStore),
     Etcd(EtcdStore),
+    /// Not durable: for runs on a virtual clock.
+    Memory(MemStore),
 }
 
 /// Forwards one trait method to whichever backend is inside.
@@ -158,6 +161,7 @@ macro_rules! forward {
         match $self {
             AnyStore::Redb($s) => $call.await,
             AnyStore::Etcd($s) => $call.await,
+            AnyStore::Memory($s) => $call.await,
         }
     };
 }

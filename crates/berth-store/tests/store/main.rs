@@ -33,6 +33,14 @@ macro_rules! conformance {
                 }
             )*
         }
+        mod mem_conformance {
+            $(
+                #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+                async fn $name() {
+                    crate::conformance::$name(&berth_store::MemStore::new()).await;
+                }
+            )*
+        }
         mod etcd_conformance {
             $(
                 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
