@@ -53,6 +53,8 @@ pub struct ScenarioError {
 /// A checked scenario, ready to run.
 #[derive(Debug, Clone)]
 pub struct Scenario {
+    /// The file's name, as errors give it.
+    pub file: String,
     pub config: SimConfig,
     /// In file order; generated nodes in their generated order.
     pub nodes: Vec<NodeSpec>,
@@ -432,6 +434,7 @@ pub fn parse(file: &str, text: &str) -> Result<Scenario, ScenarioError> {
     steps.sort_by_key(|s| s.at);
 
     Ok(Scenario {
+        file: file.to_owned(),
         config,
         nodes,
         objects,
