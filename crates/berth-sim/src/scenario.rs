@@ -448,10 +448,11 @@ pub fn parse(file: &str, text: &str) -> Result<Scenario, ScenarioError> {
 fn yaml_message(err: &serde_saphyr::Error) -> String {
     let text = err.to_string();
     let first = text.lines().next().unwrap_or("").trim();
-    // serde-saphyr appends " at line L column C" to plain messages.
-    match first.rfind(" at line ") {
-        Some(i) => first[..i].to_owned(),
-        None => first.to_owned(),
+    let first = first.strip_prefix("error: ").unwrap_or(first);
+    // serde-saphyr writes `line L column C: message`.
+    match first.strip_prefix("line ").and_then(|rest| rest.split_once(": ")) {
+        Some((place, message)) if place.contains(" column ") => message.to_owned(),
+        _ => first.to_owned(),
     }
 }
 
@@ -752,7 +753,7 @@ run: 2h
             ("bad condition", format!("{head}steps:\n  - {{at: 1s, condition: {{node: n1, type: Hungry, status: \"True\"}}}}\nrun: 1m\n"), 4, "unknown type \"Hungry\""),
             ("syntax error", "nodes: [\nrun: 1m\n".into(), 0, ""),
             ("missing run", "nodes: []\n".into(), 0, "run"),
-            ("wrong type", "nodes:\n  - {name: n1, generate: lots}\nrun: 1m\n".into(), 2, ""),
+            ("wrong type", "nodes:\n  - {name: n1, generate: lots}\nrun: 1m\n".into(), 2, "invalid u32"),
         ];
         for (name, text, line, want) in cases {
             let err = match parse("s.yaml", text) {
@@ -766,6 +767,7 @@ run: 2h
             }
             assert!(err.message.contains(want), "{name}: {err}");
             assert!(err.to_string().starts_with(&format!("s.yaml:{}:", err.line)), "{name}: {err}");
+            assert!(!err.message.starts_with("error") && !err.message.contains("column"), "{name}: {err}");
         }
     }
 }
