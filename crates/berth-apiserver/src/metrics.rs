@@ -126,11 +126,33 @@ pub fn observe(info: &RequestInfo, code: u16, elapsed: Duration) {
         .inc();
 }
 
+/// Registries of the components running in this process (scheduler,
+/// controllers, simulated nodes), served at `/metrics` after the API
+/// server's own metrics.
+static COMPONENTS: std::sync::Mutex<Vec<Registry>> = std::sync::Mutex::new(Vec::new());
+
+/// Adds a component's metrics to what `/metrics` serves.
+pub fn add_component_registry(registry: Registry) {
+    COMPONENTS
+        .lock()
+        .unwrap_or_else(std::sync::PoisonError::into_inner)
+        .push(registry);
+}
+
 /// The text exposition of every metric.
 pub fn render() -> String {
+    use prometheus_client::encoding::text::{encode_eof, encode_registry};
     let mut out = String::new();
     // Writing to a String cannot fail.
-    let _ = prometheus_client::encoding::text::encode(&mut out, &metrics().registry);
+    let _ = encode_registry(&mut out, &metrics().registry);
+    for registry in COMPONENTS
+        .lock()
+        .unwrap_or_else(std::sync::PoisonError::into_inner)
+        .iter()
+    {
+        let _ = encode_registry(&mut out, registry);
+    }
+    let _ = encode_eof(&mut out);
     out
 }
 
@@ -163,5 +185,25 @@ mod tests {
             text.contains("apiserver_request_duration_seconds_bucket{"),
             "{text}"
         );
+    }
+
+    #[test]
+    fn component_metrics_are_served_after_the_api_servers_with_one_eof() {
+        let mut registry = Registry::default();
+        let counter = Counter::<u64>::default();
+        registry.register(
+            "scheduler_schedule_attempts",
+            "Number of attempts to schedule pods.",
+            counter.clone(),
+        );
+        counter.inc();
+        add_component_registry(registry);
+        let text = render();
+        assert!(
+            text.contains("scheduler_schedule_attempts_total 1"),
+            "{text}"
+        );
+        assert_eq!(text.matches("# EOF").count(), 1, "{text}");
+        assert!(text.ends_with("# EOF\n"), "{text}");
     }
 }

@@ -204,6 +204,45 @@ impl Resource {
     pub fn scalar(&self, name: &str) -> i64 {
         self.scalar_resources.get(name).copied().unwrap_or(0)
     }
+
+    /// Takes `other`'s amounts away (saturating); the inverse of [`Resource::add`]
+    /// for amounts that were added before.
+    pub fn sub(&mut self, other: &Resource) {
+        self.milli_cpu = self.milli_cpu.saturating_sub(other.milli_cpu);
+        self.memory = self.memory.saturating_sub(other.memory);
+        self.ephemeral_storage = self
+            .ephemeral_storage
+            .saturating_sub(other.ephemeral_storage);
+        self.pods = self.pods.saturating_sub(other.pods);
+        for (name, value) in &other.scalar_resources {
+            if let Some(entry) = self.scalar_resources.get_mut(name) {
+                *entry = entry.saturating_sub(*value);
+            }
+        }
+    }
+}
+
+/// What one pod adds to a node's [`NodeInfo`]: its requests (with `pods`
+/// one) and its non-zero cpu and memory requests. Computed once per pod, so
+/// the cache can add and remove a pod without parsing its quantities again.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct PodUsage {
+    pub requested: Resource,
+    pub non_zero_milli_cpu: i64,
+    pub non_zero_memory: i64,
+}
+
+impl PodUsage {
+    pub fn of(pod: &Pod) -> Self {
+        let mut requested = crate::resources::pod_requests(pod);
+        requested.pods = 1;
+        let non_zero = crate::resources::pod_requests_non_zero(pod);
+        PodUsage {
+            requested,
+            non_zero_milli_cpu: non_zero.milli_cpu,
+            non_zero_memory: non_zero.memory,
+        }
+    }
 }
 
 /// What the scheduler knows about one node: the node object, what it can
@@ -272,18 +311,42 @@ impl NodeInfo {
     /// ([`crate::resources::pod_requests`]) to `requested`, its non-zero
     /// requests to `non_zero_requested`, and one to `requested.pods`.
     pub fn add_pod(&mut self, pod: &Pod) {
-        let mut request = crate::resources::pod_requests(pod);
-        request.pods = 1;
-        self.requested.add(&request);
-        let non_zero = crate::resources::pod_requests_non_zero(pod);
+        self.add_usage(&PodUsage::of(pod));
+    }
+
+    /// Counts a pod whose usage is already computed.
+    pub fn add_usage(&mut self, usage: &PodUsage) {
+        self.requested.add(&usage.requested);
         self.non_zero_requested.milli_cpu = self
             .non_zero_requested
             .milli_cpu
-            .saturating_add(non_zero.milli_cpu);
+            .saturating_add(usage.non_zero_milli_cpu);
         self.non_zero_requested.memory = self
             .non_zero_requested
             .memory
-            .saturating_add(non_zero.memory);
+            .saturating_add(usage.non_zero_memory);
+    }
+
+    /// Stops counting a pod counted with [`NodeInfo::add_usage`].
+    pub fn remove_usage(&mut self, usage: &PodUsage) {
+        self.requested.sub(&usage.requested);
+        self.non_zero_requested.milli_cpu = self
+            .non_zero_requested
+            .milli_cpu
+            .saturating_sub(usage.non_zero_milli_cpu);
+        self.non_zero_requested.memory = self
+            .non_zero_requested
+            .memory
+            .saturating_sub(usage.non_zero_memory);
+    }
+
+    /// Replaces the node object (an update from the API), keeping the pods
+    /// counted: allocatable and the interned taint list follow the new node.
+    pub fn set_node(&mut self, node: Arc<Node>, sets: &mut TaintSets) {
+        let fresh = NodeInfo::interned(node, sets);
+        self.node = fresh.node;
+        self.allocatable = fresh.allocatable;
+        self.taint_set = fresh.taint_set;
     }
 
     pub fn node(&self) -> &Node {

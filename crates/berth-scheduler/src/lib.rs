@@ -25,12 +25,18 @@
 //! snapshot that fills `NodeInfo` (with `NodeInfo::add_pod`), the binder and
 //! the API client come later.
 
+pub mod cache;
 pub mod check;
+pub mod client;
+pub mod cycle;
 pub mod framework;
+pub mod hints;
 pub mod labels;
 pub mod nodeaffinity;
 pub mod plugins;
+pub mod queue;
 pub mod resources;
+pub mod scheduler;
 pub mod taint_sets;
 
 /// Checks the promise the Filter hot path makes: once PreFilter has run,

@@ -1,0 +1,383 @@
+//! The scheduler as a Kubernetes client: kube-rs watchers feed the
+//! [`Scheduler`] state machine, and its decisions go back to the API server
+//! as `pods/binding` requests (many in flight), `PodScheduled` conditions
+//! and Events. It works against any API server; `berth server` runs it
+//! over the in-process transport.
+//!
+//! One task owns the state machine. It applies every watch event already
+//! delivered, then runs scheduling cycles in small batches, so decisions
+//! always see the latest cluster state the watches have delivered plus
+//! every pod assumed so far. Bindings, status patches and Events are
+//! separate tasks whose results come back to the owner as messages.
+//!
+//! Leader election is the caller's: wrap [`run`] in
+//! `berth_leader::run_while_leading` (state is rebuilt from the watches
+//! each time leadership is gained).
+
+pub mod metrics;
+pub mod report;
+
+use std::collections::HashSet;
+use std::sync::Arc;
+
+use berth_core::clock::Clock;
+use futures::{FutureExt, StreamExt};
+use k8s_openapi::api::core::v1::{Binding, Node, ObjectReference, Pod};
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
+use kube::Api;
+use kube::api::PostParams;
+use kube::runtime::{WatchStreamExt, watcher};
+use tokio::sync::{Semaphore, mpsc};
+use tokio::time::Instant;
+
+use crate::cycle::Profile;
+use crate::queue::QueueConfig;
+use crate::scheduler::{Decision, Scheduler, pod_key};
+
+use metrics::AttemptResult;
+use report::{PodEvent, Recorder};
+
+/// How many cycles run between two looks at the watches.
+const CYCLES_PER_BATCH: usize = 128;
+
+/// How the scheduler runs.
+#[derive(Debug, Clone)]
+pub struct SchedulerConfig {
+    /// The profile, whose name is the `schedulerName` this scheduler takes.
+    pub profile: Profile,
+    pub queue: QueueConfig,
+    /// Bindings in flight at once, at most.
+    pub max_binds_in_flight: usize,
+    /// The Events' `reportingInstance`.
+    pub instance: String,
+    /// Seeds the tie-breaker; random when `None`.
+    pub seed: Option<u64>,
+}
+
+impl Default for SchedulerConfig {
+    fn default() -> Self {
+        SchedulerConfig {
+            profile: Profile::default(),
+            queue: QueueConfig::default(),
+            max_binds_in_flight: 512,
+            instance: "default-scheduler".into(),
+            seed: None,
+        }
+    }
+}
+
+/// A binding's result, sent back to the owner of the state machine.
+struct BindOutcome {
+    key: String,
+    pod: Arc<Pod>,
+    node: String,
+    started: Instant,
+    result: Result<(), kube::Error>,
+}
+
+fn random_seed() -> u64 {
+    use std::hash::{BuildHasher, RandomState};
+    RandomState::new().hash_one(std::process::id())
+}
+
+/// Which of a relist's objects were seen, so the ones not seen can be
+/// deleted when the relist is done.
+#[derive(Default)]
+struct Relist {
+    seen: Option<HashSet<String>>,
+    synced: bool,
+}
+
+/// Runs the scheduler until the watches end (they retry on errors, so in
+/// practice until the task is dropped).
+pub async fn run(client: kube::Client, clock: Clock, config: SchedulerConfig) {
+    let profile_name = config.profile.scheduler_name.clone();
+    let mut core = Scheduler::new(
+        config.profile.clone(),
+        config.queue,
+        config.seed.unwrap_or_else(random_seed),
+    );
+    let mut nodes = watcher(Api::<Node>::all(client.clone()), watcher::Config::default())
+        .default_backoff()
+        .boxed();
+    let mut pods = watcher(Api::<Pod>::all(client.clone()), watcher::Config::default())
+        .default_backoff()
+        .boxed();
+    let (done_tx, mut done_rx) = mpsc::unbounded_channel::<BindOutcome>();
+    let binds = Arc::new(Semaphore::new(config.max_binds_in_flight.max(1)));
+    let recorder = Recorder::spawn(
+        client.clone(),
+        clock.clone(),
+        profile_name.clone(),
+        config.instance.clone(),
+    );
+    let mut node_relist = Relist::default();
+    let mut pod_relist = Relist::default();
+    tracing::info!(scheduler = %profile_name, "scheduler started");
+
+    loop {
+        // Everything already delivered, without waiting.
+        loop {
+            let mut progressed = false;
+            while let Some(event) = nodes.next().now_or_never() {
+                let Some(event) = event else { return };
+                on_node_event(&mut core, &mut node_relist, event, clock.instant());
+                progressed = true;
+            }
+            while let Some(event) = pods.next().now_or_never() {
+                let Some(event) = event else { return };
+                on_pod_event(&mut core, &mut pod_relist, event, clock.instant());
+                progressed = true;
+            }
+            while let Ok(outcome) = done_rx.try_recv() {
+                on_bind_outcome(&mut core, &recorder, &client, &clock, &profile_name, outcome);
+                progressed = true;
+            }
+            if !progressed {
+                break;
+            }
+        }
+        core.flush(clock.instant());
+
+        if node_relist.synced && pod_relist.synced && core.has_work() {
+            for _ in 0..CYCLES_PER_BATCH {
+                let started = clock.instant();
+                let Some(decision) = core.schedule_one(started) else {
+                    break;
+                };
+                match decision {
+                    Decision::Bind(binding) => {
+                        // Waiting for a slot holds the loop: the bindings in
+                        // flight are the backlog, not the queue.
+                        let Ok(permit) = binds.clone().acquire_owned().await else {
+                            return;
+                        };
+                        let client = client.clone();
+                        let done = done_tx.clone();
+                        tokio::spawn(async move {
+                            let result =
+                                bind(client, &binding.pod, &binding.result.node).await;
+                            drop(permit);
+                            let _ = done.send(BindOutcome {
+                                key: binding.key,
+                                pod: binding.pod,
+                                node: binding.result.node,
+                                started,
+                                result,
+                            });
+                        });
+                    }
+                    Decision::Refuse(refusal) => {
+                        let result = if refusal.error.is_error() {
+                            AttemptResult::Error
+                        } else {
+                            AttemptResult::Unschedulable
+                        };
+                        metrics::observe_attempt(&profile_name, result, started.elapsed());
+                        let message = refusal.error.to_string();
+                        let reason = refusal.reason();
+                        tracing::debug!(pod = %refusal.key, %message, "pod not scheduled");
+                        report_failure(
+                            &client,
+                            &clock,
+                            &recorder,
+                            refusal.pod,
+                            reason,
+                            message,
+                        );
+                    }
+                }
+            }
+            metrics::set_pending(core.pending());
+            tokio::task::yield_now().await;
+            continue;
+        }
+        metrics::set_pending(core.pending());
+
+        // Nothing to do: wait for an event, a binding, or a backoff to end.
+        let wake = core.next_wakeup();
+        let sleep = async {
+            match wake {
+                Some(at) => {
+                    clock
+                        .sleep(at.saturating_duration_since(clock.instant()))
+                        .await
+                }
+                None => std::future::pending::<()>().await,
+            }
+        };
+        tokio::select! {
+            event = nodes.next() => {
+                let Some(event) = event else { return };
+                on_node_event(&mut core, &mut node_relist, event, clock.instant());
+            }
+            event = pods.next() => {
+                let Some(event) = event else { return };
+                on_pod_event(&mut core, &mut pod_relist, event, clock.instant());
+            }
+            Some(outcome) = done_rx.recv() => {
+                on_bind_outcome(&mut core, &recorder, &client, &clock, &profile_name, outcome);
+            }
+            () = sleep => {}
+        }
+    }
+}
+
+fn on_node_event(
+    core: &mut Scheduler,
+    relist: &mut Relist,
+    event: Result<watcher::Event<Node>, watcher::Error>,
+    now: Instant,
+) {
+    let event = match event {
+        Ok(event) => event,
+        Err(e) => {
+            tracing::warn!(error = %e, "node watch failed; retrying");
+            return;
+        }
+    };
+    match event {
+        watcher::Event::Init => relist.seen = Some(HashSet::new()),
+        watcher::Event::InitApply(node) => {
+            if let Some(seen) = relist.seen.as_mut() {
+                seen.insert(node.metadata.name.clone().unwrap_or_default());
+            }
+            core.upsert_node(node, now);
+        }
+        watcher::Event::InitDone => {
+            let seen = relist.seen.take().unwrap_or_default();
+            for name in core.known_node_names() {
+                if !seen.contains(&name) {
+                    core.delete_node(&name);
+                }
+            }
+            relist.synced = true;
+        }
+        watcher::Event::Apply(node) => core.upsert_node(node, now),
+        watcher::Event::Delete(node) => {
+            core.delete_node(node.metadata.name.as_deref().unwrap_or(""));
+        }
+    }
+}
+
+fn on_pod_event(
+    core: &mut Scheduler,
+    relist: &mut Relist,
+    event: Result<watcher::Event<Pod>, watcher::Error>,
+    now: Instant,
+) {
+    let event = match event {
+        Ok(event) => event,
+        Err(e) => {
+            tracing::warn!(error = %e, "pod watch failed; retrying");
+            return;
+        }
+    };
+    match event {
+        watcher::Event::Init => relist.seen = Some(HashSet::new()),
+        watcher::Event::InitApply(pod) => {
+            if let Some(seen) = relist.seen.as_mut() {
+                seen.insert(pod_key(&pod));
+            }
+            core.upsert_pod(pod, now);
+        }
+        watcher::Event::InitDone => {
+            let seen = relist.seen.take().unwrap_or_default();
+            for key in core.known_pod_keys() {
+                // Assumed pods are ours and may not be on the list yet.
+                let assumed = core.cache().pod(&key).is_some_and(|p| p.assumed);
+                if !seen.contains(&key) && !assumed {
+                    core.delete_pod(&key, now);
+                }
+            }
+            relist.synced = true;
+        }
+        watcher::Event::Apply(pod) => core.upsert_pod(pod, now),
+        watcher::Event::Delete(pod) => core.delete_pod(&pod_key(&pod), now),
+    }
+}
+
+fn on_bind_outcome(
+    core: &mut Scheduler,
+    recorder: &Recorder,
+    client: &kube::Client,
+    clock: &Clock,
+    profile: &str,
+    outcome: BindOutcome,
+) {
+    match outcome.result {
+        Ok(()) => {
+            core.bind_succeeded(&outcome.key);
+            metrics::observe_attempt(profile, AttemptResult::Scheduled, outcome.started.elapsed());
+            let ns = outcome.pod.metadata.namespace.as_deref().unwrap_or("default");
+            let name = outcome.pod.metadata.name.as_deref().unwrap_or("");
+            recorder.record(PodEvent {
+                note: format!("Successfully assigned {ns}/{name} to {}", outcome.node),
+                pod: outcome.pod,
+                type_: "Normal",
+                reason: "Scheduled",
+                action: "Binding",
+            });
+        }
+        Err(e) => {
+            core.bind_failed(&outcome.key, clock.instant());
+            metrics::observe_attempt(profile, AttemptResult::Error, outcome.started.elapsed());
+            let gone = matches!(&e, kube::Error::Api(s) if s.code == 404);
+            tracing::debug!(pod = %outcome.key, error = %e, "binding failed");
+            if !gone {
+                let message = format!("running Bind plugin \"DefaultBinder\": {e}");
+                report_failure(client, clock, recorder, outcome.pod, "SchedulerError", message);
+            }
+        }
+    }
+}
+
+/// Sets the pod's `PodScheduled=False` condition (when it changed) and
+/// records a `FailedScheduling` event.
+fn report_failure(
+    client: &kube::Client,
+    clock: &Clock,
+    recorder: &Recorder,
+    pod: Arc<Pod>,
+    reason: &'static str,
+    message: String,
+) {
+    recorder.record(PodEvent {
+        pod: pod.clone(),
+        type_: "Warning",
+        reason: "FailedScheduling",
+        action: "Scheduling",
+        note: message.clone(),
+    });
+    let client = client.clone();
+    let now = clock.now();
+    tokio::spawn(async move {
+        if let Err(e) = report::set_unschedulable(client, &pod, reason, &message, now).await {
+            tracing::debug!(error = %e, "updating PodScheduled failed");
+        }
+    });
+}
+
+/// POSTs the pod's `pods/binding`.
+pub async fn bind(client: kube::Client, pod: &Pod, node: &str) -> Result<(), kube::Error> {
+    let ns = pod.metadata.namespace.as_deref().unwrap_or("default");
+    let name = pod.metadata.name.as_deref().unwrap_or("");
+    let binding = Binding {
+        metadata: ObjectMeta {
+            name: Some(name.to_string()),
+            namespace: Some(ns.to_string()),
+            uid: pod.metadata.uid.clone(),
+            ..ObjectMeta::default()
+        },
+        target: ObjectReference {
+            api_version: Some("v1".into()),
+            kind: Some("Node".into()),
+            name: Some(node.to_string()),
+            ..ObjectReference::default()
+        },
+    };
+    let api: Api<Pod> = Api::namespaced(client, ns);
+    api.create_subresource::<_, serde_json::Value>("binding", name, &PostParams::default(), &binding)
+        .await
+        .map(|_| ())
+}

@@ -1,0 +1,514 @@
+//! One scheduling cycle (upstream's `schedulePod`): PreFilter, Filter over
+//! enough nodes, PreScore, Score with NormalizeScore and plugin weights,
+//! then a random pick among the best nodes.
+//!
+//! - **Which nodes are filtered.** Upstream's `numFeasibleNodesToFind`:
+//!   with 100 nodes or more the cycle stops once it has found
+//!   `percentageOfNodesToScore` of them feasible (adaptive by default:
+//!   `50 - nodes/125` percent, at least 5 %, at least 100 nodes). Each cycle
+//!   starts where the last one stopped, so every node gets its turn.
+//! - **Filters** run in the default profile's order (NodeUnschedulable,
+//!   NodeName, TaintToleration, NodeAffinity, NodeResourcesFit) and stop at
+//!   a node's first rejection.
+//! - **Scores** are normalised per plugin to `0..=100` and summed with the
+//!   default weights: TaintToleration 3, NodeAffinity 2, NodeResourcesFit 1.
+//! - **Ties** go to a node chosen uniformly at random among the best
+//!   (upstream's `selectHost` reservoir sampling).
+
+use std::collections::{BTreeMap, BTreeSet};
+
+use berth_core::FeatureGates;
+
+use crate::cache::Cache;
+use crate::framework::{
+    Code, CycleState, Diagnosis, FilterPlugin, FitError, MAX_NODE_SCORE, MIN_NODE_SCORE,
+    NodeInfo, NodeScore, NodeToStatus, PodInfo, PreFilterPlugin, PreScorePlugin,
+    ScorePlugin, Status,
+};
+use crate::plugins::{
+    NodeAffinity, NodeName, NodeResourcesFit, NodeUnschedulable, TaintToleration,
+    node_affinity, node_resources_fit, taint_toleration,
+};
+
+/// Upstream's `minFeasibleNodesToFind`.
+pub const MIN_FEASIBLE_NODES_TO_FIND: usize = 100;
+/// Upstream's `minFeasibleNodesPercentageToFind`.
+pub const MIN_FEASIBLE_NODES_PERCENTAGE_TO_FIND: usize = 5;
+/// The scheduler name pods ask for by default.
+pub const DEFAULT_SCHEDULER_NAME: &str = "default-scheduler";
+/// Upstream's `ErrNoNodesAvailable` message.
+pub const NO_NODES_AVAILABLE: &str = "no nodes available to schedule pods";
+
+/// `numFeasibleNodesToFind`: how many feasible nodes a cycle looks for
+/// among `num_all_nodes`; `percentage` 0 means adaptive.
+pub fn num_feasible_nodes_to_find(percentage: u32, num_all_nodes: usize) -> usize {
+    if num_all_nodes < MIN_FEASIBLE_NODES_TO_FIND {
+        return num_all_nodes;
+    }
+    let mut percentage = percentage as usize;
+    if percentage == 0 {
+        percentage = 50usize.saturating_sub(num_all_nodes / 125);
+        if percentage < MIN_FEASIBLE_NODES_PERCENTAGE_TO_FIND {
+            percentage = MIN_FEASIBLE_NODES_PERCENTAGE_TO_FIND;
+        }
+    }
+    let num_nodes = num_all_nodes.saturating_mul(percentage) / 100;
+    num_nodes.max(MIN_FEASIBLE_NODES_TO_FIND)
+}
+
+/// Plugin weights of the score extension point.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Weights {
+    pub taint_toleration: i64,
+    pub node_affinity: i64,
+    pub node_resources_fit: i64,
+}
+
+impl Default for Weights {
+    /// The default profile's weights.
+    fn default() -> Self {
+        Weights {
+            taint_toleration: taint_toleration::DEFAULT_WEIGHT,
+            node_affinity: 2,
+            node_resources_fit: 1,
+        }
+    }
+}
+
+/// A scheduling profile: its name (the `schedulerName` pods ask for), its
+/// plugins and their weights.
+#[derive(Debug, Clone)]
+pub struct Profile {
+    pub scheduler_name: String,
+    /// 0 = adaptive (upstream's default); otherwise 1..=100.
+    pub percentage_of_nodes_to_score: u32,
+    pub gates: FeatureGates,
+    pub node_unschedulable: NodeUnschedulable,
+    pub taint_toleration: TaintToleration,
+    pub node_affinity: NodeAffinity,
+    pub node_resources_fit: NodeResourcesFit,
+    pub weights: Weights,
+}
+
+impl Profile {
+    /// The default profile under `scheduler_name`.
+    pub fn new(scheduler_name: impl Into<String>, gates: FeatureGates) -> Self {
+        Profile {
+            scheduler_name: scheduler_name.into(),
+            percentage_of_nodes_to_score: 0,
+            gates,
+            node_unschedulable: NodeUnschedulable::new(gates),
+            taint_toleration: TaintToleration::new(gates),
+            node_affinity: NodeAffinity::default(),
+            node_resources_fit: NodeResourcesFit::default(),
+            weights: Weights::default(),
+        }
+    }
+
+    fn pre_filters(&self) -> [&dyn PreFilterPlugin; 3] {
+        [
+            &self.node_affinity,
+            &self.node_resources_fit,
+            &self.taint_toleration,
+        ]
+    }
+
+    fn filters(&self) -> [&dyn FilterPlugin; 5] {
+        [
+            &self.node_unschedulable,
+            &NodeName,
+            &self.taint_toleration,
+            &self.node_affinity,
+            &self.node_resources_fit,
+        ]
+    }
+
+    fn scorers(&self) -> [(&dyn ScorePlugin, &dyn PreScorePlugin, i64); 3] {
+        [
+            (
+                &self.taint_toleration,
+                &self.taint_toleration,
+                self.weights.taint_toleration,
+            ),
+            (
+                &self.node_affinity,
+                &self.node_affinity,
+                self.weights.node_affinity,
+            ),
+            (
+                &self.node_resources_fit,
+                &self.node_resources_fit,
+                self.weights.node_resources_fit,
+            ),
+        ]
+    }
+}
+
+impl Default for Profile {
+    fn default() -> Self {
+        Profile::new(DEFAULT_SCHEDULER_NAME, FeatureGates::default())
+    }
+}
+
+/// Where the pod goes.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ScheduleResult {
+    pub node: String,
+    /// Nodes filtered (passed or not).
+    pub evaluated_nodes: usize,
+    pub feasible_nodes: usize,
+}
+
+/// Why a cycle found no node.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum ScheduleError {
+    /// The cluster has no nodes.
+    NoNodes,
+    /// Every node was rejected; the message counts the reasons.
+    Fit(Box<FitError>),
+    /// A plugin failed (upstream's `Error` code).
+    Error(Status),
+}
+
+impl ScheduleError {
+    /// The plugins that rejected the pod: the ones whose events may help.
+    pub fn unschedulable_plugins(&self) -> Vec<&'static str> {
+        match self {
+            ScheduleError::Fit(fit) => fit.diagnosis.unschedulable_plugins.iter().copied().collect(),
+            _ => Vec::new(),
+        }
+    }
+
+    /// An internal error rather than a rejection.
+    pub fn is_error(&self) -> bool {
+        matches!(self, ScheduleError::Error(_))
+    }
+}
+
+impl std::fmt::Display for ScheduleError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            ScheduleError::NoNodes => f.write_str(NO_NODES_AVAILABLE),
+            ScheduleError::Fit(fit) => fit.fmt(f),
+            ScheduleError::Error(status) => f.write_str(&status.message()),
+        }
+    }
+}
+
+impl std::error::Error for ScheduleError {}
+
+/// A small, fast random source (SplitMix64) for tie-breaking; seeded by the
+/// caller so tests are reproducible.
+#[derive(Debug, Clone)]
+pub struct TieBreaker(u64);
+
+impl TieBreaker {
+    pub fn new(seed: u64) -> Self {
+        TieBreaker(seed)
+    }
+
+    fn next(&mut self) -> u64 {
+        self.0 = self.0.wrapping_add(0x9E37_79B9_7F4A_7C15);
+        let mut z = self.0;
+        z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
+        z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
+        z ^ (z >> 31)
+    }
+
+    /// Uniform in `0..n` (`n` > 0; the modulo bias is below 2^-40 for the
+    /// node counts seen here).
+    pub fn below(&mut self, n: usize) -> usize {
+        (self.next() % (n.max(1) as u64)) as usize
+    }
+}
+
+/// The scheduling algorithm's state across cycles: where the next
+/// cycle starts filtering, and the tie-breaker.
+#[derive(Debug, Clone)]
+pub struct Cycle {
+    next_start_node_index: usize,
+    tie_breaker: TieBreaker,
+}
+
+impl Cycle {
+    pub fn new(seed: u64) -> Self {
+        Cycle {
+            next_start_node_index: 0,
+            tie_breaker: TieBreaker::new(seed),
+        }
+    }
+
+    /// Finds the node for `pod` among the cache's nodes.
+    pub fn schedule_pod(
+        &mut self,
+        profile: &Profile,
+        pod: &PodInfo,
+        cache: &Cache,
+    ) -> Result<ScheduleResult, ScheduleError> {
+        let all = cache.nodes();
+        if all.is_empty() {
+            return Err(ScheduleError::NoNodes);
+        }
+        let mut state = CycleState::new();
+        let mut diagnosis = Diagnosis::default();
+
+        // PreFilter.
+        let mut skip = [false; 5];
+        let mut allowed: Option<BTreeSet<String>> = None;
+        let mut narrowed_by: Vec<&'static str> = Vec::new();
+        for plugin in profile.pre_filters() {
+            let (result, status) = plugin.pre_filter(&mut state, pod, all);
+            if status.is_skip() {
+                if let Some(i) = profile
+                    .filters()
+                    .iter()
+                    .position(|f| f.name() == plugin.name())
+                {
+                    skip[i] = true;
+                }
+                continue;
+            }
+            if status.code == Code::Error {
+                return Err(ScheduleError::Error(Status::error(format!(
+                    "running PreFilter plugin {:?}: {}",
+                    plugin.name(),
+                    status.message()
+                ))));
+            }
+            if !status.is_success() {
+                let status = status.with_plugin(plugin.name());
+                diagnosis.pre_filter_msg = status.message();
+                diagnosis.unschedulable_plugins.insert(plugin.name());
+                diagnosis.node_to_status = NodeToStatus::new(BTreeMap::new(), status);
+                return Err(fit_error(all.len(), diagnosis));
+            }
+            if let Some(names) = result.and_then(|r| r.node_names) {
+                narrowed_by.push(plugin.name());
+                allowed = Some(match allowed {
+                    None => names,
+                    Some(prev) => prev.intersection(&names).cloned().collect(),
+                });
+            }
+        }
+        if allowed.as_ref().is_some_and(BTreeSet::is_empty) {
+            let msg = if narrowed_by.len() == 1 {
+                format!("node(s) didn't satisfy plugin {}", narrowed_by[0])
+            } else {
+                format!(
+                    "node(s) didn't satisfy plugin(s) [{}] simultaneously",
+                    narrowed_by.join(" ")
+                )
+            };
+            diagnosis.pre_filter_msg = msg.clone();
+            diagnosis.unschedulable_plugins.extend(narrowed_by);
+            diagnosis.node_to_status = NodeToStatus::new(
+                BTreeMap::new(),
+                Status::new(Code::UnschedulableAndUnresolvable, msg),
+            );
+            return Err(fit_error(all.len(), diagnosis));
+        }
+        // Names of nodes that do not exist are dropped; nodes not named
+        // count as rejected by the plugins that narrowed the list.
+        let candidates: Vec<usize> = match &allowed {
+            None => Vec::new(),
+            Some(names) => names.iter().filter_map(|n| cache.node_index(n)).collect(),
+        };
+        let num_candidates = if allowed.is_some() {
+            candidates.len()
+        } else {
+            all.len()
+        };
+        let node_at = |i: usize| -> usize {
+            if allowed.is_some() {
+                candidates[i]
+            } else {
+                i
+            }
+        };
+
+        // Filter, from where the last cycle stopped, until enough nodes fit.
+        let filters = profile.filters();
+        let to_find = num_feasible_nodes_to_find(profile.percentage_of_nodes_to_score, num_candidates);
+        let mut feasible: Vec<usize> = Vec::with_capacity(to_find.min(num_candidates));
+        let mut rejected: Vec<(usize, Status)> = Vec::new();
+        let start = self.next_start_node_index % num_candidates.max(1);
+        let mut processed = 0;
+        for step in 0..num_candidates {
+            if feasible.len() >= to_find {
+                break;
+            }
+            processed += 1;
+            let index = node_at((start + step) % num_candidates);
+            let node = &all[index];
+            match run_filters(&filters, &skip, &state, pod, node) {
+                None => feasible.push(index),
+                Some(status) if status.code == Code::Error => {
+                    return Err(ScheduleError::Error(status));
+                }
+                Some(status) => rejected.push((index, status)),
+            }
+        }
+        self.next_start_node_index = (start + processed) % all.len().max(1);
+
+        if feasible.is_empty() {
+            let mut nodes = BTreeMap::new();
+            diagnosis
+                .unschedulable_plugins
+                .extend(narrowed_by.iter().copied());
+            for (index, status) in rejected {
+                diagnosis.unschedulable_plugins.insert(status.plugin);
+                nodes.insert(all[index].name().to_string(), status);
+            }
+            let absent = if narrowed_by.is_empty() {
+                Status::code_only(Code::UnschedulableAndUnresolvable)
+            } else {
+                Status::new(
+                    Code::UnschedulableAndUnresolvable,
+                    format!("node(s) didn't satisfy plugin(s) [{}]", narrowed_by.join(" ")),
+                )
+            };
+            diagnosis.node_to_status = NodeToStatus::new(nodes, absent);
+            return Err(fit_error(all.len(), diagnosis));
+        }
+        let evaluated_nodes = feasible.len() + rejected.len();
+        let feasible_nodes = feasible.len();
+        if feasible.len() == 1 {
+            return Ok(ScheduleResult {
+                node: all[feasible[0]].name().to_string(),
+                evaluated_nodes,
+                feasible_nodes,
+            });
+        }
+
+        // PreScore, Score, NormalizeScore, weights. The ported plugins'
+        // PreScore reads no node, so the cycle passes none rather than copy
+        // the feasible nodes' infos.
+        let feasible_infos: Vec<NodeInfo> = Vec::new();
+        let mut totals = vec![0i64; feasible.len()];
+        let mut scores: Vec<NodeScore> = Vec::with_capacity(feasible.len());
+        for (scorer, pre_scorer, weight) in profile.scorers() {
+            let status = pre_scorer.pre_score(&mut state, pod, &feasible_infos);
+            if status.is_skip() {
+                continue;
+            }
+            if !status.is_success() {
+                return Err(ScheduleError::Error(Status::error(format!(
+                    "running PreScore plugin {:?}: {}",
+                    scorer.name(),
+                    status.message()
+                ))));
+            }
+            scores.clear();
+            for &index in &feasible {
+                let score = scorer.score(&state, pod, &all[index]).map_err(|s| {
+                    ScheduleError::Error(Status::error(format!(
+                        "running Score plugin {:?}: {}",
+                        scorer.name(),
+                        s.message()
+                    )))
+                })?;
+                scores.push(NodeScore {
+                    name: String::new(),
+                    score,
+                });
+            }
+            let status = scorer.normalize_score(&state, pod, &mut scores);
+            if !status.is_success() {
+                return Err(ScheduleError::Error(Status::error(format!(
+                    "running NormalizeScore plugin {:?}: {}",
+                    scorer.name(),
+                    status.message()
+                ))));
+            }
+            for (total, s) in totals.iter_mut().zip(&scores) {
+                if !(MIN_NODE_SCORE..=MAX_NODE_SCORE).contains(&s.score) {
+                    return Err(ScheduleError::Error(Status::error(format!(
+                        "plugin {:?} returns an invalid score {}, it should in the range of [{MIN_NODE_SCORE}, {MAX_NODE_SCORE}] after normalizing",
+                        scorer.name(),
+                        s.score
+                    ))));
+                }
+                *total = total.saturating_add(s.score.saturating_mul(weight));
+            }
+        }
+        let chosen = select_host(&totals, &mut self.tie_breaker);
+        Ok(ScheduleResult {
+            node: all[feasible[chosen]].name().to_string(),
+            evaluated_nodes,
+            feasible_nodes,
+        })
+    }
+}
+
+/// `selectHost`: the index of a highest total, uniformly at random among
+/// equal ones (reservoir sampling). `totals` must not be empty.
+pub fn select_host(totals: &[i64], tie_breaker: &mut TieBreaker) -> usize {
+    let mut best = i64::MIN;
+    let mut count = 0;
+    let mut chosen = 0;
+    for (i, &t) in totals.iter().enumerate() {
+        if t > best {
+            best = t;
+            count = 1;
+            chosen = i;
+        } else if t == best {
+            count += 1;
+            if tie_breaker.below(count) == 0 {
+                chosen = i;
+            }
+        }
+    }
+    chosen
+}
+
+/// `RunFilterPlugins`: `None` when every filter passes, else the first
+/// rejection (or error), marked with its plugin.
+#[inline]
+fn run_filters(
+    filters: &[&dyn FilterPlugin; 5],
+    skip: &[bool; 5],
+    state: &CycleState,
+    pod: &PodInfo,
+    node: &NodeInfo,
+) -> Option<Status> {
+    for (plugin, skipped) in filters.iter().zip(skip) {
+        if *skipped {
+            continue;
+        }
+        let status = plugin.filter(state, pod, node);
+        if status.is_success() {
+            continue;
+        }
+        if status.code == Code::Error {
+            return Some(
+                Status::error(format!(
+                    "running {:?} filter plugin: {}",
+                    plugin.name(),
+                    status.message()
+                ))
+                .with_plugin(plugin.name()),
+            );
+        }
+        return Some(status.with_plugin(plugin.name()));
+    }
+    None
+}
+
+fn fit_error(num_all_nodes: usize, diagnosis: Diagnosis) -> ScheduleError {
+    ScheduleError::Fit(Box::new(FitError {
+        num_all_nodes,
+        diagnosis,
+    }))
+}
+
+/// The plugin names, for tests and diagnostics.
+pub const FILTER_ORDER: [&str; 5] = [
+    crate::plugins::node_unschedulable::NAME,
+    crate::plugins::node_name::NAME,
+    taint_toleration::NAME,
+    node_affinity::NAME,
+    node_resources_fit::NAME,
+];
+
+#[cfg(test)]
+pub(crate) mod tests;

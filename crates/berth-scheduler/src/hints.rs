@@ -1,0 +1,360 @@
+//! Cluster events and queueing hints, after upstream's
+//! `EventsToRegister` / `QueueingHintFn` of each plugin: when something
+//! changes in the cluster, which unschedulable pods might now fit?
+//!
+//! A pod remembers the plugins that rejected it. On an event, each of those
+//! plugins that registered for the event's kind is asked; if one says the
+//! change may help (upstream's `Queue`), the pod goes back to be tried.
+//!
+//! | plugin | events | may help when |
+//! |---|---|---|
+//! | NodeUnschedulable | node added, taint/unschedulable changed | the node is (now) not cordoned |
+//! | TaintToleration | node added, taint changed | the pod (now) tolerates the node's NoSchedule/NoExecute taints |
+//! | NodeAffinity | node added, labels changed | the node (now) matches the pod's required affinity |
+//! | NodeResourcesFit | node added, allocatable changed; assigned pod deleted | the pod fits the empty node, and (on update) some resource it requests grew; any assigned pod's deletion |
+//! | NodeName | node added | the node's name is the pod's `spec.nodeName` |
+
+use berth_core::FeatureGates;
+use berth_core::toleration::{find_matching_untolerated_taint, is_do_not_schedule};
+use k8s_openapi::api::core::v1::{Node, Pod, Taint};
+
+use crate::framework::{NodeInfo, PodInfo};
+use crate::nodeaffinity::RequiredNodeAffinity;
+use crate::plugins::{
+    node_affinity, node_name, node_resources_fit, node_unschedulable, taint_toleration,
+};
+use crate::plugins::NodeResourcesFit;
+use crate::resources::resource_list_to_resource;
+
+/// What changed (upstream's `ActionType` bits for nodes and pods).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub struct ActionType(u32);
+
+impl ActionType {
+    pub const ADD: ActionType = ActionType(1);
+    pub const DELETE: ActionType = ActionType(1 << 1);
+    pub const UPDATE_NODE_ALLOCATABLE: ActionType = ActionType(1 << 2);
+    pub const UPDATE_NODE_LABEL: ActionType = ActionType(1 << 3);
+    /// Taints, and `spec.unschedulable` (a cordon acts as a taint).
+    pub const UPDATE_NODE_TAINT: ActionType = ActionType(1 << 4);
+    pub const UPDATE_NODE_CONDITION: ActionType = ActionType(1 << 5);
+
+    pub const fn union(self, other: ActionType) -> ActionType {
+        ActionType(self.0 | other.0)
+    }
+
+    pub const fn intersects(self, other: ActionType) -> bool {
+        self.0 & other.0 != 0
+    }
+
+    pub const fn is_empty(self) -> bool {
+        self.0 == 0
+    }
+}
+
+/// A change the queue reacts to.
+#[derive(Debug, Clone, Copy)]
+pub enum ClusterEvent<'a> {
+    /// A node was added (`old` is `None`) or updated; `action` says which
+    /// of its scheduling properties changed.
+    Node {
+        action: ActionType,
+        old: Option<&'a Node>,
+        new: &'a Node,
+    },
+    /// A pod bound to a node went away (deleted or finished), freeing its
+    /// resources.
+    AssignedPodDelete { pod: &'a Pod },
+}
+
+fn taints(node: &Node) -> &[Taint] {
+    node.spec
+        .as_ref()
+        .and_then(|s| s.taints.as_deref())
+        .unwrap_or(&[])
+}
+
+fn unschedulable(node: &Node) -> bool {
+    node.spec
+        .as_ref()
+        .and_then(|s| s.unschedulable)
+        .unwrap_or(false)
+}
+
+/// `nodeSchedulingPropertiesChange`: which scheduling-relevant parts of a
+/// node an update touched. Empty means the update cannot matter.
+pub fn node_update_actions(old: &Node, new: &Node) -> ActionType {
+    let mut action = ActionType::default();
+    if unschedulable(old) != unschedulable(new) || taints(old) != taints(new) {
+        action = action.union(ActionType::UPDATE_NODE_TAINT);
+    }
+    let allocatable = |n: &Node| n.status.as_ref().and_then(|s| s.allocatable.clone());
+    if allocatable(old) != allocatable(new) {
+        action = action.union(ActionType::UPDATE_NODE_ALLOCATABLE);
+    }
+    if old.metadata.labels != new.metadata.labels {
+        action = action.union(ActionType::UPDATE_NODE_LABEL);
+    }
+    let conditions = |n: &Node| {
+        n.status.as_ref().and_then(|s| s.conditions.as_ref()).map(|cs| {
+            cs.iter()
+                .map(|c| (c.type_.clone(), c.status.clone()))
+                .collect::<Vec<_>>()
+        })
+    };
+    if conditions(old) != conditions(new) {
+        action = action.union(ActionType::UPDATE_NODE_CONDITION);
+    }
+    action
+}
+
+/// The node events `plugin` registered for (its `EventsToRegister`).
+pub fn registered_node_actions(plugin: &str) -> ActionType {
+    match plugin {
+        node_unschedulable::NAME | taint_toleration::NAME => {
+            ActionType::ADD.union(ActionType::UPDATE_NODE_TAINT)
+        }
+        node_affinity::NAME => ActionType::ADD.union(ActionType::UPDATE_NODE_LABEL),
+        node_resources_fit::NAME => ActionType::ADD.union(ActionType::UPDATE_NODE_ALLOCATABLE),
+        node_name::NAME => ActionType::ADD,
+        _ => ActionType::default(),
+    }
+}
+
+/// Whether `event` may make `pod`, rejected by `plugin` in its last
+/// attempt, schedulable (upstream's `QueueingHint`: `Queue` is true).
+/// Events the plugin did not register for never help.
+pub fn may_help(plugin: &str, pod: &PodInfo, event: &ClusterEvent<'_>, gates: FeatureGates) -> bool {
+    match *event {
+        ClusterEvent::Node { action, old, new } => {
+            if !registered_node_actions(plugin).intersects(action) {
+                return false;
+            }
+            match plugin {
+                node_unschedulable::NAME => {
+                    let was = old.is_some_and(|o| !unschedulable(o));
+                    !was && !unschedulable(new)
+                }
+                taint_toleration::NAME => {
+                    let untolerated = |n: &Node| {
+                        find_matching_untolerated_taint(
+                            taints(n),
+                            pod.tolerations(),
+                            is_do_not_schedule,
+                            gates,
+                        )
+                        .is_some()
+                    };
+                    let was_untolerated = old.is_none_or(untolerated);
+                    was_untolerated && !untolerated(new)
+                }
+                node_affinity::NAME => {
+                    let required = RequiredNodeAffinity::of_pod(pod.pod());
+                    required.matches(new) && old.is_none_or(|o| !required.matches(o))
+                }
+                node_resources_fit::NAME => fits_after_node_change(pod, old, new),
+                node_name::NAME => {
+                    let name = pod.node_name();
+                    name.is_empty() || new.metadata.name.as_deref() == Some(name)
+                }
+                _ => false,
+            }
+        }
+        ClusterEvent::AssignedPodDelete { pod: deleted } => {
+            plugin == node_resources_fit::NAME
+                && deleted
+                    .spec
+                    .as_ref()
+                    .and_then(|s| s.node_name.as_deref())
+                    .is_some_and(|n| !n.is_empty())
+        }
+    }
+}
+
+/// NodeResourcesFit's node hint: the pod fits the node with nothing on it,
+/// and, for an update, some resource the pod requests grew.
+fn fits_after_node_change(pod: &PodInfo, old: Option<&Node>, new: &Node) -> bool {
+    let fit = NodeResourcesFit::default();
+    let state = fit.compute_pre_filter_state(pod);
+    let empty = NodeInfo::from(new.clone());
+    if !node_resources_fit::fits_request(&state, &empty).is_empty() {
+        return false;
+    }
+    let Some(old) = old else {
+        return true;
+    };
+    let before = resource_list_to_resource(old.status.as_ref().and_then(|s| s.allocatable.as_ref()));
+    let after = &empty.allocatable;
+    let request = crate::resources::pod_requests(pod.pod());
+    (request.milli_cpu > 0 && after.milli_cpu > before.milli_cpu)
+        || (request.memory > 0 && after.memory > before.memory)
+        || (request.ephemeral_storage > 0 && after.ephemeral_storage > before.ephemeral_storage)
+        || after.pods > before.pods
+        || request
+            .scalar_resources
+            .iter()
+            .any(|(name, v)| *v > 0 && after.scalar(name) > before.scalar(name))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use berth_core::test_util::{taint, tol as toleration};
+    use k8s_openapi::api::core::v1::{NodeSpec, NodeStatus, PodSpec};
+    use k8s_openapi::apimachinery::pkg::api::resource::Quantity;
+    use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
+
+    fn node(name: &str, taints: Vec<Taint>, labels: &[(&str, &str)]) -> Node {
+        Node {
+            metadata: ObjectMeta {
+                name: Some(name.into()),
+                labels: Some(
+                    labels
+                        .iter()
+                        .map(|(k, v)| (k.to_string(), v.to_string()))
+                        .collect(),
+                ),
+                ..ObjectMeta::default()
+            },
+            spec: Some(NodeSpec {
+                taints: Some(taints),
+                ..NodeSpec::default()
+            }),
+            status: Some(NodeStatus {
+                allocatable: Some(
+                    [("cpu", "4"), ("memory", "8Gi"), ("pods", "110")]
+                        .iter()
+                        .map(|(k, v)| (k.to_string(), Quantity(v.to_string())))
+                        .collect(),
+                ),
+                ..NodeStatus::default()
+            }),
+        }
+    }
+
+    fn pod(spec: PodSpec) -> PodInfo {
+        PodInfo::from(Pod {
+            spec: Some(spec),
+            ..Pod::default()
+        })
+    }
+
+    fn update<'a>(old: &'a Node, new: &'a Node) -> ClusterEvent<'a> {
+        ClusterEvent::Node {
+            action: node_update_actions(old, new),
+            old: Some(old),
+            new,
+        }
+    }
+
+    #[test]
+    fn taint_toleration_hint_as_upstream() {
+        let gates = FeatureGates::default();
+        let plain = pod(PodSpec::default());
+        let tolerating = pod(PodSpec {
+            tolerations: Some(vec![toleration("foo", "Equal", "bar", "NoSchedule")]),
+            ..PodSpec::default()
+        });
+        let tainted = node("n", vec![taint("foo", "bar", "NoSchedule")], &[]);
+        let clean = node("n", vec![], &[]);
+        let other = node("n", vec![taint("foo", "baz", "NoSchedule")], &[]);
+        let prefer = node("n", vec![taint("foo", "bar", "PreferNoSchedule")], &[]);
+        let add = |n| ClusterEvent::Node {
+            action: ActionType::ADD,
+            old: None,
+            new: n,
+        };
+        let tt = taint_toleration::NAME;
+        let cases: Vec<(&str, &PodInfo, ClusterEvent<'_>, bool)> = vec![
+            ("untolerated node added", &plain, add(&tainted), false),
+            ("untainted node added", &plain, add(&clean), true),
+            ("tolerated node added", &tolerating, add(&tainted), true),
+            ("blocking taint removed", &plain, update(&tainted, &clean), true),
+            ("taint changed to a tolerated one", &tolerating, update(&other, &tainted), true),
+            ("taint changed to another untolerated one", &plain, update(&tainted, &other), false),
+            ("NoSchedule became PreferNoSchedule", &plain, update(&tainted, &prefer), true),
+            ("already tolerated before", &tolerating, update(&clean, &tainted), false),
+        ];
+        for (name, p, event, want) in cases {
+            assert_eq!(may_help(tt, p, &event, gates), want, "{name}");
+        }
+    }
+
+    #[test]
+    fn events_a_plugin_did_not_register_for_never_help() {
+        let gates = FeatureGates::default();
+        let plain = pod(PodSpec::default());
+        let a = node("n", vec![], &[("zone", "a")]);
+        let b = node("n", vec![], &[("zone", "b")]);
+        let event = update(&a, &b);
+        assert!(!may_help(taint_toleration::NAME, &plain, &event, gates));
+        assert!(!may_help(node_unschedulable::NAME, &plain, &event, gates));
+        // NodeAffinity registered for label changes, but a pod without
+        // affinity matched the node before too.
+        assert!(!may_help(node_affinity::NAME, &plain, &event, gates));
+    }
+
+    #[test]
+    fn node_unschedulable_hint_fires_on_uncordon() {
+        let gates = FeatureGates::default();
+        let plain = pod(PodSpec::default());
+        let mut cordoned = node("n", vec![], &[]);
+        if let Some(s) = cordoned.spec.as_mut() {
+            s.unschedulable = Some(true);
+        }
+        let open = node("n", vec![], &[]);
+        let nu = node_unschedulable::NAME;
+        assert!(may_help(nu, &plain, &update(&cordoned, &open), gates));
+        assert!(!may_help(nu, &plain, &update(&open, &cordoned), gates));
+    }
+
+    #[test]
+    fn node_affinity_hint_fires_when_labels_start_matching() {
+        let gates = FeatureGates::default();
+        let selecting = pod(PodSpec {
+            node_selector: Some([("zone".to_string(), "a".to_string())].into()),
+            ..PodSpec::default()
+        });
+        let a = node("n", vec![], &[("zone", "a")]);
+        let b = node("n", vec![], &[("zone", "b")]);
+        let na = node_affinity::NAME;
+        assert!(may_help(na, &selecting, &update(&b, &a), gates));
+        assert!(!may_help(na, &selecting, &update(&a, &b), gates));
+        assert!(!may_help(na, &selecting, &update(&a, &a), gates));
+    }
+
+    #[test]
+    fn node_resources_fit_hint_needs_room_and_growth() {
+        let gates = FeatureGates::default();
+        let big: PodInfo = {
+            let mut p: Pod = serde_json::from_value(serde_json::json!({
+                "spec": {"containers": [{"name": "c", "resources": {"requests": {"cpu": "6"}}}]}
+            }))
+            .unwrap_or_default();
+            p.metadata.name = Some("big".into());
+            PodInfo::from(p)
+        };
+        let small = node("n", vec![], &[]);
+        let mut large = node("n", vec![], &[]);
+        if let Some(a) = large.status.as_mut().and_then(|s| s.allocatable.as_mut()) {
+            a.insert("cpu".into(), Quantity("8".into()));
+        }
+        let fit = node_resources_fit::NAME;
+        assert!(may_help(fit, &big, &update(&small, &large), gates));
+        assert!(!may_help(fit, &big, &update(&large, &small), gates));
+        let added = ClusterEvent::Node {
+            action: ActionType::ADD,
+            old: None,
+            new: &small,
+        };
+        assert!(!may_help(fit, &big, &added, gates));
+        let mut bound = Pod::default();
+        bound.spec = Some(PodSpec {
+            node_name: Some("n".into()),
+            ..PodSpec::default()
+        });
+        let deleted = ClusterEvent::AssignedPodDelete { pod: &bound };
+        assert!(may_help(fit, &big, &deleted, gates));
+        assert!(!may_help(taint_toleration::NAME, &big, &deleted, gates));
+    }
+}

@@ -1,0 +1,289 @@
+//! The scheduler as a state machine over plain data: cluster updates go in
+//! (nodes and pods as the watches report them, binding results), decisions
+//! come out (bind this pod to that node; this pod fits nowhere, because…).
+//! It owns the [`SchedulingQueue`], the [`Cache`] with assumed pods and the
+//! [`Cycle`]; it does no I/O and reads no clock, so tests drive it with
+//! virtual instants and the kube-rs glue ([`crate::client`]) only carries
+//! its decisions to the API server.
+
+use std::sync::Arc;
+
+use k8s_openapi::api::core::v1::{Node, Pod};
+use tokio::time::Instant;
+
+use crate::cache::Cache;
+use crate::cycle::{Cycle, DEFAULT_SCHEDULER_NAME, Profile, ScheduleError, ScheduleResult};
+use crate::framework::PodInfo;
+use crate::hints::{ActionType, ClusterEvent, may_help, node_update_actions};
+use crate::queue::{PendingCounts, QueueConfig, SchedulingQueue};
+
+/// `namespace/name`, the key of a pod in the queue and the cache.
+pub fn pod_key(pod: &Pod) -> String {
+    format!(
+        "{}/{}",
+        pod.metadata.namespace.as_deref().unwrap_or("default"),
+        pod.metadata.name.as_deref().unwrap_or("")
+    )
+}
+
+/// `spec.nodeName`, if set.
+pub fn assigned_node(pod: &Pod) -> Option<&str> {
+    pod.spec
+        .as_ref()
+        .and_then(|s| s.node_name.as_deref())
+        .filter(|n| !n.is_empty())
+}
+
+fn is_terminal(pod: &Pod) -> bool {
+    matches!(
+        pod.status.as_ref().and_then(|s| s.phase.as_deref()),
+        Some("Succeeded" | "Failed")
+    )
+}
+
+/// A decision to carry out: bind the pod.
+#[derive(Debug, Clone)]
+pub struct Binding {
+    pub key: String,
+    pub pod: Arc<Pod>,
+    pub result: ScheduleResult,
+    /// How many times the pod was tried, this one included.
+    pub attempts: u32,
+    /// When the pod was first tried, for the metrics.
+    pub initial_attempt: Instant,
+}
+
+/// A decision to carry out: tell the pod (condition and event) why it was
+/// not scheduled.
+#[derive(Debug, Clone)]
+pub struct Refusal {
+    pub key: String,
+    pub pod: Arc<Pod>,
+    pub error: ScheduleError,
+    pub attempts: u32,
+}
+
+impl Refusal {
+    /// The `PodScheduled=False` reason: `Unschedulable` when nodes were
+    /// rejected, `SchedulerError` after an internal error.
+    pub fn reason(&self) -> &'static str {
+        if self.error.is_error() {
+            "SchedulerError"
+        } else {
+            "Unschedulable"
+        }
+    }
+}
+
+/// What a scheduling attempt decided.
+#[derive(Debug, Clone)]
+pub enum Decision {
+    Bind(Binding),
+    Refuse(Refusal),
+}
+
+/// The scheduler's state.
+pub struct Scheduler {
+    profile: Profile,
+    queue: SchedulingQueue,
+    cache: Cache,
+    cycle: Cycle,
+}
+
+impl Scheduler {
+    /// A scheduler for `profile`; `seed` seeds the tie-breaker.
+    pub fn new(profile: Profile, queue: QueueConfig, seed: u64) -> Self {
+        Scheduler {
+            profile,
+            queue: SchedulingQueue::new(queue),
+            cache: Cache::new(),
+            cycle: Cycle::new(seed),
+        }
+    }
+
+    pub fn profile(&self) -> &Profile {
+        &self.profile
+    }
+
+    pub fn cache(&self) -> &Cache {
+        &self.cache
+    }
+
+    pub fn queue(&self) -> &SchedulingQueue {
+        &self.queue
+    }
+
+    pub fn pending(&self) -> PendingCounts {
+        self.queue.pending()
+    }
+
+    /// Whether a pod is ready to be tried.
+    pub fn has_work(&self) -> bool {
+        self.queue.has_active()
+    }
+
+    /// Whether this scheduler takes `pod`: its `spec.schedulerName` (the
+    /// default scheduler's when unset) is the profile's.
+    pub fn responsible_for(&self, pod: &Pod) -> bool {
+        let name = pod
+            .spec
+            .as_ref()
+            .and_then(|s| s.scheduler_name.as_deref())
+            .filter(|n| !n.is_empty())
+            .unwrap_or(DEFAULT_SCHEDULER_NAME);
+        name == self.profile.scheduler_name
+    }
+
+    /// A node was added or changed.
+    pub fn upsert_node(&mut self, node: Node, now: Instant) {
+        let new = Arc::new(node);
+        match self.cache.upsert_node(new.clone()) {
+            None => self.on_event(
+                &ClusterEvent::Node {
+                    action: ActionType::ADD,
+                    old: None,
+                    new: &new,
+                },
+                now,
+            ),
+            Some(old) => {
+                let action = node_update_actions(&old, &new);
+                if !action.is_empty() {
+                    self.on_event(
+                        &ClusterEvent::Node {
+                            action,
+                            old: Some(&old),
+                            new: &new,
+                        },
+                        now,
+                    );
+                }
+            }
+        }
+    }
+
+    /// A node was deleted. No plugin's pods can be helped by that.
+    pub fn delete_node(&mut self, name: &str) {
+        self.cache.remove_node(name);
+    }
+
+    /// A pod was added or changed: a bound pod is counted on its node; a
+    /// pending pod of this scheduler is queued.
+    pub fn upsert_pod(&mut self, pod: Pod, now: Instant) {
+        let key = pod_key(&pod);
+        if is_terminal(&pod) {
+            self.delete_pod(&key, now);
+            return;
+        }
+        if let Some(node) = assigned_node(&pod).map(str::to_string) {
+            self.queue.delete(&key);
+            self.cache.add_pod(&key, Arc::new(pod), &node);
+            return;
+        }
+        if self.responsible_for(&pod) && pod.metadata.deletion_timestamp.is_none() {
+            self.queue.add(key, PodInfo::from(pod), now);
+        } else {
+            self.queue.delete(&key);
+        }
+    }
+
+    /// A pod was deleted (or finished): it leaves the queue, and a bound
+    /// pod frees its node, which may help pods waiting for room.
+    pub fn delete_pod(&mut self, key: &str, now: Instant) {
+        self.queue.delete(key);
+        if let Some(gone) = self.cache.remove_pod(key) {
+            self.on_event(&ClusterEvent::AssignedPodDelete { pod: &gone.pod }, now);
+        }
+    }
+
+    /// Keys of every pod known to be bound or assumed, and every queued
+    /// pod: what a relist compares against.
+    pub fn known_pod_keys(&self) -> Vec<String> {
+        let mut keys = self.cache.pod_keys();
+        keys.extend(self.queue.keys());
+        keys
+    }
+
+    /// Names of every node in the cache.
+    pub fn known_node_names(&self) -> Vec<String> {
+        self.cache
+            .nodes()
+            .iter()
+            .map(|n| n.name().to_string())
+            .collect()
+    }
+
+    fn on_event(&mut self, event: &ClusterEvent<'_>, now: Instant) {
+        let gates = self.profile.gates;
+        self.queue.move_on_event(now, |queued| {
+            queued
+                .unschedulable_plugins
+                .iter()
+                .any(|plugin| may_help(plugin, &queued.pod, event, gates))
+        });
+    }
+
+    /// Moves pods whose backoff is over (or that waited 5 minutes as
+    /// unschedulable) back to activeQ.
+    pub fn flush(&mut self, now: Instant) {
+        self.queue.flush(now);
+    }
+
+    /// When [`Scheduler::flush`] next has work.
+    pub fn next_wakeup(&mut self) -> Option<Instant> {
+        self.queue.next_wakeup()
+    }
+
+    /// Tries the next pod: on success the pod is assumed on its node (the
+    /// caller binds it and reports back); on failure it returns to the
+    /// queue and the refusal says why.
+    pub fn schedule_one(&mut self, now: Instant) -> Option<Decision> {
+        let queued = self.queue.pop(now)?;
+        let pod = queued.pod.pod_arc().clone();
+        match self
+            .cycle
+            .schedule_pod(&self.profile, &queued.pod, &self.cache)
+        {
+            Ok(result) => {
+                self.cache.assume(&queued.key, pod.clone(), &result.node);
+                Some(Decision::Bind(Binding {
+                    key: queued.key,
+                    pod,
+                    result,
+                    attempts: queued.attempts,
+                    initial_attempt: queued.initial_attempt.unwrap_or(now),
+                }))
+            }
+            Err(error) => {
+                self.queue.requeue(
+                    &queued.key,
+                    error.unschedulable_plugins(),
+                    error.is_error(),
+                    now,
+                );
+                Some(Decision::Refuse(Refusal {
+                    key: queued.key,
+                    pod,
+                    error,
+                    attempts: queued.attempts,
+                }))
+            }
+        }
+    }
+
+    /// The binding was written: the pod leaves the queue (the watch will
+    /// confirm it in the cache).
+    pub fn bind_succeeded(&mut self, key: &str) {
+        self.queue.done(key);
+    }
+
+    /// The binding failed: the assumed pod is forgotten and the pod backs
+    /// off before its next attempt.
+    pub fn bind_failed(&mut self, key: &str, now: Instant) {
+        self.cache.forget(key);
+        self.queue.requeue(key, Vec::new(), true, now);
+    }
+}
+
+#[cfg(test)]
+mod tests;

@@ -1,0 +1,442 @@
+//! The scheduler end to end through the API: an in-process API server on
+//! the in-memory store, the scheduler as an ordinary kube-rs client of it,
+//! everything on a paused (virtual) clock. Objects go in through the API
+//! as users would create them (admission runs), and what the tests check
+//! is what users see: `spec.nodeName`, the `PodScheduled` condition and
+//! `FailedScheduling` events.
+
+use std::future::Future;
+use std::sync::Arc;
+use std::time::Duration;
+
+use berth_apiserver::api::{ApiConfig, ApiServer};
+use berth_apiserver::auth::User;
+use berth_apiserver::in_process;
+use berth_core::clock::Clock;
+use berth_scheduler::client::{self, SchedulerConfig, metrics};
+use berth_store::{AnyStore, MemStore};
+use k8s_openapi::api::core::v1::{Event, Node, Pod};
+use kube::Api;
+use kube::api::{ListParams, Patch, PatchParams, PostParams};
+use serde_json::{Value, json};
+
+struct Cluster {
+    client: kube::Client,
+    clock: Clock,
+    _api: Arc<ApiServer>,
+}
+
+impl Cluster {
+    async fn start() -> Cluster {
+        Cluster::start_with(SchedulerConfig {
+            seed: Some(7),
+            ..SchedulerConfig::default()
+        })
+        .await
+    }
+
+    async fn start_with(config: SchedulerConfig) -> Cluster {
+        let start: jiff::Timestamp = "2026-03-01T00:00:00Z".parse().expect("timestamp");
+        let clock = Clock::virtual_from(start);
+        let api = ApiServer::new(
+            AnyStore::Memory(MemStore::new()),
+            clock.clone(),
+            ApiConfig::default(),
+        )
+        .await
+        .expect("api server");
+        let client = in_process::client(&api, User::admin(), "default").expect("client");
+        tokio::spawn(client::run(client.clone(), clock.clone(), config));
+        Cluster {
+            client,
+            clock,
+            _api: api,
+        }
+    }
+
+    fn pods(&self) -> Api<Pod> {
+        Api::namespaced(self.client.clone(), "default")
+    }
+
+    fn nodes(&self) -> Api<Node> {
+        Api::all(self.client.clone())
+    }
+
+    /// Creates a node and, as the node lifecycle controller would once it
+    /// reports Ready, replaces admission's not-ready taint with `taints`.
+    async fn node(&self, name: &str, labels: Value, taints: Value, allocatable: Value) {
+        let node: Node = serde_json::from_value(json!({
+            "metadata": {"name": name, "labels": labels},
+            "status": {"allocatable": allocatable, "capacity": allocatable,
+                "conditions": [{"type": "Ready", "status": "True"}]},
+        }))
+        .expect("node");
+        self.nodes()
+            .create(&PostParams::default(), &node)
+            .await
+            .expect("create node");
+        self.set_taints(name, taints).await;
+    }
+
+    async fn set_taints(&self, name: &str, taints: Value) {
+        self.nodes()
+            .patch(
+                name,
+                &PatchParams::default(),
+                &Patch::Merge(json!({"spec": {"taints": taints}})),
+            )
+            .await
+            .expect("set taints");
+    }
+
+    async fn pod(&self, name: &str, spec: Value) -> Pod {
+        let mut spec = spec;
+        if spec.get("containers").is_none() {
+            spec["containers"] = json!([{"name": "c", "image": "busybox"}]);
+        }
+        let pod: Pod = serde_json::from_value(json!({
+            "metadata": {"name": name, "namespace": "default"},
+            "spec": spec,
+        }))
+        .expect("pod");
+        self.pods()
+            .create(&PostParams::default(), &pod)
+            .await
+            .expect("create pod")
+    }
+
+    async fn node_of(&self, pod: &str) -> Option<String> {
+        self.pods()
+            .get(pod)
+            .await
+            .ok()
+            .and_then(|p| p.spec.and_then(|s| s.node_name))
+    }
+
+    /// Polls `check` every 50 ms of virtual time, for at most a minute.
+    async fn eventually<T, F, Fut>(&self, what: &str, mut check: F) -> T
+    where
+        F: FnMut() -> Fut,
+        Fut: Future<Output = Option<T>>,
+    {
+        for _ in 0..1200 {
+            if let Some(v) = check().await {
+                return v;
+            }
+            self.clock.sleep(Duration::from_millis(50)).await;
+        }
+        panic!("timed out waiting for {what}");
+    }
+
+    async fn bound_to(&self, pod: &str) -> String {
+        self.eventually(&format!("{pod} bound"), || self.node_of(pod))
+            .await
+    }
+
+    /// The pod's PodScheduled condition as (status, reason, message).
+    async fn scheduled_condition(&self, pod: &str) -> Option<(String, String, String)> {
+        let pod = self.pods().get(pod).await.ok()?;
+        let c = pod
+            .status?
+            .conditions?
+            .into_iter()
+            .find(|c| c.type_ == "PodScheduled")?;
+        Some((c.status, c.reason.unwrap_or_default(), c.message.unwrap_or_default()))
+    }
+
+    /// Messages of the events about `pod` with `reason`, as core/v1 Events
+    /// (what `kubectl describe` lists).
+    async fn events(&self, pod: &str, reason: &str) -> Vec<String> {
+        let events: Api<Event> = Api::namespaced(self.client.clone(), "default");
+        events
+            .list(&ListParams::default())
+            .await
+            .map(|l| l.items)
+            .unwrap_or_default()
+            .into_iter()
+            .filter(|e| e.involved_object.name.as_deref() == Some(pod))
+            .filter(|e| e.reason.as_deref() == Some(reason))
+            .filter_map(|e| e.message)
+            .collect()
+    }
+}
+
+fn cpu(n: &str) -> Value {
+    json!({"cpu": n, "memory": "16Gi", "pods": "110"})
+}
+
+fn requests(cpu: &str) -> Value {
+    json!([{"name": "c", "image": "busybox", "resources": {"requests": {"cpu": cpu}}}])
+}
+
+/// The seed's dedicated-nodes pattern: taint the group's nodes (so others
+/// stay off) and label them (so the group's pods, tolerating the taint,
+/// can require them).
+#[tokio::test(start_paused = true)]
+async fn dedicated_nodes_keep_their_group_and_only_it() {
+    let c = Cluster::start().await;
+    let taint = json!([{"key": "dedicated", "value": "groupName", "effect": "NoSchedule"}]);
+    for n in ["dedicated-1", "dedicated-2"] {
+        c.node(n, json!({"dedicated": "groupName"}), taint.clone(), cpu("8"))
+            .await;
+    }
+    for n in ["general-1", "general-2"] {
+        c.node(n, json!({}), json!([]), cpu("8")).await;
+    }
+    let group_spec = json!({
+        "tolerations": [{"key": "dedicated", "operator": "Equal", "value": "groupName", "effect": "NoSchedule"}],
+        "affinity": {"nodeAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": {
+            "nodeSelectorTerms": [{"matchExpressions": [
+                {"key": "dedicated", "operator": "In", "values": ["groupName"]}]}]}}},
+    });
+    for i in 0..6 {
+        c.pod(&format!("group-{i}"), group_spec.clone()).await;
+        c.pod(&format!("other-{i}"), json!({})).await;
+    }
+    for i in 0..6 {
+        let group = c.bound_to(&format!("group-{i}")).await;
+        assert!(group.starts_with("dedicated-"), "group-{i} on {group}");
+        let other = c.bound_to(&format!("other-{i}")).await;
+        assert!(other.starts_with("general-"), "other-{i} on {other}");
+    }
+}
+
+/// The seed's special-hardware pattern: the GPU node is tainted with the
+/// resource's name; a pod requesting the extended resource gets the
+/// toleration from admission (ExtendedResourceToleration) and lands there;
+/// pods that do not request it never do.
+#[tokio::test(start_paused = true)]
+async fn extended_resource_pods_land_on_the_tainted_gpu_node_and_others_never() {
+    let c = Cluster::start().await;
+    c.node(
+        "gpu-1",
+        json!({}),
+        json!([{"key": "example.com/gpu", "effect": "NoSchedule"}]),
+        json!({"cpu": "8", "memory": "16Gi", "pods": "110", "example.com/gpu": "2"}),
+    )
+    .await;
+    for n in ["cpu-1", "cpu-2"] {
+        c.node(n, json!({}), json!([]), cpu("8")).await;
+    }
+    let gpu_pod = c
+        .pod(
+            "trainer",
+            json!({"containers": [{"name": "c", "image": "cuda",
+                "resources": {"requests": {"example.com/gpu": "1"}, "limits": {"example.com/gpu": "1"}}}]}),
+        )
+        .await;
+    let tolerations = gpu_pod
+        .spec
+        .and_then(|s| s.tolerations)
+        .unwrap_or_default();
+    assert!(
+        tolerations.iter().any(|t| t.key.as_deref() == Some("example.com/gpu")
+            && t.operator.as_deref() == Some("Exists")
+            && t.effect.as_deref() == Some("NoSchedule")),
+        "admission adds the toleration: {tolerations:?}"
+    );
+    for i in 0..8 {
+        c.pod(&format!("web-{i}"), json!({})).await;
+    }
+    assert_eq!(c.bound_to("trainer").await, "gpu-1");
+    for i in 0..8 {
+        let node = c.bound_to(&format!("web-{i}")).await;
+        assert_ne!(node, "gpu-1", "web-{i}");
+    }
+    // A third GPU pod does not fit (2 GPUs): refused, never on a CPU node.
+    c.pod(
+        "trainer-2",
+        json!({"containers": [{"name": "c", "image": "cuda",
+            "resources": {"requests": {"example.com/gpu": "2"}, "limits": {"example.com/gpu": "2"}}}]}),
+    )
+    .await;
+    let condition = c
+        .eventually("trainer-2 refused", || c.scheduled_condition("trainer-2"))
+        .await;
+    assert_eq!(
+        condition,
+        (
+            "False".into(),
+            "Unschedulable".into(),
+            "0/3 nodes are available: 3 Insufficient example.com/gpu.".into()
+        )
+    );
+}
+
+/// PreferNoSchedule steers pods to untainted nodes while they have room,
+/// and onto the tainted node once nothing else fits.
+#[tokio::test(start_paused = true)]
+async fn prefer_no_schedule_is_used_only_when_nothing_else_fits() {
+    let c = Cluster::start().await;
+    c.node(
+        "spot",
+        json!({}),
+        json!([{"key": "spot", "value": "true", "effect": "PreferNoSchedule"}]),
+        cpu("8"),
+    )
+    .await;
+    for n in ["regular-1", "regular-2"] {
+        c.node(n, json!({}), json!([]), cpu("1")).await;
+    }
+    for i in 0..4 {
+        c.pod(&format!("p{i}"), json!({"containers": requests("500m")}))
+            .await;
+    }
+    for i in 0..4 {
+        let node = c.bound_to(&format!("p{i}")).await;
+        assert!(node.starts_with("regular-"), "p{i} on {node} while regular nodes had room");
+    }
+    for i in 4..6 {
+        c.pod(&format!("p{i}"), json!({"containers": requests("500m")}))
+            .await;
+    }
+    for i in 4..6 {
+        assert_eq!(c.bound_to(&format!("p{i}")).await, "spot", "p{i}");
+    }
+}
+
+/// A pod blocked by a taint is refused with upstream's message, on its
+/// condition and in a FailedScheduling event, and is scheduled as soon as
+/// the taint goes: the node update's queueing hint moves it back at once,
+/// without waiting for a periodic flush.
+#[tokio::test(start_paused = true)]
+async fn a_pending_pod_is_scheduled_right_after_its_blocking_taint_is_removed() {
+    let c = Cluster::start().await;
+    c.node(
+        "n1",
+        json!({}),
+        json!([{"key": "maintenance", "value": "true", "effect": "NoSchedule"}]),
+        cpu("4"),
+    )
+    .await;
+    c.node("n2", json!({}), json!([]), cpu("4")).await;
+    c.nodes()
+        .patch(
+            "n2",
+            &PatchParams::default(),
+            &Patch::Merge(json!({"spec": {"unschedulable": true}})),
+        )
+        .await
+        .expect("cordon");
+    c.pod("waiting", json!({})).await;
+
+    let want = "0/2 nodes are available: 1 node(s) had untolerated taint(s), 1 node(s) were unschedulable.";
+    let condition = c
+        .eventually("PodScheduled=False", || c.scheduled_condition("waiting"))
+        .await;
+    assert_eq!(
+        condition,
+        ("False".into(), "Unschedulable".into(), want.into())
+    );
+    let events = c
+        .eventually("a FailedScheduling event", || async {
+            let e = c.events("waiting", "FailedScheduling").await;
+            (!e.is_empty()).then_some(e)
+        })
+        .await;
+    assert_eq!(events[0], want);
+
+    // Long after the pod's backoff: only an event can bring it back.
+    c.clock.sleep(Duration::from_secs(30)).await;
+    assert_eq!(c.node_of("waiting").await, None);
+    let removed_at = c.clock.instant();
+    c.set_taints("n1", json!([])).await;
+    let node = c.bound_to("waiting").await;
+    assert_eq!(node, "n1");
+    let waited = removed_at.elapsed();
+    assert!(
+        waited <= Duration::from_millis(100),
+        "bound {waited:?} (virtual) after the taint was removed"
+    );
+    // Binding set PodScheduled=True.
+    let condition = c.scheduled_condition("waiting").await;
+    assert_eq!(condition.map(|c| c.0), Some("True".into()));
+}
+
+/// Tolerating the unschedulable taint lets a pod onto a cordoned node.
+#[tokio::test(start_paused = true)]
+async fn tolerating_the_unschedulable_taint_lets_a_pod_onto_a_cordoned_node() {
+    let c = Cluster::start().await;
+    c.node("cordoned", json!({}), json!([]), cpu("4")).await;
+    c.nodes()
+        .patch(
+            "cordoned",
+            &PatchParams::default(),
+            &Patch::Merge(json!({"spec": {"unschedulable": true}})),
+        )
+        .await
+        .expect("cordon");
+    c.pod(
+        "tolerant",
+        json!({"tolerations": [{"key": "node.kubernetes.io/unschedulable", "operator": "Exists", "effect": "NoSchedule"}]}),
+    )
+    .await;
+    c.pod("plain", json!({})).await;
+    assert_eq!(c.bound_to("tolerant").await, "cordoned");
+    let condition = c
+        .eventually("plain refused", || c.scheduled_condition("plain"))
+        .await;
+    assert_eq!(
+        condition.2,
+        "0/1 nodes are available: 1 node(s) were unschedulable."
+    );
+}
+
+/// Many pods created at once, bindings in flight concurrently: no node ever
+/// ends up over its allocatable, and the pods that fit nowhere say so.
+#[tokio::test(start_paused = true)]
+async fn concurrent_scheduling_never_overcommits_a_node() {
+    let c = Cluster::start().await;
+    for i in 0..10 {
+        c.node(&format!("n{i}"), json!({}), json!([]), cpu("2")).await;
+    }
+    let creates = (0..60).map(|i| {
+        let c = &c;
+        async move { c.pod(&format!("p{i:02}"), json!({"containers": requests("500m")})).await }
+    });
+    futures::future::join_all(creates).await;
+    let pods = c
+        .eventually("every pod decided", || async {
+            let pods = c.pods().list(&ListParams::default()).await.ok()?.items;
+            let decided = pods
+                .iter()
+                .filter(|p| {
+                    p.status
+                        .as_ref()
+                        .and_then(|s| s.conditions.as_ref())
+                        .is_some_and(|cs| cs.iter().any(|c| c.type_ == "PodScheduled"))
+                })
+                .count();
+            (decided == 60).then_some(pods)
+        })
+        .await;
+    let mut per_node = std::collections::BTreeMap::<String, usize>::new();
+    for p in &pods {
+        if let Some(n) = p.spec.as_ref().and_then(|s| s.node_name.clone()) {
+            *per_node.entry(n).or_default() += 1;
+        }
+    }
+    assert_eq!(per_node.values().sum::<usize>(), 40, "{per_node:?}");
+    for (node, n) in &per_node {
+        assert!(*n <= 4, "{node} holds {n} pods of 500m with 2 cpus");
+    }
+}
+
+/// Pods for another scheduler are left alone, so berth can run beside it.
+#[tokio::test(start_paused = true)]
+async fn pods_for_another_scheduler_are_left_alone() {
+    let c = Cluster::start_with(SchedulerConfig {
+        profile: berth_scheduler::cycle::Profile::new("berth", Default::default()),
+        seed: Some(1),
+        ..SchedulerConfig::default()
+    })
+    .await;
+    c.node("n1", json!({}), json!([]), cpu("4")).await;
+    c.pod("mine", json!({"schedulerName": "berth"})).await;
+    c.pod("theirs", json!({})).await;
+    assert_eq!(c.bound_to("mine").await, "n1");
+    c.clock.sleep(Duration::from_secs(30)).await;
+    assert_eq!(c.node_of("theirs").await, None);
+    assert_eq!(c.scheduled_condition("theirs").await, None);
+    assert!(metrics::attempts("berth", metrics::AttemptResult::Scheduled) >= 1);
+}
