@@ -1,0 +1,193 @@
+//! berth-controllers: the controllers that keep node health and taints true
+//! and evict what must leave.
+//!
+//! - [`node_lifecycle`]: upstream's node lifecycle controller. Heartbeats
+//!   ([`node_lifecycle::health`]), condition taints
+//!   ([`node_lifecycle::taints`]), zone disruption states
+//!   ([`node_lifecycle::zone`]) and per-zone rate-limited NoExecute tainting
+//!   ([`node_lifecycle::rate_limited_queue`]).
+//! - [`taint_eviction`]: upstream's taint eviction controller, with due
+//!   times computed from the objects ([`taint_eviction::due`]) and kept in
+//!   a [`taint_eviction::schedule::EvictionSchedule`], so a pod that
+//!   tolerates a NoExecute taint for N seconds leaves N seconds after the
+//!   taint was added, also across restarts.
+//! - [`metrics`]: `node_collector_*` and `taint_eviction_controller_*`.
+//!
+//! Each controller is an ordinary Kubernetes client (`kube::Client`) that
+//! watches what it needs and keeps it in memory; inside `berth server` the
+//! client is the in-process one. Every timestamp and wait goes through
+//! [`berth_core::clock::Clock`], so a whole cluster runs on virtual time in
+//! tests.
+//!
+//! ```no_run
+//! # async fn f(client: kube::Client) {
+//! use berth_controllers::{ControllerOptions, spawn};
+//! let metrics = berth_controllers::metrics::ControllerMetrics::default();
+//! let clock = berth_core::clock::Clock::real();
+//! let tasks = spawn(client, clock, ControllerOptions::default(), metrics, None);
+//! # drop(tasks);
+//! # }
+//! ```
+
+pub mod events;
+pub mod metrics;
+pub mod node_lifecycle;
+pub mod taint_eviction;
+
+use berth_core::clock::Clock;
+use tokio::sync::watch;
+use tokio::task::JoinSet;
+
+use metrics::ControllerMetrics;
+use node_lifecycle::{NodeLifecycleConfig, NodeLifecycleController};
+use taint_eviction::{TaintEvictionConfig, TaintEvictionController};
+
+/// Every controller this crate has, by upstream name.
+pub const ALL_CONTROLLERS: &[&str] = &[
+    node_lifecycle::CONTROLLER_NAME,
+    taint_eviction::CONTROLLER_NAME,
+];
+
+/// A bad `--controllers` value.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum ControllersError {
+    #[error("unknown controller {0:?} (known: {known})", known = ALL_CONTROLLERS.join(", "))]
+    Unknown(String),
+}
+
+/// `--controllers`: upstream's syntax. `*` turns on every controller that
+/// is on by default, `name` turns one on, `-name` turns it off; the
+/// default is `*`.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct EnabledControllers {
+    items: Vec<String>,
+}
+
+impl Default for EnabledControllers {
+    fn default() -> Self {
+        EnabledControllers {
+            items: vec!["*".into()],
+        }
+    }
+}
+
+impl EnabledControllers {
+    /// Parses a comma-separated list.
+    pub fn parse(value: &str) -> Result<EnabledControllers, ControllersError> {
+        let items: Vec<String> = value
+            .split(',')
+            .map(str::trim)
+            .filter(|s| !s.is_empty())
+            .map(str::to_string)
+            .collect();
+        for item in &items {
+            let name = item.strip_prefix('-').unwrap_or(item);
+            if name != "*" && !ALL_CONTROLLERS.contains(&name) {
+                return Err(ControllersError::Unknown(name.to_string()));
+            }
+        }
+        Ok(EnabledControllers { items })
+    }
+
+    /// upstream `IsControllerEnabled`: an explicit `name` or `-name` wins,
+    /// else `*` (all of this crate's are on by default).
+    pub fn is_enabled(&self, name: &str) -> bool {
+        let mut star = false;
+        for item in &self.items {
+            if item == name {
+                return true;
+            }
+            if item.strip_prefix('-') == Some(name) {
+                return false;
+            }
+            if item == "*" {
+                star = true;
+            }
+        }
+        star
+    }
+}
+
+/// Settings of every controller.
+#[derive(Debug, Clone, Default)]
+pub struct ControllerOptions {
+    pub enabled: EnabledControllers,
+    pub node_lifecycle: NodeLifecycleConfig,
+    pub taint_eviction: TaintEvictionConfig,
+}
+
+/// Starts the enabled controllers as tasks of the returned set (dropping it
+/// stops them). With a `leading` signal each runs only while it reads true
+/// (see `berth_leader::run_while_leading`: a lost lease stops it at once); without one they run unconditionally.
+pub fn spawn(
+    client: kube::Client,
+    clock: Clock,
+    options: ControllerOptions,
+    metrics: ControllerMetrics,
+    leading: Option<watch::Receiver<bool>>,
+) -> JoinSet<()> {
+    let mut tasks = JoinSet::new();
+    if options.enabled.is_enabled(node_lifecycle::CONTROLLER_NAME) {
+        let (client, clock, metrics) = (client.clone(), clock.clone(), metrics.clone());
+        let config = options.node_lifecycle.clone();
+        let make = move || {
+            NodeLifecycleController::new(
+                client.clone(),
+                clock.clone(),
+                config.clone(),
+                metrics.clone(),
+            )
+            .run()
+        };
+        match leading.clone() {
+            Some(leading) => tasks.spawn(berth_leader::run_while_leading(leading, make)),
+            None => tasks.spawn(make()),
+        };
+    }
+    if options.enabled.is_enabled(taint_eviction::CONTROLLER_NAME) {
+        let config = options.taint_eviction.clone();
+        let make = move || {
+            TaintEvictionController::new(
+                client.clone(),
+                clock.clone(),
+                config.clone(),
+                metrics.clone(),
+            )
+            .run()
+        };
+        match leading {
+            Some(leading) => tasks.spawn(berth_leader::run_while_leading(leading, make)),
+            None => tasks.spawn(make()),
+        };
+    }
+    tasks
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Upstream `--controllers` semantics.
+    #[test]
+    fn controllers_flag_as_upstream() {
+        let nl = node_lifecycle::CONTROLLER_NAME;
+        let te = taint_eviction::CONTROLLER_NAME;
+        let cases: &[(&str, bool, bool)] = &[
+            ("*", true, true),
+            ("", false, false),
+            ("*,-taint-eviction-controller", true, false),
+            ("-node-lifecycle-controller,*", false, true),
+            ("node-lifecycle-controller", true, false),
+        ];
+        for (value, want_nl, want_te) in cases {
+            let enabled = EnabledControllers::parse(value).unwrap_or_default();
+            assert_eq!(enabled.is_enabled(nl), *want_nl, "{value:?} {nl}");
+            assert_eq!(enabled.is_enabled(te), *want_te, "{value:?} {te}");
+        }
+        assert_eq!(
+            EnabledControllers::parse("*,-bogus"),
+            Err(ControllersError::Unknown("bogus".into()))
+        );
+        assert!(EnabledControllers::default().is_enabled(nl));
+    }
+}

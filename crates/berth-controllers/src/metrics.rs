@@ -1,0 +1,141 @@
+//! The controllers' Prometheus metrics, with upstream's names:
+//! `node_collector_evictions_total{zone}`, `node_collector_zone_health{zone}`,
+//! `node_collector_zone_size{zone}`, `node_collector_unhealthy_nodes_in_zone{zone}`
+//! (node lifecycle) and `taint_eviction_controller_pod_deletions_total`,
+//! `taint_eviction_controller_pod_deletion_duration_seconds` (taint eviction).
+//!
+//! [`ControllerMetrics::register`] adds them to a [`Registry`] (the server
+//! hands that to its `/metrics`).
+
+use std::sync::atomic::AtomicU64;
+
+use prometheus_client::encoding::EncodeLabelSet;
+use prometheus_client::metrics::counter::Counter;
+use prometheus_client::metrics::family::Family;
+use prometheus_client::metrics::gauge::Gauge;
+use prometheus_client::metrics::histogram::Histogram;
+use prometheus_client::registry::Registry;
+
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+pub struct ZoneLabel {
+    pub zone: String,
+}
+
+/// Upstream's buckets for the pod deletion latency (seconds from the due
+/// time to the deletion).
+const DELETION_BUCKETS: &[f64] = &[
+    0.005, 0.025, 0.1, 0.5, 1.0, 2.5, 10.0, 30.0, 60.0, 120.0, 180.0, 240.0,
+];
+
+type FloatGauge = Gauge<f64, AtomicU64>;
+
+/// Every metric of the controllers. Cheap to clone (shared handles).
+#[derive(Clone)]
+pub struct ControllerMetrics {
+    pub evictions: Family<ZoneLabel, Counter>,
+    pub zone_health: Family<ZoneLabel, FloatGauge>,
+    pub zone_size: Family<ZoneLabel, FloatGauge>,
+    pub unhealthy_nodes: Family<ZoneLabel, FloatGauge>,
+    pub pod_deletions: Counter,
+    pub pod_deletion_duration: Histogram,
+}
+
+impl std::fmt::Debug for ControllerMetrics {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("ControllerMetrics").finish_non_exhaustive()
+    }
+}
+
+impl Default for ControllerMetrics {
+    /// Metrics in no registry (tests, benchmarks).
+    fn default() -> Self {
+        ControllerMetrics::register(&mut Registry::default())
+    }
+}
+
+impl ControllerMetrics {
+    /// The metrics, registered in `registry`.
+    pub fn register(registry: &mut Registry) -> ControllerMetrics {
+        let evictions = Family::<ZoneLabel, Counter>::default();
+        let zone_health = Family::<ZoneLabel, FloatGauge>::default();
+        let zone_size = Family::<ZoneLabel, FloatGauge>::default();
+        let unhealthy_nodes = Family::<ZoneLabel, FloatGauge>::default();
+        let pod_deletions = Counter::default();
+        let pod_deletion_duration = Histogram::new(DELETION_BUCKETS.iter().copied());
+        // prometheus-client appends `_total` to counters.
+        registry.register(
+            "node_collector_evictions",
+            "Number of Node evictions that happened since current instance of NodeController started.",
+            evictions.clone(),
+        );
+        registry.register(
+            "node_collector_zone_health",
+            "Gauge measuring percentage of healthy nodes per zone.",
+            zone_health.clone(),
+        );
+        registry.register(
+            "node_collector_zone_size",
+            "Gauge measuring number of registered Nodes per zones.",
+            zone_size.clone(),
+        );
+        registry.register(
+            "node_collector_unhealthy_nodes_in_zone",
+            "Gauge measuring number of not Ready Nodes per zones.",
+            unhealthy_nodes.clone(),
+        );
+        registry.register(
+            "taint_eviction_controller_pod_deletions",
+            "Total number of Pods deleted by TaintEvictionController since its start.",
+            pod_deletions.clone(),
+        );
+        registry.register(
+            "taint_eviction_controller_pod_deletion_duration_seconds",
+            "Latency, in seconds, between the time when a taint effect has been activated for the Pod and its deletion via TaintEvictionController.",
+            pod_deletion_duration.clone(),
+        );
+        ControllerMetrics {
+            evictions,
+            zone_health,
+            zone_size,
+            unhealthy_nodes,
+            pod_deletions,
+            pod_deletion_duration,
+        }
+    }
+
+    pub fn zone(zone: &str) -> ZoneLabel {
+        ZoneLabel {
+            zone: zone.to_string(),
+        }
+    }
+
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn upstream_names_are_exposed() {
+        let mut registry = Registry::default();
+        let m = ControllerMetrics::register(&mut registry);
+        m.evictions
+            .get_or_create(&ControllerMetrics::zone("z1"))
+            .inc();
+        m.zone_size
+            .get_or_create(&ControllerMetrics::zone("z1"))
+            .set(3.0);
+        m.pod_deletions.inc();
+        m.pod_deletion_duration.observe(0.01);
+        let mut text = String::new();
+        let _ = prometheus_client::encoding::text::encode_registry(&mut text, &registry);
+        for name in [
+            "node_collector_evictions_total{zone=\"z1\"} 1",
+            "node_collector_zone_size{zone=\"z1\"} 3.0",
+            "taint_eviction_controller_pod_deletions_total 1",
+            "taint_eviction_controller_pod_deletion_duration_seconds_bucket",
+        ] {
+            assert!(text.contains(name), "{name} in\n{text}");
+        }
+    }
+}

@@ -1,0 +1,1014 @@
+//! The node lifecycle controller (upstream `pkg/controller/nodelifecycle`).
+//!
+//! - Every `--node-monitor-period` a monitor pass checks each node's last
+//!   heartbeat ([`health`]) and sets a silent node's conditions to Unknown,
+//!   marks its pods not Ready, and queues it for the not-ready/unreachable
+//!   NoExecute taint in its zone's rate-limited queue
+//!   ([`rate_limited_queue`]); the zones' disruption states ([`zone`]) set
+//!   the queues' rates, and when every zone is down the health taints are
+//!   lifted everywhere.
+//! - On every node change it keeps the NoSchedule condition taints and the
+//!   unschedulable taint in step ([`taints`]).
+//!
+//! The pass works on state kept from watch events ([`ClusterState`]);
+//! [`ClusterState::plan`] is a plain function of that state and the time,
+//! and only its results go to the API server.
+
+pub mod health;
+pub mod rate_limited_queue;
+pub mod taints;
+pub mod zone;
+
+use std::collections::{BTreeMap, BTreeSet, HashMap, HashSet};
+use std::time::Duration;
+
+use futures::StreamExt;
+use jiff::{SignedDuration, Timestamp};
+use k8s_openapi::api::coordination::v1::Lease;
+use k8s_openapi::api::core::v1::{Node, NodeCondition, Pod};
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
+use kube::api::{Api, PostParams};
+use kube::runtime::WatchStreamExt;
+use kube::runtime::watcher::{self, Event};
+
+use berth_core::clock::Clock;
+use berth_core::toleration::EFFECT_NO_EXECUTE;
+
+use crate::events::{EventRecorder, TYPE_NORMAL, TYPE_WARNING, node_ref, pod_ref};
+use crate::metrics::ControllerMetrics;
+use crate::taint_eviction::schedule::PodKey;
+use health::{GracePeriods, HealthVerdict, NodeHealth, STATUS_FALSE, STATUS_TRUE, STATUS_UNKNOWN};
+use rate_limited_queue::{RateLimitedTimedQueue, TimedValue};
+use taints::{
+    CONDITION_READY, TAINT_NOT_READY, TAINT_UNREACHABLE, TaintChange, apply_change, condition,
+    has_taint, lift_no_execute_health_taints, no_execute_swap, no_schedule_change,
+};
+use zone::{DisruptionOutcome, ZoneRates, ZoneTracker, excluded_from_disruption, zone_key};
+
+/// Upstream's controller name (`--controllers`).
+pub const CONTROLLER_NAME: &str = "node-lifecycle-controller";
+/// The events' source component (upstream's recorder).
+pub const EVENT_COMPONENT: &str = "node-controller";
+/// Where node heartbeats live.
+pub const NODE_LEASE_NAMESPACE: &str = "kube-node-lease";
+/// How many times a write is retried on a conflict.
+const RETRIES: usize = 5;
+
+/// Settings, with upstream's defaults.
+#[derive(Debug, Clone, PartialEq)]
+pub struct NodeLifecycleConfig {
+    /// `--node-monitor-period`.
+    pub node_monitor_period: Duration,
+    /// `--node-monitor-grace-period`, `--node-startup-grace-period`.
+    pub grace: GracePeriods,
+    /// `--node-eviction-rate`, `--secondary-node-eviction-rate`,
+    /// `--large-cluster-size-threshold`, `--unhealthy-zone-threshold`.
+    pub rates: ZoneRates,
+}
+
+impl Default for NodeLifecycleConfig {
+    fn default() -> Self {
+        NodeLifecycleConfig {
+            node_monitor_period: Duration::from_secs(5),
+            grace: GracePeriods::default(),
+            rates: ZoneRates::default(),
+        }
+    }
+}
+
+/// What a monitor pass asks of one node (`processTaintBaseEviction` and the
+/// pod marking).
+#[derive(Debug, Clone, PartialEq)]
+pub enum TaintStep {
+    /// Nothing to write.
+    None,
+    /// Swap not-ready and unreachable NoExecute taints at once (the node
+    /// already carries the other one).
+    SwapNow(TaintChange),
+    /// Lift both NoExecute health taints (the node is Ready).
+    Lift,
+}
+
+/// One node's part of a monitor pass.
+#[derive(Debug, Clone, PartialEq)]
+pub struct NodeAction {
+    pub name: String,
+    pub verdict: HealthVerdict,
+    pub taints: TaintStep,
+    /// Ready went from True to something else: record `NodeNotReady`.
+    pub became_not_ready: bool,
+    /// Set the node's pods' Ready condition to False.
+    pub mark_pods_not_ready: bool,
+}
+
+/// A monitor pass's decisions.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct MonitorPlan {
+    pub registered: Vec<String>,
+    pub removed: Vec<String>,
+    /// Only nodes that need something written.
+    pub actions: Vec<NodeAction>,
+    pub disruption: DisruptionOutcome,
+}
+
+/// What the controller knows, from watch events. Plain data.
+#[derive(Debug, Clone, Default)]
+pub struct ClusterState {
+    nodes: BTreeMap<String, Node>,
+    health: HashMap<String, NodeHealth>,
+    leases: HashMap<String, Timestamp>,
+    pods_by_node: HashMap<String, BTreeSet<PodKey>>,
+    pod_node: HashMap<PodKey, String>,
+    known: HashSet<String>,
+    zones: ZoneTracker,
+    queues: BTreeMap<String, RateLimitedTimedQueue>,
+    needs_retry: HashSet<String>,
+}
+
+impl ClusterState {
+    pub fn node(&self, name: &str) -> Option<&Node> {
+        self.nodes.get(name)
+    }
+
+    pub fn node_count(&self) -> usize {
+        self.nodes.len()
+    }
+
+    pub fn zones(&self) -> &ZoneTracker {
+        &self.zones
+    }
+
+    /// The tainting queue of a zone.
+    pub fn queue(&self, zone: &str) -> Option<&RateLimitedTimedQueue> {
+        self.queues.get(zone)
+    }
+
+    pub fn observe_node(&mut self, node: Node, now: Timestamp) {
+        let Some(name) = node.metadata.name.clone() else {
+            return;
+        };
+        let mut health = NodeHealth::observe_node(self.health.remove(&name), &node, now);
+        if let Some(renew) = self.leases.get(&name) {
+            health.observe_lease(Some(*renew), now);
+        }
+        self.health.insert(name.clone(), health);
+        self.nodes.insert(name, node);
+    }
+
+    pub fn remove_node(&mut self, name: &str) {
+        self.nodes.remove(name);
+        self.health.remove(name);
+    }
+
+    pub fn observe_lease(&mut self, lease: &Lease, now: Timestamp) {
+        let Some(name) = lease.metadata.name.clone() else {
+            return;
+        };
+        let renew = lease
+            .spec
+            .as_ref()
+            .and_then(|s| s.renew_time.as_ref())
+            .map(|t| t.0);
+        let Some(renew) = renew else { return };
+        if let Some(health) = self.health.get_mut(&name) {
+            health.observe_lease(Some(renew), now);
+        }
+        let saved = self.leases.entry(name).or_insert(renew);
+        if *saved < renew {
+            *saved = renew;
+        }
+    }
+
+    pub fn remove_lease(&mut self, name: &str) {
+        self.leases.remove(name);
+    }
+
+    pub fn observe_pod(&mut self, pod: &Pod) {
+        let key = PodKey::of(pod);
+        let node = pod
+            .spec
+            .as_ref()
+            .and_then(|s| s.node_name.clone())
+            .unwrap_or_default();
+        if self.pod_node.get(&key) == Some(&node) {
+            return;
+        }
+        self.remove_pod(&key);
+        if !node.is_empty() {
+            self.pods_by_node
+                .entry(node.clone())
+                .or_default()
+                .insert(key.clone());
+            self.pod_node.insert(key, node);
+        }
+    }
+
+    pub fn remove_pod(&mut self, key: &PodKey) {
+        if let Some(node) = self.pod_node.remove(key)
+            && let Some(set) = self.pods_by_node.get_mut(&node)
+        {
+            set.remove(key);
+            if set.is_empty() {
+                self.pods_by_node.remove(&node);
+            }
+        }
+    }
+
+    pub fn pods_on(&self, node: &str) -> Vec<PodKey> {
+        self.pods_by_node
+            .get(node)
+            .map(|s| s.iter().cloned().collect())
+            .unwrap_or_default()
+    }
+
+    /// Forgets nodes, leases and pods a re-list did not return.
+    fn retain_nodes(&mut self, seen: &HashSet<String>) {
+        let gone: Vec<String> = self
+            .nodes
+            .keys()
+            .filter(|n| !seen.contains(*n))
+            .cloned()
+            .collect();
+        for n in gone {
+            self.remove_node(&n);
+        }
+    }
+
+    fn retain_leases(&mut self, seen: &HashSet<String>) {
+        self.leases.retain(|k, _| seen.contains(k));
+    }
+
+    fn retain_pods(&mut self, seen: &HashSet<PodKey>) {
+        let gone: Vec<PodKey> = self
+            .pod_node
+            .keys()
+            .filter(|k| !seen.contains(*k))
+            .cloned()
+            .collect();
+        for k in gone {
+            self.remove_pod(&k);
+        }
+    }
+
+    fn ensure_zone(&mut self, zone: &str, rates: &ZoneRates, now: Timestamp) -> bool {
+        if !self.queues.contains_key(zone) {
+            self.queues.insert(
+                zone.to_string(),
+                RateLimitedTimedQueue::new(rates.eviction_qps, now),
+            );
+        }
+        self.zones.ensure(zone)
+    }
+
+    /// The monitor pass's decisions at `now` (upstream `monitorNodeHealth`
+    /// up to the API writes). Updates the zone states and queues; the
+    /// writes it asks for are the caller's.
+    pub fn plan(&mut self, now: Timestamp, config: &NodeLifecycleConfig) -> MonitorPlan {
+        let mut plan = MonitorPlan::default();
+        let removed: Vec<String> = self
+            .known
+            .iter()
+            .filter(|n| !self.nodes.contains_key(*n))
+            .cloned()
+            .collect();
+        for name in removed {
+            self.known.remove(&name);
+            self.needs_retry.remove(&name);
+            for queue in self.queues.values_mut() {
+                queue.remove(&name);
+            }
+            plan.removed.push(name);
+        }
+        let mut zone_ready: BTreeMap<String, Vec<Option<bool>>> = BTreeMap::new();
+        let names: Vec<String> = self.nodes.keys().cloned().collect();
+        for name in names {
+            let Some(node) = self.nodes.get(&name) else {
+                continue;
+            };
+            let zone = zone_key(node);
+            if !self.known.contains(&name) {
+                self.known.insert(name.clone());
+                plan.registered.push(name.clone());
+            }
+            let Some(health) = self.health.get(&name) else {
+                continue;
+            };
+            let verdict = health::check(node, health, now, &config.grace);
+            let excluded = excluded_from_disruption(node);
+            let taints = node
+                .spec
+                .as_ref()
+                .and_then(|s| s.taints.as_deref())
+                .unwrap_or(&[]);
+            let has_unreachable = has_taint(taints, TAINT_UNREACHABLE, EFFECT_NO_EXECUTE);
+            let has_not_ready = has_taint(taints, TAINT_NOT_READY, EFFECT_NO_EXECUTE);
+            let uid = node.metadata.uid.clone().unwrap_or_default();
+            if !self.queues.contains_key(&zone) || self.zones.state(&zone).is_none() {
+                self.ensure_zone(&zone, &config.rates, now);
+            }
+            if !excluded {
+                zone_ready
+                    .entry(zone.clone())
+                    .or_default()
+                    .push(verdict.current_ready.as_deref().map(|s| s == STATUS_TRUE));
+            }
+            let Some(current) = verdict.current_ready.clone() else {
+                if verdict.status_update.is_some() {
+                    plan.actions.push(NodeAction {
+                        name,
+                        verdict,
+                        taints: TaintStep::None,
+                        became_not_ready: false,
+                        mark_pods_not_ready: false,
+                    });
+                }
+                continue;
+            };
+            let Some(queue) = self.queues.get_mut(&zone) else {
+                continue;
+            };
+            // processTaintBaseEviction, on the Ready status seen before this pass.
+            let taint_step = match verdict.observed_ready.as_str() {
+                STATUS_FALSE if has_unreachable => {
+                    TaintStep::SwapNow(no_execute_swap(STATUS_FALSE).unwrap_or_default())
+                }
+                STATUS_UNKNOWN if has_not_ready => {
+                    TaintStep::SwapNow(no_execute_swap(STATUS_UNKNOWN).unwrap_or_default())
+                }
+                STATUS_FALSE | STATUS_UNKNOWN => {
+                    // markNodeForTainting
+                    let tainted = if verdict.observed_ready == STATUS_FALSE {
+                        has_not_ready
+                    } else {
+                        has_unreachable
+                    };
+                    if !tainted {
+                        queue.remove(&name);
+                    }
+                    queue.add(&name, &uid, now);
+                    TaintStep::None
+                }
+                STATUS_TRUE => {
+                    // markNodeAsReachable
+                    queue.remove(&name);
+                    if has_unreachable || has_not_ready {
+                        TaintStep::Lift
+                    } else {
+                        TaintStep::None
+                    }
+                }
+                _ => TaintStep::None,
+            };
+            let became_not_ready = current != STATUS_TRUE && verdict.observed_ready == STATUS_TRUE;
+            let retry = self.needs_retry.contains(&name) && verdict.observed_ready != STATUS_TRUE;
+            if !retry {
+                self.needs_retry.remove(&name);
+            }
+            let mark_pods_not_ready = became_not_ready || retry;
+            if verdict.status_update.is_some()
+                || taint_step != TaintStep::None
+                || mark_pods_not_ready
+            {
+                plan.actions.push(NodeAction {
+                    name,
+                    verdict,
+                    taints: taint_step,
+                    became_not_ready,
+                    mark_pods_not_ready,
+                });
+            }
+        }
+        plan.disruption = self.zones.handle(&zone_ready, &config.rates);
+        for (zone, qps) in &plan.disruption.limiters {
+            if let Some(queue) = self.queues.get_mut(zone) {
+                queue.swap_limiter(*qps, now);
+            }
+        }
+        if plan.disruption.exit_master_disruption {
+            for health in self.health.values_mut() {
+                health.reset(now);
+            }
+        }
+        plan
+    }
+
+    /// Nodes due for their NoExecute taint now, by zone, as the rate limits
+    /// allow (`doNoExecuteTaintingPass`, up to the writes).
+    pub fn due_for_tainting(&mut self, now: Timestamp) -> Vec<(String, TimedValue)> {
+        let mut out = Vec::new();
+        for (zone, queue) in self.queues.iter_mut() {
+            while let Some(value) = queue.next_due(now) {
+                out.push((zone.clone(), value));
+            }
+        }
+        out
+    }
+
+    /// When the tainting pass should next look at the queues: as soon as a
+    /// queue may hand out a node (upstream polls every 100 ms).
+    pub fn next_tainting(&self) -> Option<Timestamp> {
+        self.queues.values().filter_map(|q| q.next_attempt()).min()
+    }
+
+    fn retry_tainting(&mut self, zone: &str, value: TimedValue, now: Timestamp, wait: Duration) {
+        if let Some(queue) = self.queues.get_mut(zone) {
+            queue.retry(value, now, wait);
+        }
+    }
+}
+
+/// See the module documentation.
+pub struct NodeLifecycleController {
+    client: kube::Client,
+    clock: Clock,
+    config: NodeLifecycleConfig,
+    metrics: ControllerMetrics,
+    recorder: EventRecorder,
+    state: ClusterState,
+}
+
+fn is_conflict(err: &kube::Error) -> bool {
+    matches!(err, kube::Error::Api(s) if s.code == 409)
+}
+
+fn is_not_found(err: &kube::Error) -> bool {
+    matches!(err, kube::Error::Api(s) if s.is_not_found())
+}
+
+#[derive(Default)]
+struct Sync<K> {
+    seen: Option<HashSet<K>>,
+    done: bool,
+}
+
+impl<K: std::hash::Hash + Eq> Sync<K> {
+    fn init(&mut self) {
+        self.seen = Some(HashSet::new());
+    }
+    fn saw(&mut self, key: K) {
+        if let Some(seen) = self.seen.as_mut() {
+            seen.insert(key);
+        }
+    }
+    fn finish(&mut self) -> Option<HashSet<K>> {
+        self.done = true;
+        self.seen.take()
+    }
+}
+
+impl NodeLifecycleController {
+    pub fn new(
+        client: kube::Client,
+        clock: Clock,
+        config: NodeLifecycleConfig,
+        metrics: ControllerMetrics,
+    ) -> NodeLifecycleController {
+        let recorder = EventRecorder::new(client.clone(), clock.clone(), EVENT_COMPONENT);
+        NodeLifecycleController {
+            client,
+            clock,
+            config,
+            metrics,
+            recorder,
+            state: ClusterState::default(),
+        }
+    }
+
+    /// Runs until dropped.
+    pub async fn run(mut self) {
+        let nodes = watcher::watcher(
+            Api::<Node>::all(self.client.clone()),
+            watcher::Config::default(),
+        )
+        .default_backoff();
+        let leases = watcher::watcher(
+            Api::<Lease>::namespaced(self.client.clone(), NODE_LEASE_NAMESPACE),
+            watcher::Config::default(),
+        )
+        .default_backoff();
+        let pods = watcher::watcher(
+            Api::<Pod>::all(self.client.clone()),
+            watcher::Config::default(),
+        )
+        .default_backoff();
+        let mut nodes = std::pin::pin!(nodes);
+        let mut leases = std::pin::pin!(leases);
+        let mut pods = std::pin::pin!(pods);
+        let mut node_sync: Sync<String> = Sync::default();
+        let mut lease_sync: Sync<String> = Sync::default();
+        let mut pod_sync: Sync<PodKey> = Sync::default();
+        let mut next_monitor: Option<Timestamp> = None;
+        loop {
+            let synced = node_sync.done && lease_sync.done && pod_sync.done;
+            if synced && next_monitor.is_none() {
+                next_monitor = Some(self.clock.now());
+            }
+            let next_taint = if synced {
+                self.state.next_tainting()
+            } else {
+                None
+            };
+            let clock = self.clock.clone();
+            let monitor_at = next_monitor;
+            let monitor = async move {
+                match monitor_at {
+                    Some(at) => clock.sleep_until(at).await,
+                    None => std::future::pending().await,
+                }
+            };
+            let clock = self.clock.clone();
+            let taint = async move {
+                match next_taint {
+                    Some(at) => clock.sleep_until(at).await,
+                    None => std::future::pending().await,
+                }
+            };
+            tokio::select! {
+                biased;
+                Some(event) = nodes.next() => match event {
+                    Ok(event) => self.node_event(event, &mut node_sync).await,
+                    Err(err) => tracing::warn!(%err, "watching nodes"),
+                },
+                Some(event) = leases.next() => match event {
+                    Ok(event) => self.lease_event(event, &mut lease_sync),
+                    Err(err) => tracing::warn!(%err, "watching leases"),
+                },
+                Some(event) = pods.next() => match event {
+                    Ok(event) => self.pod_event(event, &mut pod_sync),
+                    Err(err) => tracing::warn!(%err, "watching pods"),
+                },
+                _ = monitor => {
+                    self.monitor_pass().await;
+                    let period = SignedDuration::try_from(self.config.node_monitor_period)
+                        .unwrap_or(SignedDuration::from_secs(5));
+                    next_monitor = Some(self.clock.now().checked_add(period).unwrap_or(Timestamp::MAX));
+                }
+                _ = taint => self.tainting_pass().await,
+            }
+        }
+    }
+
+    async fn node_event(&mut self, event: Event<Node>, sync: &mut Sync<String>) {
+        let now = self.clock.now();
+        match event {
+            Event::Init => sync.init(),
+            Event::InitApply(node) | Event::Apply(node) => {
+                let name = node.metadata.name.clone().unwrap_or_default();
+                sync.saw(name.clone());
+                let change = no_schedule_change(&node);
+                self.state.observe_node(node, now);
+                if !change.is_empty()
+                    && let Err(err) = self.update_taints(&name, &change).await
+                {
+                    tracing::warn!(node = %name, %err, "failed to update NoSchedule taints");
+                }
+            }
+            Event::Delete(node) => {
+                self.state
+                    .remove_node(node.metadata.name.as_deref().unwrap_or_default());
+            }
+            Event::InitDone => {
+                if let Some(seen) = sync.finish() {
+                    self.state.retain_nodes(&seen);
+                }
+            }
+        }
+    }
+
+    fn lease_event(&mut self, event: Event<Lease>, sync: &mut Sync<String>) {
+        let now = self.clock.now();
+        match event {
+            Event::Init => sync.init(),
+            Event::InitApply(lease) | Event::Apply(lease) => {
+                sync.saw(lease.metadata.name.clone().unwrap_or_default());
+                self.state.observe_lease(&lease, now);
+            }
+            Event::Delete(lease) => {
+                self.state
+                    .remove_lease(lease.metadata.name.as_deref().unwrap_or_default());
+            }
+            Event::InitDone => {
+                if let Some(seen) = sync.finish() {
+                    self.state.retain_leases(&seen);
+                }
+            }
+        }
+    }
+
+    fn pod_event(&mut self, event: Event<Pod>, sync: &mut Sync<PodKey>) {
+        match event {
+            Event::Init => sync.init(),
+            Event::InitApply(pod) | Event::Apply(pod) => {
+                sync.saw(PodKey::of(&pod));
+                self.state.observe_pod(&pod);
+            }
+            Event::Delete(pod) => self.state.remove_pod(&PodKey::of(&pod)),
+            Event::InitDone => {
+                if let Some(seen) = sync.finish() {
+                    self.state.retain_pods(&seen);
+                }
+            }
+        }
+    }
+
+    /// One monitor pass: plan, then write.
+    async fn monitor_pass(&mut self) {
+        let now = self.clock.now();
+        let plan = self.state.plan(now, &self.config);
+        for name in &plan.registered {
+            let uid = self.state.node(name).and_then(|n| n.metadata.uid.clone());
+            self.recorder.record(
+                node_ref(name, uid.as_deref()),
+                TYPE_NORMAL,
+                "RegisteredNode",
+                format!("Registered Node {name} in Controller"),
+            );
+        }
+        for name in &plan.removed {
+            self.recorder.record(
+                node_ref(name, None),
+                TYPE_NORMAL,
+                "RemovingNode",
+                format!("Removing Node {name} from Controller"),
+            );
+        }
+        for action in plan.actions {
+            self.carry_out(action, now).await;
+        }
+        let disruption = &plan.disruption;
+        for figures in &disruption.figures {
+            let zone = ControllerMetrics::zone(&figures.zone);
+            self.metrics
+                .zone_size
+                .get_or_create(&zone)
+                .set(figures.size as f64);
+            self.metrics
+                .zone_health
+                .get_or_create(&zone)
+                .set(figures.health);
+            self.metrics
+                .unhealthy_nodes
+                .get_or_create(&zone)
+                .set(figures.unhealthy as f64);
+            let _ = self.metrics.evictions.get_or_create(&zone);
+        }
+        for zone in &disruption.removed {
+            let zone = ControllerMetrics::zone(zone);
+            self.metrics.zone_size.get_or_create(&zone).set(0.0);
+            self.metrics.zone_health.get_or_create(&zone).set(100.0);
+            self.metrics.unhealthy_nodes.get_or_create(&zone).set(0.0);
+        }
+        if disruption.enter_master_disruption {
+            tracing::info!(
+                "Controller detected that all Nodes are not-Ready. Entering master disruption mode"
+            );
+            let tainted: Vec<String> = self
+                .state
+                .nodes
+                .iter()
+                .filter(|(_, n)| {
+                    let t = n
+                        .spec
+                        .as_ref()
+                        .and_then(|s| s.taints.as_deref())
+                        .unwrap_or(&[]);
+                    has_taint(t, TAINT_UNREACHABLE, EFFECT_NO_EXECUTE)
+                        || has_taint(t, TAINT_NOT_READY, EFFECT_NO_EXECUTE)
+                })
+                .map(|(k, _)| k.clone())
+                .collect();
+            for name in tainted {
+                if let Err(err) = self
+                    .update_taints(&name, &lift_no_execute_health_taints())
+                    .await
+                {
+                    tracing::warn!(node = %name, %err, "failed to remove taints from node");
+                }
+            }
+        }
+        if disruption.exit_master_disruption {
+            tracing::info!(
+                "Controller detected that some Nodes are Ready. Exiting master disruption mode"
+            );
+        }
+    }
+
+    async fn carry_out(&mut self, action: NodeAction, now: Timestamp) {
+        let name = action.name.as_str();
+        if let Some(conditions) = action.verdict.status_update.clone() {
+            match self.write_unknown(name, conditions, now).await {
+                Ok(()) => {}
+                Err(err) => {
+                    tracing::warn!(node = %name, %err, "Update health of Node from Controller error, Skipping - no pods will be evicted");
+                    return;
+                }
+            }
+        }
+        match &action.taints {
+            TaintStep::None => {}
+            TaintStep::SwapNow(change) => {
+                if let Err(err) = self.update_taints(name, change).await {
+                    tracing::warn!(node = %name, %err, "failed to swap NoExecute taints; next pass retries");
+                }
+            }
+            TaintStep::Lift => {
+                if let Err(err) = self
+                    .update_taints(name, &lift_no_execute_health_taints())
+                    .await
+                {
+                    tracing::warn!(node = %name, %err, "failed to remove taints from node");
+                }
+            }
+        }
+        if action.became_not_ready {
+            let uid = self.state.node(name).and_then(|n| n.metadata.uid.clone());
+            self.recorder.record(
+                node_ref(name, uid.as_deref()),
+                TYPE_NORMAL,
+                "NodeNotReady",
+                format!("Node {name} status is now: NodeNotReady"),
+            );
+        }
+        if action.mark_pods_not_ready {
+            match self.mark_pods_not_ready(name, now).await {
+                Ok(()) => {
+                    self.state.needs_retry.remove(name);
+                }
+                Err(err) => {
+                    tracing::warn!(node = %name, %err, "unable to mark all pods NotReady; queuing for retry");
+                    self.state.needs_retry.insert(name.to_string());
+                }
+            }
+        }
+    }
+
+    /// Writes the Unknown conditions; on a conflict re-reads the node and
+    /// decides again.
+    async fn write_unknown(
+        &mut self,
+        name: &str,
+        mut conditions: Vec<NodeCondition>,
+        now: Timestamp,
+    ) -> Result<(), kube::Error> {
+        let api: Api<Node> = Api::all(self.client.clone());
+        let mut node = match self.state.node(name) {
+            Some(n) => n.clone(),
+            None => return Ok(()),
+        };
+        for attempt in 0..RETRIES {
+            node.status.get_or_insert_with(Default::default).conditions = Some(conditions.clone());
+            match api
+                .replace_status(name, &PostParams::default(), &node)
+                .await
+            {
+                Ok(updated) => {
+                    self.state.observe_node(updated, now);
+                    if let Some(h) = self.state.health.get_mut(name) {
+                        h.marked_unknown(now);
+                    }
+                    return Ok(());
+                }
+                Err(err) if is_conflict(&err) && attempt + 1 < RETRIES => {
+                    let fresh = api.get(name).await?;
+                    self.state.observe_node(fresh.clone(), now);
+                    let Some(health) = self.state.health.get(name) else {
+                        return Ok(());
+                    };
+                    match health::check(&fresh, health, now, &self.config.grace).status_update {
+                        Some(c) => conditions = c,
+                        None => return Ok(()),
+                    }
+                    node = fresh;
+                }
+                Err(err) => return Err(err),
+            }
+        }
+        Ok(())
+    }
+
+    /// `MarkPodsNotReady`: each pod on the node with a Ready condition gets
+    /// Ready=False, and a `NodeNotReady` event.
+    async fn mark_pods_not_ready(&self, node: &str, now: Timestamp) -> Result<(), kube::Error> {
+        let mut first_error = None;
+        for key in self.state.pods_on(node) {
+            let api: Api<Pod> = Api::namespaced(self.client.clone(), &key.namespace);
+            let mut pod = match api.get_opt(&key.name).await {
+                Ok(Some(p)) => p,
+                Ok(None) => continue,
+                Err(err) => {
+                    first_error.get_or_insert(err);
+                    continue;
+                }
+            };
+            if pod.spec.as_ref().and_then(|s| s.node_name.as_deref()) != Some(node) {
+                continue;
+            }
+            let Some(ready) = pod
+                .status
+                .as_mut()
+                .and_then(|s| s.conditions.as_mut())
+                .and_then(|c| c.iter_mut().find(|c| c.type_ == "Ready"))
+            else {
+                continue;
+            };
+            if ready.status == STATUS_FALSE {
+                continue;
+            }
+            ready.status = STATUS_FALSE.into();
+            ready.last_transition_time = Some(Time(now));
+            match api
+                .replace_status(&key.name, &PostParams::default(), &pod)
+                .await
+            {
+                Ok(_) => self.recorder.record(
+                    pod_ref(&key.namespace, &key.name, pod.metadata.uid.as_deref()),
+                    TYPE_WARNING,
+                    "NodeNotReady",
+                    "Node is not ready".into(),
+                ),
+                Err(err) if is_not_found(&err) => {}
+                Err(err) => {
+                    first_error.get_or_insert(err);
+                }
+            }
+        }
+        match first_error {
+            Some(err) => Err(err),
+            None => Ok(()),
+        }
+    }
+
+    /// Adds the not-ready/unreachable NoExecute taints the queues allow.
+    async fn tainting_pass(&mut self) {
+        let now = self.clock.now();
+        for (zone, value) in self.state.due_for_tainting(now) {
+            let Some(node) = self.state.node(&value.value) else {
+                continue; // gone: done
+            };
+            let Some(ready) = condition(node, CONDITION_READY) else {
+                self.state
+                    .retry_tainting(&zone, value, now, Duration::from_millis(50));
+                continue;
+            };
+            let Some(change) = no_execute_swap(&ready.status) else {
+                continue; // Ready again: nothing to taint
+            };
+            match self.update_taints(&value.value, &change).await {
+                Ok(changed) => {
+                    if changed {
+                        self.metrics
+                            .evictions
+                            .get_or_create(&ControllerMetrics::zone(&zone))
+                            .inc();
+                    }
+                }
+                Err(err) => {
+                    tracing::warn!(node = %value.value, %err, "failed to taint node");
+                    self.state.retry_tainting(&zone, value, now, Duration::ZERO);
+                }
+            }
+        }
+    }
+
+    /// Applies a taint change to a node (from the cached object first, the
+    /// server's on a conflict); true if the taints changed.
+    async fn update_taints(
+        &mut self,
+        name: &str,
+        change: &TaintChange,
+    ) -> Result<bool, kube::Error> {
+        let api: Api<Node> = Api::all(self.client.clone());
+        let mut node = match self.state.node(name) {
+            Some(n) => n.clone(),
+            None => api.get(name).await?,
+        };
+        for attempt in 0..RETRIES {
+            let now = self.clock.now();
+            let taints = node
+                .spec
+                .as_ref()
+                .and_then(|s| s.taints.clone())
+                .unwrap_or_default();
+            let Some(new) = apply_change(&taints, change, now) else {
+                return Ok(false);
+            };
+            node.spec.get_or_insert_with(Default::default).taints =
+                (!new.is_empty()).then_some(new);
+            match api.replace(name, &PostParams::default(), &node).await {
+                Ok(updated) => {
+                    self.state.observe_node(updated, now);
+                    return Ok(true);
+                }
+                Err(err) if is_conflict(&err) && attempt + 1 < RETRIES => {
+                    node = api.get(name).await?;
+                }
+                Err(err) => return Err(err),
+            }
+        }
+        Ok(false)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use k8s_openapi::api::core::v1::{NodeSpec, NodeStatus};
+
+    fn t(s: i64) -> Timestamp {
+        Timestamp::from_second(1_420_113_600 + s).unwrap_or(Timestamp::UNIX_EPOCH)
+    }
+
+    fn node(name: &str, zone: &str, ready: &str, heartbeat: i64) -> Node {
+        let mut n = Node::default();
+        n.metadata.name = Some(name.into());
+        n.metadata.uid = Some(format!("uid-{name}"));
+        n.metadata.creation_timestamp = Some(Time(t(-10_000)));
+        n.metadata.labels =
+            Some([(zone::LABEL_TOPOLOGY_ZONE.to_string(), zone.to_string())].into());
+        n.spec = Some(NodeSpec::default());
+        n.status = Some(NodeStatus {
+            conditions: Some(vec![NodeCondition {
+                type_: "Ready".into(),
+                status: ready.into(),
+                last_heartbeat_time: Some(Time(t(heartbeat))),
+                last_transition_time: Some(Time(t(-10_000))),
+                ..NodeCondition::default()
+            }]),
+            ..NodeStatus::default()
+        });
+        n
+    }
+
+    /// Upstream `TestMonitorNodeHealthEvictPods`, reduced to the plan: a
+    /// node silent past the grace period is set Unknown; the next pass (on
+    /// the Unknown status) queues it for the unreachable taint, and the
+    /// queue hands it out at once (burst 1).
+    #[test]
+    fn silent_node_is_marked_unknown_then_queued_for_tainting() {
+        let config = NodeLifecycleConfig::default();
+        let mut state = ClusterState::default();
+        state.observe_node(node("node0", "z", "True", 0), t(0));
+        state.observe_node(node("node1", "z", "True", 0), t(0));
+        let first = state.plan(t(0), &config);
+        assert_eq!(first.registered, ["node0", "node1"]);
+        assert!(first.actions.is_empty());
+        // node1 keeps posting; node0 goes silent.
+        state.observe_node(node("node1", "z", "True", 55), t(55));
+        let second = state.plan(t(55), &config);
+        assert_eq!(second.actions.len(), 1);
+        let action = &second.actions[0];
+        assert_eq!(action.name, "node0");
+        assert!(action.became_not_ready && action.mark_pods_not_ready);
+        assert_eq!(action.verdict.current_ready.as_deref(), Some("Unknown"));
+        assert!(
+            state.due_for_tainting(t(55)).is_empty(),
+            "not queued before the status is Unknown"
+        );
+        // The controller's own write comes back through the watch.
+        let mut unknown = node("node0", "z", "Unknown", 0);
+        unknown.status = Some(NodeStatus {
+            conditions: action.verdict.status_update.clone(),
+            ..NodeStatus::default()
+        });
+        state.observe_node(unknown, t(55));
+        let third = state.plan(t(60), &config);
+        assert!(third.actions.is_empty(), "{third:?}");
+        let due = state.due_for_tainting(t(60));
+        assert_eq!(due.len(), 1);
+        assert_eq!(due[0].1.value, "node0");
+    }
+
+    #[test]
+    fn a_ready_node_with_health_taints_gets_them_lifted() {
+        let config = NodeLifecycleConfig::default();
+        let mut state = ClusterState::default();
+        let mut n = node("node0", "z", "True", 0);
+        n.spec = Some(NodeSpec {
+            taints: Some(vec![taints::taint(TAINT_UNREACHABLE, EFFECT_NO_EXECUTE)]),
+            ..NodeSpec::default()
+        });
+        state.observe_node(n, t(0));
+        let plan = state.plan(t(1), &config);
+        assert_eq!(plan.actions.len(), 1);
+        assert_eq!(plan.actions[0].taints, TaintStep::Lift);
+    }
+
+    #[test]
+    fn a_not_ready_node_with_the_unreachable_taint_is_swapped_at_once() {
+        let config = NodeLifecycleConfig::default();
+        let mut state = ClusterState::default();
+        let mut n = node("node0", "z", "False", 0);
+        n.spec = Some(NodeSpec {
+            taints: Some(vec![taints::taint(TAINT_UNREACHABLE, EFFECT_NO_EXECUTE)]),
+            ..NodeSpec::default()
+        });
+        state.observe_node(n, t(0));
+        state.observe_node(node("node1", "z", "True", 0), t(0));
+        let plan = state.plan(t(1), &config);
+        assert_eq!(plan.actions.len(), 1);
+        assert_eq!(
+            plan.actions[0].taints,
+            TaintStep::SwapNow(no_execute_swap("False").unwrap_or_default())
+        );
+    }
+}

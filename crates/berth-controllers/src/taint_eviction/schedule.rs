@@ -1,0 +1,713 @@
+//! The eviction schedule: every bound pod's due time, recomputed from the
+//! current node and pod whenever either changes, kept in time order.
+//!
+//! Plain data driven by watch events (`set_node`, `remove_node`, `set_pod`,
+//! `remove_pod`) and by time (`take_due`); the controller's task does the
+//! API calls. A change that moves a pod's due time moves its entry (a
+//! lengthened toleration delays it, a re-added taint restarts it), one that
+//! makes the pod tolerate the taints forever or removes them cancels it,
+//! and the cancellations are reported so the controller can record them.
+
+use std::collections::{BTreeSet, HashMap, HashSet};
+
+use jiff::Timestamp;
+use k8s_openapi::api::core::v1::{Node, Pod, Taint, Toleration};
+
+use berth_core::FeatureGates;
+
+use super::due::{Due, bound_at, due_time, relevant_taints};
+
+/// A pod's namespace and name.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub struct PodKey {
+    pub namespace: String,
+    pub name: String,
+}
+
+impl PodKey {
+    pub fn of(pod: &Pod) -> PodKey {
+        PodKey {
+            namespace: pod.metadata.namespace.clone().unwrap_or_default(),
+            name: pod.metadata.name.clone().unwrap_or_default(),
+        }
+    }
+}
+
+impl std::fmt::Display for PodKey {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "{}/{}", self.namespace, self.name)
+    }
+}
+
+/// An eviction to carry out now.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct DueEviction {
+    pub pod: PodKey,
+    pub uid: String,
+    pub node: String,
+    pub due: Due,
+}
+
+#[derive(Debug, Clone)]
+struct PodEntry {
+    node: String,
+    uid: String,
+    tolerations: Vec<Toleration>,
+    bound: Timestamp,
+    terminating: bool,
+    /// The scheduled eviction, if any.
+    due: Option<Due>,
+    /// Handed to the controller and not reported back failed.
+    in_flight: bool,
+}
+
+#[derive(Debug, Clone, Default)]
+struct NodeEntry {
+    taints: Vec<Taint>,
+    /// When the controller first saw each taint (for taints without
+    /// `timeAdded`, which the API server normally stamps).
+    first_seen: Vec<(Taint, Timestamp)>,
+}
+
+/// See the module documentation.
+#[derive(Debug, Clone, Default)]
+pub struct EvictionSchedule {
+    gates: FeatureGates,
+    nodes: HashMap<String, NodeEntry>,
+    pods: HashMap<PodKey, PodEntry>,
+    by_node: HashMap<String, HashSet<PodKey>>,
+    queue: BTreeSet<(Timestamp, PodKey)>,
+}
+
+fn same_taint(a: &Taint, b: &Taint) -> bool {
+    a.key == b.key && a.effect == b.effect && a.value == b.value
+}
+
+impl EvictionSchedule {
+    pub fn new(gates: FeatureGates) -> EvictionSchedule {
+        EvictionSchedule {
+            gates,
+            ..EvictionSchedule::default()
+        }
+    }
+
+    /// The node's taints changed (or it appeared); returns the pods whose
+    /// scheduled eviction was called off.
+    pub fn set_node(&mut self, node: &Node, now: Timestamp) -> Vec<PodKey> {
+        let Some(name) = node.metadata.name.as_deref() else {
+            return Vec::new();
+        };
+        let taints = relevant_taints(
+            node.spec
+                .as_ref()
+                .and_then(|s| s.taints.as_deref())
+                .unwrap_or(&[]),
+        );
+        let entry = self.nodes.entry(name.to_string()).or_default();
+        if entry.taints == taints {
+            return Vec::new();
+        }
+        let first_seen = taints
+            .iter()
+            .map(|t| {
+                let seen = entry
+                    .first_seen
+                    .iter()
+                    .find(|(s, _)| same_taint(s, t))
+                    .map_or(now, |(_, at)| *at);
+                (t.clone(), seen)
+            })
+            .collect();
+        *entry = NodeEntry { taints, first_seen };
+        self.recompute_node(name)
+    }
+
+    /// The node is gone: its pods' evictions are called off.
+    pub fn remove_node(&mut self, name: &str) -> Vec<PodKey> {
+        if self.nodes.remove(name).is_none() {
+            return Vec::new();
+        }
+        self.recompute_node(name)
+    }
+
+    /// A pod appeared or changed; returns whether a scheduled eviction of it
+    /// was called off.
+    pub fn set_pod(&mut self, pod: &Pod) -> bool {
+        let key = PodKey::of(pod);
+        let node = pod
+            .spec
+            .as_ref()
+            .and_then(|s| s.node_name.clone())
+            .unwrap_or_default();
+        if node.is_empty() {
+            return self.remove_pod(&key);
+        }
+        let uid = pod.metadata.uid.clone().unwrap_or_default();
+        let tolerations = pod
+            .spec
+            .as_ref()
+            .and_then(|s| s.tolerations.clone())
+            .unwrap_or_default();
+        let bound = bound_at(pod).unwrap_or(Timestamp::UNIX_EPOCH);
+        let terminating = pod.metadata.deletion_timestamp.is_some();
+        let previous = self.pods.remove(&key);
+        let (due, in_flight) = match previous {
+            Some(p) => {
+                if p.node != node {
+                    self.unindex(&p.node, &key);
+                }
+                if p.uid == uid {
+                    (p.due, p.in_flight)
+                } else {
+                    // A new pod object under the same name starts afresh.
+                    if let (Some(d), false) = (p.due, p.in_flight) {
+                        self.queue.remove(&(d.at, key.clone()));
+                    }
+                    (None, false)
+                }
+            }
+            None => (None, false),
+        };
+        self.by_node
+            .entry(node.clone())
+            .or_default()
+            .insert(key.clone());
+        self.pods.insert(
+            key.clone(),
+            PodEntry {
+                node,
+                uid,
+                tolerations,
+                bound,
+                terminating,
+                due,
+                in_flight,
+            },
+        );
+        self.recompute(&key)
+    }
+
+    /// The pod is gone; returns whether a scheduled eviction was called off.
+    pub fn remove_pod(&mut self, key: &PodKey) -> bool {
+        let Some(p) = self.pods.remove(key) else {
+            return false;
+        };
+        self.unindex(&p.node, key);
+        match p.due {
+            Some(d) => {
+                self.queue.remove(&(d.at, key.clone()));
+                !p.in_flight
+            }
+            None => false,
+        }
+    }
+
+    fn unindex(&mut self, node: &str, key: &PodKey) {
+        if let Some(set) = self.by_node.get_mut(node) {
+            set.remove(key);
+            if set.is_empty() {
+                self.by_node.remove(node);
+            }
+        }
+    }
+
+    fn recompute_node(&mut self, node: &str) -> Vec<PodKey> {
+        let keys: Vec<PodKey> = self
+            .by_node
+            .get(node)
+            .map(|s| s.iter().cloned().collect())
+            .unwrap_or_default();
+        keys.into_iter().filter(|k| self.recompute(k)).collect()
+    }
+
+    /// Recomputes one pod's due time; true if a scheduled eviction was
+    /// called off.
+    fn recompute(&mut self, key: &PodKey) -> bool {
+        let Some(pod) = self.pods.get(key) else {
+            return false;
+        };
+        let want = match self.nodes.get(&pod.node) {
+            Some(node) if !node.taints.is_empty() => {
+                let first_seen = &node.first_seen;
+                let due = due_time(
+                    &node.taints,
+                    &pod.tolerations,
+                    pod.bound,
+                    |t: &Taint| {
+                        t.time_added.as_ref().map(|x| x.0).unwrap_or_else(|| {
+                            first_seen
+                                .iter()
+                                .find(|(s, _)| same_taint(s, t))
+                                .map_or(Timestamp::UNIX_EPOCH, |(_, at)| *at)
+                        })
+                    },
+                    self.gates,
+                );
+                // A pod already being deleted is left to its grace period,
+                // unless the node is out of service.
+                due.filter(|d| !pod.terminating || d.force)
+            }
+            _ => None,
+        };
+        let old = pod.due;
+        let in_flight = pod.in_flight;
+        if old == want {
+            return false;
+        }
+        // Invariant: queued exactly when due and not in flight.
+        if let (Some(d), false) = (old, in_flight) {
+            self.queue.remove(&(d.at, key.clone()));
+        }
+        if let Some(p) = self.pods.get_mut(key) {
+            p.due = want;
+            if want.is_none() {
+                // A deletion already under way cannot be called off.
+                p.in_flight = false;
+            }
+        }
+        if in_flight {
+            return false;
+        }
+        if let Some(d) = want {
+            self.queue.insert((d.at, key.clone()));
+        }
+        old.is_some() && want.is_none()
+    }
+
+    /// The earliest scheduled eviction not yet handed out.
+    pub fn next_due(&self) -> Option<Timestamp> {
+        self.queue.first().map(|(at, _)| *at)
+    }
+
+    /// Hands out every eviction due at `now` (they stay in flight until the
+    /// pod is gone or [`Self::failed`] is called).
+    pub fn take_due(&mut self, now: Timestamp) -> Vec<DueEviction> {
+        let mut out = Vec::new();
+        while let Some((at, key)) = self.queue.first().cloned() {
+            if at > now {
+                break;
+            }
+            self.queue.pop_first();
+            if let Some(p) = self.pods.get_mut(&key)
+                && let Some(due) = p.due
+            {
+                p.in_flight = true;
+                out.push(DueEviction {
+                    pod: key,
+                    uid: p.uid.clone(),
+                    node: p.node.clone(),
+                    due,
+                });
+            }
+        }
+        out
+    }
+
+    /// An eviction failed: try again at `retry_at` if it is still wanted.
+    pub fn failed(&mut self, eviction: &DueEviction, retry_at: Timestamp) {
+        let Some(p) = self.pods.get_mut(&eviction.pod) else {
+            return;
+        };
+        if p.uid != eviction.uid || !p.in_flight {
+            return;
+        }
+        p.in_flight = false;
+        if let Some(d) = p.due {
+            let at = d.at.max(retry_at);
+            p.due = Some(Due { at, force: d.force });
+            self.queue.insert((at, eviction.pod.clone()));
+        }
+    }
+
+    /// The scheduled eviction time of a pod (not in flight).
+    pub fn scheduled(&self, key: &PodKey) -> Option<Timestamp> {
+        self.pods
+            .get(key)
+            .filter(|p| !p.in_flight)
+            .and_then(|p| p.due)
+            .map(|d| d.at)
+    }
+
+    /// Bound pods tracked.
+    pub fn pod_count(&self) -> usize {
+        self.pods.len()
+    }
+
+    /// Evictions waiting for their time.
+    pub fn scheduled_count(&self) -> usize {
+        self.queue.len()
+    }
+
+    /// Forgets pods not in `pods` (after a re-list); returns the pods whose
+    /// scheduled eviction was called off.
+    pub fn retain_pods(&mut self, pods: &HashSet<PodKey>) -> Vec<PodKey> {
+        let gone: Vec<PodKey> = self
+            .pods
+            .keys()
+            .filter(|k| !pods.contains(*k))
+            .cloned()
+            .collect();
+        gone.into_iter().filter(|k| self.remove_pod(k)).collect()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use berth_core::test_util::{tol, tol_secs};
+    use berth_core::toleration::{EFFECT_NO_EXECUTE, OP_EQUAL};
+    use k8s_openapi::api::core::v1::{NodeSpec, PodSpec};
+    use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
+
+    fn t(s: i64) -> Timestamp {
+        Timestamp::from_second(1_800_000_000 + s).unwrap_or(Timestamp::UNIX_EPOCH)
+    }
+
+    fn taint_n(index: u32, added: i64) -> Taint {
+        Taint {
+            key: format!("testTaint{index}"),
+            value: Some(format!("test{index}")),
+            effect: EFFECT_NO_EXECUTE.into(),
+            time_added: Some(Time(t(added))),
+        }
+    }
+
+    fn tol_n(index: u32, seconds: i64) -> Toleration {
+        let key = format!("testTaint{index}");
+        let value = format!("test{index}");
+        if seconds < 0 {
+            tol(&key, OP_EQUAL, &value, EFFECT_NO_EXECUTE)
+        } else {
+            tol_secs(&key, OP_EQUAL, &value, EFFECT_NO_EXECUTE, seconds)
+        }
+    }
+
+    fn node(name: &str, taints: Vec<Taint>) -> Node {
+        let mut n = Node::default();
+        n.metadata.name = Some(name.into());
+        n.spec = Some(NodeSpec {
+            taints: Some(taints),
+            ..NodeSpec::default()
+        });
+        n
+    }
+
+    /// Upstream `testutil.NewPod(name, node)`, created at -10.
+    fn pod(name: &str, node: &str, tolerations: Vec<Toleration>) -> Pod {
+        let mut p = Pod::default();
+        p.metadata.name = Some(name.into());
+        p.metadata.namespace = Some("default".into());
+        p.metadata.uid = Some(format!("uid-{name}"));
+        p.metadata.creation_timestamp = Some(Time(t(-10)));
+        p.spec = Some(PodSpec {
+            node_name: (!node.is_empty()).then(|| node.to_string()),
+            tolerations: Some(tolerations),
+            ..PodSpec::default()
+        });
+        p
+    }
+
+    fn key(name: &str) -> PodKey {
+        PodKey {
+            namespace: "default".into(),
+            name: name.into(),
+        }
+    }
+
+    fn due_now(s: &mut EvictionSchedule, now: i64) -> Vec<String> {
+        s.take_due(t(now)).into_iter().map(|e| e.pod.name).collect()
+    }
+
+    /// Upstream `TestCreatePod`: (pod, tainted node?) → deleted at once?
+    #[test]
+    fn create_pod() {
+        let cases: Vec<(&str, Pod, Vec<Taint>, bool)> = vec![
+            (
+                "not scheduled - ignore",
+                pod("pod1", "", vec![]),
+                vec![],
+                false,
+            ),
+            (
+                "scheduled on untainted Node",
+                pod("pod1", "node1", vec![]),
+                vec![],
+                false,
+            ),
+            (
+                "schedule on tainted Node",
+                pod("pod1", "node1", vec![]),
+                vec![taint_n(1, 0)],
+                true,
+            ),
+            (
+                "schedule on tainted Node with finite toleration",
+                pod("pod1", "node1", vec![tol_n(1, 100)]),
+                vec![taint_n(1, 0)],
+                false,
+            ),
+            (
+                "schedule on tainted Node with infinite toleration",
+                pod("pod1", "node1", vec![tol_n(1, -1)]),
+                vec![taint_n(1, 0)],
+                false,
+            ),
+            (
+                "schedule on tainted Node with infinite invalid toleration",
+                pod("pod1", "node1", vec![tol_n(2, -1)]),
+                vec![taint_n(1, 0)],
+                true,
+            ),
+        ];
+        for (name, p, taints, delete) in cases {
+            let mut s = EvictionSchedule::default();
+            s.set_node(&node("node1", taints), t(0));
+            s.set_pod(&p);
+            let deleted = !due_now(&mut s, 0).is_empty();
+            assert_eq!(deleted, delete, "{name}");
+        }
+    }
+
+    /// Upstream `TestDeletePod`: deleting an unknown pod is harmless.
+    #[test]
+    fn delete_pod() {
+        let mut s = EvictionSchedule::default();
+        s.set_node(&node("node1", vec![taint_n(1, 0)]), t(0));
+        assert!(!s.remove_pod(&key("pod1")));
+        s.set_pod(&pod("pod1", "node1", vec![tol_n(1, 100)]));
+        assert_eq!(s.scheduled(&key("pod1")), Some(t(100)));
+        assert!(s.remove_pod(&key("pod1")), "scheduled eviction cancelled");
+        assert_eq!(s.next_due(), None);
+    }
+
+    /// Upstream `TestUpdatePod`, with berth's rule where it differs:
+    /// lengthening a toleration delays the eviction (upstream keeps the
+    /// first schedule).
+    #[test]
+    fn update_pod() {
+        let cases: Vec<(&str, Pod, Pod, Option<i64>)> = vec![
+            (
+                "scheduling onto tainted Node",
+                pod("pod1", "", vec![]),
+                pod("pod1", "node1", vec![]),
+                Some(0),
+            ),
+            (
+                "scheduling onto tainted Node with toleration",
+                pod("pod1", "", vec![tol_n(1, -1)]),
+                pod("pod1", "node1", vec![tol_n(1, -1)]),
+                None,
+            ),
+            (
+                "removing toleration",
+                pod("pod1", "node1", vec![tol_n(1, 100)]),
+                pod("pod1", "node1", vec![]),
+                Some(0),
+            ),
+            (
+                "lengthening toleration moves the due time",
+                pod("pod1", "node1", vec![tol_n(1, 1)]),
+                pod("pod1", "node1", vec![tol_n(1, 100)]),
+                Some(100),
+            ),
+        ];
+        for (name, prev, new, want) in cases {
+            let mut s = EvictionSchedule::default();
+            s.set_node(&node("node1", vec![taint_n(1, 0)]), t(0));
+            s.set_pod(&prev);
+            s.set_pod(&new);
+            assert_eq!(s.next_due(), want.map(t), "{name}");
+        }
+    }
+
+    /// Upstream `TestUpdateNode`.
+    #[test]
+    fn update_node() {
+        let cases: Vec<(&str, Pod, Vec<Taint>, Vec<Taint>, Option<i64>)> = vec![
+            (
+                "Added taint, expect node patched and deleted",
+                pod("pod1", "node1", vec![]),
+                vec![],
+                vec![taint_n(1, 0)],
+                Some(0),
+            ),
+            (
+                "Added tolerated taint",
+                pod("pod1", "node1", vec![tol_n(1, 100)]),
+                vec![],
+                vec![taint_n(1, 0)],
+                Some(100),
+            ),
+            (
+                "Only one added taint tolerated",
+                pod("pod1", "node1", vec![tol_n(1, 100)]),
+                vec![],
+                vec![taint_n(1, 0), taint_n(2, 0)],
+                Some(0),
+            ),
+            (
+                "Taint removed",
+                pod("pod1", "node1", vec![tol_n(1, 1)]),
+                vec![taint_n(1, 0)],
+                vec![],
+                None,
+            ),
+            (
+                "Pod with multiple tolerations are evicted when first one runs out",
+                pod("pod1", "node1", vec![tol_n(1, 1), tol_n(2, 100)]),
+                vec![],
+                vec![taint_n(1, 0), taint_n(2, 0)],
+                Some(1),
+            ),
+        ];
+        for (name, p, old, new, want) in cases {
+            let mut s = EvictionSchedule::default();
+            s.set_pod(&p);
+            s.set_node(&node("node1", old), t(0));
+            s.set_node(&node("node1", new), t(0));
+            assert_eq!(s.next_due(), want.map(t), "{name}");
+        }
+    }
+
+    /// Upstream `TestUpdateNodeWithMultipleTaints`.
+    #[test]
+    fn update_node_with_multiple_taints() {
+        let p = pod(
+            "pod1",
+            "node1",
+            vec![
+                tol("testTaint1", "Exists", "", EFFECT_NO_EXECUTE),
+                tol_secs("testTaint2", "Exists", "", EFFECT_NO_EXECUTE, 60),
+            ],
+        );
+        let mut s = EvictionSchedule::default();
+        s.set_pod(&p);
+        s.set_node(&node("node1", vec![]), t(0));
+        assert_eq!(s.scheduled(&key("pod1")), None, "no taints");
+        s.set_node(&node("node1", vec![taint_n(1, 0)]), t(0));
+        assert_eq!(s.scheduled(&key("pod1")), None, "forever tolerated");
+        s.set_node(&node("node1", vec![taint_n(1, 0), taint_n(2, 5)]), t(5));
+        assert_eq!(s.scheduled(&key("pod1")), Some(t(65)), "temporary");
+        let cancelled = s.set_node(&node("node1", vec![taint_n(1, 0)]), t(6));
+        assert_eq!(cancelled, vec![key("pod1")]);
+        assert_eq!(s.scheduled(&key("pod1")), None);
+        assert!(due_now(&mut s, 1000).is_empty(), "never deleted");
+    }
+
+    /// Upstream `TestUpdateNodeWithMultiplePods`.
+    #[test]
+    fn update_node_with_multiple_pods() {
+        let mut s = EvictionSchedule::default();
+        s.set_pod(&pod("pod1", "node1", vec![]));
+        s.set_pod(&pod("pod2", "node1", vec![tol_n(1, 1)]));
+        s.set_pod(&pod("pod3", "node1", vec![tol_n(1, -1)]));
+        s.set_node(&node("node1", vec![taint_n(1, 0)]), t(0));
+        assert_eq!(due_now(&mut s, 0), ["pod1"]);
+        assert_eq!(due_now(&mut s, 1), ["pod2"]);
+        assert!(due_now(&mut s, 1000).is_empty());
+
+        let mut s = EvictionSchedule::default();
+        for p in [
+            pod("pod1", "node1", vec![]),
+            pod("pod2", "node1", vec![tol_n(1, 1)]),
+            pod("pod3", "node1", vec![tol_n(1, -1)]),
+        ] {
+            s.set_pod(&p);
+        }
+        s.set_node(&node("node1", vec![taint_n(1, 0), taint_n(2, 0)]), t(0));
+        let mut all = due_now(&mut s, 0);
+        all.sort();
+        assert_eq!(
+            all,
+            ["pod1", "pod2", "pod3"],
+            "evict all not matching all taints"
+        );
+    }
+
+    /// Upstream `TestEventualConsistency`: a pod seen after its node's taint
+    /// is handled all the same.
+    #[test]
+    fn eventual_consistency() {
+        let cases: Vec<(&str, Option<Pod>, Pod, Option<i64>)> = vec![
+            (
+                "existing pod2 scheduled onto tainted Node",
+                Some(pod("pod2", "", vec![])),
+                pod("pod2", "node1", vec![]),
+                Some(0),
+            ),
+            (
+                "existing pod2 with taint toleration scheduled onto tainted Node",
+                Some(pod("pod2", "", vec![tol_n(1, 100)])),
+                pod("pod2", "node1", vec![tol_n(1, 100)]),
+                Some(100),
+            ),
+            (
+                "new pod2 created on tainted Node",
+                None,
+                pod("pod2", "node1", vec![]),
+                Some(0),
+            ),
+            (
+                "new pod2 with taint toleration created on tainted Node",
+                None,
+                pod("pod2", "node1", vec![tol_n(1, 100)]),
+                Some(100),
+            ),
+        ];
+        for (name, prev, new, want) in cases {
+            let mut s = EvictionSchedule::default();
+            s.set_pod(&pod("pod1", "node1", vec![]));
+            if let Some(prev) = &prev {
+                s.set_pod(prev);
+            }
+            s.set_node(&node("node1", vec![taint_n(1, 0)]), t(0));
+            assert_eq!(due_now(&mut s, 0), ["pod1"], "{name}");
+            s.set_pod(&new);
+            assert_eq!(s.scheduled(&key("pod2")), want.map(t), "{name}");
+        }
+    }
+
+    #[test]
+    fn a_re_added_taint_restarts_the_count() {
+        let mut s = EvictionSchedule::default();
+        s.set_pod(&pod("pod1", "node1", vec![tol_n(1, 300)]));
+        s.set_node(&node("node1", vec![taint_n(1, 0)]), t(0));
+        assert_eq!(s.scheduled(&key("pod1")), Some(t(300)));
+        let cancelled = s.set_node(&node("node1", vec![]), t(100));
+        assert_eq!(cancelled, vec![key("pod1")]);
+        s.set_node(&node("node1", vec![taint_n(1, 200)]), t(200));
+        assert_eq!(s.scheduled(&key("pod1")), Some(t(500)));
+    }
+
+    #[test]
+    fn a_failed_eviction_is_retried_and_a_deleted_pod_is_forgotten() {
+        let mut s = EvictionSchedule::default();
+        s.set_pod(&pod("pod1", "node1", vec![]));
+        s.set_node(&node("node1", vec![taint_n(1, 0)]), t(0));
+        let due = s.take_due(t(0));
+        assert_eq!(due.len(), 1);
+        assert_eq!(s.next_due(), None, "in flight");
+        // An unrelated update of the pod while in flight does not hand it out again.
+        s.set_pod(&pod("pod1", "node1", vec![]));
+        assert_eq!(s.next_due(), None);
+        s.failed(&due[0], t(1));
+        assert_eq!(s.next_due(), Some(t(1)));
+        let again = s.take_due(t(1));
+        assert_eq!(again.len(), 1);
+        assert!(
+            !s.remove_pod(&key("pod1")),
+            "no cancellation for an evicted pod"
+        );
+        assert_eq!(s.pod_count(), 0);
+    }
+
+    #[test]
+    fn terminating_pods_are_not_evicted_again() {
+        let mut s = EvictionSchedule::default();
+        let mut p = pod("pod1", "node1", vec![]);
+        p.metadata.deletion_timestamp = Some(Time(t(0)));
+        s.set_pod(&p);
+        s.set_node(&node("node1", vec![taint_n(1, 0)]), t(0));
+        assert_eq!(s.next_due(), None);
+    }
+}
