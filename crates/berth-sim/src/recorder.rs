@@ -1,9 +1,15 @@
-//! Watches the API (nodes, pods, events) and the controllers' zone
-//! reports, and turns what changes into timeline entries.
+//! Watches the API (nodes, pods, events) and turns what changes into
+//! timeline entries.
 //!
 //! One task polls every source in a fixed order (`biased`), so within one
 //! virtual instant a node's change is folded in before the eviction it
 //! caused, and the eviction's due time is computed from the node as it is.
+//!
+//! Zone states are computed from the nodes as the node lifecycle
+//! controller computes them, with its own functions
+//! (`berth_controllers::node_lifecycle::zone`): the controller writes the
+//! Ready conditions it judges by in the same monitor pass, so the state
+//! changes at the same virtual instant as the controller's.
 
 use std::collections::BTreeMap;
 
@@ -14,7 +20,10 @@ use jiff::Timestamp;
 use k8s_openapi::api::core::v1::{Event, Node, Pod};
 use kube::runtime::watcher;
 use kube::{Api, Client};
-use tokio::sync::{mpsc, oneshot};
+use berth_controllers::node_lifecycle::zone::{
+    compute_zone_state, excluded_from_disruption, zone_key,
+};
+use tokio::sync::oneshot;
 use tokio_util::sync::CancellationToken;
 
 use crate::timeline::{self, Entry, EventKind, Millis};
@@ -36,6 +45,7 @@ struct Recorder {
     gone: BTreeMap<String, Pod>,
     events: BTreeMap<String, Event>,
     zones: BTreeMap<String, String>,
+    unhealthy_zone_threshold: f32,
 }
 
 impl Recorder {
@@ -126,11 +136,40 @@ impl Recorder {
         entry.node = node_name;
     }
 
-    fn zone(&mut self, zone: String, state: String) {
-        if self.zones.get(&zone) != Some(&state) {
-            let t = self.now();
-            self.entries.push(Entry::zone_state(t, &zone, &state));
-            self.zones.insert(zone, state);
+    /// Recomputes every zone's state; an entry for each that changed.
+    fn zones(&mut self) {
+        let t = self.now();
+        let mut ready: BTreeMap<String, (String, Vec<Option<bool>>)> = BTreeMap::new();
+        for node in self.nodes.values() {
+            if excluded_from_disruption(node) {
+                continue;
+            }
+            let name = node
+                .metadata
+                .labels
+                .as_ref()
+                .and_then(|l| l.get(crate::scenario::ZONE_LABEL))
+                .cloned()
+                .unwrap_or_default();
+            let status = node
+                .status
+                .as_ref()
+                .and_then(|s| s.conditions.as_ref())
+                .and_then(|cs| cs.iter().find(|c| c.type_ == "Ready"))
+                .map(|c| c.status == "True");
+            ready
+                .entry(zone_key(node))
+                .or_insert_with(|| (name, Vec::new()))
+                .1
+                .push(status);
+        }
+        for (name, statuses) in ready.values() {
+            let (_, state) = compute_zone_state(statuses, self.unhealthy_zone_threshold);
+            let state = format!("{state:?}");
+            if self.zones.get(name) != Some(&state) {
+                self.entries.push(Entry::zone_state(t, name, &state));
+                self.zones.insert(name.clone(), state);
+            }
         }
     }
 }
@@ -152,6 +191,7 @@ where
 /// A started recorder.
 pub(crate) struct Recording {
     stop: CancellationToken,
+    arm: Option<oneshot::Sender<()>>,
     task: tokio::task::JoinHandle<Vec<Entry>>,
 }
 
@@ -163,13 +203,14 @@ impl Recording {
         clock: Clock,
         start: Timestamp,
         gates: FeatureGates,
-        mut zones: mpsc::UnboundedReceiver<(String, String)>,
+        unhealthy_zone_threshold: f32,
     ) -> Recording {
         let stop = CancellationToken::new();
         let mut nodes = watch::<Node>(client).boxed();
         let mut pods = watch::<Pod>(client).boxed();
         let mut events = watch::<Event>(client).boxed();
         let (ready_tx, ready_rx) = oneshot::channel();
+        let (arm_tx, mut arm_rx) = oneshot::channel::<()>();
         let token = stop.clone();
         let task = tokio::spawn(async move {
             let mut recorder = Recorder {
@@ -182,6 +223,7 @@ impl Recording {
                 gone: BTreeMap::new(),
                 events: BTreeMap::new(),
                 zones: BTreeMap::new(),
+                unhealthy_zone_threshold,
             };
             let mut listed = 0;
             let mut ready_tx = Some(ready_tx);
@@ -195,6 +237,9 @@ impl Recording {
                     }
                 }
             };
+            // Zone states count from the end of t=0's registrations: a zone
+            // whose first node is registered but not yet Ready is no outage.
+            let mut armed = false;
             loop {
                 tokio::select! {
                     biased;
@@ -202,6 +247,9 @@ impl Recording {
                     Some(e) = nodes.next() => {
                         listed_once(matches!(e, watcher::Event::InitDone));
                         recorder.node(e);
+                        if armed {
+                            recorder.zones();
+                        }
                     }
                     Some(e) = pods.next() => {
                         listed_once(matches!(e, watcher::Event::InitDone));
@@ -211,13 +259,29 @@ impl Recording {
                         listed_once(matches!(e, watcher::Event::InitDone));
                         recorder.event(e);
                     }
-                    Some((zone, state)) = zones.recv() => recorder.zone(zone, state),
+                    result = &mut arm_rx, if !armed => {
+                        armed = true;
+                        if result.is_ok() {
+                            recorder.zones();
+                        }
+                    }
                 }
             }
             recorder.entries
         });
         let _ = ready_rx.await;
-        Recording { stop, task }
+        Recording {
+            stop,
+            arm: Some(arm_tx),
+            task,
+        }
+    }
+
+    /// From now on, zone states are recorded.
+    pub(crate) fn arm_zones(&mut self) {
+        if let Some(arm) = self.arm.take() {
+            let _ = arm.send(());
+        }
     }
 
     /// Stops watching and returns the entries, in timeline order.

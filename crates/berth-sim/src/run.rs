@@ -18,7 +18,7 @@ use kube::{Api, Client};
 use serde_json::json;
 use tokio_util::sync::CancellationToken;
 
-use crate::components::{Component, ComponentContext, Started, ZoneSink};
+use crate::components::{Component, ComponentContext, Started};
 use crate::recorder::{self, millis_between};
 use crate::scenario::{Action, Manifest, Scenario, Step};
 use crate::sim_node::{self, NodeCommand, SimNode};
@@ -131,13 +131,12 @@ pub async fn run(
     let admin = in_process::client(&api, User::admin(), "default")
         .map_err(|e| SimError::Api(e.to_string()))?;
 
-    let (zones, zone_reports) = ZoneSink::new();
-    let recording = recorder::Recording::start(
+    let mut recording = recorder::Recording::start(
         &admin,
         clock.clone(),
         start,
         scenario.config.feature_gates,
-        zone_reports,
+        scenario.config.unhealthy_zone_threshold as f32,
     )
     .await;
 
@@ -148,7 +147,6 @@ pub async fn run(
         clock: clock.clone(),
         nodes: BTreeMap::new(),
         started: Vec::new(),
-        zones,
         seed: rng.next_u64(),
         starts: 0,
         config: scenario.config.clone(),
@@ -171,6 +169,7 @@ pub async fn run(
                 message,
             })?;
     }
+    recording.arm_zones();
     for component in components {
         cluster.start(component.as_ref());
     }
@@ -226,7 +225,6 @@ struct Cluster {
     clock: Clock,
     nodes: BTreeMap<String, SimNode>,
     started: Vec<(&'static str, Started)>,
-    zones: ZoneSink,
     seed: u64,
     /// Components started so far (each start gets its own seed).
     starts: u64,
@@ -250,7 +248,6 @@ impl Cluster {
             config: self.config.clone(),
             seed,
             stop: CancellationToken::new(),
-            zones: self.zones.clone(),
         };
         let started = Started::spawn(component, ctx);
         self.started.push((component.name(), started));

@@ -157,8 +157,17 @@ pub async fn start(
         .iter()
         .map(|(k, v)| (k.as_str(), v.as_str()))
         .collect();
+    // The kubelet's own labels, then the scenario's.
+    let mut labels: BTreeMap<&str, &str> = [
+        ("kubernetes.io/hostname", name.as_str()),
+        ("kubernetes.io/os", "linux"),
+        ("kubernetes.io/arch", "amd64"),
+    ]
+    .into_iter()
+    .collect();
+    labels.extend(spec.labels.iter().map(|(k, v)| (k.as_str(), v.as_str())));
     let node: Node = serde_json::from_value(json!({
-        "metadata": {"name": name, "labels": spec.labels},
+        "metadata": {"name": name, "labels": labels},
         "spec": {"taints": spec.taints},
         "status": {"capacity": capacity, "allocatable": capacity},
     }))

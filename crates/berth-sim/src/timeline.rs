@@ -34,7 +34,8 @@ pub enum EventKind {
     NodeReady,
     NodeNotReady,
     NodeStatusUnknown,
-    /// A condition other than Ready changed (`condition`, `status`).
+    /// A condition other than Ready turned True, or stopped being True
+    /// (`condition`, `status`).
     NodeCondition,
     ZoneStateChanged,
     NodeCordoned,
@@ -240,11 +241,11 @@ pub fn node_entries(t: Millis, old: Option<&Node>, new: &Node) -> Vec<Entry> {
     }
     for kind in OTHER_CONDITIONS {
         let (was, is) = (node_condition(old, kind), node_condition(Some(new), kind));
-        // The first sight of a healthy condition is no news.
-        let news = match (&was, &is) {
-            (None, Some(s)) => s != "False",
-            (w, i) => w != i && i.is_some(),
-        };
+        // News is a condition turning True or ending being True; its
+        // going Unknown with the node's Ready is told by NodeStatusUnknown.
+        let news = was != is
+            && is.is_some()
+            && (is.as_deref() == Some("True") || was.as_deref() == Some("True"));
         if news {
             let mut e = Entry::new(t, EventKind::NodeCondition).node(name);
             e.condition = Some((*kind).to_owned());
@@ -458,7 +459,7 @@ mod tests {
         }
         let cases: Vec<(&str, Option<&Node>, &Node, Vec<(EventKind, &str)>)> = vec![
             (
-                "first sight: Ready, healthy conditions are no news",
+                "first sight: Ready; healthy conditions are no news",
                 None,
                 &registered,
                 vec![(EventKind::NodeReady, "")],
