@@ -88,6 +88,8 @@ struct PodBar {
     due: Option<Millis>,
     ended: Option<Millis>,
     failed: Option<String>,
+    /// Evictions scheduled and called off.
+    cancelled: Vec<Millis>,
 }
 
 #[derive(Debug, Default)]
@@ -215,7 +217,10 @@ fn lanes(rec: &Recording) -> BTreeMap<String, Lane> {
                     ..PodBar::default()
                 });
             }
-            EventKind::PodEvicted | EventKind::PodDeleted | EventKind::PodFailed => {
+            EventKind::PodEvicted
+            | EventKind::EvictionCancelled
+            | EventKind::PodDeleted
+            | EventKind::PodFailed => {
                 let pod = e.pod.clone().unwrap_or_default();
                 let Some(node) = pod_node.get(&pod) else {
                     continue;
@@ -233,6 +238,7 @@ fn lanes(rec: &Recording) -> BTreeMap<String, Lane> {
                         bar.evicted.get_or_insert(e.t);
                         bar.due = e.due;
                     }
+                    EventKind::EvictionCancelled => bar.cancelled.push(e.t),
                     EventKind::PodFailed => {
                         bar.failed = Some(e.reason.clone().unwrap_or_default());
                         bar.ended = Some(e.t);
@@ -242,6 +248,12 @@ fn lanes(rec: &Recording) -> BTreeMap<String, Lane> {
             }
             _ => {}
         }
+    }
+    // A taint that came and went within one instant (admission's
+    // not-ready taint at registration) is not worth a row.
+    for lane in lanes.values_mut() {
+        lane.rows
+            .retain(|_, spans| spans.iter().any(|s| s.to != Some(s.from)));
     }
     lanes
 }
@@ -343,9 +355,13 @@ pub fn render(rec: &Recording, meta: &ReportMeta) -> String {
         for (zone, spans) in &zones {
             let _ = write!(
                 svg,
-                r#"<g class="zone-row"><text class="label" x="12" y="{:.1}">zone {}</text>"#,
+                r#"<g class="zone-row"><text class="label" x="12" y="{:.1}">{}</text>"#,
                 y + ROW_H - 5.0,
-                esc(zone)
+                if zone.is_empty() {
+                    "(no zone label)".to_owned()
+                } else {
+                    format!("zone {}", esc(zone))
+                }
             );
             for span in spans {
                 plot.bar(
@@ -427,10 +443,11 @@ pub fn render(rec: &Recording, meta: &ReportMeta) -> String {
             format_t(t)
         );
     }
+    let mut steps = String::new();
     for (i, (t, text)) in rec.steps.iter().enumerate() {
         let x = plot.x(*t);
         let _ = write!(
-            axis,
+            steps,
             r#"<g class="step"><title>{tip}</title><line x1="{x:.1}" y1="26" x2="{x:.1}" y2="{plot_bottom:.1}"/><circle cx="{x:.1}" cy="29" r="4"/><text x="{tx:.1}" y="32">{n}</text></g>"#,
             tip = esc(&format!("step {} at {}: {text}", i + 1, format_t(*t))),
             tx = x + 5.0,
@@ -451,7 +468,7 @@ pub fn render(rec: &Recording, meta: &ReportMeta) -> String {
 <h1>berth sim: {title}</h1>
 <p class="summary">{run} of virtual time, seed {seed}, {nodes} nodes, {entries} timeline entries. Components: {components}.</p>
 <div class="legend">{LEGEND}</div>
-<svg id="plot" xmlns="http://www.w3.org/2000/svg" width="{width:.0}" height="{height:.0}" viewBox="0 0 {width:.0} {height:.0}">{axis}{svg}</svg>
+<svg id="plot" xmlns="http://www.w3.org/2000/svg" width="{width:.0}" height="{height:.0}" viewBox="0 0 {width:.0} {height:.0}">{axis}{svg}{steps}</svg>
 "#,
         title = esc(&meta.title),
         run = format_t(rec.run),
@@ -506,6 +523,15 @@ fn pod_bar(plot: &Plot, svg: &mut String, y: f64, bar: &PodBar) {
         None => tip.push_str(", still there at the end"),
     }
     plot.bar(svg, y, &span, &tip);
+    for t in &bar.cancelled {
+        let _ = write!(
+            svg,
+            r#"<circle class="cancelled" cx="{:.1}" cy="{:.1}" r="4"><title>{}</title></circle>"#,
+            plot.x(*t),
+            y + (ROW_H - 3.0) / 2.0,
+            esc(&format!("eviction of {} called off at {}", bar.pod, format_t(*t))),
+        );
+    }
     if let Some(evicted) = bar.evicted {
         // Terminating: from the eviction until the deletion completed.
         let x0 = plot.x(evicted);
@@ -636,7 +662,7 @@ fn timeline_table(html: &mut String, entries: &[Entry]) {
     html.push_str("</table></details>\n");
 }
 
-const LEGEND: &str = r#"<span class="key s-ready"></span>Ready <span class="key s-notready"></span>NotReady <span class="key s-unknown"></span>Unknown <span class="key t-noexec"></span>NoExecute taint <span class="key t-nosched"></span>NoSchedule taint <span class="key t-prefer"></span>PreferNoSchedule taint <span class="key c-pressure"></span>condition <span class="key c-cordon"></span>cordoned <span class="key p-run"></span>pod <span class="key p-terminating"></span>terminating <span class="x">✕</span>evicted <span class="key due"></span>eviction due <span class="key z-normal"></span>zone Normal <span class="key z-partial"></span>PartialDisruption <span class="key z-full"></span>FullDisruption"#;
+const LEGEND: &str = r#"<span class="key s-ready"></span>Ready <span class="key s-notready"></span>NotReady <span class="key s-unknown"></span>Unknown <span class="key t-noexec"></span>NoExecute taint <span class="key t-nosched"></span>NoSchedule taint <span class="key t-prefer"></span>PreferNoSchedule taint <span class="key c-pressure"></span>condition <span class="key c-cordon"></span>cordoned <span class="key p-run"></span>pod <span class="key p-terminating"></span>terminating <span class="x">✕</span>evicted <span class="o">○</span>eviction called off <span class="key due"></span>eviction due <span class="key z-normal"></span>zone Normal <span class="key z-partial"></span>PartialDisruption <span class="key z-full"></span>FullDisruption"#;
 
 const CSS: &str = r#"
 body { font: 13px/1.4 system-ui, sans-serif; margin: 16px; color: #1d2330; background: #fff; }
@@ -650,7 +676,7 @@ svg text { font: 10px system-ui, sans-serif; fill: #1d2330; }
 .label { fill: #555; }
 .lane-bg.even { fill: #f6f8fb; } .lane-bg.odd { fill: #ffffff; }
 .tick { stroke: #dde2ea; stroke-width: 1; } .tick-label { fill: #777; text-anchor: middle; }
-.step line { stroke: #6c5ce7; stroke-dasharray: 3 3; } .step circle { fill: #6c5ce7; } .step text { fill: #6c5ce7; font-weight: bold; }
+.step line { stroke: #6c5ce7; stroke-dasharray: 3 3; opacity: .7; } .step circle { fill: #6c5ce7; } .step text { fill: #6c5ce7; font-weight: bold; }
 .bar text { fill: #fff; font-size: 9px; }
 .s-ready rect, .legend .s-ready { fill: #2e9e5b; background: #2e9e5b; }
 .s-notready rect, .legend .s-notready { fill: #d35400; background: #d35400; }
@@ -663,6 +689,8 @@ svg text { font: 10px system-ui, sans-serif; fill: #1d2330; }
 .p-run rect, .legend .p-run { fill: #2d7dd2; background: #2d7dd2; }
 .p-failed rect { fill: #7f8c8d; }
 .p-terminating, .legend .p-terminating { fill: #a9c7ee; background: #a9c7ee; opacity: .8; }
+.cancelled { fill: #fff; stroke: #2e9e5b; stroke-width: 2; }
+.legend .o { color: #2e9e5b; margin: 0 4px 0 10px; font-weight: bold; }
 .evicted { stroke: #c0392b; stroke-width: 2.2; fill: none; }
 .due, .legend .due { stroke: #111; stroke-width: 1.5; stroke-dasharray: 2 1; background: #111; }
 .legend .due { width: 2px; }
