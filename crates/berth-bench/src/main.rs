@@ -6,6 +6,7 @@
 mod apiserver_bench;
 mod core_bench;
 mod measure;
+mod sim_bench;
 mod store_bench;
 
 use clap::{Parser, Subcommand};
@@ -28,6 +29,9 @@ enum Bench {
     /// The API server over HTTPS (a `berth server` child process): pod creates/s and latency
     /// with concurrent clients, the list of every pod, watch fan-out, and the server's memory.
     Apiserver(apiserver_bench::ApiserverArgs),
+    /// Whole-cluster scenarios in virtual time (`berth sim`): real time for
+    /// hours of a small cluster with the scheduler and controllers.
+    Sim(sim_bench::SimArgs),
 }
 
 fn main() -> anyhow::Result<()> {
@@ -36,6 +40,7 @@ fn main() -> anyhow::Result<()> {
         Bench::Core(args) => serde_json::to_value(core_bench::run(&args)?)?,
         Bench::Store(args) => serde_json::to_value(store_bench::run(&args)?)?,
         Bench::Apiserver(args) => serde_json::to_value(apiserver_bench::run(&args)?)?,
+        Bench::Sim(args) => serde_json::to_value(sim_bench::run(&args)?)?,
     };
     println!("{}", serde_json::to_string_pretty(&report)?);
     Ok(())
