@@ -1,10 +1,17 @@
-//! STAND-IN for berth-agent's simulated node (branch `agent`): deleted
-//! when that lands. Just enough of a kubelet for a scenario: registers its
-//! Node (labels, `--register-with-taints`, capacity, healthy conditions)
-//! and its Lease, renews the Lease every 10 s and posts status every
-//! 5 min or when a condition changes, marks its pods Running and confirms
-//! their graceful deletion. A stopped node does none of this until it is
-//! resumed, as a node cut off from the API server.
+//! The scenario's simulated node: just enough of a kubelet for a
+//! scenario. It registers its Node (the kubelet's labels and the
+//! scenario's, `--register-with-taints`, capacity, healthy conditions) and
+//! its Lease, renews the Lease every 10 s (at a phase drawn from the seed)
+//! and posts status every 5 min or when a condition changes, marks its pods
+//! Running and confirms their graceful deletion. A stopped node does none
+//! of this until it is resumed, as a node cut off from the API server.
+//!
+//! Why not berth-agent's simulated fleet (branch `agent`): it gives every
+//! node one shared template (scenarios give each node its own labels,
+//! taints and capacity), never changes a node's status (scenarios set
+//! conditions), has no way to stop and resume one node's heartbeats, and
+//! jitters renewals with an unseeded random source (a run must repeat byte
+//! for byte). When the agent offers those, this module goes.
 
 use std::collections::BTreeMap;
 use std::sync::Arc;
