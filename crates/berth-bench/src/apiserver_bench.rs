@@ -185,7 +185,7 @@ struct WatchFigures {
 }
 
 #[derive(Debug, Clone, Copy, Serialize)]
-struct Memory {
+pub(crate) struct Memory {
     vm_rss_kib: u64,
     vm_hwm_kib: u64,
     vm_rss_mib: f64,
@@ -208,21 +208,21 @@ enum Sender {
 }
 
 /// What every connection needs: where the server is and how to trust and address it.
-struct Target {
-    addr: SocketAddr,
-    authority: String,
-    token: String,
-    tls: Arc<rustls::ClientConfig>,
-    protocol: Protocol,
+pub(crate) struct Target {
+    pub(crate) addr: SocketAddr,
+    pub(crate) authority: String,
+    pub(crate) token: String,
+    pub(crate) tls: Arc<rustls::ClientConfig>,
+    pub(crate) protocol: Protocol,
 }
 
-struct Client {
+pub(crate) struct Client {
     sender: Sender,
     target: Arc<Target>,
 }
 
 impl Target {
-    async fn connect(self: &Arc<Self>) -> anyhow::Result<Client> {
+    pub(crate) async fn connect(self: &Arc<Self>) -> anyhow::Result<Client> {
         let tcp = TcpStream::connect(self.addr)
             .await
             .with_context(|| format!("connecting to {}", self.addr))?;
@@ -257,6 +257,15 @@ impl Target {
             sender,
             target: self.clone(),
         })
+    }
+}
+
+impl Clone for Client {
+    fn clone(&self) -> Self {
+        Client {
+            sender: self.sender.clone(),
+            target: self.target.clone(),
+        }
     }
 }
 
@@ -305,7 +314,7 @@ impl Client {
     }
 
     /// One request with the whole response body read.
-    async fn call(
+    pub(crate) async fn call(
         &self,
         method: Method,
         path: &str,
@@ -317,8 +326,27 @@ impl Client {
         Ok((status, body))
     }
 
+    /// A JSON merge patch that must succeed (200).
+    pub(crate) async fn merge_patch(&self, path: &str, body: Bytes) -> anyhow::Result<()> {
+        let mut request = self.request(Method::PATCH, path, body)?;
+        request.headers_mut().insert(
+            header::CONTENT_TYPE,
+            header::HeaderValue::from_static("application/merge-patch+json"),
+        );
+        let response = self.send(request).await?;
+        let status = response.status();
+        let body = response.into_body().collect().await?.to_bytes();
+        if status != StatusCode::OK {
+            bail!(
+                "PATCH {path}: {status}: {}",
+                String::from_utf8_lossy(&body[..body.len().min(500)])
+            );
+        }
+        Ok(())
+    }
+
     /// A create that must succeed (201).
-    async fn create(&self, path: &str, body: Bytes) -> anyhow::Result<usize> {
+    pub(crate) async fn create(&self, path: &str, body: Bytes) -> anyhow::Result<usize> {
         let (status, response) = self.call(Method::POST, path, body).await?;
         if status != StatusCode::CREATED {
             bail!(
@@ -330,7 +358,7 @@ impl Client {
     }
 }
 
-fn node_json(i: usize) -> String {
+pub(crate) fn node_json(i: usize) -> String {
     format!(
         r#"{{"apiVersion":"v1","kind":"Node","metadata":{{"name":"node-{i:05}","labels":{{"kubernetes.io/hostname":"node-{i:05}","kubernetes.io/os":"linux","kubernetes.io/arch":"amd64","topology.kubernetes.io/zone":"zone-{z}","node.kubernetes.io/instance-type":"m5.2xlarge"}}}},"spec":{{"podCIDR":"10.{a}.{b}.0/24"}},"status":{{"capacity":{{"cpu":"8","memory":"32Gi","pods":"110","ephemeral-storage":"100Gi"}},"allocatable":{{"cpu":"7910m","memory":"31Gi","pods":"110","ephemeral-storage":"95Gi"}},"conditions":[{{"type":"Ready","status":"True","reason":"KubeletReady","message":"kubelet is posting ready status","lastHeartbeatTime":"2026-01-01T00:00:00Z","lastTransitionTime":"2026-01-01T00:00:00Z"}}],"addresses":[{{"type":"InternalIP","address":"10.0.{a}.{b}"}},{{"type":"Hostname","address":"node-{i:05}"}}],"nodeInfo":{{"machineID":"","systemUUID":"","bootID":"","kernelVersion":"6.8.0","osImage":"Ubuntu 24.04","containerRuntimeVersion":"containerd://2.0.0","kubeletVersion":"v1.37.0","kubeProxyVersion":"","operatingSystem":"linux","architecture":"amd64"}}}}}}"#,
         z = i % 3,
@@ -356,7 +384,7 @@ fn bulk_pod(i: usize, nodes: usize) -> String {
 }
 
 /// Reads `VmRSS` and `VmHWM` (KiB) of a process.
-fn memory_of(pid: u32) -> Option<Memory> {
+pub(crate) fn memory_of(pid: u32) -> Option<Memory> {
     let status = std::fs::read_to_string(format!("/proc/{pid}/status")).ok()?;
     let field = |name: &str| -> Option<u64> {
         status
@@ -373,7 +401,7 @@ fn memory_of(pid: u32) -> Option<Memory> {
 }
 
 /// User plus system CPU seconds of a process (`USER_HZ` is 100 on mainstream Linux).
-fn cpu_seconds(pid: u32) -> f64 {
+pub(crate) fn cpu_seconds(pid: u32) -> f64 {
     let Ok(stat) = std::fs::read_to_string(format!("/proc/{pid}/stat")) else {
         return 0.0;
     };
@@ -387,7 +415,7 @@ fn cpu_seconds(pid: u32) -> f64 {
     (utime + stime) / 100.0
 }
 
-fn round1(x: f64) -> f64 {
+pub(crate) fn round1(x: f64) -> f64 {
     (x * 10.0).round() / 10.0
 }
 
@@ -685,15 +713,25 @@ async fn watch_phase(
 }
 
 /// The `berth` server child process and what it wrote to its data directory.
-struct ServerProcess {
-    child: tokio::process::Child,
-    pid: u32,
-    url: String,
+pub(crate) struct ServerProcess {
+    pub(crate) child: tokio::process::Child,
+    pub(crate) pid: u32,
+    pub(crate) url: String,
 }
 
 async fn start_server(berth: &Path, data_dir: &Path) -> anyhow::Result<ServerProcess> {
+    start_server_with(berth, data_dir, &[]).await
+}
+
+/// Starts `berth server` with `extra` flags.
+pub(crate) async fn start_server_with(
+    berth: &Path,
+    data_dir: &Path,
+    extra: &[&str],
+) -> anyhow::Result<ServerProcess> {
     let mut child = tokio::process::Command::new(berth)
         .arg("server")
+        .args(extra)
         .arg("--data-dir")
         .arg(data_dir)
         .arg("--listen")
@@ -727,7 +765,7 @@ async fn start_server(berth: &Path, data_dir: &Path) -> anyhow::Result<ServerPro
     Ok(ServerProcess { child, pid, url })
 }
 
-fn tls_config(ca_pem: &Path, protocol: Protocol) -> anyhow::Result<Arc<rustls::ClientConfig>> {
+pub(crate) fn tls_config(ca_pem: &Path, protocol: Protocol) -> anyhow::Result<Arc<rustls::ClientConfig>> {
     let mut roots = rustls::RootCertStore::empty();
     for cert in CertificateDer::pem_file_iter(ca_pem)
         .with_context(|| format!("reading {}", ca_pem.display()))?

@@ -6,6 +6,7 @@
 mod apiserver_bench;
 mod core_bench;
 mod measure;
+mod scheduler_bench;
 mod sim_bench;
 mod store_bench;
 
@@ -29,6 +30,9 @@ enum Bench {
     /// The API server over HTTPS (a `berth server` child process): pod creates/s and latency
     /// with concurrent clients, the list of every pod, watch fan-out, and the server's memory.
     Apiserver(apiserver_bench::ApiserverArgs),
+    /// The scheduler end to end through `berth server`: upstream scheduler_perf's
+    /// SchedulingBasic (5,000 nodes, 10,000 pods) and a taint-heavy variant; pods/s.
+    Scheduler(scheduler_bench::SchedulerArgs),
     /// Whole-cluster scenarios in virtual time (`berth sim`): real time for
     /// hours of a small cluster with the scheduler and controllers.
     Sim(sim_bench::SimArgs),
@@ -40,6 +44,7 @@ fn main() -> anyhow::Result<()> {
         Bench::Core(args) => serde_json::to_value(core_bench::run(&args)?)?,
         Bench::Store(args) => serde_json::to_value(store_bench::run(&args)?)?,
         Bench::Apiserver(args) => serde_json::to_value(apiserver_bench::run(&args)?)?,
+        Bench::Scheduler(args) => serde_json::to_value(scheduler_bench::run(&args)?)?,
         Bench::Sim(args) => serde_json::to_value(sim_bench::run(&args)?)?,
     };
     println!("{}", serde_json::to_string_pretty(&report)?);

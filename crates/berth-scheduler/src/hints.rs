@@ -280,6 +280,75 @@ mod tests {
         }
     }
 
+    /// Upstream `TestIsSchedulableAfterNodeChange` (tainttoleration), the
+    /// cases with well-typed objects (Rust has no ill-typed ones).
+    #[test]
+    fn taint_toleration_is_schedulable_after_node_change_as_upstream() {
+        let gates = FeatureGates::default();
+        let pod1 = pod(PodSpec {
+            tolerations: Some(vec![toleration("dedicated", "Equal", "user2", "NoSchedule")]),
+            ..PodSpec::default()
+        });
+        let user1 = node("nodeA", vec![taint("dedicated", "user1", "NoSchedule")], &[]);
+        let user2 = node("nodeA", vec![taint("dedicated", "user2", "NoSchedule")], &[]);
+        let user1_and_3 = node(
+            "nodeA",
+            vec![
+                taint("dedicated", "user1", "NoSchedule"),
+                taint("dedicated", "user3", "NoSchedule"),
+            ],
+            &[],
+        );
+        let add = |n| ClusterEvent::Node {
+            action: ActionType::ADD,
+            old: None,
+            new: n,
+        };
+        let cases: Vec<(&str, ClusterEvent<'_>, bool)> = vec![
+            ("skip-queue-on-untoleratedtaint-node-added", add(&user1), false),
+            ("queue-on-toleratedtaint-node-added", add(&user2), true),
+            ("skip-unrelated-change", update(&user1, &user1_and_3), false),
+            ("queue-on-taint-change", update(&user1, &user2), true),
+        ];
+        for (name, event, want) in cases {
+            assert_eq!(may_help(taint_toleration::NAME, &pod1, &event, gates), want, "{name}");
+        }
+    }
+
+    /// Upstream `TestIsSchedulableAfterNodeChange` (nodeunschedulable).
+    #[test]
+    fn node_unschedulable_is_schedulable_after_node_change_as_upstream() {
+        let gates = FeatureGates::default();
+        let p = pod(PodSpec::default());
+        let schedulable = node("node-1", vec![], &[]);
+        let mut unschedulable_node = node("node-1", vec![], &[]);
+        if let Some(s) = unschedulable_node.spec.as_mut() {
+            s.unschedulable = Some(true);
+        }
+        let add = |n| ClusterEvent::Node {
+            action: ActionType::ADD,
+            old: None,
+            new: n,
+        };
+        let cases: Vec<(&str, ClusterEvent<'_>, bool)> = vec![
+            ("skip-queue-on-unschedulable-node-added", add(&unschedulable_node), false),
+            ("queue-on-schedulable-node-added", add(&schedulable), true),
+            (
+                "skip-unrelated-change",
+                update(&schedulable, &unschedulable_node),
+                false,
+            ),
+            (
+                "queue-on-unschedulable-field-change",
+                update(&unschedulable_node, &schedulable),
+                true,
+            ),
+        ];
+        for (name, event, want) in cases {
+            assert_eq!(may_help(node_unschedulable::NAME, &p, &event, gates), want, "{name}");
+        }
+    }
+
     #[test]
     fn events_a_plugin_did_not_register_for_never_help() {
         let gates = FeatureGates::default();

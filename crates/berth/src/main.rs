@@ -3,6 +3,7 @@
 //! and prints.
 
 mod check;
+mod components;
 mod input;
 mod server_cmd;
 mod sim_cmd;

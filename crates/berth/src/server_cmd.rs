@@ -30,6 +30,16 @@ pub struct ServerArgs {
     /// tolerationSeconds of the unreachable toleration added to every pod.
     #[arg(long, default_value_t = 300)]
     default_unreachable_toleration_seconds: i64,
+    /// Do not run the scheduler in this process.
+    #[arg(long)]
+    disable_scheduler: bool,
+    /// The `spec.schedulerName` of the pods the scheduler takes.
+    #[arg(long, default_value = berth_scheduler::cycle::DEFAULT_SCHEDULER_NAME)]
+    scheduler_name: String,
+    /// Run the scheduler only while holding the `kube-system/kube-scheduler` Lease
+    /// (default: on with --etcd, where several servers may share the cluster).
+    #[arg(long, value_name = "BOOL")]
+    leader_elect: Option<bool>,
 }
 
 pub async fn run(args: &ServerArgs) -> anyhow::Result<()> {
@@ -57,6 +67,16 @@ pub async fn run(args: &ServerArgs) -> anyhow::Result<()> {
         "export KUBECONFIG={}",
         server.credentials.kubeconfig.display()
     );
+    let _scheduler = if args.disable_scheduler {
+        None
+    } else {
+        Some(crate::components::start_scheduler(
+            &server.api,
+            args.scheduler_name.clone(),
+            args.feature_gates,
+            args.leader_elect.unwrap_or(!args.etcd.is_empty()),
+        )?)
+    };
     let wait = server.wait();
     tokio::select! {
         result = wait => result.context("serving")?,

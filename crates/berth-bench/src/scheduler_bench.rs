@@ -1,0 +1,472 @@
+//! `berth-bench scheduler`: upstream scheduler_perf's shapes, end to end
+//! through `berth server` over HTTPS.
+//!
+//! For each shape:
+//! 1. `berth server --disable-scheduler` on a fresh data directory (the
+//!    embedded redb store): create the nodes (5,000 by default, as
+//!    `node-default.yaml`: ~8 cpus, 110 pods), clear admission's not-ready
+//!    taint as the node lifecycle controller would (taint-heavy: put a
+//!    `dedicated=bench:NoSchedule` taint on the first `--tainted` nodes
+//!    instead), then create the pending pods through the API (10,000 by
+//!    default, as `pod-default.yaml`: 100m cpu, 500Mi; taint-heavy: every
+//!    other pod tolerates the taint). None is bound yet.
+//! 2. Stop the server and start it again with its scheduler: the scheduler
+//!    lists the cluster and binds every pod through `pods/binding`
+//!    (each binding durable when it returns). The benchmark polls the
+//!    server's `scheduler_schedule_attempts_total{result="scheduled"}`
+//!    every `--poll-ms` and reports pods/s from the first bind to the last,
+//!    and from the server's start to the last bind (listing included).
+//! 3. Lists the pods and checks the outcome: every pod bound, no node over
+//!    its allocatable pods or cpu, no pod on a taint it does not tolerate.
+//!
+//! The server's CPU time over the scheduling phase is reported per pod: the
+//! API server (bindings, watch fan-out) and the scheduler share one
+//! process, as in `berth server`.
+
+use std::collections::HashMap;
+use std::net::SocketAddr;
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use anyhow::{Context, bail};
+use bytes::Bytes;
+use clap::{Args, ValueEnum};
+use hyper::{Method, StatusCode};
+use serde::Serialize;
+
+use crate::apiserver_bench::{
+    Client, Protocol, ServerProcess, Target, cpu_seconds, node_json, round1, start_server_with,
+    tls_config,
+};
+use crate::measure::Machine;
+
+const NAMESPACE: &str = "bench";
+const START_TIMEOUT: Duration = Duration::from_secs(120);
+const SCHEDULE_TIMEOUT: Duration = Duration::from_secs(600);
+const SCHEDULED_METRIC: &str =
+    "scheduler_schedule_attempts_total{result=\"scheduled\",profile=\"default-scheduler\"}";
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum, Serialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum Shape {
+    /// SchedulingBasic: plain pods on plain nodes.
+    Basic,
+    /// SchedulingBasic with `--tainted` nodes tainted NoSchedule and every
+    /// other pod tolerating the taint.
+    TaintHeavy,
+    /// Both, one after the other.
+    All,
+}
+
+#[derive(Debug, Args)]
+pub struct SchedulerArgs {
+    #[arg(long, value_enum, default_value_t = Shape::All)]
+    shape: Shape,
+    #[arg(long, default_value_t = 5_000)]
+    nodes: usize,
+    /// Pods to schedule (measured).
+    #[arg(long, default_value_t = 10_000)]
+    pods: usize,
+    /// Nodes tainted in the taint-heavy shape.
+    #[arg(long, default_value_t = 1_000)]
+    tainted: usize,
+    /// Concurrent clients loading the cluster.
+    #[arg(long, default_value_t = 32)]
+    clients: usize,
+    /// How often the scheduled-pods counter is read.
+    #[arg(long, default_value_t = 20)]
+    poll_ms: u64,
+    /// The `berth` binary (default: next to this one).
+    #[arg(long)]
+    berth_bin: Option<PathBuf>,
+    /// Where the server's data directories go (default: the temp dir).
+    #[arg(long)]
+    data_dir: Option<PathBuf>,
+}
+
+#[derive(Debug, Serialize)]
+pub struct SchedulerReport {
+    bench: &'static str,
+    machine: Machine,
+    params: Params,
+    runs: Vec<ShapeRun>,
+    /// Upstream kube-scheduler's scheduler_perf CI thresholds for these
+    /// shapes, for comparison (pods/s).
+    upstream_thresholds: UpstreamThresholds,
+}
+
+#[derive(Debug, Serialize)]
+struct Params {
+    nodes: usize,
+    pods: usize,
+    tainted: usize,
+    clients: usize,
+    poll_ms: u64,
+    berth_bin: String,
+}
+
+#[derive(Debug, Serialize)]
+struct UpstreamThresholds {
+    scheduling_basic_5000_nodes_10000_pods: u32,
+    taint_heavy: u32,
+}
+
+#[derive(Debug, Serialize)]
+struct ShapeRun {
+    shape: &'static str,
+    load_seconds: f64,
+    /// From the first binding seen to the last (the scheduler's rate).
+    pods_per_sec_first_to_last_bind: f64,
+    /// From the server's start (its initial list included) to the last.
+    pods_per_sec_from_server_start: f64,
+    seconds_first_to_last_bind: f64,
+    seconds_server_start_to_first_bind: f64,
+    /// Server CPU (API server + scheduler, one process) over the
+    /// scheduling phase, per pod bound.
+    server_cpu_us_per_pod: f64,
+    server_cpu_seconds: f64,
+    checks: Checks,
+    goal_10000_pods_per_sec_met: bool,
+}
+
+#[derive(Debug, Serialize)]
+struct Checks {
+    pods_bound: usize,
+    pods_unbound: usize,
+    max_pods_on_a_node: usize,
+    nodes_over_allocatable: usize,
+    pods_on_an_untolerated_taint: usize,
+}
+
+fn pod_json(i: usize, tolerate: bool) -> String {
+    let tolerations = if tolerate {
+        r#","tolerations":[{"key":"dedicated","operator":"Equal","value":"bench","effect":"NoSchedule"}]"#
+    } else {
+        ""
+    };
+    format!(
+        r#"{{"apiVersion":"v1","kind":"Pod","metadata":{{"name":"pod-{i:06}","namespace":"{NAMESPACE}","labels":{{"app":"bench"}}}},"spec":{{"containers":[{{"name":"pause","image":"registry.k8s.io/pause:3.10","resources":{{"requests":{{"cpu":"100m","memory":"500Mi"}}}}}}]{tolerations}}}}}"#
+    )
+}
+
+struct Connected {
+    server: ServerProcess,
+    clients: Vec<Client>,
+    probe: Client,
+}
+
+async fn connect(
+    berth: &Path,
+    dir: &Path,
+    extra: &[&str],
+    clients: usize,
+) -> anyhow::Result<(Connected, Instant)> {
+    let started = Instant::now();
+    let server = start_server_with(berth, dir, extra).await?;
+    let authority = server
+        .url
+        .strip_prefix("https://")
+        .context("the server URL is not https")?
+        .to_string();
+    let addr: SocketAddr = authority.parse().context("the server address")?;
+    let token = std::fs::read_to_string(dir.join("admin-token"))
+        .context("reading the admin token")?
+        .trim()
+        .to_string();
+    let target = Arc::new(Target {
+        addr,
+        authority,
+        token: format!("Bearer {token}"),
+        tls: tls_config(&dir.join("ca.crt"), Protocol::Http2)?,
+        protocol: Protocol::Http2,
+    });
+    let probe = target.connect().await?;
+    let deadline = Instant::now() + START_TIMEOUT;
+    loop {
+        let (status, _) = probe.call(Method::GET, "/readyz", Bytes::new()).await?;
+        if status == StatusCode::OK {
+            break;
+        }
+        if Instant::now() > deadline {
+            bail!("the server is not ready after {START_TIMEOUT:?}");
+        }
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    let mut all = Vec::new();
+    for _ in 0..clients {
+        all.push(target.connect().await?);
+    }
+    Ok((
+        Connected {
+            server,
+            clients: all,
+            probe,
+        },
+        started,
+    ))
+}
+
+/// Runs `count` requests `op(client, i)` over the clients, closed loop.
+async fn run_all<F, Fut>(clients: &[Client], count: usize, op: F) -> anyhow::Result<()>
+where
+    F: Fn(Client, usize) -> Fut + Send + Sync + 'static,
+    Fut: std::future::Future<Output = anyhow::Result<()>> + Send,
+{
+    let next = Arc::new(std::sync::atomic::AtomicUsize::new(0));
+    let op = Arc::new(op);
+    let tasks: Vec<_> = clients
+        .iter()
+        .map(|c| {
+            let (client, next, op) = (c.clone(), next.clone(), op.clone());
+            tokio::spawn(async move {
+                loop {
+                    let i = next.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+                    if i >= count {
+                        return anyhow::Ok(());
+                    }
+                    op(client.clone(), i).await?;
+                }
+            })
+        })
+        .collect();
+    for t in tasks {
+        t.await.context("client task")??;
+    }
+    Ok(())
+}
+
+fn scheduled_count(metrics: &str) -> u64 {
+    metrics
+        .lines()
+        .find_map(|l| l.strip_prefix(SCHEDULED_METRIC))
+        .and_then(|v| v.trim().parse::<f64>().ok())
+        .map_or(0, |v| v as u64)
+}
+
+async fn load(args: &SchedulerArgs, c: &Connected, taint_heavy: bool) -> anyhow::Result<()> {
+    c.probe
+        .create(
+            "/api/v1/namespaces",
+            Bytes::from(format!(
+                r#"{{"apiVersion":"v1","kind":"Namespace","metadata":{{"name":"{NAMESPACE}"}}}}"#
+            )),
+        )
+        .await?;
+    eprintln!("load: {} nodes", args.nodes);
+    run_all(&c.clients, args.nodes, |client, i| async move {
+        client
+            .create("/api/v1/nodes", Bytes::from(node_json(i)))
+            .await
+            .map(|_| ())
+    })
+    .await?;
+    let tainted = if taint_heavy { args.tainted } else { 0 };
+    run_all(&c.clients, args.nodes, move |client, i| async move {
+        let taints = if i < tainted {
+            r#"[{"key":"dedicated","value":"bench","effect":"NoSchedule"}]"#
+        } else {
+            "[]"
+        };
+        client
+            .merge_patch(
+                &format!("/api/v1/nodes/node-{i:05}"),
+                Bytes::from(format!(r#"{{"spec":{{"taints":{taints}}}}}"#)),
+            )
+            .await
+    })
+    .await?;
+    eprintln!("load: {} pending pods", args.pods);
+    let path = format!("/api/v1/namespaces/{NAMESPACE}/pods");
+    run_all(&c.clients, args.pods, move |client, i| {
+        let path = path.clone();
+        async move {
+            client
+                .create(&path, Bytes::from(pod_json(i, taint_heavy && i % 2 == 0)))
+                .await
+                .map(|_| ())
+        }
+    })
+    .await
+}
+
+#[derive(serde::Deserialize)]
+struct PodList {
+    items: Vec<ListedPod>,
+}
+
+#[derive(serde::Deserialize)]
+struct ListedPod {
+    spec: ListedSpec,
+}
+
+#[derive(serde::Deserialize)]
+struct ListedSpec {
+    #[serde(rename = "nodeName")]
+    node_name: Option<String>,
+    #[serde(default)]
+    tolerations: Vec<serde_json::Value>,
+}
+
+async fn check(args: &SchedulerArgs, probe: &Client, taint_heavy: bool) -> anyhow::Result<Checks> {
+    let (status, body) = probe
+        .call(
+            Method::GET,
+            &format!("/api/v1/namespaces/{NAMESPACE}/pods"),
+            Bytes::new(),
+        )
+        .await?;
+    anyhow::ensure!(status == StatusCode::OK, "listing pods: {status}");
+    let list: PodList = serde_json::from_slice(&body).context("decoding the pod list")?;
+    let mut per_node: HashMap<String, usize> = HashMap::new();
+    let mut unbound = 0;
+    let mut untolerated = 0;
+    for pod in &list.items {
+        match &pod.spec.node_name {
+            Some(node) => {
+                *per_node.entry(node.clone()).or_default() += 1;
+                let index: usize = node
+                    .strip_prefix("node-")
+                    .and_then(|n| n.parse().ok())
+                    .unwrap_or(usize::MAX);
+                let tolerates = pod
+                    .spec
+                    .tolerations
+                    .iter()
+                    .any(|t| t["key"] == "dedicated");
+                if taint_heavy && index < args.tainted && !tolerates {
+                    untolerated += 1;
+                }
+            }
+            None => unbound += 1,
+        }
+    }
+    // node_json's allocatable: 7910m cpu, 110 pods; every pod asks 100m.
+    let over = per_node.values().filter(|&&n| n > 79).count();
+    Ok(Checks {
+        pods_bound: list.items.len() - unbound,
+        pods_unbound: unbound,
+        max_pods_on_a_node: per_node.values().copied().max().unwrap_or(0),
+        nodes_over_allocatable: over,
+        pods_on_an_untolerated_taint: untolerated,
+    })
+}
+
+async fn run_shape(
+    args: &SchedulerArgs,
+    berth: &Path,
+    parent: &Path,
+    taint_heavy: bool,
+) -> anyhow::Result<ShapeRun> {
+    let dir = tempfile::tempdir_in(parent).context("server data directory")?;
+    let load_started = Instant::now();
+    let (mut loader, _) = connect(berth, dir.path(), &["--disable-scheduler"], args.clients).await?;
+    load(args, &loader, taint_heavy).await?;
+    let load_seconds = load_started.elapsed().as_secs_f64();
+    drop(loader.clients);
+    drop(loader.probe);
+    let _ = loader.server.child.kill().await;
+
+    eprintln!("schedule: restarting the server with its scheduler");
+    let (mut running, started) = connect(berth, dir.path(), &[], 0).await?;
+    let pid = running.server.pid;
+    let cpu_before = cpu_seconds(pid);
+    let target = args.pods as u64;
+    let poll = Duration::from_millis(args.poll_ms.max(1));
+    let deadline = Instant::now() + SCHEDULE_TIMEOUT;
+    let mut first: Option<Instant> = None;
+    let last = loop {
+        let (status, body) = running
+            .probe
+            .call(Method::GET, "/metrics", Bytes::new())
+            .await?;
+        anyhow::ensure!(status == StatusCode::OK, "reading /metrics: {status}");
+        let now = Instant::now();
+        let n = scheduled_count(&String::from_utf8_lossy(&body));
+        if n > 0 && first.is_none() {
+            first = Some(now);
+        }
+        if n >= target {
+            break now;
+        }
+        if now > deadline {
+            bail!("only {n} of {target} pods bound after {SCHEDULE_TIMEOUT:?}");
+        }
+        tokio::time::sleep(poll).await;
+    };
+    let cpu = cpu_seconds(pid) - cpu_before;
+    let first = first.unwrap_or(last);
+    let checks = check(args, &running.probe, taint_heavy).await?;
+    drop(running.probe);
+    let _ = running.server.child.kill().await;
+
+    let span = last.duration_since(first).as_secs_f64();
+    let total = last.duration_since(started).as_secs_f64();
+    let rate = |s: f64| if s > 0.0 { (args.pods as f64 / s).round() } else { 0.0 };
+    let per_sec = rate(span);
+    Ok(ShapeRun {
+        shape: if taint_heavy { "taint-heavy" } else { "scheduling-basic" },
+        load_seconds: round1(load_seconds),
+        pods_per_sec_first_to_last_bind: per_sec,
+        pods_per_sec_from_server_start: rate(total),
+        seconds_first_to_last_bind: (span * 1000.0).round() / 1000.0,
+        seconds_server_start_to_first_bind: (first.duration_since(started).as_secs_f64()
+            * 1000.0)
+            .round()
+            / 1000.0,
+        server_cpu_us_per_pod: round1(cpu * 1e6 / args.pods.max(1) as f64),
+        server_cpu_seconds: (cpu * 100.0).round() / 100.0,
+        checks,
+        goal_10000_pods_per_sec_met: per_sec >= 10_000.0,
+    })
+}
+
+pub fn run(args: &SchedulerArgs) -> anyhow::Result<SchedulerReport> {
+    anyhow::ensure!(args.clients > 0, "--clients must be positive");
+    anyhow::ensure!(args.pods > 0 && args.nodes > 0, "--pods and --nodes must be positive");
+    let berth = match &args.berth_bin {
+        Some(path) => path.clone(),
+        None => std::env::current_exe()
+            .context("locating this binary")?
+            .with_file_name("berth"),
+    };
+    anyhow::ensure!(
+        berth.exists(),
+        "{} not found: build it (cargo build --release -p berth) or pass --berth-bin",
+        berth.display()
+    );
+    let parent = args.data_dir.clone().unwrap_or_else(std::env::temp_dir);
+    std::fs::create_dir_all(&parent)
+        .with_context(|| format!("data directory {}", parent.display()))?;
+    let runtime = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .enable_all()
+        .build()
+        .context("tokio runtime")?;
+    let shapes: &[bool] = match args.shape {
+        Shape::Basic => &[false],
+        Shape::TaintHeavy => &[true],
+        Shape::All => &[false, true],
+    };
+    let mut runs = Vec::new();
+    for &taint_heavy in shapes {
+        runs.push(runtime.block_on(run_shape(args, &berth, &parent, taint_heavy))?);
+    }
+    Ok(SchedulerReport {
+        bench: "scheduler",
+        machine: Machine::describe(),
+        params: Params {
+            nodes: args.nodes,
+            pods: args.pods,
+            tainted: args.tainted,
+            clients: args.clients,
+            poll_ms: args.poll_ms,
+            berth_bin: berth.display().to_string(),
+        },
+        runs,
+        upstream_thresholds: UpstreamThresholds {
+            scheduling_basic_5000_nodes_10000_pods: 680,
+            taint_heavy: 270,
+        },
+    })
+}
