@@ -6,8 +6,8 @@
 mod apiserver_bench;
 mod core_bench;
 mod measure;
+mod scenario_bench;
 mod scheduler_bench;
-mod sim_bench;
 mod store_bench;
 
 use clap::{Parser, Subcommand};
@@ -33,9 +33,9 @@ enum Bench {
     /// The scheduler end to end through `berth server`: upstream scheduler_perf's
     /// SchedulingBasic (5,000 nodes, 10,000 pods) and a taint-heavy variant; pods/s.
     Scheduler(scheduler_bench::SchedulerArgs),
-    /// Whole-cluster scenarios in virtual time (`berth sim`): real time for
-    /// hours of a small cluster with the scheduler and controllers.
-    Sim(sim_bench::SimArgs),
+    /// Whole-cluster scenarios in virtual time (`berth sim --scenario`): real
+    /// time for hours of a small cluster with the scheduler and controllers.
+    Scenario(scenario_bench::ScenarioArgs),
 }
 
 fn main() -> anyhow::Result<()> {
@@ -45,7 +45,7 @@ fn main() -> anyhow::Result<()> {
         Bench::Store(args) => serde_json::to_value(store_bench::run(&args)?)?,
         Bench::Apiserver(args) => serde_json::to_value(apiserver_bench::run(&args)?)?,
         Bench::Scheduler(args) => serde_json::to_value(scheduler_bench::run(&args)?)?,
-        Bench::Sim(args) => serde_json::to_value(sim_bench::run(&args)?)?,
+        Bench::Scenario(args) => serde_json::to_value(scenario_bench::run(&args)?)?,
     };
     println!("{}", serde_json::to_string_pretty(&report)?);
     Ok(())

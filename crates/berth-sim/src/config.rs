@@ -69,7 +69,9 @@ impl SimConfig {
         fn number(value: &str) -> Result<f64, String> {
             match value.parse::<f64>() {
                 Ok(v) if v.is_finite() && v >= 0.0 => Ok(v),
-                _ => Err(format!("invalid value {value:?}: not a non-negative number")),
+                _ => Err(format!(
+                    "invalid value {value:?}: not a non-negative number"
+                )),
             }
         }
         fn duration(value: &str) -> Result<Duration, String> {
@@ -153,7 +155,11 @@ mod tests {
             ("node-eviction-rate", "-1", "not a non-negative number"),
             ("large-cluster-size-threshold", "many", "not an integer"),
             ("feature-gates", "NoSuchGate=true", "NoSuchGate"),
-            ("node-monitor-grace", "5s", "unknown flag \"node-monitor-grace\""),
+            (
+                "node-monitor-grace",
+                "5s",
+                "unknown flag \"node-monitor-grace\"",
+            ),
         ];
         for (name, value, want) in cases {
             let err = config.set(name, value).err().unwrap_or_default();

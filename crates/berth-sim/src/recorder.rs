@@ -13,6 +13,9 @@
 
 use std::collections::BTreeMap;
 
+use berth_controllers::node_lifecycle::zone::{
+    compute_zone_state, excluded_from_disruption, zone_key,
+};
 use berth_core::FeatureGates;
 use berth_core::clock::Clock;
 use futures::{Stream, StreamExt};
@@ -20,9 +23,6 @@ use jiff::Timestamp;
 use k8s_openapi::api::core::v1::{Event, Node, Pod};
 use kube::runtime::watcher;
 use kube::{Api, Client};
-use berth_controllers::node_lifecycle::zone::{
-    compute_zone_state, excluded_from_disruption, zone_key,
-};
 use tokio::sync::oneshot;
 use tokio_util::sync::CancellationToken;
 
@@ -59,8 +59,7 @@ impl Recorder {
             watcher::Event::Apply(node) | watcher::Event::InitApply(node) => {
                 let name = node.metadata.name.clone().unwrap_or_default();
                 let old = self.nodes.get(&name);
-                self.entries
-                    .extend(timeline::node_entries(t, old, &node));
+                self.entries.extend(timeline::node_entries(t, old, &node));
                 self.nodes.insert(name, node);
             }
             watcher::Event::Delete(node) => {

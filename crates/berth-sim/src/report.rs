@@ -410,7 +410,12 @@ pub fn render(rec: &Recording, meta: &ReportMeta) -> String {
             esc(&zone)
         );
         for span in &lane.ready {
-            plot.bar(&mut svg, row_y, span, &span_tooltip(&format!("{name} {}", span.label), span));
+            plot.bar(
+                &mut svg,
+                row_y,
+                span,
+                &span_tooltip(&format!("{name} {}", span.label), span),
+            );
         }
         row_y += ROW_H;
         for (label, spans) in &lane.rows {
@@ -476,7 +481,8 @@ pub fn render(rec: &Recording, meta: &ReportMeta) -> String {
         nodes = rec.nodes.len(),
         entries = rec.entries.len(),
         components = if rec.components.is_empty() {
-            "none (simulated nodes only: no scheduling, no lifecycle taints, no evictions)".to_owned()
+            "none (simulated nodes only: no scheduling, no lifecycle taints, no evictions)"
+                .to_owned()
         } else {
             esc(&rec.components.join(", "))
         },
@@ -504,7 +510,11 @@ fn pod_bar(plot: &Plot, svg: &mut String, y: f64, bar: &PodBar) {
         from: bar.from,
         to: end_solid,
         label: bar.pod.clone(),
-        class: if bar.failed.is_some() { "p-failed" } else { "p-run" },
+        class: if bar.failed.is_some() {
+            "p-failed"
+        } else {
+            "p-run"
+        },
     };
     let mut tip = format!("pod {} from {}", bar.pod, format_t(bar.from));
     if let Some(t) = bar.evicted {
@@ -529,7 +539,11 @@ fn pod_bar(plot: &Plot, svg: &mut String, y: f64, bar: &PodBar) {
             r#"<circle class="cancelled" cx="{:.1}" cy="{:.1}" r="4"><title>{}</title></circle>"#,
             plot.x(*t),
             y + (ROW_H - 3.0) / 2.0,
-            esc(&format!("eviction of {} called off at {}", bar.pod, format_t(*t))),
+            esc(&format!(
+                "eviction of {} called off at {}",
+                bar.pod,
+                format_t(*t)
+            )),
         );
     }
     if let Some(evicted) = bar.evicted {
@@ -569,7 +583,9 @@ fn steps_table(html: &mut String, rec: &Recording) {
     if rec.steps.is_empty() {
         return;
     }
-    html.push_str("<h2>Steps</h2><table class=\"steps\"><tr><th>#</th><th>at</th><th>step</th></tr>");
+    html.push_str(
+        "<h2>Steps</h2><table class=\"steps\"><tr><th>#</th><th>at</th><th>step</th></tr>",
+    );
     for (i, (t, text)) in rec.steps.iter().enumerate() {
         let _ = write!(
             html,
@@ -587,7 +603,12 @@ fn evictions_table(html: &mut String, rec: &Recording, lanes: &BTreeMap<String, 
     let evictions: Vec<&Entry> = rec
         .entries
         .iter()
-        .filter(|e| matches!(e.event, EventKind::PodEvicted | EventKind::EvictionCancelled))
+        .filter(|e| {
+            matches!(
+                e.event,
+                EventKind::PodEvicted | EventKind::EvictionCancelled
+            )
+        })
         .collect();
     if evictions.is_empty() {
         html.push_str("<p>No pod was evicted.</p>\n");
@@ -644,12 +665,19 @@ fn timeline_table(html: &mut String, entries: &[Entry]) {
             .cloned()
             .collect::<Vec<_>>()
             .join(" on ");
-        let detail = [&e.taint, &e.condition, &e.status, &e.state, &e.reason, &e.message]
-            .into_iter()
-            .flatten()
-            .cloned()
-            .collect::<Vec<_>>()
-            .join(" ");
+        let detail = [
+            &e.taint,
+            &e.condition,
+            &e.status,
+            &e.state,
+            &e.reason,
+            &e.message,
+        ]
+        .into_iter()
+        .flatten()
+        .cloned()
+        .collect::<Vec<_>>()
+        .join(" ");
         let _ = write!(
             html,
             "<tr><td>{}</td><td>{:?}</td><td>{}</td><td>{}</td></tr>",

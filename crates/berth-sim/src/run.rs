@@ -121,13 +121,9 @@ pub async fn run(
         scenario.config.default_not_ready_toleration_seconds;
     admission.default_unreachable_toleration_seconds =
         scenario.config.default_unreachable_toleration_seconds;
-    let api = ApiServer::new(
-        AnyStore::Memory(MemStore::new()),
-        clock.clone(),
-        api_config,
-    )
-    .await
-    .map_err(|e| SimError::Api(e.to_string()))?;
+    let api = ApiServer::new(AnyStore::Memory(MemStore::new()), clock.clone(), api_config)
+        .await
+        .map_err(|e| SimError::Api(e.to_string()))?;
     let admin = in_process::client(&api, User::admin(), "default")
         .map_err(|e| SimError::Api(e.to_string()))?;
 
@@ -397,7 +393,11 @@ mod tests {
         let got: Vec<u64> = (0..3).map(|_| rng.next_u64()).collect();
         assert_eq!(
             got,
-            [6_457_827_717_110_365_317, 3_203_168_211_198_807_973, 9_817_491_932_198_370_423]
+            [
+                6_457_827_717_110_365_317,
+                3_203_168_211_198_807_973,
+                9_817_491_932_198_370_423
+            ]
         );
     }
 }

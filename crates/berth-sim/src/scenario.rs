@@ -232,9 +232,7 @@ impl Checker<'_> {
 /// Parses and checks a scenario; `file` names it in errors.
 pub fn parse(file: &str, text: &str) -> Result<Scenario, ScenarioError> {
     let raw: File = serde_saphyr::from_str(text).map_err(|e| {
-        let (line, column) = e
-            .location()
-            .map_or((0, 0), |l| (l.line(), l.column()));
+        let (line, column) = e.location().map_or((0, 0), |l| (l.line(), l.column()));
         ScenarioError {
             file: file.to_owned(),
             line,
@@ -322,10 +320,7 @@ pub fn parse(file: &str, text: &str) -> Result<Scenario, ScenarioError> {
                     None => return Err(check.at(line, format!("unknown zone {zone:?}"))),
                 },
                 _ => {
-                    return Err(check.at(
-                        line,
-                        "heartbeat: name exactly one of node and zone",
-                    ));
+                    return Err(check.at(line, "heartbeat: name exactly one of node and zone"));
                 }
             };
             let verb = if hb.stop { "stop" } else { "resume" };
@@ -450,7 +445,10 @@ fn yaml_message(err: &serde_saphyr::Error) -> String {
     let first = text.lines().next().unwrap_or("").trim();
     let first = first.strip_prefix("error: ").unwrap_or(first);
     // serde-saphyr writes `line L column C: message`.
-    match first.strip_prefix("line ").and_then(|rest| rest.split_once(": ")) {
+    match first
+        .strip_prefix("line ")
+        .and_then(|rest| rest.split_once(": "))
+    {
         Some((place, message)) if place.contains(" column ") => message.to_owned(),
         _ => first.to_owned(),
     }
@@ -485,10 +483,7 @@ fn check_nodes(
             let mut errs = is_qualified_name(key);
             errs.extend(is_valid_label_value(value));
             if !errs.is_empty() {
-                return Err(check.at(
-                    line,
-                    format!("label {key}={value}: {}", errs.join("; ")),
-                ));
+                return Err(check.at(line, format!("label {key}={value}: {}", errs.join("; "))));
             }
         }
         if let Some(zone) = &e.zone {
@@ -562,8 +557,8 @@ fn check_manifest(
     if !object.is_object() {
         return Err(check.at(line, "an object must be a mapping"));
     }
-    let api_version = str_at(&["apiVersion"])
-        .ok_or_else(|| check.at(line, "object has no apiVersion"))?;
+    let api_version =
+        str_at(&["apiVersion"]).ok_or_else(|| check.at(line, "object has no apiVersion"))?;
     let kind = str_at(&["kind"]).ok_or_else(|| check.at(line, "object has no kind"))?;
     let resource = resource_for_kind(api_version, kind).ok_or_else(|| {
         check.at(
@@ -573,14 +568,17 @@ fn check_manifest(
     })?;
     let name = str_at(&["metadata", "name"])
         .ok_or_else(|| check.at(line, format!("{kind} has no metadata.name")))?;
-    let namespace = resource
-        .namespaced
-        .then(|| str_at(&["metadata", "namespace"]).unwrap_or("default").to_owned());
+    let namespace = resource.namespaced.then(|| {
+        str_at(&["metadata", "namespace"])
+            .unwrap_or("default")
+            .to_owned()
+    });
     let mut object = object.clone();
-    if let (Some(ns), Some(meta)) = (&namespace, object.get_mut("metadata")) {
-        if let Some(meta) = meta.as_object_mut() {
-            meta.insert("namespace".into(), Value::String(ns.clone()));
-        }
+    if let (Some(ns), Some(meta)) = (
+        &namespace,
+        object.get_mut("metadata").and_then(Value::as_object_mut),
+    ) {
+        meta.insert("namespace".into(), Value::String(ns.clone()));
     }
     Ok(Manifest {
         resource,
@@ -591,7 +589,11 @@ fn check_manifest(
     })
 }
 
-fn check_delete(check: &Checker<'_>, line: Location, target: &str) -> Result<Action, ScenarioError> {
+fn check_delete(
+    check: &Checker<'_>,
+    line: Location,
+    target: &str,
+) -> Result<Action, ScenarioError> {
     let parts: Vec<&str> = target.split('/').collect();
     let bad = || {
         check.at(
@@ -694,7 +696,9 @@ run: 2h
         let names: Vec<&str> = s.nodes.iter().map(|n| n.name.as_str()).collect();
         assert_eq!(
             names,
-            ["node1", "node2", "node3", "worker-1", "worker-2", "worker-3"]
+            [
+                "node1", "node2", "node3", "worker-1", "worker-2", "worker-3"
+            ]
         );
         assert_eq!(s.nodes[0].labels[ZONE_LABEL], "a");
         assert_eq!(s.nodes[0].taints[0].key, "dedicated");
@@ -727,7 +731,9 @@ run: 2h
     fn steps_at_the_same_time_keep_file_order_and_later_ones_sort() {
         let text = "nodes: [{name: n1}]\nsteps:\n  - {at: 20s, cordon: n1}\n  - {at: 10s, uncordon: n1}\n  - {at: 10s, cordon: n1}\nrun: 1m\n";
         let s = parse("f", text).map_err(|e| e.to_string());
-        let lines: Vec<u64> = s.map(|s| s.steps.iter().map(|s| s.line).collect()).unwrap_or_default();
+        let lines: Vec<u64> = s
+            .map(|s| s.steps.iter().map(|s| s.line).collect())
+            .unwrap_or_default();
         assert_eq!(lines, [4, 5, 3]);
     }
 
@@ -766,8 +772,15 @@ run: 2h
                 assert!(err.line > 0, "{name}: no line: {err}");
             }
             assert!(err.message.contains(want), "{name}: {err}");
-            assert!(err.to_string().starts_with(&format!("s.yaml:{}:", err.line)), "{name}: {err}");
-            assert!(!err.message.starts_with("error") && !err.message.contains("column"), "{name}: {err}");
+            assert!(
+                err.to_string()
+                    .starts_with(&format!("s.yaml:{}:", err.line)),
+                "{name}: {err}"
+            );
+            assert!(
+                !err.message.starts_with("error") && !err.message.contains("column"),
+                "{name}: {err}"
+            );
         }
     }
 }

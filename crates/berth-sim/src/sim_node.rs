@@ -95,7 +95,12 @@ struct NodeState {
 
 fn healthy_conditions(now: Timestamp) -> BTreeMap<String, Condition> {
     [
-        ("Ready", "True", "KubeletReady", "kubelet is posting ready status"),
+        (
+            "Ready",
+            "True",
+            "KubeletReady",
+            "kubelet is posting ready status",
+        ),
         (
             "MemoryPressure",
             "False",
@@ -213,11 +218,7 @@ fn time(t: Timestamp) -> String {
 }
 
 impl NodeState {
-    async fn run(
-        mut self,
-        mut commands: mpsc::UnboundedReceiver<NodeCommand>,
-        phase: Duration,
-    ) {
+    async fn run(mut self, mut commands: mpsc::UnboundedReceiver<NodeCommand>, phase: Duration) {
         let start = self.clock.now();
         let mut next_lease = start + signed(phase);
         let mut next_status = start + signed(STATUS_REPORT);
@@ -344,14 +345,22 @@ impl NodeState {
             },
         }});
         self.nodes
-            .patch_status(&self.name, &PatchParams::default(), &Patch::Strategic(&patch))
+            .patch_status(
+                &self.name,
+                &PatchParams::default(),
+                &Patch::Strategic(&patch),
+            )
             .await
             .map(|_| ())
     }
 
     async fn look_after_all(&self) {
         let selector = format!("spec.nodeName={}", self.name);
-        match self.pods.list(&ListParams::default().fields(&selector)).await {
+        match self
+            .pods
+            .list(&ListParams::default().fields(&selector))
+            .await
+        {
             Ok(list) => {
                 for pod in &list.items {
                     self.look_after(pod).await;

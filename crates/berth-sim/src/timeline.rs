@@ -307,7 +307,11 @@ pub fn pod_entries(t: Millis, old: Option<&Pod>, new: Option<&Pod>) -> Vec<Entry
         return out;
     };
     if let (None, Some(node)) = (pod_node(old), pod_node(Some(new))) {
-        out.push(Entry::new(t, EventKind::PodScheduled).pod(key.clone()).node(node));
+        out.push(
+            Entry::new(t, EventKind::PodScheduled)
+                .pod(key.clone())
+                .node(node),
+        );
     }
     if pod_phase(Some(new)) == Some("Failed") && pod_phase(old) != Some("Failed") {
         let mut e = Entry::new(t, EventKind::PodFailed).pod(key);
@@ -417,6 +421,9 @@ mod tests {
         serde_json::from_value(value).unwrap_or_default()
     }
 
+    /// A case: name, old object, new object, the entries wanted.
+    type Case<'a, Old, New> = (&'a str, Old, New, Vec<(EventKind, &'a str)>);
+
     fn events(entries: &[Entry]) -> Vec<(EventKind, String)> {
         entries
             .iter()
@@ -457,7 +464,7 @@ mod tests {
         if let Some(spec) = cordoned.spec.as_mut() {
             spec.unschedulable = Some(true);
         }
-        let cases: Vec<(&str, Option<&Node>, &Node, Vec<(EventKind, &str)>)> = vec![
+        let cases: Vec<Case<'_, Option<&Node>, &Node>> = vec![
             (
                 "first sight: Ready; healthy conditions are no news",
                 None,
@@ -471,7 +478,10 @@ mod tests {
                 &unknown,
                 vec![
                     (EventKind::NodeStatusUnknown, ""),
-                    (EventKind::TaintAdded, "node.kubernetes.io/unreachable:NoExecute"),
+                    (
+                        EventKind::TaintAdded,
+                        "node.kubernetes.io/unreachable:NoExecute",
+                    ),
                 ],
             ),
             (
@@ -480,7 +490,10 @@ mod tests {
                 &registered,
                 vec![
                     (EventKind::NodeReady, ""),
-                    (EventKind::TaintRemoved, "node.kubernetes.io/unreachable:NoExecute"),
+                    (
+                        EventKind::TaintRemoved,
+                        "node.kubernetes.io/unreachable:NoExecute",
+                    ),
                 ],
             ),
             (
@@ -501,32 +514,60 @@ mod tests {
             let want: Vec<(EventKind, String)> =
                 want.into_iter().map(|(k, d)| (k, d.to_owned())).collect();
             assert_eq!(events(&got), want, "{name}");
-            assert!(got.iter().all(|e| e.t == 7_000 && e.node.as_deref() == Some("n1")));
+            assert!(
+                got.iter()
+                    .all(|e| e.t == 7_000 && e.node.as_deref() == Some("n1"))
+            );
         }
     }
 
     #[test]
     fn pod_changes_become_entries() {
         let pending = pod(json!({"metadata": {"name": "web", "namespace": "default"}}));
-        let bound = pod(json!({"metadata": {"name": "web", "namespace": "default"}, "spec": {"nodeName": "n1", "containers": []}}));
+        let bound = pod(
+            json!({"metadata": {"name": "web", "namespace": "default"}, "spec": {"nodeName": "n1", "containers": []}}),
+        );
         let mut failed = bound.clone();
         failed.status = Some(
             serde_json::from_value(json!({"phase": "Failed", "reason": "Shutdown"}))
                 .unwrap_or_default(),
         );
-        let cases: Vec<(&str, Option<&Pod>, Option<&Pod>, Vec<(EventKind, &str)>)> = vec![
+        let cases: Vec<Case<'_, Option<&Pod>, Option<&Pod>>> = vec![
             ("created pending", None, Some(&pending), vec![]),
-            ("scheduled", Some(&pending), Some(&bound), vec![(EventKind::PodScheduled, "")]),
-            ("created bound", None, Some(&bound), vec![(EventKind::PodScheduled, "")]),
-            ("failed", Some(&bound), Some(&failed), vec![(EventKind::PodFailed, "Shutdown")]),
-            ("deleted", Some(&bound), None, vec![(EventKind::PodDeleted, "")]),
+            (
+                "scheduled",
+                Some(&pending),
+                Some(&bound),
+                vec![(EventKind::PodScheduled, "")],
+            ),
+            (
+                "created bound",
+                None,
+                Some(&bound),
+                vec![(EventKind::PodScheduled, "")],
+            ),
+            (
+                "failed",
+                Some(&bound),
+                Some(&failed),
+                vec![(EventKind::PodFailed, "Shutdown")],
+            ),
+            (
+                "deleted",
+                Some(&bound),
+                None,
+                vec![(EventKind::PodDeleted, "")],
+            ),
         ];
         for (name, old, new, want) in cases {
             let got = pod_entries(1, old, new);
             let want: Vec<(EventKind, String)> =
                 want.into_iter().map(|(k, d)| (k, d.to_owned())).collect();
             assert_eq!(events(&got), want, "{name}");
-            assert!(got.iter().all(|e| e.pod.as_deref() == Some("default/web")), "{name}");
+            assert!(
+                got.iter().all(|e| e.pod.as_deref() == Some("default/web")),
+                "{name}"
+            );
         }
     }
 
@@ -542,15 +583,38 @@ mod tests {
         };
         let failed = event("FailedScheduling", "0/3 nodes are available", 1);
         let again = event("FailedScheduling", "0/3 nodes are available", 2);
-        let marking = event("TaintManagerEviction", "Marking for deletion Pod default/web", 1);
-        let cancel = event("TaintManagerEviction", "Cancelling deletion of Pod default/web", 1);
+        let marking = event(
+            "TaintManagerEviction",
+            "Marking for deletion Pod default/web",
+            1,
+        );
+        let cancel = event(
+            "TaintManagerEviction",
+            "Cancelling deletion of Pod default/web",
+            1,
+        );
         let other = event("Scheduled", "Successfully assigned", 1);
         let cases: Vec<(&str, Option<&Event>, &Event, Vec<EventKind>)> = vec![
-            ("failed scheduling", None, &failed, vec![EventKind::FailedScheduling]),
-            ("counted again", Some(&failed), &again, vec![EventKind::FailedScheduling]),
+            (
+                "failed scheduling",
+                None,
+                &failed,
+                vec![EventKind::FailedScheduling],
+            ),
+            (
+                "counted again",
+                Some(&failed),
+                &again,
+                vec![EventKind::FailedScheduling],
+            ),
             ("unchanged", Some(&again), &again, vec![]),
             ("marking", None, &marking, vec![EventKind::PodEvicted]),
-            ("cancelling", None, &cancel, vec![EventKind::EvictionCancelled]),
+            (
+                "cancelling",
+                None,
+                &cancel,
+                vec![EventKind::EvictionCancelled],
+            ),
             ("other reasons", None, &other, vec![]),
         ];
         for (name, old, new, want) in cases {
@@ -564,7 +628,9 @@ mod tests {
 
     #[test]
     fn eviction_due_follows_spec_section_4() {
-        let t0: Timestamp = "2026-01-01T00:00:00Z".parse().unwrap_or(Timestamp::UNIX_EPOCH);
+        let t0: Timestamp = "2026-01-01T00:00:00Z"
+            .parse()
+            .unwrap_or(Timestamp::UNIX_EPOCH);
         let at = |s: i64| (t0 + jiff::SignedDuration::from_secs(s)).to_string();
         let node = node(json!({"metadata": {"name": "n1"}, "spec": {"taints": [
             {"key": "key1", "value": "value1", "effect": "NoExecute", "timeAdded": at(100)},
@@ -601,7 +667,11 @@ mod tests {
             ),
         ];
         for (name, tolerations, bound, want) in cases {
-            assert_eq!(eviction_due(&pod_with(tolerations, bound), &node, gates), want, "{name}");
+            assert_eq!(
+                eviction_due(&pod_with(tolerations, bound), &node, gates),
+                want,
+                "{name}"
+            );
         }
     }
 

@@ -145,14 +145,23 @@ fn taint_based_eviction_honours_3600_and_6000_second_tolerations() {
     // key1=value1:NoExecute on node1 at 10 s.
     let evicted = one(&e, EventKind::PodEvicted, "default/no-toleration");
     assert_eq!((evicted.t, evicted.due), (10 * S, Some(10 * S)));
-    assert_eq!(one(&e, EventKind::PodDeleted, "default/no-toleration").t, 10 * S);
+    assert_eq!(
+        one(&e, EventKind::PodDeleted, "default/no-toleration").t,
+        10 * S
+    );
     let evicted = one(&e, EventKind::PodEvicted, "default/tolerates-3600");
     assert_eq!((evicted.t, evicted.due), (3610 * S, Some(3610 * S)));
-    assert_eq!(one(&e, EventKind::PodDeleted, "default/tolerates-3600").t, 3610 * S);
+    assert_eq!(
+        one(&e, EventKind::PodDeleted, "default/tolerates-3600").t,
+        3610 * S
+    );
     none(&e, EventKind::PodEvicted, "default/tolerates-forever");
     none(&e, EventKind::PodDeleted, "default/tolerates-forever");
     // On node3 the taint goes at 30m10s, before the 3600 s are up.
-    assert_eq!(one(&e, EventKind::EvictionCancelled, "default/reprieved").t, 1810 * S);
+    assert_eq!(
+        one(&e, EventKind::EvictionCancelled, "default/reprieved").t,
+        1810 * S
+    );
     none(&e, EventKind::PodEvicted, "default/reprieved");
 
     // node2 is cut off at 1m: Unknown, then unreachable:NoExecute at the
@@ -165,9 +174,15 @@ fn taint_based_eviction_honours_3600_and_6000_second_tolerations() {
     };
     assert!((unknown..=unknown + 5 * S).contains(&tainted));
     let evicted = one(&e, EventKind::PodEvicted, "default/default-300");
-    assert_eq!((evicted.t, evicted.due), (tainted + 300 * S, Some(tainted + 300 * S)));
+    assert_eq!(
+        (evicted.t, evicted.due),
+        (tainted + 300 * S, Some(tainted + 300 * S))
+    );
     let evicted = one(&e, EventKind::PodEvicted, "default/local-state-6000");
-    assert_eq!((evicted.t, evicted.due), (tainted + 6000 * S, Some(tainted + 6000 * S)));
+    assert_eq!(
+        (evicted.t, evicted.due),
+        (tainted + 6000 * S, Some(tainted + 6000 * S))
+    );
     // The partitioned node cannot confirm the deletions.
     none(&e, EventKind::PodDeleted, "default/default-300");
 }
@@ -221,15 +236,27 @@ fn when_every_zone_is_down_nothing_is_evicted() {
             .iter()
             .map(|z| z.state.clone().unwrap_or_default())
             .collect();
-        assert_eq!(states, ["Normal", "FullDisruption", "Normal"], "zone {zone}");
+        assert_eq!(
+            states,
+            ["Normal", "FullDisruption", "Normal"],
+            "zone {zone}"
+        );
         let back = of(&e, EventKind::ZoneStateChanged, zone)[2].t;
-        assert!((1200 * S..=1205 * S).contains(&back), "zone {zone} back at {back}");
+        assert!(
+            (1200 * S..=1205 * S).contains(&back),
+            "zone {zone} back at {back}"
+        );
     }
     for node in ["a-1", "a-2", "b-1", "b-2"] {
         assert_unknown_in_window(&e, node, 60 * S);
-        assert!(taint_added(&e, node, UNREACHABLE_NOEXEC).is_empty(), "{node}");
         assert!(
-            of(&e, EventKind::NodeReady, node).iter().any(|r| r.t >= 1200 * S),
+            taint_added(&e, node, UNREACHABLE_NOEXEC).is_empty(),
+            "{node}"
+        );
+        assert!(
+            of(&e, EventKind::NodeReady, node)
+                .iter()
+                .any(|r| r.t >= 1200 * S),
             "{node} Ready again"
         );
     }
@@ -266,7 +293,10 @@ fn memory_pressure_keeps_best_effort_pods_off_and_evicts_nothing() {
         .iter()
         .map(|c| (c.t, c.status.clone().unwrap_or_default()))
         .collect();
-    assert_eq!(pressure, [(60 * S, "True".into()), (600 * S, "False".into())]);
+    assert_eq!(
+        pressure,
+        [(60 * S, "True".into()), (600 * S, "False".into())]
+    );
     let taint = "node.kubernetes.io/memory-pressure:NoSchedule";
     let [added] = taint_added(&e, "node1", taint)[..] else {
         panic!("{}", jsonl(&e));

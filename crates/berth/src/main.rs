@@ -5,8 +5,8 @@
 mod check;
 mod components;
 mod input;
+mod scenario_cmd;
 mod server_cmd;
-mod sim_cmd;
 
 use std::process::ExitCode;
 
@@ -28,7 +28,7 @@ enum Command {
     /// The control plane: a Kubernetes API server on the embedded store or etcd.
     Server(server_cmd::ServerArgs),
     /// Rehearse a failure: run a scenario on a virtual clock, write its timeline and report.
-    Sim(sim_cmd::SimArgs),
+    Sim(scenario_cmd::ScenarioArgs),
 }
 
 /// Runs an async command on a multi-threaded runtime.
@@ -45,7 +45,7 @@ fn main() -> ExitCode {
     let result = match cli.command {
         Command::Check(args) => check::run(&args),
         Command::Server(args) => run_async(server_cmd::run(&args)),
-        Command::Sim(args) => sim_cmd::run(&args),
+        Command::Sim(args) => scenario_cmd::run(&args),
     };
     match result {
         Ok(()) => ExitCode::SUCCESS,
@@ -53,7 +53,8 @@ fn main() -> ExitCode {
             eprintln!("error: {err:#}");
             // Bad input is the user's to fix (exit 2, like a usage error);
             // anything else is berth's or the machine's (exit 1).
-            if err.downcast_ref::<input::InputError>().is_some() || sim_cmd::is_scenario_error(&err)
+            if err.downcast_ref::<input::InputError>().is_some()
+                || scenario_cmd::is_scenario_error(&err)
             {
                 ExitCode::from(2)
             } else {

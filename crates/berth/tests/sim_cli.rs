@@ -35,12 +35,16 @@ fn bad_scenario_files_give_the_line_and_the_problem_and_exit_2() {
         ),
         (
             "bad taint syntax",
-            format!("{head}steps:\n  - {{at: 10s, taint: \"node1 key1=value1:Sometimes\"}}\nrun: 1m\n"),
+            format!(
+                "{head}steps:\n  - {{at: 10s, taint: \"node1 key1=value1:Sometimes\"}}\nrun: 1m\n"
+            ),
             "bad.yaml:4:5: invalid taint effect: Sometimes, unsupported taint effect",
         ),
         (
             "bad duration",
-            format!("{head}steps:\n  - {{at: 10s, cordon: node1}}\n  - {{at: 1d, cordon: node1}}\nrun: 1m\n"),
+            format!(
+                "{head}steps:\n  - {{at: 10s, cordon: node1}}\n  - {{at: 1d, cordon: node1}}\nrun: 1m\n"
+            ),
             "bad.yaml:5:10: at: time: unknown unit \"d\" in duration \"1d\"",
         ),
         (

@@ -1,4 +1,4 @@
-//! `berth-bench sim`: how long a whole-cluster scenario takes in real time.
+//! `berth-bench scenario`: how long a whole-cluster scenario takes in real time.
 //!
 //! The scenario is generated: `--nodes` simulated nodes in three zones,
 //! `--pods` pods for the scheduler to place, a NoExecute taint on one node
@@ -18,7 +18,7 @@ use serde::Serialize;
 use crate::measure::Machine;
 
 #[derive(Debug, Args)]
-pub struct SimArgs {
+pub struct ScenarioArgs {
     /// Simulated nodes (in three zones).
     #[arg(long, default_value_t = 10)]
     nodes: u32,
@@ -34,7 +34,7 @@ pub struct SimArgs {
 }
 
 #[derive(Debug, Serialize)]
-pub struct SimReport {
+pub struct ScenarioReport {
     bench: &'static str,
     machine: Machine,
     nodes: u32,
@@ -48,11 +48,14 @@ pub struct SimReport {
 }
 
 /// The generated scenario file.
-fn scenario_text(args: &SimArgs) -> String {
+fn scenario_text(args: &ScenarioArgs) -> String {
     let per_zone = args.nodes.div_ceil(3).max(1);
     let mut s = String::from("nodes:\n");
     for zone in ["a", "b", "c"] {
-        let _ = writeln!(s, "  - {{generate: {per_zone}, prefix: {zone}-, zone: {zone}}}");
+        let _ = writeln!(
+            s,
+            "  - {{generate: {per_zone}, prefix: {zone}-, zone: {zone}}}"
+        );
     }
     s.push_str("objects:\n");
     for i in 0..args.pods {
@@ -67,7 +70,7 @@ fn scenario_text(args: &SimArgs) -> String {
     s
 }
 
-pub fn run(args: &SimArgs) -> anyhow::Result<SimReport> {
+pub fn run(args: &ScenarioArgs) -> anyhow::Result<ScenarioReport> {
     let scenario = scenario::parse("generated.yaml", &scenario_text(args))?;
     let components = default_components();
     let mut wall_ms = Vec::new();
@@ -82,8 +85,8 @@ pub fn run(args: &SimArgs) -> anyhow::Result<SimReport> {
     sorted.sort_by(f64::total_cmp);
     let median = sorted[sorted.len() / 2];
     let virtual_seconds = scenario.run.as_secs();
-    Ok(SimReport {
-        bench: "sim",
+    Ok(ScenarioReport {
+        bench: "scenario",
         machine: Machine::describe(),
         nodes: args.nodes.div_ceil(3).max(1) * 3,
         pods: args.pods,

@@ -12,7 +12,7 @@ use clap::Args;
 use crate::input::InputError;
 
 #[derive(Debug, Args)]
-pub struct SimArgs {
+pub struct ScenarioArgs {
     /// The scenario file (YAML).
     #[arg(long, value_name = "FILE")]
     scenario: PathBuf,
@@ -29,9 +29,9 @@ pub struct SimArgs {
     seed: u64,
 }
 
-pub fn run(args: &SimArgs) -> anyhow::Result<()> {
-    let text = std::fs::read_to_string(&args.scenario)
-        .map_err(|e| InputError::new(&args.scenario, e))?;
+pub fn run(args: &ScenarioArgs) -> anyhow::Result<()> {
+    let text =
+        std::fs::read_to_string(&args.scenario).map_err(|e| InputError::new(&args.scenario, e))?;
     let name = args.scenario.display().to_string();
     let scenario = scenario::parse(&name, &text)?;
     let components = components::default_components();
