@@ -460,6 +460,15 @@ mod tests {
         if let Some(cs) = pressure.status.as_mut().and_then(|s| s.conditions.as_mut()) {
             cs[1].status = "True".into();
         }
+        // The controller sets every condition Unknown together.
+        let mut all_unknown = unknown.clone();
+        if let Some(cs) = all_unknown
+            .status
+            .as_mut()
+            .and_then(|s| s.conditions.as_mut())
+        {
+            cs[1].status = "Unknown".into();
+        }
         let mut cordoned = registered.clone();
         if let Some(spec) = cordoned.spec.as_mut() {
             spec.unschedulable = Some(true);
@@ -476,6 +485,18 @@ mod tests {
                 "heartbeats stop",
                 Some(&registered),
                 &unknown,
+                vec![
+                    (EventKind::NodeStatusUnknown, ""),
+                    (
+                        EventKind::TaintAdded,
+                        "node.kubernetes.io/unreachable:NoExecute",
+                    ),
+                ],
+            ),
+            (
+                "pressure going Unknown with Ready is told once",
+                Some(&registered),
+                &all_unknown,
                 vec![
                     (EventKind::NodeStatusUnknown, ""),
                     (

@@ -323,3 +323,32 @@ fn the_same_scenario_and_seed_give_byte_identical_timelines() {
         assert_eq!(first, second, "{name}");
     }
 }
+
+/// `restart: controllers` stops the controllers and starts them again; the
+/// eviction stays due when the objects say (SPEC §4: due times survive a
+/// controller restart), not 600 s after the restart.
+#[test]
+fn a_controller_restart_keeps_the_due_time() {
+    let text = r#"
+nodes: [{name: node1}]
+objects:
+  - apiVersion: v1
+    kind: Pod
+    metadata: {name: web}
+    spec:
+      nodeName: node1
+      containers: [{name: app, image: registry.example/app:1}]
+      tolerations: [{key: key1, operator: Exists, effect: NoExecute, tolerationSeconds: 600}]
+steps:
+  - {at: 10s, taint: "node1 key1=value1:NoExecute"}
+  - {at: 5m, restart: controllers}
+run: 20m
+"#;
+    let scenario = scenario::parse("restart.yaml", text).unwrap_or_else(|e| panic!("{e}"));
+    let e = run_blocking(&scenario, &default_components(), SEED)
+        .unwrap_or_else(|e| panic!("{e}"))
+        .entries;
+    let evicted = one(&e, EventKind::PodEvicted, "default/web");
+    assert_eq!((evicted.t, evicted.due), (610 * S, Some(610 * S)));
+    assert_eq!(one(&e, EventKind::PodDeleted, "default/web").t, 610 * S);
+}
