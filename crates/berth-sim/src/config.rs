@@ -81,51 +81,29 @@ impl SimConfig {
             "feature-gates" => self
                 .feature_gates
                 .apply(value)
-                .map_err(|e| format!("invalid value {value:?}: {e}")),
+                .map_err(|e| format!("invalid value {value:?}: {e}"))?,
             "default-not-ready-toleration-seconds" => {
-                self.default_not_ready_toleration_seconds = int(value)?;
-                Ok(())
+                self.default_not_ready_toleration_seconds = int(value)?
             }
             "default-unreachable-toleration-seconds" => {
-                self.default_unreachable_toleration_seconds = int(value)?;
-                Ok(())
+                self.default_unreachable_toleration_seconds = int(value)?
             }
-            "node-monitor-period" => {
-                self.node_monitor_period = duration(value)?;
-                Ok(())
-            }
-            "node-monitor-grace-period" => {
-                self.node_monitor_grace_period = duration(value)?;
-                Ok(())
-            }
-            "node-startup-grace-period" => {
-                self.node_startup_grace_period = duration(value)?;
-                Ok(())
-            }
-            "node-eviction-rate" => {
-                self.node_eviction_rate = number(value)?;
-                Ok(())
-            }
-            "secondary-node-eviction-rate" => {
-                self.secondary_node_eviction_rate = number(value)?;
-                Ok(())
-            }
-            "unhealthy-zone-threshold" => {
-                self.unhealthy_zone_threshold = number(value)?;
-                Ok(())
-            }
-            "large-cluster-size-threshold" => {
-                self.large_cluster_size_threshold = int(value)?;
-                Ok(())
-            }
+            "node-monitor-period" => self.node_monitor_period = duration(value)?,
+            "node-monitor-grace-period" => self.node_monitor_grace_period = duration(value)?,
+            "node-startup-grace-period" => self.node_startup_grace_period = duration(value)?,
+            "node-eviction-rate" => self.node_eviction_rate = number(value)?,
+            "secondary-node-eviction-rate" => self.secondary_node_eviction_rate = number(value)?,
+            "unhealthy-zone-threshold" => self.unhealthy_zone_threshold = number(value)?,
+            "large-cluster-size-threshold" => self.large_cluster_size_threshold = int(value)?,
             _ => {
                 let known: Vec<&str> = FLAGS.iter().map(|(n, _)| *n).collect();
-                Err(format!(
+                return Err(format!(
                     "unknown flag {name:?} (known: {})",
                     known.join(", ")
-                ))
+                ));
             }
         }
+        Ok(())
     }
 }
 
