@@ -735,7 +735,6 @@ pub(crate) fn berth_binary(given: Option<&Path>) -> anyhow::Result<PathBuf> {
     Ok(berth)
 }
 
-
 pub(crate) async fn start_server(berth: &Path, data_dir: &Path) -> anyhow::Result<ServerProcess> {
     start_server_with(berth, data_dir, &[]).await
 }

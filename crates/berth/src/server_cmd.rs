@@ -67,8 +67,7 @@ pub async fn run(args: &ServerArgs) -> anyhow::Result<()> {
         api,
     };
     let server = start(options).await.context("starting berth server")?;
-    let _controllers =
-        crate::controllers_flags::start(
+    let _controllers = crate::controllers_flags::start(
         &server.api,
         &args.controllers,
         args.feature_gates,

@@ -1,0 +1,18 @@
+//! berth sim: rehearse a failure. A whole cluster (API server on an
+//! in-memory store, scheduler, controllers, simulated nodes) runs a
+//! scenario on a virtual clock and writes what happened.
+//!
+//! - [`scenario`]: the YAML file, checked, every error with its line;
+//! - [`run`]: the cluster on a paused clock, steps at their times;
+//! - [`components`]: the seam where the scheduler and controllers plug in;
+//! - [`timeline`]: entries derived from object changes, JSON lines;
+//! - [`report`]: one self-contained HTML page of the run.
+pub mod components;
+pub mod config;
+pub mod duration;
+mod recorder;
+pub mod report;
+pub mod run;
+pub mod scenario;
+mod sim_node;
+pub mod timeline;

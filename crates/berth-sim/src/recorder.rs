@@ -1,0 +1,293 @@
+//! Watches the API (nodes, pods, events) and turns what changes into
+//! timeline entries.
+//!
+//! One task polls every source in a fixed order (`biased`), so within one
+//! virtual instant a node's change is folded in before the eviction it
+//! caused, and the eviction's due time is computed from the node as it is.
+//!
+//! Zone states are computed from the nodes as the node lifecycle
+//! controller computes them, with its own functions
+//! (`berth_controllers::node_lifecycle::zone`): the controller writes the
+//! Ready conditions it judges by in the same monitor pass, so the state
+//! changes at the same virtual instant as the controller's.
+
+use std::collections::BTreeMap;
+
+use berth_controllers::node_lifecycle::zone::{
+    compute_zone_state, excluded_from_disruption, zone_key,
+};
+use berth_core::FeatureGates;
+use berth_core::clock::Clock;
+use futures::{Stream, StreamExt};
+use jiff::Timestamp;
+use k8s_openapi::api::core::v1::{Event, Node, Pod};
+use kube::runtime::watcher;
+use kube::{Api, Client};
+use tokio::sync::oneshot;
+use tokio_util::sync::CancellationToken;
+
+use crate::timeline::{self, Entry, EventKind, Millis};
+
+/// Milliseconds from `start` to `t`, 0 before it.
+pub fn millis_between(start: Timestamp, t: Timestamp) -> Millis {
+    let ms = t.duration_since(start).as_millis();
+    u64::try_from(ms.max(0)).unwrap_or(u64::MAX)
+}
+
+struct Recorder {
+    clock: Clock,
+    start: Timestamp,
+    gates: FeatureGates,
+    entries: Vec<Entry>,
+    nodes: BTreeMap<String, Node>,
+    pods: BTreeMap<String, Pod>,
+    /// Deleted pods, for evictions reported after the deletion was seen.
+    gone: BTreeMap<String, Pod>,
+    events: BTreeMap<String, Event>,
+    zones: BTreeMap<String, String>,
+    unhealthy_zone_threshold: f32,
+}
+
+impl Recorder {
+    fn now(&self) -> Millis {
+        millis_between(self.start, self.clock.now())
+    }
+
+    fn node(&mut self, event: watcher::Event<Node>) {
+        let t = self.now();
+        match event {
+            watcher::Event::Apply(node) | watcher::Event::InitApply(node) => {
+                let name = node.metadata.name.clone().unwrap_or_default();
+                let old = self.nodes.get(&name);
+                self.entries.extend(timeline::node_entries(t, old, &node));
+                self.nodes.insert(name, node);
+            }
+            watcher::Event::Delete(node) => {
+                let name = node.metadata.name.clone().unwrap_or_default();
+                self.nodes.remove(&name);
+            }
+            watcher::Event::Init | watcher::Event::InitDone => {}
+        }
+    }
+
+    fn pod(&mut self, event: watcher::Event<Pod>) {
+        let t = self.now();
+        match event {
+            watcher::Event::Apply(pod) | watcher::Event::InitApply(pod) => {
+                let key = timeline::pod_key(&pod);
+                let old = self.pods.get(&key);
+                self.entries
+                    .extend(timeline::pod_entries(t, old, Some(&pod)));
+                self.gone.remove(&key);
+                self.pods.insert(key, pod);
+            }
+            watcher::Event::Delete(pod) => {
+                let key = timeline::pod_key(&pod);
+                let old = self.pods.remove(&key);
+                self.entries
+                    .extend(timeline::pod_entries(t, old.as_ref(), None));
+                self.gone.insert(key, old.unwrap_or(pod));
+            }
+            watcher::Event::Init | watcher::Event::InitDone => {}
+        }
+    }
+
+    fn event(&mut self, event: watcher::Event<Event>) {
+        let t = self.now();
+        let (watcher::Event::Apply(ev) | watcher::Event::InitApply(ev)) = event else {
+            return;
+        };
+        let key = format!(
+            "{}/{}",
+            ev.metadata.namespace.as_deref().unwrap_or(""),
+            ev.metadata.name.as_deref().unwrap_or("")
+        );
+        let mut entries = timeline::event_entries(t, self.events.get(&key), &ev);
+        for entry in &mut entries {
+            self.describe_eviction(entry);
+        }
+        self.entries.extend(entries);
+        self.events.insert(key, ev);
+    }
+
+    /// Adds the pod's node and, for an eviction, when it was due.
+    fn describe_eviction(&self, entry: &mut Entry) {
+        if !matches!(
+            entry.event,
+            EventKind::PodEvicted | EventKind::EvictionCancelled
+        ) {
+            return;
+        }
+        let Some(pod) = entry
+            .pod
+            .as_ref()
+            .and_then(|k| self.pods.get(k).or_else(|| self.gone.get(k)))
+        else {
+            return;
+        };
+        let node_name = pod.spec.as_ref().and_then(|s| s.node_name.clone());
+        if entry.event == EventKind::PodEvicted
+            && let Some(node) = node_name.as_ref().and_then(|n| self.nodes.get(n))
+        {
+            entry.due = timeline::eviction_due(pod, node, self.gates)
+                .map(|due| millis_between(self.start, due));
+        }
+        entry.node = node_name;
+    }
+
+    /// Recomputes every zone's state; an entry for each that changed.
+    fn zones(&mut self) {
+        let t = self.now();
+        let mut ready: BTreeMap<String, (String, Vec<Option<bool>>)> = BTreeMap::new();
+        for node in self.nodes.values() {
+            if excluded_from_disruption(node) {
+                continue;
+            }
+            let name = node
+                .metadata
+                .labels
+                .as_ref()
+                .and_then(|l| l.get(crate::scenario::ZONE_LABEL))
+                .cloned()
+                .unwrap_or_default();
+            let status = node
+                .status
+                .as_ref()
+                .and_then(|s| s.conditions.as_ref())
+                .and_then(|cs| cs.iter().find(|c| c.type_ == "Ready"))
+                .map(|c| c.status == "True");
+            ready
+                .entry(zone_key(node))
+                .or_insert_with(|| (name, Vec::new()))
+                .1
+                .push(status);
+        }
+        for (name, statuses) in ready.values() {
+            let (_, state) = compute_zone_state(statuses, self.unhealthy_zone_threshold);
+            let state = format!("{state:?}");
+            if self.zones.get(name) != Some(&state) {
+                self.entries.push(Entry::zone_state(t, name, &state));
+                self.zones.insert(name.clone(), state);
+            }
+        }
+    }
+}
+
+fn watch<K>(client: &Client) -> impl Stream<Item = watcher::Event<K>> + Send + use<K>
+where
+    K: kube::Resource<DynamicType = ()>
+        + Clone
+        + std::fmt::Debug
+        + serde::de::DeserializeOwned
+        + Send
+        + 'static,
+{
+    // The watcher retries on its own; an error item carries nothing to record.
+    watcher(Api::<K>::all(client.clone()), watcher::Config::default())
+        .filter_map(|item| async move { item.ok() })
+}
+
+/// A started recorder.
+pub(crate) struct Recording {
+    stop: CancellationToken,
+    arm: Option<oneshot::Sender<()>>,
+    task: tokio::task::JoinHandle<Vec<Entry>>,
+}
+
+impl Recording {
+    /// Starts watching; returns once every watch has listed (so nothing
+    /// made after this is missed).
+    pub(crate) async fn start(
+        client: &Client,
+        clock: Clock,
+        start: Timestamp,
+        gates: FeatureGates,
+        unhealthy_zone_threshold: f32,
+    ) -> Recording {
+        let stop = CancellationToken::new();
+        let mut nodes = watch::<Node>(client).boxed();
+        let mut pods = watch::<Pod>(client).boxed();
+        let mut events = watch::<Event>(client).boxed();
+        let (ready_tx, ready_rx) = oneshot::channel();
+        let (arm_tx, mut arm_rx) = oneshot::channel::<()>();
+        let token = stop.clone();
+        let task = tokio::spawn(async move {
+            let mut recorder = Recorder {
+                clock,
+                start,
+                gates,
+                entries: Vec::new(),
+                nodes: BTreeMap::new(),
+                pods: BTreeMap::new(),
+                gone: BTreeMap::new(),
+                events: BTreeMap::new(),
+                zones: BTreeMap::new(),
+                unhealthy_zone_threshold,
+            };
+            let mut listed = 0;
+            let mut ready_tx = Some(ready_tx);
+            let mut listed_once = |event_is_done: bool| {
+                if event_is_done {
+                    listed += 1;
+                    if listed == 3
+                        && let Some(tx) = ready_tx.take()
+                    {
+                        let _ = tx.send(());
+                    }
+                }
+            };
+            // Zone states count from the end of t=0's registrations: a zone
+            // whose first node is registered but not yet Ready is no outage.
+            let mut armed = false;
+            loop {
+                tokio::select! {
+                    biased;
+                    () = token.cancelled() => break,
+                    Some(e) = nodes.next() => {
+                        listed_once(matches!(e, watcher::Event::InitDone));
+                        recorder.node(e);
+                        if armed {
+                            recorder.zones();
+                        }
+                    }
+                    Some(e) = pods.next() => {
+                        listed_once(matches!(e, watcher::Event::InitDone));
+                        recorder.pod(e);
+                    }
+                    Some(e) = events.next() => {
+                        listed_once(matches!(e, watcher::Event::InitDone));
+                        recorder.event(e);
+                    }
+                    result = &mut arm_rx, if !armed => {
+                        armed = true;
+                        if result.is_ok() {
+                            recorder.zones();
+                        }
+                    }
+                }
+            }
+            recorder.entries
+        });
+        let _ = ready_rx.await;
+        Recording {
+            stop,
+            arm: Some(arm_tx),
+            task,
+        }
+    }
+
+    /// From now on, zone states are recorded.
+    pub(crate) fn arm_zones(&mut self) {
+        if let Some(arm) = self.arm.take() {
+            let _ = arm.send(());
+        }
+    }
+
+    /// Stops watching and returns the entries, in timeline order.
+    pub(crate) async fn finish(self) -> Vec<Entry> {
+        self.stop.cancel();
+        let mut entries = self.task.await.unwrap_or_default();
+        timeline::sort(&mut entries);
+        entries
+    }
+}

@@ -1,0 +1,723 @@
+//! The timeline: what happened, one entry per change, in virtual time.
+//!
+//! Entries are derived from the API objects as a watcher sees them change
+//! ([`node_entries`], [`pod_entries`], [`event_entries`]): plain functions
+//! of the old and new object, tested without a server. Written as JSON
+//! lines, `t` in seconds since the start of the run:
+//!
+//! ```json
+//! {"t":55.0,"event":"NodeStatusUnknown","node":"node1"}
+//! ```
+//!
+//! Order is total and stable: by time, then by [`EventKind`] in its
+//! declared order (causes before effects: a node's state, its taints, then
+//! its pods), then by the entry's fields. So a run gives the same bytes
+//! however its tasks interleaved within one instant.
+
+use std::collections::BTreeSet;
+use std::io::Write;
+
+use berth_core::FeatureGates;
+use berth_core::taint_spec::format_taint;
+use berth_core::toleration::{is_no_execute, tolerates};
+use jiff::Timestamp;
+use k8s_openapi::api::core::v1::{Event, Node, Pod};
+use serde::{Deserialize, Serialize};
+
+/// Virtual time since the start of the run, in milliseconds.
+pub type Millis = u64;
+
+/// What happened. The declaration order is the order of entries at the
+/// same instant.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
+pub enum EventKind {
+    NodeReady,
+    NodeNotReady,
+    NodeStatusUnknown,
+    /// A condition other than Ready turned True, or stopped being True
+    /// (`condition`, `status`).
+    NodeCondition,
+    ZoneStateChanged,
+    NodeCordoned,
+    NodeUncordoned,
+    TaintAdded,
+    TaintRemoved,
+    PodScheduled,
+    FailedScheduling,
+    EvictionCancelled,
+    PodEvicted,
+    PodFailed,
+    PodDeleted,
+}
+
+/// One line of the timeline.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Entry {
+    #[serde(with = "seconds")]
+    pub t: Millis,
+    pub event: EventKind,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub node: Option<String>,
+    /// `namespace/name`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub pod: Option<String>,
+    /// `key=value:Effect`, as `kubectl` writes it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub taint: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub condition: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub status: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub zone: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub state: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub reason: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub message: Option<String>,
+    /// For `PodEvicted`: when the eviction was due by the objects (the
+    /// NoExecute taints' `timeAdded` and the tolerations' seconds).
+    #[serde(default, skip_serializing_if = "Option::is_none", with = "opt_seconds")]
+    pub due: Option<Millis>,
+}
+
+impl Entry {
+    pub fn new(t: Millis, event: EventKind) -> Entry {
+        Entry {
+            t,
+            event,
+            node: None,
+            pod: None,
+            taint: None,
+            condition: None,
+            status: None,
+            zone: None,
+            state: None,
+            reason: None,
+            message: None,
+            due: None,
+        }
+    }
+
+    fn node(mut self, node: &str) -> Entry {
+        self.node = Some(node.to_owned());
+        self
+    }
+
+    fn pod(mut self, pod: String) -> Entry {
+        self.pod = Some(pod);
+        self
+    }
+
+    /// The zone state entry.
+    pub fn zone_state(t: Millis, zone: &str, state: &str) -> Entry {
+        let mut e = Entry::new(t, EventKind::ZoneStateChanged);
+        e.zone = Some(zone.to_owned());
+        e.state = Some(state.to_owned());
+        e
+    }
+
+    /// The total order of the timeline.
+    fn sort_key(&self) -> impl Ord + '_ {
+        (
+            self.t,
+            self.event,
+            (&self.node, &self.pod, &self.zone, &self.taint),
+            (&self.condition, &self.status, &self.state, &self.reason),
+            (&self.message, self.due),
+        )
+    }
+}
+
+/// Sorts entries into timeline order.
+pub fn sort(entries: &mut [Entry]) {
+    entries.sort_by(|a, b| a.sort_key().cmp(&b.sort_key()));
+}
+
+/// Writes entries as JSON lines.
+pub fn write_jsonl(entries: &[Entry], out: &mut impl Write) -> std::io::Result<()> {
+    for entry in entries {
+        serde_json::to_writer(&mut *out, entry)?;
+        out.write_all(b"\n")?;
+    }
+    Ok(())
+}
+
+/// Reads a timeline written by [`write_jsonl`].
+pub fn read_jsonl(text: &str) -> Result<Vec<Entry>, serde_json::Error> {
+    text.lines()
+        .filter(|l| !l.trim().is_empty())
+        .map(serde_json::from_str)
+        .collect()
+}
+
+mod seconds {
+    use super::Millis;
+    use serde::{Deserialize, Deserializer, Serializer};
+
+    pub fn serialize<S: Serializer>(t: &Millis, s: S) -> Result<S::Ok, S::Error> {
+        s.serialize_f64(*t as f64 / 1000.0)
+    }
+
+    pub fn deserialize<'de, D: Deserializer<'de>>(d: D) -> Result<Millis, D::Error> {
+        let seconds = f64::deserialize(d)?;
+        Ok((seconds * 1000.0).round().max(0.0) as Millis)
+    }
+}
+
+mod opt_seconds {
+    use super::Millis;
+    use serde::{Deserialize, Deserializer, Serializer};
+
+    pub fn serialize<S: Serializer>(t: &Option<Millis>, s: S) -> Result<S::Ok, S::Error> {
+        match t {
+            Some(t) => s.serialize_f64(*t as f64 / 1000.0),
+            None => s.serialize_none(),
+        }
+    }
+
+    pub fn deserialize<'de, D: Deserializer<'de>>(d: D) -> Result<Option<Millis>, D::Error> {
+        let seconds = Option::<f64>::deserialize(d)?;
+        Ok(seconds.map(|s| (s * 1000.0).round().max(0.0) as Millis))
+    }
+}
+
+fn node_name(node: &Node) -> &str {
+    node.metadata.name.as_deref().unwrap_or("")
+}
+
+fn node_taints(node: Option<&Node>) -> BTreeSet<String> {
+    node.and_then(|n| n.spec.as_ref())
+        .and_then(|s| s.taints.as_ref())
+        .map(|ts| ts.iter().map(format_taint).collect())
+        .unwrap_or_default()
+}
+
+fn node_condition(node: Option<&Node>, kind: &str) -> Option<String> {
+    node?
+        .status
+        .as_ref()?
+        .conditions
+        .as_ref()?
+        .iter()
+        .find(|c| c.type_ == kind)
+        .map(|c| c.status.clone())
+}
+
+fn unschedulable(node: Option<&Node>) -> bool {
+    node.and_then(|n| n.spec.as_ref())
+        .and_then(|s| s.unschedulable)
+        .unwrap_or(false)
+}
+
+/// Conditions other than Ready whose changes the timeline shows.
+const OTHER_CONDITIONS: &[&str] = &[
+    "MemoryPressure",
+    "DiskPressure",
+    "PIDPressure",
+    "NetworkUnavailable",
+];
+
+/// What changed on a node between two observations (`old` is `None` the
+/// first time the node is seen).
+pub fn node_entries(t: Millis, old: Option<&Node>, new: &Node) -> Vec<Entry> {
+    let name = node_name(new);
+    let mut out = Vec::new();
+    let (was, is) = (
+        node_condition(old, "Ready"),
+        node_condition(Some(new), "Ready"),
+    );
+    if was != is {
+        let kind = match is.as_deref() {
+            Some("True") => Some(EventKind::NodeReady),
+            Some("False") => Some(EventKind::NodeNotReady),
+            Some("Unknown") => Some(EventKind::NodeStatusUnknown),
+            _ => None,
+        };
+        if let Some(kind) = kind {
+            out.push(Entry::new(t, kind).node(name));
+        }
+    }
+    for kind in OTHER_CONDITIONS {
+        let (was, is) = (node_condition(old, kind), node_condition(Some(new), kind));
+        // News is a condition turning True or ending being True; its
+        // going Unknown with the node's Ready is told by NodeStatusUnknown.
+        let news = was != is
+            && is.is_some()
+            && (is.as_deref() == Some("True") || was.as_deref() == Some("True"));
+        if news {
+            let mut e = Entry::new(t, EventKind::NodeCondition).node(name);
+            e.condition = Some((*kind).to_owned());
+            e.status = is;
+            out.push(e);
+        }
+    }
+    match (unschedulable(old), unschedulable(Some(new))) {
+        (false, true) => out.push(Entry::new(t, EventKind::NodeCordoned).node(name)),
+        (true, false) => out.push(Entry::new(t, EventKind::NodeUncordoned).node(name)),
+        _ => {}
+    }
+    let (before, after) = (node_taints(old), node_taints(Some(new)));
+    for taint in after.difference(&before) {
+        let mut e = Entry::new(t, EventKind::TaintAdded).node(name);
+        e.taint = Some(taint.clone());
+        out.push(e);
+    }
+    for taint in before.difference(&after) {
+        let mut e = Entry::new(t, EventKind::TaintRemoved).node(name);
+        e.taint = Some(taint.clone());
+        out.push(e);
+    }
+    out
+}
+
+/// `namespace/name` of a pod.
+pub fn pod_key(pod: &Pod) -> String {
+    format!(
+        "{}/{}",
+        pod.metadata.namespace.as_deref().unwrap_or(""),
+        pod.metadata.name.as_deref().unwrap_or("")
+    )
+}
+
+fn pod_node(pod: Option<&Pod>) -> Option<&str> {
+    pod?.spec
+        .as_ref()?
+        .node_name
+        .as_deref()
+        .filter(|n| !n.is_empty())
+}
+
+fn pod_phase(pod: Option<&Pod>) -> Option<&str> {
+    pod?.status.as_ref()?.phase.as_deref()
+}
+
+/// What changed on a pod; `new` is `None` when it was deleted.
+pub fn pod_entries(t: Millis, old: Option<&Pod>, new: Option<&Pod>) -> Vec<Entry> {
+    let mut out = Vec::new();
+    let Some(pod) = new.or(old) else {
+        return out;
+    };
+    let key = pod_key(pod);
+    let Some(new) = new else {
+        let mut e = Entry::new(t, EventKind::PodDeleted).pod(key);
+        e.node = pod_node(old).map(str::to_owned);
+        out.push(e);
+        return out;
+    };
+    if let (None, Some(node)) = (pod_node(old), pod_node(Some(new))) {
+        out.push(
+            Entry::new(t, EventKind::PodScheduled)
+                .pod(key.clone())
+                .node(node),
+        );
+    }
+    if pod_phase(Some(new)) == Some("Failed") && pod_phase(old) != Some("Failed") {
+        let mut e = Entry::new(t, EventKind::PodFailed).pod(key);
+        e.node = pod_node(Some(new)).map(str::to_owned);
+        e.reason = new.status.as_ref().and_then(|s| s.reason.clone());
+        out.push(e);
+    }
+    out
+}
+
+/// How many times an Event has happened (its own count plus a series').
+fn occurrences(event: &Event) -> i32 {
+    event.count.unwrap_or(1).max(1) + event.series.as_ref().and_then(|s| s.count).unwrap_or(0)
+}
+
+/// What an Event (core/v1, which also holds events.k8s.io ones) tells
+/// the timeline: a new Event, or one whose count went up, is an entry.
+pub fn event_entries(t: Millis, old: Option<&Event>, new: &Event) -> Vec<Entry> {
+    if old.is_some_and(|o| occurrences(o) >= occurrences(new)) {
+        return Vec::new();
+    }
+    let object = &new.involved_object;
+    if object.kind.as_deref().is_some_and(|k| k != "Pod") {
+        return Vec::new();
+    }
+    let pod = format!(
+        "{}/{}",
+        object.namespace.as_deref().unwrap_or(""),
+        object.name.as_deref().unwrap_or("")
+    );
+    let message = new.message.clone().unwrap_or_default();
+    let kind = match new.reason.as_deref() {
+        Some("FailedScheduling") => EventKind::FailedScheduling,
+        Some("TaintManagerEviction") if message.starts_with("Marking for deletion") => {
+            EventKind::PodEvicted
+        }
+        Some("TaintManagerEviction") if message.starts_with("Cancelling deletion") => {
+            EventKind::EvictionCancelled
+        }
+        _ => return Vec::new(),
+    };
+    let mut e = Entry::new(t, kind).pod(pod);
+    if kind == EventKind::FailedScheduling {
+        e.message = Some(message);
+    }
+    vec![e]
+}
+
+/// When a pod's eviction from `node` is due by the objects alone (SPEC
+/// §4): for each NoExecute taint, the later of its `timeAdded` and the
+/// pod's binding, plus the seconds of the first toleration that tolerates
+/// it (none: at once); the earliest of these. `None` when every taint is
+/// tolerated forever.
+pub fn eviction_due(pod: &Pod, node: &Node, gates: FeatureGates) -> Option<Timestamp> {
+    let bound = pod
+        .status
+        .as_ref()
+        .and_then(|s| s.conditions.as_ref())
+        .and_then(|cs| {
+            cs.iter()
+                .find(|c| c.type_ == "PodScheduled" && c.status == "True")
+        })
+        .and_then(|c| c.last_transition_time.as_ref())
+        .or(pod.metadata.creation_timestamp.as_ref())
+        .map(|t| t.0);
+    let tolerations = pod
+        .spec
+        .as_ref()
+        .and_then(|s| s.tolerations.as_deref())
+        .unwrap_or(&[]);
+    let taints = node
+        .spec
+        .as_ref()
+        .and_then(|s| s.taints.as_deref())
+        .unwrap_or(&[]);
+    taints
+        .iter()
+        .filter(|t| is_no_execute(t))
+        .filter_map(|taint| {
+            let added = taint.time_added.as_ref().map(|t| t.0);
+            let start = match (added, bound) {
+                (Some(a), Some(b)) => a.max(b),
+                (a, b) => a.or(b)?,
+            };
+            match tolerations.iter().find(|tol| tolerates(tol, taint, gates)) {
+                None => Some(start),
+                Some(tol) => tol.toleration_seconds.map(|s| {
+                    start
+                        .checked_add(jiff::SignedDuration::from_secs(s.max(0)))
+                        .unwrap_or(Timestamp::MAX)
+                }),
+            }
+        })
+        .min()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    fn node(value: serde_json::Value) -> Node {
+        serde_json::from_value(value).unwrap_or_default()
+    }
+
+    fn pod(value: serde_json::Value) -> Pod {
+        serde_json::from_value(value).unwrap_or_default()
+    }
+
+    /// A case: name, old object, new object, the entries wanted.
+    type Case<'a, Old, New> = (&'a str, Old, New, Vec<(EventKind, &'a str)>);
+
+    fn events(entries: &[Entry]) -> Vec<(EventKind, String)> {
+        entries
+            .iter()
+            .map(|e| {
+                let detail = [&e.taint, &e.condition, &e.status, &e.reason]
+                    .into_iter()
+                    .flatten()
+                    .cloned()
+                    .collect::<Vec<_>>()
+                    .join(" ");
+                (e.event, detail)
+            })
+            .collect()
+    }
+
+    #[test]
+    fn node_changes_become_entries() {
+        let ready = |status: &str, taints: serde_json::Value| {
+            node(json!({
+                "metadata": {"name": "n1"},
+                "spec": {"taints": taints},
+                "status": {"conditions": [
+                    {"type": "Ready", "status": status},
+                    {"type": "MemoryPressure", "status": "False"},
+                ]}
+            }))
+        };
+        let registered = ready("True", json!([]));
+        let unknown = ready(
+            "Unknown",
+            json!([{"key": "node.kubernetes.io/unreachable", "effect": "NoExecute"}]),
+        );
+        let mut pressure = registered.clone();
+        if let Some(cs) = pressure.status.as_mut().and_then(|s| s.conditions.as_mut()) {
+            cs[1].status = "True".into();
+        }
+        // The controller sets every condition Unknown together.
+        let mut all_unknown = unknown.clone();
+        if let Some(cs) = all_unknown
+            .status
+            .as_mut()
+            .and_then(|s| s.conditions.as_mut())
+        {
+            cs[1].status = "Unknown".into();
+        }
+        let mut cordoned = registered.clone();
+        if let Some(spec) = cordoned.spec.as_mut() {
+            spec.unschedulable = Some(true);
+        }
+        let cases: Vec<Case<'_, Option<&Node>, &Node>> = vec![
+            (
+                "first sight: Ready; healthy conditions are no news",
+                None,
+                &registered,
+                vec![(EventKind::NodeReady, "")],
+            ),
+            ("no change", Some(&registered), &registered, vec![]),
+            (
+                "heartbeats stop",
+                Some(&registered),
+                &unknown,
+                vec![
+                    (EventKind::NodeStatusUnknown, ""),
+                    (
+                        EventKind::TaintAdded,
+                        "node.kubernetes.io/unreachable:NoExecute",
+                    ),
+                ],
+            ),
+            (
+                "pressure going Unknown with Ready is told once",
+                Some(&registered),
+                &all_unknown,
+                vec![
+                    (EventKind::NodeStatusUnknown, ""),
+                    (
+                        EventKind::TaintAdded,
+                        "node.kubernetes.io/unreachable:NoExecute",
+                    ),
+                ],
+            ),
+            (
+                "back",
+                Some(&unknown),
+                &registered,
+                vec![
+                    (EventKind::NodeReady, ""),
+                    (
+                        EventKind::TaintRemoved,
+                        "node.kubernetes.io/unreachable:NoExecute",
+                    ),
+                ],
+            ),
+            (
+                "memory pressure",
+                Some(&registered),
+                &pressure,
+                vec![(EventKind::NodeCondition, "MemoryPressure True")],
+            ),
+            (
+                "cordon",
+                Some(&registered),
+                &cordoned,
+                vec![(EventKind::NodeCordoned, "")],
+            ),
+        ];
+        for (name, old, new, want) in cases {
+            let got = node_entries(7_000, old, new);
+            let want: Vec<(EventKind, String)> =
+                want.into_iter().map(|(k, d)| (k, d.to_owned())).collect();
+            assert_eq!(events(&got), want, "{name}");
+            assert!(
+                got.iter()
+                    .all(|e| e.t == 7_000 && e.node.as_deref() == Some("n1"))
+            );
+        }
+    }
+
+    #[test]
+    fn pod_changes_become_entries() {
+        let pending = pod(json!({"metadata": {"name": "web", "namespace": "default"}}));
+        let bound = pod(
+            json!({"metadata": {"name": "web", "namespace": "default"}, "spec": {"nodeName": "n1", "containers": []}}),
+        );
+        let mut failed = bound.clone();
+        failed.status = Some(
+            serde_json::from_value(json!({"phase": "Failed", "reason": "Shutdown"}))
+                .unwrap_or_default(),
+        );
+        let cases: Vec<Case<'_, Option<&Pod>, Option<&Pod>>> = vec![
+            ("created pending", None, Some(&pending), vec![]),
+            (
+                "scheduled",
+                Some(&pending),
+                Some(&bound),
+                vec![(EventKind::PodScheduled, "")],
+            ),
+            (
+                "created bound",
+                None,
+                Some(&bound),
+                vec![(EventKind::PodScheduled, "")],
+            ),
+            (
+                "failed",
+                Some(&bound),
+                Some(&failed),
+                vec![(EventKind::PodFailed, "Shutdown")],
+            ),
+            (
+                "deleted",
+                Some(&bound),
+                None,
+                vec![(EventKind::PodDeleted, "")],
+            ),
+        ];
+        for (name, old, new, want) in cases {
+            let got = pod_entries(1, old, new);
+            let want: Vec<(EventKind, String)> =
+                want.into_iter().map(|(k, d)| (k, d.to_owned())).collect();
+            assert_eq!(events(&got), want, "{name}");
+            assert!(
+                got.iter().all(|e| e.pod.as_deref() == Some("default/web")),
+                "{name}"
+            );
+        }
+    }
+
+    #[test]
+    fn events_become_entries_once_per_occurrence() {
+        let event = |reason: &str, message: &str, count: i32| -> Event {
+            serde_json::from_value(json!({
+                "metadata": {"name": "e", "namespace": "default"},
+                "involvedObject": {"kind": "Pod", "namespace": "default", "name": "web"},
+                "reason": reason, "message": message, "count": count,
+            }))
+            .unwrap_or_default()
+        };
+        let failed = event("FailedScheduling", "0/3 nodes are available", 1);
+        let again = event("FailedScheduling", "0/3 nodes are available", 2);
+        let marking = event(
+            "TaintManagerEviction",
+            "Marking for deletion Pod default/web",
+            1,
+        );
+        let cancel = event(
+            "TaintManagerEviction",
+            "Cancelling deletion of Pod default/web",
+            1,
+        );
+        let other = event("Scheduled", "Successfully assigned", 1);
+        let cases: Vec<(&str, Option<&Event>, &Event, Vec<EventKind>)> = vec![
+            (
+                "failed scheduling",
+                None,
+                &failed,
+                vec![EventKind::FailedScheduling],
+            ),
+            (
+                "counted again",
+                Some(&failed),
+                &again,
+                vec![EventKind::FailedScheduling],
+            ),
+            ("unchanged", Some(&again), &again, vec![]),
+            ("marking", None, &marking, vec![EventKind::PodEvicted]),
+            (
+                "cancelling",
+                None,
+                &cancel,
+                vec![EventKind::EvictionCancelled],
+            ),
+            ("other reasons", None, &other, vec![]),
+        ];
+        for (name, old, new, want) in cases {
+            let got: Vec<EventKind> = event_entries(1, old, new).iter().map(|e| e.event).collect();
+            assert_eq!(got, want, "{name}");
+        }
+        let e = &event_entries(1, None, &failed)[0];
+        assert_eq!(e.message.as_deref(), Some("0/3 nodes are available"));
+        assert_eq!(e.pod.as_deref(), Some("default/web"));
+    }
+
+    #[test]
+    fn eviction_due_follows_spec_section_4() {
+        let t0: Timestamp = "2026-01-01T00:00:00Z"
+            .parse()
+            .unwrap_or(Timestamp::UNIX_EPOCH);
+        let at = |s: i64| (t0 + jiff::SignedDuration::from_secs(s)).to_string();
+        let node = node(json!({"metadata": {"name": "n1"}, "spec": {"taints": [
+            {"key": "key1", "value": "value1", "effect": "NoExecute", "timeAdded": at(100)},
+            {"key": "soft", "effect": "NoSchedule"},
+        ]}}));
+        let pod_with = |tolerations: serde_json::Value, bound: i64| {
+            pod(json!({
+                "metadata": {"name": "p", "namespace": "default", "creationTimestamp": at(0)},
+                "spec": {"containers": [], "tolerations": tolerations},
+                "status": {"conditions": [{"type": "PodScheduled", "status": "True", "lastTransitionTime": at(bound)}]},
+            }))
+        };
+        let gates = FeatureGates::default();
+        let secs = |s: i64| Some(t0 + jiff::SignedDuration::from_secs(s));
+        let cases = [
+            ("untolerated: at once", json!([]), 0, secs(100)),
+            (
+                "3600 s toleration",
+                json!([{"key": "key1", "operator": "Exists", "effect": "NoExecute", "tolerationSeconds": 3600}]),
+                0,
+                secs(3700),
+            ),
+            (
+                "bound after the taint: from the binding",
+                json!([{"key": "key1", "operator": "Exists", "effect": "NoExecute", "tolerationSeconds": 60}]),
+                500,
+                secs(560),
+            ),
+            (
+                "tolerated forever",
+                json!([{"key": "key1", "operator": "Exists"}]),
+                0,
+                None,
+            ),
+        ];
+        for (name, tolerations, bound, want) in cases {
+            assert_eq!(
+                eviction_due(&pod_with(tolerations, bound), &node, gates),
+                want,
+                "{name}"
+            );
+        }
+    }
+
+    #[test]
+    fn the_order_is_time_then_kind_then_fields_and_json_round_trips() {
+        let mut entries = vec![
+            Entry::new(2_000, EventKind::PodEvicted).pod("default/b".into()),
+            Entry::new(2_000, EventKind::PodEvicted).pod("default/a".into()),
+            Entry::new(2_000, EventKind::TaintAdded).node("n1"),
+            Entry::new(1_500, EventKind::PodDeleted).pod("default/c".into()),
+        ];
+        sort(&mut entries);
+        let mut out = Vec::new();
+        let written = write_jsonl(&entries, &mut out);
+        assert!(written.is_ok());
+        let text = String::from_utf8(out).unwrap_or_default();
+        assert_eq!(
+            text,
+            concat!(
+                "{\"t\":1.5,\"event\":\"PodDeleted\",\"pod\":\"default/c\"}\n",
+                "{\"t\":2.0,\"event\":\"TaintAdded\",\"node\":\"n1\"}\n",
+                "{\"t\":2.0,\"event\":\"PodEvicted\",\"pod\":\"default/a\"}\n",
+                "{\"t\":2.0,\"event\":\"PodEvicted\",\"pod\":\"default/b\"}\n",
+            )
+        );
+        assert_eq!(read_jsonl(&text).ok(), Some(entries));
+    }
+}

@@ -1,0 +1,354 @@
+//! Every example scenario in `examples/scenarios/`, run with the scheduler
+//! and controllers on virtual time, and its timeline checked against what
+//! the seed pages promise. Times depend on the seed only through the
+//! nodes' heartbeat phases, so assertions about heartbeats use the window
+//! the grace periods allow, and everything downstream of a taint is exact.
+
+use std::path::PathBuf;
+
+use berth_sim::components::default_components;
+use berth_sim::run::{Recording, run_blocking};
+use berth_sim::scenario;
+use berth_sim::timeline::{Entry, EventKind, Millis, write_jsonl};
+
+const SEED: u64 = 0;
+
+fn example(name: &str) -> (String, String) {
+    let path = PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+        .join("../../examples/scenarios")
+        .join(name);
+    let text = std::fs::read_to_string(&path)
+        .unwrap_or_else(|e| panic!("reading {}: {e}", path.display()));
+    (name.to_owned(), text)
+}
+
+fn run_example(name: &str, seed: u64) -> Recording {
+    let (file, text) = example(name);
+    let scenario = scenario::parse(&file, &text).unwrap_or_else(|e| panic!("{e}"));
+    run_blocking(&scenario, &default_components(), seed).unwrap_or_else(|e| panic!("{e}"))
+}
+
+fn jsonl(entries: &[Entry]) -> String {
+    let mut out = Vec::new();
+    write_jsonl(entries, &mut out).unwrap_or_else(|e| panic!("{e}"));
+    String::from_utf8(out).unwrap_or_default()
+}
+
+/// Entries of `kind` about `subject` (a pod `default/x`, a node or a zone).
+fn of<'a>(entries: &'a [Entry], kind: EventKind, subject: &str) -> Vec<&'a Entry> {
+    entries
+        .iter()
+        .filter(|e| {
+            e.event == kind
+                && (e.pod.as_deref() == Some(subject)
+                    || (e.pod.is_none() && e.node.as_deref() == Some(subject))
+                    || e.zone.as_deref() == Some(subject))
+        })
+        .collect()
+}
+
+fn one<'a>(entries: &'a [Entry], kind: EventKind, subject: &str) -> &'a Entry {
+    let found = of(entries, kind, subject);
+    match found.as_slice() {
+        [e] => e,
+        _ => panic!(
+            "expected one {kind:?} of {subject}, found {}:\n{}",
+            found.len(),
+            jsonl(entries)
+        ),
+    }
+}
+
+fn none(entries: &[Entry], kind: EventKind, subject: &str) {
+    assert!(
+        of(entries, kind, subject).is_empty(),
+        "unexpected {kind:?} of {subject}:\n{}",
+        jsonl(entries)
+    );
+}
+
+fn taint_added<'a>(entries: &'a [Entry], node: &str, taint: &str) -> Vec<&'a Entry> {
+    of(entries, EventKind::TaintAdded, node)
+        .into_iter()
+        .filter(|e| e.taint.as_deref() == Some(taint))
+        .collect()
+}
+
+fn scheduled_on(entries: &[Entry], pod: &str) -> String {
+    one(entries, EventKind::PodScheduled, pod)
+        .node
+        .clone()
+        .unwrap_or_default()
+}
+
+const S: Millis = 1000;
+const UNREACHABLE_NOEXEC: &str = "node.kubernetes.io/unreachable:NoExecute";
+
+/// A node whose heartbeats stop at `stop` is Unknown one grace period
+/// (50 s) after its last renewal (at most 10 s before `stop`), at the next
+/// monitor pass (every 5 s).
+fn assert_unknown_in_window(entries: &[Entry], node: &str, stop: Millis) -> Millis {
+    let t = one(entries, EventKind::NodeStatusUnknown, node).t;
+    assert!(
+        (stop + 40 * S..=stop + 55 * S).contains(&t),
+        "{node} Unknown at {t} ms, heartbeats stopped at {stop} ms"
+    );
+    t
+}
+
+#[test]
+fn dedicated_nodes_keep_the_group_in_and_everyone_else_out() {
+    let e = run_example("dedicated-nodes.yaml", SEED).entries;
+    for pod in ["default/group-app", "default/group-app-2"] {
+        let node = scheduled_on(&e, pod);
+        assert!(node == "node1" || node == "node2", "{pod} on {node}");
+    }
+    assert_eq!(scheduled_on(&e, "default/other-team"), "node3");
+    none(&e, EventKind::PodScheduled, "default/intruder");
+    let failed = of(&e, EventKind::FailedScheduling, "default/intruder");
+    let message = failed
+        .last()
+        .and_then(|f| f.message.clone())
+        .unwrap_or_default();
+    assert_eq!(
+        message,
+        "0/3 nodes are available: 1 node(s) didn't match Pod's node affinity/selector, 2 node(s) had untolerated taint(s)."
+    );
+}
+
+#[test]
+fn special_hardware_is_kept_for_pods_that_request_it() {
+    let e = run_example("special-hardware.yaml", SEED).entries;
+    assert_eq!(scheduled_on(&e, "default/trainer"), "gpu1");
+    assert_eq!(scheduled_on(&e, "default/web"), "cpu1");
+    none(&e, EventKind::PodScheduled, "default/web-2");
+    none(&e, EventKind::PodScheduled, "default/big-trainer");
+    let last_message = |pod: &str| {
+        of(&e, EventKind::FailedScheduling, pod)
+            .last()
+            .and_then(|f| f.message.clone())
+            .unwrap_or_default()
+    };
+    assert_eq!(
+        last_message("default/web-2"),
+        "0/2 nodes are available: 1 Insufficient cpu, 1 node(s) had untolerated taint(s)."
+    );
+    assert_eq!(
+        last_message("default/big-trainer"),
+        "0/2 nodes are available: 2 Insufficient example.com/gpu."
+    );
+}
+
+#[test]
+fn taint_based_eviction_honours_3600_and_6000_second_tolerations() {
+    let e = run_example("taint-based-eviction.yaml", SEED).entries;
+    // key1=value1:NoExecute on node1 at 10 s.
+    let evicted = one(&e, EventKind::PodEvicted, "default/no-toleration");
+    assert_eq!((evicted.t, evicted.due), (10 * S, Some(10 * S)));
+    assert_eq!(
+        one(&e, EventKind::PodDeleted, "default/no-toleration").t,
+        10 * S
+    );
+    let evicted = one(&e, EventKind::PodEvicted, "default/tolerates-3600");
+    assert_eq!((evicted.t, evicted.due), (3610 * S, Some(3610 * S)));
+    assert_eq!(
+        one(&e, EventKind::PodDeleted, "default/tolerates-3600").t,
+        3610 * S
+    );
+    none(&e, EventKind::PodEvicted, "default/tolerates-forever");
+    none(&e, EventKind::PodDeleted, "default/tolerates-forever");
+    // On node3 the taint goes at 30m10s, before the 3600 s are up.
+    assert_eq!(
+        one(&e, EventKind::EvictionCancelled, "default/reprieved").t,
+        1810 * S
+    );
+    none(&e, EventKind::PodEvicted, "default/reprieved");
+
+    // node2 is cut off at 1m: Unknown, then unreachable:NoExecute at the
+    // next monitor pass, then its pods leave 300 s and 6000 s later.
+    let unknown = assert_unknown_in_window(&e, "node2", 60 * S);
+    let tainted = taint_added(&e, "node2", UNREACHABLE_NOEXEC);
+    let tainted = match tainted.as_slice() {
+        [t] => t.t,
+        _ => panic!("unreachable:NoExecute on node2: {tainted:?}"),
+    };
+    assert!((unknown..=unknown + 5 * S).contains(&tainted));
+    let evicted = one(&e, EventKind::PodEvicted, "default/default-300");
+    assert_eq!(
+        (evicted.t, evicted.due),
+        (tainted + 300 * S, Some(tainted + 300 * S))
+    );
+    let evicted = one(&e, EventKind::PodEvicted, "default/local-state-6000");
+    assert_eq!(
+        (evicted.t, evicted.due),
+        (tainted + 6000 * S, Some(tainted + 6000 * S))
+    );
+    // The partitioned node cannot confirm the deletions.
+    none(&e, EventKind::PodDeleted, "default/default-300");
+}
+
+#[test]
+fn a_partitioned_zone_is_evicted_at_the_node_eviction_rate() {
+    let e = run_example("zone-partition.yaml", SEED).entries;
+    let b: Vec<_> = of(&e, EventKind::ZoneStateChanged, "b")
+        .iter()
+        .map(|z| z.state.clone().unwrap_or_default())
+        .collect();
+    assert_eq!(b, ["Normal", "FullDisruption"]);
+    // a and c are Normal from the start and stay so.
+    for zone in ["a", "c"] {
+        let states: Vec<_> = of(&e, EventKind::ZoneStateChanged, zone)
+            .iter()
+            .map(|z| (z.t, z.state.clone().unwrap_or_default()))
+            .collect();
+        assert_eq!(states, [(0, "Normal".to_owned())], "zone {zone}");
+    }
+    // One node tainted every 10 s (--node-eviction-rate 0.1), from when
+    // the zone is disrupted; each node's pod leaves 300 s after its taint.
+    let mut taint_times = Vec::new();
+    for i in 1..=3 {
+        let node = format!("b-{i}");
+        assert_unknown_in_window(&e, &node, 60 * S);
+        let tainted = taint_added(&e, &node, UNREACHABLE_NOEXEC);
+        let [tainted] = tainted.as_slice() else {
+            panic!("{node}: {tainted:?}");
+        };
+        taint_times.push(tainted.t);
+        let evicted = one(&e, EventKind::PodEvicted, &format!("default/web-b{i}"));
+        assert_eq!(evicted.t, tainted.t + 300 * S, "{node}");
+        assert_eq!(evicted.due, Some(evicted.t));
+    }
+    taint_times.sort_unstable();
+    for pair in taint_times.windows(2) {
+        assert!(pair[1] - pair[0] >= 10 * S, "taints {taint_times:?}");
+    }
+    for node in ["a-1", "a-2", "a-3", "c-1", "c-2", "c-3"] {
+        none(&e, EventKind::NodeStatusUnknown, node);
+    }
+    none(&e, EventKind::PodEvicted, "default/web-a1");
+}
+
+#[test]
+fn when_every_zone_is_down_nothing_is_evicted() {
+    let e = run_example("all-zones-partition.yaml", SEED).entries;
+    for zone in ["a", "b"] {
+        let states: Vec<_> = of(&e, EventKind::ZoneStateChanged, zone)
+            .iter()
+            .map(|z| z.state.clone().unwrap_or_default())
+            .collect();
+        assert_eq!(
+            states,
+            ["Normal", "FullDisruption", "Normal"],
+            "zone {zone}"
+        );
+        let back = of(&e, EventKind::ZoneStateChanged, zone)[2].t;
+        assert!(
+            (1200 * S..=1205 * S).contains(&back),
+            "zone {zone} back at {back}"
+        );
+    }
+    for node in ["a-1", "a-2", "b-1", "b-2"] {
+        assert_unknown_in_window(&e, node, 60 * S);
+        assert!(
+            taint_added(&e, node, UNREACHABLE_NOEXEC).is_empty(),
+            "{node}"
+        );
+        assert!(
+            of(&e, EventKind::NodeReady, node)
+                .iter()
+                .any(|r| r.t >= 1200 * S),
+            "{node} Ready again"
+        );
+    }
+    assert!(
+        !e.iter().any(|x| x.event == EventKind::PodEvicted),
+        "{}",
+        jsonl(&e)
+    );
+}
+
+#[test]
+fn cordon_and_drain_moves_the_pods_and_keeps_new_ones_off() {
+    let e = run_example("cordon-and-drain.yaml", SEED).entries;
+    assert_eq!(one(&e, EventKind::NodeCordoned, "node1").t, 60 * S);
+    let [tainted] = taint_added(&e, "node1", "node.kubernetes.io/unschedulable:NoSchedule")[..]
+    else {
+        panic!("{}", jsonl(&e));
+    };
+    assert!((60 * S..=65 * S).contains(&tainted.t));
+    for pod in ["default/web-1", "default/web-2"] {
+        assert_eq!(one(&e, EventKind::PodDeleted, pod).t, 70 * S);
+        none(&e, EventKind::PodEvicted, pod);
+    }
+    for pod in ["default/web-1b", "default/web-2b"] {
+        assert_eq!(scheduled_on(&e, pod), "node2");
+    }
+    assert_eq!(one(&e, EventKind::NodeUncordoned, "node1").t, 300 * S);
+}
+
+#[test]
+fn memory_pressure_keeps_best_effort_pods_off_and_evicts_nothing() {
+    let e = run_example("memory-pressure.yaml", SEED).entries;
+    let pressure: Vec<_> = of(&e, EventKind::NodeCondition, "node1")
+        .iter()
+        .map(|c| (c.t, c.status.clone().unwrap_or_default()))
+        .collect();
+    assert_eq!(
+        pressure,
+        [(60 * S, "True".into()), (600 * S, "False".into())]
+    );
+    let taint = "node.kubernetes.io/memory-pressure:NoSchedule";
+    let [added] = taint_added(&e, "node1", taint)[..] else {
+        panic!("{}", jsonl(&e));
+    };
+    assert!((60 * S..=65 * S).contains(&added.t));
+    let removed = of(&e, EventKind::TaintRemoved, "node1");
+    assert!(
+        removed
+            .iter()
+            .any(|r| r.taint.as_deref() == Some(taint) && (600 * S..=605 * S).contains(&r.t))
+    );
+    assert_eq!(scheduled_on(&e, "default/best-effort"), "node2");
+    assert_eq!(scheduled_on(&e, "default/burstable"), "node1");
+    none(&e, EventKind::PodEvicted, "default/running");
+    none(&e, EventKind::PodDeleted, "default/running");
+}
+
+#[test]
+fn the_same_scenario_and_seed_give_byte_identical_timelines() {
+    for name in ["taint-based-eviction.yaml", "zone-partition.yaml"] {
+        let first = jsonl(&run_example(name, 7).entries);
+        let second = jsonl(&run_example(name, 7).entries);
+        assert!(!first.is_empty());
+        assert_eq!(first, second, "{name}");
+    }
+}
+
+/// `restart: controllers` stops the controllers and starts them again; the
+/// eviction stays due when the objects say (SPEC §4: due times survive a
+/// controller restart), not 600 s after the restart.
+#[test]
+fn a_controller_restart_keeps_the_due_time() {
+    let text = r#"
+nodes: [{name: node1}]
+objects:
+  - apiVersion: v1
+    kind: Pod
+    metadata: {name: web}
+    spec:
+      nodeName: node1
+      containers: [{name: app, image: registry.example/app:1}]
+      tolerations: [{key: key1, operator: Exists, effect: NoExecute, tolerationSeconds: 600}]
+steps:
+  - {at: 10s, taint: "node1 key1=value1:NoExecute"}
+  - {at: 5m, restart: controllers}
+run: 20m
+"#;
+    let scenario = scenario::parse("restart.yaml", text).unwrap_or_else(|e| panic!("{e}"));
+    let e = run_blocking(&scenario, &default_components(), SEED)
+        .unwrap_or_else(|e| panic!("{e}"))
+        .entries;
+    let evicted = one(&e, EventKind::PodEvicted, "default/web");
+    assert_eq!((evicted.t, evicted.due), (610 * S, Some(610 * S)));
+    assert_eq!(one(&e, EventKind::PodDeleted, "default/web").t, 610 * S);
+}

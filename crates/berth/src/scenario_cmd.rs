@@ -1,0 +1,68 @@
+//! `berth sim`: rehearse a failure. Runs a scenario file on a virtual
+//! clock and writes the timeline (JSON lines) and an HTML report.
+
+use std::io::Write;
+use std::path::PathBuf;
+
+use anyhow::Context;
+use berth_sim::report::{ReportMeta, render};
+use berth_sim::{components, run, scenario, timeline};
+use clap::Args;
+
+use crate::input::InputError;
+
+#[derive(Debug, Args)]
+pub struct ScenarioArgs {
+    /// The scenario file (YAML).
+    #[arg(long, value_name = "FILE")]
+    scenario: PathBuf,
+    /// Where to write the timeline, one JSON object per line; `-` (the
+    /// default without --report) is standard output.
+    #[arg(long, value_name = "OUT.jsonl")]
+    timeline: Option<PathBuf>,
+    /// Where to write the HTML report.
+    #[arg(long, value_name = "OUT.html")]
+    report: Option<PathBuf>,
+    /// Seed for every random choice; the same file and seed give the same
+    /// timeline, byte for byte.
+    #[arg(long, default_value_t = 0, value_name = "N")]
+    seed: u64,
+}
+
+pub fn run(args: &ScenarioArgs) -> anyhow::Result<()> {
+    let text =
+        std::fs::read_to_string(&args.scenario).map_err(|e| InputError::new(&args.scenario, e))?;
+    let name = args.scenario.display().to_string();
+    let scenario = scenario::parse(&name, &text)?;
+    let components = components::default_components();
+    let recording = run::run_blocking(&scenario, &components, args.seed)?;
+
+    let mut jsonl = Vec::new();
+    timeline::write_jsonl(&recording.entries, &mut jsonl)?;
+    match (&args.timeline, &args.report) {
+        (Some(path), _) if path.as_os_str() != "-" => std::fs::write(path, &jsonl)
+            .with_context(|| format!("writing the timeline to {}", path.display()))?,
+        (Some(_), _) | (None, None) => std::io::stdout().write_all(&jsonl)?,
+        (None, Some(_)) => {}
+    }
+    if let Some(path) = &args.report {
+        let html = render(
+            &recording,
+            &ReportMeta {
+                title: name.clone(),
+                seed: args.seed,
+            },
+        );
+        std::fs::write(path, html)
+            .with_context(|| format!("writing the report to {}", path.display()))?;
+    }
+    Ok(())
+}
+
+/// Whether `err` is the scenario's fault (exit 2).
+pub fn is_scenario_error(err: &anyhow::Error) -> bool {
+    err.downcast_ref::<scenario::ScenarioError>().is_some()
+        || err
+            .downcast_ref::<run::SimError>()
+            .is_some_and(run::SimError::is_scenario_error)
+}

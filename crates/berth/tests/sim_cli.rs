@@ -1,0 +1,161 @@
+//! `berth sim` run as a user runs it: the real binary on an example
+//! scenario (timeline and report files), on bad scenario files (exit 2, the
+//! file, the line and the problem), and the report opened in headless
+//! Chromium (Debian's `chromium`; `.ci/run` installs it), which must
+//! render a lane per node and take a screenshot.
+
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output};
+
+fn scenarios() -> PathBuf {
+    PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../examples/scenarios")
+}
+
+fn berth(args: &[&str], dir: &Path) -> Output {
+    Command::new(env!("CARGO_BIN_EXE_berth"))
+        .args(args)
+        .current_dir(dir)
+        .output()
+        .expect("the berth binary runs")
+}
+
+fn stderr(out: &Output) -> String {
+    String::from_utf8_lossy(&out.stderr).into_owned()
+}
+
+#[test]
+fn bad_scenario_files_give_the_line_and_the_problem_and_exit_2() {
+    let dir = tempfile::tempdir().expect("temp dir");
+    let head = "nodes:\n  - {name: node1, zone: a}\n";
+    let cases: &[(&str, String, &str)] = &[
+        (
+            "unknown step kind",
+            format!("{head}steps:\n  - {{at: 10s, explode: node1}}\nrun: 1m\n"),
+            "bad.yaml:4:",
+        ),
+        (
+            "bad taint syntax",
+            format!(
+                "{head}steps:\n  - {{at: 10s, taint: \"node1 key1=value1:Sometimes\"}}\nrun: 1m\n"
+            ),
+            "bad.yaml:4:5: invalid taint effect: Sometimes, unsupported taint effect",
+        ),
+        (
+            "bad duration",
+            format!(
+                "{head}steps:\n  - {{at: 10s, cordon: node1}}\n  - {{at: 1d, cordon: node1}}\nrun: 1m\n"
+            ),
+            "bad.yaml:5:10: at: time: unknown unit \"d\" in duration \"1d\"",
+        ),
+        (
+            "unknown node",
+            format!("{head}steps:\n  - {{at: 10s, cordon: node7}}\nrun: 1m\n"),
+            "bad.yaml:4:5: unknown node \"node7\"",
+        ),
+        (
+            "YAML syntax",
+            "nodes:\n  - {name: node1\nrun: 1m\n".to_owned(),
+            "bad.yaml:",
+        ),
+        (
+            "a step the cluster refuses",
+            format!("{head}steps:\n  - {{at: 10s, untaint: \"node1 key1:NoExecute\"}}\nrun: 1m\n"),
+            "bad.yaml:4: untaint node1 key1:NoExecute: taint \"key1:NoExecute\" not found",
+        ),
+    ];
+    for (name, text, want) in cases {
+        std::fs::write(dir.path().join("bad.yaml"), text).expect("write");
+        let out = berth(&["sim", "--scenario", "bad.yaml"], dir.path());
+        assert_eq!(out.status.code(), Some(2), "{name}: {}", stderr(&out));
+        assert!(
+            stderr(&out).contains(want),
+            "{name}: want {want:?} in {}",
+            stderr(&out)
+        );
+        assert!(out.stdout.is_empty(), "{name}: no timeline for a bad file");
+    }
+    let out = berth(&["sim", "--scenario", "missing.yaml"], dir.path());
+    assert_eq!(out.status.code(), Some(2), "{}", stderr(&out));
+}
+
+/// Runs an example to files; returns the timeline and the report's path.
+fn run_to_files(example: &str, dir: &Path) -> (String, PathBuf) {
+    let scenario = scenarios().join(example);
+    let timeline = dir.join("timeline.jsonl");
+    let report = dir.join("report.html");
+    let out = berth(
+        &[
+            "sim",
+            "--scenario",
+            &scenario.to_string_lossy(),
+            "--timeline",
+            &timeline.to_string_lossy(),
+            "--report",
+            &report.to_string_lossy(),
+            "--seed",
+            "3",
+        ],
+        dir,
+    );
+    assert!(out.status.success(), "{}", stderr(&out));
+    let text = std::fs::read_to_string(&timeline).expect("timeline written");
+    (text, report)
+}
+
+#[test]
+fn sim_writes_the_timeline_and_the_same_seed_gives_the_same_bytes() {
+    let dir = tempfile::tempdir().expect("temp dir");
+    let (first, _) = run_to_files("zone-partition.yaml", dir.path());
+    let (second, report) = run_to_files("zone-partition.yaml", dir.path());
+    assert_eq!(first, second);
+    assert!(first.lines().all(|l| l.starts_with("{\"t\":")));
+    assert!(first.contains(r#""event":"ZoneStateChanged","zone":"b","state":"FullDisruption"}"#));
+    let html = std::fs::read_to_string(report).expect("report written");
+    assert!(html.starts_with("<!DOCTYPE html>"));
+    // Self-contained: nothing to fetch.
+    assert!(!html.contains("src=\"http") && !html.contains("href=\"http"));
+}
+
+fn chromium(args: &[&str]) -> Output {
+    Command::new("chromium")
+        .args([
+            "--headless",
+            "--no-sandbox",
+            "--disable-gpu",
+            "--hide-scrollbars",
+            "--window-size=1280,900",
+        ])
+        .args(args)
+        .output()
+        .expect("chromium runs (Debian package `chromium`; .ci/run installs it)")
+}
+
+#[test]
+fn the_report_renders_its_lanes_in_headless_chromium() {
+    let dir = tempfile::tempdir().expect("temp dir");
+    let (_, report) = run_to_files("taint-based-eviction.yaml", dir.path());
+    let url = format!("file://{}", report.display());
+
+    let dom = chromium(&["--dump-dom", &url]);
+    let dom_text = String::from_utf8_lossy(&dom.stdout);
+    assert!(dom.status.success(), "{}", stderr(&dom));
+    // The page's script ran and counted one lane per node.
+    assert!(
+        dom_text.contains(r#"data-rendered="lanes:3""#),
+        "no render marker in the DOM:\n{}",
+        &dom_text[..dom_text.len().min(2000)]
+    );
+    assert!(dom_text.contains("(3 lanes)</title>"));
+    for node in ["node1", "node2", "node3"] {
+        assert!(dom_text.contains(&format!(r#"<g class="lane" data-node="{node}">"#)));
+    }
+
+    let png = dir.path().join("report.png");
+    let shot = chromium(&[&format!("--screenshot={}", png.display()), &url]);
+    assert!(shot.status.success(), "{}", stderr(&shot));
+    let bytes = std::fs::read(&png).expect("a screenshot was written");
+    assert!(bytes.starts_with(b"\x89PNG\r\n\x1a\n"), "not a PNG");
+    // A blank 1280x900 page compresses to a few KiB; lanes, bars and
+    // tables make it far larger.
+    assert!(bytes.len() > 20_000, "screenshot of {} bytes", bytes.len());
+}
