@@ -38,7 +38,11 @@ impl Cluster {
     fn start(name: &str, backend: Backend) -> Cluster {
         kubectl_binary();
         Cluster {
-            server: Server::start_blocking(name, backend, &[]),
+            // The seed walkthrough has no node agents: without the scheduler,
+            // its pods stay unbound, so they keep their resourceVersion and
+            // a drain deletes them at once instead of waiting for a kubelet
+            // to finish the graceful deletion.
+            server: Server::start_blocking(name, backend, &["--disable-scheduler"]),
         }
     }
 
