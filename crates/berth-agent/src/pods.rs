@@ -409,6 +409,10 @@ impl PodWorker {
             .collect();
         let refs: Vec<&Pod> = running.iter().map(|(_, _, p)| p).collect();
         let mut order = Vec::new();
+        // Stops still running when their phase's period ran out: the next
+        // phase starts on time, but the agent does not exit before they end
+        // (each ends by SIGKILL at its grace period) and wrote their status.
+        let mut overrunning = Vec::new();
         for group in group_by_priority(phases, &refs) {
             if group.pods.is_empty() {
                 continue;
@@ -453,6 +457,10 @@ impl PodWorker {
                     tracing::info!(priority = group.priority, "shutdown phase period over");
                 }
             }
+            overrunning.extend(stops);
+        }
+        for stop in overrunning {
+            let _ = stop.await;
         }
         order
     }

@@ -399,8 +399,6 @@ fn sigterm_to_the_agent_ends_regular_pods_before_critical_ones_and_they_end_fail
 }
 
 #[test]
-#[ignore = "berth-agent exits before writing the status of a pod whose phase period ran out \
-            (PodWorker::shutdown must await the stops still running); enable when fixed"]
 fn a_pod_killed_at_the_end_of_its_shutdown_phase_ends_failed_too() {
     let cluster = shut_down_an_agent_with_three_pods("agent-shutdown-kill", "worker-5");
     assert_ended_by_shutdown(&cluster, "stubborn");
