@@ -276,47 +276,7 @@ fn migrate_shutdown_config(
 
 /// Parses a Go `time.Duration` string (`300ms`, `10s`, `1m30s`, `1.5h`).
 pub fn parse_go_duration(text: &str) -> Result<Duration, String> {
-    let s = text.trim();
-    if s == "0" {
-        return Ok(Duration::ZERO);
-    }
-    if s.is_empty() {
-        return Err(format!("invalid duration {text:?}"));
-    }
-    if s.starts_with('-') {
-        return Err(format!("negative duration {text:?}"));
-    }
-    let s = s.strip_prefix('+').unwrap_or(s);
-    let mut total = 0f64;
-    let mut rest = s;
-    while !rest.is_empty() {
-        let number_len = rest
-            .find(|c: char| !(c.is_ascii_digit() || c == '.'))
-            .unwrap_or(rest.len());
-        if number_len == 0 {
-            return Err(format!("invalid duration {text:?}"));
-        }
-        let number: f64 = rest[..number_len]
-            .parse()
-            .map_err(|_| format!("invalid duration {text:?}"))?;
-        rest = &rest[number_len..];
-        let unit_len = rest
-            .find(|c: char| c.is_ascii_digit() || c == '.')
-            .unwrap_or(rest.len());
-        let unit = match &rest[..unit_len] {
-            "ns" => 1e-9,
-            "us" | "µs" | "μs" => 1e-6,
-            "ms" => 1e-3,
-            "s" => 1.0,
-            "m" => 60.0,
-            "h" => 3600.0,
-            "" => return Err(format!("missing unit in duration {text:?}")),
-            other => return Err(format!("unknown unit {other:?} in duration {text:?}")),
-        };
-        rest = &rest[unit_len..];
-        total += number * unit;
-    }
-    Duration::try_from_secs_f64(total).map_err(|_| format!("invalid duration {text:?}"))
+    berth_core::duration::parse_duration(text.trim()).map_err(|e| e.to_string())
 }
 
 #[cfg(test)]

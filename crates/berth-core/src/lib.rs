@@ -19,6 +19,7 @@
 pub use k8s_openapi as k8s;
 
 pub mod clock;
+pub mod duration;
 pub mod feature_gates;
 pub mod manifest;
 pub mod quantity;

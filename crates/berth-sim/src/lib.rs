@@ -9,7 +9,8 @@
 //! - [`report`]: one self-contained HTML page of the run.
 pub mod components;
 pub mod config;
-pub mod duration;
+/// Go `time.Duration` strings (the scenario file and every duration flag).
+pub use berth_core::duration;
 mod recorder;
 pub mod report;
 pub mod run;

@@ -52,11 +52,7 @@ fn parse_controllers(value: &str) -> Result<EnabledControllers, String> {
 
 /// A Go-style duration (`5s`, `1m0s`, `500ms`).
 fn parse_duration(value: &str) -> Result<Duration, String> {
-    let d: jiff::SignedDuration = value
-        .parse()
-        .map_err(|e| format!("invalid duration {value:?}: {e}"))?;
-    d.try_into()
-        .map_err(|_| format!("invalid duration {value:?}: negative"))
+    berth_core::duration::parse_duration(value).map_err(|e| e.to_string())
 }
 
 /// Starts the controllers over an in-process admin client, under leader
