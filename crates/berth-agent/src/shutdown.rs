@@ -15,9 +15,13 @@ use k8s_openapi::api::core::v1::Pod;
 
 use crate::config::ShutdownGracePeriodByPodPriority;
 
-/// Upstream's `nodeShutdownReason` (v1.35: `Terminated`; the seed docs,
-/// from before v1.22, say `Shutdown`).
-pub const NODE_SHUTDOWN_REASON: &str = "Terminated";
+/// The reason a pod ends with after graceful node shutdown. SPEC section 6
+/// and the seed docs' note ("`kubectl get pods` shows the status of the
+/// evicted pods as `Shutdown`") fix it as `Shutdown`, which is what
+/// kubectl's STATUS column prints from `status.reason`. (Upstream's kubelet
+/// writes `Terminated` since v1.22; the spec, not the kubelet, is berth's
+/// reference where they differ.)
+pub const NODE_SHUTDOWN_REASON: &str = "Shutdown";
 /// Upstream's `nodeShutdownMessage`.
 pub const NODE_SHUTDOWN_MESSAGE: &str = "Pod was terminated in response to imminent node shutdown.";
 /// The `DisruptionTarget` condition's reason (`PodReasonTerminationByKubelet`).

@@ -491,7 +491,7 @@ async fn sigterm_stops_regular_pods_before_critical_ones_and_marks_them_failed()
             (ph.as_str(), reason.as_str(), message.as_str()),
             (
                 "Failed",
-                "Terminated",
+                "Shutdown",
                 "Pod was terminated in response to imminent node shutdown."
             ),
             "{name}"

