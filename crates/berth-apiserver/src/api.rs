@@ -24,7 +24,7 @@ use serde_json::{Value, json};
 use crate::auth::{Authenticator, User, authorize};
 use crate::cache::{Cached, Change, ChangeType, ResourceCache};
 use crate::objects::{
-    self, for_storage, format_time, name_of, prepare_for_create, prepare_for_update,
+    self, StoredJson, for_storage, format_time, name_of, prepare_for_create, prepare_for_update,
     resource_version_of, set_resource_version,
 };
 use crate::request_info::{self, RequestInfo};
@@ -699,13 +699,37 @@ impl ApiServer {
         if query.dry_run()? {
             return Ok(json_response(201, &object));
         }
+        let key = rt.key(ns, &name);
+        let stored = StoredJson::encode(&object);
         let revision = self
             .store
-            .create(&rt.key(ns, &name), for_storage(&object))
+            .create(&key, stored.bytes.clone())
             .await
             .map_err(|e| store_error(rt, &name, e))?;
-        set_resource_version(&mut object, revision);
-        Ok(json_response(201, &object))
+        let json = self.written(rt, &key, &object, &stored, revision);
+        Ok(bytes_response(201, json.as_bytes().to_vec()))
+    }
+
+    /// The object as the API reports it after a write at `revision` (the
+    /// store's bytes with `resourceVersion` spliced in), also handed to the
+    /// watch cache so that the write's store event costs no parse.
+    fn written(
+        &self,
+        rt: &ResourceType,
+        key: &str,
+        object: &Value,
+        stored: &StoredJson,
+        revision: i64,
+    ) -> Arc<str> {
+        let json: Arc<str> = Arc::from(stored.with_resource_version(revision));
+        // Types stored in another type's form (events.k8s.io events) are
+        // cached in that form: those events are decoded as before.
+        if rt.stored_as.is_none()
+            && let Ok(cache) = self.cache(rt)
+        {
+            cache.prime(key, object, revision, json.clone());
+        }
+        json
     }
 
     /// Update (and the second half of patch): the new object replaces the
@@ -722,7 +746,7 @@ impl ApiServer {
         expected: i64,
         dry_run: bool,
         user: &User,
-    ) -> ApiResult<Value> {
+    ) -> ApiResult<Response> {
         check_kind(&object, rt.kind, &rt.api_version())?;
         let body_name = name_of(&object);
         if !body_name.is_empty() && body_name != name {
@@ -755,25 +779,22 @@ impl ApiServer {
             &ctx,
             objects::validate_metadata(rt, &object),
         )?;
-        if dry_run {
-            set_resource_version(&mut object, expected);
-            return Ok(object);
-        }
         // An update that changes nothing is not written, as upstream's
         // GuaranteedUpdate skips it: the object keeps its resourceVersion
         // and watchers see no event.
-        let stored = for_storage(&object);
-        if stored == for_storage(old) {
+        if dry_run || objects::equal_except_resource_version(&object, old) {
             set_resource_version(&mut object, expected);
-            return Ok(object);
+            return Ok(json_response(200, &object));
         }
+        let key = rt.key(ns, name);
+        let stored = StoredJson::encode(&object);
         let revision = self
             .store
-            .update(&rt.key(ns, name), stored, expected)
+            .update(&key, stored.bytes.clone(), expected)
             .await
             .map_err(|e| store_error(rt, name, e))?;
-        set_resource_version(&mut object, revision);
-        Ok(object)
+        let json = self.written(rt, &key, &object, &stored, revision);
+        Ok(bytes_response(200, json.as_bytes().to_vec()))
     }
 
     #[allow(clippy::too_many_arguments)]
@@ -788,20 +809,18 @@ impl ApiServer {
         user: &User,
     ) -> ApiResult<Response> {
         let (old, revision) = self.read(rt, ns, name).await?;
-        let updated = self
-            .replace(
-                rt,
-                ns,
-                name,
-                subresource,
-                object,
-                &old,
-                revision,
-                query.dry_run()?,
-                user,
-            )
-            .await?;
-        Ok(json_response(200, &updated))
+        self.replace(
+            rt,
+            ns,
+            name,
+            subresource,
+            object,
+            &old,
+            revision,
+            query.dry_run()?,
+            user,
+        )
+        .await
     }
 
     #[allow(clippy::too_many_arguments)]
@@ -880,7 +899,7 @@ impl ApiServer {
                         return Err(err);
                     }
                 }
-                result => return result.map(|v| json_response(200, &v)),
+                result => return result,
             }
         }
         Err(ApiError::modified(rt.group, rt.plural, name))
@@ -984,13 +1003,15 @@ impl ApiServer {
                 if dry_run {
                     return Ok(json_response(200, &object));
                 }
+                let key = rt.key(ns, name);
+                let stored = StoredJson::encode(&object);
                 let new_revision = self
                     .store
-                    .update(&rt.key(ns, name), for_storage(&object), revision)
+                    .update(&key, stored.bytes.clone(), revision)
                     .await
                     .map_err(|e| store_error(rt, name, e))?;
-                set_resource_version(&mut object, new_revision);
-                return Ok(json_response(200, &object));
+                let json = self.written(rt, &key, &object, &stored, new_revision);
+                return Ok(bytes_response(200, json.as_bytes().to_vec()));
             }
         }
         if dry_run {

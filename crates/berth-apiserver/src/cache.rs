@@ -127,6 +127,17 @@ pub struct ResourceCache {
     rv: watch::Sender<i64>,
     history_limit: usize,
     fields: FieldsFn,
+    primed: std::sync::Mutex<Primed>,
+}
+
+/// Objects this server just wrote, already in the cache's form, waiting for
+/// their store events (see [`ResourceCache::prime`]).
+#[derive(Default)]
+struct Primed {
+    /// The revision of the last store event applied to this cache: a primed
+    /// object at or below it arrived too late and is not kept.
+    applied: i64,
+    objects: std::collections::HashMap<String, Arc<Cached>>,
 }
 
 /// How many changes a watcher may fall behind before it is ended (it then
@@ -155,13 +166,55 @@ impl ResourceCache {
             rv,
             history_limit: history_limit.max(1),
             fields,
+            primed: std::sync::Mutex::new(Primed::default()),
         })
+    }
+
+    /// Hands the cache an object this server has just written at revision
+    /// `rv`, as the API reported it (`json`, `resourceVersion` included), so
+    /// that when the store's event for that write arrives the cache takes
+    /// it as it is instead of parsing the store's bytes and serializing
+    /// them again. The event still decides what the cache holds and when
+    /// (order, revision); an object primed after its event was applied is
+    /// dropped, and an event with no primed object is decoded as before.
+    pub fn prime(&self, key: &str, object: &Value, rv: i64, json: Arc<str>) {
+        let Some(cached) = self.cached_from(object, rv, json) else {
+            return;
+        };
+        let mut primed = self.primed.lock().unwrap_or_else(|e| e.into_inner());
+        if rv > primed.applied {
+            primed.objects.insert(key.to_string(), Arc::new(cached));
+        }
+    }
+
+    /// The object primed for `key` at exactly `revision`, if any, and the
+    /// mark that events up to `revision` have been applied.
+    fn take_primed(&self, key: &str, revision: i64) -> Option<Arc<Cached>> {
+        let mut primed = self.primed.lock().unwrap_or_else(|e| e.into_inner());
+        primed.applied = primed.applied.max(revision);
+        match primed.objects.get(key).map(|object| object.rv) {
+            // A prime for a later write of the same key waits for its event.
+            Some(rv) if rv > revision => None,
+            Some(rv) if rv == revision => primed.objects.remove(key),
+            Some(_) => {
+                primed.objects.remove(key);
+                None
+            }
+            None => None,
+        }
     }
 
     fn decode(&self, value: &[u8], rv: i64) -> Option<Cached> {
         let mut object: Value = serde_json::from_slice(value).ok()?;
         let meta = object.get_mut("metadata")?.as_object_mut()?;
         meta.insert("resourceVersion".into(), Value::String(rv.to_string()));
+        let json = Arc::from(object.to_string());
+        self.cached_from(&object, rv, json)
+    }
+
+    /// The cache's form of `object` at `rv`, whose JSON is `json`.
+    fn cached_from(&self, object: &Value, rv: i64, json: Arc<str>) -> Option<Cached> {
+        let meta = object.get("metadata")?.as_object()?;
         let namespace = meta
             .get("namespace")
             .and_then(Value::as_str)
@@ -181,12 +234,12 @@ impl ResourceCache {
                     .collect()
             })
             .unwrap_or_default();
-        let fields = (self.fields)(self.resource, &object);
+        let fields = (self.fields)(self.resource, object);
         Some(Cached {
             namespace,
             name,
             rv,
-            json: Arc::from(object.to_string()),
+            json,
             labels,
             fields,
         })
@@ -203,6 +256,11 @@ impl ResourceCache {
             state.history.clear();
             state.history_floor = revision;
             state.ready = true;
+        }
+        {
+            let mut primed = self.primed.lock().unwrap_or_else(|e| e.into_inner());
+            primed.applied = primed.applied.max(revision);
+            primed.objects.retain(|_, object| object.rv > revision);
         }
         self.rv.send_replace(revision);
     }
@@ -272,9 +330,12 @@ impl ResourceCache {
     fn change_for(&self, state: &mut State, event: &WatchEvent) -> Option<Change> {
         let revision = event.revision;
         let previous = state.objects.get(&event.kv.key).cloned();
+        let primed = self.take_primed(&event.kv.key, revision);
         match event.kind {
             EventKind::Created | EventKind::Updated => {
-                let Some(object) = self.decode(&event.kv.value, revision).map(Arc::new) else {
+                let Some(object) =
+                    primed.or_else(|| self.decode(&event.kv.value, revision).map(Arc::new))
+                else {
                     tracing::warn!(
                         key = event.kv.key,
                         "unreadable object in the store; dropped from the cache"
@@ -404,5 +465,144 @@ impl ResourceCache {
     /// Whether the initial load has finished.
     pub async fn is_ready(&self) -> bool {
         self.state.read().await.ready
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::objects::StoredJson;
+    use crate::resources::PODS;
+    use berth_store::KeyValue;
+    use serde_json::json;
+
+    const KEY: &str = "/registry/pods/default/web";
+
+    fn pod(node: &str) -> Value {
+        json!({"apiVersion": "v1", "kind": "Pod",
+               "metadata": {"name": "web", "namespace": "default", "labels": {"app": "web"}},
+               "spec": {"nodeName": node}, "status": {"phase": "Pending"}})
+    }
+
+    fn event(kind: EventKind, object: &Value, revision: i64) -> WatchEvent {
+        WatchEvent {
+            kind,
+            revision,
+            kv: KeyValue {
+                key: KEY.into(),
+                value: StoredJson::encode(object).bytes,
+                create_revision: revision,
+                mod_revision: revision,
+            },
+            prev_kv: None,
+        }
+    }
+
+    fn prime(cache: &ResourceCache, object: &Value, revision: i64) -> Arc<str> {
+        let json: Arc<str> = Arc::from(StoredJson::encode(object).with_resource_version(revision));
+        cache.prime(KEY, object, revision, json.clone());
+        json
+    }
+
+    async fn held(cache: &ResourceCache) -> Arc<Cached> {
+        let state = cache.state.read().await;
+        state
+            .objects
+            .get(KEY)
+            .cloned()
+            .unwrap_or_else(|| panic!("{KEY} not cached"))
+    }
+
+    /// What decoding the store's bytes gives: the cache's content must not
+    /// depend on whether a write was primed.
+    fn assert_same_as_decoded(cache: &ResourceCache, got: &Cached, object: &Value) {
+        let decoded = cache
+            .decode(&StoredJson::encode(object).bytes, got.rv)
+            .unwrap_or_else(|| panic!("undecodable"));
+        let got_json: Value = serde_json::from_str(&got.json).unwrap_or_default();
+        let want_json: Value = serde_json::from_str(&decoded.json).unwrap_or_default();
+        assert_eq!(got_json, want_json);
+        assert_eq!(got.labels, decoded.labels);
+        assert_eq!(got.fields, decoded.fields);
+        assert_eq!(
+            (&got.namespace, &got.name),
+            (&decoded.namespace, &decoded.name)
+        );
+    }
+
+    fn primed_count(cache: &ResourceCache) -> usize {
+        cache
+            .primed
+            .lock()
+            .map(|p| p.objects.len())
+            .unwrap_or(usize::MAX)
+    }
+
+    #[tokio::test]
+    async fn a_write_primed_before_its_event_is_cached_without_decoding() {
+        let cache = ResourceCache::new(&PODS, 100, crate::strategy::selectable_fields);
+        let object = pod("n1");
+        let json = prime(&cache, &object, 5);
+        cache.apply(event(EventKind::Created, &object, 5)).await;
+        let got = held(&cache).await;
+        assert!(
+            Arc::ptr_eq(&got.json, &json),
+            "the primed JSON is the cached one"
+        );
+        assert_same_as_decoded(&cache, &got, &object);
+        assert_eq!(primed_count(&cache), 0);
+    }
+
+    #[tokio::test]
+    async fn a_prime_after_its_event_is_dropped() {
+        let cache = ResourceCache::new(&PODS, 100, crate::strategy::selectable_fields);
+        let object = pod("n1");
+        cache.apply(event(EventKind::Created, &object, 5)).await;
+        let json = prime(&cache, &object, 5);
+        let got = held(&cache).await;
+        assert!(!Arc::ptr_eq(&got.json, &json));
+        assert_same_as_decoded(&cache, &got, &object);
+        assert_eq!(
+            primed_count(&cache),
+            0,
+            "nothing waits for an applied event"
+        );
+    }
+
+    #[tokio::test]
+    async fn a_prime_for_a_later_write_waits_for_its_own_event() {
+        let cache = ResourceCache::new(&PODS, 100, crate::strategy::selectable_fields);
+        let first = pod("n1");
+        let second = pod("n2");
+        let json = prime(&cache, &second, 7);
+        cache.apply(event(EventKind::Created, &first, 5)).await;
+        let got = held(&cache).await;
+        assert_eq!(got.rv, 5);
+        assert_same_as_decoded(&cache, &got, &first);
+        assert_eq!(primed_count(&cache), 1);
+        cache.apply(event(EventKind::Updated, &second, 7)).await;
+        let got = held(&cache).await;
+        assert!(Arc::ptr_eq(&got.json, &json));
+        assert_same_as_decoded(&cache, &got, &second);
+        assert_eq!(primed_count(&cache), 0);
+    }
+
+    #[tokio::test]
+    async fn a_stale_prime_is_dropped_by_a_later_event_or_a_reload() {
+        let cache = ResourceCache::new(&PODS, 100, crate::strategy::selectable_fields);
+        prime(&cache, &pod("n1"), 5);
+        // Its event never came (say the watch broke): a later event of the
+        // same key replaces it with what the store says.
+        cache.apply(event(EventKind::Deleted, &pod("n1"), 6)).await;
+        assert_eq!(primed_count(&cache), 0);
+        prime(&cache, &pod("n1"), 8);
+        cache.reset(BTreeMap::new(), 9).await;
+        assert_eq!(primed_count(&cache), 0, "a reload past a prime drops it");
+        prime(&cache, &pod("n1"), 9);
+        assert_eq!(
+            primed_count(&cache),
+            0,
+            "a prime at or below the reload is too late"
+        );
     }
 }
