@@ -421,6 +421,12 @@ impl ResourceCache {
         state.ready && state.rv >= min_rv && state.objects.contains_key(key)
     }
 
+    /// The object at `key` if the cache holds it at exactly revision `rv`.
+    pub async fn get_at(&self, key: &str, rv: i64) -> Option<Arc<Cached>> {
+        let state = self.state.read().await;
+        state.objects.get(key).filter(|o| o.rv == rv).cloned()
+    }
+
     /// The revision the cache reflects.
     pub async fn revision(&self) -> i64 {
         self.state.read().await.rv
