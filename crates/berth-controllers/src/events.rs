@@ -3,11 +3,11 @@
 //! background so a slow write never holds up a controller.
 //!
 //! Events wait in a bounded queue (client-go's broadcaster queue length,
-//! 1,000) drained by one writer task with a few creates in flight. When a
-//! controller records faster than Events can be written (1,000 evictions
-//! due in the same second), the excess is dropped and counted, as
-//! client-go's `DropIfChannelFull`, instead of one task per Event
-//! competing with the controller's own API calls.
+//! 1,000) drained by one writer task that creates what is queued in groups
+//! of up to 32. When a controller records faster than Events can be
+//! written (1,000 evictions due in the same second), the excess is dropped
+//! and counted, as client-go's `DropIfChannelFull`, instead of one task per
+//! Event competing with the controller's own API calls.
 
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
@@ -17,15 +17,14 @@ use k8s_openapi::api::core::v1::{Event, EventSource, ObjectReference};
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::{MicroTime, ObjectMeta, Time};
 use kube::api::{Api, PostParams};
 use tokio::sync::mpsc;
-use tokio::task::JoinSet;
 
 pub const TYPE_NORMAL: &str = "Normal";
 pub const TYPE_WARNING: &str = "Warning";
 
 /// Events waiting to be written, at most (client-go's `maxQueuedEvents`).
 pub const EVENT_QUEUE_LENGTH: usize = 1000;
-/// Event creates the writer keeps in flight.
-const WRITES_IN_FLIGHT: usize = 4;
+/// Event creates the writer has in flight, at most.
+const WRITES_IN_FLIGHT: usize = 32;
 
 /// Writes Events as one component.
 #[derive(Clone)]
@@ -167,22 +166,29 @@ impl EventRecorder {
     }
 }
 
-/// The writer: creates queued Events, a few at a time, until every
-/// recorder is gone.
+/// The writer: creates what is queued, up to [`WRITES_IN_FLIGHT`] Events
+/// at a time, until every recorder is gone. Writing a queued group
+/// together lets the store commit it together (one fsync) rather than
+/// one commit per Event.
 async fn write_events(client: kube::Client, mut rx: mpsc::Receiver<Event>) {
-    let mut writes = JoinSet::new();
-    while let Some(event) = rx.recv().await {
-        while writes.len() >= WRITES_IN_FLIGHT {
-            writes.join_next().await;
-        }
-        let client = client.clone();
-        writes.spawn(async move {
-            let namespace = event.metadata.namespace.clone().unwrap_or_default();
-            let api: Api<Event> = Api::namespaced(client, &namespace);
-            if let Err(err) = api.create(&PostParams::default(), &event).await {
-                tracing::debug!(%err, reason = ?event.reason, "recording event failed");
+    while let Some(first) = rx.recv().await {
+        let mut group = vec![first];
+        while group.len() < WRITES_IN_FLIGHT {
+            match rx.try_recv() {
+                Ok(event) => group.push(event),
+                Err(_) => break,
             }
-        });
+        }
+        futures::future::join_all(group.into_iter().map(|event| {
+            let client = client.clone();
+            async move {
+                let namespace = event.metadata.namespace.clone().unwrap_or_default();
+                let api: Api<Event> = Api::namespaced(client, &namespace);
+                if let Err(err) = api.create(&PostParams::default(), &event).await {
+                    tracing::debug!(%err, reason = ?event.reason, "recording event failed");
+                }
+            }
+        }))
+        .await;
     }
-    while writes.join_next().await.is_some() {}
 }
