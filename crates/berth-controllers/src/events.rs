@@ -1,14 +1,30 @@
 //! Recording core/v1 Events the way client-go's recorder does: one Event
 //! object per occurrence, named after the involved object, written in the
 //! background so a slow write never holds up a controller.
+//!
+//! Events wait in a bounded queue (client-go's broadcaster queue length,
+//! 1,000) drained by one writer task that creates what is queued in groups
+//! of up to 32. When a controller records faster than Events can be
+//! written (1,000 evictions due in the same second), the excess is dropped
+//! and counted, as client-go's `DropIfChannelFull`, instead of one task per
+//! Event competing with the controller's own API calls.
+
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, Mutex};
 
 use berth_core::clock::Clock;
 use k8s_openapi::api::core::v1::{Event, EventSource, ObjectReference};
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::{MicroTime, ObjectMeta, Time};
 use kube::api::{Api, PostParams};
+use tokio::sync::mpsc;
 
 pub const TYPE_NORMAL: &str = "Normal";
 pub const TYPE_WARNING: &str = "Warning";
+
+/// Events waiting to be written, at most (client-go's `maxQueuedEvents`).
+pub const EVENT_QUEUE_LENGTH: usize = 1000;
+/// Event creates the writer has in flight, at most.
+const WRITES_IN_FLIGHT: usize = 32;
 
 /// Writes Events as one component.
 #[derive(Clone)]
@@ -16,6 +32,16 @@ pub struct EventRecorder {
     client: kube::Client,
     clock: Clock,
     component: &'static str,
+    queue: Arc<Queue>,
+}
+
+/// The recorder's queue, shared by its clones.
+struct Queue {
+    tx: mpsc::Sender<Event>,
+    /// The receiving end until the first record starts the writer (a
+    /// recorder may be built outside a tokio runtime).
+    rx: Mutex<Option<mpsc::Receiver<Event>>>,
+    dropped: AtomicU64,
 }
 
 impl std::fmt::Debug for EventRecorder {
@@ -52,11 +78,32 @@ pub fn node_ref(name: &str, uid: Option<&str>) -> ObjectReference {
 
 impl EventRecorder {
     pub fn new(client: kube::Client, clock: Clock, component: &'static str) -> EventRecorder {
+        EventRecorder::with_capacity(client, clock, component, EVENT_QUEUE_LENGTH)
+    }
+
+    /// A recorder whose queue holds at most `capacity` Events.
+    pub fn with_capacity(
+        client: kube::Client,
+        clock: Clock,
+        component: &'static str,
+        capacity: usize,
+    ) -> EventRecorder {
+        let (tx, rx) = mpsc::channel(capacity.max(1));
         EventRecorder {
             client,
             clock,
             component,
+            queue: Arc::new(Queue {
+                tx,
+                rx: Mutex::new(Some(rx)),
+                dropped: AtomicU64::new(0),
+            }),
         }
+    }
+
+    /// Events dropped because the queue was full.
+    pub fn dropped(&self) -> u64 {
+        self.queue.dropped.load(Ordering::Relaxed)
     }
 
     /// The Event for an occurrence now.
@@ -101,16 +148,47 @@ impl EventRecorder {
         }
     }
 
-    /// Records an Event in the background.
+    /// Records an Event in the background; drops it (and counts it) when
+    /// the queue is full.
     pub fn record(&self, object: ObjectReference, type_: &str, reason: &str, message: String) {
         let event = self.event(object, type_, reason, message);
-        let client = self.client.clone();
-        tokio::spawn(async move {
-            let namespace = event.metadata.namespace.clone().unwrap_or_default();
-            let api: Api<Event> = Api::namespaced(client, &namespace);
-            if let Err(err) = api.create(&PostParams::default(), &event).await {
-                tracing::debug!(%err, reason = ?event.reason, "recording event failed");
+        let rx = self.queue.rx.lock().ok().and_then(|mut rx| rx.take());
+        if let Some(rx) = rx {
+            tokio::spawn(write_events(self.client.clone(), rx));
+        }
+        if let Err(err) = self.queue.tx.try_send(event) {
+            let dropped = self.queue.dropped.fetch_add(1, Ordering::Relaxed) + 1;
+            let event = match err {
+                mpsc::error::TrySendError::Full(e) | mpsc::error::TrySendError::Closed(e) => e,
+            };
+            tracing::debug!(reason = ?event.reason, dropped, "event queue full, event dropped");
+        }
+    }
+}
+
+/// The writer: creates what is queued, up to [`WRITES_IN_FLIGHT`] Events
+/// at a time, until every recorder is gone. Writing a queued group
+/// together lets the store commit it together (one fsync) rather than
+/// one commit per Event.
+async fn write_events(client: kube::Client, mut rx: mpsc::Receiver<Event>) {
+    while let Some(first) = rx.recv().await {
+        let mut group = vec![first];
+        while group.len() < WRITES_IN_FLIGHT {
+            match rx.try_recv() {
+                Ok(event) => group.push(event),
+                Err(_) => break,
             }
-        });
+        }
+        futures::future::join_all(group.into_iter().map(|event| {
+            let client = client.clone();
+            async move {
+                let namespace = event.metadata.namespace.clone().unwrap_or_default();
+                let api: Api<Event> = Api::namespaced(client, &namespace);
+                if let Err(err) = api.create(&PostParams::default(), &event).await {
+                    tracing::debug!(%err, reason = ?event.reason, "recording event failed");
+                }
+            }
+        }))
+        .await;
     }
 }
