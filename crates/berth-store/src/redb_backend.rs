@@ -23,7 +23,11 @@
 //! Writes go through one writer thread fed by a channel. It takes everything waiting (and,
 //! briefly, the writes of callers it has just answered that are on their way back), applies it
 //! in one write transaction and commits once with `Durability::Immediate` (one fsync), then
-//! publishes the new index and the batch's events and answers every caller (group commit).
+//! publishes the new index and hands the batch's events and answers to a responder task on
+//! the runtime the store was opened on, which broadcasts the events and then answers every
+//! caller, batch after batch in commit order (group commit). Waking a batch's callers and
+//! building its broadcast is then off the writer thread, the store's one serial resource.
+//! Without a runtime (or once it has shut down) the writer delivers them itself.
 //! Reads use an index snapshot and then a redb read transaction on the blocking pool; the file
 //! may then be a commit ahead of the snapshot, and reads take the difference from the log.
 //! Watches subscribe to an in-memory broadcast of committed batches and fall back to reading
@@ -482,10 +486,93 @@ impl Shared {
 
 type Batch = Arc<[WatchEvent]>;
 
+type Reply = oneshot::Sender<Result<Revision>>;
+
+/// What a committed batch still owes: its watch events and its callers' answers. Delivered
+/// after the batch's fsync, events first (so a caller that saw its write acknowledged can rely
+/// on watchers receiving it), in commit order.
+struct Delivery {
+    events: Vec<WatchEvent>,
+    replies: Vec<(Reply, Result<Revision>)>,
+}
+
+impl Delivery {
+    fn deliver(self, events: &broadcast::Sender<Batch>) {
+        if !self.events.is_empty() {
+            // No receivers is fine: nobody is watching.
+            let _ = events.send(Arc::from(self.events));
+        }
+        for (reply, result) in self.replies {
+            // The caller may have given up; its write is committed all the same.
+            let _ = reply.send(result);
+        }
+    }
+}
+
+/// The writer's side of the responder: a task on the runtime the store was opened on that
+/// delivers committed batches, so the writer thread (the store's one serial resource) starts
+/// the next transaction instead of waking a batch's worth of callers and building the
+/// broadcast. Without a runtime, or once the responder's runtime is gone, the writer delivers
+/// itself.
+struct Responder {
+    tx: mpsc::UnboundedSender<Delivery>,
+    /// Held by the responder while it drains its queue on the way out and by the writer when
+    /// it delivers itself, so a batch the writer delivers cannot overtake earlier ones still
+    /// in the queue.
+    order: Arc<Mutex<()>>,
+}
+
+/// The responder task's receiving end. If the task is dropped unfinished (its runtime shut
+/// down while the store lives on), dropping this delivers what is still queued, so no
+/// committed batch loses its events or answers.
+struct ResponderQueue {
+    rx: mpsc::UnboundedReceiver<Delivery>,
+    events: broadcast::Sender<Batch>,
+    order: Arc<Mutex<()>>,
+}
+
+impl Drop for ResponderQueue {
+    fn drop(&mut self) {
+        let _order = self.order.lock().unwrap_or_else(PoisonError::into_inner);
+        // From here on the writer's sends fail and it delivers itself, after this drain.
+        self.rx.close();
+        while let Ok(delivery) = self.rx.try_recv() {
+            delivery.deliver(&self.events);
+        }
+    }
+}
+
+/// Starts the responder on the current runtime, if there is one. `done` fires once it has
+/// delivered everything and dropped its broadcast sender.
+fn spawn_responder(
+    events: &broadcast::Sender<Batch>,
+    done: oneshot::Sender<()>,
+) -> Option<Responder> {
+    let runtime = tokio::runtime::Handle::try_current().ok()?;
+    let (tx, rx) = mpsc::unbounded_channel();
+    let order = Arc::new(Mutex::new(()));
+    let mut queue = ResponderQueue {
+        rx,
+        events: events.clone(),
+        order: Arc::clone(&order),
+    };
+    runtime.spawn(async move {
+        while let Some(delivery) = queue.rx.recv().await {
+            delivery.deliver(&queue.events);
+        }
+        // The writer has exited: drop the broadcast sender before reporting done.
+        drop(queue);
+        let _ = done.send(());
+    });
+    Some(Responder { tx, order })
+}
+
 struct Writer {
     db: Arc<Database>,
     shared: Arc<Shared>,
     events: broadcast::Sender<Batch>,
+    /// Delivers committed batches off this thread; `None`: the writer delivers them itself.
+    responder: Option<Responder>,
     revision: i64,
     compacted: i64,
     cursor: i64,
@@ -644,15 +731,15 @@ impl Writer {
                         .writes
                         .fetch_add(outcome.events.len() as u64, Ordering::Relaxed);
                 }
-                // Publish before answering, so a caller that saw its write acknowledged can
-                // rely on watchers receiving it.
-                if !outcome.events.is_empty() {
-                    // No receivers is fine: nobody is watching.
-                    let _ = self.events.send(Arc::from(outcome.events));
-                }
-                for (req, result) in batch.into_iter().zip(outcome.results) {
-                    let _ = req.reply.send(result);
-                }
+                // Only now, after the fsync, do the events and answers go out.
+                self.deliver(Delivery {
+                    events: outcome.events,
+                    replies: batch
+                        .into_iter()
+                        .map(|req| req.reply)
+                        .zip(outcome.results)
+                        .collect(),
+                });
             }
             Err(e) => {
                 tracing::error!(error = %e, "berth-store: write batch failed");
@@ -660,6 +747,26 @@ impl Writer {
                     let _ = req.reply.send(Err(e.clone()));
                 }
             }
+        }
+    }
+
+    /// Hands a committed batch to the responder, or delivers it here if there is none (any
+    /// more).
+    fn deliver(&mut self, delivery: Delivery) {
+        let delivery = match &self.responder {
+            Some(responder) => match responder.tx.send(delivery) {
+                Ok(()) => return,
+                Err(mpsc::error::SendError(delivery)) => delivery,
+            },
+            None => return delivery.deliver(&self.events),
+        };
+        // The responder's runtime is gone. Its queue drains under `order`; deliver after it.
+        if let Some(responder) = self.responder.take() {
+            let _order = responder
+                .order
+                .lock()
+                .unwrap_or_else(PoisonError::into_inner);
+            delivery.deliver(&self.events);
         }
     }
 
@@ -1069,8 +1176,9 @@ struct Inner {
     /// Kept only to subscribe new watchers; taken on close so watchers see the end.
     events: Mutex<Option<broadcast::Sender<Batch>>>,
     shared: Arc<Shared>,
-    /// Fires when the writer thread has exited and dropped its database handle.
-    writer_done: tokio::sync::Mutex<Option<oneshot::Receiver<()>>>,
+    /// Fire when the writer thread has exited and dropped its database handle, and when the
+    /// responder (if any) has delivered the last batch.
+    writer_done: tokio::sync::Mutex<Vec<oneshot::Receiver<()>>>,
 }
 
 /// The embedded store: one redb file, [`FILE_NAME`], in a data directory. Cheap to clone; all
@@ -1106,9 +1214,11 @@ impl RedbStore {
         let (events, _) = broadcast::channel(EVENT_BACKLOG);
         let (requests, rx) = mpsc::channel(REQUEST_QUEUE);
         let (done_tx, done_rx) = oneshot::channel();
+        let (responder_done_tx, responder_done_rx) = oneshot::channel();
         let writer = Writer {
             db: db.clone(),
             shared: shared.clone(),
+            responder: spawn_responder(&events, responder_done_tx),
             events: events.clone(),
             revision: loaded.revision,
             compacted: loaded.compacted,
@@ -1132,7 +1242,7 @@ impl RedbStore {
                 db: Arc::new(RwLock::new(Some(db))),
                 events: Mutex::new(Some(events)),
                 shared,
-                writer_done: tokio::sync::Mutex::new(Some(done_rx)),
+                writer_done: tokio::sync::Mutex::new(vec![done_rx, responder_done_rx]),
             }),
         })
     }
@@ -1165,7 +1275,9 @@ impl RedbStore {
     /// again. Later calls on any clone fail with [`StoreError::Closed`]; watches end.
     pub async fn close(&self) -> Result<()> {
         let _ = self.inner.requests.send(Msg::Shutdown).await;
-        if let Some(done) = self.inner.writer_done.lock().await.take() {
+        // The writer first (it hands the responder its last batch), then the responder. An
+        // error means the other side is gone, which is as done.
+        for done in std::mem::take(&mut *self.inner.writer_done.lock().await) {
             let _ = done.await;
         }
         self.inner
