@@ -542,13 +542,18 @@ impl Drop for ResponderQueue {
     }
 }
 
-/// Starts the responder on the current runtime, if there is one. `done` fires once it has
-/// delivered everything and dropped its broadcast sender.
+/// Starts the responder on the current runtime, if it is a multi-threaded one. `done` fires
+/// once it has delivered everything and dropped its broadcast sender. A current-thread runtime
+/// runs tasks only while its owner drives it; the store may be used from elsewhere meanwhile
+/// (another runtime, another thread), and its writes must not wait for that.
 fn spawn_responder(
     events: &broadcast::Sender<Batch>,
     done: oneshot::Sender<()>,
 ) -> Option<Responder> {
     let runtime = tokio::runtime::Handle::try_current().ok()?;
+    if runtime.runtime_flavor() != tokio::runtime::RuntimeFlavor::MultiThread {
+        return None;
+    }
     let (tx, rx) = mpsc::unbounded_channel();
     let order = Arc::new(Mutex::new(()));
     let mut queue = ResponderQueue {
