@@ -492,13 +492,45 @@ type Reply = oneshot::Sender<Result<Revision>>;
 /// after the batch's fsync, events first (so a caller that saw its write acknowledged can rely
 /// on watchers receiving it), in commit order.
 struct Delivery {
+    /// Updates and deletes carry a placeholder previous value (only its revisions set), read
+    /// from `previous` on delivery: off the writer thread, like the rest.
     events: Vec<WatchEvent>,
+    /// A snapshot taken right after the batch's commit, so later batches compacting the
+    /// previous values away do not affect it; `None` if the batch replaced no value.
+    previous: Option<Result<redb::ReadTransaction>>,
     replies: Vec<(Reply, Result<Revision>)>,
 }
 
+/// Replaces the placeholder previous values of `events` with the values in the log.
+fn fill_previous(snapshot: Result<redb::ReadTransaction>, events: &mut [WatchEvent]) -> Result<()> {
+    let txn = snapshot?;
+    let log = txn.open_table(LOG).map_err(be)?;
+    for event in events {
+        if let Some(prev) = &mut event.prev_kv {
+            *prev = read_kv(&log, &event.kv.key, prev.mod_revision)?;
+        }
+    }
+    Ok(())
+}
+
 impl Delivery {
-    fn deliver(self, events: &broadcast::Sender<Batch>) {
-        if !self.events.is_empty() {
+    fn deliver(mut self, events: &broadcast::Sender<Batch>) {
+        // The writes are committed whatever happens here, so their callers get Ok. If the
+        // previous values cannot be read, the batch is not broadcast: watchers notice the gap
+        // in revisions at the next batch and read the log, which reports the failure.
+        let complete = match self.previous.take() {
+            None => true,
+            // Usually recently written pages in redb's cache; a rare disk read blocks this
+            // delivery only, as a read on the writer thread blocked the whole store before.
+            Some(snapshot) => match fill_previous(snapshot, &mut self.events) {
+                Ok(()) => true,
+                Err(e) => {
+                    tracing::error!(error = %e, "berth-store: cannot read previous values for watchers");
+                    false
+                }
+            },
+        };
+        if complete && !self.events.is_empty() {
             // No receivers is fine: nobody is watching.
             let _ = events.send(Arc::from(self.events));
         }
@@ -737,8 +769,14 @@ impl Writer {
                         .fetch_add(outcome.events.len() as u64, Ordering::Relaxed);
                 }
                 // Only now, after the fsync, do the events and answers go out.
+                let previous = outcome
+                    .events
+                    .iter()
+                    .any(|e| e.prev_kv.is_some())
+                    .then(|| self.db.begin_read().map_err(be));
                 self.deliver(Delivery {
                     events: outcome.events,
+                    previous,
                     replies: batch
                         .into_iter()
                         .map(|req| req.reply)
@@ -986,7 +1024,13 @@ fn change(
             actual,
         }));
     }
-    let prev = read_kv(log, key, actual)?;
+    // The previous value is read on delivery (see `Delivery`), off the writer thread.
+    let prev = KeyValue {
+        key: String::new(),
+        value: Vec::new(),
+        create_revision: create,
+        mod_revision: actual,
+    };
     let (kind, new_value) = match value {
         Some(v) => (EventKind::Updated, std::mem::take(v)),
         None => (EventKind::Deleted, Vec::new()),
@@ -1688,10 +1732,18 @@ async fn run_watch(
         loop {
             match sub.recv().await {
                 Ok(batch) => {
+                    let mut gap = false;
                     for event in batch.iter() {
                         // Already delivered from the log.
                         if event.revision <= last {
                             continue;
+                        }
+                        // Every write takes the next revision and is in some batch; a batch
+                        // was not broadcast (its previous values could not be read): the log
+                        // has it, or reports why not.
+                        if event.revision != last + 1 {
+                            gap = true;
+                            break;
                         }
                         last = event.revision;
                         if event.kv.key.starts_with(&prefix)
@@ -1699,6 +1751,9 @@ async fn run_watch(
                         {
                             return;
                         }
+                    }
+                    if gap {
+                        break;
                     }
                 }
                 // Fell behind the in-memory backlog: the log still has it.
