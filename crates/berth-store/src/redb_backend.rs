@@ -24,9 +24,11 @@
 //! briefly, the writes of callers it has just answered that are on their way back), applies it
 //! in one write transaction and commits once with `Durability::Immediate` (one fsync), then
 //! publishes the new index and hands the batch's events and answers to a responder task on
-//! the runtime the store was opened on, which broadcasts the events and then answers every
-//! caller, batch after batch in commit order (group commit). Waking a batch's callers and
-//! building its broadcast is then off the writer thread, the store's one serial resource.
+//! the runtime the store was opened on, which reads the events' previous values from a
+//! snapshot taken right after the commit, broadcasts the events and then answers every caller,
+//! batch after batch in commit order (group commit). Reading previous values, waking a batch's
+//! callers and building its broadcast is then off the writer thread, the store's one serial
+//! resource.
 //! Without a runtime (or once it has shut down) the writer delivers them itself.
 //! Reads use an index snapshot and then a redb read transaction on the blocking pool; the file
 //! may then be a commit ahead of the snapshot, and reads take the difference from the log.
