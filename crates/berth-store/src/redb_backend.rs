@@ -23,7 +23,13 @@
 //! Writes go through one writer thread fed by a channel. It takes everything waiting (and,
 //! briefly, the writes of callers it has just answered that are on their way back), applies it
 //! in one write transaction and commits once with `Durability::Immediate` (one fsync), then
-//! publishes the new index and the batch's events and answers every caller (group commit).
+//! publishes the new index and hands the batch's events and answers to a responder task on
+//! the runtime the store was opened on, which reads the events' previous values from a
+//! snapshot taken right after the commit, broadcasts the events and then answers every caller,
+//! batch after batch in commit order (group commit). Reading previous values, waking a batch's
+//! callers and building its broadcast is then off the writer thread, the store's one serial
+//! resource.
+//! Without a runtime (or once it has shut down) the writer delivers them itself.
 //! Reads use an index snapshot and then a redb read transaction on the blocking pool; the file
 //! may then be a commit ahead of the snapshot, and reads take the difference from the log.
 //! Watches subscribe to an in-memory broadcast of committed batches and fall back to reading
@@ -482,10 +488,130 @@ impl Shared {
 
 type Batch = Arc<[WatchEvent]>;
 
+type Reply = oneshot::Sender<Result<Revision>>;
+
+/// What a committed batch still owes: its watch events and its callers' answers. Delivered
+/// after the batch's fsync, events first (so a caller that saw its write acknowledged can rely
+/// on watchers receiving it), in commit order.
+struct Delivery {
+    /// Updates and deletes carry a placeholder previous value (only its revisions set), read
+    /// from `previous` on delivery: off the writer thread, like the rest.
+    events: Vec<WatchEvent>,
+    /// A snapshot taken right after the batch's commit, so later batches compacting the
+    /// previous values away do not affect it; `None` if the batch replaced no value.
+    previous: Option<Result<redb::ReadTransaction>>,
+    replies: Vec<(Reply, Result<Revision>)>,
+}
+
+/// Replaces the placeholder previous values of `events` with the values in the log.
+fn fill_previous(snapshot: Result<redb::ReadTransaction>, events: &mut [WatchEvent]) -> Result<()> {
+    let txn = snapshot?;
+    let log = txn.open_table(LOG).map_err(be)?;
+    for event in events {
+        if let Some(prev) = &mut event.prev_kv {
+            *prev = read_kv(&log, &event.kv.key, prev.mod_revision)?;
+        }
+    }
+    Ok(())
+}
+
+impl Delivery {
+    fn deliver(mut self, events: &broadcast::Sender<Batch>) {
+        // The writes are committed whatever happens here, so their callers get Ok. If the
+        // previous values cannot be read, the batch is not broadcast: watchers notice the gap
+        // in revisions at the next batch and read the log, which reports the failure.
+        let complete = match self.previous.take() {
+            None => true,
+            // Usually recently written pages in redb's cache; a rare disk read blocks this
+            // delivery only, as a read on the writer thread blocked the whole store before.
+            Some(snapshot) => match fill_previous(snapshot, &mut self.events) {
+                Ok(()) => true,
+                Err(e) => {
+                    tracing::error!(error = %e, "berth-store: cannot read previous values for watchers");
+                    false
+                }
+            },
+        };
+        if complete && !self.events.is_empty() {
+            // No receivers is fine: nobody is watching.
+            let _ = events.send(Arc::from(self.events));
+        }
+        for (reply, result) in self.replies {
+            // The caller may have given up; its write is committed all the same.
+            let _ = reply.send(result);
+        }
+    }
+}
+
+/// The writer's side of the responder: a task on the runtime the store was opened on that
+/// delivers committed batches, so the writer thread (the store's one serial resource) starts
+/// the next transaction instead of waking a batch's worth of callers and building the
+/// broadcast. Without a runtime, or once the responder's runtime is gone, the writer delivers
+/// itself.
+struct Responder {
+    tx: mpsc::UnboundedSender<Delivery>,
+    /// Held by the responder while it drains its queue on the way out and by the writer when
+    /// it delivers itself, so a batch the writer delivers cannot overtake earlier ones still
+    /// in the queue.
+    order: Arc<Mutex<()>>,
+}
+
+/// The responder task's receiving end. If the task is dropped unfinished (its runtime shut
+/// down while the store lives on), dropping this delivers what is still queued, so no
+/// committed batch loses its events or answers.
+struct ResponderQueue {
+    rx: mpsc::UnboundedReceiver<Delivery>,
+    events: broadcast::Sender<Batch>,
+    order: Arc<Mutex<()>>,
+}
+
+impl Drop for ResponderQueue {
+    fn drop(&mut self) {
+        let _order = self.order.lock().unwrap_or_else(PoisonError::into_inner);
+        // From here on the writer's sends fail and it delivers itself, after this drain.
+        self.rx.close();
+        while let Ok(delivery) = self.rx.try_recv() {
+            delivery.deliver(&self.events);
+        }
+    }
+}
+
+/// Starts the responder on the current runtime, if it is a multi-threaded one. `done` fires
+/// once it has delivered everything and dropped its broadcast sender. A current-thread runtime
+/// runs tasks only while its owner drives it; the store may be used from elsewhere meanwhile
+/// (another runtime, another thread), and its writes must not wait for that.
+fn spawn_responder(
+    events: &broadcast::Sender<Batch>,
+    done: oneshot::Sender<()>,
+) -> Option<Responder> {
+    let runtime = tokio::runtime::Handle::try_current().ok()?;
+    if runtime.runtime_flavor() != tokio::runtime::RuntimeFlavor::MultiThread {
+        return None;
+    }
+    let (tx, rx) = mpsc::unbounded_channel();
+    let order = Arc::new(Mutex::new(()));
+    let mut queue = ResponderQueue {
+        rx,
+        events: events.clone(),
+        order: Arc::clone(&order),
+    };
+    runtime.spawn(async move {
+        while let Some(delivery) = queue.rx.recv().await {
+            delivery.deliver(&queue.events);
+        }
+        // The writer has exited: drop the broadcast sender before reporting done.
+        drop(queue);
+        let _ = done.send(());
+    });
+    Some(Responder { tx, order })
+}
+
 struct Writer {
     db: Arc<Database>,
     shared: Arc<Shared>,
     events: broadcast::Sender<Batch>,
+    /// Delivers committed batches off this thread; `None`: the writer delivers them itself.
+    responder: Option<Responder>,
     revision: i64,
     compacted: i64,
     cursor: i64,
@@ -644,15 +770,21 @@ impl Writer {
                         .writes
                         .fetch_add(outcome.events.len() as u64, Ordering::Relaxed);
                 }
-                // Publish before answering, so a caller that saw its write acknowledged can
-                // rely on watchers receiving it.
-                if !outcome.events.is_empty() {
-                    // No receivers is fine: nobody is watching.
-                    let _ = self.events.send(Arc::from(outcome.events));
-                }
-                for (req, result) in batch.into_iter().zip(outcome.results) {
-                    let _ = req.reply.send(result);
-                }
+                // Only now, after the fsync, do the events and answers go out.
+                let previous = outcome
+                    .events
+                    .iter()
+                    .any(|e| e.prev_kv.is_some())
+                    .then(|| self.db.begin_read().map_err(be));
+                self.deliver(Delivery {
+                    events: outcome.events,
+                    previous,
+                    replies: batch
+                        .into_iter()
+                        .map(|req| req.reply)
+                        .zip(outcome.results)
+                        .collect(),
+                });
             }
             Err(e) => {
                 tracing::error!(error = %e, "berth-store: write batch failed");
@@ -660,6 +792,26 @@ impl Writer {
                     let _ = req.reply.send(Err(e.clone()));
                 }
             }
+        }
+    }
+
+    /// Hands a committed batch to the responder, or delivers it here if there is none (any
+    /// more).
+    fn deliver(&mut self, delivery: Delivery) {
+        let delivery = match &self.responder {
+            Some(responder) => match responder.tx.send(delivery) {
+                Ok(()) => return,
+                Err(mpsc::error::SendError(delivery)) => delivery,
+            },
+            None => return delivery.deliver(&self.events),
+        };
+        // The responder's runtime is gone. Its queue drains under `order`; deliver after it.
+        if let Some(responder) = self.responder.take() {
+            let _order = responder
+                .order
+                .lock()
+                .unwrap_or_else(PoisonError::into_inner);
+            delivery.deliver(&self.events);
         }
     }
 
@@ -874,7 +1026,13 @@ fn change(
             actual,
         }));
     }
-    let prev = read_kv(log, key, actual)?;
+    // The previous value is read on delivery (see `Delivery`), off the writer thread.
+    let prev = KeyValue {
+        key: String::new(),
+        value: Vec::new(),
+        create_revision: create,
+        mod_revision: actual,
+    };
     let (kind, new_value) = match value {
         Some(v) => (EventKind::Updated, std::mem::take(v)),
         None => (EventKind::Deleted, Vec::new()),
@@ -1069,8 +1227,9 @@ struct Inner {
     /// Kept only to subscribe new watchers; taken on close so watchers see the end.
     events: Mutex<Option<broadcast::Sender<Batch>>>,
     shared: Arc<Shared>,
-    /// Fires when the writer thread has exited and dropped its database handle.
-    writer_done: tokio::sync::Mutex<Option<oneshot::Receiver<()>>>,
+    /// Fire when the writer thread has exited and dropped its database handle, and when the
+    /// responder (if any) has delivered the last batch.
+    writer_done: tokio::sync::Mutex<Vec<oneshot::Receiver<()>>>,
 }
 
 /// The embedded store: one redb file, [`FILE_NAME`], in a data directory. Cheap to clone; all
@@ -1106,9 +1265,11 @@ impl RedbStore {
         let (events, _) = broadcast::channel(EVENT_BACKLOG);
         let (requests, rx) = mpsc::channel(REQUEST_QUEUE);
         let (done_tx, done_rx) = oneshot::channel();
+        let (responder_done_tx, responder_done_rx) = oneshot::channel();
         let writer = Writer {
             db: db.clone(),
             shared: shared.clone(),
+            responder: spawn_responder(&events, responder_done_tx),
             events: events.clone(),
             revision: loaded.revision,
             compacted: loaded.compacted,
@@ -1132,7 +1293,7 @@ impl RedbStore {
                 db: Arc::new(RwLock::new(Some(db))),
                 events: Mutex::new(Some(events)),
                 shared,
-                writer_done: tokio::sync::Mutex::new(Some(done_rx)),
+                writer_done: tokio::sync::Mutex::new(vec![done_rx, responder_done_rx]),
             }),
         })
     }
@@ -1165,7 +1326,9 @@ impl RedbStore {
     /// again. Later calls on any clone fail with [`StoreError::Closed`]; watches end.
     pub async fn close(&self) -> Result<()> {
         let _ = self.inner.requests.send(Msg::Shutdown).await;
-        if let Some(done) = self.inner.writer_done.lock().await.take() {
+        // The writer first (it hands the responder its last batch), then the responder. An
+        // error means the other side is gone, which is as done.
+        for done in std::mem::take(&mut *self.inner.writer_done.lock().await) {
             let _ = done.await;
         }
         self.inner
@@ -1571,10 +1734,18 @@ async fn run_watch(
         loop {
             match sub.recv().await {
                 Ok(batch) => {
+                    let mut gap = false;
                     for event in batch.iter() {
                         // Already delivered from the log.
                         if event.revision <= last {
                             continue;
+                        }
+                        // Every write takes the next revision and is in some batch; a batch
+                        // was not broadcast (its previous values could not be read): the log
+                        // has it, or reports why not.
+                        if event.revision != last + 1 {
+                            gap = true;
+                            break;
                         }
                         last = event.revision;
                         if event.kv.key.starts_with(&prefix)
@@ -1582,6 +1753,9 @@ async fn run_watch(
                         {
                             return;
                         }
+                    }
+                    if gap {
+                        break;
                     }
                 }
                 // Fell behind the in-memory backlog: the log still has it.

@@ -414,3 +414,74 @@ async fn format_1_files_are_upgraded_and_bad_checkpoints_refused() {
         "{err}"
     );
 }
+
+/// Where a test opened its store, for the delivery paths of committed batches.
+#[derive(Debug, Clone, Copy)]
+enum OpenedOn {
+    /// The multi-threaded runtime that then uses it: a responder task delivers.
+    TheRuntimeUsingIt,
+    /// No runtime: the writer thread delivers.
+    NoRuntime,
+    /// A current-thread runtime, gone since: the writer thread delivers (a current-thread
+    /// runtime runs a responder only while its owner drives it).
+    ACurrentThreadRuntime,
+    /// A multi-threaded runtime that ran a responder and has shut down since: the writer
+    /// takes over from it.
+    ARuntimeShutDownSince,
+}
+
+fn multi_thread_runtime() -> tokio::runtime::Runtime {
+    tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .enable_all()
+        .build()
+        .unwrap()
+}
+
+#[test]
+fn writes_are_answered_and_watched_in_order_whatever_runtime_opened_the_store() {
+    let cases = [
+        OpenedOn::TheRuntimeUsingIt,
+        OpenedOn::NoRuntime,
+        OpenedOn::ACurrentThreadRuntime,
+        OpenedOn::ARuntimeShutDownSince,
+    ];
+    for opened_on in cases {
+        let dir = tempfile::tempdir().unwrap();
+        let runtime = multi_thread_runtime();
+        let store = match opened_on {
+            OpenedOn::TheRuntimeUsingIt => runtime.block_on(async { RedbStore::open(dir.path()) }),
+            OpenedOn::NoRuntime => RedbStore::open(dir.path()),
+            OpenedOn::ACurrentThreadRuntime => tokio::runtime::Builder::new_current_thread()
+                .build()
+                .unwrap()
+                .block_on(async { RedbStore::open(dir.path()) }),
+            OpenedOn::ARuntimeShutDownSince => {
+                let other = multi_thread_runtime();
+                let store = other.block_on(async { RedbStore::open(dir.path()) });
+                if let Ok(store) = &store {
+                    let first = other.block_on(store.create("/registry/pods/ns/first", vec![1]));
+                    assert_eq!(first.unwrap(), 1, "{opened_on:?}");
+                }
+                drop(other);
+                store
+            }
+        }
+        .unwrap();
+        runtime.block_on(async {
+            let start = store.current_revision().await.unwrap();
+            let mut all = store.watch("/registry/", start).await.unwrap();
+            crate::conformance::watch_orders_events_from_concurrent_writers(&store).await;
+            store.verify().await.unwrap();
+            store.close().await.unwrap();
+            // Closing delivers every committed batch before watches end.
+            let mut last = start;
+            while let Some(event) = all.next_event().await {
+                let event = event.unwrap();
+                assert_eq!(event.revision, last + 1, "{opened_on:?}");
+                last = event.revision;
+            }
+            assert_eq!(last, start + 200, "{opened_on:?}");
+        });
+    }
+}
