@@ -186,7 +186,7 @@ impl ResourceCache {
             namespace,
             name,
             rv,
-            json: Arc::from(object.to_string()),
+            json: Arc::from(serde_json::to_string(&object).ok()?),
             labels,
             fields,
         })
@@ -358,6 +358,16 @@ impl ResourceCache {
     pub async fn holds(&self, key: &str, min_rv: i64) -> bool {
         let state = self.state.read().await;
         state.ready && state.rv >= min_rv && state.objects.contains_key(key)
+    }
+
+    /// The object under `key`, once the cache has loaded (it may be behind
+    /// the store: callers that write check its `rv` with a compare-and-swap).
+    pub async fn get(&self, key: &str) -> Option<Arc<Cached>> {
+        let state = self.state.read().await;
+        if !state.ready {
+            return None;
+        }
+        state.objects.get(key).cloned()
     }
 
     /// The revision the cache reflects.

@@ -68,13 +68,25 @@ pub fn for_storage(object: &Value) -> Vec<u8> {
     // A new object has no resourceVersion yet: serialize it as it is rather than copying it
     // to remove a field that is not there (the same bytes, one deep copy less per create).
     if object.pointer("/metadata/resourceVersion").is_none() {
-        return object.to_string().into_bytes();
+        return to_json_bytes(object);
     }
-    let mut object = object.clone();
-    if let Some(meta) = metadata_mut(&mut object) {
+    into_storage(object.clone())
+}
+
+/// [`for_storage`] for an object the caller is done with: `resourceVersion`
+/// is removed in place, without the deep copy.
+pub fn into_storage(mut object: Value) -> Vec<u8> {
+    if let Some(meta) = object.get_mut("metadata").and_then(|m| m.as_object_mut()) {
         meta.remove("resourceVersion");
     }
-    object.to_string().into_bytes()
+    to_json_bytes(&object)
+}
+
+/// Compact JSON, the bytes `Value`'s `Display` writes, without going
+/// through `fmt::Formatter` (a call per token; ~2% of a binding's CPU).
+pub fn to_json_bytes(object: &Value) -> Vec<u8> {
+    // Serializing a Value cannot fail: its map keys are strings.
+    serde_json::to_vec(object).unwrap_or_default()
 }
 
 /// A fresh name from `generateName`.
