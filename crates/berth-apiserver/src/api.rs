@@ -178,7 +178,7 @@ impl Query {
 }
 
 fn json_response(code: u16, body: &Value) -> Response {
-    bytes_response(code, body.to_string().into_bytes())
+    bytes_response(code, objects::to_json_bytes(body))
 }
 
 fn bytes_response(code: u16, body: Vec<u8>) -> Response {
@@ -734,6 +734,24 @@ impl ApiServer {
         Ok(bytes_response(201, json.as_bytes().to_vec()))
     }
 
+    /// A compare-and-swap write of `object` at `expected`, with the watch
+    /// cache primed with the result (see [`ApiServer::written`]).
+    async fn update_primed(
+        &self,
+        rt: &ResourceType,
+        key: &str,
+        object: &Value,
+        expected: i64,
+    ) -> Result<i64, StoreError> {
+        let stored = StoredJson::encode(object);
+        let revision = self
+            .store
+            .update(key, stored.bytes.clone(), expected)
+            .await?;
+        self.written(rt, key, object, &stored, revision);
+        Ok(revision)
+    }
+
     /// The object as the API reports it after a write at `revision` (the
     /// store's bytes with `resourceVersion` spliced in), also handed to the
     /// watch cache so that the write's store event costs no parse.
@@ -1147,6 +1165,45 @@ impl ApiServer {
                 )
             })?
             .to_string();
+        let cached = self.cached_object(&PODS, ns, name).await;
+        self.bind_to(ns, name, &node, cached).await
+    }
+
+    /// The object as the watch cache holds it (decoded) and its revision;
+    /// `None` when the cache does not hold it or is still loading.
+    async fn cached_object(&self, rt: &ResourceType, ns: &str, name: &str) -> Option<(Value, i64)> {
+        let cached = self.cache(rt).ok()?.get(&rt.key(ns, name)).await?;
+        let object = serde_json::from_str(&cached.json).ok()?;
+        Some((object, cached.rv))
+    }
+
+    /// Binds pod `ns/name` to `node`. `cached` is the pod as the watch cache
+    /// holds it: when it looks bindable, it is bound with a compare-and-swap
+    /// on its cached revision, which spares the store read. The cache may be
+    /// behind the store (the pod since bound, marked for deletion, deleted,
+    /// or deleted and created again): the swap then fails and the pod is read
+    /// from the store and decided on as it is there. A cached pod that looks
+    /// unbindable is never refused on the cache's word either, since the
+    /// stored one may be a newer pod of the same name.
+    async fn bind_to(
+        &self,
+        ns: &str,
+        name: &str,
+        node: &str,
+        cached: Option<(Value, i64)>,
+    ) -> ApiResult<Response> {
+        let key = PODS.key(ns, name);
+        if let Some((mut pod, revision)) = cached
+            && objects::meta_str(&pod, "deletionTimestamp").is_empty()
+            && assigned_node(&pod).is_empty()
+        {
+            strategy::bind_pod(&mut pod, node, self.now());
+            match self.update_primed(&PODS, &key, &pod, revision).await {
+                Ok(_) => return Ok(json_response(201, &success_status("", "pods", name, None))),
+                Err(StoreError::Conflict { .. } | StoreError::NotFound { .. }) => {}
+                Err(e) => return Err(store_error(&PODS, name, e)),
+            }
+        }
         for _ in 0..5 {
             let (mut pod, revision) = self.read(&PODS, ns, name).await?;
             if !objects::meta_str(&pod, "deletionTimestamp").is_empty() {
@@ -1157,10 +1214,7 @@ impl ApiServer {
                     "pod is being deleted, cannot be assigned to a host",
                 ));
             }
-            let current = pod
-                .pointer("/spec/nodeName")
-                .and_then(Value::as_str)
-                .unwrap_or("");
+            let current = assigned_node(&pod);
             if !current.is_empty() {
                 return Err(ApiError::conflict(
                     "",
@@ -1169,12 +1223,8 @@ impl ApiServer {
                     &format!("pod {name} is already assigned to node {current:?}"),
                 ));
             }
-            strategy::bind_pod(&mut pod, &node, self.now());
-            match self
-                .store
-                .update(&PODS.key(ns, name), for_storage(&pod), revision)
-                .await
-            {
+            strategy::bind_pod(&mut pod, node, self.now());
+            match self.update_primed(&PODS, &key, &pod, revision).await {
                 Ok(_) => return Ok(json_response(201, &success_status("", "pods", name, None))),
                 Err(StoreError::Conflict { .. }) => continue,
                 Err(e) => return Err(store_error(&PODS, name, e)),
@@ -1402,6 +1452,13 @@ fn plain(code: u16, text: &'static str) -> Response {
         HeaderValue::from_static("text/plain; charset=utf-8"),
     );
     response
+}
+
+/// `spec.nodeName`, "" when unset.
+fn assigned_node(pod: &Value) -> &str {
+    pod.pointer("/spec/nodeName")
+        .and_then(Value::as_str)
+        .unwrap_or("")
 }
 
 fn decode(rt: &ResourceType, name: &str, kv: &KeyValue) -> ApiResult<(Value, i64)> {
@@ -1660,4 +1717,221 @@ fn watch_stream(
         },
     );
     futures::stream::iter(first.into_iter().map(Ok)).chain(live)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use berth_store::MemStore;
+
+    /// What happens in the store after the watch cache's copy of the pod
+    /// was taken (so the cache is that far behind).
+    #[derive(Clone, Copy, Debug)]
+    enum Since {
+        Nothing,
+        BoundElsewhere,
+        MarkedForDeletion,
+        Deleted,
+        DeletedAndCreatedAgain,
+    }
+
+    fn pod_bytes(uid: &str, extra_meta: Value, node: Option<&str>) -> Vec<u8> {
+        let mut pod = json!({
+            "apiVersion": "v1", "kind": "Pod",
+            "metadata": {"name": "web", "namespace": "default", "uid": uid},
+            "spec": {"containers": [{"name": "c", "image": "nginx"}]},
+            "status": {"phase": "Pending"},
+        });
+        if let (Some(meta), Some(extra)) = (pod["metadata"].as_object_mut(), extra_meta.as_object())
+        {
+            meta.extend(extra.clone());
+        }
+        if let Some(node) = node {
+            pod["spec"]["nodeName"] = json!(node);
+        }
+        objects::to_json_bytes(&pod)
+    }
+
+    async fn apply(server: &ApiServer, key: &str, since: Since) {
+        let store = &server.store;
+        let current = store
+            .get(key)
+            .await
+            .ok()
+            .flatten()
+            .map(|kv| kv.mod_revision);
+        let rev = current.unwrap_or(0);
+        let result = match since {
+            Since::Nothing => return,
+            Since::BoundElsewhere => store
+                .update(key, pod_bytes("u1", json!({}), Some("other")), rev)
+                .await
+                .map(|_| ()),
+            Since::MarkedForDeletion => store
+                .update(
+                    key,
+                    pod_bytes(
+                        "u1",
+                        json!({"deletionTimestamp": "2026-01-01T00:00:00Z", "deletionGracePeriodSeconds": 30}),
+                        None,
+                    ),
+                    rev,
+                )
+                .await
+                .map(|_| ()),
+            Since::Deleted => store.delete(key, rev).await.map(|_| ()),
+            Since::DeletedAndCreatedAgain => {
+                let deleted = store.delete(key, rev).await;
+                assert!(deleted.is_ok(), "delete: {deleted:?}");
+                store
+                    .create(key, pod_bytes("u2", json!({}), None))
+                    .await
+                    .map(|_| ())
+            }
+        };
+        assert!(result.is_ok(), "{since:?}: {result:?}");
+    }
+
+    /// The watch cache may be behind the store when a binding arrives: the
+    /// binding is then decided on the stored pod, never on the stale copy.
+    /// It binds exactly once, never a deleted or terminating pod, and
+    /// refuses with upstream's errors.
+    #[tokio::test]
+    async fn binding_from_a_stale_cache_entry_decides_on_the_stored_pod() {
+        struct Case {
+            since: Since,
+            /// The cached copy says the pod is bound / terminating (an older
+            /// pod of the same name).
+            cached_bound: bool,
+            cached_terminating: bool,
+            want: Result<(), (u16, &'static str)>,
+            /// spec.nodeName and metadata.uid in the store afterwards
+            /// (None: no pod).
+            stored: Option<(&'static str, &'static str)>,
+        }
+        let cases = [
+            Case {
+                since: Since::Nothing,
+                cached_bound: false,
+                cached_terminating: false,
+                want: Ok(()),
+                stored: Some(("node1", "u1")),
+            },
+            Case {
+                since: Since::BoundElsewhere,
+                cached_bound: false,
+                cached_terminating: false,
+                want: Err((
+                    409,
+                    "Operation cannot be fulfilled on pods \"web\": pod web is already assigned to node \"other\"",
+                )),
+                stored: Some(("other", "u1")),
+            },
+            Case {
+                since: Since::MarkedForDeletion,
+                cached_bound: false,
+                cached_terminating: false,
+                want: Err((
+                    409,
+                    "Operation cannot be fulfilled on pods \"web\": pod is being deleted, cannot be assigned to a host",
+                )),
+                stored: Some(("", "u1")),
+            },
+            Case {
+                since: Since::Deleted,
+                cached_bound: false,
+                cached_terminating: false,
+                want: Err((404, "pods \"web\" not found")),
+                stored: None,
+            },
+            Case {
+                since: Since::DeletedAndCreatedAgain,
+                cached_bound: false,
+                cached_terminating: false,
+                want: Ok(()),
+                stored: Some(("node1", "u2")),
+            },
+            Case {
+                since: Since::DeletedAndCreatedAgain,
+                cached_bound: true,
+                cached_terminating: false,
+                want: Ok(()),
+                stored: Some(("node1", "u2")),
+            },
+            Case {
+                since: Since::DeletedAndCreatedAgain,
+                cached_bound: false,
+                cached_terminating: true,
+                want: Ok(()),
+                stored: Some(("node1", "u2")),
+            },
+        ];
+        for case in cases {
+            let store = AnyStore::Memory(MemStore::new());
+            let server = ApiServer::new(store, Clock::real(), ApiConfig::default())
+                .await
+                .expect("server starts");
+            let key = PODS.key("default", "web");
+            let created = server
+                .store
+                .create(&key, pod_bytes("u1", json!({}), None))
+                .await;
+            assert!(created.is_ok());
+            // The copy the cache holds: the pod as it was, resourceVersion set.
+            let (mut cached, rv) = server
+                .read(&PODS, "default", "web")
+                .await
+                .expect("pod readable");
+            if case.cached_bound {
+                cached["spec"]["nodeName"] = json!("old-node");
+            }
+            if case.cached_terminating {
+                cached["metadata"]["deletionTimestamp"] = json!("2026-01-01T00:00:00Z");
+            }
+            apply(&server, &key, case.since).await;
+
+            let got = server
+                .bind_to("default", "web", "node1", Some((cached.clone(), rv)))
+                .await
+                .map(|r| r.status().as_u16())
+                .map_err(|e| (e.code, e.message));
+            let want = case
+                .want
+                .map(|()| 201)
+                .map_err(|(code, message)| (code, message.to_string()));
+            assert_eq!(got, want, "{:?}", case.since);
+
+            let stored = server.store.get(&key).await.ok().flatten().map(|kv| {
+                let pod: Value = serde_json::from_slice(&kv.value).unwrap_or_default();
+                (
+                    pod.pointer("/spec/nodeName")
+                        .and_then(Value::as_str)
+                        .unwrap_or("")
+                        .to_string(),
+                    objects::meta_str(&pod, "uid").to_string(),
+                )
+            });
+            let want_stored = case.stored.map(|(n, u)| (n.to_string(), u.to_string()));
+            assert_eq!(stored, want_stored, "{:?}", case.since);
+
+            // A second binding with the same stale copy never binds again.
+            if want_stored.is_some_and(|(n, _)| n == "node1") {
+                let again = server
+                    .bind_to("default", "web", "node2", Some((cached, rv)))
+                    .await
+                    .map(|r| r.status().as_u16())
+                    .map_err(|e| (e.code, e.message));
+                assert_eq!(
+                    again,
+                    Err((
+                        409,
+                        "Operation cannot be fulfilled on pods \"web\": pod web is already assigned to node \"node1\""
+                            .to_string()
+                    )),
+                    "{:?}",
+                    case.since
+                );
+            }
+        }
+    }
 }

@@ -208,7 +208,7 @@ impl ResourceCache {
         let mut object: Value = serde_json::from_slice(value).ok()?;
         let meta = object.get_mut("metadata")?.as_object_mut()?;
         meta.insert("resourceVersion".into(), Value::String(rv.to_string()));
-        let json = Arc::from(object.to_string());
+        let json = Arc::from(serde_json::to_string(&object).ok()?);
         self.cached_from(&object, rv, json)
     }
 
@@ -425,6 +425,16 @@ impl ResourceCache {
     pub async fn get_at(&self, key: &str, rv: i64) -> Option<Arc<Cached>> {
         let state = self.state.read().await;
         state.objects.get(key).filter(|o| o.rv == rv).cloned()
+    }
+
+    /// The object under `key`, once the cache has loaded (it may be behind
+    /// the store: callers that write check its `rv` with a compare-and-swap).
+    pub async fn get(&self, key: &str) -> Option<Arc<Cached>> {
+        let state = self.state.read().await;
+        if !state.ready {
+            return None;
+        }
+        state.objects.get(key).cloned()
     }
 
     /// The revision the cache reflects.

@@ -17,7 +17,7 @@ use std::sync::Arc;
 
 use k8s_openapi::api::core::v1::{Node, Pod};
 
-use crate::framework::{NodeInfo, PodUsage};
+use crate::framework::{NodeInfo, PodInfo, PodUsage};
 use crate::taint_sets::TaintSets;
 
 /// A pod the cache counts.
@@ -106,10 +106,11 @@ impl Cache {
         Some(removed.node_arc().clone())
     }
 
-    /// Counts a pod on `node` as soon as the scheduler picks it.
-    pub fn assume(&mut self, key: &str, pod: Arc<Pod>, node: &str) {
+    /// Counts a pod on `node` as soon as the scheduler picks it, with the
+    /// usage its [`PodInfo`] computed when it was queued.
+    pub fn assume(&mut self, key: &str, pod: &PodInfo, node: &str) {
         self.remove_pod(key);
-        self.insert(key, pod, node, true);
+        self.insert(key, pod.pod_arc().clone(), pod.usage().clone(), node, true);
     }
 
     /// The binding failed: an assumed pod is taken off its node. A pod
@@ -131,11 +132,11 @@ impl Cache {
             return;
         }
         self.remove_pod(key);
-        self.insert(key, pod, node, false);
+        let usage = PodUsage::of(&pod);
+        self.insert(key, pod, usage, node, false);
     }
 
-    fn insert(&mut self, key: &str, pod: Arc<Pod>, node: &str, assumed: bool) {
-        let usage = PodUsage::of(&pod);
+    fn insert(&mut self, key: &str, pod: Arc<Pod>, usage: PodUsage, node: &str, assumed: bool) {
         self.count(node, &usage, true);
         self.pods.insert(
             key.to_string(),
@@ -208,7 +209,7 @@ mod tests {
     fn assumed_pods_count_at_once_and_are_forgotten_on_failure() {
         let mut cache = Cache::new();
         cache.upsert_node(node("a"));
-        cache.assume("default/p", pod("500m"), "a");
+        cache.assume("default/p", &PodInfo::new(pod("500m")), "a");
         assert_eq!(cpu(&cache, "a"), (500, 1));
         cache.forget("default/p");
         assert_eq!(cpu(&cache, "a"), (0, 0));
@@ -219,7 +220,7 @@ mod tests {
     fn the_watch_confirms_an_assumed_pod_without_counting_it_twice() {
         let mut cache = Cache::new();
         cache.upsert_node(node("a"));
-        cache.assume("default/p", pod("500m"), "a");
+        cache.assume("default/p", &PodInfo::new(pod("500m")), "a");
         cache.add_pod("default/p", pod("500m"), "a");
         assert_eq!(cpu(&cache, "a"), (500, 1));
         // A confirmed pod is not forgotten by a late bind failure.
@@ -234,7 +235,7 @@ mod tests {
         let mut cache = Cache::new();
         cache.upsert_node(node("a"));
         cache.upsert_node(node("b"));
-        cache.assume("default/p", pod("1"), "a");
+        cache.assume("default/p", &PodInfo::new(pod("1")), "a");
         cache.add_pod("default/p", pod("1"), "b");
         assert_eq!(cpu(&cache, "a"), (0, 0));
         assert_eq!(cpu(&cache, "b"), (1000, 1));

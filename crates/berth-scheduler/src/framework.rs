@@ -385,11 +385,20 @@ impl From<Node> for NodeInfo {
 #[derive(Debug, Clone)]
 pub struct PodInfo {
     pod: Arc<Pod>,
+    /// What the pod adds to a node, computed once per pod (version) when
+    /// it is queued, so assuming it does not parse its quantities again.
+    usage: PodUsage,
 }
 
 impl PodInfo {
     pub fn new(pod: Arc<Pod>) -> Self {
-        PodInfo { pod }
+        let usage = PodUsage::of(&pod);
+        PodInfo { pod, usage }
+    }
+
+    /// The pod's requests as a node counts them.
+    pub fn usage(&self) -> &PodUsage {
+        &self.usage
     }
 
     pub fn pod(&self) -> &Pod {

@@ -245,7 +245,7 @@ impl Scheduler {
             .schedule_pod(&self.profile, &queued.pod, &self.cache)
         {
             Ok(result) => {
-                self.cache.assume(&queued.key, pod.clone(), &result.node);
+                self.cache.assume(&queued.key, &queued.pod, &result.node);
                 Some(Decision::Bind(Binding {
                     key: queued.key,
                     pod,
