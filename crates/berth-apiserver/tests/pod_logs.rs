@@ -110,6 +110,23 @@ async fn wait_until_done(runtime: &ProcessRuntime, uid: &str) -> RuntimePodStatu
     }
 }
 
+/// Waits until the runtime reports the pod Running: a log requested before
+/// its container started ends at once (as the kubelet answers for a
+/// container still waiting to start), which a loaded machine can make
+/// happen right after `start_pod`.
+async fn wait_until_running(runtime: &ProcessRuntime, uid: &str) {
+    let mut changes = runtime.subscribe();
+    loop {
+        if runtime
+            .pod_status(uid)
+            .is_some_and(|status| status.phase == berth_runtime::PodPhase::Running)
+        {
+            return;
+        }
+        changes.recv().await.expect("runtime events");
+    }
+}
+
 fn fifo(dir: &Path, name: &str) -> PathBuf {
     let path = dir.join(name);
     let made = std::process::Command::new("mkfifo").arg(&path).status();
@@ -189,7 +206,8 @@ async fn following_a_log_streams_until_the_container_ends() {
     let cluster = cluster().await;
     let gate = fifo(cluster.dir.path(), "gate");
     let script = format!("echo one; read line < {}; echo $line", gate.display());
-    run_pod(&cluster, "follow", Some("n1"), &script).await;
+    let pod = run_pod(&cluster, "follow", Some("n1"), &script).await;
+    wait_until_running(&cluster.runtime, pod.metadata.uid.as_deref().unwrap_or("")).await;
     let pods: Api<Pod> = Api::namespaced(cluster.admin.clone(), "default");
     let mut lines = pods
         .log_stream(

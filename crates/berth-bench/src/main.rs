@@ -14,6 +14,12 @@ mod store_bench;
 
 use clap::{Parser, Subcommand};
 
+/// The allocator `berth server` ships with (crates/berth/src/main.rs), so
+/// that benchmarks hosting the store, the API server or the controllers in
+/// this process measure what the server does, not glibc's malloc.
+#[global_allocator]
+static GLOBAL: mimalloc::MiMalloc = mimalloc::MiMalloc;
+
 #[derive(Debug, Parser)]
 #[command(name = "berth-bench", about = "berth's benchmarks; JSON on stdout")]
 struct Cli {
