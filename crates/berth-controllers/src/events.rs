@@ -11,6 +11,7 @@
 
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
+use std::time::Duration;
 
 use berth_core::clock::Clock;
 use k8s_openapi::api::core::v1::{Event, EventSource, ObjectReference};
@@ -154,7 +155,12 @@ impl EventRecorder {
         let event = self.event(object, type_, reason, message);
         let rx = self.queue.rx.lock().ok().and_then(|mut rx| rx.take());
         if let Some(rx) = rx {
-            tokio::spawn(write_events(self.client.clone(), rx));
+            tokio::spawn(write_events(
+                self.client.clone(),
+                self.clock.clone(),
+                self.queue.tx.max_capacity(),
+                rx,
+            ));
         }
         if let Err(err) = self.queue.tx.try_send(event) {
             let dropped = self.queue.dropped.fetch_add(1, Ordering::Relaxed) + 1;
@@ -166,19 +172,50 @@ impl EventRecorder {
     }
 }
 
-/// The writer: creates what is queued, up to [`WRITES_IN_FLIGHT`] Events
-/// at a time, until every recorder is gone. Writing a queued group
-/// together lets the store commit it together (one fsync) rather than
-/// one commit per Event.
-async fn write_events(client: kube::Client, mut rx: mpsc::Receiver<Event>) {
+/// How long the writer lets a burst of Events settle before writing it:
+/// Events report work (a thousand evictions falling due together) and
+/// must not take the CPU that work needs, so they are written once no new
+/// Event came for this long...
+const SETTLE: Duration = Duration::from_millis(50);
+/// ...but none is held back longer than this, and a full queue's worth is
+/// written at once.
+const MAX_HOLD: Duration = Duration::from_secs(1);
+
+/// The writer: collects queued Events until the burst settles (see
+/// [`SETTLE`]), then creates them, up to [`WRITES_IN_FLIGHT`] at a time,
+/// until every recorder is gone. Writing a group together lets the store
+/// commit it together (one fsync) rather than one commit per Event.
+async fn write_events(
+    client: kube::Client,
+    clock: Clock,
+    capacity: usize,
+    mut rx: mpsc::Receiver<Event>,
+) {
     while let Some(first) = rx.recv().await {
-        let mut group = vec![first];
-        while group.len() < WRITES_IN_FLIGHT {
-            match rx.try_recv() {
-                Ok(event) => group.push(event),
-                Err(_) => break,
+        // The Events wait in the queue while the burst goes on, so the
+        // queue's bound (and what is dropped beyond it) is unchanged.
+        let started = clock.instant();
+        loop {
+            let before = rx.len();
+            clock.sleep(SETTLE).await;
+            let queued = rx.len();
+            if queued == before || queued + 1 >= capacity || clock.instant() - started >= MAX_HOLD {
+                break;
             }
         }
+        let mut pending = vec![first];
+        while let Ok(event) = rx.try_recv() {
+            pending.push(event);
+        }
+        write_group(&client, pending).await;
+    }
+}
+
+/// Creates `events`, [`WRITES_IN_FLIGHT`] at a time.
+async fn write_group(client: &kube::Client, events: Vec<Event>) {
+    let mut events = events.into_iter().peekable();
+    while events.peek().is_some() {
+        let group: Vec<Event> = events.by_ref().take(WRITES_IN_FLIGHT).collect();
         futures::future::join_all(group.into_iter().map(|event| {
             let client = client.clone();
             async move {
