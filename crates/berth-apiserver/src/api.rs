@@ -615,6 +615,26 @@ impl ApiServer {
         decode(rt, name, &kv)
     }
 
+    /// The object as the watch cache holds it, with its revision: a first
+    /// guess for a patch or a delete of a busy object (a taint eviction's
+    /// status patch and delete), sparing the store read. It may be behind
+    /// the store, so callers only act on it through a compare-and-swap on
+    /// its revision, and decide anything that does not end in a write
+    /// (a no-op, an error) again on the stored object.
+    async fn cached_current(
+        &self,
+        rt: &ResourceType,
+        ns: &str,
+        name: &str,
+    ) -> Option<(Value, i64)> {
+        if rt.stored_as.is_some() {
+            return None;
+        }
+        let cached = self.cache(rt).ok()?.get(&rt.key(ns, name)).await?;
+        let object = serde_json::from_str(&cached.json).ok()?;
+        Some((object, cached.rv))
+    }
+
     /// The stored object an update replaces, from the watch cache, when
     /// the update names a resourceVersion and the cache holds the object at
     /// exactly that revision (a kubelet's Lease renewal, a controller's
@@ -889,6 +909,30 @@ impl ApiServer {
         let kind = crate::patch::PatchKind::from_group_kind(rt.group, rt.kind);
         let dry_run = query.dry_run()?;
         let field_manager = query.get("fieldManager");
+        // A first attempt on the watch cache's copy; anything but a write
+        // that went through is decided again below on the stored object.
+        if !dry_run
+            && let Some((old, revision)) = self.cached_current(rt, ns, name).await
+            && let Ok(patched) =
+                crate::patch::apply_patch(patch_type, &kind, &old, body, field_manager)
+            && !objects::equal_except_resource_version(&patched, &old)
+            && (!query.strict_fields()? || strategy::check_unknown_fields(rt, &patched).is_ok())
+            && let Ok(response) = self
+                .replace(
+                    rt,
+                    ns,
+                    name,
+                    subresource,
+                    patched,
+                    &old,
+                    revision,
+                    false,
+                    user,
+                )
+                .await
+        {
+            return Ok(response);
+        }
         // Patches are re-applied on a conflict, as upstream does: the client
         // did not ask for a particular revision unless the patch names one.
         for _ in 0..5 {
@@ -983,7 +1027,35 @@ impl ApiServer {
                 "this namespace may not be deleted",
             ));
         }
-        let (mut object, revision) = self.read(rt, ns, name).await?;
+        // A first attempt on the watch cache's copy (see `cached_current`);
+        // if it does not end in a write, the stored object decides.
+        if !dry_run
+            && let Some(current) = self.cached_current(rt, ns, name).await
+            && let Ok(response) = self
+                .delete_current(rt, ns, name, &options, grace, dry_run, user, current)
+                .await
+        {
+            return Ok(response);
+        }
+        let current = self.read(rt, ns, name).await?;
+        self.delete_current(rt, ns, name, &options, grace, dry_run, user, current)
+            .await
+    }
+
+    /// The delete of `current` (the object and its revision).
+    #[allow(clippy::too_many_arguments)]
+    async fn delete_current(
+        &self,
+        rt: &ResourceType,
+        ns: &str,
+        name: &str,
+        options: &Value,
+        grace: Option<i64>,
+        dry_run: bool,
+        user: &User,
+        current: (Value, i64),
+    ) -> ApiResult<Response> {
+        let (mut object, revision) = current;
         if let Some(pre) = options.get("preconditions") {
             let uid = objects::meta_str(&object, "uid");
             if let Some(want) = pre.get("uid").and_then(Value::as_str)
@@ -1932,6 +2004,186 @@ mod tests {
                     case.since
                 );
             }
+        }
+    }
+
+    /// Patches and deletes try the watch cache's copy first. When that copy
+    /// is behind the store, the outcome must be the one the stored object
+    /// gives: a patch that is a no-op on the stale copy still writes, a
+    /// delete of a pod that has since finished is not graceful, a UID
+    /// precondition is checked against the stored pod.
+    #[tokio::test]
+    async fn patches_and_deletes_on_a_stale_cache_copy_decide_on_the_stored_object() {
+        #[derive(Debug)]
+        enum Op {
+            MergePatchLabel(&'static str),
+            Delete {
+                uid_precondition: Option<&'static str>,
+            },
+        }
+        struct Case {
+            /// The stored pod after the cache took its copy (labels app=<v>, uid, phase).
+            stored_since: (&'static str, &'static str, &'static str),
+            op: Op,
+            want_code: u16,
+            /// label app, deletionTimestamp set (None: the pod is gone).
+            want_stored: Option<(&'static str, bool)>,
+        }
+        let cases = [
+            Case {
+                stored_since: ("two", "u1", "Running"),
+                op: Op::MergePatchLabel("three"),
+                want_code: 200,
+                want_stored: Some(("three", false)),
+            },
+            // A no-op on the cache's copy (app=one) is a change on the store's.
+            Case {
+                stored_since: ("two", "u1", "Running"),
+                op: Op::MergePatchLabel("one"),
+                want_code: 200,
+                want_stored: Some(("one", false)),
+            },
+            // The cache thinks the pod runs (graceful); it has finished.
+            Case {
+                stored_since: ("one", "u1", "Failed"),
+                op: Op::Delete {
+                    uid_precondition: None,
+                },
+                want_code: 200,
+                want_stored: None,
+            },
+            Case {
+                stored_since: ("one", "u1", "Running"),
+                op: Op::Delete {
+                    uid_precondition: None,
+                },
+                want_code: 200,
+                want_stored: Some(("one", true)),
+            },
+            // Deleted and created again: the precondition names the new pod.
+            Case {
+                stored_since: ("one", "u2", "Running"),
+                op: Op::Delete {
+                    uid_precondition: Some("u2"),
+                },
+                want_code: 200,
+                want_stored: Some(("one", true)),
+            },
+            Case {
+                stored_since: ("one", "u2", "Running"),
+                op: Op::Delete {
+                    uid_precondition: Some("u1"),
+                },
+                want_code: 409,
+                want_stored: Some(("one", false)),
+            },
+        ];
+        let pod = |app: &str, uid: &str, phase: &str| {
+            json!({
+                "apiVersion": "v1", "kind": "Pod",
+                "metadata": {"name": "web", "namespace": "default", "uid": uid, "labels": {"app": app}},
+                "spec": {"nodeName": "n1", "containers": [{"name": "c", "image": "nginx"}]},
+                "status": {"phase": phase},
+            })
+            .to_string()
+            .into_bytes()
+        };
+        for case in cases {
+            let store = AnyStore::Memory(MemStore::new());
+            let server = ApiServer::new(store, Clock::real(), ApiConfig::default())
+                .await
+                .expect("server starts");
+            let key = PODS.key("default", "web");
+            let first = server
+                .store
+                .create(&key, pod("one", "u1", "Running"))
+                .await
+                .expect("create");
+            let cache = server.cache(&PODS).expect("pods cache").clone();
+            for _ in 0..100_000 {
+                if cache.get(&key).await.is_some_and(|c| c.rv == first) {
+                    break;
+                }
+                tokio::task::yield_now().await;
+            }
+            assert!(
+                cache.get(&key).await.is_some_and(|c| c.rv == first),
+                "cache caught up"
+            );
+            let (app, uid, phase) = case.stored_since;
+            let moved = if uid == "u1" {
+                server.store.update(&key, pod(app, uid, phase), first).await
+            } else {
+                let deleted = server.store.delete(&key, first).await;
+                assert!(deleted.is_ok());
+                server.store.create(&key, pod(app, uid, phase)).await
+            };
+            let moved = moved.expect("store write");
+            // Nothing yielded to the cache's feeder since (one thread): stale.
+            assert!(
+                cache.get(&key).await.is_some_and(|c| c.rv < moved),
+                "{:?}: the cache is behind",
+                case.op
+            );
+            let user = User::admin();
+            let got = match case.op {
+                Op::MergePatchLabel(value) => {
+                    let mut headers = HeaderMap::new();
+                    headers.insert(
+                        header::CONTENT_TYPE,
+                        HeaderValue::from_static("application/merge-patch+json"),
+                    );
+                    let body = json!({"metadata": {"labels": {"app": value}}}).to_string();
+                    server
+                        .patch(
+                            &PODS,
+                            "default",
+                            "web",
+                            "",
+                            &headers,
+                            body.as_bytes(),
+                            &Query::parse(""),
+                            &user,
+                        )
+                        .await
+                }
+                Op::Delete { uid_precondition } => {
+                    let body = match uid_precondition {
+                        Some(uid) => json!({"preconditions": {"uid": uid}}).to_string(),
+                        None => String::new(),
+                    };
+                    let mut headers = HeaderMap::new();
+                    headers.insert(
+                        header::CONTENT_TYPE,
+                        HeaderValue::from_static("application/json"),
+                    );
+                    server
+                        .delete(
+                            &PODS,
+                            "default",
+                            "web",
+                            &headers,
+                            body.as_bytes(),
+                            &Query::parse(""),
+                            &user,
+                        )
+                        .await
+                }
+            };
+            let code = got.map(|r| r.status().as_u16()).unwrap_or_else(|e| e.code);
+            assert_eq!(code, case.want_code, "{:?}", case.op);
+            let stored = server.store.get(&key).await.ok().flatten().map(|kv| {
+                let pod: Value = serde_json::from_slice(&kv.value).unwrap_or_default();
+                (
+                    pod.pointer("/metadata/labels/app")
+                        .and_then(Value::as_str)
+                        .unwrap_or("")
+                        .to_string(),
+                    !objects::meta_str(&pod, "deletionTimestamp").is_empty(),
+                )
+            });
+            let want = case.want_stored.map(|(a, d)| (a.to_string(), d));
+            assert_eq!(stored, want, "{:?}", case.op);
         }
     }
 }
