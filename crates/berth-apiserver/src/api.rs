@@ -615,26 +615,6 @@ impl ApiServer {
         decode(rt, name, &kv)
     }
 
-    /// The object as the watch cache holds it, with its revision: a first
-    /// guess for a patch or a delete of a busy object (a taint eviction's
-    /// status patch and delete), sparing the store read. It may be behind
-    /// the store, so callers only act on it through a compare-and-swap on
-    /// its revision, and decide anything that does not end in a write
-    /// (a no-op, an error) again on the stored object.
-    async fn cached_current(
-        &self,
-        rt: &ResourceType,
-        ns: &str,
-        name: &str,
-    ) -> Option<(Value, i64)> {
-        if rt.stored_as.is_some() {
-            return None;
-        }
-        let cached = self.cache(rt).ok()?.get(&rt.key(ns, name)).await?;
-        let object = serde_json::from_str(&cached.json).ok()?;
-        Some((object, cached.rv))
-    }
-
     /// The stored object an update replaces, from the watch cache, when
     /// the update names a resourceVersion and the cache holds the object at
     /// exactly that revision (a kubelet's Lease renewal, a controller's
@@ -912,7 +892,7 @@ impl ApiServer {
         // A first attempt on the watch cache's copy; anything but a write
         // that went through is decided again below on the stored object.
         if !dry_run
-            && let Some((old, revision)) = self.cached_current(rt, ns, name).await
+            && let Some((old, revision)) = self.cached_object(rt, ns, name).await
             && let Ok(patched) =
                 crate::patch::apply_patch(patch_type, &kind, &old, body, field_manager)
             && !objects::equal_except_resource_version(&patched, &old)
@@ -1027,10 +1007,10 @@ impl ApiServer {
                 "this namespace may not be deleted",
             ));
         }
-        // A first attempt on the watch cache's copy (see `cached_current`);
+        // A first attempt on the watch cache's copy (see `cached_object`);
         // if it does not end in a write, the stored object decides.
         if !dry_run
-            && let Some(current) = self.cached_current(rt, ns, name).await
+            && let Some(current) = self.cached_object(rt, ns, name).await
             && let Ok(response) = self
                 .delete_current(rt, ns, name, &options, grace, dry_run, user, current)
                 .await
@@ -1242,8 +1222,14 @@ impl ApiServer {
     }
 
     /// The object as the watch cache holds it (decoded) and its revision;
-    /// `None` when the cache does not hold it or is still loading.
+    /// `None` when the cache does not hold it or is still loading. It may be
+    /// behind the store: callers act on it only through a compare-and-swap
+    /// on its revision, and decide anything that does not end in a write
+    /// (a no-op, an error) again on the stored object.
     async fn cached_object(&self, rt: &ResourceType, ns: &str, name: &str) -> Option<(Value, i64)> {
+        if rt.stored_as.is_some() {
+            return None;
+        }
         let cached = self.cache(rt).ok()?.get(&rt.key(ns, name)).await?;
         let object = serde_json::from_str(&cached.json).ok()?;
         Some((object, cached.rv))
