@@ -381,6 +381,12 @@ async fn eviction_lateness(args: &ControllersArgs) -> anyhow::Result<EvictionRep
         .checked_sub(SignedDuration::from_millis(20))
         .and_then(|d| Duration::try_from(d).ok())
         .unwrap_or(Duration::ZERO);
+    // A marker for a profiler attached to the eviction window only.
+    eprintln!(
+        "controllers: {} evictions fall due in {} ms",
+        args.eviction_pods,
+        until_due.as_millis() + 20
+    );
     tokio::time::sleep(until_due).await;
     let cpu_before = cpu_seconds(std::process::id());
     let started = Instant::now();

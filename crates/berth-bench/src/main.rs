@@ -20,6 +20,16 @@ use clap::{Parser, Subcommand};
 #[global_allocator]
 static GLOBAL: mimalloc::MiMalloc = mimalloc::MiMalloc;
 
+/// As `berth` does at start-up (crates/berth/src/main.rs): no transparent
+/// huge pages, so in-process benches measure the server as shipped. The
+/// `berth server` children inherit it and set it again themselves.
+fn disable_transparent_huge_pages() {
+    #[cfg(target_os = "linux")]
+    if let Err(e) = rustix::thread::disable_transparent_huge_pages(true) {
+        eprintln!("berth-bench: prctl(PR_SET_THP_DISABLE) failed: {e}");
+    }
+}
+
 #[derive(Debug, Parser)]
 #[command(name = "berth-bench", about = "berth's benchmarks; JSON on stdout")]
 struct Cli {
@@ -53,6 +63,7 @@ enum Bench {
 }
 
 fn main() -> anyhow::Result<()> {
+    disable_transparent_huge_pages();
     let cli = Cli::parse();
     let report = match cli.bench {
         Bench::Core(args) => serde_json::to_value(core_bench::run(&args)?)?,

@@ -15,6 +15,10 @@
 //! successful renewals were more than `leaseDurationSeconds` (40 s) apart:
 //! in that gap its Lease had expired (the node lifecycle controller allows
 //! 50 s, so this count is the stricter one); the longest gap is reported.
+//! The server's own verdict is counted too: a watch on Nodes (admin
+//! token, from the revision at which registration finished) records every
+//! node whose `Ready` condition the node lifecycle controller ever set to
+//! `Unknown`.
 
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
@@ -67,6 +71,13 @@ pub struct SimReport {
     /// whole run (lease expired in between: what a node lifecycle
     /// controller would have marked Unknown).
     falsely_unknown_nodes_lease_gap_over_40s: u64,
+    /// Nodes whose `Ready` condition the server (node lifecycle
+    /// controller) set to `Unknown` during the steady window, seen by a
+    /// watch on Nodes.
+    nodes_marked_unknown_by_server: u64,
+    /// Whether that watch ran the whole window without a gap (a failed or
+    /// expired watch is resumed; a gap would make the count a lower bound).
+    node_watch_unbroken: bool,
     max_renew_gap_seconds: f64,
     holds: bool,
 }
@@ -177,6 +188,17 @@ async fn run_async(args: &SimArgs, berth: &Path, parent: &Path) -> anyhow::Resul
     };
     eprintln!("sim: {total} nodes registered in {:.1} s", register.seconds);
 
+    let admin_token = std::fs::read_to_string(dir.path().join("admin-token"))
+        .context("reading the admin token")?;
+    let admin = client_from_kubeconfig(&render_kubeconfig(
+        &server.url,
+        &ca,
+        "admin",
+        Some(admin_token.trim()),
+    ))
+    .await?;
+    let unknown_watch = tokio::spawn(watch_unknown_nodes(admin, stop.clone()));
+
     let me = std::process::id();
     let window_start = Instant::now();
     let renewals0 = stats.lease_renewals.load(Ordering::Relaxed);
@@ -220,6 +242,17 @@ async fn run_async(args: &SimArgs, berth: &Path, parent: &Path) -> anyhow::Resul
     };
     stop.cancel();
     let _ = fleet.await;
+    let (marked_unknown, node_watch_unbroken) = match unknown_watch.await {
+        Ok(Ok(seen)) => seen,
+        Ok(Err(e)) => {
+            eprintln!("sim: node watch failed: {e:#}");
+            (0, false)
+        }
+        Err(e) => {
+            eprintln!("sim: node watch task: {e}");
+            (0, false)
+        }
+    };
     let late = stats.late_nodes.load(Ordering::Relaxed);
     let max_gap = stats.max_renew_gap_ms.load(Ordering::Relaxed) as f64 / 1000.0;
     drop(server);
@@ -234,14 +267,102 @@ async fn run_async(args: &SimArgs, berth: &Path, parent: &Path) -> anyhow::Resul
             lease_duration_seconds: config.node_lease_duration_seconds,
             max_in_flight: args.max_in_flight,
             berth_bin: berth.display().to_string(),
-            false_unknown_measured_by: "lease renewal gaps > leaseDurationSeconds seen by the sim (no node lifecycle controller in this build)",
+            false_unknown_measured_by: "lease renewal gaps > leaseDurationSeconds seen by the sim, and Ready=Unknown set by the server's node lifecycle controller (watch on Nodes)",
         },
         register,
-        holds: late == 0 && steady.lease_failures == 0,
+        holds: late == 0
+            && steady.lease_failures == 0
+            && marked_unknown == 0
+            && node_watch_unbroken,
         steady,
         falsely_unknown_nodes_lease_gap_over_40s: late,
+        nodes_marked_unknown_by_server: marked_unknown,
+        node_watch_unbroken,
         max_renew_gap_seconds: round3(max_gap),
     })
+}
+
+/// Watches Nodes from the current revision until `stop`, and returns how
+/// many distinct nodes were ever seen with `Ready` = `Unknown`, and whether
+/// the watch ran without a gap. It starts from a one-item list's revision
+/// so it never lists the whole fleet.
+async fn watch_unknown_nodes(
+    admin: kube::Client,
+    stop: CancellationToken,
+) -> anyhow::Result<(u64, bool)> {
+    use futures::StreamExt;
+    use k8s_openapi::api::core::v1::Node;
+    use kube::api::{Api, ListParams, WatchEvent, WatchParams};
+
+    let nodes: Api<Node> = Api::all(admin);
+    let first = nodes
+        .list_metadata(&ListParams::default().limit(1))
+        .await
+        .context("listing one node for a revision")?;
+    let mut revision = first
+        .metadata
+        .resource_version
+        .context("the list has no resourceVersion")?;
+    let mut unknown = std::collections::HashSet::new();
+    let mut unbroken = true;
+    let params = WatchParams::default().timeout(290);
+    while !stop.is_cancelled() {
+        let mut stream = match nodes.watch(&params, &revision).await {
+            Ok(stream) => stream.boxed(),
+            Err(e) => {
+                eprintln!("sim: node watch: {e}");
+                unbroken = false;
+                tokio::time::sleep(Duration::from_secs(1)).await;
+                continue;
+            }
+        };
+        loop {
+            let event = tokio::select! {
+                _ = stop.cancelled() => return Ok((unknown.len() as u64, unbroken)),
+                event = stream.next() => event,
+            };
+            let node = match event {
+                None => break,
+                Some(Ok(WatchEvent::Added(node) | WatchEvent::Modified(node))) => node,
+                Some(Ok(WatchEvent::Bookmark(b))) => {
+                    revision = b.metadata.resource_version;
+                    continue;
+                }
+                Some(Ok(WatchEvent::Deleted(_))) => continue,
+                Some(Ok(WatchEvent::Error(e))) => {
+                    // 410 Gone: resume from a fresh revision; the gap
+                    // makes the count a lower bound.
+                    eprintln!("sim: node watch: {e}");
+                    unbroken = false;
+                    let fresh = nodes.list_metadata(&ListParams::default().limit(1)).await?;
+                    revision = fresh.metadata.resource_version.unwrap_or(revision);
+                    break;
+                }
+                Some(Err(e)) => {
+                    eprintln!("sim: node watch stream: {e}");
+                    break;
+                }
+            };
+            if let Some(rv) = node.metadata.resource_version.clone() {
+                revision = rv;
+            }
+            let ready_unknown = node
+                .status
+                .as_ref()
+                .and_then(|s| s.conditions.as_ref())
+                .is_some_and(|conditions| {
+                    conditions
+                        .iter()
+                        .any(|c| c.type_ == "Ready" && c.status == "Unknown")
+                });
+            if ready_unknown && let Some(name) = node.metadata.name {
+                if unknown.insert(name.clone()) {
+                    eprintln!("sim: the server marked {name} Unknown");
+                }
+            }
+        }
+    }
+    Ok((unknown.len() as u64, unbroken))
 }
 
 pub fn run(args: &SimArgs) -> anyhow::Result<SimReport> {
