@@ -1230,7 +1230,7 @@ impl ApiServer {
         if rt.stored_as.is_some() {
             return None;
         }
-        let cached = self.cache(rt).ok()?.get(&rt.key(ns, name)).await?;
+        let cached = self.cache(rt).ok()?.latest(&rt.key(ns, name)).await?;
         let object = serde_json::from_str(&cached.json).ok()?;
         Some((object, cached.rv))
     }

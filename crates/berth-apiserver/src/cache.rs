@@ -17,6 +17,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use berth_store::{AnyStore, EventKind, ListOptions, Store, StoreError, WatchEvent};
+use futures::FutureExt;
 use serde_json::Value;
 use tokio::sync::{RwLock, broadcast, watch};
 
@@ -104,19 +105,46 @@ async fn follow(caches: &[Arc<ResourceCache>], store: &AnyStore) -> Result<(), S
         let objects = cache.load(store, revision).await?;
         cache.reset(objects, revision).await;
     }
+    let prefixes: Vec<String> = caches.iter().map(|c| c.resource.prefix(None)).collect();
     let mut stream = store.watch("/registry/", revision).await?;
     while let Some(event) = stream.next_event().await {
-        let event = event?;
-        let revision = event.revision;
+        // Apply each event to the cache it belongs to, and move the other
+        // caches' revision forward once for the events already waiting (a
+        // committed batch arrives at once) instead of once per event each.
+        let mut last = apply_to_owner(caches, &prefixes, event?).await;
+        for _ in 1..FOLLOW_RUN {
+            let Some(next) = stream.next_event().now_or_never() else {
+                break;
+            };
+            let Some(event) = next else {
+                return Err(StoreError::Closed);
+            };
+            last = apply_to_owner(caches, &prefixes, event?).await;
+        }
         for cache in caches {
-            if event.kv.key.starts_with(&cache.resource.prefix(None)) {
-                cache.apply(event.clone()).await;
-            } else {
-                cache.advance(revision).await;
-            }
+            cache.advance(last).await;
         }
     }
     Err(StoreError::Closed)
+}
+
+/// Events applied before every cache's revision is brought up to date:
+/// bounds how long a consistent read on a quiet resource waits behind a
+/// stream of writes to another.
+const FOLLOW_RUN: usize = 256;
+
+/// Applies `event` to the cache whose prefix holds its key (one at most:
+/// each cached type has a storage of its own); returns its revision.
+async fn apply_to_owner(caches: &[Arc<ResourceCache>], prefixes: &[String], event: WatchEvent) -> i64 {
+    let revision = event.revision;
+    if let Some((cache, _)) = caches
+        .iter()
+        .zip(prefixes)
+        .find(|(_, prefix)| event.kv.key.starts_with(prefix.as_str()))
+    {
+        cache.apply(event).await;
+    }
+    revision
 }
 
 /// The cache of one resource type.
@@ -297,6 +325,10 @@ impl ResourceCache {
     /// resource type: the store's watch is totally ordered, so nothing of
     /// this type happened in between.
     async fn advance(&self, revision: i64) {
+        // Usually the owner of the last event, already there: no write lock.
+        if *self.rv.borrow() >= revision {
+            return;
+        }
         let mut state = self.state.write().await;
         if revision > state.rv {
             state.rv = revision;
@@ -435,6 +467,35 @@ impl ResourceCache {
             return None;
         }
         state.objects.get(key).cloned()
+    }
+
+    /// The newest copy of `key` this server knows of: an object it has just
+    /// written whose store event the cache has not applied yet (primed),
+    /// else the cache's own. A client that writes an object and at once
+    /// writes it again (a controller's status patch, then its delete) would
+    /// otherwise find the cache one revision behind, and its
+    /// compare-and-swap fail and be redone on a store read. Like [`get`],
+    /// it may still be behind the store (another server's write).
+    ///
+    /// [`get`]: ResourceCache::get
+    pub async fn latest(&self, key: &str) -> Option<Arc<Cached>> {
+        let primed = self
+            .primed
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .objects
+            .get(key)
+            .cloned();
+        let state = self.state.read().await;
+        if !state.ready {
+            return None;
+        }
+        let cached = state.objects.get(key).cloned();
+        match (primed, cached) {
+            (Some(primed), Some(cached)) if cached.rv >= primed.rv => Some(cached),
+            (Some(primed), _) => Some(primed),
+            (None, cached) => cached,
+        }
     }
 
     /// The revision the cache reflects.

@@ -44,8 +44,8 @@
 use std::collections::{BTreeMap, BTreeSet, HashMap};
 use std::ops::Bound;
 use std::path::{Path, PathBuf};
-use std::sync::atomic::{AtomicI64, AtomicU64, AtomicUsize, Ordering};
-use std::sync::{Arc, Mutex, PoisonError, RwLock};
+use std::sync::atomic::{AtomicBool, AtomicI64, AtomicU64, AtomicUsize, Ordering};
+use std::sync::{Arc, Mutex, OnceLock, PoisonError, RwLock};
 use std::time::{Duration, Instant};
 
 use redb::{
@@ -460,6 +460,11 @@ struct Shared {
     /// Writes submitted and not yet answered to their caller: those in the channel, in the
     /// batch being committed, and those whose reply is on its way back.
     in_flight: AtomicUsize,
+    /// Set while the writer is parked waiting for in-flight writes to join its batch: whoever
+    /// submits a write or stops counting one then unparks it.
+    lingering: AtomicBool,
+    /// The writer thread, for that unpark.
+    writer_thread: OnceLock<std::thread::Thread>,
     revision: AtomicI64,
     compacted: AtomicI64,
     commits: AtomicU64,
@@ -477,6 +482,19 @@ impl Shared {
             .lock()
             .unwrap_or_else(PoisonError::into_inner)
             .clone()
+    }
+
+    /// Wakes the writer if it is parked waiting for writes in flight. The fence pairs with the
+    /// writer's between setting `lingering` and looking at the channel and the count once
+    /// more, so either the writer sees this caller's change or this caller sees the flag; a
+    /// missed wake-up would cost at most [`MAX_LINGER`] anyway.
+    fn wake_lingering_writer(&self) {
+        std::sync::atomic::fence(Ordering::SeqCst);
+        if self.lingering.load(Ordering::Relaxed)
+            && let Some(writer) = self.writer_thread.get()
+        {
+            writer.unpark();
+        }
     }
 
     fn record_compaction(&self, started: Instant) {
@@ -647,6 +665,7 @@ struct Outcome {
 
 impl Writer {
     fn run(mut self, mut rx: mpsc::Receiver<Msg>) {
+        let _ = self.shared.writer_thread.set(std::thread::current());
         loop {
             let compaction_due = self.cursor <= self.compacted && !self.compaction_stalled;
             let first = if compaction_due {
@@ -697,8 +716,31 @@ impl Writer {
                         if batch.len() < self.shared.in_flight.load(Ordering::Acquire)
                             && Instant::now() < linger_until =>
                     {
-                        // Let the callers' threads run (on a small machine, this one's core).
-                        std::thread::yield_now();
+                        // Sleep rather than spin: the callers need the CPU to get here (a
+                        // yield loop took a whole core from them on a 2-core machine). Set
+                        // the flag, look once more, then park until a caller submits or
+                        // stops counting a write, or the linger ends.
+                        self.shared.lingering.store(true, Ordering::Relaxed);
+                        std::sync::atomic::fence(Ordering::SeqCst);
+                        match rx.try_recv() {
+                            Ok(Msg::Write(req)) => {
+                                bytes += req.op.bytes();
+                                batch.push(req);
+                            }
+                            Ok(Msg::Shutdown) => shutdown = true,
+                            Err(TryRecvError::Empty)
+                                if batch.len() < self.shared.in_flight.load(Ordering::Acquire) =>
+                            {
+                                std::thread::park_timeout(
+                                    linger_until.saturating_duration_since(Instant::now()),
+                                );
+                            }
+                            Err(_) => {
+                                self.shared.lingering.store(false, Ordering::Relaxed);
+                                break;
+                            }
+                        }
+                        self.shared.lingering.store(false, Ordering::Relaxed);
                     }
                     Err(_) => break,
                 }
@@ -1370,6 +1412,7 @@ impl RedbStore {
             .send(Msg::Write(Request { op, reply }))
             .await
             .map_err(|_| StoreError::Closed)?;
+        self.inner.shared.wake_lingering_writer();
         answer.await.map_err(|_| StoreError::Closed)?
     }
 }
@@ -1387,6 +1430,8 @@ impl<'a> InFlight<'a> {
 impl Drop for InFlight<'_> {
     fn drop(&mut self) {
         self.0.in_flight.fetch_sub(1, Ordering::AcqRel);
+        // One fewer to wait for: the writer may be waiting for exactly this one.
+        self.0.wake_lingering_writer();
     }
 }
 
