@@ -135,7 +135,11 @@ const FOLLOW_RUN: usize = 256;
 
 /// Applies `event` to the cache whose prefix holds its key (one at most:
 /// each cached type has a storage of its own); returns its revision.
-async fn apply_to_owner(caches: &[Arc<ResourceCache>], prefixes: &[String], event: WatchEvent) -> i64 {
+async fn apply_to_owner(
+    caches: &[Arc<ResourceCache>],
+    prefixes: &[String],
+    event: WatchEvent,
+) -> i64 {
     let revision = event.revision;
     if let Some((cache, _)) = caches
         .iter()

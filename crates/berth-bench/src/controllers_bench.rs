@@ -73,8 +73,9 @@ pub struct ControllersArgs {
     /// The API server's store for the eviction run.
     #[arg(long, value_enum, default_value_t = StoreKind::Redb)]
     store: StoreKind,
-    /// Evictions the controller carries out at once.
-    #[arg(long, default_value_t = 32)]
+    /// Evictions the controller carries out at once (default: the
+    /// controller's own default).
+    #[arg(long, default_value_t = TaintEvictionConfig::default().concurrency)]
     concurrency: usize,
 }
 

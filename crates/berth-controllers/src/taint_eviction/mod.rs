@@ -49,7 +49,11 @@ pub const REASON: &str = "TaintManagerEviction";
 #[derive(Debug, Clone)]
 pub struct TaintEvictionConfig {
     pub gates: FeatureGates,
-    /// Evictions carried out at the same time.
+    /// Evictions carried out at the same time. Upstream starts one
+    /// goroutine per due pod (bounded only by its client's rate limit);
+    /// here a burst of 1,000 pods due in one instant measured p99 lateness
+    /// 102–109 ms at 32 and 64, 80–98 ms at 128 and 70–80 ms at 256: more
+    /// deletes share each group commit of the store.
     pub concurrency: usize,
     /// How long to wait before retrying a failed eviction.
     pub retry_after: Duration,
@@ -71,7 +75,7 @@ impl Default for TaintEvictionConfig {
     fn default() -> Self {
         TaintEvictionConfig {
             gates: FeatureGates::default(),
-            concurrency: 32,
+            concurrency: 256,
             retry_after: Duration::from_secs(1),
             acknowledged: None,
         }
