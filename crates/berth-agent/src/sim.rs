@@ -143,11 +143,22 @@ enum Outcome {
 
 type Timer = Reverse<(Instant, usize, Work)>;
 
-/// The fleet's timers: Lease renewals first when several are due.
+/// Of the starts made while both kinds of work are due, renewals take at
+/// most this many in a row before one registration or status write goes.
+const RENEWALS_BEFORE_OTHER: u32 = 3;
+
+/// The fleet's timers: Lease renewals first when several are due, but not
+/// only renewals: with the server saturated, renewals are always due, and
+/// strict priority starved the registration of the rest of the fleet (at
+/// 150,000 nodes it never finished), which kubelets, each on its own, do
+/// not do. So every [`RENEWALS_BEFORE_OTHER`] renewals started while other
+/// work waits, one other piece of work starts.
 #[derive(Default)]
 struct Timers {
     renewals: BinaryHeap<Timer>,
     other: BinaryHeap<Timer>,
+    /// Renewals started in a row while other work was due.
+    renewals_in_a_row: u32,
 }
 
 impl Timers {
@@ -159,14 +170,28 @@ impl Timers {
         heap.push(Reverse((due, index, work)));
     }
 
-    /// The next due piece of work, renewals first.
+    /// The next due piece of work: renewals first, within their share.
     fn pop_due(&mut self, now: Instant) -> Option<(usize, Work)> {
-        for heap in [&mut self.renewals, &mut self.other] {
-            if heap.peek().is_some_and(|Reverse((due, _, _))| *due <= now) {
-                return heap.pop().map(|Reverse((_, index, work))| (index, work));
+        let is_due =
+            |heap: &BinaryHeap<Timer>| heap.peek().is_some_and(|Reverse((due, _, _))| *due <= now);
+        let renewal_due = is_due(&self.renewals);
+        let other_due = is_due(&self.other);
+        let heap = match (renewal_due, other_due) {
+            (true, true) if self.renewals_in_a_row < RENEWALS_BEFORE_OTHER => {
+                self.renewals_in_a_row += 1;
+                &mut self.renewals
             }
-        }
-        None
+            (true, false) => {
+                self.renewals_in_a_row = 0;
+                &mut self.renewals
+            }
+            (_, true) => {
+                self.renewals_in_a_row = 0;
+                &mut self.other
+            }
+            (false, false) => return None,
+        };
+        heap.pop().map(|Reverse((_, index, work))| (index, work))
     }
 
     fn next_due(&self) -> Option<Instant> {
@@ -386,4 +411,59 @@ pub async fn run_fleet(
     }
     feed_task.abort();
     worker_task.abort();
+}
+
+#[cfg(test)]
+mod timer_tests {
+    use super::*;
+
+    /// Which work starts, in order, when `renewals` renewals and `other`
+    /// other pieces of work are all due at once.
+    fn order(renewals: usize, other: usize) -> String {
+        let mut timers = Timers::default();
+        let now = Instant::now();
+        for i in 0..renewals {
+            timers.push(now, i, Work::Renew);
+        }
+        for i in 0..other {
+            timers.push(now, 100 + i, Work::Status);
+        }
+        std::iter::from_fn(|| timers.pop_due(now))
+            .map(|(_, work)| if work == Work::Renew { 'R' } else { 'O' })
+            .collect()
+    }
+
+    #[test]
+    fn renewals_go_first_but_leave_other_work_a_share() {
+        let cases = [
+            // (renewals due, other due, order started)
+            (0, 0, ""),
+            (5, 0, "RRRRR"),
+            (0, 3, "OOO"),
+            (3, 1, "RRRO"),
+            (8, 2, "RRRORRRORR"),
+            (2, 4, "RROOOO"),
+        ];
+        for (renewals, other, want) in cases {
+            assert_eq!(
+                order(renewals, other),
+                want,
+                "{renewals} renewals, {other} other"
+            );
+        }
+    }
+
+    #[test]
+    fn work_not_yet_due_never_starts() {
+        let mut timers = Timers::default();
+        let now = Instant::now();
+        timers.push(now + Duration::from_secs(1), 0, Work::Renew);
+        timers.push(now + Duration::from_secs(2), 1, Work::Register);
+        assert_eq!(timers.pop_due(now), None);
+        assert_eq!(timers.next_due(), Some(now + Duration::from_secs(1)));
+        assert_eq!(
+            timers.pop_due(now + Duration::from_secs(1)),
+            Some((0, Work::Renew))
+        );
+    }
 }

@@ -355,10 +355,11 @@ async fn watch_unknown_nodes(
                         .iter()
                         .any(|c| c.type_ == "Ready" && c.status == "Unknown")
                 });
-            if ready_unknown && let Some(name) = node.metadata.name {
-                if unknown.insert(name.clone()) {
-                    eprintln!("sim: the server marked {name} Unknown");
-                }
+            if ready_unknown
+                && let Some(name) = node.metadata.name
+                && unknown.insert(name.clone())
+            {
+                eprintln!("sim: the server marked {name} Unknown");
             }
         }
     }
