@@ -722,23 +722,12 @@ impl Writer {
                         // stops counting a write, or the linger ends.
                         self.shared.lingering.store(true, Ordering::Relaxed);
                         std::sync::atomic::fence(Ordering::SeqCst);
-                        match rx.try_recv() {
-                            Ok(Msg::Write(req)) => {
-                                bytes += req.op.bytes();
-                                batch.push(req);
-                            }
-                            Ok(Msg::Shutdown) => shutdown = true,
-                            Err(TryRecvError::Empty)
-                                if batch.len() < self.shared.in_flight.load(Ordering::Acquire) =>
-                            {
-                                std::thread::park_timeout(
-                                    linger_until.saturating_duration_since(Instant::now()),
-                                );
-                            }
-                            Err(_) => {
-                                self.shared.lingering.store(false, Ordering::Relaxed);
-                                break;
-                            }
+                        if rx.is_empty()
+                            && batch.len() < self.shared.in_flight.load(Ordering::Acquire)
+                        {
+                            std::thread::park_timeout(
+                                linger_until.saturating_duration_since(Instant::now()),
+                            );
                         }
                         self.shared.lingering.store(false, Ordering::Relaxed);
                     }
