@@ -16,11 +16,10 @@ use berth_controllers::taint_eviction::{
     Acknowledged, REASON, TaintEvictionConfig, TaintEvictionController,
 };
 use berth_core::clock::Clock;
+use berth_core::test_util::tol_secs;
 use berth_store::{AnyStore, MemStore};
 use jiff::{SignedDuration, Timestamp};
-use k8s_openapi::api::core::v1::{
-    Container, Event, Node, NodeSpec, Pod, PodSpec, Taint, Toleration,
-};
+use k8s_openapi::api::core::v1::{Container, Event, Node, NodeSpec, Pod, PodSpec, Taint};
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::{ObjectMeta, Time};
 use kube::Api;
 use kube::api::{ListParams, PostParams};
@@ -71,13 +70,7 @@ fn pod(name: &str, node: &str, seconds: i64) -> Pod {
                 image: Some("busybox".into()),
                 ..Container::default()
             }],
-            tolerations: Some(vec![Toleration {
-                key: Some(KEY.into()),
-                operator: Some("Exists".into()),
-                effect: Some("NoExecute".into()),
-                toleration_seconds: Some(seconds),
-                ..Toleration::default()
-            }]),
+            tolerations: Some(vec![tol_secs(KEY, "Exists", "", "NoExecute", seconds)]),
             ..PodSpec::default()
         }),
         ..Pod::default()

@@ -320,12 +320,8 @@ impl TaintEvictionController {
                 &Patch::Strategic(patch),
             )
             .map_err(kube::Error::BuildRequest)?;
-        match self.client.request_text(request).await {
-            Ok(_) => {}
-            Err(kube::Error::Api(status)) if status.is_not_found() || status.code == 409 => {
-                return Ok(());
-            }
-            Err(err) => return Err(err),
+        if !goes_on(self.client.request_text(request).await)? {
+            return Ok(());
         }
         let params = DeleteParams {
             grace_period_seconds: eviction.due.force.then_some(0),
@@ -338,12 +334,8 @@ impl TaintEvictionController {
         let request = pods
             .delete(name, &params)
             .map_err(kube::Error::BuildRequest)?;
-        match self.client.request_text(request).await {
-            Ok(_) => {}
-            Err(kube::Error::Api(status)) if status.is_not_found() || status.code == 409 => {
-                return Ok(());
-            }
-            Err(err) => return Err(err),
+        if !goes_on(self.client.request_text(request).await)? {
+            return Ok(());
         }
         let now = self.clock.now();
         if let Some(acknowledged) = &self.config.acknowledged {
@@ -359,6 +351,17 @@ impl TaintEvictionController {
             .pod_deletion_duration
             .observe(late.as_secs_f64().max(0.0));
         Ok(())
+    }
+}
+
+/// Whether an eviction goes on after one of its calls: not when the pod is
+/// gone (404) or is no longer the pod meant (409: its UID changed); an
+/// error otherwise is retried later.
+fn goes_on(answer: Result<String, kube::Error>) -> Result<bool, kube::Error> {
+    match answer {
+        Ok(_) => Ok(true),
+        Err(kube::Error::Api(status)) if status.is_not_found() || status.code == 409 => Ok(false),
+        Err(err) => Err(err),
     }
 }
 
