@@ -17,6 +17,7 @@
 pub mod health;
 pub mod rate_limited_queue;
 pub mod taints;
+pub mod writes;
 pub mod zone;
 
 use std::collections::{BTreeMap, BTreeSet, HashMap, HashSet};
@@ -26,24 +27,25 @@ use futures::StreamExt;
 use futures::stream::PollNext;
 use jiff::{SignedDuration, Timestamp};
 use k8s_openapi::api::coordination::v1::Lease;
-use k8s_openapi::api::core::v1::{Node, NodeCondition, Pod};
-use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
-use kube::api::{Api, PostParams};
+use k8s_openapi::api::core::v1::{Node, Pod};
+use kube::api::Api;
 use kube::runtime::WatchStreamExt;
 use kube::runtime::watcher::{self, Event};
 
 use berth_core::clock::Clock;
 use berth_core::toleration::EFFECT_NO_EXECUTE;
+use tokio::task::{Id, JoinSet};
 
-use crate::events::{EventRecorder, TYPE_NORMAL, TYPE_WARNING, node_ref, pod_ref};
+use crate::events::{EventRecorder, TYPE_NORMAL, node_ref};
 use crate::metrics::ControllerMetrics;
 use crate::taint_eviction::schedule::PodKey;
 use health::{GracePeriods, HealthVerdict, NodeHealth, ReadyStatus, STATUS_FALSE, STATUS_UNKNOWN};
 use rate_limited_queue::{RateLimitedTimedQueue, TimedValue};
 use taints::{
-    CONDITION_READY, TAINT_NOT_READY, TAINT_UNREACHABLE, TaintChange, apply_change, condition,
-    has_taint, lift_no_execute_health_taints, no_execute_swap, no_schedule_change,
+    CONDITION_READY, TAINT_NOT_READY, TAINT_UNREACHABLE, TaintChange, condition, has_taint,
+    lift_no_execute_health_taints, no_execute_swap, no_schedule_change,
 };
+use writes::{Job, JobDone, NodeWork, TaintPurpose, WRITES_IN_FLIGHT, WorkQueue};
 use zone::{DisruptionOutcome, ZoneRates, ZoneTracker, excluded_from_disruption, zone_key};
 
 /// Upstream's controller name (`--controllers`).
@@ -61,8 +63,6 @@ enum Watched {
     Lease(Result<Event<Lease>, watcher::Error>),
     Pod(Result<Event<Pod>, watcher::Error>),
 }
-/// How many times a write is retried on a conflict.
-const RETRIES: usize = 5;
 
 /// Settings, with upstream's defaults.
 #[derive(Debug, Clone, PartialEq)]
@@ -194,6 +194,29 @@ impl ClusterState {
             health.observe_lease(Some(*renew), now);
         }
         self.nodes.insert(name, NodeEntry::new(node, health));
+    }
+
+    /// A copy of a node the controller wrote or read itself: taken only for
+    /// a node still known and only if newer than the watched copy (the
+    /// watch may already have brought a later write).
+    pub fn observe_written(&mut self, node: Node, now: Timestamp) {
+        fn revision(node: &Node) -> Option<u64> {
+            node.metadata.resource_version.as_deref()?.parse().ok()
+        }
+        let Some(entry) = node
+            .metadata
+            .name
+            .as_deref()
+            .and_then(|name| self.nodes.get(name))
+        else {
+            return;
+        };
+        if let (Some(known), Some(written)) = (revision(&entry.node), revision(&node))
+            && written <= known
+        {
+            return;
+        }
+        self.observe_node(node, now);
     }
 
     pub fn remove_node(&mut self, name: &str) {
@@ -456,14 +479,7 @@ pub struct NodeLifecycleController {
     metrics: ControllerMetrics,
     recorder: EventRecorder,
     state: ClusterState,
-}
-
-fn is_conflict(err: &kube::Error) -> bool {
-    matches!(err, kube::Error::Api(s) if s.code == 409)
-}
-
-fn is_not_found(err: &kube::Error) -> bool {
-    matches!(err, kube::Error::Api(s) if s.is_not_found())
+    writes: WorkQueue,
 }
 
 #[derive(Default)]
@@ -502,6 +518,7 @@ impl NodeLifecycleController {
             metrics,
             recorder,
             state: ClusterState::default(),
+            writes: WorkQueue::default(),
         }
     }
 
@@ -548,6 +565,10 @@ impl NodeLifecycleController {
         let mut lease_sync: Sync<String> = Sync::default();
         let mut pod_sync: Sync<PodKey> = Sync::default();
         let mut next_monitor: Option<Timestamp> = None;
+        // The writes run here, so dropping the controller (a lost lease)
+        // stops them too.
+        let mut jobs: JoinSet<JobDone> = JoinSet::new();
+        let mut running: HashMap<Id, String> = HashMap::new();
         loop {
             let synced = node_sync.done && lease_sync.done && pod_sync.done;
             if synced && next_monitor.is_none() {
@@ -576,37 +597,56 @@ impl NodeLifecycleController {
             tokio::select! {
                 biased;
                 Some(watched) = watched.next() => match watched {
-                    Watched::Node(Ok(event)) => self.node_event(event, &mut node_sync).await,
+                    Watched::Node(Ok(event)) => self.node_event(event, &mut node_sync),
                     Watched::Node(Err(err)) => tracing::warn!(%err, "watching nodes"),
                     Watched::Lease(Ok(event)) => self.lease_event(event, &mut lease_sync),
                     Watched::Lease(Err(err)) => tracing::warn!(%err, "watching leases"),
                     Watched::Pod(Ok(event)) => self.pod_event(event, &mut pod_sync),
                     Watched::Pod(Err(err)) => tracing::warn!(%err, "watching pods"),
                 },
+                Some(done) = jobs.join_next_with_id(), if !jobs.is_empty() => match done {
+                    Ok((id, done)) => {
+                        running.remove(&id);
+                        self.write_done(done);
+                    }
+                    Err(err) => {
+                        // Not expected (the tasks do not panic); free the
+                        // node so its next work can start.
+                        if let Some(name) = running.remove(&err.id()) {
+                            tracing::warn!(node = %name, %err, "node write task ended");
+                            self.writes.finished(&name);
+                        }
+                    }
+                },
                 _ = monitor => {
-                    self.monitor_pass().await;
+                    self.monitor_pass();
                     let period = SignedDuration::try_from(self.config.node_monitor_period)
                         .unwrap_or(SignedDuration::from_secs(5));
                     next_monitor = Some(self.clock.now().checked_add(period).unwrap_or(Timestamp::MAX));
                 }
-                _ = taint => self.tainting_pass().await,
+                _ = taint => self.tainting_pass(),
             }
+            self.start_writes(&mut jobs, &mut running);
         }
     }
 
-    async fn node_event(&mut self, event: Event<Node>, sync: &mut Sync<String>) {
+    fn node_event(&mut self, event: Event<Node>, sync: &mut Sync<String>) {
         let now = self.clock.now();
         match event {
             Event::Init => sync.init(),
             Event::InitApply(node) | Event::Apply(node) => {
                 let name = node.metadata.name.clone().unwrap_or_default();
                 sync.saw(name.clone());
-                let change = no_schedule_change(&node);
+                let no_schedule = !no_schedule_change(&node).is_empty();
                 self.state.observe_node(node, now);
-                if !change.is_empty()
-                    && let Err(err) = self.update_taints(&name, &change).await
-                {
-                    tracing::warn!(node = %name, %err, "failed to update NoSchedule taints");
+                if no_schedule {
+                    self.writes.add(
+                        &name,
+                        NodeWork {
+                            no_schedule,
+                            ..NodeWork::default()
+                        },
+                    );
                 }
             }
             Event::Delete(node) => {
@@ -657,8 +697,8 @@ impl NodeLifecycleController {
         }
     }
 
-    /// One monitor pass: plan, then write.
-    async fn monitor_pass(&mut self) {
+    /// One monitor pass: plan, then queue the writes.
+    fn monitor_pass(&mut self) {
         let now = self.clock.now();
         let plan = self.state.plan(now, &self.config);
         for name in &plan.registered {
@@ -679,7 +719,21 @@ impl NodeLifecycleController {
             );
         }
         for action in plan.actions {
-            self.carry_out(action, now).await;
+            let monitor_taints = match action.taints {
+                TaintStep::None => None,
+                TaintStep::SwapNow(change) => Some(change),
+                TaintStep::Lift => Some(lift_no_execute_health_taints()),
+            };
+            self.writes.add(
+                &action.name,
+                NodeWork {
+                    status: action.verdict.status_update.is_some(),
+                    became_not_ready: action.became_not_ready,
+                    monitor_taints,
+                    mark_pods_not_ready: action.mark_pods_not_ready,
+                    ..NodeWork::default()
+                },
+            );
         }
         let disruption = &plan.disruption;
         for figures in &disruption.figures {
@@ -716,12 +770,13 @@ impl NodeLifecycleController {
                 .map(|(k, _)| k.clone())
                 .collect();
             for name in tainted {
-                if let Err(err) = self
-                    .update_taints(&name, &lift_no_execute_health_taints())
-                    .await
-                {
-                    tracing::warn!(node = %name, %err, "failed to remove taints from node");
-                }
+                self.writes.add(
+                    &name,
+                    NodeWork {
+                        monitor_taints: Some(lift_no_execute_health_taints()),
+                        ..NodeWork::default()
+                    },
+                );
             }
         }
         if disruption.exit_master_disruption {
@@ -731,34 +786,119 @@ impl NodeLifecycleController {
         }
     }
 
-    async fn carry_out(&mut self, action: NodeAction, now: Timestamp) {
-        let name = action.name.as_str();
-        if let Some(conditions) = action.verdict.status_update.clone() {
-            match self.write_unknown(name, conditions, now).await {
-                Ok(()) => {}
-                Err(err) => {
-                    tracing::warn!(node = %name, %err, "Update health of Node from Controller error, Skipping - no pods will be evicted");
-                    return;
+    /// Queues the NoExecute taints the zones' queues allow now.
+    fn tainting_pass(&mut self) {
+        let now = self.clock.now();
+        for (zone, value) in self.state.due_for_tainting(now) {
+            let node = value.value.clone();
+            self.writes.add(
+                &node,
+                NodeWork {
+                    evict: vec![(zone, value)],
+                    ..NodeWork::default()
+                },
+            );
+        }
+    }
+
+    /// Starts queued writes while there is room.
+    fn start_writes(&mut self, jobs: &mut JoinSet<JobDone>, running: &mut HashMap<Id, String>) {
+        while jobs.len() < WRITES_IN_FLIGHT {
+            let Some((name, work)) = self.writes.start_next() else {
+                break;
+            };
+            match self.job_for(&name, work) {
+                Some(job) => {
+                    let task = jobs.spawn(writes::run_job(
+                        self.client.clone(),
+                        self.clock.clone(),
+                        self.recorder.clone(),
+                        job,
+                    ));
+                    running.insert(task.id(), name);
+                }
+                None => self.writes.finished(&name),
+            }
+        }
+    }
+
+    /// What a node's queued work comes to now, decided from the newest copy
+    /// of the node (`None`: nothing to write).
+    fn job_for(&mut self, name: &str, work: NodeWork) -> Option<Job> {
+        let now = self.clock.now();
+        // A node gone since: nothing to write, its queued taints are done.
+        let entry = self.state.nodes.get(name)?;
+        let mut job = Job {
+            name: name.to_string(),
+            node: entry.node.clone(),
+            health: entry.health.clone(),
+            grace: self.config.grace,
+            status: None,
+            became_not_ready: false,
+            taints: Vec::new(),
+            mark_pods: None,
+        };
+        // The pass's decision holds only if the node is still silent; if it
+        // has spoken since, the next pass decides again.
+        let mut monitor = true;
+        if work.status {
+            job.status = health::check(&job.node, &job.health, now, &job.grace).status_update;
+            monitor = job.status.is_some();
+        }
+        if monitor {
+            job.became_not_ready = work.became_not_ready;
+            if let Some(change) = work.monitor_taints {
+                job.taints.push((change, TaintPurpose::Monitor));
+            }
+            if work.mark_pods_not_ready {
+                job.mark_pods = Some(self.state.pods_on(name));
+            }
+        }
+        if work.no_schedule {
+            let change = no_schedule_change(&job.node);
+            if !change.is_empty() {
+                job.taints.push((change, TaintPurpose::NoSchedule));
+            }
+        }
+        for (zone, value) in work.evict {
+            let ready = condition(&job.node, CONDITION_READY).map(|c| c.status.clone());
+            match ready {
+                None => {
+                    self.state
+                        .retry_tainting(&zone, value, now, Duration::from_millis(50));
+                }
+                Some(status) => {
+                    // Ready again: nothing to taint.
+                    if let Some(change) = no_execute_swap(&status) {
+                        job.taints
+                            .push((change, TaintPurpose::Evict { zone, value }));
+                    }
                 }
             }
         }
-        match &action.taints {
-            TaintStep::None => {}
-            TaintStep::SwapNow(change) => {
-                if let Err(err) = self.update_taints(name, change).await {
-                    tracing::warn!(node = %name, %err, "failed to swap NoExecute taints; next pass retries");
+        (!job.is_empty()).then_some(job)
+    }
+
+    /// Applies what a write task came back with.
+    fn write_done(&mut self, done: JobDone) {
+        let now = self.clock.now();
+        let name = done.name.as_str();
+        self.writes.finished(name);
+        if let Some(node) = done.node {
+            self.state.observe_written(node, now);
+        }
+        match done.status {
+            None => {}
+            Some(Ok(())) => {
+                if let Some(entry) = self.state.nodes.get_mut(name) {
+                    entry.health.marked_unknown(now);
                 }
             }
-            TaintStep::Lift => {
-                if let Err(err) = self
-                    .update_taints(name, &lift_no_execute_health_taints())
-                    .await
-                {
-                    tracing::warn!(node = %name, %err, "failed to remove taints from node");
-                }
+            Some(Err(err)) => {
+                tracing::warn!(node = %name, %err, "Update health of Node from Controller error, Skipping - no pods will be evicted");
             }
         }
-        if action.became_not_ready {
+        if done.became_not_ready {
             let uid = self.state.node(name).and_then(|n| n.metadata.uid.clone());
             self.recorder.record(
                 node_ref(name, uid.as_deref()),
@@ -767,190 +907,45 @@ impl NodeLifecycleController {
                 format!("Node {name} status is now: NodeNotReady"),
             );
         }
-        if action.mark_pods_not_ready {
-            match self.mark_pods_not_ready(name, now).await {
-                Ok(()) => {
-                    self.state.needs_retry.remove(name);
+        for (purpose, result) in done.taints {
+            match (purpose, result) {
+                (TaintPurpose::Evict { zone, .. }, Ok(true)) => {
+                    self.metrics
+                        .evictions
+                        .get_or_create(&ControllerMetrics::zone(&zone))
+                        .inc();
                 }
-                Err(err) => {
-                    tracing::warn!(node = %name, %err, "unable to mark all pods NotReady; queuing for retry");
-                    self.state.needs_retry.insert(name.to_string());
-                }
-            }
-        }
-    }
-
-    /// Writes the Unknown conditions; on a conflict re-reads the node and
-    /// decides again.
-    async fn write_unknown(
-        &mut self,
-        name: &str,
-        mut conditions: Vec<NodeCondition>,
-        now: Timestamp,
-    ) -> Result<(), kube::Error> {
-        let api: Api<Node> = Api::all(self.client.clone());
-        let mut node = match self.state.node(name) {
-            Some(n) => n.clone(),
-            None => return Ok(()),
-        };
-        for attempt in 0..RETRIES {
-            node.status.get_or_insert_with(Default::default).conditions = Some(conditions.clone());
-            match api
-                .replace_status(name, &PostParams::default(), &node)
-                .await
-            {
-                Ok(updated) => {
-                    self.state.observe_node(updated, now);
-                    if let Some(entry) = self.state.nodes.get_mut(name) {
-                        entry.health.marked_unknown(now);
-                    }
-                    return Ok(());
-                }
-                Err(err) if is_conflict(&err) && attempt + 1 < RETRIES => {
-                    let fresh = api.get(name).await?;
-                    self.state.observe_node(fresh.clone(), now);
-                    let Some(health) = self.state.nodes.get(name).map(|e| &e.health) else {
-                        return Ok(());
-                    };
-                    match health::check(&fresh, health, now, &self.config.grace).status_update {
-                        Some(c) => conditions = c,
-                        None => return Ok(()),
-                    }
-                    node = fresh;
-                }
-                Err(err) => return Err(err),
-            }
-        }
-        Ok(())
-    }
-
-    /// `MarkPodsNotReady`: each pod on the node with a Ready condition gets
-    /// Ready=False, and a `NodeNotReady` event.
-    async fn mark_pods_not_ready(&self, node: &str, now: Timestamp) -> Result<(), kube::Error> {
-        let mut first_error = None;
-        for key in self.state.pods_on(node) {
-            let api: Api<Pod> = Api::namespaced(self.client.clone(), &key.namespace);
-            let mut pod = match api.get_opt(&key.name).await {
-                Ok(Some(p)) => p,
-                Ok(None) => continue,
-                Err(err) => {
-                    first_error.get_or_insert(err);
-                    continue;
-                }
-            };
-            if pod.spec.as_ref().and_then(|s| s.node_name.as_deref()) != Some(node) {
-                continue;
-            }
-            let Some(ready) = pod
-                .status
-                .as_mut()
-                .and_then(|s| s.conditions.as_mut())
-                .and_then(|c| c.iter_mut().find(|c| c.type_ == "Ready"))
-            else {
-                continue;
-            };
-            if ready.status == STATUS_FALSE {
-                continue;
-            }
-            ready.status = STATUS_FALSE.into();
-            ready.last_transition_time = Some(Time(now));
-            match api
-                .replace_status(&key.name, &PostParams::default(), &pod)
-                .await
-            {
-                Ok(_) => self.recorder.record(
-                    pod_ref(&key.namespace, &key.name, pod.metadata.uid.as_deref()),
-                    TYPE_WARNING,
-                    "NodeNotReady",
-                    "Node is not ready".into(),
-                ),
-                Err(err) if is_not_found(&err) => {}
-                Err(err) => {
-                    first_error.get_or_insert(err);
-                }
-            }
-        }
-        match first_error {
-            Some(err) => Err(err),
-            None => Ok(()),
-        }
-    }
-
-    /// Adds the not-ready/unreachable NoExecute taints the queues allow.
-    async fn tainting_pass(&mut self) {
-        let now = self.clock.now();
-        for (zone, value) in self.state.due_for_tainting(now) {
-            let Some(node) = self.state.node(&value.value) else {
-                continue; // gone: done
-            };
-            let Some(ready) = condition(node, CONDITION_READY) else {
-                self.state
-                    .retry_tainting(&zone, value, now, Duration::from_millis(50));
-                continue;
-            };
-            let Some(change) = no_execute_swap(&ready.status) else {
-                continue; // Ready again: nothing to taint
-            };
-            match self.update_taints(&value.value, &change).await {
-                Ok(changed) => {
-                    if changed {
-                        self.metrics
-                            .evictions
-                            .get_or_create(&ControllerMetrics::zone(&zone))
-                            .inc();
-                    }
-                }
-                Err(err) => {
-                    tracing::warn!(node = %value.value, %err, "failed to taint node");
+                (_, Ok(_)) => {}
+                (TaintPurpose::Evict { zone, value }, Err(err)) => {
+                    tracing::warn!(node = %name, %err, "failed to taint node");
                     self.state.retry_tainting(&zone, value, now, Duration::ZERO);
                 }
+                (TaintPurpose::Monitor, Err(err)) => {
+                    tracing::warn!(node = %name, %err, "failed to update NoExecute taints; next pass retries");
+                }
+                (TaintPurpose::NoSchedule, Err(err)) => {
+                    tracing::warn!(node = %name, %err, "failed to update NoSchedule taints");
+                }
             }
         }
-    }
-
-    /// Applies a taint change to a node (from the cached object first, the
-    /// server's on a conflict); true if the taints changed.
-    async fn update_taints(
-        &mut self,
-        name: &str,
-        change: &TaintChange,
-    ) -> Result<bool, kube::Error> {
-        let api: Api<Node> = Api::all(self.client.clone());
-        let mut node = match self.state.node(name) {
-            Some(n) => n.clone(),
-            None => api.get(name).await?,
-        };
-        for attempt in 0..RETRIES {
-            let now = self.clock.now();
-            let taints = node
-                .spec
-                .as_ref()
-                .and_then(|s| s.taints.clone())
-                .unwrap_or_default();
-            let Some(new) = apply_change(&taints, change, now) else {
-                return Ok(false);
-            };
-            node.spec.get_or_insert_with(Default::default).taints =
-                (!new.is_empty()).then_some(new);
-            match api.replace(name, &PostParams::default(), &node).await {
-                Ok(updated) => {
-                    self.state.observe_node(updated, now);
-                    return Ok(true);
-                }
-                Err(err) if is_conflict(&err) && attempt + 1 < RETRIES => {
-                    node = api.get(name).await?;
-                }
-                Err(err) => return Err(err),
+        match done.mark_pods {
+            None => {}
+            Some(Ok(())) => {
+                self.state.needs_retry.remove(name);
+            }
+            Some(Err(err)) => {
+                tracing::warn!(node = %name, %err, "unable to mark all pods NotReady; queuing for retry");
+                self.state.needs_retry.insert(name.to_string());
             }
         }
-        Ok(false)
     }
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
-    use k8s_openapi::api::core::v1::{NodeSpec, NodeStatus};
+    use k8s_openapi::api::core::v1::{NodeCondition, NodeSpec, NodeStatus};
+    use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
 
     fn t(s: i64) -> Timestamp {
         Timestamp::from_second(1_420_113_600 + s).unwrap_or(Timestamp::UNIX_EPOCH)
