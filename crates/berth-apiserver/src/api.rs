@@ -1451,6 +1451,7 @@ impl ApiServer {
         }
         let from = if send_initial { None } else { requested };
         let (initial, receiver, start_rv) = cache.watch_from(from).await?;
+        let revisions = cache.revisions();
         let bookmarks = query.flag("allowWatchBookmarks");
         let timeout = query
             .int("timeoutSeconds")?
@@ -1467,9 +1468,12 @@ impl ApiServer {
             rt,
             filter,
             Arc::new(render),
-            initial,
-            receiver,
-            start_rv,
+            WatchFeed {
+                initial,
+                receiver,
+                revisions,
+                start_rv,
+            },
             send_initial,
             bookmarks,
             timeout,
@@ -1698,18 +1702,41 @@ fn filtered(filter: &Filter, change: &Change) -> Option<(&'static str, Arc<str>)
     Some((kind, change.object.json.clone()))
 }
 
-#[allow(clippy::too_many_arguments)]
+/// What a watch is fed from: the changes it replays, the live ones, and
+/// the cache's revision (for bookmarks).
+struct WatchFeed {
+    initial: Vec<Change>,
+    receiver: tokio::sync::broadcast::Receiver<Change>,
+    revisions: tokio::sync::watch::Receiver<i64>,
+    start_rv: i64,
+}
+
+/// How long a watch waits without an event before it sends a bookmark.
+const BOOKMARK_AFTER: Duration = Duration::from_secs(60);
+
+/// The watch's lines: the replayed changes (and the initial-events-end
+/// bookmark when asked), then live changes until `timeout`, which ends the
+/// watch whether or not changes keep coming, as upstream's does. A bookmark
+/// after a quiet minute carries the cache's revision, which moves with
+/// every type's writes: a client resuming from it after a long quiet spell
+/// of its own type is not sent away with 410 because other types' writes
+/// moved on (upstream's bookmarks carry etcd's progress the same way).
 fn watch_stream(
     rt: &'static ResourceType,
     filter: Arc<Filter>,
     render: Arc<EventRenderer>,
-    initial: Vec<Change>,
-    receiver: tokio::sync::broadcast::Receiver<Change>,
-    start_rv: i64,
+    feed: WatchFeed,
     send_initial: bool,
     bookmarks: bool,
     timeout: Duration,
 ) -> impl futures::Stream<Item = Result<Bytes, std::io::Error>> + Send {
+    use tokio::sync::broadcast::error::{RecvError, TryRecvError};
+    let WatchFeed {
+        initial,
+        receiver,
+        revisions,
+        start_rv,
+    } = feed;
     let mut first: Vec<Bytes> = Vec::new();
     let mut last_rv = start_rv;
     for change in &initial {
@@ -1723,52 +1750,67 @@ fn watch_stream(
     }
     let deadline = tokio::time::Instant::now() + timeout;
     let live = futures::stream::unfold(
-        (receiver, last_rv, deadline, false),
-        move |(mut rx, mut last_rv, deadline, done)| {
+        (receiver, last_rv, false),
+        move |(mut rx, mut last_rv, done)| {
             let filter = filter.clone();
             let render = render.clone();
+            let revisions = revisions.clone();
             async move {
                 if done {
                     return None;
                 }
                 loop {
-                    let next = tokio::time::timeout_at(
-                        deadline.min(tokio::time::Instant::now() + Duration::from_secs(60)),
-                        rx.recv(),
-                    )
-                    .await;
-                    match next {
+                    let now = tokio::time::Instant::now();
+                    if now >= deadline {
+                        return None;
+                    }
+                    let next =
+                        tokio::time::timeout_at(deadline.min(now + BOOKMARK_AFTER), rx.recv())
+                            .await;
+                    let next = match next {
                         Err(_) if tokio::time::Instant::now() >= deadline => return None,
+                        Err(_) if !bookmarks => continue,
                         Err(_) => {
-                            if bookmarks {
-                                return Some((
-                                    Ok(bookmark_line(rt, last_rv, false)),
-                                    (rx, last_rv, deadline, false),
-                                ));
+                            // The revision first, then the queue: a change
+                            // is queued before its revision is published, so
+                            // an empty queue means every change up to it
+                            // was delivered.
+                            let current = *revisions.borrow();
+                            match rx.try_recv() {
+                                Err(TryRecvError::Empty) => {
+                                    last_rv = last_rv.max(current);
+                                    return Some((
+                                        Ok(bookmark_line(rt, last_rv, false)),
+                                        (rx, last_rv, false),
+                                    ));
+                                }
+                                Ok(change) => Ok(change),
+                                Err(TryRecvError::Lagged(n)) => Err(RecvError::Lagged(n)),
+                                Err(TryRecvError::Closed) => Err(RecvError::Closed),
                             }
                         }
-                        Ok(Ok(change)) => {
+                        Ok(next) => next,
+                    };
+                    match next {
+                        Ok(change) => {
                             if change.object.rv <= last_rv {
                                 continue;
                             }
                             last_rv = change.object.rv;
                             if let Some((kind, json)) = filtered(&filter, &change) {
-                                return Some((
-                                    Ok(render.line(kind, &json)),
-                                    (rx, last_rv, deadline, false),
-                                ));
+                                return Some((Ok(render.line(kind, &json)), (rx, last_rv, false)));
                             }
                         }
-                        Ok(Err(tokio::sync::broadcast::error::RecvError::Lagged(_))) => {
+                        Err(RecvError::Lagged(_)) => {
                             // Too far behind to deliver every change: end the
                             // watch with 410 so the client re-lists.
                             let status = ApiError::expired(last_rv, last_rv).to_status();
                             return Some((
                                 Ok(event_line("ERROR", &status.to_string())),
-                                (rx, last_rv, deadline, true),
+                                (rx, last_rv, true),
                             ));
                         }
-                        Ok(Err(tokio::sync::broadcast::error::RecvError::Closed)) => return None,
+                        Err(RecvError::Closed) => return None,
                     }
                 }
             }
@@ -2171,5 +2213,134 @@ mod tests {
             let want = case.want_stored.map(|(a, d)| (a.to_string(), d));
             assert_eq!(stored, want, "{:?}", case.op);
         }
+    }
+}
+
+#[cfg(test)]
+mod watch_stream_tests {
+    use super::*;
+    use crate::cache::{Cached, Change, ChangeType};
+    use crate::resources::NODES;
+    use futures::StreamExt;
+
+    fn node_change(rv: i64) -> Change {
+        let object = Arc::new(Cached {
+            namespace: String::new(),
+            name: "n1".into(),
+            rv,
+            json: Arc::from(format!(
+                r#"{{"kind":"Node","apiVersion":"v1","metadata":{{"name":"n1","resourceVersion":"{rv}"}}}}"#
+            )),
+            labels: BTreeMap::new(),
+            fields: BTreeMap::new(),
+        });
+        Change {
+            kind: ChangeType::Modified,
+            previous: Some(object.clone()),
+            object,
+        }
+    }
+
+    fn stream_for(
+        start_rv: i64,
+        receiver: tokio::sync::broadcast::Receiver<Change>,
+        revisions: tokio::sync::watch::Receiver<i64>,
+        timeout: Duration,
+    ) -> impl futures::Stream<Item = Result<Bytes, std::io::Error>> + Send {
+        let filter = Filter {
+            namespace: String::new(),
+            labels: None,
+            fields: None,
+        };
+        let render = EventRenderer {
+            rt: &NODES,
+            converts: false,
+            table: None,
+            clock: Clock::real(),
+            headers_sent: std::sync::atomic::AtomicBool::new(false),
+        };
+        watch_stream(
+            &NODES,
+            Arc::new(filter),
+            Arc::new(render),
+            WatchFeed {
+                initial: Vec::new(),
+                receiver,
+                revisions,
+                start_rv,
+            },
+            false,
+            true,
+            timeout,
+        )
+    }
+
+    fn line_of(item: Option<Result<Bytes, std::io::Error>>) -> Value {
+        let bytes = item.and_then(Result::ok).unwrap_or_default();
+        serde_json::from_slice(&bytes).unwrap_or(Value::Null)
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn a_watch_ends_at_its_timeout_while_changes_keep_coming() {
+        let (tx, rx) = tokio::sync::broadcast::channel(1024);
+        let (_rv_tx, rv_rx) = tokio::sync::watch::channel(10);
+        let producer = tokio::spawn(async move {
+            for rv in 11..1_000 {
+                tokio::time::sleep(Duration::from_millis(500)).await;
+                let _ = tx.send(node_change(rv));
+            }
+        });
+        let started = tokio::time::Instant::now();
+        let mut stream = std::pin::pin!(stream_for(10, rx, rv_rx, Duration::from_secs(10)));
+        let mut events = 0;
+        while let Some(item) = stream.next().await {
+            assert!(item.is_ok());
+            events += 1;
+        }
+        let lasted = started.elapsed();
+        producer.abort();
+        assert!(
+            lasted >= Duration::from_secs(10) && lasted < Duration::from_secs(11),
+            "the watch lasted {lasted:?}"
+        );
+        assert!((18..=20).contains(&events), "{events} events");
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn a_quiet_watch_bookmarks_the_caches_revision() {
+        let (tx, rx) = tokio::sync::broadcast::channel(16);
+        let (rv_tx, rv_rx) = tokio::sync::watch::channel(10);
+        let mut stream = std::pin::pin!(stream_for(10, rx, rv_rx, Duration::from_secs(600)));
+        let _ = tx.send(node_change(11));
+        let event = line_of(stream.next().await);
+        assert_eq!(event["type"], "MODIFIED");
+        assert_eq!(event["object"]["metadata"]["resourceVersion"], "11");
+        // Other types' writes move the cache on; this type stays quiet.
+        rv_tx.send_replace(5_000);
+        let bookmark = line_of(stream.next().await);
+        assert_eq!(bookmark["type"], "BOOKMARK");
+        assert_eq!(bookmark["object"]["metadata"]["resourceVersion"], "5000");
+        // A change the bookmark already covers is not sent again; later ones are.
+        let _ = tx.send(node_change(4_999));
+        let _ = tx.send(node_change(5_001));
+        let event = line_of(stream.next().await);
+        assert_eq!(event["object"]["metadata"]["resourceVersion"], "5001");
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn a_bookmark_waits_for_changes_already_queued() {
+        let (tx, rx) = tokio::sync::broadcast::channel(16);
+        let (rv_tx, rv_rx) = tokio::sync::watch::channel(10);
+        let stream = stream_for(10, rx, rv_rx, Duration::from_secs(600));
+        let mut stream = std::pin::pin!(stream);
+        // Nothing for 59 s, then a change queued with its revision published
+        // just as the quiet minute ends: the change goes out, not a
+        // bookmark past it.
+        tokio::time::sleep(Duration::from_secs(59)).await;
+        let _ = tx.send(node_change(12));
+        rv_tx.send_replace(12);
+        let event = line_of(stream.next().await);
+        assert_eq!(event["type"], "MODIFIED");
+        assert_eq!(event["object"]["metadata"]["resourceVersion"], "12");
     }
 }

@@ -507,6 +507,12 @@ impl ResourceCache {
         self.state.read().await.rv
     }
 
+    /// The revision the cache reflects, as it moves (changes of this type
+    /// are broadcast before the revision that includes them is published).
+    pub fn revisions(&self) -> watch::Receiver<i64> {
+        self.rv.subscribe()
+    }
+
     /// Starts a watch after `rv`: the changes already in the history, then
     /// a receiver for the rest. `rv` of 0 means "from now, with the current
     /// objects as ADDED events", as upstream does for `resourceVersion=0`

@@ -310,9 +310,17 @@ async fn watch_unknown_nodes(
         let mut stream = match nodes.watch(&params, &revision).await {
             Ok(stream) => stream.boxed(),
             Err(e) => {
+                // 410 on the call itself (the revision left the server's
+                // history): resume from a fresh revision; the gap makes the
+                // count a lower bound.
                 eprintln!("sim: node watch: {e}");
                 unbroken = false;
                 tokio::time::sleep(Duration::from_secs(1)).await;
+                if matches!(&e, kube::Error::Api(s) if s.code == 410)
+                    && let Ok(fresh) = nodes.list_metadata(&ListParams::default().limit(1)).await
+                {
+                    revision = fresh.metadata.resource_version.unwrap_or(revision);
+                }
                 continue;
             }
         };
