@@ -271,7 +271,7 @@ impl ApiServer {
             .filter(|rt| rt.stored_as.is_none())
             .map(|rt| ResourceCache::new(rt, config.watch_history, strategy::selectable_fields))
             .collect::<Vec<_>>();
-        tokio::spawn(crate::cache::run(caches.clone(), store.clone()));
+        crate::cache::spawn(caches.clone(), store.clone());
         let server = Arc::new(ApiServer {
             store,
             caches,
