@@ -811,16 +811,7 @@ impl ApiServer {
             now: self.now(),
             config: &self.config.strategy,
         };
-        strategy::on_update(rt, subresource, &mut object, old, &ctx)?;
-        objects::recount_generation(&mut object, old);
-        strategy::validate(
-            rt,
-            subresource,
-            &object,
-            Some(old),
-            &ctx,
-            objects::validate_metadata(rt, &object),
-        )?;
+        strategy::update(rt, subresource, &mut object, old, &ctx)?;
         // An update that changes nothing is not written, as upstream's
         // GuaranteedUpdate skips it: the object keeps its resourceVersion
         // and watchers see no event.

@@ -15,7 +15,7 @@ use serde_json::{Value, json};
 
 use crate::admission::{self, AdmissionConfig, AdmissionError, Attributes, Operation, UserInfo};
 use crate::auth::User;
-use crate::objects::{format_time, metadata_mut};
+use crate::objects::{format_time, metadata_mut, recount_generation, validate_metadata};
 use crate::resources::{LEASES, NAMESPACES, NODES, PODS, ResourceType};
 use crate::selectors::FieldSelector;
 use crate::status::ApiError;
@@ -154,48 +154,64 @@ pub fn on_create(rt: &ResourceType, object: &mut Value, _ctx: &Context) -> ApiRe
 }
 
 /// What an update may change: the main resource keeps the stored status,
-/// `/status` keeps everything but the status; then mutating admission.
-pub fn on_update(
+/// `/status` keeps everything but the status.
+fn keep_status(rt: &ResourceType, subresource: &str, object: &mut Value, old: &Value) {
+    let has_status = is(rt, &PODS) || is(rt, &NODES) || is(rt, &NAMESPACES);
+    if !has_status {
+        return;
+    }
+    if subresource == "status" {
+        let status = object.get("status").cloned();
+        let mut kept = old.clone();
+        if let (Some(map), Some(meta)) = (kept.as_object_mut(), object.get("metadata")) {
+            map.insert("metadata".into(), meta.clone());
+        }
+        match status {
+            Some(s) => kept["status"] = s,
+            None => {
+                if let Some(map) = kept.as_object_mut() {
+                    map.remove("status");
+                }
+            }
+        }
+        *object = kept;
+    } else {
+        match old.get("status") {
+            Some(s) => object["status"] = s.clone(),
+            None => {
+                if let Some(map) = object.as_object_mut() {
+                    map.remove("status");
+                }
+            }
+        }
+    }
+}
+
+/// Update: what the update may change ([`keep_status`]), mutating
+/// admission, the generation, then validation. Pods and nodes go through
+/// admission and validation on one typed copy of the object and one of the
+/// stored object (each conversion of a whole Pod or Node is tens of
+/// microseconds, and every status report and controller write pays it);
+/// the conversion back also drops fields the type does not have.
+pub fn update(
     rt: &ResourceType,
     subresource: &str,
     object: &mut Value,
     old: &Value,
     ctx: &Context,
 ) -> ApiResult<()> {
-    let has_status = is(rt, &PODS) || is(rt, &NODES) || is(rt, &NAMESPACES);
-    if has_status {
-        if subresource == "status" {
-            let status = object.get("status").cloned();
-            let mut kept = old.clone();
-            if let (Some(map), Some(meta)) = (kept.as_object_mut(), object.get("metadata")) {
-                map.insert("metadata".into(), meta.clone());
-            }
-            match status {
-                Some(s) => kept["status"] = s,
-                None => {
-                    if let Some(map) = kept.as_object_mut() {
-                        map.remove("status");
-                    }
-                }
-            }
-            *object = kept;
-        } else {
-            match old.get("status") {
-                Some(s) => object["status"] = s.clone(),
-                None => {
-                    if let Some(map) = object.as_object_mut() {
-                        map.remove("status");
-                    }
-                }
-            }
-        }
-    }
+    keep_status(rt, subresource, object, old);
     let user = user_info(ctx.user);
     let name = old
         .pointer("/metadata/name")
         .and_then(Value::as_str)
         .unwrap_or("")
         .to_string();
+    let generation = |object: &Value| {
+        object
+            .pointer("/metadata/generation")
+            .and_then(Value::as_i64)
+    };
     if is(rt, &PODS) {
         let mut pod: k8s_openapi::api::core::v1::Pod = typed(rt, object)?;
         let old_pod: k8s_openapi::api::core::v1::Pod = typed(rt, old)?;
@@ -203,6 +219,12 @@ pub fn on_update(
         admission::admit_pod(&attrs, &mut pod, Some(&old_pod), &ctx.config.admission)
             .map_err(|e| admission_error(rt, &name, e))?;
         *object = untyped(&pod)?;
+        recount_generation(object, old);
+        pod.metadata.generation = generation(object);
+        let metadata_errors = validate_metadata(rt, object);
+        let attrs = attributes(ctx, Operation::Update, rt, subresource, object, &user);
+        let result = admission::validate_pod(&attrs, &pod, Some(&old_pod), &ctx.config.admission);
+        validation_outcome(rt, &name, result, metadata_errors)
     } else if is(rt, &NODES) {
         let mut node: k8s_openapi::api::core::v1::Node = typed(rt, object)?;
         let old_node: k8s_openapi::api::core::v1::Node = typed(rt, old)?;
@@ -210,8 +232,17 @@ pub fn on_update(
         admission::admit_node(&attrs, &mut node, Some(&old_node), &ctx.config.admission)
             .map_err(|e| admission_error(rt, &name, e))?;
         *object = untyped(&node)?;
+        recount_generation(object, old);
+        node.metadata.generation = generation(object);
+        let metadata_errors = validate_metadata(rt, object);
+        let attrs = attributes(ctx, Operation::Update, rt, subresource, object, &user);
+        let result = admission::validate_node(&attrs, &node, Some(&old_node));
+        validation_outcome(rt, &name, result, metadata_errors)
+    } else {
+        recount_generation(object, old);
+        let metadata_errors = validate_metadata(rt, object);
+        validate(rt, subresource, object, Some(old), ctx, metadata_errors)
     }
-    Ok(())
 }
 
 /// Admission on delete (NodeRestriction: an agent deletes only the pods
