@@ -697,15 +697,20 @@ impl NodeLifecycleController {
         }
     }
 
+    /// A Normal event about a node the controller knows.
+    fn record_node_event(&self, name: &str, reason: &str, message: String) {
+        let uid = self.state.node(name).and_then(|n| n.metadata.uid.clone());
+        self.recorder
+            .record(node_ref(name, uid.as_deref()), TYPE_NORMAL, reason, message);
+    }
+
     /// One monitor pass: plan, then queue the writes.
     fn monitor_pass(&mut self) {
         let now = self.clock.now();
         let plan = self.state.plan(now, &self.config);
         for name in &plan.registered {
-            let uid = self.state.node(name).and_then(|n| n.metadata.uid.clone());
-            self.recorder.record(
-                node_ref(name, uid.as_deref()),
-                TYPE_NORMAL,
+            self.record_node_event(
+                name,
                 "RegisteredNode",
                 format!("Registered Node {name} in Controller"),
             );
@@ -899,10 +904,8 @@ impl NodeLifecycleController {
             }
         }
         if done.became_not_ready {
-            let uid = self.state.node(name).and_then(|n| n.metadata.uid.clone());
-            self.recorder.record(
-                node_ref(name, uid.as_deref()),
-                TYPE_NORMAL,
+            self.record_node_event(
+                name,
                 "NodeNotReady",
                 format!("Node {name} status is now: NodeNotReady"),
             );
