@@ -50,6 +50,27 @@ fn typed<T: DeserializeOwned>(rt: &ResourceType, value: &Value) -> ApiResult<T> 
     })
 }
 
+/// Drops from `object[field]` what its type `T` does not have (a typed
+/// round trip of that field only); an absent field stays absent.
+fn prune<T: DeserializeOwned + Serialize>(
+    rt: &ResourceType,
+    object: &mut Value,
+    field: &str,
+) -> ApiResult<()> {
+    let Some(value) = object.get_mut(field) else {
+        return Ok(());
+    };
+    if value.is_null() {
+        if let Some(map) = object.as_object_mut() {
+            map.remove(field);
+        }
+        return Ok(());
+    }
+    let parsed: T = typed(rt, value)?;
+    *value = untyped(&parsed)?;
+    Ok(())
+}
+
 fn untyped<T: Serialize>(object: &T) -> ApiResult<Value> {
     serde_json::to_value(object).map_err(ApiError::internal)
 }
@@ -212,6 +233,25 @@ pub fn update(
             .pointer("/metadata/generation")
             .and_then(Value::as_i64)
     };
+    if is(rt, &PODS)
+        && subresource == "status"
+        && admission::node_restriction::node_identity(&user).is_none()
+    {
+        // A pod's status written by anyone but a node (the controllers'
+        // conditions): mutating admission does nothing for a subresource,
+        // the pod's API validation is for the main resource, and
+        // NodeRestriction concerns nodes only. The object is the stored pod
+        // with the request's metadata and status, so only those two are
+        // converted, to drop what their types do not have: a fraction of
+        // the whole Pod's round trip on every such write.
+        prune::<k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta>(
+            rt, object, "metadata",
+        )?;
+        prune::<k8s_openapi::api::core::v1::PodStatus>(rt, object, "status")?;
+        recount_generation(object, old);
+        let metadata_errors = validate_metadata(rt, object);
+        return validation_outcome(rt, &name, Ok(()), metadata_errors);
+    }
     if is(rt, &PODS) {
         let mut pod: k8s_openapi::api::core::v1::Pod = typed(rt, object)?;
         let old_pod: k8s_openapi::api::core::v1::Pod = typed(rt, old)?;
@@ -473,5 +513,84 @@ mod tests {
             selectable_fields(&NODES, &node)["spec.unschedulable"],
             "true"
         );
+    }
+}
+
+#[cfg(test)]
+mod update_tests {
+    use super::*;
+
+    fn stored_pod() -> Value {
+        json!({
+            "apiVersion": "v1", "kind": "Pod",
+            "metadata": {"name": "web", "namespace": "default", "uid": "u1", "generation": 1,
+                         "resourceVersion": "7"},
+            "spec": {"nodeName": "n1", "containers": [{"name": "c", "image": "nginx:1"}]},
+            "status": {"phase": "Running"}
+        })
+    }
+
+    fn update_status(user: &User, request: Value) -> ApiResult<Value> {
+        let config = StrategyConfig::default();
+        let ctx = Context {
+            user,
+            now: jiff::Timestamp::UNIX_EPOCH,
+            config: &config,
+        };
+        let mut object = request;
+        update(
+            &crate::resources::PODS,
+            "status",
+            &mut object,
+            &stored_pod(),
+            &ctx,
+        )?;
+        Ok(object)
+    }
+
+    #[test]
+    fn a_pod_status_update_keeps_the_spec_and_drops_unknown_status_fields() {
+        let mut request = stored_pod();
+        request["spec"] = json!({"nodeName": "elsewhere"});
+        request["status"] = json!({
+            "phase": "Running",
+            "conditions": [{"type": "DisruptionTarget", "status": "True", "bogus": 1}],
+            "notAField": "x"
+        });
+        for user in [
+            User::admin(),
+            User {
+                name: "system:node:n1".into(),
+                groups: vec!["system:nodes".into()],
+            },
+        ] {
+            let updated = update_status(&user, request.clone());
+            let updated = updated.unwrap_or(Value::Null);
+            assert_eq!(updated["spec"]["nodeName"], "n1", "{}", user.name);
+            assert_eq!(
+                updated["status"],
+                json!({"phase": "Running", "conditions": [{"type": "DisruptionTarget", "status": "True"}]}),
+                "{}",
+                user.name
+            );
+            assert_eq!(updated["metadata"]["generation"], 1, "{}", user.name);
+        }
+    }
+
+    #[test]
+    fn a_pod_status_update_with_a_null_status_clears_it() {
+        let mut request = stored_pod();
+        request["status"] = Value::Null;
+        let updated = update_status(&User::admin(), request).unwrap_or(Value::Null);
+        assert!(updated.get("status").is_none(), "{updated}");
+        assert_eq!(updated["metadata"]["name"], "web");
+    }
+
+    #[test]
+    fn a_pod_status_update_of_the_wrong_shape_is_a_bad_request() {
+        let mut request = stored_pod();
+        request["status"] = json!({"conditions": "not a list"});
+        let err = update_status(&User::admin(), request).err();
+        assert_eq!(err.map(|e| e.code), Some(400));
     }
 }
