@@ -10,6 +10,7 @@ use berth_core::clock::Clock;
 use berth_runtime::Runtime;
 use tokio::sync::Notify;
 use tokio_util::sync::CancellationToken;
+use tokio_util::task::AbortOnDropHandle;
 
 use crate::conditions::{Health, SHUTTING_DOWN, Thresholds};
 use crate::config::AgentConfig;
@@ -73,13 +74,16 @@ pub async fn run(
         node.metadata.uid.clone(),
         options.config.node_lease_duration_seconds,
     );
-    let lease = tokio::spawn(heartbeat::run(
+    // Every loop below is aborted when this function's future is dropped
+    // (the agent hosted in a process that goes on, killed without its
+    // shutdown): an orphaned heartbeat would keep a dead node Ready.
+    let lease = AbortOnDropHandle::new(tokio::spawn(heartbeat::run(
         renewer,
         client.clone(),
         clock.clone(),
         options.config.lease_renew_interval(),
         loops.clone(),
-    ));
+    )));
 
     let shutting_down = Arc::new(AtomicBool::new(false));
     let sync_now = Arc::new(Notify::new());
@@ -88,7 +92,7 @@ pub async fn run(
         .as_ref()
         .and_then(|s| s.conditions.clone())
         .unwrap_or_default();
-    let status = tokio::spawn(status_loop(
+    let status = AbortOnDropHandle::new(tokio::spawn(status_loop(
         client.clone(),
         clock.clone(),
         options.clone(),
@@ -100,7 +104,7 @@ pub async fn run(
         shutting_down.clone(),
         sync_now.clone(),
         loops.clone(),
-    ));
+    )));
 
     let worker = PodWorker::new(
         runtime.clone(),
@@ -109,13 +113,13 @@ pub async fn run(
         options.gates,
     );
     let (events, receiver) = tokio::sync::mpsc::unbounded_channel::<PodEvent>();
-    let worker_task = tokio::spawn(worker.clone().run(receiver));
-    let feed_task = tokio::spawn(feed(
+    let worker_task = AbortOnDropHandle::new(tokio::spawn(worker.clone().run(receiver)));
+    let feed_task = AbortOnDropHandle::new(tokio::spawn(feed(
         client.kube_client().clone(),
         format!("spec.nodeName={name}"),
         runtime,
         events,
-    ));
+    )));
 
     shutdown.cancelled().await;
     let phases = options.config.shutdown_phases();

@@ -693,3 +693,75 @@ async fn simulated_nodes_share_one_client_and_each_heartbeats_as_itself() {
     stop.cancel();
     let _ = fleet.await;
 }
+
+/// An agent that stops without its graceful shutdown (the process killed,
+/// the host gone) stops renewing its Lease; the node lifecycle controller
+/// then marks the node Unknown after the 50 s grace period (counted from
+/// the last renewal it saw, at most one 10 s interval before the stop, and
+/// checked every 5 s) and taints it unreachable:NoExecute.
+#[tokio::test(start_paused = true)]
+async fn an_agent_stopped_without_shutdown_leaves_its_node_unknown_and_unreachable() {
+    use berth_controllers::ControllerOptions;
+    use berth_controllers::metrics::ControllerMetrics;
+
+    let c = cluster().await;
+    let _controllers = berth_controllers::spawn(
+        c.admin.clone(),
+        c.clock.clone(),
+        ControllerOptions::default(),
+        ControllerMetrics::default(),
+        None,
+    );
+    // Three nodes: with one alone, its loss would be the whole cluster's
+    // (all zones down), where upstream taints nothing.
+    let agent = start_agent(&c, "n1", "", AgentConfig::default());
+    let _others = [
+        start_agent(&c, "n2", "", AgentConfig::default()),
+        start_agent(&c, "n3", "", AgentConfig::default()),
+    ];
+    let nodes: Api<Node> = Api::all(c.admin.clone());
+    for name in ["n1", "n2", "n3"] {
+        assert!(
+            eventually(&c.clock, 30, || node_ready(&nodes, name)).await,
+            "{name} Ready"
+        );
+    }
+    // A minute of heart-beating: the node stays Ready.
+    c.clock.sleep(Duration::from_secs(60)).await;
+    assert!(node_ready(&nodes, "n1").await, "still Ready while renewing");
+
+    agent.task.abort();
+    let stopped = c.clock.now();
+    let unknown = || async {
+        let node = nodes.get("n1").await.expect("node");
+        matches!(condition(&node, "Ready"), Some((status, _)) if status == "Unknown")
+    };
+    assert!(eventually(&c.clock, 120, unknown).await, "node Unknown");
+    let after = c.clock.now().duration_since(stopped).as_secs_f64();
+    assert!(
+        (40.0..=61.0).contains(&after),
+        "Unknown {after} s after the agent stopped"
+    );
+    let node = nodes.get("n1").await.expect("node");
+    assert_eq!(
+        condition(&node, "Ready")
+            .map(|(_, message)| message)
+            .as_deref(),
+        Some("Kubelet stopped posting node status.")
+    );
+    let unreachable = || async {
+        let node = nodes.get("n1").await.expect("node");
+        node.spec
+            .and_then(|s| s.taints)
+            .unwrap_or_default()
+            .iter()
+            .any(|t| t.key == "node.kubernetes.io/unreachable" && t.effect == "NoExecute")
+    };
+    assert!(
+        eventually(&c.clock, 30, unreachable).await,
+        "node tainted unreachable:NoExecute"
+    );
+    for name in ["n2", "n3"] {
+        assert!(node_ready(&nodes, name).await, "{name} still Ready");
+    }
+}
