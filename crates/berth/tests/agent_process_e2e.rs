@@ -436,3 +436,58 @@ fn an_untolerated_no_execute_taint_kills_the_process_and_the_pod_is_gone() {
         "process {pid} outlived its evicted pod"
     );
 }
+
+/// A real agent killed without its shutdown (SIGKILL) stops heart-beating:
+/// the server marks its node Ready=Unknown once `--node-monitor-grace-period`
+/// has passed since the last renewal, and taints it unreachable:NoExecute.
+/// Two simulated nodes keep the cluster from being all down (then upstream
+/// taints nothing); the grace is longer than the 10 s renewal interval so
+/// they stay Ready.
+#[test]
+fn a_killed_agent_leaves_its_node_unknown_and_tainted_unreachable() {
+    let mut cluster = Cluster::start_with(
+        "agent-killed",
+        "worker-5",
+        "",
+        "",
+        &[
+            "--sim-nodes",
+            "2",
+            "--node-monitor-grace-period",
+            "15s",
+            "--node-monitor-period",
+            "1s",
+        ],
+    );
+    if let Some(agent) = cluster.agent.as_mut() {
+        agent.child.kill().expect("SIGKILL the agent");
+        let _ = agent.child.wait();
+    }
+    cluster.ok(&[
+        "wait",
+        "--for=condition=Ready=Unknown",
+        "node/worker-5",
+        WAIT,
+    ]);
+    let node = cluster.json(&["get", "node", "worker-5"]);
+    let ready = node["status"]["conditions"]
+        .as_array()
+        .and_then(|c| c.iter().find(|c| c["type"] == "Ready"))
+        .cloned()
+        .unwrap_or_default();
+    assert_eq!(ready["reason"], "NodeStatusUnknown", "{ready}");
+    assert_eq!(ready["message"], "Kubelet stopped posting node status.");
+    cluster.ok(&[
+        "wait",
+        // (the unreachable NoSchedule taint comes with the condition too)
+        r#"--for=jsonpath={.spec.taints[?(@.effect=="NoExecute")].key}=node.kubernetes.io/unreachable"#,
+        "node/worker-5",
+        WAIT,
+    ]);
+    let nodes = cluster.ok(&["get", "nodes", "--no-headers"]);
+    let ready_sims = nodes
+        .lines()
+        .filter(|l| l.starts_with("sim-") && l.split_whitespace().nth(1) == Some("Ready"))
+        .count();
+    assert_eq!(ready_sims, 2, "{nodes}");
+}
