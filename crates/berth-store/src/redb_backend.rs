@@ -613,14 +613,15 @@ fn spawn_responder(
         events: events.clone(),
         order: Arc::clone(&order),
     };
-    runtime.spawn(async move {
+    // Not budgeted either: it answers every write and feeds every watch.
+    runtime.spawn(tokio::task::unconstrained(async move {
         while let Some(delivery) = queue.rx.recv().await {
             delivery.deliver(&queue.events);
         }
         // The writer has exited: drop the broadcast sender before reporting done.
         drop(queue);
         let _ = done.send(());
-    });
+    }));
     Some(Responder { tx, order })
 }
 
@@ -1888,13 +1889,17 @@ impl Store for RedbStore {
             });
         }
         let (tx, rx) = mpsc::channel(WATCH_BUFFER);
-        let task = tokio::spawn(run_watch(
+        // Not budgeted by tokio (it yields when nothing is waiting or the
+        // watcher's buffer is full): a watch that yields every 128 events
+        // falls behind a saturated server's writes (see the API server's
+        // watch cache, its main reader).
+        let task = tokio::spawn(tokio::task::unconstrained(run_watch(
             Arc::clone(&self.inner.db),
             sub,
             prefix.to_owned(),
             after,
             tx,
-        ));
+        )));
         Ok(WatchStream::new(rx, task.abort_handle()))
     }
 
