@@ -281,7 +281,14 @@ pub fn update(
     } else {
         recount_generation(object, old);
         let metadata_errors = validate_metadata(rt, object);
-        validate(rt, subresource, object, Some(old), ctx, metadata_errors)
+        validate(
+            rt,
+            subresource,
+            object,
+            Operation::Update,
+            ctx,
+            metadata_errors,
+        )
     }
 }
 
@@ -311,40 +318,26 @@ pub fn on_delete(rt: &ResourceType, object: &Value, ctx: &Context) -> ApiResult<
     Ok(())
 }
 
-/// Validating admission: the metadata errors found by the caller, the API
-/// rules of the type, then NodeRestriction. Field errors are a 422;
-/// NodeRestriction's refusals a 403.
-pub fn validate(
+/// Validating admission for the types without a typed path of their own
+/// (pods and nodes are validated inside [`create`] and [`update`]): the
+/// metadata errors found by the caller, then NodeRestriction for leases.
+/// Field errors are a 422; NodeRestriction's refusals a 403.
+fn validate(
     rt: &ResourceType,
     subresource: &str,
     object: &Value,
-    old: Option<&Value>,
+    operation: Operation,
     ctx: &Context,
     metadata_errors: ErrorList,
 ) -> ApiResult<()> {
     let user = user_info(ctx.user);
-    let operation = if old.is_some() {
-        Operation::Update
-    } else {
-        Operation::Create
-    };
     let name = object
         .pointer("/metadata/name")
         .and_then(Value::as_str)
         .unwrap_or("")
         .to_string();
     let attrs = attributes(ctx, operation, rt, subresource, object, &user);
-    let result = if is(rt, &PODS) {
-        let pod: k8s_openapi::api::core::v1::Pod = typed(rt, object)?;
-        let old_pod: Option<k8s_openapi::api::core::v1::Pod> =
-            old.map(|o| typed(rt, o)).transpose()?;
-        admission::validate_pod(&attrs, &pod, old_pod.as_ref(), &ctx.config.admission)
-    } else if is(rt, &NODES) {
-        let node: k8s_openapi::api::core::v1::Node = typed(rt, object)?;
-        let old_node: Option<k8s_openapi::api::core::v1::Node> =
-            old.map(|o| typed(rt, o)).transpose()?;
-        admission::validate_node(&attrs, &node, old_node.as_ref())
-    } else if is(rt, &LEASES) {
+    let result = if is(rt, &LEASES) {
         let lease: k8s_openapi::api::coordination::v1::Lease = typed(rt, object)?;
         admission::validate_lease(&attrs, Some(&lease))
     } else {
@@ -410,7 +403,7 @@ pub fn create(
         Ok(())
     } else {
         on_create(rt, object, ctx)?;
-        validate(rt, "", object, None, ctx, metadata_errors)
+        validate(rt, "", object, Operation::Create, ctx, metadata_errors)
     }
 }
 
