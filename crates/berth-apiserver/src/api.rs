@@ -724,54 +724,54 @@ impl ApiServer {
             return Ok(json_response(201, &object));
         }
         let key = rt.key(ns, &name);
-        let stored = StoredJson::encode(&object);
-        let revision = self
-            .store
-            .create(&key, stored.bytes.clone())
+        let (_, json) = self
+            .write_object(rt, &key, &object, None)
             .await
             .map_err(|e| store_error(rt, &name, e))?;
-        let json = self.written(rt, &key, &object, &stored, revision);
         Ok(bytes_response(201, json.as_bytes().to_vec()))
     }
 
-    /// A compare-and-swap write of `object` at `expected`, with the watch
-    /// cache primed with the result (see [`ApiServer::written`]).
-    async fn update_primed(
+    /// Stores `object` under `key`: a create when `expected` is `None`,
+    /// else a compare-and-swap on that revision. The watch cache is told of
+    /// the write before it goes out and of its revision after
+    /// ([`ResourceCache::expect`]), so that the write's store event costs
+    /// the cache no parse, whichever comes first. Returns the revision and
+    /// the object as the API reports it (the store's bytes with
+    /// `resourceVersion` spliced in).
+    async fn write_object(
         &self,
         rt: &ResourceType,
         key: &str,
         object: &Value,
-        expected: i64,
-    ) -> Result<i64, StoreError> {
-        let stored = StoredJson::encode(object);
-        let revision = self
-            .store
-            .update(key, stored.bytes.clone(), expected)
-            .await?;
-        self.written(rt, key, object, &stored, revision);
-        Ok(revision)
-    }
-
-    /// The object as the API reports it after a write at `revision` (the
-    /// store's bytes with `resourceVersion` spliced in), also handed to the
-    /// watch cache so that the write's store event costs no parse.
-    fn written(
-        &self,
-        rt: &ResourceType,
-        key: &str,
-        object: &Value,
-        stored: &StoredJson,
-        revision: i64,
-    ) -> Arc<str> {
-        let json: Arc<str> = Arc::from(stored.with_resource_version(revision));
+        expected: Option<i64>,
+    ) -> Result<(i64, Arc<str>), StoreError> {
+        let stored = Arc::new(StoredJson::encode(object));
         // Types stored in another type's form (events.k8s.io events) are
-        // cached in that form: those events are decoded as before.
-        if rt.stored_as.is_none()
-            && let Ok(cache) = self.cache(rt)
-        {
-            cache.prime(key, object, revision, json.clone());
+        // cached in that form: those are decoded from the store's bytes.
+        let cache = match rt.stored_as {
+            None => self.cache(rt).ok(),
+            Some(_) => None,
+        };
+        let expectation = cache.and_then(|cache| cache.expect(key, object, stored.clone()));
+        let written = match expected {
+            None => self.store.create(key, stored.bytes.clone()).await,
+            Some(revision) => self.store.update(key, stored.bytes.clone(), revision).await,
+        };
+        match (written, cache.zip(expectation)) {
+            (Ok(revision), own) => {
+                let json: Arc<str> = Arc::from(stored.with_resource_version(revision));
+                if let Some((cache, expectation)) = own {
+                    cache.acknowledge(expectation, revision, json.clone());
+                }
+                Ok((revision, json))
+            }
+            (Err(e), own) => {
+                if let Some((cache, expectation)) = own {
+                    cache.withdraw(expectation);
+                }
+                Err(e)
+            }
         }
-        json
     }
 
     /// Update (and the second half of patch): the new object replaces the
@@ -820,13 +820,10 @@ impl ApiServer {
             return Ok(json_response(200, &object));
         }
         let key = rt.key(ns, name);
-        let stored = StoredJson::encode(&object);
-        let revision = self
-            .store
-            .update(&key, stored.bytes.clone(), expected)
+        let (_, json) = self
+            .write_object(rt, &key, &object, Some(expected))
             .await
             .map_err(|e| store_error(rt, name, e))?;
-        let json = self.written(rt, &key, &object, &stored, revision);
         Ok(bytes_response(200, json.as_bytes().to_vec()))
     }
 
@@ -1092,13 +1089,10 @@ impl ApiServer {
                     return Ok(json_response(200, &object));
                 }
                 let key = rt.key(ns, name);
-                let stored = StoredJson::encode(&object);
-                let new_revision = self
-                    .store
-                    .update(&key, stored.bytes.clone(), revision)
+                let (_, json) = self
+                    .write_object(rt, &key, &object, Some(revision))
                     .await
                     .map_err(|e| store_error(rt, name, e))?;
-                let json = self.written(rt, &key, &object, &stored, new_revision);
                 return Ok(bytes_response(200, json.as_bytes().to_vec()));
             }
         }
@@ -1247,7 +1241,7 @@ impl ApiServer {
             && assigned_node(&pod).is_empty()
         {
             strategy::bind_pod(&mut pod, node, self.now());
-            match self.update_primed(&PODS, &key, &pod, revision).await {
+            match self.write_object(&PODS, &key, &pod, Some(revision)).await {
                 Ok(_) => return Ok(json_response(201, &success_status("", "pods", name, None))),
                 Err(StoreError::Conflict { .. } | StoreError::NotFound { .. }) => {}
                 Err(e) => return Err(store_error(&PODS, name, e)),
@@ -1273,7 +1267,7 @@ impl ApiServer {
                 ));
             }
             strategy::bind_pod(&mut pod, node, self.now());
-            match self.update_primed(&PODS, &key, &pod, revision).await {
+            match self.write_object(&PODS, &key, &pod, Some(revision)).await {
                 Ok(_) => return Ok(json_response(201, &success_status("", "pods", name, None))),
                 Err(StoreError::Conflict { .. }) => continue,
                 Err(e) => return Err(store_error(&PODS, name, e)),

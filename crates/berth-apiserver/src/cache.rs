@@ -12,7 +12,7 @@
 //! holding it, so a watcher that takes the read lock, copies the history
 //! after its resourceVersion and subscribes sees every event exactly once.
 
-use std::collections::{BTreeMap, VecDeque};
+use std::collections::{BTreeMap, HashMap, VecDeque};
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -21,6 +21,7 @@ use futures::FutureExt;
 use serde_json::Value;
 use tokio::sync::{RwLock, broadcast, watch};
 
+use crate::objects::StoredJson;
 use crate::resources::ResourceType;
 use crate::status::ApiError;
 
@@ -175,15 +176,68 @@ pub struct ResourceCache {
     primed: std::sync::Mutex<Primed>,
 }
 
-/// Objects this server just wrote, already in the cache's form, waiting for
-/// their store events (see [`ResourceCache::prime`]).
+/// This server's own writes of each key whose store events the cache has
+/// not applied yet (see [`ResourceCache::expect`]).
 #[derive(Default)]
 struct Primed {
-    /// The revision of the last store event applied to this cache: a primed
-    /// object at or below it arrived too late and is not kept.
+    /// The revision of the last store event applied to this cache.
     applied: i64,
-    objects: std::collections::HashMap<String, Arc<Cached>>,
+    /// Per key, oldest first; a few at most (under load the cache may apply
+    /// a write's event after the next write of the same key went out).
+    writes: HashMap<String, Vec<OwnWrite>>,
+    /// Tells writes apart, so that one is acknowledged or withdrawn and
+    /// not a later one of the same key.
+    next_ticket: u64,
 }
+
+/// One of this server's writes, waiting for its store event.
+struct OwnWrite {
+    ticket: u64,
+    state: OwnWriteState,
+}
+
+enum OwnWriteState {
+    /// On its way to the store: its bytes and what the cache extracts from
+    /// the object, all but the revision.
+    Announced {
+        stored: Arc<StoredJson>,
+        parts: Parts,
+    },
+    /// Acknowledged by the store: the entry it makes, revision included.
+    Acknowledged(Arc<Cached>),
+}
+
+/// What the cache extracts from an object, but its revision and JSON.
+struct Parts {
+    namespace: String,
+    name: String,
+    labels: BTreeMap<String, String>,
+    fields: BTreeMap<String, String>,
+}
+
+impl Parts {
+    fn cached(self, rv: i64, json: Arc<str>) -> Cached {
+        Cached {
+            namespace: self.namespace,
+            name: self.name,
+            rv,
+            json,
+            labels: self.labels,
+            fields: self.fields,
+        }
+    }
+}
+
+/// The receipt of [`ResourceCache::expect`], to acknowledge or withdraw
+/// the write.
+#[derive(Debug)]
+pub struct Expectation {
+    key: String,
+    ticket: u64,
+}
+
+/// Own writes kept per key (see [`Primed::writes`]).
+const OWN_WRITES_PER_KEY: usize = 4;
 
 /// How many changes a watcher may fall behind before it is ended (it then
 /// re-lists, as clients do on 410).
@@ -215,37 +269,119 @@ impl ResourceCache {
         })
     }
 
-    /// Hands the cache an object this server has just written at revision
-    /// `rv`, as the API reported it (`json`, `resourceVersion` included), so
-    /// that when the store's event for that write arrives the cache takes
-    /// it as it is instead of parsing the store's bytes and serializing
-    /// them again. The event still decides what the cache holds and when
-    /// (order, revision); an object primed after its event was applied is
-    /// dropped, and an event with no primed object is decoded as before.
-    pub fn prime(&self, key: &str, object: &Value, rv: i64, json: Arc<str>) {
-        let Some(cached) = self.cached_from(object, rv, json) else {
+    /// Announces a write of `object` (to be stored as `stored`) before it
+    /// goes to the store, so that its store event costs the cache no parse
+    /// and no serialization: the event takes the entry this write makes,
+    /// whether it comes before the store's acknowledgement (matched on the
+    /// stored bytes, the revision spliced in: identical bytes decode to the
+    /// identical entry) or after it ([`acknowledge`], matched on the
+    /// revision). The event still decides what the cache holds and when
+    /// (order, revision); an event matching none of this server's writes
+    /// (another server's, or a write whose announcement was dropped) is
+    /// decoded from the store's bytes.
+    ///
+    /// [`acknowledge`]: ResourceCache::acknowledge
+    pub fn expect(
+        &self,
+        key: &str,
+        object: &Value,
+        stored: Arc<StoredJson>,
+    ) -> Option<Expectation> {
+        let parts = self.parts(object)?;
+        let mut primed = self.primed.lock().unwrap_or_else(|e| e.into_inner());
+        primed.next_ticket += 1;
+        let ticket = primed.next_ticket;
+        let writes = primed.writes.entry(key.to_string()).or_default();
+        if writes.len() == OWN_WRITES_PER_KEY {
+            writes.remove(0);
+        }
+        writes.push(OwnWrite {
+            ticket,
+            state: OwnWriteState::Announced { stored, parts },
+        });
+        Some(Expectation {
+            key: key.to_string(),
+            ticket,
+        })
+    }
+
+    /// The store took the announced write at revision `rv`; `json` is the
+    /// object as the API reports it. Until its event is applied,
+    /// [`latest`] answers with it.
+    ///
+    /// [`latest`]: ResourceCache::latest
+    pub fn acknowledge(&self, expectation: Expectation, rv: i64, json: Arc<str>) {
+        let mut primed = self.primed.lock().unwrap_or_else(|e| e.into_inner());
+        let applied = primed.applied;
+        let Some(writes) = primed.writes.get_mut(&expectation.key) else {
             return;
         };
-        let mut primed = self.primed.lock().unwrap_or_else(|e| e.into_inner());
-        if rv > primed.applied {
-            primed.objects.insert(key.to_string(), Arc::new(cached));
+        let Some(at) = writes.iter().position(|w| w.ticket == expectation.ticket) else {
+            // Its event came first and took it.
+            return;
+        };
+        let write = writes.remove(at);
+        // A write at or below the applied revision had its event applied
+        // without it (a reload): nothing waits for it.
+        if rv > applied
+            && let OwnWriteState::Announced { parts, .. } = write.state
+        {
+            writes.insert(
+                at,
+                OwnWrite {
+                    ticket: write.ticket,
+                    state: OwnWriteState::Acknowledged(Arc::new(parts.cached(rv, json))),
+                },
+            );
+        }
+        if writes.is_empty() {
+            primed.writes.remove(&expectation.key);
         }
     }
 
-    /// The object primed for `key` at exactly `revision`, if any, and the
-    /// mark that events up to `revision` have been applied.
-    fn take_primed(&self, key: &str, revision: i64) -> Option<Arc<Cached>> {
+    /// Withdraws an announced write that did not happen.
+    pub fn withdraw(&self, expectation: Expectation) {
+        let mut primed = self.primed.lock().unwrap_or_else(|e| e.into_inner());
+        if let Some(writes) = primed.writes.get_mut(&expectation.key) {
+            writes.retain(|w| w.ticket != expectation.ticket);
+            if writes.is_empty() {
+                primed.writes.remove(&expectation.key);
+            }
+        }
+    }
+
+    /// The entry of this server's write that the store event of `key` at
+    /// `revision` (with the stored bytes `value`) is the event of, if any;
+    /// the key's writes before it are dropped (their events were missed, or
+    /// they failed). Marks events up to `revision` applied.
+    fn take_own_write(&self, key: &str, value: &[u8], revision: i64) -> Option<Arc<Cached>> {
         let mut primed = self.primed.lock().unwrap_or_else(|e| e.into_inner());
         primed.applied = primed.applied.max(revision);
-        match primed.objects.get(key).map(|object| object.rv) {
-            // A prime for a later write of the same key waits for its event.
-            Some(rv) if rv > revision => None,
-            Some(rv) if rv == revision => primed.objects.remove(key),
-            Some(_) => {
-                primed.objects.remove(key);
+        let writes = primed.writes.get_mut(key)?;
+        let at = writes.iter().position(|w| match &w.state {
+            OwnWriteState::Acknowledged(cached) => cached.rv == revision,
+            OwnWriteState::Announced { stored, .. } => stored.bytes == value,
+        });
+        let taken = match at {
+            Some(at) => writes.drain(..=at).next_back(),
+            None => {
+                // Acknowledged writes at or below this revision will not
+                // see their events any more.
+                writes.retain(
+                    |w| !matches!(&w.state, OwnWriteState::Acknowledged(c) if c.rv <= revision),
+                );
                 None
             }
-            None => None,
+        };
+        if writes.is_empty() {
+            primed.writes.remove(key);
+        }
+        drop(primed);
+        match taken?.state {
+            OwnWriteState::Acknowledged(cached) => Some(cached),
+            OwnWriteState::Announced { stored, parts } => Some(Arc::new(
+                parts.cached(revision, Arc::from(stored.with_resource_version(revision))),
+            )),
         }
     }
 
@@ -259,17 +395,18 @@ impl ResourceCache {
 
     /// The cache's form of `object` at `rv`, whose JSON is `json`.
     fn cached_from(&self, object: &Value, rv: i64, json: Arc<str>) -> Option<Cached> {
+        Some(self.parts(object)?.cached(rv, json))
+    }
+
+    /// What the cache extracts from `object` (`None` without `metadata`).
+    fn parts(&self, object: &Value) -> Option<Parts> {
         let meta = object.get("metadata")?.as_object()?;
-        let namespace = meta
-            .get("namespace")
-            .and_then(Value::as_str)
-            .unwrap_or("")
-            .to_string();
-        let name = meta
-            .get("name")
-            .and_then(Value::as_str)
-            .unwrap_or("")
-            .to_string();
+        let text = |field: &str| {
+            meta.get(field)
+                .and_then(Value::as_str)
+                .unwrap_or("")
+                .to_string()
+        };
         let labels = meta
             .get("labels")
             .and_then(Value::as_object)
@@ -279,14 +416,11 @@ impl ResourceCache {
                     .collect()
             })
             .unwrap_or_default();
-        let fields = (self.fields)(self.resource, object);
-        Some(Cached {
-            namespace,
-            name,
-            rv,
-            json,
+        Some(Parts {
+            namespace: text("namespace"),
+            name: text("name"),
             labels,
-            fields,
+            fields: (self.fields)(self.resource, object),
         })
     }
 
@@ -305,7 +439,14 @@ impl ResourceCache {
         {
             let mut primed = self.primed.lock().unwrap_or_else(|e| e.into_inner());
             primed.applied = primed.applied.max(revision);
-            primed.objects.retain(|_, object| object.rv > revision);
+            // A reload does not say which announced writes it includes;
+            // acknowledged ones below it had their events applied in it.
+            primed.writes.retain(|_, writes| {
+                writes.retain(
+                    |w| matches!(&w.state, OwnWriteState::Acknowledged(c) if c.rv > revision),
+                );
+                !writes.is_empty()
+            });
         }
         self.rv.send_replace(revision);
     }
@@ -379,11 +520,11 @@ impl ResourceCache {
     fn change_for(&self, state: &mut State, event: &WatchEvent) -> Option<Change> {
         let revision = event.revision;
         let previous = state.objects.get(&event.kv.key).cloned();
-        let primed = self.take_primed(&event.kv.key, revision);
+        let own = self.take_own_write(&event.kv.key, &event.kv.value, revision);
         match event.kind {
             EventKind::Created | EventKind::Updated => {
                 let Some(object) =
-                    primed.or_else(|| self.decode(&event.kv.value, revision).map(Arc::new))
+                    own.or_else(|| self.decode(&event.kv.value, revision).map(Arc::new))
                 else {
                     tracing::warn!(
                         key = event.kv.key,
@@ -487,22 +628,28 @@ impl ResourceCache {
     }
 
     /// The newest copy of `key` this server knows of: an object it has just
-    /// written whose store event the cache has not applied yet (primed),
-    /// else the cache's own. A client that writes an object and at once
+    /// written whose store event the cache has not applied yet (an
+    /// acknowledged write, see [`expect`]), else the cache's own. A client that writes an object and at once
     /// writes it again (a controller's status patch, then its delete) would
     /// otherwise find the cache one revision behind, and its
     /// compare-and-swap fail and be redone on a store read. Like [`get`],
     /// it may still be behind the store (another server's write).
     ///
     /// [`get`]: ResourceCache::get
+    /// [`expect`]: ResourceCache::expect
     pub async fn latest(&self, key: &str) -> Option<Arc<Cached>> {
         let primed = self
             .primed
             .lock()
             .unwrap_or_else(|e| e.into_inner())
-            .objects
+            .writes
             .get(key)
-            .cloned();
+            .and_then(|writes| {
+                writes.iter().rev().find_map(|w| match &w.state {
+                    OwnWriteState::Acknowledged(cached) => Some(cached.clone()),
+                    OwnWriteState::Announced { .. } => None,
+                })
+            });
         let state = self.state.read().await;
         if !state.ready {
             return None;
@@ -598,9 +745,24 @@ mod tests {
         }
     }
 
-    fn prime(cache: &ResourceCache, object: &Value, revision: i64) -> Arc<str> {
+    /// Announces a write of `object` as the API server does before it
+    /// goes to the store.
+    fn announce(cache: &ResourceCache, object: &Value) -> Expectation {
+        cache
+            .expect(KEY, object, Arc::new(StoredJson::encode(object)))
+            .unwrap_or_else(|| panic!("an object with metadata is announced"))
+    }
+
+    /// Acknowledges an announced write at `revision`, as the API server
+    /// does when the store took it; returns the JSON it answered with.
+    fn acknowledge(
+        cache: &ResourceCache,
+        expectation: Expectation,
+        object: &Value,
+        revision: i64,
+    ) -> Arc<str> {
         let json: Arc<str> = Arc::from(StoredJson::encode(object).with_resource_version(revision));
-        cache.prime(KEY, object, revision, json.clone());
+        cache.acknowledge(expectation, revision, json.clone());
         json
     }
 
@@ -630,79 +792,134 @@ mod tests {
         );
     }
 
-    fn primed_count(cache: &ResourceCache) -> usize {
+    /// This server's writes the cache still holds for `KEY`.
+    fn own_writes(cache: &ResourceCache) -> usize {
         cache
             .primed
             .lock()
-            .map(|p| p.objects.len())
+            .map(|p| p.writes.get(KEY).map_or(0, Vec::len))
             .unwrap_or(usize::MAX)
     }
 
     #[tokio::test]
-    async fn a_write_primed_before_its_event_is_cached_without_decoding() {
+    async fn a_write_acknowledged_before_its_event_is_cached_without_decoding() {
         let cache = ResourceCache::new(&PODS, 100, crate::strategy::selectable_fields);
         let object = pod("n1");
-        let json = prime(&cache, &object, 5);
+        cache.reset(BTreeMap::new(), 1).await;
+        let write = announce(&cache, &object);
+        let json = acknowledge(&cache, write, &object, 5);
+        let latest = cache.latest(KEY).await.map(|c| c.json.clone());
+        assert!(
+            latest.is_some_and(|latest| Arc::ptr_eq(&latest, &json)),
+            "the write is the newest copy before its event comes"
+        );
         cache.apply(event(EventKind::Created, &object, 5)).await;
         let got = held(&cache).await;
         assert!(
             Arc::ptr_eq(&got.json, &json),
-            "the primed JSON is the cached one"
+            "the acknowledged JSON is the cached one"
         );
         assert_same_as_decoded(&cache, &got, &object);
-        assert_eq!(primed_count(&cache), 0);
+        assert_eq!(own_writes(&cache), 0);
     }
 
     #[tokio::test]
-    async fn a_prime_after_its_event_is_dropped() {
+    async fn an_event_before_its_acknowledgement_is_taken_from_the_announcement() {
         let cache = ResourceCache::new(&PODS, 100, crate::strategy::selectable_fields);
         let object = pod("n1");
+        let write = announce(&cache, &object);
         cache.apply(event(EventKind::Created, &object, 5)).await;
-        let json = prime(&cache, &object, 5);
-        let got = held(&cache).await;
-        assert!(!Arc::ptr_eq(&got.json, &json));
-        assert_same_as_decoded(&cache, &got, &object);
-        assert_eq!(
-            primed_count(&cache),
-            0,
-            "nothing waits for an applied event"
-        );
-    }
-
-    #[tokio::test]
-    async fn a_prime_for_a_later_write_waits_for_its_own_event() {
-        let cache = ResourceCache::new(&PODS, 100, crate::strategy::selectable_fields);
-        let first = pod("n1");
-        let second = pod("n2");
-        let json = prime(&cache, &second, 7);
-        cache.apply(event(EventKind::Created, &first, 5)).await;
         let got = held(&cache).await;
         assert_eq!(got.rv, 5);
-        assert_same_as_decoded(&cache, &got, &first);
-        assert_eq!(primed_count(&cache), 1);
-        cache.apply(event(EventKind::Updated, &second, 7)).await;
-        let got = held(&cache).await;
-        assert!(Arc::ptr_eq(&got.json, &json));
-        assert_same_as_decoded(&cache, &got, &second);
-        assert_eq!(primed_count(&cache), 0);
+        assert_same_as_decoded(&cache, &got, &object);
+        assert_eq!(own_writes(&cache), 0, "the event took the announcement");
+        acknowledge(&cache, write, &object, 5);
+        assert_eq!(own_writes(&cache), 0, "nothing waits for an applied event");
+        assert!(Arc::ptr_eq(&held(&cache).await, &got));
     }
 
     #[tokio::test]
-    async fn a_stale_prime_is_dropped_by_a_later_event_or_a_reload() {
+    async fn an_event_applied_after_the_next_write_went_out_takes_its_own_write() {
         let cache = ResourceCache::new(&PODS, 100, crate::strategy::selectable_fields);
-        prime(&cache, &pod("n1"), 5);
+        let (first, second) = (pod("n1"), pod("n2"));
+        let write = announce(&cache, &first);
+        let first_json = acknowledge(&cache, write, &first, 5);
+        let write = announce(&cache, &second);
+        let second_json = acknowledge(&cache, write, &second, 7);
+        assert_eq!(own_writes(&cache), 2);
+        cache.apply(event(EventKind::Created, &first, 5)).await;
+        let got = held(&cache).await;
+        assert!(Arc::ptr_eq(&got.json, &first_json));
+        assert_eq!(own_writes(&cache), 1);
+        cache.apply(event(EventKind::Updated, &second, 7)).await;
+        let got = held(&cache).await;
+        assert!(Arc::ptr_eq(&got.json, &second_json));
+        assert_same_as_decoded(&cache, &got, &second);
+        assert_eq!(own_writes(&cache), 0);
+    }
+
+    #[tokio::test]
+    async fn events_of_other_writers_are_decoded_and_leave_announcements_waiting() {
+        let cache = ResourceCache::new(&PODS, 100, crate::strategy::selectable_fields);
+        let ours = pod("n1");
+        let theirs = pod("n9");
+        let _write = announce(&cache, &ours);
+        cache.apply(event(EventKind::Created, &theirs, 5)).await;
+        let got = held(&cache).await;
+        assert_same_as_decoded(&cache, &got, &theirs);
+        assert_eq!(
+            serde_json::from_str::<Value>(&got.json)
+                .ok()
+                .and_then(|o| o.pointer("/spec/nodeName").cloned()),
+            Some(json!("n9"))
+        );
+        assert_eq!(own_writes(&cache), 1, "ours may still come");
+        cache.apply(event(EventKind::Updated, &ours, 6)).await;
+        let got = held(&cache).await;
+        assert_same_as_decoded(&cache, &got, &ours);
+        assert_eq!(own_writes(&cache), 0);
+    }
+
+    #[tokio::test]
+    async fn a_withdrawn_write_leaves_the_later_ones_of_its_key() {
+        let cache = ResourceCache::new(&PODS, 100, crate::strategy::selectable_fields);
+        let failed = announce(&cache, &pod("n1"));
+        let next = announce(&cache, &pod("n2"));
+        cache.withdraw(failed);
+        assert_eq!(own_writes(&cache), 1);
+        cache.withdraw(next);
+        assert_eq!(own_writes(&cache), 0);
+    }
+
+    #[tokio::test]
+    async fn own_writes_are_bounded_per_key() {
+        let cache = ResourceCache::new(&PODS, 100, crate::strategy::selectable_fields);
+        for node in 0..10 {
+            announce(&cache, &pod(&format!("n{node}")));
+        }
+        assert_eq!(own_writes(&cache), OWN_WRITES_PER_KEY);
+    }
+
+    #[tokio::test]
+    async fn a_stale_write_is_dropped_by_a_later_event_or_a_reload() {
+        let cache = ResourceCache::new(&PODS, 100, crate::strategy::selectable_fields);
+        let write = announce(&cache, &pod("n1"));
+        acknowledge(&cache, write, &pod("n1"), 5);
         // Its event never came (say the watch broke): a later event of the
         // same key replaces it with what the store says.
         cache.apply(event(EventKind::Deleted, &pod("n1"), 6)).await;
-        assert_eq!(primed_count(&cache), 0);
-        prime(&cache, &pod("n1"), 8);
+        assert_eq!(own_writes(&cache), 0);
+        let write = announce(&cache, &pod("n1"));
+        acknowledge(&cache, write, &pod("n1"), 8);
+        announce(&cache, &pod("n2"));
         cache.reset(BTreeMap::new(), 9).await;
-        assert_eq!(primed_count(&cache), 0, "a reload past a prime drops it");
-        prime(&cache, &pod("n1"), 9);
+        assert_eq!(own_writes(&cache), 0, "a reload drops what it may include");
+        let write = announce(&cache, &pod("n1"));
+        acknowledge(&cache, write, &pod("n1"), 9);
         assert_eq!(
-            primed_count(&cache),
+            own_writes(&cache),
             0,
-            "a prime at or below the reload is too late"
+            "a write at or below the reload is too late"
         );
     }
 }
