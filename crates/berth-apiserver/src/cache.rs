@@ -203,8 +203,11 @@ enum OwnWriteState {
         stored: Arc<StoredJson>,
         parts: Parts,
     },
-    /// Acknowledged by the store: the entry it makes, revision included.
-    Acknowledged(Arc<Cached>),
+    /// Acknowledged by the store: the entry it makes, revision included,
+    /// and the object itself until the next write of the key (a
+    /// controller's delete after its status patch) takes it, to start from
+    /// it without parsing it again.
+    Acknowledged(Arc<Cached>, Option<Value>),
 }
 
 /// What the cache extracts from an object, but its revision and JSON.
@@ -310,7 +313,7 @@ impl ResourceCache {
     /// [`latest`] answers with it.
     ///
     /// [`latest`]: ResourceCache::latest
-    pub fn acknowledge(&self, expectation: Expectation, rv: i64, json: Arc<str>) {
+    pub fn acknowledge(&self, expectation: Expectation, rv: i64, json: Arc<str>, object: Value) {
         let mut primed = self.primed.lock().unwrap_or_else(|e| e.into_inner());
         let applied = primed.applied;
         let Some(writes) = primed.writes.get_mut(&expectation.key) else {
@@ -330,7 +333,10 @@ impl ResourceCache {
                 at,
                 OwnWrite {
                     ticket: write.ticket,
-                    state: OwnWriteState::Acknowledged(Arc::new(parts.cached(rv, json))),
+                    state: OwnWriteState::Acknowledged(
+                        Arc::new(parts.cached(rv, json)),
+                        Some(object),
+                    ),
                 },
             );
         }
@@ -359,7 +365,7 @@ impl ResourceCache {
         primed.applied = primed.applied.max(revision);
         let writes = primed.writes.get_mut(key)?;
         let at = writes.iter().position(|w| match &w.state {
-            OwnWriteState::Acknowledged(cached) => cached.rv == revision,
+            OwnWriteState::Acknowledged(cached, _) => cached.rv == revision,
             OwnWriteState::Announced { stored, .. } => stored.bytes == value,
         });
         let taken = match at {
@@ -368,7 +374,7 @@ impl ResourceCache {
                 // Acknowledged writes at or below this revision will not
                 // see their events any more.
                 writes.retain(
-                    |w| !matches!(&w.state, OwnWriteState::Acknowledged(c) if c.rv <= revision),
+                    |w| !matches!(&w.state, OwnWriteState::Acknowledged(c, _) if c.rv <= revision),
                 );
                 None
             }
@@ -378,7 +384,7 @@ impl ResourceCache {
         }
         drop(primed);
         match taken?.state {
-            OwnWriteState::Acknowledged(cached) => Some(cached),
+            OwnWriteState::Acknowledged(cached, _) => Some(cached),
             OwnWriteState::Announced { stored, parts } => Some(Arc::new(
                 parts.cached(revision, Arc::from(stored.with_resource_version(revision))),
             )),
@@ -443,7 +449,7 @@ impl ResourceCache {
             // acknowledged ones below it had their events applied in it.
             primed.writes.retain(|_, writes| {
                 writes.retain(
-                    |w| matches!(&w.state, OwnWriteState::Acknowledged(c) if c.rv > revision),
+                    |w| matches!(&w.state, OwnWriteState::Acknowledged(c, _) if c.rv > revision),
                 );
                 !writes.is_empty()
             });
@@ -629,24 +635,31 @@ impl ResourceCache {
 
     /// The newest copy of `key` this server knows of: an object it has just
     /// written whose store event the cache has not applied yet (an
-    /// acknowledged write, see [`expect`]), else the cache's own. A client that writes an object and at once
-    /// writes it again (a controller's status patch, then its delete) would
-    /// otherwise find the cache one revision behind, and its
-    /// compare-and-swap fail and be redone on a store read. Like [`get`],
-    /// it may still be behind the store (another server's write).
+    /// acknowledged write, see [`expect`]), else the cache's own. A client
+    /// that writes an object and at once writes it again (a controller's
+    /// status patch, then its delete) would otherwise find the cache one
+    /// revision behind, and its compare-and-swap fail and be redone on a
+    /// store read. Like [`get`], it may still be behind the store (another
+    /// server's write).
+    ///
+    /// The object written comes with an acknowledged write the first time
+    /// it is asked for (taken, not copied: the next write of the key starts
+    /// from it instead of parsing the JSON again).
     ///
     /// [`get`]: ResourceCache::get
     /// [`expect`]: ResourceCache::expect
-    pub async fn latest(&self, key: &str) -> Option<Arc<Cached>> {
-        let primed = self
+    pub async fn latest(&self, key: &str) -> Option<(Arc<Cached>, Option<Value>)> {
+        let own = self
             .primed
             .lock()
             .unwrap_or_else(|e| e.into_inner())
             .writes
-            .get(key)
+            .get_mut(key)
             .and_then(|writes| {
-                writes.iter().rev().find_map(|w| match &w.state {
-                    OwnWriteState::Acknowledged(cached) => Some(cached.clone()),
+                writes.iter_mut().rev().find_map(|w| match &mut w.state {
+                    OwnWriteState::Acknowledged(cached, object) => {
+                        Some((cached.clone(), object.take()))
+                    }
                     OwnWriteState::Announced { .. } => None,
                 })
             });
@@ -655,10 +668,10 @@ impl ResourceCache {
             return None;
         }
         let cached = state.objects.get(key).cloned();
-        match (primed, cached) {
-            (Some(primed), Some(cached)) if cached.rv >= primed.rv => Some(cached),
-            (Some(primed), _) => Some(primed),
-            (None, cached) => cached,
+        match (own, cached) {
+            (Some((own, _)), Some(cached)) if cached.rv >= own.rv => Some((cached, None)),
+            (Some((own, object)), _) => Some((own, object)),
+            (None, cached) => cached.map(|cached| (cached, None)),
         }
     }
 
@@ -762,7 +775,7 @@ mod tests {
         revision: i64,
     ) -> Arc<str> {
         let json: Arc<str> = Arc::from(StoredJson::encode(object).with_resource_version(revision));
-        cache.acknowledge(expectation, revision, json.clone());
+        cache.acknowledge(expectation, revision, json.clone(), object.clone());
         json
     }
 
@@ -808,10 +821,24 @@ mod tests {
         cache.reset(BTreeMap::new(), 1).await;
         let write = announce(&cache, &object);
         let json = acknowledge(&cache, write, &object, 5);
-        let latest = cache.latest(KEY).await.map(|c| c.json.clone());
+        let latest = cache.latest(KEY).await;
         assert!(
-            latest.is_some_and(|latest| Arc::ptr_eq(&latest, &json)),
+            latest
+                .as_ref()
+                .is_some_and(|(latest, _)| Arc::ptr_eq(&latest.json, &json)),
             "the write is the newest copy before its event comes"
+        );
+        assert_eq!(
+            latest.and_then(|(_, written)| written).as_ref(),
+            Some(&object),
+            "with the object written"
+        );
+        let again = cache.latest(KEY).await;
+        assert!(
+            again.is_some_and(
+                |(latest, written)| Arc::ptr_eq(&latest.json, &json) && written.is_none()
+            ),
+            "the object is handed out once"
         );
         cache.apply(event(EventKind::Created, &object, 5)).await;
         let got = held(&cache).await;

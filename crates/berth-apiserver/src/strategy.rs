@@ -182,20 +182,29 @@ fn keep_status(rt: &ResourceType, subresource: &str, object: &mut Value, old: &V
         return;
     }
     if subresource == "status" {
-        let status = object.get("status").cloned();
-        let mut kept = old.clone();
-        if let (Some(map), Some(meta)) = (kept.as_object_mut(), object.get("metadata")) {
-            map.insert("metadata".into(), meta.clone());
-        }
-        match status {
-            Some(s) => kept["status"] = s,
-            None => {
-                if let Some(map) = kept.as_object_mut() {
-                    map.remove("status");
-                }
+        // The stored object with the request's metadata and status. Done in
+        // place: a status patch's object is the stored one with its status
+        // merged, so its other members are usually equal to the stored ones
+        // and are compared rather than copied again.
+        let (Some(target), Some(stored)) = (object.as_object_mut(), old.as_object()) else {
+            let mut kept = old.clone();
+            if let Some(map) = kept.as_object_mut() {
+                map.remove("status");
+            }
+            *object = kept;
+            return;
+        };
+        target.retain(|key, _| key == "metadata" || key == "status" || stored.contains_key(key));
+        for (key, value) in stored {
+            let keep_request = match key.as_str() {
+                "status" => true,
+                "metadata" => target.contains_key("metadata"),
+                _ => target.get(key) == Some(value),
+            };
+            if !keep_request {
+                target.insert(key.clone(), value.clone());
             }
         }
-        *object = kept;
     } else {
         match old.get("status") {
             Some(s) => object["status"] = s.clone(),
@@ -491,6 +500,62 @@ mod tests {
         assert_eq!(conditions.len(), 1);
         assert_eq!(conditions[0]["status"], "True");
         assert_eq!(conditions[0]["lastTransitionTime"], "2027-01-15T08:00:00Z");
+    }
+
+    #[test]
+    fn a_status_write_keeps_everything_of_the_stored_object_but_metadata_and_status() {
+        let stored = json!({"apiVersion": "v1", "kind": "Pod",
+            "metadata": {"name": "web", "labels": {"a": "1"}},
+            "spec": {"nodeName": "n1", "containers": [{"name": "c"}]},
+            "status": {"phase": "Pending"}});
+        // (case, the request's object, what is written)
+        let cases = [
+            (
+                "a status patch: the new status and metadata",
+                json!({"apiVersion": "v1", "kind": "Pod",
+                    "metadata": {"name": "web", "labels": {"a": "2"}},
+                    "spec": {"nodeName": "n1", "containers": [{"name": "c"}]},
+                    "status": {"phase": "Running"}}),
+                json!({"apiVersion": "v1", "kind": "Pod",
+                    "metadata": {"name": "web", "labels": {"a": "2"}},
+                    "spec": {"nodeName": "n1", "containers": [{"name": "c"}]},
+                    "status": {"phase": "Running"}}),
+            ),
+            (
+                "a changed spec is the stored one again",
+                json!({"apiVersion": "v1", "kind": "Pod", "metadata": {"name": "web"},
+                    "spec": {"nodeName": "n2"}, "status": {"phase": "Running"}}),
+                json!({"apiVersion": "v1", "kind": "Pod", "metadata": {"name": "web"},
+                    "spec": {"nodeName": "n1", "containers": [{"name": "c"}]},
+                    "status": {"phase": "Running"}}),
+            ),
+            (
+                "members the stored object lacks are dropped, missing ones come back",
+                json!({"metadata": {"name": "web"}, "extra": 1, "status": {}}),
+                json!({"apiVersion": "v1", "kind": "Pod", "metadata": {"name": "web"},
+                    "spec": {"nodeName": "n1", "containers": [{"name": "c"}]},
+                    "status": {}}),
+            ),
+            (
+                "no metadata: the stored metadata; no status: none",
+                json!({"spec": {}}),
+                json!({"apiVersion": "v1", "kind": "Pod",
+                    "metadata": {"name": "web", "labels": {"a": "1"}},
+                    "spec": {"nodeName": "n1", "containers": [{"name": "c"}]}}),
+            ),
+            (
+                "not an object: the stored object without its status",
+                json!([1, 2]),
+                json!({"apiVersion": "v1", "kind": "Pod",
+                    "metadata": {"name": "web", "labels": {"a": "1"}},
+                    "spec": {"nodeName": "n1", "containers": [{"name": "c"}]}}),
+            ),
+        ];
+        for (case, request, want) in cases {
+            let mut object = request;
+            keep_status(&PODS, "status", &mut object, &stored);
+            assert_eq!(object, want, "{case}");
+        }
     }
 
     #[test]

@@ -13,10 +13,12 @@
 //! at once.
 
 use jiff::{SignedDuration, Timestamp};
-use k8s_openapi::api::core::v1::{Pod, Taint, Toleration};
+use k8s_openapi::api::core::v1::{Taint, Toleration};
 
 use berth_core::FeatureGates;
 use berth_core::toleration::{EFFECT_NO_EXECUTE, EFFECT_NO_SCHEDULE, tolerates};
+
+use super::watched::WatchedPod;
 
 /// The non-graceful node shutdown taint.
 pub const TAINT_OUT_OF_SERVICE: &str = "node.kubernetes.io/out-of-service";
@@ -46,7 +48,7 @@ fn is_out_of_service(taint: &Taint) -> bool {
 
 /// When the pod was bound to its node: its `PodScheduled=True` transition,
 /// or its creation for a pod created with `spec.nodeName`.
-pub fn bound_at(pod: &Pod) -> Option<Timestamp> {
+pub fn bound_at(pod: &WatchedPod) -> Option<Timestamp> {
     let scheduled = pod
         .status
         .as_ref()
@@ -298,10 +300,10 @@ mod tests {
 
     #[test]
     fn binding_time_is_pod_scheduled_or_creation() {
-        use k8s_openapi::api::core::v1::{PodCondition, PodStatus};
+        use k8s_openapi::api::core::v1::{Pod, PodCondition, PodStatus};
         let mut pod = Pod::default();
         pod.metadata.creation_timestamp = Some(Time(t(1)));
-        assert_eq!(bound_at(&pod), Some(t(1)));
+        assert_eq!(bound_at(&WatchedPod::from(&pod)), Some(t(1)));
         pod.status = Some(PodStatus {
             conditions: Some(vec![PodCondition {
                 type_: "PodScheduled".into(),
@@ -311,6 +313,6 @@ mod tests {
             }]),
             ..PodStatus::default()
         });
-        assert_eq!(bound_at(&pod), Some(t(7)));
+        assert_eq!(bound_at(&WatchedPod::from(&pod)), Some(t(7)));
     }
 }

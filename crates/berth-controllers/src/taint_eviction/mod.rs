@@ -16,6 +16,7 @@ pub mod due;
 pub mod schedule;
 #[cfg(test)]
 mod test_support;
+pub mod watched;
 
 use std::collections::HashSet;
 use std::sync::Arc;
@@ -23,7 +24,7 @@ use std::time::Duration;
 
 use futures::StreamExt;
 use jiff::{SignedDuration, Timestamp};
-use k8s_openapi::api::core::v1::{Node, Pod, PodCondition};
+use k8s_openapi::api::core::v1::{Node, PodCondition};
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
 use kube::api::{Api, DeleteParams, Patch, PatchParams, Preconditions};
 use kube::core::Request;
@@ -38,6 +39,7 @@ use berth_core::clock::Clock;
 use crate::events::{EventRecorder, TYPE_NORMAL, pod_ref};
 use crate::metrics::ControllerMetrics;
 use schedule::{DueEviction, EvictionSchedule, PodKey};
+use watched::WatchedPod;
 
 /// Upstream's controller name, also the `--controllers` name and the
 /// events' source component.
@@ -132,7 +134,7 @@ impl TaintEvictionController {
         )
         .default_backoff();
         let pods = watcher::watcher(
-            Api::<Pod>::all(self.client.clone()),
+            Api::<WatchedPod>::all(self.client.clone()),
             watcher::Config::default(),
         )
         .default_backoff();
@@ -249,7 +251,7 @@ impl TaintEvictionController {
         schedule: &mut EvictionSchedule,
         relist: &mut Relist<PodKey>,
         synced: &mut bool,
-        event: Event<Pod>,
+        event: Event<WatchedPod>,
     ) -> Vec<PodKey> {
         match event {
             Event::Init => {
@@ -261,7 +263,7 @@ impl TaintEvictionController {
                 if let Some(seen) = relist.seen.as_mut() {
                     seen.insert(key.clone());
                 }
-                if schedule.set_pod(&pod) {
+                if schedule.set_watched_pod(pod) {
                     vec![key]
                 } else {
                     Vec::new()

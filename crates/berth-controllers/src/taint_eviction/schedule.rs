@@ -16,6 +16,7 @@ use k8s_openapi::api::core::v1::{Node, Pod, Taint, Toleration};
 use berth_core::FeatureGates;
 
 use super::due::{Due, bound_at, due_time, relevant_taints};
+use super::watched::WatchedPod;
 
 /// A pod's namespace and name.
 #[derive(Debug, Clone, Default, PartialEq, Eq, Hash, PartialOrd, Ord)]
@@ -25,10 +26,11 @@ pub struct PodKey {
 }
 
 impl PodKey {
-    pub fn of(pod: &Pod) -> PodKey {
+    pub fn of(pod: &impl kube::Resource) -> PodKey {
+        let meta = pod.meta();
         PodKey {
-            namespace: pod.metadata.namespace.clone().unwrap_or_default(),
-            name: pod.metadata.name.clone().unwrap_or_default(),
+            namespace: meta.namespace.clone().unwrap_or_default(),
+            name: meta.name.clone().unwrap_or_default(),
         }
     }
 }
@@ -133,23 +135,31 @@ impl EvictionSchedule {
     /// A pod appeared or changed; returns whether a scheduled eviction of it
     /// was called off.
     pub fn set_pod(&mut self, pod: &Pod) -> bool {
-        let key = PodKey::of(pod);
-        let node = pod
-            .spec
-            .as_ref()
-            .and_then(|s| s.node_name.clone())
+        self.set_watched_pod(WatchedPod::from(pod))
+    }
+
+    /// [`set_pod`](EvictionSchedule::set_pod) for the pod as the controller
+    /// watches it.
+    pub fn set_watched_pod(&mut self, pod: WatchedPod) -> bool {
+        let bound = bound_at(&pod).unwrap_or(Timestamp::UNIX_EPOCH);
+        let WatchedPod { metadata, spec, .. } = pod;
+        let key = PodKey {
+            namespace: metadata.namespace.unwrap_or_default(),
+            name: metadata.name.unwrap_or_default(),
+        };
+        let (node, tolerations) = spec
+            .map(|s| {
+                (
+                    s.node_name.unwrap_or_default(),
+                    s.tolerations.unwrap_or_default(),
+                )
+            })
             .unwrap_or_default();
         if node.is_empty() {
             return self.remove_pod(&key);
         }
-        let uid = pod.metadata.uid.clone().unwrap_or_default();
-        let tolerations = pod
-            .spec
-            .as_ref()
-            .and_then(|s| s.tolerations.clone())
-            .unwrap_or_default();
-        let bound = bound_at(pod).unwrap_or(Timestamp::UNIX_EPOCH);
-        let terminating = pod.metadata.deletion_timestamp.is_some();
+        let uid = metadata.uid.unwrap_or_default();
+        let terminating = metadata.deletion_timestamp.is_some();
         let previous = self.pods.remove(&key);
         let (due, in_flight) = match previous {
             Some(p) => {

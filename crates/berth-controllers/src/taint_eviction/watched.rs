@@ -1,0 +1,145 @@
+//! What the controller reads of a Pod, and only that.
+//!
+//! The controller decodes every change of every Pod in the cluster, its own
+//! evictions' included (two per evicted pod). A whole `Pod` is mostly what
+//! it never looks at (containers, volumes, statuses of containers), and
+//! decoding it was a good part of the controller's CPU in an eviction
+//! burst. [`WatchedPod`] is the projection kube documents for this
+//! (as `kube::core::Object` does, with Kubernetes' own field types): the
+//! Pod's metadata, `spec.nodeName`, `spec.tolerations` and
+//! `status.conditions`; serde skips everything else without allocating.
+
+use std::borrow::Cow;
+
+use k8s_openapi::api::core::v1::{Pod, PodCondition, Toleration};
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
+use serde::Deserialize;
+
+/// A Pod as this controller watches it (see the module documentation).
+#[derive(Debug, Clone, Default, PartialEq, Deserialize)]
+pub struct WatchedPod {
+    #[serde(default)]
+    pub metadata: ObjectMeta,
+    pub spec: Option<WatchedPodSpec>,
+    pub status: Option<WatchedPodStatus>,
+}
+
+/// The part of a `PodSpec` the controller reads.
+#[derive(Debug, Clone, Default, PartialEq, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct WatchedPodSpec {
+    pub node_name: Option<String>,
+    pub tolerations: Option<Vec<Toleration>>,
+}
+
+/// The part of a `PodStatus` the controller reads.
+#[derive(Debug, Clone, Default, PartialEq, Deserialize)]
+pub struct WatchedPodStatus {
+    pub conditions: Option<Vec<PodCondition>>,
+}
+
+/// Served by the API as Pods are: same group, version, kind and path.
+impl kube::Resource for WatchedPod {
+    type DynamicType = ();
+    type Scope = k8s_openapi::NamespaceResourceScope;
+
+    fn kind(dt: &()) -> Cow<'_, str> {
+        <Pod as kube::Resource>::kind(dt)
+    }
+
+    fn group(dt: &()) -> Cow<'_, str> {
+        <Pod as kube::Resource>::group(dt)
+    }
+
+    fn version(dt: &()) -> Cow<'_, str> {
+        <Pod as kube::Resource>::version(dt)
+    }
+
+    fn plural(dt: &()) -> Cow<'_, str> {
+        <Pod as kube::Resource>::plural(dt)
+    }
+
+    fn meta(&self) -> &ObjectMeta {
+        &self.metadata
+    }
+
+    fn meta_mut(&mut self) -> &mut ObjectMeta {
+        &mut self.metadata
+    }
+}
+
+impl From<&Pod> for WatchedPod {
+    fn from(pod: &Pod) -> WatchedPod {
+        WatchedPod {
+            metadata: pod.metadata.clone(),
+            spec: pod.spec.as_ref().map(|spec| WatchedPodSpec {
+                node_name: spec.node_name.clone(),
+                tolerations: spec.tolerations.clone(),
+            }),
+            status: pod.status.as_ref().map(|status| WatchedPodStatus {
+                conditions: status.conditions.clone(),
+            }),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    /// A Pod as the API server sends it decodes to the same facts either
+    /// way: the projection drops nothing the controller reads.
+    #[test]
+    fn a_watched_pod_holds_what_the_whole_pod_holds_for_the_controller() {
+        let cases = [
+            (
+                "bound, tolerating, scheduled",
+                json!({"apiVersion": "v1", "kind": "Pod",
+                    "metadata": {"name": "web", "namespace": "default", "uid": "u1",
+                        "resourceVersion": "7", "creationTimestamp": "2026-01-01T00:00:00Z",
+                        "labels": {"app": "web"}},
+                    "spec": {"nodeName": "n1", "containers": [{"name": "c", "image": "busybox",
+                            "resources": {"limits": {"cpu": "1"}}}],
+                        "tolerations": [{"key": "node.kubernetes.io/unreachable",
+                            "operator": "Exists", "effect": "NoExecute", "tolerationSeconds": 300}]},
+                    "status": {"phase": "Running", "conditions": [{"type": "PodScheduled",
+                        "status": "True", "lastTransitionTime": "2026-01-01T00:00:05Z"}],
+                        "containerStatuses": [{"name": "c", "ready": true, "restartCount": 0,
+                            "image": "busybox", "imageID": ""}]}}),
+            ),
+            (
+                "terminating, no status",
+                json!({"metadata": {"name": "web", "namespace": "default", "uid": "u2",
+                        "deletionTimestamp": "2026-01-01T00:01:00Z"},
+                    "spec": {"nodeName": "n2", "containers": []}}),
+            ),
+            (
+                "nothing but metadata",
+                json!({"metadata": {"name": "bare"}}),
+            ),
+            (
+                "nulls",
+                json!({"metadata": {"name": "x"}, "spec": null, "status": null}),
+            ),
+        ];
+        for (case, object) in cases {
+            let whole: Pod = serde_json::from_value(object.clone())
+                .unwrap_or_else(|e| panic!("{case}: a Pod: {e}"));
+            let watched: WatchedPod = serde_json::from_value(object)
+                .unwrap_or_else(|e| panic!("{case}: a WatchedPod: {e}"));
+            assert_eq!(watched, WatchedPod::from(&whole), "{case}");
+        }
+    }
+
+    #[test]
+    fn a_watched_pod_is_served_where_pods_are() {
+        use kube::Resource;
+        assert_eq!(
+            WatchedPod::url_path(&(), Some("ns")),
+            Pod::url_path(&(), Some("ns"))
+        );
+        assert_eq!(WatchedPod::api_version(&()), "v1");
+        assert_eq!(WatchedPod::kind(&()), "Pod");
+    }
+}
