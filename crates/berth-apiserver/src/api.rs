@@ -725,7 +725,7 @@ impl ApiServer {
         }
         let key = rt.key(ns, &name);
         let (_, json) = self
-            .write_object(rt, &key, object, None)
+            .write_object(rt, &key, &object, None)
             .await
             .map_err(|e| store_error(rt, &name, e))?;
         Ok(bytes_response(201, json.as_bytes().to_vec()))
@@ -742,17 +742,17 @@ impl ApiServer {
         &self,
         rt: &ResourceType,
         key: &str,
-        object: Value,
+        object: &Value,
         expected: Option<i64>,
     ) -> Result<(i64, Arc<str>), StoreError> {
-        let stored = Arc::new(StoredJson::encode(&object));
+        let stored = Arc::new(StoredJson::encode(object));
         // Types stored in another type's form (events.k8s.io events) are
         // cached in that form: those are decoded from the store's bytes.
         let cache = match rt.stored_as {
             None => self.cache(rt).ok(),
             Some(_) => None,
         };
-        let expectation = cache.and_then(|cache| cache.expect(key, &object, stored.clone()));
+        let expectation = cache.and_then(|cache| cache.expect(key, object, stored.clone()));
         let written = match expected {
             None => self.store.create(key, stored.bytes.clone()).await,
             Some(revision) => self.store.update(key, stored.bytes.clone(), revision).await,
@@ -761,7 +761,7 @@ impl ApiServer {
             (Ok(revision), own) => {
                 let json: Arc<str> = Arc::from(stored.with_resource_version(revision));
                 if let Some((cache, expectation)) = own {
-                    cache.acknowledge(expectation, revision, json.clone(), object);
+                    cache.acknowledge(expectation, revision, json.clone());
                 }
                 Ok((revision, json))
             }
@@ -821,7 +821,7 @@ impl ApiServer {
         }
         let key = rt.key(ns, name);
         let (_, json) = self
-            .write_object(rt, &key, object, Some(expected))
+            .write_object(rt, &key, &object, Some(expected))
             .await
             .map_err(|e| store_error(rt, name, e))?;
         Ok(bytes_response(200, json.as_bytes().to_vec()))
@@ -1090,7 +1090,7 @@ impl ApiServer {
                 }
                 let key = rt.key(ns, name);
                 let (_, json) = self
-                    .write_object(rt, &key, object, Some(revision))
+                    .write_object(rt, &key, &object, Some(revision))
                     .await
                     .map_err(|e| store_error(rt, name, e))?;
                 return Ok(bytes_response(200, json.as_bytes().to_vec()));
@@ -1215,13 +1215,8 @@ impl ApiServer {
         if rt.stored_as.is_some() {
             return None;
         }
-        let (cached, written) = self.cache(rt).ok()?.latest(&rt.key(ns, name)).await?;
-        let object = match written {
-            // This server's own write, not yet applied to the cache: the
-            // object it wrote.
-            Some(object) => object,
-            None => serde_json::from_str(&cached.json).ok()?,
-        };
+        let cached = self.cache(rt).ok()?.latest(&rt.key(ns, name)).await?;
+        let object = serde_json::from_str(&cached.json).ok()?;
         Some((object, cached.rv))
     }
 
@@ -1246,7 +1241,7 @@ impl ApiServer {
             && assigned_node(&pod).is_empty()
         {
             strategy::bind_pod(&mut pod, node, self.now());
-            match self.write_object(&PODS, &key, pod, Some(revision)).await {
+            match self.write_object(&PODS, &key, &pod, Some(revision)).await {
                 Ok(_) => return Ok(json_response(201, &success_status("", "pods", name, None))),
                 Err(StoreError::Conflict { .. } | StoreError::NotFound { .. }) => {}
                 Err(e) => return Err(store_error(&PODS, name, e)),
@@ -1272,7 +1267,7 @@ impl ApiServer {
                 ));
             }
             strategy::bind_pod(&mut pod, node, self.now());
-            match self.write_object(&PODS, &key, pod, Some(revision)).await {
+            match self.write_object(&PODS, &key, &pod, Some(revision)).await {
                 Ok(_) => return Ok(json_response(201, &success_status("", "pods", name, None))),
                 Err(StoreError::Conflict { .. }) => continue,
                 Err(e) => return Err(store_error(&PODS, name, e)),

@@ -203,11 +203,12 @@ enum OwnWriteState {
         stored: Arc<StoredJson>,
         parts: Parts,
     },
-    /// Acknowledged by the store: the entry it makes, revision included,
-    /// and the object itself until the next write of the key (a
-    /// controller's delete after its status patch) takes it, to start from
-    /// it without parsing it again.
-    Acknowledged(Arc<Cached>, Option<Value>),
+    /// Acknowledged by the store: the entry it makes, revision included.
+    /// (Not the object itself as well: handing it to the next write of the
+    /// key spared that write a parse, but under a saturated server the
+    /// cache's task, which applies every event of the cluster, then freed
+    /// the objects whose events it applied, and fell behind with it.)
+    Acknowledged(Arc<Cached>),
 }
 
 /// What the cache extracts from an object, but its revision and JSON.
@@ -313,7 +314,7 @@ impl ResourceCache {
     /// [`latest`] answers with it.
     ///
     /// [`latest`]: ResourceCache::latest
-    pub fn acknowledge(&self, expectation: Expectation, rv: i64, json: Arc<str>, object: Value) {
+    pub fn acknowledge(&self, expectation: Expectation, rv: i64, json: Arc<str>) {
         let mut primed = self.primed.lock().unwrap_or_else(|e| e.into_inner());
         let applied = primed.applied;
         let Some(writes) = primed.writes.get_mut(&expectation.key) else {
@@ -333,10 +334,7 @@ impl ResourceCache {
                 at,
                 OwnWrite {
                     ticket: write.ticket,
-                    state: OwnWriteState::Acknowledged(
-                        Arc::new(parts.cached(rv, json)),
-                        Some(object),
-                    ),
+                    state: OwnWriteState::Acknowledged(Arc::new(parts.cached(rv, json))),
                 },
             );
         }
@@ -365,7 +363,7 @@ impl ResourceCache {
         primed.applied = primed.applied.max(revision);
         let writes = primed.writes.get_mut(key)?;
         let at = writes.iter().position(|w| match &w.state {
-            OwnWriteState::Acknowledged(cached, _) => cached.rv == revision,
+            OwnWriteState::Acknowledged(cached) => cached.rv == revision,
             OwnWriteState::Announced { stored, .. } => stored.bytes == value,
         });
         let taken = match at {
@@ -374,7 +372,7 @@ impl ResourceCache {
                 // Acknowledged writes at or below this revision will not
                 // see their events any more.
                 writes.retain(
-                    |w| !matches!(&w.state, OwnWriteState::Acknowledged(c, _) if c.rv <= revision),
+                    |w| !matches!(&w.state, OwnWriteState::Acknowledged(c) if c.rv <= revision),
                 );
                 None
             }
@@ -384,7 +382,7 @@ impl ResourceCache {
         }
         drop(primed);
         match taken?.state {
-            OwnWriteState::Acknowledged(cached, _) => Some(cached),
+            OwnWriteState::Acknowledged(cached) => Some(cached),
             OwnWriteState::Announced { stored, parts } => Some(Arc::new(
                 parts.cached(revision, Arc::from(stored.with_resource_version(revision))),
             )),
@@ -449,7 +447,7 @@ impl ResourceCache {
             // acknowledged ones below it had their events applied in it.
             primed.writes.retain(|_, writes| {
                 writes.retain(
-                    |w| matches!(&w.state, OwnWriteState::Acknowledged(c, _) if c.rv > revision),
+                    |w| matches!(&w.state, OwnWriteState::Acknowledged(c) if c.rv > revision),
                 );
                 !writes.is_empty()
             });
@@ -642,24 +640,18 @@ impl ResourceCache {
     /// store read. Like [`get`], it may still be behind the store (another
     /// server's write).
     ///
-    /// The object written comes with an acknowledged write the first time
-    /// it is asked for (taken, not copied: the next write of the key starts
-    /// from it instead of parsing the JSON again).
-    ///
     /// [`get`]: ResourceCache::get
     /// [`expect`]: ResourceCache::expect
-    pub async fn latest(&self, key: &str) -> Option<(Arc<Cached>, Option<Value>)> {
+    pub async fn latest(&self, key: &str) -> Option<Arc<Cached>> {
         let own = self
             .primed
             .lock()
             .unwrap_or_else(|e| e.into_inner())
             .writes
-            .get_mut(key)
+            .get(key)
             .and_then(|writes| {
-                writes.iter_mut().rev().find_map(|w| match &mut w.state {
-                    OwnWriteState::Acknowledged(cached, object) => {
-                        Some((cached.clone(), object.take()))
-                    }
+                writes.iter().rev().find_map(|w| match &w.state {
+                    OwnWriteState::Acknowledged(cached) => Some(cached.clone()),
                     OwnWriteState::Announced { .. } => None,
                 })
             });
@@ -669,9 +661,9 @@ impl ResourceCache {
         }
         let cached = state.objects.get(key).cloned();
         match (own, cached) {
-            (Some((own, _)), Some(cached)) if cached.rv >= own.rv => Some((cached, None)),
-            (Some((own, object)), _) => Some((own, object)),
-            (None, cached) => cached.map(|cached| (cached, None)),
+            (Some(own), Some(cached)) if cached.rv >= own.rv => Some(cached),
+            (Some(own), _) => Some(own),
+            (None, cached) => cached,
         }
     }
 
@@ -775,7 +767,7 @@ mod tests {
         revision: i64,
     ) -> Arc<str> {
         let json: Arc<str> = Arc::from(StoredJson::encode(object).with_resource_version(revision));
-        cache.acknowledge(expectation, revision, json.clone(), object.clone());
+        cache.acknowledge(expectation, revision, json.clone());
         json
     }
 
@@ -823,22 +815,8 @@ mod tests {
         let json = acknowledge(&cache, write, &object, 5);
         let latest = cache.latest(KEY).await;
         assert!(
-            latest
-                .as_ref()
-                .is_some_and(|(latest, _)| Arc::ptr_eq(&latest.json, &json)),
+            latest.is_some_and(|latest| Arc::ptr_eq(&latest.json, &json)),
             "the write is the newest copy before its event comes"
-        );
-        assert_eq!(
-            latest.and_then(|(_, written)| written).as_ref(),
-            Some(&object),
-            "with the object written"
-        );
-        let again = cache.latest(KEY).await;
-        assert!(
-            again.is_some_and(
-                |(latest, written)| Arc::ptr_eq(&latest.json, &json) && written.is_none()
-            ),
-            "the object is handed out once"
         );
         cache.apply(event(EventKind::Created, &object, 5)).await;
         let got = held(&cache).await;
