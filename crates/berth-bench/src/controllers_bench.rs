@@ -50,7 +50,7 @@ use kube::runtime::watcher;
 use serde::Serialize;
 
 use crate::apiserver_bench::cpu_seconds;
-use crate::measure::{Machine, Timing, time};
+use crate::measure::{Machine, Timing, thread_run_time, time};
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum, Serialize)]
 #[serde(rename_all = "lowercase")]
@@ -266,23 +266,6 @@ fn process_cpu() -> Duration {
         u64::try_from(t.tv_sec).unwrap_or(0),
         u32::try_from(t.tv_nsec).unwrap_or(0),
     )
-}
-
-/// Time on the CPU so far of this process's thread named `name` (the
-/// first), from /proc's schedstat (nanoseconds).
-fn thread_run_time(name: &str) -> Option<Duration> {
-    std::fs::read_dir("/proc/self/task")
-        .ok()?
-        .find_map(|entry| {
-            let dir = entry.ok()?.path();
-            let comm = std::fs::read_to_string(dir.join("comm")).ok()?;
-            if comm.trim_end() != name {
-                return None;
-            }
-            let schedstat = std::fs::read_to_string(dir.join("schedstat")).ok()?;
-            let ns: u64 = schedstat.split_whitespace().next()?.parse().ok()?;
-            Some(Duration::from_nanos(ns))
-        })
 }
 
 #[cfg(not(target_os = "linux"))]

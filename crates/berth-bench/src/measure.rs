@@ -20,6 +20,24 @@ pub struct Timing {
     pub samples: usize,
 }
 
+/// Time on the CPU so far of this process's thread named `name` (the
+/// first one), from /proc's schedstat: nanoseconds, where /proc's stat
+/// counts 10 ms ticks.
+pub fn thread_run_time(name: &str) -> Option<Duration> {
+    std::fs::read_dir("/proc/self/task")
+        .ok()?
+        .find_map(|entry| {
+            let dir = entry.ok()?.path();
+            let comm = std::fs::read_to_string(dir.join("comm")).ok()?;
+            if comm.trim_end() != name {
+                return None;
+            }
+            let schedstat = std::fs::read_to_string(dir.join("schedstat")).ok()?;
+            let ns: u64 = schedstat.split_whitespace().next()?.parse().ok()?;
+            Some(Duration::from_nanos(ns))
+        })
+}
+
 /// Times `op`, which returns something to keep the optimiser honest.
 pub fn time<T>(name: &str, samples: usize, mut op: impl FnMut() -> T) -> Timing {
     // Size a batch so that it takes about 10 ms.

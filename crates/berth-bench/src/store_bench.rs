@@ -196,16 +196,7 @@ fn cpu_seconds(stat_path: &str) -> Option<f64> {
 
 /// CPU seconds of this process's thread called `name` (the first one), if any.
 fn thread_cpu_seconds(name: &str) -> Option<f64> {
-    std::fs::read_dir("/proc/self/task")
-        .ok()?
-        .find_map(|entry| {
-            let dir = entry.ok()?.path();
-            let comm = std::fs::read_to_string(dir.join("comm")).ok()?;
-            if comm.trim_end() != name {
-                return None;
-            }
-            cpu_seconds(&dir.join("stat").to_string_lossy())
-        })
+    crate::measure::thread_run_time(name).map(|t| t.as_secs_f64())
 }
 
 /// Bytes this process has passed to write calls (`wchar` of `/proc/self/io`).
