@@ -173,13 +173,13 @@ pub struct ResourceCache {
     rv: watch::Sender<i64>,
     history_limit: usize,
     fields: FieldsFn,
-    primed: std::sync::Mutex<Primed>,
+    own_writes: std::sync::Mutex<OwnWrites>,
 }
 
 /// This server's own writes of each key whose store events the cache has
 /// not applied yet (see [`ResourceCache::expect`]).
 #[derive(Default)]
-struct Primed {
+struct OwnWrites {
     /// The revision of the last store event applied to this cache.
     applied: i64,
     /// Per key, oldest first; a few at most (under load the cache may apply
@@ -240,7 +240,7 @@ pub struct Expectation {
     ticket: u64,
 }
 
-/// Own writes kept per key (see [`Primed::writes`]).
+/// Own writes kept per key (see [`OwnWrites::writes`]).
 const OWN_WRITES_PER_KEY: usize = 4;
 
 /// How many changes a watcher may fall behind before it is ended (it then
@@ -269,7 +269,7 @@ impl ResourceCache {
             rv,
             history_limit: history_limit.max(1),
             fields,
-            primed: std::sync::Mutex::new(Primed::default()),
+            own_writes: std::sync::Mutex::new(OwnWrites::default()),
         })
     }
 
@@ -292,10 +292,10 @@ impl ResourceCache {
         stored: Arc<StoredJson>,
     ) -> Option<Expectation> {
         let parts = self.parts(object)?;
-        let mut primed = self.primed.lock().unwrap_or_else(|e| e.into_inner());
-        primed.next_ticket += 1;
-        let ticket = primed.next_ticket;
-        let writes = primed.writes.entry(key.to_string()).or_default();
+        let mut own_writes = self.own_writes.lock().unwrap_or_else(|e| e.into_inner());
+        own_writes.next_ticket += 1;
+        let ticket = own_writes.next_ticket;
+        let writes = own_writes.writes.entry(key.to_string()).or_default();
         if writes.len() == OWN_WRITES_PER_KEY {
             writes.remove(0);
         }
@@ -315,9 +315,9 @@ impl ResourceCache {
     ///
     /// [`latest`]: ResourceCache::latest
     pub fn acknowledge(&self, expectation: Expectation, rv: i64, json: Arc<str>) {
-        let mut primed = self.primed.lock().unwrap_or_else(|e| e.into_inner());
-        let applied = primed.applied;
-        let Some(writes) = primed.writes.get_mut(&expectation.key) else {
+        let mut own_writes = self.own_writes.lock().unwrap_or_else(|e| e.into_inner());
+        let applied = own_writes.applied;
+        let Some(writes) = own_writes.writes.get_mut(&expectation.key) else {
             return;
         };
         let Some(at) = writes.iter().position(|w| w.ticket == expectation.ticket) else {
@@ -339,17 +339,17 @@ impl ResourceCache {
             );
         }
         if writes.is_empty() {
-            primed.writes.remove(&expectation.key);
+            own_writes.writes.remove(&expectation.key);
         }
     }
 
     /// Withdraws an announced write that did not happen.
     pub fn withdraw(&self, expectation: Expectation) {
-        let mut primed = self.primed.lock().unwrap_or_else(|e| e.into_inner());
-        if let Some(writes) = primed.writes.get_mut(&expectation.key) {
+        let mut own_writes = self.own_writes.lock().unwrap_or_else(|e| e.into_inner());
+        if let Some(writes) = own_writes.writes.get_mut(&expectation.key) {
             writes.retain(|w| w.ticket != expectation.ticket);
             if writes.is_empty() {
-                primed.writes.remove(&expectation.key);
+                own_writes.writes.remove(&expectation.key);
             }
         }
     }
@@ -359,9 +359,9 @@ impl ResourceCache {
     /// the key's writes before it are dropped (their events were missed, or
     /// they failed). Marks events up to `revision` applied.
     fn take_own_write(&self, key: &str, value: &[u8], revision: i64) -> Option<Arc<Cached>> {
-        let mut primed = self.primed.lock().unwrap_or_else(|e| e.into_inner());
-        primed.applied = primed.applied.max(revision);
-        let writes = primed.writes.get_mut(key)?;
+        let mut own_writes = self.own_writes.lock().unwrap_or_else(|e| e.into_inner());
+        own_writes.applied = own_writes.applied.max(revision);
+        let writes = own_writes.writes.get_mut(key)?;
         let at = writes.iter().position(|w| match &w.state {
             OwnWriteState::Acknowledged(cached) => cached.rv == revision,
             OwnWriteState::Announced { stored, .. } => stored.bytes == value,
@@ -378,9 +378,9 @@ impl ResourceCache {
             }
         };
         if writes.is_empty() {
-            primed.writes.remove(key);
+            own_writes.writes.remove(key);
         }
-        drop(primed);
+        drop(own_writes);
         match taken?.state {
             OwnWriteState::Acknowledged(cached) => Some(cached),
             OwnWriteState::Announced { stored, parts } => Some(Arc::new(
@@ -394,12 +394,7 @@ impl ResourceCache {
         let meta = object.get_mut("metadata")?.as_object_mut()?;
         meta.insert("resourceVersion".into(), Value::String(rv.to_string()));
         let json = Arc::from(serde_json::to_string(&object).ok()?);
-        self.cached_from(&object, rv, json)
-    }
-
-    /// The cache's form of `object` at `rv`, whose JSON is `json`.
-    fn cached_from(&self, object: &Value, rv: i64, json: Arc<str>) -> Option<Cached> {
-        Some(self.parts(object)?.cached(rv, json))
+        Some(self.parts(&object)?.cached(rv, json))
     }
 
     /// What the cache extracts from `object` (`None` without `metadata`).
@@ -441,11 +436,11 @@ impl ResourceCache {
             state.ready = true;
         }
         {
-            let mut primed = self.primed.lock().unwrap_or_else(|e| e.into_inner());
-            primed.applied = primed.applied.max(revision);
+            let mut own_writes = self.own_writes.lock().unwrap_or_else(|e| e.into_inner());
+            own_writes.applied = own_writes.applied.max(revision);
             // A reload does not say which announced writes it includes;
             // acknowledged ones below it had their events applied in it.
-            primed.writes.retain(|_, writes| {
+            own_writes.writes.retain(|_, writes| {
                 writes.retain(
                     |w| matches!(&w.state, OwnWriteState::Acknowledged(c) if c.rv > revision),
                 );
@@ -644,7 +639,7 @@ impl ResourceCache {
     /// [`expect`]: ResourceCache::expect
     pub async fn latest(&self, key: &str) -> Option<Arc<Cached>> {
         let own = self
-            .primed
+            .own_writes
             .lock()
             .unwrap_or_else(|e| e.into_inner())
             .writes
@@ -781,7 +776,7 @@ mod tests {
     }
 
     /// What decoding the store's bytes gives: the cache's content must not
-    /// depend on whether a write was primed.
+    /// depend on whether a write was announced.
     fn assert_same_as_decoded(cache: &ResourceCache, got: &Cached, object: &Value) {
         let decoded = cache
             .decode(&StoredJson::encode(object).bytes, got.rv)
@@ -800,7 +795,7 @@ mod tests {
     /// This server's writes the cache still holds for `KEY`.
     fn own_writes(cache: &ResourceCache) -> usize {
         cache
-            .primed
+            .own_writes
             .lock()
             .map(|p| p.writes.get(KEY).map_or(0, Vec::len))
             .unwrap_or(usize::MAX)
