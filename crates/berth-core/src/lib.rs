@@ -11,6 +11,8 @@
 //! - [`quantity`]: resource quantities parsed and compared as upstream does.
 //! - [`feature_gates`]: `--feature-gates`, e.g. `TaintTolerationComparisonOperators`.
 //! - [`manifest`]: YAML/JSON manifests as `kubectl apply -f` reads them.
+//! - [`object_key`], [`pod`]: an object's namespace/name key; a pod's
+//!   bound node and terminal phase, as every client reads them.
 //! - [`clock`]: the one source of time for every timer in berth, real or
 //!   virtual (a paused tokio clock in tests).
 //! - `test_util` (tests and the `test-util` feature only): taint and
@@ -22,6 +24,8 @@ pub mod clock;
 pub mod duration;
 pub mod feature_gates;
 pub mod manifest;
+pub mod object_key;
+pub mod pod;
 pub mod quantity;
 pub mod taint_spec;
 #[cfg(any(test, feature = "test-util"))]
