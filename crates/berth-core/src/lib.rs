@@ -3,8 +3,11 @@
 //! Kubernetes types come from `k8s-openapi` (re-exported as [`k8s`]); this
 //! crate adds what berth decides with them, with no I/O and no async:
 //!
-//! - [`toleration`]: whether tolerations tolerate taints, and how long a
-//!   running pod may stay under NoExecute taints (upstream's exact rules).
+//! - [`toleration`]: whether tolerations tolerate taints (upstream's exact
+//!   rules).
+//! - [`eviction`]: when a running pod must leave its node under NoExecute
+//!   taints (SPEC §4), the one rule the controller, the simulator and
+//!   `berth check` call.
 //! - [`taint_spec`]: the `kubectl taint` / `--register-with-taints` syntax.
 //! - [`validation`]: Kubernetes field errors and the API rules for taints
 //!   and tolerations.
@@ -20,6 +23,7 @@ pub use k8s_openapi as k8s;
 
 pub mod clock;
 pub mod duration;
+pub mod eviction;
 pub mod feature_gates;
 pub mod manifest;
 pub mod quantity;

@@ -36,3 +36,38 @@ pub fn tol_secs(key: &str, op: &str, value: &str, effect: &str, s: i64) -> Toler
         ..tol(key, op, value, effect)
     }
 }
+
+/// `s` seconds after a fixed instant (the taint eviction tests' clock).
+pub fn t(s: i64) -> jiff::Timestamp {
+    jiff::Timestamp::from_second(1_800_000_000 + s).unwrap_or(jiff::Timestamp::UNIX_EPOCH)
+}
+
+/// Upstream's `createNoExecuteTaint(index)`:
+/// `testTaint<index>=test<index>:NoExecute`, added at `t(added)`.
+pub fn taint_n(index: u32, added: i64) -> Taint {
+    Taint {
+        time_added: Some(k8s_openapi::apimachinery::pkg::apis::meta::v1::Time(t(
+            added,
+        ))),
+        ..taint(
+            &format!("testTaint{index}"),
+            &format!("test{index}"),
+            crate::toleration::EFFECT_NO_EXECUTE,
+        )
+    }
+}
+
+/// Upstream's `addToleration(pod, index, duration)`: a toleration of
+/// `taint_n(index, _)` for `seconds` (negative: forever).
+pub fn tol_n(index: u32, seconds: i64) -> Toleration {
+    let (key, value) = (format!("testTaint{index}"), format!("test{index}"));
+    let (op, effect) = (
+        crate::toleration::OP_EQUAL,
+        crate::toleration::EFFECT_NO_EXECUTE,
+    );
+    if seconds < 0 {
+        tol(&key, op, &value, effect)
+    } else {
+        tol_secs(&key, op, &value, effect, seconds)
+    }
+}

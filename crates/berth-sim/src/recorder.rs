@@ -18,6 +18,7 @@ use berth_controllers::node_lifecycle::zone::{
 };
 use berth_core::FeatureGates;
 use berth_core::clock::Clock;
+use berth_core::eviction::{TaintStarts, pod_due};
 use futures::{Stream, StreamExt};
 use jiff::Timestamp;
 use k8s_openapi::api::core::v1::{Event, Node, Pod};
@@ -40,6 +41,9 @@ struct Recorder {
     gates: FeatureGates,
     entries: Vec<Entry>,
     nodes: BTreeMap<String, Node>,
+    /// When each node's taints started (for those without `timeAdded`,
+    /// when first seen), as the taint eviction controller counts them.
+    taint_starts: BTreeMap<String, TaintStarts>,
     pods: BTreeMap<String, Pod>,
     /// Deleted pods, for evictions reported after the deletion was seen.
     gone: BTreeMap<String, Pod>,
@@ -60,11 +64,17 @@ impl Recorder {
                 let name = node.metadata.name.clone().unwrap_or_default();
                 let old = self.nodes.get(&name);
                 self.entries.extend(timeline::node_entries(t, old, &node));
+                let taints = node.spec.as_ref().and_then(|s| s.taints.as_deref());
+                self.taint_starts
+                    .entry(name.clone())
+                    .or_default()
+                    .observe(taints.unwrap_or(&[]), self.clock.now());
                 self.nodes.insert(name, node);
             }
             watcher::Event::Delete(node) => {
                 let name = node.metadata.name.clone().unwrap_or_default();
                 self.nodes.remove(&name);
+                self.taint_starts.remove(&name);
             }
             watcher::Event::Init | watcher::Event::InitDone => {}
         }
@@ -127,10 +137,11 @@ impl Recorder {
         };
         let node_name = pod.spec.as_ref().and_then(|s| s.node_name.clone());
         if entry.event == EventKind::PodEvicted
-            && let Some(node) = node_name.as_ref().and_then(|n| self.nodes.get(n))
+            && let Some(name) = node_name.as_deref()
+            && let (Some(node), Some(starts)) = (self.nodes.get(name), self.taint_starts.get(name))
         {
-            entry.due = timeline::eviction_due(pod, node, self.gates)
-                .map(|due| millis_between(self.start, due));
+            entry.due = pod_due(pod, node, starts, self.gates)
+                .map(|due| millis_between(self.start, due.at));
         }
         entry.node = node_name;
     }
@@ -218,6 +229,7 @@ impl Recording {
                 gates,
                 entries: Vec::new(),
                 nodes: BTreeMap::new(),
+                taint_starts: BTreeMap::new(),
                 pods: BTreeMap::new(),
                 gone: BTreeMap::new(),
                 events: BTreeMap::new(),

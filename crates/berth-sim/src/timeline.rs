@@ -2,7 +2,8 @@
 //!
 //! Entries are derived from the API objects as a watcher sees them change
 //! ([`node_entries`], [`pod_entries`], [`event_entries`]): plain functions
-//! of the old and new object, tested without a server. Written as JSON
+//! of the old and new object, tested without a server (an eviction's due
+//! time is berth-core's rule, [`berth_core::eviction`]). Written as JSON
 //! lines, `t` in seconds since the start of the run:
 //!
 //! ```json
@@ -17,10 +18,7 @@
 use std::collections::BTreeSet;
 use std::io::Write;
 
-use berth_core::FeatureGates;
 use berth_core::taint_spec::format_taint;
-use berth_core::toleration::{is_no_execute, tolerates};
-use jiff::Timestamp;
 use k8s_openapi::api::core::v1::{Event, Node, Pod};
 use serde::{Deserialize, Serialize};
 
@@ -360,54 +358,6 @@ pub fn event_entries(t: Millis, old: Option<&Event>, new: &Event) -> Vec<Entry> 
     vec![e]
 }
 
-/// When a pod's eviction from `node` is due by the objects alone (SPEC
-/// §4): for each NoExecute taint, the later of its `timeAdded` and the
-/// pod's binding, plus the seconds of the first toleration that tolerates
-/// it (none: at once); the earliest of these. `None` when every taint is
-/// tolerated forever.
-pub fn eviction_due(pod: &Pod, node: &Node, gates: FeatureGates) -> Option<Timestamp> {
-    let bound = pod
-        .status
-        .as_ref()
-        .and_then(|s| s.conditions.as_ref())
-        .and_then(|cs| {
-            cs.iter()
-                .find(|c| c.type_ == "PodScheduled" && c.status == "True")
-        })
-        .and_then(|c| c.last_transition_time.as_ref())
-        .or(pod.metadata.creation_timestamp.as_ref())
-        .map(|t| t.0);
-    let tolerations = pod
-        .spec
-        .as_ref()
-        .and_then(|s| s.tolerations.as_deref())
-        .unwrap_or(&[]);
-    let taints = node
-        .spec
-        .as_ref()
-        .and_then(|s| s.taints.as_deref())
-        .unwrap_or(&[]);
-    taints
-        .iter()
-        .filter(|t| is_no_execute(t))
-        .filter_map(|taint| {
-            let added = taint.time_added.as_ref().map(|t| t.0);
-            let start = match (added, bound) {
-                (Some(a), Some(b)) => a.max(b),
-                (a, b) => a.or(b)?,
-            };
-            match tolerations.iter().find(|tol| tolerates(tol, taint, gates)) {
-                None => Some(start),
-                Some(tol) => tol.toleration_seconds.map(|s| {
-                    start
-                        .checked_add(jiff::SignedDuration::from_secs(s.max(0)))
-                        .unwrap_or(Timestamp::MAX)
-                }),
-            }
-        })
-        .min()
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -645,55 +595,6 @@ mod tests {
         let e = &event_entries(1, None, &failed)[0];
         assert_eq!(e.message.as_deref(), Some("0/3 nodes are available"));
         assert_eq!(e.pod.as_deref(), Some("default/web"));
-    }
-
-    #[test]
-    fn eviction_due_follows_spec_section_4() {
-        let t0: Timestamp = "2026-01-01T00:00:00Z"
-            .parse()
-            .unwrap_or(Timestamp::UNIX_EPOCH);
-        let at = |s: i64| (t0 + jiff::SignedDuration::from_secs(s)).to_string();
-        let node = node(json!({"metadata": {"name": "n1"}, "spec": {"taints": [
-            {"key": "key1", "value": "value1", "effect": "NoExecute", "timeAdded": at(100)},
-            {"key": "soft", "effect": "NoSchedule"},
-        ]}}));
-        let pod_with = |tolerations: serde_json::Value, bound: i64| {
-            pod(json!({
-                "metadata": {"name": "p", "namespace": "default", "creationTimestamp": at(0)},
-                "spec": {"containers": [], "tolerations": tolerations},
-                "status": {"conditions": [{"type": "PodScheduled", "status": "True", "lastTransitionTime": at(bound)}]},
-            }))
-        };
-        let gates = FeatureGates::default();
-        let secs = |s: i64| Some(t0 + jiff::SignedDuration::from_secs(s));
-        let cases = [
-            ("untolerated: at once", json!([]), 0, secs(100)),
-            (
-                "3600 s toleration",
-                json!([{"key": "key1", "operator": "Exists", "effect": "NoExecute", "tolerationSeconds": 3600}]),
-                0,
-                secs(3700),
-            ),
-            (
-                "bound after the taint: from the binding",
-                json!([{"key": "key1", "operator": "Exists", "effect": "NoExecute", "tolerationSeconds": 60}]),
-                500,
-                secs(560),
-            ),
-            (
-                "tolerated forever",
-                json!([{"key": "key1", "operator": "Exists"}]),
-                0,
-                None,
-            ),
-        ];
-        for (name, tolerations, bound, want) in cases {
-            assert_eq!(
-                eviction_due(&pod_with(tolerations, bound), &node, gates),
-                want,
-                "{name}"
-            );
-        }
     }
 
     #[test]

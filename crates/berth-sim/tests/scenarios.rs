@@ -352,3 +352,45 @@ run: 20m
     assert_eq!((evicted.t, evicted.due), (610 * S, Some(610 * S)));
     assert_eq!(one(&e, EventKind::PodDeleted, "default/web").t, 610 * S);
 }
+
+/// A tolerated out-of-service taint counts like any NoExecute taint (SPEC
+/// §4; upstream's taint eviction controller does not set it apart): q
+/// tolerates it for 60 s, so it leaves 60 s after the taint, not when the
+/// default 300 s `unreachable` toleration runs out (about 365 s). The
+/// controller and the timeline agree on the time.
+#[test]
+fn a_tolerated_out_of_service_taint_evicts_when_its_toleration_runs_out() {
+    let text = r#"
+nodes: [{name: n1}, {name: n2}]
+objects:
+  - apiVersion: v1
+    kind: Pod
+    metadata: {name: q}
+    spec:
+      nodeName: n1
+      containers: [{name: app, image: registry.example/app:1}]
+      tolerations:
+        - {key: node.kubernetes.io/out-of-service, operator: Exists, effect: NoExecute, tolerationSeconds: 60}
+steps:
+  - {at: 10s, heartbeat: {node: n1, stop: true}}
+  - {at: 2m, taint: "n1 node.kubernetes.io/out-of-service=nodeshutdown:NoExecute"}
+run: 10m
+"#;
+    let scenario = scenario::parse("out-of-service.yaml", text).unwrap_or_else(|e| panic!("{e}"));
+    let e = run_blocking(&scenario, &default_components(), SEED)
+        .unwrap_or_else(|e| panic!("{e}"))
+        .entries;
+    let unreachable = taint_added(&e, "n1", UNREACHABLE_NOEXEC);
+    assert!(
+        matches!(unreachable.as_slice(), [t] if t.t < 120 * S),
+        "unreachable:NoExecute before the out-of-service taint:\n{}",
+        jsonl(&e)
+    );
+    let evicted = one(&e, EventKind::PodEvicted, "default/q");
+    assert_eq!(
+        (evicted.t, evicted.due),
+        (180 * S, Some(180 * S)),
+        "{}",
+        jsonl(&e)
+    );
+}
