@@ -10,10 +10,15 @@
 //! {"t":55.0,"event":"NodeStatusUnknown","node":"node1"}
 //! ```
 //!
-//! Order is total and stable: by time, then by [`EventKind`] in its
-//! declared order (causes before effects: a node's state, its taints, then
-//! its pods), then by the entry's fields. So a run gives the same bytes
-//! however its tasks interleaved within one instant.
+//! Order is total and stable, and keeps causes before effects within one
+//! instant: by time; then by [`EventKind`] in its declared order (a node's
+//! state, its zone's, its taints, then its pods); then by the subject
+//! (node, pod, zone, taint, condition); and what happened to one subject
+//! in one instant keeps the order it happened in, the recorder's sequence
+//! number ([`Entry::seq`]). Changes to different subjects in one instant
+//! (two pods bound by concurrent requests) reach the recorder in either
+//! order from run to run, so they are ordered by name, and the same
+//! scenario and seed give the same bytes.
 
 use std::collections::BTreeSet;
 use std::io::Write;
@@ -78,6 +83,11 @@ pub struct Entry {
     /// NoExecute taints' `timeAdded` and the tolerations' seconds).
     #[serde(default, skip_serializing_if = "Option::is_none", with = "opt_seconds")]
     pub due: Option<Millis>,
+    /// The order the recorder saw this entry's change in, among the
+    /// entries of its instant about the same subject. Not written: the
+    /// JSON lines are in this order.
+    #[serde(skip)]
+    pub seq: u64,
 }
 
 impl Entry {
@@ -95,6 +105,7 @@ impl Entry {
             reason: None,
             message: None,
             due: None,
+            seq: 0,
         }
     }
 
@@ -121,9 +132,21 @@ impl Entry {
         (
             self.t,
             self.event,
-            (&self.node, &self.pod, &self.zone, &self.taint),
-            (&self.condition, &self.status, &self.state, &self.reason),
-            (&self.message, self.due),
+            (
+                &self.node,
+                &self.pod,
+                &self.zone,
+                &self.taint,
+                &self.condition,
+            ),
+            self.seq,
+            (
+                &self.status,
+                &self.state,
+                &self.reason,
+                &self.message,
+                self.due,
+            ),
         )
     }
 }
@@ -595,6 +618,83 @@ mod tests {
         let e = &event_entries(1, None, &failed)[0];
         assert_eq!(e.message.as_deref(), Some("0/3 nodes are available"));
         assert_eq!(e.pod.as_deref(), Some("default/web"));
+    }
+
+    /// Within an instant, what happened to one subject keeps the order the
+    /// recorder saw it in (its sequence number), while different subjects
+    /// are ordered by name whatever order they arrived in.
+    #[test]
+    fn one_subject_keeps_its_order_within_an_instant() {
+        struct Case {
+            name: &'static str,
+            /// In the order the recorder saw them.
+            seen: Vec<Entry>,
+            /// Their order in the timeline, as indexes into `seen`.
+            want: Vec<usize>,
+        }
+        let numbered = |seen: Vec<Entry>| -> Vec<Entry> {
+            seen.into_iter()
+                .enumerate()
+                .map(|(seq, e)| Entry {
+                    seq: seq as u64,
+                    ..e
+                })
+                .collect()
+        };
+        let failed = |pod: &str, message: &str| {
+            let mut e = Entry::new(5_000, EventKind::FailedScheduling).pod(pod.into());
+            e.message = Some(message.into());
+            e
+        };
+        let condition = |status: &str| {
+            let mut e = Entry::new(5_000, EventKind::NodeCondition).node("n1");
+            e.condition = Some("MemoryPressure".into());
+            e.status = Some(status.into());
+            e
+        };
+        let cases = [
+            Case {
+                name: "a zone passing through a state",
+                seen: vec![
+                    Entry::zone_state(5_000, "a", "PartialDisruption"),
+                    Entry::zone_state(5_000, "a", "FullDisruption"),
+                ],
+                want: vec![0, 1],
+            },
+            Case {
+                name: "a pod failing twice",
+                seen: vec![failed("default/p", "z"), failed("default/p", "a")],
+                want: vec![0, 1],
+            },
+            Case {
+                name: "a condition turning True and back",
+                seen: vec![condition("True"), condition("False")],
+                want: vec![0, 1],
+            },
+            Case {
+                name: "two pods: by name, whichever came first",
+                seen: vec![
+                    Entry::new(5_000, EventKind::PodScheduled).pod("default/b".into()),
+                    Entry::new(5_000, EventKind::PodScheduled).pod("default/a".into()),
+                ],
+                want: vec![1, 0],
+            },
+            Case {
+                name: "causes before effects: the node's state before its taint",
+                seen: vec![
+                    Entry::new(5_000, EventKind::TaintAdded).node("n1"),
+                    Entry::new(5_000, EventKind::NodeStatusUnknown).node("n1"),
+                ],
+                want: vec![1, 0],
+            },
+        ];
+        for case in cases {
+            let seen = numbered(case.seen);
+            let mut sorted = seen.clone();
+            sort(&mut sorted);
+            let want: Vec<Entry> = case.want.iter().map(|&i| seen[i].clone()).collect();
+            assert_eq!(sorted, want, "{}", case.name);
+        }
     }
 
     #[test]

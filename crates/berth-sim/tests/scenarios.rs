@@ -394,3 +394,60 @@ run: 10m
         jsonl(&e)
     );
 }
+
+/// All ten nodes of zone a report NotReady in one instant. Within that
+/// instant the zone passes through PartialDisruption on its way to
+/// FullDisruption; the timeline records the state it settled in, after the
+/// node changes that caused it, and the controller acted on that state:
+/// zone a is tainted at --node-eviction-rate (one node every 10 s), as a
+/// fully disrupted zone is while zone b is healthy (a partially disrupted
+/// zone of a small cluster would not be tainted at all).
+#[test]
+fn a_zone_state_is_recorded_once_it_has_settled_within_an_instant() {
+    let mut text = String::from(
+        "nodes:\n  - {generate: 10, prefix: a-, zone: a}\n  - {generate: 2, prefix: b-, zone: b}\nsteps:\n",
+    );
+    for i in 1..=10 {
+        text.push_str(&format!(
+            "  - {{at: 1m, condition: {{node: a-{i}, type: Ready, status: \"False\"}}}}\n"
+        ));
+    }
+    text.push_str("run: 5m\n");
+    let scenario = scenario::parse("zone-settles.yaml", &text).unwrap_or_else(|e| panic!("{e}"));
+    let e = run_blocking(&scenario, &default_components(), SEED)
+        .unwrap_or_else(|e| panic!("{e}"))
+        .entries;
+    let states: Vec<(Millis, String)> = of(&e, EventKind::ZoneStateChanged, "a")
+        .iter()
+        .map(|z| (z.t, z.state.clone().unwrap_or_default()))
+        .collect();
+    assert_eq!(
+        states,
+        [
+            (0, "Normal".to_owned()),
+            (60 * S, "FullDisruption".to_owned())
+        ],
+        "{}",
+        jsonl(&e)
+    );
+    // The state follows the node changes of its instant in the timeline.
+    let position = |pred: &dyn Fn(&Entry) -> bool| e.iter().rposition(pred);
+    let last_not_ready = position(&|x: &Entry| x.event == EventKind::NodeNotReady);
+    let full = position(&|x: &Entry| x.state.as_deref() == Some("FullDisruption"));
+    assert!(last_not_ready < full, "{}", jsonl(&e));
+    // Tainted at the FullDisruption rate: one node every 10 s.
+    let mut tainted: Vec<Millis> = e
+        .iter()
+        .filter(|x| {
+            x.event == EventKind::TaintAdded
+                && x.taint.as_deref() == Some("node.kubernetes.io/not-ready:NoExecute")
+                && x.node.as_deref().is_some_and(|n| n.starts_with("a-"))
+        })
+        .map(|x| x.t)
+        .collect();
+    tainted.sort_unstable();
+    assert!(tainted.len() >= 2, "{}", jsonl(&e));
+    for pair in tainted.windows(2) {
+        assert!(pair[1] - pair[0] >= 10 * S, "taints at {tainted:?}");
+    }
+}
