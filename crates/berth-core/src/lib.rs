@@ -12,6 +12,7 @@
 //! - [`validation`]: Kubernetes field errors and the API rules for taints
 //!   and tolerations.
 //! - [`quantity`]: resource quantities parsed and compared as upstream does.
+//! - [`resources`]: resource names and what a pod requests (`PodRequests`).
 //! - [`feature_gates`]: `--feature-gates`, e.g. `TaintTolerationComparisonOperators`.
 //! - [`manifest`]: YAML/JSON manifests as `kubectl apply -f` reads them.
 //! - [`clock`]: the one source of time for every timer in berth, real or
@@ -27,6 +28,7 @@ pub mod eviction;
 pub mod feature_gates;
 pub mod manifest;
 pub mod quantity;
+pub mod resources;
 pub mod taint_spec;
 #[cfg(any(test, feature = "test-util"))]
 pub mod test_util;
