@@ -13,6 +13,10 @@
 //!   and tolerations.
 //! - [`quantity`]: resource quantities parsed and compared as upstream does.
 //! - [`resources`]: resource names and what a pod requests (`PodRequests`).
+//! - [`node_affinity`]: node-selector matching (a pod's `nodeSelector` and
+//!   node affinity against a node), as component-helpers does it.
+//! - [`labels`]: apimachinery's label requirements and selectors (the
+//!   `labelSelector=` syntax, node-selector requirements, matching).
 //! - [`feature_gates`]: `--feature-gates`, e.g. `TaintTolerationComparisonOperators`.
 //! - [`manifest`]: YAML/JSON manifests as `kubectl apply -f` reads them.
 //! - [`clock`]: the one source of time for every timer in berth, real or
@@ -26,7 +30,9 @@ pub mod clock;
 pub mod duration;
 pub mod eviction;
 pub mod feature_gates;
+pub mod labels;
 pub mod manifest;
+pub mod node_affinity;
 pub mod quantity;
 pub mod resources;
 pub mod taint_spec;

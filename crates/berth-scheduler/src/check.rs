@@ -22,10 +22,10 @@ use crate::framework::{
     CycleState, FilterPlugin, NodeInfo, NodeScore, PodInfo, PreFilterPlugin, PreScorePlugin,
     ScorePlugin, Status,
 };
-use crate::nodeaffinity::RequiredNodeAffinity;
 use crate::plugins::{
     NodeAffinity, NodeName, NodeResourcesFit, NodeUnschedulable, TaintToleration,
 };
+use berth_core::node_affinity::RequiredNodeAffinity;
 
 /// The whole answer for one pod.
 #[derive(Debug, Clone, PartialEq, Serialize)]
