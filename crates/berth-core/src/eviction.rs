@@ -296,10 +296,12 @@ mod tests {
         })
     }
 
-    /// Upstream `TestGetMinTolerationTime` (tainteviction controller).
+    /// Upstream `TestGetMinTolerationTime` (tainteviction controller),
+    /// with the rows of both tables berth had of it.
     #[test]
     fn min_toleration_time_as_upstream() {
         let one = tol_secs("", OP_EXISTS, "", NE, 1);
+        let two = tol_secs("", OP_EXISTS, "", NE, 2);
         let ten = tol_secs("", OP_EXISTS, "", NE, 10);
         let zero = tol_secs("", OP_EXISTS, "", NE, 0);
         let negative = tol_secs("", OP_EXISTS, "", NE, -1);
@@ -327,6 +329,22 @@ mod tests {
                 vec![&forever],
                 EvictionDelay::Never,
             ),
+            // The taint eviction controller's own table of the function.
+            (
+                "two with seconds",
+                vec![&one, &two],
+                EvictionDelay::After(1),
+            ),
+            (
+                "set then unset",
+                vec![&one, &forever],
+                EvictionDelay::After(1),
+            ),
+            (
+                "unset then set",
+                vec![&forever, &one],
+                EvictionDelay::After(1),
+            ),
             ("zero means now", vec![&ten, &zero], EvictionDelay::Now),
             (
                 "negative means now",
@@ -336,28 +354,6 @@ mod tests {
         ];
         for (name, used, want) in cases {
             assert_eq!(min_toleration_time(used), *want, "{name}");
-        }
-    }
-
-    /// Upstream `TestGetMinTolerationTime` as the taint eviction
-    /// controller's tests wrote it: empty → at once, nil → forever, else
-    /// the smallest.
-    #[test]
-    fn min_toleration_time_of_seconds_as_upstream() {
-        let secs = |s: Option<i64>| Toleration {
-            toleration_seconds: s,
-            ..Toleration::default()
-        };
-        let cases: Vec<(Vec<Toleration>, EvictionDelay)> = vec![
-            (vec![], EvictionDelay::Now),
-            (vec![secs(None)], EvictionDelay::Never),
-            (vec![secs(Some(1)), secs(Some(2))], EvictionDelay::After(1)),
-            (vec![secs(Some(1)), secs(None)], EvictionDelay::After(1)),
-            (vec![secs(None), secs(Some(1))], EvictionDelay::After(1)),
-        ];
-        for (tolerations, want) in cases {
-            let used: Vec<&Toleration> = tolerations.iter().collect();
-            assert_eq!(min_toleration_time(&used), want, "{tolerations:?}");
         }
     }
 

@@ -28,6 +28,14 @@ fn run_example(name: &str, seed: u64) -> Recording {
     run_blocking(&scenario, &default_components(), seed).unwrap_or_else(|e| panic!("{e}"))
 }
 
+/// Runs a scenario written in the test with the seed [`SEED`].
+fn run_text(file: &str, text: &str) -> Vec<Entry> {
+    let scenario = scenario::parse(file, text).unwrap_or_else(|e| panic!("{e}"));
+    run_blocking(&scenario, &default_components(), SEED)
+        .unwrap_or_else(|e| panic!("{e}"))
+        .entries
+}
+
 fn jsonl(entries: &[Entry]) -> String {
     let mut out = Vec::new();
     write_jsonl(entries, &mut out).unwrap_or_else(|e| panic!("{e}"));
@@ -344,10 +352,7 @@ steps:
   - {at: 5m, restart: controllers}
 run: 20m
 "#;
-    let scenario = scenario::parse("restart.yaml", text).unwrap_or_else(|e| panic!("{e}"));
-    let e = run_blocking(&scenario, &default_components(), SEED)
-        .unwrap_or_else(|e| panic!("{e}"))
-        .entries;
+    let e = run_text("restart.yaml", text);
     let evicted = one(&e, EventKind::PodEvicted, "default/web");
     assert_eq!((evicted.t, evicted.due), (610 * S, Some(610 * S)));
     assert_eq!(one(&e, EventKind::PodDeleted, "default/web").t, 610 * S);
@@ -376,10 +381,7 @@ steps:
   - {at: 2m, taint: "n1 node.kubernetes.io/out-of-service=nodeshutdown:NoExecute"}
 run: 10m
 "#;
-    let scenario = scenario::parse("out-of-service.yaml", text).unwrap_or_else(|e| panic!("{e}"));
-    let e = run_blocking(&scenario, &default_components(), SEED)
-        .unwrap_or_else(|e| panic!("{e}"))
-        .entries;
+    let e = run_text("out-of-service.yaml", text);
     let unreachable = taint_added(&e, "n1", UNREACHABLE_NOEXEC);
     assert!(
         matches!(unreachable.as_slice(), [t] if t.t < 120 * S),
@@ -413,10 +415,7 @@ fn a_zone_state_is_recorded_once_it_has_settled_within_an_instant() {
         ));
     }
     text.push_str("run: 5m\n");
-    let scenario = scenario::parse("zone-settles.yaml", &text).unwrap_or_else(|e| panic!("{e}"));
-    let e = run_blocking(&scenario, &default_components(), SEED)
-        .unwrap_or_else(|e| panic!("{e}"))
-        .entries;
+    let e = run_text("zone-settles.yaml", &text);
     let states: Vec<(Millis, String)> = of(&e, EventKind::ZoneStateChanged, "a")
         .iter()
         .map(|z| (z.t, z.state.clone().unwrap_or_default()))
