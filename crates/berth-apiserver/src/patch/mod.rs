@@ -51,6 +51,9 @@ mod tests;
 use serde_json::Value;
 
 use schema::Type;
+/// The strategic-merge tags of a struct, which the OpenAPI documents
+/// publish as `x-kubernetes-patch-strategy` and `-merge-key`.
+pub(crate) use schema::Type as PatchSchema;
 
 /// The four patch content types kube-apiserver accepts.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]

@@ -30,6 +30,18 @@ pub(crate) enum Strategy {
     Replace,
 }
 
+impl Strategy {
+    /// The `patchStrategy` tag, as the OpenAPI documents publish it
+    /// (`x-kubernetes-patch-strategy`).
+    pub(crate) fn tag(self) -> Option<&'static str> {
+        match self {
+            Strategy::None => None,
+            Strategy::Merge => Some("merge"),
+            Strategy::Replace => Some("replace"),
+        }
+    }
+}
+
 /// One tagged field of a struct.
 #[derive(Debug)]
 pub(crate) struct Field {
