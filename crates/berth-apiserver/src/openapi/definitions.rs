@@ -190,7 +190,10 @@ fn add_patch_strategies(
             property.insert("x-kubernetes-patch-strategy".into(), strategy.into());
         }
         if !field.merge_key.is_empty() {
-            property.insert("x-kubernetes-patch-merge-key".into(), field.merge_key.into());
+            property.insert(
+                "x-kubernetes-patch-merge-key".into(),
+                field.merge_key.into(),
+            );
         }
         if let (Some(nested), Some(target)) = (field.ty, referenced(property)) {
             add_patch_strategies(definitions, &target, nested, depth + 1);

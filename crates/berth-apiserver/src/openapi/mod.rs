@@ -61,11 +61,7 @@ struct Served {
 impl Served {
     fn new(body: Vec<u8>) -> Served {
         let digest = ring::digest::digest(&ring::digest::SHA512, &body);
-        let hash = digest
-            .as_ref()
-            .iter()
-            .map(|b| format!("{b:02X}"))
-            .collect();
+        let hash = digest.as_ref().iter().map(|b| format!("{b:02X}")).collect();
         Served { body, hash }
     }
 
@@ -202,12 +198,9 @@ fn negotiate<'a>(headers: &HeaderMap, offered: &[&'a str]) -> Option<&'a str> {
         (range_type == "*" || range_type == offer_type)
             && (range_sub == "*" || range_sub == offer_sub)
     };
-    media_ranges(headers).iter().find_map(|range| {
-        offered
-            .iter()
-            .copied()
-            .find(|offer| matches(range, offer))
-    })
+    media_ranges(headers)
+        .iter()
+        .find_map(|range| offered.iter().copied().find(|offer| matches(range, offer)))
 }
 
 /// Whether `If-None-Match` names this entity tag (or `*`).

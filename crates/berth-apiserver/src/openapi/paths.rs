@@ -186,7 +186,9 @@ impl TypePaths<'_> {
                 _ => "OK",
             };
             let answer = match self.dialect {
-                Dialect::V2 => json!({"description": description, "schema": reference(op.response)}),
+                Dialect::V2 => {
+                    json!({"description": description, "schema": reference(op.response)})
+                }
                 Dialect::V3 => {
                     let content: Map<String, Value> = PRODUCES
                         .iter()
@@ -241,7 +243,12 @@ impl TypePaths<'_> {
 
     /// `listCoreV1NamespacedPod`, `readCoreV1NodeStatus`.
     fn id(&self, verb: &str, suffix: &str) -> String {
-        format!("{verb}{}{}{}{suffix}", self.gv_id, self.scope(), self.rt.kind)
+        format!(
+            "{verb}{}{}{}{suffix}",
+            self.gv_id,
+            self.scope(),
+            self.rt.kind
+        )
     }
 
     fn insert(&self, paths: &mut Map<String, Value>, kind: &str, list: &str) {
@@ -327,8 +334,20 @@ impl TypePaths<'_> {
         let mut object = Map::new();
         let object_ops = [
             ("get", "get", "read", "read the specified", Body::None),
-            ("put", "update", "replace", "replace the specified", Body::Object(kind)),
-            ("patch", "patch", "patch", "partially update the specified", Body::Patch),
+            (
+                "put",
+                "update",
+                "replace",
+                "replace the specified",
+                Body::Object(kind),
+            ),
+            (
+                "patch",
+                "patch",
+                "patch",
+                "partially update the specified",
+                Body::Patch,
+            ),
         ];
         for (method, verb, id_verb, what, body) in object_ops {
             if self.has_verb(verb) {

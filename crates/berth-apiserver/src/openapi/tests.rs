@@ -89,7 +89,11 @@ fn pod_and_node_schemas_carry_upstream_field_docs() {
             case.name
         );
         let v2_property = &v2["definitions"][case.definition]["properties"][case.property];
-        assert_eq!(v2_property["description"], case.description, "{}", case.name);
+        assert_eq!(
+            v2_property["description"], case.description,
+            "{}",
+            case.name
+        );
         assert_eq!(
             v2_property["items"]["$ref"],
             format!("#/definitions/{}", case.items),
@@ -234,7 +238,14 @@ fn patch_strategies_and_list_types_follow_upstream_tags() {
             None,
             None,
         ),
-        case("io.k8s.api.core.v1.NodeSpec", "taints", None, None, None, None),
+        case(
+            "io.k8s.api.core.v1.NodeSpec",
+            "taints",
+            None,
+            None,
+            None,
+            None,
+        ),
         case(
             "io.k8s.api.core.v1.NodeSpec",
             "podCIDRs",
@@ -290,11 +301,7 @@ fn patch_strategies_and_list_types_follow_upstream_tags() {
                 .unwrap_or_else(|| panic!("{dialect}: {}.{}", case.definition, case.property));
             let what = format!("{dialect}: {}.{}", case.definition, case.property);
             let text = |key: &str| property.get(key).and_then(Value::as_str);
-            assert_eq!(
-                text("x-kubernetes-patch-strategy"),
-                case.strategy,
-                "{what}"
-            );
+            assert_eq!(text("x-kubernetes-patch-strategy"), case.strategy, "{what}");
             assert_eq!(
                 text("x-kubernetes-patch-merge-key"),
                 case.merge_key,
@@ -391,8 +398,8 @@ fn patch_operations_advertise_field_validation_and_strategic_merge() {
     let node_status = &core["paths"]["/api/v1/nodes/{name}/status"]["patch"];
     assert_eq!(node_status["operationId"], "patchCoreV1NodeStatus");
     let v2 = v2_document();
-    let lease = &v2["paths"]["/apis/coordination.k8s.io/v1/namespaces/{namespace}/leases/{name}"]
-        ["patch"];
+    let lease =
+        &v2["paths"]["/apis/coordination.k8s.io/v1/namespaces/{namespace}/leases/{name}"]["patch"];
     assert_eq!(lease["operationId"], "patchCoordinationV1NamespacedLease");
     assert!(
         lease["consumes"]
@@ -555,8 +562,11 @@ fn v2_is_served_as_json_or_protobuf_with_etags() {
 fn v2_protobuf_is_gnostics_document() {
     let bytes = v2_protobuf::encode(&v2_document());
     let fields = wire::fields(&bytes).expect("well-formed protobuf");
-    assert!(fields.iter().any(|(n, f)| *n == 1
-        && matches!(f, wire::Field::Bytes(b) if *b == b"2.0")));
+    assert!(
+        fields
+            .iter()
+            .any(|(n, f)| *n == 1 && matches!(f, wire::Field::Bytes(b) if *b == b"2.0"))
+    );
     // Document.definitions (9) → Definitions.additional_properties (1) →
     // NamedSchema { name: 1, value: 2 }.
     let definitions = wire::messages(&bytes, 9);
@@ -574,7 +584,10 @@ fn v2_protobuf_is_gnostics_document() {
         .expect("the group-version-kind extension");
     let yaml = wire::messages(wire::messages(gvk, 2)[0], 2)[0];
     let value: Value = serde_json::from_slice(yaml).expect("JSON text, which is YAML");
-    assert_eq!(value, json!([{"group": "", "kind": "Pod", "version": "v1"}]));
+    assert_eq!(
+        value,
+        json!([{"group": "", "kind": "Pod", "version": "v1"}])
+    );
     // Schema.properties (25) holds `spec`, a reference (1) with its
     // description (4).
     let properties = wire::messages(schema, 25)[0];

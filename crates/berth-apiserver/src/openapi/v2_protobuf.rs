@@ -312,7 +312,12 @@ fn schema(value: &Value) -> Message {
     message.int64(17, s.get("maxProperties"));
     message.int64(18, s.get("minProperties"));
     message.strings(19, s.get("required"));
-    for value in s.get("enum").and_then(Value::as_array).into_iter().flatten() {
+    for value in s
+        .get("enum")
+        .and_then(Value::as_array)
+        .into_iter()
+        .flatten()
+    {
         message.any(20, Some(value));
     }
     match s.get("additionalProperties") {
@@ -357,7 +362,12 @@ fn schema(value: &Value) -> Message {
         }
         _ => {}
     }
-    for all_of in s.get("allOf").and_then(Value::as_array).into_iter().flatten() {
+    for all_of in s
+        .get("allOf")
+        .and_then(Value::as_array)
+        .into_iter()
+        .flatten()
+    {
         message.message(24, schema(all_of));
     }
     message.nested(25, s.get("properties"), |properties| {
