@@ -7,6 +7,7 @@ mod apiserver_bench;
 mod controllers_bench;
 mod core_bench;
 mod measure;
+mod openapi_bench;
 mod scenario_bench;
 mod scheduler_bench;
 mod sim_bench;
@@ -60,6 +61,9 @@ enum Bench {
     /// Whole-cluster scenarios in virtual time (`berth sim --scenario`): real
     /// time for hours of a small cluster with the scheduler and controllers.
     Scenario(scenario_bench::ScenarioArgs),
+    /// The OpenAPI documents: the time to build all of them (done once, at
+    /// the first /openapi request) and the size of each.
+    Openapi(openapi_bench::OpenapiArgs),
 }
 
 fn main() -> anyhow::Result<()> {
@@ -73,6 +77,7 @@ fn main() -> anyhow::Result<()> {
         Bench::Controllers(args) => serde_json::to_value(controllers_bench::run(&args)?)?,
         Bench::Sim(args) => serde_json::to_value(sim_bench::run(&args)?)?,
         Bench::Scenario(args) => serde_json::to_value(scenario_bench::run(&args)?)?,
+        Bench::Openapi(args) => serde_json::to_value(openapi_bench::run(&args))?,
     };
     println!("{}", serde_json::to_string_pretty(&report)?);
     Ok(())

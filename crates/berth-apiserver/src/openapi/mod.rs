@@ -120,6 +120,25 @@ fn build_documents() -> Documents {
     }
 }
 
+/// The size in bytes of each document (`v2`, `v2.pb`, `v3`, `v3/<gv>`),
+/// built afresh rather than taken from the cache: for `berth-bench
+/// openapi`, which times this.
+pub fn build_uncached() -> Vec<(String, usize)> {
+    let documents = build_documents();
+    let mut sizes = vec![
+        ("v2".to_string(), documents.v2_json.body.len()),
+        ("v2.pb".to_string(), documents.v2_protobuf.body.len()),
+        ("v3".to_string(), documents.v3_index.body.len()),
+    ];
+    sizes.extend(
+        documents
+            .v3
+            .iter()
+            .map(|(gv, served)| (format!("v3/{gv}"), served.body.len())),
+    );
+    sizes
+}
+
 /// `api/v1` or `apis/<group>/<version>`.
 fn gv_path(rt: &ResourceType) -> String {
     if rt.group.is_empty() {
