@@ -189,53 +189,58 @@ fn explain_and_validation_read_the_openapi_documents() {
         assert_eq!(String::from_utf8_lossy(&out.stdout).trim(), want);
     }
 
-    // A misspelled field: kubectl sees that the server validates fields
-    // (fieldValidation on the PATCH operation) and sends Strict.
-    let typo = cluster.manifest(
-        "typo.yaml",
-        "apiVersion: v1\nkind: Pod\nmetadata:\n  name: typo\nspec:\n  containers:\n  - name: web\n    image: nginx\n    imagee: nginx\n",
-    );
-    let err = cluster.fails(&["apply", "--validate=strict", "-f", &typo]);
-    assert_eq!(
-        err.trim(),
-        format!(
-            "Error from server (BadRequest): error when creating \"{typo}\": Pod in version \"v1\" cannot be handled as a Pod: strict decoding error: unknown field \"spec.containers[0].imagee\""
-        )
-    );
-    // A List is validated client-side, against the v2 document.
+    struct Refused {
+        name: &'static str,
+        file: &'static str,
+        manifest: &'static str,
+        flags: &'static [&'static str],
+        /// kubectl's stderr, `{path}` standing for the manifest's path.
+        want: &'static str,
+    }
+    let cases = [
+        Refused {
+            name: "a misspelled field: the server validates fields (fieldValidation on the \
+                   PATCH operation), so kubectl sends Strict and prints the server's error",
+            file: "typo.yaml",
+            manifest: "apiVersion: v1\nkind: Pod\nmetadata:\n  name: typo\nspec:\n  containers:\n  - name: web\n    image: nginx\n    imagee: nginx\n",
+            flags: &["--validate=strict"],
+            want: "Error from server (BadRequest): error when creating \"{path}\": Pod in version \"v1\" cannot be handled as a Pod: strict decoding error: unknown field \"spec.containers[0].imagee\"",
+        },
+        Refused {
+            name: "a List is validated client-side, against the v2 document (protobuf)",
+            file: "list.yaml",
+            manifest: "apiVersion: v1\nkind: List\nitems:\n- apiVersion: v1\n  kind: Pod\n  metadata: {name: listed}\n  spec:\n    containers: [{name: a, image: b, imagee: c}]\n",
+            flags: &[],
+            want: "error: error validating \"{path}\": error validating data: ValidationError(Pod.spec.containers[0]): unknown field \"imagee\" in io.k8s.api.core.v1.Container; if you choose to ignore these errors, turn validation off with --validate=false",
+        },
+        Refused {
+            name: "a kind the server does not serve: validation skips it, the mapping fails",
+            file: "widget.yaml",
+            manifest: "apiVersion: example.com/v1\nkind: Widget\nmetadata:\n  name: w\n",
+            flags: &[],
+            want: "error: resource mapping not found for name: \"w\" namespace: \"\" from \"{path}\": no matches for kind \"Widget\" in version \"example.com/v1\"\nensure CRDs are installed first",
+        },
+    ];
+    for case in cases {
+        let path = cluster.manifest(case.file, case.manifest);
+        let mut args = vec!["apply", "-f", &path];
+        args.extend(case.flags);
+        let err = cluster.fails(&args);
+        assert_eq!(
+            err.trim(),
+            case.want.replace("{path}", &path),
+            "{}",
+            case.name
+        );
+    }
+    // The List, spelled right, applies.
     let list = cluster.manifest(
         "list.yaml",
-        "apiVersion: v1\nkind: List\nitems:\n- apiVersion: v1\n  kind: Pod\n  metadata: {name: listed}\n  spec:\n    containers: [{name: a, image: b, imagee: c}]\n",
-    );
-    let err = cluster.fails(&["apply", "-f", &list]);
-    assert_eq!(
-        err.trim(),
-        format!(
-            "error: error validating \"{list}\": error validating data: ValidationError(Pod.spec.containers[0]): unknown field \"imagee\" in io.k8s.api.core.v1.Container; if you choose to ignore these errors, turn validation off with --validate=false"
-        )
-    );
-    let fixed = cluster.manifest(
-        "list.yaml",
-        &std::fs::read_to_string(&list)
-            .expect("list")
-            .replace(", imagee: c", ""),
+        "apiVersion: v1\nkind: List\nitems:\n- apiVersion: v1\n  kind: Pod\n  metadata: {name: listed}\n  spec:\n    containers: [{name: a, image: b}]\n",
     );
     assert_eq!(
-        cluster.ok(&["apply", "-f", &fixed]).trim(),
+        cluster.ok(&["apply", "-f", &list]).trim(),
         "pod/listed created"
-    );
-    // A kind the server does not serve: validation skips it, the mapping
-    // fails as upstream's does.
-    let widget = cluster.manifest(
-        "widget.yaml",
-        "apiVersion: example.com/v1\nkind: Widget\nmetadata:\n  name: w\n",
-    );
-    let err = cluster.fails(&["apply", "-f", &widget]);
-    assert!(
-        err.starts_with(&format!(
-            "error: resource mapping not found for name: \"w\" namespace: \"\" from \"{widget}\": no matches for kind \"Widget\" in version \"example.com/v1\""
-        )),
-        "{err}"
     );
 }
 

@@ -186,7 +186,7 @@ fn add_patch_strategies(
         else {
             continue;
         };
-        if let Some(strategy) = field.strategy.tag() {
+        if let Some(strategy) = field.tag() {
             property.insert("x-kubernetes-patch-strategy".into(), strategy.into());
         }
         if !field.merge_key.is_empty() {

@@ -31,7 +31,7 @@ mod v2_protobuf;
 use std::collections::BTreeMap;
 use std::sync::OnceLock;
 
-use axum::body::Body;
+use axum::body::{Body, Bytes};
 use axum::http::{HeaderMap, HeaderValue, StatusCode, header};
 use axum::response::Response;
 use serde_json::{Map, Value, json};
@@ -52,7 +52,8 @@ const V2_PROTOBUF: &str = "application/com.github.proto-openapi.spec.v2.v1.0+pro
 
 /// One document, ready to serve.
 struct Served {
-    body: Vec<u8>,
+    /// Shared by every response (a clone is a reference count).
+    body: Bytes,
     /// Upper-case hex SHA-512 of the body (upstream's `computeETag`),
     /// unquoted.
     hash: String,
@@ -62,7 +63,10 @@ impl Served {
     fn new(body: Vec<u8>) -> Served {
         let digest = ring::digest::digest(&ring::digest::SHA512, &body);
         let hash = digest.as_ref().iter().map(|b| format!("{b:02X}")).collect();
-        Served { body, hash }
+        Served {
+            body: Bytes::from(body),
+            hash,
+        }
     }
 
     fn json(document: &Value) -> Served {

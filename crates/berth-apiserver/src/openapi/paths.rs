@@ -332,41 +332,9 @@ impl TypePaths<'_> {
         }
 
         let mut object = Map::new();
-        let object_ops = [
-            ("get", "get", "read", "read the specified", Body::None),
-            (
-                "put",
-                "update",
-                "replace",
-                "replace the specified",
-                Body::Object(kind),
-            ),
-            (
-                "patch",
-                "patch",
-                "patch",
-                "partially update the specified",
-                Body::Patch,
-            ),
-        ];
-        for (method, verb, id_verb, what, body) in object_ops {
-            if self.has_verb(verb) {
-                object.insert(
-                    method.into(),
-                    self.operation(Operation {
-                        action: if method == "get" { "get" } else { method },
-                        operation_id: self.id(id_verb, ""),
-                        description: format!("{what} {kind_name}"),
-                        params: match method {
-                            "get" => &[],
-                            "patch" => PATCH_PARAMS,
-                            _ => WRITE_PARAMS,
-                        },
-                        body,
-                        response: kind,
-                        also: if method == "get" { &[] } else { &["201"] },
-                    }),
-                );
+        for op in OBJECT_OPERATIONS {
+            if self.has_verb(op.verb) {
+                object.insert(op.method.into(), self.object_operation(op, kind, ""));
             }
         }
         if self.has_verb("delete") {
@@ -388,34 +356,77 @@ impl TypePaths<'_> {
 
         if let Some(status) = rt.subresource("status") {
             let mut ops = Map::new();
-            for (method, verb, id_verb, what, body) in object_ops {
-                if status.verbs.contains(&verb) {
-                    ops.insert(
-                        method.into(),
-                        self.operation(Operation {
-                            action: method,
-                            operation_id: self.id(id_verb, "Status"),
-                            description: format!(
-                                "{} status of the specified {kind_name}",
-                                what.trim_end_matches(" the specified")
-                            ),
-                            params: match method {
-                                "get" => &[],
-                                "patch" => PATCH_PARAMS,
-                                _ => WRITE_PARAMS,
-                            },
-                            body,
-                            response: kind,
-                            also: if method == "get" { &[] } else { &["201"] },
-                        }),
-                    );
+            for op in OBJECT_OPERATIONS {
+                if status.verbs.contains(&op.verb) {
+                    ops.insert(op.method.into(), self.object_operation(op, kind, "Status"));
                 }
             }
             ops.insert("parameters".into(), self.path_params(true));
             paths.insert(format!("{scoped}/{{name}}/status"), Value::Object(ops));
         }
     }
+
+    /// Read, replace or patch of an object (`subresource` "") or of its
+    /// status (`"Status"`).
+    fn object_operation(&self, op: ObjectOperation, kind: &str, subresource: &str) -> Value {
+        let target = if subresource.is_empty() {
+            "the specified"
+        } else {
+            "status of the specified"
+        };
+        self.operation(Operation {
+            action: op.method,
+            operation_id: self.id(op.id_verb, subresource),
+            description: format!("{} {target} {}", op.what, self.rt.kind),
+            params: op.params,
+            body: match op.method {
+                "get" => Body::None,
+                "patch" => Body::Patch,
+                _ => Body::Object(kind),
+            },
+            response: kind,
+            also: if op.method == "get" { &[] } else { &["201"] },
+        })
+    }
 }
+
+/// An operation on one object: read, replace or patch.
+#[derive(Clone, Copy)]
+struct ObjectOperation {
+    /// The HTTP method, which is also its `x-kubernetes-action`.
+    method: &'static str,
+    /// The verb that discovery lists for it.
+    verb: &'static str,
+    /// The verb of its operation id.
+    id_verb: &'static str,
+    /// Its description's verb.
+    what: &'static str,
+    params: &'static [Param],
+}
+
+const OBJECT_OPERATIONS: [ObjectOperation; 3] = [
+    ObjectOperation {
+        method: "get",
+        verb: "get",
+        id_verb: "read",
+        what: "read",
+        params: &[],
+    },
+    ObjectOperation {
+        method: "put",
+        verb: "update",
+        id_verb: "replace",
+        what: "replace",
+        params: WRITE_PARAMS,
+    },
+    ObjectOperation {
+        method: "patch",
+        verb: "patch",
+        id_verb: "patch",
+        what: "partially update",
+        params: PATCH_PARAMS,
+    },
+];
 
 /// The paths of `types` in `dialect`, with references in the neutral form.
 pub(super) fn paths(types: &[&ResourceType], dialect: Dialect) -> Map<String, Value> {

@@ -71,35 +71,26 @@ fn pod_and_node_schemas_carry_upstream_field_docs() {
     let core = v3("api/v1");
     let v2 = v2_document();
     for case in cases {
-        let schemas = &core["components"]["schemas"];
-        let property = &schemas[case.definition]["properties"][case.property];
-        assert_eq!(property["description"], case.description, "{}", case.name);
-        assert_eq!(property["type"], "array", "{}", case.name);
-        assert_eq!(
-            property["items"]["$ref"],
-            format!("#/components/schemas/{}", case.items),
-            "{}",
-            case.name
-        );
-        assert!(
-            schemas[case.items]["properties"]["effect"]["description"]
-                .as_str()
-                .is_some_and(|d| !d.is_empty()),
-            "{}: the element's fields are documented",
-            case.name
-        );
-        let v2_property = &v2["definitions"][case.definition]["properties"][case.property];
-        assert_eq!(
-            v2_property["description"], case.description,
-            "{}",
-            case.name
-        );
-        assert_eq!(
-            v2_property["items"]["$ref"],
-            format!("#/definitions/{}", case.items),
-            "{}",
-            case.name
-        );
+        for (schemas, prefix) in [
+            (&core["components"]["schemas"], "#/components/schemas/"),
+            (&v2["definitions"], "#/definitions/"),
+        ] {
+            let what = format!("{} ({prefix})", case.name);
+            let property = &schemas[case.definition]["properties"][case.property];
+            assert_eq!(property["description"], case.description, "{what}");
+            assert_eq!(property["type"], "array", "{what}");
+            assert_eq!(
+                property["items"]["$ref"],
+                format!("{prefix}{}", case.items),
+                "{what}"
+            );
+            assert!(
+                schemas[case.items]["properties"]["effect"]["description"]
+                    .as_str()
+                    .is_some_and(|d| !d.is_empty()),
+                "{what}: the element's fields are documented"
+            );
+        }
     }
     assert_eq!(
         core["components"]["schemas"]["io.k8s.api.core.v1.Toleration"]["properties"]["tolerationSeconds"]
@@ -225,6 +216,14 @@ fn patch_strategies_and_list_types_follow_upstream_tags() {
             "io.k8s.api.core.v1.Container",
             "env",
             Some("merge"),
+            Some("name"),
+            Some("map"),
+            Some(json!(["name"])),
+        ),
+        case(
+            "io.k8s.api.core.v1.PodSpec",
+            "volumes",
+            Some("merge,retainKeys"),
             Some("name"),
             Some("map"),
             Some(json!(["name"])),
