@@ -224,10 +224,9 @@ fn add_list_types(definitions: &mut Map<String, Value>) {
     }
 }
 
-/// Turns a document built in the neutral form into `dialect`: the shapes
-/// of int-or-string and quantity, and for v3 the references (to
-/// `#/components/schemas/`, wrapped in `allOf` when they have a sibling
-/// such as a description, as upstream's v3 documents do).
+/// Gives int-or-string and quantity the shapes upstream publishes in
+/// `dialect` (k8s-openapi describes both with the CRD-only
+/// `x-kubernetes-int-or-string`). The v3 references are [`v3_references`]'.
 pub(super) fn to_dialect(definitions: &mut Map<String, Value>, dialect: Dialect) {
     let description = |name: &str, definitions: &Map<String, Value>| {
         definitions
@@ -258,8 +257,9 @@ pub(super) fn to_dialect(definitions: &mut Map<String, Value>, dialect: Dialect)
 }
 
 /// Rewrites every reference in `value` (a whole v3 document) to
-/// `#/components/schemas/`, wrapping a reference that has siblings in
-/// `allOf`.
+/// `#/components/schemas/`, wrapping a reference that has a sibling (a
+/// description) in `allOf`, as upstream's v3 documents do: OpenAPI 3.0
+/// ignores the siblings of a bare `$ref`.
 pub(super) fn v3_references(value: &mut Value) {
     match value {
         Value::Object(object) => {
