@@ -11,7 +11,8 @@
 //! - [`request_info`], [`resources`], [`objects`], [`strategy`]: what a
 //!   request asks for, the served types, object metadata, per-type rules.
 //!
-//! And the server: [`cache`] (the watch cache), [`api`] (REST verbs),
+//! And the server: [`cache`] (the watch cache), [`watch_limits`],
+//! [`api`] (REST verbs),
 //! [`discovery`], [`openapi`], [`auth`], [`metrics`], [`bootstrap`]
 //! (certificates, tokens, kubeconfig) and [`server`] (HTTPS).
 
@@ -38,3 +39,4 @@ pub mod status;
 pub mod strategy;
 pub mod table;
 pub mod table_output;
+pub mod watch_limits;
