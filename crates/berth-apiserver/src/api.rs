@@ -1488,7 +1488,9 @@ impl ApiServer {
             bookmarks,
             timeout,
         )
-        // The watch holds its place until its response ends.
+        // Ended when the server shuts down; the watch holds its place until
+        // its response ends.
+        .take_until(permit.closed())
         .inspect(move |_| {
             let _ = &permit;
         });

@@ -14,13 +14,15 @@
 //! And the server: [`cache`] (the watch cache), [`watch_limits`],
 //! [`api`] (REST verbs),
 //! [`discovery`], [`openapi`], [`auth`], [`metrics`], [`bootstrap`]
-//! (certificates, tokens, kubeconfig) and [`server`] (HTTPS).
+//! (certificates, tokens, kubeconfig), [`connections`] (connection
+//! timeouts) and [`server`] (HTTPS, graceful shutdown).
 
 pub mod admission;
 pub mod api;
 pub mod auth;
 pub mod bootstrap;
 pub mod cache;
+pub mod connections;
 pub mod conversion;
 pub mod discovery;
 pub mod field_validation;

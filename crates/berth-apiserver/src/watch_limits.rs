@@ -36,6 +36,8 @@ impl Default for WatchLimits {
 pub struct WatchCounter {
     limits: WatchLimits,
     open: Mutex<Open>,
+    /// Set when the server shuts down: every watch ends.
+    closing: tokio::sync::watch::Sender<bool>,
 }
 
 #[derive(Debug, Default)]
@@ -59,6 +61,7 @@ impl WatchCounter {
         Arc::new(WatchCounter {
             limits,
             open: Mutex::new(Open::default()),
+            closing: tokio::sync::watch::Sender::new(false),
         })
     }
 
@@ -80,6 +83,13 @@ impl WatchCounter {
         } else {
             None
         };
+        if *self.closing.borrow() {
+            return Err(ApiError::new(
+                503,
+                "ServiceUnavailable",
+                "the server is shutting down",
+            ));
+        }
         if let Some(why) = refusal {
             return Err(ApiError::too_many_requests(
                 format!("Too many requests, please try again later: {why}"),
@@ -94,6 +104,12 @@ impl WatchCounter {
         })
     }
 
+    /// Ends every watch (their streams end as if timed out) and refuses new
+    /// ones: the server is shutting down.
+    pub fn close_all(&self) {
+        self.closing.send_replace(true);
+    }
+
     /// Watches open now: in total, and of `client`.
     pub fn open(&self, client: &str) -> (usize, usize) {
         let open = self.open.lock().unwrap_or_else(|e| e.into_inner());
@@ -101,6 +117,16 @@ impl WatchCounter {
             open.total,
             open.per_client.get(client).copied().unwrap_or(0),
         )
+    }
+}
+
+impl WatchPermit {
+    /// Completes when the server closes every watch.
+    pub fn closed(&self) -> impl std::future::Future<Output = ()> + Send + 'static {
+        let mut closing = self.counter.closing.subscribe();
+        async move {
+            let _ = closing.wait_for(|closing| *closing).await;
+        }
     }
 }
 
