@@ -378,17 +378,7 @@ impl ApiServer {
     ) -> ApiResult<Response> {
         // Health and version are public, as upstream's default RBAC makes them.
         match path {
-            "/healthz" | "/livez" | "/readyz" => {
-                let ready = path != "/readyz" || self.is_ready().await;
-                return Ok(if ready {
-                    plain(200, "ok")
-                } else {
-                    plain(
-                        500,
-                        "[-]informer-sync failed: watch caches are loading\nreadyz check failed",
-                    )
-                });
-            }
+            "/healthz" | "/livez" | "/readyz" => return Ok(crate::health::check(self, path).await),
             "/version" => {
                 let v = &self.config.version;
                 return Ok(json_response(

@@ -11,8 +11,8 @@
 //! - [`request_info`], [`resources`], [`objects`], [`strategy`]: what a
 //!   request asks for, the served types, object metadata, per-type rules.
 //!
-//! And the server: [`cache`] (the watch cache), [`watch_limits`],
-//! [`api`] (REST verbs),
+//! And the server: [`cache`] (the watch cache), [`cluster_identity`], [`watch_limits`],
+//! [`api`] (REST verbs), [`health`] (`/livez`, `/readyz`),
 //! [`discovery`], [`openapi`], [`auth`], [`metrics`], [`bootstrap`]
 //! (certificates, tokens, kubeconfig), [`connections`] (connection
 //! timeouts) and [`server`] (HTTPS, graceful shutdown).
@@ -22,10 +22,12 @@ pub mod api;
 pub mod auth;
 pub mod bootstrap;
 pub mod cache;
+pub mod cluster_identity;
 pub mod connections;
 pub mod conversion;
 pub mod discovery;
 pub mod field_validation;
+pub mod health;
 pub mod in_process;
 mod json_path;
 pub mod metrics;

@@ -39,6 +39,8 @@ pub struct ServerOptions {
 pub enum ServerError {
     #[error(transparent)]
     Bootstrap(#[from] BootstrapError),
+    #[error(transparent)]
+    Identity(#[from] crate::cluster_identity::IdentityError),
     #[error("opening the store: {0}")]
     Store(#[from] berth_store::StoreError),
     #[error("starting the API: {0}")]
@@ -126,11 +128,24 @@ pub async fn start(options: ServerOptions) -> Result<RunningServer, ServerError>
     // One process-wide TLS provider (ring, as kube-rs uses); a second
     // install attempt in the same process is harmless.
     let _ = rustls::crypto::ring::default_provider().install_default();
-    let store = if options.etcd.is_empty() {
-        AnyStore::Redb(RedbStore::open(&options.data_dir)?)
+    let (store, store_name) = if options.etcd.is_empty() {
+        let store = RedbStore::open(&options.data_dir)?;
+        let name = format!("embedded, {}", store.path().display());
+        (AnyStore::Redb(store), name)
     } else {
-        AnyStore::Etcd(EtcdStore::connect(&options.etcd).await?)
+        let store = EtcdStore::connect(&options.etcd).await?;
+        (
+            AnyStore::Etcd(store),
+            format!("etcd {}", options.etcd.join(",")),
+        )
     };
+    // Before anything is written: a lost store must not become an empty cluster.
+    if let Err(e) = crate::cluster_identity::ensure(&options.data_dir, &store, &store_name).await {
+        if let AnyStore::Redb(store) = &store {
+            let _ = store.close().await;
+        }
+        return Err(e.into());
+    }
     let api = ApiServer::new(store.clone(), Clock::real(), options.api.clone()).await?;
     tokio::spawn(compact_periodically(store.clone()));
     // The listener comes first so port 0 resolves before the kubeconfig
