@@ -43,7 +43,7 @@ pub const SYSTEM_NAMESPACES: &[&str] =
     &["default", "kube-system", "kube-public", "kube-node-lease"];
 
 /// Server settings that change API behaviour.
-#[derive(Debug, Clone)]
+#[derive(Debug, Clone, Default)]
 pub struct ApiConfig {
     pub strategy: strategy::StrategyConfig,
     /// The watch caches' history and slow-watcher limits.
@@ -51,17 +51,6 @@ pub struct ApiConfig {
     /// Concurrent watches per client and in total.
     pub watches: crate::watch_limits::WatchLimits,
     pub version: VersionInfo,
-}
-
-impl Default for ApiConfig {
-    fn default() -> Self {
-        ApiConfig {
-            strategy: strategy::StrategyConfig::default(),
-            watch_cache: crate::cache::CacheLimits::default(),
-            watches: crate::watch_limits::WatchLimits::default(),
-            version: VersionInfo::default(),
-        }
-    }
 }
 
 /// What `/version` reports.

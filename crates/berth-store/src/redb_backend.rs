@@ -886,8 +886,7 @@ impl Writer {
     /// watchers read them from the log).
     fn reopen(&mut self) -> Result<()> {
         let mut cell = self.db.write().unwrap_or_else(PoisonError::into_inner);
-        let unavailable = |why: String| StoreError::Unavailable(why);
-        *cell = Err(unavailable(format!(
+        *cell = Err(StoreError::Unavailable(format!(
             "the store file {} is being reopened after a storage failure",
             self.path.display()
         )));
@@ -900,8 +899,10 @@ impl Writer {
                     std::thread::sleep(Duration::from_millis(10));
                 }
                 Err(e) => {
-                    *cell = Err(unavailable(format!("reopening the store file failed: {e}")));
-                    return Err(unavailable(e.to_string()));
+                    *cell = Err(StoreError::Unavailable(format!(
+                        "reopening the store file failed: {e}"
+                    )));
+                    return Err(StoreError::Unavailable(e.to_string()));
                 }
             }
         };

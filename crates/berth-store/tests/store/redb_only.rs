@@ -530,8 +530,7 @@ async fn a_full_disk_fails_writes_keeps_reads_and_writes_recover_once_space_is_f
     let refused = store
         .create("/registry/configmaps/ns/refused", value.clone())
         .await
-        .err()
-        .expect("still refused");
+        .expect_err("still refused");
     assert!(
         matches!(refused, StoreError::Unavailable(_) | StoreError::Backend(_)),
         "{refused}"
