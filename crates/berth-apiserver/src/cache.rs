@@ -253,7 +253,7 @@ impl Default for CacheLimits {
     fn default() -> Self {
         CacheLimits {
             history_events: 100_000,
-            history_bytes: 1 << 30,
+            history_bytes: 512 << 20,
             watcher_lag_bytes: 64 << 20,
         }
     }

@@ -26,6 +26,13 @@ async fn start_in(data_dir: &Path, connections: ConnectionTimeouts) -> RunningSe
         .unwrap_or_else(|e| panic!("server starts: {e}"))
 }
 
+async fn stop(server: RunningServer) {
+    server
+        .shutdown(Duration::from_secs(5))
+        .await
+        .unwrap_or_else(|e| panic!("stopping the server: {e}"));
+}
+
 fn options(data_dir: &Path, connections: ConnectionTimeouts) -> ServerOptions {
     ServerOptions {
         data_dir: data_dir.to_path_buf(),
@@ -146,10 +153,7 @@ async fn connections_that_send_nothing_or_dribble_headers_are_closed() {
         "kept-alive connection: open {lasted:?}"
     );
 
-    server
-        .shutdown(Duration::from_secs(5))
-        .await
-        .unwrap_or_else(|e| panic!("{e}"));
+    stop(server).await;
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -172,26 +176,17 @@ async fn a_watch_keeps_its_connection_past_the_idle_timeout() {
         lasted >= Duration::from_millis(3_500),
         "the watch's connection was closed after {lasted:?}, before the watch's own end"
     );
-    server
-        .shutdown(Duration::from_secs(5))
-        .await
-        .unwrap_or_else(|e| panic!("{e}"));
+    stop(server).await;
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_truncated_store_is_refused_not_served_as_an_empty_cluster() {
     let dir = tempfile::tempdir().unwrap_or_else(|e| panic!("{e}"));
     let server = start_in(dir.path(), ConnectionTimeouts::default()).await;
-    server
-        .shutdown(Duration::from_secs(5))
-        .await
-        .unwrap_or_else(|e| panic!("{e}"));
+    stop(server).await;
     // A restart is fine.
     let server = start_in(dir.path(), ConnectionTimeouts::default()).await;
-    server
-        .shutdown(Duration::from_secs(5))
-        .await
-        .unwrap_or_else(|e| panic!("{e}"));
+    stop(server).await;
     let file = dir.path().join(berth_store::REDB_FILE_NAME);
     std::fs::File::create(&file).unwrap_or_else(|e| panic!("{e}"));
     for (name, damage) in [("truncated", None::<()>), ("deleted", Some(()))] {

@@ -56,7 +56,7 @@ pub struct ServerArgs {
     /// The most bytes of object JSON the watch caches keep as history for
     /// watches that resume, all types together (the oldest go first;
     /// resuming from before them is 410 Gone).
-    #[arg(long, default_value = "1Gi", value_name = "BYTES", value_parser = parse_bytes)]
+    #[arg(long, default_value = "512Mi", value_name = "BYTES", value_parser = parse_bytes)]
     watch_cache_history_bytes: usize,
     /// A watch this many bytes of changes behind is closed (its client
     /// resumes from the last change it read).
