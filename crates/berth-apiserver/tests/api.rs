@@ -983,3 +983,48 @@ async fn watches_over_the_per_client_or_total_limit_get_429_with_retry_after() {
     assert_eq!(watch(ADMIN).await.status(), StatusCode::OK);
     drop((second, third));
 }
+
+#[tokio::test]
+async fn patching_one_pod_with_large_annotations_keeps_the_history_within_its_budget() {
+    const BUDGET: usize = 1 << 20;
+    let config = ApiConfig {
+        watch_cache: berth_apiserver::cache::CacheLimits {
+            history_bytes: BUDGET,
+            ..Default::default()
+        },
+        ..ApiConfig::default()
+    };
+    let api = api_with(config).await;
+    let pods = "/api/v1/namespaces/default/pods";
+    let first = api.create(pods, pod("big")).await;
+    let first_rv = first["metadata"]["resourceVersion"].clone();
+    let mut most = 0;
+    for i in 0..20 {
+        let patch = json!({"metadata": {"annotations": {"big": format!("{i}-{}", "x".repeat(200 * 1024))}}});
+        let (status, body) = api
+            .call(
+                Some(ADMIN),
+                "PATCH",
+                &format!("{pods}/big"),
+                "application/merge-patch+json",
+                patch.to_string().into_bytes(),
+            )
+            .await;
+        assert_eq!(status, StatusCode::OK, "{body}");
+        // A list is a consistent read: the cache has applied the patch.
+        api.req("GET", pods, Value::Null).await;
+        most = most.max(api.server.history_budget.used());
+    }
+    assert!(most <= BUDGET, "the history held {most} bytes");
+    let (status, body) = api
+        .req(
+            "GET",
+            &format!(
+                "{pods}?watch=true&resourceVersion={}",
+                first_rv.as_str().unwrap_or("1")
+            ),
+            Value::Null,
+        )
+        .await;
+    assert_eq!(status, 410, "a watch from the first write: {body}");
+}
