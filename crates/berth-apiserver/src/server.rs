@@ -32,6 +32,8 @@ pub struct ServerOptions {
     pub etcd: Vec<String>,
     pub api: ApiConfig,
     pub connections: ConnectionTimeouts,
+    /// The embedded store's page cache, in bytes.
+    pub store_cache_bytes: usize,
 }
 
 /// Why a server could not start.
@@ -129,7 +131,7 @@ pub async fn start(options: ServerOptions) -> Result<RunningServer, ServerError>
     // install attempt in the same process is harmless.
     let _ = rustls::crypto::ring::default_provider().install_default();
     let (store, store_name) = if options.etcd.is_empty() {
-        let store = RedbStore::open(&options.data_dir)?;
+        let store = RedbStore::open_with_cache(&options.data_dir, options.store_cache_bytes)?;
         let name = format!("embedded, {}", store.path().display());
         (AnyStore::Redb(store), name)
     } else {

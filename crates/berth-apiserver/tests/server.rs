@@ -40,6 +40,7 @@ fn options(data_dir: &Path, connections: ConnectionTimeouts) -> ServerOptions {
         etcd: Vec::new(),
         api: ApiConfig::default(),
         connections,
+        store_cache_bytes: berth_store::REDB_DEFAULT_CACHE_BYTES,
     }
 }
 

@@ -48,7 +48,10 @@ pub use error::{Result, StoreError};
 pub use etcd_backend::EtcdStore;
 pub use keys::{MAX_KEY_BYTES, MAX_VALUE_BYTES};
 pub use mem_backend::MemStore;
-pub use redb_backend::{FILE_NAME as REDB_FILE_NAME, RedbStore, VerifyReport, WriterStats};
+pub use redb_backend::{
+    DEFAULT_CACHE_BYTES as REDB_DEFAULT_CACHE_BYTES, FILE_NAME as REDB_FILE_NAME, RedbStore,
+    VerifyReport, WriterStats,
+};
 pub use store::{
     AnyStore, Continue, EventKind, KeyValue, ListOptions, ListResult, Revision, Store, StoreHealth,
     WatchEvent,

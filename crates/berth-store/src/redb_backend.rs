@@ -87,6 +87,9 @@ const META_CHECKPOINT: &str = "checkpoint";
 const FORMAT_VERSION: i64 = 2;
 const FORMAT_EXACT_INDEX: i64 = 1;
 
+/// redb's page cache unless told otherwise: redb's own default.
+pub const DEFAULT_CACHE_BYTES: usize = 1 << 30;
+
 /// Name of the database file inside the data directory.
 pub const FILE_NAME: &str = "berth-store.redb";
 
@@ -650,6 +653,8 @@ struct Writer {
     /// The database handle, shared with readers; replaced when the file is reopened.
     db: Arc<DbCell>,
     path: PathBuf,
+    /// redb's page cache (see [`RedbStore::open_with_cache`]).
+    cache_bytes: usize,
     shared: Arc<Shared>,
     events: broadcast::Sender<Batch>,
     /// Delivers committed batches off this thread; `None`: the writer delivers them itself.
@@ -893,7 +898,7 @@ impl Writer {
         // Read transactions still open on the old handle keep the file locked for a moment.
         let deadline = Instant::now() + REOPEN_WAIT;
         let (db, loaded) = loop {
-            match open_file(&self.path) {
+            match open_file(&self.path, self.cache_bytes) {
                 Ok(opened) => break opened,
                 Err(OpenError::AlreadyOpen) if Instant::now() < deadline => {
                     std::thread::sleep(Duration::from_millis(10));
@@ -1486,9 +1491,13 @@ impl std::fmt::Display for OpenError {
 /// Opens (or creates) the file and rebuilds the key index, saying so in the log: whether redb
 /// had to repair the file (it was not closed cleanly) and how many log records were replayed
 /// after the checkpoint (none after a clean close).
-fn open_file(path: &Path) -> std::result::Result<(Database, Loaded), OpenError> {
+fn open_file(
+    path: &Path,
+    cache_bytes: usize,
+) -> std::result::Result<(Database, Loaded), OpenError> {
     let repaired = Arc::new(AtomicBool::new(false));
     let mut builder = Database::builder();
+    builder.set_cache_size(cache_bytes);
     {
         let repaired = Arc::clone(&repaired);
         let path = path.to_owned();
@@ -1543,6 +1552,13 @@ impl RedbStore {
     /// Opens (or creates) the store in `data_dir`. Fails, naming the file, if the file is not a
     /// berth store (corrupt, foreign, or of an unknown format) or is already open.
     pub fn open(data_dir: impl AsRef<Path>) -> Result<Self> {
+        RedbStore::open_with_cache(data_dir, DEFAULT_CACHE_BYTES)
+    }
+
+    /// [`open`](Self::open) with `cache_bytes` of redb's page cache (pages read and written
+    /// are kept in memory up to that much: the store's memory grows with written bytes up to
+    /// it, then stays).
+    pub fn open_with_cache(data_dir: impl AsRef<Path>, cache_bytes: usize) -> Result<Self> {
         let dir = data_dir.as_ref();
         let open_err = |path: &Path, reason: String| StoreError::Open {
             path: path.to_owned(),
@@ -1550,7 +1566,8 @@ impl RedbStore {
         };
         std::fs::create_dir_all(dir).map_err(|e| open_err(dir, e.to_string()))?;
         let path = dir.join(FILE_NAME);
-        let (db, loaded) = open_file(&path).map_err(|e| open_err(&path, e.to_string()))?;
+        let (db, loaded) =
+            open_file(&path, cache_bytes).map_err(|e| open_err(&path, e.to_string()))?;
         let db: Arc<DbCell> = Arc::new(RwLock::new(Ok(Arc::new(db))));
         let shared = Arc::new(Shared {
             index: Mutex::new(IndexSnapshot {
@@ -1568,6 +1585,7 @@ impl RedbStore {
         let writer = Writer {
             db: db.clone(),
             path: path.clone(),
+            cache_bytes,
             shared: shared.clone(),
             responder: spawn_responder(&events, responder_done_tx),
             events: events.clone(),

@@ -62,6 +62,10 @@ pub struct ServerArgs {
     /// resumes from the last change it read).
     #[arg(long, default_value = "64Mi", value_name = "BYTES", value_parser = parse_bytes)]
     watch_max_lag_bytes: usize,
+    /// The embedded store's page cache: pages read and written are kept in
+    /// memory up to this much.
+    #[arg(long, default_value = "1Gi", value_name = "BYTES", value_parser = parse_bytes)]
+    store_cache_bytes: usize,
     /// Concurrent watches one user may have open; more get 429.
     #[arg(long, default_value_t = WatchLimits::default().per_client, value_name = "N")]
     max_watches_per_client: usize,
@@ -104,6 +108,7 @@ pub async fn run(args: &ServerArgs) -> anyhow::Result<()> {
         etcd: args.etcd.clone(),
         api,
         connections: Default::default(),
+        store_cache_bytes: args.store_cache_bytes,
     };
     let mut server = start(options).await.context("starting berth server")?;
     let _controllers = crate::controllers_flags::start(
