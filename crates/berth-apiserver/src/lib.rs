@@ -11,18 +11,23 @@
 //! - [`request_info`], [`resources`], [`objects`], [`strategy`]: what a
 //!   request asks for, the served types, object metadata, per-type rules.
 //!
-//! And the server: [`cache`] (the watch cache), [`api`] (REST verbs),
+//! And the server: [`cache`] (the watch cache), [`cluster_identity`], [`watch_limits`],
+//! [`api`] (REST verbs), [`health`] (`/livez`, `/readyz`),
 //! [`discovery`], [`openapi`], [`auth`], [`metrics`], [`bootstrap`]
-//! (certificates, tokens, kubeconfig) and [`server`] (HTTPS).
+//! (certificates, tokens, kubeconfig), [`connections`] (connection
+//! timeouts) and [`server`] (HTTPS, graceful shutdown).
 
 pub mod admission;
 pub mod api;
 pub mod auth;
 pub mod bootstrap;
 pub mod cache;
+pub mod cluster_identity;
+pub mod connections;
 pub mod conversion;
 pub mod discovery;
 pub mod field_validation;
+pub mod health;
 pub mod in_process;
 mod json_path;
 pub mod metrics;
@@ -38,3 +43,4 @@ pub mod status;
 pub mod strategy;
 pub mod table;
 pub mod table_output;
+pub mod watch_limits;

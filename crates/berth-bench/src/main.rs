@@ -7,6 +7,7 @@ mod apiserver_bench;
 mod controllers_bench;
 mod core_bench;
 mod measure;
+mod patch_memory_bench;
 mod scenario_bench;
 mod scheduler_bench;
 mod sim_bench;
@@ -57,6 +58,9 @@ enum Bench {
     /// N simulated nodes heart-beating against a `berth server` child process: lease
     /// renewals/s, server and sim CPU and memory, nodes whose lease ever lapsed.
     Sim(sim_bench::SimArgs),
+    /// The server's memory while one pod is patched again and again with a
+    /// large annotation (the watch cache's history is bounded in bytes).
+    PatchMemory(patch_memory_bench::PatchMemoryArgs),
     /// Whole-cluster scenarios in virtual time (`berth sim --scenario`): real
     /// time for hours of a small cluster with the scheduler and controllers.
     Scenario(scenario_bench::ScenarioArgs),
@@ -72,6 +76,7 @@ fn main() -> anyhow::Result<()> {
         Bench::Scheduler(args) => serde_json::to_value(scheduler_bench::run(&args)?)?,
         Bench::Controllers(args) => serde_json::to_value(controllers_bench::run(&args)?)?,
         Bench::Sim(args) => serde_json::to_value(sim_bench::run(&args)?)?,
+        Bench::PatchMemory(args) => serde_json::to_value(patch_memory_bench::run(&args)?)?,
         Bench::Scenario(args) => serde_json::to_value(scenario_bench::run(&args)?)?,
     };
     println!("{}", serde_json::to_string_pretty(&report)?);

@@ -51,7 +51,7 @@ fn parse_controllers(value: &str) -> Result<EnabledControllers, String> {
 }
 
 /// A Go-style duration (`5s`, `1m0s`, `500ms`).
-fn parse_duration(value: &str) -> Result<Duration, String> {
+pub(crate) fn parse_duration(value: &str) -> Result<Duration, String> {
     berth_core::duration::parse_duration(value).map_err(|e| e.to_string())
 }
 

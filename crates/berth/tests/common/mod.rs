@@ -34,6 +34,8 @@ pub struct Server {
     log: PathBuf,
     // Dropped after the server is killed (see `Drop`).
     etcd: Option<EtcdServer>,
+    /// Leave the data dir when dropped (for a restart on it).
+    keep_data_dir: bool,
 }
 
 impl Drop for Server {
@@ -42,9 +44,23 @@ impl Drop for Server {
         let _ = self.server.wait();
         // Stop etcd only once its client is gone.
         drop(self.etcd.take());
-        let _ = std::fs::remove_dir_all(&self.data_dir);
+        if !self.keep_data_dir {
+            let _ = std::fs::remove_dir_all(&self.data_dir);
+        }
         let _ = std::fs::remove_file(&self.log);
     }
+}
+
+/// Sends SIGTERM to a child process.
+pub fn sigterm(child: &Child) -> std::io::Result<()> {
+    let pid = i32::try_from(child.id())
+        .ok()
+        .and_then(rustix::process::Pid::from_raw)
+        .ok_or_else(|| std::io::Error::other("no such process ID"))?;
+    Ok(rustix::process::kill_process(
+        pid,
+        rustix::process::Signal::TERM,
+    )?)
 }
 
 impl Server {
@@ -67,6 +83,12 @@ impl Server {
             SERIAL.fetch_add(1, Ordering::Relaxed)
         ));
         let _ = std::fs::remove_dir_all(&data_dir);
+        Server::start_in(data_dir, backend, extra).await
+    }
+
+    /// Starts `berth server` on `data_dir` as it is (a restart when it
+    /// holds a cluster), and waits until /readyz answers.
+    pub async fn start_in(data_dir: PathBuf, backend: Backend, extra: &[&str]) -> Server {
         let log = data_dir.with_extension("log");
         let stderr = std::fs::File::create(&log).expect("server log file");
         let etcd = match backend {
@@ -110,9 +132,34 @@ impl Server {
             data_dir,
             log,
             etcd,
+            keep_data_dir: false,
         };
         server.wait_ready().await;
         server
+    }
+
+    /// Sends SIGTERM and waits up to `within` for the server to exit; its
+    /// exit status and how long it took. The data dir is kept for a restart.
+    pub fn terminate(&mut self, within: Duration) -> (std::process::ExitStatus, Duration) {
+        self.keep_data_dir = true;
+        let started = Instant::now();
+        sigterm(&self.server).expect("SIGTERM to berth server");
+        loop {
+            if let Some(status) = self.server.try_wait().expect("waiting for berth server") {
+                return (status, started.elapsed());
+            }
+            assert!(
+                started.elapsed() < within,
+                "berth server still running {within:?} after SIGTERM: {}",
+                self.log()
+            );
+            std::thread::sleep(Duration::from_millis(50));
+        }
+    }
+
+    /// The server's process ID.
+    pub fn pid(&self) -> u32 {
+        self.server.id()
     }
 
     /// What the server wrote to stderr so far.
