@@ -17,8 +17,6 @@ pub(crate) struct Message {
     pub(crate) special: Special,
     /// Sorted by tag.
     pub(crate) fields: &'static [Field],
-    /// Indices into `fields`, sorted by JSON name.
-    pub(crate) by_json: &'static [u8],
 }
 
 /// One field of a message.
@@ -120,14 +118,6 @@ impl Message {
                 .ok()
                 .map(|index| &self.fields[index]),
         }
-    }
-
-    /// The field with this JSON name, if the message has one.
-    pub(crate) fn field_by_json(&self, json: &str) -> Option<&'static Field> {
-        self.by_json
-            .binary_search_by(|&index| self.fields[usize::from(index)].json.cmp(json))
-            .ok()
-            .map(|position| &self.fields[usize::from(self.by_json[position])])
     }
 }
 

@@ -30,7 +30,6 @@ pub(super) static MESSAGES: [Message; 549] = [
             o("data", 2, Message(540)),
             o("revision", 3, Int64),
         ],
-        by_json: &[1, 0, 2],
     },
     // 1
     Message {
@@ -40,7 +39,6 @@ pub(super) static MESSAGES: [Message; 549] = [
             o("metadata", 1, Message(517)),
             r("items", 2, Message(0)),
         ],
-        by_json: &[1, 0],
     },
     // 2
     Message {
@@ -51,7 +49,6 @@ pub(super) static MESSAGES: [Message; 549] = [
             o("spec", 2, Message(5)),
             o("status", 3, Message(6)),
         ],
-        by_json: &[0, 1, 2],
     },
     // 3
     Message {
@@ -64,7 +61,6 @@ pub(super) static MESSAGES: [Message; 549] = [
             o("reason", 4, String),
             o("message", 5, String),
         ],
-        by_json: &[2, 4, 3, 1, 0],
     },
     // 4
     Message {
@@ -74,7 +70,6 @@ pub(super) static MESSAGES: [Message; 549] = [
             o("metadata", 1, Message(517)),
             r("items", 2, Message(2)),
         ],
-        by_json: &[1, 0],
     },
     // 5
     Message {
@@ -87,7 +82,6 @@ pub(super) static MESSAGES: [Message; 549] = [
             o("minReadySeconds", 4, Int32),
             o("revisionHistoryLimit", 6, Int32),
         ],
-        by_json: &[3, 4, 0, 1, 2],
     },
     // 6
     Message {
@@ -105,7 +99,6 @@ pub(super) static MESSAGES: [Message; 549] = [
             o("collisionCount", 9, Int32),
             r("conditions", 10, Message(3)),
         ],
-        by_json: &[8, 9, 0, 2, 6, 1, 3, 7, 4, 5],
     },
     // 7
     Message {
@@ -115,7 +108,6 @@ pub(super) static MESSAGES: [Message; 549] = [
             o("type", 1, String),
             o("rollingUpdate", 2, Message(19)),
         ],
-        by_json: &[1, 0],
     },
     // 8
     Message {
@@ -126,7 +118,6 @@ pub(super) static MESSAGES: [Message; 549] = [
             o("spec", 2, Message(11)),
             o("status", 3, Message(12)),
         ],
-        by_json: &[0, 1, 2],
     },
     // 9
     Message {
@@ -140,7 +131,6 @@ pub(super) static MESSAGES: [Message; 549] = [
             o("lastUpdateTime", 6, Message(534)),
             o("lastTransitionTime", 7, Message(534)),
         ],
-        by_json: &[5, 4, 3, 2, 1, 0],
     },
     // 10
     Message {
@@ -150,7 +140,6 @@ pub(super) static MESSAGES: [Message; 549] = [
             o("metadata", 1, Message(517)),
             r("items", 2, Message(8)),
         ],
-        by_json: &[1, 0],
     },
     // 11
     Message {
@@ -166,7 +155,6 @@ pub(super) static MESSAGES: [Message; 549] = [
             o("paused", 7, Bool),
             o("progressDeadlineSeconds", 9, Int32),
         ],
-        by_json: &[4, 6, 7, 0, 5, 1, 3, 2],
     },
     // 12
     Message {
@@ -183,7 +171,6 @@ pub(super) static MESSAGES: [Message; 549] = [
             o("collisionCount", 8, Int32),
             o("terminatingReplicas", 9, Int32),
         ],
-        by_json: &[3, 7, 5, 0, 6, 1, 8, 4, 2],
     },
     // 13
     Message {
@@ -193,7 +180,6 @@ pub(super) static MESSAGES: [Message; 549] = [
             o("type", 1, String),
             o("rollingUpdate", 2, Message(20)),
         ],
-        by_json: &[1, 0],
     },
     // 14
     Message {
@@ -204,7 +190,6 @@ pub(super) static MESSAGES: [Message; 549] = [
             o("spec", 2, Message(17)),
             o("status", 3, Message(18)),
         ],
-        by_json: &[0, 1, 2],
     },
     // 15
     Message {
@@ -217,7 +202,6 @@ pub(super) static MESSAGES: [Message; 549] = [
             o("reason", 4, String),
             o("message", 5, String),
         ],
-        by_json: &[2, 4, 3, 1, 0],
     },
     // 16
     Message {
@@ -227,7 +211,6 @@ pub(super) static MESSAGES: [Message; 549] = [
             o("metadata", 1, Message(517)),
             r("items", 2, Message(14)),
         ],
-        by_json: &[1, 0],
     },
     // 17
     Message {
@@ -239,7 +222,6 @@ pub(super) static MESSAGES: [Message; 549] = [
             o("template", 3, Message(284)),
             o("minReadySeconds", 4, Int32),
         ],
-        by_json: &[3, 0, 1, 2],
     },
     // 18
     Message {
@@ -254,7 +236,6 @@ pub(super) static MESSAGES: [Message; 549] = [
             r("conditions", 6, Message(15)),
             o("terminatingReplicas", 7, Int32),
         ],
-        by_json: &[4, 5, 1, 2, 3, 0, 6],
     },
     // 19
     Message {
@@ -264,7 +245,6 @@ pub(super) static MESSAGES: [Message; 549] = [
             o("maxUnavailable", 1, Message(543)),
             o("maxSurge", 2, Message(543)),
         ],
-        by_json: &[1, 0],
     },
     // 20
     Message {
@@ -274,7 +254,6 @@ pub(super) static MESSAGES: [Message; 549] = [
             o("maxUnavailable", 1, Message(543)),
             o("maxSurge", 2, Message(543)),
         ],
-        by_json: &[1, 0],
     },
     // 21
     Message {
@@ -284,7 +263,6 @@ pub(super) static MESSAGES: [Message; 549] = [
             o("partition", 1, Int32),
             o("maxUnavailable", 2, Message(543)),
         ],
-        by_json: &[1, 0],
     },
     // 22
     Message {
@@ -295,7 +273,6 @@ pub(super) static MESSAGES: [Message; 549] = [
             o("spec", 2, Message(27)),
             o("status", 3, Message(28)),
         ],
-        by_json: &[0, 1, 2],
     },
     // 23
     Message {
@@ -308,7 +285,6 @@ pub(super) static MESSAGES: [Message; 549] = [
             o("reason", 4, String),
             o("message", 5, String),
         ],
-        by_json: &[2, 4, 3, 1, 0],
     },
     // 24
     Message {
@@ -318,7 +294,6 @@ pub(super) static MESSAGES: [Message; 549] = [
             o("metadata", 1, Message(517)),
             r("items", 2, Message(22)),
         ],
-        by_json: &[1, 0],
     },
     // 25
     Message {
@@ -327,7 +302,6 @@ pub(super) static MESSAGES: [Message; 549] = [
         fields: &[
             o("start", 1, Int32),
         ],
-        by_json: &[0],
     },
     // 26
     Message {
@@ -337,7 +311,6 @@ pub(super) static MESSAGES: [Message; 549] = [
             o("whenDeleted", 1, String),
             o("whenScaled", 2, String),
         ],
-        by_json: &[0, 1],
     },
     // 27
     Message {
@@ -356,7 +329,6 @@ pub(super) static MESSAGES: [Message; 549] = [
             o("persistentVolumeClaimRetentionPolicy", 10, Message(26)),
             o("ordinals", 11, Message(25)),
         ],
-        by_json: &[8, 10, 9, 5, 0, 7, 1, 4, 2, 6, 3],
     },
     // 28
     Message {
@@ -374,7 +346,6 @@ pub(super) static MESSAGES: [Message; 549] = [
             r("conditions", 10, Message(23)),
             o("availableReplicas", 11, Int32),
         ],
-        by_json: &[9, 7, 8, 3, 5, 0, 2, 1, 6, 4],
     },
     // 29
     Message {
@@ -384,7 +355,6 @@ pub(super) static MESSAGES: [Message; 549] = [
             o("type", 1, String),
             o("rollingUpdate", 2, Message(21)),
         ],
-        by_json: &[1, 0],
     },
     // 30
     Message {
@@ -396,7 +366,6 @@ pub(super) static MESSAGES: [Message; 549] = [
             o("name", 3, String),
             o("uid", 4, String),
         ],
-        by_json: &[1, 0, 2, 3],
     },
     // 31
     Message {
@@ -405,7 +374,6 @@ pub(super) static MESSAGES: [Message; 549] = [
         fields: &[
             r("items", 1, String),
         ],
-        by_json: &[0],
     },
     // 32
     Message {
@@ -415,7 +383,6 @@ pub(super) static MESSAGES: [Message; 549] = [
             o("metadata", 1, Message(521)),
             o("status", 2, Message(33)),
         ],
-        by_json: &[0, 1],
     },
     // 33
     Message {
@@ -424,7 +391,6 @@ pub(super) static MESSAGES: [Message; 549] = [
         fields: &[
             o("userInfo", 1, Message(40)),
         ],
-        by_json: &[0],
     },
     // 34
     Message {
@@ -435,7 +401,6 @@ pub(super) static MESSAGES: [Message; 549] = [
             o("spec", 2, Message(35)),
             o("status", 3, Message(36)),
         ],
-        by_json: &[0, 1, 2],
     },
     // 35
     Message {
@@ -446,7 +411,6 @@ pub(super) static MESSAGES: [Message; 549] = [
             o("boundObjectRef", 3, Message(30)),
             o("expirationSeconds", 4, Int64),
         ],
-        by_json: &[0, 1, 2],
     },
     // 36
     Message {
@@ -456,7 +420,6 @@ pub(super) static MESSAGES: [Message; 549] = [
             o("token", 1, String),
             o("expirationTimestamp", 2, Message(534)),
         ],
-        by_json: &[1, 0],
     },
     // 37
     Message {
@@ -467,7 +430,6 @@ pub(super) static MESSAGES: [Message; 549] = [
             o("spec", 2, Message(38)),
             o("status", 3, Message(39)),
         ],
-        by_json: &[0, 1, 2],
     },
     // 38
     Message {
@@ -477,7 +439,6 @@ pub(super) static MESSAGES: [Message; 549] = [
             o("token", 1, String),
             r("audiences", 2, String),
         ],
-        by_json: &[1, 0],
     },
     // 39
     Message {
@@ -489,7 +450,6 @@ pub(super) static MESSAGES: [Message; 549] = [
             o("error", 3, String),
             r("audiences", 4, String),
         ],
-        by_json: &[3, 0, 2, 1],
     },
     // 40
     Message {
@@ -501,7 +461,6 @@ pub(super) static MESSAGES: [Message; 549] = [
             r("groups", 3, String),
             o("extra", 4, MapMessage(31)),
         ],
-        by_json: &[3, 2, 1, 0],
     },
     // 41
     Message {
@@ -510,7 +469,6 @@ pub(super) static MESSAGES: [Message; 549] = [
         fields: &[
             r("items", 1, String),
         ],
-        by_json: &[0],
     },
     // 42
     Message {
@@ -520,7 +478,6 @@ pub(super) static MESSAGES: [Message; 549] = [
             o("rawSelector", 1, String),
             r("requirements", 2, Message(505)),
         ],
-        by_json: &[0, 1],
     },
     // 43
     Message {
@@ -530,7 +487,6 @@ pub(super) static MESSAGES: [Message; 549] = [
             o("rawSelector", 1, String),
             r("requirements", 2, Message(515)),
         ],
-        by_json: &[0, 1],
     },
     // 44
     Message {
@@ -541,7 +497,6 @@ pub(super) static MESSAGES: [Message; 549] = [
             o("spec", 2, Message(54)),
             o("status", 3, Message(55)),
         ],
-        by_json: &[0, 1, 2],
     },
     // 45
     Message {
@@ -551,7 +506,6 @@ pub(super) static MESSAGES: [Message; 549] = [
             o("path", 1, String),
             o("verb", 2, String),
         ],
-        by_json: &[0, 1],
     },
     // 46
     Message {
@@ -561,7 +515,6 @@ pub(super) static MESSAGES: [Message; 549] = [
             r("verbs", 1, String),
             r("nonResourceURLs", 2, String),
         ],
-        by_json: &[1, 0],
     },
     // 47
     Message {
@@ -578,7 +531,6 @@ pub(super) static MESSAGES: [Message; 549] = [
             o("fieldSelector", 8, Message(42)),
             o("labelSelector", 9, Message(43)),
         ],
-        by_json: &[7, 2, 8, 6, 0, 4, 5, 1, 3],
     },
     // 48
     Message {
@@ -590,7 +542,6 @@ pub(super) static MESSAGES: [Message; 549] = [
             r("resources", 3, String),
             r("resourceNames", 4, String),
         ],
-        by_json: &[1, 3, 2, 0],
     },
     // 49
     Message {
@@ -601,7 +552,6 @@ pub(super) static MESSAGES: [Message; 549] = [
             o("spec", 2, Message(50)),
             o("status", 3, Message(55)),
         ],
-        by_json: &[0, 1, 2],
     },
     // 50
     Message {
@@ -611,7 +561,6 @@ pub(super) static MESSAGES: [Message; 549] = [
             o("resourceAttributes", 1, Message(47)),
             o("nonResourceAttributes", 2, Message(45)),
         ],
-        by_json: &[1, 0],
     },
     // 51
     Message {
@@ -622,7 +571,6 @@ pub(super) static MESSAGES: [Message; 549] = [
             o("spec", 2, Message(52)),
             o("status", 3, Message(56)),
         ],
-        by_json: &[0, 1, 2],
     },
     // 52
     Message {
@@ -631,7 +579,6 @@ pub(super) static MESSAGES: [Message; 549] = [
         fields: &[
             o("namespace", 1, String),
         ],
-        by_json: &[0],
     },
     // 53
     Message {
@@ -642,7 +589,6 @@ pub(super) static MESSAGES: [Message; 549] = [
             o("spec", 2, Message(54)),
             o("status", 3, Message(55)),
         ],
-        by_json: &[0, 1, 2],
     },
     // 54
     Message {
@@ -656,7 +602,6 @@ pub(super) static MESSAGES: [Message; 549] = [
             o("extra", 5, MapMessage(41)),
             o("uid", 6, String),
         ],
-        by_json: &[4, 3, 1, 0, 5, 2],
     },
     // 55
     Message {
@@ -668,7 +613,6 @@ pub(super) static MESSAGES: [Message; 549] = [
             o("evaluationError", 3, String),
             o("denied", 4, Bool),
         ],
-        by_json: &[0, 3, 2, 1],
     },
     // 56
     Message {
@@ -680,7 +624,6 @@ pub(super) static MESSAGES: [Message; 549] = [
             o("incomplete", 3, Bool),
             o("evaluationError", 4, String),
         ],
-        by_json: &[3, 2, 1, 0],
     },
     // 57
     Message {
@@ -692,7 +635,6 @@ pub(super) static MESSAGES: [Message; 549] = [
             o("targetAverageValue", 3, Message(493)),
             o("container", 5, String),
         ],
-        by_json: &[3, 0, 1, 2],
     },
     // 58
     Message {
@@ -704,7 +646,6 @@ pub(super) static MESSAGES: [Message; 549] = [
             o("currentAverageValue", 3, Message(493)),
             o("container", 4, String),
         ],
-        by_json: &[3, 1, 2, 0],
     },
     // 59
     Message {
@@ -715,7 +656,6 @@ pub(super) static MESSAGES: [Message; 549] = [
             o("name", 2, String),
             o("apiVersion", 3, String),
         ],
-        by_json: &[2, 0, 1],
     },
     // 60
     Message {
@@ -727,7 +667,6 @@ pub(super) static MESSAGES: [Message; 549] = [
             o("targetValue", 3, Message(493)),
             o("targetAverageValue", 4, Message(493)),
         ],
-        by_json: &[0, 1, 3, 2],
     },
     // 61
     Message {
@@ -739,7 +678,6 @@ pub(super) static MESSAGES: [Message; 549] = [
             o("currentValue", 3, Message(493)),
             o("currentAverageValue", 4, Message(493)),
         ],
-        by_json: &[3, 2, 0, 1],
     },
     // 62
     Message {
@@ -750,7 +688,6 @@ pub(super) static MESSAGES: [Message; 549] = [
             o("spec", 2, Message(65)),
             o("status", 3, Message(66)),
         ],
-        by_json: &[0, 1, 2],
     },
     // 63
     Message {
@@ -763,7 +700,6 @@ pub(super) static MESSAGES: [Message; 549] = [
             o("reason", 4, String),
             o("message", 5, String),
         ],
-        by_json: &[2, 4, 3, 1, 0],
     },
     // 64
     Message {
@@ -773,7 +709,6 @@ pub(super) static MESSAGES: [Message; 549] = [
             o("metadata", 1, Message(517)),
             r("items", 2, Message(62)),
         ],
-        by_json: &[1, 0],
     },
     // 65
     Message {
@@ -785,7 +720,6 @@ pub(super) static MESSAGES: [Message; 549] = [
             o("maxReplicas", 3, Int32),
             o("targetCPUUtilizationPercentage", 4, Int32),
         ],
-        by_json: &[2, 1, 0, 3],
     },
     // 66
     Message {
@@ -798,7 +732,6 @@ pub(super) static MESSAGES: [Message; 549] = [
             o("desiredReplicas", 4, Int32),
             o("currentCPUUtilizationPercentage", 5, Int32),
         ],
-        by_json: &[4, 2, 3, 1, 0],
     },
     // 67
     Message {
@@ -812,7 +745,6 @@ pub(super) static MESSAGES: [Message; 549] = [
             o("external", 5, Message(60)),
             o("containerResource", 7, Message(57)),
         ],
-        by_json: &[5, 4, 1, 2, 3, 0],
     },
     // 68
     Message {
@@ -826,7 +758,6 @@ pub(super) static MESSAGES: [Message; 549] = [
             o("external", 5, Message(61)),
             o("containerResource", 7, Message(58)),
         ],
-        by_json: &[5, 4, 1, 2, 3, 0],
     },
     // 69
     Message {
@@ -839,7 +770,6 @@ pub(super) static MESSAGES: [Message; 549] = [
             o("selector", 4, Message(514)),
             o("averageValue", 5, Message(493)),
         ],
-        by_json: &[4, 1, 3, 0, 2],
     },
     // 70
     Message {
@@ -852,7 +782,6 @@ pub(super) static MESSAGES: [Message; 549] = [
             o("selector", 4, Message(514)),
             o("averageValue", 5, Message(493)),
         ],
-        by_json: &[4, 2, 1, 3, 0],
     },
     // 71
     Message {
@@ -863,7 +792,6 @@ pub(super) static MESSAGES: [Message; 549] = [
             o("targetAverageValue", 2, Message(493)),
             o("selector", 3, Message(514)),
         ],
-        by_json: &[0, 2, 1],
     },
     // 72
     Message {
@@ -874,7 +802,6 @@ pub(super) static MESSAGES: [Message; 549] = [
             o("currentAverageValue", 2, Message(493)),
             o("selector", 3, Message(514)),
         ],
-        by_json: &[1, 0, 2],
     },
     // 73
     Message {
@@ -885,7 +812,6 @@ pub(super) static MESSAGES: [Message; 549] = [
             o("targetAverageUtilization", 2, Int32),
             o("targetAverageValue", 3, Message(493)),
         ],
-        by_json: &[0, 1, 2],
     },
     // 74
     Message {
@@ -896,7 +822,6 @@ pub(super) static MESSAGES: [Message; 549] = [
             o("currentAverageUtilization", 2, Int32),
             o("currentAverageValue", 3, Message(493)),
         ],
-        by_json: &[1, 2, 0],
     },
     // 75
     Message {
@@ -907,7 +832,6 @@ pub(super) static MESSAGES: [Message; 549] = [
             o("spec", 2, Message(76)),
             o("status", 3, Message(77)),
         ],
-        by_json: &[0, 1, 2],
     },
     // 76
     Message {
@@ -916,7 +840,6 @@ pub(super) static MESSAGES: [Message; 549] = [
         fields: &[
             o("replicas", 1, Int32),
         ],
-        by_json: &[0],
     },
     // 77
     Message {
@@ -926,7 +849,6 @@ pub(super) static MESSAGES: [Message; 549] = [
             o("replicas", 1, Int32),
             o("selector", 2, String),
         ],
-        by_json: &[0, 1],
     },
     // 78
     Message {
@@ -937,7 +859,6 @@ pub(super) static MESSAGES: [Message; 549] = [
             o("target", 2, Message(94)),
             o("container", 3, String),
         ],
-        by_json: &[2, 0, 1],
     },
     // 79
     Message {
@@ -948,7 +869,6 @@ pub(super) static MESSAGES: [Message; 549] = [
             o("current", 2, Message(95)),
             o("container", 3, String),
         ],
-        by_json: &[2, 1, 0],
     },
     // 80
     Message {
@@ -959,7 +879,6 @@ pub(super) static MESSAGES: [Message; 549] = [
             o("name", 2, String),
             o("apiVersion", 3, String),
         ],
-        by_json: &[2, 0, 1],
     },
     // 81
     Message {
@@ -969,7 +888,6 @@ pub(super) static MESSAGES: [Message; 549] = [
             o("metric", 1, Message(91)),
             o("target", 2, Message(94)),
         ],
-        by_json: &[0, 1],
     },
     // 82
     Message {
@@ -979,7 +897,6 @@ pub(super) static MESSAGES: [Message; 549] = [
             o("metric", 1, Message(91)),
             o("current", 2, Message(95)),
         ],
-        by_json: &[1, 0],
     },
     // 83
     Message {
@@ -990,7 +907,6 @@ pub(super) static MESSAGES: [Message; 549] = [
             o("spec", 2, Message(87)),
             o("status", 3, Message(88)),
         ],
-        by_json: &[0, 1, 2],
     },
     // 84
     Message {
@@ -1000,7 +916,6 @@ pub(super) static MESSAGES: [Message; 549] = [
             o("scaleUp", 1, Message(90)),
             o("scaleDown", 2, Message(90)),
         ],
-        by_json: &[1, 0],
     },
     // 85
     Message {
@@ -1013,7 +928,6 @@ pub(super) static MESSAGES: [Message; 549] = [
             o("reason", 4, String),
             o("message", 5, String),
         ],
-        by_json: &[2, 4, 3, 1, 0],
     },
     // 86
     Message {
@@ -1023,7 +937,6 @@ pub(super) static MESSAGES: [Message; 549] = [
             o("metadata", 1, Message(517)),
             r("items", 2, Message(83)),
         ],
-        by_json: &[1, 0],
     },
     // 87
     Message {
@@ -1036,7 +949,6 @@ pub(super) static MESSAGES: [Message; 549] = [
             r("metrics", 4, Message(92)),
             o("behavior", 5, Message(84)),
         ],
-        by_json: &[4, 2, 3, 1, 0],
     },
     // 88
     Message {
@@ -1050,7 +962,6 @@ pub(super) static MESSAGES: [Message; 549] = [
             r("currentMetrics", 5, Message(93)),
             r("conditions", 6, Message(85)),
         ],
-        by_json: &[5, 4, 2, 3, 1, 0],
     },
     // 89
     Message {
@@ -1061,7 +972,6 @@ pub(super) static MESSAGES: [Message; 549] = [
             o("value", 2, Int32),
             o("periodSeconds", 3, Int32),
         ],
-        by_json: &[2, 0, 1],
     },
     // 90
     Message {
@@ -1073,7 +983,6 @@ pub(super) static MESSAGES: [Message; 549] = [
             o("stabilizationWindowSeconds", 3, Int32),
             o("tolerance", 4, Message(493)),
         ],
-        by_json: &[1, 0, 2, 3],
     },
     // 91
     Message {
@@ -1083,7 +992,6 @@ pub(super) static MESSAGES: [Message; 549] = [
             o("name", 1, String),
             o("selector", 2, Message(514)),
         ],
-        by_json: &[0, 1],
     },
     // 92
     Message {
@@ -1097,7 +1005,6 @@ pub(super) static MESSAGES: [Message; 549] = [
             o("external", 5, Message(81)),
             o("containerResource", 7, Message(78)),
         ],
-        by_json: &[5, 4, 1, 2, 3, 0],
     },
     // 93
     Message {
@@ -1111,7 +1018,6 @@ pub(super) static MESSAGES: [Message; 549] = [
             o("external", 5, Message(82)),
             o("containerResource", 7, Message(79)),
         ],
-        by_json: &[5, 4, 1, 2, 3, 0],
     },
     // 94
     Message {
@@ -1123,7 +1029,6 @@ pub(super) static MESSAGES: [Message; 549] = [
             o("averageValue", 3, Message(493)),
             o("averageUtilization", 4, Int32),
         ],
-        by_json: &[3, 2, 0, 1],
     },
     // 95
     Message {
@@ -1134,7 +1039,6 @@ pub(super) static MESSAGES: [Message; 549] = [
             o("averageValue", 2, Message(493)),
             o("averageUtilization", 3, Int32),
         ],
-        by_json: &[2, 1, 0],
     },
     // 96
     Message {
@@ -1145,7 +1049,6 @@ pub(super) static MESSAGES: [Message; 549] = [
             o("target", 2, Message(94)),
             o("metric", 3, Message(91)),
         ],
-        by_json: &[0, 2, 1],
     },
     // 97
     Message {
@@ -1156,7 +1059,6 @@ pub(super) static MESSAGES: [Message; 549] = [
             o("current", 2, Message(95)),
             o("describedObject", 3, Message(80)),
         ],
-        by_json: &[1, 2, 0],
     },
     // 98
     Message {
@@ -1166,7 +1068,6 @@ pub(super) static MESSAGES: [Message; 549] = [
             o("metric", 1, Message(91)),
             o("target", 2, Message(94)),
         ],
-        by_json: &[0, 1],
     },
     // 99
     Message {
@@ -1176,7 +1077,6 @@ pub(super) static MESSAGES: [Message; 549] = [
             o("metric", 1, Message(91)),
             o("current", 2, Message(95)),
         ],
-        by_json: &[1, 0],
     },
     // 100
     Message {
@@ -1186,7 +1086,6 @@ pub(super) static MESSAGES: [Message; 549] = [
             o("name", 1, String),
             o("target", 2, Message(94)),
         ],
-        by_json: &[0, 1],
     },
     // 101
     Message {
@@ -1196,7 +1095,6 @@ pub(super) static MESSAGES: [Message; 549] = [
             o("name", 1, String),
             o("current", 2, Message(95)),
         ],
-        by_json: &[1, 0],
     },
     // 102
     Message {
@@ -1207,7 +1105,6 @@ pub(super) static MESSAGES: [Message; 549] = [
             o("spec", 2, Message(104)),
             o("status", 3, Message(105)),
         ],
-        by_json: &[0, 1, 2],
     },
     // 103
     Message {
@@ -1217,7 +1114,6 @@ pub(super) static MESSAGES: [Message; 549] = [
             o("metadata", 1, Message(517)),
             r("items", 2, Message(102)),
         ],
-        by_json: &[1, 0],
     },
     // 104
     Message {
@@ -1233,7 +1129,6 @@ pub(super) static MESSAGES: [Message; 549] = [
             o("failedJobsHistoryLimit", 7, Int32),
             o("timeZone", 8, String),
         ],
-        by_json: &[2, 6, 4, 0, 1, 5, 3, 7],
     },
     // 105
     Message {
@@ -1244,7 +1139,6 @@ pub(super) static MESSAGES: [Message; 549] = [
             o("lastScheduleTime", 4, Message(534)),
             o("lastSuccessfulTime", 5, Message(534)),
         ],
-        by_json: &[0, 1, 2],
     },
     // 106
     Message {
@@ -1255,7 +1149,6 @@ pub(super) static MESSAGES: [Message; 549] = [
             o("spec", 2, Message(109)),
             o("status", 3, Message(110)),
         ],
-        by_json: &[0, 1, 2],
     },
     // 107
     Message {
@@ -1269,7 +1162,6 @@ pub(super) static MESSAGES: [Message; 549] = [
             o("reason", 5, String),
             o("message", 6, String),
         ],
-        by_json: &[2, 3, 5, 4, 1, 0],
     },
     // 108
     Message {
@@ -1279,7 +1171,6 @@ pub(super) static MESSAGES: [Message; 549] = [
             o("metadata", 1, Message(517)),
             r("items", 2, Message(106)),
         ],
-        by_json: &[1, 0],
     },
     // 109
     Message {
@@ -1303,7 +1194,6 @@ pub(super) static MESSAGES: [Message; 549] = [
             o("managedBy", 15, String),
             o("successPolicy", 16, Message(116)),
         ],
-        by_json: &[2, 6, 11, 8, 1, 14, 4, 12, 0, 10, 13, 3, 15, 9, 5, 7],
     },
     // 110
     Message {
@@ -1322,7 +1212,6 @@ pub(super) static MESSAGES: [Message; 549] = [
             o("failedIndexes", 10, String),
             o("terminating", 11, Int32),
         ],
-        by_json: &[3, 6, 2, 0, 5, 9, 8, 1, 4, 10, 7],
     },
     // 111
     Message {
@@ -1332,7 +1221,6 @@ pub(super) static MESSAGES: [Message; 549] = [
             o("metadata", 1, Message(521)),
             o("spec", 2, Message(109)),
         ],
-        by_json: &[0, 1],
     },
     // 112
     Message {
@@ -1341,7 +1229,6 @@ pub(super) static MESSAGES: [Message; 549] = [
         fields: &[
             r("rules", 1, Message(115)),
         ],
-        by_json: &[0],
     },
     // 113
     Message {
@@ -1352,7 +1239,6 @@ pub(super) static MESSAGES: [Message; 549] = [
             o("operator", 2, String),
             r("values", 3, Int32),
         ],
-        by_json: &[0, 1, 2],
     },
     // 114
     Message {
@@ -1362,7 +1248,6 @@ pub(super) static MESSAGES: [Message; 549] = [
             o("type", 1, String),
             o("status", 2, String),
         ],
-        by_json: &[1, 0],
     },
     // 115
     Message {
@@ -1373,7 +1258,6 @@ pub(super) static MESSAGES: [Message; 549] = [
             o("onExitCodes", 2, Message(113)),
             r("onPodConditions", 3, Message(114)),
         ],
-        by_json: &[0, 1, 2],
     },
     // 116
     Message {
@@ -1382,7 +1266,6 @@ pub(super) static MESSAGES: [Message; 549] = [
         fields: &[
             r("rules", 1, Message(117)),
         ],
-        by_json: &[0],
     },
     // 117
     Message {
@@ -1392,7 +1275,6 @@ pub(super) static MESSAGES: [Message; 549] = [
             o("succeededIndexes", 1, String),
             o("succeededCount", 2, Int32),
         ],
-        by_json: &[1, 0],
     },
     // 118
     Message {
@@ -1402,7 +1284,6 @@ pub(super) static MESSAGES: [Message; 549] = [
             r("succeeded", 1, String),
             r("failed", 2, String),
         ],
-        by_json: &[1, 0],
     },
     // 119
     Message {
@@ -1412,7 +1293,6 @@ pub(super) static MESSAGES: [Message; 549] = [
             o("metadata", 1, Message(521)),
             o("spec", 2, Message(121)),
         ],
-        by_json: &[0, 1],
     },
     // 120
     Message {
@@ -1422,7 +1302,6 @@ pub(super) static MESSAGES: [Message; 549] = [
             o("metadata", 1, Message(517)),
             r("items", 2, Message(119)),
         ],
-        by_json: &[1, 0],
     },
     // 121
     Message {
@@ -1437,7 +1316,6 @@ pub(super) static MESSAGES: [Message; 549] = [
             o("strategy", 6, String),
             o("preferredHolder", 7, String),
         ],
-        by_json: &[2, 0, 1, 4, 6, 3, 5],
     },
     // 122
     Message {
@@ -1448,7 +1326,6 @@ pub(super) static MESSAGES: [Message; 549] = [
             o("podAffinity", 2, Message(257)),
             o("podAntiAffinity", 3, Message(259)),
         ],
-        by_json: &[0, 1, 2],
     },
     // 123
     Message {
@@ -1458,7 +1335,6 @@ pub(super) static MESSAGES: [Message; 549] = [
             o("type", 1, String),
             o("localhostProfile", 2, String),
         ],
-        by_json: &[1, 0],
     },
     // 124
     Message {
@@ -1468,7 +1344,6 @@ pub(super) static MESSAGES: [Message; 549] = [
             o("name", 1, String),
             o("devicePath", 2, String),
         ],
-        by_json: &[1, 0],
     },
     // 125
     Message {
@@ -1477,7 +1352,6 @@ pub(super) static MESSAGES: [Message; 549] = [
         fields: &[
             r("preferAvoidPods", 1, Message(288)),
         ],
-        by_json: &[0],
     },
     // 126
     Message {
@@ -1489,7 +1363,6 @@ pub(super) static MESSAGES: [Message; 549] = [
             o("partition", 3, Int32),
             o("readOnly", 4, Bool),
         ],
-        by_json: &[1, 2, 3, 0],
     },
     // 127
     Message {
@@ -1503,7 +1376,6 @@ pub(super) static MESSAGES: [Message; 549] = [
             o("readOnly", 5, Bool),
             o("kind", 6, String),
         ],
-        by_json: &[2, 0, 1, 3, 5, 4],
     },
     // 128
     Message {
@@ -1515,7 +1387,6 @@ pub(super) static MESSAGES: [Message; 549] = [
             o("readOnly", 3, Bool),
             o("secretNamespace", 4, String),
         ],
-        by_json: &[2, 0, 3, 1],
     },
     // 129
     Message {
@@ -1526,7 +1397,6 @@ pub(super) static MESSAGES: [Message; 549] = [
             o("shareName", 2, String),
             o("readOnly", 3, Bool),
         ],
-        by_json: &[2, 0, 1],
     },
     // 130
     Message {
@@ -1536,7 +1406,6 @@ pub(super) static MESSAGES: [Message; 549] = [
             o("metadata", 1, Message(521)),
             o("target", 2, Message(242)),
         ],
-        by_json: &[0, 1],
     },
     // 131
     Message {
@@ -1554,7 +1423,6 @@ pub(super) static MESSAGES: [Message; 549] = [
             o("controllerExpandSecretRef", 9, Message(322)),
             o("nodeExpandSecretRef", 10, Message(322)),
         ],
-        by_json: &[8, 5, 0, 3, 9, 7, 6, 2, 4, 1],
     },
     // 132
     Message {
@@ -1567,7 +1435,6 @@ pub(super) static MESSAGES: [Message; 549] = [
             o("volumeAttributes", 4, MapString),
             o("nodePublishSecretRef", 5, Message(213)),
         ],
-        by_json: &[0, 2, 4, 1, 3],
     },
     // 133
     Message {
@@ -1577,7 +1444,6 @@ pub(super) static MESSAGES: [Message; 549] = [
             r("add", 1, String),
             r("drop", 2, String),
         ],
-        by_json: &[0, 1],
     },
     // 134
     Message {
@@ -1591,7 +1457,6 @@ pub(super) static MESSAGES: [Message; 549] = [
             o("secretRef", 5, Message(322)),
             o("readOnly", 6, Bool),
         ],
-        by_json: &[0, 1, 5, 3, 4, 2],
     },
     // 135
     Message {
@@ -1605,7 +1470,6 @@ pub(super) static MESSAGES: [Message; 549] = [
             o("secretRef", 5, Message(213)),
             o("readOnly", 6, Bool),
         ],
-        by_json: &[0, 1, 5, 3, 4, 2],
     },
     // 136
     Message {
@@ -1617,7 +1481,6 @@ pub(super) static MESSAGES: [Message; 549] = [
             o("readOnly", 3, Bool),
             o("secretRef", 4, Message(322)),
         ],
-        by_json: &[1, 2, 3, 0],
     },
     // 137
     Message {
@@ -1629,7 +1492,6 @@ pub(super) static MESSAGES: [Message; 549] = [
             o("readOnly", 3, Bool),
             o("secretRef", 4, Message(213)),
         ],
-        by_json: &[1, 2, 3, 0],
     },
     // 138
     Message {
@@ -1638,7 +1500,6 @@ pub(super) static MESSAGES: [Message; 549] = [
         fields: &[
             o("timeoutSeconds", 1, Int32),
         ],
-        by_json: &[0],
     },
     // 139
     Message {
@@ -1651,7 +1512,6 @@ pub(super) static MESSAGES: [Message; 549] = [
             o("path", 4, String),
             o("optional", 5, Bool),
         ],
-        by_json: &[2, 0, 4, 3, 1],
     },
     // 140
     Message {
@@ -1663,7 +1523,6 @@ pub(super) static MESSAGES: [Message; 549] = [
             o("message", 3, String),
             o("error", 4, String),
         ],
-        by_json: &[3, 2, 1, 0],
     },
     // 141
     Message {
@@ -1673,7 +1532,6 @@ pub(super) static MESSAGES: [Message; 549] = [
             o("metadata", 1, Message(521)),
             r("conditions", 2, Message(140)),
         ],
-        by_json: &[1, 0],
     },
     // 142
     Message {
@@ -1683,7 +1541,6 @@ pub(super) static MESSAGES: [Message; 549] = [
             o("metadata", 1, Message(517)),
             r("items", 2, Message(141)),
         ],
-        by_json: &[1, 0],
     },
     // 143
     Message {
@@ -1695,7 +1552,6 @@ pub(super) static MESSAGES: [Message; 549] = [
             o("binaryData", 3, MapBytes),
             o("immutable", 4, Bool),
         ],
-        by_json: &[2, 1, 3, 0],
     },
     // 144
     Message {
@@ -1705,7 +1561,6 @@ pub(super) static MESSAGES: [Message; 549] = [
             i("localObjectReference", 1, Message(213)),
             o("optional", 2, Bool),
         ],
-        by_json: &[0, 1],
     },
     // 145
     Message {
@@ -1716,7 +1571,6 @@ pub(super) static MESSAGES: [Message; 549] = [
             o("key", 2, String),
             o("optional", 3, Bool),
         ],
-        by_json: &[1, 0, 2],
     },
     // 146
     Message {
@@ -1726,7 +1580,6 @@ pub(super) static MESSAGES: [Message; 549] = [
             o("metadata", 1, Message(517)),
             r("items", 2, Message(143)),
         ],
-        by_json: &[1, 0],
     },
     // 147
     Message {
@@ -1739,7 +1592,6 @@ pub(super) static MESSAGES: [Message; 549] = [
             o("resourceVersion", 4, String),
             o("kubeletConfigKey", 5, String),
         ],
-        by_json: &[4, 1, 0, 3, 2],
     },
     // 148
     Message {
@@ -1750,7 +1602,6 @@ pub(super) static MESSAGES: [Message; 549] = [
             r("items", 2, Message(202)),
             o("optional", 4, Bool),
         ],
-        by_json: &[1, 0, 2],
     },
     // 149
     Message {
@@ -1762,7 +1613,6 @@ pub(super) static MESSAGES: [Message; 549] = [
             o("defaultMode", 3, Int32),
             o("optional", 4, Bool),
         ],
-        by_json: &[2, 1, 0, 3],
     },
     // 150
     Message {
@@ -1795,7 +1645,6 @@ pub(super) static MESSAGES: [Message; 549] = [
             o("restartPolicy", 24, String),
             r("restartPolicyRules", 25, Message(155)),
         ],
-        by_json: &[3, 2, 6, 18, 1, 13, 11, 9, 0, 5, 10, 22, 7, 23, 24, 14, 21, 15, 16, 12, 19, 17, 20, 8, 4],
     },
     // 151
     Message {
@@ -1806,7 +1655,6 @@ pub(super) static MESSAGES: [Message; 549] = [
             o("resourceName", 2, String),
             o("requestName", 3, String),
         ],
-        by_json: &[0, 2, 1],
     },
     // 152
     Message {
@@ -1816,7 +1664,6 @@ pub(super) static MESSAGES: [Message; 549] = [
             r("names", 1, String),
             o("sizeBytes", 2, Int64),
         ],
-        by_json: &[0, 1],
     },
     // 153
     Message {
@@ -1829,7 +1676,6 @@ pub(super) static MESSAGES: [Message; 549] = [
             o("protocol", 4, String),
             o("hostIP", 5, String),
         ],
-        by_json: &[2, 4, 1, 0, 3],
     },
     // 154
     Message {
@@ -1839,7 +1685,6 @@ pub(super) static MESSAGES: [Message; 549] = [
             o("resourceName", 1, String),
             o("restartPolicy", 2, String),
         ],
-        by_json: &[0, 1],
     },
     // 155
     Message {
@@ -1849,7 +1694,6 @@ pub(super) static MESSAGES: [Message; 549] = [
             o("action", 1, String),
             o("exitCodes", 2, Message(156)),
         ],
-        by_json: &[0, 1],
     },
     // 156
     Message {
@@ -1859,7 +1703,6 @@ pub(super) static MESSAGES: [Message; 549] = [
             o("operator", 1, String),
             r("values", 2, Int32),
         ],
-        by_json: &[0, 1],
     },
     // 157
     Message {
@@ -1870,7 +1713,6 @@ pub(super) static MESSAGES: [Message; 549] = [
             o("running", 2, Message(158)),
             o("terminated", 3, Message(159)),
         ],
-        by_json: &[1, 2, 0],
     },
     // 158
     Message {
@@ -1879,7 +1721,6 @@ pub(super) static MESSAGES: [Message; 549] = [
         fields: &[
             o("startedAt", 1, Message(534)),
         ],
-        by_json: &[0],
     },
     // 159
     Message {
@@ -1894,7 +1735,6 @@ pub(super) static MESSAGES: [Message; 549] = [
             o("finishedAt", 6, Message(534)),
             o("containerID", 7, String),
         ],
-        by_json: &[6, 0, 5, 3, 2, 1, 4],
     },
     // 160
     Message {
@@ -1904,7 +1744,6 @@ pub(super) static MESSAGES: [Message; 549] = [
             o("reason", 1, String),
             o("message", 2, String),
         ],
-        by_json: &[1, 0],
     },
     // 161
     Message {
@@ -1927,7 +1766,6 @@ pub(super) static MESSAGES: [Message; 549] = [
             r("allocatedResourcesStatus", 14, Message(310)),
             o("stopSignal", 15, String),
         ],
-        by_json: &[9, 13, 7, 5, 6, 2, 0, 3, 10, 4, 8, 1, 14, 12, 11],
     },
     // 162
     Message {
@@ -1936,7 +1774,6 @@ pub(super) static MESSAGES: [Message; 549] = [
         fields: &[
             o("linux", 1, Message(209)),
         ],
-        by_json: &[0],
     },
     // 163
     Message {
@@ -1945,7 +1782,6 @@ pub(super) static MESSAGES: [Message; 549] = [
         fields: &[
             o("Port", 1, Int32),
         ],
-        by_json: &[0],
     },
     // 164
     Message {
@@ -1954,7 +1790,6 @@ pub(super) static MESSAGES: [Message; 549] = [
         fields: &[
             r("items", 1, Message(165)),
         ],
-        by_json: &[0],
     },
     // 165
     Message {
@@ -1966,7 +1801,6 @@ pub(super) static MESSAGES: [Message; 549] = [
             o("resourceFieldRef", 3, Message(303)),
             o("mode", 4, Int32),
         ],
-        by_json: &[1, 3, 0, 2],
     },
     // 166
     Message {
@@ -1976,7 +1810,6 @@ pub(super) static MESSAGES: [Message; 549] = [
             r("items", 1, Message(165)),
             o("defaultMode", 2, Int32),
         ],
-        by_json: &[1, 0],
     },
     // 167
     Message {
@@ -1986,7 +1819,6 @@ pub(super) static MESSAGES: [Message; 549] = [
             o("medium", 1, String),
             o("sizeLimit", 2, Message(493)),
         ],
-        by_json: &[0, 1],
     },
     // 168
     Message {
@@ -1998,7 +1830,6 @@ pub(super) static MESSAGES: [Message; 549] = [
             o("hostname", 3, String),
             o("nodeName", 4, String),
         ],
-        by_json: &[2, 0, 3, 1],
     },
     // 169
     Message {
@@ -2010,7 +1841,6 @@ pub(super) static MESSAGES: [Message; 549] = [
             o("protocol", 3, String),
             o("appProtocol", 4, String),
         ],
-        by_json: &[3, 0, 1, 2],
     },
     // 170
     Message {
@@ -2021,7 +1851,6 @@ pub(super) static MESSAGES: [Message; 549] = [
             r("notReadyAddresses", 2, Message(168)),
             r("ports", 3, Message(169)),
         ],
-        by_json: &[0, 1, 2],
     },
     // 171
     Message {
@@ -2031,7 +1860,6 @@ pub(super) static MESSAGES: [Message; 549] = [
             o("metadata", 1, Message(521)),
             r("subsets", 2, Message(170)),
         ],
-        by_json: &[0, 1],
     },
     // 172
     Message {
@@ -2041,7 +1869,6 @@ pub(super) static MESSAGES: [Message; 549] = [
             o("metadata", 1, Message(517)),
             r("items", 2, Message(171)),
         ],
-        by_json: &[1, 0],
     },
     // 173
     Message {
@@ -2052,7 +1879,6 @@ pub(super) static MESSAGES: [Message; 549] = [
             o("configMapRef", 2, Message(144)),
             o("secretRef", 3, Message(318)),
         ],
-        by_json: &[1, 0, 2],
     },
     // 174
     Message {
@@ -2063,7 +1889,6 @@ pub(super) static MESSAGES: [Message; 549] = [
             o("value", 2, String),
             o("valueFrom", 3, Message(175)),
         ],
-        by_json: &[0, 1, 2],
     },
     // 175
     Message {
@@ -2076,7 +1901,6 @@ pub(super) static MESSAGES: [Message; 549] = [
             o("secretKeyRef", 4, Message(319)),
             o("fileKeyRef", 5, Message(185)),
         ],
-        by_json: &[2, 0, 4, 1, 3],
     },
     // 176
     Message {
@@ -2086,7 +1910,6 @@ pub(super) static MESSAGES: [Message; 549] = [
             i("ephemeralContainerCommon", 1, Message(177)),
             o("targetContainerName", 2, String),
         ],
-        by_json: &[0, 1],
     },
     // 177
     Message {
@@ -2119,7 +1942,6 @@ pub(super) static MESSAGES: [Message; 549] = [
             o("restartPolicy", 24, String),
             r("restartPolicyRules", 25, Message(155)),
         ],
-        by_json: &[3, 2, 6, 18, 1, 13, 11, 9, 0, 5, 10, 22, 7, 23, 24, 14, 21, 15, 16, 12, 19, 17, 20, 8, 4],
     },
     // 178
     Message {
@@ -2128,7 +1950,6 @@ pub(super) static MESSAGES: [Message; 549] = [
         fields: &[
             o("volumeClaimTemplate", 1, Message(249)),
         ],
-        by_json: &[0],
     },
     // 179
     Message {
@@ -2151,7 +1972,6 @@ pub(super) static MESSAGES: [Message; 549] = [
             o("reportingComponent", 14, String),
             o("reportingInstance", 15, String),
         ],
-        by_json: &[11, 7, 9, 5, 1, 6, 3, 0, 2, 12, 13, 14, 10, 4, 8],
     },
     // 180
     Message {
@@ -2161,7 +1981,6 @@ pub(super) static MESSAGES: [Message; 549] = [
             o("metadata", 1, Message(517)),
             r("items", 2, Message(179)),
         ],
-        by_json: &[1, 0],
     },
     // 181
     Message {
@@ -2171,7 +1990,6 @@ pub(super) static MESSAGES: [Message; 549] = [
             o("count", 1, Int32),
             o("lastObservedTime", 2, Message(520)),
         ],
-        by_json: &[0, 1],
     },
     // 182
     Message {
@@ -2181,7 +1999,6 @@ pub(super) static MESSAGES: [Message; 549] = [
             o("component", 1, String),
             o("host", 2, String),
         ],
-        by_json: &[0, 1],
     },
     // 183
     Message {
@@ -2190,7 +2007,6 @@ pub(super) static MESSAGES: [Message; 549] = [
         fields: &[
             r("command", 1, String),
         ],
-        by_json: &[0],
     },
     // 184
     Message {
@@ -2203,7 +2019,6 @@ pub(super) static MESSAGES: [Message; 549] = [
             o("readOnly", 4, Bool),
             r("wwids", 5, String),
         ],
-        by_json: &[2, 1, 3, 0, 4],
     },
     // 185
     Message {
@@ -2215,7 +2030,6 @@ pub(super) static MESSAGES: [Message; 549] = [
             o("key", 3, String),
             o("optional", 4, Bool),
         ],
-        by_json: &[2, 3, 1, 0],
     },
     // 186
     Message {
@@ -2228,7 +2042,6 @@ pub(super) static MESSAGES: [Message; 549] = [
             o("readOnly", 4, Bool),
             o("options", 5, MapString),
         ],
-        by_json: &[0, 1, 4, 3, 2],
     },
     // 187
     Message {
@@ -2241,7 +2054,6 @@ pub(super) static MESSAGES: [Message; 549] = [
             o("readOnly", 4, Bool),
             o("options", 5, MapString),
         ],
-        by_json: &[0, 1, 4, 3, 2],
     },
     // 188
     Message {
@@ -2251,7 +2063,6 @@ pub(super) static MESSAGES: [Message; 549] = [
             o("datasetName", 1, String),
             o("datasetUUID", 2, String),
         ],
-        by_json: &[0, 1],
     },
     // 189
     Message {
@@ -2263,7 +2074,6 @@ pub(super) static MESSAGES: [Message; 549] = [
             o("partition", 3, Int32),
             o("readOnly", 4, Bool),
         ],
-        by_json: &[1, 2, 0, 3],
     },
     // 190
     Message {
@@ -2274,7 +2084,6 @@ pub(super) static MESSAGES: [Message; 549] = [
             o("revision", 2, String),
             o("directory", 3, String),
         ],
-        by_json: &[2, 0, 1],
     },
     // 191
     Message {
@@ -2286,7 +2095,6 @@ pub(super) static MESSAGES: [Message; 549] = [
             o("readOnly", 3, Bool),
             o("endpointsNamespace", 4, String),
         ],
-        by_json: &[0, 3, 1, 2],
     },
     // 192
     Message {
@@ -2297,7 +2105,6 @@ pub(super) static MESSAGES: [Message; 549] = [
             o("path", 2, String),
             o("readOnly", 3, Bool),
         ],
-        by_json: &[0, 1, 2],
     },
     // 193
     Message {
@@ -2307,7 +2114,6 @@ pub(super) static MESSAGES: [Message; 549] = [
             o("port", 1, Int32),
             o("service", 2, String),
         ],
-        by_json: &[0, 1],
     },
     // 194
     Message {
@@ -2317,7 +2123,6 @@ pub(super) static MESSAGES: [Message; 549] = [
             o("ip", 1, String),
             r("hostnames", 2, String),
         ],
-        by_json: &[1, 0],
     },
     // 195
     Message {
@@ -2326,7 +2131,6 @@ pub(super) static MESSAGES: [Message; 549] = [
         fields: &[
             o("ip", 1, String),
         ],
-        by_json: &[0],
     },
     // 196
     Message {
@@ -2336,7 +2140,6 @@ pub(super) static MESSAGES: [Message; 549] = [
             o("path", 1, String),
             o("type", 2, String),
         ],
-        by_json: &[0, 1],
     },
     // 197
     Message {
@@ -2349,7 +2152,6 @@ pub(super) static MESSAGES: [Message; 549] = [
             o("scheme", 4, String),
             r("httpHeaders", 5, Message(198)),
         ],
-        by_json: &[2, 4, 0, 1, 3],
     },
     // 198
     Message {
@@ -2359,7 +2161,6 @@ pub(super) static MESSAGES: [Message; 549] = [
             o("name", 1, String),
             o("value", 2, String),
         ],
-        by_json: &[0, 1],
     },
     // 199
     Message {
@@ -2369,7 +2170,6 @@ pub(super) static MESSAGES: [Message; 549] = [
             o("reference", 1, String),
             o("pullPolicy", 2, String),
         ],
-        by_json: &[1, 0],
     },
     // 200
     Message {
@@ -2388,7 +2188,6 @@ pub(super) static MESSAGES: [Message; 549] = [
             o("chapAuthSession", 11, Bool),
             o("initiatorName", 12, String),
         ],
-        by_json: &[7, 9, 4, 10, 1, 3, 2, 6, 5, 8, 0],
     },
     // 201
     Message {
@@ -2407,7 +2206,6 @@ pub(super) static MESSAGES: [Message; 549] = [
             o("chapAuthSession", 11, Bool),
             o("initiatorName", 12, String),
         ],
-        by_json: &[7, 9, 4, 10, 1, 3, 2, 6, 5, 8, 0],
     },
     // 202
     Message {
@@ -2418,7 +2216,6 @@ pub(super) static MESSAGES: [Message; 549] = [
             o("path", 2, String),
             o("mode", 3, Int32),
         ],
-        by_json: &[0, 2, 1],
     },
     // 203
     Message {
@@ -2429,7 +2226,6 @@ pub(super) static MESSAGES: [Message; 549] = [
             o("preStop", 2, Message(204)),
             o("stopSignal", 3, String),
         ],
-        by_json: &[0, 1, 2],
     },
     // 204
     Message {
@@ -2441,7 +2237,6 @@ pub(super) static MESSAGES: [Message; 549] = [
             o("tcpSocket", 3, Message(341)),
             o("sleep", 4, Message(336)),
         ],
-        by_json: &[0, 1, 3, 2],
     },
     // 205
     Message {
@@ -2451,7 +2246,6 @@ pub(super) static MESSAGES: [Message; 549] = [
             o("metadata", 1, Message(521)),
             o("spec", 2, Message(208)),
         ],
-        by_json: &[0, 1],
     },
     // 206
     Message {
@@ -2465,7 +2259,6 @@ pub(super) static MESSAGES: [Message; 549] = [
             o("defaultRequest", 5, MapMessage(493)),
             o("maxLimitRequestRatio", 6, MapMessage(493)),
         ],
-        by_json: &[3, 4, 1, 5, 2, 0],
     },
     // 207
     Message {
@@ -2475,7 +2268,6 @@ pub(super) static MESSAGES: [Message; 549] = [
             o("metadata", 1, Message(517)),
             r("items", 2, Message(205)),
         ],
-        by_json: &[1, 0],
     },
     // 208
     Message {
@@ -2484,7 +2276,6 @@ pub(super) static MESSAGES: [Message; 549] = [
         fields: &[
             r("limits", 1, Message(206)),
         ],
-        by_json: &[0],
     },
     // 209
     Message {
@@ -2495,7 +2286,6 @@ pub(super) static MESSAGES: [Message; 549] = [
             o("gid", 2, Int64),
             r("supplementalGroups", 3, Int64),
         ],
-        by_json: &[1, 2, 0],
     },
     // 210
     Message {
@@ -2505,7 +2295,6 @@ pub(super) static MESSAGES: [Message; 549] = [
             o("metadata", 1, Message(517)),
             r("items", 2, Message(540)),
         ],
-        by_json: &[1, 0],
     },
     // 211
     Message {
@@ -2517,7 +2306,6 @@ pub(super) static MESSAGES: [Message; 549] = [
             o("ipMode", 3, String),
             r("ports", 4, Message(285)),
         ],
-        by_json: &[1, 0, 2, 3],
     },
     // 212
     Message {
@@ -2526,7 +2314,6 @@ pub(super) static MESSAGES: [Message; 549] = [
         fields: &[
             r("ingress", 1, Message(211)),
         ],
-        by_json: &[0],
     },
     // 213
     Message {
@@ -2535,7 +2322,6 @@ pub(super) static MESSAGES: [Message; 549] = [
         fields: &[
             o("name", 1, String),
         ],
-        by_json: &[0],
     },
     // 214
     Message {
@@ -2545,7 +2331,6 @@ pub(super) static MESSAGES: [Message; 549] = [
             o("path", 1, String),
             o("fsType", 2, String),
         ],
-        by_json: &[1, 0],
     },
     // 215
     Message {
@@ -2555,7 +2340,6 @@ pub(super) static MESSAGES: [Message; 549] = [
             o("targetVolumeAttributesClassName", 1, String),
             o("status", 2, String),
         ],
-        by_json: &[1, 0],
     },
     // 216
     Message {
@@ -2566,7 +2350,6 @@ pub(super) static MESSAGES: [Message; 549] = [
             o("spec", 2, Message(219)),
             o("status", 3, Message(220)),
         ],
-        by_json: &[0, 1, 2],
     },
     // 217
     Message {
@@ -2579,7 +2362,6 @@ pub(super) static MESSAGES: [Message; 549] = [
             o("reason", 5, String),
             o("message", 6, String),
         ],
-        by_json: &[2, 4, 3, 1, 0],
     },
     // 218
     Message {
@@ -2589,7 +2371,6 @@ pub(super) static MESSAGES: [Message; 549] = [
             o("metadata", 1, Message(517)),
             r("items", 2, Message(216)),
         ],
-        by_json: &[1, 0],
     },
     // 219
     Message {
@@ -2598,7 +2379,6 @@ pub(super) static MESSAGES: [Message; 549] = [
         fields: &[
             r("finalizers", 1, String),
         ],
-        by_json: &[0],
     },
     // 220
     Message {
@@ -2608,7 +2388,6 @@ pub(super) static MESSAGES: [Message; 549] = [
             o("phase", 1, String),
             r("conditions", 2, Message(217)),
         ],
-        by_json: &[1, 0],
     },
     // 221
     Message {
@@ -2619,7 +2398,6 @@ pub(super) static MESSAGES: [Message; 549] = [
             o("path", 2, String),
             o("readOnly", 3, Bool),
         ],
-        by_json: &[1, 2, 0],
     },
     // 222
     Message {
@@ -2630,7 +2408,6 @@ pub(super) static MESSAGES: [Message; 549] = [
             o("spec", 2, Message(237)),
             o("status", 3, Message(238)),
         ],
-        by_json: &[0, 1, 2],
     },
     // 223
     Message {
@@ -2640,7 +2417,6 @@ pub(super) static MESSAGES: [Message; 549] = [
             o("type", 1, String),
             o("address", 2, String),
         ],
-        by_json: &[1, 0],
     },
     // 224
     Message {
@@ -2650,7 +2426,6 @@ pub(super) static MESSAGES: [Message; 549] = [
             o("requiredDuringSchedulingIgnoredDuringExecution", 1, Message(234)),
             r("preferredDuringSchedulingIgnoredDuringExecution", 2, Message(289)),
         ],
-        by_json: &[1, 0],
     },
     // 225
     Message {
@@ -2664,7 +2439,6 @@ pub(super) static MESSAGES: [Message; 549] = [
             o("reason", 5, String),
             o("message", 6, String),
         ],
-        by_json: &[2, 3, 5, 4, 1, 0],
     },
     // 226
     Message {
@@ -2673,7 +2447,6 @@ pub(super) static MESSAGES: [Message; 549] = [
         fields: &[
             o("configMap", 2, Message(147)),
         ],
-        by_json: &[0],
     },
     // 227
     Message {
@@ -2685,7 +2458,6 @@ pub(super) static MESSAGES: [Message; 549] = [
             o("lastKnownGood", 3, Message(226)),
             o("error", 4, String),
         ],
-        by_json: &[1, 0, 3, 2],
     },
     // 228
     Message {
@@ -2694,7 +2466,6 @@ pub(super) static MESSAGES: [Message; 549] = [
         fields: &[
             o("kubeletEndpoint", 1, Message(163)),
         ],
-        by_json: &[0],
     },
     // 229
     Message {
@@ -2703,7 +2474,6 @@ pub(super) static MESSAGES: [Message; 549] = [
         fields: &[
             o("supplementalGroupsPolicy", 1, Bool),
         ],
-        by_json: &[0],
     },
     // 230
     Message {
@@ -2713,7 +2483,6 @@ pub(super) static MESSAGES: [Message; 549] = [
             o("metadata", 1, Message(517)),
             r("items", 2, Message(222)),
         ],
-        by_json: &[1, 0],
     },
     // 231
     Message {
@@ -2722,7 +2491,6 @@ pub(super) static MESSAGES: [Message; 549] = [
         fields: &[
             o("path", 1, String),
         ],
-        by_json: &[0],
     },
     // 232
     Message {
@@ -2732,7 +2500,6 @@ pub(super) static MESSAGES: [Message; 549] = [
             o("name", 1, String),
             o("features", 2, Message(233)),
         ],
-        by_json: &[1, 0],
     },
     // 233
     Message {
@@ -2742,7 +2509,6 @@ pub(super) static MESSAGES: [Message; 549] = [
             o("recursiveReadOnlyMounts", 1, Bool),
             o("userNamespaces", 2, Bool),
         ],
-        by_json: &[0, 1],
     },
     // 234
     Message {
@@ -2751,7 +2517,6 @@ pub(super) static MESSAGES: [Message; 549] = [
         fields: &[
             r("nodeSelectorTerms", 1, Message(236)),
         ],
-        by_json: &[0],
     },
     // 235
     Message {
@@ -2762,7 +2527,6 @@ pub(super) static MESSAGES: [Message; 549] = [
             o("operator", 2, String),
             r("values", 3, String),
         ],
-        by_json: &[0, 1, 2],
     },
     // 236
     Message {
@@ -2772,7 +2536,6 @@ pub(super) static MESSAGES: [Message; 549] = [
             r("matchExpressions", 1, Message(235)),
             r("matchFields", 2, Message(235)),
         ],
-        by_json: &[0, 1],
     },
     // 237
     Message {
@@ -2787,7 +2550,6 @@ pub(super) static MESSAGES: [Message; 549] = [
             o("configSource", 6, Message(226)),
             r("podCIDRs", 7, String),
         ],
-        by_json: &[5, 1, 0, 6, 2, 4, 3],
     },
     // 238
     Message {
@@ -2809,7 +2571,6 @@ pub(super) static MESSAGES: [Message; 549] = [
             o("features", 13, Message(229)),
             r("declaredFeatures", 14, String),
         ],
-        by_json: &[4, 1, 0, 3, 10, 5, 13, 12, 7, 6, 2, 11, 9, 8],
     },
     // 239
     Message {
@@ -2818,7 +2579,6 @@ pub(super) static MESSAGES: [Message; 549] = [
         fields: &[
             o("capacity", 1, Int64),
         ],
-        by_json: &[0],
     },
     // 240
     Message {
@@ -2837,7 +2597,6 @@ pub(super) static MESSAGES: [Message; 549] = [
             o("architecture", 10, String),
             o("swap", 11, Message(239)),
         ],
-        by_json: &[9, 2, 5, 3, 7, 6, 0, 8, 4, 10, 1],
     },
     // 241
     Message {
@@ -2847,7 +2606,6 @@ pub(super) static MESSAGES: [Message; 549] = [
             o("apiVersion", 1, String),
             o("fieldPath", 2, String),
         ],
-        by_json: &[0, 1],
     },
     // 242
     Message {
@@ -2862,7 +2620,6 @@ pub(super) static MESSAGES: [Message; 549] = [
             o("resourceVersion", 6, String),
             o("fieldPath", 7, String),
         ],
-        by_json: &[4, 6, 0, 2, 1, 5, 3],
     },
     // 243
     Message {
@@ -2873,7 +2630,6 @@ pub(super) static MESSAGES: [Message; 549] = [
             o("spec", 2, Message(253)),
             o("status", 3, Message(254)),
         ],
-        by_json: &[0, 1, 2],
     },
     // 244
     Message {
@@ -2884,7 +2640,6 @@ pub(super) static MESSAGES: [Message; 549] = [
             o("spec", 2, Message(247)),
             o("status", 3, Message(248)),
         ],
-        by_json: &[0, 1, 2],
     },
     // 245
     Message {
@@ -2898,7 +2653,6 @@ pub(super) static MESSAGES: [Message; 549] = [
             o("reason", 5, String),
             o("message", 6, String),
         ],
-        by_json: &[2, 3, 5, 4, 1, 0],
     },
     // 246
     Message {
@@ -2908,7 +2662,6 @@ pub(super) static MESSAGES: [Message; 549] = [
             o("metadata", 1, Message(517)),
             r("items", 2, Message(244)),
         ],
-        by_json: &[1, 0],
     },
     // 247
     Message {
@@ -2925,7 +2678,6 @@ pub(super) static MESSAGES: [Message; 549] = [
             o("dataSourceRef", 8, Message(347)),
             o("volumeAttributesClassName", 9, String),
         ],
-        by_json: &[0, 6, 7, 1, 3, 4, 8, 5, 2],
     },
     // 248
     Message {
@@ -2941,7 +2693,6 @@ pub(super) static MESSAGES: [Message; 549] = [
             o("currentVolumeAttributesClassName", 8, String),
             o("modifyVolumeStatus", 9, Message(215)),
         ],
-        by_json: &[1, 5, 4, 2, 3, 6, 7, 0],
     },
     // 249
     Message {
@@ -2951,7 +2702,6 @@ pub(super) static MESSAGES: [Message; 549] = [
             o("metadata", 1, Message(521)),
             o("spec", 2, Message(247)),
         ],
-        by_json: &[0, 1],
     },
     // 250
     Message {
@@ -2961,7 +2711,6 @@ pub(super) static MESSAGES: [Message; 549] = [
             o("claimName", 1, String),
             o("readOnly", 2, Bool),
         ],
-        by_json: &[0, 1],
     },
     // 251
     Message {
@@ -2971,7 +2720,6 @@ pub(super) static MESSAGES: [Message; 549] = [
             o("metadata", 1, Message(517)),
             r("items", 2, Message(243)),
         ],
-        by_json: &[1, 0],
     },
     // 252
     Message {
@@ -3001,7 +2749,6 @@ pub(super) static MESSAGES: [Message; 549] = [
             o("storageos", 21, Message(337)),
             o("csi", 22, Message(131)),
         ],
-        by_json: &[1, 15, 12, 8, 7, 21, 9, 11, 10, 0, 3, 2, 6, 19, 4, 16, 17, 14, 5, 18, 20, 13],
     },
     // 253
     Message {
@@ -3019,7 +2766,6 @@ pub(super) static MESSAGES: [Message; 549] = [
             o("nodeAffinity", 9, Message(352)),
             o("volumeAttributesClassName", 10, String),
         ],
-        by_json: &[2, 0, 3, 6, 8, 4, 1, 5, 9, 7],
     },
     // 254
     Message {
@@ -3031,7 +2777,6 @@ pub(super) static MESSAGES: [Message; 549] = [
             o("reason", 3, String),
             o("lastPhaseTransitionTime", 4, Message(534)),
         ],
-        by_json: &[3, 1, 0, 2],
     },
     // 255
     Message {
@@ -3041,7 +2786,6 @@ pub(super) static MESSAGES: [Message; 549] = [
             o("pdID", 1, String),
             o("fsType", 2, String),
         ],
-        by_json: &[1, 0],
     },
     // 256
     Message {
@@ -3052,7 +2796,6 @@ pub(super) static MESSAGES: [Message; 549] = [
             o("spec", 2, Message(279)),
             o("status", 3, Message(280)),
         ],
-        by_json: &[0, 1, 2],
     },
     // 257
     Message {
@@ -3062,7 +2805,6 @@ pub(super) static MESSAGES: [Message; 549] = [
             r("requiredDuringSchedulingIgnoredDuringExecution", 1, Message(258)),
             r("preferredDuringSchedulingIgnoredDuringExecution", 2, Message(357)),
         ],
-        by_json: &[1, 0],
     },
     // 258
     Message {
@@ -3076,7 +2818,6 @@ pub(super) static MESSAGES: [Message; 549] = [
             r("matchLabelKeys", 5, String),
             r("mismatchLabelKeys", 6, String),
         ],
-        by_json: &[0, 4, 5, 3, 1, 2],
     },
     // 259
     Message {
@@ -3086,7 +2827,6 @@ pub(super) static MESSAGES: [Message; 549] = [
             r("requiredDuringSchedulingIgnoredDuringExecution", 1, Message(258)),
             r("preferredDuringSchedulingIgnoredDuringExecution", 2, Message(357)),
         ],
-        by_json: &[1, 0],
     },
     // 260
     Message {
@@ -3099,7 +2839,6 @@ pub(super) static MESSAGES: [Message; 549] = [
             o("tty", 4, Bool),
             o("container", 5, String),
         ],
-        by_json: &[4, 2, 0, 1, 3],
     },
     // 261
     Message {
@@ -3114,7 +2853,6 @@ pub(super) static MESSAGES: [Message; 549] = [
             o("certificateChainPath", 6, String),
             o("userAnnotations", 7, MapString),
         ],
-        by_json: &[5, 3, 4, 1, 2, 0, 6],
     },
     // 262
     Message {
@@ -3129,7 +2867,6 @@ pub(super) static MESSAGES: [Message; 549] = [
             o("message", 6, String),
             o("observedGeneration", 7, Int64),
         ],
-        by_json: &[2, 3, 5, 6, 4, 1, 0],
     },
     // 263
     Message {
@@ -3140,7 +2877,6 @@ pub(super) static MESSAGES: [Message; 549] = [
             r("searches", 2, String),
             r("options", 3, Message(264)),
         ],
-        by_json: &[0, 2, 1],
     },
     // 264
     Message {
@@ -3150,7 +2886,6 @@ pub(super) static MESSAGES: [Message; 549] = [
             o("name", 1, String),
             o("value", 2, String),
         ],
-        by_json: &[0, 1],
     },
     // 265
     Message {
@@ -3164,7 +2899,6 @@ pub(super) static MESSAGES: [Message; 549] = [
             o("container", 5, String),
             r("command", 6, String),
         ],
-        by_json: &[5, 4, 2, 0, 1, 3],
     },
     // 266
     Message {
@@ -3174,7 +2908,6 @@ pub(super) static MESSAGES: [Message; 549] = [
             r("requestMappings", 1, Message(151)),
             o("resourceClaimName", 2, String),
         ],
-        by_json: &[0, 1],
     },
     // 267
     Message {
@@ -3183,7 +2916,6 @@ pub(super) static MESSAGES: [Message; 549] = [
         fields: &[
             o("ip", 1, String),
         ],
-        by_json: &[0],
     },
     // 268
     Message {
@@ -3193,7 +2925,6 @@ pub(super) static MESSAGES: [Message; 549] = [
             o("metadata", 1, Message(517)),
             r("items", 2, Message(256)),
         ],
-        by_json: &[1, 0],
     },
     // 269
     Message {
@@ -3211,7 +2942,6 @@ pub(super) static MESSAGES: [Message; 549] = [
             o("insecureSkipTlsVerifyBackend", 9, Bool),
             o("stream", 10, String),
         ],
-        by_json: &[0, 1, 8, 7, 2, 3, 4, 9, 6, 5],
     },
     // 270
     Message {
@@ -3220,7 +2950,6 @@ pub(super) static MESSAGES: [Message; 549] = [
         fields: &[
             o("name", 1, String),
         ],
-        by_json: &[0],
     },
     // 271
     Message {
@@ -3229,7 +2958,6 @@ pub(super) static MESSAGES: [Message; 549] = [
         fields: &[
             r("ports", 1, Int32),
         ],
-        by_json: &[0],
     },
     // 272
     Message {
@@ -3238,7 +2966,6 @@ pub(super) static MESSAGES: [Message; 549] = [
         fields: &[
             o("path", 1, String),
         ],
-        by_json: &[0],
     },
     // 273
     Message {
@@ -3247,7 +2974,6 @@ pub(super) static MESSAGES: [Message; 549] = [
         fields: &[
             o("conditionType", 1, String),
         ],
-        by_json: &[0],
     },
     // 274
     Message {
@@ -3258,7 +2984,6 @@ pub(super) static MESSAGES: [Message; 549] = [
             o("resourceClaimName", 3, String),
             o("resourceClaimTemplateName", 4, String),
         ],
-        by_json: &[0, 1, 2],
     },
     // 275
     Message {
@@ -3268,7 +2993,6 @@ pub(super) static MESSAGES: [Message; 549] = [
             o("name", 1, String),
             o("resourceClaimName", 2, String),
         ],
-        by_json: &[0, 1],
     },
     // 276
     Message {
@@ -3277,7 +3001,6 @@ pub(super) static MESSAGES: [Message; 549] = [
         fields: &[
             o("name", 1, String),
         ],
-        by_json: &[0],
     },
     // 277
     Message {
@@ -3298,7 +3021,6 @@ pub(super) static MESSAGES: [Message; 549] = [
             o("supplementalGroupsPolicy", 12, String),
             o("seLinuxChangePolicy", 13, String),
         ],
-        by_json: &[10, 4, 8, 5, 2, 1, 12, 0, 9, 3, 11, 6, 7],
     },
     // 278
     Message {
@@ -3307,7 +3029,6 @@ pub(super) static MESSAGES: [Message; 549] = [
         fields: &[
             o("podController", 1, Message(522)),
         ],
-        by_json: &[0],
     },
     // 279
     Message {
@@ -3357,7 +3078,6 @@ pub(super) static MESSAGES: [Message; 549] = [
             o("hostnameOverride", 41, String),
             o("workloadRef", 42, Message(359)),
         ],
-        by_json: &[4, 17, 20, 1, 25, 5, 29, 33, 22, 12, 10, 11, 36, 15, 40, 14, 19, 9, 6, 35, 31, 30, 24, 23, 27, 38, 39, 2, 28, 18, 37, 13, 8, 7, 34, 26, 16, 3, 21, 32, 0, 41],
     },
     // 280
     Message {
@@ -3385,7 +3105,6 @@ pub(super) static MESSAGES: [Message; 549] = [
             o("allocatedResources", 19, MapMessage(493)),
             o("resources", 20, Message(309)),
         ],
-        by_json: &[18, 1, 7, 12, 17, 4, 15, 9, 2, 10, 16, 0, 5, 11, 8, 3, 13, 14, 19, 6],
     },
     // 281
     Message {
@@ -3395,7 +3114,6 @@ pub(super) static MESSAGES: [Message; 549] = [
             o("metadata", 1, Message(521)),
             o("status", 2, Message(280)),
         ],
-        by_json: &[0, 1],
     },
     // 282
     Message {
@@ -3405,7 +3123,6 @@ pub(super) static MESSAGES: [Message; 549] = [
             o("metadata", 1, Message(521)),
             o("template", 2, Message(284)),
         ],
-        by_json: &[0, 1],
     },
     // 283
     Message {
@@ -3415,7 +3132,6 @@ pub(super) static MESSAGES: [Message; 549] = [
             o("metadata", 1, Message(517)),
             r("items", 2, Message(282)),
         ],
-        by_json: &[1, 0],
     },
     // 284
     Message {
@@ -3425,7 +3141,6 @@ pub(super) static MESSAGES: [Message; 549] = [
             o("metadata", 1, Message(521)),
             o("spec", 2, Message(279)),
         ],
-        by_json: &[0, 1],
     },
     // 285
     Message {
@@ -3436,7 +3151,6 @@ pub(super) static MESSAGES: [Message; 549] = [
             o("protocol", 2, String),
             o("error", 3, String),
         ],
-        by_json: &[2, 0, 1],
     },
     // 286
     Message {
@@ -3447,7 +3161,6 @@ pub(super) static MESSAGES: [Message; 549] = [
             o("fsType", 2, String),
             o("readOnly", 3, Bool),
         ],
-        by_json: &[1, 2, 0],
     },
     // 287
     Message {
@@ -3456,7 +3169,6 @@ pub(super) static MESSAGES: [Message; 549] = [
         fields: &[
             o("uid", 1, String),
         ],
-        by_json: &[0],
     },
     // 288
     Message {
@@ -3468,7 +3180,6 @@ pub(super) static MESSAGES: [Message; 549] = [
             o("reason", 3, String),
             o("message", 4, String),
         ],
-        by_json: &[1, 3, 0, 2],
     },
     // 289
     Message {
@@ -3478,7 +3189,6 @@ pub(super) static MESSAGES: [Message; 549] = [
             o("weight", 1, Int32),
             o("preference", 2, Message(236)),
         ],
-        by_json: &[1, 0],
     },
     // 290
     Message {
@@ -3493,7 +3203,6 @@ pub(super) static MESSAGES: [Message; 549] = [
             o("failureThreshold", 6, Int32),
             o("terminationGracePeriodSeconds", 7, Int64),
         ],
-        by_json: &[5, 0, 1, 3, 4, 6, 2],
     },
     // 291
     Message {
@@ -3505,7 +3214,6 @@ pub(super) static MESSAGES: [Message; 549] = [
             o("tcpSocket", 3, Message(341)),
             o("grpc", 4, Message(193)),
         ],
-        by_json: &[0, 3, 1, 2],
     },
     // 292
     Message {
@@ -3515,7 +3223,6 @@ pub(super) static MESSAGES: [Message; 549] = [
             r("sources", 1, Message(353)),
             o("defaultMode", 2, Int32),
         ],
-        by_json: &[1, 0],
     },
     // 293
     Message {
@@ -3529,7 +3236,6 @@ pub(super) static MESSAGES: [Message; 549] = [
             o("group", 5, String),
             o("tenant", 6, String),
         ],
-        by_json: &[4, 2, 0, 5, 3, 1],
     },
     // 294
     Message {
@@ -3540,7 +3246,6 @@ pub(super) static MESSAGES: [Message; 549] = [
             o("range", 2, String),
             o("data", 3, Bytes),
         ],
-        by_json: &[2, 0, 1],
     },
     // 295
     Message {
@@ -3556,7 +3261,6 @@ pub(super) static MESSAGES: [Message; 549] = [
             o("secretRef", 7, Message(322)),
             o("readOnly", 8, Bool),
         ],
-        by_json: &[2, 1, 5, 0, 3, 7, 6, 4],
     },
     // 296
     Message {
@@ -3572,7 +3276,6 @@ pub(super) static MESSAGES: [Message; 549] = [
             o("secretRef", 7, Message(213)),
             o("readOnly", 8, Bool),
         ],
-        by_json: &[2, 1, 5, 0, 3, 7, 6, 4],
     },
     // 297
     Message {
@@ -3583,7 +3286,6 @@ pub(super) static MESSAGES: [Message; 549] = [
             o("spec", 2, Message(300)),
             o("status", 3, Message(301)),
         ],
-        by_json: &[0, 1, 2],
     },
     // 298
     Message {
@@ -3596,7 +3298,6 @@ pub(super) static MESSAGES: [Message; 549] = [
             o("reason", 4, String),
             o("message", 5, String),
         ],
-        by_json: &[2, 4, 3, 1, 0],
     },
     // 299
     Message {
@@ -3606,7 +3307,6 @@ pub(super) static MESSAGES: [Message; 549] = [
             o("metadata", 1, Message(517)),
             r("items", 2, Message(297)),
         ],
-        by_json: &[1, 0],
     },
     // 300
     Message {
@@ -3618,7 +3318,6 @@ pub(super) static MESSAGES: [Message; 549] = [
             o("template", 3, Message(284)),
             o("minReadySeconds", 4, Int32),
         ],
-        by_json: &[3, 0, 1, 2],
     },
     // 301
     Message {
@@ -3632,7 +3331,6 @@ pub(super) static MESSAGES: [Message; 549] = [
             o("availableReplicas", 5, Int32),
             r("conditions", 6, Message(298)),
         ],
-        by_json: &[4, 5, 1, 2, 3, 0],
     },
     // 302
     Message {
@@ -3642,7 +3340,6 @@ pub(super) static MESSAGES: [Message; 549] = [
             o("name", 1, String),
             o("request", 2, String),
         ],
-        by_json: &[0, 1],
     },
     // 303
     Message {
@@ -3653,7 +3350,6 @@ pub(super) static MESSAGES: [Message; 549] = [
             o("resource", 2, String),
             o("divisor", 3, Message(493)),
         ],
-        by_json: &[0, 2, 1],
     },
     // 304
     Message {
@@ -3663,7 +3359,6 @@ pub(super) static MESSAGES: [Message; 549] = [
             o("resourceID", 1, String),
             o("health", 2, String),
         ],
-        by_json: &[1, 0],
     },
     // 305
     Message {
@@ -3674,7 +3369,6 @@ pub(super) static MESSAGES: [Message; 549] = [
             o("spec", 2, Message(307)),
             o("status", 3, Message(308)),
         ],
-        by_json: &[0, 1, 2],
     },
     // 306
     Message {
@@ -3684,7 +3378,6 @@ pub(super) static MESSAGES: [Message; 549] = [
             o("metadata", 1, Message(517)),
             r("items", 2, Message(305)),
         ],
-        by_json: &[1, 0],
     },
     // 307
     Message {
@@ -3695,7 +3388,6 @@ pub(super) static MESSAGES: [Message; 549] = [
             r("scopes", 2, String),
             o("scopeSelector", 3, Message(313)),
         ],
-        by_json: &[0, 2, 1],
     },
     // 308
     Message {
@@ -3705,7 +3397,6 @@ pub(super) static MESSAGES: [Message; 549] = [
             o("hard", 1, MapMessage(493)),
             o("used", 2, MapMessage(493)),
         ],
-        by_json: &[0, 1],
     },
     // 309
     Message {
@@ -3716,7 +3407,6 @@ pub(super) static MESSAGES: [Message; 549] = [
             o("requests", 2, MapMessage(493)),
             r("claims", 3, Message(302)),
         ],
-        by_json: &[2, 0, 1],
     },
     // 310
     Message {
@@ -3726,7 +3416,6 @@ pub(super) static MESSAGES: [Message; 549] = [
             o("name", 1, String),
             r("resources", 2, Message(304)),
         ],
-        by_json: &[0, 1],
     },
     // 311
     Message {
@@ -3744,7 +3433,6 @@ pub(super) static MESSAGES: [Message; 549] = [
             o("fsType", 9, String),
             o("readOnly", 10, Bool),
         ],
-        by_json: &[8, 0, 4, 9, 2, 3, 6, 5, 1, 7],
     },
     // 312
     Message {
@@ -3762,7 +3450,6 @@ pub(super) static MESSAGES: [Message; 549] = [
             o("fsType", 9, String),
             o("readOnly", 10, Bool),
         ],
-        by_json: &[8, 0, 4, 9, 2, 3, 6, 5, 1, 7],
     },
     // 313
     Message {
@@ -3771,7 +3458,6 @@ pub(super) static MESSAGES: [Message; 549] = [
         fields: &[
             r("matchExpressions", 1, Message(314)),
         ],
-        by_json: &[0],
     },
     // 314
     Message {
@@ -3782,7 +3468,6 @@ pub(super) static MESSAGES: [Message; 549] = [
             o("operator", 2, String),
             r("values", 3, String),
         ],
-        by_json: &[1, 0, 2],
     },
     // 315
     Message {
@@ -3794,7 +3479,6 @@ pub(super) static MESSAGES: [Message; 549] = [
             o("type", 3, String),
             o("level", 4, String),
         ],
-        by_json: &[3, 1, 2, 0],
     },
     // 316
     Message {
@@ -3804,7 +3488,6 @@ pub(super) static MESSAGES: [Message; 549] = [
             o("type", 1, String),
             o("localhostProfile", 2, String),
         ],
-        by_json: &[1, 0],
     },
     // 317
     Message {
@@ -3817,7 +3500,6 @@ pub(super) static MESSAGES: [Message; 549] = [
             o("stringData", 4, MapString),
             o("immutable", 5, Bool),
         ],
-        by_json: &[1, 4, 0, 3, 2],
     },
     // 318
     Message {
@@ -3827,7 +3509,6 @@ pub(super) static MESSAGES: [Message; 549] = [
             i("localObjectReference", 1, Message(213)),
             o("optional", 2, Bool),
         ],
-        by_json: &[0, 1],
     },
     // 319
     Message {
@@ -3838,7 +3519,6 @@ pub(super) static MESSAGES: [Message; 549] = [
             o("key", 2, String),
             o("optional", 3, Bool),
         ],
-        by_json: &[1, 0, 2],
     },
     // 320
     Message {
@@ -3848,7 +3528,6 @@ pub(super) static MESSAGES: [Message; 549] = [
             o("metadata", 1, Message(517)),
             r("items", 2, Message(317)),
         ],
-        by_json: &[1, 0],
     },
     // 321
     Message {
@@ -3859,7 +3538,6 @@ pub(super) static MESSAGES: [Message; 549] = [
             r("items", 2, Message(202)),
             o("optional", 4, Bool),
         ],
-        by_json: &[1, 0, 2],
     },
     // 322
     Message {
@@ -3869,7 +3547,6 @@ pub(super) static MESSAGES: [Message; 549] = [
             o("name", 1, String),
             o("namespace", 2, String),
         ],
-        by_json: &[0, 1],
     },
     // 323
     Message {
@@ -3881,7 +3558,6 @@ pub(super) static MESSAGES: [Message; 549] = [
             o("defaultMode", 3, Int32),
             o("optional", 4, Bool),
         ],
-        by_json: &[2, 1, 3, 0],
     },
     // 324
     Message {
@@ -3901,7 +3577,6 @@ pub(super) static MESSAGES: [Message; 549] = [
             o("seccompProfile", 11, Message(316)),
             o("appArmorProfile", 12, Message(123)),
         ],
-        by_json: &[6, 11, 0, 1, 8, 5, 7, 4, 3, 2, 10, 9],
     },
     // 325
     Message {
@@ -3910,7 +3585,6 @@ pub(super) static MESSAGES: [Message; 549] = [
         fields: &[
             o("reference", 1, Message(242)),
         ],
-        by_json: &[0],
     },
     // 326
     Message {
@@ -3921,7 +3595,6 @@ pub(super) static MESSAGES: [Message; 549] = [
             o("spec", 2, Message(333)),
             o("status", 3, Message(334)),
         ],
-        by_json: &[0, 1, 2],
     },
     // 327
     Message {
@@ -3933,7 +3606,6 @@ pub(super) static MESSAGES: [Message; 549] = [
             r("imagePullSecrets", 3, Message(213)),
             o("automountServiceAccountToken", 4, Bool),
         ],
-        by_json: &[3, 2, 0, 1],
     },
     // 328
     Message {
@@ -3943,7 +3615,6 @@ pub(super) static MESSAGES: [Message; 549] = [
             o("metadata", 1, Message(517)),
             r("items", 2, Message(327)),
         ],
-        by_json: &[1, 0],
     },
     // 329
     Message {
@@ -3954,7 +3625,6 @@ pub(super) static MESSAGES: [Message; 549] = [
             o("expirationSeconds", 2, Int64),
             o("path", 3, String),
         ],
-        by_json: &[0, 1, 2],
     },
     // 330
     Message {
@@ -3964,7 +3634,6 @@ pub(super) static MESSAGES: [Message; 549] = [
             o("metadata", 1, Message(517)),
             r("items", 2, Message(326)),
         ],
-        by_json: &[1, 0],
     },
     // 331
     Message {
@@ -3978,7 +3647,6 @@ pub(super) static MESSAGES: [Message; 549] = [
             o("nodePort", 5, Int32),
             o("appProtocol", 6, String),
         ],
-        by_json: &[5, 0, 4, 2, 1, 3],
     },
     // 332
     Message {
@@ -3987,7 +3655,6 @@ pub(super) static MESSAGES: [Message; 549] = [
         fields: &[
             o("path", 1, String),
         ],
-        by_json: &[0],
     },
     // 333
     Message {
@@ -4015,7 +3682,6 @@ pub(super) static MESSAGES: [Message; 549] = [
             o("internalTrafficPolicy", 22, String),
             o("trafficDistribution", 23, String),
         ],
-        by_json: &[16, 2, 14, 4, 8, 9, 10, 18, 15, 13, 17, 6, 7, 0, 11, 1, 5, 12, 19, 3],
     },
     // 334
     Message {
@@ -4025,7 +3691,6 @@ pub(super) static MESSAGES: [Message; 549] = [
             o("loadBalancer", 1, Message(212)),
             r("conditions", 2, Message(501)),
         ],
-        by_json: &[1, 0],
     },
     // 335
     Message {
@@ -4034,7 +3699,6 @@ pub(super) static MESSAGES: [Message; 549] = [
         fields: &[
             o("clientIP", 1, Message(138)),
         ],
-        by_json: &[0],
     },
     // 336
     Message {
@@ -4043,7 +3707,6 @@ pub(super) static MESSAGES: [Message; 549] = [
         fields: &[
             o("seconds", 1, Int64),
         ],
-        by_json: &[0],
     },
     // 337
     Message {
@@ -4056,7 +3719,6 @@ pub(super) static MESSAGES: [Message; 549] = [
             o("readOnly", 4, Bool),
             o("secretRef", 5, Message(242)),
         ],
-        by_json: &[2, 3, 4, 0, 1],
     },
     // 338
     Message {
@@ -4069,7 +3731,6 @@ pub(super) static MESSAGES: [Message; 549] = [
             o("readOnly", 4, Bool),
             o("secretRef", 5, Message(213)),
         ],
-        by_json: &[2, 3, 4, 0, 1],
     },
     // 339
     Message {
@@ -4079,7 +3740,6 @@ pub(super) static MESSAGES: [Message; 549] = [
             o("name", 1, String),
             o("value", 2, String),
         ],
-        by_json: &[0, 1],
     },
     // 340
     Message {
@@ -4091,7 +3751,6 @@ pub(super) static MESSAGES: [Message; 549] = [
             o("effect", 3, String),
             o("timeAdded", 4, Message(534)),
         ],
-        by_json: &[2, 0, 3, 1],
     },
     // 341
     Message {
@@ -4101,7 +3760,6 @@ pub(super) static MESSAGES: [Message; 549] = [
             o("port", 1, Message(543)),
             o("host", 2, String),
         ],
-        by_json: &[1, 0],
     },
     // 342
     Message {
@@ -4114,7 +3772,6 @@ pub(super) static MESSAGES: [Message; 549] = [
             o("effect", 4, String),
             o("tolerationSeconds", 5, Int64),
         ],
-        by_json: &[3, 0, 1, 4, 2],
     },
     // 343
     Message {
@@ -4124,7 +3781,6 @@ pub(super) static MESSAGES: [Message; 549] = [
             o("key", 1, String),
             r("values", 2, String),
         ],
-        by_json: &[0, 1],
     },
     // 344
     Message {
@@ -4133,7 +3789,6 @@ pub(super) static MESSAGES: [Message; 549] = [
         fields: &[
             r("matchLabelExpressions", 1, Message(343)),
         ],
-        by_json: &[0],
     },
     // 345
     Message {
@@ -4149,7 +3804,6 @@ pub(super) static MESSAGES: [Message; 549] = [
             o("nodeTaintsPolicy", 7, String),
             r("matchLabelKeys", 8, String),
         ],
-        by_json: &[3, 7, 0, 4, 5, 6, 1, 2],
     },
     // 346
     Message {
@@ -4160,7 +3814,6 @@ pub(super) static MESSAGES: [Message; 549] = [
             o("kind", 2, String),
             o("name", 3, String),
         ],
-        by_json: &[0, 1, 2],
     },
     // 347
     Message {
@@ -4172,7 +3825,6 @@ pub(super) static MESSAGES: [Message; 549] = [
             o("name", 3, String),
             o("namespace", 4, String),
         ],
-        by_json: &[0, 1, 2, 3],
     },
     // 348
     Message {
@@ -4182,7 +3834,6 @@ pub(super) static MESSAGES: [Message; 549] = [
             o("name", 1, String),
             i("volumeSource", 2, Message(355)),
         ],
-        by_json: &[0, 1],
     },
     // 349
     Message {
@@ -4192,7 +3843,6 @@ pub(super) static MESSAGES: [Message; 549] = [
             o("name", 1, String),
             o("devicePath", 2, String),
         ],
-        by_json: &[1, 0],
     },
     // 350
     Message {
@@ -4207,7 +3857,6 @@ pub(super) static MESSAGES: [Message; 549] = [
             o("subPathExpr", 6, String),
             o("recursiveReadOnly", 7, String),
         ],
-        by_json: &[2, 4, 0, 1, 6, 3, 5],
     },
     // 351
     Message {
@@ -4219,7 +3868,6 @@ pub(super) static MESSAGES: [Message; 549] = [
             o("readOnly", 3, Bool),
             o("recursiveReadOnly", 4, String),
         ],
-        by_json: &[1, 0, 2, 3],
     },
     // 352
     Message {
@@ -4228,7 +3876,6 @@ pub(super) static MESSAGES: [Message; 549] = [
         fields: &[
             o("required", 1, Message(234)),
         ],
-        by_json: &[0],
     },
     // 353
     Message {
@@ -4242,7 +3889,6 @@ pub(super) static MESSAGES: [Message; 549] = [
             o("clusterTrustBundle", 5, Message(139)),
             o("podCertificate", 6, Message(261)),
         ],
-        by_json: &[4, 2, 1, 5, 0, 3],
     },
     // 354
     Message {
@@ -4252,7 +3898,6 @@ pub(super) static MESSAGES: [Message; 549] = [
             o("limits", 1, MapMessage(493)),
             o("requests", 2, MapMessage(493)),
         ],
-        by_json: &[0, 1],
     },
     // 355
     Message {
@@ -4290,7 +3935,6 @@ pub(super) static MESSAGES: [Message; 549] = [
             o("ephemeral", 29, Message(178)),
             o("image", 30, Message(199)),
         ],
-        by_json: &[3, 21, 17, 13, 12, 18, 27, 15, 1, 28, 16, 11, 14, 2, 4, 8, 0, 29, 7, 6, 9, 22, 23, 25, 20, 10, 24, 5, 26, 19],
     },
     // 356
     Message {
@@ -4302,7 +3946,6 @@ pub(super) static MESSAGES: [Message; 549] = [
             o("storagePolicyName", 3, String),
             o("storagePolicyID", 4, String),
         ],
-        by_json: &[1, 3, 2, 0],
     },
     // 357
     Message {
@@ -4312,7 +3955,6 @@ pub(super) static MESSAGES: [Message; 549] = [
             o("weight", 1, Int32),
             o("podAffinityTerm", 2, Message(258)),
         ],
-        by_json: &[1, 0],
     },
     // 358
     Message {
@@ -4324,7 +3966,6 @@ pub(super) static MESSAGES: [Message; 549] = [
             o("runAsUserName", 3, String),
             o("hostProcess", 4, Bool),
         ],
-        by_json: &[1, 0, 3, 2],
     },
     // 359
     Message {
@@ -4335,7 +3976,6 @@ pub(super) static MESSAGES: [Message; 549] = [
             o("podGroup", 2, String),
             o("podGroupReplicaKey", 3, String),
         ],
-        by_json: &[0, 1, 2],
     },
     // 360
     Message {
@@ -4351,7 +3991,6 @@ pub(super) static MESSAGES: [Message; 549] = [
             o("zone", 7, String),
             o("hints", 8, Message(362)),
         ],
-        by_json: &[0, 1, 4, 7, 2, 5, 3, 6],
     },
     // 361
     Message {
@@ -4362,7 +4001,6 @@ pub(super) static MESSAGES: [Message; 549] = [
             o("serving", 2, Bool),
             o("terminating", 3, Bool),
         ],
-        by_json: &[0, 1, 2],
     },
     // 362
     Message {
@@ -4372,7 +4010,6 @@ pub(super) static MESSAGES: [Message; 549] = [
             r("forZones", 1, Message(367)),
             r("forNodes", 2, Message(366)),
         ],
-        by_json: &[1, 0],
     },
     // 363
     Message {
@@ -4384,7 +4021,6 @@ pub(super) static MESSAGES: [Message; 549] = [
             o("port", 3, Int32),
             o("appProtocol", 4, String),
         ],
-        by_json: &[3, 0, 2, 1],
     },
     // 364
     Message {
@@ -4396,7 +4032,6 @@ pub(super) static MESSAGES: [Message; 549] = [
             r("ports", 3, Message(363)),
             o("addressType", 4, String),
         ],
-        by_json: &[3, 1, 0, 2],
     },
     // 365
     Message {
@@ -4406,7 +4041,6 @@ pub(super) static MESSAGES: [Message; 549] = [
             o("metadata", 1, Message(517)),
             r("items", 2, Message(364)),
         ],
-        by_json: &[1, 0],
     },
     // 366
     Message {
@@ -4415,7 +4049,6 @@ pub(super) static MESSAGES: [Message; 549] = [
         fields: &[
             o("name", 1, String),
         ],
-        by_json: &[0],
     },
     // 367
     Message {
@@ -4424,7 +4057,6 @@ pub(super) static MESSAGES: [Message; 549] = [
         fields: &[
             o("name", 1, String),
         ],
-        by_json: &[0],
     },
     // 368
     Message {
@@ -4447,7 +4079,6 @@ pub(super) static MESSAGES: [Message; 549] = [
             o("deprecatedLastTimestamp", 14, Message(534)),
             o("deprecatedCount", 15, Int32),
         ],
-        by_json: &[5, 14, 12, 13, 11, 1, 0, 9, 6, 7, 8, 3, 4, 2, 10],
     },
     // 369
     Message {
@@ -4457,7 +4088,6 @@ pub(super) static MESSAGES: [Message; 549] = [
             o("metadata", 1, Message(517)),
             r("items", 2, Message(368)),
         ],
-        by_json: &[1, 0],
     },
     // 370
     Message {
@@ -4467,7 +4097,6 @@ pub(super) static MESSAGES: [Message; 549] = [
             o("count", 1, Int32),
             o("lastObservedTime", 2, Message(520)),
         ],
-        by_json: &[0, 1],
     },
     // 371
     Message {
@@ -4478,7 +4107,6 @@ pub(super) static MESSAGES: [Message; 549] = [
             o("backend", 2, Message(377)),
             o("pathType", 3, String),
         ],
-        by_json: &[1, 0, 2],
     },
     // 372
     Message {
@@ -4487,7 +4115,6 @@ pub(super) static MESSAGES: [Message; 549] = [
         fields: &[
             r("paths", 1, Message(371)),
         ],
-        by_json: &[0],
     },
     // 373
     Message {
@@ -4497,7 +4124,6 @@ pub(super) static MESSAGES: [Message; 549] = [
             o("metadata", 1, Message(521)),
             o("spec", 2, Message(375)),
         ],
-        by_json: &[0, 1],
     },
     // 374
     Message {
@@ -4507,7 +4133,6 @@ pub(super) static MESSAGES: [Message; 549] = [
             o("metadata", 1, Message(517)),
             r("items", 2, Message(373)),
         ],
-        by_json: &[1, 0],
     },
     // 375
     Message {
@@ -4516,7 +4141,6 @@ pub(super) static MESSAGES: [Message; 549] = [
         fields: &[
             o("parentRef", 1, Message(400)),
         ],
-        by_json: &[0],
     },
     // 376
     Message {
@@ -4527,7 +4151,6 @@ pub(super) static MESSAGES: [Message; 549] = [
             o("spec", 2, Message(389)),
             o("status", 3, Message(390)),
         ],
-        by_json: &[0, 1, 2],
     },
     // 377
     Message {
@@ -4537,7 +4160,6 @@ pub(super) static MESSAGES: [Message; 549] = [
             o("resource", 3, Message(346)),
             o("service", 4, Message(388)),
         ],
-        by_json: &[0, 1],
     },
     // 378
     Message {
@@ -4547,7 +4169,6 @@ pub(super) static MESSAGES: [Message; 549] = [
             o("metadata", 1, Message(521)),
             o("spec", 2, Message(381)),
         ],
-        by_json: &[0, 1],
     },
     // 379
     Message {
@@ -4557,7 +4178,6 @@ pub(super) static MESSAGES: [Message; 549] = [
             o("metadata", 1, Message(517)),
             r("items", 2, Message(378)),
         ],
-        by_json: &[1, 0],
     },
     // 380
     Message {
@@ -4570,7 +4190,6 @@ pub(super) static MESSAGES: [Message; 549] = [
             o("scope", 4, String),
             o("namespace", 5, String),
         ],
-        by_json: &[0, 1, 2, 4, 3],
     },
     // 381
     Message {
@@ -4580,7 +4199,6 @@ pub(super) static MESSAGES: [Message; 549] = [
             o("controller", 1, String),
             o("parameters", 2, Message(380)),
         ],
-        by_json: &[0, 1],
     },
     // 382
     Message {
@@ -4590,7 +4208,6 @@ pub(super) static MESSAGES: [Message; 549] = [
             o("metadata", 1, Message(517)),
             r("items", 2, Message(376)),
         ],
-        by_json: &[1, 0],
     },
     // 383
     Message {
@@ -4601,7 +4218,6 @@ pub(super) static MESSAGES: [Message; 549] = [
             o("hostname", 2, String),
             r("ports", 4, Message(385)),
         ],
-        by_json: &[1, 0, 2],
     },
     // 384
     Message {
@@ -4610,7 +4226,6 @@ pub(super) static MESSAGES: [Message; 549] = [
         fields: &[
             r("ingress", 1, Message(383)),
         ],
-        by_json: &[0],
     },
     // 385
     Message {
@@ -4621,7 +4236,6 @@ pub(super) static MESSAGES: [Message; 549] = [
             o("protocol", 2, String),
             o("error", 3, String),
         ],
-        by_json: &[2, 0, 1],
     },
     // 386
     Message {
@@ -4631,7 +4245,6 @@ pub(super) static MESSAGES: [Message; 549] = [
             o("host", 1, String),
             i("ingressRuleValue", 2, Message(387)),
         ],
-        by_json: &[0, 1],
     },
     // 387
     Message {
@@ -4640,7 +4253,6 @@ pub(super) static MESSAGES: [Message; 549] = [
         fields: &[
             o("http", 1, Message(372)),
         ],
-        by_json: &[0],
     },
     // 388
     Message {
@@ -4650,7 +4262,6 @@ pub(super) static MESSAGES: [Message; 549] = [
             o("name", 1, String),
             o("port", 2, Message(401)),
         ],
-        by_json: &[0, 1],
     },
     // 389
     Message {
@@ -4662,7 +4273,6 @@ pub(super) static MESSAGES: [Message; 549] = [
             r("rules", 3, Message(386)),
             o("ingressClassName", 4, String),
         ],
-        by_json: &[0, 3, 2, 1],
     },
     // 390
     Message {
@@ -4671,7 +4281,6 @@ pub(super) static MESSAGES: [Message; 549] = [
         fields: &[
             o("loadBalancer", 1, Message(384)),
         ],
-        by_json: &[0],
     },
     // 391
     Message {
@@ -4681,7 +4290,6 @@ pub(super) static MESSAGES: [Message; 549] = [
             r("hosts", 1, String),
             o("secretName", 2, String),
         ],
-        by_json: &[0, 1],
     },
     // 392
     Message {
@@ -4691,7 +4299,6 @@ pub(super) static MESSAGES: [Message; 549] = [
             o("cidr", 1, String),
             r("except", 2, String),
         ],
-        by_json: &[0, 1],
     },
     // 393
     Message {
@@ -4701,7 +4308,6 @@ pub(super) static MESSAGES: [Message; 549] = [
             o("metadata", 1, Message(521)),
             o("spec", 2, Message(399)),
         ],
-        by_json: &[0, 1],
     },
     // 394
     Message {
@@ -4711,7 +4317,6 @@ pub(super) static MESSAGES: [Message; 549] = [
             r("ports", 1, Message(398)),
             r("to", 2, Message(397)),
         ],
-        by_json: &[0, 1],
     },
     // 395
     Message {
@@ -4721,7 +4326,6 @@ pub(super) static MESSAGES: [Message; 549] = [
             r("ports", 1, Message(398)),
             r("from", 2, Message(397)),
         ],
-        by_json: &[1, 0],
     },
     // 396
     Message {
@@ -4731,7 +4335,6 @@ pub(super) static MESSAGES: [Message; 549] = [
             o("metadata", 1, Message(517)),
             r("items", 2, Message(393)),
         ],
-        by_json: &[1, 0],
     },
     // 397
     Message {
@@ -4742,7 +4345,6 @@ pub(super) static MESSAGES: [Message; 549] = [
             o("namespaceSelector", 2, Message(514)),
             o("ipBlock", 3, Message(392)),
         ],
-        by_json: &[2, 1, 0],
     },
     // 398
     Message {
@@ -4753,7 +4355,6 @@ pub(super) static MESSAGES: [Message; 549] = [
             o("port", 2, Message(543)),
             o("endPort", 3, Int32),
         ],
-        by_json: &[2, 1, 0],
     },
     // 399
     Message {
@@ -4765,7 +4366,6 @@ pub(super) static MESSAGES: [Message; 549] = [
             r("egress", 3, Message(394)),
             r("policyTypes", 4, String),
         ],
-        by_json: &[2, 1, 0, 3],
     },
     // 400
     Message {
@@ -4777,7 +4377,6 @@ pub(super) static MESSAGES: [Message; 549] = [
             o("namespace", 3, String),
             o("name", 4, String),
         ],
-        by_json: &[0, 3, 2, 1],
     },
     // 401
     Message {
@@ -4787,7 +4386,6 @@ pub(super) static MESSAGES: [Message; 549] = [
             o("name", 1, String),
             o("number", 2, Int32),
         ],
-        by_json: &[0, 1],
     },
     // 402
     Message {
@@ -4798,7 +4396,6 @@ pub(super) static MESSAGES: [Message; 549] = [
             o("spec", 2, Message(404)),
             o("status", 3, Message(405)),
         ],
-        by_json: &[0, 1, 2],
     },
     // 403
     Message {
@@ -4808,7 +4405,6 @@ pub(super) static MESSAGES: [Message; 549] = [
             o("metadata", 1, Message(517)),
             r("items", 2, Message(402)),
         ],
-        by_json: &[1, 0],
     },
     // 404
     Message {
@@ -4817,7 +4413,6 @@ pub(super) static MESSAGES: [Message; 549] = [
         fields: &[
             r("cidrs", 1, String),
         ],
-        by_json: &[0],
     },
     // 405
     Message {
@@ -4826,7 +4421,6 @@ pub(super) static MESSAGES: [Message; 549] = [
         fields: &[
             r("conditions", 1, Message(501)),
         ],
-        by_json: &[0],
     },
     // 406
     Message {
@@ -4835,7 +4429,6 @@ pub(super) static MESSAGES: [Message; 549] = [
         fields: &[
             o("podFixed", 1, MapMessage(493)),
         ],
-        by_json: &[0],
     },
     // 407
     Message {
@@ -4847,7 +4440,6 @@ pub(super) static MESSAGES: [Message; 549] = [
             o("overhead", 3, Message(406)),
             o("scheduling", 4, Message(409)),
         ],
-        by_json: &[1, 0, 2, 3],
     },
     // 408
     Message {
@@ -4857,7 +4449,6 @@ pub(super) static MESSAGES: [Message; 549] = [
             o("metadata", 1, Message(517)),
             r("items", 2, Message(407)),
         ],
-        by_json: &[1, 0],
     },
     // 409
     Message {
@@ -4867,7 +4458,6 @@ pub(super) static MESSAGES: [Message; 549] = [
             o("nodeSelector", 1, MapString),
             r("tolerations", 2, Message(342)),
         ],
-        by_json: &[0, 1],
     },
     // 410
     Message {
@@ -4877,7 +4467,6 @@ pub(super) static MESSAGES: [Message; 549] = [
             o("metadata", 1, Message(521)),
             o("deleteOptions", 2, Message(503)),
         ],
-        by_json: &[1, 0],
     },
     // 411
     Message {
@@ -4888,7 +4477,6 @@ pub(super) static MESSAGES: [Message; 549] = [
             o("spec", 2, Message(413)),
             o("status", 3, Message(414)),
         ],
-        by_json: &[0, 1, 2],
     },
     // 412
     Message {
@@ -4898,7 +4486,6 @@ pub(super) static MESSAGES: [Message; 549] = [
             o("metadata", 1, Message(517)),
             r("items", 2, Message(411)),
         ],
-        by_json: &[1, 0],
     },
     // 413
     Message {
@@ -4910,7 +4497,6 @@ pub(super) static MESSAGES: [Message; 549] = [
             o("maxUnavailable", 3, Message(543)),
             o("unhealthyPodEvictionPolicy", 4, String),
         ],
-        by_json: &[2, 0, 1, 3],
     },
     // 414
     Message {
@@ -4925,7 +4511,6 @@ pub(super) static MESSAGES: [Message; 549] = [
             o("expectedPods", 6, Int32),
             r("conditions", 7, Message(501)),
         ],
-        by_json: &[6, 3, 4, 1, 2, 5, 0],
     },
     // 415
     Message {
@@ -4934,7 +4519,6 @@ pub(super) static MESSAGES: [Message; 549] = [
         fields: &[
             r("clusterRoleSelectors", 1, Message(514)),
         ],
-        by_json: &[0],
     },
     // 416
     Message {
@@ -4945,7 +4529,6 @@ pub(super) static MESSAGES: [Message; 549] = [
             r("rules", 2, Message(420)),
             o("aggregationRule", 3, Message(415)),
         ],
-        by_json: &[2, 0, 1],
     },
     // 417
     Message {
@@ -4956,7 +4539,6 @@ pub(super) static MESSAGES: [Message; 549] = [
             r("subjects", 2, Message(426)),
             o("roleRef", 3, Message(425)),
         ],
-        by_json: &[0, 2, 1],
     },
     // 418
     Message {
@@ -4966,7 +4548,6 @@ pub(super) static MESSAGES: [Message; 549] = [
             o("metadata", 1, Message(517)),
             r("items", 2, Message(417)),
         ],
-        by_json: &[1, 0],
     },
     // 419
     Message {
@@ -4976,7 +4557,6 @@ pub(super) static MESSAGES: [Message; 549] = [
             o("metadata", 1, Message(517)),
             r("items", 2, Message(416)),
         ],
-        by_json: &[1, 0],
     },
     // 420
     Message {
@@ -4989,7 +4569,6 @@ pub(super) static MESSAGES: [Message; 549] = [
             r("resourceNames", 4, String),
             r("nonResourceURLs", 5, String),
         ],
-        by_json: &[1, 4, 3, 2, 0],
     },
     // 421
     Message {
@@ -4999,7 +4578,6 @@ pub(super) static MESSAGES: [Message; 549] = [
             o("metadata", 1, Message(521)),
             r("rules", 2, Message(420)),
         ],
-        by_json: &[0, 1],
     },
     // 422
     Message {
@@ -5010,7 +4588,6 @@ pub(super) static MESSAGES: [Message; 549] = [
             r("subjects", 2, Message(426)),
             o("roleRef", 3, Message(425)),
         ],
-        by_json: &[0, 2, 1],
     },
     // 423
     Message {
@@ -5020,7 +4597,6 @@ pub(super) static MESSAGES: [Message; 549] = [
             o("metadata", 1, Message(517)),
             r("items", 2, Message(422)),
         ],
-        by_json: &[1, 0],
     },
     // 424
     Message {
@@ -5030,7 +4606,6 @@ pub(super) static MESSAGES: [Message; 549] = [
             o("metadata", 1, Message(517)),
             r("items", 2, Message(421)),
         ],
-        by_json: &[1, 0],
     },
     // 425
     Message {
@@ -5041,7 +4616,6 @@ pub(super) static MESSAGES: [Message; 549] = [
             o("kind", 2, String),
             o("name", 3, String),
         ],
-        by_json: &[0, 1, 2],
     },
     // 426
     Message {
@@ -5053,7 +4627,6 @@ pub(super) static MESSAGES: [Message; 549] = [
             o("name", 3, String),
             o("namespace", 4, String),
         ],
-        by_json: &[1, 0, 2, 3],
     },
     // 427
     Message {
@@ -5068,7 +4641,6 @@ pub(super) static MESSAGES: [Message; 549] = [
             o("networkData", 6, Message(456)),
             o("shareID", 7, String),
         ],
-        by_json: &[3, 4, 2, 0, 5, 1, 6],
     },
     // 428
     Message {
@@ -5079,7 +4651,6 @@ pub(super) static MESSAGES: [Message; 549] = [
             o("nodeSelector", 3, Message(234)),
             o("allocationTimestamp", 5, Message(534)),
         ],
-        by_json: &[2, 0, 1],
     },
     // 429
     Message {
@@ -5090,7 +4661,6 @@ pub(super) static MESSAGES: [Message; 549] = [
             r("validValues", 3, Message(493)),
             o("validRange", 4, Message(430)),
         ],
-        by_json: &[0, 2, 1],
     },
     // 430
     Message {
@@ -5101,7 +4671,6 @@ pub(super) static MESSAGES: [Message; 549] = [
             o("max", 2, Message(493)),
             o("step", 3, Message(493)),
         ],
-        by_json: &[1, 0, 2],
     },
     // 431
     Message {
@@ -5110,7 +4679,6 @@ pub(super) static MESSAGES: [Message; 549] = [
         fields: &[
             o("requests", 1, MapMessage(493)),
         ],
-        by_json: &[0],
     },
     // 432
     Message {
@@ -5119,7 +4687,6 @@ pub(super) static MESSAGES: [Message; 549] = [
         fields: &[
             o("expression", 1, String),
         ],
-        by_json: &[0],
     },
     // 433
     Message {
@@ -5128,7 +4695,6 @@ pub(super) static MESSAGES: [Message; 549] = [
         fields: &[
             o("value", 1, Message(493)),
         ],
-        by_json: &[0],
     },
     // 434
     Message {
@@ -5138,7 +4704,6 @@ pub(super) static MESSAGES: [Message; 549] = [
             o("name", 1, String),
             o("counters", 2, MapMessage(433)),
         ],
-        by_json: &[1, 0],
     },
     // 435
     Message {
@@ -5158,7 +4723,6 @@ pub(super) static MESSAGES: [Message; 549] = [
             r("bindingFailureConditions", 11, String),
             o("allowMultipleAllocations", 12, Bool),
         ],
-        by_json: &[6, 11, 1, 9, 10, 8, 2, 3, 0, 4, 5, 7],
     },
     // 436
     Message {
@@ -5169,7 +4733,6 @@ pub(super) static MESSAGES: [Message; 549] = [
             r("requests", 2, String),
             i("deviceConfiguration", 3, Message(446)),
         ],
-        by_json: &[2, 1, 0],
     },
     // 437
     Message {
@@ -5179,7 +4742,6 @@ pub(super) static MESSAGES: [Message; 549] = [
             r("results", 1, Message(450)),
             r("config", 2, Message(436)),
         ],
-        by_json: &[1, 0],
     },
     // 438
     Message {
@@ -5191,7 +4753,6 @@ pub(super) static MESSAGES: [Message; 549] = [
             o("string", 4, String),
             o("version", 5, String),
         ],
-        by_json: &[1, 0, 2, 3],
     },
     // 439
     Message {
@@ -5201,7 +4762,6 @@ pub(super) static MESSAGES: [Message; 549] = [
             o("value", 1, Message(493)),
             o("requestPolicy", 2, Message(429)),
         ],
-        by_json: &[1, 0],
     },
     // 440
     Message {
@@ -5212,7 +4772,6 @@ pub(super) static MESSAGES: [Message; 549] = [
             r("constraints", 2, Message(447)),
             r("config", 3, Message(441)),
         ],
-        by_json: &[2, 1, 0],
     },
     // 441
     Message {
@@ -5222,7 +4781,6 @@ pub(super) static MESSAGES: [Message; 549] = [
             r("requests", 1, String),
             i("deviceConfiguration", 2, Message(446)),
         ],
-        by_json: &[1, 0],
     },
     // 442
     Message {
@@ -5232,7 +4790,6 @@ pub(super) static MESSAGES: [Message; 549] = [
             o("metadata", 1, Message(521)),
             o("spec", 2, Message(445)),
         ],
-        by_json: &[0, 1],
     },
     // 443
     Message {
@@ -5241,7 +4798,6 @@ pub(super) static MESSAGES: [Message; 549] = [
         fields: &[
             i("deviceConfiguration", 1, Message(446)),
         ],
-        by_json: &[0],
     },
     // 444
     Message {
@@ -5251,7 +4807,6 @@ pub(super) static MESSAGES: [Message; 549] = [
             o("metadata", 1, Message(517)),
             r("items", 2, Message(442)),
         ],
-        by_json: &[1, 0],
     },
     // 445
     Message {
@@ -5262,7 +4817,6 @@ pub(super) static MESSAGES: [Message; 549] = [
             r("config", 2, Message(443)),
             o("extendedResourceName", 4, String),
         ],
-        by_json: &[1, 2, 0],
     },
     // 446
     Message {
@@ -5271,7 +4825,6 @@ pub(super) static MESSAGES: [Message; 549] = [
         fields: &[
             o("opaque", 1, Message(457)),
         ],
-        by_json: &[0],
     },
     // 447
     Message {
@@ -5282,7 +4835,6 @@ pub(super) static MESSAGES: [Message; 549] = [
             o("matchAttribute", 2, String),
             o("distinctAttribute", 3, String),
         ],
-        by_json: &[2, 1, 0],
     },
     // 448
     Message {
@@ -5292,7 +4844,6 @@ pub(super) static MESSAGES: [Message; 549] = [
             o("counterSet", 1, String),
             o("counters", 2, MapMessage(433)),
         ],
-        by_json: &[0, 1],
     },
     // 449
     Message {
@@ -5303,7 +4854,6 @@ pub(super) static MESSAGES: [Message; 549] = [
             o("exactly", 2, Message(455)),
             r("firstAvailable", 3, Message(452)),
         ],
-        by_json: &[1, 2, 0],
     },
     // 450
     Message {
@@ -5321,7 +4871,6 @@ pub(super) static MESSAGES: [Message; 549] = [
             o("shareID", 9, String),
             o("consumedCapacity", 10, MapMessage(493)),
         ],
-        by_json: &[4, 6, 7, 9, 3, 1, 2, 0, 8, 5],
     },
     // 451
     Message {
@@ -5330,7 +4879,6 @@ pub(super) static MESSAGES: [Message; 549] = [
         fields: &[
             o("cel", 1, Message(432)),
         ],
-        by_json: &[0],
     },
     // 452
     Message {
@@ -5345,7 +4893,6 @@ pub(super) static MESSAGES: [Message; 549] = [
             r("tolerations", 6, Message(454)),
             o("capacity", 7, Message(431)),
         ],
-        by_json: &[3, 6, 4, 1, 0, 2, 5],
     },
     // 453
     Message {
@@ -5357,7 +4904,6 @@ pub(super) static MESSAGES: [Message; 549] = [
             o("effect", 3, String),
             o("timeAdded", 4, Message(534)),
         ],
-        by_json: &[2, 0, 3, 1],
     },
     // 454
     Message {
@@ -5370,7 +4916,6 @@ pub(super) static MESSAGES: [Message; 549] = [
             o("effect", 4, String),
             o("tolerationSeconds", 5, Int64),
         ],
-        by_json: &[3, 0, 1, 4, 2],
     },
     // 455
     Message {
@@ -5385,7 +4930,6 @@ pub(super) static MESSAGES: [Message; 549] = [
             r("tolerations", 6, Message(454)),
             o("capacity", 7, Message(431)),
         ],
-        by_json: &[4, 2, 6, 3, 0, 1, 5],
     },
     // 456
     Message {
@@ -5396,7 +4940,6 @@ pub(super) static MESSAGES: [Message; 549] = [
             r("ips", 2, String),
             o("hardwareAddress", 3, String),
         ],
-        by_json: &[2, 0, 1],
     },
     // 457
     Message {
@@ -5406,7 +4949,6 @@ pub(super) static MESSAGES: [Message; 549] = [
             o("driver", 1, String),
             o("parameters", 2, Message(540)),
         ],
-        by_json: &[0, 1],
     },
     // 458
     Message {
@@ -5417,7 +4959,6 @@ pub(super) static MESSAGES: [Message; 549] = [
             o("spec", 2, Message(461)),
             o("status", 3, Message(462)),
         ],
-        by_json: &[0, 1, 2],
     },
     // 459
     Message {
@@ -5429,7 +4970,6 @@ pub(super) static MESSAGES: [Message; 549] = [
             o("name", 4, String),
             o("uid", 5, String),
         ],
-        by_json: &[0, 2, 1, 3],
     },
     // 460
     Message {
@@ -5439,7 +4979,6 @@ pub(super) static MESSAGES: [Message; 549] = [
             o("metadata", 1, Message(517)),
             r("items", 2, Message(458)),
         ],
-        by_json: &[1, 0],
     },
     // 461
     Message {
@@ -5448,7 +4987,6 @@ pub(super) static MESSAGES: [Message; 549] = [
         fields: &[
             o("devices", 1, Message(440)),
         ],
-        by_json: &[0],
     },
     // 462
     Message {
@@ -5459,7 +4997,6 @@ pub(super) static MESSAGES: [Message; 549] = [
             r("reservedFor", 2, Message(459)),
             r("devices", 4, Message(427)),
         ],
-        by_json: &[0, 2, 1],
     },
     // 463
     Message {
@@ -5469,7 +5006,6 @@ pub(super) static MESSAGES: [Message; 549] = [
             o("metadata", 1, Message(521)),
             o("spec", 2, Message(465)),
         ],
-        by_json: &[0, 1],
     },
     // 464
     Message {
@@ -5479,7 +5015,6 @@ pub(super) static MESSAGES: [Message; 549] = [
             o("metadata", 1, Message(517)),
             r("items", 2, Message(463)),
         ],
-        by_json: &[1, 0],
     },
     // 465
     Message {
@@ -5489,7 +5024,6 @@ pub(super) static MESSAGES: [Message; 549] = [
             o("metadata", 1, Message(521)),
             o("spec", 2, Message(461)),
         ],
-        by_json: &[0, 1],
     },
     // 466
     Message {
@@ -5500,7 +5034,6 @@ pub(super) static MESSAGES: [Message; 549] = [
             o("generation", 2, Int64),
             o("resourceSliceCount", 3, Int64),
         ],
-        by_json: &[1, 0, 2],
     },
     // 467
     Message {
@@ -5510,7 +5043,6 @@ pub(super) static MESSAGES: [Message; 549] = [
             o("metadata", 1, Message(521)),
             o("spec", 2, Message(469)),
         ],
-        by_json: &[0, 1],
     },
     // 468
     Message {
@@ -5520,7 +5052,6 @@ pub(super) static MESSAGES: [Message; 549] = [
             o("metadata", 1, Message(517)),
             r("items", 2, Message(467)),
         ],
-        by_json: &[1, 0],
     },
     // 469
     Message {
@@ -5536,7 +5067,6 @@ pub(super) static MESSAGES: [Message; 549] = [
             o("perDeviceNodeSelection", 7, Bool),
             r("sharedCounters", 8, Message(434)),
         ],
-        by_json: &[4, 5, 0, 2, 3, 6, 1, 7],
     },
     // 470
     Message {
@@ -5549,7 +5079,6 @@ pub(super) static MESSAGES: [Message; 549] = [
             o("description", 4, String),
             o("preemptionPolicy", 5, String),
         ],
-        by_json: &[3, 2, 0, 4, 1],
     },
     // 471
     Message {
@@ -5559,7 +5088,6 @@ pub(super) static MESSAGES: [Message; 549] = [
             o("metadata", 1, Message(517)),
             r("items", 2, Message(470)),
         ],
-        by_json: &[1, 0],
     },
     // 472
     Message {
@@ -5569,7 +5097,6 @@ pub(super) static MESSAGES: [Message; 549] = [
             o("metadata", 1, Message(521)),
             o("spec", 2, Message(474)),
         ],
-        by_json: &[0, 1],
     },
     // 473
     Message {
@@ -5579,7 +5106,6 @@ pub(super) static MESSAGES: [Message; 549] = [
             o("metadata", 1, Message(517)),
             r("items", 2, Message(472)),
         ],
-        by_json: &[1, 0],
     },
     // 474
     Message {
@@ -5597,7 +5123,6 @@ pub(super) static MESSAGES: [Message; 549] = [
             o("nodeAllocatableUpdatePeriodSeconds", 9, Int64),
             o("serviceAccountTokenInSecrets", 10, Bool),
         ],
-        by_json: &[0, 4, 8, 1, 6, 7, 9, 3, 5, 2],
     },
     // 475
     Message {
@@ -5607,7 +5132,6 @@ pub(super) static MESSAGES: [Message; 549] = [
             o("metadata", 1, Message(521)),
             o("spec", 2, Message(478)),
         ],
-        by_json: &[0, 1],
     },
     // 476
     Message {
@@ -5619,7 +5143,6 @@ pub(super) static MESSAGES: [Message; 549] = [
             r("topologyKeys", 3, String),
             o("allocatable", 4, Message(492)),
         ],
-        by_json: &[3, 0, 1, 2],
     },
     // 477
     Message {
@@ -5629,7 +5152,6 @@ pub(super) static MESSAGES: [Message; 549] = [
             o("metadata", 1, Message(517)),
             r("items", 2, Message(475)),
         ],
-        by_json: &[1, 0],
     },
     // 478
     Message {
@@ -5638,7 +5160,6 @@ pub(super) static MESSAGES: [Message; 549] = [
         fields: &[
             r("drivers", 1, Message(476)),
         ],
-        by_json: &[0],
     },
     // 479
     Message {
@@ -5651,7 +5172,6 @@ pub(super) static MESSAGES: [Message; 549] = [
             o("capacity", 4, Message(493)),
             o("maximumVolumeSize", 5, Message(493)),
         ],
-        by_json: &[3, 4, 0, 1, 2],
     },
     // 480
     Message {
@@ -5661,7 +5181,6 @@ pub(super) static MESSAGES: [Message; 549] = [
             o("metadata", 1, Message(517)),
             r("items", 2, Message(479)),
         ],
-        by_json: &[1, 0],
     },
     // 481
     Message {
@@ -5677,7 +5196,6 @@ pub(super) static MESSAGES: [Message; 549] = [
             o("volumeBindingMode", 7, String),
             r("allowedTopologies", 8, Message(344)),
         ],
-        by_json: &[5, 7, 0, 4, 2, 1, 3, 6],
     },
     // 482
     Message {
@@ -5687,7 +5205,6 @@ pub(super) static MESSAGES: [Message; 549] = [
             o("metadata", 1, Message(517)),
             r("items", 2, Message(481)),
         ],
-        by_json: &[1, 0],
     },
     // 483
     Message {
@@ -5697,7 +5214,6 @@ pub(super) static MESSAGES: [Message; 549] = [
             o("audience", 1, String),
             o("expirationSeconds", 2, Int64),
         ],
-        by_json: &[0, 1],
     },
     // 484
     Message {
@@ -5708,7 +5224,6 @@ pub(super) static MESSAGES: [Message; 549] = [
             o("spec", 2, Message(487)),
             o("status", 3, Message(488)),
         ],
-        by_json: &[0, 1, 2],
     },
     // 485
     Message {
@@ -5718,7 +5233,6 @@ pub(super) static MESSAGES: [Message; 549] = [
             o("metadata", 1, Message(517)),
             r("items", 2, Message(484)),
         ],
-        by_json: &[1, 0],
     },
     // 486
     Message {
@@ -5728,7 +5242,6 @@ pub(super) static MESSAGES: [Message; 549] = [
             o("persistentVolumeName", 1, String),
             o("inlineVolumeSpec", 2, Message(253)),
         ],
-        by_json: &[1, 0],
     },
     // 487
     Message {
@@ -5739,7 +5252,6 @@ pub(super) static MESSAGES: [Message; 549] = [
             o("source", 2, Message(486)),
             o("nodeName", 3, String),
         ],
-        by_json: &[0, 2, 1],
     },
     // 488
     Message {
@@ -5751,7 +5263,6 @@ pub(super) static MESSAGES: [Message; 549] = [
             o("attachError", 3, Message(491)),
             o("detachError", 4, Message(491)),
         ],
-        by_json: &[2, 0, 1, 3],
     },
     // 489
     Message {
@@ -5762,7 +5273,6 @@ pub(super) static MESSAGES: [Message; 549] = [
             o("driverName", 2, String),
             o("parameters", 3, MapString),
         ],
-        by_json: &[1, 0, 2],
     },
     // 490
     Message {
@@ -5772,7 +5282,6 @@ pub(super) static MESSAGES: [Message; 549] = [
             o("metadata", 1, Message(517)),
             r("items", 2, Message(489)),
         ],
-        by_json: &[1, 0],
     },
     // 491
     Message {
@@ -5783,7 +5292,6 @@ pub(super) static MESSAGES: [Message; 549] = [
             o("message", 2, String),
             o("errorCode", 3, Int32),
         ],
-        by_json: &[2, 1, 0],
     },
     // 492
     Message {
@@ -5792,7 +5300,6 @@ pub(super) static MESSAGES: [Message; 549] = [
         fields: &[
             o("count", 1, Int32),
         ],
-        by_json: &[0],
     },
     // 493
     Message {
@@ -5801,7 +5308,6 @@ pub(super) static MESSAGES: [Message; 549] = [
         fields: &[
             o("string", 1, String),
         ],
-        by_json: &[0],
     },
     // 494
     Message {
@@ -5810,7 +5316,6 @@ pub(super) static MESSAGES: [Message; 549] = [
         fields: &[
             o("string", 1, String),
         ],
-        by_json: &[0],
     },
     // 495
     Message {
@@ -5822,7 +5327,6 @@ pub(super) static MESSAGES: [Message; 549] = [
             o("preferredVersion", 3, Message(511)),
             r("serverAddressByClientCIDRs", 4, Message(529)),
         ],
-        by_json: &[0, 2, 3, 1],
     },
     // 496
     Message {
@@ -5831,7 +5335,6 @@ pub(super) static MESSAGES: [Message; 549] = [
         fields: &[
             r("groups", 1, Message(495)),
         ],
-        by_json: &[0],
     },
     // 497
     Message {
@@ -5849,7 +5352,6 @@ pub(super) static MESSAGES: [Message; 549] = [
             o("version", 9, String),
             o("storageVersionHash", 10, String),
         ],
-        by_json: &[6, 7, 2, 0, 1, 4, 5, 9, 3, 8],
     },
     // 498
     Message {
@@ -5859,7 +5361,6 @@ pub(super) static MESSAGES: [Message; 549] = [
             o("groupVersion", 1, String),
             r("resources", 2, Message(497)),
         ],
-        by_json: &[0, 1],
     },
     // 499
     Message {
@@ -5869,7 +5370,6 @@ pub(super) static MESSAGES: [Message; 549] = [
             r("versions", 1, String),
             r("serverAddressByClientCIDRs", 2, Message(529)),
         ],
-        by_json: &[1, 0],
     },
     // 500
     Message {
@@ -5880,7 +5380,6 @@ pub(super) static MESSAGES: [Message; 549] = [
             o("force", 2, Bool),
             o("fieldManager", 3, String),
         ],
-        by_json: &[0, 2, 1],
     },
     // 501
     Message {
@@ -5894,7 +5393,6 @@ pub(super) static MESSAGES: [Message; 549] = [
             o("reason", 5, String),
             o("message", 6, String),
         ],
-        by_json: &[3, 5, 2, 4, 1, 0],
     },
     // 502
     Message {
@@ -5905,7 +5403,6 @@ pub(super) static MESSAGES: [Message; 549] = [
             o("fieldManager", 3, String),
             o("fieldValidation", 4, String),
         ],
-        by_json: &[0, 1, 2],
     },
     // 503
     Message {
@@ -5919,7 +5416,6 @@ pub(super) static MESSAGES: [Message; 549] = [
             r("dryRun", 5, String),
             o("ignoreStoreReadErrorWithClusterBreakingPotential", 6, Bool),
         ],
-        by_json: &[4, 0, 5, 2, 1, 3],
     },
     // 504
     Message {
@@ -5928,7 +5424,6 @@ pub(super) static MESSAGES: [Message; 549] = [
         fields: &[
             o("duration", 1, Int64),
         ],
-        by_json: &[0],
     },
     // 505
     Message {
@@ -5939,7 +5434,6 @@ pub(super) static MESSAGES: [Message; 549] = [
             o("operator", 2, String),
             r("values", 3, String),
         ],
-        by_json: &[0, 1, 2],
     },
     // 506
     Message {
@@ -5948,7 +5442,6 @@ pub(super) static MESSAGES: [Message; 549] = [
         fields: &[
             o("raw", 1, Bytes),
         ],
-        by_json: &[0],
     },
     // 507
     Message {
@@ -5957,7 +5450,6 @@ pub(super) static MESSAGES: [Message; 549] = [
         fields: &[
             o("resourceVersion", 1, String),
         ],
-        by_json: &[0],
     },
     // 508
     Message {
@@ -5967,7 +5459,6 @@ pub(super) static MESSAGES: [Message; 549] = [
             o("group", 1, String),
             o("kind", 2, String),
         ],
-        by_json: &[0, 1],
     },
     // 509
     Message {
@@ -5977,7 +5468,6 @@ pub(super) static MESSAGES: [Message; 549] = [
             o("group", 1, String),
             o("resource", 2, String),
         ],
-        by_json: &[0, 1],
     },
     // 510
     Message {
@@ -5987,7 +5477,6 @@ pub(super) static MESSAGES: [Message; 549] = [
             o("group", 1, String),
             o("version", 2, String),
         ],
-        by_json: &[0, 1],
     },
     // 511
     Message {
@@ -5997,7 +5486,6 @@ pub(super) static MESSAGES: [Message; 549] = [
             o("groupVersion", 1, String),
             o("version", 2, String),
         ],
-        by_json: &[0, 1],
     },
     // 512
     Message {
@@ -6008,7 +5496,6 @@ pub(super) static MESSAGES: [Message; 549] = [
             o("version", 2, String),
             o("kind", 3, String),
         ],
-        by_json: &[0, 2, 1],
     },
     // 513
     Message {
@@ -6019,7 +5506,6 @@ pub(super) static MESSAGES: [Message; 549] = [
             o("version", 2, String),
             o("resource", 3, String),
         ],
-        by_json: &[0, 2, 1],
     },
     // 514
     Message {
@@ -6029,7 +5515,6 @@ pub(super) static MESSAGES: [Message; 549] = [
             o("matchLabels", 1, MapString),
             r("matchExpressions", 2, Message(515)),
         ],
-        by_json: &[1, 0],
     },
     // 515
     Message {
@@ -6040,7 +5525,6 @@ pub(super) static MESSAGES: [Message; 549] = [
             o("operator", 2, String),
             r("values", 3, String),
         ],
-        by_json: &[0, 1, 2],
     },
     // 516
     Message {
@@ -6050,7 +5534,6 @@ pub(super) static MESSAGES: [Message; 549] = [
             o("metadata", 1, Message(517)),
             r("items", 2, Message(540)),
         ],
-        by_json: &[1, 0],
     },
     // 517
     Message {
@@ -6062,7 +5545,6 @@ pub(super) static MESSAGES: [Message; 549] = [
             o("continue", 3, String),
             o("remainingItemCount", 4, Int64),
         ],
-        by_json: &[2, 3, 1, 0],
     },
     // 518
     Message {
@@ -6080,7 +5562,6 @@ pub(super) static MESSAGES: [Message; 549] = [
             o("resourceVersionMatch", 10, String),
             o("sendInitialEvents", 11, Bool),
         ],
-        by_json: &[7, 6, 1, 0, 5, 3, 8, 9, 4, 2],
     },
     // 519
     Message {
@@ -6095,7 +5576,6 @@ pub(super) static MESSAGES: [Message; 549] = [
             o("fieldsV1", 7, Message(506)),
             o("subresource", 8, String),
         ],
-        by_json: &[2, 4, 5, 0, 1, 6, 3],
     },
     // 520
     Message {
@@ -6105,7 +5585,6 @@ pub(super) static MESSAGES: [Message; 549] = [
             o("seconds", 1, Int64),
             o("nanos", 2, Int32),
         ],
-        by_json: &[1, 0],
     },
     // 521
     Message {
@@ -6128,7 +5607,6 @@ pub(super) static MESSAGES: [Message; 549] = [
             r("finalizers", 14, String),
             r("managedFields", 17, Message(519)),
         ],
-        by_json: &[11, 7, 9, 8, 13, 1, 6, 10, 14, 0, 2, 12, 5, 3, 4],
     },
     // 522
     Message {
@@ -6142,7 +5620,6 @@ pub(super) static MESSAGES: [Message; 549] = [
             o("controller", 6, Bool),
             o("blockOwnerDeletion", 7, Bool),
         ],
-        by_json: &[3, 5, 4, 0, 1, 2],
     },
     // 523
     Message {
@@ -6151,7 +5628,6 @@ pub(super) static MESSAGES: [Message; 549] = [
         fields: &[
             o("metadata", 1, Message(521)),
         ],
-        by_json: &[0],
     },
     // 524
     Message {
@@ -6161,14 +5637,12 @@ pub(super) static MESSAGES: [Message; 549] = [
             o("metadata", 1, Message(517)),
             r("items", 2, Message(523)),
         ],
-        by_json: &[1, 0],
     },
     // 525
     Message {
         name: "k8s.io.apimachinery.pkg.apis.meta.v1.Patch",
         special: None,
         fields: &[],
-        by_json: &[],
     },
     // 526
     Message {
@@ -6180,7 +5654,6 @@ pub(super) static MESSAGES: [Message; 549] = [
             o("fieldManager", 3, String),
             o("fieldValidation", 4, String),
         ],
-        by_json: &[0, 2, 3, 1],
     },
     // 527
     Message {
@@ -6190,7 +5663,6 @@ pub(super) static MESSAGES: [Message; 549] = [
             o("uid", 1, String),
             o("resourceVersion", 2, String),
         ],
-        by_json: &[1, 0],
     },
     // 528
     Message {
@@ -6199,7 +5671,6 @@ pub(super) static MESSAGES: [Message; 549] = [
         fields: &[
             r("paths", 1, String),
         ],
-        by_json: &[0],
     },
     // 529
     Message {
@@ -6209,7 +5680,6 @@ pub(super) static MESSAGES: [Message; 549] = [
             o("clientCIDR", 1, String),
             o("serverAddress", 2, String),
         ],
-        by_json: &[0, 1],
     },
     // 530
     Message {
@@ -6223,7 +5693,6 @@ pub(super) static MESSAGES: [Message; 549] = [
             o("details", 5, Message(532)),
             o("code", 6, Int32),
         ],
-        by_json: &[5, 4, 2, 0, 3, 1],
     },
     // 531
     Message {
@@ -6234,7 +5703,6 @@ pub(super) static MESSAGES: [Message; 549] = [
             o("message", 2, String),
             o("field", 3, String),
         ],
-        by_json: &[2, 1, 0],
     },
     // 532
     Message {
@@ -6248,7 +5716,6 @@ pub(super) static MESSAGES: [Message; 549] = [
             o("retryAfterSeconds", 5, Int32),
             o("uid", 6, String),
         ],
-        by_json: &[3, 1, 2, 0, 4, 5],
     },
     // 533
     Message {
@@ -6257,7 +5724,6 @@ pub(super) static MESSAGES: [Message; 549] = [
         fields: &[
             o("includeObject", 1, String),
         ],
-        by_json: &[0],
     },
     // 534
     Message {
@@ -6267,7 +5733,6 @@ pub(super) static MESSAGES: [Message; 549] = [
             o("seconds", 1, Int64),
             o("nanos", 2, Int32),
         ],
-        by_json: &[1, 0],
     },
     // 535
     Message {
@@ -6277,7 +5742,6 @@ pub(super) static MESSAGES: [Message; 549] = [
             o("seconds", 1, Int64),
             o("nanos", 2, Int32),
         ],
-        by_json: &[1, 0],
     },
     // 536
     Message {
@@ -6287,7 +5751,6 @@ pub(super) static MESSAGES: [Message; 549] = [
             o("kind", 1, String),
             o("apiVersion", 2, String),
         ],
-        by_json: &[1, 0],
     },
     // 537
     Message {
@@ -6298,7 +5761,6 @@ pub(super) static MESSAGES: [Message; 549] = [
             o("fieldManager", 2, String),
             o("fieldValidation", 3, String),
         ],
-        by_json: &[0, 1, 2],
     },
     // 538
     Message {
@@ -6307,7 +5769,6 @@ pub(super) static MESSAGES: [Message; 549] = [
         fields: &[
             r("items", 1, String),
         ],
-        by_json: &[0],
     },
     // 539
     Message {
@@ -6317,7 +5778,6 @@ pub(super) static MESSAGES: [Message; 549] = [
             o("type", 1, String),
             o("object", 2, Message(540)),
         ],
-        by_json: &[1, 0],
     },
     // 540
     Message {
@@ -6326,7 +5786,6 @@ pub(super) static MESSAGES: [Message; 549] = [
         fields: &[
             o("raw", 1, Bytes),
         ],
-        by_json: &[0],
     },
     // 541
     Message {
@@ -6336,7 +5795,6 @@ pub(super) static MESSAGES: [Message; 549] = [
             o("apiVersion", 1, String),
             o("kind", 2, String),
         ],
-        by_json: &[0, 1],
     },
     // 542
     Message {
@@ -6348,7 +5806,6 @@ pub(super) static MESSAGES: [Message; 549] = [
             o("contentEncoding", 3, String),
             o("contentType", 4, String),
         ],
-        by_json: &[2, 3, 1, 0],
     },
     // 543
     Message {
@@ -6359,7 +5816,6 @@ pub(super) static MESSAGES: [Message; 549] = [
             o("intVal", 2, Int32),
             o("strVal", 3, String),
         ],
-        by_json: &[1, 2, 0],
     },
     // 544
     Message {
@@ -6369,7 +5825,6 @@ pub(super) static MESSAGES: [Message; 549] = [
             o("name", 1, String),
             o("usage", 2, MapMessage(493)),
         ],
-        by_json: &[0, 1],
     },
     // 545
     Message {
@@ -6381,7 +5836,6 @@ pub(super) static MESSAGES: [Message; 549] = [
             o("window", 3, Message(504)),
             o("usage", 4, MapMessage(493)),
         ],
-        by_json: &[0, 1, 3, 2],
     },
     // 546
     Message {
@@ -6391,7 +5845,6 @@ pub(super) static MESSAGES: [Message; 549] = [
             o("metadata", 1, Message(517)),
             r("items", 2, Message(545)),
         ],
-        by_json: &[1, 0],
     },
     // 547
     Message {
@@ -6403,7 +5856,6 @@ pub(super) static MESSAGES: [Message; 549] = [
             o("window", 3, Message(504)),
             r("containers", 4, Message(544)),
         ],
-        by_json: &[3, 0, 1, 2],
     },
     // 548
     Message {
@@ -6413,7 +5865,6 @@ pub(super) static MESSAGES: [Message; 549] = [
             o("metadata", 1, Message(517)),
             r("items", 2, Message(547)),
         ],
-        by_json: &[1, 0],
     },
 ];
 
