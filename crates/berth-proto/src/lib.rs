@@ -43,6 +43,9 @@ mod encode;
 mod special;
 mod wire;
 
+#[cfg(test)]
+mod properties;
+
 use serde_json::Value;
 
 pub use envelope::{CONTENT_TYPE, decode_object, encode_object};
