@@ -9,7 +9,7 @@ use serde_json::{Map, Value};
 
 use crate::schema::{Field, Message, MessageId, Special, Ty};
 use crate::wire::{Reader, WireType};
-use crate::{Error, special};
+use crate::{Error, Zeros, special};
 
 /// How deep messages may nest: the schema's deepest path is far shallower, so only crafted
 /// input (envelopes inside RawExtensions inside envelopes...) reaches it.
@@ -17,23 +17,29 @@ pub(crate) const MAX_DEPTH: u32 = 64;
 
 /// The JSON value of `bytes` read as `message`. A special message whose Go zero value has no
 /// JSON form (an empty Time) reads as `null`.
-pub(crate) fn decode_message(bytes: &[u8], message: MessageId, depth: u32) -> Result<Value, Error> {
-    Ok(message_value(bytes, message.get(), depth)?.unwrap_or(Value::Null))
+pub(crate) fn decode_message(
+    bytes: &[u8],
+    message: MessageId,
+    depth: u32,
+    zeros: Zeros,
+) -> Result<Value, Error> {
+    Ok(message_value(bytes, message.get(), depth, zeros)?.unwrap_or(Value::Null))
 }
 
 fn message_value(
     bytes: &[u8],
     message: &'static Message,
     depth: u32,
+    zeros: Zeros,
 ) -> Result<Option<Value>, Error> {
     if depth >= MAX_DEPTH {
         return Err(Error::malformed("messages nested too deeply"));
     }
     if message.special != Special::None {
-        return special::decode(message.special, bytes, depth + 1);
+        return special::decode(message.special, bytes, depth + 1, zeros);
     }
     let mut object = Map::new();
-    object_fields(bytes, message, &mut object, depth)?;
+    object_fields(bytes, message, &mut object, depth, zeros)?;
     Ok(Some(Value::Object(object)))
 }
 
@@ -42,6 +48,7 @@ fn object_fields(
     message: &'static Message,
     object: &mut Map<String, Value>,
     depth: u32,
+    zeros: Zeros,
 ) -> Result<(), Error> {
     let mut reader = Reader::new(bytes);
     while !reader.is_empty() {
@@ -50,7 +57,7 @@ fn object_fields(
             reader.skip(wire_type)?;
             continue;
         };
-        field_value(&mut reader, wire_type, field, object, depth)
+        field_value(&mut reader, wire_type, field, object, depth, zeros)
             .map_err(|error| error.within(field.json))?;
     }
     Ok(())
@@ -62,6 +69,7 @@ fn field_value(
     field: &'static Field,
     object: &mut Map<String, Value>,
     depth: u32,
+    zeros: Zeros,
 ) -> Result<(), Error> {
     if field.inline {
         // An embedded Go struct: its fields become this object's properties.
@@ -72,12 +80,12 @@ fn field_value(
         if depth + 1 >= MAX_DEPTH {
             return Err(Error::malformed("messages nested too deeply"));
         }
-        return object_fields(bytes, MessageId(inner).get(), object, depth + 1);
+        return object_fields(bytes, MessageId(inner).get(), object, depth + 1, zeros);
     }
     match field.ty {
         Ty::MapString | Ty::MapBytes | Ty::MapMessage(_) => {
             let entry = expect_len(reader, wire_type)?;
-            let (key, value) = map_entry(entry, field.ty, depth)?;
+            let (key, value) = map_entry(entry, field.ty, depth, zeros)?;
             let map = slot(object, field.json, || Value::Object(Map::new()));
             if let (Value::Object(map), Some(value)) = (map, value) {
                 map.insert(key, value);
@@ -94,15 +102,18 @@ fn field_value(
                 while !packed.is_empty() {
                     items.push(scalar(&mut packed, packed_wire_type(ty), ty)?);
                 }
-            } else if let Some(value) = single(reader, wire_type, ty, depth)? {
+            } else if let Some(value) = single(reader, wire_type, ty, depth, zeros)? {
                 items.push(value);
             }
         }
-        ty => {
-            if let Some(value) = single(reader, wire_type, ty, depth)? {
+        ty => match single(reader, wire_type, ty, depth, zeros)? {
+            // Go clients write every non-pointer field; Go's JSON has no zero of these.
+            Some(value) if zeros == Zeros::AsGoJson && field.omits_zero && is_zero(&value) => {}
+            Some(value) => {
                 object.insert(field.json.to_owned(), value);
             }
-        }
+            None => {}
+        },
     }
     Ok(())
 }
@@ -126,11 +137,12 @@ fn single(
     wire_type: WireType,
     ty: Ty,
     depth: u32,
+    zeros: Zeros,
 ) -> Result<Option<Value>, Error> {
     match ty {
         Ty::Message(inner) => {
             let bytes = expect_len(reader, wire_type)?;
-            message_value(bytes, MessageId(inner).get(), depth + 1)
+            message_value(bytes, MessageId(inner).get(), depth + 1, zeros)
         }
         _ => scalar(reader, wire_type, ty).map(Some),
     }
@@ -166,6 +178,15 @@ fn scalar(reader: &mut Reader<'_>, wire_type: WireType, ty: Ty) -> Result<Value,
     })
 }
 
+fn is_zero(value: &Value) -> bool {
+    match value {
+        Value::Bool(flag) => !flag,
+        Value::Number(number) => number.as_f64() == Some(0.0),
+        Value::String(text) => text.is_empty(),
+        _ => false,
+    }
+}
+
 fn is_packable(ty: Ty) -> bool {
     matches!(ty, Ty::Bool | Ty::Int32 | Ty::Int64 | Ty::Double)
 }
@@ -180,7 +201,12 @@ fn packed_wire_type(ty: Ty) -> WireType {
 
 /// A map entry: key (field 1) and value (field 2), either of which may be absent (then the
 /// zero value). A message value whose JSON is absent (an empty Time) leaves the key out.
-fn map_entry(bytes: &[u8], ty: Ty, depth: u32) -> Result<(String, Option<Value>), Error> {
+fn map_entry(
+    bytes: &[u8],
+    ty: Ty,
+    depth: u32,
+    zeros: Zeros,
+) -> Result<(String, Option<Value>), Error> {
     let value_ty = match ty {
         Ty::MapString => Ty::String,
         Ty::MapBytes => Ty::Bytes,
@@ -193,7 +219,7 @@ fn map_entry(bytes: &[u8], ty: Ty, depth: u32) -> Result<(String, Option<Value>)
     while !reader.is_empty() {
         match reader.key()? {
             (1, WireType::Len) => key = special::string(reader.len_delimited()?),
-            (2, wire_type) => value = Some(single(&mut reader, wire_type, value_ty, depth)?),
+            (2, wire_type) => value = Some(single(&mut reader, wire_type, value_ty, depth, zeros)?),
             (_, wire_type) => reader.skip(wire_type)?,
         }
     }
@@ -201,7 +227,7 @@ fn map_entry(bytes: &[u8], ty: Ty, depth: u32) -> Result<(String, Option<Value>)
         Some(value) => value,
         None => match value_ty {
             Ty::String | Ty::Bytes => Some(Value::String(String::new())),
-            Ty::Message(inner) => message_value(&[], MessageId(inner).get(), depth + 1)?,
+            Ty::Message(inner) => message_value(&[], MessageId(inner).get(), depth + 1, zeros)?,
             _ => None,
         },
     };

@@ -23,10 +23,11 @@
 //! Probe's handler, ...) a nested message on the wire whose fields are the parent's in JSON.
 //!
 //! Presence is kept both ways, as proto2 `optional` has it: a JSON `0`, `""` or `false`
-//! is written and reads back present; an absent or `null` property is not written. Note
-//! that Go clients write every non-pointer field, zero or not, so a body from client-go
-//! decodes with its zero values present (`"nodeName": ""`): a reader of decoded requests
-//! must treat a zero like an absent value wherever Kubernetes does. JSON properties that
+//! is written and reads back present; an absent or `null` property is not written. Go
+//! clients, though, write every non-pointer field, zero or not: decoding their bodies with
+//! [`Zeros::AsGoJson`] leaves out the zeros that Go's JSON leaves out (non-pointer scalars
+//! with `omitempty`, from the Kubernetes Go types: `"generateName": ""` goes,
+//! `"tolerationSeconds": 0` stays), giving the JSON kube-apiserver would hold. JSON properties that
 //! the message has no field for are dropped when encoding (kube-apiserver encodes typed Go
 //! values, which cannot hold them); unknown field numbers are skipped when decoding.
 //!
@@ -48,7 +49,7 @@ mod properties;
 
 use serde_json::Value;
 
-pub use envelope::{CONTENT_TYPE, decode_object, encode_object};
+pub use envelope::{CONTENT_TYPE, decode_object, decode_object_with, encode_object};
 pub use error::Error;
 pub use schema::MessageId;
 pub use watch::WATCH_CONTENT_TYPE;
@@ -73,7 +74,23 @@ pub fn decode(bytes: &[u8], message: &str) -> Result<Value, Error> {
 
 /// [`decode`] by message id (no name lookup).
 pub fn decode_message(bytes: &[u8], message: MessageId) -> Result<Value, Error> {
-    decode::decode_message(bytes, message, 0)
+    decode::decode_message(bytes, message, 0, Zeros::Kept)
+}
+
+/// [`decode_message`], with zero values kept or left out as `zeros` says.
+pub fn decode_message_with(bytes: &[u8], message: MessageId, zeros: Zeros) -> Result<Value, Error> {
+    decode::decode_message(bytes, message, 0, zeros)
+}
+
+/// What decoding does with a scalar field present on the wire with its zero value.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum Zeros {
+    /// Kept: the JSON has what the wire has (JSON → protobuf → JSON is the identity).
+    #[default]
+    Kept,
+    /// Left out where Go's JSON leaves them out (non-pointer scalars with `omitempty`):
+    /// for bodies Go clients wrote, which carry every non-pointer field.
+    AsGoJson,
 }
 
 fn named(message: &str) -> Result<MessageId, Error> {

@@ -30,6 +30,9 @@ pub(crate) struct Field {
     /// A Go embedded struct (`json:",inline"`, e.g. Volume's VolumeSource): a message field
     /// on the wire whose fields are the parent's own in JSON.
     pub(crate) inline: bool,
+    /// Go's JSON leaves the field out when it is zero (a non-pointer scalar with
+    /// `omitempty`); Go writes it to protobuf all the same.
+    pub(crate) omits_zero: bool,
 }
 
 /// A field's type on the wire and in JSON.

@@ -8,7 +8,7 @@ use serde_json::Value;
 
 use crate::schema::Special;
 use crate::wire::{self, Reader, WireType};
-use crate::{Error, envelope};
+use crate::{Error, Zeros, envelope};
 
 const NANOS_PER_MICRO: i32 = 1_000;
 
@@ -107,7 +107,12 @@ fn put_int(buf: &mut Vec<u8>, tag: u32, value: i64) {
 
 /// The JSON value of a special message's body; `None` where Go's JSON has the zero value as
 /// absent (an empty Time, a RawExtension without bytes).
-pub(crate) fn decode(special: Special, bytes: &[u8], depth: u32) -> Result<Option<Value>, Error> {
+pub(crate) fn decode(
+    special: Special,
+    bytes: &[u8],
+    depth: u32,
+    zeros: Zeros,
+) -> Result<Option<Value>, Error> {
     match special {
         Special::None => Err(Error::malformed("not a special message")),
         Special::Time | Special::MicroTime => {
@@ -185,7 +190,7 @@ pub(crate) fn decode(special: Special, bytes: &[u8], depth: u32) -> Result<Optio
             }
             if raw.starts_with(&envelope::MAGIC) {
                 // An object a protobuf client embedded in its own encoding.
-                return envelope::decode_object_at_depth(raw, depth).map(Some);
+                return envelope::decode_object_at_depth(raw, depth, zeros).map(Some);
             }
             serde_json::from_slice(raw)
                 .map(Some)

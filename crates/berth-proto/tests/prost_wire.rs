@@ -239,3 +239,73 @@ fn a_watch_frame_is_a_length_and_a_bare_watch_event() {
     want.extend(body);
     assert_eq!(frame, want);
 }
+
+/// Go clients write every non-pointer field, zero or not. Decoded as Go's JSON has them,
+/// the zeros of non-pointer `omitempty` fields go and the zeros of pointers stay.
+#[test]
+fn a_go_clients_zeros_decode_as_go_json_has_them() {
+    let pod = core::Pod {
+        metadata: Some(meta::ObjectMeta {
+            name: Some("web".to_owned()),
+            generate_name: Some(String::new()),
+            namespace: Some(String::new()),
+            uid: Some(String::new()),
+            resource_version: Some(String::new()),
+            generation: Some(0),
+            creation_timestamp: Some(meta::Time::default()),
+            ..Default::default()
+        }),
+        spec: Some(core::PodSpec {
+            containers: vec![core::Container {
+                name: Some("web".to_owned()),
+                image: Some(String::new()),
+                tty: Some(false),
+                ..Default::default()
+            }],
+            node_name: Some(String::new()),
+            host_network: Some(false),
+            // Pointers in Go: set to zero on purpose.
+            active_deadline_seconds: Some(0),
+            tolerations: vec![core::Toleration {
+                key: Some("node.kubernetes.io/unreachable".to_owned()),
+                operator: Some(String::new()),
+                toleration_seconds: Some(0),
+                ..Default::default()
+            }],
+            ..Default::default()
+        }),
+        status: Some(core::PodStatus {
+            phase: Some(String::new()),
+            ..Default::default()
+        }),
+    };
+    let mut body = b"k8s\x00".to_vec();
+    body.extend(
+        runtime::Unknown {
+            type_meta: Some(runtime::TypeMeta {
+                api_version: Some("v1".to_owned()),
+                kind: Some("Pod".to_owned()),
+            }),
+            raw: Some(pod.encode_to_vec()),
+            content_encoding: Some(String::new()),
+            content_type: Some(String::new()),
+        }
+        .encode_to_vec(),
+    );
+    let decoded =
+        berth_proto::decode_object_with(&body, berth_proto::Zeros::AsGoJson).expect("decodes");
+    assert_eq!(
+        decoded,
+        json!({
+            "apiVersion": "v1", "kind": "Pod",
+            "metadata": {"name": "web"},
+            "spec": {"containers": [{"name": "web"}], "activeDeadlineSeconds": 0,
+                     "tolerations": [{"key": "node.kubernetes.io/unreachable", "tolerationSeconds": 0}]},
+            "status": {}
+        })
+    );
+    // Kept, the same body has every zero the wire has.
+    let kept = berth_proto::decode_object(&body).expect("decodes");
+    assert_eq!(kept["metadata"]["generateName"], "");
+    assert_eq!(kept["spec"]["hostNetwork"], false);
+}

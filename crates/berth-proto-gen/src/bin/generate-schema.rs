@@ -7,6 +7,13 @@
 //! k8s-openapi type (matched by package and case-insensitive name), which the test
 //! `json_names_match_k8s_openapi` compares field by field.
 //!
+//! Which fields Go's JSON leaves out when they are zero (a non-pointer scalar with
+//! `omitempty`: `generateName`, `nodeName`, `hostNetwork`, but not the pointer
+//! `tolerationSeconds`) is not in the protos; it comes from the Kubernetes Go types, read
+//! once into `go-omitempty-fields.txt` beside this crate's manifest by
+//! `generate-schema -- --go-fields api=DIR apimachinery=DIR metrics=DIR` (checkouts of
+//! k8s.io/api, k8s.io/apimachinery and k8s.io/metrics at the Kubernetes version of k8s-pb).
+//!
 //! `cargo run -p berth-proto-gen --bin generate-schema` rewrites the files; `-- --check` only
 //! compares (the test `generated_schema_is_up_to_date` runs that). The crates' sources are
 //! found with `cargo metadata`, so the versions in Cargo.lock are the ones read.
@@ -134,6 +141,8 @@ struct Field {
     json: String,
     /// Go embeds the field's struct (`json:",inline"`): its fields are the parent's in JSON.
     inline: bool,
+    /// Go's JSON leaves the field out when it is zero (a non-pointer scalar, `omitempty`).
+    omits_zero: bool,
     tag: u32,
     repeated: bool,
     ty: FieldTy,
@@ -160,8 +169,13 @@ struct Schema {
 }
 
 fn main() -> ExitCode {
-    let check = std::env::args().skip(1).any(|arg| arg == "--check");
-    match run(check) {
+    let args: Vec<String> = std::env::args().skip(1).collect();
+    let result = if args.first().is_some_and(|arg| arg == "--go-fields") {
+        write_go_fields(&args[1..])
+    } else {
+        run(args.iter().any(|arg| arg == "--check"))
+    };
+    match result {
         Ok(()) => ExitCode::SUCCESS,
         Err(message) => {
             eprintln!("generate-schema: {message}");
@@ -179,6 +193,7 @@ fn run(check: bool) -> Result<(), String> {
     let mut schema = read_schema(k8s_pb_src)?;
     let properties = openapi_properties(&schema, openapi_src)?;
     assign_json_names(&mut schema, &properties)?;
+    mark_go_omitted_zeros(&mut schema)?;
     let outputs = [
         ("src/schema_table.rs", render(&schema, version)?),
         (
@@ -451,6 +466,7 @@ fn read_message(module: &[&str], fields: &Fields) -> Result<Message, String> {
         out.push(Field {
             json: rust_name.to_owned(),
             inline: false,
+            omits_zero: false,
             tag,
             repeated,
             ty,
@@ -517,6 +533,129 @@ fn message_type(module: &[&str], ty: &Type, map_value: bool) -> Result<String, S
         }
     }
     Ok(format!("k8s.io.{}.{type_name}", resolved.join(".")))
+}
+
+/// The committed list of fields Go's JSON leaves out when zero (see the crate doc).
+fn go_fields_file() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("go-omitempty-fields.txt")
+}
+
+/// Marks the fields of `go-omitempty-fields.txt` (lines `message tag`).
+fn mark_go_omitted_zeros(schema: &mut Schema) -> Result<(), String> {
+    let path = go_fields_file();
+    let text = std::fs::read_to_string(&path)
+        .map_err(|error| format!("reading {}: {error}", path.display()))?;
+    for line in text.lines().filter(|line| !line.is_empty() && !line.starts_with('#')) {
+        let (name, tag) = line
+            .split_once(' ')
+            .ok_or_else(|| format!("{}: bad line {line:?}", path.display()))?;
+        let tag: u32 = tag.parse().map_err(|_| format!("{}: bad tag in {line:?}", path.display()))?;
+        let field = schema
+            .messages
+            .get_mut(name)
+            .and_then(|message| message.fields.iter_mut().find(|field| field.tag == tag))
+            .ok_or_else(|| format!("{}: no field {tag} in {name}", path.display()))?;
+        field.omits_zero = true;
+    }
+    Ok(())
+}
+
+/// Reads the Kubernetes Go types of the served packages and writes
+/// `go-omitempty-fields.txt`: every scalar, non-repeated field of the schema whose Go field
+/// is not a pointer and has `omitempty` (matched by struct name, ignoring case, and
+/// protobuf field number).
+fn write_go_fields(args: &[String]) -> Result<(), String> {
+    let mut roots: BTreeMap<&str, PathBuf> = BTreeMap::new();
+    for arg in args {
+        let (repo, dir) = arg
+            .split_once('=')
+            .ok_or_else(|| format!("expected REPO=DIR, got {arg:?}"))?;
+        roots.insert(repo, PathBuf::from(dir));
+    }
+    let crates = locate_crates()?;
+    let (k8s_pb_src, _) = crates.get("k8s-pb").ok_or("k8s-pb is not a dependency")?;
+    let schema = read_schema(k8s_pb_src)?;
+    let mut out = String::from(
+        "# Fields Go's JSON leaves out when zero (non-pointer scalars with omitempty), by message\n\
+         # and protobuf field number. Written by `generate-schema --go-fields`; do not edit.\n",
+    );
+    for &(dir, _) in PACKAGES {
+        // api/core/v1 is k8s.io/api's core/v1; apimachinery/pkg/.. and metrics/pkg/.. are
+        // those repositories' pkg/...
+        let (repo, rest) = dir.split_once('/').ok_or("bad package dir")?;
+        let root = roots.get(repo).ok_or_else(|| format!("no --go-fields {repo}=DIR"))?;
+        let package = format!("k8s.io.{}.", dir.replace('/', "."));
+        let go_dir = root.join(rest);
+        let entries = std::fs::read_dir(&go_dir)
+            .map_err(|error| format!("reading {}: {error}", go_dir.display()))?;
+        let mut files: Vec<PathBuf> = entries
+            .filter_map(|entry| entry.ok().map(|entry| entry.path()))
+            .filter(|path| {
+                path.extension().is_some_and(|ext| ext == "go")
+                    && !path.to_string_lossy().ends_with("_test.go")
+            })
+            .collect();
+        files.sort();
+        let mut omitted = BTreeSet::new();
+        for file in files {
+            let text = std::fs::read_to_string(&file)
+                .map_err(|error| format!("reading {}: {error}", file.display()))?;
+            omitted.extend(go_omitempty_scalars(&text));
+        }
+        for (name, message) in &schema.messages {
+            let Some(type_name) = name.strip_prefix(&package) else { continue };
+            for field in &message.fields {
+                let scalar = matches!(field.ty, FieldTy::Scalar(_));
+                if scalar
+                    && !field.repeated
+                    && omitted.contains(&(type_name.to_lowercase(), field.tag))
+                {
+                    let _ = writeln!(out, "{name} {}", field.tag);
+                }
+            }
+        }
+    }
+    let path = go_fields_file();
+    std::fs::write(&path, out).map_err(|error| format!("writing {}: {error}", path.display()))
+}
+
+/// (lowercased struct name, protobuf field number) of every non-pointer field with
+/// `omitempty` in a Go file: one field per line, as Kubernetes' types are written.
+fn go_omitempty_scalars(text: &str) -> Vec<(String, u32)> {
+    let mut out = Vec::new();
+    let mut current: Option<String> = None;
+    for line in text.lines() {
+        let trimmed = line.trim();
+        if let Some(rest) = trimmed.strip_prefix("type ")
+            && let Some(name) = rest.strip_suffix("struct {").map(str::trim)
+        {
+            current = Some(name.to_lowercase());
+            continue;
+        }
+        if trimmed == "}" {
+            current = None;
+            continue;
+        }
+        let Some(struct_name) = &current else { continue };
+        let Some((declaration, tags)) = trimmed.split_once('`') else { continue };
+        let words: Vec<&str> = declaration.split_whitespace().collect();
+        let [_, go_type] = words.as_slice() else { continue };
+        let tag_value = |key: &str| {
+            let start = tags.find(&format!("{key}:\""))? + key.len() + 2;
+            let end = tags[start..].find('"')? + start;
+            Some(&tags[start..end])
+        };
+        let (Some(json), Some(protobuf)) = (tag_value("json"), tag_value("protobuf")) else {
+            continue;
+        };
+        let Some(number) = protobuf.split(',').nth(1).and_then(|number| number.parse().ok()) else {
+            continue;
+        };
+        if !go_type.starts_with('*') && json.split(',').any(|option| option == "omitempty") {
+            out.push((struct_name.clone(), number));
+        }
+    }
+    out
 }
 
 /// lowerCamelCase of prost's snake_case name: the JSON name, up to the case of acronyms.
@@ -743,13 +882,16 @@ fn render(schema: &Schema, version: &str) -> Result<String, String> {
          use super::{{Field, Kind, Message, MetaKind}};\n\n\
          /// An optional field.\n\
          const fn o(json: &'static str, tag: u32, ty: super::Ty) -> Field {{\n    \
-         Field {{ json, tag, ty, repeated: false, inline: false }}\n}}\n\n\
+         Field {{ json, tag, ty, repeated: false, inline: false, omits_zero: false }}\n}}\n\n\
+         /// An optional field that Go's JSON leaves out when it is zero.\n\
+         const fn z(json: &'static str, tag: u32, ty: super::Ty) -> Field {{\n    \
+         Field {{ json, tag, ty, repeated: false, inline: false, omits_zero: true }}\n}}\n\n\
          /// A repeated field.\n\
          const fn r(json: &'static str, tag: u32, ty: super::Ty) -> Field {{\n    \
-         Field {{ json, tag, ty, repeated: true, inline: false }}\n}}\n\n\
+         Field {{ json, tag, ty, repeated: true, inline: false, omits_zero: false }}\n}}\n\n\
          /// An embedded Go struct: its fields are the parent's in JSON.\n\
          const fn i(json: &'static str, tag: u32, ty: super::Ty) -> Field {{\n    \
-         Field {{ json, tag, ty, repeated: false, inline: true }}\n}}\n"
+         Field {{ json, tag, ty, repeated: false, inline: true, omits_zero: false }}\n}}\n"
     );
     let _ = writeln!(
         out,
@@ -780,10 +922,11 @@ fn render(schema: &Schema, version: &str) -> Result<String, String> {
                 FieldTy::MapBytes => "MapBytes".to_owned(),
                 FieldTy::MapMessage(target) => format!("MapMessage({})", id(target)?),
             };
-            let constructor = match (field.inline, field.repeated) {
-                (true, _) => "i",
-                (false, true) => "r",
-                (false, false) => "o",
+            let constructor = match (field.inline, field.repeated, field.omits_zero) {
+                (true, _, _) => "i",
+                (false, true, _) => "r",
+                (false, false, true) => "z",
+                (false, false, false) => "o",
             };
             let _ = write!(
                 out,
