@@ -63,11 +63,8 @@ pub fn prefers_protobuf(headers: &HeaderMap) -> bool {
 /// The response in protobuf when the client prefers it and its JSON has a protobuf form;
 /// otherwise the response as it is.
 pub async fn negotiate_response(request: &HeaderMap, watch: bool, response: Response) -> Response {
-    let is_json = response
-        .headers()
-        .get(header::CONTENT_TYPE)
-        .and_then(|value| value.to_str().ok())
-        .is_some_and(|content_type| content_type.starts_with("application/json"));
+    let is_json =
+        content_type(&response).is_some_and(|media| media.starts_with("application/json"));
     if !is_json || !prefers_protobuf(request) {
         return response;
     }
@@ -92,6 +89,13 @@ pub async fn negotiate_response(request: &HeaderMap, watch: bool, response: Resp
         }
         None => Response::from_parts(parts, Body::from(json)),
     }
+}
+
+fn content_type(response: &Response) -> Option<&str> {
+    response
+        .headers()
+        .get(header::CONTENT_TYPE)
+        .and_then(|value| value.to_str().ok())
 }
 
 /// A JSON watch stream (one `{"type", "object"}` line per event) as protobuf frames. A line
@@ -268,13 +272,7 @@ mod api_tests {
     }
 
     async fn protobuf_body(response: Response) -> Value {
-        assert_eq!(
-            response
-                .headers()
-                .get(header::CONTENT_TYPE)
-                .and_then(|value| value.to_str().ok()),
-            Some(berth_proto::CONTENT_TYPE)
-        );
+        assert_eq!(content_type(&response), Some(berth_proto::CONTENT_TYPE));
         let bytes = axum::body::to_bytes(response.into_body(), usize::MAX)
             .await
             .expect("body");
@@ -343,13 +341,7 @@ mod api_tests {
             None,
         )
         .await;
-        assert_eq!(
-            watch
-                .headers()
-                .get(header::CONTENT_TYPE)
-                .and_then(|value| value.to_str().ok()),
-            Some(berth_proto::WATCH_CONTENT_TYPE)
-        );
+        assert_eq!(content_type(&watch), Some(berth_proto::WATCH_CONTENT_TYPE));
         let mut chunks = watch.into_body().into_data_stream();
         let mut received = Vec::new();
         let frame = loop {

@@ -34,14 +34,7 @@ pub fn encode_event(event_type: &str, object: &Value) -> Result<Vec<u8>, Error> 
 pub fn encode_event_into(buf: &mut Vec<u8>, event_type: &str, object: &Value) -> Result<(), Error> {
     let start = buf.len();
     buf.extend_from_slice(&[0; LENGTH_PREFIX]);
-    let written = (|| {
-        wire::put_bytes(buf, WATCH_EVENT_TYPE, event_type.as_bytes());
-        wire::put_nested(buf, WATCH_EVENT_OBJECT, |buf| {
-            wire::put_nested(buf, RAW_EXTENSION_RAW, |buf| {
-                envelope::encode_object_into(buf, object)
-            })
-        })
-    })();
+    let written = write_event(buf, event_type, object);
     if let Err(error) = written {
         buf.truncate(start);
         return Err(error);
@@ -54,10 +47,22 @@ pub fn encode_event_into(buf: &mut Vec<u8>, event_type: &str, object: &Value) ->
     Ok(())
 }
 
+fn write_event(buf: &mut Vec<u8>, event_type: &str, object: &Value) -> Result<(), Error> {
+    wire::put_bytes(buf, WATCH_EVENT_TYPE, event_type.as_bytes());
+    wire::put_nested(buf, WATCH_EVENT_OBJECT, |buf| {
+        wire::put_nested(buf, RAW_EXTENSION_RAW, |buf| {
+            envelope::encode_object_into(buf, object)
+        })
+    })
+}
+
+/// A frame split off the front of a stream, and the bytes after it.
+pub type Split<'a> = (&'a [u8], &'a [u8]);
+
 /// Splits the first frame off a stream's bytes: `Ok(None)` until the whole frame has
 /// arrived; an error for a frame longer than `max_frame` bytes (the reader would otherwise
 /// buffer whatever length a peer claims).
-pub fn split_frame(bytes: &[u8], max_frame: usize) -> Result<Option<(&[u8], &[u8])>, Error> {
+pub fn split_frame(bytes: &[u8], max_frame: usize) -> Result<Option<Split<'_>>, Error> {
     let Some((length, rest)) = bytes.split_first_chunk::<LENGTH_PREFIX>() else {
         return Ok(None);
     };

@@ -44,7 +44,7 @@ pub(crate) fn put_varint(buf: &mut Vec<u8>, mut value: u64) {
 
 pub(crate) fn varint_len(value: u64) -> usize {
     // One byte per started group of seven bits; zero takes one byte.
-    ((64 - (value | 1).leading_zeros() as usize) + 6) / 7
+    (64 - (value | 1).leading_zeros() as usize).div_ceil(7)
 }
 
 pub(crate) fn put_key(buf: &mut Vec<u8>, tag: u32, wire_type: WireType) {

@@ -103,6 +103,9 @@ impl<'de> Deserializer<'de> for FieldRecorder<'_> {
     }
 }
 
+/// How the generated list reads a k8s-openapi type's property names.
+pub(crate) type FieldsOf = fn() -> Option<&'static [&'static str]>;
+
 /// The JSON property names of a k8s-openapi type, if it is a struct.
 pub(crate) fn fields_of<T: DeserializeOwned>() -> Option<&'static [&'static str]> {
     let recorded = Cell::new(None);
