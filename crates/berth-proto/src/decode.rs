@@ -57,8 +57,14 @@ fn object_fields(
             reader.skip(wire_type)?;
             continue;
         };
-        field_value(&mut reader, wire_type, field, object, depth, zeros)
-            .map_err(|error| error.within(field.json))?;
+        field_value(&mut reader, wire_type, field, object, depth, zeros).map_err(|error| {
+            // An embedded struct's properties are this object's own: no name in the path.
+            if field.inline {
+                error
+            } else {
+                error.within(field.json)
+            }
+        })?;
     }
     Ok(())
 }

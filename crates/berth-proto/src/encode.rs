@@ -48,8 +48,9 @@ fn object_fields(
                 .iter()
                 .any(|inner_field| object.contains_key(inner_field.json))
             {
-                wire::put_nested(buf, field.tag, |buf| object_fields(buf, object, inner))
-                    .map_err(|error| error.within(field.json))?;
+                // The embedded struct's properties are this object's own: its errors name
+                // them without the embedded field's name.
+                wire::put_nested(buf, field.tag, |buf| object_fields(buf, object, inner))?;
             }
             continue;
         }
