@@ -210,6 +210,7 @@ fn parse_body(headers: &HeaderMap, body: &[u8]) -> ApiResult<Value> {
             .map_err(|e| ApiError::bad_request(format!("error decoding request body: {e}")))?,
         "application/yaml" | "application/x-yaml" | "text/yaml" => serde_yaml::from_slice(body)
             .map_err(|e| ApiError::bad_request(format!("error decoding YAML: {e}")))?,
+        berth_proto::CONTENT_TYPE => crate::protobuf::decode_request_body(body)?,
         other => return Err(ApiError::unsupported_media_type(other)),
     };
     if !value.is_object() {
@@ -352,6 +353,9 @@ impl ApiServer {
             Ok(response) => response,
             Err(err) => error_response(&err),
         };
+        let response =
+            crate::protobuf::negotiate_response(&parts.headers, info.verb == "watch", response)
+                .await;
         crate::metrics::observe(&info, response.status().as_u16(), started.elapsed());
         response
     }

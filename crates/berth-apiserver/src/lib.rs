@@ -35,6 +35,7 @@ pub mod objects;
 pub mod openapi;
 pub mod patch;
 pub mod pod_logs;
+pub mod protobuf;
 pub mod request_info;
 pub mod resources;
 pub mod selectors;
