@@ -21,7 +21,7 @@ use berth_store::{AnyStore, KeyValue, ListOptions, Store, StoreError};
 use futures::StreamExt;
 use serde_json::{Value, json};
 
-use crate::auth::{Authenticator, User, authorize};
+use crate::auth::{Authenticator, Authorized, User, authorize};
 use crate::cache::{Cached, Change, ChangeType, ResourceCache};
 use crate::objects::{
     self, StoredJson, for_storage, format_time, name_of, prepare_for_create, prepare_for_update,
@@ -409,7 +409,14 @@ impl ApiServer {
         if !info.subresource.is_empty() && rt.subresource(&info.subresource).is_none() {
             return Err(ApiError::path_not_found(path));
         }
-        authorize(&user, info)?;
+        if let Authorized::IfPodBoundTo(node) = authorize(&user, info)? {
+            let pod = match self.read(&PODS, &info.namespace, &info.name).await {
+                Ok((pod, _)) => Some(pod),
+                Err(e) if e.code == 404 => None,
+                Err(e) => return Err(e),
+            };
+            crate::auth::require_pod_bound(&user, info, &node, pod.as_ref())?;
+        }
         let body = axum::body::to_bytes(body, MAX_BODY_BYTES)
             .await
             .map_err(|_| ApiError::too_large(MAX_BODY_BYTES))?;

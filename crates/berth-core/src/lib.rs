@@ -11,6 +11,8 @@
 //! - [`quantity`]: resource quantities parsed and compared as upstream does.
 //! - [`feature_gates`]: `--feature-gates`, e.g. `TaintTolerationComparisonOperators`.
 //! - [`manifest`]: YAML/JSON manifests as `kubectl apply -f` reads them.
+//! - [`node_status`]: the kubelet's rules for the node conditions it
+//!   reports, decided against the Node on the server.
 //! - [`clock`]: the one source of time for every timer in berth, real or
 //!   virtual (a paused tokio clock in tests).
 //! - `test_util` (tests and the `test-util` feature only): taint and
@@ -22,6 +24,7 @@ pub mod clock;
 pub mod duration;
 pub mod feature_gates;
 pub mod manifest;
+pub mod node_status;
 pub mod quantity;
 pub mod taint_spec;
 #[cfg(any(test, feature = "test-util"))]

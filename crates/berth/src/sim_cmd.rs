@@ -41,6 +41,12 @@ pub struct SimArgs {
     /// Requests in flight at most.
     #[arg(long, default_value_t = 256, value_name = "N")]
     max_in_flight: usize,
+    /// A kubeconfig allowed to list and watch every Node and pod (the
+    /// server's `admin.kubeconfig`): the fleet's two shared watches use it,
+    /// as no node credential may read other nodes' objects. Every node
+    /// still writes with its own credential.
+    #[arg(long, value_name = "FILE")]
+    kubeconfig: PathBuf,
 }
 
 /// The template every simulated node takes: the default, or labels,
@@ -143,15 +149,12 @@ pub async fn run(args: &SimArgs) -> anyhow::Result<()> {
             })
         })
         .collect();
-    let first = nodes
-        .first()
-        .map(|n| n.bearer.clone())
-        .context("no usable node token")?;
-    // One client (one connection pool) for every node; it authenticates
-    // nothing by itself: each request carries its node's token.
+    let watcher = watcher_bearer(&args.kubeconfig)?;
+    // One client (one connection pool) for every node: each node's request
+    // carries its node's token, the shared watches the kubeconfig's.
     let base =
         client_from_kubeconfig(&render_kubeconfig(&args.join.server, &ca_pem, "sim", None)).await?;
-    let client = with_default_bearer(base, first);
+    let client = with_default_bearer(base, watcher);
     let stats = Arc::new(SimStats::default());
     let stop = crate::agent_cmd::shutdown_signal();
     eprintln!(
@@ -174,8 +177,30 @@ pub async fn run(args: &SimArgs) -> anyhow::Result<()> {
     Ok(())
 }
 
+/// The bearer token of `--kubeconfig`, for the fleet's shared watches.
+fn watcher_bearer(path: &Path) -> anyhow::Result<http::HeaderValue> {
+    let text = std::fs::read_to_string(path).map_err(|e| InputError::new(path, e))?;
+    berth_agent::credential::kubeconfig_token(&text)
+        .and_then(|token| bearer_header(&token))
+        .ok_or_else(|| {
+            InputError::new(
+                path,
+                "no bearer token for the current context (the fleet's watches need one)",
+            )
+            .into()
+        })
+}
+
+/// A random bearer token (hex).
+fn random_token() -> anyhow::Result<String> {
+    let mut bytes = [0u8; 24];
+    getrandom::fill(&mut bytes).map_err(|e| anyhow::anyhow!("random token: {e}"))?;
+    Ok(bytes.iter().map(|b| format!("{b:02x}")).collect())
+}
+
 /// Simulated nodes inside `berth server`: each node's token is registered
-/// with the API directly, and the fleet talks to the router in-process.
+/// with the API directly, and the fleet talks to the router in-process;
+/// its shared watches go out as `system:berth:sim`.
 pub fn spawn_in_process(
     api: &Arc<berth_apiserver::api::ApiServer>,
     count: usize,
@@ -185,9 +210,7 @@ pub fn spawn_in_process(
     let mut nodes = Vec::with_capacity(count);
     for i in 0..count {
         let name = sim::sim_node_name("sim-", i);
-        let mut bytes = [0u8; 24];
-        getrandom::fill(&mut bytes).map_err(|e| anyhow::anyhow!("random token: {e}"))?;
-        let token: String = bytes.iter().map(|b| format!("{b:02x}")).collect();
+        let token = random_token()?;
         api.auth
             .add_token(token.clone(), berth_apiserver::auth::User::node(&name));
         nodes.push(SimNode {
@@ -196,12 +219,12 @@ pub fn spawn_in_process(
             name,
         });
     }
-    let first = nodes
-        .first()
-        .map(|n| n.bearer.clone())
-        .context("no nodes")?;
+    let watcher = random_token()?;
+    api.auth
+        .add_token(watcher.clone(), berth_apiserver::auth::User::sim_fleet());
+    let watcher = bearer_header(&watcher).context("token header")?;
     let base = kube::Client::new(berth_apiserver::server::router(api.clone()), "default");
-    let client = with_default_bearer(base, first);
+    let client = with_default_bearer(base, watcher);
     let clock = Clock::real();
     Ok(tokio::spawn(sim::run_fleet(
         client,

@@ -38,14 +38,15 @@ impl Drop for Agent {
 }
 
 fn sigterm(child: &Child) -> std::io::Result<()> {
+    signal(child, rustix::process::Signal::TERM)
+}
+
+fn signal(child: &Child, signal: rustix::process::Signal) -> std::io::Result<()> {
     let pid = i32::try_from(child.id())
         .ok()
         .and_then(rustix::process::Pid::from_raw)
         .ok_or_else(|| std::io::Error::other("no such process ID"))?;
-    Ok(rustix::process::kill_process(
-        pid,
-        rustix::process::Signal::TERM,
-    )?)
+    Ok(rustix::process::kill_process(pid, signal)?)
 }
 
 struct Cluster {
@@ -146,11 +147,47 @@ impl Cluster {
             .expect("kubectl runs")
     }
 
+    /// Sends the agent a signal.
+    fn signal_agent(&self, sig: rustix::process::Signal) {
+        let agent = self.agent.as_ref().expect("agent");
+        signal(&agent.child, sig).expect("signal to the agent");
+    }
+
     fn agent_log(&self) -> String {
         self.agent
             .as_ref()
             .map(|a| std::fs::read_to_string(&a.log).unwrap_or_default())
             .unwrap_or_default()
+    }
+
+    /// Watches a node's taint keys (`kubectl get --watch`) until `done`
+    /// holds for them; the watch ends after 90 s as a safety net.
+    fn watch_node_until(&self, node: &str, done: impl Fn(&str) -> bool) {
+        use std::io::BufRead;
+        let mut watch = Command::new(kubectl_binary())
+            .args(["get", "node", node, "--watch", "--request-timeout=90s"])
+            .args(["-o", r#"jsonpath={.spec.taints[*].key}{"\n"}"#])
+            .env("KUBECONFIG", &self.server.kubeconfig)
+            .env_remove("KUBERNETES_SERVICE_HOST")
+            .stdout(Stdio::piped())
+            .stderr(Stdio::null())
+            .spawn()
+            .expect("kubectl get --watch runs");
+        let stdout = watch.stdout.take().expect("kubectl's stdout");
+        let mut seen = Vec::new();
+        let reached = std::io::BufReader::new(stdout)
+            .lines()
+            .map_while(Result::ok)
+            .any(|taints| {
+                seen.push(taints.clone());
+                done(&taints)
+            });
+        let _ = watch.kill();
+        let _ = watch.wait();
+        assert!(
+            reached,
+            "node {node} never reached the state; taints seen: {seen:?}"
+        );
     }
 
     /// Runs kubectl, expects success, returns stdout.
@@ -490,4 +527,74 @@ fn a_killed_agent_leaves_its_node_unknown_and_tainted_unreachable() {
         .filter(|l| l.starts_with("sim-") && l.split_whitespace().nth(1) == Some("Ready"))
         .count();
     assert_eq!(ready_sims, 2, "{nodes}");
+}
+
+/// A real agent paused (SIGSTOP) past `--node-monitor-grace-period`: its
+/// node goes Unknown and is tainted unreachable:NoExecute. Resumed
+/// (SIGCONT), it is Ready again within 15 s, because it compares the status
+/// it computes with the Node on the server (which the controller
+/// overwrote), not with its own last write (then it waited for its
+/// 5-minute report); the taint goes, and its pod with the default 300 s
+/// toleration is not evicted.
+#[test]
+fn a_paused_agent_is_ready_again_within_15_s_of_resuming_and_its_pod_stays() {
+    let cluster = Cluster::start_with(
+        "agent-paused",
+        "worker-6",
+        "",
+        "",
+        &[
+            "--sim-nodes",
+            "2",
+            "--node-monitor-grace-period",
+            "15s",
+            "--node-monitor-period",
+            "1s",
+        ],
+    );
+    let started = cluster.fifo("started");
+    let script = format!("echo started > {}; exec sleep 3600", started.display());
+    cluster.apply(&cluster.pod("steady", "", &script));
+    assert_eq!(read_fifo(&started), "started\n");
+    cluster.ok(&[
+        "wait",
+        "--for=jsonpath={.status.phase}=Running",
+        "pod/steady",
+        WAIT,
+    ]);
+    let pod = cluster.json(&["get", "pod", "steady"]);
+    let unreachable_seconds = pod["spec"]["tolerations"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .find(|t| t["key"] == "node.kubernetes.io/unreachable")
+        .map(|t| t["tolerationSeconds"].clone());
+    assert_eq!(unreachable_seconds, Some(serde_json::json!(300)), "{pod}");
+
+    cluster.signal_agent(rustix::process::Signal::STOP);
+    cluster.ok(&[
+        "wait",
+        "--for=condition=Ready=Unknown",
+        "node/worker-6",
+        WAIT,
+    ]);
+    cluster.ok(&[
+        "wait",
+        r#"--for=jsonpath={.spec.taints[?(@.effect=="NoExecute")].key}=node.kubernetes.io/unreachable"#,
+        "node/worker-6",
+        WAIT,
+    ]);
+    cluster.signal_agent(rustix::process::Signal::CONT);
+    // The acceptance bound itself: kubectl gives up after 15 s.
+    cluster.ok(&[
+        "wait",
+        "--for=condition=Ready",
+        "node/worker-6",
+        "--timeout=15s",
+    ]);
+    // The controller lifts the unreachable taints at its next pass.
+    cluster.watch_node_until("worker-6", |taints| !taints.contains("unreachable"));
+    let pod = cluster.json(&["get", "pod", "steady"]);
+    assert!(pod["metadata"]["deletionTimestamp"].is_null(), "{pod}");
+    assert_eq!(pod["status"]["phase"], "Running", "{}", pod["status"]);
 }
