@@ -3,7 +3,9 @@
 //! bearer token of `system:node:<name>`), which the agent keeps as a
 //! kubeconfig in its data dir and reuses after a restart, as a kubelet
 //! keeps the client certificate it bootstrapped. The server issues a
-//! name's credential only once, so two agents cannot hold one node.
+//! name's credential only once, so two agents cannot hold one node, and
+//! only for a name not yet registered or a Node an admin created with
+//! `berth.dev/join-allowed: "true"`.
 
 use std::path::{Path, PathBuf};
 

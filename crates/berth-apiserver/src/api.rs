@@ -410,12 +410,8 @@ impl ApiServer {
             return Err(ApiError::path_not_found(path));
         }
         if let Authorized::IfPodBoundTo(node) = authorize(&user, info)? {
-            let pod = match self.read(&PODS, &info.namespace, &info.name).await {
-                Ok((pod, _)) => Some(pod),
-                Err(e) if e.code == 404 => None,
-                Err(e) => return Err(e),
-            };
-            crate::auth::require_pod_bound(&user, info, &node, pod.as_ref())?;
+            let pod = self.find(&PODS, &info.namespace, &info.name).await?;
+            crate::auth::require_pod_bound(&user, info, &node, pod.as_ref().map(|(p, _)| p))?;
         }
         let body = axum::body::to_bytes(body, MAX_BODY_BYTES)
             .await
@@ -586,7 +582,14 @@ impl ApiServer {
                 .collect();
             return Err(ApiError::invalid("", "NodeCredential", node, &errors));
         }
-        let token = self.auth.issue_node_token(node)?;
+        let registered = if user.in_group(crate::auth::GROUP_BOOTSTRAPPERS) {
+            self.find(&resources::NODES, "", node)
+                .await?
+                .map(|(n, _)| n)
+        } else {
+            None
+        };
+        let token = self.auth.issue_node_token(node, registered.as_ref())?;
         Ok(json_response(
             201,
             &json!({"kind": "NodeCredential", "apiVersion": "berth/v1", "nodeName": node, "user": format!("system:node:{node}"), "token": token}),
@@ -613,13 +616,24 @@ impl ApiServer {
     }
 
     async fn read(&self, rt: &ResourceType, ns: &str, name: &str) -> ApiResult<(Value, i64)> {
+        self.find(rt, ns, name)
+            .await?
+            .ok_or_else(|| ApiError::not_found(rt.group, rt.plural, name))
+    }
+
+    /// The stored object and its revision, `None` if there is none.
+    async fn find(
+        &self,
+        rt: &ResourceType,
+        ns: &str,
+        name: &str,
+    ) -> ApiResult<Option<(Value, i64)>> {
         let kv = self
             .store
             .get(&rt.key(ns, name))
             .await
-            .map_err(|e| store_error(rt, name, e))?
-            .ok_or_else(|| ApiError::not_found(rt.group, rt.plural, name))?;
-        decode(rt, name, &kv)
+            .map_err(|e| store_error(rt, name, e))?;
+        kv.map(|kv| decode(rt, name, &kv)).transpose()
     }
 
     /// The stored object an update replaces, from the watch cache, when

@@ -126,8 +126,15 @@ impl Authenticator {
 
     /// Issues the credential of `node`, once: a second agent asking for a
     /// name already held is refused (409), so two agents cannot hold one
-    /// node. The credential is durable before it is returned.
-    pub fn issue_node_token(&self, node: &str) -> Result<String, ApiError> {
+    /// node. `registered` is the Node of that name when the join token asks
+    /// for it: the join token joins only names not yet registered, or
+    /// Nodes an admin created inviting a join ([`JOIN_ALLOWED_ANNOTATION`]),
+    /// else 403. The credential is durable before it is returned.
+    pub fn issue_node_token(
+        &self,
+        node: &str,
+        registered: Option<&serde_json::Value>,
+    ) -> Result<String, ApiError> {
         let user = User::node(node);
         let mut tokens = self
             .tokens
@@ -141,6 +148,9 @@ impl Authenticator {
                     "a credential for node {node:?} was already issued; the node's agent keeps it in its data dir"
                 ),
             ));
+        }
+        if let Some(registered) = registered {
+            check_join_allowed(node, registered)?;
         }
         let mut bytes = [0u8; 24];
         getrandom::fill(&mut bytes).map_err(ApiError::internal)?;
@@ -195,6 +205,33 @@ impl Authenticator {
             .cloned()
             .ok_or_else(ApiError::unauthorized)
     }
+}
+
+/// The annotation an admin puts on a Node it creates (`"true"`) to let the
+/// join token obtain that node's credential; without it the join token
+/// joins only names not yet registered.
+pub const JOIN_ALLOWED_ANNOTATION: &str = "berth.dev/join-allowed";
+
+/// The join token may take a registered name only when its Node invites a
+/// join: a join token holder cannot become a node an admin made for
+/// another purpose, nor one registered by its own agent.
+fn check_join_allowed(node: &str, registered: &serde_json::Value) -> Result<(), ApiError> {
+    let invited = registered
+        .pointer("/metadata/annotations")
+        .and_then(|a| a.get(JOIN_ALLOWED_ANNOTATION))
+        .and_then(serde_json::Value::as_str)
+        == Some("true");
+    if invited {
+        return Ok(());
+    }
+    Err(ApiError::forbidden_message(
+        "",
+        "nodes",
+        node,
+        format!(
+            "node {node:?} is already registered: the join token joins only new node names, or a Node created with the annotation {JOIN_ALLOWED_ANNOTATION}: \"true\""
+        ),
+    ))
 }
 
 /// What the node authorizer decides about one of a node's requests.
@@ -396,13 +433,60 @@ mod tests {
     }
 
     #[test]
+    fn the_join_token_takes_a_registered_name_only_when_its_node_invites_a_join() {
+        struct Case {
+            name: &'static str,
+            registered: Option<serde_json::Value>,
+            want: Result<(), u16>,
+        }
+        let node = |annotations: serde_json::Value| serde_json::json!({"metadata": {"name": "n1", "annotations": annotations}});
+        let cases = [
+            Case {
+                name: "not registered",
+                registered: None,
+                want: Ok(()),
+            },
+            Case {
+                name: "registered, no annotation",
+                registered: Some(serde_json::json!({"metadata": {"name": "n1"}})),
+                want: Err(403),
+            },
+            Case {
+                name: "registered, invited",
+                registered: Some(node(serde_json::json!({JOIN_ALLOWED_ANNOTATION: "true"}))),
+                want: Ok(()),
+            },
+            Case {
+                name: "registered, annotation not \"true\"",
+                registered: Some(node(serde_json::json!({JOIN_ALLOWED_ANNOTATION: "yes"}))),
+                want: Err(403),
+            },
+        ];
+        for case in cases {
+            let auth = Authenticator::new();
+            let got = auth
+                .issue_node_token("n1", case.registered.as_ref())
+                .map(|_| ())
+                .map_err(|e| e.code);
+            assert_eq!(got, case.want, "{}", case.name);
+        }
+        let err = check_join_allowed("n1", &serde_json::json!({})).err();
+        assert_eq!(
+            err.map(|e| e.message).as_deref(),
+            Some(
+                "nodes \"n1\" is forbidden: node \"n1\" is already registered: the join token joins only new node names, or a Node created with the annotation berth.dev/join-allowed: \"true\""
+            )
+        );
+    }
+
+    #[test]
     fn issued_node_credentials_survive_a_restart() {
         let path = std::env::temp_dir().join(format!("berth-node-tokens-{}", std::process::id()));
         let _ = std::fs::remove_file(&path);
         let first = Authenticator::new();
         first.load_node_tokens(&path).expect("load");
-        let token = first.issue_node_token("n1").expect("issued");
-        assert!(first.issue_node_token("n1").is_err());
+        let token = first.issue_node_token("n1", None).expect("issued");
+        assert!(first.issue_node_token("n1", None).is_err());
         let restarted = Authenticator::new();
         restarted.load_node_tokens(&path).expect("reload");
         let user = restarted
@@ -410,7 +494,7 @@ mod tests {
             .expect("known after restart");
         assert_eq!(user, User::node("n1"));
         assert!(
-            restarted.issue_node_token("n1").is_err(),
+            restarted.issue_node_token("n1", None).is_err(),
             "still held after restart"
         );
         let _ = std::fs::remove_file(&path);

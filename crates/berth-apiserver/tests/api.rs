@@ -897,6 +897,55 @@ async fn the_join_token_buys_one_node_credential_per_name_and_nothing_else() {
     assert_eq!(s, 403, "a node cannot mint credentials");
 }
 
+/// The join token joins a name not yet registered, or a Node an admin
+/// created inviting a join (`berth.dev/join-allowed: "true"`), not any
+/// Node an admin made.
+#[tokio::test]
+async fn the_join_token_joins_only_new_names_or_nodes_inviting_a_join() {
+    let api = api().await;
+    api.create("/api/v1/nodes", node("made-by-admin")).await;
+    let mut invited = node("invited");
+    invited["metadata"]["annotations"] = json!({"berth.dev/join-allowed": "true"});
+    api.create("/api/v1/nodes", invited).await;
+    let join = |name: &'static str| {
+        let api = &api;
+        async move {
+            api.call(
+                Some(JOIN),
+                "POST",
+                "/berth/v1/node-credential",
+                "application/json",
+                json!({"nodeName": name}).to_string().into_bytes(),
+            )
+            .await
+        }
+    };
+    let (s, v) = join("made-by-admin").await;
+    assert_eq!(s, 403, "{v}");
+    assert_status(&v, 403, "Forbidden");
+    assert_eq!(
+        v["message"],
+        "nodes \"made-by-admin\" is forbidden: node \"made-by-admin\" is already registered: the join token joins only new node names, or a Node created with the annotation berth.dev/join-allowed: \"true\""
+    );
+    let (s, v) = join("invited").await;
+    assert_eq!(s, 201, "{v}");
+    let token = v["token"].as_str().expect("token").to_string();
+    let (s, v) = api
+        .call(
+            Some(&token),
+            "GET",
+            "/api/v1/nodes/invited",
+            "application/json",
+            Vec::new(),
+        )
+        .await;
+    assert_eq!(s, 200, "the invited node's agent reads its Node: {v}");
+    let (s, _) = join("brand-new").await;
+    assert_eq!(s, 201);
+    let (s, v) = join("invited").await;
+    assert_eq!(s, 409, "issued once: {v}");
+}
+
 /// Every taint and toleration rule of the foundation, reached through the
 /// API: a 422 Status whose causes name the field.
 #[tokio::test]

@@ -56,7 +56,9 @@ pub struct AgentArgs {
     /// Where the node credential, pod logs and state are kept.
     #[arg(long, default_value = "/var/lib/berth-agent", value_name = "DIR")]
     data_dir: PathBuf,
-    /// Register the Node; `false` waits for an admin to create it.
+    /// Register the Node; `false` waits for an admin to create it (with the
+    /// annotation `berth.dev/join-allowed: "true"`, without which the join
+    /// token does not join a name already registered).
     #[arg(long, default_value_t = true, action = clap::ArgAction::Set, value_name = "BOOL")]
     register_node: bool,
     /// Taints to register with: `key=value:Effect,...`.
