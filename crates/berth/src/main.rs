@@ -77,8 +77,20 @@ fn run_async(command: impl std::future::Future<Output = anyhow::Result<()>>) -> 
         .block_on(command)
 }
 
+/// Logs go to stderr: warnings and errors unless `RUST_LOG` says more
+/// (`RUST_LOG=info`, `RUST_LOG=berth_agent=debug`).
+fn init_logging() {
+    let filter = tracing_subscriber::EnvFilter::try_from_default_env()
+        .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("warn"));
+    let _ = tracing_subscriber::fmt()
+        .with_env_filter(filter)
+        .with_writer(std::io::stderr)
+        .try_init();
+}
+
 fn main() -> ExitCode {
     disable_transparent_huge_pages();
+    init_logging();
     let cli = Cli::parse();
     let result = match cli.command {
         Command::Check(args) => check::run(&args),
@@ -94,6 +106,7 @@ fn main() -> ExitCode {
             // anything else is berth's or the machine's (exit 1).
             if err.downcast_ref::<input::InputError>().is_some()
                 || scenario_cmd::is_scenario_error(&err)
+                || agent_cmd::is_join_error_to_fix(&err)
             {
                 ExitCode::from(2)
             } else {

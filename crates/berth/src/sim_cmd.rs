@@ -7,7 +7,10 @@ use std::sync::Arc;
 
 use anyhow::Context;
 use berth_agent::config::AgentConfig;
-use berth_agent::credential::{client_from_kubeconfig, render_kubeconfig, request_node_token};
+use berth_agent::credential::{
+    JoinError, check_credential, client_from_kubeconfig, refused, render_kubeconfig,
+    request_node_token,
+};
 use berth_agent::node_client::{bearer_header, with_default_bearer};
 use berth_agent::registration::NodeTemplate;
 use berth_agent::sim::{self, FleetOptions, SimNode, SimStats};
@@ -108,13 +111,42 @@ pub async fn run(args: &SimArgs) -> anyhow::Result<()> {
         std::fs::read(&args.join.ca_file).map_err(|e| InputError::new(&args.join.ca_file, e))?;
     std::fs::create_dir_all(&args.data_dir)
         .with_context(|| format!("creating {}", args.data_dir.display()))?;
+    let watcher = watcher_bearer(&args.kubeconfig)?;
+    // One client (one connection pool) for every node: each node's request
+    // carries its node's token, the shared watches the kubeconfig's.
+    let base =
+        client_from_kubeconfig(&render_kubeconfig(&args.join.server, &ca_pem, "sim", None)).await?;
+    let client = with_default_bearer(base.clone(), watcher);
+    check_watcher(&client, &args.kubeconfig).await?;
     let tokens_path = args.data_dir.join("node-tokens");
     let mut tokens = read_tokens(&tokens_path)?;
+    // The kept credentials are one cluster's: the first one tells.
+    if let Some((name, token)) = tokens.iter().next() {
+        let node = with_default_bearer(base, bearer_header(token).context("token header")?);
+        if let Err(problem) = check_credential(&node, name).await {
+            refused(
+                problem,
+                &tokens_path,
+                &args.join.server,
+                args.join.token.is_some(),
+            )?;
+            std::fs::remove_file(&tokens_path).map_err(|e| InputError::new(&tokens_path, e))?;
+            tokens.clear();
+        }
+    }
     let names: Vec<String> = (0..args.nodes)
         .map(|i| sim::sim_node_name(&args.name_prefix, i))
         .collect();
     let missing: Vec<&String> = names.iter().filter(|n| !tokens.contains_key(*n)).collect();
     if !missing.is_empty() {
+        let join_token = args
+            .join
+            .token
+            .as_deref()
+            .ok_or_else(|| JoinError::NoCredential {
+                path: tokens_path.clone(),
+            })?
+            .trim();
         eprintln!("berth sim: joining {} nodes", missing.len());
         use futures::StreamExt;
         let mut file = std::fs::OpenOptions::new()
@@ -125,8 +157,7 @@ pub async fn run(args: &SimArgs) -> anyhow::Result<()> {
         let mut joins = futures::stream::iter(missing.into_iter().map(|name| {
             let ca = ca_pem.clone();
             async move {
-                let token =
-                    request_node_token(&args.join.server, &ca, args.join.token.trim(), name).await;
+                let token = request_node_token(&args.join.server, &ca, join_token, name).await;
                 (name.clone(), token)
             }
         }))
@@ -149,12 +180,6 @@ pub async fn run(args: &SimArgs) -> anyhow::Result<()> {
             })
         })
         .collect();
-    let watcher = watcher_bearer(&args.kubeconfig)?;
-    // One client (one connection pool) for every node: each node's request
-    // carries its node's token, the shared watches the kubeconfig's.
-    let base =
-        client_from_kubeconfig(&render_kubeconfig(&args.join.server, &ca_pem, "sim", None)).await?;
-    let client = with_default_bearer(base, watcher);
     let stats = Arc::new(SimStats::default());
     let stop = crate::agent_cmd::shutdown_signal();
     eprintln!(
@@ -189,6 +214,28 @@ fn watcher_bearer(path: &Path) -> anyhow::Result<http::HeaderValue> {
             )
             .into()
         })
+}
+
+/// The fleet's watches need to read every Node and pod: a kubeconfig that
+/// may not is the user's to fix, said before the fleet starts.
+async fn check_watcher(client: &kube::Client, kubeconfig: &Path) -> anyhow::Result<()> {
+    let nodes: kube::Api<Node> = kube::Api::all(client.clone());
+    match nodes.list(&kube::api::ListParams::default().limit(1)).await {
+        Ok(_) => Ok(()),
+        Err(kube::Error::Api(status)) if matches!(status.code, 401 | 403) => Err(InputError::new(
+            kubeconfig,
+            format!(
+                "this credential may not list Nodes ({} {}); the fleet's watches need one that may (an admin's)",
+                status.code, status.message
+            ),
+        )
+        .into()),
+        // Not reachable yet: the fleet's own retries will say so.
+        Err(e) => {
+            tracing::warn!(error = %e, "could not check --kubeconfig; going on");
+            Ok(())
+        }
+    }
 }
 
 /// A random bearer token (hex).
