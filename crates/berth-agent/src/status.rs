@@ -92,18 +92,35 @@ mod tests {
         serde_json::from_value(patch["status"]["conditions"].clone()).unwrap_or_default()
     }
 
+    /// A reporter that made its first report at `at(0)` of a healthy node,
+    /// the conditions on the server after it, and `at` (seconds to instants).
+    fn first_report() -> (
+        StatusReporter,
+        Vec<NodeCondition>,
+        impl Fn(u64) -> tokio::time::Instant,
+    ) {
+        let mut reporter = StatusReporter::new(Duration::from_secs(300));
+        let start = tokio::time::Instant::now();
+        let at = move |s: u64| start + Duration::from_secs(s);
+        let first = reporter
+            .due(
+                &NodeTemplate::default(),
+                &[],
+                Health::default(),
+                &[],
+                t(0),
+                at(0),
+            )
+            .expect("the first status is written");
+        reporter.reported(at(0));
+        (reporter, conditions(&first), at)
+    }
+
     #[tokio::test(start_paused = true)]
     async fn status_is_written_when_it_differs_from_the_server_or_every_report_period() {
         let template = NodeTemplate::default();
-        let mut reporter = StatusReporter::new(Duration::from_secs(300));
-        let start = tokio::time::Instant::now();
-        let at = |s: u64| start + Duration::from_secs(s);
         let healthy = Health::default();
-        let first = reporter
-            .due(&template, &[], healthy, &[], t(0), at(0))
-            .expect("the first status is written");
-        reporter.reported(at(0));
-        let mut server = conditions(&first);
+        let (mut reporter, mut server, at) = first_report();
         for s in (10..300).step_by(10) {
             assert!(
                 reporter
@@ -139,16 +156,7 @@ mod tests {
     /// comparing with it wrote nothing until the report period ran out.
     #[tokio::test(start_paused = true)]
     async fn a_node_marked_unknown_by_the_controller_is_ready_again_at_the_next_computation() {
-        let template = NodeTemplate::default();
-        let mut reporter = StatusReporter::new(Duration::from_secs(300));
-        let start = tokio::time::Instant::now();
-        let at = |s: u64| start + Duration::from_secs(s);
-        let healthy = Health::default();
-        let first = reporter
-            .due(&template, &[], healthy, &[], t(0), at(0))
-            .expect("first report");
-        reporter.reported(at(0));
-        let mut server = conditions(&first);
+        let (reporter, mut server, at) = first_report();
         for c in &mut server {
             c.status = "Unknown".into();
             c.reason = Some("NodeStatusUnknown".into());
@@ -157,7 +165,14 @@ mod tests {
                 Some(k8s_openapi::apimachinery::pkg::apis::meta::v1::Time(t(62)));
         }
         let patch = reporter
-            .due(&template, &server, healthy, &[], t(70), at(70))
+            .due(
+                &NodeTemplate::default(),
+                &server,
+                Health::default(),
+                &[],
+                t(70),
+                at(70),
+            )
             .expect("Ready again 70 s after the last report, not at 300 s");
         let ready = &patch["status"]["conditions"][3];
         assert_eq!(

@@ -209,6 +209,47 @@ fn condition(node: &Node, kind: &str) -> Option<(String, String)> {
         .map(|c| (c.status.clone(), c.message.clone().unwrap_or_default()))
 }
 
+/// Agents n2 and n3 beside n1, all three Ready: with n1 alone down the
+/// cluster is not all down (then upstream taints nothing).
+async fn two_more_ready(c: &Cluster) -> (Api<Node>, [RunningAgent; 2]) {
+    let others = [
+        start_agent(c, "n2", "", AgentConfig::default()),
+        start_agent(c, "n3", "", AgentConfig::default()),
+    ];
+    let nodes: Api<Node> = Api::all(c.admin.clone());
+    for name in ["n1", "n2", "n3"] {
+        assert!(
+            eventually(&c.clock, 30, || node_ready(&nodes, name)).await,
+            "{name} Ready"
+        );
+    }
+    (nodes, others)
+}
+
+/// The node lifecycle and taint eviction controllers, on the cluster.
+fn controllers(c: &Cluster) -> tokio::task::JoinSet<()> {
+    berth_controllers::spawn(
+        c.admin.clone(),
+        c.clock.clone(),
+        berth_controllers::ControllerOptions::default(),
+        berth_controllers::metrics::ControllerMetrics::default(),
+        None,
+    )
+}
+
+/// Whether the node carries node.kubernetes.io/unreachable:NoExecute.
+async fn unreachable(nodes: &Api<Node>, name: &str) -> bool {
+    nodes
+        .get(name)
+        .await
+        .ok()
+        .and_then(|n| n.spec)
+        .and_then(|s| s.taints)
+        .unwrap_or_default()
+        .iter()
+        .any(|t| t.key == "node.kubernetes.io/unreachable" && t.effect == "NoExecute")
+}
+
 async fn node_ready(nodes: &Api<Node>, name: &str) -> bool {
     nodes
         .get(name)
@@ -227,6 +268,13 @@ fn pod(name: &str, node: &str, extra: serde_json::Value) -> Pod {
         json!({"metadata": {"name": name, "namespace": "default"}, "spec": spec}),
     )
     .expect("pod")
+}
+
+async fn pod_running(pods: &Api<Pod>, name: &str) -> bool {
+    pods.get(name)
+        .await
+        .ok()
+        .is_some_and(|p| phase(&p).0 == "Running")
 }
 
 fn phase(p: &Pod) -> (String, String, String) {
@@ -307,13 +355,7 @@ async fn an_agent_registers_with_its_taints_heartbeats_and_runs_a_tolerating_pod
         .await
         .expect("create");
     assert!(
-        eventually(&c.clock, 10, || async {
-            pods.get("web")
-                .await
-                .ok()
-                .is_some_and(|p| phase(&p).0 == "Running")
-        })
-        .await,
+        eventually(&c.clock, 10, || pod_running(&pods, "web")).await,
         "pod Running"
     );
     let running = pods.get("web").await.expect("pod");
@@ -426,13 +468,7 @@ async fn a_pod_bound_onto_a_no_execute_tainted_node_is_rejected_by_the_agent() {
         )
     );
     assert!(
-        eventually(&c.clock, 10, || async {
-            pods.get("guest")
-                .await
-                .ok()
-                .is_some_and(|p| phase(&p).0 == "Running")
-        })
-        .await,
+        eventually(&c.clock, 10, || pod_running(&pods, "guest")).await,
         "the tolerating pod runs"
     );
     agent.stop.cancel();
@@ -463,13 +499,7 @@ async fn sigterm_stops_regular_pods_before_critical_ones_and_marks_them_failed()
     }
     for name in ["critical", "regular", "regular-2"] {
         assert!(
-            eventually(&c.clock, 10, || async {
-                pods.get(name)
-                    .await
-                    .ok()
-                    .is_some_and(|p| phase(&p).0 == "Running")
-            })
-            .await,
+            eventually(&c.clock, 10, || pod_running(&pods, name)).await,
             "{name} running"
         );
     }
@@ -547,15 +577,7 @@ async fn priority_phases_run_lowest_first_skip_empty_ones_and_end_at_their_perio
         )
         .await
         .expect("create");
-        assert!(
-            eventually(&c.clock, 10, || async {
-                pods.get(name)
-                    .await
-                    .ok()
-                    .is_some_and(|p| phase(&p).0 == "Running")
-            })
-            .await
-        );
+        assert!(eventually(&c.clock, 10, || pod_running(&pods, name)).await);
     }
     let uid = |p: Pod| p.metadata.uid.unwrap_or_default();
     let low = uid(pods.get("low").await.expect("pod"));
@@ -740,13 +762,7 @@ async fn simulated_nodes_share_one_client_and_each_heartbeats_as_itself() {
     .await
     .expect("create");
     assert!(
-        eventually(&c.clock, 20, || async {
-            pods.get("on-sim")
-                .await
-                .ok()
-                .is_some_and(|p| phase(&p).0 == "Running")
-        })
-        .await,
+        eventually(&c.clock, 20, || pod_running(&pods, "on-sim")).await,
         "a pod on a simulated node runs"
     );
     stop.cancel();
@@ -760,31 +776,10 @@ async fn simulated_nodes_share_one_client_and_each_heartbeats_as_itself() {
 /// checked every 5 s) and taints it unreachable:NoExecute.
 #[tokio::test(start_paused = true)]
 async fn an_agent_stopped_without_shutdown_leaves_its_node_unknown_and_unreachable() {
-    use berth_controllers::ControllerOptions;
-    use berth_controllers::metrics::ControllerMetrics;
-
     let c = cluster().await;
-    let _controllers = berth_controllers::spawn(
-        c.admin.clone(),
-        c.clock.clone(),
-        ControllerOptions::default(),
-        ControllerMetrics::default(),
-        None,
-    );
-    // Three nodes: with one alone, its loss would be the whole cluster's
-    // (all zones down), where upstream taints nothing.
+    let _controllers = controllers(&c);
     let agent = start_agent(&c, "n1", "", AgentConfig::default());
-    let _others = [
-        start_agent(&c, "n2", "", AgentConfig::default()),
-        start_agent(&c, "n3", "", AgentConfig::default()),
-    ];
-    let nodes: Api<Node> = Api::all(c.admin.clone());
-    for name in ["n1", "n2", "n3"] {
-        assert!(
-            eventually(&c.clock, 30, || node_ready(&nodes, name)).await,
-            "{name} Ready"
-        );
-    }
+    let (nodes, _others) = two_more_ready(&c).await;
     // A minute of heart-beating: the node stays Ready.
     c.clock.sleep(Duration::from_secs(60)).await;
     assert!(node_ready(&nodes, "n1").await, "still Ready while renewing");
@@ -808,16 +803,8 @@ async fn an_agent_stopped_without_shutdown_leaves_its_node_unknown_and_unreachab
             .as_deref(),
         Some("Kubelet stopped posting node status.")
     );
-    let unreachable = || async {
-        let node = nodes.get("n1").await.expect("node");
-        node.spec
-            .and_then(|s| s.taints)
-            .unwrap_or_default()
-            .iter()
-            .any(|t| t.key == "node.kubernetes.io/unreachable" && t.effect == "NoExecute")
-    };
     assert!(
-        eventually(&c.clock, 30, unreachable).await,
+        eventually(&c.clock, 30, || unreachable(&nodes, "n1")).await,
         "node tainted unreachable:NoExecute"
     );
     for name in ["n2", "n3"] {
@@ -848,35 +835,15 @@ fn pausable(client: kube::Client, paused: tokio::sync::watch::Receiver<bool>) ->
 /// toleration is not evicted.
 #[tokio::test(start_paused = true)]
 async fn a_paused_agent_is_ready_again_within_15_s_of_resuming_and_keeps_its_pods() {
-    use berth_controllers::ControllerOptions;
-    use berth_controllers::metrics::ControllerMetrics;
-
     let c = cluster().await;
-    let _controllers = berth_controllers::spawn(
-        c.admin.clone(),
-        c.clock.clone(),
-        ControllerOptions::default(),
-        ControllerMetrics::default(),
-        None,
-    );
+    let _controllers = controllers(&c);
     let (pause, paused) = tokio::sync::watch::channel(false);
     let client = pausable(
         in_process::client(&c.api, User::node("n1"), "default").expect("node client"),
         paused,
     );
     let _agent = start_agent_on(&c, client, "n1", "", AgentConfig::default(), true, false);
-    // With n1 alone down the cluster is not all down (then nothing is tainted).
-    let _others = [
-        start_agent(&c, "n2", "", AgentConfig::default()),
-        start_agent(&c, "n3", "", AgentConfig::default()),
-    ];
-    let nodes: Api<Node> = Api::all(c.admin.clone());
-    for name in ["n1", "n2", "n3"] {
-        assert!(
-            eventually(&c.clock, 30, || node_ready(&nodes, name)).await,
-            "{name} Ready"
-        );
-    }
+    let (nodes, _others) = two_more_ready(&c).await;
     let pods: Api<Pod> = Api::namespaced(c.admin.clone(), "default");
     let web = pods
         .create(&PostParams::default(), &pod("web", "n1", json!({})))
@@ -891,30 +858,13 @@ async fn a_paused_agent_is_ready_again_within_15_s_of_resuming_and_keeps_its_pod
         .and_then(|t| t.toleration_seconds);
     assert_eq!(default_toleration, Some(300));
     assert!(
-        eventually(&c.clock, 10, || async {
-            pods.get("web")
-                .await
-                .ok()
-                .is_some_and(|p| phase(&p).0 == "Running")
-        })
-        .await,
+        eventually(&c.clock, 10, || pod_running(&pods, "web")).await,
         "pod Running"
     );
 
     let _ = pause.send(true);
-    let unreachable = || async {
-        nodes
-            .get("n1")
-            .await
-            .ok()
-            .and_then(|n| n.spec)
-            .and_then(|s| s.taints)
-            .unwrap_or_default()
-            .iter()
-            .any(|t| t.key == "node.kubernetes.io/unreachable" && t.effect == "NoExecute")
-    };
     assert!(
-        eventually(&c.clock, 120, unreachable).await,
+        eventually(&c.clock, 120, || unreachable(&nodes, "n1")).await,
         "n1 Unknown and tainted unreachable:NoExecute"
     );
     let node = nodes.get("n1").await.expect("node");
@@ -934,7 +884,7 @@ async fn a_paused_agent_is_ready_again_within_15_s_of_resuming_and_keeps_its_pod
     let back = c.clock.now().duration_since(resumed).as_secs_f64();
     assert!(back <= 15.0, "Ready {back} s after resuming");
     assert!(
-        eventually(&c.clock, 10, || async { !unreachable().await }).await,
+        eventually(&c.clock, 10, || async { !unreachable(&nodes, "n1").await }).await,
         "the unreachable taint is lifted"
     );
     // Past the 300 s the pod tolerates the taint for: still there.

@@ -31,21 +31,20 @@ async fn a_credential_from_another_cluster_is_rejected_and_replaced_with_a_join_
     .map(|d| d.expect("temp dir"));
     let (old, new) = (cluster(dirs[0].path()).await, cluster(dirs[1].path()).await);
     let agent_dir = dirs[2].path().join("agent");
-    let join = |c: &RunningServer| Some(c.credentials.join_token.clone());
+    // The agent "n1" against `server`, trusting `ca`'s CA, with `join`'s
+    // join token (or none).
+    let agent = |server: &RunningServer, ca: &RunningServer, join: Option<&RunningServer>| {
+        let (url, ca) = (server.url.clone(), ca.credentials.ca_cert.clone());
+        let token = join.map(|c| c.credentials.join_token.clone());
+        let agent_dir = agent_dir.clone();
+        async move { node_kubeconfig(&agent_dir, &url, &ca, token.as_deref(), "n1").await }
+    };
 
     // Joined to the old cluster, then pointed at the new one.
-    node_kubeconfig(
-        &agent_dir,
-        &old.url,
-        &old.credentials.ca_cert,
-        join(&old).as_deref(),
-        "n1",
-    )
-    .await
-    .expect("joined the old cluster");
-    let err = node_kubeconfig(&agent_dir, &new.url, &new.credentials.ca_cert, None, "n1")
+    agent(&old, &old, Some(&old))
         .await
-        .expect_err("rejected");
+        .expect("joined the old cluster");
+    let err = agent(&new, &new, None).await.expect_err("rejected");
     assert!(
         matches!(&err, JoinError::Rejected { reason, .. } if reason.starts_with("401")),
         "{err}"
@@ -58,40 +57,18 @@ async fn a_credential_from_another_cluster_is_rejected_and_replaced_with_a_join_
         "{message}"
     );
 
-    let text = node_kubeconfig(
-        &agent_dir,
-        &new.url,
-        &new.credentials.ca_cert,
-        join(&new).as_deref(),
-        "n1",
-    )
-    .await
-    .expect("joined again with the new cluster's token");
+    let text = agent(&new, &new, Some(&new))
+        .await
+        .expect("joined again with the new cluster's token");
     let client = client_from_kubeconfig(&text).await.expect("client");
     assert_eq!(check_credential(&client, "n1").await, Ok(()));
     // Kept from now on: the new cluster issues a name's credential once,
     // so a second join would fail.
-    let again = node_kubeconfig(
-        &agent_dir,
-        &new.url,
-        &new.credentials.ca_cert,
-        join(&new).as_deref(),
-        "n1",
-    )
-    .await
-    .expect("kept");
+    let again = agent(&new, &new, Some(&new)).await.expect("kept");
     assert_eq!(again, text);
 
     // The old cluster's CA does not verify the new cluster's server.
-    let err = node_kubeconfig(
-        &agent_dir,
-        &new.url,
-        &old.credentials.ca_cert,
-        join(&new).as_deref(),
-        "n1",
-    )
-    .await
-    .expect_err("untrusted");
+    let err = agent(&new, &old, Some(&new)).await.expect_err("untrusted");
     assert!(matches!(err, JoinError::Untrusted { .. }), "{err}");
     assert!(err.is_users_to_fix());
 

@@ -70,15 +70,6 @@ fn kubectl_binary() -> &'static str {
     }
 }
 
-/// The API server URL in a kubeconfig.
-fn server_url(kubeconfig: &Path) -> String {
-    let text = std::fs::read_to_string(kubeconfig).expect("read kubeconfig");
-    text.lines()
-        .find_map(|l| l.trim().strip_prefix("server:"))
-        .map(|s| s.trim().trim_matches('"').to_string())
-        .expect("a server URL in the kubeconfig")
-}
-
 impl Cluster {
     /// A server and one process-runtime agent `node`, registered with
     /// `taints`, Ready.
@@ -103,7 +94,7 @@ impl Cluster {
         let log = server.data_dir.with_extension(format!("{node}.log"));
         let stderr = std::fs::File::create(&log).expect("agent log file");
         let child = Command::new(env!("CARGO_BIN_EXE_berth"))
-            .args(["agent", "--server", &server_url(&server.kubeconfig)])
+            .args(["agent", "--server", &server.url()])
             .arg("--token")
             .arg(
                 std::fs::read_to_string(server.data_dir.join("join-token"))
@@ -145,6 +136,20 @@ impl Cluster {
             .env_remove("KUBERNETES_SERVICE_HOST")
             .output()
             .expect("kubectl runs")
+    }
+
+    /// Waits until the node is Ready=Unknown and tainted
+    /// unreachable:NoExecute (the unreachable NoSchedule taint comes with
+    /// the condition too).
+    fn wait_unknown_and_unreachable(&self) {
+        let node = format!("node/{}", self.node);
+        self.ok(&["wait", "--for=condition=Ready=Unknown", &node, WAIT]);
+        self.ok(&[
+            "wait",
+            r#"--for=jsonpath={.spec.taints[?(@.effect=="NoExecute")].key}=node.kubernetes.io/unreachable"#,
+            &node,
+            WAIT,
+        ]);
     }
 
     /// Sends the agent a signal.
@@ -480,6 +485,19 @@ fn an_untolerated_no_execute_taint_kills_the_process_and_the_pod_is_gone() {
 /// Two simulated nodes keep the cluster from being all down (then upstream
 /// taints nothing); the grace is longer than the 10 s renewal interval so
 /// they stay Ready.
+/// Server flags for the tests of a node that stops: a 15 s grace (longer
+/// than the 10 s renewal interval, so the simulated nodes stay Ready)
+/// checked every second, and two simulated nodes to keep the cluster from
+/// being all down (then upstream taints nothing).
+const SHORT_GRACE_BESIDE_TWO_SIM_NODES: &[&str] = &[
+    "--sim-nodes",
+    "2",
+    "--node-monitor-grace-period",
+    "15s",
+    "--node-monitor-period",
+    "1s",
+];
+
 #[test]
 fn a_killed_agent_leaves_its_node_unknown_and_tainted_unreachable() {
     let mut cluster = Cluster::start_with(
@@ -487,25 +505,13 @@ fn a_killed_agent_leaves_its_node_unknown_and_tainted_unreachable() {
         "worker-5",
         "",
         "",
-        &[
-            "--sim-nodes",
-            "2",
-            "--node-monitor-grace-period",
-            "15s",
-            "--node-monitor-period",
-            "1s",
-        ],
+        SHORT_GRACE_BESIDE_TWO_SIM_NODES,
     );
     if let Some(agent) = cluster.agent.as_mut() {
         agent.child.kill().expect("SIGKILL the agent");
         let _ = agent.child.wait();
     }
-    cluster.ok(&[
-        "wait",
-        "--for=condition=Ready=Unknown",
-        "node/worker-5",
-        WAIT,
-    ]);
+    cluster.wait_unknown_and_unreachable();
     let node = cluster.json(&["get", "node", "worker-5"]);
     let ready = node["status"]["conditions"]
         .as_array()
@@ -514,13 +520,6 @@ fn a_killed_agent_leaves_its_node_unknown_and_tainted_unreachable() {
         .unwrap_or_default();
     assert_eq!(ready["reason"], "NodeStatusUnknown", "{ready}");
     assert_eq!(ready["message"], "Kubelet stopped posting node status.");
-    cluster.ok(&[
-        "wait",
-        // (the unreachable NoSchedule taint comes with the condition too)
-        r#"--for=jsonpath={.spec.taints[?(@.effect=="NoExecute")].key}=node.kubernetes.io/unreachable"#,
-        "node/worker-5",
-        WAIT,
-    ]);
     let nodes = cluster.ok(&["get", "nodes", "--no-headers"]);
     let ready_sims = nodes
         .lines()
@@ -543,14 +542,7 @@ fn a_paused_agent_is_ready_again_within_15_s_of_resuming_and_its_pod_stays() {
         "worker-6",
         "",
         "",
-        &[
-            "--sim-nodes",
-            "2",
-            "--node-monitor-grace-period",
-            "15s",
-            "--node-monitor-period",
-            "1s",
-        ],
+        SHORT_GRACE_BESIDE_TWO_SIM_NODES,
     );
     let started = cluster.fifo("started");
     let script = format!("echo started > {}; exec sleep 3600", started.display());
@@ -572,18 +564,7 @@ fn a_paused_agent_is_ready_again_within_15_s_of_resuming_and_its_pod_stays() {
     assert_eq!(unreachable_seconds, Some(serde_json::json!(300)), "{pod}");
 
     cluster.signal_agent(rustix::process::Signal::STOP);
-    cluster.ok(&[
-        "wait",
-        "--for=condition=Ready=Unknown",
-        "node/worker-6",
-        WAIT,
-    ]);
-    cluster.ok(&[
-        "wait",
-        r#"--for=jsonpath={.spec.taints[?(@.effect=="NoExecute")].key}=node.kubernetes.io/unreachable"#,
-        "node/worker-6",
-        WAIT,
-    ]);
+    cluster.wait_unknown_and_unreachable();
     cluster.signal_agent(rustix::process::Signal::CONT);
     // The acceptance bound itself: kubectl gives up after 15 s.
     cluster.ok(&[

@@ -13,14 +13,6 @@ use common::{Backend, Server};
 /// A token the server never issued, as another cluster's.
 const STALE_TOKEN: &str = "0123456789abcdef0123456789abcdef0123456789abcdef";
 
-fn server_url(kubeconfig: &Path) -> String {
-    let text = std::fs::read_to_string(kubeconfig).expect("read kubeconfig");
-    text.lines()
-        .find_map(|l| l.trim().strip_prefix("server:"))
-        .map(|s| s.trim().trim_matches('"').to_string())
-        .expect("a server URL in the kubeconfig")
-}
-
 fn join_token(server: &Server) -> String {
     std::fs::read_to_string(server.data_dir.join("join-token"))
         .expect("join token")
@@ -33,7 +25,7 @@ fn berth(server: &Server, args: &[&str], token: bool) -> Command {
     let mut command = Command::new(env!("CARGO_BIN_EXE_berth"));
     command
         .args(args)
-        .args(["--server", &server_url(&server.kubeconfig)])
+        .args(["--server", &server.url()])
         .arg("--ca-file")
         .arg(server.data_dir.join("ca.crt"));
     if token {

@@ -115,6 +115,15 @@ impl Server {
         server
     }
 
+    /// The API server URL, as its kubeconfig has it.
+    pub fn url(&self) -> String {
+        let text = std::fs::read_to_string(&self.kubeconfig).expect("read kubeconfig");
+        text.lines()
+            .find_map(|l| l.trim().strip_prefix("server:"))
+            .map(|s| s.trim().trim_matches('"').to_string())
+            .expect("a server URL in the kubeconfig")
+    }
+
     /// What the server wrote to stderr so far.
     pub fn log(&self) -> String {
         std::fs::read_to_string(&self.log).unwrap_or_default()
