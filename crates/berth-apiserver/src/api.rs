@@ -21,7 +21,7 @@ use berth_store::{AnyStore, KeyValue, ListOptions, Store, StoreError};
 use futures::StreamExt;
 use serde_json::{Value, json};
 
-use crate::auth::{Authenticator, User, authorize};
+use crate::auth::{Authenticator, Authorized, User, authorize};
 use crate::cache::{Cached, Change, ChangeType, ResourceCache};
 use crate::objects::{
     self, StoredJson, for_storage, format_time, name_of, prepare_for_create, prepare_for_update,
@@ -415,7 +415,10 @@ impl ApiServer {
         if !info.subresource.is_empty() && rt.subresource(&info.subresource).is_none() {
             return Err(ApiError::path_not_found(path));
         }
-        authorize(&user, info)?;
+        if let Authorized::IfPodBoundTo(node) = authorize(&user, info)? {
+            let pod = self.find(&PODS, &info.namespace, &info.name).await?;
+            crate::auth::require_pod_bound(&user, info, &node, pod.as_ref().map(|(p, _)| p))?;
+        }
         let body = axum::body::to_bytes(body, MAX_BODY_BYTES)
             .await
             .map_err(|_| ApiError::too_large(MAX_BODY_BYTES))?;
@@ -585,7 +588,14 @@ impl ApiServer {
                 .collect();
             return Err(ApiError::invalid("", "NodeCredential", node, &errors));
         }
-        let token = self.auth.issue_node_token(node)?;
+        let registered = if user.in_group(crate::auth::GROUP_BOOTSTRAPPERS) {
+            self.find(&resources::NODES, "", node)
+                .await?
+                .map(|(n, _)| n)
+        } else {
+            None
+        };
+        let token = self.auth.issue_node_token(node, registered.as_ref())?;
         Ok(json_response(
             201,
             &json!({"kind": "NodeCredential", "apiVersion": "berth/v1", "nodeName": node, "user": format!("system:node:{node}"), "token": token}),
@@ -612,13 +622,24 @@ impl ApiServer {
     }
 
     async fn read(&self, rt: &ResourceType, ns: &str, name: &str) -> ApiResult<(Value, i64)> {
+        self.find(rt, ns, name)
+            .await?
+            .ok_or_else(|| ApiError::not_found(rt.group, rt.plural, name))
+    }
+
+    /// The stored object and its revision, `None` if there is none.
+    async fn find(
+        &self,
+        rt: &ResourceType,
+        ns: &str,
+        name: &str,
+    ) -> ApiResult<Option<(Value, i64)>> {
         let kv = self
             .store
             .get(&rt.key(ns, name))
             .await
-            .map_err(|e| store_error(rt, name, e))?
-            .ok_or_else(|| ApiError::not_found(rt.group, rt.plural, name))?;
-        decode(rt, name, &kv)
+            .map_err(|e| store_error(rt, name, e))?;
+        kv.map(|kv| decode(rt, name, &kv)).transpose()
     }
 
     /// The stored object an update replaces, from the watch cache, when

@@ -36,6 +36,21 @@ pub struct ServerOptions {
     pub store_cache_bytes: usize,
 }
 
+impl ServerOptions {
+    /// A server on the embedded store in `data_dir` with every other
+    /// setting at its default.
+    pub fn new(data_dir: PathBuf, listen: SocketAddr) -> ServerOptions {
+        ServerOptions {
+            data_dir,
+            listen,
+            etcd: Vec::new(),
+            api: crate::api::ApiConfig::default(),
+            connections: ConnectionTimeouts::default(),
+            store_cache_bytes: berth_store::REDB_DEFAULT_CACHE_BYTES,
+        }
+    }
+}
+
 /// Why a server could not start.
 #[derive(Debug, thiserror::Error)]
 pub enum ServerError {

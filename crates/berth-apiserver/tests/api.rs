@@ -150,9 +150,11 @@ async fn failures_are_statuses_with_the_right_code() {
         .await;
     assert_eq!(s, 403);
     assert_status(&v, 403, "Forbidden");
+    // The node authorizer lets node writes through; NodeRestriction
+    // refuses another node's, as upstream.
     assert_eq!(
         v["message"],
-        "nodes \"node2\" is forbidden: User \"system:node:node1\" cannot patch resource \"nodes\" in API group \"\" at the cluster scope"
+        "nodes \"node2\" is forbidden: node \"node1\" is not allowed to modify node \"node2\""
     );
 
     let (s, v) = api.req("GET", &format!("{pods}/nope"), Value::Null).await;
@@ -724,6 +726,112 @@ async fn events_are_served_in_both_api_versions() {
     assert_eq!(events[0]["object"]["note"], "changed");
 }
 
+/// A node credential reads its own Node and the pods bound to it, and
+/// nothing else of the kind (upstream's node authorizer with selectors);
+/// refusals are 403 in upstream's words.
+#[tokio::test]
+async fn a_node_credential_reads_only_its_own_node_and_pods() {
+    let api = api().await;
+    let pods = "/api/v1/namespaces/default/pods";
+    for name in ["node1", "node2"] {
+        api.create("/api/v1/nodes", node(name)).await;
+    }
+    for (pod_name, node_name) in [("mine", "node1"), ("theirs", "node2")] {
+        let mut p = pod(pod_name);
+        p["spec"]["nodeName"] = json!(node_name);
+        api.create(pods, p).await;
+    }
+    let api = &api;
+    let get = |uri: String| async move {
+        api.call(Some(NODE1), "GET", &uri, "application/json", Vec::new())
+            .await
+    };
+    struct Case {
+        name: &'static str,
+        uri: String,
+        want: StatusCode,
+        message: &'static str,
+    }
+    let cases = [
+        Case {
+            name: "its own Node",
+            uri: "/api/v1/nodes/node1".into(),
+            want: StatusCode::OK,
+            message: "",
+        },
+        Case {
+            name: "its own Node by a list's field selector",
+            uri: "/api/v1/nodes?fieldSelector=metadata.name%3Dnode1".into(),
+            want: StatusCode::OK,
+            message: "",
+        },
+        Case {
+            name: "another Node",
+            uri: "/api/v1/nodes/node2".into(),
+            want: StatusCode::FORBIDDEN,
+            message: "nodes \"node2\" is forbidden: User \"system:node:node1\" cannot get resource \"nodes\" in API group \"\" at the cluster scope: node 'node1' cannot read 'node2', only its own Node object",
+        },
+        Case {
+            name: "every Node",
+            uri: "/api/v1/nodes".into(),
+            want: StatusCode::FORBIDDEN,
+            message: "nodes is forbidden: User \"system:node:node1\" cannot list resource \"nodes\" in API group \"\" at the cluster scope: node 'node1' cannot read all nodes, only its own Node object",
+        },
+        Case {
+            name: "its pods",
+            uri: "/api/v1/pods?fieldSelector=spec.nodeName%3Dnode1".into(),
+            want: StatusCode::OK,
+            message: "",
+        },
+        Case {
+            name: "every pod",
+            uri: "/api/v1/pods".into(),
+            want: StatusCode::FORBIDDEN,
+            message: "pods is forbidden: User \"system:node:node1\" cannot list resource \"pods\" in API group \"\" at the cluster scope: can only list/watch pods with spec.nodeName field selector",
+        },
+        Case {
+            name: "a pod bound to it",
+            uri: format!("{pods}/mine"),
+            want: StatusCode::OK,
+            message: "",
+        },
+        Case {
+            name: "a pod bound elsewhere",
+            uri: format!("{pods}/theirs"),
+            want: StatusCode::FORBIDDEN,
+            message: "pods \"theirs\" is forbidden: User \"system:node:node1\" cannot get resource \"pods\" in API group \"\" in the namespace \"default\": no relationship found between node 'node1' and this object",
+        },
+        Case {
+            name: "a pod that does not exist",
+            uri: format!("{pods}/nope"),
+            want: StatusCode::FORBIDDEN,
+            message: "pods \"nope\" is forbidden: User \"system:node:node1\" cannot get resource \"pods\" in API group \"\" in the namespace \"default\": no relationship found between node 'node1' and this object",
+        },
+        Case {
+            name: "the node Leases",
+            uri: "/apis/coordination.k8s.io/v1/namespaces/kube-node-lease/leases".into(),
+            want: StatusCode::FORBIDDEN,
+            message: "leases.coordination.k8s.io is forbidden: User \"system:node:node1\" cannot list resource \"leases\" in API group \"coordination.k8s.io\" in the namespace \"kube-node-lease\": can only get, create, update, patch, or delete a node lease",
+        },
+    ];
+    for case in cases {
+        let (status, value) = get(case.uri.clone()).await;
+        assert_eq!(status, case.want, "{}: {value}", case.name);
+        if !case.message.is_empty() {
+            assert_status(&value, 403, "Forbidden");
+            assert_eq!(value["message"], case.message, "{}", case.name);
+        }
+    }
+    let (_, listed) = get("/api/v1/pods?fieldSelector=spec.nodeName%3Dnode1".into()).await;
+    let names: Vec<&str> = listed["items"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .filter_map(|p| p["metadata"]["name"].as_str())
+        .collect();
+    assert_eq!(names, ["mine"]);
+}
+
 #[tokio::test]
 async fn the_join_token_buys_one_node_credential_per_name_and_nothing_else() {
     let api = api().await;
@@ -790,6 +898,55 @@ async fn the_join_token_buys_one_node_credential_per_name_and_nothing_else() {
         )
         .await;
     assert_eq!(s, 403, "a node cannot mint credentials");
+}
+
+/// The join token joins a name not yet registered, or a Node an admin
+/// created inviting a join (`berth.dev/join-allowed: "true"`), not any
+/// Node an admin made.
+#[tokio::test]
+async fn the_join_token_joins_only_new_names_or_nodes_inviting_a_join() {
+    let api = api().await;
+    api.create("/api/v1/nodes", node("made-by-admin")).await;
+    let mut invited = node("invited");
+    invited["metadata"]["annotations"] = json!({"berth.dev/join-allowed": "true"});
+    api.create("/api/v1/nodes", invited).await;
+    let join = |name: &'static str| {
+        let api = &api;
+        async move {
+            api.call(
+                Some(JOIN),
+                "POST",
+                "/berth/v1/node-credential",
+                "application/json",
+                json!({"nodeName": name}).to_string().into_bytes(),
+            )
+            .await
+        }
+    };
+    let (s, v) = join("made-by-admin").await;
+    assert_eq!(s, 403, "{v}");
+    assert_status(&v, 403, "Forbidden");
+    assert_eq!(
+        v["message"],
+        "nodes \"made-by-admin\" is forbidden: node \"made-by-admin\" is already registered: the join token joins only new node names, or a Node created with the annotation berth.dev/join-allowed: \"true\""
+    );
+    let (s, v) = join("invited").await;
+    assert_eq!(s, 201, "{v}");
+    let token = v["token"].as_str().expect("token").to_string();
+    let (s, v) = api
+        .call(
+            Some(&token),
+            "GET",
+            "/api/v1/nodes/invited",
+            "application/json",
+            Vec::new(),
+        )
+        .await;
+    assert_eq!(s, 200, "the invited node's agent reads its Node: {v}");
+    let (s, _) = join("brand-new").await;
+    assert_eq!(s, 201);
+    let (s, v) = join("invited").await;
+    assert_eq!(s, 409, "issued once: {v}");
 }
 
 /// Every taint and toleration rule of the foundation, reached through the
@@ -935,11 +1092,17 @@ async fn watches_over_the_per_client_or_total_limit_get_429_with_retry_after() {
         ..ApiConfig::default()
     };
     let api = api_with(config).await;
+    // A node may watch only the pods bound to it (the node authorizer).
     let watch = |token: &'static str| {
         let server = api.server.clone();
+        let uri = if token == NODE1 {
+            "/api/v1/pods?watch=true&timeoutSeconds=60&fieldSelector=spec.nodeName%3Dnode1"
+        } else {
+            "/api/v1/namespaces/default/pods?watch=true&timeoutSeconds=60"
+        };
         async move {
             let request = Request::builder()
-                .uri("/api/v1/namespaces/default/pods?watch=true&timeoutSeconds=60")
+                .uri(uri)
                 .header("authorization", format!("Bearer {token}"))
                 .body(Body::empty())
                 .expect("request");

@@ -53,14 +53,16 @@ impl Drop for Server {
 
 /// Sends SIGTERM to a child process.
 pub fn sigterm(child: &Child) -> std::io::Result<()> {
+    signal(child, rustix::process::Signal::TERM)
+}
+
+/// Sends a signal to a child process.
+pub fn signal(child: &Child, signal: rustix::process::Signal) -> std::io::Result<()> {
     let pid = i32::try_from(child.id())
         .ok()
         .and_then(rustix::process::Pid::from_raw)
         .ok_or_else(|| std::io::Error::other("no such process ID"))?;
-    Ok(rustix::process::kill_process(
-        pid,
-        rustix::process::Signal::TERM,
-    )?)
+    Ok(rustix::process::kill_process(pid, signal)?)
 }
 
 impl Server {
@@ -160,6 +162,15 @@ impl Server {
     /// The server's process ID.
     pub fn pid(&self) -> u32 {
         self.server.id()
+    }
+
+    /// The API server URL, as its kubeconfig has it.
+    pub fn url(&self) -> String {
+        let text = std::fs::read_to_string(&self.kubeconfig).expect("read kubeconfig");
+        text.lines()
+            .find_map(|l| l.trim().strip_prefix("server:"))
+            .map(|s| s.trim().trim_matches('"').to_string())
+            .expect("a server URL in the kubeconfig")
     }
 
     /// What the server wrote to stderr so far.
