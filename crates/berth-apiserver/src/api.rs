@@ -22,7 +22,9 @@ use futures::StreamExt;
 use serde_json::{Value, json};
 
 use crate::auth::{Authenticator, User, authorize};
+use crate::body::{BodyLimits, Decoded, Format};
 use crate::cache::{Cached, Change, ChangeType, ResourceCache};
+use crate::field_validation::Directive;
 use crate::objects::{
     self, StoredJson, for_storage, format_time, name_of, prepare_for_create, prepare_for_update,
     resource_version_of, set_resource_version,
@@ -32,7 +34,9 @@ use crate::resources::{self, NAMESPACES, PODS, RESOURCES, ResourceType};
 use crate::status::{ApiError, success_status};
 use crate::strategy;
 
-/// Bodies above this are refused with 413, as kube-apiserver does.
+/// Bodies above this are refused with 413, as kube-apiserver's
+/// `MaxRequestBodyBytes` (3 MiB) refuses them (the default of
+/// `--max-request-body-bytes`).
 pub const MAX_BODY_BYTES: usize = 3 * 1024 * 1024;
 
 /// Where a node agent trades the join token for its node credential.
@@ -49,6 +53,10 @@ pub struct ApiConfig {
     /// Changes each watch cache keeps for watches that resume.
     pub watch_history: usize,
     pub version: VersionInfo,
+    /// Largest request body read (413 past it).
+    pub max_request_body_bytes: usize,
+    /// How request bodies are decoded (nesting depth).
+    pub body: BodyLimits,
 }
 
 impl Default for ApiConfig {
@@ -57,6 +65,8 @@ impl Default for ApiConfig {
             strategy: strategy::StrategyConfig::default(),
             watch_history: 100_000,
             version: VersionInfo::default(),
+            max_request_body_bytes: MAX_BODY_BYTES,
+            body: BodyLimits::default(),
         }
     }
 }
@@ -154,16 +164,9 @@ impl Query {
             }),
         }
     }
-    /// `fieldValidation`: `Strict` refuses unknown fields; `Warn` (the
-    /// default) and `Ignore` accept them (berth sends no warnings yet).
-    fn strict_fields(&self) -> ApiResult<bool> {
-        match self.get("fieldValidation") {
-            None | Some("Ignore" | "Warn") => Ok(false),
-            Some("Strict") => Ok(true),
-            Some(other) => Err(ApiError::bad_request(format!(
-                "fieldValidation must be one of \"Ignore\", \"Warn\", or \"Strict\", got {other:?}"
-            ))),
-        }
+    /// `fieldValidation` (see [`Directive`]).
+    fn field_validation(&self) -> ApiResult<Directive> {
+        Directive::parse(self.get("fieldValidation"))
     }
 
     fn dry_run(&self) -> ApiResult<bool> {
@@ -196,26 +199,41 @@ pub fn error_response(err: &ApiError) -> Response {
     json_response(err.code, &err.to_status())
 }
 
-/// Reads a request body as JSON or YAML into a value.
-fn parse_body(headers: &HeaderMap, body: &[u8]) -> ApiResult<Value> {
+/// Reads a request body as JSON or YAML into an object, under `limits`,
+/// off the runtime's workers when it is big (see [`crate::body`]).
+async fn parse_body(headers: &HeaderMap, body: &Bytes, limits: BodyLimits) -> ApiResult<Decoded> {
     let content_type = headers
         .get(header::CONTENT_TYPE)
         .and_then(|v| v.to_str().ok())
         .unwrap_or("application/json");
     let media = content_type.split(';').next().unwrap_or("").trim();
-    let value: Value = match media {
-        "application/json" | "" | "*/*" => serde_json::from_slice(body)
-            .map_err(|e| ApiError::bad_request(format!("error decoding request body: {e}")))?,
-        "application/yaml" | "application/x-yaml" | "text/yaml" => serde_yaml::from_slice(body)
-            .map_err(|e| ApiError::bad_request(format!("error decoding YAML: {e}")))?,
-        other => return Err(ApiError::unsupported_media_type(other)),
-    };
-    if !value.is_object() {
+    let format =
+        Format::of_media_type(media).ok_or_else(|| ApiError::unsupported_media_type(media))?;
+    let decoded = crate::body::decode_off_worker(body.clone(), move |bytes| {
+        crate::body::decode(format, bytes, limits)
+    })
+    .await
+    .map_err(|e| match format {
+        Format::Json => ApiError::bad_request(format!("error decoding request body: {e}")),
+        Format::Yaml => ApiError::bad_request(format!("error decoding YAML: {e}")),
+    })?;
+    if !decoded.value.is_object() {
         return Err(ApiError::bad_request(
             "the request body must be a JSON object",
         ));
     }
-    Ok(value)
+    Ok(decoded)
+}
+
+/// `fieldValidation` for a created or updated object: its duplicate
+/// fields and the fields its type lacks.
+fn validate_fields(directive: Directive, rt: &ResourceType, decoded: &Decoded) -> ApiResult<()> {
+    if !directive.checks() {
+        return Ok(());
+    }
+    let mut problems = decoded.duplicates.clone();
+    problems.extend(strategy::unknown_fields(rt, &decoded.value));
+    directive.enforce_on_object(rt.kind, rt.version, &problems)
 }
 
 /// Checks an object's `kind` and `apiVersion` against what the URL serves.
@@ -333,13 +351,16 @@ impl ApiServer {
         let query = parts.uri.query().unwrap_or("").to_string();
         let started = std::time::Instant::now();
         let info = request_info::parse(method.as_str(), &path, &query);
-        let response = match self
-            .serve(&parts.method, &path, &query, &parts.headers, body, &info)
-            .await
-        {
-            Ok(response) => response,
-            Err(err) => error_response(&err),
-        };
+        let response = crate::warnings::collect(async {
+            match self
+                .serve(&parts.method, &path, &query, &parts.headers, body, &info)
+                .await
+            {
+                Ok(response) => response,
+                Err(err) => error_response(&err),
+            }
+        })
+        .await;
         crate::metrics::observe(&info, response.status().as_u16(), started.elapsed());
         response
     }
@@ -410,9 +431,10 @@ impl ApiServer {
             return Err(ApiError::path_not_found(path));
         }
         authorize(&user, info)?;
-        let body = axum::body::to_bytes(body, MAX_BODY_BYTES)
+        let limit = self.config.max_request_body_bytes;
+        let body = axum::body::to_bytes(body, limit)
             .await
-            .map_err(|_| ApiError::too_large(MAX_BODY_BYTES))?;
+            .map_err(|_| ApiError::too_large(limit))?;
         // Another version of a stored resource: requests are converted to
         // the stored form, responses back (watches convert per event).
         if let Some(stored) = rt.stored_as {
@@ -475,11 +497,10 @@ impl ApiServer {
             (_, "create", "binding") => self.bind(ns, name, headers, &body).await,
             (_, "create", "eviction") => self.evict(ns, name, headers, &body, user).await,
             (_, "update", sub) => {
-                let object = parse_body(headers, &body)?;
-                if query.strict_fields()? {
-                    strategy::check_unknown_fields(rt, &object)?;
-                }
-                self.update(rt, ns, name, sub, object, &query, user).await
+                let decoded = parse_body(headers, &body, self.config.body).await?;
+                validate_fields(query.field_validation()?, rt, &decoded)?;
+                self.update(rt, ns, name, sub, decoded.value, &query, user)
+                    .await
             }
             (_, "patch", sub) => {
                 self.patch(rt, ns, name, sub, headers, &body, &query, user)
@@ -556,9 +577,10 @@ impl ApiServer {
                 user.name
             )));
         }
-        let body = axum::body::to_bytes(body, MAX_BODY_BYTES)
+        let limit = self.config.max_request_body_bytes;
+        let body = axum::body::to_bytes(body, limit)
             .await
-            .map_err(|_| ApiError::too_large(MAX_BODY_BYTES))?;
+            .map_err(|_| ApiError::too_large(limit))?;
         let request: Value = serde_json::from_slice(&body)
             .map_err(|e| ApiError::bad_request(format!("error decoding request body: {e}")))?;
         let node = request
@@ -693,15 +715,14 @@ impl ApiServer {
         rt: &ResourceType,
         ns: &str,
         headers: &HeaderMap,
-        body: &[u8],
+        body: &Bytes,
         query: &Query,
         user: &User,
     ) -> ApiResult<Response> {
-        let mut object = parse_body(headers, body)?;
-        check_kind(&object, rt.kind, &rt.api_version())?;
-        if query.strict_fields()? {
-            strategy::check_unknown_fields(rt, &object)?;
-        }
+        let decoded = parse_body(headers, body, self.config.body).await?;
+        check_kind(&decoded.value, rt.kind, &rt.api_version())?;
+        validate_fields(query.field_validation()?, rt, &decoded)?;
+        let mut object = decoded.value;
         let body_ns = objects::meta_str(&object, "namespace");
         if rt.namespaced && !body_ns.is_empty() && body_ns != ns {
             return Err(ApiError::bad_request(
@@ -864,7 +885,7 @@ impl ApiServer {
         name: &str,
         subresource: &str,
         headers: &HeaderMap,
-        body: &[u8],
+        body: &Bytes,
         query: &Query,
         user: &User,
     ) -> ApiResult<Response> {
@@ -877,14 +898,20 @@ impl ApiServer {
         let kind = crate::patch::PatchKind::from_group_kind(rt.group, rt.kind);
         let dry_run = query.dry_run()?;
         let field_manager = query.get("fieldManager");
+        let directive = query.field_validation()?;
+        let limits = self.config.body;
+        let document = crate::body::decode_off_worker(body.clone(), move |bytes| {
+            crate::patch::PatchDocument::decode(patch_type, bytes, limits)
+        })
+        .await
+        .map_err(patch_error)?;
         // A first attempt on the watch cache's copy; anything but a write
         // that went through is decided again below on the stored object.
         if !dry_run
             && let Some((old, revision)) = self.cached_object(rt, ns, name).await
-            && let Ok(patched) =
-                crate::patch::apply_patch(patch_type, &kind, &old, body, field_manager)
+            && let Ok(patched) = crate::patch::apply_document(&document, &kind, &old, field_manager)
             && !objects::equal_except_resource_version(&patched, &old)
-            && (!query.strict_fields()? || strategy::check_unknown_fields(rt, &patched).is_ok())
+            && validate_patched_fields(directive, rt, &document, &patched).is_ok()
             && let Ok(response) = self
                 .replace(
                     rt,
@@ -920,13 +947,11 @@ impl ApiServer {
                 .as_ref()
                 .map(|(o, _)| o.clone())
                 .unwrap_or_else(|| json!({}));
-            let patched = crate::patch::apply_patch(patch_type, &kind, &base, body, field_manager)
+            let patched = crate::patch::apply_document(&document, &kind, &base, field_manager)
                 .map_err(patch_error)?;
-            if query.strict_fields()? {
-                strategy::check_unknown_fields(rt, &patched)?;
-            }
+            validate_patched_fields(directive, rt, &document, &patched)?;
             let Some((old, revision)) = current else {
-                let bytes = serde_json::to_vec(&patched).map_err(ApiError::internal)?;
+                let bytes = Bytes::from(serde_json::to_vec(&patched).map_err(ApiError::internal)?);
                 let mut create_headers = HeaderMap::new();
                 create_headers.insert(
                     header::CONTENT_TYPE,
@@ -969,14 +994,14 @@ impl ApiServer {
         ns: &str,
         name: &str,
         headers: &HeaderMap,
-        body: &[u8],
+        body: &Bytes,
         query: &Query,
         user: &User,
     ) -> ApiResult<Response> {
         let options = if body.iter().all(u8::is_ascii_whitespace) {
             json!({})
         } else {
-            parse_body(headers, body)?
+            parse_body(headers, body, self.config.body).await?.value
         };
         let grace = match options.get("gracePeriodSeconds").and_then(Value::as_i64) {
             Some(g) => Some(g),
@@ -1183,9 +1208,9 @@ impl ApiServer {
         ns: &str,
         name: &str,
         headers: &HeaderMap,
-        body: &[u8],
+        body: &Bytes,
     ) -> ApiResult<Response> {
-        let binding = parse_body(headers, body)?;
+        let binding = parse_body(headers, body, self.config.body).await?.value;
         let node = binding
             .pointer("/target/name")
             .and_then(Value::as_str)
@@ -1281,15 +1306,15 @@ impl ApiServer {
         ns: &str,
         name: &str,
         headers: &HeaderMap,
-        body: &[u8],
+        body: &Bytes,
         user: &User,
     ) -> ApiResult<Response> {
-        let eviction = parse_body(headers, body)?;
+        let eviction = parse_body(headers, body, self.config.body).await?.value;
         let options = eviction
             .get("deleteOptions")
             .cloned()
             .unwrap_or_else(|| json!({}));
-        let options = serde_json::to_vec(&options).map_err(ApiError::internal)?;
+        let options = Bytes::from(serde_json::to_vec(&options).map_err(ApiError::internal)?);
         let json_headers = HeaderMap::new();
         // No PodDisruptionBudgets are served, so every eviction is allowed.
         self.delete(
@@ -1474,6 +1499,58 @@ impl ApiServer {
         );
         Ok(response)
     }
+}
+
+/// `fieldValidation` for a patch: the patch's own duplicate fields and the
+/// fields the patched object's type lacks. With `Strict`, upstream's
+/// answers: for an apply patch, the 400 of its strict YAML decoding
+/// (`error strict decoding patch: ...`) when it repeats a key; otherwise
+/// the 422 on `patch` that names the patched object.
+fn validate_patched_fields(
+    directive: Directive,
+    rt: &ResourceType,
+    document: &crate::patch::PatchDocument,
+    patched: &Value,
+) -> ApiResult<()> {
+    if !directive.checks() {
+        return Ok(());
+    }
+    let apply = document.patch_type() == crate::patch::PatchType::Apply;
+    let duplicates = document.duplicates();
+    if apply && !duplicates.is_empty() {
+        directive.enforce(duplicates, || {
+            let error = crate::body::strict_decoding_error(duplicates);
+            let yaml = error
+                .trim_start_matches("strict decoding error: ")
+                .to_string();
+            ApiError::bad_request(format!(
+                "error strict decoding patch: error converting YAML to JSON: {yaml}"
+            ))
+        })?;
+    }
+    let mut problems: Vec<crate::body::StrictProblem> = if apply {
+        Vec::new()
+    } else {
+        duplicates
+            .iter()
+            .map(|p| match (document.patch_type(), p) {
+                (
+                    crate::patch::PatchType::Json,
+                    crate::body::StrictProblem::DuplicateField { path },
+                ) => crate::body::StrictProblem::JsonPatchDuplicateField { path: path.clone() },
+                _ => p.clone(),
+            })
+            .collect()
+    };
+    problems.extend(strategy::unknown_fields(rt, patched));
+    directive.enforce(&problems, || {
+        let errors = vec![berth_core::validation::FieldError::invalid(
+            &berth_core::validation::Path::new("patch"),
+            patched.to_string(),
+            crate::body::strict_decoding_error(&problems),
+        )];
+        ApiError::invalid("", "", "", &errors)
+    })
 }
 
 /// A patch engine refusal as the API reports it.
@@ -2154,7 +2231,7 @@ mod tests {
                             "web",
                             "",
                             &headers,
-                            body.as_bytes(),
+                            &Bytes::from(body),
                             &Query::parse(""),
                             &user,
                         )
@@ -2176,7 +2253,7 @@ mod tests {
                             "default",
                             "web",
                             &headers,
-                            body.as_bytes(),
+                            &Bytes::from(body),
                             &Query::parse(""),
                             &user,
                         )

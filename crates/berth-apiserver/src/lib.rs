@@ -18,6 +18,7 @@
 pub mod admission;
 pub mod api;
 pub mod auth;
+pub mod body;
 pub mod bootstrap;
 pub mod cache;
 pub mod conversion;
@@ -38,3 +39,4 @@ pub mod status;
 pub mod strategy;
 pub mod table;
 pub mod table_output;
+pub mod warnings;

@@ -70,6 +70,21 @@ impl Api {
         content_type: &str,
         body: Vec<u8>,
     ) -> (StatusCode, Value) {
+        let (status, _, value) = self
+            .call_with_headers(token, method, uri, content_type, body)
+            .await;
+        (status, value)
+    }
+
+    /// [`Api::call`], with the response's headers.
+    async fn call_with_headers(
+        &self,
+        token: Option<&str>,
+        method: &str,
+        uri: &str,
+        content_type: &str,
+        body: Vec<u8>,
+    ) -> (StatusCode, axum::http::HeaderMap, Value) {
         let mut request = Request::builder()
             .method(method)
             .uri(uri)
@@ -83,12 +98,13 @@ impl Api {
             .await
             .expect("response");
         let status = response.status();
+        let headers = response.headers().clone();
         let bytes = axum::body::to_bytes(response.into_body(), usize::MAX)
             .await
             .expect("body");
         let value = serde_json::from_slice(&bytes)
             .unwrap_or_else(|_| Value::String(String::from_utf8_lossy(&bytes).into_owned()));
-        (status, value)
+        (status, headers, value)
     }
 
     async fn req(&self, method: &str, uri: &str, body: Value) -> (StatusCode, Value) {
@@ -250,7 +266,14 @@ async fn strict_field_validation_refuses_unknown_fields() {
             br#"{"spec":{"bogus":1}}"#.to_vec(),
         )
         .await;
-    assert_eq!(s, 400, "{v}");
+    // Upstream's patch handler: 422 on `patch`, naming the patched object.
+    assert_eq!(s, 422, "{v}");
+    let message = v["message"].as_str().unwrap_or_default();
+    assert!(
+        message.starts_with(" \"\" is invalid: patch: Invalid value: \"{")
+            && message.ends_with("\": strict decoding error: unknown field \"spec.bogus\""),
+        "{message}"
+    );
     let (s, _) = api
         .req(
             "POST",
@@ -920,4 +943,188 @@ async fn every_taint_and_toleration_rule_is_a_422_with_the_field() {
     let (s, v) = api.req("PUT", uri, changed).await;
     assert_eq!(s, 422, "{v}");
     assert_status(&v, 422, "Invalid");
+}
+
+fn warnings_of(headers: &axum::http::HeaderMap) -> Vec<String> {
+    headers
+        .get_all("warning")
+        .iter()
+        .map(|v| String::from_utf8_lossy(v.as_bytes()).into_owned())
+        .collect()
+}
+
+/// Issue 18, defect 11: a duplicate field was accepted silently (last
+/// wins). Upstream: `Strict` refuses it with 400 naming the field; `Warn`
+/// (the default) answers 201 with a `Warning` header per unknown and
+/// duplicate field; `Ignore` says nothing.
+#[tokio::test]
+async fn duplicate_and_unknown_fields_are_refused_with_strict_and_warned_about_by_default() {
+    let api = api().await;
+    let pods = "/api/v1/namespaces/default/pods";
+    let body = |name: &str| {
+        format!(
+            r#"{{"apiVersion":"v1","kind":"Pod","metadata":{{"name":"x","name":"{name}"}},"spec":{{"foo":1,"containers":[{{"name":"c","image":"busybox"}}]}}}}"#
+        )
+        .into_bytes()
+    };
+    let (s, _, v) = api
+        .call_with_headers(
+            Some(ADMIN),
+            "POST",
+            &format!("{pods}?fieldValidation=Strict"),
+            "application/json",
+            body("strict"),
+        )
+        .await;
+    assert_eq!(s, 400, "{v}");
+    assert_eq!(
+        v["message"],
+        "Pod in version \"v1\" cannot be handled as a Pod: strict decoding error: duplicate field \"metadata.name\", unknown field \"spec.foo\""
+    );
+    let (s, headers, v) = api
+        .call_with_headers(
+            Some(ADMIN),
+            "POST",
+            pods,
+            "application/json",
+            body("warned"),
+        )
+        .await;
+    assert_eq!(s, 201, "{v}");
+    assert_eq!(v["metadata"]["name"], "warned", "the last duplicate wins");
+    assert_eq!(
+        warnings_of(&headers),
+        [
+            r#"299 - "duplicate field \"metadata.name\"""#,
+            r#"299 - "unknown field \"spec.foo\"""#
+        ]
+    );
+    let (s, headers, v) = api
+        .call_with_headers(
+            Some(ADMIN),
+            "POST",
+            &format!("{pods}?fieldValidation=Ignore"),
+            "application/json",
+            body("ignored"),
+        )
+        .await;
+    assert_eq!(s, 201, "{v}");
+    assert!(warnings_of(&headers).is_empty());
+    // YAML's duplicates are named by line, as go-yaml names them.
+    let yaml = "apiVersion: v1\nkind: Pod\nmetadata:\n  name: a\n  name: yamlpod\nspec:\n  containers: [{name: c, image: busybox}]\n";
+    let (s, headers, v) = api
+        .call_with_headers(Some(ADMIN), "POST", pods, "application/yaml", yaml.into())
+        .await;
+    assert_eq!(s, 201, "{v}");
+    assert_eq!(
+        warnings_of(&headers),
+        [r#"299 - "line 5: key \"name\" already set in map""#]
+    );
+    // A patch's own duplicates and the patched object's unknown fields.
+    let (s, headers, v) = api
+        .call_with_headers(
+            Some(ADMIN),
+            "PATCH",
+            &format!("{pods}/warned"),
+            "application/merge-patch+json",
+            br#"{"metadata":{"labels":{"a":"1","a":"2"}},"spec":{"bar":1}}"#.to_vec(),
+        )
+        .await;
+    assert_eq!(s, 200, "{v}");
+    assert_eq!(
+        warnings_of(&headers),
+        [
+            r#"299 - "duplicate field \"metadata.labels.a\"""#,
+            r#"299 - "unknown field \"spec.bar\"""#
+        ]
+    );
+    let (s, _, v) = api
+        .call_with_headers(
+            Some(ADMIN),
+            "PATCH",
+            &format!("{pods}/warned?fieldValidation=Strict&fieldManager=m"),
+            "application/apply-patch+yaml",
+            b"apiVersion: v1\nkind: Pod\nmetadata:\n  labels:\n    b: x\n    b: y\n".to_vec(),
+        )
+        .await;
+    assert_eq!(s, 400, "{v}");
+    assert_eq!(
+        v["message"],
+        "error strict decoding patch: error converting YAML to JSON: yaml: unmarshal errors:\n  line 6: key \"b\" already set in map"
+    );
+}
+
+fn nested_yaml(depth: usize) -> Vec<u8> {
+    format!(
+        "apiVersion: v1\nkind: Pod\nmetadata:\n  name: deep\nspec:\n  a: {}{}\n",
+        "[".repeat(depth),
+        "]".repeat(depth)
+    )
+    .into_bytes()
+}
+
+/// Issue 18, defect 1: a YAML body nested 100,000 deep (200 KB) took
+/// minutes to be refused, on a runtime worker. It is refused with a 400
+/// naming the depth limit, at once (a generous bound: seconds, on a
+/// debug build of a shared machine), as a create and as an apply patch.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_deeply_nested_yaml_body_is_refused_quickly_naming_the_depth_limit() {
+    let api = api().await;
+    let pods = "/api/v1/namespaces/default/pods";
+    let body = nested_yaml(100_000);
+    assert!(body.len() > 200_000);
+    for (method, uri, content_type) in [
+        ("POST", pods.to_string(), "application/yaml"),
+        (
+            "PATCH",
+            format!("{pods}/deep?fieldManager=m"),
+            "application/apply-patch+yaml",
+        ),
+    ] {
+        let started = std::time::Instant::now();
+        let (s, v) = api
+            .call(Some(ADMIN), method, &uri, content_type, body.clone())
+            .await;
+        let elapsed = started.elapsed();
+        assert_eq!(s, 400, "{method}: {v}");
+        let message = v["message"].as_str().unwrap_or_default();
+        assert!(message.contains("exceeded max depth of 128"), "{message}");
+        assert!(
+            elapsed < std::time::Duration::from_secs(5),
+            "{method}: {elapsed:?}"
+        );
+    }
+    // The limit is the server's to lower; below it the body is read.
+    let api = api_with(ApiConfig {
+        body: berth_apiserver::body::BodyLimits { max_depth: 8 },
+        ..ApiConfig::default()
+    })
+    .await;
+    let (s, v) = api
+        .call(
+            Some(ADMIN),
+            "POST",
+            pods,
+            "application/yaml",
+            nested_yaml(8),
+        )
+        .await;
+    assert_eq!(s, 400, "{v}");
+    assert!(
+        v["message"]
+            .as_str()
+            .unwrap_or_default()
+            .contains("exceeded max depth of 8"),
+        "{v}"
+    );
+    let (s, v) = api
+        .call(
+            Some(ADMIN),
+            "POST",
+            pods,
+            "application/yaml",
+            nested_yaml(2),
+        )
+        .await;
+    assert_eq!(s, 201, "{v}");
 }
