@@ -351,9 +351,18 @@ impl ApiServer {
         let query = parts.uri.query().unwrap_or("").to_string();
         let started = std::time::Instant::now();
         let info = request_info::parse(method.as_str(), &path, &query);
+        let mut served = None;
         let response = crate::warnings::collect(async {
             match self
-                .serve(&parts.method, &path, &query, &parts.headers, body, &info)
+                .serve(
+                    &parts.method,
+                    &path,
+                    &query,
+                    &parts.headers,
+                    body,
+                    &info,
+                    &mut served,
+                )
                 .await
             {
                 Ok(response) => response,
@@ -361,7 +370,20 @@ impl ApiServer {
             }
         })
         .await;
-        crate::metrics::observe(&info, response.status().as_u16(), started.elapsed());
+        if let Some(served) = served {
+            let content_type = parts
+                .headers
+                .get(header::CONTENT_TYPE)
+                .and_then(|v| v.to_str().ok())
+                .unwrap_or("");
+            crate::metrics::observe(
+                &info,
+                served,
+                content_type,
+                response.status().as_u16(),
+                started.elapsed(),
+            );
+        }
         response
     }
 
@@ -373,6 +395,7 @@ impl ApiServer {
         headers: &HeaderMap,
         body: Body,
         info: &RequestInfo,
+        served: &mut Option<crate::metrics::Served>,
     ) -> ApiResult<Response> {
         // Health and version are public, as upstream's default RBAC makes them.
         match path {
@@ -403,7 +426,13 @@ impl ApiServer {
         let authorization = headers
             .get(header::AUTHORIZATION)
             .and_then(|v| v.to_str().ok());
-        let user = self.auth.authenticate(authorization)?;
+        let authenticated = self.auth.authenticate(authorization);
+        crate::metrics::authentication_attempt(match &authenticated {
+            Ok(_) => crate::metrics::AuthenticationResult::Success,
+            Err(e) if e.code == 401 => crate::metrics::AuthenticationResult::Failure,
+            Err(_) => crate::metrics::AuthenticationResult::Error,
+        });
+        let user = authenticated?;
         if path == "/metrics" {
             if !user.in_group(crate::auth::GROUP_MASTERS) {
                 return Err(ApiError::forbidden_raw(format!(
@@ -427,10 +456,21 @@ impl ApiServer {
         let Some(rt) = resources::lookup(&info.api_group, &info.api_version, &info.resource) else {
             return Err(ApiError::path_not_found(path));
         };
-        if !info.subresource.is_empty() && rt.subresource(&info.subresource).is_none() {
-            return Err(ApiError::path_not_found(path));
-        }
-        authorize(&user, info)?;
+        let subresource = match info.subresource.as_str() {
+            "" => "",
+            sub => {
+                rt.subresource(sub)
+                    .ok_or_else(|| ApiError::path_not_found(path))?
+                    .name
+            }
+        };
+        let authorized = authorize(&user, info);
+        crate::metrics::authorization_attempt(authorized.is_ok());
+        authorized?;
+        *served = Some(crate::metrics::Served {
+            resource: rt,
+            subresource,
+        });
         let limit = self.config.max_request_body_bytes;
         let body = axum::body::to_bytes(body, limit)
             .await
