@@ -124,8 +124,13 @@ fn store_error(rt: &ResourceType, name: &str, err: StoreError) -> ApiError {
             requested,
             compacted,
         } => ApiError::expired(requested, compacted.unwrap_or(0)),
-        StoreError::ValueTooLarge { .. } => ApiError::too_large(MAX_BODY_BYTES),
-        StoreError::InvalidKey { .. } => ApiError::bad_request(err.to_string()),
+        StoreError::ValueTooLarge { .. } => ApiError::object_too_large(),
+        StoreError::InvalidKey { .. } | StoreError::InvalidArgument(_) => {
+            ApiError::bad_request(err.to_string())
+        }
+        StoreError::InvalidContinue(why) => {
+            ApiError::bad_request(format!("invalid continue token: {why}"))
+        }
         other => ApiError::internal(other),
     }
 }
@@ -164,6 +169,17 @@ impl Query {
             }),
         }
     }
+    /// The parameters that choose what a list or watch reads.
+    fn list_params(&self, watch: bool) -> crate::list_options::ListParams<'_> {
+        crate::list_options::ListParams {
+            watch,
+            resource_version: self.get("resourceVersion"),
+            resource_version_match: self.get("resourceVersionMatch"),
+            continue_token: self.get("continue"),
+            send_initial_events: self.get("sendInitialEvents"),
+        }
+    }
+
     /// `fieldValidation` (see [`Directive`]).
     fn field_validation(&self) -> ApiResult<Directive> {
         Directive::parse(self.get("fieldValidation"))
@@ -1380,20 +1396,31 @@ impl ApiServer {
         query: &Query,
         headers: &HeaderMap,
     ) -> ApiResult<Response> {
+        let params = query.list_params(false);
+        let matching = params.validate()?;
         let filter = Filter::new(rt, ns, query)?;
         let limit = query.int("limit")?.unwrap_or(0).max(0) as usize;
         let table = crate::table_output::wants_table(headers, query.get("includeObject"))?;
-        if limit > 0 || query.get("continue").is_some() {
-            return self.list_paged(rt, ns, &filter, limit, query, table).await;
+        // Paginated lists and lists at exactly one revision read the store.
+        if limit > 0
+            || params.continue_token.is_some()
+            || matching == crate::list_options::Match::Exact
+        {
+            let prefix = rt.prefix(Some(ns));
+            let (continue_from, revision) = params.paginated_start(matching, limit, &prefix)?;
+            let options = ListOptions {
+                limit,
+                continue_from,
+                revision,
+            };
+            return self.list_paged(rt, &prefix, &filter, options, table).await;
         }
         let cache = self.cache(rt)?;
-        match query.get("resourceVersion") {
+        match params.resource_version {
             // "0": any cached state will do.
             Some("0") => {}
             Some(rv) => {
-                let rv: i64 = rv.parse().map_err(|_| {
-                    ApiError::bad_request(format!("invalid resource version: {rv}"))
-                })?;
+                let rv = crate::list_options::parse_resource_version(rv)?;
                 cache.wait_for(rv).await?;
             }
             None => {
@@ -1416,27 +1443,18 @@ impl ApiServer {
     async fn list_paged(
         &self,
         rt: &ResourceType,
-        ns: &str,
+        prefix: &str,
         filter: &Filter,
-        limit: usize,
-        query: &Query,
+        options: ListOptions,
         table: Option<crate::table_output::Include>,
     ) -> ApiResult<Response> {
-        let continue_from = match query.get("continue") {
-            Some(token) => Some(decode_continue(token)?),
-            None => None,
-        };
-        let options = ListOptions {
-            limit,
-            continue_from,
-            revision: None,
-        };
+        let continues = options.continue_from.is_some();
         let page = self
             .store
-            .list(&rt.prefix(Some(ns)), options)
+            .list(prefix, options)
             .await
             .map_err(|e| match e {
-                StoreError::Gone { .. } => ApiError::continue_expired(),
+                StoreError::Gone { .. } if continues => ApiError::continue_expired(),
                 e => store_error(rt, "", e),
             })?;
         let mut jsons = Vec::new();
@@ -1451,7 +1469,10 @@ impl ApiServer {
                 jsons.push(Arc::<str>::from(object.to_string()));
             }
         }
-        let token = page.next.as_ref().map(encode_continue);
+        let token = page
+            .next
+            .as_ref()
+            .map(|next| crate::list_options::encode_continue(next, prefix));
         if let Some(include) = table {
             return crate::table_output::respond(
                 rt,
@@ -1473,6 +1494,7 @@ impl ApiServer {
         headers: &HeaderMap,
         external: Option<&'static ResourceType>,
     ) -> ApiResult<Response> {
+        query.list_params(true).validate()?;
         let filter = Arc::new(Filter::new(rt, ns, query)?);
         let table = crate::table_output::wants_table(headers, query.get("includeObject"))?;
         let cache = self.cache(rt)?.clone();
@@ -1656,32 +1678,6 @@ fn list_response(rt: &ResourceType, items: &[Arc<str>], rv: i64, next: Option<&s
     }
     out.push_str("]}");
     bytes_response(200, out.into_bytes())
-}
-
-fn encode_continue(next: &berth_store::Continue) -> String {
-    use base64::Engine;
-    let token = json!({"v": "meta.k8s.io/v1", "rv": next.revision, "start": next.start_key});
-    base64::engine::general_purpose::URL_SAFE_NO_PAD.encode(token.to_string())
-}
-
-fn decode_continue(token: &str) -> ApiResult<berth_store::Continue> {
-    use base64::Engine;
-    let invalid = || ApiError::bad_request(format!("invalid continue token {token:?}"));
-    let bytes = base64::engine::general_purpose::URL_SAFE_NO_PAD
-        .decode(token)
-        .map_err(|_| invalid())?;
-    let value: Value = serde_json::from_slice(&bytes).map_err(|_| invalid())?;
-    Ok(berth_store::Continue {
-        revision: value
-            .get("rv")
-            .and_then(Value::as_i64)
-            .ok_or_else(invalid)?,
-        start_key: value
-            .get("start")
-            .and_then(Value::as_str)
-            .ok_or_else(invalid)?
-            .to_string(),
-    })
 }
 
 /// Which objects a list or watch returns: the namespace and the selectors.

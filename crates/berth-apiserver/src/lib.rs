@@ -26,6 +26,7 @@ pub mod discovery;
 pub mod field_validation;
 pub mod in_process;
 mod json_path;
+pub mod list_options;
 pub mod metrics;
 pub mod objects;
 pub mod openapi;

@@ -1128,3 +1128,115 @@ async fn a_deeply_nested_yaml_body_is_refused_quickly_naming_the_depth_limit() {
         .await;
     assert_eq!(s, 201, "{v}");
 }
+
+fn continue_token(json: &str) -> String {
+    use base64::Engine;
+    base64::engine::general_purpose::URL_SAFE_NO_PAD.encode(json)
+}
+
+/// Issue 18, defect 11: answers that differed from upstream's.
+#[tokio::test]
+async fn request_inputs_get_upstreams_answers() {
+    let api = api().await;
+    let pods = "/api/v1/namespaces/default/pods";
+    for i in 0..3 {
+        api.create(pods, pod(&format!("p{i}"))).await;
+    }
+    let (s, page) = api
+        .req("GET", &format!("{pods}?limit=2"), Value::Null)
+        .await;
+    assert_eq!(s, 200, "{page}");
+    let token = page["metadata"]["continue"]
+        .as_str()
+        .unwrap_or_default()
+        .to_string();
+    let (s, rest) = api
+        .req(
+            "GET",
+            &format!("{pods}?limit=2&continue={token}"),
+            Value::Null,
+        )
+        .await;
+    assert_eq!(s, 200, "{rest}");
+    assert_eq!(rest["items"][0]["metadata"]["name"], "p2");
+    // A crafted, well-formed token reaching outside the list: 400, where a
+    // token naming another prefix was a 500.
+    let rv = page["metadata"]["resourceVersion"].as_str().unwrap_or("1");
+    let crafted = continue_token(&format!(
+        r#"{{"v":"meta.k8s.io/v1","rv":{rv},"start":"../../secrets/x"}}"#
+    ));
+    let (s, v) = api
+        .req(
+            "GET",
+            &format!("{pods}?limit=2&continue={crafted}"),
+            Value::Null,
+        )
+        .await;
+    assert_eq!(s, 400, "{v}");
+    assert_eq!(
+        v["message"],
+        "invalid continue token: continue key is not valid: ../../secrets/x"
+    );
+    let (s, v) = api
+        .req(
+            "GET",
+            &format!("{pods}?limit=2&continue={token}&resourceVersion=5"),
+            Value::Null,
+        )
+        .await;
+    assert_eq!(s, 400, "{v}");
+    assert_eq!(
+        v["message"],
+        "specifying resource version is not allowed when using continue"
+    );
+    // resourceVersionMatch: upstream's ValidateListOptions (a 422 Invalid).
+    let (s, v) = api
+        .req(
+            "GET",
+            &format!("{pods}?resourceVersion=1&resourceVersionMatch=bogus"),
+            Value::Null,
+        )
+        .await;
+    assert_eq!(s, 422, "{v}");
+    assert_eq!(
+        v["message"],
+        "ListOptions.meta.k8s.io \"\" is invalid: resourceVersionMatch: Unsupported value: \"bogus\": supported values: \"Exact\", \"NotOlderThan\", \"\""
+    );
+    let (s, v) = api
+        .req(
+            "GET",
+            &format!("{pods}?resourceVersionMatch=NotOlderThan"),
+            Value::Null,
+        )
+        .await;
+    assert_eq!(s, 422, "{v}");
+    // Exact reads the list as it was at that revision.
+    let (s, v) = api
+        .req(
+            "GET",
+            &format!("{pods}?resourceVersion={rv}&resourceVersionMatch=Exact"),
+            Value::Null,
+        )
+        .await;
+    assert_eq!(s, 200, "{v}");
+    assert_eq!(v["metadata"]["resourceVersion"], rv);
+    assert_eq!(v["items"].as_array().map(Vec::len), Some(3));
+    // Annotations over 256 KiB in all: upstream's 422 on metadata.annotations.
+    let mut big = pod("annotated");
+    big["metadata"]["annotations"] =
+        json!({"a": "x".repeat(128 * 1024), "b": "y".repeat(128 * 1024)});
+    let (s, v) = api.req("POST", pods, big).await;
+    assert_eq!(s, 422, "{v}");
+    assert_eq!(
+        v["message"],
+        "Pod \"annotated\" is invalid: metadata.annotations: Too long: may not be more than 262144 bytes"
+    );
+    assert_eq!(v["details"]["causes"][0]["field"], "metadata.annotations");
+    // An object the store cannot keep (over etcd's 1.5 MiB): 413 with
+    // etcd's words, not a 500.
+    let mut huge = pod("huge");
+    huge["spec"]["containers"][0]["args"] = json!(vec!["z".repeat(1024); 1600]);
+    let (s, v) = api.req("POST", pods, huge).await;
+    assert_eq!(s, 413, "{v}");
+    assert_eq!(v["message"], "etcdserver: request is too large");
+}
