@@ -1617,11 +1617,7 @@ fn validate_patched_fields(
 
 /// A patch engine refusal as the API reports it.
 fn patch_error(e: crate::patch::PatchError) -> ApiError {
-    let reason = match e.reason() {
-        "" => "InternalError",
-        r => r,
-    };
-    let mut err = ApiError::new(e.http_status(), reason, e.to_string());
+    let mut err = ApiError::new(e.http_status(), e.reason(), e.to_string());
     if let crate::patch::PatchError::Unprocessable { detail } = &e {
         err = err.with_details(
             json!({"causes": [{"reason": "UnexpectedServerResponse", "message": detail}]}),

@@ -1240,3 +1240,65 @@ async fn request_inputs_get_upstreams_answers() {
     assert_eq!(s, 413, "{v}");
     assert_eq!(v["message"], "etcdserver: request is too large");
 }
+
+/// Issue 18, defect 11: an apply patch with a wrong type inside a list was
+/// a 500 from the strategic-merge path. No malformed patch of any type is
+/// a server error.
+#[tokio::test]
+async fn patches_that_do_not_fit_the_object_are_client_errors() {
+    let api = api().await;
+    let pods = "/api/v1/namespaces/default/pods";
+    api.create(pods, pod("web")).await;
+    struct Case {
+        content_type: &'static str,
+        body: &'static str,
+    }
+    let cases = [
+        Case {
+            content_type: "application/apply-patch+yaml",
+            body: r#"{"apiVersion":"v1","kind":"Pod","spec":{"containers":[1]}}"#,
+        },
+        Case {
+            content_type: "application/apply-patch+yaml",
+            body: "apiVersion: v1\nkind: Pod\nspec:\n  containers:\n  - [a]\n",
+        },
+        Case {
+            content_type: "application/strategic-merge-patch+json",
+            body: r#"{"spec":{"containers":["x"]}}"#,
+        },
+        Case {
+            content_type: "application/strategic-merge-patch+json",
+            body: r#"{"spec":{"containers":[{"image":"x"}]}}"#,
+        },
+        Case {
+            content_type: "application/strategic-merge-patch+json",
+            body: r#"{"spec":{"tolerations":{"a":1}}}"#,
+        },
+        Case {
+            content_type: "application/merge-patch+json",
+            body: r#"{"spec":{"containers":[1]}}"#,
+        },
+        Case {
+            content_type: "application/json-patch+json",
+            body: r#"[{"op":"add","path":"/spec/containers/0","value":1}]"#,
+        },
+    ];
+    for case in cases {
+        let (s, v) = api
+            .call(
+                Some(ADMIN),
+                "PATCH",
+                &format!("{pods}/web?fieldManager=m"),
+                case.content_type,
+                case.body.as_bytes().to_vec(),
+            )
+            .await;
+        assert!(
+            s.is_client_error(),
+            "{} {}: {s} {v}",
+            case.content_type,
+            case.body
+        );
+        assert_eq!(v["kind"], "Status", "{v}");
+    }
+}

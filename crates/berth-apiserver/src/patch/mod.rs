@@ -15,7 +15,8 @@
 //! with the generic message and the detail as a cause, more than 10,000
 //! JSON patch operations is 413, and strategic-merge errors are classified
 //! as upstream's `interpretStrategicMergePatchError` does (400 for
-//! malformed directives, 422 for lists of lists, 500 for the rest).
+//! malformed directives, 422 for lists of lists; the rest, which upstream
+//! leaves a 500, are 400 here: no malformed patch is a server error).
 //!
 //! What the caller does, as upstream's handler does around this step:
 //! answer 415 for an unknown Content-Type
@@ -180,10 +181,6 @@ pub enum PatchError {
     /// resource accepts.
     #[error("{message}")]
     UnsupportedMediaType { message: String },
-    /// 500: an error upstream returns unclassified (kube-apiserver's
-    /// `ErrorToAPIStatus` makes it a 500 with the error text).
-    #[error("{message}")]
-    Internal { message: String },
 }
 
 impl PatchError {
@@ -195,12 +192,10 @@ impl PatchError {
             PatchError::Conflict { .. } => 409,
             PatchError::RequestEntityTooLarge { .. } => 413,
             PatchError::UnsupportedMediaType { .. } => 415,
-            PatchError::Internal { .. } => 500,
         }
     }
 
-    /// The `reason` of the `metav1.Status` upstream answers with (empty
-    /// for an unclassified 500, whose reason upstream leaves unset).
+    /// The `reason` of the `metav1.Status` upstream answers with.
     pub fn reason(&self) -> &'static str {
         match self {
             PatchError::BadRequest { .. } => "BadRequest",
@@ -208,7 +203,6 @@ impl PatchError {
             PatchError::Conflict { .. } => "Conflict",
             PatchError::RequestEntityTooLarge { .. } => "RequestEntityTooLarge",
             PatchError::UnsupportedMediaType { .. } => "UnsupportedMediaType",
-            PatchError::Internal { .. } => "",
         }
     }
 
@@ -236,7 +230,13 @@ impl From<strategic::SmpError> for PatchError {
         match e {
             strategic::SmpError::BadRequest(message) => PatchError::BadRequest { message },
             strategic::SmpError::Unprocessable(detail) => PatchError::Unprocessable { detail },
-            strategic::SmpError::Internal(message) => PatchError::Internal { message },
+            // Upstream leaves these unclassified, so a strategic merge
+            // patch that does not fit the object (a number where the
+            // schema has a list of objects) was a 500, and berth's apply,
+            // merged the same way, too. They are the patch's fault: 400,
+            // as upstream's apply answers a patch that does not fit the
+            // schema.
+            strategic::SmpError::Internal(message) => PatchError::BadRequest { message },
         }
     }
 }
