@@ -549,6 +549,11 @@ impl ApiServer {
             (_, "get", "log") if rt == &PODS => self.pod_log(ns, name, raw_query, user).await,
             (_, "list", _) => self.list(rt, ns, &query, headers).await,
             (_, "watch", _) => self.watch(rt, ns, &query, headers, external).await,
+            // Namespaced types are created in a namespace: upstream serves
+            // no POST on the all-namespaces path (405).
+            (_, "create", "") if rt.namespaced && ns.is_empty() => {
+                Err(ApiError::method_not_allowed("POST", rt.plural))
+            }
             (_, "create", "") => self.create(rt, ns, headers, &body, &query, user).await,
             (_, "create", "binding") => self.bind(ns, name, headers, &body).await,
             (_, "create", "eviction") => self.evict(ns, name, headers, &body, user).await,
