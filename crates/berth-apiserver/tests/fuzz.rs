@@ -29,6 +29,7 @@ use berth_apiserver::body::{BodyLimits, DecodeError, Format};
 use berth_apiserver::patch::{PatchKind, PatchType, apply_patch};
 use berth_apiserver::server::router;
 use berth_core::clock::Clock;
+use berth_core::fuzz::{PER_INPUT, config as fuzz_config, mutated, seeds, text_over};
 use berth_store::{AnyStore, RedbStore};
 use proptest::prelude::*;
 use serde_json::{Value, json};
@@ -208,63 +209,6 @@ proptest! {
 const BODY_CASES: u32 = 2_000;
 const PARSER_CASES: u32 = 2_000;
 
-/// A fixed seed: CI runs the same cases every time (a failure is
-/// reproducible from the test's name alone); the seed is changed by hand
-/// to explore further.
-fn fuzz_config(cases: u32) -> ProptestConfig {
-    ProptestConfig {
-        cases,
-        rng_seed: proptest::test_runner::RngSeed::Fixed(18),
-        failure_persistence: None,
-        ..ProptestConfig::default()
-    }
-}
-
-/// The time any one input may take (generous: a debug build on a shared
-/// 2-core machine; real inputs take micro- to milliseconds).
-const PER_INPUT: std::time::Duration = std::time::Duration::from_secs(2);
-
-/// `seeds` with up to 8 random edits (insert, delete or replace a
-/// character from `alphabet`).
-fn mutated(
-    seeds: &'static [&'static str],
-    alphabet: &'static str,
-) -> impl Strategy<Value = String> {
-    let chars: Vec<char> = alphabet.chars().collect();
-    (
-        prop::sample::select(seeds.to_vec()),
-        prop::collection::vec(
-            (
-                any::<prop::sample::Index>(),
-                0..3u8,
-                prop::sample::select(chars),
-            ),
-            0..8,
-        ),
-    )
-        .prop_map(|(seed, edits)| {
-            let mut text: Vec<char> = seed.chars().collect();
-            for (at, op, c) in edits {
-                let i = at.index(text.len() + 1);
-                match op {
-                    0 => text.insert(i, c),
-                    1 if i < text.len() => {
-                        text.remove(i);
-                    }
-                    _ if i < text.len() => text[i] = c,
-                    _ => text.push(c),
-                }
-            }
-            text.into_iter().collect()
-        })
-}
-
-/// Text over `alphabet`, up to `len` characters.
-fn text_over(alphabet: &'static str, len: usize) -> impl Strategy<Value = String> {
-    let chars: Vec<char> = alphabet.chars().collect();
-    prop::collection::vec(prop::sample::select(chars), 0..len).prop_map(|c| c.into_iter().collect())
-}
-
 const YAML_SEEDS: &[&str] = &[
     "apiVersion: v1\nkind: Pod\nmetadata:\n  name: web\n  labels: {app: web}\nspec:\n  containers:\n  - name: c\n    image: nginx\n    args: [\"--a\", '--b']\n",
     "a: &x {b: [1, 2.5, yes, ~, 0x1f, 012]}\nc: *x\nd:\n  <<: *x\n  e: |\n    text\n",
@@ -277,7 +221,7 @@ const YAML_SEEDS: &[&str] = &[
 
 fn yaml_text() -> impl Strategy<Value = String> {
     prop_oneof![
-        mutated(YAML_SEEDS, " \n-:[]{},&*!|>'\"#?%@`~.0aZ<"),
+        mutated(seeds(YAML_SEEDS), " \n-:[]{},&*!|>'\"#?%@`~.0aZ<"),
         text_over(" \n\t-:[]{},&*!|>'\"#?a1", 120),
         // Deep nesting, flow and block, past any depth limit.
         (1usize..3000, any::<bool>()).prop_map(|(depth, flow)| if flow {
@@ -294,10 +238,10 @@ fn json_text() -> impl Strategy<Value = String> {
     prop_oneof![
         json_value().prop_map(|v| v.to_string()),
         mutated(
-            &[
+            seeds(&[
                 r#"{"metadata":{"name":"a","name":"b"},"spec":{"x":[1,2,{"y":null}]}}"#,
                 "[1e400, -0, 1.5e-9, \"\\ud800\"]"
-            ],
+            ]),
             "{}[]\",:0123456789.eE+-ntrufals\\ "
         ),
         (1usize..3000).prop_map(|depth| format!("{}{}", "[".repeat(depth), "]".repeat(depth))),
@@ -373,7 +317,7 @@ proptest! {
     fn patches_apply_or_are_refused_with_4xx(
         patch_type in prop::sample::select(PatchType::ALL.to_vec()),
         patch in prop_oneof![
-            mutated(PATCH_SEEDS, "{}[]\",:$/0a-~ \nnull"),
+            mutated(seeds(PATCH_SEEDS), "{}[]\",:$/0a-~ \nnull"),
             json_value().prop_map(|v| v.to_string()),
             yaml_text(),
         ],
@@ -391,11 +335,11 @@ proptest! {
     #[test]
     fn selectors_parse_or_are_refused_with_400(
         labels in prop_oneof![
-            mutated(&["app=web,tier!=db", "env in (prod, qa),!x,y", "a notin (b),c>3,d<1", "k8s.io/app==v,x"], "=!,() <>a-z./_0123456789inot"),
+            mutated(seeds(&["app=web,tier!=db", "env in (prod, qa),!x,y", "a notin (b),c>3,d<1", "k8s.io/app==v,x"]), "=!,() <>a-z./_0123456789inot"),
             text_over("=!,() <>az./_9", 60),
         ],
         fields in prop_oneof![
-            mutated(&["spec.nodeName=n1,metadata.namespace!=kube-system", "status.phase=Running", "metadata.name==a\\,b"], "=!,\\.abcdefghijklmnopqrstuvwxyzN "),
+            mutated(seeds(&["spec.nodeName=n1,metadata.namespace!=kube-system", "status.phase=Running", "metadata.name==a\\,b"]), "=!,\\.abcdefghijklmnopqrstuvwxyzN "),
             text_over("=!,\\.az ", 60),
         ],
     ) {
@@ -413,7 +357,7 @@ proptest! {
     fn continue_tokens_decode_or_are_refused_with_400(
         token in prop_oneof![
             "[A-Za-z0-9_=+/%-]{0,80}",
-            mutated(&[r#"{"v":"meta.k8s.io/v1","rv":5,"start":"web\u0000"}"#, r#"{"v":"meta.k8s.io/v1","rv":-1,"start":"../a//b/./c"}"#], "{}\":,./\\0123456789-a").prop_map(|json| {
+            mutated(seeds(&[r#"{"v":"meta.k8s.io/v1","rv":5,"start":"web\u0000"}"#, r#"{"v":"meta.k8s.io/v1","rv":-1,"start":"../a//b/./c"}"#]), "{}\":,./\\0123456789-a").prop_map(|json| {
                 use base64::Engine;
                 base64::engine::general_purpose::URL_SAFE_NO_PAD.encode(json)
             }),

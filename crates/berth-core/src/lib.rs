@@ -21,6 +21,8 @@ pub use k8s_openapi as k8s;
 pub mod clock;
 pub mod duration;
 pub mod feature_gates;
+#[cfg(any(test, feature = "test-util"))]
+pub mod fuzz;
 pub mod manifest;
 pub mod quantity;
 pub mod taint_spec;
