@@ -326,16 +326,30 @@ impl Client {
         Ok((status, body))
     }
 
-    /// A JSON merge patch that must succeed (200).
-    pub(crate) async fn merge_patch(&self, path: &str, body: Bytes) -> anyhow::Result<()> {
-        let mut request = self.request(Method::PATCH, path, body)?;
+    /// One request with a body of `content_type`, the whole response read.
+    pub(crate) async fn call_as(
+        &self,
+        method: Method,
+        path: &str,
+        content_type: &'static str,
+        body: Bytes,
+    ) -> anyhow::Result<(StatusCode, Bytes)> {
+        let mut request = self.request(method, path, body)?;
         request.headers_mut().insert(
             header::CONTENT_TYPE,
-            header::HeaderValue::from_static("application/merge-patch+json"),
+            header::HeaderValue::from_static(content_type),
         );
         let response = self.send(request).await?;
         let status = response.status();
         let body = response.into_body().collect().await?.to_bytes();
+        Ok((status, body))
+    }
+
+    /// A JSON merge patch that must succeed (200).
+    pub(crate) async fn merge_patch(&self, path: &str, body: Bytes) -> anyhow::Result<()> {
+        let (status, body) = self
+            .call_as(Method::PATCH, path, "application/merge-patch+json", body)
+            .await?;
         if status != StatusCode::OK {
             bail!(
                 "PATCH {path}: {status}: {}",
@@ -743,7 +757,7 @@ pub(crate) async fn start_server(berth: &Path, data_dir: &Path) -> anyhow::Resul
 /// pods this benchmark loads are bound to nodes that never heart-beat, so
 /// the node lifecycle controller would start tainting and evicting them a
 /// minute in, and the scheduler would cache every pod.
-const API_SERVER_ONLY: &[&str] = &[
+pub(crate) const API_SERVER_ONLY: &[&str] = &[
     "--disable-scheduler",
     "--controllers=-node-lifecycle-controller,-taint-eviction-controller",
 ];

@@ -6,6 +6,7 @@
 mod apiserver_bench;
 mod controllers_bench;
 mod core_bench;
+mod hostile_yaml_bench;
 mod measure;
 mod scenario_bench;
 mod scheduler_bench;
@@ -57,6 +58,9 @@ enum Bench {
     /// N simulated nodes heart-beating against a `berth server` child process: lease
     /// renewals/s, server and sim CPU and memory, nodes whose lease ever lapsed.
     Sim(sim_bench::SimArgs),
+    /// Clients sending deeply nested YAML bodies to a `berth server` child
+    /// process: latency of another client's GET of a pod meanwhile.
+    HostileYaml(hostile_yaml_bench::HostileYamlArgs),
     /// Whole-cluster scenarios in virtual time (`berth sim --scenario`): real
     /// time for hours of a small cluster with the scheduler and controllers.
     Scenario(scenario_bench::ScenarioArgs),
@@ -73,6 +77,7 @@ fn main() -> anyhow::Result<()> {
         Bench::Controllers(args) => serde_json::to_value(controllers_bench::run(&args)?)?,
         Bench::Sim(args) => serde_json::to_value(sim_bench::run(&args)?)?,
         Bench::Scenario(args) => serde_json::to_value(scenario_bench::run(&args)?)?,
+        Bench::HostileYaml(args) => serde_json::to_value(hostile_yaml_bench::run(&args)?)?,
     };
     println!("{}", serde_json::to_string_pretty(&report)?);
     Ok(())
