@@ -403,6 +403,9 @@ impl ApiServer {
         response
     }
 
+    /// Serves a request; `served` is set once it is routed to a served
+    /// resource and authorized (what the request metrics count).
+    #[allow(clippy::too_many_arguments)]
     async fn serve(
         self: &Arc<Self>,
         method: &Method,
