@@ -28,13 +28,8 @@ use crate::request_info::RequestInfo;
 
 #[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
 struct RequestLabels {
-    verb: &'static str,
-    group: &'static str,
-    version: &'static str,
-    resource: &'static str,
-    subresource: &'static str,
-    scope: &'static str,
-    component: &'static str,
+    #[prometheus(flatten)]
+    route: DurationLabels,
     code: u16,
 }
 
@@ -196,13 +191,7 @@ pub fn observe(
         .observe(elapsed.as_secs_f64());
     m.requests
         .get_or_create(&RequestLabels {
-            verb: labels.verb,
-            group: labels.group,
-            version: labels.version,
-            resource: labels.resource,
-            subresource: labels.subresource,
-            scope: labels.scope,
-            component: labels.component,
+            route: labels,
             code,
         })
         .inc();

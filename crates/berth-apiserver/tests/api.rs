@@ -967,91 +967,101 @@ async fn duplicate_and_unknown_fields_are_refused_with_strict_and_warned_about_b
         )
         .into_bytes()
     };
-    let (s, _, v) = api
-        .call_with_headers(
-            Some(ADMIN),
-            "POST",
-            &format!("{pods}?fieldValidation=Strict"),
-            "application/json",
-            body("strict"),
-        )
-        .await;
-    assert_eq!(s, 400, "{v}");
-    assert_eq!(
-        v["message"],
-        "Pod in version \"v1\" cannot be handled as a Pod: strict decoding error: duplicate field \"metadata.name\", unknown field \"spec.foo\""
-    );
-    let (s, headers, v) = api
-        .call_with_headers(
-            Some(ADMIN),
-            "POST",
-            pods,
-            "application/json",
-            body("warned"),
-        )
-        .await;
-    assert_eq!(s, 201, "{v}");
-    assert_eq!(v["metadata"]["name"], "warned", "the last duplicate wins");
-    assert_eq!(
-        warnings_of(&headers),
-        [
-            r#"299 - "duplicate field \"metadata.name\"""#,
-            r#"299 - "unknown field \"spec.foo\"""#
-        ]
-    );
-    let (s, headers, v) = api
-        .call_with_headers(
-            Some(ADMIN),
-            "POST",
-            &format!("{pods}?fieldValidation=Ignore"),
-            "application/json",
-            body("ignored"),
-        )
-        .await;
-    assert_eq!(s, 201, "{v}");
-    assert!(warnings_of(&headers).is_empty());
-    // YAML's duplicates are named by line, as go-yaml names them.
-    let yaml = "apiVersion: v1\nkind: Pod\nmetadata:\n  name: a\n  name: yamlpod\nspec:\n  containers: [{name: c, image: busybox}]\n";
-    let (s, headers, v) = api
-        .call_with_headers(Some(ADMIN), "POST", pods, "application/yaml", yaml.into())
-        .await;
-    assert_eq!(s, 201, "{v}");
-    assert_eq!(
-        warnings_of(&headers),
-        [r#"299 - "line 5: key \"name\" already set in map""#]
-    );
-    // A patch's own duplicates and the patched object's unknown fields.
-    let (s, headers, v) = api
-        .call_with_headers(
-            Some(ADMIN),
-            "PATCH",
-            &format!("{pods}/warned"),
-            "application/merge-patch+json",
-            br#"{"metadata":{"labels":{"a":"1","a":"2"}},"spec":{"bar":1}}"#.to_vec(),
-        )
-        .await;
-    assert_eq!(s, 200, "{v}");
-    assert_eq!(
-        warnings_of(&headers),
-        [
-            r#"299 - "duplicate field \"metadata.labels.a\"""#,
-            r#"299 - "unknown field \"spec.bar\"""#
-        ]
-    );
-    let (s, _, v) = api
-        .call_with_headers(
-            Some(ADMIN),
-            "PATCH",
-            &format!("{pods}/warned?fieldValidation=Strict&fieldManager=m"),
-            "application/apply-patch+yaml",
-            b"apiVersion: v1\nkind: Pod\nmetadata:\n  labels:\n    b: x\n    b: y\n".to_vec(),
-        )
-        .await;
-    assert_eq!(s, 400, "{v}");
-    assert_eq!(
-        v["message"],
-        "error strict decoding patch: error converting YAML to JSON: yaml: unmarshal errors:\n  line 6: key \"b\" already set in map"
-    );
+    struct Case {
+        name: &'static str,
+        method: &'static str,
+        uri: String,
+        content_type: &'static str,
+        body: Vec<u8>,
+        code: u16,
+        /// The Warning headers, or the refusal's message.
+        want: Vec<&'static str>,
+    }
+    let cases = [
+        Case {
+            name: "strict refuses duplicate and unknown fields",
+            method: "POST",
+            uri: format!("{pods}?fieldValidation=Strict"),
+            content_type: "application/json",
+            body: body("strict"),
+            code: 400,
+            want: vec![
+                "Pod in version \"v1\" cannot be handled as a Pod: strict decoding error: duplicate field \"metadata.name\", unknown field \"spec.foo\"",
+            ],
+        },
+        Case {
+            name: "warn (the default) names them, the last duplicate wins",
+            method: "POST",
+            uri: pods.to_string(),
+            content_type: "application/json",
+            body: body("warned"),
+            code: 201,
+            want: vec![
+                r#"299 - "duplicate field \"metadata.name\"""#,
+                r#"299 - "unknown field \"spec.foo\"""#,
+            ],
+        },
+        Case {
+            name: "ignore says nothing",
+            method: "POST",
+            uri: format!("{pods}?fieldValidation=Ignore"),
+            content_type: "application/json",
+            body: body("ignored"),
+            code: 201,
+            want: vec![],
+        },
+        Case {
+            name: "yaml's duplicates are named by line, as go-yaml names them",
+            method: "POST",
+            uri: pods.to_string(),
+            content_type: "application/yaml",
+            body: b"apiVersion: v1\nkind: Pod\nmetadata:\n  name: a\n  name: yamlpod\nspec:\n  containers: [{name: c, image: busybox}]\n".to_vec(),
+            code: 201,
+            want: vec![r#"299 - "line 5: key \"name\" already set in map""#],
+        },
+        Case {
+            name: "a patch's own duplicates and the patched object's unknown fields",
+            method: "PATCH",
+            uri: format!("{pods}/warned"),
+            content_type: "application/merge-patch+json",
+            body: br#"{"metadata":{"labels":{"a":"1","a":"2"}},"spec":{"bar":1}}"#.to_vec(),
+            code: 200,
+            want: vec![
+                r#"299 - "duplicate field \"metadata.labels.a\"""#,
+                r#"299 - "unknown field \"spec.bar\"""#,
+            ],
+        },
+        Case {
+            name: "a strict apply patch with a repeated key",
+            method: "PATCH",
+            uri: format!("{pods}/warned?fieldValidation=Strict&fieldManager=m"),
+            content_type: "application/apply-patch+yaml",
+            body: b"apiVersion: v1\nkind: Pod\nmetadata:\n  labels:\n    b: x\n    b: y\n".to_vec(),
+            code: 400,
+            want: vec![
+                "error strict decoding patch: error converting YAML to JSON: yaml: unmarshal errors:\n  line 6: key \"b\" already set in map",
+            ],
+        },
+    ];
+    for case in cases {
+        let (s, headers, v) = api
+            .call_with_headers(
+                Some(ADMIN),
+                case.method,
+                &case.uri,
+                case.content_type,
+                case.body,
+            )
+            .await;
+        assert_eq!(s, case.code, "{}: {v}", case.name);
+        if s.is_success() {
+            assert_eq!(warnings_of(&headers), case.want, "{}", case.name);
+        } else {
+            assert_eq!(v["message"], case.want[0], "{}", case.name);
+        }
+    }
+    let (_, v) = api.req("GET", &format!("{pods}/warned"), Value::Null).await;
+    assert_eq!(v["metadata"]["name"], "warned");
 }
 
 fn nested_yaml(depth: usize) -> Vec<u8> {
@@ -1160,56 +1170,45 @@ async fn request_inputs_get_upstreams_answers() {
     assert_eq!(s, 200, "{rest}");
     assert_eq!(rest["items"][0]["metadata"]["name"], "p2");
     // A crafted, well-formed token reaching outside the list: 400, where a
-    // token naming another prefix was a 500.
+    // token naming another prefix was a 500; and upstream's list options.
     let rv = page["metadata"]["resourceVersion"].as_str().unwrap_or("1");
     let crafted = continue_token(&format!(
         r#"{{"v":"meta.k8s.io/v1","rv":{rv},"start":"../../secrets/x"}}"#
     ));
-    let (s, v) = api
-        .req(
-            "GET",
-            &format!("{pods}?limit=2&continue={crafted}"),
-            Value::Null,
-        )
-        .await;
-    assert_eq!(s, 400, "{v}");
-    assert_eq!(
-        v["message"],
-        "invalid continue token: continue key is not valid: ../../secrets/x"
-    );
-    let (s, v) = api
-        .req(
-            "GET",
-            &format!("{pods}?limit=2&continue={token}&resourceVersion=5"),
-            Value::Null,
-        )
-        .await;
-    assert_eq!(s, 400, "{v}");
-    assert_eq!(
-        v["message"],
-        "specifying resource version is not allowed when using continue"
-    );
-    // resourceVersionMatch: upstream's ValidateListOptions (a 422 Invalid).
-    let (s, v) = api
-        .req(
-            "GET",
-            &format!("{pods}?resourceVersion=1&resourceVersionMatch=bogus"),
-            Value::Null,
-        )
-        .await;
-    assert_eq!(s, 422, "{v}");
-    assert_eq!(
-        v["message"],
-        "ListOptions.meta.k8s.io \"\" is invalid: resourceVersionMatch: Unsupported value: \"bogus\": supported values: \"Exact\", \"NotOlderThan\", \"\""
-    );
-    let (s, v) = api
-        .req(
-            "GET",
-            &format!("{pods}?resourceVersionMatch=NotOlderThan"),
-            Value::Null,
-        )
-        .await;
-    assert_eq!(s, 422, "{v}");
+    struct Case {
+        query: String,
+        code: u16,
+        message: &'static str,
+    }
+    let cases = [
+        Case {
+            query: format!("limit=2&continue={crafted}"),
+            code: 400,
+            message: "invalid continue token: continue key is not valid: ../../secrets/x",
+        },
+        Case {
+            query: format!("limit=2&continue={token}&resourceVersion=5"),
+            code: 400,
+            message: "specifying resource version is not allowed when using continue",
+        },
+        Case {
+            query: "resourceVersion=1&resourceVersionMatch=bogus".into(),
+            code: 422,
+            message: "ListOptions.meta.k8s.io \"\" is invalid: resourceVersionMatch: Unsupported value: \"bogus\": supported values: \"Exact\", \"NotOlderThan\", \"\"",
+        },
+        Case {
+            query: "resourceVersionMatch=NotOlderThan".into(),
+            code: 422,
+            message: "ListOptions.meta.k8s.io \"\" is invalid: resourceVersionMatch: Forbidden: resourceVersionMatch is forbidden unless resourceVersion is provided",
+        },
+    ];
+    for case in cases {
+        let (s, v) = api
+            .req("GET", &format!("{pods}?{}", case.query), Value::Null)
+            .await;
+        assert_eq!(s, case.code, "{}: {v}", case.query);
+        assert_eq!(v["message"], case.message, "{}", case.query);
+    }
     // Exact reads the list as it was at that revision.
     let (s, v) = api
         .req(

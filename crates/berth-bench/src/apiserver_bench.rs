@@ -749,6 +749,24 @@ pub(crate) fn berth_binary(given: Option<&Path>) -> anyhow::Result<PathBuf> {
     Ok(berth)
 }
 
+/// Where a benchmark makes its server's data directory (`given`, else the
+/// temp dir), created if need be.
+pub(crate) fn data_parent(given: Option<&Path>) -> anyhow::Result<PathBuf> {
+    let parent = given.map_or_else(std::env::temp_dir, Path::to_path_buf);
+    std::fs::create_dir_all(&parent)
+        .with_context(|| format!("data directory {}", parent.display()))?;
+    Ok(parent)
+}
+
+/// The benchmark's own runtime, with `threads` workers.
+pub(crate) fn bench_runtime(threads: usize) -> anyhow::Result<tokio::runtime::Runtime> {
+    tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(threads)
+        .enable_all()
+        .build()
+        .context("tokio runtime")
+}
+
 pub(crate) async fn start_server(berth: &Path, data_dir: &Path) -> anyhow::Result<ServerProcess> {
     start_server_with(berth, data_dir, &[]).await
 }
@@ -978,14 +996,8 @@ pub fn run(args: &ApiserverArgs) -> anyhow::Result<ApiserverReport> {
         .threads
         .unwrap_or_else(|| std::thread::available_parallelism().map_or(1, |n| n.get()))
         .max(1);
-    let parent = args.data_dir.clone().unwrap_or_else(std::env::temp_dir);
-    std::fs::create_dir_all(&parent)
-        .with_context(|| format!("data directory {}", parent.display()))?;
-    let runtime = tokio::runtime::Builder::new_multi_thread()
-        .worker_threads(threads)
-        .enable_all()
-        .build()
-        .context("tokio runtime")?;
+    let parent = data_parent(args.data_dir.as_deref())?;
+    let runtime = bench_runtime(threads)?;
     let mut report = runtime.block_on(run_async(args, &berth, &parent))?;
     report.params.client_threads = threads;
     Ok(report)

@@ -254,13 +254,7 @@ async fn run_async(
 pub fn run(args: &HostileYamlArgs) -> anyhow::Result<HostileYamlReport> {
     anyhow::ensure!(args.attackers > 0, "--attackers must be positive");
     let berth = berth_binary(args.berth_bin.as_deref())?;
-    let parent = args.data_dir.clone().unwrap_or_else(std::env::temp_dir);
-    std::fs::create_dir_all(&parent)
-        .with_context(|| format!("data directory {}", parent.display()))?;
-    let runtime = tokio::runtime::Builder::new_multi_thread()
-        .worker_threads(2)
-        .enable_all()
-        .build()
-        .context("tokio runtime")?;
+    let parent = crate::apiserver_bench::data_parent(args.data_dir.as_deref())?;
+    let runtime = crate::apiserver_bench::bench_runtime(2)?;
     runtime.block_on(run_async(args, &berth, &parent))
 }
