@@ -6,6 +6,7 @@
 mod apiserver_bench;
 mod controllers_bench;
 mod core_bench;
+mod hostile_yaml_bench;
 mod measure;
 mod patch_memory_bench;
 mod proto_bench;
@@ -65,6 +66,9 @@ enum Bench {
     /// Kubernetes protobuf (berth-proto): encode and decode of one Pod, a watch frame of
     /// it, and the same Pod as JSON for scale.
     Proto(proto_bench::ProtoArgs),
+    /// Clients sending deeply nested YAML bodies to a `berth server` child
+    /// process: latency of another client's GET of a pod meanwhile.
+    HostileYaml(hostile_yaml_bench::HostileYamlArgs),
     /// Whole-cluster scenarios in virtual time (`berth sim --scenario`): real
     /// time for hours of a small cluster with the scheduler and controllers.
     Scenario(scenario_bench::ScenarioArgs),
@@ -83,6 +87,7 @@ fn main() -> anyhow::Result<()> {
         Bench::PatchMemory(args) => serde_json::to_value(patch_memory_bench::run(&args)?)?,
         Bench::Scenario(args) => serde_json::to_value(scenario_bench::run(&args)?)?,
         Bench::Proto(args) => serde_json::to_value(proto_bench::run(&args)?)?,
+        Bench::HostileYaml(args) => serde_json::to_value(hostile_yaml_bench::run(&args)?)?,
     };
     println!("{}", serde_json::to_string_pretty(&report)?);
     Ok(())

@@ -35,6 +35,8 @@ pub mod duration;
 pub mod eviction;
 pub mod feature_gates;
 pub mod labels;
+#[cfg(any(test, feature = "test-util"))]
+pub mod fuzz;
 pub mod manifest;
 pub mod node_affinity;
 pub mod node_status;

@@ -53,6 +53,15 @@ pub struct ServerArgs {
     /// Spread the simulated nodes over this many zones.
     #[arg(long, default_value_t = 1, value_name = "Z")]
     sim_zones: usize,
+    /// Largest request body read; bigger ones get 413 (upstream's 3 MiB).
+    #[arg(long, default_value_t = berth_apiserver::api::MAX_BODY_BYTES, value_name = "BYTES",
+          value_parser = clap::builder::RangedU64ValueParser::<usize>::new().range(1024..=64 * 1024 * 1024))]
+    max_request_body_bytes: usize,
+    /// Deepest nesting of objects and lists a JSON or YAML request body may
+    /// have; deeper ones get 400 "exceeded max depth of N".
+    #[arg(long, default_value_t = berth_apiserver::body::DEFAULT_MAX_DEPTH, value_name = "N",
+          value_parser = clap::builder::RangedU64ValueParser::<usize>::new().range(1..=berth_apiserver::body::DEFAULT_MAX_DEPTH as u64))]
+    max_body_depth: usize,
     /// The most bytes of object JSON the watch caches keep as history for
     /// watches that resume, all types together (the oldest go first;
     /// resuming from before them is 410 Gone).
@@ -102,6 +111,8 @@ pub async fn run(args: &ServerArgs) -> anyhow::Result<()> {
         per_client: args.max_watches_per_client,
         total: args.max_watches,
     };
+    api.max_request_body_bytes = args.max_request_body_bytes;
+    api.body.max_depth = args.max_body_depth;
     let options = ServerOptions {
         data_dir: args.data_dir.clone(),
         listen: args.listen,
