@@ -46,5 +46,5 @@ pub mod status;
 pub mod strategy;
 pub mod table;
 pub mod table_output;
-pub mod watch_limits;
 pub mod warnings;
+pub mod watch_limits;

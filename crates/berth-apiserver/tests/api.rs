@@ -1213,6 +1213,8 @@ async fn patching_one_pod_with_large_annotations_keeps_the_history_within_its_bu
         )
         .await;
     assert_eq!(status, 410, "a watch from the first write: {body}");
+}
+
 fn warnings_of(headers: &axum::http::HeaderMap) -> Vec<String> {
     headers
         .get_all("warning")

@@ -34,9 +34,9 @@ pub mod clock;
 pub mod duration;
 pub mod eviction;
 pub mod feature_gates;
-pub mod labels;
 #[cfg(any(test, feature = "test-util"))]
 pub mod fuzz;
+pub mod labels;
 pub mod manifest;
 pub mod node_affinity;
 pub mod node_status;
