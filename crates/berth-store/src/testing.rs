@@ -91,8 +91,8 @@ impl EtcdServer {
                 bin.display()
             )));
         }
-        let ports =
-            free_ports(2 * count).map_err(|e| EtcdStartError(format!("free loopback ports: {e}")))?;
+        let ports = free_ports(2 * count)
+            .map_err(|e| EtcdStartError(format!("free loopback ports: {e}")))?;
         let names: Vec<String> = (0..count).map(|i| format!("berth-test-{i}")).collect();
         let peer_urls: Vec<String> = ports[count..]
             .iter()

@@ -10,36 +10,36 @@ use berth_core::FeatureGates;
 use berth_scheduler::client::{self as scheduler, SchedulerConfig};
 use berth_scheduler::cycle::Profile;
 
+use crate::leader_election::Election;
+
 /// Keeps a component's leader election alive; dropping it ends the election.
 pub struct Running {
     _leadership: Option<berth_leader::Leadership>,
 }
 
-/// Starts the scheduler as the admin; with `leader_elect`, only while this
+/// Starts the scheduler as the admin; with an `election`, only while this
 /// process holds the `kube-system/kube-scheduler` Lease.
 pub fn start_scheduler(
     api: &Arc<ApiServer>,
     scheduler_name: String,
     gates: FeatureGates,
-    leader_elect: bool,
+    election: Option<&Election>,
 ) -> anyhow::Result<Running> {
     let client = in_process::client(api, User::admin(), "default")
         .map_err(|e| anyhow::anyhow!("making the scheduler's client: {e}"))?;
     let clock = api.clock.clone();
     berth_apiserver::metrics::add_component_registry(scheduler::metrics::registry());
-    let identity = berth_leader::default_identity(&std::process::id().to_string());
+    let instance = match election {
+        Some(election) => election.identity.clone(),
+        None => berth_leader::default_identity(&std::process::id().to_string()),
+    };
     let config = SchedulerConfig {
         profile: Profile::new(scheduler_name, gates),
-        instance: identity.clone(),
+        instance,
         ..SchedulerConfig::default()
     };
-    let leadership = leader_elect.then(|| {
-        berth_leader::spawn(
-            client.clone(),
-            clock.clone(),
-            berth_leader::Config::new("kube-scheduler", identity),
-        )
-    });
+    let leadership =
+        election.map(|election| election.spawn(client.clone(), clock.clone(), "kube-scheduler"));
     let leading = leadership
         .as_ref()
         .map_or_else(berth_leader::always_leading, |l| l.subscribe());

@@ -17,6 +17,8 @@ use berth_core::FeatureGates;
 use clap::Args;
 use tokio::task::JoinSet;
 
+use crate::leader_election::Election;
+
 #[derive(Debug, Args)]
 pub struct ControllerFlags {
     /// Controllers to run: '*' all, 'foo' one, '-foo' not that one
@@ -51,18 +53,19 @@ fn parse_controllers(value: &str) -> Result<EnabledControllers, String> {
 }
 
 /// A Go-style duration (`5s`, `1m0s`, `500ms`).
-fn parse_duration(value: &str) -> Result<Duration, String> {
+pub fn parse_duration(value: &str) -> Result<Duration, String> {
     berth_core::duration::parse_duration(value).map_err(|e| e.to_string())
 }
 
-/// Starts the controllers over an in-process admin client, under leader
-/// election with `leader_elect`; their metrics join the server's `/metrics`.
-/// Dropping the returned set stops them.
+/// Starts the controllers over an in-process admin client, with an
+/// `election` only while this process holds the
+/// `kube-system/kube-controller-manager` Lease; their metrics join the
+/// server's `/metrics`. Dropping the returned set stops them.
 pub fn start(
     api: &Arc<ApiServer>,
     flags: &ControllerFlags,
     gates: FeatureGates,
-    leader_elect: bool,
+    election: Option<&Election>,
 ) -> anyhow::Result<(JoinSet<()>, Option<berth_leader::Leadership>)> {
     let client = in_process::client(api, User::admin(), "default")
         .map_err(|e| anyhow::anyhow!("in-process client for the controllers: {e}"))?;
@@ -89,20 +92,8 @@ pub fn start(
     let mut registry = prometheus_client::registry::Registry::default();
     let metrics = ControllerMetrics::register(&mut registry);
     berth_apiserver::metrics::add_component_registry(registry);
-    let leadership = leader_elect.then(|| {
-        let unique = format!(
-            "{}-{}",
-            std::process::id(),
-            api.clock.now().as_nanosecond() % 1_000_000_000
-        );
-        berth_leader::spawn(
-            client.clone(),
-            api.clock.clone(),
-            berth_leader::Config::new(
-                "kube-controller-manager",
-                berth_leader::default_identity(&unique),
-            ),
-        )
+    let leadership = election.map(|election| {
+        election.spawn(client.clone(), api.clock.clone(), "kube-controller-manager")
     });
     let leading = leadership.as_ref().map(berth_leader::Leadership::subscribe);
     let tasks = berth_controllers::spawn(client, api.clock.clone(), options, metrics, leading);

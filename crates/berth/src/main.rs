@@ -7,6 +7,7 @@ mod check;
 mod components;
 mod controllers_flags;
 mod input;
+mod leader_election;
 mod scenario_cmd;
 mod server_cmd;
 mod sim_cmd;
@@ -80,6 +81,14 @@ fn run_async(command: impl std::future::Future<Output = anyhow::Result<()>>) -> 
 fn main() -> ExitCode {
     disable_transparent_huge_pages();
     let cli = Cli::parse();
+    if let Command::Server(args) = &cli.command
+        && let Err(e) = args.leader_election.validate()
+    {
+        use clap::CommandFactory;
+        Cli::command()
+            .error(clap::error::ErrorKind::ArgumentConflict, e)
+            .exit();
+    }
     let result = match cli.command {
         Command::Check(args) => check::run(&args),
         Command::Server(args) => run_async(server_cmd::run(&args)),

@@ -36,11 +36,8 @@ pub struct ServerArgs {
     /// The `spec.schedulerName` of the pods the scheduler takes.
     #[arg(long, default_value = berth_scheduler::cycle::DEFAULT_SCHEDULER_NAME)]
     scheduler_name: String,
-    /// Run the scheduler and the controllers only while holding their Leases
-    /// (`kube-system/kube-scheduler`, `kube-system/kube-controller-manager`);
-    /// default: on with --etcd, where several servers may share the cluster.
-    #[arg(long, value_name = "BOOL")]
-    leader_elect: Option<bool>,
+    #[command(flatten)]
+    pub leader_election: crate::leader_election::LeaderElectionFlags,
     #[command(flatten)]
     controllers: crate::controllers_flags::ControllerFlags,
     /// Simulated nodes to run inside the server (a whole cluster in one
@@ -67,11 +64,12 @@ pub async fn run(args: &ServerArgs) -> anyhow::Result<()> {
         api,
     };
     let server = start(options).await.context("starting berth server")?;
+    let election = args.leader_election.election(!args.etcd.is_empty());
     let _controllers = crate::controllers_flags::start(
         &server.api,
         &args.controllers,
         args.feature_gates,
-        args.leader_elect.unwrap_or(!args.etcd.is_empty()),
+        election.as_ref(),
     )?;
     let store = if args.etcd.is_empty() {
         "embedded store".to_string()
@@ -79,6 +77,15 @@ pub async fn run(args: &ServerArgs) -> anyhow::Result<()> {
         format!("etcd {}", args.etcd.join(","))
     };
     eprintln!("berth server listening on {} ({store})", server.url);
+    if let Some(election) = &election {
+        eprintln!(
+            "berth server: leader election as {} (lease {:?}, renew deadline {:?}, retry {:?})",
+            election.identity,
+            election.timing.lease_duration,
+            election.timing.renew_deadline,
+            election.timing.retry_period
+        );
+    }
     let stop_sim = tokio_util::sync::CancellationToken::new();
     if args.sim_nodes > 0 {
         crate::sim_cmd::spawn_in_process(
@@ -110,7 +117,7 @@ pub async fn run(args: &ServerArgs) -> anyhow::Result<()> {
             &server.api,
             args.scheduler_name.clone(),
             args.feature_gates,
-            args.leader_elect.unwrap_or(!args.etcd.is_empty()),
+            election.as_ref(),
         )?)
     };
     let wait = server.wait();

@@ -7,12 +7,14 @@
 //! One task owns the state machine. It applies every watch event already
 //! delivered, then runs scheduling cycles in small batches, so decisions
 //! always see the latest cluster state the watches have delivered plus
-//! every pod assumed so far. Bindings, status patches and Events are
-//! separate tasks whose results come back to the owner as messages.
+//! every pod assumed so far. Bindings and status patches are separate
+//! tasks whose results come back to the owner; they belong to [`run`]'s
+//! future and are aborted with it. Events go through one writer task.
 //!
 //! Leader election is the caller's: wrap [`run`] in
 //! `berth_leader::run_while_leading` (state is rebuilt from the watches
-//! each time leadership is gained).
+//! each time leadership is gained; dropping the future on a lost lease
+//! also abandons the bindings in flight, so none lands after it).
 
 pub mod metrics;
 pub mod report;
@@ -27,7 +29,8 @@ use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
 use kube::Api;
 use kube::api::PostParams;
 use kube::runtime::{WatchStreamExt, watcher};
-use tokio::sync::{Semaphore, mpsc};
+use tokio::sync::Semaphore;
+use tokio::task::JoinSet;
 use tokio::time::Instant;
 
 use crate::cycle::Profile;
@@ -66,7 +69,7 @@ impl Default for SchedulerConfig {
     }
 }
 
-/// A binding's result, sent back to the owner of the state machine.
+/// A binding's result, back to the owner of the state machine.
 struct BindOutcome {
     key: String,
     pod: Arc<Pod>,
@@ -103,7 +106,10 @@ pub async fn run(client: kube::Client, clock: Clock, config: SchedulerConfig) {
     let mut pods = watcher(Api::<Pod>::all(client.clone()), watcher::Config::default())
         .default_backoff()
         .boxed();
-    let (done_tx, mut done_rx) = mpsc::unbounded_channel::<BindOutcome>();
+    // Bindings and PodScheduled patches in flight: owned by this future, so
+    // they end with it (a lost lease drops it) rather than land afterwards.
+    let mut bindings: JoinSet<BindOutcome> = JoinSet::new();
+    let mut status_writes: JoinSet<()> = JoinSet::new();
     let binds = Arc::new(Semaphore::new(config.max_binds_in_flight.max(1)));
     let recorder = Recorder::spawn(
         client.clone(),
@@ -129,10 +135,12 @@ pub async fn run(client: kube::Client, clock: Clock, config: SchedulerConfig) {
                 on_pod_event(&mut core, &mut pod_relist, event, clock.instant());
                 progressed = true;
             }
-            while let Ok(outcome) = done_rx.try_recv() {
+            while let Some(outcome) = bindings.try_join_next() {
+                let Ok(outcome) = outcome else { continue };
                 on_bind_outcome(
                     &mut core,
                     &recorder,
+                    &mut status_writes,
                     &client,
                     &clock,
                     &profile_name,
@@ -140,6 +148,7 @@ pub async fn run(client: kube::Client, clock: Clock, config: SchedulerConfig) {
                 );
                 progressed = true;
             }
+            while status_writes.try_join_next().is_some() {}
             if !progressed {
                 break;
             }
@@ -160,17 +169,16 @@ pub async fn run(client: kube::Client, clock: Clock, config: SchedulerConfig) {
                             return;
                         };
                         let client = client.clone();
-                        let done = done_tx.clone();
-                        tokio::spawn(async move {
+                        bindings.spawn(async move {
                             let result = bind(client, &binding.pod, &binding.result.node).await;
                             drop(permit);
-                            let _ = done.send(BindOutcome {
+                            BindOutcome {
                                 key: binding.key,
                                 pod: binding.pod,
                                 node: binding.result.node,
                                 started,
                                 result,
-                            });
+                            }
                         });
                     }
                     Decision::Refuse(refusal) => {
@@ -183,7 +191,15 @@ pub async fn run(client: kube::Client, clock: Clock, config: SchedulerConfig) {
                         let message = refusal.error.to_string();
                         let reason = refusal.reason();
                         tracing::debug!(pod = %refusal.key, %message, "pod not scheduled");
-                        report_failure(&client, &clock, &recorder, refusal.pod, reason, message);
+                        report_failure(
+                            &client,
+                            &clock,
+                            &recorder,
+                            &mut status_writes,
+                            refusal.pod,
+                            reason,
+                            message,
+                        );
                     }
                 }
             }
@@ -214,8 +230,18 @@ pub async fn run(client: kube::Client, clock: Clock, config: SchedulerConfig) {
                 let Some(event) = event else { return };
                 on_pod_event(&mut core, &mut pod_relist, event, clock.instant());
             }
-            Some(outcome) = done_rx.recv() => {
-                on_bind_outcome(&mut core, &recorder, &client, &clock, &profile_name, outcome);
+            Some(outcome) = bindings.join_next(), if !bindings.is_empty() => {
+                if let Ok(outcome) = outcome {
+                    on_bind_outcome(
+                        &mut core,
+                        &recorder,
+                        &mut status_writes,
+                        &client,
+                        &clock,
+                        &profile_name,
+                        outcome,
+                    );
+                }
             }
             () = sleep => {}
         }
@@ -299,6 +325,7 @@ fn on_pod_event(
 fn on_bind_outcome(
     core: &mut Scheduler,
     recorder: &Recorder,
+    status_writes: &mut JoinSet<()>,
     client: &kube::Client,
     clock: &Clock,
     profile: &str,
@@ -334,6 +361,7 @@ fn on_bind_outcome(
                     client,
                     clock,
                     recorder,
+                    status_writes,
                     outcome.pod,
                     "SchedulerError",
                     message,
@@ -343,12 +371,13 @@ fn on_bind_outcome(
     }
 }
 
-/// Sets the pod's `PodScheduled=False` condition (when it changed) and
-/// records a `FailedScheduling` event.
+/// Sets the pod's `PodScheduled=False` condition (when it changed, as a task
+/// of `status_writes`) and records a `FailedScheduling` event.
 fn report_failure(
     client: &kube::Client,
     clock: &Clock,
     recorder: &Recorder,
+    status_writes: &mut JoinSet<()>,
     pod: Arc<Pod>,
     reason: &'static str,
     message: String,
@@ -362,7 +391,7 @@ fn report_failure(
     });
     let client = client.clone();
     let now = clock.now();
-    tokio::spawn(async move {
+    status_writes.spawn(async move {
         if let Err(e) = report::set_unschedulable(client, &pod, reason, &message, now).await {
             tracing::debug!(error = %e, "updating PodScheduled failed");
         }
