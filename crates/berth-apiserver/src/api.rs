@@ -579,7 +579,7 @@ impl ApiServer {
                 .collect();
             return Err(ApiError::invalid("", "NodeCredential", node, &errors));
         }
-        let token = self.auth.issue_node_token(node)?;
+        let token = self.auth.issue_node_token(node).await?;
         Ok(json_response(
             201,
             &json!({"kind": "NodeCredential", "apiVersion": "berth/v1", "nodeName": node, "user": format!("system:node:{node}"), "token": token}),

@@ -13,13 +13,15 @@
 //!
 //! And the server: [`cache`] (the watch cache), [`api`] (REST verbs),
 //! [`discovery`], [`openapi`], [`auth`], [`metrics`], [`bootstrap`]
-//! (certificates, tokens, kubeconfig) and [`server`] (HTTPS).
+//! (certificates, tokens, kubeconfig), [`cluster_credentials`] (the same,
+//! shared by the servers of one etcd) and [`server`] (HTTPS).
 
 pub mod admission;
 pub mod api;
 pub mod auth;
 pub mod bootstrap;
 pub mod cache;
+pub mod cluster_credentials;
 pub mod conversion;
 pub mod discovery;
 pub mod field_validation;

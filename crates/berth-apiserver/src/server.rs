@@ -35,6 +35,8 @@ pub struct ServerOptions {
 pub enum ServerError {
     #[error(transparent)]
     Bootstrap(#[from] BootstrapError),
+    #[error(transparent)]
+    SharedCredentials(#[from] crate::cluster_credentials::SharedCredentialsError),
     #[error("opening the store: {0}")]
     Store(#[from] berth_store::StoreError),
     #[error("starting the API: {0}")]
@@ -104,13 +106,14 @@ pub async fn start(options: ServerOptions) -> Result<RunningServer, ServerError>
     // One process-wide TLS provider (ring, as kube-rs uses); a second
     // install attempt in the same process is harmless.
     let _ = rustls::crypto::ring::default_provider().install_default();
-    let store = if options.etcd.is_empty() {
-        AnyStore::Redb(RedbStore::open(&options.data_dir)?)
-    } else {
+    let shared = !options.etcd.is_empty();
+    let store = if shared {
         AnyStore::Etcd(EtcdStore::connect(&options.etcd).await?)
+    } else {
+        AnyStore::Redb(RedbStore::open(&options.data_dir)?)
     };
     let api = ApiServer::new(store.clone(), Clock::real(), options.api.clone()).await?;
-    tokio::spawn(compact_periodically(store));
+    tokio::spawn(compact_periodically(store.clone()));
     // The listener comes first so port 0 resolves before the kubeconfig
     // names the URL.
     let std_listener =
@@ -135,7 +138,13 @@ pub async fn start(options: ServerOptions) -> Result<RunningServer, ServerError>
         addr.ip().to_string()
     };
     let url = format!("https://{host}:{}", addr.port());
-    let credentials = bootstrap::ensure(&options.data_dir, addr, &url)?;
+    // On etcd, several servers may share the cluster: they share its CA and
+    // tokens too (see `cluster_credentials`).
+    let credentials = if shared {
+        crate::cluster_credentials::ensure(&store, &options.data_dir, addr, &url).await?
+    } else {
+        bootstrap::ensure(&options.data_dir, addr, &url)?
+    };
     api.auth
         .add_token(credentials.admin_token.clone(), User::admin());
     // Node agents join with the join token and get a credential of their
@@ -143,12 +152,16 @@ pub async fn start(options: ServerOptions) -> Result<RunningServer, ServerError>
     api.auth
         .add_token(credentials.join_token.clone(), User::bootstrapper());
     let node_tokens = options.data_dir.join("node-tokens");
-    api.auth.load_node_tokens(&node_tokens).map_err(|source| {
-        ServerError::Bootstrap(BootstrapError::Io {
-            path: node_tokens.clone(),
-            source,
-        })
-    })?;
+    if shared {
+        crate::cluster_credentials::share_node_credentials(&api, store, &node_tokens).await?;
+    } else {
+        api.auth.load_node_tokens(&node_tokens).map_err(|source| {
+            ServerError::Bootstrap(BootstrapError::Io {
+                path: node_tokens.clone(),
+                source,
+            })
+        })?;
+    }
     let tls = RustlsConfig::from_pem_file(&credentials.server_cert, &credentials.server_key)
         .await
         .map_err(|source| ServerError::Listen { addr, source })?;
