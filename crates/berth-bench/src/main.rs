@@ -6,6 +6,7 @@
 mod apiserver_bench;
 mod controllers_bench;
 mod core_bench;
+mod failover_bench;
 mod measure;
 mod scenario_bench;
 mod scheduler_bench;
@@ -57,6 +58,9 @@ enum Bench {
     /// N simulated nodes heart-beating against a `berth server` child process: lease
     /// renewals/s, server and sim CPU and memory, nodes whose lease ever lapsed.
     Sim(sim_bench::SimArgs),
+    /// Failover over etcd: three `berth server`s on a three-member etcd, the
+    /// leader killed; time until another holds both Leases, binds and evicts.
+    Failover(failover_bench::FailoverArgs),
     /// Whole-cluster scenarios in virtual time (`berth sim --scenario`): real
     /// time for hours of a small cluster with the scheduler and controllers.
     Scenario(scenario_bench::ScenarioArgs),
@@ -73,6 +77,7 @@ fn main() -> anyhow::Result<()> {
         Bench::Controllers(args) => serde_json::to_value(controllers_bench::run(&args)?)?,
         Bench::Sim(args) => serde_json::to_value(sim_bench::run(&args)?)?,
         Bench::Scenario(args) => serde_json::to_value(scenario_bench::run(&args)?)?,
+        Bench::Failover(args) => serde_json::to_value(failover_bench::run(&args)?)?,
     };
     println!("{}", serde_json::to_string_pretty(&report)?);
     Ok(())

@@ -69,15 +69,6 @@ fn kubectl_binary() -> &'static str {
     }
 }
 
-/// The API server URL in a kubeconfig.
-fn server_url(kubeconfig: &Path) -> String {
-    let text = std::fs::read_to_string(kubeconfig).expect("read kubeconfig");
-    text.lines()
-        .find_map(|l| l.trim().strip_prefix("server:"))
-        .map(|s| s.trim().trim_matches('"').to_string())
-        .expect("a server URL in the kubeconfig")
-}
-
 impl Cluster {
     /// A server and one process-runtime agent `node`, registered with
     /// `taints`, Ready.
@@ -102,7 +93,7 @@ impl Cluster {
         let log = server.data_dir.with_extension(format!("{node}.log"));
         let stderr = std::fs::File::create(&log).expect("agent log file");
         let child = Command::new(env!("CARGO_BIN_EXE_berth"))
-            .args(["agent", "--server", &server_url(&server.kubeconfig)])
+            .args(["agent", "--server", &server.url()])
             .arg("--token")
             .arg(
                 std::fs::read_to_string(server.data_dir.join("join-token"))

@@ -1,7 +1,8 @@
 //! A real `berth server` for the end-to-end tests, on either store backend:
 //! the embedded store in a fresh data dir, or a private etcd (Debian's
 //! etcd-server, `/usr/bin/etcd`) started for this one server on a free
-//! loopback port. Dropping the [`Server`] stops the server, then its etcd.
+//! loopback port, or an etcd the test shares between several servers.
+//! Dropping the [`Server`] stops the server, then its own etcd.
 //!
 //! Each test binary uses part of this module.
 #![allow(dead_code)]
@@ -60,21 +61,37 @@ impl Server {
     /// Starts `berth server --listen 127.0.0.1:0` with a fresh data dir (and
     /// a fresh etcd for [`Backend::Etcd`]) and waits until /readyz answers.
     pub async fn start(name: &str, backend: Backend, extra: &[&str]) -> Server {
-        static SERIAL: AtomicUsize = AtomicUsize::new(0);
-        let data_dir = std::env::temp_dir().join(format!(
-            "berth-e2e-{name}-{backend:?}-{}-{}",
-            std::process::id(),
-            SERIAL.fetch_add(1, Ordering::Relaxed)
-        ));
-        let _ = std::fs::remove_dir_all(&data_dir);
-        let log = data_dir.with_extension("log");
-        let stderr = std::fs::File::create(&log).expect("server log file");
         let etcd = match backend {
             Backend::Embedded => None,
             Backend::Etcd => Some(EtcdServer::start().await.unwrap_or_else(|e| {
                 panic!("{e} (the etcd-backed tests need Debian's etcd-server)")
             })),
         };
+        let endpoints = etcd.as_ref().map(|e| e.endpoint().to_string());
+        Server::launch(&format!("{name}-{backend:?}"), endpoints, etcd, extra).await
+    }
+
+    /// Starts a server on an etcd the test shares between servers
+    /// (`endpoints` comma-separated), and waits until /readyz answers.
+    pub async fn start_on_etcd(name: &str, endpoints: &str, extra: &[&str]) -> Server {
+        Server::launch(name, Some(endpoints.to_string()), None, extra).await
+    }
+
+    async fn launch(
+        name: &str,
+        etcd_endpoints: Option<String>,
+        etcd: Option<EtcdServer>,
+        extra: &[&str],
+    ) -> Server {
+        static SERIAL: AtomicUsize = AtomicUsize::new(0);
+        let data_dir = std::env::temp_dir().join(format!(
+            "berth-e2e-{name}-{}-{}",
+            std::process::id(),
+            SERIAL.fetch_add(1, Ordering::Relaxed)
+        ));
+        let _ = std::fs::remove_dir_all(&data_dir);
+        let log = data_dir.with_extension("log");
+        let stderr = std::fs::File::create(&log).expect("server log file");
         let mut command = Command::new(env!("CARGO_BIN_EXE_berth"));
         command
             .args(["server", "--listen", "127.0.0.1:0", "--data-dir"])
@@ -82,8 +99,8 @@ impl Server {
             .args(extra)
             .stdout(Stdio::piped())
             .stderr(stderr);
-        if let Some(etcd) = &etcd {
-            command.args(["--etcd", etcd.endpoint()]);
+        if let Some(endpoints) = &etcd_endpoints {
+            command.args(["--etcd", endpoints]);
         }
         let mut server = command.spawn().expect("berth server starts");
         let stdout = server.stdout.take().expect("stdout");
@@ -118,6 +135,31 @@ impl Server {
     /// What the server wrote to stderr so far.
     pub fn log(&self) -> String {
         std::fs::read_to_string(&self.log).unwrap_or_default()
+    }
+
+    /// The file the server's stderr goes to.
+    pub fn log_path(&self) -> PathBuf {
+        self.log.clone()
+    }
+
+    /// The server's process id.
+    pub fn pid(&self) -> u32 {
+        self.server.id()
+    }
+
+    /// Stops the server with SIGKILL, as a crash would, and reaps it.
+    pub fn kill(&mut self) {
+        let _ = self.server.kill();
+        let _ = self.server.wait();
+    }
+
+    /// The API server URL its kubeconfig names.
+    pub fn url(&self) -> String {
+        let text = std::fs::read_to_string(&self.kubeconfig).expect("read kubeconfig");
+        text.lines()
+            .find_map(|l| l.trim().strip_prefix("server:"))
+            .map(|s| s.trim().trim_matches('"').to_string())
+            .expect("a server URL in the kubeconfig")
     }
 
     /// A kube-rs client from the server's kubeconfig.
