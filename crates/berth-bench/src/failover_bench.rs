@@ -78,8 +78,10 @@ pub struct FailoverReport {
 /// One failover, in seconds from the kill.
 #[derive(Debug, Clone, Serialize)]
 pub struct RunFigures {
-    /// How far into the leader's retry period the kill came.
-    killed_after_s: f64,
+    /// The random delay before the kill, up to one retry period after the
+    /// first server was seen holding both Leases (so that the kill falls
+    /// anywhere in its renewal cycle).
+    kill_delay_s: f64,
     scheduler_lease_s: f64,
     controllers_lease_s: f64,
     takeover_s: f64,
@@ -227,10 +229,10 @@ async fn one_run(args: &FailoverArgs, berth: &std::path::Path) -> anyhow::Result
     // Kill the leader somewhere in its renewal cycle.
     let mut phase = [0u8; 4];
     getrandom::fill(&mut phase).map_err(|e| anyhow::anyhow!("random: {e}"))?;
-    let killed_after = args
+    let kill_delay = args
         .retry_period
         .mul_f64(f64::from(u32::from_le_bytes(phase)) / f64::from(u32::MAX));
-    tokio::time::sleep(killed_after).await;
+    tokio::time::sleep(kill_delay).await;
     leader.child.kill().await?;
     let killed_at = Timestamp::now();
     pods.create(&PostParams::default(), &pod("bound", None)?)
@@ -261,7 +263,7 @@ async fn one_run(args: &FailoverArgs, berth: &std::path::Path) -> anyhow::Result
             drop(others);
             drop(etcd);
             return Ok(RunFigures {
-                killed_after_s: killed_after.as_secs_f64(),
+                kill_delay_s: kill_delay.as_secs_f64(),
                 scheduler_lease_s: seconds_since(killed_at, scheduler),
                 controllers_lease_s: seconds_since(killed_at, controllers),
                 takeover_s: seconds_since(killed_at, scheduler.max(controllers)),

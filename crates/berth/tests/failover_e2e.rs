@@ -467,32 +467,27 @@ async fn killing_the_leader_loses_no_eviction_and_binds_no_pod_twice() {
     // Pods: evicted by the taint at their due times; one tolerating it for
     // ever; one on the node that falls silent, tolerating unreachable for
     // no time at all.
-    for seconds in TOLERATION_SECONDS {
-        pods.create(&PostParams::default(), &evict_pod(*seconds))
+    let placed = TOLERATION_SECONDS
+        .iter()
+        .map(|seconds| evict_pod(*seconds))
+        .chain([
+            pod(
+                "stays",
+                json!({"nodeName": "evict-0", "tolerations": [
+                    {"key": EVICT_TAINT, "operator": "Exists", "effect": "NoExecute"}]}),
+            ),
+            pod(
+                "on-lost-node",
+                json!({"nodeName": "lost-0", "tolerations": [
+                    {"key": "node.kubernetes.io/unreachable", "operator": "Exists",
+                        "effect": "NoExecute", "tolerationSeconds": 0}]}),
+            ),
+        ]);
+    for pod in placed {
+        pods.create(&PostParams::default(), &pod)
             .await
-            .expect("create pod to evict");
+            .expect("create a pod on its node");
     }
-    pods.create(
-        &PostParams::default(),
-        &pod(
-            "stays",
-            json!({"nodeName": "evict-0", "tolerations": [
-                {"key": EVICT_TAINT, "operator": "Exists", "effect": "NoExecute"}]}),
-        ),
-    )
-    .await
-    .expect("create pod that stays");
-    pods.create(
-        &PostParams::default(),
-        &pod(
-            "on-lost-node",
-            json!({"nodeName": "lost-0", "tolerations": [
-                {"key": "node.kubernetes.io/unreachable", "operator": "Exists",
-                    "effect": "NoExecute", "tolerationSeconds": 0}]}),
-        ),
-    )
-    .await
-    .expect("create pod on the node that falls silent");
     let before = create_pending(&pods, "before", PENDING_BEFORE_KILL).await;
     recorder
         .wait_for(

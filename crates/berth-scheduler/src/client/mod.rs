@@ -109,14 +109,19 @@ pub async fn run(client: kube::Client, clock: Clock, config: SchedulerConfig) {
     // Bindings and PodScheduled patches in flight: owned by this future, so
     // they end with it (a lost lease drops it) rather than land afterwards.
     let mut bindings: JoinSet<BindOutcome> = JoinSet::new();
-    let mut status_writes: JoinSet<()> = JoinSet::new();
     let binds = Arc::new(Semaphore::new(config.max_binds_in_flight.max(1)));
-    let recorder = Recorder::spawn(
-        client.clone(),
-        clock.clone(),
-        profile_name.clone(),
-        config.instance.clone(),
-    );
+    let mut reports = Reports {
+        recorder: Recorder::spawn(
+            client.clone(),
+            clock.clone(),
+            profile_name.clone(),
+            config.instance.clone(),
+        ),
+        status_writes: JoinSet::new(),
+        client: client.clone(),
+        clock: clock.clone(),
+        profile: profile_name.clone(),
+    };
     let mut node_relist = Relist::default();
     let mut pod_relist = Relist::default();
     tracing::info!(scheduler = %profile_name, "scheduler started");
@@ -136,19 +141,12 @@ pub async fn run(client: kube::Client, clock: Clock, config: SchedulerConfig) {
                 progressed = true;
             }
             while let Some(outcome) = bindings.try_join_next() {
-                let Ok(outcome) = outcome else { continue };
-                on_bind_outcome(
-                    &mut core,
-                    &recorder,
-                    &mut status_writes,
-                    &client,
-                    &clock,
-                    &profile_name,
-                    outcome,
-                );
+                if let Ok(outcome) = outcome {
+                    reports.bind_outcome(&mut core, outcome);
+                }
                 progressed = true;
             }
-            while status_writes.try_join_next().is_some() {}
+            reports.reap();
             if !progressed {
                 break;
             }
@@ -191,15 +189,7 @@ pub async fn run(client: kube::Client, clock: Clock, config: SchedulerConfig) {
                         let message = refusal.error.to_string();
                         let reason = refusal.reason();
                         tracing::debug!(pod = %refusal.key, %message, "pod not scheduled");
-                        report_failure(
-                            &client,
-                            &clock,
-                            &recorder,
-                            &mut status_writes,
-                            refusal.pod,
-                            reason,
-                            message,
-                        );
+                        reports.failure(refusal.pod, reason, message);
                     }
                 }
             }
@@ -232,15 +222,7 @@ pub async fn run(client: kube::Client, clock: Clock, config: SchedulerConfig) {
             }
             Some(outcome) = bindings.join_next(), if !bindings.is_empty() => {
                 if let Ok(outcome) = outcome {
-                    on_bind_outcome(
-                        &mut core,
-                        &recorder,
-                        &mut status_writes,
-                        &client,
-                        &clock,
-                        &profile_name,
-                        outcome,
-                    );
+                    reports.bind_outcome(&mut core, outcome);
                 }
             }
             () = sleep => {}
@@ -322,80 +304,79 @@ fn on_pod_event(
     }
 }
 
-fn on_bind_outcome(
-    core: &mut Scheduler,
-    recorder: &Recorder,
-    status_writes: &mut JoinSet<()>,
-    client: &kube::Client,
-    clock: &Clock,
-    profile: &str,
-    outcome: BindOutcome,
-) {
-    match outcome.result {
-        Ok(()) => {
-            core.bind_succeeded(&outcome.key);
-            metrics::observe_attempt(profile, AttemptResult::Scheduled, outcome.started.elapsed());
-            let ns = outcome
-                .pod
-                .metadata
-                .namespace
-                .as_deref()
-                .unwrap_or("default");
-            let name = outcome.pod.metadata.name.as_deref().unwrap_or("");
-            recorder.record(PodEvent {
-                note: format!("Successfully assigned {ns}/{name} to {}", outcome.node),
-                pod: outcome.pod,
-                type_: "Normal",
-                reason: "Scheduled",
-                action: "Binding",
-            });
-        }
-        Err(e) => {
-            core.bind_failed(&outcome.key, clock.instant());
-            metrics::observe_attempt(profile, AttemptResult::Error, outcome.started.elapsed());
-            let gone = matches!(&e, kube::Error::Api(s) if s.code == 404);
-            tracing::debug!(pod = %outcome.key, error = %e, "binding failed");
-            if !gone {
-                let message = format!("running Bind plugin \"DefaultBinder\": {e}");
-                report_failure(
-                    client,
-                    clock,
-                    recorder,
-                    status_writes,
-                    outcome.pod,
-                    "SchedulerError",
-                    message,
+/// What the scheduler reports of its decisions: Events, and `PodScheduled`
+/// patches as tasks that belong to [`run`]'s future.
+struct Reports {
+    recorder: Recorder,
+    status_writes: JoinSet<()>,
+    client: kube::Client,
+    clock: Clock,
+    profile: String,
+}
+
+impl Reports {
+    /// Forgets the status patches that have finished.
+    fn reap(&mut self) {
+        while self.status_writes.try_join_next().is_some() {}
+    }
+
+    /// Applies a binding's result to the state machine and reports it.
+    fn bind_outcome(&mut self, core: &mut Scheduler, outcome: BindOutcome) {
+        let profile = self.profile.as_str();
+        match outcome.result {
+            Ok(()) => {
+                core.bind_succeeded(&outcome.key);
+                metrics::observe_attempt(
+                    profile,
+                    AttemptResult::Scheduled,
+                    outcome.started.elapsed(),
                 );
+                let ns = outcome
+                    .pod
+                    .metadata
+                    .namespace
+                    .as_deref()
+                    .unwrap_or("default");
+                let name = outcome.pod.metadata.name.as_deref().unwrap_or("");
+                self.recorder.record(PodEvent {
+                    note: format!("Successfully assigned {ns}/{name} to {}", outcome.node),
+                    pod: outcome.pod,
+                    type_: "Normal",
+                    reason: "Scheduled",
+                    action: "Binding",
+                });
+            }
+            Err(e) => {
+                core.bind_failed(&outcome.key, self.clock.instant());
+                metrics::observe_attempt(profile, AttemptResult::Error, outcome.started.elapsed());
+                let gone = matches!(&e, kube::Error::Api(s) if s.code == 404);
+                tracing::debug!(pod = %outcome.key, error = %e, "binding failed");
+                if !gone {
+                    let message = format!("running Bind plugin \"DefaultBinder\": {e}");
+                    self.failure(outcome.pod, "SchedulerError", message);
+                }
             }
         }
     }
-}
 
-/// Sets the pod's `PodScheduled=False` condition (when it changed, as a task
-/// of `status_writes`) and records a `FailedScheduling` event.
-fn report_failure(
-    client: &kube::Client,
-    clock: &Clock,
-    recorder: &Recorder,
-    status_writes: &mut JoinSet<()>,
-    pod: Arc<Pod>,
-    reason: &'static str,
-    message: String,
-) {
-    recorder.record(PodEvent {
-        pod: pod.clone(),
-        type_: "Warning",
-        reason: "FailedScheduling",
-        action: "Scheduling",
-        note: message.clone(),
-    });
-    let client = client.clone();
-    let now = clock.now();
-    status_writes.spawn(async move {
-        if let Err(e) = report::set_unschedulable(client, &pod, reason, &message, now).await {
-            tracing::debug!(error = %e, "updating PodScheduled failed");
-        }
-    });
+    /// Sets the pod's `PodScheduled=False` condition (when it changed) and
+    /// records a `FailedScheduling` event.
+    fn failure(&mut self, pod: Arc<Pod>, reason: &'static str, message: String) {
+        self.recorder.record(PodEvent {
+            pod: pod.clone(),
+            type_: "Warning",
+            reason: "FailedScheduling",
+            action: "Scheduling",
+            note: message.clone(),
+        });
+        let client = self.client.clone();
+        let now = self.clock.now();
+        self.status_writes.spawn(async move {
+            if let Err(e) = report::set_unschedulable(client, &pod, reason, &message, now).await {
+                tracing::debug!(error = %e, "updating PodScheduled failed");
+            }
+        });
+    }
 }
 
 /// POSTs the pod's `pods/binding`.
