@@ -598,7 +598,7 @@ async fn killing_the_leader_loses_no_eviction_and_binds_no_pod_twice() {
         .await;
     beating.abort();
 
-    let seen = recorder.seen.lock().expect("record");
+    recorder.with(|seen| {
     // Evictions: each once, never early, on time — the leader's before the
     // kill, the successor's at the takeover for what fell due in between,
     // and at their due time after it.
@@ -690,7 +690,7 @@ async fn killing_the_leader_loses_no_eviction_and_binds_no_pod_twice() {
         "watches failed (the record may have a gap): {:?}",
         seen.watch_errors
     );
-    drop(seen);
+    });
 
     // Events (best effort: the killed leader may not have written its
     // last ones): never two evictions or two schedulings of one pod.
