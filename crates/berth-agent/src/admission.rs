@@ -11,12 +11,13 @@
 //! the pod's reason.
 
 use berth_core::FeatureGates;
+use berth_core::node_affinity::RequiredNodeAffinity;
+use berth_core::resources::is_extended_resource_name;
 use berth_core::toleration::find_matching_untolerated_taint;
 use berth_scheduler::framework::NodeInfo;
-use berth_scheduler::nodeaffinity::RequiredNodeAffinity;
 use berth_scheduler::plugins::node_resources_fit::{PreFilterState, fits_request};
 use berth_scheduler::plugins::{node_affinity, taint_toleration};
-use berth_scheduler::resources::{is_extended_resource_name, pod_requests};
+use berth_scheduler::resources::pod_requests;
 use k8s_openapi::api::core::v1::{Node, Pod};
 use std::sync::Arc;
 

@@ -43,22 +43,14 @@ pub const SYSTEM_NAMESPACES: &[&str] =
     &["default", "kube-system", "kube-public", "kube-node-lease"];
 
 /// Server settings that change API behaviour.
-#[derive(Debug, Clone)]
+#[derive(Debug, Clone, Default)]
 pub struct ApiConfig {
     pub strategy: strategy::StrategyConfig,
-    /// Changes each watch cache keeps for watches that resume.
-    pub watch_history: usize,
+    /// The watch caches' history and slow-watcher limits.
+    pub watch_cache: crate::cache::CacheLimits,
+    /// Concurrent watches per client and in total.
+    pub watches: crate::watch_limits::WatchLimits,
     pub version: VersionInfo,
-}
-
-impl Default for ApiConfig {
-    fn default() -> Self {
-        ApiConfig {
-            strategy: strategy::StrategyConfig::default(),
-            watch_history: 100_000,
-            version: VersionInfo::default(),
-        }
-    }
 }
 
 /// What `/version` reports.
@@ -96,6 +88,10 @@ pub struct ApiServer {
     pub clock: Clock,
     pub auth: Authenticator,
     pub config: ApiConfig,
+    /// The watches open now (see [`crate::watch_limits`]).
+    pub watches: Arc<crate::watch_limits::WatchCounter>,
+    /// The watch caches' shared history budget.
+    pub history_budget: Arc<crate::cache::HistoryBudget>,
     /// The revision of the last namespace deletion this server made. With the embedded store
     /// this server makes every write, so a namespace in the watch cache once the cache has
     /// reached this revision still exists for any request that started after that deletion
@@ -193,7 +189,13 @@ fn bytes_response(code: u16, body: Vec<u8>) -> Response {
 }
 
 pub fn error_response(err: &ApiError) -> Response {
-    json_response(err.code, &err.to_status())
+    let mut response = json_response(err.code, &err.to_status());
+    if let Some(seconds) = err.retry_after_seconds() {
+        response
+            .headers_mut()
+            .insert(header::RETRY_AFTER, HeaderValue::from(seconds));
+    }
+    response
 }
 
 /// Reads a request body as JSON or YAML into a value.
@@ -208,6 +210,7 @@ fn parse_body(headers: &HeaderMap, body: &[u8]) -> ApiResult<Value> {
             .map_err(|e| ApiError::bad_request(format!("error decoding request body: {e}")))?,
         "application/yaml" | "application/x-yaml" | "text/yaml" => serde_yaml::from_slice(body)
             .map_err(|e| ApiError::bad_request(format!("error decoding YAML: {e}")))?,
+        berth_proto::CONTENT_TYPE => crate::protobuf::decode_request_body(body)?,
         other => return Err(ApiError::unsupported_media_type(other)),
     };
     if !value.is_object() {
@@ -266,10 +269,18 @@ impl ApiServer {
         clock: Clock,
         config: ApiConfig,
     ) -> Result<Arc<ApiServer>, ApiError> {
+        let budget = crate::cache::HistoryBudget::new(config.watch_cache.history_bytes);
         let caches = RESOURCES
             .iter()
             .filter(|rt| rt.stored_as.is_none())
-            .map(|rt| ResourceCache::new(rt, config.watch_history, strategy::selectable_fields))
+            .map(|rt| {
+                ResourceCache::with_limits(
+                    rt,
+                    &config.watch_cache,
+                    budget.clone(),
+                    strategy::selectable_fields,
+                )
+            })
             .collect::<Vec<_>>();
         crate::cache::spawn(caches.clone(), store.clone());
         let server = Arc::new(ApiServer {
@@ -277,6 +288,8 @@ impl ApiServer {
             caches,
             clock,
             auth: Authenticator::new(),
+            watches: crate::watch_limits::WatchCounter::new(config.watches),
+            history_budget: budget,
             config,
             namespace_deleted_at: std::sync::atomic::AtomicI64::new(0),
         });
@@ -340,6 +353,9 @@ impl ApiServer {
             Ok(response) => response,
             Err(err) => error_response(&err),
         };
+        let response =
+            crate::protobuf::negotiate_response(&parts.headers, info.verb == "watch", response)
+                .await;
         crate::metrics::observe(&info, response.status().as_u16(), started.elapsed());
         response
     }
@@ -355,17 +371,7 @@ impl ApiServer {
     ) -> ApiResult<Response> {
         // Health and version are public, as upstream's default RBAC makes them.
         match path {
-            "/healthz" | "/livez" | "/readyz" => {
-                let ready = path != "/readyz" || self.is_ready().await;
-                return Ok(if ready {
-                    plain(200, "ok")
-                } else {
-                    plain(
-                        500,
-                        "[-]informer-sync failed: watch caches are loading\nreadyz check failed",
-                    )
-                });
-            }
+            "/healthz" | "/livez" | "/readyz" => return Ok(crate::health::check(self, path).await),
             "/version" => {
                 let v = &self.config.version;
                 return Ok(json_response(
@@ -470,7 +476,7 @@ impl ApiServer {
             (_, "get", "") | (_, "get", "status") => self.get(rt, ns, name, headers, &query).await,
             (_, "get", "log") if rt == &PODS => self.pod_log(ns, name, raw_query, user).await,
             (_, "list", _) => self.list(rt, ns, &query, headers).await,
-            (_, "watch", _) => self.watch(rt, ns, &query, headers, external).await,
+            (_, "watch", _) => self.watch(rt, ns, &query, headers, external, user).await,
             (_, "create", "") => self.create(rt, ns, headers, &body, &query, user).await,
             (_, "create", "binding") => self.bind(ns, name, headers, &body).await,
             (_, "create", "eviction") => self.evict(ns, name, headers, &body, user).await,
@@ -1407,7 +1413,9 @@ impl ApiServer {
         query: &Query,
         headers: &HeaderMap,
         external: Option<&'static ResourceType>,
+        user: &User,
     ) -> ApiResult<Response> {
+        let permit = self.watches.admit(&user.name)?;
         let filter = Arc::new(Filter::new(rt, ns, query)?);
         let table = crate::table_output::wants_table(headers, query.get("includeObject"))?;
         let cache = self.cache(rt)?.clone();
@@ -1462,7 +1470,13 @@ impl ApiServer {
             send_initial,
             bookmarks,
             timeout,
-        );
+        )
+        // Ended when the server shuts down; the watch holds its place until
+        // its response ends.
+        .take_until(permit.closed())
+        .inspect(move |_| {
+            let _ = &permit;
+        });
         let mut response = Response::new(Body::from_stream(stream));
         response.headers_mut().insert(
             header::CONTENT_TYPE,
@@ -1691,7 +1705,7 @@ fn filtered(filter: &Filter, change: &Change) -> Option<(&'static str, Arc<str>)
 /// the cache's revision (for bookmarks).
 struct WatchFeed {
     initial: Vec<Change>,
-    receiver: tokio::sync::broadcast::Receiver<Change>,
+    receiver: crate::cache::WatchReceiver,
     revisions: tokio::sync::watch::Receiver<i64>,
     start_rv: i64,
 }
@@ -1699,13 +1713,17 @@ struct WatchFeed {
 /// How long a watch waits without an event before it sends a bookmark.
 const BOOKMARK_AFTER: Duration = Duration::from_secs(60);
 
-/// The watch's lines: the replayed changes (and the initial-events-end
-/// bookmark when asked), then live changes until `timeout`, which ends the
-/// watch whether or not changes keep coming, as upstream's does. A bookmark
-/// after a quiet minute carries the cache's revision, which moves with
-/// every type's writes: a client resuming from it after a long quiet spell
-/// of its own type is not sent away with 410 because other types' writes
-/// moved on (upstream's bookmarks carry etcd's progress the same way).
+/// The watch's lines: the replayed changes (rendered as they are sent, so
+/// a watch resumed far back costs no copy of the history), the
+/// initial-events-end bookmark when asked, then live changes until
+/// `timeout`, which ends the watch whether or not changes keep coming, as
+/// upstream's does. A bookmark after a quiet minute carries the cache's
+/// revision, which moves with every type's writes: a client resuming from
+/// it after a long quiet spell of its own type is not sent away with 410
+/// because other types' writes moved on (upstream's bookmarks carry etcd's
+/// progress the same way). A watcher the cache closed for falling too far
+/// behind ends without an error, as upstream's does: its client resumes
+/// from the last change it read.
 fn watch_stream(
     rt: &'static ResourceType,
     filter: Arc<Filter>,
@@ -1715,24 +1733,24 @@ fn watch_stream(
     bookmarks: bool,
     timeout: Duration,
 ) -> impl futures::Stream<Item = Result<Bytes, std::io::Error>> + Send {
-    use tokio::sync::broadcast::error::{RecvError, TryRecvError};
+    use crate::cache::Missed;
     let WatchFeed {
         initial,
         receiver,
         revisions,
         start_rv,
     } = feed;
-    let mut first: Vec<Bytes> = Vec::new();
-    let mut last_rv = start_rv;
-    for change in &initial {
-        if let Some((kind, json)) = filtered(&filter, change) {
-            first.push(render.line(kind, &json));
-        }
-        last_rv = last_rv.max(change.object.rv);
-    }
-    if send_initial {
-        first.push(bookmark_line(rt, last_rv, true));
-    }
+    let last_rv = initial.iter().map(|c| c.object.rv).fold(start_rv, i64::max);
+    let replay = {
+        let filter = filter.clone();
+        let render = render.clone();
+        futures::stream::iter(initial).filter_map(move |change| {
+            let line = filtered(&filter, &change).map(|(kind, json)| Ok(render.line(kind, &json)));
+            std::future::ready(line)
+        })
+    };
+    let initial_end =
+        futures::stream::iter(send_initial.then(|| Ok(bookmark_line(rt, last_rv, true))));
     let deadline = tokio::time::Instant::now() + timeout;
     let live = futures::stream::unfold(
         (receiver, last_rv, false),
@@ -1761,17 +1779,16 @@ fn watch_stream(
                             // an empty queue means every change up to it
                             // was delivered.
                             let current = *revisions.borrow();
-                            match rx.try_recv() {
-                                Err(TryRecvError::Empty) => {
+                            match rx.try_recv().await {
+                                Ok(None) => {
                                     last_rv = last_rv.max(current);
                                     return Some((
                                         Ok(bookmark_line(rt, last_rv, false)),
                                         (rx, last_rv, false),
                                     ));
                                 }
-                                Ok(change) => Ok(change),
-                                Err(TryRecvError::Lagged(n)) => Err(RecvError::Lagged(n)),
-                                Err(TryRecvError::Closed) => Err(RecvError::Closed),
+                                Ok(Some(change)) => Ok(change),
+                                Err(missed) => Err(missed),
                             }
                         }
                         Ok(next) => next,
@@ -1786,7 +1803,7 @@ fn watch_stream(
                                 return Some((Ok(render.line(kind, &json)), (rx, last_rv, false)));
                             }
                         }
-                        Err(RecvError::Lagged(_)) => {
+                        Err(Missed::Lagged) => {
                             // Too far behind to deliver every change: end the
                             // watch with 410 so the client re-lists.
                             let status = ApiError::expired(last_rv, last_rv).to_status();
@@ -1795,13 +1812,13 @@ fn watch_stream(
                                 (rx, last_rv, true),
                             ));
                         }
-                        Err(RecvError::Closed) => return None,
+                        Err(Missed::TooSlow | Missed::Closed) => return None,
                     }
                 }
             }
         },
     );
-    futures::stream::iter(first.into_iter().map(Ok)).chain(live)
+    replay.chain(initial_end).chain(live)
 }
 
 #[cfg(test)]
@@ -2250,7 +2267,7 @@ mod watch_stream_tests {
             Arc::new(render),
             WatchFeed {
                 initial: Vec::new(),
-                receiver,
+                receiver: crate::cache::WatchReceiver::unmanaged(receiver),
                 revisions,
                 start_rv,
             },

@@ -263,7 +263,25 @@ impl ApiError {
         )
     }
 
-    /// 429/503-style back-pressure is not used yet; timeouts are 504.
+    /// 429, as upstream's max-in-flight filter refuses: the client waits
+    /// `retry_after_seconds` (sent as the `Retry-After` header too, see
+    /// [`ApiError::retry_after_seconds`]) and tries again.
+    pub fn too_many_requests(message: impl Into<String>, retry_after_seconds: u64) -> Self {
+        ApiError::new(429, "TooManyRequests", message)
+            .with_details(json!({"retryAfterSeconds": retry_after_seconds}))
+    }
+
+    /// `details.retryAfterSeconds`, which upstream also sends as the
+    /// `Retry-After` header.
+    pub fn retry_after_seconds(&self) -> Option<u64> {
+        self.details
+            .as_ref()?
+            .get("retryAfterSeconds")?
+            .as_u64()
+            .filter(|s| *s > 0)
+    }
+
+    /// Timeouts are 504.
     pub fn timeout(message: impl Into<String>) -> Self {
         ApiError::new(504, "Timeout", message)
     }

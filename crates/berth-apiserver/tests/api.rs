@@ -577,7 +577,10 @@ async fn watches_resume_from_a_resource_version_in_order() {
 #[tokio::test]
 async fn a_watch_from_before_the_history_is_gone() {
     let config = ApiConfig {
-        watch_history: 2,
+        watch_cache: berth_apiserver::cache::CacheLimits {
+            history_events: 2,
+            ..Default::default()
+        },
         ..ApiConfig::default()
     };
     let api = api_with(config).await;
@@ -920,4 +923,108 @@ async fn every_taint_and_toleration_rule_is_a_422_with_the_field() {
     let (s, v) = api.req("PUT", uri, changed).await;
     assert_eq!(s, 422, "{v}");
     assert_status(&v, 422, "Invalid");
+}
+
+#[tokio::test]
+async fn watches_over_the_per_client_or_total_limit_get_429_with_retry_after() {
+    let config = ApiConfig {
+        watches: berth_apiserver::watch_limits::WatchLimits {
+            per_client: 2,
+            total: 3,
+        },
+        ..ApiConfig::default()
+    };
+    let api = api_with(config).await;
+    let watch = |token: &'static str| {
+        let server = api.server.clone();
+        async move {
+            let request = Request::builder()
+                .uri("/api/v1/namespaces/default/pods?watch=true&timeoutSeconds=60")
+                .header("authorization", format!("Bearer {token}"))
+                .body(Body::empty())
+                .expect("request");
+            router(server).oneshot(request).await.expect("response")
+        }
+    };
+    let first = watch(ADMIN).await;
+    let second = watch(ADMIN).await;
+    assert_eq!(
+        (first.status(), second.status()),
+        (StatusCode::OK, StatusCode::OK)
+    );
+    let refused = watch(ADMIN).await;
+    assert_eq!(refused.status(), StatusCode::TOO_MANY_REQUESTS);
+    assert_eq!(
+        refused
+            .headers()
+            .get("retry-after")
+            .and_then(|v| v.to_str().ok()),
+        Some("1")
+    );
+    let body = axum::body::to_bytes(refused.into_body(), usize::MAX)
+        .await
+        .expect("body");
+    let status: Value = serde_json::from_slice(&body).expect("a Status");
+    assert_status(&status, 429, "TooManyRequests");
+    assert_eq!(status["details"]["retryAfterSeconds"], 1);
+    assert!(
+        status["message"]
+            .as_str()
+            .is_some_and(|m| m.contains("--max-watches-per-client")),
+        "{status}"
+    );
+    // Another client still has room, until the total is reached.
+    let third = watch(NODE1).await;
+    assert_eq!(third.status(), StatusCode::OK);
+    let over_total = watch(NODE1).await;
+    assert_eq!(over_total.status(), StatusCode::TOO_MANY_REQUESTS);
+    // A watch that ends (its client went away) frees its place.
+    drop(first);
+    assert_eq!(watch(ADMIN).await.status(), StatusCode::OK);
+    drop((second, third));
+}
+
+#[tokio::test]
+async fn patching_one_pod_with_large_annotations_keeps_the_history_within_its_budget() {
+    const BUDGET: usize = 1 << 20;
+    let config = ApiConfig {
+        watch_cache: berth_apiserver::cache::CacheLimits {
+            history_bytes: BUDGET,
+            ..Default::default()
+        },
+        ..ApiConfig::default()
+    };
+    let api = api_with(config).await;
+    let pods = "/api/v1/namespaces/default/pods";
+    let first = api.create(pods, pod("big")).await;
+    let first_rv = first["metadata"]["resourceVersion"].clone();
+    let mut most = 0;
+    for i in 0..20 {
+        let patch = json!({"metadata": {"annotations": {"big": format!("{i}-{}", "x".repeat(200 * 1024))}}});
+        let (status, body) = api
+            .call(
+                Some(ADMIN),
+                "PATCH",
+                &format!("{pods}/big"),
+                "application/merge-patch+json",
+                patch.to_string().into_bytes(),
+            )
+            .await;
+        assert_eq!(status, StatusCode::OK, "{body}");
+        // A list is a consistent read: the cache has applied the patch.
+        api.req("GET", pods, Value::Null).await;
+        most = most.max(api.server.history_budget.used());
+    }
+    assert!(most <= BUDGET, "the history held {most} bytes");
+    let (status, body) = api
+        .req(
+            "GET",
+            &format!(
+                "{pods}?watch=true&resourceVersion={}",
+                first_rv.as_str().unwrap_or("1")
+            ),
+            Value::Null,
+        )
+        .await;
+    assert_eq!(status, 410, "a watch from the first write: {body}");
 }

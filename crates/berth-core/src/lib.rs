@@ -3,14 +3,24 @@
 //! Kubernetes types come from `k8s-openapi` (re-exported as [`k8s`]); this
 //! crate adds what berth decides with them, with no I/O and no async:
 //!
-//! - [`toleration`]: whether tolerations tolerate taints, and how long a
-//!   running pod may stay under NoExecute taints (upstream's exact rules).
+//! - [`toleration`]: whether tolerations tolerate taints (upstream's exact
+//!   rules).
+//! - [`eviction`]: when a running pod must leave its node under NoExecute
+//!   taints (SPEC §4), the one rule the controller, the simulator and
+//!   `berth check` call.
 //! - [`taint_spec`]: the `kubectl taint` / `--register-with-taints` syntax.
 //! - [`validation`]: Kubernetes field errors and the API rules for taints
 //!   and tolerations.
 //! - [`quantity`]: resource quantities parsed and compared as upstream does.
+//! - [`resources`]: resource names and what a pod requests (`PodRequests`).
+//! - [`node_affinity`]: node-selector matching (a pod's `nodeSelector` and
+//!   node affinity against a node), as component-helpers does it.
+//! - [`labels`]: apimachinery's label requirements and selectors (the
+//!   `labelSelector=` syntax, node-selector requirements, matching).
 //! - [`feature_gates`]: `--feature-gates`, e.g. `TaintTolerationComparisonOperators`.
 //! - [`manifest`]: YAML/JSON manifests as `kubectl apply -f` reads them.
+//! - [`object_key`], [`pod`]: an object's namespace/name key; a pod's
+//!   bound node and terminal phase, as every client reads them.
 //! - [`clock`]: the one source of time for every timer in berth, real or
 //!   virtual (a paused tokio clock in tests).
 //! - `test_util` (tests and the `test-util` feature only): taint and
@@ -20,9 +30,15 @@ pub use k8s_openapi as k8s;
 
 pub mod clock;
 pub mod duration;
+pub mod eviction;
 pub mod feature_gates;
+pub mod labels;
 pub mod manifest;
+pub mod node_affinity;
+pub mod object_key;
+pub mod pod;
 pub mod quantity;
+pub mod resources;
 pub mod taint_spec;
 #[cfg(any(test, feature = "test-util"))]
 pub mod test_util;

@@ -1,11 +1,15 @@
-//! Builders for taints and tolerations in tests, written the way upstream's
-//! tests write them: an empty string means "not set".
+//! Builders for taints, tolerations and node selectors in tests, written
+//! the way upstream's tests write them: an empty string means "not set".
 //!
 //! Compiled for berth-core's own tests and, through the `test-util`
 //! feature, for other crates' tests (berth-scheduler enables it as a
 //! dev-dependency feature only).
 
-use k8s_openapi::api::core::v1::{Taint, Toleration};
+use k8s_openapi::api::core::v1::{
+    Affinity, Node, NodeAffinity, NodeSelector, NodeSelectorRequirement, NodeSelectorTerm, Pod,
+    PodSpec, Taint, Toleration,
+};
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
 
 /// A taint; `""` value means no value.
 pub fn taint(key: &str, value: &str, effect: &str) -> Taint {
@@ -34,5 +38,108 @@ pub fn tol_secs(key: &str, op: &str, value: &str, effect: &str, s: i64) -> Toler
     Toleration {
         toleration_seconds: Some(s),
         ..tol(key, op, value, effect)
+    }
+}
+
+/// `s` seconds after a fixed instant (the taint eviction tests' clock).
+pub fn t(s: i64) -> jiff::Timestamp {
+    jiff::Timestamp::from_second(1_800_000_000 + s).unwrap_or(jiff::Timestamp::UNIX_EPOCH)
+}
+
+/// Upstream's `createNoExecuteTaint(index)`:
+/// `testTaint<index>=test<index>:NoExecute`, added at `t(added)`.
+pub fn taint_n(index: u32, added: i64) -> Taint {
+    Taint {
+        time_added: Some(k8s_openapi::apimachinery::pkg::apis::meta::v1::Time(t(
+            added,
+        ))),
+        ..taint(
+            &format!("testTaint{index}"),
+            &format!("test{index}"),
+            crate::toleration::EFFECT_NO_EXECUTE,
+        )
+    }
+}
+
+/// Upstream's `addToleration(pod, index, duration)`: a toleration of
+/// `taint_n(index, _)` for `seconds` (negative: forever).
+pub fn tol_n(index: u32, seconds: i64) -> Toleration {
+    let (key, value) = (format!("testTaint{index}"), format!("test{index}"));
+    let (op, effect) = (
+        crate::toleration::OP_EQUAL,
+        crate::toleration::EFFECT_NO_EXECUTE,
+    );
+    if seconds < 0 {
+        tol(&key, op, &value, effect)
+    } else {
+        tol_secs(&key, op, &value, effect, seconds)
+    }
+}
+
+/// A `NodeSelectorRequirement`; no values means the field is unset.
+pub fn expr(key: &str, op: &str, values: &[&str]) -> NodeSelectorRequirement {
+    NodeSelectorRequirement {
+        key: key.into(),
+        operator: op.into(),
+        values: (!values.is_empty()).then(|| values.iter().map(|v| v.to_string()).collect()),
+    }
+}
+
+/// A `NodeSelectorTerm` of label expressions and field expressions.
+pub fn term(
+    exprs: Vec<NodeSelectorRequirement>,
+    fields: Vec<NodeSelectorRequirement>,
+) -> NodeSelectorTerm {
+    NodeSelectorTerm {
+        match_expressions: (!exprs.is_empty()).then_some(exprs),
+        match_fields: (!fields.is_empty()).then_some(fields),
+    }
+}
+
+/// A `NodeSelector` of terms.
+pub fn selector(terms: Vec<NodeSelectorTerm>) -> NodeSelector {
+    NodeSelector {
+        node_selector_terms: terms,
+    }
+}
+
+/// A node with a name (`""`: none) and labels.
+pub fn node(name: &str, labels: &[(&str, &str)]) -> Node {
+    Node {
+        metadata: ObjectMeta {
+            name: (!name.is_empty()).then(|| name.to_string()),
+            labels: (!labels.is_empty()).then(|| {
+                labels
+                    .iter()
+                    .map(|(k, v)| (k.to_string(), v.to_string()))
+                    .collect()
+            }),
+            ..ObjectMeta::default()
+        },
+        ..Node::default()
+    }
+}
+
+/// A pod with a `nodeSelector` and a required node affinity.
+pub fn pod_with(node_selector: Option<&[(&str, &str)]>, required: Option<NodeSelector>) -> Pod {
+    let affinity = required.map(|ns| Affinity {
+        node_affinity: Some(NodeAffinity {
+            required_during_scheduling_ignored_during_execution: Some(ns),
+            ..NodeAffinity::default()
+        }),
+        ..Affinity::default()
+    });
+    Pod {
+        spec: Some(PodSpec {
+            node_selector: node_selector.map(|pairs| {
+                pairs
+                    .iter()
+                    .map(|(k, v)| (k.to_string(), v.to_string()))
+                    .collect()
+            }),
+            affinity,
+            ..PodSpec::default()
+        }),
+        ..Pod::default()
     }
 }

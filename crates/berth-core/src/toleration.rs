@@ -3,10 +3,8 @@
 //! Ported from kubernetes/api `core/v1/toleration.go` (`ToleratesTaint`,
 //! `MatchToleration`) and kubernetes/component-helpers
 //! `scheduling/corev1/helpers.go` (`TolerationsTolerateTaint`,
-//! `FindMatchingUntoleratedTaint`), plus the per-taint toleration choice of
-//! the taint-eviction controller (`getMatchingTolerations`,
-//! `getMinTolerationTime`) that decides how long a pod may stay on a node
-//! with NoExecute taints.
+//! `FindMatchingUntoleratedTaint`). How long a pod may stay on a node with
+//! NoExecute taints is [`crate::eviction`]'s.
 //!
 //! These functions sit on the scheduler's hot path (one call per node per
 //! pod), so they borrow, never allocate, and compare strings in place.
@@ -117,74 +115,6 @@ pub fn is_do_not_schedule(taint: &Taint) -> bool {
 /// The taints that evict running pods.
 pub fn is_no_execute(taint: &Taint) -> bool {
     taint.effect == EFFECT_NO_EXECUTE
-}
-
-/// `getMatchingTolerations`: for each taint, the first toleration that
-/// tolerates it, in taint order; `None` when some taint is not tolerated.
-/// The choice of the *first* toleration matters: its `tolerationSeconds`
-/// decides how long the pod may stay, even when a later toleration would
-/// also match with a different value.
-pub fn matching_tolerations<'t>(
-    taints: &[Taint],
-    tolerations: &'t [Toleration],
-    gates: FeatureGates,
-) -> Option<Vec<&'t Toleration>> {
-    taints
-        .iter()
-        .map(|taint| tolerations.iter().find(|t| tolerates(t, taint, gates)))
-        .collect()
-}
-
-/// How long a running pod may stay on its node given the node's NoExecute
-/// taints.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
-pub enum EvictionDelay {
-    /// Evict at once: a taint is not tolerated, or a toleration used has
-    /// zero or negative `tolerationSeconds`.
-    Now,
-    /// Evict this many seconds after the taints were added.
-    After(i64),
-    /// Every taint is tolerated forever (or there are none).
-    Never,
-}
-
-/// `getMinTolerationTime` over the tolerations used: the smallest positive
-/// `tolerationSeconds`, `Now` if any is zero or negative, `Never` if none
-/// sets it. Like upstream, an empty list means `Now`: it only arises when
-/// there are taints and nothing tolerates them.
-pub fn min_toleration_time(used: &[&Toleration]) -> EvictionDelay {
-    if used.is_empty() {
-        return EvictionDelay::Now;
-    }
-    let mut min = EvictionDelay::Never;
-    for seconds in used.iter().filter_map(|t| t.toleration_seconds) {
-        if seconds <= 0 {
-            return EvictionDelay::Now;
-        }
-        min = min.min(EvictionDelay::After(seconds));
-    }
-    min
-}
-
-/// What a node's NoExecute taints do to a pod already running there,
-/// measured from the moment the taints apply to it.
-pub fn eviction_delay(
-    node_taints: &[Taint],
-    tolerations: &[Toleration],
-    gates: FeatureGates,
-) -> EvictionDelay {
-    let no_execute: Vec<Taint> = node_taints
-        .iter()
-        .filter(|t| is_no_execute(t))
-        .cloned()
-        .collect();
-    if no_execute.is_empty() {
-        return EvictionDelay::Never;
-    }
-    match matching_tolerations(&no_execute, tolerations, gates) {
-        Some(used) => min_toleration_time(&used),
-        None => EvictionDelay::Now,
-    }
 }
 
 /// `Toleration.MatchToleration`: tolerations are the same when key,
@@ -585,122 +515,6 @@ mod tests {
         let tolerations = [tol("a", OP_EXISTS, "", "")];
         let found = find_matching_untolerated_taint(&taints, &tolerations, is_do_not_schedule, ON);
         assert_eq!(found.map(|t| t.key.as_str()), Some("b"));
-    }
-
-    /// Upstream `TestGetMinTolerationTime` (tainteviction controller).
-    #[test]
-    fn min_toleration_time_as_upstream() {
-        let one = tol_secs("", OP_EXISTS, "", NE, 1);
-        let ten = tol_secs("", OP_EXISTS, "", NE, 10);
-        let zero = tol_secs("", OP_EXISTS, "", NE, 0);
-        let negative = tol_secs("", OP_EXISTS, "", NE, -1);
-        let forever = tol("", OP_EXISTS, "", NE);
-        let cases: &[(&str, Vec<&Toleration>, EvictionDelay)] = &[
-            ("no tolerations used means now", vec![], EvictionDelay::Now),
-            ("one with seconds", vec![&one], EvictionDelay::After(1)),
-            (
-                "the smallest wins",
-                vec![&ten, &one],
-                EvictionDelay::After(1),
-            ),
-            (
-                "the smallest wins in any order",
-                vec![&one, &ten],
-                EvictionDelay::After(1),
-            ),
-            (
-                "unset seconds are ignored beside set ones",
-                vec![&forever, &ten],
-                EvictionDelay::After(10),
-            ),
-            (
-                "only unset seconds means never",
-                vec![&forever],
-                EvictionDelay::Never,
-            ),
-            ("zero means now", vec![&ten, &zero], EvictionDelay::Now),
-            (
-                "negative means now",
-                vec![&negative, &forever],
-                EvictionDelay::Now,
-            ),
-        ];
-        for (name, used, want) in cases {
-            assert_eq!(min_toleration_time(used), *want, "{name}");
-        }
-    }
-
-    /// The first toleration that tolerates a taint is the one whose seconds
-    /// count, as in upstream's `getMatchingTolerations`.
-    #[test]
-    fn eviction_delay_uses_first_matching_toleration_per_taint() {
-        let cases: &[(&str, Vec<Taint>, Vec<Toleration>, EvictionDelay)] = &[
-            ("no taints: never", vec![], vec![], EvictionDelay::Never),
-            (
-                "only NoSchedule taints: never",
-                vec![taint("a", "", NS)],
-                vec![],
-                EvictionDelay::Never,
-            ),
-            (
-                "untolerated NoExecute: now",
-                vec![taint("a", "", NE)],
-                vec![],
-                EvictionDelay::Now,
-            ),
-            (
-                "tolerated forever",
-                vec![taint("a", "", NE)],
-                vec![tol("a", OP_EXISTS, "", NE)],
-                EvictionDelay::Never,
-            ),
-            (
-                "tolerated for 3600 s",
-                vec![taint("key1", "value1", NE)],
-                vec![tol_secs("key1", OP_EQUAL, "value1", NE, 3600)],
-                EvictionDelay::After(3600),
-            ),
-            (
-                "first match wins over a later shorter one",
-                vec![taint("a", "", NE)],
-                vec![
-                    tol("a", OP_EXISTS, "", NE),
-                    tol_secs("a", OP_EXISTS, "", NE, 5),
-                ],
-                EvictionDelay::Never,
-            ),
-            (
-                "minimum over taints",
-                vec![taint("a", "", NE), taint("b", "", NE)],
-                vec![
-                    tol_secs("a", OP_EXISTS, "", NE, 60),
-                    tol_secs("b", OP_EXISTS, "", NE, 30),
-                ],
-                EvictionDelay::After(30),
-            ),
-            (
-                "one untolerated among tolerated: now",
-                vec![taint("a", "", NE), taint("b", "", NE)],
-                vec![tol_secs("a", OP_EXISTS, "", NE, 60)],
-                EvictionDelay::Now,
-            ),
-            (
-                "seed: the pod with two tolerations keeps running on node1",
-                vec![
-                    taint("key1", "value1", NS),
-                    taint("key1", "value1", NE),
-                    taint("key2", "value2", NS),
-                ],
-                vec![
-                    tol("key1", OP_EQUAL, "value1", NS),
-                    tol("key1", OP_EQUAL, "value1", NE),
-                ],
-                EvictionDelay::Never,
-            ),
-        ];
-        for (name, taints, tolerations, want) in cases {
-            assert_eq!(eviction_delay(taints, tolerations, ON), *want, "{name}");
-        }
     }
 
     #[test]

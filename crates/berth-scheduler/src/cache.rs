@@ -71,11 +71,6 @@ impl Cache {
         self.pods.len()
     }
 
-    /// Keys of every pod counted (bound or assumed).
-    pub fn pod_keys(&self) -> Vec<String> {
-        self.pods.keys().cloned().collect()
-    }
-
     /// Adds or replaces a node; returns the previous object. Pods already
     /// known to be on it (seen before their node) are counted.
     pub fn upsert_node(&mut self, node: Arc<Node>) -> Option<Arc<Node>> {

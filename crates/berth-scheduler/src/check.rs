@@ -5,16 +5,16 @@
 //! NodeResourcesFit, with upstream's messages), which taints nothing
 //! tolerates, the TaintToleration score normalised over the given nodes,
 //! what the node's NoExecute taints would do to the pod were it already
-//! running there, and whether the node agent would admit it if it were
+//! running there (berth-core's eviction rule, the one the taint eviction
+//! controller follows), and whether the node agent would admit it if it were
 //! bound there directly (`spec.nodeName`), as the kubelet's admission does.
 //!
 //! Unlike the scheduler, which stops at a node's first failing filter, the
 //! check runs every filter so that the report names every reason.
 
 use berth_core::FeatureGates;
-use berth_core::toleration::{
-    EvictionDelay, eviction_delay, is_no_execute, tolerations_tolerate_taint,
-};
+use berth_core::eviction::{EvictionDelay, eviction_delay};
+use berth_core::toleration::{is_no_execute, tolerations_tolerate_taint};
 use k8s_openapi::api::core::v1::{Node, Pod, Taint};
 use serde::Serialize;
 
@@ -22,10 +22,10 @@ use crate::framework::{
     CycleState, FilterPlugin, NodeInfo, NodeScore, PodInfo, PreFilterPlugin, PreScorePlugin,
     ScorePlugin, Status,
 };
-use crate::nodeaffinity::RequiredNodeAffinity;
 use crate::plugins::{
     NodeAffinity, NodeName, NodeResourcesFit, NodeUnschedulable, TaintToleration,
 };
+use berth_core::node_affinity::RequiredNodeAffinity;
 
 /// The whole answer for one pod.
 #[derive(Debug, Clone, PartialEq, Serialize)]

@@ -181,7 +181,7 @@ pub struct Resource {
     pub pods: usize,
     /// Scalar resources by name: extended resources (`example.com/gpu`),
     /// `hugepages-*`, `attachable-volumes-*` and prefixed native resources
-    /// (`kubernetes.io/...`); see [`crate::resources::is_scalar_resource_name`].
+    /// (`kubernetes.io/...`); see [`berth_core::resources::is_scalar_resource_name`].
     pub scalar_resources: BTreeMap<String, i64>,
 }
 

@@ -19,12 +19,12 @@ use berth_core::toleration::{find_matching_untolerated_taint, is_do_not_schedule
 use k8s_openapi::api::core::v1::{Node, Pod, Taint};
 
 use crate::framework::{NodeInfo, PodInfo};
-use crate::nodeaffinity::RequiredNodeAffinity;
 use crate::plugins::NodeResourcesFit;
 use crate::plugins::{
     node_affinity, node_name, node_resources_fit, node_unschedulable, taint_toleration,
 };
 use crate::resources::resource_list_to_resource;
+use berth_core::node_affinity::RequiredNodeAffinity;
 
 /// What changed (upstream's `ActionType` bits for nodes and pods).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]

@@ -18,8 +18,9 @@
 //! - [`cache`]: nodes and the pods on them, with assumed pods.
 //! - [`scheduler`]: the state machine tying them together: watch updates
 //!   in, decisions (bind / refuse) out, no I/O and no clock.
-//! - [`resources`], [`taint_sets`], [`nodeaffinity`], [`labels`]: what a pod
-//!   requests, interned taint lists, node-selector and label matching.
+//! - [`resources`], [`taint_sets`]: what a pod requests in the scheduler's
+//!   units, interned taint lists (node-selector and label matching are
+//!   berth-core's [`berth_core::node_affinity`] and [`berth_core::labels`]).
 //! - [`check`]: one pod against a set of nodes, explained (`berth check`).
 //!
 //! The client side, [`client`]: kube-rs watchers feed the state machine and
@@ -33,8 +34,6 @@ pub mod client;
 pub mod cycle;
 pub mod framework;
 pub mod hints;
-pub mod labels;
-pub mod nodeaffinity;
 pub mod plugins;
 pub mod queue;
 pub mod resources;
@@ -58,10 +57,10 @@ mod alloc_free_tests {
     use k8s_openapi::apimachinery::pkg::api::resource::Quantity;
 
     use crate::framework::{CycleState, FilterPlugin, NodeInfo, PodInfo, PreFilterPlugin};
-    use crate::nodeaffinity::tests::{expr, node, pod_with, selector, term};
     use crate::plugins::{
         NodeAffinity, NodeName, NodeResourcesFit, NodeUnschedulable, TaintToleration,
     };
+    use berth_core::test_util::{expr, node, pod_with, selector, term};
 
     struct Counting;
 

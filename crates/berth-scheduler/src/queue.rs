@@ -187,11 +187,6 @@ impl SchedulingQueue {
         self.entries.len()
     }
 
-    /// Keys of every queued pod, in flight included.
-    pub fn keys(&self) -> Vec<String> {
-        self.entries.keys().cloned().collect()
-    }
-
     pub fn is_empty(&self) -> bool {
         self.entries.is_empty()
     }

@@ -196,23 +196,6 @@ impl Scheduler {
         }
     }
 
-    /// Keys of every pod known to be bound or assumed, and every queued
-    /// pod: what a relist compares against.
-    pub fn known_pod_keys(&self) -> Vec<String> {
-        let mut keys = self.cache.pod_keys();
-        keys.extend(self.queue.keys());
-        keys
-    }
-
-    /// Names of every node in the cache.
-    pub fn known_node_names(&self) -> Vec<String> {
-        self.cache
-            .nodes()
-            .iter()
-            .map(|n| n.name().to_string())
-            .collect()
-    }
-
     fn on_event(&mut self, event: &ClusterEvent<'_>, now: Instant) {
         let gates = self.profile.gates;
         self.queue.move_on_event(now, |queued| {

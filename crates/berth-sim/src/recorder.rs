@@ -5,11 +5,20 @@
 //! virtual instant a node's change is folded in before the eviction it
 //! caused, and the eviction's due time is computed from the node as it is.
 //!
+//! Every entry gets the next sequence number as it is recorded, so what
+//! happened to one node, pod or zone within one instant keeps its order in
+//! the timeline.
+//!
 //! Zone states are computed from the nodes as the node lifecycle
 //! controller computes them, with its own functions
 //! (`berth_controllers::node_lifecycle::zone`): the controller writes the
 //! Ready conditions it judges by in the same monitor pass, so the state
-//! changes at the same virtual instant as the controller's.
+//! changes at the same virtual instant as the controller's. The recorder
+//! sees those nodes change one by one, so a zone can pass through states
+//! within an instant (ten nodes going NotReady together pass
+//! PartialDisruption on the way to FullDisruption); only the state a zone
+//! settled in is recorded, once time moves on: the state the controller
+//! acted on.
 
 use std::collections::BTreeMap;
 
@@ -18,6 +27,7 @@ use berth_controllers::node_lifecycle::zone::{
 };
 use berth_core::FeatureGates;
 use berth_core::clock::Clock;
+use berth_core::eviction::{TaintStarts, pod_due};
 use futures::{Stream, StreamExt};
 use jiff::Timestamp;
 use k8s_openapi::api::core::v1::{Event, Node, Pod};
@@ -40,12 +50,21 @@ struct Recorder {
     gates: FeatureGates,
     entries: Vec<Entry>,
     nodes: BTreeMap<String, Node>,
+    /// When each node's taints started (for those without `timeAdded`,
+    /// when first seen), as the taint eviction controller counts them.
+    taint_starts: BTreeMap<String, TaintStarts>,
     pods: BTreeMap<String, Pod>,
     /// Deleted pods, for evictions reported after the deletion was seen.
     gone: BTreeMap<String, Pod>,
     events: BTreeMap<String, Event>,
+    /// Each zone's last recorded state.
     zones: BTreeMap<String, String>,
+    /// Zone states reached in the current instant, recorded once time
+    /// moves on: the entry, numbered when its state was reached.
+    unsettled: BTreeMap<String, Entry>,
     unhealthy_zone_threshold: f32,
+    /// The next entry's sequence number.
+    seq: u64,
 }
 
 impl Recorder {
@@ -53,18 +72,39 @@ impl Recorder {
         millis_between(self.start, self.clock.now())
     }
 
+    /// Numbers an entry in the order things happened.
+    fn numbered(&mut self, mut entry: Entry) -> Entry {
+        entry.seq = self.seq;
+        self.seq += 1;
+        entry
+    }
+
+    fn record(&mut self, entries: Vec<Entry>) {
+        for entry in entries {
+            let entry = self.numbered(entry);
+            self.entries.push(entry);
+        }
+    }
+
     fn node(&mut self, event: watcher::Event<Node>) {
         let t = self.now();
+        self.settle_zones(t);
         match event {
             watcher::Event::Apply(node) | watcher::Event::InitApply(node) => {
                 let name = node.metadata.name.clone().unwrap_or_default();
-                let old = self.nodes.get(&name);
-                self.entries.extend(timeline::node_entries(t, old, &node));
+                let entries = timeline::node_entries(t, self.nodes.get(&name), &node);
+                self.record(entries);
+                let taints = node.spec.as_ref().and_then(|s| s.taints.as_deref());
+                self.taint_starts
+                    .entry(name.clone())
+                    .or_default()
+                    .observe(taints.unwrap_or(&[]), self.clock.now());
                 self.nodes.insert(name, node);
             }
             watcher::Event::Delete(node) => {
                 let name = node.metadata.name.clone().unwrap_or_default();
                 self.nodes.remove(&name);
+                self.taint_starts.remove(&name);
             }
             watcher::Event::Init | watcher::Event::InitDone => {}
         }
@@ -72,20 +112,20 @@ impl Recorder {
 
     fn pod(&mut self, event: watcher::Event<Pod>) {
         let t = self.now();
+        self.settle_zones(t);
         match event {
             watcher::Event::Apply(pod) | watcher::Event::InitApply(pod) => {
                 let key = timeline::pod_key(&pod);
-                let old = self.pods.get(&key);
-                self.entries
-                    .extend(timeline::pod_entries(t, old, Some(&pod)));
+                let entries = timeline::pod_entries(t, self.pods.get(&key), Some(&pod));
+                self.record(entries);
                 self.gone.remove(&key);
                 self.pods.insert(key, pod);
             }
             watcher::Event::Delete(pod) => {
                 let key = timeline::pod_key(&pod);
                 let old = self.pods.remove(&key);
-                self.entries
-                    .extend(timeline::pod_entries(t, old.as_ref(), None));
+                let entries = timeline::pod_entries(t, old.as_ref(), None);
+                self.record(entries);
                 self.gone.insert(key, old.unwrap_or(pod));
             }
             watcher::Event::Init | watcher::Event::InitDone => {}
@@ -94,6 +134,7 @@ impl Recorder {
 
     fn event(&mut self, event: watcher::Event<Event>) {
         let t = self.now();
+        self.settle_zones(t);
         let (watcher::Event::Apply(ev) | watcher::Event::InitApply(ev)) = event else {
             return;
         };
@@ -106,7 +147,7 @@ impl Recorder {
         for entry in &mut entries {
             self.describe_eviction(entry);
         }
-        self.entries.extend(entries);
+        self.record(entries);
         self.events.insert(key, ev);
     }
 
@@ -127,15 +168,31 @@ impl Recorder {
         };
         let node_name = pod.spec.as_ref().and_then(|s| s.node_name.clone());
         if entry.event == EventKind::PodEvicted
-            && let Some(node) = node_name.as_ref().and_then(|n| self.nodes.get(n))
+            && let Some(name) = node_name.as_deref()
+            && let (Some(node), Some(starts)) = (self.nodes.get(name), self.taint_starts.get(name))
         {
-            entry.due = timeline::eviction_due(pod, node, self.gates)
-                .map(|due| millis_between(self.start, due));
+            entry.due = pod_due(pod, node, starts, self.gates)
+                .map(|due| millis_between(self.start, due.at));
         }
         entry.node = node_name;
     }
 
-    /// Recomputes every zone's state; an entry for each that changed.
+    /// Records the zone states reached in an instant that has passed.
+    fn settle_zones(&mut self, now: Millis) {
+        if self.unsettled.values().all(|e| e.t >= now) {
+            return;
+        }
+        for (zone, entry) in std::mem::take(&mut self.unsettled) {
+            let state = entry.state.clone().unwrap_or_default();
+            if self.zones.get(&zone) != Some(&state) {
+                self.entries.push(entry);
+                self.zones.insert(zone, state);
+            }
+        }
+    }
+
+    /// Recomputes every zone's state; a zone whose state changed is
+    /// recorded once the instant is over ([`Self::settle_zones`]).
     fn zones(&mut self) {
         let t = self.now();
         let mut ready: BTreeMap<String, (String, Vec<Option<bool>>)> = BTreeMap::new();
@@ -165,9 +222,13 @@ impl Recorder {
         for (name, statuses) in ready.values() {
             let (_, state) = compute_zone_state(statuses, self.unhealthy_zone_threshold);
             let state = format!("{state:?}");
-            if self.zones.get(name) != Some(&state) {
-                self.entries.push(Entry::zone_state(t, name, &state));
-                self.zones.insert(name.clone(), state);
+            let current = match self.unsettled.get(name) {
+                Some(entry) => entry.state.as_ref(),
+                None => self.zones.get(name),
+            };
+            if current != Some(&state) {
+                let entry = self.numbered(Entry::zone_state(t, name, &state));
+                self.unsettled.insert(name.clone(), entry);
             }
         }
     }
@@ -218,11 +279,14 @@ impl Recording {
                 gates,
                 entries: Vec::new(),
                 nodes: BTreeMap::new(),
+                taint_starts: BTreeMap::new(),
                 pods: BTreeMap::new(),
                 gone: BTreeMap::new(),
                 events: BTreeMap::new(),
                 zones: BTreeMap::new(),
+                unsettled: BTreeMap::new(),
                 unhealthy_zone_threshold,
+                seq: 0,
             };
             let mut listed = 0;
             let mut ready_tx = Some(ready_tx);
@@ -266,6 +330,8 @@ impl Recording {
                     }
                 }
             }
+            // Whatever the zones reached in the last instant has settled.
+            recorder.settle_zones(Millis::MAX);
             recorder.entries
         });
         let _ = ready_rx.await;

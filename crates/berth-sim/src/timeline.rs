@@ -2,25 +2,28 @@
 //!
 //! Entries are derived from the API objects as a watcher sees them change
 //! ([`node_entries`], [`pod_entries`], [`event_entries`]): plain functions
-//! of the old and new object, tested without a server. Written as JSON
+//! of the old and new object, tested without a server (an eviction's due
+//! time is berth-core's rule, [`berth_core::eviction`]). Written as JSON
 //! lines, `t` in seconds since the start of the run:
 //!
 //! ```json
 //! {"t":55.0,"event":"NodeStatusUnknown","node":"node1"}
 //! ```
 //!
-//! Order is total and stable: by time, then by [`EventKind`] in its
-//! declared order (causes before effects: a node's state, its taints, then
-//! its pods), then by the entry's fields. So a run gives the same bytes
-//! however its tasks interleaved within one instant.
+//! Order is total and stable, and keeps causes before effects within one
+//! instant: by time; then by [`EventKind`] in its declared order (a node's
+//! state, its zone's, its taints, then its pods); then by the subject
+//! (node, pod, zone, taint, condition); and what happened to one subject
+//! in one instant keeps the order it happened in, the recorder's sequence
+//! number ([`Entry::seq`]). Changes to different subjects in one instant
+//! (two pods bound by concurrent requests) reach the recorder in either
+//! order from run to run, so they are ordered by name, and the same
+//! scenario and seed give the same bytes.
 
 use std::collections::BTreeSet;
 use std::io::Write;
 
-use berth_core::FeatureGates;
 use berth_core::taint_spec::format_taint;
-use berth_core::toleration::{is_no_execute, tolerates};
-use jiff::Timestamp;
 use k8s_openapi::api::core::v1::{Event, Node, Pod};
 use serde::{Deserialize, Serialize};
 
@@ -80,6 +83,11 @@ pub struct Entry {
     /// NoExecute taints' `timeAdded` and the tolerations' seconds).
     #[serde(default, skip_serializing_if = "Option::is_none", with = "opt_seconds")]
     pub due: Option<Millis>,
+    /// The order the recorder saw this entry's change in, among the
+    /// entries of its instant about the same subject. Not written: the
+    /// JSON lines are in this order.
+    #[serde(skip)]
+    pub seq: u64,
 }
 
 impl Entry {
@@ -97,6 +105,7 @@ impl Entry {
             reason: None,
             message: None,
             due: None,
+            seq: 0,
         }
     }
 
@@ -123,9 +132,21 @@ impl Entry {
         (
             self.t,
             self.event,
-            (&self.node, &self.pod, &self.zone, &self.taint),
-            (&self.condition, &self.status, &self.state, &self.reason),
-            (&self.message, self.due),
+            (
+                &self.node,
+                &self.pod,
+                &self.zone,
+                &self.taint,
+                &self.condition,
+            ),
+            self.seq,
+            (
+                &self.status,
+                &self.state,
+                &self.reason,
+                &self.message,
+                self.due,
+            ),
         )
     }
 }
@@ -358,54 +379,6 @@ pub fn event_entries(t: Millis, old: Option<&Event>, new: &Event) -> Vec<Entry> 
         e.message = Some(message);
     }
     vec![e]
-}
-
-/// When a pod's eviction from `node` is due by the objects alone (SPEC
-/// §4): for each NoExecute taint, the later of its `timeAdded` and the
-/// pod's binding, plus the seconds of the first toleration that tolerates
-/// it (none: at once); the earliest of these. `None` when every taint is
-/// tolerated forever.
-pub fn eviction_due(pod: &Pod, node: &Node, gates: FeatureGates) -> Option<Timestamp> {
-    let bound = pod
-        .status
-        .as_ref()
-        .and_then(|s| s.conditions.as_ref())
-        .and_then(|cs| {
-            cs.iter()
-                .find(|c| c.type_ == "PodScheduled" && c.status == "True")
-        })
-        .and_then(|c| c.last_transition_time.as_ref())
-        .or(pod.metadata.creation_timestamp.as_ref())
-        .map(|t| t.0);
-    let tolerations = pod
-        .spec
-        .as_ref()
-        .and_then(|s| s.tolerations.as_deref())
-        .unwrap_or(&[]);
-    let taints = node
-        .spec
-        .as_ref()
-        .and_then(|s| s.taints.as_deref())
-        .unwrap_or(&[]);
-    taints
-        .iter()
-        .filter(|t| is_no_execute(t))
-        .filter_map(|taint| {
-            let added = taint.time_added.as_ref().map(|t| t.0);
-            let start = match (added, bound) {
-                (Some(a), Some(b)) => a.max(b),
-                (a, b) => a.or(b)?,
-            };
-            match tolerations.iter().find(|tol| tolerates(tol, taint, gates)) {
-                None => Some(start),
-                Some(tol) => tol.toleration_seconds.map(|s| {
-                    start
-                        .checked_add(jiff::SignedDuration::from_secs(s.max(0)))
-                        .unwrap_or(Timestamp::MAX)
-                }),
-            }
-        })
-        .min()
 }
 
 #[cfg(test)]
@@ -647,52 +620,80 @@ mod tests {
         assert_eq!(e.pod.as_deref(), Some("default/web"));
     }
 
+    /// Within an instant, what happened to one subject keeps the order the
+    /// recorder saw it in (its sequence number), while different subjects
+    /// are ordered by name whatever order they arrived in.
     #[test]
-    fn eviction_due_follows_spec_section_4() {
-        let t0: Timestamp = "2026-01-01T00:00:00Z"
-            .parse()
-            .unwrap_or(Timestamp::UNIX_EPOCH);
-        let at = |s: i64| (t0 + jiff::SignedDuration::from_secs(s)).to_string();
-        let node = node(json!({"metadata": {"name": "n1"}, "spec": {"taints": [
-            {"key": "key1", "value": "value1", "effect": "NoExecute", "timeAdded": at(100)},
-            {"key": "soft", "effect": "NoSchedule"},
-        ]}}));
-        let pod_with = |tolerations: serde_json::Value, bound: i64| {
-            pod(json!({
-                "metadata": {"name": "p", "namespace": "default", "creationTimestamp": at(0)},
-                "spec": {"containers": [], "tolerations": tolerations},
-                "status": {"conditions": [{"type": "PodScheduled", "status": "True", "lastTransitionTime": at(bound)}]},
-            }))
+    fn one_subject_keeps_its_order_within_an_instant() {
+        struct Case {
+            name: &'static str,
+            /// In the order the recorder saw them.
+            seen: Vec<Entry>,
+            /// Their order in the timeline, as indexes into `seen`.
+            want: Vec<usize>,
+        }
+        let numbered = |seen: Vec<Entry>| -> Vec<Entry> {
+            seen.into_iter()
+                .enumerate()
+                .map(|(seq, e)| Entry {
+                    seq: seq as u64,
+                    ..e
+                })
+                .collect()
         };
-        let gates = FeatureGates::default();
-        let secs = |s: i64| Some(t0 + jiff::SignedDuration::from_secs(s));
+        let failed = |pod: &str, message: &str| {
+            let mut e = Entry::new(5_000, EventKind::FailedScheduling).pod(pod.into());
+            e.message = Some(message.into());
+            e
+        };
+        let condition = |status: &str| {
+            let mut e = Entry::new(5_000, EventKind::NodeCondition).node("n1");
+            e.condition = Some("MemoryPressure".into());
+            e.status = Some(status.into());
+            e
+        };
         let cases = [
-            ("untolerated: at once", json!([]), 0, secs(100)),
-            (
-                "3600 s toleration",
-                json!([{"key": "key1", "operator": "Exists", "effect": "NoExecute", "tolerationSeconds": 3600}]),
-                0,
-                secs(3700),
-            ),
-            (
-                "bound after the taint: from the binding",
-                json!([{"key": "key1", "operator": "Exists", "effect": "NoExecute", "tolerationSeconds": 60}]),
-                500,
-                secs(560),
-            ),
-            (
-                "tolerated forever",
-                json!([{"key": "key1", "operator": "Exists"}]),
-                0,
-                None,
-            ),
+            Case {
+                name: "a zone passing through a state",
+                seen: vec![
+                    Entry::zone_state(5_000, "a", "PartialDisruption"),
+                    Entry::zone_state(5_000, "a", "FullDisruption"),
+                ],
+                want: vec![0, 1],
+            },
+            Case {
+                name: "a pod failing twice",
+                seen: vec![failed("default/p", "z"), failed("default/p", "a")],
+                want: vec![0, 1],
+            },
+            Case {
+                name: "a condition turning True and back",
+                seen: vec![condition("True"), condition("False")],
+                want: vec![0, 1],
+            },
+            Case {
+                name: "two pods: by name, whichever came first",
+                seen: vec![
+                    Entry::new(5_000, EventKind::PodScheduled).pod("default/b".into()),
+                    Entry::new(5_000, EventKind::PodScheduled).pod("default/a".into()),
+                ],
+                want: vec![1, 0],
+            },
+            Case {
+                name: "causes before effects: the node's state before its taint",
+                seen: vec![
+                    Entry::new(5_000, EventKind::TaintAdded).node("n1"),
+                    Entry::new(5_000, EventKind::NodeStatusUnknown).node("n1"),
+                ],
+                want: vec![1, 0],
+            },
         ];
-        for (name, tolerations, bound, want) in cases {
-            assert_eq!(
-                eviction_due(&pod_with(tolerations, bound), &node, gates),
-                want,
-                "{name}"
-            );
+        for case in cases {
+            let seen = numbered(case.seen);
+            let mut sorted = seen.clone();
+            sort(&mut sorted);
+            let want: Vec<Entry> = case.want.iter().map(|&i| seen[i].clone()).collect();
+            assert_eq!(sorted, want, "{}", case.name);
         }
     }
 

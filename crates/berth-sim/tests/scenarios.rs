@@ -28,6 +28,14 @@ fn run_example(name: &str, seed: u64) -> Recording {
     run_blocking(&scenario, &default_components(), seed).unwrap_or_else(|e| panic!("{e}"))
 }
 
+/// Runs a scenario written in the test with the seed [`SEED`].
+fn run_text(file: &str, text: &str) -> Vec<Entry> {
+    let scenario = scenario::parse(file, text).unwrap_or_else(|e| panic!("{e}"));
+    run_blocking(&scenario, &default_components(), SEED)
+        .unwrap_or_else(|e| panic!("{e}"))
+        .entries
+}
+
 fn jsonl(entries: &[Entry]) -> String {
     let mut out = Vec::new();
     write_jsonl(entries, &mut out).unwrap_or_else(|e| panic!("{e}"));
@@ -344,11 +352,101 @@ steps:
   - {at: 5m, restart: controllers}
 run: 20m
 "#;
-    let scenario = scenario::parse("restart.yaml", text).unwrap_or_else(|e| panic!("{e}"));
-    let e = run_blocking(&scenario, &default_components(), SEED)
-        .unwrap_or_else(|e| panic!("{e}"))
-        .entries;
+    let e = run_text("restart.yaml", text);
     let evicted = one(&e, EventKind::PodEvicted, "default/web");
     assert_eq!((evicted.t, evicted.due), (610 * S, Some(610 * S)));
     assert_eq!(one(&e, EventKind::PodDeleted, "default/web").t, 610 * S);
+}
+
+/// A tolerated out-of-service taint counts like any NoExecute taint (SPEC
+/// §4; upstream's taint eviction controller does not set it apart): q
+/// tolerates it for 60 s, so it leaves 60 s after the taint, not when the
+/// default 300 s `unreachable` toleration runs out (about 365 s). The
+/// controller and the timeline agree on the time.
+#[test]
+fn a_tolerated_out_of_service_taint_evicts_when_its_toleration_runs_out() {
+    let text = r#"
+nodes: [{name: n1}, {name: n2}]
+objects:
+  - apiVersion: v1
+    kind: Pod
+    metadata: {name: q}
+    spec:
+      nodeName: n1
+      containers: [{name: app, image: registry.example/app:1}]
+      tolerations:
+        - {key: node.kubernetes.io/out-of-service, operator: Exists, effect: NoExecute, tolerationSeconds: 60}
+steps:
+  - {at: 10s, heartbeat: {node: n1, stop: true}}
+  - {at: 2m, taint: "n1 node.kubernetes.io/out-of-service=nodeshutdown:NoExecute"}
+run: 10m
+"#;
+    let e = run_text("out-of-service.yaml", text);
+    let unreachable = taint_added(&e, "n1", UNREACHABLE_NOEXEC);
+    assert!(
+        matches!(unreachable.as_slice(), [t] if t.t < 120 * S),
+        "unreachable:NoExecute before the out-of-service taint:\n{}",
+        jsonl(&e)
+    );
+    let evicted = one(&e, EventKind::PodEvicted, "default/q");
+    assert_eq!(
+        (evicted.t, evicted.due),
+        (180 * S, Some(180 * S)),
+        "{}",
+        jsonl(&e)
+    );
+}
+
+/// All ten nodes of zone a report NotReady in one instant. Within that
+/// instant the zone passes through PartialDisruption on its way to
+/// FullDisruption; the timeline records the state it settled in, after the
+/// node changes that caused it, and the controller acted on that state:
+/// zone a is tainted at --node-eviction-rate (one node every 10 s), as a
+/// fully disrupted zone is while zone b is healthy (a partially disrupted
+/// zone of a small cluster would not be tainted at all).
+#[test]
+fn a_zone_state_is_recorded_once_it_has_settled_within_an_instant() {
+    let mut text = String::from(
+        "nodes:\n  - {generate: 10, prefix: a-, zone: a}\n  - {generate: 2, prefix: b-, zone: b}\nsteps:\n",
+    );
+    for i in 1..=10 {
+        text.push_str(&format!(
+            "  - {{at: 1m, condition: {{node: a-{i}, type: Ready, status: \"False\"}}}}\n"
+        ));
+    }
+    text.push_str("run: 5m\n");
+    let e = run_text("zone-settles.yaml", &text);
+    let states: Vec<(Millis, String)> = of(&e, EventKind::ZoneStateChanged, "a")
+        .iter()
+        .map(|z| (z.t, z.state.clone().unwrap_or_default()))
+        .collect();
+    assert_eq!(
+        states,
+        [
+            (0, "Normal".to_owned()),
+            (60 * S, "FullDisruption".to_owned())
+        ],
+        "{}",
+        jsonl(&e)
+    );
+    // The state follows the node changes of its instant in the timeline.
+    let position = |pred: &dyn Fn(&Entry) -> bool| e.iter().rposition(pred);
+    let last_not_ready = position(&|x: &Entry| x.event == EventKind::NodeNotReady);
+    let full = position(&|x: &Entry| x.state.as_deref() == Some("FullDisruption"));
+    assert!(last_not_ready < full, "{}", jsonl(&e));
+    // Tainted at the FullDisruption rate: one node every 10 s.
+    let mut tainted: Vec<Millis> = e
+        .iter()
+        .filter(|x| {
+            x.event == EventKind::TaintAdded
+                && x.taint.as_deref() == Some("node.kubernetes.io/not-ready:NoExecute")
+                && x.node.as_deref().is_some_and(|n| n.starts_with("a-"))
+        })
+        .map(|x| x.t)
+        .collect();
+    tainted.sort_unstable();
+    assert!(tainted.len() >= 2, "{}", jsonl(&e));
+    for pair in tainted.windows(2) {
+        assert!(pair[1] - pair[0] >= 10 * S, "taints at {tainted:?}");
+    }
 }

@@ -60,6 +60,10 @@ pub enum StoreError {
     /// The backend (redb or etcd) failed.
     #[error("storage backend failed: {0}")]
     Backend(Arc<dyn std::error::Error + Send + Sync>),
+    /// The store is recovering from a storage failure (see [`crate::StoreHealth`]): it refuses
+    /// writes until its next attempt, or cannot read because its file could not be reopened.
+    #[error("store is unavailable: {0}")]
+    Unavailable(String),
     /// The store has been closed.
     #[error("store is closed")]
     Closed,

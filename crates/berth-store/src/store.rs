@@ -144,6 +144,19 @@ pub trait Store: Send + Sync + 'static {
     }
 }
 
+/// Whether a store can serve, for the API server's `/readyz` and `/livez`.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub enum StoreHealth {
+    #[default]
+    Healthy,
+    /// A write failed for a storage reason (a full disk, an I/O error); the store reopened its
+    /// file and serves reads, and retries writes now and then: not ready, but alive.
+    Degraded(String),
+    /// The store's file could not be reopened after a storage failure: neither reads nor
+    /// writes work until it can (the store keeps trying); a supervisor should restart it.
+    Failed(String),
+}
+
 /// Either backend, chosen at run time (from the server's configuration).
 // A server holds one of these; the size difference between the variants does not matter.
 #[allow(clippy::large_enum_variant)]
@@ -164,6 +177,17 @@ macro_rules! forward {
             AnyStore::Memory($s) => $call.await,
         }
     };
+}
+
+impl AnyStore {
+    /// The store's health: the embedded store's own; etcd's is etcd's to report (a failing
+    /// etcd shows as failing requests).
+    pub fn health(&self) -> StoreHealth {
+        match self {
+            AnyStore::Redb(store) => store.health(),
+            AnyStore::Etcd(_) | AnyStore::Memory(_) => StoreHealth::Healthy,
+        }
+    }
 }
 
 impl Store for AnyStore {

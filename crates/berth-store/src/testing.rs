@@ -244,3 +244,63 @@ impl Drop for EtcdServer {
         }
     }
 }
+
+/// A small tmpfs mounted on a temporary directory, for disk-full tests: unmounted and removed
+/// when dropped. Mounting needs root (as the tests and CI run); anything else is an error the
+/// caller reports (the tests fail rather than skip).
+pub struct SmallDisk {
+    dir: Option<TempDir>,
+}
+
+impl SmallDisk {
+    /// Mounts a tmpfs of `bytes` bytes.
+    pub fn mount(bytes: u64) -> Result<SmallDisk, String> {
+        let dir = tempfile::tempdir().map_err(|e| format!("temporary directory: {e}"))?;
+        let output = Command::new("mount")
+            .args(["-t", "tmpfs", "-o", &format!("size={bytes}"), "tmpfs"])
+            .arg(dir.path())
+            .output()
+            .map_err(|e| format!("running mount: {e}"))?;
+        if !output.status.success() {
+            return Err(format!(
+                "cannot mount a {bytes}-byte tmpfs on {} (the disk-full tests need root): {}",
+                dir.path().display(),
+                String::from_utf8_lossy(&output.stderr).trim()
+            ));
+        }
+        Ok(SmallDisk { dir: Some(dir) })
+    }
+
+    pub fn path(&self) -> &Path {
+        self.dir
+            .as_ref()
+            .map_or(Path::new("/nonexistent"), |d| d.path())
+    }
+
+    /// Writes a file of zeros at `path` until the disk is full (or `limit` bytes are written).
+    pub fn fill(path: &Path, limit: u64) -> std::io::Result<u64> {
+        use std::io::Write;
+        let mut file = std::fs::File::create(path)?;
+        let block = vec![0u8; 64 * 1024];
+        let mut written = 0;
+        while written < limit {
+            match file.write(&block) {
+                Ok(0) => break,
+                Ok(n) => written += n as u64,
+                Err(e) if e.raw_os_error() == Some(28) => break,
+                Err(e) => return Err(e),
+            }
+        }
+        let _ = file.sync_all();
+        Ok(written)
+    }
+}
+
+impl Drop for SmallDisk {
+    fn drop(&mut self) {
+        if let Some(dir) = self.dir.take() {
+            let _ = Command::new("umount").arg("-l").arg(dir.path()).status();
+            drop(dir);
+        }
+    }
+}

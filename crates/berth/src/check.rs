@@ -8,13 +8,10 @@ use anyhow::Context;
 use berth_core::FeatureGates;
 use berth_core::manifest::Document;
 use berth_core::taint_spec::format_taint;
-use berth_core::validation::{
-    ErrorList, FieldError, Path as FieldPath, TolerationOptions, validate_node_taints,
-    validate_resource_quantities, validate_tolerations,
-};
+use berth_core::validation::{ErrorList, validate_node, validate_pod};
 use berth_scheduler::check::{CheckReport, IfRunning, NodeVerdict, check_pod};
 use clap::{Args, ValueEnum};
-use k8s_openapi::api::core::v1::{Container, Node, Pod};
+use k8s_openapi::api::core::v1::{Node, Pod};
 
 use crate::input::{InputError, read_objects};
 
@@ -75,17 +72,17 @@ pub fn run(args: &CheckArgs) -> anyhow::Result<()> {
 }
 
 fn read_pods(path: &Path) -> Result<Vec<Pod>, InputError> {
-    // The pod is read as an existing object: upstream keeps accepting
+    // The pod is validated as if the gate were on: upstream keeps accepting
     // Gt/Lt on pods that already use them when the gate is turned off, and
     // it is the matching that honours the gate (so `check` can show what
     // turning it off would do).
-    let opts = TolerationOptions {
-        allow_comparison_operators: true,
+    let gates = FeatureGates {
+        taint_toleration_comparison_operators: true,
     };
     read_objects::<Pod>(path)?
         .into_iter()
         .map(|(doc, pod)| {
-            let errors = validate_pod(&pod, &opts);
+            let errors = validate_pod(&pod, None, gates);
             reject_invalid(path, &doc, "Pod", pod.metadata.name.as_deref(), errors)?;
             Ok(pod)
         })
@@ -121,99 +118,6 @@ fn reject_invalid(
             &errors,
         ))
     }
-}
-
-fn validate_name(name: Option<&str>) -> ErrorList {
-    match name {
-        Some(name) if !name.is_empty() => Vec::new(),
-        _ => vec![FieldError::required(
-            &FieldPath::new("metadata").child("name"),
-            "name or generateName is required",
-        )],
-    }
-}
-
-/// The checks that matter for the answer: the name, the tolerations (every
-/// upstream rule) and the quantities the resource fit reads.
-fn validate_pod(pod: &Pod, opts: &TolerationOptions) -> ErrorList {
-    let mut errors = validate_name(pod.metadata.name.as_deref());
-    let spec_path = FieldPath::new("spec");
-    let Some(spec) = &pod.spec else {
-        return errors;
-    };
-    if let Some(tolerations) = &spec.tolerations {
-        errors.extend(validate_tolerations(
-            tolerations,
-            &spec_path.child("tolerations"),
-            opts,
-        ));
-    }
-    let containers = [
-        ("containers", spec.containers.as_slice()),
-        (
-            "initContainers",
-            spec.init_containers.as_deref().unwrap_or(&[]),
-        ),
-    ];
-    for (field, list) in containers {
-        for (i, container) in list.iter().enumerate() {
-            errors.extend(validate_container_resources(
-                container,
-                &spec_path.child(field).index(i),
-            ));
-        }
-    }
-    if let Some(overhead) = &spec.overhead {
-        errors.extend(validate_resource_quantities(
-            overhead,
-            &spec_path.child("overhead"),
-        ));
-    }
-    errors
-}
-
-fn validate_container_resources(container: &Container, path: &FieldPath) -> ErrorList {
-    let Some(resources) = &container.resources else {
-        return Vec::new();
-    };
-    let path = path.child("resources");
-    let mut errors = Vec::new();
-    if let Some(requests) = &resources.requests {
-        errors.extend(validate_resource_quantities(
-            requests,
-            &path.child("requests"),
-        ));
-    }
-    if let Some(limits) = &resources.limits {
-        errors.extend(validate_resource_quantities(limits, &path.child("limits")));
-    }
-    errors
-}
-
-fn validate_node(node: &Node) -> ErrorList {
-    let mut errors = validate_name(node.metadata.name.as_deref());
-    if let Some(taints) = node.spec.as_ref().and_then(|s| s.taints.as_ref()) {
-        errors.extend(validate_node_taints(
-            taints,
-            &FieldPath::new("spec").child("taints"),
-        ));
-    }
-    if let Some(status) = &node.status {
-        let path = FieldPath::new("status");
-        if let Some(capacity) = &status.capacity {
-            errors.extend(validate_resource_quantities(
-                capacity,
-                &path.child("capacity"),
-            ));
-        }
-        if let Some(allocatable) = &status.allocatable {
-            errors.extend(validate_resource_quantities(
-                allocatable,
-                &path.child("allocatable"),
-            ));
-        }
-    }
-    errors
 }
 
 /// A kubectl-style table: one row per node, columns padded to the widest cell.

@@ -2,6 +2,7 @@
 //! ordinary Kubernetes client over the in-process transport.
 
 use std::sync::Arc;
+use std::time::Duration;
 
 use berth_apiserver::api::ApiServer;
 use berth_apiserver::auth::User;
@@ -9,12 +10,40 @@ use berth_apiserver::in_process;
 use berth_core::FeatureGates;
 use berth_scheduler::client::{self as scheduler, SchedulerConfig};
 use berth_scheduler::cycle::Profile;
+use tokio::task::JoinSet;
 
 use crate::leader_election::Election;
 
-/// Keeps a component's leader election alive; dropping it ends the election.
+/// How long a stopping server tries to release a Lease (the store may be
+/// what failed): a successor waits out the lease duration otherwise.
+const RELEASE_TIMEOUT: Duration = Duration::from_secs(5);
+
+/// A running component: its tasks and its leader election. Dropping it
+/// aborts the tasks and ends the election as a crash would (the Lease is
+/// not released); [`Running::stop`] is the graceful way.
 pub struct Running {
-    _leadership: Option<berth_leader::Leadership>,
+    tasks: JoinSet<()>,
+    leadership: Option<berth_leader::Leadership>,
+}
+
+impl Running {
+    pub fn new(tasks: JoinSet<()>, leadership: Option<berth_leader::Leadership>) -> Running {
+        Running { tasks, leadership }
+    }
+
+    /// Stops the component's tasks, then releases its Lease (as upstream's
+    /// `ReleaseOnCancel`), so another server leads at once instead of
+    /// after the lease duration, and never while these tasks still run.
+    pub async fn stop(mut self) {
+        self.tasks.shutdown().await;
+        if let Some(leadership) = self.leadership.take()
+            && tokio::time::timeout(RELEASE_TIMEOUT, leadership.stop())
+                .await
+                .is_err()
+        {
+            tracing::warn!("could not release a leader election Lease in time");
+        }
+    }
 }
 
 /// Starts the scheduler as the admin; with an `election`, only while this
@@ -43,10 +72,9 @@ pub fn start_scheduler(
     let leading = leadership
         .as_ref()
         .map_or_else(berth_leader::always_leading, |l| l.subscribe());
-    tokio::spawn(berth_leader::run_while_leading(leading, move || {
+    let mut tasks = JoinSet::new();
+    tasks.spawn(berth_leader::run_while_leading(leading, move || {
         scheduler::run(client.clone(), clock.clone(), config.clone())
     }));
-    Ok(Running {
-        _leadership: leadership,
-    })
+    Ok(Running::new(tasks, leadership))
 }

@@ -4,6 +4,8 @@
 use std::sync::Arc;
 use std::time::Duration;
 
+use crate::components::Running;
+use crate::leader_election::Election;
 use berth_apiserver::api::ApiServer;
 use berth_apiserver::auth::User;
 use berth_apiserver::in_process;
@@ -15,9 +17,6 @@ use berth_controllers::taint_eviction::TaintEvictionConfig;
 use berth_controllers::{ControllerOptions, EnabledControllers};
 use berth_core::FeatureGates;
 use clap::Args;
-use tokio::task::JoinSet;
-
-use crate::leader_election::Election;
 
 #[derive(Debug, Args)]
 pub struct ControllerFlags {
@@ -53,7 +52,7 @@ fn parse_controllers(value: &str) -> Result<EnabledControllers, String> {
 }
 
 /// A Go-style duration (`5s`, `1m0s`, `500ms`).
-pub fn parse_duration(value: &str) -> Result<Duration, String> {
+pub(crate) fn parse_duration(value: &str) -> Result<Duration, String> {
     berth_core::duration::parse_duration(value).map_err(|e| e.to_string())
 }
 
@@ -66,7 +65,7 @@ pub fn start(
     flags: &ControllerFlags,
     gates: FeatureGates,
     election: Option<&Election>,
-) -> anyhow::Result<(JoinSet<()>, Option<berth_leader::Leadership>)> {
+) -> anyhow::Result<Running> {
     let client = in_process::client(api, User::admin(), "default")
         .map_err(|e| anyhow::anyhow!("in-process client for the controllers: {e}"))?;
     let options = ControllerOptions {
@@ -97,7 +96,7 @@ pub fn start(
     });
     let leading = leadership.as_ref().map(berth_leader::Leadership::subscribe);
     let tasks = berth_controllers::spawn(client, api.clock.clone(), options, metrics, leading);
-    Ok((tasks, leadership))
+    Ok(Running::new(tasks, leadership))
 }
 
 #[cfg(test)]

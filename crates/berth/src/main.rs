@@ -37,6 +37,47 @@ fn disable_transparent_huge_pages() {
     let _ = rustix::thread::disable_transparent_huge_pages(true);
 }
 
+/// Raises this process's soft limit on open file descriptors to its hard
+/// limit, as servers commonly do (Go's runtime does it for every Go
+/// program since 1.19, kube-apiserver included): each client connection and
+/// watch is a descriptor, and the usual soft default of 1,024 let a
+/// thousand idle connections lock every other client out. Children get the
+/// old soft limit back from the runtimes that start them where it matters
+/// (`select`-based programs); berth's do not care. Best effort.
+fn raise_open_files_limit() {
+    #[cfg(target_os = "linux")]
+    {
+        use rustix::process::{Resource, getrlimit, setrlimit};
+        let mut limit = getrlimit(Resource::Nofile);
+        if limit.current != limit.maximum {
+            limit.current = limit.maximum;
+            let _ = setrlimit(Resource::Nofile, limit);
+        }
+    }
+}
+
+/// Logs of the long-running commands go to stderr, at `info` unless
+/// `RUST_LOG` says otherwise (`warn`, `berth_store=debug,info`, ...).
+fn init_logging() {
+    let filter = std::env::var("RUST_LOG")
+        .ok()
+        .and_then(|spec| spec.parse::<tracing_subscriber::filter::Targets>().ok())
+        .unwrap_or_else(|| {
+            tracing_subscriber::filter::Targets::new()
+                .with_default(tracing_subscriber::filter::LevelFilter::INFO)
+        });
+    use tracing_subscriber::layer::SubscriberExt;
+    use tracing_subscriber::util::SubscriberInitExt;
+    let _ = tracing_subscriber::registry()
+        .with(
+            tracing_subscriber::fmt::layer()
+                .with_writer(std::io::stderr)
+                .with_ansi(false),
+        )
+        .with(filter)
+        .try_init();
+}
+
 /// berth: a Kubernetes-compatible control plane for where pods may run and
 /// when they must leave.
 #[derive(Debug, Parser)]
@@ -80,6 +121,7 @@ fn run_async(command: impl std::future::Future<Output = anyhow::Result<()>>) -> 
 
 fn main() -> ExitCode {
     disable_transparent_huge_pages();
+    raise_open_files_limit();
     let cli = Cli::parse();
     if let Command::Server(args) = &cli.command
         && let Err(e) = args.leader_election.validate()
@@ -91,8 +133,14 @@ fn main() -> ExitCode {
     }
     let result = match cli.command {
         Command::Check(args) => check::run(&args),
-        Command::Server(args) => run_async(server_cmd::run(&args)),
-        Command::Agent(args) => run_async(agent_cmd::run(&args)),
+        Command::Server(args) => {
+            init_logging();
+            run_async(server_cmd::run(&args))
+        }
+        Command::Agent(args) => {
+            init_logging();
+            run_async(agent_cmd::run(&args))
+        }
         Command::Sim { args } => run_sim(args),
     };
     match result {

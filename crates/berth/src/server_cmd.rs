@@ -3,10 +3,13 @@
 
 use std::net::SocketAddr;
 use std::path::PathBuf;
+use std::time::Duration;
 
 use anyhow::Context;
 use berth_apiserver::api::ApiConfig;
+use berth_apiserver::cache::CacheLimits;
 use berth_apiserver::server::{ServerOptions, start};
+use berth_apiserver::watch_limits::WatchLimits;
 use berth_core::FeatureGates;
 use clap::Args;
 
@@ -47,6 +50,36 @@ pub struct ServerArgs {
     /// Spread the simulated nodes over this many zones.
     #[arg(long, default_value_t = 1, value_name = "Z")]
     sim_zones: usize,
+    /// The most bytes of object JSON the watch caches keep as history for
+    /// watches that resume, all types together (the oldest go first;
+    /// resuming from before them is 410 Gone).
+    #[arg(long, default_value = "512Mi", value_name = "BYTES", value_parser = parse_bytes)]
+    watch_cache_history_bytes: usize,
+    /// A watch this many bytes of changes behind is closed (its client
+    /// resumes from the last change it read).
+    #[arg(long, default_value = "64Mi", value_name = "BYTES", value_parser = parse_bytes)]
+    watch_max_lag_bytes: usize,
+    /// The embedded store's page cache: pages read and written are kept in
+    /// memory up to this much.
+    #[arg(long, default_value = "1Gi", value_name = "BYTES", value_parser = parse_bytes)]
+    store_cache_bytes: usize,
+    /// Concurrent watches one user may have open; more get 429.
+    #[arg(long, default_value_t = WatchLimits::default().per_client, value_name = "N")]
+    max_watches_per_client: usize,
+    /// Concurrent watches of all users together; more get 429.
+    #[arg(long, default_value_t = WatchLimits::default().total, value_name = "N")]
+    max_watches: usize,
+    /// On SIGTERM or SIGINT: how long requests in flight may take to finish
+    /// before their connections are dropped and the store is closed.
+    #[arg(long, default_value = "30s", value_name = "DURATION", value_parser = crate::controllers_flags::parse_duration)]
+    shutdown_grace_period: Duration,
+}
+
+/// A byte count as a Kubernetes quantity (`512Mi`, `1Gi`, `1000000`).
+fn parse_bytes(text: &str) -> Result<usize, String> {
+    let quantity = berth_core::quantity::Quantity::parse(text).map_err(|e| e.to_string())?;
+    usize::try_from(quantity.value())
+        .map_err(|_| format!("{text:?} is not a byte count (it must not be negative)"))
 }
 
 pub async fn run(args: &ServerArgs) -> anyhow::Result<()> {
@@ -57,15 +90,26 @@ pub async fn run(args: &ServerArgs) -> anyhow::Result<()> {
     api.strategy
         .admission
         .default_unreachable_toleration_seconds = args.default_unreachable_toleration_seconds;
+    api.watch_cache = CacheLimits {
+        history_bytes: args.watch_cache_history_bytes,
+        watcher_lag_bytes: args.watch_max_lag_bytes,
+        ..CacheLimits::default()
+    };
+    api.watches = WatchLimits {
+        per_client: args.max_watches_per_client,
+        total: args.max_watches,
+    };
     let options = ServerOptions {
         data_dir: args.data_dir.clone(),
         listen: args.listen,
         etcd: args.etcd.clone(),
         api,
+        connections: Default::default(),
+        store_cache_bytes: args.store_cache_bytes,
     };
-    let server = start(options).await.context("starting berth server")?;
+    let mut server = start(options).await.context("starting berth server")?;
     let election = args.leader_election.election(!args.etcd.is_empty());
-    let _controllers = crate::controllers_flags::start(
+    let controllers = crate::controllers_flags::start(
         &server.api,
         &args.controllers,
         args.feature_gates,
@@ -110,7 +154,7 @@ pub async fn run(args: &ServerArgs) -> anyhow::Result<()> {
         "export KUBECONFIG={}",
         server.credentials.kubeconfig.display()
     );
-    let _scheduler = if args.disable_scheduler {
+    let scheduler = if args.disable_scheduler {
         None
     } else {
         Some(crate::components::start_scheduler(
@@ -120,11 +164,33 @@ pub async fn run(args: &ServerArgs) -> anyhow::Result<()> {
             election.as_ref(),
         )?)
     };
-    let wait = server.wait();
-    tokio::select! {
-        result = wait => result.context("serving")?,
-        _ = tokio::signal::ctrl_c() => eprintln!("berth server: interrupted, stopping"),
-    }
+    let mut terminate = tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate())
+        .context("listening for SIGTERM")?;
+    let signal = tokio::select! {
+        result = server.wait() => {
+            stop_sim.cancel();
+            return result.context("serving");
+        }
+        _ = tokio::signal::ctrl_c() => "SIGINT",
+        _ = terminate.recv() => "SIGTERM",
+    };
+    eprintln!("berth server: {signal}, stopping");
+    tracing::info!(
+        signal,
+        "stopping: no new connections, watches closed, requests in flight finishing"
+    );
     stop_sim.cancel();
+    // The in-process components first, so they write nothing to a store
+    // being closed (their Leases released, so another server leads at
+    // once); then the API (requests in flight finish) and the store.
+    if let Some(scheduler) = scheduler {
+        scheduler.stop().await;
+    }
+    controllers.stop().await;
+    server
+        .shutdown(args.shutdown_grace_period)
+        .await
+        .context("stopping berth server")?;
+    eprintln!("berth server: stopped");
     Ok(())
 }

@@ -15,7 +15,7 @@ use serde_json::Value;
 
 mod common;
 
-use common::{Backend, Server};
+use common::{Backend, Server, sigterm};
 
 /// How long kubectl waits for a state before the test fails.
 const WAIT: &str = "--timeout=90s";
@@ -35,17 +35,6 @@ impl Drop for Agent {
         }
         let _ = self.child.wait();
     }
-}
-
-fn sigterm(child: &Child) -> std::io::Result<()> {
-    let pid = i32::try_from(child.id())
-        .ok()
-        .and_then(rustix::process::Pid::from_raw)
-        .ok_or_else(|| std::io::Error::other("no such process ID"))?;
-    Ok(rustix::process::kill_process(
-        pid,
-        rustix::process::Signal::TERM,
-    )?)
 }
 
 struct Cluster {

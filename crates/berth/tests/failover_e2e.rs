@@ -114,6 +114,19 @@ struct Recorder {
 }
 
 impl Recorder {
+    fn new() -> Arc<Recorder> {
+        Arc::new(Recorder {
+            seen: Mutex::new(Seen::default()),
+            changed: Notify::new(),
+        })
+    }
+
+    /// When `lease` was last acquired (its holder's `acquireTime`).
+    fn acquired(&self, lease: &str) -> Timestamp {
+        self.with(|seen| seen.leases.get(lease).and_then(|(_, acquired)| *acquired))
+            .expect("acquireTime on the Lease")
+    }
+
     fn with<R>(&self, f: impl FnOnce(&Seen) -> R) -> R {
         f(&self.seen.lock().expect("record"))
     }
@@ -233,6 +246,33 @@ where
             }
         }
     })
+}
+
+/// Feeds `recorder` from a watch of the kube-system Leases.
+fn follow_leases(client: kube::Client, recorder: Arc<Recorder>) -> tokio::task::JoinHandle<()> {
+    follow(
+        Api::<Lease>::namespaced(client, "kube-system"),
+        recorder,
+        |seen, lease, _| record_lease(seen, lease),
+    )
+}
+
+/// Starts a server on `endpoints` and waits until it holds both Leases (the
+/// first server of a cluster takes them at once).
+async fn start_leader(name: &str, endpoints: &str, flags: &[&str]) -> Server {
+    let server = Server::start_on_etcd(name, endpoints, flags).await;
+    let recorder = Recorder::new();
+    let pid = server.pid();
+    let leases = follow_leases(server.client().await, recorder.clone());
+    recorder
+        .wait_for(
+            "the first server to hold both Leases",
+            |seen| holders(seen) == Some((pid, pid)),
+            || server.log(),
+        )
+        .await;
+    leases.abort();
+    server
 }
 
 /// The process id in a server's leader election identity
@@ -358,26 +398,8 @@ async fn killing_the_leader_loses_no_eviction_and_binds_no_pod_twice() {
 
     // The first server takes both Leases before the others start, so the
     // test knows whom to kill.
-    let mut first = Server::start_on_etcd("failover-1", &endpoints, &flags).await;
-    let first_pid = first.pid();
-    let watcher_client = first.client().await;
-    let recorder = Arc::new(Recorder {
-        seen: Mutex::new(Seen::default()),
-        changed: Notify::new(),
-    });
-    let lease_watch = follow(
-        Api::<Lease>::namespaced(watcher_client, "kube-system"),
-        recorder.clone(),
-        |seen, lease, _| record_lease(seen, lease),
-    );
-    recorder
-        .wait_for(
-            "the first server to hold both Leases",
-            |seen| holders(seen) == Some((first_pid, first_pid)),
-            || first.log(),
-        )
-        .await;
-    lease_watch.abort();
+    let mut first = start_leader("failover-1", &endpoints, &flags).await;
+    let recorder = Recorder::new();
     let second = Server::start_on_etcd("failover-2", &endpoints, &flags).await;
     let third = Server::start_on_etcd("failover-3", &endpoints, &flags).await;
     let log_files = [first.log_path(), second.log_path(), third.log_path()];
@@ -417,11 +439,7 @@ async fn killing_the_leader_loses_no_eviction_and_binds_no_pod_twice() {
     let pods: Api<Pod> = Api::namespaced(client.clone(), "default");
     let node_leases: Api<Lease> = Api::namespaced(client.clone(), "kube-node-lease");
     let watches = [
-        follow(
-            Api::<Lease>::namespaced(client.clone(), "kube-system"),
-            recorder.clone(),
-            |seen, lease, _| record_lease(seen, lease),
-        ),
+        follow_leases(client.clone(), recorder.clone()),
         follow(pods.clone(), recorder.clone(), record_pod),
         follow(nodes.clone(), recorder.clone(), |seen, node, _| {
             record_node(seen, node)
@@ -544,13 +562,8 @@ async fn killing_the_leader_loses_no_eviction_and_binds_no_pod_twice() {
             logs,
         )
         .await;
-    let acquired = |lease: &str| {
-        recorder
-            .with(|seen| seen.leases.get(lease).and_then(|(_, acquired)| *acquired))
-            .expect("acquireTime on the Lease")
-    };
-    let scheduler_acquired = acquired(SCHEDULER_LEASE);
-    let takeover = scheduler_acquired.max(acquired(CONTROLLERS_LEASE));
+    let scheduler_acquired = recorder.acquired(SCHEDULER_LEASE);
+    let takeover = scheduler_acquired.max(recorder.acquired(CONTROLLERS_LEASE));
     let after = create_pending(&pods, "after", PENDING_AFTER_TAKEOVER).await;
     let took = takeover.duration_since(killed_at);
     eprintln!(
@@ -736,6 +749,53 @@ async fn killing_the_leader_loses_no_eviction_and_binds_no_pod_twice() {
     for watch in watches {
         watch.abort();
     }
+}
+
+/// A server stopped with SIGTERM stops its scheduler and controllers, then
+/// releases their Leases: another server leads within a jittered retry
+/// period, not after the lease duration.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_leader_stopped_with_sigterm_hands_its_leases_over_at_once() {
+    let etcd = berth_store::testing::EtcdServer::start()
+        .await
+        .unwrap_or_else(|e| panic!("{e} (the failover test needs Debian's etcd-server)"));
+    // A long lease, so that a takeover within it can only come from a release.
+    let lease = Duration::from_secs(20);
+    let flags = [
+        "--leader-elect=true".to_string(),
+        format!("--leader-elect-lease-duration={}s", lease.as_secs()),
+        "--leader-elect-renew-deadline=15s".to_string(),
+        format!("--leader-elect-retry-period={}ms", RETRY_PERIOD.as_millis()),
+    ];
+    let flags: Vec<&str> = flags.iter().map(String::as_str).collect();
+    let mut first = start_leader("handover-1", etcd.endpoint(), &flags).await;
+    let second = Server::start_on_etcd("handover-2", etcd.endpoint(), &flags).await;
+    let second_pid = second.pid();
+    let recorder = Recorder::new();
+    let _leases = follow_leases(second.client().await, recorder.clone());
+    let stopped_at = Timestamp::now();
+    let (status, _) = tokio::task::block_in_place(|| first.terminate(Duration::from_secs(30)));
+    assert!(status.success(), "{status}: {}", first.log());
+    recorder
+        .wait_for(
+            "the second server to hold both Leases",
+            |seen| holders(seen) == Some((second_pid, second_pid)),
+            || second.log(),
+        )
+        .await;
+    let took = recorder
+        .acquired(SCHEDULER_LEASE)
+        .max(recorder.acquired(CONTROLLERS_LEASE))
+        .duration_since(stopped_at);
+    eprintln!(
+        "failover: both Leases taken over {:.3} s after SIGTERM",
+        secs(took)
+    );
+    let bound = RETRY_PERIOD.mul_f64(2.2) + SLACK;
+    assert!(
+        took <= SignedDuration::try_from(bound).expect("bound"),
+        "took {took:?} after SIGTERM, more than {bound:?} (the lease is {lease:?})"
+    );
 }
 
 /// The election's durations are checked at start, with client-go's rules:

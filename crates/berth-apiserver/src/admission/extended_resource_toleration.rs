@@ -14,30 +14,11 @@
 
 use std::collections::BTreeSet;
 
+use berth_core::resources::is_extended_resource_name;
 use berth_core::toleration::{EFFECT_NO_SCHEDULE, OP_EXISTS};
-use berth_core::validation::names::is_qualified_name;
 use k8s_openapi::api::core::v1::{Pod, Toleration};
 
 use super::tolerations::add_or_update_toleration;
-
-/// `core.ResourceDefaultNamespacePrefix`.
-const DEFAULT_NAMESPACE_PREFIX: &str = "kubernetes.io/";
-/// `core.DefaultResourceRequestsPrefix`.
-const REQUESTS_PREFIX: &str = "requests.";
-
-/// Upstream `IsNativeResource`: no domain, or a `kubernetes.io/` one.
-pub fn is_native_resource(name: &str) -> bool {
-    !name.contains('/') || name.contains(DEFAULT_NAMESPACE_PREFIX)
-}
-
-/// Upstream `helper.IsExtendedResourceName`: not native, not already a
-/// quota name (`requests.*`), and `requests.<name>` is a qualified name.
-pub fn is_extended_resource_name(name: &str) -> bool {
-    if is_native_resource(name) || name.starts_with(REQUESTS_PREFIX) {
-        return false;
-    }
-    is_qualified_name(&format!("{REQUESTS_PREFIX}{name}")).is_empty()
-}
 
 /// Adds one toleration per extended resource requested.
 pub fn admit(pod: &mut Pod) {
@@ -174,27 +155,6 @@ mod tests {
                 want,
                 "{name}"
             );
-        }
-    }
-
-    #[test]
-    fn extended_resource_names() {
-        // Shapes of upstream TestIsExtendedResourceName (helpers_test.go),
-        // written from the rule.
-        let cases = [
-            ("foo.com/bar", true),
-            ("example.com/device-ek", true),
-            ("cpu", false),
-            ("memory", false),
-            ("hugepages-2Mi", false),
-            ("kubernetes.io/foo", false),
-            ("foo.kubernetes.io/bar", false),
-            ("requests.foo.com/bar", false),
-            ("foo.com/-bar", false),
-            ("foo.com/bar baz", false),
-        ];
-        for (name, want) in cases {
-            assert_eq!(is_extended_resource_name(name), want, "{name}");
         }
     }
 }

@@ -21,7 +21,8 @@
 //! taints).
 //!
 //! Validating: [`validate_pod`] / [`validate_node`] run berth-core's API
-//! validation ([`validation`]) and then [`node_restriction`];
+//! validation ([`berth_core::validation::validate_pod`] and
+//! [`berth_core::validation::validate_node`]) and then [`node_restriction`];
 //! [`validate_lease`] is NodeRestriction for leases. (Upstream runs
 //! NodeRestriction in the mutating phase, before field validation; berth
 //! validates first, so a node sending an object that is both invalid and
@@ -30,7 +31,7 @@
 use std::fmt;
 
 use berth_core::FeatureGates;
-use berth_core::validation::ErrorList;
+use berth_core::validation::{self, ErrorList};
 use k8s_openapi::api::coordination::v1::Lease;
 use k8s_openapi::api::core::v1::{Node, Pod};
 
@@ -43,7 +44,6 @@ pub mod node_taint;
 pub mod qos;
 pub mod taint_time_added;
 pub mod tolerations;
-pub mod validation;
 
 /// The request's verb (upstream `admission.Operation`).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]

@@ -2,7 +2,8 @@
 //! selectors (`fieldSelector=`), parsed and evaluated exactly as
 //! kube-apiserver does, with its error messages (all answered as HTTP 400).
 //!
-//! - [`labels`]: the `labels.Parse` syntax and matching.
+//! - label selectors: berth-core's [`berth_core::labels`] (the
+//!   `labels.Parse` syntax and matching), re-exported here.
 //! - [`fields`]: the `fields.ParseSelector` syntax and matching.
 //! - [`SelectableKind`] and [`selectable_fields`]: which field labels each
 //!   served kind accepts (upstream's field label conversion functions in
@@ -11,7 +12,6 @@
 //!   `ToSelectableFields`), read from the object's v1 JSON.
 
 pub mod fields;
-pub mod labels;
 
 use std::collections::BTreeMap;
 use std::str::FromStr;
@@ -20,8 +20,8 @@ use serde_json::Value;
 
 use crate::json_path::{arr_at, bool_at, str_at};
 
+pub use berth_core::labels::{LabelSelector, LabelSelectorError, Operator, Requirement};
 pub use fields::{FieldOperator, FieldSelector, FieldSelectorError, FieldTerm};
-pub use labels::{LabelSelector, LabelSelectorError, Operator, Requirement};
 
 /// The kinds berth serves field selectors for.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]

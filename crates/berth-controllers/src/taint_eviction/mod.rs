@@ -1,7 +1,8 @@
 //! The taint eviction controller (upstream `pkg/controller/tainteviction`):
 //! evicts pods from nodes with NoExecute taints they do not tolerate, or
-//! tolerate only for a while, at the exact time [`due`] computes, and
-//! force-deletes pods from out-of-service nodes.
+//! tolerate only for a while, at the exact time berth-core's rule
+//! ([`berth_core::eviction::due`]) gives, and force-deletes the pods that
+//! do not tolerate a node's out-of-service taint.
 //!
 //! One task watches nodes and pods, folds them into the [`schedule`], and
 //! sleeps on the clock until the earliest due time. Evictions run as their
@@ -12,10 +13,7 @@
 //! schedule is rebuilt from the objects: evictions due while the
 //! controller was down happen at once, the rest at their time.
 
-pub mod due;
 pub mod schedule;
-#[cfg(test)]
-mod test_support;
 pub mod watched;
 
 use std::collections::HashSet;

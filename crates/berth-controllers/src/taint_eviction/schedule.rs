@@ -14,8 +14,8 @@ use jiff::Timestamp;
 use k8s_openapi::api::core::v1::{Node, Pod, Taint, Toleration};
 
 use berth_core::FeatureGates;
+use berth_core::eviction::{Due, TaintStarts, bound_at, due, is_eviction_taint};
 
-use super::due::{Due, bound_at, due_time, relevant_taints};
 use super::watched::WatchedPod;
 
 /// A pod's namespace and name.
@@ -65,10 +65,11 @@ struct PodEntry {
 
 #[derive(Debug, Clone, Default)]
 struct NodeEntry {
+    /// The taints that can evict ([`is_eviction_taint`]).
     taints: Vec<Taint>,
-    /// When the controller first saw each taint (for taints without
-    /// `timeAdded`, which the API server normally stamps).
-    first_seen: Vec<(Taint, Timestamp)>,
+    /// When each started (for taints without `timeAdded`: when the
+    /// controller first saw them).
+    starts: TaintStarts,
 }
 
 /// See the module documentation.
@@ -79,10 +80,6 @@ pub struct EvictionSchedule {
     pods: HashMap<PodKey, PodEntry>,
     by_node: HashMap<String, HashSet<PodKey>>,
     queue: BTreeSet<(Timestamp, PodKey)>,
-}
-
-fn same_taint(a: &Taint, b: &Taint) -> bool {
-    a.key == b.key && a.effect == b.effect && a.value == b.value
 }
 
 impl EvictionSchedule {
@@ -99,28 +96,21 @@ impl EvictionSchedule {
         let Some(name) = node.metadata.name.as_deref() else {
             return Vec::new();
         };
-        let taints = relevant_taints(
-            node.spec
-                .as_ref()
-                .and_then(|s| s.taints.as_deref())
-                .unwrap_or(&[]),
-        );
+        let taints: Vec<Taint> = node
+            .spec
+            .as_ref()
+            .and_then(|s| s.taints.as_deref())
+            .unwrap_or(&[])
+            .iter()
+            .filter(|t| is_eviction_taint(t))
+            .cloned()
+            .collect();
         let entry = self.nodes.entry(name.to_string()).or_default();
         if entry.taints == taints {
             return Vec::new();
         }
-        let first_seen = taints
-            .iter()
-            .map(|t| {
-                let seen = entry
-                    .first_seen
-                    .iter()
-                    .find(|(s, _)| same_taint(s, t))
-                    .map_or(now, |(_, at)| *at);
-                (t.clone(), seen)
-            })
-            .collect();
-        *entry = NodeEntry { taints, first_seen };
+        entry.starts.observe(&taints, now);
+        entry.taints = taints;
         self.recompute_node(name)
     }
 
@@ -141,7 +131,11 @@ impl EvictionSchedule {
     /// [`set_pod`](EvictionSchedule::set_pod) for the pod as the controller
     /// watches it.
     pub fn set_watched_pod(&mut self, pod: WatchedPod) -> bool {
-        let bound = bound_at(&pod).unwrap_or(Timestamp::UNIX_EPOCH);
+        let bound = bound_at(
+            pod.status.as_ref().and_then(|s| s.conditions.as_deref()),
+            pod.metadata.creation_timestamp.as_ref(),
+        )
+        .unwrap_or(Timestamp::UNIX_EPOCH);
         let WatchedPod { metadata, spec, .. } = pod;
         let key = PodKey {
             namespace: metadata.namespace.unwrap_or_default(),
@@ -238,19 +232,11 @@ impl EvictionSchedule {
         };
         let want = match self.nodes.get(&pod.node) {
             Some(node) if !node.taints.is_empty() => {
-                let first_seen = &node.first_seen;
-                let due = due_time(
+                let due = due(
                     &node.taints,
                     &pod.tolerations,
                     pod.bound,
-                    |t: &Taint| {
-                        t.time_added.as_ref().map(|x| x.0).unwrap_or_else(|| {
-                            first_seen
-                                .iter()
-                                .find(|(s, _)| same_taint(s, t))
-                                .map_or(Timestamp::UNIX_EPOCH, |(_, at)| *at)
-                        })
-                    },
+                    |t: &Taint| node.starts.start(t),
                     self.gates,
                 );
                 // A pod already being deleted is left to its grace period,
@@ -364,8 +350,7 @@ impl EvictionSchedule {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::taint_eviction::test_support::{t, taint_n, tol_n};
-    use berth_core::test_util::{tol, tol_secs};
+    use berth_core::test_util::{t, taint_n, tol, tol_n, tol_secs};
     use berth_core::toleration::EFFECT_NO_EXECUTE;
     use k8s_openapi::api::core::v1::{NodeSpec, PodSpec};
     use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;

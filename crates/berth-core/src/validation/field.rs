@@ -86,7 +86,7 @@ impl fmt::Display for ErrorType {
 /// `bad_value` is `None` where upstream either does not report a value
 /// (Required, Forbidden) or deliberately omits it (`TooMany` with an unknown
 /// count); `Some(Value::Null)` is upstream's `nil` and renders as `"null"`.
-#[derive(Clone, Debug, PartialEq)]
+#[derive(Clone, Debug, PartialEq, Eq)]
 pub struct FieldError {
     pub error_type: ErrorType,
     pub field: String,

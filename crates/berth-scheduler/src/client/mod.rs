@@ -19,9 +19,9 @@
 pub mod metrics;
 pub mod report;
 
-use std::collections::HashSet;
 use std::sync::Arc;
 
+use berth_client::{Change, changes};
 use berth_core::clock::Clock;
 use futures::{FutureExt, StreamExt};
 use k8s_openapi::api::core::v1::{Binding, Node, ObjectReference, Pod};
@@ -35,7 +35,7 @@ use tokio::time::Instant;
 
 use crate::cycle::Profile;
 use crate::queue::QueueConfig;
-use crate::scheduler::{Decision, Scheduler, pod_key};
+use crate::scheduler::{Decision, Scheduler};
 
 use metrics::AttemptResult;
 use report::{PodEvent, Recorder};
@@ -83,14 +83,6 @@ fn random_seed() -> u64 {
     RandomState::new().hash_one(std::process::id())
 }
 
-/// Which of a relist's objects were seen, so the ones not seen can be
-/// deleted when the relist is done.
-#[derive(Default)]
-struct Relist {
-    seen: Option<HashSet<String>>,
-    synced: bool,
-}
-
 /// Runs the scheduler until the watches end (they retry on errors, so in
 /// practice until the task is dropped).
 pub async fn run(client: kube::Client, clock: Clock, config: SchedulerConfig) {
@@ -100,12 +92,14 @@ pub async fn run(client: kube::Client, clock: Clock, config: SchedulerConfig) {
         config.queue,
         config.seed.unwrap_or_else(random_seed),
     );
-    let mut nodes = watcher(Api::<Node>::all(client.clone()), watcher::Config::default())
-        .default_backoff()
-        .boxed();
-    let mut pods = watcher(Api::<Pod>::all(client.clone()), watcher::Config::default())
-        .default_backoff()
-        .boxed();
+    let mut nodes = changes(
+        watcher(Api::<Node>::all(client.clone()), watcher::Config::default()).default_backoff(),
+    )
+    .boxed();
+    let mut pods = changes(
+        watcher(Api::<Pod>::all(client.clone()), watcher::Config::default()).default_backoff(),
+    )
+    .boxed();
     // Bindings and PodScheduled patches in flight: owned by this future, so
     // they end with it (a lost lease drops it) rather than land afterwards.
     let mut bindings: JoinSet<BindOutcome> = JoinSet::new();
@@ -122,8 +116,8 @@ pub async fn run(client: kube::Client, clock: Clock, config: SchedulerConfig) {
         clock: clock.clone(),
         profile: profile_name.clone(),
     };
-    let mut node_relist = Relist::default();
-    let mut pod_relist = Relist::default();
+    let mut nodes_synced = false;
+    let mut pods_synced = false;
     tracing::info!(scheduler = %profile_name, "scheduler started");
 
     loop {
@@ -132,12 +126,12 @@ pub async fn run(client: kube::Client, clock: Clock, config: SchedulerConfig) {
             let mut progressed = false;
             while let Some(event) = nodes.next().now_or_never() {
                 let Some(event) = event else { return };
-                on_node_event(&mut core, &mut node_relist, event, clock.instant());
+                nodes_synced |= on_node_change(&mut core, event, clock.instant());
                 progressed = true;
             }
             while let Some(event) = pods.next().now_or_never() {
                 let Some(event) = event else { return };
-                on_pod_event(&mut core, &mut pod_relist, event, clock.instant());
+                pods_synced |= on_pod_change(&mut core, event, clock.instant());
                 progressed = true;
             }
             while let Some(outcome) = bindings.try_join_next() {
@@ -153,7 +147,7 @@ pub async fn run(client: kube::Client, clock: Clock, config: SchedulerConfig) {
         }
         core.flush(clock.instant());
 
-        if node_relist.synced && pod_relist.synced && core.has_work() {
+        if nodes_synced && pods_synced && core.has_work() {
             for _ in 0..CYCLES_PER_BATCH {
                 let started = clock.instant();
                 let Some(decision) = core.schedule_one(started) else {
@@ -214,11 +208,11 @@ pub async fn run(client: kube::Client, clock: Clock, config: SchedulerConfig) {
         tokio::select! {
             event = nodes.next() => {
                 let Some(event) = event else { return };
-                on_node_event(&mut core, &mut node_relist, event, clock.instant());
+                nodes_synced |= on_node_change(&mut core, event, clock.instant());
             }
             event = pods.next() => {
                 let Some(event) = event else { return };
-                on_pod_event(&mut core, &mut pod_relist, event, clock.instant());
+                pods_synced |= on_pod_change(&mut core, event, clock.instant());
             }
             Some(outcome) = bindings.join_next(), if !bindings.is_empty() => {
                 if let Ok(outcome) = outcome {
@@ -230,78 +224,24 @@ pub async fn run(client: kube::Client, clock: Clock, config: SchedulerConfig) {
     }
 }
 
-fn on_node_event(
-    core: &mut Scheduler,
-    relist: &mut Relist,
-    event: Result<watcher::Event<Node>, watcher::Error>,
-    now: Instant,
-) {
-    let event = match event {
-        Ok(event) => event,
-        Err(e) => {
-            tracing::warn!(error = %e, "node watch failed; retrying");
-            return;
-        }
-    };
-    match event {
-        watcher::Event::Init => relist.seen = Some(HashSet::new()),
-        watcher::Event::InitApply(node) => {
-            if let Some(seen) = relist.seen.as_mut() {
-                seen.insert(node.metadata.name.clone().unwrap_or_default());
-            }
-            core.upsert_node(node, now);
-        }
-        watcher::Event::InitDone => {
-            let seen = relist.seen.take().unwrap_or_default();
-            for name in core.known_node_names() {
-                if !seen.contains(&name) {
-                    core.delete_node(&name);
-                }
-            }
-            relist.synced = true;
-        }
-        watcher::Event::Apply(node) => core.upsert_node(node, now),
-        watcher::Event::Delete(node) => {
-            core.delete_node(node.metadata.name.as_deref().unwrap_or(""));
-        }
+/// Applies a node change; true once the node view is complete.
+fn on_node_change(core: &mut Scheduler, change: Change<Node>, now: Instant) -> bool {
+    match change {
+        Change::Upsert(node) => core.upsert_node(node, now),
+        Change::Delete(gone) => core.delete_node(&gone.key.name),
+        Change::Synced => return true,
     }
+    false
 }
 
-fn on_pod_event(
-    core: &mut Scheduler,
-    relist: &mut Relist,
-    event: Result<watcher::Event<Pod>, watcher::Error>,
-    now: Instant,
-) {
-    let event = match event {
-        Ok(event) => event,
-        Err(e) => {
-            tracing::warn!(error = %e, "pod watch failed; retrying");
-            return;
-        }
-    };
-    match event {
-        watcher::Event::Init => relist.seen = Some(HashSet::new()),
-        watcher::Event::InitApply(pod) => {
-            if let Some(seen) = relist.seen.as_mut() {
-                seen.insert(pod_key(&pod));
-            }
-            core.upsert_pod(pod, now);
-        }
-        watcher::Event::InitDone => {
-            let seen = relist.seen.take().unwrap_or_default();
-            for key in core.known_pod_keys() {
-                // Assumed pods are ours and may not be on the list yet.
-                let assumed = core.cache().pod(&key).is_some_and(|p| p.assumed);
-                if !seen.contains(&key) && !assumed {
-                    core.delete_pod(&key, now);
-                }
-            }
-            relist.synced = true;
-        }
-        watcher::Event::Apply(pod) => core.upsert_pod(pod, now),
-        watcher::Event::Delete(pod) => core.delete_pod(&pod_key(&pod), now),
+/// Applies a pod change; true once the pod view is complete.
+fn on_pod_change(core: &mut Scheduler, change: Change<Pod>, now: Instant) -> bool {
+    match change {
+        Change::Upsert(pod) => core.upsert_pod(pod, now),
+        Change::Delete(gone) => core.delete_pod(&gone.key.to_string(), now),
+        Change::Synced => return true,
     }
+    false
 }
 
 /// What the scheduler reports of its decisions: Events, and `PodScheduled`

@@ -2,7 +2,7 @@
 //! its required node affinity (Filter), and prefers nodes matching its
 //! weighted preferred terms (Score). Ported from upstream
 //! `plugins/nodeaffinity/node_affinity.go`; the matching itself lives in
-//! [`crate::nodeaffinity`].
+//! [`berth_core::node_affinity`].
 //!
 //! PreFilter parses the pod's selectors once per cycle, so Filter only
 //! matches borrowed data and never allocates. Like upstream, a scheduler
@@ -17,7 +17,7 @@ use crate::framework::{
     Code, CycleState, FilterPlugin, MAX_NODE_SCORE, NodeInfo, NodeScore, Plugin, PodInfo,
     PreFilterPlugin, PreFilterResult, PreScorePlugin, ScorePlugin, Status, default_normalize_score,
 };
-use crate::nodeaffinity::{
+use berth_core::node_affinity::{
     NodeSelector, OBJECT_NAME_FIELD, OP_IN, PreferredSchedulingTerms, RequiredNodeAffinity,
 };
 
@@ -263,8 +263,8 @@ impl ScorePlugin for NodeAffinity {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::nodeaffinity::OP_EXISTS;
-    use crate::nodeaffinity::tests::{expr, node, pod_with, selector, term};
+    use berth_core::node_affinity::OP_EXISTS;
+    use berth_core::test_util::{expr, node, pod_with, selector, term};
     use k8s_openapi::api::core::v1::{
         Affinity, NodeSelectorRequirement, NodeSelectorTerm, PodSpec, PreferredSchedulingTerm,
     };

@@ -23,10 +23,11 @@ use crate::framework::{
     Code, CycleState, FilterPlugin, MAX_NODE_SCORE, NodeInfo, Plugin, PodInfo, PreFilterPlugin,
     PreFilterResult, PreScorePlugin, Resource, ScorePlugin, Status,
 };
-use crate::resources::{
+use crate::resources::pod_requests_with;
+use berth_core::resources::{
     CONTAINER_RESTART_POLICY_ALWAYS, PodResourcesOptions, RESOURCE_CPU, RESOURCE_EPHEMERAL_STORAGE,
     RESOURCE_MEMORY, RESOURCE_PODS, is_extended_resource_name, is_scalar_resource_name,
-    pod_request_list, pod_requests_with,
+    pod_request_list,
 };
 
 /// The plugin's registry name.

@@ -35,6 +35,8 @@ pub struct Server {
     log: PathBuf,
     // Dropped after the server is killed (see `Drop`).
     etcd: Option<EtcdServer>,
+    /// Leave the data dir when dropped (for a restart on it).
+    keep_data_dir: bool,
 }
 
 impl Drop for Server {
@@ -43,9 +45,35 @@ impl Drop for Server {
         let _ = self.server.wait();
         // Stop etcd only once its client is gone.
         drop(self.etcd.take());
-        let _ = std::fs::remove_dir_all(&self.data_dir);
+        if !self.keep_data_dir {
+            let _ = std::fs::remove_dir_all(&self.data_dir);
+        }
         let _ = std::fs::remove_file(&self.log);
     }
+}
+
+/// Sends SIGTERM to a child process.
+pub fn sigterm(child: &Child) -> std::io::Result<()> {
+    let pid = i32::try_from(child.id())
+        .ok()
+        .and_then(rustix::process::Pid::from_raw)
+        .ok_or_else(|| std::io::Error::other("no such process ID"))?;
+    Ok(rustix::process::kill_process(
+        pid,
+        rustix::process::Signal::TERM,
+    )?)
+}
+
+/// A data dir path of its own for a server named `label`, empty.
+fn fresh_data_dir(label: &str) -> PathBuf {
+    static SERIAL: AtomicUsize = AtomicUsize::new(0);
+    let data_dir = std::env::temp_dir().join(format!(
+        "berth-e2e-{label}-{}-{}",
+        std::process::id(),
+        SERIAL.fetch_add(1, Ordering::Relaxed)
+    ));
+    let _ = std::fs::remove_dir_all(&data_dir);
+    data_dir
 }
 
 impl Server {
@@ -61,6 +89,13 @@ impl Server {
     /// Starts `berth server --listen 127.0.0.1:0` with a fresh data dir (and
     /// a fresh etcd for [`Backend::Etcd`]) and waits until /readyz answers.
     pub async fn start(name: &str, backend: Backend, extra: &[&str]) -> Server {
+        let data_dir = fresh_data_dir(&format!("{name}-{backend:?}"));
+        Server::start_in(data_dir, backend, extra).await
+    }
+
+    /// Starts `berth server` on `data_dir` as it is (a restart when it
+    /// holds a cluster), and waits until /readyz answers.
+    pub async fn start_in(data_dir: PathBuf, backend: Backend, extra: &[&str]) -> Server {
         let etcd = match backend {
             Backend::Embedded => None,
             Backend::Etcd => Some(EtcdServer::start().await.unwrap_or_else(|e| {
@@ -68,28 +103,23 @@ impl Server {
             })),
         };
         let endpoints = etcd.as_ref().map(|e| e.endpoint().to_string());
-        Server::launch(&format!("{name}-{backend:?}"), endpoints, etcd, extra).await
+        Server::launch(data_dir, endpoints, etcd, extra).await
     }
 
-    /// Starts a server on an etcd the test shares between servers
-    /// (`endpoints` comma-separated), and waits until /readyz answers.
+    /// Starts a server with a fresh data dir on an etcd the test shares
+    /// between servers (`endpoints` comma-separated), and waits until
+    /// /readyz answers.
     pub async fn start_on_etcd(name: &str, endpoints: &str, extra: &[&str]) -> Server {
-        Server::launch(name, Some(endpoints.to_string()), None, extra).await
+        let data_dir = fresh_data_dir(name);
+        Server::launch(data_dir, Some(endpoints.to_string()), None, extra).await
     }
 
     async fn launch(
-        name: &str,
+        data_dir: PathBuf,
         etcd_endpoints: Option<String>,
         etcd: Option<EtcdServer>,
         extra: &[&str],
     ) -> Server {
-        static SERIAL: AtomicUsize = AtomicUsize::new(0);
-        let data_dir = std::env::temp_dir().join(format!(
-            "berth-e2e-{name}-{}-{}",
-            std::process::id(),
-            SERIAL.fetch_add(1, Ordering::Relaxed)
-        ));
-        let _ = std::fs::remove_dir_all(&data_dir);
         let log = data_dir.with_extension("log");
         let stderr = std::fs::File::create(&log).expect("server log file");
         let mut command = Command::new(env!("CARGO_BIN_EXE_berth"));
@@ -127,9 +157,34 @@ impl Server {
             data_dir,
             log,
             etcd,
+            keep_data_dir: false,
         };
         server.wait_ready().await;
         server
+    }
+
+    /// Sends SIGTERM and waits up to `within` for the server to exit; its
+    /// exit status and how long it took. The data dir is kept for a restart.
+    pub fn terminate(&mut self, within: Duration) -> (std::process::ExitStatus, Duration) {
+        self.keep_data_dir = true;
+        let started = Instant::now();
+        sigterm(&self.server).expect("SIGTERM to berth server");
+        loop {
+            if let Some(status) = self.server.try_wait().expect("waiting for berth server") {
+                return (status, started.elapsed());
+            }
+            assert!(
+                started.elapsed() < within,
+                "berth server still running {within:?} after SIGTERM: {}",
+                self.log()
+            );
+            std::thread::sleep(Duration::from_millis(50));
+        }
+    }
+
+    /// The server's process ID.
+    pub fn pid(&self) -> u32 {
+        self.server.id()
     }
 
     /// What the server wrote to stderr so far.
@@ -140,11 +195,6 @@ impl Server {
     /// The file the server's stderr goes to.
     pub fn log_path(&self) -> PathBuf {
         self.log.clone()
-    }
-
-    /// The server's process id.
-    pub fn pid(&self) -> u32 {
-        self.server.id()
     }
 
     /// Stops the server with SIGKILL, as a crash would, and reaps it.

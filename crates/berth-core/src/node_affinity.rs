@@ -1,4 +1,6 @@
-//! Node-selector matching, ported from component-helpers
+//! Node-selector matching, the one port the scheduler's NodeAffinity
+//! plugin, `berth check` and the node agent's admission call, from
+//! component-helpers
 //! `scheduling/corev1/nodeaffinity/nodeaffinity.go`: `NodeSelector`,
 //! `LazyErrorNodeSelector`, `PreferredSchedulingTerms` and
 //! `RequiredNodeAffinity` (a pod's `nodeSelector` AND its required node
@@ -21,10 +23,13 @@ use k8s_openapi::api::core::v1::{
     PreferredSchedulingTerm,
 };
 
+use serde_json::Value;
+
 use crate::labels::{
-    self, FieldError, FieldErrorKind, FieldErrors, Operator, Requirement, Selector, go_quote,
-    go_string_slice, path_child, path_index,
+    self, FieldErrors, LabelSelector, Operator, Requirement, invalid_at, path_child, path_index,
 };
+use crate::validation::field::go_quote;
+use crate::validation::{ErrorType, FieldError};
 
 /// `metav1.ObjectNameField`: the one node field selectors may use.
 pub const OBJECT_NAME_FIELD: &str = "metadata.name";
@@ -77,7 +82,7 @@ impl<'a> NodeFields<'a> {
 #[derive(Debug, Clone, PartialEq, Eq)]
 struct Term {
     /// `None` when the term has no matchExpressions.
-    match_labels: Option<Selector>,
+    match_labels: Option<LabelSelector>,
     /// `None` when the term has no matchFields.
     match_fields: Option<Vec<FieldTerm>>,
     parse_errs: Vec<FieldError>,
@@ -142,9 +147,9 @@ fn is_empty_term(term: &NodeSelectorTerm) -> bool {
 fn not_supported(path: &str, op: &str, valid: &[&str]) -> FieldError {
     let quoted: Vec<String> = valid.iter().map(|v| go_quote(v)).collect();
     FieldError {
-        kind: FieldErrorKind::NotSupported,
+        error_type: ErrorType::NotSupported,
         field: path_child(path, "operator"),
-        bad_value: go_quote(op),
+        bad_value: Some(Value::from(op)),
         detail: format!("supported values: {}", quoted.join(", ")),
     }
 }
@@ -153,7 +158,7 @@ fn not_supported(path: &str, op: &str, valid: &[&str]) -> FieldError {
 fn requirements_as_selector(
     reqs: &[NodeSelectorRequirement],
     path: &str,
-) -> Result<Selector, Vec<FieldError>> {
+) -> Result<LabelSelector, Vec<FieldError>> {
     let mut errs = Vec::new();
     let mut out = Vec::with_capacity(reqs.len());
     for (i, expr) in reqs.iter().enumerate() {
@@ -174,14 +179,14 @@ fn requirements_as_selector(
                 continue;
             }
         };
-        let values = expr.values.as_deref().unwrap_or(&[]);
-        match Requirement::new(&expr.key, op, values, &p) {
+        let values = expr.values.clone().unwrap_or_default();
+        match Requirement::at(&expr.key, op, values, &p) {
             Ok(r) => out.push(r),
-            Err(e) => errs.extend(e),
+            Err(e) => errs.extend(e.0),
         }
     }
     if errs.is_empty() {
-        Ok(Selector::new(out))
+        Ok(LabelSelector::from_requirements(out))
     } else {
         Err(errs)
     }
@@ -210,12 +215,11 @@ fn requirements_as_field_selector(
                 value: value.clone(),
                 equal,
             }),
-            values => errs.push(FieldError {
-                kind: FieldErrorKind::Invalid,
-                field: path_child(&p, "values"),
-                bad_value: go_string_slice(values),
-                detail: "must have one element".into(),
-            }),
+            values => errs.push(invalid_at(
+                path_child(&p, "values"),
+                serde_json::json!(values),
+                "must have one element",
+            )),
         }
     }
     if errs.is_empty() { Ok(out) } else { Err(errs) }
@@ -405,76 +409,10 @@ impl RequiredNodeAffinity {
 }
 
 #[cfg(test)]
-pub(crate) mod tests {
+mod tests {
     use super::*;
+    use crate::test_util::{expr, node, pod_with, selector, term};
     use k8s_openapi::api::core::v1::{Affinity, NodeAffinity, PodSpec};
-    use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
-
-    pub(crate) fn expr(key: &str, op: &str, values: &[&str]) -> NodeSelectorRequirement {
-        NodeSelectorRequirement {
-            key: key.into(),
-            operator: op.into(),
-            values: (!values.is_empty()).then(|| values.iter().map(|v| v.to_string()).collect()),
-        }
-    }
-
-    pub(crate) fn term(
-        exprs: Vec<NodeSelectorRequirement>,
-        fields: Vec<NodeSelectorRequirement>,
-    ) -> NodeSelectorTerm {
-        NodeSelectorTerm {
-            match_expressions: (!exprs.is_empty()).then_some(exprs),
-            match_fields: (!fields.is_empty()).then_some(fields),
-        }
-    }
-
-    pub(crate) fn selector(terms: Vec<NodeSelectorTerm>) -> V1NodeSelector {
-        V1NodeSelector {
-            node_selector_terms: terms,
-        }
-    }
-
-    pub(crate) fn node(name: &str, labels: &[(&str, &str)]) -> Node {
-        Node {
-            metadata: ObjectMeta {
-                name: (!name.is_empty()).then(|| name.to_string()),
-                labels: (!labels.is_empty()).then(|| {
-                    labels
-                        .iter()
-                        .map(|(k, v)| (k.to_string(), v.to_string()))
-                        .collect()
-                }),
-                ..ObjectMeta::default()
-            },
-            ..Node::default()
-        }
-    }
-
-    pub(crate) fn pod_with(
-        node_selector: Option<&[(&str, &str)]>,
-        required: Option<V1NodeSelector>,
-    ) -> Pod {
-        let affinity = required.map(|ns| Affinity {
-            node_affinity: Some(NodeAffinity {
-                required_during_scheduling_ignored_during_execution: Some(ns),
-                ..NodeAffinity::default()
-            }),
-            ..Affinity::default()
-        });
-        Pod {
-            spec: Some(PodSpec {
-                node_selector: node_selector.map(|pairs| {
-                    pairs
-                        .iter()
-                        .map(|(k, v)| (k.to_string(), v.to_string()))
-                        .collect()
-                }),
-                affinity,
-                ..PodSpec::default()
-            }),
-            ..Pod::default()
-        }
-    }
 
     const NAME_ERR: &str = "name part must consist of alphanumeric characters, '-', '_' or '.', and must start and end with an alphanumeric character (e.g. 'MyName',  or 'my.name',  or '123-abc', regex used for validation is '([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9]')";
 

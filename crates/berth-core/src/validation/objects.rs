@@ -1,8 +1,9 @@
-//! The API validation rules berth enforces on pods and nodes, built from
-//! berth-core's validators (upstream `ValidatePod`, `ValidatePodUpdate`,
-//! `ValidateNode`, restricted to the fields berth acts on): the object
-//! name, tolerations and toleration updates, taints, and every resource
-//! list's quantities.
+//! The API validation rules berth enforces on whole pods and nodes,
+//! composed of this module's validators (upstream `ValidatePod`,
+//! `ValidatePodUpdate`, `ValidateNode`, restricted to the fields berth acts
+//! on): the object name, tolerations and toleration updates, taints, and
+//! every resource list's quantities. The API server's admission and
+//! `berth check` both call these.
 //!
 //! The comparison operators `Lt`/`Gt` are accepted when the
 //! `TaintTolerationComparisonOperators` gate is on or, on update, when the
@@ -12,9 +13,9 @@
 
 use std::collections::BTreeMap;
 
-use berth_core::FeatureGates;
-use berth_core::validation::names::is_dns1123_subdomain;
-use berth_core::validation::{
+use crate::FeatureGates;
+use crate::validation::names::is_dns1123_subdomain;
+use crate::validation::{
     ErrorList, FieldError, Path, TolerationOptions, uses_comparison_operators,
     validate_node_taints, validate_resource_quantities, validate_toleration_update,
     validate_tolerations,

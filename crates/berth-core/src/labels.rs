@@ -1,6 +1,15 @@
-//! Label selectors in the string syntax of apimachinery's `labels.Parse`
-//! (`pkg/labels/selector.go`): `a=b`, `a==b`, `a!=b`, `a in (x,y)`,
-//! `a notin (x)`, `a`, `!a`, `a>1`, `a<1`, joined by `,` (AND).
+//! apimachinery's label requirements and selectors (`pkg/labels`): the one
+//! port the API server's `labelSelector=` and the node-selector matching
+//! ([`crate::node_affinity`]) of the scheduler and the node agent use.
+//!
+//! - [`Requirement`]: `labels.NewRequirement` (validated, with upstream's
+//!   field errors, at a field path when a node selector names one) and
+//!   `Requirement.Matches`;
+//! - [`LabelSelector`]: the string syntax of `labels.Parse`
+//!   (`pkg/labels/selector.go`): `a=b`, `a==b`, `a!=b`, `a in (x,y)`,
+//!   `a notin (x)`, `a`, `!a`, `a>1`, `a<1`, joined by `,` (AND);
+//! - [`set_matches`]: `labels.SelectorFromSet`, as a pod's `nodeSelector`
+//!   uses it.
 //!
 //! The lexer and the recursive-descent parser follow upstream step by step,
 //! including its quirks (a NUL byte ends the input, `in`/`notin` are plain
@@ -8,12 +17,18 @@
 //! every accepted string, every rejected string and every error message is
 //! the one kube-apiserver gives. The API server answers a parse error with
 //! HTTP 400 and the message of [`LabelSelectorError`].
+//!
+//! Parsing (and validating) happens once per selector; matching only
+//! borrows (a `Gt`/`Lt` bound is parsed once, with the requirement), so the
+//! scheduler's Filter can call it once per node without allocating.
 
 use std::collections::BTreeMap;
 use std::fmt;
 
-use berth_core::validation::names::{is_qualified_name, is_valid_label_value};
-use berth_core::validation::{FieldError, Path};
+use serde_json::Value;
+
+use crate::validation::names::{is_qualified_name, is_valid_label_value};
+use crate::validation::{ErrorType, FieldError};
 
 /// A label selector parse or validation error. `Display` is upstream's
 /// message byte for byte (e.g. `unable to parse requirement: ...`).
@@ -73,6 +88,63 @@ pub struct Requirement {
     /// Sorted and de-duplicated, as upstream's `sets.String.List()` leaves
     /// them after parsing.
     values: Vec<String>,
+    /// For `gt`/`lt`: the one value, parsed once here rather than on every
+    /// match (validation guarantees it parses).
+    bound: Option<i64>,
+}
+
+/// A flattened list of field errors; displays like apimachinery's
+/// `utilerrors.Aggregate` (one message alone, several in brackets,
+/// duplicates dropped).
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct FieldErrors(pub Vec<FieldError>);
+
+impl fmt::Display for FieldErrors {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let mut seen: Vec<String> = Vec::new();
+        for e in &self.0 {
+            let msg = e.to_string();
+            if !seen.contains(&msg) {
+                seen.push(msg);
+            }
+        }
+        match seen.as_slice() {
+            [] => Ok(()),
+            [one] => f.write_str(one),
+            many => write!(f, "[{}]", many.join(", ")),
+        }
+    }
+}
+
+impl std::error::Error for FieldErrors {}
+
+/// `field.Path.Child` on a path written out (`""` is upstream's nil path,
+/// which a node selector's requirements start from).
+pub(crate) fn path_child(path: &str, name: &str) -> String {
+    if path.is_empty() {
+        name.to_string()
+    } else {
+        format!("{path}.{name}")
+    }
+}
+
+/// `field.Path.Index` on a path written out.
+pub(crate) fn path_index(path: &str, i: usize) -> String {
+    format!("{path}[{i}]")
+}
+
+/// `field.Invalid` at a path written out.
+pub(crate) fn invalid_at(
+    field: String,
+    value: impl Into<Value>,
+    detail: impl Into<String>,
+) -> FieldError {
+    FieldError {
+        error_type: ErrorType::Invalid,
+        field,
+        bad_value: Some(value.into()),
+        detail: detail.into(),
+    }
 }
 
 impl Requirement {
@@ -84,71 +156,72 @@ impl Requirement {
         operator: Operator,
         values: Vec<String>,
     ) -> Result<Self, LabelSelectorError> {
-        // Upstream builds the paths from a nil root, so they start at
-        // `key`/`values`; the key error itself is reported at the root.
-        let mut errs: Vec<String> = Vec::new();
-        if let Some(e) = validate_label_key(key, &Path::new("key")) {
-            errs.push(e);
+        Requirement::at(key, operator, values, "").map_err(|e| LabelSelectorError(e.to_string()))
+    }
+
+    /// `labels.NewRequirement` with `field.WithPath(path)` (`""`: none, as
+    /// [`Requirement::new`]), reporting every problem as a field error.
+    pub fn at(
+        key: &str,
+        operator: Operator,
+        values: Vec<String>,
+        path: &str,
+    ) -> Result<Self, FieldErrors> {
+        let mut errs: Vec<FieldError> = Vec::new();
+        let key_problems = is_qualified_name(key);
+        if !key_problems.is_empty() {
+            errs.push(invalid_at(
+                path_child(path, "key"),
+                key,
+                key_problems.join("; "),
+            ));
         }
-        let value_path = Path::new("values");
+        let value_path = path_child(path, "values");
+        let mut bound = None;
         match operator {
             Operator::In | Operator::NotIn => {
                 if values.is_empty() {
-                    errs.push(
-                        FieldError::invalid(
-                            &value_path,
-                            serde_json::json!(values),
-                            "for 'in', 'notin' operators, values set can't be empty",
-                        )
-                        .to_string(),
-                    );
+                    errs.push(invalid_at(
+                        value_path.clone(),
+                        serde_json::json!(values),
+                        "for 'in', 'notin' operators, values set can't be empty",
+                    ));
                 }
             }
             Operator::Equals | Operator::DoubleEquals | Operator::NotEquals => {
                 if values.len() != 1 {
-                    errs.push(
-                        FieldError::invalid(
-                            &value_path,
-                            serde_json::json!(values),
-                            "exact-match compatibility requires one single value",
-                        )
-                        .to_string(),
-                    );
+                    errs.push(invalid_at(
+                        value_path.clone(),
+                        serde_json::json!(values),
+                        "exact-match compatibility requires one single value",
+                    ));
                 }
             }
             Operator::Exists | Operator::DoesNotExist => {
                 if !values.is_empty() {
-                    errs.push(
-                        FieldError::invalid(
-                            &value_path,
-                            serde_json::json!(values),
-                            "values set must be empty for exists and does not exist",
-                        )
-                        .to_string(),
-                    );
+                    errs.push(invalid_at(
+                        value_path.clone(),
+                        serde_json::json!(values),
+                        "values set must be empty for exists and does not exist",
+                    ));
                 }
             }
             Operator::GreaterThan | Operator::LessThan => {
                 if values.len() != 1 {
-                    errs.push(
-                        FieldError::invalid(
-                            &value_path,
-                            serde_json::json!(values),
-                            "for 'Gt', 'Lt' operators, exactly one value is required",
-                        )
-                        .to_string(),
-                    );
+                    errs.push(invalid_at(
+                        value_path.clone(),
+                        serde_json::json!(values),
+                        "for 'Gt', 'Lt' operators, exactly one value is required",
+                    ));
                 }
                 for (i, v) in values.iter().enumerate() {
-                    if go_parse_int(v).is_none() {
-                        errs.push(
-                            FieldError::invalid(
-                                &value_path.index(i),
-                                v.as_str(),
-                                "for 'Gt', 'Lt' operators, the value must be an integer",
-                            )
-                            .to_string(),
-                        );
+                    match parse_int64(v) {
+                        Some(n) => bound = Some(n),
+                        None => errs.push(invalid_at(
+                            path_index(&value_path, i),
+                            v.as_str(),
+                            "for 'Gt', 'Lt' operators, the value must be an integer",
+                        )),
                     }
                 }
             }
@@ -156,14 +229,12 @@ impl Requirement {
         for (i, v) in values.iter().enumerate() {
             let problems = is_valid_label_value(v);
             if !problems.is_empty() {
-                errs.push(
-                    FieldError::invalid(
-                        &value_path.index(i).key(key),
-                        v.as_str(),
-                        problems.join("; "),
-                    )
-                    .to_string(),
-                );
+                // Upstream's `validateLabelValue` reports at `path.Key(key)`.
+                errs.push(invalid_at(
+                    format!("{}[{key}]", path_index(&value_path, i)),
+                    v.as_str(),
+                    problems.join("; "),
+                ));
             }
         }
         if errs.is_empty() {
@@ -171,9 +242,10 @@ impl Requirement {
                 key: key.to_string(),
                 operator,
                 values,
+                bound,
             })
         } else {
-            Err(LabelSelectorError(aggregate(errs)))
+            Err(FieldErrors(errs))
         }
     }
 
@@ -196,33 +268,31 @@ impl Requirement {
         self.values.iter().any(|v| v == value)
     }
 
-    /// `Requirement.Matches`.
-    pub fn matches(&self, labels: &BTreeMap<String, String>) -> bool {
+    /// `Requirement.Matches`: whether a label set (`None`: no labels)
+    /// satisfies this requirement. A missing label fails `In`, `=`,
+    /// `Exists`, `gt` and `lt` and passes `NotIn`, `!=` and
+    /// `DoesNotExist`; a label value that is not an integer fails `gt` and
+    /// `lt`. Never allocates.
+    pub fn matches<'a>(&self, labels: impl Into<Option<&'a BTreeMap<String, String>>>) -> bool {
+        let value = labels.into().and_then(|l| l.get(&self.key));
         match self.operator {
             Operator::In | Operator::Equals | Operator::DoubleEquals => {
-                labels.get(&self.key).is_some_and(|v| self.has_value(v))
+                value.is_some_and(|v| self.has_value(v))
             }
-            Operator::NotIn | Operator::NotEquals => {
-                labels.get(&self.key).is_none_or(|v| !self.has_value(v))
-            }
-            Operator::Exists => labels.contains_key(&self.key),
-            Operator::DoesNotExist => !labels.contains_key(&self.key),
+            Operator::NotIn | Operator::NotEquals => value.is_none_or(|v| !self.has_value(v)),
+            Operator::Exists => value.is_some(),
+            Operator::DoesNotExist => value.is_none(),
             Operator::GreaterThan | Operator::LessThan => {
-                let Some(label) = labels.get(&self.key).and_then(|v| go_parse_int(v)) else {
-                    return false;
-                };
-                // Upstream insists on exactly one integer value; anything else
-                // never matches (it cannot come out of the parser anyway).
-                let [value] = self.values.as_slice() else {
-                    return false;
-                };
-                let Some(value) = go_parse_int(value) else {
+                // Upstream insists on exactly one integer value; anything
+                // else never matches (validation rejects it anyway).
+                let (Some(label), Some(bound)) = (value.and_then(|v| parse_int64(v)), self.bound)
+                else {
                     return false;
                 };
                 if self.operator == Operator::GreaterThan {
-                    label > value
+                    label > bound
                 } else {
-                    label < value
+                    label < bound
                 }
             }
         }
@@ -280,8 +350,16 @@ impl LabelSelector {
         Ok(LabelSelector { requirements })
     }
 
-    /// Whether every requirement matches `labels`.
-    pub fn matches(&self, labels: &BTreeMap<String, String>) -> bool {
+    /// The AND of `requirements` (`labels.NewSelector().Add(...)`, which
+    /// sorts them by key).
+    pub fn from_requirements(mut requirements: Vec<Requirement>) -> Self {
+        requirements.sort_by(|a, b| a.key.cmp(&b.key));
+        LabelSelector { requirements }
+    }
+
+    /// Whether every requirement matches `labels` (`None`: no labels).
+    pub fn matches<'a>(&self, labels: impl Into<Option<&'a BTreeMap<String, String>>>) -> bool {
+        let labels = labels.into();
         self.requirements.iter().all(|r| r.matches(labels))
     }
 
@@ -308,36 +386,33 @@ impl fmt::Display for LabelSelector {
     }
 }
 
-/// Go's `strconv.ParseInt(s, 10, 64)`: optional sign, decimal digits, no
-/// surrounding space, must fit an `i64`. Rust's `i64::from_str` accepts the
-/// same language (including a leading `+`).
-fn go_parse_int(s: &str) -> Option<i64> {
-    s.parse::<i64>().ok()
+/// `labels.SelectorFromSet` as a pod's `nodeSelector` uses it: every key
+/// must be present with exactly that value. Upstream no longer validates
+/// the set here, so neither does berth.
+pub fn set_matches(
+    selector: &BTreeMap<String, String>,
+    labels: Option<&BTreeMap<String, String>>,
+) -> bool {
+    selector
+        .iter()
+        .all(|(k, v)| labels.and_then(|l| l.get(k)) == Some(v))
 }
 
-/// `validateLabelKey`: the key must be a qualified name; upstream reports
-/// every problem in one `Invalid` error, joined with `"; "`.
-fn validate_label_key(key: &str, path: &Path) -> Option<String> {
+/// Go's `strconv.ParseInt(s, 10, 64)`: an optional sign, decimal digits,
+/// leading zeros allowed ("0206" is 206), no spaces or underscores, and
+/// out-of-range values rejected. Rust's `i64::from_str` accepts exactly
+/// this language.
+pub fn parse_int64(s: &str) -> Option<i64> {
+    s.parse().ok()
+}
+
+/// `validateLabelKey` as the parser calls it: at upstream's nil path.
+fn validate_label_key(key: &str) -> Option<String> {
     let problems = is_qualified_name(key);
     if problems.is_empty() {
         None
     } else {
-        Some(FieldError::invalid(path, key, problems.join("; ")).to_string())
-    }
-}
-
-/// `utilerrors.NewAggregate(...).Error()`: one message alone, several
-/// de-duplicated inside `[...]` joined with `", "`.
-fn aggregate(msgs: Vec<String>) -> String {
-    let mut seen: Vec<String> = Vec::new();
-    for m in msgs {
-        if !seen.contains(&m) {
-            seen.push(m);
-        }
-    }
-    match seen.as_slice() {
-        [one] => one.clone(),
-        _ => format!("[{}]", seen.join(", ")),
+        Some(invalid_at("<nil>".to_string(), key, problems.join("; ")).to_string())
     }
 }
 
@@ -624,7 +699,7 @@ impl<'a> Parser<'a> {
             )));
         }
         // Upstream validates with the parser's (nil) path, printed `<nil>`.
-        if let Some(e) = validate_label_key(literal, &Path::new("<nil>")) {
+        if let Some(e) = validate_label_key(literal) {
             return Err(LabelSelectorError(e));
         }
         let (t, _) = self.lookahead(Context::Values);
@@ -1327,6 +1402,320 @@ mod tests {
                 let again = LabelSelector::parse(&sel.to_string());
                 prop_assert_eq!(again, Ok(sel));
             }
+        }
+    }
+}
+
+/// The node-selector side (scheduler and node agent): requirements built
+/// from `NodeSelectorRequirement`s at a field path, matched against a
+/// node's labels.
+#[cfg(test)]
+mod node_selector_tests {
+    use super::*;
+    use crate::validation::names::{is_qualified_name, is_valid_label_value};
+    use proptest::prelude::*;
+
+    fn set(pairs: &[(&str, &str)]) -> BTreeMap<String, String> {
+        pairs
+            .iter()
+            .map(|(k, v)| (k.to_string(), v.to_string()))
+            .collect()
+    }
+
+    fn vals(v: &[&str]) -> Vec<String> {
+        v.iter().map(|s| s.to_string()).collect()
+    }
+
+    fn req(key: &str, op: Operator, values: &[&str]) -> Requirement {
+        match Requirement::at(key, op, vals(values), "") {
+            Ok(r) => r,
+            Err(e) => panic!("requirement {key} {op:?} {values:?} should parse: {e:?}"),
+        }
+    }
+
+    /// The matching half of apimachinery's `TestRequirementMatches` /
+    /// `TestSelectorMatches`, for the node-selector operators.
+    #[test]
+    fn requirement_matches_as_apimachinery() {
+        use Operator::*;
+        let labels = set(&[
+            ("x", "y"),
+            ("n", "5"),
+            ("z", "-2"),
+            ("s", "abc"),
+            ("lz", "0206"),
+        ]);
+        let cases: &[(&str, Requirement, bool)] = &[
+            (
+                "In with present matching value",
+                req("x", In, &["y", "w"]),
+                true,
+            ),
+            ("In with present other value", req("x", In, &["w"]), false),
+            ("In with missing key", req("missing", In, &["y"]), false),
+            (
+                "NotIn with present other value",
+                req("x", NotIn, &["w"]),
+                true,
+            ),
+            (
+                "NotIn with present listed value",
+                req("x", NotIn, &["y"]),
+                false,
+            ),
+            (
+                "NotIn with missing key",
+                req("missing", NotIn, &["y"]),
+                true,
+            ),
+            ("Exists with present key", req("x", Exists, &[]), true),
+            (
+                "Exists with missing key",
+                req("missing", Exists, &[]),
+                false,
+            ),
+            (
+                "DoesNotExist with present key",
+                req("x", DoesNotExist, &[]),
+                false,
+            ),
+            (
+                "DoesNotExist with missing key",
+                req("missing", DoesNotExist, &[]),
+                true,
+            ),
+            ("Gt below label", req("n", GreaterThan, &["4"]), true),
+            ("Gt equal to label", req("n", GreaterThan, &["5"]), false),
+            (
+                "Lt with a negative label value",
+                req("z", LessThan, &["1"]),
+                true,
+            ),
+            ("Gt non-numeric label", req("s", GreaterThan, &["1"]), false),
+            ("Gt missing key", req("missing", GreaterThan, &["1"]), false),
+            (
+                "Gt leading zeros parse like Go",
+                req("lz", GreaterThan, &["0204"]),
+                true,
+            ),
+            ("Lt above label", req("n", LessThan, &["6"]), true),
+            ("Lt equal to label", req("n", LessThan, &["5"]), false),
+            ("Lt non-numeric label", req("s", LessThan, &["100"]), false),
+            ("Lt missing key", req("missing", LessThan, &["100"]), false),
+        ];
+        for (name, r, want) in cases {
+            assert_eq!(r.matches(Some(&labels)), *want, "{name}");
+        }
+        assert!(req("x", NotIn, &["y"]).matches(None), "no labels at all");
+        assert!(!req("x", Exists, &[]).matches(None), "no labels at all");
+    }
+
+    /// The validation half of apimachinery's `TestRequirementConstructor`,
+    /// for the node-selector operators, with the field paths and details.
+    #[test]
+    fn requirement_constructor_validates_as_apimachinery() {
+        use Operator::*;
+        let long = "a".repeat(64);
+        type Case<'a> = (
+            &'a str,
+            &'a str,
+            Operator,
+            Vec<String>,
+            Vec<(&'a str, &'a str)>,
+        );
+        let cases: Vec<Case> = vec![
+            (
+                "In without values",
+                "x1",
+                In,
+                vec![],
+                vec![(
+                    "values",
+                    "for 'in', 'notin' operators, values set can't be empty",
+                )],
+            ),
+            (
+                "NotIn without values",
+                "x2",
+                NotIn,
+                vec![],
+                vec![(
+                    "values",
+                    "for 'in', 'notin' operators, values set can't be empty",
+                )],
+            ),
+            ("In with values", "x3", In, vals(&["foo"]), vec![]),
+            ("NotIn with values", "x4", NotIn, vals(&["foo"]), vec![]),
+            ("Exists without values", "x5", Exists, vec![], vec![]),
+            (
+                "Exists with values",
+                "x6",
+                Exists,
+                vals(&["foo"]),
+                vec![(
+                    "values",
+                    "values set must be empty for exists and does not exist",
+                )],
+            ),
+            (
+                "DoesNotExist without values",
+                "x7",
+                DoesNotExist,
+                vec![],
+                vec![],
+            ),
+            (
+                "Gt with one integer",
+                "x8",
+                GreaterThan,
+                vals(&["1"]),
+                vec![],
+            ),
+            (
+                "Gt with a non-integer",
+                "x9",
+                GreaterThan,
+                vals(&["bar"]),
+                vec![(
+                    "values[0]",
+                    "for 'Gt', 'Lt' operators, the value must be an integer",
+                )],
+            ),
+            (
+                "Lt with two values",
+                "x10",
+                LessThan,
+                vals(&["1", "2"]),
+                vec![(
+                    "values",
+                    "for 'Gt', 'Lt' operators, exactly one value is required",
+                )],
+            ),
+            (
+                // The value must also be a valid label value, which cannot
+                // start with '-': upstream rejects negative bounds too.
+                "Lt with a negative integer",
+                "x11",
+                LessThan,
+                vals(&["-1"]),
+                vec![(
+                    "values[0][x11]",
+                    "a valid label must be an empty string or consist of alphanumeric characters, '-', '_' or '.', and must start and end with an alphanumeric character (e.g. 'MyValue',  or 'my_value',  or '12345', regex used for validation is '(([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9])?')",
+                )],
+            ),
+            (
+                "key with a slash-only prefix",
+                "/x12",
+                In,
+                vals(&["a"]),
+                vec![("key", "prefix part must be non-empty")],
+            ),
+            (
+                "key with a DNS prefix",
+                "example.com/x13",
+                In,
+                vals(&["a"]),
+                vec![],
+            ),
+            (
+                "key of 64 characters",
+                long.as_str(),
+                Exists,
+                vec![],
+                vec![("key", "name part must be no more than 63 bytes")],
+            ),
+            (
+                "value of 64 characters",
+                "x14",
+                In,
+                vec![long.clone()],
+                vec![("values[0][x14]", "must be no more than 63 bytes")],
+            ),
+            (
+                "empty value is a valid label value",
+                "x15",
+                In,
+                vals(&[""]),
+                vec![],
+            ),
+        ];
+        for (name, key, op, values, want) in cases {
+            let got = match Requirement::at(key, op, values.clone(), "") {
+                Ok(_) => vec![],
+                Err(errs) => errs.0,
+            };
+            let got: Vec<(String, String)> = got.into_iter().map(|e| (e.field, e.detail)).collect();
+            let want: Vec<(String, String)> = want
+                .into_iter()
+                .map(|(f, d)| (f.to_string(), d.to_string()))
+                .collect();
+            assert_eq!(got, want, "{name}");
+        }
+    }
+
+    #[test]
+    fn invalid_key_message_matches_upstream() {
+        let errs = match Requirement::at(
+            "invalid key",
+            Operator::In,
+            vals(&["bar"]),
+            "[0].matchExpressions[0]",
+        ) {
+            Ok(_) => vec![],
+            Err(e) => e.0,
+        };
+        assert_eq!(
+            FieldErrors(errs).to_string(),
+            "[0].matchExpressions[0].key: Invalid value: \"invalid key\": name part must consist of alphanumeric characters, '-', '_' or '.', and must start and end with an alphanumeric character (e.g. 'MyName',  or 'my.name',  or '123-abc', regex used for validation is '([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9]')"
+        );
+    }
+
+    #[test]
+    fn bad_prefix_reports_the_subdomain_rule() {
+        assert_eq!(
+            is_qualified_name("Example.com/x"),
+            vec![
+                "prefix part a lowercase RFC 1123 subdomain must consist of lower case alphanumeric characters, '-' or '.', and must start and end with an alphanumeric character (e.g. 'example.com', regex used for validation is '[a-z0-9]([-a-z0-9]*[a-z0-9])?(\\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*')".to_string()
+            ]
+        );
+        assert!(is_qualified_name("a/b/c").len() == 1);
+        assert_eq!(
+            is_qualified_name("").len(),
+            2,
+            "empty name: non-empty and regex"
+        );
+    }
+
+    #[test]
+    fn node_selector_set_needs_every_pair() {
+        let labels = set(&[("foo", "bar"), ("baz", "blah")]);
+        assert!(set_matches(&set(&[("foo", "bar")]), Some(&labels)));
+        assert!(!set_matches(
+            &set(&[("foo", "bar"), ("x", "y")]),
+            Some(&labels)
+        ));
+        assert!(!set_matches(&set(&[("foo", "barrr")]), Some(&labels)));
+        assert!(set_matches(&set(&[]), None));
+        assert!(!set_matches(&set(&[("foo", "bar")]), None));
+    }
+
+    proptest! {
+        #[test]
+        fn validation_and_matching_never_panic(key in "\\PC{0,80}", v in "\\PC{0,80}", label in "\\PC{0,30}") {
+            let _ = is_qualified_name(&key);
+            let _ = is_valid_label_value(&v);
+            for op in [Operator::In, Operator::NotIn, Operator::Exists, Operator::DoesNotExist, Operator::GreaterThan, Operator::LessThan] {
+                if let Ok(r) = Requirement::at(&key, op, vec![v.clone()], "") {
+                    let labels = set(&[(key.as_str(), label.as_str())]);
+                    let _ = r.matches(Some(&labels));
+                }
+            }
+        }
+
+        #[test]
+        fn go_parse_int_agrees_with_decimal_round_trip(n in any::<i64>()) {
+            prop_assert_eq!(parse_int64(&n.to_string()), Some(n));
+            prop_assert_eq!(parse_int64(&format!("+{n}").replace("+-", "-")), Some(n));
         }
     }
 }

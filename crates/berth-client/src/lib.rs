@@ -1,0 +1,41 @@
+//! berth-client: what every Kubernetes client of berth shares.
+//!
+//! The scheduler, the controllers, the node agent and the simulator each
+//! keep their own view of the cluster, built from watches. They all need
+//! the same bookkeeping around a kube-rs [`watcher`](kube::runtime::watcher):
+//! a relist (after the first list, or after a watch expired) shows the
+//! objects that exist *now*, and every object the client knew of that the
+//! relist lacks was deleted while nobody watched. [`watch::changes`] does
+//! that once, the way kube-rs's reflector folds a relist
+//! (`Writer::apply_watcher_event`), and hands each client a stream of
+//! [`Change`]s: an object to upsert, a key to delete, or the mark that the
+//! view is complete. A client's own code is then a `match` over its
+//! domain.
+//!
+//! ```no_run
+//! # async fn run(client: kube::Client) {
+//! use berth_client::{Change, changes};
+//! use futures::StreamExt;
+//! use k8s_openapi::api::core::v1::Node;
+//! use kube::runtime::{WatchStreamExt, watcher};
+//!
+//! let nodes = watcher(kube::Api::<Node>::all(client), watcher::Config::default())
+//!     .default_backoff();
+//! let mut nodes = std::pin::pin!(changes(nodes));
+//! while let Some(change) = nodes.next().await {
+//!     match change {
+//!         Change::Upsert(node) => { /* remember it */ }
+//!         Change::Delete(gone) => { /* forget gone.key */ }
+//!         Change::Synced => { /* the view is complete: start deciding */ }
+//!     }
+//! }
+//! # }
+//! ```
+//!
+//! The pod helpers every client needs (its key, its bound node, whether it
+//! has finished) are pure rules and live in `berth_core::pod`.
+
+pub mod watch;
+
+pub use berth_core::object_key::ObjectKey;
+pub use watch::{Change, Changes, Gone, changes};

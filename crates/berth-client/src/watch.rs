@@ -1,0 +1,339 @@
+//! The watch adapter: a kube-rs watcher's events as [`Change`]s, with the
+//! deletions a relist implies filled in.
+
+use std::collections::{HashMap, HashSet, VecDeque};
+use std::pin::Pin;
+use std::task::{Context, Poll};
+
+use berth_core::object_key::ObjectKey;
+use futures::Stream;
+use kube::Resource;
+use kube::runtime::watcher;
+use pin_project_lite::pin_project;
+
+/// One change to a client's view of one resource type.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Change<K> {
+    /// The object exists as given: add it, or replace what was known.
+    Upsert(K),
+    /// The object is gone.
+    Delete(Gone<K>),
+    /// Every object that exists has been upserted since the last (re)list
+    /// began, and everything that no longer exists deleted: the view is
+    /// complete. Sent after each relist.
+    Synced,
+}
+
+/// An object that is gone from the API.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Gone<K> {
+    pub key: ObjectKey,
+    /// Its UID as last seen, when it had one.
+    pub uid: Option<String>,
+    /// Its last state, when the watch saw the deletion; `None` when a
+    /// relist found it missing (deleted while nobody watched) or found
+    /// another object (another UID) under its name.
+    pub last: Option<K>,
+}
+
+pin_project! {
+    /// The stream returned by [`changes`].
+    pub struct Changes<S, K> {
+        #[pin]
+        events: S,
+        // Every object the client was told exists, with its UID.
+        known: HashMap<ObjectKey, Option<String>>,
+        // The keys a relist in progress has shown.
+        relisted: Option<HashSet<ObjectKey>>,
+        // Changes decided but not yet handed out.
+        ready: VecDeque<Change<K>>,
+    }
+}
+
+/// Turns a watcher's events into [`Change`]s. Watch errors are logged and
+/// skipped: the watcher (with its backoff) retries on its own, and a
+/// relist after the error brings the view up to date.
+///
+/// Deletions implied by a relist come in key order, so a client on a
+/// virtual clock sees the same order on every run.
+pub fn changes<S, K>(events: S) -> Changes<S, K>
+where
+    S: Stream<Item = Result<watcher::Event<K>, watcher::Error>>,
+    K: Resource,
+{
+    Changes {
+        events,
+        known: HashMap::new(),
+        relisted: None,
+        ready: VecDeque::new(),
+    }
+}
+
+fn key_and_uid<K: Resource>(object: &K) -> (ObjectKey, Option<String>) {
+    let meta = object.meta();
+    (ObjectKey::of_meta(meta), meta.uid.clone())
+}
+
+impl<S, K> Changes<S, K> {
+    /// How many objects the client has been told exist.
+    pub fn known(&self) -> usize {
+        self.known.len()
+    }
+}
+
+/// Decides what one watcher event changes. Pure bookkeeping, kept apart
+/// from the stream so the rule reads (and is tested) on its own.
+fn apply<K: Resource>(
+    known: &mut HashMap<ObjectKey, Option<String>>,
+    relisted: &mut Option<HashSet<ObjectKey>>,
+    ready: &mut VecDeque<Change<K>>,
+    event: watcher::Event<K>,
+) {
+    match event {
+        watcher::Event::Init => *relisted = Some(HashSet::new()),
+        watcher::Event::InitApply(object) | watcher::Event::Apply(object) => {
+            let (key, uid) = key_and_uid(&object);
+            if let Some(seen) = relisted.as_mut() {
+                seen.insert(key.clone());
+            }
+            // Another object under a known name: the one known is gone.
+            if let Some(known_uid) = known.get(&key)
+                && known_uid.is_some()
+                && uid.is_some()
+                && *known_uid != uid
+            {
+                ready.push_back(Change::Delete(Gone {
+                    key: key.clone(),
+                    uid: known_uid.clone(),
+                    last: None,
+                }));
+            }
+            known.insert(key, uid);
+            ready.push_back(Change::Upsert(object));
+        }
+        watcher::Event::InitDone => {
+            let seen = relisted.take().unwrap_or_default();
+            let mut missing: Vec<ObjectKey> = known
+                .keys()
+                .filter(|key| !seen.contains(*key))
+                .cloned()
+                .collect();
+            missing.sort();
+            for key in missing {
+                let uid = known.remove(&key).flatten();
+                ready.push_back(Change::Delete(Gone {
+                    key,
+                    uid,
+                    last: None,
+                }));
+            }
+            ready.push_back(Change::Synced);
+        }
+        watcher::Event::Delete(object) => {
+            let (key, uid) = key_and_uid(&object);
+            known.remove(&key);
+            ready.push_back(Change::Delete(Gone {
+                key,
+                uid,
+                last: Some(object),
+            }));
+        }
+    }
+}
+
+impl<S, K> Stream for Changes<S, K>
+where
+    S: Stream<Item = Result<watcher::Event<K>, watcher::Error>>,
+    K: Resource,
+    K::DynamicType: Default,
+{
+    type Item = Change<K>;
+
+    fn poll_next(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Option<Change<K>>> {
+        let mut this = self.project();
+        loop {
+            if let Some(change) = this.ready.pop_front() {
+                return Poll::Ready(Some(change));
+            }
+            match this.events.as_mut().poll_next(cx) {
+                Poll::Ready(Some(Ok(event))) => {
+                    apply(this.known, this.relisted, this.ready, event);
+                }
+                Poll::Ready(Some(Err(error))) => {
+                    tracing::warn!(kind = %K::kind(&Default::default()), %error, "watch failed; retrying");
+                }
+                Poll::Ready(None) => return Poll::Ready(None),
+                Poll::Pending => return Poll::Pending,
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use futures::StreamExt;
+    use k8s_openapi::api::core::v1::Pod;
+    use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
+    use kube::runtime::watcher::Event;
+
+    use super::*;
+
+    fn pod(name: &str, uid: &str) -> Pod {
+        Pod {
+            metadata: ObjectMeta {
+                namespace: Some("default".into()),
+                name: Some(name.into()),
+                uid: Some(uid.into()),
+                ..Default::default()
+            },
+            ..Default::default()
+        }
+    }
+
+    fn key(name: &str) -> ObjectKey {
+        ObjectKey::new("default", name)
+    }
+
+    fn gone(name: &str, uid: &str, last: Option<Pod>) -> Change<Pod> {
+        Change::Delete(Gone {
+            key: key(name),
+            uid: Some(uid.into()),
+            last,
+        })
+    }
+
+    async fn run(events: Vec<Event<Pod>>) -> Vec<Change<Pod>> {
+        changes(futures::stream::iter(events.into_iter().map(Ok)))
+            .collect()
+            .await
+    }
+
+    #[tokio::test]
+    async fn watcher_events_become_changes() {
+        struct Case {
+            name: &'static str,
+            events: Vec<Event<Pod>>,
+            want: Vec<Change<Pod>>,
+        }
+        let cases = [
+            Case {
+                name: "the first list upserts each object, then marks the view synced",
+                events: vec![
+                    Event::Init,
+                    Event::InitApply(pod("a", "1")),
+                    Event::InitApply(pod("b", "2")),
+                    Event::InitDone,
+                ],
+                want: vec![
+                    Change::Upsert(pod("a", "1")),
+                    Change::Upsert(pod("b", "2")),
+                    Change::Synced,
+                ],
+            },
+            Case {
+                name: "watch events after the list pass through, deletions with the last state",
+                events: vec![
+                    Event::Init,
+                    Event::InitDone,
+                    Event::Apply(pod("a", "1")),
+                    Event::Delete(pod("a", "1")),
+                ],
+                want: vec![
+                    Change::Synced,
+                    Change::Upsert(pod("a", "1")),
+                    gone("a", "1", Some(pod("a", "1"))),
+                ],
+            },
+            Case {
+                name: "a relist deletes, in key order, what it no longer shows",
+                events: vec![
+                    Event::Init,
+                    Event::InitApply(pod("c", "3")),
+                    Event::InitApply(pod("a", "1")),
+                    Event::InitApply(pod("b", "2")),
+                    Event::InitDone,
+                    Event::Init,
+                    Event::InitApply(pod("b", "2")),
+                    Event::InitDone,
+                ],
+                want: vec![
+                    Change::Upsert(pod("c", "3")),
+                    Change::Upsert(pod("a", "1")),
+                    Change::Upsert(pod("b", "2")),
+                    Change::Synced,
+                    Change::Upsert(pod("b", "2")),
+                    gone("a", "1", None),
+                    gone("c", "3", None),
+                    Change::Synced,
+                ],
+            },
+            Case {
+                name: "an object seen by the watch during a relist is not deleted by it",
+                events: vec![
+                    Event::Init,
+                    Event::InitDone,
+                    Event::Apply(pod("a", "1")),
+                    Event::Init,
+                    Event::InitApply(pod("a", "1")),
+                    Event::InitDone,
+                ],
+                want: vec![
+                    Change::Synced,
+                    Change::Upsert(pod("a", "1")),
+                    Change::Upsert(pod("a", "1")),
+                    Change::Synced,
+                ],
+            },
+            Case {
+                name: "another object under a known name deletes the one known first",
+                events: vec![
+                    Event::Init,
+                    Event::InitApply(pod("a", "1")),
+                    Event::InitDone,
+                    Event::Init,
+                    Event::InitApply(pod("a", "9")),
+                    Event::InitDone,
+                ],
+                want: vec![
+                    Change::Upsert(pod("a", "1")),
+                    Change::Synced,
+                    gone("a", "1", None),
+                    Change::Upsert(pod("a", "9")),
+                    Change::Synced,
+                ],
+            },
+            Case {
+                name: "a deletion the watch saw is not repeated by the next relist",
+                events: vec![
+                    Event::Init,
+                    Event::InitApply(pod("a", "1")),
+                    Event::InitDone,
+                    Event::Delete(pod("a", "1")),
+                    Event::Init,
+                    Event::InitDone,
+                ],
+                want: vec![
+                    Change::Upsert(pod("a", "1")),
+                    Change::Synced,
+                    gone("a", "1", Some(pod("a", "1"))),
+                    Change::Synced,
+                ],
+            },
+        ];
+        for case in cases {
+            assert_eq!(run(case.events).await, case.want, "{}", case.name);
+        }
+    }
+
+    #[tokio::test]
+    async fn watch_errors_are_skipped() {
+        let events = vec![
+            Ok(Event::Init),
+            Err(watcher::Error::NoResourceVersion),
+            Ok(Event::InitApply(pod("a", "1"))),
+            Ok(Event::InitDone),
+        ];
+        let got: Vec<Change<Pod>> = changes(futures::stream::iter(events)).collect().await;
+        assert_eq!(got, vec![Change::Upsert(pod("a", "1")), Change::Synced]);
+    }
+}
