@@ -698,7 +698,10 @@ impl ApiServer {
         } else {
             None
         };
-        let token = self.auth.issue_node_token(node, registered.as_ref())?;
+        let token = self
+            .auth
+            .issue_node_token(node, registered.as_ref())
+            .await?;
         Ok(json_response(
             201,
             &json!({"kind": "NodeCredential", "apiVersion": "berth/v1", "nodeName": node, "user": format!("system:node:{node}"), "token": token}),

@@ -81,15 +81,29 @@ impl User {
     }
 }
 
-/// Bearer tokens and the users they stand for; node credentials issued
-/// for the join token are appended to a file so a restart keeps them.
+/// Bearer tokens and the users they stand for. Node credentials issued for
+/// the join token are kept where every server that may be asked knows
+/// them: appended to a file in the data dir (one server), or in the store
+/// that several servers share (see `cluster_credentials`).
 #[derive(Debug, Default)]
 pub struct Authenticator {
     tokens: RwLock<HashMap<String, User>>,
     node_tokens_file: RwLock<Option<std::path::PathBuf>>,
+    /// The shared store, once node credentials are kept there.
+    shared: RwLock<Option<SharedStore>>,
     /// The credential issued to each node (node name → token): the API
     /// server presents it to the node's agent (see `pod_logs`).
     node_credentials: RwLock<HashMap<String, String>>,
+}
+
+/// The store node credentials are kept in when several servers share it.
+#[derive(Clone)]
+struct SharedStore(berth_store::AnyStore);
+
+impl std::fmt::Debug for SharedStore {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("SharedStore")
+    }
 }
 
 impl Authenticator {
@@ -106,17 +120,8 @@ impl Authenticator {
     /// Loads the node credentials issued before (lines of `token node`)
     /// and appends new ones to the same file.
     pub fn load_node_tokens(&self, path: &std::path::Path) -> std::io::Result<()> {
-        match std::fs::read_to_string(path) {
-            Ok(text) => {
-                for line in text.lines() {
-                    if let Some((token, node)) = line.split_once(' ') {
-                        self.add_token(token, User::node(node.trim()));
-                        self.remember_node_credential(node.trim(), token);
-                    }
-                }
-            }
-            Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}
-            Err(e) => return Err(e),
+        for (token, node) in read_node_tokens(path)? {
+            self.add_node_credential(&node, &token);
         }
         if let Ok(mut file) = self.node_tokens_file.write() {
             *file = Some(path.to_path_buf());
@@ -124,30 +129,46 @@ impl Authenticator {
         Ok(())
     }
 
+    /// Keeps node credentials in `store` from now on, shared with every
+    /// server on it, instead of in a file.
+    pub fn share_node_tokens(&self, store: berth_store::AnyStore) {
+        if let Ok(mut shared) = self.shared.write() {
+            *shared = Some(SharedStore(store));
+        }
+    }
+
+    /// Makes `token` authenticate as `node`'s agent.
+    pub fn add_node_credential(&self, node: &str, token: &str) {
+        self.add_token(token, User::node(node));
+        self.remember_node_credential(node, token);
+    }
+
+    /// Revokes the credential of `node`, if one is known.
+    pub fn forget_node_credential(&self, node: &str) {
+        let token = self
+            .node_credentials
+            .write()
+            .ok()
+            .and_then(|mut credentials| credentials.remove(node));
+        if let (Some(token), Ok(mut tokens)) = (token, self.tokens.write()) {
+            tokens.remove(&token);
+        }
+    }
+
     /// Issues the credential of `node`, once: a second agent asking for a
     /// name already held is refused (409), so two agents cannot hold one
-    /// node. `registered` is the Node of that name when the join token asks
-    /// for it: the join token joins only names not yet registered, or
-    /// Nodes an admin created inviting a join ([`JOIN_ALLOWED_ANNOTATION`]),
-    /// else 403. The credential is durable before it is returned.
-    pub fn issue_node_token(
+    /// node, also through different servers sharing a store. `registered` is
+    /// the Node of that name when the join token asks for it: the join token
+    /// joins only names not yet registered, or Nodes an admin created
+    /// inviting a join ([`JOIN_ALLOWED_ANNOTATION`]), else 403. The
+    /// credential is durable before it is returned.
+    pub async fn issue_node_token(
         &self,
         node: &str,
         registered: Option<&serde_json::Value>,
     ) -> Result<String, ApiError> {
-        let user = User::node(node);
-        let mut tokens = self
-            .tokens
-            .write()
-            .map_err(|_| ApiError::internal("token table poisoned"))?;
-        if tokens.values().any(|u| *u == user) {
-            return Err(ApiError::new(
-                409,
-                "AlreadyExists",
-                format!(
-                    "a credential for node {node:?} was already issued; the node's agent keeps it in its data dir"
-                ),
-            ));
+        if self.node_credential(node).is_some() {
+            return Err(already_issued(node));
         }
         if let Some(registered) = registered {
             check_join_allowed(node, registered)?;
@@ -155,6 +176,32 @@ impl Authenticator {
         let mut bytes = [0u8; 24];
         getrandom::fill(&mut bytes).map_err(ApiError::internal)?;
         let token: String = bytes.iter().map(|b| format!("{b:02x}")).collect();
+        let shared = self
+            .shared
+            .read()
+            .map_err(|_| ApiError::internal("shared store poisoned"))?
+            .clone();
+        let Some(SharedStore(store)) = shared else {
+            return self.issue_node_token_in_file(node, token);
+        };
+        match crate::cluster_credentials::publish_node_token(&store, node, &token).await {
+            Ok(()) => {}
+            Err(berth_store::StoreError::AlreadyExists { .. }) => return Err(already_issued(node)),
+            Err(e) => return Err(ApiError::internal(e)),
+        }
+        self.add_node_credential(node, &token);
+        Ok(token)
+    }
+
+    fn issue_node_token_in_file(&self, node: &str, token: String) -> Result<String, ApiError> {
+        let user = User::node(node);
+        let mut tokens = self
+            .tokens
+            .write()
+            .map_err(|_| ApiError::internal("token table poisoned"))?;
+        if tokens.values().any(|u| *u == user) {
+            return Err(already_issued(node));
+        }
         if let Some(path) = self
             .node_tokens_file
             .read()
@@ -171,13 +218,23 @@ impl Authenticator {
             file.sync_all().map_err(ApiError::internal)?;
         }
         tokens.insert(token.clone(), user);
+        drop(tokens);
         self.remember_node_credential(node, &token);
         Ok(token)
     }
 
     fn remember_node_credential(&self, node: &str, token: &str) {
-        if let Ok(mut credentials) = self.node_credentials.write() {
-            credentials.insert(node.to_string(), token.to_string());
+        let old = self
+            .node_credentials
+            .write()
+            .ok()
+            .and_then(|mut credentials| credentials.insert(node.to_string(), token.to_string()));
+        // A credential issued again for the name (the shared store edited by
+        // hand) replaces the old one.
+        if let Some(old) = old.filter(|old| old != token)
+            && let Ok(mut tokens) = self.tokens.write()
+        {
+            tokens.remove(&old);
         }
     }
 
@@ -205,6 +262,29 @@ impl Authenticator {
             .cloned()
             .ok_or_else(ApiError::unauthorized)
     }
+}
+
+/// The node credentials in a `node-tokens` file (lines of `token node`).
+pub fn read_node_tokens(path: &std::path::Path) -> std::io::Result<Vec<(String, String)>> {
+    match std::fs::read_to_string(path) {
+        Ok(text) => Ok(text
+            .lines()
+            .filter_map(|line| line.split_once(' '))
+            .map(|(token, node)| (token.to_string(), node.trim().to_string()))
+            .collect()),
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(Vec::new()),
+        Err(e) => Err(e),
+    }
+}
+
+fn already_issued(node: &str) -> ApiError {
+    ApiError::new(
+        409,
+        "AlreadyExists",
+        format!(
+            "a credential for node {node:?} was already issued; the node's agent keeps it in its data dir"
+        ),
+    )
 }
 
 /// The annotation an admin puts on a Node it creates (`"true"`) to let the
@@ -432,8 +512,8 @@ mod tests {
         }
     }
 
-    #[test]
-    fn the_join_token_takes_a_registered_name_only_when_its_node_invites_a_join() {
+    #[tokio::test]
+    async fn the_join_token_takes_a_registered_name_only_when_its_node_invites_a_join() {
         struct Case {
             name: &'static str,
             registered: Option<serde_json::Value>,
@@ -466,6 +546,7 @@ mod tests {
             let auth = Authenticator::new();
             let got = auth
                 .issue_node_token("n1", case.registered.as_ref())
+                .await
                 .map(|_| ())
                 .map_err(|e| e.code);
             assert_eq!(got, case.want, "{}", case.name);
@@ -479,14 +560,14 @@ mod tests {
         );
     }
 
-    #[test]
-    fn issued_node_credentials_survive_a_restart() {
+    #[tokio::test]
+    async fn issued_node_credentials_survive_a_restart() {
         let path = std::env::temp_dir().join(format!("berth-node-tokens-{}", std::process::id()));
         let _ = std::fs::remove_file(&path);
         let first = Authenticator::new();
         first.load_node_tokens(&path).expect("load");
-        let token = first.issue_node_token("n1", None).expect("issued");
-        assert!(first.issue_node_token("n1", None).is_err());
+        let token = first.issue_node_token("n1", None).await.expect("issued");
+        assert!(first.issue_node_token("n1", None).await.is_err());
         let restarted = Authenticator::new();
         restarted.load_node_tokens(&path).expect("reload");
         let user = restarted
@@ -494,7 +575,7 @@ mod tests {
             .expect("known after restart");
         assert_eq!(user, User::node("n1"));
         assert!(
-            restarted.issue_node_token("n1", None).is_err(),
+            restarted.issue_node_token("n1", None).await.is_err(),
             "still held after restart"
         );
         let _ = std::fs::remove_file(&path);

@@ -14,7 +14,8 @@
 //! And the server: [`cache`] (the watch cache), [`cluster_identity`], [`watch_limits`],
 //! [`api`] (REST verbs), [`health`] (`/livez`, `/readyz`),
 //! [`discovery`], [`openapi`], [`auth`], [`metrics`], [`bootstrap`]
-//! (certificates, tokens, kubeconfig), [`connections`] (connection
+//! (certificates, tokens, kubeconfig), [`cluster_credentials`] (the same,
+//! shared by the servers of one etcd), [`connections`] (connection
 //! timeouts) and [`server`] (HTTPS, graceful shutdown).
 
 pub mod admission;
@@ -23,6 +24,7 @@ pub mod auth;
 pub mod body;
 pub mod bootstrap;
 pub mod cache;
+pub mod cluster_credentials;
 pub mod cluster_identity;
 pub mod connections;
 pub mod conversion;

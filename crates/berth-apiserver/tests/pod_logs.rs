@@ -42,6 +42,7 @@ async fn cluster() -> Cluster {
     let token = api
         .auth
         .issue_node_token("n1", None)
+        .await
         .expect("node credential");
     let runtime = Arc::new(ProcessRuntime::new(Clock::real(), dir.path().join("pods")));
     let cert = log_server::ensure_serving_cert(dir.path(), "n1", &[]).expect("cert");

@@ -6,6 +6,7 @@
 mod apiserver_bench;
 mod controllers_bench;
 mod core_bench;
+mod failover_bench;
 mod hostile_yaml_bench;
 mod measure;
 mod patch_memory_bench;
@@ -60,6 +61,9 @@ enum Bench {
     /// N simulated nodes heart-beating against a `berth server` child process: lease
     /// renewals/s, server and sim CPU and memory, nodes whose lease ever lapsed.
     Sim(sim_bench::SimArgs),
+    /// Failover over etcd: three `berth server`s on a three-member etcd, the
+    /// leader killed; time until another holds both Leases, binds and evicts.
+    Failover(failover_bench::FailoverArgs),
     /// The server's memory while one pod is patched again and again with a
     /// large annotation (the watch cache's history is bounded in bytes).
     PatchMemory(patch_memory_bench::PatchMemoryArgs),
@@ -86,6 +90,7 @@ fn main() -> anyhow::Result<()> {
         Bench::Sim(args) => serde_json::to_value(sim_bench::run(&args)?)?,
         Bench::PatchMemory(args) => serde_json::to_value(patch_memory_bench::run(&args)?)?,
         Bench::Scenario(args) => serde_json::to_value(scenario_bench::run(&args)?)?,
+        Bench::Failover(args) => serde_json::to_value(failover_bench::run(&args)?)?,
         Bench::Proto(args) => serde_json::to_value(proto_bench::run(&args)?)?,
         Bench::HostileYaml(args) => serde_json::to_value(hostile_yaml_bench::run(&args)?)?,
     };

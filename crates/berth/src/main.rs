@@ -7,6 +7,7 @@ mod check;
 mod components;
 mod controllers_flags;
 mod input;
+mod leader_election;
 mod scenario_cmd;
 mod server_cmd;
 mod sim_cmd;
@@ -123,6 +124,14 @@ fn main() -> ExitCode {
     raise_open_files_limit();
     init_logging();
     let cli = Cli::parse();
+    if let Command::Server(args) = &cli.command
+        && let Err(e) = args.leader_election.validate()
+    {
+        use clap::CommandFactory;
+        Cli::command()
+            .error(clap::error::ErrorKind::ArgumentConflict, e)
+            .exit();
+    }
     let result = match cli.command {
         Command::Check(args) => check::run(&args),
         Command::Server(args) => run_async(server_cmd::run(&args)),

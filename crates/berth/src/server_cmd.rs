@@ -39,11 +39,8 @@ pub struct ServerArgs {
     /// The `spec.schedulerName` of the pods the scheduler takes.
     #[arg(long, default_value = berth_scheduler::cycle::DEFAULT_SCHEDULER_NAME)]
     scheduler_name: String,
-    /// Run the scheduler and the controllers only while holding their Leases
-    /// (`kube-system/kube-scheduler`, `kube-system/kube-controller-manager`);
-    /// default: on with --etcd, where several servers may share the cluster.
-    #[arg(long, value_name = "BOOL")]
-    leader_elect: Option<bool>,
+    #[command(flatten)]
+    pub leader_election: crate::leader_election::LeaderElectionFlags,
     #[command(flatten)]
     controllers: crate::controllers_flags::ControllerFlags,
     /// Simulated nodes to run inside the server (a whole cluster in one
@@ -122,11 +119,12 @@ pub async fn run(args: &ServerArgs) -> anyhow::Result<()> {
         store_cache_bytes: args.store_cache_bytes,
     };
     let mut server = start(options).await.context("starting berth server")?;
-    let _controllers = crate::controllers_flags::start(
+    let election = args.leader_election.election(!args.etcd.is_empty());
+    let controllers = crate::controllers_flags::start(
         &server.api,
         &args.controllers,
         args.feature_gates,
-        args.leader_elect.unwrap_or(!args.etcd.is_empty()),
+        election.as_ref(),
     )?;
     let store = if args.etcd.is_empty() {
         "embedded store".to_string()
@@ -134,6 +132,15 @@ pub async fn run(args: &ServerArgs) -> anyhow::Result<()> {
         format!("etcd {}", args.etcd.join(","))
     };
     eprintln!("berth server listening on {} ({store})", server.url);
+    if let Some(election) = &election {
+        eprintln!(
+            "berth server: leader election as {} (lease {:?}, renew deadline {:?}, retry {:?})",
+            election.identity,
+            election.timing.lease_duration,
+            election.timing.renew_deadline,
+            election.timing.retry_period
+        );
+    }
     let stop_sim = tokio_util::sync::CancellationToken::new();
     if args.sim_nodes > 0 {
         crate::sim_cmd::spawn_in_process(
@@ -158,14 +165,14 @@ pub async fn run(args: &ServerArgs) -> anyhow::Result<()> {
         "export KUBECONFIG={}",
         server.credentials.kubeconfig.display()
     );
-    let _scheduler = if args.disable_scheduler {
+    let scheduler = if args.disable_scheduler {
         None
     } else {
         Some(crate::components::start_scheduler(
             &server.api,
             args.scheduler_name.clone(),
             args.feature_gates,
-            args.leader_elect.unwrap_or(!args.etcd.is_empty()),
+            election.as_ref(),
         )?)
     };
     let mut terminate = tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate())
@@ -185,9 +192,12 @@ pub async fn run(args: &ServerArgs) -> anyhow::Result<()> {
     );
     stop_sim.cancel();
     // The in-process components first, so they write nothing to a store
-    // being closed; then the API (requests in flight finish) and the store.
-    drop(_scheduler);
-    drop(_controllers);
+    // being closed (their Leases released, so another server leads at
+    // once); then the API (requests in flight finish) and the store.
+    if let Some(scheduler) = scheduler {
+        scheduler.stop().await;
+    }
+    controllers.stop().await;
     server
         .shutdown(args.shutdown_grace_period)
         .await
