@@ -11,9 +11,17 @@
 //! state's write lock and publishes each to the broadcast channel while
 //! holding it, so a watcher that takes the read lock, copies the history
 //! after its resourceVersion and subscribes sees every event exactly once.
+//!
+//! Memory: the history is bounded by events per type and by bytes across
+//! every type ([`HistoryBudget`]: the oldest events go first, whatever their
+//! type), and a watcher that falls too many bytes behind the broadcast is
+//! closed ([`WatchReceiver`]), as upstream's cacher closes a watcher whose
+//! buffer is full: the changes a slow client has not read are never kept
+//! without a bound.
 
 use std::collections::{BTreeMap, HashMap, VecDeque};
-use std::sync::Arc;
+use std::sync::atomic::{AtomicI64, AtomicU64, AtomicUsize, Ordering};
+use std::sync::{Arc, Weak};
 use std::time::Duration;
 
 use berth_store::{AnyStore, EventKind, ListOptions, Store, StoreError, WatchEvent};
@@ -73,6 +81,8 @@ struct State {
     /// The revision the cache reflects.
     rv: i64,
     history: VecDeque<Change>,
+    /// What `history` counts against the [`HistoryBudget`].
+    history_bytes: usize,
     /// Watches from a revision below this cannot be served (410).
     history_floor: i64,
     /// The feeder has loaded the initial list.
@@ -126,6 +136,7 @@ async fn follow(caches: &[Arc<ResourceCache>], store: &AnyStore) -> Result<(), S
         // caches' revision forward once for the events already waiting (a
         // committed batch arrives at once) instead of once per event each.
         let mut last = apply_to_owner(caches, &prefixes, event?).await;
+        trim_to_budget(caches).await;
         for _ in 1..FOLLOW_RUN {
             let Some(next) = stream.next_event().now_or_never() else {
                 break;
@@ -134,6 +145,7 @@ async fn follow(caches: &[Arc<ResourceCache>], store: &AnyStore) -> Result<(), S
                 return Err(StoreError::Closed);
             };
             last = apply_to_owner(caches, &prefixes, event?).await;
+            trim_to_budget(caches).await;
         }
         for cache in caches {
             cache.advance(last).await;
@@ -165,6 +177,188 @@ async fn apply_to_owner(
     revision
 }
 
+/// Drops the oldest history events, of whichever type, while the caches'
+/// histories together hold more than their [`HistoryBudget`]. The feeder
+/// calls it after each event; under the budget it costs one atomic load.
+pub async fn trim_to_budget(caches: &[Arc<ResourceCache>]) {
+    while caches.first().is_some_and(|c| c.budget.is_over()) {
+        let oldest = caches
+            .iter()
+            .filter(|c| c.oldest.load(Ordering::Acquire) != i64::MAX)
+            .min_by_key(|c| c.oldest.load(Ordering::Acquire));
+        let Some(cache) = oldest else {
+            return;
+        };
+        let mut state = cache.state.write().await;
+        cache.drop_oldest(&mut state);
+    }
+}
+
+/// How much history the watch caches keep, counted in bytes across every
+/// resource type: the JSON of each event's object, plus a fixed cost per
+/// event. (An event also keeps the object before it alive, but that is the
+/// previous event's object, already counted, or an object the cache holds
+/// anyway.) One budget for all types, so that writes of one type (a client
+/// patching one object with large annotations, again and again) cannot
+/// grow the server's memory without a bound, and a busy type with small
+/// objects keeps a long history when the others are quiet.
+pub struct HistoryBudget {
+    limit: usize,
+    used: AtomicUsize,
+}
+
+impl HistoryBudget {
+    pub fn new(limit: usize) -> Arc<HistoryBudget> {
+        Arc::new(HistoryBudget {
+            limit,
+            used: AtomicUsize::new(0),
+        })
+    }
+
+    /// The bytes the histories hold now.
+    pub fn used(&self) -> usize {
+        self.used.load(Ordering::Acquire)
+    }
+
+    pub fn limit(&self) -> usize {
+        self.limit
+    }
+
+    fn is_over(&self) -> bool {
+        self.used() > self.limit
+    }
+}
+
+/// What one event costs in the history budget and in a watcher's lag: its
+/// object's JSON and a fixed cost for the entry (the parsed labels and
+/// fields, the `Change` itself).
+fn change_bytes(change: &Change) -> usize {
+    const ENTRY: usize = 256;
+    change.object.json.len() + ENTRY
+}
+
+/// The memory limits of the watch caches (see the README's resource limits).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct CacheLimits {
+    /// Events each type's history keeps at most.
+    pub history_events: usize,
+    /// Bytes all types' histories keep together (see [`HistoryBudget`]).
+    pub history_bytes: usize,
+    /// How far a watcher may fall behind the events the cache sent, in
+    /// bytes, before it is closed (see [`WatchReceiver`]).
+    pub watcher_lag_bytes: usize,
+}
+
+impl Default for CacheLimits {
+    fn default() -> Self {
+        CacheLimits {
+            history_events: 100_000,
+            history_bytes: 512 << 20,
+            watcher_lag_bytes: 64 << 20,
+        }
+    }
+}
+
+/// One watcher's end of the cache's broadcast, shared with the cache so
+/// that the cache can close a watcher that does not keep up.
+struct WatcherSlot {
+    /// The broadcast bytes (see [`change_bytes`]) this watcher has taken:
+    /// it lags the cache by [`ResourceCache`]`::sent` minus this.
+    taken: AtomicU64,
+    /// `None` once the cache closed the watcher. Locked by the watcher only
+    /// while it waits for the next change (so it is then caught up).
+    receiver: tokio::sync::Mutex<Option<broadcast::Receiver<Change>>>,
+}
+
+/// Why a watcher got no change.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Missed {
+    /// Changes it had not read were overwritten in the broadcast (more
+    /// events than its capacity behind): the watch must end with 410.
+    Lagged,
+    /// The cache closed it for being too many bytes behind; it resumes from
+    /// the last change it saw, as upstream's clients do when their watch
+    /// ends.
+    TooSlow,
+    /// The cache has stopped.
+    Closed,
+}
+
+/// A watcher's receiver of the cache's live changes. The broadcast keeps
+/// every change until its slowest receiver has read it, so a client that
+/// stops reading (its TCP window full, the server's writes blocked) would
+/// pin every later change of its type; the cache instead closes it once it
+/// is [`CacheLimits::watcher_lag_bytes`] behind, which bounds what slow
+/// watchers keep alive per type by that many bytes, however many there are.
+pub struct WatchReceiver {
+    slot: Arc<WatcherSlot>,
+}
+
+impl WatchReceiver {
+    fn new(
+        receiver: broadcast::Receiver<Change>,
+        taken: u64,
+    ) -> (WatchReceiver, Weak<WatcherSlot>) {
+        let slot = Arc::new(WatcherSlot {
+            taken: AtomicU64::new(taken),
+            receiver: tokio::sync::Mutex::new(Some(receiver)),
+        });
+        let weak = Arc::downgrade(&slot);
+        (WatchReceiver { slot }, weak)
+    }
+
+    /// A receiver no cache can close, for tests of what consumes it.
+    pub fn unmanaged(receiver: broadcast::Receiver<Change>) -> WatchReceiver {
+        WatchReceiver::new(receiver, 0).0
+    }
+
+    /// The next change.
+    pub async fn recv(&mut self) -> Result<Change, Missed> {
+        let mut receiver = self.slot.receiver.lock().await;
+        let Some(rx) = receiver.as_mut() else {
+            return Err(Missed::TooSlow);
+        };
+        let received = rx.recv().await;
+        self.took(received)
+    }
+
+    /// The next change if one is waiting (`Ok(None)`: none is).
+    pub async fn try_recv(&mut self) -> Result<Option<Change>, Missed> {
+        use tokio::sync::broadcast::error::TryRecvError;
+        let mut receiver = self.slot.receiver.lock().await;
+        let Some(rx) = receiver.as_mut() else {
+            return Err(Missed::TooSlow);
+        };
+        match rx.try_recv() {
+            Err(TryRecvError::Empty) => Ok(None),
+            Err(TryRecvError::Lagged(_)) => Err(Missed::Lagged),
+            Err(TryRecvError::Closed) => Err(Missed::Closed),
+            Ok(change) => self.took(Ok(change)).map(Some),
+        }
+    }
+
+    fn took(
+        &self,
+        received: Result<Change, broadcast::error::RecvError>,
+    ) -> Result<Change, Missed> {
+        use tokio::sync::broadcast::error::RecvError;
+        match received {
+            Ok(change) => {
+                self.slot
+                    .taken
+                    .fetch_add(change_bytes(&change) as u64, Ordering::AcqRel);
+                Ok(change)
+            }
+            Err(RecvError::Lagged(_)) => Err(Missed::Lagged),
+            Err(RecvError::Closed) => Err(Missed::Closed),
+        }
+    }
+}
+
+/// Broadcast bytes between two looks for watchers too far behind: the
+/// look walks every watcher of the type, so it is not done per event.
+const LAG_CHECK_EVERY: u64 = 1 << 20;
+
 /// The cache of one resource type.
 pub struct ResourceCache {
     pub resource: &'static ResourceType,
@@ -172,6 +366,17 @@ pub struct ResourceCache {
     events: broadcast::Sender<Change>,
     rv: watch::Sender<i64>,
     history_limit: usize,
+    /// Shared by every type's cache.
+    budget: Arc<HistoryBudget>,
+    /// The revision of the oldest history event (`i64::MAX`: none), for
+    /// [`trim_to_budget`] to find the oldest across types without locks.
+    oldest: AtomicI64,
+    /// The bytes of every change broadcast so far (see [`change_bytes`]).
+    sent: AtomicU64,
+    /// `sent` at which to look for slow watchers next.
+    next_lag_check: AtomicU64,
+    watcher_lag_bytes: u64,
+    watchers: std::sync::Mutex<Vec<Weak<WatcherSlot>>>,
     fields: FieldsFn,
     own_writes: std::sync::Mutex<OwnWrites>,
 }
@@ -248,10 +453,31 @@ const OWN_WRITES_PER_KEY: usize = 4;
 const BROADCAST_CAPACITY: usize = 1 << 16;
 
 impl ResourceCache {
-    /// An empty cache; [`ResourceCache::run`] fills it and keeps it current.
+    /// An empty cache with the default byte limits and a history budget of
+    /// its own; [`run`] fills it and keeps it current.
     pub fn new(
         resource: &'static ResourceType,
         history_limit: usize,
+        fields: FieldsFn,
+    ) -> Arc<Self> {
+        let limits = CacheLimits {
+            history_events: history_limit,
+            ..CacheLimits::default()
+        };
+        ResourceCache::with_limits(
+            resource,
+            &limits,
+            HistoryBudget::new(limits.history_bytes),
+            fields,
+        )
+    }
+
+    /// An empty cache whose history counts against `budget` (shared by
+    /// every type's cache).
+    pub fn with_limits(
+        resource: &'static ResourceType,
+        limits: &CacheLimits,
+        budget: Arc<HistoryBudget>,
         fields: FieldsFn,
     ) -> Arc<Self> {
         let (events, _) = broadcast::channel(BROADCAST_CAPACITY);
@@ -262,15 +488,65 @@ impl ResourceCache {
                 objects: BTreeMap::new(),
                 rv: 0,
                 history: VecDeque::new(),
+                history_bytes: 0,
                 history_floor: 0,
                 ready: false,
             }),
             events,
             rv,
-            history_limit: history_limit.max(1),
+            history_limit: limits.history_events.max(1),
+            budget,
+            oldest: AtomicI64::new(i64::MAX),
+            sent: AtomicU64::new(0),
+            next_lag_check: AtomicU64::new(LAG_CHECK_EVERY),
+            watcher_lag_bytes: limits.watcher_lag_bytes as u64,
+            watchers: std::sync::Mutex::new(Vec::new()),
             fields,
             own_writes: std::sync::Mutex::new(OwnWrites::default()),
         })
+    }
+
+    /// Drops the oldest history event; watches from before it get 410.
+    fn drop_oldest(&self, state: &mut State) {
+        if let Some(dropped) = state.history.pop_front() {
+            state.history_floor = dropped.object.rv;
+            let bytes = change_bytes(&dropped);
+            state.history_bytes -= bytes;
+            self.budget.used.fetch_sub(bytes, Ordering::AcqRel);
+        }
+        self.publish_oldest(state);
+    }
+
+    fn publish_oldest(&self, state: &State) {
+        let oldest = state.history.front().map_or(i64::MAX, |c| c.object.rv);
+        self.oldest.store(oldest, Ordering::Release);
+    }
+
+    /// Closes the watchers more than `watcher_lag_bytes` behind the
+    /// broadcast (whose unread changes are all that the broadcast keeps).
+    /// A watcher waiting for a change holds its receiver's lock and is
+    /// caught up, so it is skipped.
+    fn close_slow_watchers(&self, sent: u64) {
+        let mut watchers = self.watchers.lock().unwrap_or_else(|e| e.into_inner());
+        watchers.retain(|weak| {
+            let Some(slot) = weak.upgrade() else {
+                return false;
+            };
+            let lag = sent.saturating_sub(slot.taken.load(Ordering::Acquire));
+            if lag <= self.watcher_lag_bytes {
+                return true;
+            }
+            let Ok(mut receiver) = slot.receiver.try_lock() else {
+                return true;
+            };
+            receiver.take();
+            tracing::info!(
+                resource = self.resource.plural,
+                lag_bytes = lag,
+                "closed a watch that fell too far behind; its client resumes from the last change it read"
+            );
+            false
+        });
     }
 
     /// Announces a write of `object` (to be stored as `stored`) before it
@@ -432,8 +708,13 @@ impl ResourceCache {
             state.objects = objects;
             state.rv = revision;
             state.history.clear();
+            self.budget
+                .used
+                .fetch_sub(state.history_bytes, Ordering::AcqRel);
+            state.history_bytes = 0;
             state.history_floor = revision;
             state.ready = true;
+            self.publish_oldest(&state);
         }
         {
             let mut own_writes = self.own_writes.lock().unwrap_or_else(|e| e.into_inner());
@@ -501,18 +782,31 @@ impl ResourceCache {
         // The cache reflects this revision whether or not the event could
         // be turned into a change: consistent reads wait on it.
         state.rv = state.rv.max(revision);
+        let mut sent = None;
         if let Some(change) = change {
+            let bytes = change_bytes(&change);
+            state.history_bytes += bytes;
+            self.budget.used.fetch_add(bytes, Ordering::AcqRel);
             state.history.push_back(change.clone());
             while state.history.len() > self.history_limit {
-                if let Some(dropped) = state.history.pop_front() {
-                    state.history_floor = dropped.object.rv;
-                }
+                self.drop_oldest(&mut state);
             }
+            self.publish_oldest(&state);
+            // Counted under the lock, as the send: a watcher subscribing
+            // under the read lock starts at a count that matches.
+            sent = Some(self.sent.fetch_add(bytes as u64, Ordering::AcqRel) + bytes as u64);
             // No receivers is fine: nobody is watching.
             let _ = self.events.send(change);
         }
         drop(state);
         self.rv.send_replace(revision);
+        if let Some(sent) = sent
+            && sent >= self.next_lag_check.load(Ordering::Acquire)
+        {
+            self.next_lag_check
+                .store(sent + LAG_CHECK_EVERY, Ordering::Release);
+            self.close_slow_watchers(sent);
+        }
     }
 
     /// Applies one store event to the objects and describes the change.
@@ -680,9 +974,19 @@ impl ResourceCache {
     pub async fn watch_from(
         &self,
         rv: Option<i64>,
-    ) -> Result<(Vec<Change>, broadcast::Receiver<Change>, i64), ApiError> {
+    ) -> Result<(Vec<Change>, WatchReceiver, i64), ApiError> {
         let state = self.state.read().await;
-        let receiver = self.events.subscribe();
+        let (receiver, slot) =
+            WatchReceiver::new(self.events.subscribe(), self.sent.load(Ordering::Acquire));
+        {
+            let mut watchers = self.watchers.lock().unwrap_or_else(|e| e.into_inner());
+            watchers.push(slot);
+            // Forget ended watches now and then, not only at lag checks (a
+            // quiet type has none).
+            if watchers.len() >= 64 && watchers.len().is_power_of_two() {
+                watchers.retain(|w| w.strong_count() > 0);
+            }
+        }
         match rv {
             None | Some(0) => {
                 let initial = state
@@ -921,5 +1225,154 @@ mod tests {
             0,
             "a write at or below the reload is too late"
         );
+    }
+
+    /// A pod whose annotation is `bytes` long, at revision-specific content.
+    fn large_pod(bytes: usize, version: usize) -> Value {
+        let mut object = pod("n1");
+        object["metadata"]["annotations"] =
+            json!({"big": format!("{version}-{}", "x".repeat(bytes))});
+        object
+    }
+
+    #[tokio::test]
+    async fn many_large_patches_of_one_object_keep_the_history_within_its_byte_budget() {
+        const MIB: usize = 1 << 20;
+        let limits = CacheLimits {
+            history_events: 100_000,
+            history_bytes: 4 * MIB,
+            watcher_lag_bytes: 64 * MIB,
+        };
+        let budget = HistoryBudget::new(limits.history_bytes);
+        let cache = ResourceCache::with_limits(
+            &PODS,
+            &limits,
+            budget.clone(),
+            crate::strategy::selectable_fields,
+        );
+        let caches = [cache.clone()];
+        cache.reset(BTreeMap::new(), 1).await;
+        let mut most = 0;
+        for version in 0..100 {
+            let kind = if version == 0 {
+                EventKind::Created
+            } else {
+                EventKind::Updated
+            };
+            cache
+                .apply(event(
+                    kind,
+                    &large_pod(MIB / 2, version),
+                    2 + version as i64,
+                ))
+                .await;
+            trim_to_budget(&caches).await;
+            most = most.max(budget.used());
+        }
+        assert!(
+            most <= limits.history_bytes,
+            "the history held {most} bytes, over its budget of {}",
+            limits.history_bytes
+        );
+        let state = cache.state.read().await;
+        assert!(
+            (6..=8).contains(&state.history.len()),
+            "{} events kept",
+            state.history.len()
+        );
+        assert_eq!(state.history_bytes, budget.used());
+        let floor = state.history_floor;
+        drop(state);
+        // The newest events are still there to resume from; older ones 410.
+        let resumed = cache.watch_from(Some(floor)).await;
+        assert!(
+            resumed.is_ok_and(|(replay, _, _)| replay.last().map(|c| c.object.rv) == Some(101))
+        );
+        let gone = cache.watch_from(Some(floor - 1)).await.err();
+        assert_eq!(gone.map(|e| e.code), Some(410));
+    }
+
+    #[tokio::test]
+    async fn the_budget_drops_the_oldest_events_of_any_type() {
+        let limits = CacheLimits {
+            history_bytes: 10 * 1024,
+            ..CacheLimits::default()
+        };
+        let budget = HistoryBudget::new(limits.history_bytes);
+        let pods = ResourceCache::with_limits(
+            &PODS,
+            &limits,
+            budget.clone(),
+            crate::strategy::selectable_fields,
+        );
+        let nodes = ResourceCache::with_limits(
+            &crate::resources::NODES,
+            &limits,
+            budget.clone(),
+            crate::strategy::selectable_fields,
+        );
+        let caches = [pods.clone(), nodes.clone()];
+        pods.reset(BTreeMap::new(), 1).await;
+        nodes.reset(BTreeMap::new(), 1).await;
+        // Old pod events, then a stream of node events: the pods' go first.
+        for rv in 2..5 {
+            pods.apply(event(EventKind::Updated, &large_pod(1024, rv), rv as i64))
+                .await;
+        }
+        for rv in 5..30 {
+            let mut node = large_pod(1024, rv);
+            node["metadata"]["namespace"] = json!("");
+            let mut e = event(EventKind::Updated, &node, rv as i64);
+            e.kv.key = "/registry/minions/n1".into();
+            nodes.apply(e).await;
+            trim_to_budget(&caches).await;
+        }
+        assert!(budget.used() <= limits.history_bytes);
+        assert_eq!(pods.state.read().await.history.len(), 0);
+        assert!(!nodes.state.read().await.history.is_empty());
+    }
+
+    #[tokio::test]
+    async fn a_watcher_that_stops_reading_is_closed_once_it_is_too_far_behind() {
+        const MIB: usize = 1 << 20;
+        let limits = CacheLimits {
+            watcher_lag_bytes: 4 * MIB,
+            ..CacheLimits::default()
+        };
+        let cache = ResourceCache::with_limits(
+            &PODS,
+            &limits,
+            HistoryBudget::new(limits.history_bytes),
+            crate::strategy::selectable_fields,
+        );
+        cache.reset(BTreeMap::new(), 1).await;
+        let (_, mut reading, _) = cache
+            .watch_from(None)
+            .await
+            .unwrap_or_else(|e| panic!("{e}"));
+        let (_, mut stuck, _) = cache
+            .watch_from(None)
+            .await
+            .unwrap_or_else(|e| panic!("{e}"));
+        for version in 0..16 {
+            cache
+                .apply(event(
+                    EventKind::Updated,
+                    &large_pod(MIB / 2, version),
+                    2 + version as i64,
+                ))
+                .await;
+            // The reading watcher keeps up.
+            assert!(reading.recv().await.is_ok(), "version {version}");
+        }
+        // 8 MiB behind: closed, and the broadcast keeps nothing for it.
+        assert_eq!(stuck.recv().await.err(), Some(Missed::TooSlow));
+        assert_eq!(cache.watchers.lock().map(|w| w.len()).unwrap_or(0), 1);
+        cache
+            .apply(event(EventKind::Updated, &large_pod(10, 99), 100))
+            .await;
+        assert_eq!(cache.events.len(), 1);
+        assert!(reading.recv().await.is_ok());
+        assert_eq!(cache.events.len(), 0, "every live receiver read it");
     }
 }

@@ -11,25 +11,35 @@
 //! - [`request_info`], [`resources`], [`objects`], [`strategy`]: what a
 //!   request asks for, the served types, object metadata, per-type rules.
 //!
-//! And the server: [`cache`] (the watch cache), [`api`] (REST verbs),
+//! And the server: [`cache`] (the watch cache), [`cluster_identity`], [`watch_limits`],
+//! [`api`] (REST verbs), [`health`] (`/livez`, `/readyz`),
 //! [`discovery`], [`openapi`], [`auth`], [`metrics`], [`bootstrap`]
-//! (certificates, tokens, kubeconfig) and [`server`] (HTTPS).
+//! (certificates, tokens, kubeconfig), [`cluster_credentials`] (the same,
+//! shared by the servers of one etcd), [`connections`] (connection
+//! timeouts) and [`server`] (HTTPS, graceful shutdown).
 
 pub mod admission;
 pub mod api;
 pub mod auth;
+pub mod body;
 pub mod bootstrap;
 pub mod cache;
+pub mod cluster_credentials;
+pub mod cluster_identity;
+pub mod connections;
 pub mod conversion;
 pub mod discovery;
 pub mod field_validation;
+pub mod health;
 pub mod in_process;
 mod json_path;
+pub mod list_options;
 pub mod metrics;
 pub mod objects;
 pub mod openapi;
 pub mod patch;
 pub mod pod_logs;
+pub mod protobuf;
 pub mod request_info;
 pub mod resources;
 pub mod selectors;
@@ -38,3 +48,5 @@ pub mod status;
 pub mod strategy;
 pub mod table;
 pub mod table_output;
+pub mod warnings;
+pub mod watch_limits;

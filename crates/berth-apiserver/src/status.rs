@@ -217,6 +217,18 @@ impl ApiError {
         )
     }
 
+    /// An object bigger than the store keeps (etcd's 1.5 MiB request
+    /// limit, which the embedded store keeps too). Upstream passes etcd's
+    /// own error through (`etcdserver: request is too large`, as a 500);
+    /// berth answers with that text as the client's error it is: 413.
+    pub fn object_too_large() -> Self {
+        ApiError::new(
+            413,
+            "RequestEntityTooLarge",
+            "etcdserver: request is too large",
+        )
+    }
+
     pub fn method_not_allowed(verb: &str, resource: &str) -> Self {
         ApiError::new(
             405,
@@ -263,7 +275,25 @@ impl ApiError {
         )
     }
 
-    /// 429/503-style back-pressure is not used yet; timeouts are 504.
+    /// 429, as upstream's max-in-flight filter refuses: the client waits
+    /// `retry_after_seconds` (sent as the `Retry-After` header too, see
+    /// [`ApiError::retry_after_seconds`]) and tries again.
+    pub fn too_many_requests(message: impl Into<String>, retry_after_seconds: u64) -> Self {
+        ApiError::new(429, "TooManyRequests", message)
+            .with_details(json!({"retryAfterSeconds": retry_after_seconds}))
+    }
+
+    /// `details.retryAfterSeconds`, which upstream also sends as the
+    /// `Retry-After` header.
+    pub fn retry_after_seconds(&self) -> Option<u64> {
+        self.details
+            .as_ref()?
+            .get("retryAfterSeconds")?
+            .as_u64()
+            .filter(|s| *s > 0)
+    }
+
+    /// Timeouts are 504.
     pub fn timeout(message: impl Into<String>) -> Self {
         ApiError::new(504, "Timeout", message)
     }

@@ -1,5 +1,6 @@
-//! Durations as Kubernetes flags take them: Go's `time.ParseDuration`
-//! (`100ms`, `10s`, `1h30m`, `1.5h`), with Go's error messages.
+//! Durations as Kubernetes flags and metav1.Duration take them: Go's `time.ParseDuration`
+//! (`100ms`, `10s`, `1h30m`, `1.5h`), with Go's error messages, and Go's
+//! `Duration.String` to write them back.
 
 use std::time::Duration;
 
@@ -104,6 +105,43 @@ pub fn parse_duration(input: &str) -> Result<Duration, DurationError> {
     Ok(Duration::from_nanos(total as u64))
 }
 
+/// Writes a duration as Go's `time.Duration.String` does: `0s`, `1.1µs`, `2.2ms`, `4m5.001s`,
+/// `1h0m0s` (the form metav1.Duration has in JSON).
+pub fn format_duration(duration: Duration) -> String {
+    const SECOND: u128 = 1_000_000_000;
+    let nanos = duration.as_nanos();
+    if nanos == 0 {
+        return "0s".to_owned();
+    }
+    if nanos < SECOND {
+        let (unit, per_unit) = match nanos {
+            0..1_000 => ("ns", 1),
+            1_000..1_000_000 => ("µs", 1_000),
+            _ => ("ms", 1_000_000),
+        };
+        return format!("{}{unit}", decimal(nanos, per_unit));
+    }
+    let seconds = nanos / SECOND;
+    let (hours, minutes) = (seconds / 3600, seconds / 60 % 60);
+    let seconds_part = decimal(seconds % 60 * SECOND + nanos % SECOND, SECOND);
+    match (hours, minutes) {
+        (0, 0) => format!("{seconds_part}s"),
+        (0, _) => format!("{minutes}m{seconds_part}s"),
+        _ => format!("{hours}h{minutes}m{seconds_part}s"),
+    }
+}
+
+/// `value / per_unit` as a decimal without trailing zeros (`per_unit` a power of ten).
+fn decimal(value: u128, per_unit: u128) -> String {
+    let (whole, fraction) = (value / per_unit, value % per_unit);
+    if fraction == 0 {
+        return whole.to_string();
+    }
+    let width = per_unit.ilog10() as usize;
+    let digits = format!("{fraction:0width$}");
+    format!("{whole}.{}", digits.trim_end_matches('0'))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -151,6 +189,37 @@ mod tests {
         ];
         for (input, want) in cases {
             assert_eq!(parse_duration(input).as_ref(), Ok(want), "{input}");
+        }
+    }
+
+    // upstream: go/src/time/time_test.go durationTests.
+    #[test]
+    fn formats_as_go_duration_string() {
+        let cases: &[(Duration, &str)] = &[
+            (Duration::ZERO, "0s"),
+            (Duration::from_nanos(1), "1ns"),
+            (Duration::from_nanos(1100), "1.1µs"),
+            (Duration::from_micros(2200), "2.2ms"),
+            (Duration::from_millis(3300), "3.3s"),
+            (Duration::from_secs(4 * 60 + 5), "4m5s"),
+            (Duration::from_millis(4 * 60_000 + 5001), "4m5.001s"),
+            (
+                Duration::from_millis((5 * 3600 + 6 * 60) * 1000 + 7001),
+                "5h6m7.001s",
+            ),
+            (
+                Duration::from_nanos(8 * 60 * 1_000_000_000 + 1),
+                "8m0.000000001s",
+            ),
+            (Duration::from_secs(3600), "1h0m0s"),
+            (
+                Duration::from_nanos(i64::MAX as u64),
+                "2562047h47m16.854775807s",
+            ),
+        ];
+        for (duration, want) in cases {
+            assert_eq!(format_duration(*duration), *want, "{duration:?}");
+            assert_eq!(parse_duration(want).as_ref(), Ok(duration), "{want}");
         }
     }
 

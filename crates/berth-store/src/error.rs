@@ -51,6 +51,9 @@ pub enum StoreError {
     /// continuation that belongs to another prefix, ...).
     #[error("invalid argument: {0}")]
     InvalidArgument(String),
+    /// A list continuation that does not belong to the listed prefix.
+    #[error("invalid continuation: {0}")]
+    InvalidContinue(String),
     /// The data path could not be opened as a berth store.
     #[error("cannot open store at {}: {reason}", path.display())]
     Open { path: PathBuf, reason: String },
@@ -60,6 +63,10 @@ pub enum StoreError {
     /// The backend (redb or etcd) failed.
     #[error("storage backend failed: {0}")]
     Backend(Arc<dyn std::error::Error + Send + Sync>),
+    /// The store is recovering from a storage failure (see [`crate::StoreHealth`]): it refuses
+    /// writes until its next attempt, or cannot read because its file could not be reopened.
+    #[error("store is unavailable: {0}")]
+    Unavailable(String),
     /// The store has been closed.
     #[error("store is closed")]
     Closed,

@@ -27,6 +27,12 @@
 //!   (which would need events at or before `C`), fail with [`StoreError::Gone`] (HTTP 410 at
 //!   the API server); watches from `C` on and the current state are not affected. A live watch
 //!   that falls that far behind ends with the same error.
+//! - **Storage failures.** When the embedded store's disk fails a write (full, or an I/O
+//!   error), that write and the writes batched with it fail and nothing acknowledged is lost:
+//!   the store reopens its file (redb refuses all work after an I/O error until then), keeps
+//!   serving reads, and retries writes at most once a second until one succeeds, reporting
+//!   [`StoreHealth::Degraded`] meanwhile ([`StoreHealth::Failed`] if the file cannot be
+//!   reopened).
 
 mod error;
 mod etcd_backend;
@@ -42,8 +48,12 @@ pub use error::{Result, StoreError};
 pub use etcd_backend::EtcdStore;
 pub use keys::{MAX_KEY_BYTES, MAX_VALUE_BYTES};
 pub use mem_backend::MemStore;
-pub use redb_backend::{FILE_NAME as REDB_FILE_NAME, RedbStore, VerifyReport, WriterStats};
+pub use redb_backend::{
+    DEFAULT_CACHE_BYTES as REDB_DEFAULT_CACHE_BYTES, FILE_NAME as REDB_FILE_NAME, RedbStore,
+    VerifyReport, WriterStats,
+};
 pub use store::{
-    AnyStore, Continue, EventKind, KeyValue, ListOptions, ListResult, Revision, Store, WatchEvent,
+    AnyStore, Continue, EventKind, KeyValue, ListOptions, ListResult, Revision, Store, StoreHealth,
+    WatchEvent,
 };
 pub use watch::WatchStream;

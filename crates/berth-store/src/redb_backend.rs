@@ -35,6 +35,14 @@
 //! Watches subscribe to an in-memory broadcast of committed batches and fall back to reading
 //! the log when they start in the past or fall behind.
 //!
+//! Storage failures: redb refuses all work on a database after one I/O error (a full disk
+//! included) until it is opened again. The writer then answers the failed batch with the error,
+//! reopens the file (readers wait on the handle's lock meanwhile; the reopened file is the last
+//! commit, which the key index is rebuilt from, so revisions go on from there and nothing
+//! acknowledged is lost), and refuses writes for a second at a time until one goes through,
+//! reporting [`StoreHealth::Degraded`]; if the file cannot be reopened, [`StoreHealth::Failed`],
+//! and it tries again every second.
+//!
 //! Compaction, as in etcd's MVCC, drops history but keeps every record still needed to read at
 //! or after the compacted revision: the live value of every key and the previous values of
 //! changes after it. The writer deletes old records a few dozen at a time inside ordinary
@@ -59,7 +67,9 @@ use tokio::sync::{broadcast, mpsc, oneshot};
 use crate::Continue;
 use crate::error::{Result, StoreError};
 use crate::keys::{prefix_end, validate_key, validate_prefix, validate_value};
-use crate::store::{EventKind, KeyValue, ListOptions, ListResult, Revision, Store, WatchEvent};
+use crate::store::{
+    EventKind, KeyValue, ListOptions, ListResult, Revision, Store, StoreHealth, WatchEvent,
+};
 use crate::watch::{WATCH_BUFFER, WatchStream, deliver, fail};
 
 const KV: TableDefinition<&str, (i64, i64)> = TableDefinition::new("berth_kv");
@@ -76,6 +86,9 @@ const META_CHECKPOINT: &str = "checkpoint";
 /// file is refused by older builds, which would take the checkpoint for the current state.)
 const FORMAT_VERSION: i64 = 2;
 const FORMAT_EXACT_INDEX: i64 = 1;
+
+/// redb's page cache unless told otherwise: redb's own default.
+pub const DEFAULT_CACHE_BYTES: usize = 1 << 30;
 
 /// Name of the database file inside the data directory.
 pub const FILE_NAME: &str = "berth-store.redb";
@@ -103,6 +116,12 @@ const CHECKPOINT_EVERY: i64 = 4096;
 const EVENT_BACKLOG: usize = 4096;
 /// Log records read per blocking call when a watch replays history.
 const LOG_READ_CHUNK: i64 = 1024;
+/// After a storage failure, how long writes are refused before the next attempt (each failed
+/// attempt reopens the file, which readers wait for).
+const WRITE_RETRY: Duration = Duration::from_secs(1);
+/// How long a reopen waits for the last read transactions on the old handle (they keep the
+/// file locked) before it counts as failed.
+const REOPEN_WAIT: Duration = Duration::from_secs(5);
 
 fn be(e: impl Into<redb::Error>) -> StoreError {
     StoreError::backend(e.into())
@@ -474,6 +493,7 @@ struct Shared {
     /// commit and before answering the batch's callers, so a caller reads its own write.
     /// Readers hold the lock only to clone the snapshot (O(1)).
     index: Mutex<IndexSnapshot>,
+    health: Mutex<StoreHealth>,
 }
 
 impl Shared {
@@ -495,6 +515,10 @@ impl Shared {
         {
             writer.unpark();
         }
+    }
+
+    fn set_health(&self, health: StoreHealth) {
+        *self.health.lock().unwrap_or_else(PoisonError::into_inner) = health;
     }
 
     fn record_compaction(&self, started: Instant) {
@@ -626,7 +650,11 @@ fn spawn_responder(
 }
 
 struct Writer {
-    db: Arc<Database>,
+    /// The database handle, shared with readers; replaced when the file is reopened.
+    db: Arc<DbCell>,
+    path: PathBuf,
+    /// redb's page cache (see [`RedbStore::open_with_cache`]).
+    cache_bytes: usize,
     shared: Arc<Shared>,
     events: broadcast::Sender<Batch>,
     /// Delivers committed batches off this thread; `None`: the writer delivers them itself.
@@ -642,6 +670,25 @@ struct Writer {
     /// Set when idle compaction failed; retried after the next successful commit instead of
     /// spinning on a broken disk.
     compaction_stalled: bool,
+    /// The storage failure writes are refused for, until one succeeds again.
+    failure: Option<String>,
+    /// Writes are refused until then (see [`WRITE_RETRY`]).
+    writes_paused_until: Instant,
+    /// The file could not be reopened; tried again every [`WRITE_RETRY`].
+    reopen_pending: bool,
+}
+
+/// Whether a failed write leaves redb's handle unusable until the file is opened again: an
+/// I/O error (a full disk included) latches every later call into `PreviousIo`, and a failed
+/// commit can discard the allocator state, which only a reopen rebuilds.
+fn needs_reopen(error: &StoreError) -> bool {
+    let StoreError::Backend(inner) = error else {
+        return false;
+    };
+    matches!(
+        inner.downcast_ref::<redb::Error>(),
+        Some(redb::Error::Io(_) | redb::Error::PreviousIo | redb::Error::Corrupted(_))
+    )
 }
 
 /// What one operation did inside the batch transaction.
@@ -668,14 +715,29 @@ impl Writer {
     fn run(mut self, mut rx: mpsc::Receiver<Msg>) {
         let _ = self.shared.writer_thread.set(std::thread::current());
         loop {
-            let compaction_due = self.cursor <= self.compacted && !self.compaction_stalled;
-            let first = if compaction_due {
+            let compaction_due =
+                self.cursor <= self.compacted && !self.compaction_stalled && self.failure.is_none();
+            let first = if self.reopen_pending {
+                // No usable file: look for it again every second, answering writes meanwhile.
+                match rx.try_recv() {
+                    Ok(msg) => msg,
+                    Err(TryRecvError::Empty) => {
+                        std::thread::sleep(WRITE_RETRY);
+                        self.retry_reopen();
+                        continue;
+                    }
+                    Err(TryRecvError::Disconnected) => return,
+                }
+            } else if compaction_due {
                 match rx.try_recv() {
                     Ok(msg) => msg,
                     Err(TryRecvError::Empty) => {
                         if let Err(e) = self.compact_idle() {
                             tracing::warn!(error = %e, "berth-store: background compaction failed");
                             self.compaction_stalled = true;
+                            if needs_reopen(&e) {
+                                self.recover(&e);
+                            }
                         }
                         continue;
                     }
@@ -756,10 +818,162 @@ impl Writer {
         }
     }
 
+    /// After a storage failure: the refusal for writes that come before the next attempt.
+    fn refusal(&mut self) -> Option<StoreError> {
+        let reason = self.failure.clone()?;
+        if Instant::now() >= self.writes_paused_until {
+            if self.reopen_pending {
+                self.retry_reopen();
+            }
+            if !self.reopen_pending {
+                return None;
+            }
+        }
+        Some(StoreError::Unavailable(format!(
+            "a write failed ({reason}); writes are refused until the next attempt, at most a \
+             second from now"
+        )))
+    }
+
+    /// A write failed for a storage reason: reopen the file, so reads go on and later writes
+    /// can succeed once the cause is gone (space freed).
+    fn recover(&mut self, error: &StoreError) {
+        self.mark_failed(error);
+        self.retry_reopen();
+    }
+
+    /// Reports a storage failure (before the failed batch is answered, so that whoever sees
+    /// the failure sees the store's health say so) and pauses writes.
+    fn mark_failed(&mut self, error: &StoreError) {
+        let reason = error.to_string();
+        tracing::error!(
+            path = %self.path.display(),
+            error = %reason,
+            "berth-store: a write failed for a storage reason; reopening the file (reads go on, \
+             writes are retried every second)"
+        );
+        self.shared.set_health(StoreHealth::Degraded(format!(
+            "a write failed ({reason}); the store file is being reopened"
+        )));
+        self.failure = Some(reason);
+        self.writes_paused_until = Instant::now() + WRITE_RETRY;
+        self.reopen_pending = true;
+    }
+
+    fn retry_reopen(&mut self) {
+        let reason = self.failure.clone().unwrap_or_default();
+        match self.reopen() {
+            Ok(()) => {
+                self.reopen_pending = false;
+                self.shared.set_health(StoreHealth::Degraded(format!(
+                    "a write failed ({reason}); the store file was reopened and serves reads, \
+                     writes are retried every second"
+                )));
+            }
+            Err(e) => {
+                tracing::error!(
+                    path = %self.path.display(),
+                    error = %e,
+                    "berth-store: cannot reopen the store file; retrying every second"
+                );
+                self.writes_paused_until = Instant::now() + WRITE_RETRY;
+                self.shared.set_health(StoreHealth::Failed(format!(
+                    "a write failed ({reason}) and the store file {} cannot be reopened: {e}",
+                    self.path.display()
+                )));
+            }
+        }
+    }
+
+    /// Drops the database handle (waiting for readers in flight) and opens the file again. The
+    /// reopened file holds every commit that was acknowledged; a commit that reported a failure
+    /// may hold too (the revisions after the writer's last are then taken from the file, and
+    /// watchers read them from the log).
+    fn reopen(&mut self) -> Result<()> {
+        let mut cell = self.db.write().unwrap_or_else(PoisonError::into_inner);
+        *cell = Err(StoreError::Unavailable(format!(
+            "the store file {} is being reopened after a storage failure",
+            self.path.display()
+        )));
+        // Read transactions still open on the old handle keep the file locked for a moment.
+        let deadline = Instant::now() + REOPEN_WAIT;
+        let (db, loaded) = loop {
+            match open_file(&self.path, self.cache_bytes) {
+                Ok(opened) => break opened,
+                Err(OpenError::AlreadyOpen) if Instant::now() < deadline => {
+                    std::thread::sleep(Duration::from_millis(10));
+                }
+                Err(e) => {
+                    *cell = Err(StoreError::Unavailable(format!(
+                        "reopening the store file failed: {e}"
+                    )));
+                    return Err(StoreError::Unavailable(e.to_string()));
+                }
+            }
+        };
+        if loaded.revision < self.revision {
+            let why = format!(
+                "the reopened file ends at revision {}, but revision {} was acknowledged",
+                loaded.revision, self.revision
+            );
+            *cell = Err(StoreError::Corrupt(why.clone()));
+            return Err(StoreError::Corrupt(why));
+        }
+        if loaded.revision > self.revision {
+            tracing::warn!(
+                from = self.revision + 1,
+                to = loaded.revision,
+                "berth-store: writes reported as failed were committed after all"
+            );
+        }
+        self.revision = loaded.revision;
+        self.compacted = loaded.compacted;
+        self.cursor = loaded.cursor;
+        self.checkpoint = loaded.checkpoint;
+        self.dirty = loaded.dirty;
+        *self
+            .shared
+            .index
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner) = IndexSnapshot {
+            map: loaded.index,
+            revision: loaded.revision,
+        };
+        self.shared
+            .revision
+            .store(loaded.revision, Ordering::Release);
+        self.shared
+            .compacted
+            .store(loaded.compacted, Ordering::Release);
+        *cell = Ok(Arc::new(db));
+        Ok(())
+    }
+
+    /// The database handle for one transaction.
+    fn database(&self) -> Result<Arc<Database>> {
+        self.db
+            .read()
+            .unwrap_or_else(PoisonError::into_inner)
+            .clone()
+    }
+
     fn commit_batch(&mut self, batch: Vec<Request>, force_checkpoint: bool) {
         let mut batch = batch;
+        if let Some(refusal) = self.refusal() {
+            for req in batch {
+                let _ = req.reply.send(Err(refusal.clone()));
+            }
+            return;
+        }
         match self.apply_batch(&mut batch, force_checkpoint) {
             Ok(outcome) => {
+                if outcome.committed && self.failure.take().is_some() {
+                    tracing::info!(
+                        path = %self.path.display(),
+                        "berth-store: writes succeed again"
+                    );
+                    self.shared.set_health(StoreHealth::Healthy);
+                }
                 self.revision = outcome.revision;
                 self.compacted = outcome.compacted;
                 self.cursor = outcome.cursor;
@@ -807,7 +1021,7 @@ impl Writer {
                     .events
                     .iter()
                     .any(|e| e.prev_kv.is_some())
-                    .then(|| self.db.begin_read().map_err(be));
+                    .then(|| self.database()?.begin_read().map_err(be));
                 self.deliver(Delivery {
                     events: outcome.events,
                     previous,
@@ -820,8 +1034,15 @@ impl Writer {
             }
             Err(e) => {
                 tracing::error!(error = %e, "berth-store: write batch failed");
+                let reopen = needs_reopen(&e);
+                if reopen {
+                    self.mark_failed(&e);
+                }
                 for req in batch {
                     let _ = req.reply.send(Err(e.clone()));
+                }
+                if reopen {
+                    self.retry_reopen();
                 }
             }
         }
@@ -850,7 +1071,7 @@ impl Writer {
     /// Applies and commits one batch. With `force_checkpoint` (at shutdown) the index is
     /// checkpointed whatever the interval.
     fn apply_batch(&self, batch: &mut [Request], force_checkpoint: bool) -> Result<Outcome> {
-        let mut txn = self.db.begin_write().map_err(be)?;
+        let mut txn = self.database()?.begin_write().map_err(be)?;
         txn.set_durability(Durability::Immediate).map_err(be)?;
         let mut revision = self.revision;
         let mut compacted = self.compacted;
@@ -959,7 +1180,7 @@ impl Writer {
     /// durable commit persists it.
     fn compact_idle(&mut self) -> Result<()> {
         let started = Instant::now();
-        let mut txn = self.db.begin_write().map_err(be)?;
+        let mut txn = self.database()?.begin_write().map_err(be)?;
         txn.set_durability(Durability::None).map_err(be)?;
         let cursor;
         {
@@ -1135,9 +1356,10 @@ fn compact_steps(
 // ---------------------------------------------------------------------------------------------
 // Opening
 
-/// The database handle readers use; `None` once the store is closed, so closing can release the
-/// file deterministically (readers hold the lock only for the duration of one read).
-type DbCell = RwLock<Option<Arc<Database>>>;
+/// The database handle readers and the writer use; the reason there is none once the store is
+/// closed (so closing can release the file deterministically: readers hold the lock only for the
+/// duration of one read) or while it is being reopened after a storage failure.
+type DbCell = RwLock<Result<Arc<Database>>>;
 
 struct Loaded {
     revision: i64,
@@ -1249,6 +1471,61 @@ fn init_or_check(db: &Database) -> std::result::Result<Loaded, String> {
     Ok(loaded)
 }
 
+/// Why the file could not be opened.
+#[derive(Debug)]
+enum OpenError {
+    /// Another handle (in this process: read transactions on the handle being replaced) has it.
+    AlreadyOpen,
+    Other(String),
+}
+
+impl std::fmt::Display for OpenError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            OpenError::AlreadyOpen => f.write_str("the file is already open"),
+            OpenError::Other(reason) => f.write_str(reason),
+        }
+    }
+}
+
+/// Opens (or creates) the file and rebuilds the key index, saying so in the log: whether redb
+/// had to repair the file (it was not closed cleanly) and how many log records were replayed
+/// after the checkpoint (none after a clean close).
+fn open_file(
+    path: &Path,
+    cache_bytes: usize,
+) -> std::result::Result<(Database, Loaded), OpenError> {
+    let repaired = Arc::new(AtomicBool::new(false));
+    let mut builder = Database::builder();
+    builder.set_cache_size(cache_bytes);
+    {
+        let repaired = Arc::clone(&repaired);
+        let path = path.to_owned();
+        builder.set_repair_callback(move |_| {
+            if !repaired.swap(true, Ordering::Relaxed) {
+                tracing::warn!(
+                    path = %path.display(),
+                    "berth-store: the file was not closed cleanly; redb is repairing it"
+                );
+            }
+        });
+    }
+    let db = builder.create(path).map_err(|e| match e {
+        redb::DatabaseError::DatabaseAlreadyOpen => OpenError::AlreadyOpen,
+        other => OpenError::Other(other.to_string()),
+    })?;
+    let loaded = init_or_check(&db).map_err(OpenError::Other)?;
+    tracing::info!(
+        path = %path.display(),
+        revision = loaded.revision,
+        checkpoint = loaded.checkpoint,
+        replayed = loaded.revision - loaded.checkpoint,
+        repaired = repaired.load(Ordering::Relaxed),
+        "berth-store: opened"
+    );
+    Ok((db, loaded))
+}
+
 // ---------------------------------------------------------------------------------------------
 // The store
 
@@ -1275,6 +1552,13 @@ impl RedbStore {
     /// Opens (or creates) the store in `data_dir`. Fails, naming the file, if the file is not a
     /// berth store (corrupt, foreign, or of an unknown format) or is already open.
     pub fn open(data_dir: impl AsRef<Path>) -> Result<Self> {
+        RedbStore::open_with_cache(data_dir, DEFAULT_CACHE_BYTES)
+    }
+
+    /// [`open`](Self::open) with `cache_bytes` of redb's page cache (pages read and written
+    /// are kept in memory up to that much: the store's memory grows with written bytes up to
+    /// it, then stays).
+    pub fn open_with_cache(data_dir: impl AsRef<Path>, cache_bytes: usize) -> Result<Self> {
         let dir = data_dir.as_ref();
         let open_err = |path: &Path, reason: String| StoreError::Open {
             path: path.to_owned(),
@@ -1282,9 +1566,9 @@ impl RedbStore {
         };
         std::fs::create_dir_all(dir).map_err(|e| open_err(dir, e.to_string()))?;
         let path = dir.join(FILE_NAME);
-        let db = Database::create(&path).map_err(|e| open_err(&path, e.to_string()))?;
-        let loaded = init_or_check(&db).map_err(|reason| open_err(&path, reason))?;
-        let db = Arc::new(db);
+        let (db, loaded) =
+            open_file(&path, cache_bytes).map_err(|e| open_err(&path, e.to_string()))?;
+        let db: Arc<DbCell> = Arc::new(RwLock::new(Ok(Arc::new(db))));
         let shared = Arc::new(Shared {
             index: Mutex::new(IndexSnapshot {
                 map: loaded.index,
@@ -1300,6 +1584,8 @@ impl RedbStore {
         let (responder_done_tx, responder_done_rx) = oneshot::channel();
         let writer = Writer {
             db: db.clone(),
+            path: path.clone(),
+            cache_bytes,
             shared: shared.clone(),
             responder: spawn_responder(&events, responder_done_tx),
             events: events.clone(),
@@ -1309,6 +1595,9 @@ impl RedbStore {
             checkpoint: loaded.checkpoint,
             dirty: loaded.dirty,
             compaction_stalled: false,
+            failure: None,
+            writes_paused_until: Instant::now(),
+            reopen_pending: false,
         };
         std::thread::Builder::new()
             .name("berth-store-writer".into())
@@ -1322,7 +1611,7 @@ impl RedbStore {
             inner: Arc::new(Inner {
                 path,
                 requests,
-                db: Arc::new(RwLock::new(Some(db))),
+                db,
                 events: Mutex::new(Some(events)),
                 shared,
                 writer_done: tokio::sync::Mutex::new(vec![done_rx, responder_done_rx]),
@@ -1349,6 +1638,16 @@ impl RedbStore {
         }
     }
 
+    /// Whether the store serves reads and writes (see [`StoreHealth`]).
+    pub fn health(&self) -> StoreHealth {
+        self.inner
+            .shared
+            .health
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .clone()
+    }
+
     /// The revision history has been compacted to (0 if never).
     pub fn compacted_revision(&self) -> Revision {
         self.inner.shared.compacted.load(Ordering::Acquire)
@@ -1371,7 +1670,7 @@ impl RedbStore {
         let db = Arc::clone(&self.inner.db);
         // Taking the write lock waits for readers in flight on the blocking pool.
         tokio::task::spawn_blocking(move || {
-            db.write().unwrap_or_else(PoisonError::into_inner).take();
+            *db.write().unwrap_or_else(PoisonError::into_inner) = Err(StoreError::Closed);
         })
         .await
         .map_err(StoreError::backend)?;
@@ -1433,9 +1732,9 @@ async fn read<T: Send + 'static>(
     let cell = Arc::clone(cell);
     tokio::task::spawn_blocking(move || {
         let guard = cell.read().unwrap_or_else(PoisonError::into_inner);
-        match guard.as_ref() {
-            Some(db) => f(db),
-            None => Err(StoreError::Closed),
+        match &*guard {
+            Ok(db) => f(db),
+            Err(e) => Err(e.clone()),
         }
     })
     .await
@@ -1479,21 +1778,8 @@ fn list_blocking(
     let meta = txn.open_table(META).map_err(be)?;
     let current = meta_get(&meta, META_REVISION)?;
     let compacted = meta_get(&meta, META_COMPACTED)?;
-    let (at, start) = match &options.continue_from {
-        Some(c) => {
-            if !c.start_key.starts_with(prefix) {
-                return Err(StoreError::InvalidArgument(format!(
-                    "continuation starts at {:?}, outside prefix {prefix}",
-                    c.start_key
-                )));
-            }
-            (c.revision, c.start_key.clone())
-        }
-        None => (
-            options.revision.filter(|r| *r > 0).unwrap_or(current),
-            prefix.to_owned(),
-        ),
-    };
+    let (at, start) = options.start_in(prefix)?;
+    let at = at.unwrap_or(current);
     check_read_revision(at, current, compacted)?;
     let end = prefix_end(prefix);
 

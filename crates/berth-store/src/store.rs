@@ -3,7 +3,7 @@
 
 use std::future::Future;
 
-use crate::error::Result;
+use crate::error::{Result, StoreError};
 use crate::etcd_backend::EtcdStore;
 use crate::mem_backend::MemStore;
 use crate::redb_backend::RedbStore;
@@ -45,6 +45,26 @@ pub struct ListOptions {
     /// Read at this revision instead of the latest; `None` or `Some(0)` mean the latest (as in
     /// etcd). Ignored when `continue_from` is set.
     pub revision: Option<Revision>,
+}
+
+impl ListOptions {
+    /// Where a list over `prefix` starts: a continuation's key and revision,
+    /// or `prefix` itself at [`ListOptions::revision`]; `None` is the latest
+    /// revision (so is a continuation's revision below 1, as upstream reads
+    /// a negative one). The one check every backend makes of a continuation:
+    /// it must start inside `prefix` ([`StoreError::InvalidContinue`]).
+    pub(crate) fn start_in(&self, prefix: &str) -> Result<(Option<Revision>, String)> {
+        match &self.continue_from {
+            Some(c) if !c.start_key.starts_with(prefix) => {
+                Err(StoreError::InvalidContinue(format!(
+                    "continuation starts at {:?}, outside prefix {prefix}",
+                    c.start_key
+                )))
+            }
+            Some(c) => Ok((Some(c.revision).filter(|r| *r > 0), c.start_key.clone())),
+            None => Ok((self.revision.filter(|r| *r > 0), prefix.to_owned())),
+        }
+    }
 }
 
 /// One page of a list.
@@ -144,6 +164,19 @@ pub trait Store: Send + Sync + 'static {
     }
 }
 
+/// Whether a store can serve, for the API server's `/readyz` and `/livez`.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub enum StoreHealth {
+    #[default]
+    Healthy,
+    /// A write failed for a storage reason (a full disk, an I/O error); the store reopened its
+    /// file and serves reads, and retries writes now and then: not ready, but alive.
+    Degraded(String),
+    /// The store's file could not be reopened after a storage failure: neither reads nor
+    /// writes work until it can (the store keeps trying); a supervisor should restart it.
+    Failed(String),
+}
+
 /// Either backend, chosen at run time (from the server's configuration).
 // A server holds one of these; the size difference between the variants does not matter.
 #[allow(clippy::large_enum_variant)]
@@ -164,6 +197,17 @@ macro_rules! forward {
             AnyStore::Memory($s) => $call.await,
         }
     };
+}
+
+impl AnyStore {
+    /// The store's health: the embedded store's own; etcd's is etcd's to report (a failing
+    /// etcd shows as failing requests).
+    pub fn health(&self) -> StoreHealth {
+        match self {
+            AnyStore::Redb(store) => store.health(),
+            AnyStore::Etcd(_) | AnyStore::Memory(_) => StoreHealth::Healthy,
+        }
+    }
 }
 
 impl Store for AnyStore {

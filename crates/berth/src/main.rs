@@ -7,6 +7,7 @@ mod check;
 mod components;
 mod controllers_flags;
 mod input;
+mod leader_election;
 mod scenario_cmd;
 mod server_cmd;
 mod sim_cmd;
@@ -34,6 +35,47 @@ fn disable_transparent_huge_pages() {
     #[cfg(target_os = "linux")]
     // Before logging is set up, and not worth a line on every command.
     let _ = rustix::thread::disable_transparent_huge_pages(true);
+}
+
+/// Raises this process's soft limit on open file descriptors to its hard
+/// limit, as servers commonly do (Go's runtime does it for every Go
+/// program since 1.19, kube-apiserver included): each client connection and
+/// watch is a descriptor, and the usual soft default of 1,024 let a
+/// thousand idle connections lock every other client out. Children get the
+/// old soft limit back from the runtimes that start them where it matters
+/// (`select`-based programs); berth's do not care. Best effort.
+fn raise_open_files_limit() {
+    #[cfg(target_os = "linux")]
+    {
+        use rustix::process::{Resource, getrlimit, setrlimit};
+        let mut limit = getrlimit(Resource::Nofile);
+        if limit.current != limit.maximum {
+            limit.current = limit.maximum;
+            let _ = setrlimit(Resource::Nofile, limit);
+        }
+    }
+}
+
+/// Logs of the long-running commands go to stderr, at `info` unless
+/// `RUST_LOG` says otherwise (`warn`, `berth_store=debug,info`, ...).
+fn init_logging() {
+    let filter = std::env::var("RUST_LOG")
+        .ok()
+        .and_then(|spec| spec.parse::<tracing_subscriber::filter::Targets>().ok())
+        .unwrap_or_else(|| {
+            tracing_subscriber::filter::Targets::new()
+                .with_default(tracing_subscriber::filter::LevelFilter::INFO)
+        });
+    use tracing_subscriber::layer::SubscriberExt;
+    use tracing_subscriber::util::SubscriberInitExt;
+    let _ = tracing_subscriber::registry()
+        .with(
+            tracing_subscriber::fmt::layer()
+                .with_writer(std::io::stderr)
+                .with_ansi(false),
+        )
+        .with(filter)
+        .try_init();
 }
 
 /// berth: a Kubernetes-compatible control plane for where pods may run and
@@ -79,7 +121,17 @@ fn run_async(command: impl std::future::Future<Output = anyhow::Result<()>>) -> 
 
 fn main() -> ExitCode {
     disable_transparent_huge_pages();
+    raise_open_files_limit();
+    init_logging();
     let cli = Cli::parse();
+    if let Command::Server(args) = &cli.command
+        && let Err(e) = args.leader_election.validate()
+    {
+        use clap::CommandFactory;
+        Cli::command()
+            .error(clap::error::ErrorKind::ArgumentConflict, e)
+            .exit();
+    }
     let result = match cli.command {
         Command::Check(args) => check::run(&args),
         Command::Server(args) => run_async(server_cmd::run(&args)),
@@ -94,6 +146,7 @@ fn main() -> ExitCode {
             // anything else is berth's or the machine's (exit 1).
             if err.downcast_ref::<input::InputError>().is_some()
                 || scenario_cmd::is_scenario_error(&err)
+                || agent_cmd::is_join_error_to_fix(&err)
             {
                 ExitCode::from(2)
             } else {

@@ -3,10 +3,13 @@
 
 use std::net::SocketAddr;
 use std::path::PathBuf;
+use std::time::Duration;
 
 use anyhow::Context;
 use berth_apiserver::api::ApiConfig;
+use berth_apiserver::cache::CacheLimits;
 use berth_apiserver::server::{ServerOptions, start};
+use berth_apiserver::watch_limits::WatchLimits;
 use berth_core::FeatureGates;
 use clap::Args;
 
@@ -36,11 +39,8 @@ pub struct ServerArgs {
     /// The `spec.schedulerName` of the pods the scheduler takes.
     #[arg(long, default_value = berth_scheduler::cycle::DEFAULT_SCHEDULER_NAME)]
     scheduler_name: String,
-    /// Run the scheduler and the controllers only while holding their Leases
-    /// (`kube-system/kube-scheduler`, `kube-system/kube-controller-manager`);
-    /// default: on with --etcd, where several servers may share the cluster.
-    #[arg(long, value_name = "BOOL")]
-    leader_elect: Option<bool>,
+    #[command(flatten)]
+    pub leader_election: crate::leader_election::LeaderElectionFlags,
     #[command(flatten)]
     controllers: crate::controllers_flags::ControllerFlags,
     /// Simulated nodes to run inside the server (a whole cluster in one
@@ -50,6 +50,45 @@ pub struct ServerArgs {
     /// Spread the simulated nodes over this many zones.
     #[arg(long, default_value_t = 1, value_name = "Z")]
     sim_zones: usize,
+    /// Largest request body read; bigger ones get 413 (upstream's 3 MiB).
+    #[arg(long, default_value_t = berth_apiserver::api::MAX_BODY_BYTES, value_name = "BYTES",
+          value_parser = clap::builder::RangedU64ValueParser::<usize>::new().range(1024..=64 * 1024 * 1024))]
+    max_request_body_bytes: usize,
+    /// Deepest nesting of objects and lists a JSON or YAML request body may
+    /// have; deeper ones get 400 "exceeded max depth of N".
+    #[arg(long, default_value_t = berth_apiserver::body::DEFAULT_MAX_DEPTH, value_name = "N",
+          value_parser = clap::builder::RangedU64ValueParser::<usize>::new().range(1..=berth_apiserver::body::DEFAULT_MAX_DEPTH as u64))]
+    max_body_depth: usize,
+    /// The most bytes of object JSON the watch caches keep as history for
+    /// watches that resume, all types together (the oldest go first;
+    /// resuming from before them is 410 Gone).
+    #[arg(long, default_value = "512Mi", value_name = "BYTES", value_parser = parse_bytes)]
+    watch_cache_history_bytes: usize,
+    /// A watch this many bytes of changes behind is closed (its client
+    /// resumes from the last change it read).
+    #[arg(long, default_value = "64Mi", value_name = "BYTES", value_parser = parse_bytes)]
+    watch_max_lag_bytes: usize,
+    /// The embedded store's page cache: pages read and written are kept in
+    /// memory up to this much.
+    #[arg(long, default_value = "1Gi", value_name = "BYTES", value_parser = parse_bytes)]
+    store_cache_bytes: usize,
+    /// Concurrent watches one user may have open; more get 429.
+    #[arg(long, default_value_t = WatchLimits::default().per_client, value_name = "N")]
+    max_watches_per_client: usize,
+    /// Concurrent watches of all users together; more get 429.
+    #[arg(long, default_value_t = WatchLimits::default().total, value_name = "N")]
+    max_watches: usize,
+    /// On SIGTERM or SIGINT: how long requests in flight may take to finish
+    /// before their connections are dropped and the store is closed.
+    #[arg(long, default_value = "30s", value_name = "DURATION", value_parser = crate::controllers_flags::parse_duration)]
+    shutdown_grace_period: Duration,
+}
+
+/// A byte count as a Kubernetes quantity (`512Mi`, `1Gi`, `1000000`).
+fn parse_bytes(text: &str) -> Result<usize, String> {
+    let quantity = berth_core::quantity::Quantity::parse(text).map_err(|e| e.to_string())?;
+    usize::try_from(quantity.value())
+        .map_err(|_| format!("{text:?} is not a byte count (it must not be negative)"))
 }
 
 pub async fn run(args: &ServerArgs) -> anyhow::Result<()> {
@@ -60,18 +99,32 @@ pub async fn run(args: &ServerArgs) -> anyhow::Result<()> {
     api.strategy
         .admission
         .default_unreachable_toleration_seconds = args.default_unreachable_toleration_seconds;
+    api.watch_cache = CacheLimits {
+        history_bytes: args.watch_cache_history_bytes,
+        watcher_lag_bytes: args.watch_max_lag_bytes,
+        ..CacheLimits::default()
+    };
+    api.watches = WatchLimits {
+        per_client: args.max_watches_per_client,
+        total: args.max_watches,
+    };
+    api.max_request_body_bytes = args.max_request_body_bytes;
+    api.body.max_depth = args.max_body_depth;
     let options = ServerOptions {
         data_dir: args.data_dir.clone(),
         listen: args.listen,
         etcd: args.etcd.clone(),
         api,
+        connections: Default::default(),
+        store_cache_bytes: args.store_cache_bytes,
     };
-    let server = start(options).await.context("starting berth server")?;
-    let _controllers = crate::controllers_flags::start(
+    let mut server = start(options).await.context("starting berth server")?;
+    let election = args.leader_election.election(!args.etcd.is_empty());
+    let controllers = crate::controllers_flags::start(
         &server.api,
         &args.controllers,
         args.feature_gates,
-        args.leader_elect.unwrap_or(!args.etcd.is_empty()),
+        election.as_ref(),
     )?;
     let store = if args.etcd.is_empty() {
         "embedded store".to_string()
@@ -79,6 +132,15 @@ pub async fn run(args: &ServerArgs) -> anyhow::Result<()> {
         format!("etcd {}", args.etcd.join(","))
     };
     eprintln!("berth server listening on {} ({store})", server.url);
+    if let Some(election) = &election {
+        eprintln!(
+            "berth server: leader election as {} (lease {:?}, renew deadline {:?}, retry {:?})",
+            election.identity,
+            election.timing.lease_duration,
+            election.timing.renew_deadline,
+            election.timing.retry_period
+        );
+    }
     let stop_sim = tokio_util::sync::CancellationToken::new();
     if args.sim_nodes > 0 {
         crate::sim_cmd::spawn_in_process(
@@ -103,21 +165,43 @@ pub async fn run(args: &ServerArgs) -> anyhow::Result<()> {
         "export KUBECONFIG={}",
         server.credentials.kubeconfig.display()
     );
-    let _scheduler = if args.disable_scheduler {
+    let scheduler = if args.disable_scheduler {
         None
     } else {
         Some(crate::components::start_scheduler(
             &server.api,
             args.scheduler_name.clone(),
             args.feature_gates,
-            args.leader_elect.unwrap_or(!args.etcd.is_empty()),
+            election.as_ref(),
         )?)
     };
-    let wait = server.wait();
-    tokio::select! {
-        result = wait => result.context("serving")?,
-        _ = tokio::signal::ctrl_c() => eprintln!("berth server: interrupted, stopping"),
-    }
+    let mut terminate = tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate())
+        .context("listening for SIGTERM")?;
+    let signal = tokio::select! {
+        result = server.wait() => {
+            stop_sim.cancel();
+            return result.context("serving");
+        }
+        _ = tokio::signal::ctrl_c() => "SIGINT",
+        _ = terminate.recv() => "SIGTERM",
+    };
+    eprintln!("berth server: {signal}, stopping");
+    tracing::info!(
+        signal,
+        "stopping: no new connections, watches closed, requests in flight finishing"
+    );
     stop_sim.cancel();
+    // The in-process components first, so they write nothing to a store
+    // being closed (their Leases released, so another server leads at
+    // once); then the API (requests in flight finish) and the store.
+    if let Some(scheduler) = scheduler {
+        scheduler.stop().await;
+    }
+    controllers.stop().await;
+    server
+        .shutdown(args.shutdown_grace_period)
+        .await
+        .context("stopping berth server")?;
+    eprintln!("berth server: stopped");
     Ok(())
 }

@@ -485,3 +485,100 @@ fn writes_are_answered_and_watched_in_order_whatever_runtime_opened_the_store() 
         });
     }
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_full_disk_fails_writes_keeps_reads_and_writes_recover_once_space_is_freed() {
+    use berth_store::StoreHealth;
+    use berth_store::testing::SmallDisk;
+    let disk = SmallDisk::mount(16 << 20).unwrap_or_else(|e| panic!("{e}"));
+    let data_dir = disk.path().join("data");
+    let store = RedbStore::open(&data_dir).unwrap();
+    let value = vec![b'x'; 100 * 1024];
+    let mut acknowledged = Vec::new();
+    for i in 0..20 {
+        let key = format!("/registry/configmaps/ns/before-{i}");
+        acknowledged.push((
+            key.clone(),
+            store.create(&key, value.clone()).await.unwrap(),
+        ));
+    }
+    // Fill what is left, then write until the disk refuses.
+    let filler = disk.path().join("filler");
+    SmallDisk::fill(&filler, 64 << 20).unwrap();
+    let mut failure = None;
+    for i in 0..200 {
+        let key = format!("/registry/configmaps/ns/after-{i}");
+        match store.create(&key, value.clone()).await {
+            Ok(revision) => acknowledged.push((key, revision)),
+            Err(e) => {
+                failure = Some(e);
+                break;
+            }
+        }
+    }
+    let failure = failure.expect("a write fails once the disk is full");
+    assert!(
+        failure.to_string().contains("No space left on device"),
+        "{failure}"
+    );
+    assert!(
+        matches!(store.health(), StoreHealth::Degraded(_)),
+        "{:?}",
+        store.health()
+    );
+    // Writes are refused while the disk is full; reads keep working and lose nothing.
+    let refused = store
+        .create("/registry/configmaps/ns/refused", value.clone())
+        .await
+        .expect_err("still refused");
+    assert!(
+        matches!(refused, StoreError::Unavailable(_) | StoreError::Backend(_)),
+        "{refused}"
+    );
+    for (key, revision) in &acknowledged {
+        let kv = store
+            .get(key)
+            .await
+            .unwrap()
+            .expect("acknowledged write kept");
+        assert_eq!(kv.mod_revision, *revision);
+    }
+    let listed = store
+        .list("/registry/configmaps/", ListOptions::default())
+        .await
+        .unwrap();
+    assert_eq!(listed.items.len(), acknowledged.len());
+    // Space freed: writes succeed again without a restart, revisions go on.
+    std::fs::remove_file(&filler).unwrap();
+    let last = acknowledged.last().map(|(_, r)| *r).unwrap_or(0);
+    let deadline = Instant::now() + Duration::from_secs(20);
+    let revision = loop {
+        match store
+            .create("/registry/configmaps/ns/after-space", value.clone())
+            .await
+        {
+            Ok(revision) => break revision,
+            Err(e) => {
+                assert!(Instant::now() < deadline, "writes never recovered: {e}");
+                tokio::time::sleep(Duration::from_millis(200)).await;
+            }
+        }
+    };
+    assert_eq!(
+        revision,
+        last + 1,
+        "the next revision after the last acknowledged one"
+    );
+    assert_eq!(store.health(), StoreHealth::Healthy);
+    store.verify().await.unwrap();
+    store.close().await.unwrap();
+    // Everything acknowledged is there after a clean reopen too.
+    let store = RedbStore::open(&data_dir).unwrap();
+    for (key, revision) in &acknowledged {
+        assert_eq!(
+            store.get(key).await.unwrap().map(|kv| kv.mod_revision),
+            Some(*revision)
+        );
+    }
+    store.close().await.unwrap();
+}
