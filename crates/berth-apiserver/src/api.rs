@@ -492,6 +492,9 @@ impl ApiServer {
         if path == NODE_CREDENTIAL_PATH {
             return self.issue_node_credential(method, &user, body).await;
         }
+        if path.starts_with("/openapi/") {
+            return crate::openapi::serve(path, raw_query, headers);
+        }
         if !info.is_resource_request {
             return crate::discovery::serve(path, headers, &user);
         }

@@ -9,6 +9,7 @@ mod core_bench;
 mod failover_bench;
 mod hostile_yaml_bench;
 mod measure;
+mod openapi_bench;
 mod patch_memory_bench;
 mod proto_bench;
 mod scenario_bench;
@@ -76,6 +77,9 @@ enum Bench {
     /// Whole-cluster scenarios in virtual time (`berth sim --scenario`): real
     /// time for hours of a small cluster with the scheduler and controllers.
     Scenario(scenario_bench::ScenarioArgs),
+    /// The OpenAPI documents: the time to build all of them (done once, at
+    /// the first /openapi request) and the size of each.
+    Openapi(openapi_bench::OpenapiArgs),
 }
 
 fn main() -> anyhow::Result<()> {
@@ -90,6 +94,7 @@ fn main() -> anyhow::Result<()> {
         Bench::Sim(args) => serde_json::to_value(sim_bench::run(&args)?)?,
         Bench::PatchMemory(args) => serde_json::to_value(patch_memory_bench::run(&args)?)?,
         Bench::Scenario(args) => serde_json::to_value(scenario_bench::run(&args)?)?,
+        Bench::Openapi(args) => serde_json::to_value(openapi_bench::run(&args))?,
         Bench::Failover(args) => serde_json::to_value(failover_bench::run(&args)?)?,
         Bench::Proto(args) => serde_json::to_value(proto_bench::run(&args)?)?,
         Bench::HostileYaml(args) => serde_json::to_value(hostile_yaml_bench::run(&args)?)?,

@@ -53,6 +53,9 @@ use serde_json::Value;
 
 use crate::body::{BodyLimits, DecodeError, Format, StrictProblem};
 use schema::Type;
+/// The strategic-merge tags of a struct, which the OpenAPI documents
+/// publish as `x-kubernetes-patch-strategy` and `-merge-key`.
+pub(crate) use schema::Type as PatchSchema;
 
 /// The four patch content types kube-apiserver accepts.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
