@@ -59,6 +59,8 @@ pub struct ApiConfig {
     pub max_request_body_bytes: usize,
     /// How request bodies are decoded (nesting depth).
     pub body: BodyLimits,
+    /// API Priority and Fairness: the server's seats and queue wait.
+    pub flow_control: crate::flow_control::FlowControlLimits,
 }
 
 impl Default for ApiConfig {
@@ -70,6 +72,7 @@ impl Default for ApiConfig {
             version: VersionInfo::default(),
             max_request_body_bytes: MAX_BODY_BYTES,
             body: BodyLimits::default(),
+            flow_control: crate::flow_control::FlowControlLimits::default(),
         }
     }
 }
@@ -111,6 +114,8 @@ pub struct ApiServer {
     pub config: ApiConfig,
     /// The watches open now (see [`crate::watch_limits`]).
     pub watches: Arc<crate::watch_limits::WatchCounter>,
+    /// API Priority and Fairness (see [`crate::flow_control`]).
+    pub flow_control: Arc<crate::flow_control::FlowControl>,
     /// The watch caches' shared history budget.
     pub history_budget: Arc<crate::cache::HistoryBudget>,
     /// The revision of the last namespace deletion this server made. With the embedded store
@@ -340,6 +345,7 @@ impl ApiServer {
             clock,
             auth: Authenticator::new(),
             watches: crate::watch_limits::WatchCounter::new(config.watches),
+            flow_control: crate::flow_control::FlowControl::new(config.flow_control),
             history_budget: budget,
             config,
             namespace_deleted_at: std::sync::atomic::AtomicI64::new(0),
@@ -475,6 +481,14 @@ impl ApiServer {
             Err(_) => crate::metrics::AuthenticationResult::Error,
         });
         let user = authenticated?;
+        // Long-running requests (watches, logs) hold no seat, as upstream's
+        // `BasicLongRunningRequestCheck` exempts them.
+        let _seat = if info.verb == "watch" || info.subresource == "log" {
+            None
+        } else {
+            let class = crate::flow_control::classify(&user, info);
+            Some(self.flow_control.admit(&class).await?)
+        };
         if path == "/metrics" {
             if !user.in_group(crate::auth::GROUP_MASTERS) {
                 return Err(ApiError::forbidden_raw(format!(

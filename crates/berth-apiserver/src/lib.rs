@@ -30,6 +30,7 @@ pub mod connections;
 pub mod conversion;
 pub mod discovery;
 pub mod field_validation;
+pub mod flow_control;
 pub mod health;
 pub mod in_process;
 mod json_path;

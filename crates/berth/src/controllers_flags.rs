@@ -66,7 +66,7 @@ pub fn start(
     gates: FeatureGates,
     election: Option<&Election>,
 ) -> anyhow::Result<Running> {
-    let client = in_process::client(api, User::admin(), "default")
+    let client = in_process::client(api, User::kube_controller_manager(), "default")
         .map_err(|e| anyhow::anyhow!("in-process client for the controllers: {e}"))?;
     let options = ControllerOptions {
         enabled: flags.controllers.clone(),
