@@ -242,7 +242,8 @@ impl Cycle {
         }
     }
 
-    /// Finds the node for `pod` among the cache's nodes.
+    /// Finds the node for `pod` among the cache's nodes (upstream's
+    /// `schedulePod`): the nodes that fit, their scores, the best one.
     pub fn schedule_pod(
         &mut self,
         profile: &Profile,
@@ -254,77 +255,74 @@ impl Cycle {
             return Err(ScheduleError::NoNodes);
         }
         let mut state = CycleState::new();
-        let mut diagnosis = Diagnosis::default();
+        let fit = self.find_nodes_that_fit_pod(profile, &mut state, pod, cache)?;
+        let evaluated_nodes = fit.feasible.len() + fit.rejected;
+        let feasible_nodes = fit.feasible.len();
+        let chosen = if fit.feasible.len() == 1 {
+            fit.feasible[0]
+        } else {
+            let totals = prioritize_nodes(profile, &mut state, pod, all, &fit.feasible)?;
+            fit.feasible[select_host(&totals, &mut self.tie_breaker)]
+        };
+        Ok(ScheduleResult {
+            node: all[chosen].name().to_string(),
+            evaluated_nodes,
+            feasible_nodes,
+        })
+    }
 
-        // PreFilter.
-        let mut skip = [false; 5];
-        let mut allowed: Option<BTreeSet<String>> = None;
-        let mut narrowed_by: Vec<&'static str> = Vec::new();
-        for plugin in profile.pre_filters() {
-            let (result, status) = plugin.pre_filter(&mut state, pod, all);
-            if status.is_skip() {
-                if let Some(i) = profile
-                    .filters()
-                    .iter()
-                    .position(|f| f.name() == plugin.name())
-                {
-                    skip[i] = true;
-                }
-                continue;
-            }
-            if status.code == Code::Error {
-                return Err(ScheduleError::Error(Status::error(format!(
-                    "running PreFilter plugin {:?}: {}",
-                    plugin.name(),
-                    status.message()
-                ))));
-            }
-            if !status.is_success() {
-                let status = status.with_plugin(plugin.name());
-                diagnosis.pre_filter_msg = status.message();
-                diagnosis.unschedulable_plugins.insert(plugin.name());
-                diagnosis.node_to_status = NodeToStatus::new(BTreeMap::new(), status);
-                return Err(fit_error(all.len(), diagnosis));
-            }
-            if let Some(names) = result.and_then(|r| r.node_names) {
-                narrowed_by.push(plugin.name());
-                allowed = Some(match allowed {
-                    None => names,
-                    Some(prev) => prev.intersection(&names).cloned().collect(),
-                });
-            }
-        }
-        if allowed.as_ref().is_some_and(BTreeSet::is_empty) {
-            let msg = if narrowed_by.len() == 1 {
-                format!("node(s) didn't satisfy plugin {}", narrowed_by[0])
-            } else {
-                format!(
-                    "node(s) didn't satisfy plugin(s) [{}] simultaneously",
-                    narrowed_by.join(" ")
-                )
-            };
-            diagnosis.pre_filter_msg = msg.clone();
-            diagnosis.unschedulable_plugins.extend(narrowed_by);
-            diagnosis.node_to_status = NodeToStatus::new(
-                BTreeMap::new(),
-                Status::new(Code::UnschedulableAndUnresolvable, msg),
-            );
-            return Err(fit_error(all.len(), diagnosis));
-        }
+    /// `findNodesThatFitPod`: PreFilter, then the filters over the
+    /// candidate nodes until `numFeasibleNodesToFind` of them fit. A pod
+    /// no node fits is a [`FitError`] with every rejection counted.
+    fn find_nodes_that_fit_pod(
+        &mut self,
+        profile: &Profile,
+        state: &mut CycleState,
+        pod: &PodInfo,
+        cache: &Cache,
+    ) -> Result<FeasibleNodes, ScheduleError> {
+        let all = cache.nodes();
+        let pre = run_pre_filter_plugins(profile, state, pod, all)?;
         // Names of nodes that do not exist are dropped; nodes not named
         // count as rejected by the plugins that narrowed the list.
-        let candidates: Vec<usize> = match &allowed {
-            None => Vec::new(),
-            Some(names) => names.iter().filter_map(|n| cache.node_index(n)).collect(),
-        };
-        let num_candidates = if allowed.is_some() {
-            candidates.len()
-        } else {
-            all.len()
-        };
-        let node_at = |i: usize| -> usize { if allowed.is_some() { candidates[i] } else { i } };
+        let candidates: Option<Vec<usize>> = pre
+            .allowed
+            .as_ref()
+            .map(|names| names.iter().filter_map(|n| cache.node_index(n)).collect());
+        let (feasible, rejected) = self.find_nodes_that_pass_filters(
+            profile,
+            &pre.skip,
+            state,
+            pod,
+            all,
+            candidates.as_deref(),
+        )?;
+        if feasible.is_empty() {
+            return Err(fit_error(
+                all.len(),
+                diagnose_rejections(all, &pre.narrowed_by, rejected),
+            ));
+        }
+        Ok(FeasibleNodes {
+            feasible,
+            rejected: rejected.len(),
+        })
+    }
 
-        // Filter, from where the last cycle stopped, until enough nodes fit.
+    /// `findNodesThatPassFilters`: runs the filters from where the last
+    /// cycle stopped (so every node gets its turn) until enough nodes fit;
+    /// the feasible node indexes, and the rejected ones with why.
+    fn find_nodes_that_pass_filters(
+        &mut self,
+        profile: &Profile,
+        skip: &[bool; 5],
+        state: &CycleState,
+        pod: &PodInfo,
+        all: &[NodeInfo],
+        candidates: Option<&[usize]>,
+    ) -> Result<(Vec<usize>, Vec<(usize, Status)>), ScheduleError> {
+        let num_candidates = candidates.map_or(all.len(), <[usize]>::len);
+        let node_at = |i: usize| -> usize { candidates.map_or(i, |c| c[i]) };
         let filters = profile.filters();
         let to_find =
             num_feasible_nodes_to_find(profile.percentage_of_nodes_to_score, num_candidates);
@@ -338,8 +336,7 @@ impl Cycle {
             }
             processed += 1;
             let index = node_at((start + step) % num_candidates);
-            let node = &all[index];
-            match run_filters(&filters, &skip, &state, pod, node) {
+            match run_filters(&filters, skip, state, pod, &all[index]) {
                 None => feasible.push(index),
                 Some(status) if status.code == Code::Error => {
                     return Err(ScheduleError::Error(status));
@@ -348,98 +345,192 @@ impl Cycle {
             }
         }
         self.next_start_node_index = (start + processed) % all.len().max(1);
+        Ok((feasible, rejected))
+    }
+}
 
-        if feasible.is_empty() {
-            let mut nodes = BTreeMap::new();
-            diagnosis
-                .unschedulable_plugins
-                .extend(narrowed_by.iter().copied());
-            for (index, status) in rejected {
-                diagnosis.unschedulable_plugins.insert(status.plugin);
-                nodes.insert(all[index].name().to_string(), status);
+/// What a cycle's filtering found.
+struct FeasibleNodes {
+    /// Indexes into the cache's nodes.
+    feasible: Vec<usize>,
+    /// How many nodes were filtered and rejected.
+    rejected: usize,
+}
+
+/// What the PreFilter plugins decided for the whole cycle.
+struct PreFilterOutcome {
+    /// Filters whose PreFilter said Skip, by position in `Profile::filters`.
+    skip: [bool; 5],
+    /// The node names the plugins narrowed the candidates to (`None`: all).
+    allowed: Option<BTreeSet<String>>,
+    /// The plugins that narrowed them.
+    narrowed_by: Vec<&'static str>,
+}
+
+/// `RunPreFilterPlugins`: each PreFilter in order; a rejection or an error
+/// ends the cycle, a Skip takes the plugin's Filter out of it, a
+/// `PreFilterResult` narrows the candidate nodes (the intersection of all).
+fn run_pre_filter_plugins(
+    profile: &Profile,
+    state: &mut CycleState,
+    pod: &PodInfo,
+    all: &[NodeInfo],
+) -> Result<PreFilterOutcome, ScheduleError> {
+    let mut outcome = PreFilterOutcome {
+        skip: [false; 5],
+        allowed: None,
+        narrowed_by: Vec::new(),
+    };
+    for plugin in profile.pre_filters() {
+        let (result, status) = plugin.pre_filter(state, pod, all);
+        if status.is_skip() {
+            if let Some(i) = profile
+                .filters()
+                .iter()
+                .position(|f| f.name() == plugin.name())
+            {
+                outcome.skip[i] = true;
             }
-            let absent = if narrowed_by.is_empty() {
-                Status::code_only(Code::UnschedulableAndUnresolvable)
-            } else {
-                Status::new(
-                    Code::UnschedulableAndUnresolvable,
-                    format!(
-                        "node(s) didn't satisfy plugin(s) [{}]",
-                        narrowed_by.join(" ")
-                    ),
-                )
+            continue;
+        }
+        if status.code == Code::Error {
+            return Err(ScheduleError::Error(Status::error(format!(
+                "running PreFilter plugin {:?}: {}",
+                plugin.name(),
+                status.message()
+            ))));
+        }
+        if !status.is_success() {
+            let status = status.with_plugin(plugin.name());
+            let diagnosis = Diagnosis {
+                pre_filter_msg: status.message(),
+                unschedulable_plugins: [plugin.name()].into(),
+                node_to_status: NodeToStatus::new(BTreeMap::new(), status),
+                ..Diagnosis::default()
             };
-            diagnosis.node_to_status = NodeToStatus::new(nodes, absent);
             return Err(fit_error(all.len(), diagnosis));
         }
-        let evaluated_nodes = feasible.len() + rejected.len();
-        let feasible_nodes = feasible.len();
-        if feasible.len() == 1 {
-            return Ok(ScheduleResult {
-                node: all[feasible[0]].name().to_string(),
-                evaluated_nodes,
-                feasible_nodes,
+        if let Some(names) = result.and_then(|r| r.node_names) {
+            outcome.narrowed_by.push(plugin.name());
+            outcome.allowed = Some(match outcome.allowed {
+                None => names,
+                Some(prev) => prev.intersection(&names).cloned().collect(),
             });
         }
-
-        // PreScore, Score, NormalizeScore, weights. The ported plugins'
-        // PreScore reads no node, so the cycle passes none rather than copy
-        // the feasible nodes' infos.
-        let feasible_infos: Vec<NodeInfo> = Vec::new();
-        let mut totals = vec![0i64; feasible.len()];
-        let mut scores: Vec<NodeScore> = Vec::with_capacity(feasible.len());
-        for (scorer, pre_scorer, weight) in profile.scorers() {
-            let status = pre_scorer.pre_score(&mut state, pod, &feasible_infos);
-            if status.is_skip() {
-                continue;
-            }
-            if !status.is_success() {
-                return Err(ScheduleError::Error(Status::error(format!(
-                    "running PreScore plugin {:?}: {}",
-                    scorer.name(),
-                    status.message()
-                ))));
-            }
-            scores.clear();
-            for &index in &feasible {
-                let score = scorer.score(&state, pod, &all[index]).map_err(|s| {
-                    ScheduleError::Error(Status::error(format!(
-                        "running Score plugin {:?}: {}",
-                        scorer.name(),
-                        s.message()
-                    )))
-                })?;
-                scores.push(NodeScore {
-                    name: String::new(),
-                    score,
-                });
-            }
-            let status = scorer.normalize_score(&state, pod, &mut scores);
-            if !status.is_success() {
-                return Err(ScheduleError::Error(Status::error(format!(
-                    "running NormalizeScore plugin {:?}: {}",
-                    scorer.name(),
-                    status.message()
-                ))));
-            }
-            for (total, s) in totals.iter_mut().zip(&scores) {
-                if !(MIN_NODE_SCORE..=MAX_NODE_SCORE).contains(&s.score) {
-                    return Err(ScheduleError::Error(Status::error(format!(
-                        "plugin {:?} returns an invalid score {}, it should in the range of [{MIN_NODE_SCORE}, {MAX_NODE_SCORE}] after normalizing",
-                        scorer.name(),
-                        s.score
-                    ))));
-                }
-                *total = total.saturating_add(s.score.saturating_mul(weight));
-            }
-        }
-        let chosen = select_host(&totals, &mut self.tie_breaker);
-        Ok(ScheduleResult {
-            node: all[feasible[chosen]].name().to_string(),
-            evaluated_nodes,
-            feasible_nodes,
-        })
     }
+    if outcome.allowed.as_ref().is_some_and(BTreeSet::is_empty) {
+        let narrowed_by = &outcome.narrowed_by;
+        let msg = if narrowed_by.len() == 1 {
+            format!("node(s) didn't satisfy plugin {}", narrowed_by[0])
+        } else {
+            format!(
+                "node(s) didn't satisfy plugin(s) [{}] simultaneously",
+                narrowed_by.join(" ")
+            )
+        };
+        let diagnosis = Diagnosis {
+            pre_filter_msg: msg.clone(),
+            unschedulable_plugins: narrowed_by.iter().copied().collect(),
+            node_to_status: NodeToStatus::new(
+                BTreeMap::new(),
+                Status::new(Code::UnschedulableAndUnresolvable, msg),
+            ),
+            ..Diagnosis::default()
+        };
+        return Err(fit_error(all.len(), diagnosis));
+    }
+    Ok(outcome)
+}
+
+/// The diagnosis of a cycle that found no feasible node: each rejected
+/// node's status, the plugins that rejected any, and for the nodes a
+/// PreFilter left out, the plugins that narrowed the candidates.
+fn diagnose_rejections(
+    all: &[NodeInfo],
+    narrowed_by: &[&'static str],
+    rejected: Vec<(usize, Status)>,
+) -> Diagnosis {
+    let mut diagnosis = Diagnosis::default();
+    diagnosis
+        .unschedulable_plugins
+        .extend(narrowed_by.iter().copied());
+    let mut nodes = BTreeMap::new();
+    for (index, status) in rejected {
+        diagnosis.unschedulable_plugins.insert(status.plugin);
+        nodes.insert(all[index].name().to_string(), status);
+    }
+    let absent = if narrowed_by.is_empty() {
+        Status::code_only(Code::UnschedulableAndUnresolvable)
+    } else {
+        Status::new(
+            Code::UnschedulableAndUnresolvable,
+            format!(
+                "node(s) didn't satisfy plugin(s) [{}]",
+                narrowed_by.join(" ")
+            ),
+        )
+    };
+    diagnosis.node_to_status = NodeToStatus::new(nodes, absent);
+    diagnosis
+}
+
+/// `prioritizeNodes`: for each score plugin, PreScore, Score on every
+/// feasible node, NormalizeScore, then the weighted sum per node (in the
+/// order of `feasible`).
+fn prioritize_nodes(
+    profile: &Profile,
+    state: &mut CycleState,
+    pod: &PodInfo,
+    all: &[NodeInfo],
+    feasible: &[usize],
+) -> Result<Vec<i64>, ScheduleError> {
+    // The ported plugins' PreScore reads no node, so the cycle passes none
+    // rather than copy the feasible nodes' infos.
+    let feasible_infos: Vec<NodeInfo> = Vec::new();
+    let mut totals = vec![0i64; feasible.len()];
+    let mut scores: Vec<NodeScore> = Vec::with_capacity(feasible.len());
+    for (scorer, pre_scorer, weight) in profile.scorers() {
+        let status = pre_scorer.pre_score(state, pod, &feasible_infos);
+        if status.is_skip() {
+            continue;
+        }
+        if !status.is_success() {
+            return Err(plugin_error("PreScore", scorer.name(), &status));
+        }
+        scores.clear();
+        for &index in feasible {
+            let score = scorer
+                .score(state, pod, &all[index])
+                .map_err(|s| plugin_error("Score", scorer.name(), &s))?;
+            scores.push(NodeScore {
+                name: String::new(),
+                score,
+            });
+        }
+        let status = scorer.normalize_score(state, pod, &mut scores);
+        if !status.is_success() {
+            return Err(plugin_error("NormalizeScore", scorer.name(), &status));
+        }
+        for (total, s) in totals.iter_mut().zip(&scores) {
+            if !(MIN_NODE_SCORE..=MAX_NODE_SCORE).contains(&s.score) {
+                return Err(ScheduleError::Error(Status::error(format!(
+                    "plugin {:?} returns an invalid score {}, it should in the range of [{MIN_NODE_SCORE}, {MAX_NODE_SCORE}] after normalizing",
+                    scorer.name(),
+                    s.score
+                ))));
+            }
+            *total = total.saturating_add(s.score.saturating_mul(weight));
+        }
+    }
+    Ok(totals)
+}
+
+/// An internal error of one plugin at one extension point.
+fn plugin_error(point: &str, plugin: &str, status: &Status) -> ScheduleError {
+    ScheduleError::Error(Status::error(format!(
+        "running {point} plugin {plugin:?}: {}",
+        status.message()
+    )))
 }
 
 /// `selectHost`: the index of a highest total, uniformly at random among
