@@ -17,24 +17,20 @@
 
 use std::collections::{BTreeMap, BTreeSet};
 
-use berth_core::FeatureGates;
+use smallvec::SmallVec;
 
 use crate::cache::Cache;
 use crate::framework::{
-    Code, CycleState, Diagnosis, FilterPlugin, FitError, MAX_NODE_SCORE, MIN_NODE_SCORE, NodeInfo,
-    NodeScore, NodeToStatus, PodInfo, PreFilterPlugin, PreScorePlugin, ScorePlugin, Status,
+    Code, CycleState, Diagnosis, FilterPlugin, FitError, MAX_NODE_SCORE, MIN_NODE_SCORE, Memory,
+    NodeInfo, NodeScore, NodeToStatus, PodInfo, Snapshot, Status,
 };
-use crate::plugins::{
-    NodeAffinity, NodeName, NodeResourcesFit, NodeUnschedulable, TaintToleration, node_affinity,
-    node_resources_fit, taint_toleration,
-};
+use crate::plugins::{node_affinity, node_resources_fit, taint_toleration};
+pub use crate::profile::{DEFAULT_SCHEDULER_NAME, Profile};
 
 /// Upstream's `minFeasibleNodesToFind`.
 pub const MIN_FEASIBLE_NODES_TO_FIND: usize = 100;
 /// Upstream's `minFeasibleNodesPercentageToFind`.
 pub const MIN_FEASIBLE_NODES_PERCENTAGE_TO_FIND: usize = 5;
-/// The scheduler name pods ask for by default.
-pub const DEFAULT_SCHEDULER_NAME: &str = "default-scheduler";
 /// Upstream's `ErrNoNodesAvailable` message.
 pub const NO_NODES_AVAILABLE: &str = "no nodes available to schedule pods";
 
@@ -53,100 +49,6 @@ pub fn num_feasible_nodes_to_find(percentage: u32, num_all_nodes: usize) -> usiz
     }
     let num_nodes = num_all_nodes.saturating_mul(percentage) / 100;
     num_nodes.max(MIN_FEASIBLE_NODES_TO_FIND)
-}
-
-/// Plugin weights of the score extension point.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct Weights {
-    pub taint_toleration: i64,
-    pub node_affinity: i64,
-    pub node_resources_fit: i64,
-}
-
-impl Default for Weights {
-    /// The default profile's weights.
-    fn default() -> Self {
-        Weights {
-            taint_toleration: taint_toleration::DEFAULT_WEIGHT,
-            node_affinity: 2,
-            node_resources_fit: 1,
-        }
-    }
-}
-
-/// A scheduling profile: its name (the `schedulerName` pods ask for), its
-/// plugins and their weights.
-#[derive(Debug, Clone)]
-pub struct Profile {
-    pub scheduler_name: String,
-    /// 0 = adaptive (upstream's default); otherwise 1..=100.
-    pub percentage_of_nodes_to_score: u32,
-    pub gates: FeatureGates,
-    pub node_unschedulable: NodeUnschedulable,
-    pub taint_toleration: TaintToleration,
-    pub node_affinity: NodeAffinity,
-    pub node_resources_fit: NodeResourcesFit,
-    pub weights: Weights,
-}
-
-impl Profile {
-    /// The default profile under `scheduler_name`.
-    pub fn new(scheduler_name: impl Into<String>, gates: FeatureGates) -> Self {
-        Profile {
-            scheduler_name: scheduler_name.into(),
-            percentage_of_nodes_to_score: 0,
-            gates,
-            node_unschedulable: NodeUnschedulable::new(gates),
-            taint_toleration: TaintToleration::new(gates),
-            node_affinity: NodeAffinity::default(),
-            node_resources_fit: NodeResourcesFit::default(),
-            weights: Weights::default(),
-        }
-    }
-
-    fn pre_filters(&self) -> [&dyn PreFilterPlugin; 3] {
-        [
-            &self.node_affinity,
-            &self.node_resources_fit,
-            &self.taint_toleration,
-        ]
-    }
-
-    fn filters(&self) -> [&dyn FilterPlugin; 5] {
-        [
-            &self.node_unschedulable,
-            &NodeName,
-            &self.taint_toleration,
-            &self.node_affinity,
-            &self.node_resources_fit,
-        ]
-    }
-
-    fn scorers(&self) -> [(&dyn ScorePlugin, &dyn PreScorePlugin, i64); 3] {
-        [
-            (
-                &self.taint_toleration,
-                &self.taint_toleration,
-                self.weights.taint_toleration,
-            ),
-            (
-                &self.node_affinity,
-                &self.node_affinity,
-                self.weights.node_affinity,
-            ),
-            (
-                &self.node_resources_fit,
-                &self.node_resources_fit,
-                self.weights.node_resources_fit,
-            ),
-        ]
-    }
-}
-
-impl Default for Profile {
-    fn default() -> Self {
-        Profile::new(DEFAULT_SCHEDULER_NAME, FeatureGates::default())
-    }
 }
 
 /// Where the pod goes.
@@ -232,13 +134,19 @@ impl TieBreaker {
 pub struct Cycle {
     next_start_node_index: usize,
     tie_breaker: TieBreaker,
+    /// Plugins' counts kept from one cycle to the next.
+    memory: Memory,
 }
+
+/// The filters of a profile, resolved for one cycle.
+type Filters<'a> = SmallVec<[&'a dyn FilterPlugin; 12]>;
 
 impl Cycle {
     pub fn new(seed: u64) -> Self {
         Cycle {
             next_start_node_index: 0,
             tie_breaker: TieBreaker::new(seed),
+            memory: Memory::default(),
         }
     }
 
@@ -254,14 +162,29 @@ impl Cycle {
         if all.is_empty() {
             return Err(ScheduleError::NoNodes);
         }
-        let mut state = CycleState::new();
-        let fit = self.find_nodes_that_fit_pod(profile, &mut state, pod, cache)?;
+        let snapshot = cache.snapshot();
+        let mut state = CycleState::with_memory(std::mem::take(&mut self.memory));
+        let result = self.schedule_with(profile, &mut state, pod, cache, &snapshot);
+        self.memory = state.into_memory();
+        result
+    }
+
+    fn schedule_with(
+        &mut self,
+        profile: &Profile,
+        state: &mut CycleState,
+        pod: &PodInfo,
+        cache: &Cache,
+        snapshot: &Snapshot<'_>,
+    ) -> Result<ScheduleResult, ScheduleError> {
+        let all = snapshot.nodes;
+        let fit = self.find_nodes_that_fit_pod(profile, state, pod, cache, snapshot)?;
         let evaluated_nodes = fit.feasible.len() + fit.rejected;
         let feasible_nodes = fit.feasible.len();
         let chosen = if fit.feasible.len() == 1 {
             fit.feasible[0]
         } else {
-            let totals = prioritize_nodes(profile, &mut state, pod, all, &fit.feasible)?;
+            let totals = prioritize_nodes(profile, state, pod, snapshot, &fit.feasible)?;
             fit.feasible[select_host(&totals, &mut self.tie_breaker)]
         };
         Ok(ScheduleResult {
@@ -280,9 +203,15 @@ impl Cycle {
         state: &mut CycleState,
         pod: &PodInfo,
         cache: &Cache,
+        snapshot: &Snapshot<'_>,
     ) -> Result<FeasibleNodes, ScheduleError> {
-        let all = cache.nodes();
-        let pre = run_pre_filter_plugins(profile, state, pod, all)?;
+        let all = snapshot.nodes;
+        let filters: Filters<'_> = profile
+            .filters
+            .iter()
+            .filter_map(|n| profile.plugins.filter(n))
+            .collect();
+        let pre = run_pre_filter_plugins(profile, &filters, state, pod, snapshot)?;
         // Names of nodes that do not exist are dropped; nodes not named
         // count as rejected by the plugins that narrowed the list.
         let candidates: Option<Vec<usize>> = pre
@@ -291,6 +220,7 @@ impl Cycle {
             .map(|names| names.iter().filter_map(|n| cache.node_index(n)).collect());
         let (feasible, rejected) = self.find_nodes_that_pass_filters(
             profile,
+            &filters,
             &pre.skip,
             state,
             pod,
@@ -315,7 +245,8 @@ impl Cycle {
     fn find_nodes_that_pass_filters(
         &mut self,
         profile: &Profile,
-        skip: &[bool; 5],
+        filters: &[&dyn FilterPlugin],
+        skip: &[bool],
         state: &CycleState,
         pod: &PodInfo,
         all: &[NodeInfo],
@@ -323,7 +254,6 @@ impl Cycle {
     ) -> Result<(Vec<usize>, Vec<(usize, Status)>), ScheduleError> {
         let num_candidates = candidates.map_or(all.len(), <[usize]>::len);
         let node_at = |i: usize| -> usize { candidates.map_or(i, |c| c[i]) };
-        let filters = profile.filters();
         let to_find =
             num_feasible_nodes_to_find(profile.percentage_of_nodes_to_score, num_candidates);
         let mut feasible: Vec<usize> = Vec::with_capacity(to_find.min(num_candidates));
@@ -336,7 +266,7 @@ impl Cycle {
             }
             processed += 1;
             let index = node_at((start + step) % num_candidates);
-            match run_filters(&filters, skip, state, pod, &all[index]) {
+            match run_filters(filters, skip, state, pod, &all[index]) {
                 None => feasible.push(index),
                 Some(status) if status.code == Code::Error => {
                     return Err(ScheduleError::Error(status));
@@ -359,8 +289,8 @@ struct FeasibleNodes {
 
 /// What the PreFilter plugins decided for the whole cycle.
 struct PreFilterOutcome {
-    /// Filters whose PreFilter said Skip, by position in `Profile::filters`.
-    skip: [bool; 5],
+    /// Filters whose PreFilter said Skip, by position in the filters.
+    skip: SmallVec<[bool; 12]>,
     /// The node names the plugins narrowed the candidates to (`None`: all).
     allowed: Option<BTreeSet<String>>,
     /// The plugins that narrowed them.
@@ -372,23 +302,25 @@ struct PreFilterOutcome {
 /// `PreFilterResult` narrows the candidate nodes (the intersection of all).
 fn run_pre_filter_plugins(
     profile: &Profile,
+    filters: &[&dyn FilterPlugin],
     state: &mut CycleState,
     pod: &PodInfo,
-    all: &[NodeInfo],
+    snapshot: &Snapshot<'_>,
 ) -> Result<PreFilterOutcome, ScheduleError> {
+    let all = snapshot.nodes;
     let mut outcome = PreFilterOutcome {
-        skip: [false; 5],
+        skip: SmallVec::from_elem(false, filters.len()),
         allowed: None,
         narrowed_by: Vec::new(),
     };
-    for plugin in profile.pre_filters() {
-        let (result, status) = plugin.pre_filter(state, pod, all);
+    for plugin in profile
+        .pre_filters
+        .iter()
+        .filter_map(|n| profile.plugins.pre_filter(n))
+    {
+        let (result, status) = plugin.pre_filter(state, pod, snapshot);
         if status.is_skip() {
-            if let Some(i) = profile
-                .filters()
-                .iter()
-                .position(|f| f.name() == plugin.name())
-            {
+            if let Some(i) = filters.iter().position(|f| f.name() == plugin.name()) {
                 outcome.skip[i] = true;
             }
             continue;
@@ -481,26 +413,30 @@ fn prioritize_nodes(
     profile: &Profile,
     state: &mut CycleState,
     pod: &PodInfo,
-    all: &[NodeInfo],
+    snapshot: &Snapshot<'_>,
     feasible: &[usize],
 ) -> Result<Vec<i64>, ScheduleError> {
-    // The ported plugins' PreScore reads no node, so the cycle passes none
-    // rather than copy the feasible nodes' infos.
-    let feasible_infos: Vec<NodeInfo> = Vec::new();
+    let all = snapshot.nodes;
+    let feasible_infos: Vec<&NodeInfo> = feasible.iter().map(|&i| &all[i]).collect();
     let mut totals = vec![0i64; feasible.len()];
     let mut scores: Vec<NodeScore> = Vec::with_capacity(feasible.len());
-    for (scorer, pre_scorer, weight) in profile.scorers() {
-        let status = pre_scorer.pre_score(state, pod, &feasible_infos);
-        if status.is_skip() {
+    for &(name, weight) in &profile.scores {
+        let Some((scorer, pre_scorer)) = profile.plugins.score(name) else {
             continue;
-        }
-        if !status.is_success() {
-            return Err(plugin_error("PreScore", scorer.name(), &status));
+        };
+        if profile.pre_scores.contains(&name) {
+            let status = pre_scorer.pre_score(state, pod, snapshot, &feasible_infos);
+            if status.is_skip() {
+                continue;
+            }
+            if !status.is_success() {
+                return Err(plugin_error("PreScore", scorer.name(), &status));
+            }
         }
         scores.clear();
-        for &index in feasible {
+        for node in &feasible_infos {
             let score = scorer
-                .score(state, pod, &all[index])
+                .score(state, pod, node)
                 .map_err(|s| plugin_error("Score", scorer.name(), &s))?;
             scores.push(NodeScore {
                 name: String::new(),
@@ -558,8 +494,8 @@ pub fn select_host(totals: &[i64], tie_breaker: &mut TieBreaker) -> usize {
 /// rejection (or error), marked with its plugin.
 #[inline]
 fn run_filters(
-    filters: &[&dyn FilterPlugin; 5],
-    skip: &[bool; 5],
+    filters: &[&dyn FilterPlugin],
+    skip: &[bool],
     state: &CycleState,
     pod: &PodInfo,
     node: &NodeInfo,
@@ -594,13 +530,16 @@ fn fit_error(num_all_nodes: usize, diagnosis: Diagnosis) -> ScheduleError {
     }))
 }
 
-/// The plugin names, for tests and diagnostics.
-pub const FILTER_ORDER: [&str; 5] = [
+/// The default profile's filters, in order, for tests and diagnostics.
+pub const FILTER_ORDER: [&str; 8] = [
     crate::plugins::node_unschedulable::NAME,
     crate::plugins::node_name::NAME,
     taint_toleration::NAME,
     node_affinity::NAME,
+    crate::plugins::node_ports::NAME,
     node_resources_fit::NAME,
+    crate::plugins::pod_topology_spread::NAME,
+    crate::plugins::inter_pod_affinity::NAME,
 ];
 
 #[cfg(test)]
