@@ -140,6 +140,11 @@ impl Cache {
         self.epoch += 1;
     }
 
+    /// The workloads' selectors.
+    pub fn workloads(&self) -> &Arc<dyn WorkloadSelectors> {
+        &self.workloads
+    }
+
     /// A namespace was added or changed; returns its previous labels.
     pub fn upsert_namespace(
         &mut self,

@@ -22,7 +22,7 @@ use std::sync::Arc;
 use berth_client::{Change, changes};
 use berth_core::clock::Clock;
 use futures::{FutureExt, StreamExt};
-use k8s_openapi::api::core::v1::{Binding, Node, ObjectReference, Pod};
+use k8s_openapi::api::core::v1::{Binding, Namespace, Node, ObjectReference, Pod};
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
 use kube::Api;
 use kube::api::PostParams;
@@ -97,6 +97,12 @@ pub async fn run(client: kube::Client, clock: Clock, config: SchedulerConfig) {
         watcher(Api::<Pod>::all(client.clone()), watcher::Config::default()).default_backoff(),
     )
     .boxed();
+    // Namespace labels, for InterPodAffinity's namespace selectors.
+    let mut namespaces = changes(
+        watcher(Api::<Namespace>::all(client.clone()), watcher::Config::default())
+            .default_backoff(),
+    )
+    .boxed();
     let (done_tx, mut done_rx) = mpsc::unbounded_channel::<BindOutcome>();
     let binds = Arc::new(Semaphore::new(config.max_binds_in_flight.max(1)));
     let recorder = Recorder::spawn(
@@ -107,6 +113,7 @@ pub async fn run(client: kube::Client, clock: Clock, config: SchedulerConfig) {
     );
     let mut nodes_synced = false;
     let mut pods_synced = false;
+    let mut namespaces_synced = false;
     tracing::info!(scheduler = %profile_name, "scheduler started");
 
     loop {
@@ -121,6 +128,11 @@ pub async fn run(client: kube::Client, clock: Clock, config: SchedulerConfig) {
             while let Some(event) = pods.next().now_or_never() {
                 let Some(event) = event else { return };
                 pods_synced |= on_pod_change(&mut core, event, clock.instant());
+                progressed = true;
+            }
+            while let Some(event) = namespaces.next().now_or_never() {
+                let Some(event) = event else { return };
+                namespaces_synced |= on_namespace_change(&mut core, event, clock.instant());
                 progressed = true;
             }
             while let Ok(outcome) = done_rx.try_recv() {
@@ -140,7 +152,7 @@ pub async fn run(client: kube::Client, clock: Clock, config: SchedulerConfig) {
         }
         core.flush(clock.instant());
 
-        if nodes_synced && pods_synced && core.has_work() {
+        if nodes_synced && pods_synced && namespaces_synced && core.has_work() {
             for _ in 0..CYCLES_PER_BATCH {
                 let started = clock.instant();
                 let Some(decision) = core.schedule_one(started) else {
@@ -208,6 +220,10 @@ pub async fn run(client: kube::Client, clock: Clock, config: SchedulerConfig) {
                 let Some(event) = event else { return };
                 pods_synced |= on_pod_change(&mut core, event, clock.instant());
             }
+            event = namespaces.next() => {
+                let Some(event) = event else { return };
+                namespaces_synced |= on_namespace_change(&mut core, event, clock.instant());
+            }
             Some(outcome) = done_rx.recv() => {
                 on_bind_outcome(&mut core, &recorder, &client, &clock, &profile_name, outcome);
             }
@@ -220,7 +236,7 @@ pub async fn run(client: kube::Client, clock: Clock, config: SchedulerConfig) {
 fn on_node_change(core: &mut Scheduler, change: Change<Node>, now: Instant) -> bool {
     match change {
         Change::Upsert(node) => core.upsert_node(node, now),
-        Change::Delete(gone) => core.delete_node(&gone.key.name),
+        Change::Delete(gone) => core.delete_node(&gone.key.name, now),
         Change::Synced => return true,
     }
     false
@@ -231,6 +247,16 @@ fn on_pod_change(core: &mut Scheduler, change: Change<Pod>, now: Instant) -> boo
     match change {
         Change::Upsert(pod) => core.upsert_pod(pod, now),
         Change::Delete(gone) => core.delete_pod(&gone.key.to_string(), now),
+        Change::Synced => return true,
+    }
+    false
+}
+
+/// Applies a namespace change; true once the namespace view is complete.
+fn on_namespace_change(core: &mut Scheduler, change: Change<Namespace>, now: Instant) -> bool {
+    match change {
+        Change::Upsert(ns) => core.upsert_namespace(ns, now),
+        Change::Delete(gone) => core.delete_namespace(&gone.key.name, now),
         Change::Synced => return true,
     }
     false
