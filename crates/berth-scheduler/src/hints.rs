@@ -28,8 +28,8 @@ use crate::plugins::{
     node_unschedulable, pod_topology_spread, taint_toleration,
 };
 use crate::profile::Profile;
-use crate::snapshot::{ServedWorkloads, WorkloadSelectors, pod_host_ports};
 use crate::resources::resource_list_to_resource;
+use crate::snapshot::{ServedWorkloads, WorkloadSelectors, pod_host_ports};
 use berth_core::node_affinity::RequiredNodeAffinity;
 
 /// What changed (upstream's `ActionType` bits for nodes and pods).

@@ -15,8 +15,8 @@ use crate::cache::Cache;
 use crate::cycle::{Cycle, DEFAULT_SCHEDULER_NAME, Profile, ScheduleError, ScheduleResult};
 use crate::framework::PodInfo;
 use crate::hints::{ActionType, ClusterEvent, may_help_in, node_update_actions};
-use crate::snapshot::WorkloadSelectors;
 use crate::queue::{PendingCounts, QueueConfig, SchedulingQueue};
+use crate::snapshot::WorkloadSelectors;
 
 /// `namespace/name`, the key of a pod in the queue and the cache.
 pub fn pod_key(pod: &Pod) -> String {

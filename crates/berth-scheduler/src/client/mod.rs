@@ -99,8 +99,11 @@ pub async fn run(client: kube::Client, clock: Clock, config: SchedulerConfig) {
     .boxed();
     // Namespace labels, for InterPodAffinity's namespace selectors.
     let mut namespaces = changes(
-        watcher(Api::<Namespace>::all(client.clone()), watcher::Config::default())
-            .default_backoff(),
+        watcher(
+            Api::<Namespace>::all(client.clone()),
+            watcher::Config::default(),
+        )
+        .default_backoff(),
     )
     .boxed();
     let (done_tx, mut done_rx) = mpsc::unbounded_channel::<BindOutcome>();

@@ -12,6 +12,8 @@ pub mod node_resources_fit;
 pub mod node_unschedulable;
 pub mod pod_topology_spread;
 pub mod taint_toleration;
+#[cfg(test)]
+pub(crate) mod testing;
 
 pub use image_locality::ImageLocality;
 pub use inter_pod_affinity::InterPodAffinity;
