@@ -311,6 +311,31 @@ impl PodWrapper {
             });
         self
     }
+    /// `Req`: a container requesting these resources.
+    pub fn req(mut self, requests: &[(&str, &str)]) -> Self {
+        let n = self.spec().containers.len();
+        self.spec().containers.push(Container {
+            name: format!("c{n}"),
+            resources: Some(k8s_openapi::api::core::v1::ResourceRequirements {
+                requests: Some(
+                    requests
+                        .iter()
+                        .map(|(k, v)| {
+                            (
+                                k.to_string(),
+                                k8s_openapi::apimachinery::pkg::api::resource::Quantity(
+                                    v.to_string(),
+                                ),
+                            )
+                        })
+                        .collect(),
+                ),
+                ..Default::default()
+            }),
+            ..Container::default()
+        });
+        self
+    }
     /// A container with this image.
     pub fn container_image(mut self, image: &str) -> Self {
         let n = self.spec().containers.len();
