@@ -257,7 +257,16 @@ impl Scheduler {
     pub fn delete_pod(&mut self, key: &str, now: Instant) {
         self.queue.delete(key);
         if let Some(gone) = self.cache.remove_pod(key) {
-            self.on_event(&ClusterEvent::AssignedPodDelete { pod: &gone.pod }, now);
+            // An assumed pod's object has no nodeName yet; plugins' hints
+            // look at where the pod was.
+            let pod = if assigned_node(&gone.pod).is_none() {
+                let mut bound = (*gone.pod).clone();
+                bound.spec.get_or_insert_default().node_name = Some(gone.node.clone());
+                Arc::new(bound)
+            } else {
+                gone.pod
+            };
+            self.on_event(&ClusterEvent::AssignedPodDelete { pod: &pod }, now);
         }
     }
 
