@@ -32,6 +32,7 @@ pub mod affinity_terms;
 pub mod cache;
 pub mod check;
 pub mod client;
+pub mod config;
 pub mod cycle;
 pub mod framework;
 pub mod hints;

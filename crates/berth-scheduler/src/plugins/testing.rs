@@ -5,10 +5,9 @@
 use std::collections::BTreeMap;
 
 use k8s_openapi::api::core::v1::{
-    Affinity, Container, ContainerImage, ContainerPort, Node, NodeAffinity, NodeSelector,
-    NodeSelectorRequirement, NodeSelectorTerm, NodeSpec, NodeStatus, Pod, PodAffinity,
-    PodAffinityTerm, PodAntiAffinity, PodSpec, Taint, Toleration, TopologySpreadConstraint,
-    WeightedPodAffinityTerm,
+    Affinity, Container, ContainerPort, Node, NodeAffinity, NodeSelector, NodeSelectorRequirement,
+    NodeSelectorTerm, NodeSpec, NodeStatus, Pod, PodAffinity, PodAffinityTerm, PodAntiAffinity,
+    PodSpec, Taint, TopologySpreadConstraint, WeightedPodAffinityTerm,
 };
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::{
     LabelSelector, LabelSelectorRequirement, Time,
@@ -17,7 +16,6 @@ use k8s_openapi::apimachinery::pkg::apis::meta::v1::{
 use crate::framework::NodeInfo;
 
 pub const MATCH_EXPRESSIONS: bool = true;
-pub const MATCH_FIELDS: bool = false;
 pub const HONOR: &str = "Honor";
 pub const IGNORE: &str = "Ignore";
 
@@ -81,14 +79,8 @@ impl SelectorWrapper {
     pub fn exists(self, key: &str) -> Self {
         self.expr(key, "Exists", vec![])
     }
-    pub fn not_exist(self, key: &str) -> Self {
-        self.expr(key, "DoesNotExist", vec![])
-    }
     pub fn r#in(self, key: &str, values: Vec<&str>) -> Self {
         self.expr(key, "In", values)
-    }
-    pub fn not_in(self, key: &str, values: Vec<&str>) -> Self {
-        self.expr(key, "NotIn", values)
     }
     pub fn label(mut self, key: &str, value: &str) -> Self {
         self.0
@@ -114,10 +106,6 @@ impl PodWrapper {
     pub fn name(mut self, name: &str) -> Self {
         self.0.metadata.name = Some(name.into());
         self.0.metadata.uid.get_or_insert_with(|| name.into());
-        self
-    }
-    pub fn uid(mut self, uid: &str) -> Self {
-        self.0.metadata.uid = Some(uid.into());
         self
     }
     pub fn namespace(mut self, ns: &str) -> Self {
@@ -181,20 +169,6 @@ impl PodWrapper {
     }
     pub fn node_affinity_in(self, key: &str, values: Vec<&str>, expressions: bool) -> Self {
         self.node_affinity(key, "In", values, expressions)
-    }
-    pub fn node_affinity_not_in(self, key: &str, values: Vec<&str>) -> Self {
-        self.node_affinity(key, "NotIn", values, MATCH_EXPRESSIONS)
-    }
-    pub fn toleration(mut self, key: &str) -> Self {
-        self.spec()
-            .tolerations
-            .get_or_insert_with(Vec::new)
-            .push(Toleration {
-                key: Some(key.into()),
-                operator: Some("Exists".into()),
-                ..Toleration::default()
-            });
-        self
     }
     #[allow(clippy::too_many_arguments)]
     pub fn spread_constraint(
@@ -387,18 +361,6 @@ impl NodeWrapper {
     }
     pub fn taints(mut self, taints: Vec<Taint>) -> Self {
         self.0.spec.get_or_insert_with(NodeSpec::default).taints = Some(taints);
-        self
-    }
-    pub fn images(mut self, images: &[(&str, i64)]) -> Self {
-        self.0.status.get_or_insert_with(NodeStatus::default).images = Some(
-            images
-                .iter()
-                .map(|(name, size)| ContainerImage {
-                    names: Some(vec![name.to_string()]),
-                    size_bytes: Some(*size),
-                })
-                .collect(),
-        );
         self
     }
     pub fn capacity(mut self, entries: &[(&str, &str)]) -> Self {

@@ -315,7 +315,11 @@ mod default_profile {
                 .and_then(|n| n.label(LABEL_TOPOLOGY_ZONE))
                 .unwrap_or("")
                 .to_string();
-            assert_eq!(before.get(&zone), Some(&least), "p{i:02} went to {zone}: {before:?}");
+            assert_eq!(
+                before.get(&zone),
+                Some(&least),
+                "p{i:02} went to {zone}: {before:?}"
+            );
         }
     }
 
