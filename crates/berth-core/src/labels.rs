@@ -398,7 +398,10 @@ impl LabelSelector {
     }
 
     /// `Selector.Add`: this selector ANDed with `requirements`.
-    pub fn add(mut self, requirements: impl IntoIterator<Item = Requirement>) -> Self {
+    pub fn with_requirements(
+        mut self,
+        requirements: impl IntoIterator<Item = Requirement>,
+    ) -> Self {
         self.requirements.extend(requirements);
         LabelSelector::from_requirements(self.requirements)
     }
@@ -1566,7 +1569,7 @@ mod label_selector_as_selector_tests {
     #[test]
     fn from_set_and_add_merge_requirements() {
         let set = labels(&[("app", "web"), ("tier", "front")]);
-        let merged = LabelSelector::from_set(&set).add(
+        let merged = LabelSelector::from_set(&set).with_requirements(
             LabelSelector::parse("env in (prod)")
                 .unwrap_or_default()
                 .requirements()

@@ -506,7 +506,9 @@ fn apply_plugins(
             }
         }
     }
-    let points: [(&str, &Option<PluginSet>, fn(&Profile, &str) -> bool); 4] = [
+    /// Whether the profile's plugin of that name has the extension point.
+    type Has = fn(&Profile, &str) -> bool;
+    let points: [(&str, &Option<PluginSet>, Has); 4] = [
         ("preFilter", &plugins.pre_filter, |p, n| {
             p.plugins.pre_filter(n).is_some()
         }),

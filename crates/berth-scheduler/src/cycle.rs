@@ -7,11 +7,14 @@
 //!   `percentageOfNodesToScore` of them feasible (adaptive by default:
 //!   `50 - nodes/125` percent, at least 5 %, at least 100 nodes). Each cycle
 //!   starts where the last one stopped, so every node gets its turn.
-//! - **Filters** run in the default profile's order (NodeUnschedulable,
-//!   NodeName, TaintToleration, NodeAffinity, NodeResourcesFit) and stop at
-//!   a node's first rejection.
+//! - **Filters** run in the profile's order (by default NodeUnschedulable,
+//!   NodeName, TaintToleration, NodeAffinity, NodePorts, NodeResourcesFit,
+//!   PodTopologySpread, InterPodAffinity) and stop at a node's first
+//!   rejection.
 //! - **Scores** are normalised per plugin to `0..=100` and summed with the
-//!   default weights: TaintToleration 3, NodeAffinity 2, NodeResourcesFit 1.
+//!   profile's weights (by default TaintToleration 3, NodeAffinity 2,
+//!   NodeResourcesFit 1, PodTopologySpread 2, InterPodAffinity 2,
+//!   NodeResourcesBalancedAllocation 1, ImageLocality 1).
 //! - **Ties** go to a node chosen uniformly at random among the best
 //!   (upstream's `selectHost` reservoir sampling).
 
@@ -138,6 +141,9 @@ pub struct Cycle {
     memory: Memory,
 }
 
+/// Nodes (indexes into the cache's) a filter rejected, with why.
+type Rejected = Vec<(usize, Status)>;
+
 /// The filters of a profile, resolved for one cycle.
 type Filters<'a> = SmallVec<[&'a dyn FilterPlugin; 12]>;
 
@@ -206,22 +212,17 @@ impl Cycle {
         snapshot: &Snapshot<'_>,
     ) -> Result<FeasibleNodes, ScheduleError> {
         let all = snapshot.nodes;
-        let filters: Filters<'_> = profile
-            .filters
-            .iter()
-            .filter_map(|n| profile.plugins.filter(n))
-            .collect();
-        let pre = run_pre_filter_plugins(profile, &filters, state, pod, snapshot)?;
+        let filters = PodFilters::new(profile, state, pod, snapshot)?;
         // Names of nodes that do not exist are dropped; nodes not named
         // count as rejected by the plugins that narrowed the list.
-        let candidates: Option<Vec<usize>> = pre
+        let candidates: Option<Vec<usize>> = filters
+            .pre
             .allowed
             .as_ref()
             .map(|names| names.iter().filter_map(|n| cache.node_index(n)).collect());
         let (feasible, rejected) = self.find_nodes_that_pass_filters(
             profile,
             &filters,
-            &pre.skip,
             state,
             pod,
             all,
@@ -230,7 +231,7 @@ impl Cycle {
         if feasible.is_empty() {
             return Err(fit_error(
                 all.len(),
-                diagnose_rejections(all, &pre.narrowed_by, rejected),
+                diagnose_rejections(all, &filters.pre.narrowed_by, rejected),
             ));
         }
         Ok(FeasibleNodes {
@@ -245,19 +246,18 @@ impl Cycle {
     fn find_nodes_that_pass_filters(
         &mut self,
         profile: &Profile,
-        filters: &[&dyn FilterPlugin],
-        skip: &[bool],
+        filters: &PodFilters<'_>,
         state: &CycleState,
         pod: &PodInfo,
         all: &[NodeInfo],
         candidates: Option<&[usize]>,
-    ) -> Result<(Vec<usize>, Vec<(usize, Status)>), ScheduleError> {
+    ) -> Result<(Vec<usize>, Rejected), ScheduleError> {
         let num_candidates = candidates.map_or(all.len(), <[usize]>::len);
         let node_at = |i: usize| -> usize { candidates.map_or(i, |c| c[i]) };
         let to_find =
             num_feasible_nodes_to_find(profile.percentage_of_nodes_to_score, num_candidates);
         let mut feasible: Vec<usize> = Vec::with_capacity(to_find.min(num_candidates));
-        let mut rejected: Vec<(usize, Status)> = Vec::new();
+        let mut rejected: Rejected = Vec::new();
         let start = self.next_start_node_index % num_candidates.max(1);
         let mut processed = 0;
         for step in 0..num_candidates {
@@ -266,7 +266,7 @@ impl Cycle {
             }
             processed += 1;
             let index = node_at((start + step) % num_candidates);
-            match run_filters(filters, skip, state, pod, &all[index]) {
+            match filters.run(state, pod, &all[index]) {
                 None => feasible.push(index),
                 Some(status) if status.code == Code::Error => {
                     return Err(ScheduleError::Error(status));
@@ -276,6 +276,42 @@ impl Cycle {
         }
         self.next_start_node_index = (start + processed) % all.len().max(1);
         Ok((feasible, rejected))
+    }
+}
+
+/// A profile's filters for one pod, after its PreFilter plugins ran: what a
+/// cycle asks of each node. Public so that tools and tests can ask about
+/// given nodes exactly as a cycle would.
+pub struct PodFilters<'p> {
+    filters: Filters<'p>,
+    pre: PreFilterOutcome,
+}
+
+impl<'p> PodFilters<'p> {
+    /// `RunPreFilterPlugins` for `pod`: an error when a PreFilter rejects
+    /// the pod outright or fails.
+    pub fn new(
+        profile: &'p Profile,
+        state: &mut CycleState,
+        pod: &PodInfo,
+        snapshot: &Snapshot<'_>,
+    ) -> Result<Self, ScheduleError> {
+        let filters: Filters<'p> = profile
+            .filters
+            .iter()
+            .filter_map(|n| profile.plugins.filter(n))
+            .collect();
+        let pre = run_pre_filter_plugins(profile, &filters, state, pod, snapshot)?;
+        Ok(PodFilters { filters, pre })
+    }
+
+    /// `RunFilterPlugins` on one node: `None` when every filter passes,
+    /// else the first rejection (or error), marked with its plugin. Nodes
+    /// a PreFilter narrowed the candidates away from are not told apart
+    /// here (the cycle does not filter them).
+    #[inline]
+    pub fn run(&self, state: &CycleState, pod: &PodInfo, node: &NodeInfo) -> Option<Status> {
+        run_filters(&self.filters, &self.pre.skip, state, pod, node)
     }
 }
 
@@ -380,7 +416,7 @@ fn run_pre_filter_plugins(
 fn diagnose_rejections(
     all: &[NodeInfo],
     narrowed_by: &[&'static str],
-    rejected: Vec<(usize, Status)>,
+    rejected: Rejected,
 ) -> Diagnosis {
     let mut diagnosis = Diagnosis::default();
     diagnosis
@@ -406,9 +442,8 @@ fn diagnose_rejections(
     diagnosis
 }
 
-/// `prioritizeNodes`: for each score plugin, PreScore, Score on every
-/// feasible node, NormalizeScore, then the weighted sum per node (in the
-/// order of `feasible`).
+/// `prioritizeNodes`: the weighted sum of every score plugin's normalised
+/// scores per node (in the order of `feasible`).
 fn prioritize_nodes(
     profile: &Profile,
     state: &mut CycleState,
@@ -419,13 +454,40 @@ fn prioritize_nodes(
     let all = snapshot.nodes;
     let feasible_infos: Vec<&NodeInfo> = feasible.iter().map(|&i| &all[i]).collect();
     let mut totals = vec![0i64; feasible.len()];
-    let mut scores: Vec<NodeScore> = Vec::with_capacity(feasible.len());
+    score_nodes(
+        profile,
+        state,
+        pod,
+        snapshot,
+        &feasible_infos,
+        |_, weight, scores| {
+            for (total, s) in totals.iter_mut().zip(scores) {
+                *total = total.saturating_add(s.score.saturating_mul(weight));
+            }
+        },
+    )?;
+    Ok(totals)
+}
+
+/// For each score plugin of the profile in order: PreScore (a Skip leaves
+/// the plugin out), Score on every node, NormalizeScore (checked to be
+/// within `0..=100`); then `each(plugin, weight, scores)`, the scores in
+/// the order of `nodes`. What upstream logs per plugin and node at -v=10.
+pub fn score_nodes(
+    profile: &Profile,
+    state: &mut CycleState,
+    pod: &PodInfo,
+    snapshot: &Snapshot<'_>,
+    nodes: &[&NodeInfo],
+    mut each: impl FnMut(&'static str, i64, &[NodeScore]),
+) -> Result<(), ScheduleError> {
+    let mut scores: Vec<NodeScore> = Vec::with_capacity(nodes.len());
     for &(name, weight) in &profile.scores {
         let Some((scorer, pre_scorer)) = profile.plugins.score(name) else {
             continue;
         };
         if profile.pre_scores.contains(&name) {
-            let status = pre_scorer.pre_score(state, pod, snapshot, &feasible_infos);
+            let status = pre_scorer.pre_score(state, pod, snapshot, nodes);
             if status.is_skip() {
                 continue;
             }
@@ -434,7 +496,7 @@ fn prioritize_nodes(
             }
         }
         scores.clear();
-        for node in &feasible_infos {
+        for node in nodes {
             let score = scorer
                 .score(state, pod, node)
                 .map_err(|s| plugin_error("Score", scorer.name(), &s))?;
@@ -447,18 +509,19 @@ fn prioritize_nodes(
         if !status.is_success() {
             return Err(plugin_error("NormalizeScore", scorer.name(), &status));
         }
-        for (total, s) in totals.iter_mut().zip(&scores) {
-            if !(MIN_NODE_SCORE..=MAX_NODE_SCORE).contains(&s.score) {
-                return Err(ScheduleError::Error(Status::error(format!(
-                    "plugin {:?} returns an invalid score {}, it should in the range of [{MIN_NODE_SCORE}, {MAX_NODE_SCORE}] after normalizing",
-                    scorer.name(),
-                    s.score
-                ))));
-            }
-            *total = total.saturating_add(s.score.saturating_mul(weight));
+        if let Some(s) = scores
+            .iter()
+            .find(|s| !(MIN_NODE_SCORE..=MAX_NODE_SCORE).contains(&s.score))
+        {
+            return Err(ScheduleError::Error(Status::error(format!(
+                "plugin {:?} returns an invalid score {}, it should in the range of [{MIN_NODE_SCORE}, {MAX_NODE_SCORE}] after normalizing",
+                scorer.name(),
+                s.score
+            ))));
         }
+        each(scorer.name(), weight, &scores);
     }
-    Ok(totals)
+    Ok(())
 }
 
 /// An internal error of one plugin at one extension point.

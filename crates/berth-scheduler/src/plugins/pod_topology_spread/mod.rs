@@ -197,7 +197,7 @@ impl PodTopologySpread {
                     // `mergeLabelSetWithSelector`: a Nothing selector stays.
                     selector = selector.map(|s| {
                         LabelSelector::from_set(set.iter().copied())
-                            .add(s.requirements().iter().cloned())
+                            .with_requirements(s.requirements().iter().cloned())
                     });
                 }
             }
