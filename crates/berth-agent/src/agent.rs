@@ -87,20 +87,12 @@ pub async fn run(
 
     let shutting_down = Arc::new(AtomicBool::new(false));
     let sync_now = Arc::new(Notify::new());
-    let stored_conditions = node
-        .status
-        .as_ref()
-        .and_then(|s| s.conditions.clone())
-        .unwrap_or_default();
     let status = AbortOnDropHandle::new(tokio::spawn(status_loop(
         client.clone(),
         clock.clone(),
         options.clone(),
         thresholds,
-        StatusReporter::new(
-            options.config.node_status_report_frequency,
-            stored_conditions,
-        ),
+        StatusReporter::new(options.config.node_status_report_frequency),
         shutting_down.clone(),
         sync_now.clone(),
         loops.clone(),
@@ -179,14 +171,27 @@ async fn status_loop(
         } else {
             Vec::new()
         };
-        let instant = clock.instant();
-        if let Some((patch, conditions)) =
-            reporter.due(&options.template, health, &not_ready, clock.now(), instant)
-        {
-            match client.patch_node_status(&patch).await {
-                Ok(_) => reporter.written(conditions, instant),
-                Err(e) => tracing::warn!(error = %e, "writing the node status failed"),
+        // Compared with the Node on the server, not with this agent's last
+        // write: the node lifecycle controller may have set it Unknown.
+        match client.get_node().await {
+            Ok(node) => {
+                let server = node.status.and_then(|s| s.conditions).unwrap_or_default();
+                let instant = clock.instant();
+                if let Some(patch) = reporter.due(
+                    &options.template,
+                    &server,
+                    health,
+                    &not_ready,
+                    clock.now(),
+                    instant,
+                ) {
+                    match client.patch_node_status(&patch).await {
+                        Ok(_) => reporter.reported(instant),
+                        Err(e) => tracing::warn!(error = %e, "writing the node status failed"),
+                    }
+                }
             }
+            Err(e) => tracing::warn!(error = %e, "reading the node for its status failed"),
         }
         tokio::select! {
             _ = stop.cancelled() => return,

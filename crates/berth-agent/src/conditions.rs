@@ -7,9 +7,9 @@
 
 use std::collections::BTreeMap;
 
+use berth_core::node_status::Decided;
 use jiff::Timestamp;
 use k8s_openapi::api::core::v1::NodeCondition;
-use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
 
 use crate::host::HostSignals;
 
@@ -153,7 +153,7 @@ pub struct Health {
 }
 
 fn condition(
-    previous: &[NodeCondition],
+    server: &[NodeCondition],
     type_: &str,
     status: bool,
     reason: &str,
@@ -161,47 +161,41 @@ fn condition(
     now: Timestamp,
 ) -> NodeCondition {
     let status = if status { "True" } else { "False" };
-    let transition = previous
-        .iter()
-        .find(|c| c.type_ == type_ && c.status == status)
-        .and_then(|c| c.last_transition_time.clone())
-        .unwrap_or(Time(now));
-    NodeCondition {
-        type_: type_.to_string(),
-        status: status.to_string(),
-        reason: Some(reason.to_string()),
-        message: Some(message.to_string()),
-        last_heartbeat_time: Some(Time(now)),
-        last_transition_time: Some(transition),
-    }
+    let decided = Decided {
+        type_,
+        status,
+        reason,
+        message,
+    };
+    berth_core::node_status::condition(server, decided, now)
 }
 
 fn pressure(
-    previous: &[NodeCondition],
+    server: &[NodeCondition],
     text: PressureText,
     on: bool,
     now: Timestamp,
 ) -> NodeCondition {
     let (type_, off_text, on_text) = text;
     let (reason, message) = if on { on_text } else { off_text };
-    condition(previous, type_, on, reason, message, now)
+    condition(server, type_, on, reason, message, now)
 }
 
 /// The four conditions, in upstream's order: MemoryPressure, DiskPressure,
 /// PIDPressure, Ready. `not_ready` lists what keeps the node from being
-/// Ready (empty: Ready); `previous` are the conditions last reported, whose
-/// transition times carry over when a status does not change.
+/// Ready (empty: Ready); `server` are the Node's conditions on the server,
+/// whose transition times carry over while a status holds.
 pub fn node_conditions(
     health: Health,
     not_ready: &[String],
-    previous: &[NodeCondition],
+    server: &[NodeCondition],
     now: Timestamp,
 ) -> Vec<NodeCondition> {
     let ready = if not_ready.is_empty() {
-        condition(previous, "Ready", true, READY_REASON, READY_MESSAGE, now)
+        condition(server, "Ready", true, READY_REASON, READY_MESSAGE, now)
     } else {
         condition(
-            previous,
+            server,
             "Ready",
             false,
             NOT_READY_REASON,
@@ -210,33 +204,18 @@ pub fn node_conditions(
         )
     };
     vec![
-        pressure(previous, MEMORY, health.memory_pressure, now),
-        pressure(previous, DISK, health.disk_pressure, now),
-        pressure(previous, PID, health.pid_pressure, now),
+        pressure(server, MEMORY, health.memory_pressure, now),
+        pressure(server, DISK, health.disk_pressure, now),
+        pressure(server, PID, health.pid_pressure, now),
         ready,
     ]
-}
-
-/// Whether two condition lists differ other than in heartbeat times: a
-/// change the agent writes at once (upstream's `nodeStatusHasChanged`).
-pub fn conditions_changed(old: &[NodeCondition], new: &[NodeCondition]) -> bool {
-    if old.len() != new.len() {
-        return true;
-    }
-    new.iter().any(|n| {
-        !old.iter().any(|o| {
-            o.type_ == n.type_
-                && o.status == n.status
-                && o.reason == n.reason
-                && o.message == n.message
-                && o.last_transition_time == n.last_transition_time
-        })
-    })
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+    use berth_core::node_status::differs_from_server;
+    use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
 
     fn t(secs: i64) -> Timestamp {
         Timestamp::from_second(1_800_000_000 + secs).unwrap_or(Timestamp::UNIX_EPOCH)
@@ -404,7 +383,7 @@ mod tests {
         let same = node_conditions(Health::default(), &[], &first, t(10));
         assert_eq!(same[3].last_transition_time, Some(Time(t(0))));
         assert_eq!(same[3].last_heartbeat_time, Some(Time(t(10))));
-        assert!(!conditions_changed(&first, &same), "only heartbeats moved");
+        assert!(!differs_from_server(&first, &same), "only heartbeats moved");
         let pressured = node_conditions(
             Health {
                 memory_pressure: true,
@@ -416,6 +395,6 @@ mod tests {
         );
         assert_eq!(pressured[0].last_transition_time, Some(Time(t(20))));
         assert_eq!(pressured[1].last_transition_time, Some(Time(t(0))));
-        assert!(conditions_changed(&same, &pressured));
+        assert!(differs_from_server(&same, &pressured));
     }
 }

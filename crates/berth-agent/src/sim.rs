@@ -2,17 +2,28 @@
 //! with one task driving every node's timers instead of a task per node.
 //!
 //! Every node has its own identity (its own bearer token, so the server
-//! authorizes each as itself), its own Lease renewed every 10 s with
-//! upstream's 4% jitter and backoff, and its own status: Ready with no
-//! pressure, written at registration and then every
-//! `nodeStatusReportFrequency` (a simulated node's status never changes,
-//! so the 10 s computation upstream does would always find nothing to
-//! write). The timers live in time-ordered heaps, one for Lease renewals
-//! and one for the rest: when both have work due, renewals go first (a
-//! late renewal makes a node look dead; a late registration or status
-//! write does not). Due work is sent through one shared `kube::Client`
-//! (one connection pool) with a bound on requests in flight. Pods bound to simulated nodes are admitted and
-//! run by one [`PodWorker`] over one simulated runtime, fed by one watch.
+//! authorizes each as itself and NodeRestriction applies), its own Lease
+//! renewed every 10 s with upstream's 4% jitter and backoff, and its own
+//! status: Ready with no pressure, written at registration and then every
+//! `nodeStatusReportFrequency`, and at once when the Node on the server
+//! says otherwise (the node lifecycle controller set it Unknown), as a
+//! kubelet that compares its status with the server's does. Instead of a
+//! read of each Node every 10 s, one watch of every Node tells the fleet
+//! when a node's conditions on the server differ from its own.
+//!
+//! The timers live in time-ordered heaps, one for Lease renewals and one
+//! for the rest: when both have work due, renewals go first (a late
+//! renewal makes a node look dead; a late registration or status write
+//! does not). Due work is sent through one shared `kube::Client` (one
+//! connection pool) with a bound on requests in flight. Pods bound to
+//! simulated nodes are admitted and run by one [`PodWorker`] over one
+//! simulated runtime, fed by one watch.
+//!
+//! The two shared watches (every Node, every pod bound to a node) are
+//! more than any node credential may read (a node reads only its own Node
+//! and pods); they go out as the shared client's own identity, which must
+//! be one that may: `system:berth:sim` inside `berth server`, an admin's
+//! for `berth sim` against a cluster.
 
 use std::cmp::Reverse;
 use std::collections::{BinaryHeap, HashMap};
@@ -27,9 +38,14 @@ use futures::StreamExt;
 use futures::future::BoxFuture;
 use futures::stream::FuturesUnordered;
 use http::HeaderValue;
-use k8s_openapi::api::core::v1::{NodeAddress, NodeCondition};
+use jiff::Timestamp;
+use k8s_openapi::api::core::v1::{Node, NodeAddress, NodeCondition};
+use kube::runtime::WatchStreamExt;
+use kube::runtime::watcher;
 use tokio::time::Instant;
 use tokio_util::sync::CancellationToken;
+
+use berth_core::node_status::differs_from_server;
 
 use crate::conditions::{Health, node_conditions};
 use crate::config::AgentConfig;
@@ -132,6 +148,55 @@ struct NodeState {
     failures: u32,
     last_renewal: Option<Instant>,
     was_late: bool,
+    registered: bool,
+    /// When the node's one status write is due; a timer for another time
+    /// is stale (the write was moved sooner).
+    status_due: Option<Instant>,
+    /// The transition time of the node's healthy conditions on the server
+    /// (the fleet's start, or when it last came back from another status).
+    healthy_since: Timestamp,
+}
+
+impl NodeState {
+    /// Moves the node's status write to `due`.
+    fn schedule_status(&mut self, timers: &mut Timers, index: usize, due: Instant) {
+        self.status_due = Some(due);
+        timers.push(due, index, Work::Status);
+    }
+
+    /// The Node on the server changed: when its conditions differ from the
+    /// ones the node reports (computed against them, as the kubelet's
+    /// setters do), its status is written now.
+    fn observe(
+        &mut self,
+        node: &Node,
+        timers: &mut Timers,
+        index: usize,
+        now: Timestamp,
+        instant: Instant,
+    ) {
+        let server = node
+            .status
+            .as_ref()
+            .and_then(|s| s.conditions.as_deref())
+            .unwrap_or_default();
+        // Before the node's first status write its conditions are the
+        // registration's to set.
+        if !self.registered || server.is_empty() {
+            return;
+        }
+        let reported = node_conditions(Health::default(), &[], server, now);
+        if let Some(since) = reported
+            .iter()
+            .find(|c| c.type_ == "Ready")
+            .and_then(|c| c.last_transition_time.as_ref())
+        {
+            self.healthy_since = since.0;
+        }
+        if differs_from_server(server, &reported) {
+            self.schedule_status(timers, index, instant);
+        }
+    }
 }
 
 enum Outcome {
@@ -170,8 +235,9 @@ impl Timers {
         heap.push(Reverse((due, index, work)));
     }
 
-    /// The next due piece of work: renewals first, within their share.
-    fn pop_due(&mut self, now: Instant) -> Option<(usize, Work)> {
+    /// The next due piece of work and when it was due: renewals first,
+    /// within their share.
+    fn pop_due(&mut self, now: Instant) -> Option<(Instant, usize, Work)> {
         let is_due =
             |heap: &BinaryHeap<Timer>| heap.peek().is_some_and(|Reverse((due, _, _))| *due <= now);
         let renewal_due = is_due(&self.renewals);
@@ -191,7 +257,7 @@ impl Timers {
             }
             (false, false) => return None,
         };
-        heap.pop().map(|Reverse((_, index, work))| (index, work))
+        heap.pop().map(|Reverse(timer)| timer)
     }
 
     fn next_due(&self) -> Option<Instant> {
@@ -236,8 +302,9 @@ fn node_template(base: &NodeTemplate, node: &SimNode, index: usize) -> NodeTempl
 }
 
 /// Runs `nodes` against the API behind `client` until `stop`. `client`
-/// must authenticate requests that carry no token of their own (the pod
-/// watch) as some node; see [`crate::node_client::with_default_bearer`].
+/// must authenticate requests that carry no token of their own (the Node
+/// and pod watches) as an identity that may list and watch every Node and
+/// pod; see [`crate::node_client::with_default_bearer`].
 pub async fn run_fleet(
     client: kube::Client,
     nodes: Vec<SimNode>,
@@ -255,7 +322,15 @@ pub async fn run_fleet(
             failures: 0,
             last_renewal: None,
             was_late: false,
+            registered: false,
+            status_due: None,
+            healthy_since: Timestamp::UNIX_EPOCH,
         })
+        .collect();
+    let index_of: HashMap<String, usize> = nodes
+        .iter()
+        .enumerate()
+        .map(|(i, n)| (n.name.clone(), i))
         .collect();
     let directory = Arc::new(Directory(
         states
@@ -279,8 +354,15 @@ pub async fn run_fleet(
     );
     let report = options.config.node_status_report_frequency;
     let started = clock.now();
-    // Transition times stay at the fleet's start: nothing ever changes.
-    let base_conditions: Vec<NodeCondition> = node_conditions(Health::default(), &[], &[], started);
+    for state in &mut states {
+        state.healthy_since = started;
+    }
+    let mut node_events = watcher::watcher(
+        kube::Api::<Node>::all(client.clone()),
+        watcher::Config::default(),
+    )
+    .default_backoff()
+    .boxed();
     let mut timers = Timers::default();
     let now = clock.instant();
     for index in 0..states.len() {
@@ -294,12 +376,15 @@ pub async fn run_fleet(
         // Start due work while there is room.
         let now = clock.instant();
         while in_flight.len() < max_in_flight {
-            let Some((index, work)) = timers.pop_due(now) else {
+            let Some((due, index, work)) = timers.pop_due(now) else {
                 break;
             };
             let Some(state) = states.get_mut(index) else {
                 continue;
             };
+            if work == Work::Status && state.status_due != Some(due) {
+                continue;
+            }
             let client = state.client.clone();
             let clock = clock.clone();
             match work {
@@ -333,9 +418,9 @@ pub async fn run_fleet(
                     }));
                 }
                 Work::Status => {
+                    state.status_due = None;
                     let template = node_template(&options.template, &nodes[index], index);
-                    let conditions =
-                        node_conditions(Health::default(), &[], &base_conditions, clock.now());
+                    let conditions = healthy_conditions(state.healthy_since, clock.now());
                     in_flight.push(Box::pin(async move {
                         let patch = status_patch(&template, &conditions);
                         let ok = client.patch_node_status(&patch).await.is_ok();
@@ -355,13 +440,14 @@ pub async fn run_fleet(
                 match (work, outcome) {
                     (_, Outcome::Registered(uid)) => {
                         stats.registered.fetch_add(1, Ordering::Relaxed);
+                        state.registered = true;
                         state.renewer = Some(LeaseRenewer::new(
                             state.client.node_name(),
                             uid,
                             options.config.node_lease_duration_seconds,
                         ));
                         timers.push(now, index, Work::Renew);
-                        timers.push(now, index, Work::Status);
+                        state.schedule_status(&mut timers, index, now);
                     }
                     (_, Outcome::RegisterFailed) => {
                         stats.register_failures.fetch_add(1, Ordering::Relaxed);
@@ -397,10 +483,25 @@ pub async fn run_fleet(
                         let counter = if ok { &stats.status_writes } else { &stats.status_failures };
                         counter.fetch_add(1, Ordering::Relaxed);
                         let next = if ok { jittered(report, random_fraction()) } else { backoff(1) };
-                        timers.push(now + next, index, Work::Status);
+                        // A write moved sooner since this one started is
+                        // still due; otherwise the next report.
+                        if state.status_due.is_none() {
+                            state.schedule_status(&mut timers, index, now + next);
+                        }
                     }
                 }
             }
+            Some(event) = node_events.next() => match event {
+                Ok(watcher::Event::Apply(node) | watcher::Event::InitApply(node)) => {
+                    if let Some(&index) = node.metadata.name.as_deref().and_then(|n| index_of.get(n))
+                        && let Some(state) = states.get_mut(index)
+                    {
+                        state.observe(&node, &mut timers, index, clock.now(), clock.instant());
+                    }
+                }
+                Ok(_) => {}
+                Err(e) => tracing::warn!(error = %e, "watching the simulated nodes"),
+            },
             _ = async {
                 match next_due {
                     Some(due) => clock.sleep(due.saturating_duration_since(clock.instant())).await,
@@ -411,6 +512,13 @@ pub async fn run_fleet(
     }
     feed_task.abort();
     worker_task.abort();
+}
+
+/// A simulated node's conditions: healthy, in transition since `since`,
+/// heartbeat `now`.
+fn healthy_conditions(since: Timestamp, now: Timestamp) -> Vec<NodeCondition> {
+    let on_server = node_conditions(Health::default(), &[], &[], since);
+    node_conditions(Health::default(), &[], &on_server, now)
 }
 
 #[cfg(test)]
@@ -429,7 +537,7 @@ mod timer_tests {
             timers.push(now, 100 + i, Work::Status);
         }
         std::iter::from_fn(|| timers.pop_due(now))
-            .map(|(_, work)| if work == Work::Renew { 'R' } else { 'O' })
+            .map(|(_, _, work)| if work == Work::Renew { 'R' } else { 'O' })
             .collect()
     }
 
@@ -463,7 +571,7 @@ mod timer_tests {
         assert_eq!(timers.next_due(), Some(now + Duration::from_secs(1)));
         assert_eq!(
             timers.pop_due(now + Duration::from_secs(1)),
-            Some((0, Work::Renew))
+            Some((now + Duration::from_secs(1), 0, Work::Renew))
         );
     }
 }

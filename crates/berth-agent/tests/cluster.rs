@@ -24,6 +24,7 @@ use futures::future::BoxFuture;
 use k8s_openapi::api::coordination::v1::Lease;
 use k8s_openapi::api::core::v1::{Node, Pod};
 use k8s_openapi::apimachinery::pkg::api::resource::Quantity;
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
 use kube::Api;
 use kube::api::{Patch, PatchParams, PostParams};
 use serde_json::json;
@@ -139,6 +140,19 @@ fn start_agent_with(
     stubborn: bool,
 ) -> RunningAgent {
     let client = in_process::client(&c.api, User::node(name), "default").expect("node client");
+    start_agent_on(c, client, name, taints, config, register_node, stubborn)
+}
+
+/// An agent whose API calls go through `client`.
+fn start_agent_on(
+    c: &Cluster,
+    client: kube::Client,
+    name: &str,
+    taints: &str,
+    config: AgentConfig,
+    register_node: bool,
+    stubborn: bool,
+) -> RunningAgent {
     let runtime = Arc::new(RecordingRuntime {
         inner: SimRuntime::new(c.clock.clone()),
         stopped: Mutex::new(Vec::new()),
@@ -195,6 +209,47 @@ fn condition(node: &Node, kind: &str) -> Option<(String, String)> {
         .map(|c| (c.status.clone(), c.message.clone().unwrap_or_default()))
 }
 
+/// Agents n2 and n3 beside n1, all three Ready: with n1 alone down the
+/// cluster is not all down (then upstream taints nothing).
+async fn two_more_ready(c: &Cluster) -> (Api<Node>, [RunningAgent; 2]) {
+    let others = [
+        start_agent(c, "n2", "", AgentConfig::default()),
+        start_agent(c, "n3", "", AgentConfig::default()),
+    ];
+    let nodes: Api<Node> = Api::all(c.admin.clone());
+    for name in ["n1", "n2", "n3"] {
+        assert!(
+            eventually(&c.clock, 30, || node_ready(&nodes, name)).await,
+            "{name} Ready"
+        );
+    }
+    (nodes, others)
+}
+
+/// The node lifecycle and taint eviction controllers, on the cluster.
+fn controllers(c: &Cluster) -> tokio::task::JoinSet<()> {
+    berth_controllers::spawn(
+        c.admin.clone(),
+        c.clock.clone(),
+        berth_controllers::ControllerOptions::default(),
+        berth_controllers::metrics::ControllerMetrics::default(),
+        None,
+    )
+}
+
+/// Whether the node carries node.kubernetes.io/unreachable:NoExecute.
+async fn unreachable(nodes: &Api<Node>, name: &str) -> bool {
+    nodes
+        .get(name)
+        .await
+        .ok()
+        .and_then(|n| n.spec)
+        .and_then(|s| s.taints)
+        .unwrap_or_default()
+        .iter()
+        .any(|t| t.key == "node.kubernetes.io/unreachable" && t.effect == "NoExecute")
+}
+
 async fn node_ready(nodes: &Api<Node>, name: &str) -> bool {
     nodes
         .get(name)
@@ -213,6 +268,13 @@ fn pod(name: &str, node: &str, extra: serde_json::Value) -> Pod {
         json!({"metadata": {"name": name, "namespace": "default"}, "spec": spec}),
     )
     .expect("pod")
+}
+
+async fn pod_running(pods: &Api<Pod>, name: &str) -> bool {
+    pods.get(name)
+        .await
+        .ok()
+        .is_some_and(|p| phase(&p).0 == "Running")
 }
 
 fn phase(p: &Pod) -> (String, String, String) {
@@ -293,13 +355,7 @@ async fn an_agent_registers_with_its_taints_heartbeats_and_runs_a_tolerating_pod
         .await
         .expect("create");
     assert!(
-        eventually(&c.clock, 10, || async {
-            pods.get("web")
-                .await
-                .ok()
-                .is_some_and(|p| phase(&p).0 == "Running")
-        })
-        .await,
+        eventually(&c.clock, 10, || pod_running(&pods, "web")).await,
         "pod Running"
     );
     let running = pods.get("web").await.expect("pod");
@@ -412,13 +468,7 @@ async fn a_pod_bound_onto_a_no_execute_tainted_node_is_rejected_by_the_agent() {
         )
     );
     assert!(
-        eventually(&c.clock, 10, || async {
-            pods.get("guest")
-                .await
-                .ok()
-                .is_some_and(|p| phase(&p).0 == "Running")
-        })
-        .await,
+        eventually(&c.clock, 10, || pod_running(&pods, "guest")).await,
         "the tolerating pod runs"
     );
     agent.stop.cancel();
@@ -449,13 +499,7 @@ async fn sigterm_stops_regular_pods_before_critical_ones_and_marks_them_failed()
     }
     for name in ["critical", "regular", "regular-2"] {
         assert!(
-            eventually(&c.clock, 10, || async {
-                pods.get(name)
-                    .await
-                    .ok()
-                    .is_some_and(|p| phase(&p).0 == "Running")
-            })
-            .await,
+            eventually(&c.clock, 10, || pod_running(&pods, name)).await,
             "{name} running"
         );
     }
@@ -533,15 +577,7 @@ async fn priority_phases_run_lowest_first_skip_empty_ones_and_end_at_their_perio
         )
         .await
         .expect("create");
-        assert!(
-            eventually(&c.clock, 10, || async {
-                pods.get(name)
-                    .await
-                    .ok()
-                    .is_some_and(|p| phase(&p).0 == "Running")
-            })
-            .await
-        );
+        assert!(eventually(&c.clock, 10, || pod_running(&pods, name)).await);
     }
     let uid = |p: Pod| p.metadata.uid.unwrap_or_default();
     let low = uid(pods.get("low").await.expect("pod"));
@@ -578,7 +614,11 @@ async fn a_node_agent_token_cannot_change_another_node() {
     let patch = json!({"status": {"conditions": [{"type": "Ready", "status": "False"}]}});
     let err = as_n1.patch_node_status(&patch).await.expect_err("403");
     assert_eq!(err.code(), Some(403), "{err}");
-    let lease = as_n1.get_lease().await.expect("reading is allowed");
+    // Not even reading another node's Lease (upstream's node authorizer).
+    let err = as_n1.get_lease().await.expect_err("403");
+    assert_eq!(err.code(), Some(403), "{err}");
+    let as_admin = NodeClient::new(c.admin.clone(), "n2");
+    let lease = as_admin.get_lease().await.expect("the admin reads it");
     let err = as_n1.update_lease(&lease).await.expect_err("403");
     assert_eq!(err.code(), Some(403), "{err}");
     let n1_nodes: Api<Node> = Api::all(n1);
@@ -615,7 +655,8 @@ async fn simulated_nodes_share_one_client_and_each_heartbeats_as_itself() {
         })
         .collect();
     let base = kube::Client::new(berth_apiserver::server::router(c.api.clone()), "default");
-    let shared = with_default_bearer(base, sim_nodes[0].bearer.clone());
+    c.api.auth.add_token("sim-fleet-token", User::sim_fleet());
+    let shared = with_default_bearer(base, bearer_header("sim-fleet-token").expect("header"));
     let stats = Arc::new(SimStats::default());
     let stop = CancellationToken::new();
     let fleet = tokio::spawn(sim::run_fleet(
@@ -673,6 +714,46 @@ async fn simulated_nodes_share_one_client_and_each_heartbeats_as_itself() {
         .and_then(|s| s.holder_identity);
     assert_eq!(holder.as_deref(), Some("sim-000003"));
 
+    // The node lifecycle controller's write of a silent node, done here by
+    // hand: the fleet sees the Node differ from its own status and writes
+    // Ready again at once, not at its next 5-minute report.
+    let marked = c.clock.now();
+    let mut unknown = nodes.get_status("sim-000004").await.expect("node");
+    for cond in unknown
+        .status
+        .as_mut()
+        .and_then(|s| s.conditions.as_mut())
+        .expect("conditions")
+    {
+        cond.status = "Unknown".into();
+        cond.reason = Some("NodeStatusUnknown".into());
+        cond.message = Some("Kubelet stopped posting node status.".into());
+        cond.last_transition_time = Some(Time(marked));
+    }
+    nodes
+        .replace_status("sim-000004", &PostParams::default(), &unknown)
+        .await
+        .expect("mark Unknown");
+    assert!(
+        eventually(&c.clock, 10, || node_ready(&nodes, "sim-000004")).await,
+        "Ready again within 10 s"
+    );
+    let ready = nodes
+        .get("sim-000004")
+        .await
+        .expect("node")
+        .status
+        .and_then(|s| s.conditions)
+        .unwrap_or_default()
+        .into_iter()
+        .find(|c| c.type_ == "Ready")
+        .and_then(|c| c.last_transition_time)
+        .expect("Ready's transition");
+    assert!(
+        ready.0 >= marked.round(jiff::Unit::Second).unwrap_or(marked),
+        "a new transition: {ready:?}"
+    );
+
     let pods: Api<Pod> = Api::namespaced(c.admin.clone(), "default");
     pods.create(
         &PostParams::default(),
@@ -681,13 +762,7 @@ async fn simulated_nodes_share_one_client_and_each_heartbeats_as_itself() {
     .await
     .expect("create");
     assert!(
-        eventually(&c.clock, 20, || async {
-            pods.get("on-sim")
-                .await
-                .ok()
-                .is_some_and(|p| phase(&p).0 == "Running")
-        })
-        .await,
+        eventually(&c.clock, 20, || pod_running(&pods, "on-sim")).await,
         "a pod on a simulated node runs"
     );
     stop.cancel();
@@ -701,31 +776,10 @@ async fn simulated_nodes_share_one_client_and_each_heartbeats_as_itself() {
 /// checked every 5 s) and taints it unreachable:NoExecute.
 #[tokio::test(start_paused = true)]
 async fn an_agent_stopped_without_shutdown_leaves_its_node_unknown_and_unreachable() {
-    use berth_controllers::ControllerOptions;
-    use berth_controllers::metrics::ControllerMetrics;
-
     let c = cluster().await;
-    let _controllers = berth_controllers::spawn(
-        c.admin.clone(),
-        c.clock.clone(),
-        ControllerOptions::default(),
-        ControllerMetrics::default(),
-        None,
-    );
-    // Three nodes: with one alone, its loss would be the whole cluster's
-    // (all zones down), where upstream taints nothing.
+    let _controllers = controllers(&c);
     let agent = start_agent(&c, "n1", "", AgentConfig::default());
-    let _others = [
-        start_agent(&c, "n2", "", AgentConfig::default()),
-        start_agent(&c, "n3", "", AgentConfig::default()),
-    ];
-    let nodes: Api<Node> = Api::all(c.admin.clone());
-    for name in ["n1", "n2", "n3"] {
-        assert!(
-            eventually(&c.clock, 30, || node_ready(&nodes, name)).await,
-            "{name} Ready"
-        );
-    }
+    let (nodes, _others) = two_more_ready(&c).await;
     // A minute of heart-beating: the node stays Ready.
     c.clock.sleep(Duration::from_secs(60)).await;
     assert!(node_ready(&nodes, "n1").await, "still Ready while renewing");
@@ -749,19 +803,93 @@ async fn an_agent_stopped_without_shutdown_leaves_its_node_unknown_and_unreachab
             .as_deref(),
         Some("Kubelet stopped posting node status.")
     );
-    let unreachable = || async {
-        let node = nodes.get("n1").await.expect("node");
-        node.spec
-            .and_then(|s| s.taints)
-            .unwrap_or_default()
-            .iter()
-            .any(|t| t.key == "node.kubernetes.io/unreachable" && t.effect == "NoExecute")
-    };
     assert!(
-        eventually(&c.clock, 30, unreachable).await,
+        eventually(&c.clock, 30, || unreachable(&nodes, "n1")).await,
         "node tainted unreachable:NoExecute"
     );
     for name in ["n2", "n3"] {
         assert!(node_ready(&nodes, name).await, "{name} still Ready");
     }
+}
+
+/// A client whose requests wait while `paused` is set, as those of a
+/// stopped process (SIGSTOP): nothing reaches the server until it resumes.
+fn pausable(client: kube::Client, paused: tokio::sync::watch::Receiver<bool>) -> kube::Client {
+    let service = tower::service_fn(move |request: http::Request<kube::client::Body>| {
+        let client = client.clone();
+        let mut paused = paused.clone();
+        async move {
+            let _ = paused.wait_for(|p| !*p).await;
+            client.send(request).await
+        }
+    });
+    kube::Client::new(service, "default")
+}
+
+/// An agent paused past the grace period: the node lifecycle controller
+/// marks its node Unknown and taints it unreachable:NoExecute. Resumed, it
+/// is Ready again within 15 s, because it compares the status it computes
+/// with the Node on the server, which the controller overwrote, not with
+/// its own last write (which said Ready, so it used to wait for its
+/// 5-minute report); the taint goes, and its pod with the default 300 s
+/// toleration is not evicted.
+#[tokio::test(start_paused = true)]
+async fn a_paused_agent_is_ready_again_within_15_s_of_resuming_and_keeps_its_pods() {
+    let c = cluster().await;
+    let _controllers = controllers(&c);
+    let (pause, paused) = tokio::sync::watch::channel(false);
+    let client = pausable(
+        in_process::client(&c.api, User::node("n1"), "default").expect("node client"),
+        paused,
+    );
+    let _agent = start_agent_on(&c, client, "n1", "", AgentConfig::default(), true, false);
+    let (nodes, _others) = two_more_ready(&c).await;
+    let pods: Api<Pod> = Api::namespaced(c.admin.clone(), "default");
+    let web = pods
+        .create(&PostParams::default(), &pod("web", "n1", json!({})))
+        .await
+        .expect("create");
+    let default_toleration = web
+        .spec
+        .and_then(|s| s.tolerations)
+        .unwrap_or_default()
+        .into_iter()
+        .find(|t| t.key.as_deref() == Some("node.kubernetes.io/unreachable"))
+        .and_then(|t| t.toleration_seconds);
+    assert_eq!(default_toleration, Some(300));
+    assert!(
+        eventually(&c.clock, 10, || pod_running(&pods, "web")).await,
+        "pod Running"
+    );
+
+    let _ = pause.send(true);
+    assert!(
+        eventually(&c.clock, 120, || unreachable(&nodes, "n1")).await,
+        "n1 Unknown and tainted unreachable:NoExecute"
+    );
+    let node = nodes.get("n1").await.expect("node");
+    assert_eq!(
+        condition(&node, "Ready")
+            .map(|(status, _)| status)
+            .as_deref(),
+        Some("Unknown")
+    );
+
+    let _ = pause.send(false);
+    let resumed = c.clock.now();
+    assert!(
+        eventually(&c.clock, 15, || node_ready(&nodes, "n1")).await,
+        "n1 Ready again within 15 s of resuming"
+    );
+    let back = c.clock.now().duration_since(resumed).as_secs_f64();
+    assert!(back <= 15.0, "Ready {back} s after resuming");
+    assert!(
+        eventually(&c.clock, 10, || async { !unreachable(&nodes, "n1").await }).await,
+        "the unreachable taint is lifted"
+    );
+    // Past the 300 s the pod tolerates the taint for: still there.
+    c.clock.sleep(Duration::from_secs(400)).await;
+    let web = pods.get("web").await.expect("the pod is not evicted");
+    assert_eq!(web.metadata.deletion_timestamp, None);
+    assert_eq!(phase(&web).0, "Running");
 }

@@ -21,8 +21,10 @@ use berth_store::{AnyStore, KeyValue, ListOptions, Store, StoreError};
 use futures::StreamExt;
 use serde_json::{Value, json};
 
-use crate::auth::{Authenticator, User, authorize};
+use crate::auth::{Authenticator, Authorized, User, authorize};
+use crate::body::{BodyLimits, Decoded, Format};
 use crate::cache::{Cached, Change, ChangeType, ResourceCache};
+use crate::field_validation::Directive;
 use crate::objects::{
     self, StoredJson, for_storage, format_time, name_of, prepare_for_create, prepare_for_update,
     resource_version_of, set_resource_version,
@@ -32,7 +34,9 @@ use crate::resources::{self, NAMESPACES, PODS, RESOURCES, ResourceType};
 use crate::status::{ApiError, success_status};
 use crate::strategy;
 
-/// Bodies above this are refused with 413, as kube-apiserver does.
+/// Bodies above this are refused with 413, as kube-apiserver's
+/// `MaxRequestBodyBytes` (3 MiB) refuses them (the default of
+/// `--max-request-body-bytes`).
 pub const MAX_BODY_BYTES: usize = 3 * 1024 * 1024;
 
 /// Where a node agent trades the join token for its node credential.
@@ -43,7 +47,7 @@ pub const SYSTEM_NAMESPACES: &[&str] =
     &["default", "kube-system", "kube-public", "kube-node-lease"];
 
 /// Server settings that change API behaviour.
-#[derive(Debug, Clone, Default)]
+#[derive(Debug, Clone)]
 pub struct ApiConfig {
     pub strategy: strategy::StrategyConfig,
     /// The watch caches' history and slow-watcher limits.
@@ -51,6 +55,23 @@ pub struct ApiConfig {
     /// Concurrent watches per client and in total.
     pub watches: crate::watch_limits::WatchLimits,
     pub version: VersionInfo,
+    /// Largest request body read (413 past it).
+    pub max_request_body_bytes: usize,
+    /// How request bodies are decoded (nesting depth).
+    pub body: BodyLimits,
+}
+
+impl Default for ApiConfig {
+    fn default() -> Self {
+        ApiConfig {
+            strategy: strategy::StrategyConfig::default(),
+            watch_cache: crate::cache::CacheLimits::default(),
+            watches: crate::watch_limits::WatchLimits::default(),
+            version: VersionInfo::default(),
+            max_request_body_bytes: MAX_BODY_BYTES,
+            body: BodyLimits::default(),
+        }
+    }
 }
 
 /// What `/version` reports.
@@ -110,8 +131,13 @@ fn store_error(rt: &ResourceType, name: &str, err: StoreError) -> ApiError {
             requested,
             compacted,
         } => ApiError::expired(requested, compacted.unwrap_or(0)),
-        StoreError::ValueTooLarge { .. } => ApiError::too_large(MAX_BODY_BYTES),
-        StoreError::InvalidKey { .. } => ApiError::bad_request(err.to_string()),
+        StoreError::ValueTooLarge { .. } => ApiError::object_too_large(),
+        StoreError::InvalidKey { .. } | StoreError::InvalidArgument(_) => {
+            ApiError::bad_request(err.to_string())
+        }
+        StoreError::InvalidContinue(why) => {
+            ApiError::bad_request(format!("invalid continue token: {why}"))
+        }
         other => ApiError::internal(other),
     }
 }
@@ -150,16 +176,20 @@ impl Query {
             }),
         }
     }
-    /// `fieldValidation`: `Strict` refuses unknown fields; `Warn` (the
-    /// default) and `Ignore` accept them (berth sends no warnings yet).
-    fn strict_fields(&self) -> ApiResult<bool> {
-        match self.get("fieldValidation") {
-            None | Some("Ignore" | "Warn") => Ok(false),
-            Some("Strict") => Ok(true),
-            Some(other) => Err(ApiError::bad_request(format!(
-                "fieldValidation must be one of \"Ignore\", \"Warn\", or \"Strict\", got {other:?}"
-            ))),
+    /// The parameters that choose what a list or watch reads.
+    fn list_params(&self, watch: bool) -> crate::list_options::ListParams<'_> {
+        crate::list_options::ListParams {
+            watch,
+            resource_version: self.get("resourceVersion"),
+            resource_version_match: self.get("resourceVersionMatch"),
+            continue_token: self.get("continue"),
+            send_initial_events: self.get("sendInitialEvents"),
         }
+    }
+
+    /// `fieldValidation` (see [`Directive`]).
+    fn field_validation(&self) -> ApiResult<Directive> {
+        Directive::parse(self.get("fieldValidation"))
     }
 
     fn dry_run(&self) -> ApiResult<bool> {
@@ -198,27 +228,48 @@ pub fn error_response(err: &ApiError) -> Response {
     response
 }
 
-/// Reads a request body as JSON or YAML into a value.
-fn parse_body(headers: &HeaderMap, body: &[u8]) -> ApiResult<Value> {
+/// Reads a request body as JSON or YAML into an object, under `limits`,
+/// off the runtime's workers when it is big (see [`crate::body`]).
+async fn parse_body(headers: &HeaderMap, body: &Bytes, limits: BodyLimits) -> ApiResult<Decoded> {
     let content_type = headers
         .get(header::CONTENT_TYPE)
         .and_then(|v| v.to_str().ok())
         .unwrap_or("application/json");
     let media = content_type.split(';').next().unwrap_or("").trim();
-    let value: Value = match media {
-        "application/json" | "" | "*/*" => serde_json::from_slice(body)
-            .map_err(|e| ApiError::bad_request(format!("error decoding request body: {e}")))?,
-        "application/yaml" | "application/x-yaml" | "text/yaml" => serde_yaml::from_slice(body)
-            .map_err(|e| ApiError::bad_request(format!("error decoding YAML: {e}")))?,
-        berth_proto::CONTENT_TYPE => crate::protobuf::decode_request_body(body)?,
-        other => return Err(ApiError::unsupported_media_type(other)),
-    };
-    if !value.is_object() {
+    if media == berth_proto::CONTENT_TYPE {
+        let value = crate::protobuf::decode_request_body(body)?;
+        return Ok(Decoded {
+            value,
+            duplicates: Vec::new(),
+        });
+    }
+    let format =
+        Format::of_media_type(media).ok_or_else(|| ApiError::unsupported_media_type(media))?;
+    let decoded = crate::body::decode_off_worker(body.clone(), move |bytes| {
+        crate::body::decode(format, bytes, limits)
+    })
+    .await
+    .map_err(|e| match format {
+        Format::Json => ApiError::bad_request(format!("error decoding request body: {e}")),
+        Format::Yaml => ApiError::bad_request(format!("error decoding YAML: {e}")),
+    })?;
+    if !decoded.value.is_object() {
         return Err(ApiError::bad_request(
             "the request body must be a JSON object",
         ));
     }
-    Ok(value)
+    Ok(decoded)
+}
+
+/// `fieldValidation` for a created or updated object: its duplicate
+/// fields and the fields its type lacks.
+fn validate_fields(directive: Directive, rt: &ResourceType, decoded: &Decoded) -> ApiResult<()> {
+    if !directive.checks() {
+        return Ok(());
+    }
+    let mut problems = decoded.duplicates.clone();
+    problems.extend(strategy::unknown_fields(rt, &decoded.value));
+    directive.enforce_on_object(rt.kind, rt.version, &problems)
 }
 
 /// Checks an object's `kind` and `apiVersion` against what the URL serves.
@@ -346,20 +397,48 @@ impl ApiServer {
         let query = parts.uri.query().unwrap_or("").to_string();
         let started = std::time::Instant::now();
         let info = request_info::parse(method.as_str(), &path, &query);
-        let response = match self
-            .serve(&parts.method, &path, &query, &parts.headers, body, &info)
-            .await
-        {
-            Ok(response) => response,
-            Err(err) => error_response(&err),
-        };
+        let mut served = None;
+        let response = crate::warnings::collect(async {
+            match self
+                .serve(
+                    &parts.method,
+                    &path,
+                    &query,
+                    &parts.headers,
+                    body,
+                    &info,
+                    &mut served,
+                )
+                .await
+            {
+                Ok(response) => response,
+                Err(err) => error_response(&err),
+            }
+        })
+        .await;
         let response =
             crate::protobuf::negotiate_response(&parts.headers, info.verb == "watch", response)
                 .await;
-        crate::metrics::observe(&info, response.status().as_u16(), started.elapsed());
+        if let Some(served) = served {
+            let content_type = parts
+                .headers
+                .get(header::CONTENT_TYPE)
+                .and_then(|v| v.to_str().ok())
+                .unwrap_or("");
+            crate::metrics::observe(
+                &info,
+                served,
+                content_type,
+                response.status().as_u16(),
+                started.elapsed(),
+            );
+        }
         response
     }
 
+    /// Serves a request; `served` is set once it is routed to a served
+    /// resource and authorized (what the request metrics count).
+    #[allow(clippy::too_many_arguments)]
     async fn serve(
         self: &Arc<Self>,
         method: &Method,
@@ -368,6 +447,7 @@ impl ApiServer {
         headers: &HeaderMap,
         body: Body,
         info: &RequestInfo,
+        served: &mut Option<crate::metrics::Served>,
     ) -> ApiResult<Response> {
         // Health and version are public, as upstream's default RBAC makes them.
         match path {
@@ -388,7 +468,13 @@ impl ApiServer {
         let authorization = headers
             .get(header::AUTHORIZATION)
             .and_then(|v| v.to_str().ok());
-        let user = self.auth.authenticate(authorization)?;
+        let authenticated = self.auth.authenticate(authorization);
+        crate::metrics::authentication_attempt(match &authenticated {
+            Ok(_) => crate::metrics::AuthenticationResult::Success,
+            Err(e) if e.code == 401 => crate::metrics::AuthenticationResult::Failure,
+            Err(_) => crate::metrics::AuthenticationResult::Error,
+        });
+        let user = authenticated?;
         if path == "/metrics" {
             if !user.in_group(crate::auth::GROUP_MASTERS) {
                 return Err(ApiError::forbidden_raw(format!(
@@ -406,19 +492,37 @@ impl ApiServer {
         if path == NODE_CREDENTIAL_PATH {
             return self.issue_node_credential(method, &user, body).await;
         }
+        if path.starts_with("/openapi/") {
+            return crate::openapi::serve(path, raw_query, headers);
+        }
         if !info.is_resource_request {
             return crate::discovery::serve(path, headers, &user);
         }
         let Some(rt) = resources::lookup(&info.api_group, &info.api_version, &info.resource) else {
             return Err(ApiError::path_not_found(path));
         };
-        if !info.subresource.is_empty() && rt.subresource(&info.subresource).is_none() {
-            return Err(ApiError::path_not_found(path));
+        let subresource = match info.subresource.as_str() {
+            "" => "",
+            sub => {
+                rt.subresource(sub)
+                    .ok_or_else(|| ApiError::path_not_found(path))?
+                    .name
+            }
+        };
+        let authorized = authorize(&user, info);
+        crate::metrics::authorization_attempt(authorized.is_ok());
+        if let Authorized::IfPodBoundTo(node) = authorized? {
+            let pod = self.find(&PODS, &info.namespace, &info.name).await?;
+            crate::auth::require_pod_bound(&user, info, &node, pod.as_ref().map(|(p, _)| p))?;
         }
-        authorize(&user, info)?;
-        let body = axum::body::to_bytes(body, MAX_BODY_BYTES)
+        *served = Some(crate::metrics::Served {
+            resource: rt,
+            subresource,
+        });
+        let limit = self.config.max_request_body_bytes;
+        let body = axum::body::to_bytes(body, limit)
             .await
-            .map_err(|_| ApiError::too_large(MAX_BODY_BYTES))?;
+            .map_err(|_| ApiError::too_large(limit))?;
         // Another version of a stored resource: requests are converted to
         // the stored form, responses back (watches convert per event).
         if let Some(stored) = rt.stored_as {
@@ -477,15 +581,19 @@ impl ApiServer {
             (_, "get", "log") if rt == &PODS => self.pod_log(ns, name, raw_query, user).await,
             (_, "list", _) => self.list(rt, ns, &query, headers).await,
             (_, "watch", _) => self.watch(rt, ns, &query, headers, external, user).await,
+            // Namespaced types are created in a namespace: upstream serves
+            // no POST on the all-namespaces path (405).
+            (_, "create", "") if rt.namespaced && ns.is_empty() => {
+                Err(ApiError::method_not_allowed("POST", rt.plural))
+            }
             (_, "create", "") => self.create(rt, ns, headers, &body, &query, user).await,
             (_, "create", "binding") => self.bind(ns, name, headers, &body).await,
             (_, "create", "eviction") => self.evict(ns, name, headers, &body, user).await,
             (_, "update", sub) => {
-                let object = parse_body(headers, &body)?;
-                if query.strict_fields()? {
-                    strategy::check_unknown_fields(rt, &object)?;
-                }
-                self.update(rt, ns, name, sub, object, &query, user).await
+                let decoded = parse_body(headers, &body, self.config.body).await?;
+                validate_fields(query.field_validation()?, rt, &decoded)?;
+                self.update(rt, ns, name, sub, decoded.value, &query, user)
+                    .await
             }
             (_, "patch", sub) => {
                 self.patch(rt, ns, name, sub, headers, &body, &query, user)
@@ -562,9 +670,10 @@ impl ApiServer {
                 user.name
             )));
         }
-        let body = axum::body::to_bytes(body, MAX_BODY_BYTES)
+        let limit = self.config.max_request_body_bytes;
+        let body = axum::body::to_bytes(body, limit)
             .await
-            .map_err(|_| ApiError::too_large(MAX_BODY_BYTES))?;
+            .map_err(|_| ApiError::too_large(limit))?;
         let request: Value = serde_json::from_slice(&body)
             .map_err(|e| ApiError::bad_request(format!("error decoding request body: {e}")))?;
         let node = request
@@ -585,7 +694,17 @@ impl ApiServer {
                 .collect();
             return Err(ApiError::invalid("", "NodeCredential", node, &errors));
         }
-        let token = self.auth.issue_node_token(node)?;
+        let registered = if user.in_group(crate::auth::GROUP_BOOTSTRAPPERS) {
+            self.find(&resources::NODES, "", node)
+                .await?
+                .map(|(n, _)| n)
+        } else {
+            None
+        };
+        let token = self
+            .auth
+            .issue_node_token(node, registered.as_ref())
+            .await?;
         Ok(json_response(
             201,
             &json!({"kind": "NodeCredential", "apiVersion": "berth/v1", "nodeName": node, "user": format!("system:node:{node}"), "token": token}),
@@ -612,13 +731,24 @@ impl ApiServer {
     }
 
     async fn read(&self, rt: &ResourceType, ns: &str, name: &str) -> ApiResult<(Value, i64)> {
+        self.find(rt, ns, name)
+            .await?
+            .ok_or_else(|| ApiError::not_found(rt.group, rt.plural, name))
+    }
+
+    /// The stored object and its revision, `None` if there is none.
+    async fn find(
+        &self,
+        rt: &ResourceType,
+        ns: &str,
+        name: &str,
+    ) -> ApiResult<Option<(Value, i64)>> {
         let kv = self
             .store
             .get(&rt.key(ns, name))
             .await
-            .map_err(|e| store_error(rt, name, e))?
-            .ok_or_else(|| ApiError::not_found(rt.group, rt.plural, name))?;
-        decode(rt, name, &kv)
+            .map_err(|e| store_error(rt, name, e))?;
+        kv.map(|kv| decode(rt, name, &kv)).transpose()
     }
 
     /// The stored object an update replaces, from the watch cache, when
@@ -699,15 +829,14 @@ impl ApiServer {
         rt: &ResourceType,
         ns: &str,
         headers: &HeaderMap,
-        body: &[u8],
+        body: &Bytes,
         query: &Query,
         user: &User,
     ) -> ApiResult<Response> {
-        let mut object = parse_body(headers, body)?;
-        check_kind(&object, rt.kind, &rt.api_version())?;
-        if query.strict_fields()? {
-            strategy::check_unknown_fields(rt, &object)?;
-        }
+        let decoded = parse_body(headers, body, self.config.body).await?;
+        check_kind(&decoded.value, rt.kind, &rt.api_version())?;
+        validate_fields(query.field_validation()?, rt, &decoded)?;
+        let mut object = decoded.value;
         let body_ns = objects::meta_str(&object, "namespace");
         if rt.namespaced && !body_ns.is_empty() && body_ns != ns {
             return Err(ApiError::bad_request(
@@ -870,7 +999,7 @@ impl ApiServer {
         name: &str,
         subresource: &str,
         headers: &HeaderMap,
-        body: &[u8],
+        body: &Bytes,
         query: &Query,
         user: &User,
     ) -> ApiResult<Response> {
@@ -883,14 +1012,20 @@ impl ApiServer {
         let kind = crate::patch::PatchKind::from_group_kind(rt.group, rt.kind);
         let dry_run = query.dry_run()?;
         let field_manager = query.get("fieldManager");
+        let directive = query.field_validation()?;
+        let limits = self.config.body;
+        let document = crate::body::decode_off_worker(body.clone(), move |bytes| {
+            crate::patch::PatchDocument::decode(patch_type, bytes, limits)
+        })
+        .await
+        .map_err(patch_error)?;
         // A first attempt on the watch cache's copy; anything but a write
         // that went through is decided again below on the stored object.
         if !dry_run
             && let Some((old, revision)) = self.cached_object(rt, ns, name).await
-            && let Ok(patched) =
-                crate::patch::apply_patch(patch_type, &kind, &old, body, field_manager)
+            && let Ok(patched) = crate::patch::apply_document(&document, &kind, &old, field_manager)
             && !objects::equal_except_resource_version(&patched, &old)
-            && (!query.strict_fields()? || strategy::check_unknown_fields(rt, &patched).is_ok())
+            && validate_patched_fields(directive, rt, &document, &patched).is_ok()
             && let Ok(response) = self
                 .replace(
                     rt,
@@ -926,13 +1061,11 @@ impl ApiServer {
                 .as_ref()
                 .map(|(o, _)| o.clone())
                 .unwrap_or_else(|| json!({}));
-            let patched = crate::patch::apply_patch(patch_type, &kind, &base, body, field_manager)
+            let patched = crate::patch::apply_document(&document, &kind, &base, field_manager)
                 .map_err(patch_error)?;
-            if query.strict_fields()? {
-                strategy::check_unknown_fields(rt, &patched)?;
-            }
+            validate_patched_fields(directive, rt, &document, &patched)?;
             let Some((old, revision)) = current else {
-                let bytes = serde_json::to_vec(&patched).map_err(ApiError::internal)?;
+                let bytes = Bytes::from(serde_json::to_vec(&patched).map_err(ApiError::internal)?);
                 let mut create_headers = HeaderMap::new();
                 create_headers.insert(
                     header::CONTENT_TYPE,
@@ -975,14 +1108,14 @@ impl ApiServer {
         ns: &str,
         name: &str,
         headers: &HeaderMap,
-        body: &[u8],
+        body: &Bytes,
         query: &Query,
         user: &User,
     ) -> ApiResult<Response> {
         let options = if body.iter().all(u8::is_ascii_whitespace) {
             json!({})
         } else {
-            parse_body(headers, body)?
+            parse_body(headers, body, self.config.body).await?.value
         };
         let grace = match options.get("gracePeriodSeconds").and_then(Value::as_i64) {
             Some(g) => Some(g),
@@ -1189,9 +1322,9 @@ impl ApiServer {
         ns: &str,
         name: &str,
         headers: &HeaderMap,
-        body: &[u8],
+        body: &Bytes,
     ) -> ApiResult<Response> {
-        let binding = parse_body(headers, body)?;
+        let binding = parse_body(headers, body, self.config.body).await?.value;
         let node = binding
             .pointer("/target/name")
             .and_then(Value::as_str)
@@ -1287,15 +1420,15 @@ impl ApiServer {
         ns: &str,
         name: &str,
         headers: &HeaderMap,
-        body: &[u8],
+        body: &Bytes,
         user: &User,
     ) -> ApiResult<Response> {
-        let eviction = parse_body(headers, body)?;
+        let eviction = parse_body(headers, body, self.config.body).await?.value;
         let options = eviction
             .get("deleteOptions")
             .cloned()
             .unwrap_or_else(|| json!({}));
-        let options = serde_json::to_vec(&options).map_err(ApiError::internal)?;
+        let options = Bytes::from(serde_json::to_vec(&options).map_err(ApiError::internal)?);
         let json_headers = HeaderMap::new();
         // No PodDisruptionBudgets are served, so every eviction is allowed.
         self.delete(
@@ -1321,20 +1454,31 @@ impl ApiServer {
         query: &Query,
         headers: &HeaderMap,
     ) -> ApiResult<Response> {
+        let params = query.list_params(false);
+        let matching = params.validate()?;
         let filter = Filter::new(rt, ns, query)?;
         let limit = query.int("limit")?.unwrap_or(0).max(0) as usize;
         let table = crate::table_output::wants_table(headers, query.get("includeObject"))?;
-        if limit > 0 || query.get("continue").is_some() {
-            return self.list_paged(rt, ns, &filter, limit, query, table).await;
+        // Paginated lists and lists at exactly one revision read the store.
+        if limit > 0
+            || params.continue_token.is_some()
+            || matching == crate::list_options::Match::Exact
+        {
+            let prefix = rt.prefix(Some(ns));
+            let (continue_from, revision) = params.paginated_start(matching, limit, &prefix)?;
+            let options = ListOptions {
+                limit,
+                continue_from,
+                revision,
+            };
+            return self.list_paged(rt, &prefix, &filter, options, table).await;
         }
         let cache = self.cache(rt)?;
-        match query.get("resourceVersion") {
+        match params.resource_version {
             // "0": any cached state will do.
             Some("0") => {}
             Some(rv) => {
-                let rv: i64 = rv.parse().map_err(|_| {
-                    ApiError::bad_request(format!("invalid resource version: {rv}"))
-                })?;
+                let rv = crate::list_options::parse_resource_version(rv)?;
                 cache.wait_for(rv).await?;
             }
             None => {
@@ -1357,27 +1501,18 @@ impl ApiServer {
     async fn list_paged(
         &self,
         rt: &ResourceType,
-        ns: &str,
+        prefix: &str,
         filter: &Filter,
-        limit: usize,
-        query: &Query,
+        options: ListOptions,
         table: Option<crate::table_output::Include>,
     ) -> ApiResult<Response> {
-        let continue_from = match query.get("continue") {
-            Some(token) => Some(decode_continue(token)?),
-            None => None,
-        };
-        let options = ListOptions {
-            limit,
-            continue_from,
-            revision: None,
-        };
+        let continues = options.continue_from.is_some();
         let page = self
             .store
-            .list(&rt.prefix(Some(ns)), options)
+            .list(prefix, options)
             .await
             .map_err(|e| match e {
-                StoreError::Gone { .. } => ApiError::continue_expired(),
+                StoreError::Gone { .. } if continues => ApiError::continue_expired(),
                 e => store_error(rt, "", e),
             })?;
         let mut jsons = Vec::new();
@@ -1392,7 +1527,10 @@ impl ApiServer {
                 jsons.push(Arc::<str>::from(object.to_string()));
             }
         }
-        let token = page.next.as_ref().map(encode_continue);
+        let token = page
+            .next
+            .as_ref()
+            .map(|next| crate::list_options::encode_continue(next, prefix));
         if let Some(include) = table {
             return crate::table_output::respond(
                 rt,
@@ -1415,6 +1553,7 @@ impl ApiServer {
         external: Option<&'static ResourceType>,
         user: &User,
     ) -> ApiResult<Response> {
+        query.list_params(true).validate()?;
         let permit = self.watches.admit(&user.name)?;
         let filter = Arc::new(Filter::new(rt, ns, query)?);
         let table = crate::table_output::wants_table(headers, query.get("includeObject"))?;
@@ -1490,13 +1629,61 @@ impl ApiServer {
     }
 }
 
+/// `fieldValidation` for a patch: the patch's own duplicate fields and the
+/// fields the patched object's type lacks. With `Strict`, upstream's
+/// answers: for an apply patch, the 400 of its strict YAML decoding
+/// (`error strict decoding patch: ...`) when it repeats a key; otherwise
+/// the 422 on `patch` that names the patched object.
+fn validate_patched_fields(
+    directive: Directive,
+    rt: &ResourceType,
+    document: &crate::patch::PatchDocument,
+    patched: &Value,
+) -> ApiResult<()> {
+    if !directive.checks() {
+        return Ok(());
+    }
+    let apply = document.patch_type() == crate::patch::PatchType::Apply;
+    let duplicates = document.duplicates();
+    if apply && !duplicates.is_empty() {
+        directive.enforce(duplicates, || {
+            let error = crate::body::strict_decoding_error(duplicates);
+            let yaml = error
+                .trim_start_matches("strict decoding error: ")
+                .to_string();
+            ApiError::bad_request(format!(
+                "error strict decoding patch: error converting YAML to JSON: {yaml}"
+            ))
+        })?;
+    }
+    let mut problems: Vec<crate::body::StrictProblem> = if apply {
+        Vec::new()
+    } else {
+        duplicates
+            .iter()
+            .map(|p| match (document.patch_type(), p) {
+                (
+                    crate::patch::PatchType::Json,
+                    crate::body::StrictProblem::DuplicateField { path },
+                ) => crate::body::StrictProblem::JsonPatchDuplicateField { path: path.clone() },
+                _ => p.clone(),
+            })
+            .collect()
+    };
+    problems.extend(strategy::unknown_fields(rt, patched));
+    directive.enforce(&problems, || {
+        let errors = vec![berth_core::validation::FieldError::invalid(
+            &berth_core::validation::Path::new("patch"),
+            patched.to_string(),
+            crate::body::strict_decoding_error(&problems),
+        )];
+        ApiError::invalid("", "", "", &errors)
+    })
+}
+
 /// A patch engine refusal as the API reports it.
 fn patch_error(e: crate::patch::PatchError) -> ApiError {
-    let reason = match e.reason() {
-        "" => "InternalError",
-        r => r,
-    };
-    let mut err = ApiError::new(e.http_status(), reason, e.to_string());
+    let mut err = ApiError::new(e.http_status(), e.reason(), e.to_string());
     if let crate::patch::PatchError::Unprocessable { detail } = &e {
         err = err.with_details(
             json!({"causes": [{"reason": "UnexpectedServerResponse", "message": detail}]}),
@@ -1553,32 +1740,6 @@ fn list_response(rt: &ResourceType, items: &[Arc<str>], rv: i64, next: Option<&s
     }
     out.push_str("]}");
     bytes_response(200, out.into_bytes())
-}
-
-fn encode_continue(next: &berth_store::Continue) -> String {
-    use base64::Engine;
-    let token = json!({"v": "meta.k8s.io/v1", "rv": next.revision, "start": next.start_key});
-    base64::engine::general_purpose::URL_SAFE_NO_PAD.encode(token.to_string())
-}
-
-fn decode_continue(token: &str) -> ApiResult<berth_store::Continue> {
-    use base64::Engine;
-    let invalid = || ApiError::bad_request(format!("invalid continue token {token:?}"));
-    let bytes = base64::engine::general_purpose::URL_SAFE_NO_PAD
-        .decode(token)
-        .map_err(|_| invalid())?;
-    let value: Value = serde_json::from_slice(&bytes).map_err(|_| invalid())?;
-    Ok(berth_store::Continue {
-        revision: value
-            .get("rv")
-            .and_then(Value::as_i64)
-            .ok_or_else(invalid)?,
-        start_key: value
-            .get("start")
-            .and_then(Value::as_str)
-            .ok_or_else(invalid)?
-            .to_string(),
-    })
 }
 
 /// Which objects a list or watch returns: the namespace and the selectors.
@@ -2171,7 +2332,7 @@ mod tests {
                             "web",
                             "",
                             &headers,
-                            body.as_bytes(),
+                            &Bytes::from(body),
                             &Query::parse(""),
                             &user,
                         )
@@ -2193,7 +2354,7 @@ mod tests {
                             "default",
                             "web",
                             &headers,
-                            body.as_bytes(),
+                            &Bytes::from(body),
                             &Query::parse(""),
                             &user,
                         )

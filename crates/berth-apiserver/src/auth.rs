@@ -20,6 +20,13 @@ pub const GROUP_NODES: &str = "system:nodes";
 pub const GROUP_AUTHENTICATED: &str = "system:authenticated";
 pub const NODE_USER_PREFIX: &str = "system:node:";
 pub const GROUP_BOOTSTRAPPERS: &str = "system:bootstrappers";
+/// The identity of the simulated nodes' shared watches (`berth server
+/// --sim-nodes`): one Node watch and one pod watch serve thousands of
+/// simulated nodes, which no node credential may do; it reads Nodes and
+/// pods and writes nothing (each simulated node writes as itself).
+pub const SIM_FLEET_USER: &str = "system:berth:sim";
+/// Where node Leases live.
+const NODE_LEASE_NAMESPACE: &str = "kube-node-lease";
 
 /// Who is asking.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -40,6 +47,15 @@ impl User {
         User {
             name: format!("{NODE_USER_PREFIX}{node_name}"),
             groups: vec![GROUP_NODES.into(), GROUP_AUTHENTICATED.into()],
+        }
+    }
+
+    /// The in-process simulated fleet's shared watcher (see
+    /// [`SIM_FLEET_USER`]).
+    pub fn sim_fleet() -> User {
+        User {
+            name: SIM_FLEET_USER.into(),
+            groups: vec![GROUP_AUTHENTICATED.into()],
         }
     }
 
@@ -65,15 +81,29 @@ impl User {
     }
 }
 
-/// Bearer tokens and the users they stand for; node credentials issued
-/// for the join token are appended to a file so a restart keeps them.
+/// Bearer tokens and the users they stand for. Node credentials issued for
+/// the join token are kept where every server that may be asked knows
+/// them: appended to a file in the data dir (one server), or in the store
+/// that several servers share (see `cluster_credentials`).
 #[derive(Debug, Default)]
 pub struct Authenticator {
     tokens: RwLock<HashMap<String, User>>,
     node_tokens_file: RwLock<Option<std::path::PathBuf>>,
+    /// The shared store, once node credentials are kept there.
+    shared: RwLock<Option<SharedStore>>,
     /// The credential issued to each node (node name → token): the API
     /// server presents it to the node's agent (see `pod_logs`).
     node_credentials: RwLock<HashMap<String, String>>,
+}
+
+/// The store node credentials are kept in when several servers share it.
+#[derive(Clone)]
+struct SharedStore(berth_store::AnyStore);
+
+impl std::fmt::Debug for SharedStore {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("SharedStore")
+    }
 }
 
 impl Authenticator {
@@ -90,17 +120,8 @@ impl Authenticator {
     /// Loads the node credentials issued before (lines of `token node`)
     /// and appends new ones to the same file.
     pub fn load_node_tokens(&self, path: &std::path::Path) -> std::io::Result<()> {
-        match std::fs::read_to_string(path) {
-            Ok(text) => {
-                for line in text.lines() {
-                    if let Some((token, node)) = line.split_once(' ') {
-                        self.add_token(token, User::node(node.trim()));
-                        self.remember_node_credential(node.trim(), token);
-                    }
-                }
-            }
-            Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}
-            Err(e) => return Err(e),
+        for (token, node) in read_node_tokens(path)? {
+            self.add_node_credential(&node, &token);
         }
         if let Ok(mut file) = self.node_tokens_file.write() {
             *file = Some(path.to_path_buf());
@@ -108,27 +129,79 @@ impl Authenticator {
         Ok(())
     }
 
+    /// Keeps node credentials in `store` from now on, shared with every
+    /// server on it, instead of in a file.
+    pub fn share_node_tokens(&self, store: berth_store::AnyStore) {
+        if let Ok(mut shared) = self.shared.write() {
+            *shared = Some(SharedStore(store));
+        }
+    }
+
+    /// Makes `token` authenticate as `node`'s agent.
+    pub fn add_node_credential(&self, node: &str, token: &str) {
+        self.add_token(token, User::node(node));
+        self.remember_node_credential(node, token);
+    }
+
+    /// Revokes the credential of `node`, if one is known.
+    pub fn forget_node_credential(&self, node: &str) {
+        let token = self
+            .node_credentials
+            .write()
+            .ok()
+            .and_then(|mut credentials| credentials.remove(node));
+        if let (Some(token), Ok(mut tokens)) = (token, self.tokens.write()) {
+            tokens.remove(&token);
+        }
+    }
+
     /// Issues the credential of `node`, once: a second agent asking for a
     /// name already held is refused (409), so two agents cannot hold one
-    /// node. The credential is durable before it is returned.
-    pub fn issue_node_token(&self, node: &str) -> Result<String, ApiError> {
+    /// node, also through different servers sharing a store. `registered` is
+    /// the Node of that name when the join token asks for it: the join token
+    /// joins only names not yet registered, or Nodes an admin created
+    /// inviting a join ([`JOIN_ALLOWED_ANNOTATION`]), else 403. The
+    /// credential is durable before it is returned.
+    pub async fn issue_node_token(
+        &self,
+        node: &str,
+        registered: Option<&serde_json::Value>,
+    ) -> Result<String, ApiError> {
+        if self.node_credential(node).is_some() {
+            return Err(already_issued(node));
+        }
+        if let Some(registered) = registered {
+            check_join_allowed(node, registered)?;
+        }
+        let mut bytes = [0u8; 24];
+        getrandom::fill(&mut bytes).map_err(ApiError::internal)?;
+        let token: String = bytes.iter().map(|b| format!("{b:02x}")).collect();
+        let shared = self
+            .shared
+            .read()
+            .map_err(|_| ApiError::internal("shared store poisoned"))?
+            .clone();
+        let Some(SharedStore(store)) = shared else {
+            return self.issue_node_token_in_file(node, token);
+        };
+        match crate::cluster_credentials::publish_node_token(&store, node, &token).await {
+            Ok(()) => {}
+            Err(berth_store::StoreError::AlreadyExists { .. }) => return Err(already_issued(node)),
+            Err(e) => return Err(ApiError::internal(e)),
+        }
+        self.add_node_credential(node, &token);
+        Ok(token)
+    }
+
+    fn issue_node_token_in_file(&self, node: &str, token: String) -> Result<String, ApiError> {
         let user = User::node(node);
         let mut tokens = self
             .tokens
             .write()
             .map_err(|_| ApiError::internal("token table poisoned"))?;
         if tokens.values().any(|u| *u == user) {
-            return Err(ApiError::new(
-                409,
-                "AlreadyExists",
-                format!(
-                    "a credential for node {node:?} was already issued; the node's agent keeps it in its data dir"
-                ),
-            ));
+            return Err(already_issued(node));
         }
-        let mut bytes = [0u8; 24];
-        getrandom::fill(&mut bytes).map_err(ApiError::internal)?;
-        let token: String = bytes.iter().map(|b| format!("{b:02x}")).collect();
         if let Some(path) = self
             .node_tokens_file
             .read()
@@ -145,13 +218,23 @@ impl Authenticator {
             file.sync_all().map_err(ApiError::internal)?;
         }
         tokens.insert(token.clone(), user);
+        drop(tokens);
         self.remember_node_credential(node, &token);
         Ok(token)
     }
 
     fn remember_node_credential(&self, node: &str, token: &str) {
-        if let Ok(mut credentials) = self.node_credentials.write() {
-            credentials.insert(node.to_string(), token.to_string());
+        let old = self
+            .node_credentials
+            .write()
+            .ok()
+            .and_then(|mut credentials| credentials.insert(node.to_string(), token.to_string()));
+        // A credential issued again for the name (the shared store edited by
+        // hand) replaces the old one.
+        if let Some(old) = old.filter(|old| old != token)
+            && let Ok(mut tokens) = self.tokens.write()
+        {
+            tokens.remove(&old);
         }
     }
 
@@ -181,7 +264,77 @@ impl Authenticator {
     }
 }
 
-fn allowed_for_node(node: &str, info: &RequestInfo) -> bool {
+/// The node credentials in a `node-tokens` file (lines of `token node`).
+pub fn read_node_tokens(path: &std::path::Path) -> std::io::Result<Vec<(String, String)>> {
+    match std::fs::read_to_string(path) {
+        Ok(text) => Ok(text
+            .lines()
+            .filter_map(|line| line.split_once(' '))
+            .map(|(token, node)| (token.to_string(), node.trim().to_string()))
+            .collect()),
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(Vec::new()),
+        Err(e) => Err(e),
+    }
+}
+
+fn already_issued(node: &str) -> ApiError {
+    ApiError::new(
+        409,
+        "AlreadyExists",
+        format!(
+            "a credential for node {node:?} was already issued; the node's agent keeps it in its data dir"
+        ),
+    )
+}
+
+/// The annotation an admin puts on a Node it creates (`"true"`) to let the
+/// join token obtain that node's credential; without it the join token
+/// joins only names not yet registered.
+pub const JOIN_ALLOWED_ANNOTATION: &str = "berth.dev/join-allowed";
+
+/// The join token may take a registered name only when its Node invites a
+/// join: a join token holder cannot become a node an admin made for
+/// another purpose, nor one registered by its own agent.
+fn check_join_allowed(node: &str, registered: &serde_json::Value) -> Result<(), ApiError> {
+    let invited = registered
+        .pointer("/metadata/annotations")
+        .and_then(|a| a.get(JOIN_ALLOWED_ANNOTATION))
+        .and_then(serde_json::Value::as_str)
+        == Some("true");
+    if invited {
+        return Ok(());
+    }
+    Err(ApiError::forbidden_message(
+        "",
+        "nodes",
+        node,
+        format!(
+            "node {node:?} is already registered: the join token joins only new node names, or a Node created with the annotation {JOIN_ALLOWED_ANNOTATION}: \"true\""
+        ),
+    ))
+}
+
+/// What the node authorizer decides about one of a node's requests.
+#[derive(Debug, Clone, PartialEq, Eq)]
+enum NodeDecision {
+    Allow,
+    /// Allowed if the named pod is bound to the node (upstream follows its
+    /// graph of pods to nodes; berth reads the pod).
+    IfPodBound,
+    /// Refused, with upstream's reason (empty where upstream gives none).
+    Deny(String),
+}
+
+/// Upstream's `NodeAuthorizer` with `AuthorizeNodeWithSelectors` (on by
+/// default since 1.32) for the resources berth serves: its own Node only
+/// (list and watch with `fieldSelector=metadata.name=<itself>`), pods only
+/// with `fieldSelector=spec.nodeName=<itself>` or by name when bound to
+/// it, its own Lease (never a list), and the static node rules for
+/// namespaces and events. Writes to Nodes and pods pass here and are
+/// limited by NodeRestriction admission, as upstream. `pods/log` is
+/// berth's (the handler serves a node only its own pods' logs).
+fn authorize_node(node: &str, info: &RequestInfo) -> NodeDecision {
+    use NodeDecision::{Allow, Deny, IfPodBound};
     let verb = info.verb.as_str();
     let read = matches!(verb, "get" | "list" | "watch");
     match (
@@ -189,39 +342,92 @@ fn allowed_for_node(node: &str, info: &RequestInfo) -> bool {
         info.resource.as_str(),
         info.subresource.as_str(),
     ) {
-        ("", "nodes", "") => {
-            read || (matches!(verb, "create" | "update" | "patch")
-                && (info.name == node || (verb == "create" && info.name.is_empty())))
-        }
-        ("", "nodes", "status") => matches!(verb, "get" | "update" | "patch") && info.name == node,
-        ("", "pods", "") => read || verb == "delete",
-        ("", "pods", "status") => matches!(verb, "get" | "update" | "patch"),
-        ("", "pods", "log") => read,
-        ("", "namespaces", "") => read,
-        ("", "events", "") | ("events.k8s.io", "events", "") => {
-            matches!(verb, "create" | "update" | "patch") || read
-        }
+        // authorizeNode
+        ("", "nodes", "") => match verb {
+            "create" | "update" | "patch" => Allow,
+            "get" | "list" | "watch" if info.name == node => Allow,
+            "get" | "list" | "watch" if info.name.is_empty() => Deny(format!(
+                "node '{node}' cannot read all nodes, only its own Node object"
+            )),
+            "get" | "list" | "watch" => Deny(format!(
+                "node '{node}' cannot read '{}', only its own Node object",
+                info.name
+            )),
+            _ => Deny(String::new()),
+        },
+        ("", "nodes", "status") if matches!(verb, "update" | "patch") => Allow,
+        // authorizePod
+        ("", "pods", "") => match verb {
+            "get" => IfPodBound,
+            "list" | "watch" if lists_pods_of(node, &info.field_selector) => Allow,
+            "list" | "watch" if !info.name.is_empty() => IfPodBound,
+            "list" | "watch" => {
+                Deny("can only list/watch pods with spec.nodeName field selector".into())
+            }
+            "create" | "delete" => Allow,
+            _ => Deny(String::new()),
+        },
+        ("", "pods", "status") if matches!(verb, "update" | "patch") => Allow,
+        ("", "pods", "eviction") if verb == "create" => Allow,
+        ("", "pods", "log") if read => Allow,
+        // authorizeLease
         ("coordination.k8s.io", "leases", "") => {
-            info.namespace == "kube-node-lease"
-                && (read
-                    || (matches!(verb, "create" | "update" | "patch")
-                        && (info.name == node || (verb == "create" && info.name.is_empty()))))
+            if !matches!(verb, "get" | "create" | "update" | "patch" | "delete") {
+                Deny("can only get, create, update, patch, or delete a node lease".into())
+            } else if info.namespace != NODE_LEASE_NAMESPACE {
+                Deny(format!(
+                    "can only access leases in the {NODE_LEASE_NAMESPACE:?} system namespace"
+                ))
+            } else if verb != "create" && info.name != node {
+                Deny("can only access node lease with the same name as the requesting node".into())
+            } else {
+                Allow
+            }
         }
-        _ => false,
+        // The static node rules.
+        ("", "namespaces", "") if read => Allow,
+        ("", "events", "") | ("events.k8s.io", "events", "")
+            if read || matches!(verb, "create" | "update" | "patch") =>
+        {
+            Allow
+        }
+        _ => Deny(String::new()),
     }
 }
 
-/// Decides a resource request.
-pub fn authorize(user: &User, info: &RequestInfo) -> Result<(), ApiError> {
-    if user.in_group(GROUP_MASTERS) {
-        return Ok(());
-    }
-    if let Some(node) = user.node_name()
-        && allowed_for_node(node, info)
-    {
-        return Ok(());
-    }
-    Err(ApiError::forbidden(
+/// Whether a field selector holds `spec.nodeName=<node>` (`=` or `==`).
+fn lists_pods_of(node: &str, field_selector: &str) -> bool {
+    crate::selectors::fields::FieldSelector::parse(field_selector).is_ok_and(|selector| {
+        selector.terms().iter().any(|t| {
+            t.field == "spec.nodeName"
+                && t.operator == crate::selectors::fields::FieldOperator::Equals
+                && t.value == node
+        })
+    })
+}
+
+/// `system:berth:sim`, the in-process simulated fleet's shared watcher,
+/// reads Nodes and pods.
+fn allowed_for_sim_fleet(info: &RequestInfo) -> bool {
+    matches!(info.verb.as_str(), "get" | "list" | "watch")
+        && info.api_group.is_empty()
+        && matches!(info.resource.as_str(), "nodes" | "pods")
+        && info.subresource.is_empty()
+}
+
+/// A request that may go ahead, perhaps on a condition the caller checks.
+#[derive(Debug, Clone, PartialEq, Eq)]
+#[must_use = "a request may be authorized only on a condition"]
+pub enum Authorized {
+    Yes,
+    /// If the named pod is bound to this node ([`require_pod_bound`]).
+    IfPodBoundTo(String),
+}
+
+/// RBAC's 403 for the request, with the authorizer's reason appended as
+/// upstream's `responsewriters.Forbidden` does.
+fn forbidden(user: &User, info: &RequestInfo, reason: &str) -> ApiError {
+    let mut err = ApiError::forbidden(
         &user.name,
         &info.verb,
         &info.api_group,
@@ -229,6 +435,51 @@ pub fn authorize(user: &User, info: &RequestInfo) -> Result<(), ApiError> {
         &info.subresource,
         &info.namespace,
         &info.name,
+    );
+    if !reason.is_empty() {
+        err.message = format!("{}: {reason}", err.message);
+    }
+    err
+}
+
+/// Decides a resource request.
+pub fn authorize(user: &User, info: &RequestInfo) -> Result<Authorized, ApiError> {
+    if user.in_group(GROUP_MASTERS) {
+        return Ok(Authorized::Yes);
+    }
+    if let Some(node) = user.node_name() {
+        return match authorize_node(node, info) {
+            NodeDecision::Allow => Ok(Authorized::Yes),
+            NodeDecision::IfPodBound => Ok(Authorized::IfPodBoundTo(node.to_string())),
+            NodeDecision::Deny(reason) => Err(forbidden(user, info, &reason)),
+        };
+    }
+    if user.name == SIM_FLEET_USER && allowed_for_sim_fleet(info) {
+        return Ok(Authorized::Yes);
+    }
+    Err(forbidden(user, info, ""))
+}
+
+/// The condition of [`Authorized::IfPodBoundTo`]: `pod` (the stored pod,
+/// `None` if there is none) is bound to `node`; else upstream's 403 (no
+/// relationship, whether or not the pod exists).
+pub fn require_pod_bound(
+    user: &User,
+    info: &RequestInfo,
+    node: &str,
+    pod: Option<&serde_json::Value>,
+) -> Result<(), ApiError> {
+    let bound = pod
+        .and_then(|p| p.pointer("/spec/nodeName"))
+        .and_then(serde_json::Value::as_str)
+        == Some(node);
+    if bound {
+        return Ok(());
+    }
+    Err(forbidden(
+        user,
+        info,
+        &format!("no relationship found between node '{node}' and this object"),
     ))
 }
 
@@ -261,14 +512,62 @@ mod tests {
         }
     }
 
-    #[test]
-    fn issued_node_credentials_survive_a_restart() {
+    #[tokio::test]
+    async fn the_join_token_takes_a_registered_name_only_when_its_node_invites_a_join() {
+        struct Case {
+            name: &'static str,
+            registered: Option<serde_json::Value>,
+            want: Result<(), u16>,
+        }
+        let node = |annotations: serde_json::Value| serde_json::json!({"metadata": {"name": "n1", "annotations": annotations}});
+        let cases = [
+            Case {
+                name: "not registered",
+                registered: None,
+                want: Ok(()),
+            },
+            Case {
+                name: "registered, no annotation",
+                registered: Some(serde_json::json!({"metadata": {"name": "n1"}})),
+                want: Err(403),
+            },
+            Case {
+                name: "registered, invited",
+                registered: Some(node(serde_json::json!({JOIN_ALLOWED_ANNOTATION: "true"}))),
+                want: Ok(()),
+            },
+            Case {
+                name: "registered, annotation not \"true\"",
+                registered: Some(node(serde_json::json!({JOIN_ALLOWED_ANNOTATION: "yes"}))),
+                want: Err(403),
+            },
+        ];
+        for case in cases {
+            let auth = Authenticator::new();
+            let got = auth
+                .issue_node_token("n1", case.registered.as_ref())
+                .await
+                .map(|_| ())
+                .map_err(|e| e.code);
+            assert_eq!(got, case.want, "{}", case.name);
+        }
+        let err = check_join_allowed("n1", &serde_json::json!({})).err();
+        assert_eq!(
+            err.map(|e| e.message).as_deref(),
+            Some(
+                "nodes \"n1\" is forbidden: node \"n1\" is already registered: the join token joins only new node names, or a Node created with the annotation berth.dev/join-allowed: \"true\""
+            )
+        );
+    }
+
+    #[tokio::test]
+    async fn issued_node_credentials_survive_a_restart() {
         let path = std::env::temp_dir().join(format!("berth-node-tokens-{}", std::process::id()));
         let _ = std::fs::remove_file(&path);
         let first = Authenticator::new();
         first.load_node_tokens(&path).expect("load");
-        let token = first.issue_node_token("n1").expect("issued");
-        assert!(first.issue_node_token("n1").is_err());
+        let token = first.issue_node_token("n1", None).await.expect("issued");
+        assert!(first.issue_node_token("n1", None).await.is_err());
         let restarted = Authenticator::new();
         restarted.load_node_tokens(&path).expect("reload");
         let user = restarted
@@ -276,56 +575,435 @@ mod tests {
             .expect("known after restart");
         assert_eq!(user, User::node("n1"));
         assert!(
-            restarted.issue_node_token("n1").is_err(),
+            restarted.issue_node_token("n1", None).await.is_err(),
             "still held after restart"
         );
         let _ = std::fs::remove_file(&path);
     }
 
+    /// Upstream's `TestNodeAuthorizer` (selector authorization enabled),
+    /// the rows for the resources berth serves, as requests.
     #[test]
-    fn node_agents_may_change_only_their_own_node_and_lease() {
-        let node = User::node("n1");
-        let cases: &[(&str, &str, bool)] = &[
-            ("GET", "/api/v1/nodes", true),
-            ("GET", "/api/v1/nodes/n2", true),
-            ("POST", "/api/v1/nodes", true),
-            ("PUT", "/api/v1/nodes/n1", true),
-            ("PATCH", "/api/v1/nodes/n1/status", true),
-            ("PATCH", "/api/v1/nodes/n2", false),
-            ("PUT", "/api/v1/nodes/n2/status", false),
-            ("DELETE", "/api/v1/nodes/n1", false),
-            (
+    fn the_node_authorizer_with_selectors_as_upstream() {
+        #[derive(Debug, PartialEq)]
+        enum Want {
+            Allow,
+            IfPodBound,
+            Deny,
+        }
+        struct Case {
+            name: &'static str,
+            method: &'static str,
+            path: &'static str,
+            query: &'static str,
+            want: Want,
+        }
+        let case = |name, method, path, query, want| Case {
+            name,
+            method,
+            path,
+            query,
+            want,
+        };
+        const LEASES: &str = "/apis/coordination.k8s.io/v1/namespaces/kube-node-lease/leases";
+        const LEASE_NODE0: &str =
+            "/apis/coordination.k8s.io/v1/namespaces/kube-node-lease/leases/node0";
+        const LEASE_NODE1: &str =
+            "/apis/coordination.k8s.io/v1/namespaces/kube-node-lease/leases/node1";
+        let cases = [
+            // pods
+            case(
+                "get related pod",
+                "GET",
+                "/api/v1/namespaces/ns0/pods/pod0-node0",
+                "",
+                Want::IfPodBound,
+            ),
+            case(
+                "list related pods",
+                "GET",
+                "/api/v1/pods",
+                "fieldSelector=spec.nodeName%3Dnode0",
+                Want::Allow,
+            ),
+            case(
+                "list related pods - alternate selector",
+                "GET",
+                "/api/v1/pods",
+                "fieldSelector=spec.nodeName%3D%3Dnode0",
+                Want::Allow,
+            ),
+            case(
+                "list related pods with another term",
+                "GET",
+                "/api/v1/pods",
+                "fieldSelector=status.phase%3DRunning,spec.nodeName%3Dnode0",
+                Want::Allow,
+            ),
+            case(
+                "list single pod",
+                "GET",
+                "/api/v1/namespaces/ns0/pods",
+                "fieldSelector=metadata.name%3Dpod0-node0",
+                Want::IfPodBound,
+            ),
+            case("list unrelated pods", "GET", "/api/v1/pods", "", Want::Deny),
+            case(
+                "list another node's pods",
+                "GET",
+                "/api/v1/pods",
+                "fieldSelector=spec.nodeName%3Dnode1",
+                Want::Deny,
+            ),
+            case(
+                "list pods not on the node",
+                "GET",
+                "/api/v1/pods",
+                "fieldSelector=spec.nodeName!%3Dnode0",
+                Want::Deny,
+            ),
+            case(
+                "watch related pods",
+                "GET",
+                "/api/v1/pods",
+                "watch=true&fieldSelector=spec.nodeName%3Dnode0",
+                Want::Allow,
+            ),
+            case(
+                "watch single pod",
+                "GET",
+                "/api/v1/namespaces/ns0/pods",
+                "watch=1&fieldSelector=metadata.name%3Dpod0-node0",
+                Want::IfPodBound,
+            ),
+            case(
+                "watch unrelated pods",
+                "GET",
+                "/api/v1/pods",
+                "watch=true",
+                Want::Deny,
+            ),
+            case(
+                "create unnamed pod",
+                "POST",
+                "/api/v1/namespaces/ns0/pods",
+                "",
+                Want::Allow,
+            ),
+            case(
+                "delete unrelated pod",
+                "DELETE",
+                "/api/v1/namespaces/ns0/pods/pod0-node1",
+                "",
+                Want::Allow,
+            ),
+            case(
+                "update unrelated pod status",
                 "PUT",
-                "/apis/coordination.k8s.io/v1/namespaces/kube-node-lease/leases/n1",
-                true,
+                "/api/v1/namespaces/ns0/pods/pod0-node1/status",
+                "",
+                Want::Allow,
+            ),
+            case(
+                "patch related pod status",
+                "PATCH",
+                "/api/v1/namespaces/ns0/pods/pod0-node0/status",
+                "",
+                Want::Allow,
+            ),
+            case(
+                "get pod status",
+                "GET",
+                "/api/v1/namespaces/ns0/pods/pod0-node0/status",
+                "",
+                Want::Deny,
+            ),
+            case(
+                "create unrelated pod eviction",
+                "POST",
+                "/api/v1/namespaces/ns0/pods/pod0-node1/eviction",
+                "",
+                Want::Allow,
+            ),
+            case(
+                "update a pod",
+                "PUT",
+                "/api/v1/namespaces/ns0/pods/pod0-node0",
+                "",
+                Want::Deny,
+            ),
+            case(
+                "delete all pods",
+                "DELETE",
+                "/api/v1/namespaces/ns0/pods",
+                "",
+                Want::Deny,
+            ),
+            // nodes
+            case(
+                "get related node",
+                "GET",
+                "/api/v1/nodes/node0",
+                "",
+                Want::Allow,
+            ),
+            case(
+                "get unrelated node",
+                "GET",
+                "/api/v1/nodes/node1",
+                "",
+                Want::Deny,
+            ),
+            case(
+                "list single related node",
+                "GET",
+                "/api/v1/nodes",
+                "fieldSelector=metadata.name%3Dnode0",
+                Want::Allow,
+            ),
+            case(
+                "list single unrelated node",
+                "GET",
+                "/api/v1/nodes",
+                "fieldSelector=metadata.name%3Dnode1",
+                Want::Deny,
+            ),
+            case("list all nodes", "GET", "/api/v1/nodes", "", Want::Deny),
+            case(
+                "watch single related node",
+                "GET",
+                "/api/v1/nodes",
+                "watch=true&fieldSelector=metadata.name%3Dnode0",
+                Want::Allow,
+            ),
+            case(
+                "watch all nodes",
+                "GET",
+                "/api/v1/nodes",
+                "watch=true",
+                Want::Deny,
+            ),
+            case("create node", "POST", "/api/v1/nodes", "", Want::Allow),
+            case(
+                "update unrelated node (NodeRestriction refuses)",
+                "PUT",
+                "/api/v1/nodes/node1",
+                "",
+                Want::Allow,
+            ),
+            case(
+                "patch related node",
+                "PATCH",
+                "/api/v1/nodes/node0",
+                "",
+                Want::Allow,
+            ),
+            case(
+                "patch unrelated node status (NodeRestriction refuses)",
+                "PATCH",
+                "/api/v1/nodes/node1/status",
+                "",
+                Want::Allow,
+            ),
+            case(
+                "get node status",
+                "GET",
+                "/api/v1/nodes/node0/status",
+                "",
+                Want::Deny,
+            ),
+            case(
+                "delete node",
+                "DELETE",
+                "/api/v1/nodes/node0",
+                "",
+                Want::Deny,
+            ),
+            // leases
+            case("get node lease", "GET", LEASE_NODE0, "", Want::Allow),
+            case("create node lease", "POST", LEASES, "", Want::Allow),
+            case("update node lease", "PUT", LEASE_NODE0, "", Want::Allow),
+            case("patch node lease", "PATCH", LEASE_NODE0, "", Want::Allow),
+            case("delete node lease", "DELETE", LEASE_NODE0, "", Want::Allow),
+            case(
+                "get another node's lease",
+                "GET",
+                LEASE_NODE1,
+                "",
+                Want::Deny,
+            ),
+            case(
+                "update another node's lease",
+                "PUT",
+                LEASE_NODE1,
+                "",
+                Want::Deny,
+            ),
+            case("list node leases", "GET", LEASES, "", Want::Deny),
+            case("watch node leases", "GET", LEASES, "watch=true", Want::Deny),
+            case(
+                "get lease in another namespace",
+                "GET",
+                "/apis/coordination.k8s.io/v1/namespaces/foo/leases/node0",
+                "",
+                Want::Deny,
+            ),
+            case(
+                "create lease in another namespace",
+                "POST",
+                "/apis/coordination.k8s.io/v1/namespaces/foo/leases",
+                "",
+                Want::Deny,
+            ),
+            // static rules
+            case(
+                "create event",
+                "POST",
+                "/api/v1/namespaces/ns0/events",
+                "",
+                Want::Allow,
+            ),
+            case(
+                "get namespace",
+                "GET",
+                "/api/v1/namespaces/ns0",
+                "",
+                Want::Allow,
+            ),
+            case(
+                "create namespace",
+                "POST",
+                "/api/v1/namespaces",
+                "",
+                Want::Deny,
+            ),
+        ];
+        let node0 = User::node("node0");
+        for case in &cases {
+            let info = parse(case.method, case.path, case.query);
+            let got = match authorize(&node0, &info) {
+                Ok(Authorized::Yes) => Want::Allow,
+                Ok(Authorized::IfPodBoundTo(node)) => {
+                    assert_eq!(node, "node0", "{}", case.name);
+                    Want::IfPodBound
+                }
+                Err(e) => {
+                    assert_eq!(e.code, 403, "{}", case.name);
+                    Want::Deny
+                }
+            };
+            assert_eq!(got, case.want, "{}", case.name);
+        }
+    }
+
+    #[test]
+    fn node_refusals_carry_upstream_reasons() {
+        let node = User::node("n1");
+        let cases: &[(&str, &str, &str, &str)] = &[
+            (
+                "GET",
+                "/api/v1/nodes",
+                "",
+                "nodes is forbidden: User \"system:node:n1\" cannot list resource \"nodes\" in API group \"\" at the cluster scope: node 'n1' cannot read all nodes, only its own Node object",
+            ),
+            (
+                "GET",
+                "/api/v1/nodes/n2",
+                "",
+                "nodes \"n2\" is forbidden: User \"system:node:n1\" cannot get resource \"nodes\" in API group \"\" at the cluster scope: node 'n1' cannot read 'n2', only its own Node object",
+            ),
+            (
+                "GET",
+                "/api/v1/nodes",
+                "watch=true&fieldSelector=metadata.name%3Dn2",
+                "nodes \"n2\" is forbidden: User \"system:node:n1\" cannot watch resource \"nodes\" in API group \"\" at the cluster scope: node 'n1' cannot read 'n2', only its own Node object",
+            ),
+            (
+                "GET",
+                "/api/v1/namespaces/default/pods",
+                "",
+                "pods is forbidden: User \"system:node:n1\" cannot list resource \"pods\" in API group \"\" in the namespace \"default\": can only list/watch pods with spec.nodeName field selector",
+            ),
+            (
+                "GET",
+                "/apis/coordination.k8s.io/v1/namespaces/kube-node-lease/leases",
+                "",
+                "leases.coordination.k8s.io is forbidden: User \"system:node:n1\" cannot list resource \"leases\" in API group \"coordination.k8s.io\" in the namespace \"kube-node-lease\": can only get, create, update, patch, or delete a node lease",
             ),
             (
                 "PUT",
                 "/apis/coordination.k8s.io/v1/namespaces/kube-node-lease/leases/n2",
-                false,
+                "",
+                "leases.coordination.k8s.io \"n2\" is forbidden: User \"system:node:n1\" cannot update resource \"leases\" in API group \"coordination.k8s.io\" in the namespace \"kube-node-lease\": can only access node lease with the same name as the requesting node",
             ),
             (
-                "PUT",
+                "GET",
                 "/apis/coordination.k8s.io/v1/namespaces/kube-system/leases/n1",
+                "",
+                "leases.coordination.k8s.io \"n1\" is forbidden: User \"system:node:n1\" cannot get resource \"leases\" in API group \"coordination.k8s.io\" in the namespace \"kube-system\": can only access leases in the \"kube-node-lease\" system namespace",
+            ),
+            (
+                "DELETE",
+                "/api/v1/nodes/n1",
+                "",
+                "nodes \"n1\" is forbidden: User \"system:node:n1\" cannot delete resource \"nodes\" in API group \"\" at the cluster scope",
+            ),
+        ];
+        for (method, path, query, want) in cases {
+            let err = authorize(&node, &parse(method, path, query)).err();
+            assert_eq!(
+                err.map(|e| e.message).as_deref(),
+                Some(*want),
+                "{method} {path}?{query}"
+            );
+        }
+        let info = parse("GET", "/api/v1/namespaces/default/pods/web", "");
+        let elsewhere = serde_json::json!({"spec": {"nodeName": "n2"}});
+        let here = serde_json::json!({"spec": {"nodeName": "n1"}});
+        assert!(require_pod_bound(&node, &info, "n1", Some(&here)).is_ok());
+        for pod in [Some(&elsewhere), None] {
+            let err = require_pod_bound(&node, &info, "n1", pod).err();
+            assert_eq!(
+                err.map(|e| e.message).as_deref(),
+                Some(
+                    "pods \"web\" is forbidden: User \"system:node:n1\" cannot get resource \"pods\" in API group \"\" in the namespace \"default\": no relationship found between node 'n1' and this object"
+                )
+            );
+        }
+    }
+
+    #[test]
+    fn only_admins_do_everything_and_the_sim_fleet_only_reads_nodes_and_pods() {
+        let admin = User::admin();
+        assert_eq!(
+            authorize(&admin, &parse("DELETE", "/api/v1/nodes/n2", "")).ok(),
+            Some(Authorized::Yes)
+        );
+        let fleet = User::sim_fleet();
+        for (method, path, query, allowed) in [
+            (
+                "GET",
+                "/api/v1/pods",
+                "watch=true&fieldSelector=spec.nodeName!%3D",
+                true,
+            ),
+            ("GET", "/api/v1/nodes", "watch=true", true),
+            ("GET", "/api/v1/nodes/sim-000001", "", true),
+            ("PATCH", "/api/v1/nodes/sim-000001/status", "", false),
+            ("POST", "/api/v1/namespaces/default/pods", "", false),
+            (
+                "GET",
+                "/apis/coordination.k8s.io/v1/namespaces/kube-node-lease/leases",
+                "",
                 false,
             ),
-            ("GET", "/api/v1/pods", true),
-            ("PATCH", "/api/v1/namespaces/default/pods/web/status", true),
-            ("POST", "/api/v1/namespaces/default/pods", false),
-            ("PUT", "/api/v1/namespaces/default/pods/web", false),
-            ("POST", "/api/v1/namespaces/default/events", true),
-            ("POST", "/api/v1/namespaces", false),
-        ];
-        for (method, path, allowed) in cases {
-            let info = parse(method, path, "");
-            assert_eq!(authorize(&node, &info).is_ok(), *allowed, "{method} {path}");
+        ] {
+            assert_eq!(
+                authorize(&fleet, &parse(method, path, query)).is_ok(),
+                allowed,
+                "{method} {path}"
+            );
         }
-        let err = authorize(&node, &parse("PATCH", "/api/v1/nodes/n2", "")).err();
-        assert_eq!(
-            err.map(|e| e.message),
-            Some("nodes \"n2\" is forbidden: User \"system:node:n1\" cannot patch resource \"nodes\" in API group \"\" at the cluster scope".into())
-        );
-        assert!(authorize(&User::admin(), &parse("DELETE", "/api/v1/nodes/n2", "")).is_ok());
         let stranger = User {
             name: "bob".into(),
             groups: vec![GROUP_AUTHENTICATED.into()],

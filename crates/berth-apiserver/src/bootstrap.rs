@@ -47,7 +47,16 @@ pub struct Credentials {
     pub kubeconfig: PathBuf,
 }
 
-fn write_secret(path: &Path, contents: &[u8]) -> Result<(), BootstrapError> {
+/// The data dir's file names.
+pub const CA_CERT: &str = "ca.crt";
+pub const CA_KEY: &str = "ca.key";
+pub const SERVER_CERT: &str = "server.crt";
+pub const SERVER_KEY: &str = "server.key";
+pub const ADMIN_TOKEN: &str = "admin-token";
+pub const JOIN_TOKEN: &str = "join-token";
+
+/// Writes a file only its owner may read, durably.
+pub(crate) fn write_secret(path: &Path, contents: &[u8]) -> Result<(), BootstrapError> {
     let mut options = fs::OpenOptions::new();
     options.write(true).create(true).truncate(true);
     #[cfg(unix)]
@@ -110,10 +119,10 @@ pub fn ensure(
     server_url: &str,
 ) -> Result<Credentials, BootstrapError> {
     fs::create_dir_all(data_dir).map_err(io(data_dir))?;
-    let ca_cert = data_dir.join("ca.crt");
-    let ca_key = data_dir.join("ca.key");
-    let server_cert = data_dir.join("server.crt");
-    let server_key = data_dir.join("server.key");
+    let ca_cert = data_dir.join(CA_CERT);
+    let ca_key = data_dir.join(CA_KEY);
+    let server_cert = data_dir.join(SERVER_CERT);
+    let server_key = data_dir.join(SERVER_KEY);
 
     if !ca_cert.exists() || !ca_key.exists() {
         let key = KeyPair::generate()?;
@@ -160,8 +169,8 @@ pub fn ensure(
         write_secret(&server_key, key.serialize_pem().as_bytes())?;
         fs::write(&server_cert, cert.pem()).map_err(io(&server_cert))?;
     }
-    let admin_token = read_or_make_token(&data_dir.join("admin-token"))?;
-    let join_token = read_or_make_token(&data_dir.join("join-token"))?;
+    let admin_token = read_or_make_token(&data_dir.join(ADMIN_TOKEN))?;
+    let join_token = read_or_make_token(&data_dir.join(JOIN_TOKEN))?;
     let kubeconfig = data_dir.join("kubeconfig.yaml");
     let ca_pem = fs::read(&ca_cert).map_err(io(&ca_cert))?;
     write_secret(

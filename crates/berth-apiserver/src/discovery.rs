@@ -200,9 +200,6 @@ pub fn serve(path: &str, headers: &HeaderMap, _user: &User) -> Result<Response, 
                     }),
                 ));
             }
-            if other.starts_with("/openapi/") {
-                return crate::openapi::serve(other, headers);
-            }
             Err(ApiError::path_not_found(path))
         }
     }

@@ -1,6 +1,8 @@
-//! `fieldValidation=Strict`: a body that names a field the type does not
-//! have is refused, as kube-apiserver does for the strict decoding kubectl
-//! asks for by default (`kubectl apply` sends `fieldValidation=Strict`).
+//! `fieldValidation`: what happens to a body with unknown or duplicate
+//! fields ([`Directive`]). `Strict` refuses it, as kube-apiserver does for
+//! the strict decoding kubectl asks for by default (`kubectl apply` sends
+//! `fieldValidation=Strict`); `Warn`, the default, accepts it and names
+//! each problem in a `Warning` header; `Ignore` accepts it silently.
 //!
 //! Paths are written as upstream writes them: `spec.containers[0].imagee`.
 //!
@@ -13,9 +15,76 @@ use serde::Serialize;
 use serde::de::DeserializeOwned;
 use serde_json::Value;
 
-/// The unknown fields of `sent`, as upstream names them (`.spec.foo`).
+use crate::body::{StrictProblem, strict_decoding_error};
+use crate::status::ApiError;
+
+/// The `fieldValidation` query parameter.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Directive {
+    Ignore,
+    Warn,
+    Strict,
+}
+
+impl Directive {
+    /// The directive a request names; unset is `Warn`, as upstream's.
+    pub fn parse(value: Option<&str>) -> Result<Directive, ApiError> {
+        match value {
+            None | Some("Warn") => Ok(Directive::Warn),
+            Some("Ignore") => Ok(Directive::Ignore),
+            Some("Strict") => Ok(Directive::Strict),
+            Some(other) => Err(ApiError::bad_request(format!(
+                "fieldValidation must be one of \"Ignore\", \"Warn\", or \"Strict\", got {other:?}"
+            ))),
+        }
+    }
+
+    /// Whether problems are looked for at all.
+    pub fn checks(self) -> bool {
+        self != Directive::Ignore
+    }
+
+    /// A created or updated object's problems: with `Strict` upstream's
+    /// 400 (`Pod in version "v1" cannot be handled as a Pod: strict
+    /// decoding error: ...`), with `Warn` one warning each.
+    pub fn enforce_on_object(
+        self,
+        kind: &str,
+        version: &str,
+        problems: &[StrictProblem],
+    ) -> Result<(), ApiError> {
+        self.enforce(problems, || {
+            ApiError::bad_request(format!(
+                "{kind} in version {version:?} cannot be handled as a {kind}: {}",
+                strict_decoding_error(problems)
+            ))
+        })
+    }
+
+    /// With `Strict`, `refusal`; with `Warn`, one warning per problem.
+    pub fn enforce(
+        self,
+        problems: &[StrictProblem],
+        refusal: impl FnOnce() -> ApiError,
+    ) -> Result<(), ApiError> {
+        match self {
+            _ if problems.is_empty() => Ok(()),
+            Directive::Ignore => Ok(()),
+            Directive::Warn => {
+                for problem in problems {
+                    crate::warnings::add(problem.warning());
+                }
+                Ok(())
+            }
+            Directive::Strict => Err(refusal()),
+        }
+    }
+}
+
+/// The unknown fields of `sent`, as upstream names them (`spec.foo`).
 pub fn unknown_fields<T: DeserializeOwned + Serialize>(sent: &Value) -> Vec<String> {
-    let Ok(typed) = serde_json::from_value::<T>(sent.clone()) else {
+    // `&Value` is a deserializer: no copy of the body.
+    let Ok(typed) = T::deserialize(sent) else {
         return Vec::new();
     };
     let Ok(kept) = serde_json::to_value(&typed) else {
@@ -59,18 +128,6 @@ fn is_empty(value: &Value) -> bool {
     }
 }
 
-/// Upstream's message for a strict decoding failure.
-pub fn message(kind: &str, version: &str, fields: &[String]) -> String {
-    let listed: Vec<String> = fields
-        .iter()
-        .map(|f| format!("unknown field {f:?}"))
-        .collect();
-    format!(
-        "{kind} in version {version:?} cannot be handled as a {kind}: strict decoding error: {}",
-        listed.join(", ")
-    )
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -110,9 +167,18 @@ mod tests {
             ),
             ["spec.taints[0].vaule"]
         );
+        let problems = [StrictProblem::UnknownField {
+            path: "spec.foo".into(),
+        }];
         assert_eq!(
-            message("Pod", "v1", &["spec.foo".into()]),
-            "Pod in version \"v1\" cannot be handled as a Pod: strict decoding error: unknown field \"spec.foo\""
+            Directive::Strict
+                .enforce_on_object("Pod", "v1", &problems)
+                .map_err(|e| e.message),
+            Err("Pod in version \"v1\" cannot be handled as a Pod: strict decoding error: unknown field \"spec.foo\"".to_string())
+        );
+        assert_eq!(
+            Directive::Warn.enforce_on_object("Pod", "v1", &problems),
+            Ok(())
         );
     }
 }

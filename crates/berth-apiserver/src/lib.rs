@@ -14,14 +14,17 @@
 //! And the server: [`cache`] (the watch cache), [`cluster_identity`], [`watch_limits`],
 //! [`api`] (REST verbs), [`health`] (`/livez`, `/readyz`),
 //! [`discovery`], [`openapi`], [`auth`], [`metrics`], [`bootstrap`]
-//! (certificates, tokens, kubeconfig), [`connections`] (connection
+//! (certificates, tokens, kubeconfig), [`cluster_credentials`] (the same,
+//! shared by the servers of one etcd), [`connections`] (connection
 //! timeouts) and [`server`] (HTTPS, graceful shutdown).
 
 pub mod admission;
 pub mod api;
 pub mod auth;
+pub mod body;
 pub mod bootstrap;
 pub mod cache;
+pub mod cluster_credentials;
 pub mod cluster_identity;
 pub mod connections;
 pub mod conversion;
@@ -30,6 +33,7 @@ pub mod field_validation;
 pub mod health;
 pub mod in_process;
 mod json_path;
+pub mod list_options;
 pub mod metrics;
 pub mod objects;
 pub mod openapi;
@@ -44,4 +48,5 @@ pub mod status;
 pub mod strategy;
 pub mod table;
 pub mod table_output;
+pub mod warnings;
 pub mod watch_limits;

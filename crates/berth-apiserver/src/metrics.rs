@@ -1,7 +1,19 @@
 //! Prometheus metrics with upstream's names and labels:
 //! `apiserver_request_total{verb,group,version,resource,subresource,scope,component,code}`
 //! and `apiserver_request_duration_seconds` (same labels but `code`),
-//! served at `/metrics` in the text exposition format.
+//! `authentication_attempts{result}` and
+//! `authorization_attempts_total{result}`, served at `/metrics` in the text
+//! exposition format.
+//!
+//! Every label value comes from a fixed set, never from the request's
+//! path, so no client can grow the number of series: as upstream, whose
+//! request metrics are recorded by the handlers of installed routes only,
+//! `apiserver_request_*` counts only requests that were authenticated,
+//! authorized and routed to a served resource (its group, version,
+//! resource and subresource are then the server's own names), with
+//! upstream's verbs (`cleanVerb`: anything else is `other`). Requests
+//! refused before that are counted by result only (authentication and
+//! authorization attempts).
 
 use std::sync::OnceLock;
 use std::time::Duration;
@@ -16,31 +28,59 @@ use crate::request_info::RequestInfo;
 
 #[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
 struct RequestLabels {
-    verb: String,
-    group: String,
-    version: String,
-    resource: String,
-    subresource: String,
-    scope: String,
-    component: String,
-    code: String,
+    #[prometheus(flatten)]
+    route: DurationLabels,
+    code: u16,
 }
 
 #[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
 struct DurationLabels {
-    verb: String,
-    group: String,
-    version: String,
-    resource: String,
-    subresource: String,
-    scope: String,
-    component: String,
+    verb: &'static str,
+    group: &'static str,
+    version: &'static str,
+    resource: &'static str,
+    subresource: &'static str,
+    scope: &'static str,
+    component: &'static str,
+}
+
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+struct ResultLabels {
+    result: &'static str,
 }
 
 struct Metrics {
     registry: Registry,
     requests: Family<RequestLabels, Counter>,
     durations: Family<DurationLabels, Histogram, fn() -> Histogram>,
+    authentications: Family<ResultLabels, Counter>,
+    authorizations: Family<ResultLabels, Counter>,
+}
+
+/// How an authentication attempt ended (upstream's `result` label).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum AuthenticationResult {
+    Success,
+    /// No credential, or one no authenticator knows.
+    Failure,
+    /// The authenticator itself failed.
+    Error,
+}
+
+impl AuthenticationResult {
+    const ALL: [AuthenticationResult; 3] = [
+        AuthenticationResult::Success,
+        AuthenticationResult::Failure,
+        AuthenticationResult::Error,
+    ];
+
+    fn label(self) -> &'static str {
+        match self {
+            AuthenticationResult::Success => "success",
+            AuthenticationResult::Failure => "failure",
+            AuthenticationResult::Error => "error",
+        }
+    }
 }
 
 /// Upstream's buckets for `apiserver_request_duration_seconds`.
@@ -69,7 +109,27 @@ fn metrics() -> &'static Metrics {
             "Response latency distribution in seconds for each verb, dry run value, group, version, resource, subresource, scope and component.",
             durations.clone(),
         );
-        Metrics { registry, requests, durations }
+        let authentications = Family::<ResultLabels, Counter>::default();
+        registry.register(
+            "authentication_attempts",
+            "Counter of authenticated attempts.",
+            authentications.clone(),
+        );
+        let authorizations = Family::<ResultLabels, Counter>::default();
+        registry.register(
+            "authorization_attempts",
+            "Counter of authorization attempts broken down by result. It can be either 'allowed', 'denied', 'no-opinion' or 'error'.",
+            authorizations.clone(),
+        );
+        // Every result from the start, so the set of series never changes
+        // with what clients send.
+        for result in AuthenticationResult::ALL {
+            let _ = authentications.get_or_create(&ResultLabels { result: result.label() });
+        }
+        for result in ["allowed", "denied"] {
+            let _ = authorizations.get_or_create(&ResultLabels { result });
+        }
+        Metrics { registry, requests, durations, authentications, authorizations }
     })
 }
 
@@ -85,44 +145,82 @@ fn scope(info: &RequestInfo) -> &'static str {
     }
 }
 
-/// Records one served request.
-pub fn observe(info: &RequestInfo, code: u16, elapsed: Duration) {
-    if !info.is_resource_request {
-        return;
+/// Upstream's verb label (`cleanVerb`): the HTTP verb of the route, WATCH
+/// and LIST told apart, APPLY for apply patches, CONNECT for log, exec,
+/// attach, portforward and proxy subresources, `other` for the rest.
+fn clean_verb(info: &RequestInfo, content_type: &str) -> &'static str {
+    const CONNECT_SUBRESOURCES: &[&str] = &["log", "exec", "portforward", "attach", "proxy"];
+    if CONNECT_SUBRESOURCES.contains(&info.subresource.as_str()) {
+        return "CONNECT";
     }
-    let verb = match info.verb.as_str() {
+    match info.verb.as_str() {
+        "get" => "GET",
+        "list" => "LIST",
+        "watch" => "WATCH",
         "create" => "POST",
         "update" => "PUT",
+        "patch" if content_type.starts_with("application/apply-patch") => "APPLY",
         "patch" => "PATCH",
-        "delete" | "deletecollection" => "DELETE",
-        "watch" => "WATCH",
-        "list" => "LIST",
-        _ => "GET",
-    };
+        "delete" => "DELETE",
+        "deletecollection" => "DELETECOLLECTION",
+        _ => "other",
+    }
+}
+
+/// Records one request that reached the handler of `served` (the resource
+/// type and subresource the server matched it to).
+pub fn observe(
+    info: &RequestInfo,
+    served: Served,
+    content_type: &str,
+    code: u16,
+    elapsed: Duration,
+) {
     let m = metrics();
     let labels = DurationLabels {
-        verb: verb.into(),
-        group: info.api_group.clone(),
-        version: info.api_version.clone(),
-        resource: info.resource.clone(),
-        subresource: info.subresource.clone(),
-        scope: scope(info).into(),
-        component: "apiserver".into(),
+        verb: clean_verb(info, content_type),
+        group: served.resource.group,
+        version: served.resource.version,
+        resource: served.resource.plural,
+        subresource: served.subresource,
+        scope: scope(info),
+        component: "apiserver",
     };
     m.durations
         .get_or_create(&labels)
         .observe(elapsed.as_secs_f64());
     m.requests
         .get_or_create(&RequestLabels {
-            verb: labels.verb,
-            group: labels.group,
-            version: labels.version,
-            resource: labels.resource,
-            subresource: labels.subresource,
-            scope: labels.scope,
-            component: labels.component,
-            code: code.to_string(),
+            route: labels,
+            code,
         })
+        .inc();
+}
+
+/// A request routed to a served resource: the server's own names for it.
+#[derive(Debug, Clone, Copy)]
+pub struct Served {
+    pub resource: &'static crate::resources::ResourceType,
+    /// `""`, or one of the resource's subresources.
+    pub subresource: &'static str,
+}
+
+/// Records one authentication attempt.
+pub fn authentication_attempt(result: AuthenticationResult) {
+    metrics()
+        .authentications
+        .get_or_create(&ResultLabels {
+            result: result.label(),
+        })
+        .inc();
+}
+
+/// Records one authorization decision.
+pub fn authorization_attempt(allowed: bool) {
+    let result = if allowed { "allowed" } else { "denied" };
+    metrics()
+        .authorizations
+        .get_or_create(&ResultLabels { result })
         .inc();
 }
 
@@ -161,15 +259,27 @@ mod tests {
     use super::*;
     use crate::request_info::parse;
 
+    fn served(resource: &'static crate::resources::ResourceType) -> Served {
+        Served {
+            resource,
+            subresource: "",
+        }
+    }
+
     #[test]
     fn requests_are_counted_with_upstream_labels() {
+        use crate::resources::{NODES, PODS};
         observe(
             &parse("GET", "/api/v1/namespaces/default/pods/web", ""),
+            served(&PODS),
+            "",
             200,
             Duration::from_millis(3),
         );
         observe(
             &parse("GET", "/api/v1/nodes", ""),
+            served(&NODES),
+            "",
             200,
             Duration::from_millis(3),
         );
@@ -185,6 +295,100 @@ mod tests {
             text.contains("apiserver_request_duration_seconds_bucket{"),
             "{text}"
         );
+    }
+
+    #[test]
+    fn verbs_are_upstreams_clean_verbs() {
+        struct Case {
+            method: &'static str,
+            path: &'static str,
+            query: &'static str,
+            content_type: &'static str,
+            want: &'static str,
+        }
+        let pods = "/api/v1/namespaces/default/pods";
+        let cases = [
+            Case {
+                method: "GET",
+                path: "/api/v1/namespaces/default/pods/p",
+                query: "",
+                content_type: "",
+                want: "GET",
+            },
+            Case {
+                method: "GET",
+                path: pods,
+                query: "",
+                content_type: "",
+                want: "LIST",
+            },
+            Case {
+                method: "GET",
+                path: pods,
+                query: "watch=true",
+                content_type: "",
+                want: "WATCH",
+            },
+            Case {
+                method: "POST",
+                path: pods,
+                query: "",
+                content_type: "",
+                want: "POST",
+            },
+            Case {
+                method: "PUT",
+                path: "/api/v1/nodes/n",
+                query: "",
+                content_type: "",
+                want: "PUT",
+            },
+            Case {
+                method: "PATCH",
+                path: "/api/v1/nodes/n",
+                query: "",
+                content_type: "application/merge-patch+json",
+                want: "PATCH",
+            },
+            Case {
+                method: "PATCH",
+                path: "/api/v1/nodes/n",
+                query: "",
+                content_type: "application/apply-patch+yaml",
+                want: "APPLY",
+            },
+            Case {
+                method: "DELETE",
+                path: pods,
+                query: "",
+                content_type: "",
+                want: "DELETECOLLECTION",
+            },
+            Case {
+                method: "GET",
+                path: "/api/v1/namespaces/default/pods/p/log",
+                query: "",
+                content_type: "",
+                want: "CONNECT",
+            },
+            Case {
+                method: "BREW",
+                path: pods,
+                query: "",
+                content_type: "",
+                want: "other",
+            },
+        ];
+        for case in cases {
+            let info = parse(case.method, case.path, case.query);
+            assert_eq!(
+                clean_verb(&info, case.content_type),
+                case.want,
+                "{} {}",
+                case.method,
+                case.path
+            );
+        }
     }
 
     #[test]

@@ -344,9 +344,24 @@ pub fn validate_metadata(rt: &ResourceType, object: &Value) -> ErrorList {
                 ));
             }
         }
+        // Upstream's ValidateAnnotationsSize: keys and values together.
+        let total: usize = annotations
+            .iter()
+            .map(|(k, v)| k.len() + v.as_str().map_or(0, str::len))
+            .sum();
+        if total > TOTAL_ANNOTATION_SIZE_LIMIT_BYTES {
+            errors.push(FieldError::too_long(
+                &path.child("annotations"),
+                "",
+                TOTAL_ANNOTATION_SIZE_LIMIT_BYTES,
+            ));
+        }
     }
     errors
 }
+
+/// Upstream's `TotalAnnotationSizeLimitB` (256 KiB).
+pub const TOTAL_ANNOTATION_SIZE_LIMIT_BYTES: usize = 256 * 1024;
 
 #[cfg(test)]
 mod tests {

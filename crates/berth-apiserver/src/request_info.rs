@@ -20,6 +20,10 @@ pub struct RequestInfo {
     /// The path segments after group/version (and the namespace, when the
     /// request is not for a namespace itself).
     pub parts: Vec<String>,
+    /// The `fieldSelector` of a list, watch or deletecollection (decoded,
+    /// unparsed): authorization may depend on it (a node lists only its
+    /// own pods).
+    pub field_selector: String,
 }
 
 /// Subresources of a namespace object, which must not be read as a
@@ -31,6 +35,19 @@ fn query_flag(query: &str, name: &str) -> bool {
         let (k, v) = pair.split_once('=').unwrap_or((pair, ""));
         k == name && matches!(v, "1" | "t" | "T" | "true" | "TRUE" | "True")
     })
+}
+
+/// The first value of a query parameter, decoded.
+fn query_value(query: &str, name: &str) -> Option<String> {
+    form_urlencoded::parse(query.as_bytes())
+        .find(|(k, _)| k == name)
+        .map(|(_, v)| v.into_owned())
+}
+
+/// apimachinery's `path.IsValidPathSegmentName`: the name could be a path
+/// segment.
+fn is_valid_path_segment_name(name: &str) -> bool {
+    !matches!(name, "" | "." | "..") && !name.contains(['/', '%'])
 }
 
 /// Reads a request. `query` is the raw query string (without `?`).
@@ -97,9 +114,21 @@ pub fn parse(method: &str, path: &str, query: &str) -> RequestInfo {
             "list"
         }
         .into();
+        // A list or watch of one object by `metadata.name` names it, so
+        // authorization sees the name (a node may read its own Node).
+        let selector = query_value(query, "fieldSelector").unwrap_or_default();
+        if let Ok(selector) = crate::selectors::fields::FieldSelector::parse(&selector)
+            && let Some(name) = selector.requires_exact_match("metadata.name")
+            && is_valid_path_segment_name(name)
+        {
+            info.name = name.to_string();
+        }
     }
     if info.name.is_empty() && info.verb == "delete" {
         info.verb = "deletecollection".into();
+    }
+    if matches!(info.verb.as_str(), "list" | "watch" | "deletecollection") {
+        info.field_selector = query_value(query, "fieldSelector").unwrap_or_default();
     }
     info
 }
@@ -261,6 +290,86 @@ mod tests {
             assert_eq!(&got, want, "{method} {path}?{query}");
             assert!(info.is_resource_request, "{path}");
         }
+    }
+
+    /// Upstream's `TestFieldSelectorParsing`.
+    #[test]
+    fn a_metadata_name_field_selector_names_the_listed_object() {
+        struct Case {
+            name: &'static str,
+            query: &'static str,
+            want_name: &'static str,
+            want_verb: &'static str,
+        }
+        let cases = [
+            Case {
+                name: "no selector",
+                query: "",
+                want_name: "",
+                want_verb: "list",
+            },
+            Case {
+                name: "metadata.name selector",
+                query: "fieldSelector=metadata.name=name1",
+                want_name: "name1",
+                want_verb: "list",
+            },
+            Case {
+                name: "metadata.name selector, encoded",
+                query: "fieldSelector=metadata.name%3D%3Dname1",
+                want_name: "name1",
+                want_verb: "list",
+            },
+            Case {
+                name: "metadata.name selector with watch",
+                query: "watch=true&fieldSelector=metadata.name=name1",
+                want_name: "name1",
+                want_verb: "watch",
+            },
+            Case {
+                name: "random selector",
+                query: "fieldSelector=foo=bar",
+                want_name: "",
+                want_verb: "list",
+            },
+            Case {
+                name: "invalid selector with metadata.name",
+                query: "fieldSelector=metadata.name=name1,foo",
+                want_name: "",
+                want_verb: "list",
+            },
+            Case {
+                name: "invalid selector with metadata.name with watch",
+                query: "fieldSelector=metadata.name=name1,foo&watch=true",
+                want_name: "",
+                want_verb: "watch",
+            },
+            Case {
+                name: "invalid selector with metadata.name with watch false",
+                query: "fieldSelector=metadata.name=name1,foo&watch=false",
+                want_name: "",
+                want_verb: "list",
+            },
+            Case {
+                name: "a name that is no path segment",
+                query: "fieldSelector=metadata.name=a%2Fb",
+                want_name: "",
+                want_verb: "list",
+            },
+        ];
+        for case in cases {
+            let info = parse("GET", "/apis/group/version/resource", case.query);
+            assert_eq!(
+                (info.name.as_str(), info.verb.as_str()),
+                (case.want_name, case.want_verb),
+                "{}",
+                case.name
+            );
+        }
+        let info = parse("GET", "/api/v1/pods", "fieldSelector=spec.nodeName%3Dn1");
+        assert_eq!(info.field_selector, "spec.nodeName=n1");
+        let info = parse("GET", "/api/v1/pods/x", "fieldSelector=spec.nodeName%3Dn1");
+        assert_eq!(info.field_selector, "", "a get has no selector");
     }
 
     #[test]

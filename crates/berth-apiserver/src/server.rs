@@ -36,6 +36,21 @@ pub struct ServerOptions {
     pub store_cache_bytes: usize,
 }
 
+impl ServerOptions {
+    /// A server on the embedded store in `data_dir` with every other
+    /// setting at its default.
+    pub fn new(data_dir: PathBuf, listen: SocketAddr) -> ServerOptions {
+        ServerOptions {
+            data_dir,
+            listen,
+            etcd: Vec::new(),
+            api: crate::api::ApiConfig::default(),
+            connections: ConnectionTimeouts::default(),
+            store_cache_bytes: berth_store::REDB_DEFAULT_CACHE_BYTES,
+        }
+    }
+}
+
 /// Why a server could not start.
 #[derive(Debug, thiserror::Error)]
 pub enum ServerError {
@@ -43,6 +58,8 @@ pub enum ServerError {
     Bootstrap(#[from] BootstrapError),
     #[error(transparent)]
     Identity(#[from] crate::cluster_identity::IdentityError),
+    #[error(transparent)]
+    SharedCredentials(#[from] crate::cluster_credentials::SharedCredentialsError),
     #[error("opening the store: {0}")]
     Store(#[from] berth_store::StoreError),
     #[error("starting the API: {0}")]
@@ -130,6 +147,7 @@ pub async fn start(options: ServerOptions) -> Result<RunningServer, ServerError>
     // One process-wide TLS provider (ring, as kube-rs uses); a second
     // install attempt in the same process is harmless.
     let _ = rustls::crypto::ring::default_provider().install_default();
+    let shared = !options.etcd.is_empty();
     let (store, store_name) = if options.etcd.is_empty() {
         let store = RedbStore::open_with_cache(&options.data_dir, options.store_cache_bytes)?;
         let name = format!("embedded, {}", store.path().display());
@@ -174,7 +192,13 @@ pub async fn start(options: ServerOptions) -> Result<RunningServer, ServerError>
         addr.ip().to_string()
     };
     let url = format!("https://{host}:{}", addr.port());
-    let credentials = bootstrap::ensure(&options.data_dir, addr, &url)?;
+    // On etcd, several servers may share the cluster: they share its CA and
+    // tokens too (see `cluster_credentials`).
+    let credentials = if shared {
+        crate::cluster_credentials::ensure(&store, &options.data_dir, addr, &url).await?
+    } else {
+        bootstrap::ensure(&options.data_dir, addr, &url)?
+    };
     api.auth
         .add_token(credentials.admin_token.clone(), User::admin());
     // Node agents join with the join token and get a credential of their
@@ -182,12 +206,17 @@ pub async fn start(options: ServerOptions) -> Result<RunningServer, ServerError>
     api.auth
         .add_token(credentials.join_token.clone(), User::bootstrapper());
     let node_tokens = options.data_dir.join("node-tokens");
-    api.auth.load_node_tokens(&node_tokens).map_err(|source| {
-        ServerError::Bootstrap(BootstrapError::Io {
-            path: node_tokens.clone(),
-            source,
-        })
-    })?;
+    if shared {
+        crate::cluster_credentials::share_node_credentials(&api, store.clone(), &node_tokens)
+            .await?;
+    } else {
+        api.auth.load_node_tokens(&node_tokens).map_err(|source| {
+            ServerError::Bootstrap(BootstrapError::Io {
+                path: node_tokens.clone(),
+                source,
+            })
+        })?;
+    }
     let tls = RustlsConfig::from_pem_file(&credentials.server_cert, &credentials.server_key)
         .await
         .map_err(|source| ServerError::Listen { addr, source })?;

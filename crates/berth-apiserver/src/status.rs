@@ -217,6 +217,18 @@ impl ApiError {
         )
     }
 
+    /// An object bigger than the store keeps (etcd's 1.5 MiB request
+    /// limit, which the embedded store keeps too). Upstream passes etcd's
+    /// own error through (`etcdserver: request is too large`, as a 500);
+    /// berth answers with that text as the client's error it is: 413.
+    pub fn object_too_large() -> Self {
+        ApiError::new(
+            413,
+            "RequestEntityTooLarge",
+            "etcdserver: request is too large",
+        )
+    }
+
     pub fn method_not_allowed(verb: &str, resource: &str) -> Self {
         ApiError::new(
             405,

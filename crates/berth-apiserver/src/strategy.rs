@@ -416,8 +416,9 @@ pub fn create(
     }
 }
 
-/// `fieldValidation=Strict`: refuses a body naming fields its type lacks.
-pub fn check_unknown_fields(rt: &ResourceType, object: &Value) -> ApiResult<()> {
+/// The fields of `object` its type does not have, as strict decoding
+/// reports them (for `fieldValidation`).
+pub fn unknown_fields(rt: &ResourceType, object: &Value) -> Vec<crate::body::StrictProblem> {
     use crate::field_validation::unknown_fields;
     use k8s_openapi::api::{coordination::v1::Lease, core::v1};
     let unknown = if is(rt, &PODS) {
@@ -431,13 +432,10 @@ pub fn check_unknown_fields(rt: &ResourceType, object: &Value) -> ApiResult<()> 
     } else {
         unknown_fields::<v1::Event>(object)
     };
-    if unknown.is_empty() {
-        Ok(())
-    } else {
-        Err(ApiError::bad_request(crate::field_validation::message(
-            rt.kind, rt.version, &unknown,
-        )))
-    }
+    unknown
+        .into_iter()
+        .map(|path| crate::body::StrictProblem::UnknownField { path })
+        .collect()
 }
 
 /// Binds a pod: `spec.nodeName` and the `PodScheduled=True` condition,

@@ -39,7 +39,11 @@ async fn cluster() -> Cluster {
     .await
     .expect("api server");
     let admin = in_process::client(&api, User::admin(), "default").expect("client");
-    let token = api.auth.issue_node_token("n1").expect("node credential");
+    let token = api
+        .auth
+        .issue_node_token("n1", None)
+        .await
+        .expect("node credential");
     let runtime = Arc::new(ProcessRuntime::new(Clock::real(), dir.path().join("pods")));
     let cert = log_server::ensure_serving_cert(dir.path(), "n1", &[]).expect("cert");
     let router = log_server::router(runtime.clone(), &token, Clock::real());

@@ -326,16 +326,30 @@ impl Client {
         Ok((status, body))
     }
 
-    /// A JSON merge patch that must succeed (200).
-    pub(crate) async fn merge_patch(&self, path: &str, body: Bytes) -> anyhow::Result<()> {
-        let mut request = self.request(Method::PATCH, path, body)?;
+    /// One request with a body of `content_type`, the whole response read.
+    pub(crate) async fn call_as(
+        &self,
+        method: Method,
+        path: &str,
+        content_type: &'static str,
+        body: Bytes,
+    ) -> anyhow::Result<(StatusCode, Bytes)> {
+        let mut request = self.request(method, path, body)?;
         request.headers_mut().insert(
             header::CONTENT_TYPE,
-            header::HeaderValue::from_static("application/merge-patch+json"),
+            header::HeaderValue::from_static(content_type),
         );
         let response = self.send(request).await?;
         let status = response.status();
         let body = response.into_body().collect().await?.to_bytes();
+        Ok((status, body))
+    }
+
+    /// A JSON merge patch that must succeed (200).
+    pub(crate) async fn merge_patch(&self, path: &str, body: Bytes) -> anyhow::Result<()> {
+        let (status, body) = self
+            .call_as(Method::PATCH, path, "application/merge-patch+json", body)
+            .await?;
         if status != StatusCode::OK {
             bail!(
                 "PATCH {path}: {status}: {}",
@@ -735,6 +749,24 @@ pub(crate) fn berth_binary(given: Option<&Path>) -> anyhow::Result<PathBuf> {
     Ok(berth)
 }
 
+/// Where a benchmark makes its server's data directory (`given`, else the
+/// temp dir), created if need be.
+pub(crate) fn data_parent(given: Option<&Path>) -> anyhow::Result<PathBuf> {
+    let parent = given.map_or_else(std::env::temp_dir, Path::to_path_buf);
+    std::fs::create_dir_all(&parent)
+        .with_context(|| format!("data directory {}", parent.display()))?;
+    Ok(parent)
+}
+
+/// The benchmark's own runtime, with `threads` workers.
+pub(crate) fn bench_runtime(threads: usize) -> anyhow::Result<tokio::runtime::Runtime> {
+    tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(threads)
+        .enable_all()
+        .build()
+        .context("tokio runtime")
+}
+
 pub(crate) async fn start_server(berth: &Path, data_dir: &Path) -> anyhow::Result<ServerProcess> {
     start_server_with(berth, data_dir, &[]).await
 }
@@ -743,7 +775,7 @@ pub(crate) async fn start_server(berth: &Path, data_dir: &Path) -> anyhow::Resul
 /// pods this benchmark loads are bound to nodes that never heart-beat, so
 /// the node lifecycle controller would start tainting and evicting them a
 /// minute in, and the scheduler would cache every pod.
-const API_SERVER_ONLY: &[&str] = &[
+pub(crate) const API_SERVER_ONLY: &[&str] = &[
     "--disable-scheduler",
     "--controllers=-node-lifecycle-controller,-taint-eviction-controller",
 ];
@@ -964,14 +996,8 @@ pub fn run(args: &ApiserverArgs) -> anyhow::Result<ApiserverReport> {
         .threads
         .unwrap_or_else(|| std::thread::available_parallelism().map_or(1, |n| n.get()))
         .max(1);
-    let parent = args.data_dir.clone().unwrap_or_else(std::env::temp_dir);
-    std::fs::create_dir_all(&parent)
-        .with_context(|| format!("data directory {}", parent.display()))?;
-    let runtime = tokio::runtime::Builder::new_multi_thread()
-        .worker_threads(threads)
-        .enable_all()
-        .build()
-        .context("tokio runtime")?;
+    let parent = data_parent(args.data_dir.as_deref())?;
+    let runtime = bench_runtime(threads)?;
     let mut report = runtime.block_on(run_async(args, &berth, &parent))?;
     report.params.client_threads = threads;
     Ok(report)

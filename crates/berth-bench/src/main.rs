@@ -6,7 +6,10 @@
 mod apiserver_bench;
 mod controllers_bench;
 mod core_bench;
+mod failover_bench;
+mod hostile_yaml_bench;
 mod measure;
+mod openapi_bench;
 mod patch_memory_bench;
 mod proto_bench;
 mod scenario_bench;
@@ -59,15 +62,24 @@ enum Bench {
     /// N simulated nodes heart-beating against a `berth server` child process: lease
     /// renewals/s, server and sim CPU and memory, nodes whose lease ever lapsed.
     Sim(sim_bench::SimArgs),
+    /// Failover over etcd: three `berth server`s on a three-member etcd, the
+    /// leader killed; time until another holds both Leases, binds and evicts.
+    Failover(failover_bench::FailoverArgs),
     /// The server's memory while one pod is patched again and again with a
     /// large annotation (the watch cache's history is bounded in bytes).
     PatchMemory(patch_memory_bench::PatchMemoryArgs),
     /// Kubernetes protobuf (berth-proto): encode and decode of one Pod, a watch frame of
     /// it, and the same Pod as JSON for scale.
     Proto(proto_bench::ProtoArgs),
+    /// Clients sending deeply nested YAML bodies to a `berth server` child
+    /// process: latency of another client's GET of a pod meanwhile.
+    HostileYaml(hostile_yaml_bench::HostileYamlArgs),
     /// Whole-cluster scenarios in virtual time (`berth sim --scenario`): real
     /// time for hours of a small cluster with the scheduler and controllers.
     Scenario(scenario_bench::ScenarioArgs),
+    /// The OpenAPI documents: the time to build all of them (done once, at
+    /// the first /openapi request) and the size of each.
+    Openapi(openapi_bench::OpenapiArgs),
 }
 
 fn main() -> anyhow::Result<()> {
@@ -82,7 +94,10 @@ fn main() -> anyhow::Result<()> {
         Bench::Sim(args) => serde_json::to_value(sim_bench::run(&args)?)?,
         Bench::PatchMemory(args) => serde_json::to_value(patch_memory_bench::run(&args)?)?,
         Bench::Scenario(args) => serde_json::to_value(scenario_bench::run(&args)?)?,
+        Bench::Openapi(args) => serde_json::to_value(openapi_bench::run(&args))?,
+        Bench::Failover(args) => serde_json::to_value(failover_bench::run(&args)?)?,
         Bench::Proto(args) => serde_json::to_value(proto_bench::run(&args)?)?,
+        Bench::HostileYaml(args) => serde_json::to_value(hostile_yaml_bench::run(&args)?)?,
     };
     println!("{}", serde_json::to_string_pretty(&report)?);
     Ok(())

@@ -640,14 +640,8 @@ pub fn run(args: &SchedulerArgs) -> anyhow::Result<SchedulerReport> {
         "{} not found: build it (cargo build --release -p berth) or pass --berth-bin",
         berth.display()
     );
-    let parent = args.data_dir.clone().unwrap_or_else(std::env::temp_dir);
-    std::fs::create_dir_all(&parent)
-        .with_context(|| format!("data directory {}", parent.display()))?;
-    let runtime = tokio::runtime::Builder::new_multi_thread()
-        .worker_threads(2)
-        .enable_all()
-        .build()
-        .context("tokio runtime")?;
+    let parent = crate::apiserver_bench::data_parent(args.data_dir.as_deref())?;
+    let runtime = crate::apiserver_bench::bench_runtime(2)?;
     let shapes: &[Workload] = match args.shape {
         Shape::Basic => &[Workload::Basic],
         Shape::TaintHeavy => &[Workload::TaintHeavy],

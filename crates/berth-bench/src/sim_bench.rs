@@ -145,11 +145,12 @@ async fn run_async(args: &SimArgs, berth: &Path, parent: &Path) -> anyhow::Resul
     let server = start_server(berth, dir.path()).await?;
     let ca = std::fs::read(dir.path().join("ca.crt")).context("ca.crt")?;
     let base = client_from_kubeconfig(&render_kubeconfig(&server.url, &ca, "sim", None)).await?;
-    let first = nodes
-        .first()
-        .map(|n| n.bearer.clone())
-        .context("no nodes")?;
-    let client = with_default_bearer(base, first);
+    let admin_token = std::fs::read_to_string(dir.path().join("admin-token"))
+        .context("reading the admin token")?;
+    // The fleet's shared Node and pod watches need an identity that may
+    // read every node's objects; each node writes as itself.
+    let watcher = bearer_header(admin_token.trim()).context("admin token header")?;
+    let client = with_default_bearer(base, watcher);
 
     let config = AgentConfig::default();
     let stats = Arc::new(SimStats::default());
@@ -188,8 +189,6 @@ async fn run_async(args: &SimArgs, berth: &Path, parent: &Path) -> anyhow::Resul
     };
     eprintln!("sim: {total} nodes registered in {:.1} s", register.seconds);
 
-    let admin_token = std::fs::read_to_string(dir.path().join("admin-token"))
-        .context("reading the admin token")?;
     let admin = client_from_kubeconfig(&render_kubeconfig(
         &server.url,
         &ca,

@@ -124,7 +124,7 @@ pub fn spawn(
     clock: Clock,
     options: ControllerOptions,
     metrics: ControllerMetrics,
-    leading: Option<watch::Receiver<bool>>,
+    leading: Option<watch::Receiver<berth_leader::Standing>>,
 ) -> JoinSet<()> {
     let mut tasks = JoinSet::new();
     if options.enabled.is_enabled(node_lifecycle::CONTROLLER_NAME) {

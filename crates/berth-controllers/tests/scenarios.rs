@@ -504,6 +504,43 @@ async fn silent_node_is_unknown_then_tainted_then_its_pods_evicted_on_time() {
     );
 }
 
+/// The monitor pass that marks a silent node Unknown also taints it
+/// unreachable:NoExecute: Ready's lastTransitionTime and the taint's
+/// timeAdded are one instant, and so are the two changes on the watch (it
+/// used to come one monitor period, 5 s, after the Unknown).
+#[tokio::test(start_paused = true)]
+async fn unknown_and_the_unreachable_taint_come_at_the_same_instant() {
+    let c = Cluster::new("*").await;
+    c.add_node("n1", "z1").await;
+    c.add_node("n2", "z1").await;
+    c.at(25.0).await;
+    c.kill("n1");
+    c.at(90.0).await;
+    let unknown = c.unknown_at("n1").expect("n1 went Unknown");
+    let tainted = c
+        .taint_seen_at("n1", &format!("{UNREACHABLE}:{NO_EXECUTE}"))
+        .expect("n1 tainted unreachable:NoExecute");
+    assert_eq!(
+        tainted, unknown,
+        "taint seen at {tainted}, Unknown at {unknown}"
+    );
+    let node = c.nodes().get("n1").await.expect("n1");
+    let transition = node
+        .status
+        .and_then(|s| s.conditions)
+        .unwrap_or_default()
+        .into_iter()
+        .find(|c| c.type_ == "Ready")
+        .and_then(|c| c.last_transition_time)
+        .expect("Ready's lastTransitionTime");
+    let added = c
+        .taint("n1", UNREACHABLE, NO_EXECUTE)
+        .await
+        .and_then(|t| t.time_added)
+        .expect("the taint's timeAdded");
+    assert_eq!(added, transition);
+}
+
 /// A pod bound to an already-tainted node leaves `tolerationSeconds` after
 /// its binding; pods already there leave that long after the taint.
 #[tokio::test(start_paused = true)]
@@ -630,7 +667,7 @@ async fn partial_zone_disruption_slows_or_stops_tainting() {
     for i in 0..18 {
         c.kill(&format!("small-{i:02}"));
     }
-    // Last renewal at 10 s: Unknown at the pass after 60 s, queued at the next.
+    // Last renewal at 10 s: Unknown and queued at the pass after 60 s.
     c.at(80.0).await;
     assert!(c.unknown_at("big-000").is_some());
     let first = tainted_count(&c, "big-").await;

@@ -21,6 +21,8 @@
 //! - [`manifest`]: YAML/JSON manifests as `kubectl apply -f` reads them.
 //! - [`object_key`], [`pod`]: an object's namespace/name key; a pod's
 //!   bound node and terminal phase, as every client reads them.
+//! - [`node_status`]: the kubelet's rules for the node conditions it
+//!   reports, decided against the Node on the server.
 //! - [`clock`]: the one source of time for every timer in berth, real or
 //!   virtual (a paused tokio clock in tests).
 //! - `test_util` (tests and the `test-util` feature only): taint and
@@ -32,9 +34,12 @@ pub mod clock;
 pub mod duration;
 pub mod eviction;
 pub mod feature_gates;
+#[cfg(any(test, feature = "test-util"))]
+pub mod fuzz;
 pub mod labels;
 pub mod manifest;
 pub mod node_affinity;
+pub mod node_status;
 pub mod object_key;
 pub mod pod;
 pub mod quantity;

@@ -13,6 +13,7 @@ use berth_apiserver::api::{ApiConfig, ApiServer};
 use berth_apiserver::auth::User;
 use berth_apiserver::in_process;
 use berth_core::clock::Clock;
+use berth_leader::Standing;
 use berth_scheduler::client::{self, SchedulerConfig, metrics};
 use berth_store::{AnyStore, MemStore};
 use k8s_openapi::api::core::v1::{Event, Node, Pod};
@@ -471,7 +472,7 @@ async fn pods_for_another_scheduler_are_left_alone() {
 #[tokio::test(start_paused = true)]
 async fn the_scheduler_binds_only_while_leading() {
     let c = Cluster::without_scheduler().await;
-    let (leading, rx) = tokio::sync::watch::channel(false);
+    let (leading, rx) = tokio::sync::watch::channel(Standing::Follower);
     let (client, clock) = (c.client.clone(), c.clock.clone());
     tokio::spawn(berth_leader::run_while_leading(rx, move || {
         let config = SchedulerConfig {
@@ -485,16 +486,67 @@ async fn the_scheduler_binds_only_while_leading() {
     c.clock.sleep(Duration::from_secs(30)).await;
     assert_eq!(c.node_of("early").await, None, "not leading yet");
 
-    leading.send(true).expect("send");
+    leading.send(Standing::leader_indefinitely()).expect("send");
     assert_eq!(c.bound_to("early").await, "n1");
 
-    leading.send(false).expect("send");
+    leading.send(Standing::Follower).expect("send");
     c.clock.sleep(Duration::from_secs(1)).await;
     c.pod("late", json!({})).await;
     c.clock.sleep(Duration::from_secs(30)).await;
     assert_eq!(c.node_of("late").await, None, "leadership lost");
 
     // Leading again: state is rebuilt from the watches.
-    leading.send(true).expect("send");
+    leading.send(Standing::leader_indefinitely()).expect("send");
     assert_eq!(c.bound_to("late").await, "n1");
+}
+
+/// A binding decided while leading but still in flight when leadership is
+/// lost is abandoned with the scheduler: it never lands afterwards (the
+/// new leader decides that pod again).
+#[tokio::test(start_paused = true)]
+async fn a_binding_in_flight_when_leadership_is_lost_never_lands() {
+    let c = Cluster::without_scheduler().await;
+    // The scheduler's transport holds every pods/binding request until the
+    // gate opens (a slow API server, a stalled connection).
+    let gate = Arc::new(tokio::sync::Semaphore::new(0));
+    let held = Arc::new(tokio::sync::Notify::new());
+    let transport = {
+        let (inner, gate, held) = (c.client.clone(), gate.clone(), held.clone());
+        tower::service_fn(move |request: http::Request<kube::client::Body>| {
+            let (inner, gate, held) = (inner.clone(), gate.clone(), held.clone());
+            async move {
+                if request.uri().path().ends_with("/binding") {
+                    held.notify_one();
+                    let _open = gate.acquire().await;
+                }
+                inner.send(request).await
+            }
+        })
+    };
+    let gated = kube::Client::new(transport, "default");
+    let (leading, rx) = tokio::sync::watch::channel(Standing::leader_indefinitely());
+    let clock = c.clock.clone();
+    let elected = tokio::spawn(berth_leader::run_while_leading(rx, move || {
+        let config = SchedulerConfig {
+            seed: Some(5),
+            ..SchedulerConfig::default()
+        };
+        client::run(gated.clone(), clock.clone(), config)
+    }));
+    c.node("n1", json!({}), json!([]), cpu("4")).await;
+    c.pod("p", json!({})).await;
+    held.notified().await;
+    leading.send(Standing::Follower).expect("send");
+    tokio::task::yield_now().await;
+    gate.add_permits(1000);
+    c.clock.sleep(Duration::from_secs(30)).await;
+    assert_eq!(
+        c.node_of("p").await,
+        None,
+        "bound after leadership was lost"
+    );
+    drop(leading);
+    elected
+        .await
+        .expect("the guarded scheduler ends with the election");
 }

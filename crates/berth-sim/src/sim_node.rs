@@ -1,10 +1,13 @@
 //! The scenario's simulated node: just enough of a kubelet for a
 //! scenario. It registers its Node (the kubelet's labels and the
 //! scenario's, `--register-with-taints`, capacity, healthy conditions) and
-//! its Lease, renews the Lease every 10 s (at a phase drawn from the seed)
-//! and posts status every 5 min or when a condition changes, marks its pods
-//! Running and confirms their graceful deletion. A stopped node does none
-//! of this until it is resumed, as a node cut off from the API server.
+//! its Lease, renews the Lease every 10 s (at a phase drawn from the seed),
+//! computes its status every 10 s against its Node on the server and posts
+//! it when it differs from the server's (a condition set by a step, or the
+//! node lifecycle controller's Unknown) or every 5 min, as the kubelet does
+//! ([`berth_core::node_status`]), marks its pods Running and confirms their
+//! graceful deletion. A stopped node does none of this until it is
+//! resumed, as a node cut off from the API server.
 //!
 //! Why not berth-agent's simulated fleet (branch `agent`): it gives every
 //! node one shared template (scenarios give each node its own labels,
@@ -21,21 +24,26 @@ use berth_apiserver::api::ApiServer;
 use berth_apiserver::auth::User;
 use berth_apiserver::in_process;
 use berth_core::clock::Clock;
+use berth_core::node_status::{self, Decided};
 use futures::StreamExt;
 use jiff::{SignedDuration, Timestamp};
 use k8s_openapi::api::coordination::v1::Lease;
-use k8s_openapi::api::core::v1::{Node, Pod};
+use k8s_openapi::api::core::v1::{Node, NodeCondition, Pod};
 use kube::Api;
 use kube::api::{DeleteParams, ListParams, Patch, PatchParams, PostParams};
 use kube::runtime::watcher;
-use serde_json::{Value, json};
+use serde_json::json;
 use tokio::sync::mpsc;
 
 use crate::scenario::NodeSpec;
 
 /// The kubelet's Lease renewal interval.
 const LEASE_RENEW: Duration = Duration::from_secs(10);
-/// The kubelet's `nodeStatusReportFrequency`.
+/// The kubelet's `nodeStatusUpdateFrequency`: how often the status is
+/// computed and compared with the server's.
+const STATUS_UPDATE: Duration = Duration::from_secs(10);
+/// The kubelet's `nodeStatusReportFrequency`: an unchanged status is
+/// posted this often.
 const STATUS_REPORT: Duration = Duration::from_secs(300);
 /// `leaseDurationSeconds` the kubelet writes.
 const LEASE_DURATION_SECONDS: i32 = 40;
@@ -76,11 +84,11 @@ impl SimNode {
     }
 }
 
+/// A condition the node reports (its times come from the server's).
 struct Condition {
     status: String,
     reason: String,
     message: String,
-    transition: Timestamp,
 }
 
 struct NodeState {
@@ -91,9 +99,14 @@ struct NodeState {
     pods: Api<Pod>,
     conditions: BTreeMap<String, Condition>,
     stopped: bool,
+    /// When the status was last posted.
+    last_report: Option<Timestamp>,
+    /// The node's conditions on the server, from a watch of the Node (the
+    /// kubelet reads its Node from the API server's cache).
+    on_server: Vec<NodeCondition>,
 }
 
-fn healthy_conditions(now: Timestamp) -> BTreeMap<String, Condition> {
+fn healthy_conditions() -> BTreeMap<String, Condition> {
     [
         (
             "Ready",
@@ -128,7 +141,6 @@ fn healthy_conditions(now: Timestamp) -> BTreeMap<String, Condition> {
                 status: status.to_owned(),
                 reason: reason.to_owned(),
                 message: message.to_owned(),
-                transition: now,
             },
         )
     })
@@ -155,14 +167,16 @@ pub async fn start(
         }
     })?;
     let now = clock.now();
-    let state = NodeState {
+    let mut state = NodeState {
         name: name.clone(),
         clock: clock.clone(),
         nodes: Api::all(client.clone()),
         leases: Api::namespaced(client.clone(), "kube-node-lease"),
         pods: Api::all(client),
-        conditions: healthy_conditions(now),
+        conditions: healthy_conditions(),
         stopped: false,
+        last_report: None,
+        on_server: Vec::new(),
     };
     let capacity: BTreeMap<&str, &str> = spec
         .capacity
@@ -189,7 +203,7 @@ pub async fn start(
         .create(&PostParams::default(), &node)
         .await
         .map_err(api_err)?;
-    state.post_status().await.map_err(api_err)?;
+    state.report(true).await.map_err(api_err)?;
     let lease: Lease = serde_json::from_value(json!({
         "metadata": {"name": name, "namespace": "kube-node-lease"},
         "spec": {
@@ -221,11 +235,17 @@ impl NodeState {
     async fn run(mut self, mut commands: mpsc::UnboundedReceiver<NodeCommand>, phase: Duration) {
         let start = self.clock.now();
         let mut next_lease = start + signed(phase);
-        let mut next_status = start + signed(STATUS_REPORT);
+        let mut next_status = start + signed(phase) + signed(STATUS_UPDATE);
         let selector = format!("spec.nodeName={}", self.name);
         let mut pods = watcher(
             self.pods.clone(),
             watcher::Config::default().fields(&selector),
+        )
+        .boxed();
+        let itself = format!("metadata.name={}", self.name);
+        let mut node = watcher(
+            self.nodes.clone(),
+            watcher::Config::default().fields(&itself),
         )
         .boxed();
         loop {
@@ -242,10 +262,17 @@ impl NodeState {
                     }
                 },
                 () = self.clock.sleep_until(next_status) => {
-                    next_status += signed(STATUS_REPORT);
+                    next_status += signed(STATUS_UPDATE);
                     if !self.stopped {
-                        self.post_status_logged().await;
+                        self.sync_status().await;
                     }
+                },
+                event = node.next() => match event {
+                    Some(Ok(watcher::Event::Apply(node) | watcher::Event::InitApply(node))) => {
+                        self.on_server = conditions_of(&node);
+                    }
+                    Some(_) => {}
+                    None => return,
                 },
                 event = pods.next() => match event {
                     Some(Ok(watcher::Event::Apply(pod) | watcher::Event::InitApply(pod))) => {
@@ -267,7 +294,7 @@ impl NodeState {
                 self.stopped = stop;
                 if resumed {
                     self.renew_lease().await;
-                    self.post_status_logged().await;
+                    self.sync_status().await;
                     self.look_after_all().await;
                 }
             }
@@ -277,24 +304,18 @@ impl NodeState {
                 reason,
                 message,
             } => {
-                let now = self.clock.now();
-                let entry = self
-                    .conditions
-                    .entry(condition.clone())
-                    .or_insert_with(|| Condition {
-                        status: String::new(),
-                        reason: String::new(),
-                        message: String::new(),
-                        transition: now,
-                    });
-                if entry.status != status {
-                    entry.transition = now;
-                }
-                entry.status = status;
-                entry.reason = reason.unwrap_or_else(|| format!("Scenario{condition}"));
-                entry.message = message.unwrap_or_else(|| "set by the scenario".to_owned());
+                let reason = reason.unwrap_or_else(|| format!("Scenario{condition}"));
+                let message = message.unwrap_or_else(|| "set by the scenario".to_owned());
+                self.conditions.insert(
+                    condition,
+                    Condition {
+                        status,
+                        reason,
+                        message,
+                    },
+                );
                 if !self.stopped {
-                    self.post_status_logged().await;
+                    self.sync_status().await;
                 }
             }
         }
@@ -311,28 +332,37 @@ impl NodeState {
         }
     }
 
-    async fn post_status_logged(&self) {
-        if let Err(e) = self.post_status().await {
+    /// The kubelet's status sync: the conditions computed against the
+    /// Node on the server, posted when they differ from the server's or
+    /// the last report is [`STATUS_REPORT`] old.
+    async fn sync_status(&mut self) {
+        if let Err(e) = self.report(false).await {
             tracing::warn!(node = %self.name, error = %e, "posting node status");
         }
     }
 
-    async fn post_status(&self) -> Result<(), kube::Error> {
-        let now = time(self.clock.now());
-        let conditions: Vec<Value> = self
+    /// Posts the status if it is due (or `always`).
+    async fn report(&mut self, always: bool) -> Result<(), kube::Error> {
+        let now = self.clock.now();
+        let conditions: Vec<NodeCondition> = self
             .conditions
             .iter()
             .map(|(kind, c)| {
-                json!({
-                    "type": kind,
-                    "status": c.status,
-                    "reason": c.reason,
-                    "message": c.message,
-                    "lastHeartbeatTime": now,
-                    "lastTransitionTime": time(c.transition),
-                })
+                let decided = Decided {
+                    type_: kind,
+                    status: &c.status,
+                    reason: &c.reason,
+                    message: &c.message,
+                };
+                node_status::condition(&self.on_server, decided, now)
             })
             .collect();
+        let stale = self
+            .last_report
+            .is_none_or(|last| now.duration_since(last) >= signed(STATUS_REPORT));
+        if !always && !stale && !node_status::differs_from_server(&self.on_server, &conditions) {
+            return Ok(());
+        }
         let patch = json!({"status": {
             "conditions": conditions,
             "nodeInfo": {
@@ -344,14 +374,17 @@ impl NodeState {
                 "osImage": "berth sim", "kubeProxyVersion": "",
             },
         }});
-        self.nodes
+        let written = self
+            .nodes
             .patch_status(
                 &self.name,
                 &PatchParams::default(),
                 &Patch::Strategic(&patch),
             )
-            .await
-            .map(|_| ())
+            .await?;
+        self.on_server = conditions_of(&written);
+        self.last_report = Some(now);
+        Ok(())
     }
 
     async fn look_after_all(&self) {
@@ -415,6 +448,81 @@ impl NodeState {
     }
 }
 
+fn conditions_of(node: &Node) -> Vec<NodeCondition> {
+    node.status
+        .as_ref()
+        .and_then(|s| s.conditions.clone())
+        .unwrap_or_default()
+}
+
 fn signed(d: Duration) -> SignedDuration {
     SignedDuration::try_from(d).unwrap_or(SignedDuration::MAX)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use berth_apiserver::api::ApiConfig;
+    use berth_store::{AnyStore, MemStore};
+    use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
+
+    fn ready(node: &Node) -> Option<NodeCondition> {
+        conditions_of(node).into_iter().find(|c| c.type_ == "Ready")
+    }
+
+    /// The node lifecycle controller set the node's conditions Unknown
+    /// (written here by hand) while the node kept running: it reports
+    /// Ready again at its next status computation, within 10 s, with a new
+    /// transition time; it used to wait for its 5-minute report.
+    #[tokio::test(start_paused = true)]
+    async fn a_node_marked_unknown_reports_ready_within_one_status_period() {
+        let origin: Timestamp = "2026-01-01T00:00:00Z".parse().expect("time");
+        let clock = Clock::virtual_from(origin);
+        let api = ApiServer::new(
+            AnyStore::Memory(MemStore::new()),
+            clock.clone(),
+            ApiConfig::default(),
+        )
+        .await
+        .expect("api server");
+        let spec = NodeSpec {
+            name: "node1".into(),
+            zone: None,
+            labels: BTreeMap::new(),
+            taints: Vec::new(),
+            capacity: BTreeMap::new(),
+        };
+        let _node = start(&api, &clock, &spec, Duration::from_secs(3))
+            .await
+            .expect("node starts");
+        let admin = in_process::client(&api, User::admin(), "default").expect("admin");
+        let nodes: Api<Node> = Api::all(admin);
+        clock.sleep(Duration::from_secs(60)).await;
+        let marked = clock.now();
+        let mut unknown = nodes.get_status("node1").await.expect("node");
+        for c in unknown
+            .status
+            .as_mut()
+            .and_then(|s| s.conditions.as_mut())
+            .expect("conditions")
+        {
+            c.status = "Unknown".into();
+            c.reason = Some("NodeStatusUnknown".into());
+            c.message = Some("Kubelet stopped posting node status.".into());
+            c.last_transition_time = Some(Time(marked));
+        }
+        nodes
+            .replace_status("node1", &PostParams::default(), &unknown)
+            .await
+            .expect("mark Unknown");
+        clock.sleep(Duration::from_secs(10)).await;
+        let back = ready(&nodes.get("node1").await.expect("node")).expect("Ready");
+        assert_eq!(back.status, "True", "{back:?}");
+        assert!(
+            back.last_transition_time
+                .as_ref()
+                .is_some_and(|t| t.0 > marked),
+            "a new transition: {back:?}"
+        );
+    }
 }

@@ -51,6 +51,9 @@ pub enum StoreError {
     /// continuation that belongs to another prefix, ...).
     #[error("invalid argument: {0}")]
     InvalidArgument(String),
+    /// A list continuation that does not belong to the listed prefix.
+    #[error("invalid continuation: {0}")]
+    InvalidContinue(String),
     /// The data path could not be opened as a berth store.
     #[error("cannot open store at {}: {reason}", path.display())]
     Open { path: PathBuf, reason: String },

@@ -240,18 +240,9 @@ impl Store for EtcdStore {
 
     async fn list(&self, prefix: &str, options: ListOptions) -> Result<ListResult> {
         validate_prefix(prefix)?;
-        let (at, start) = match &options.continue_from {
-            Some(c) => {
-                if !c.start_key.starts_with(prefix) {
-                    return Err(StoreError::InvalidArgument(format!(
-                        "continuation starts at {:?}, outside prefix {prefix}",
-                        c.start_key
-                    )));
-                }
-                (c.revision, c.start_key.clone())
-            }
-            None => (options.revision.unwrap_or(0), prefix.to_owned()),
-        };
+        // Revision 0 is etcd's "latest".
+        let (at, start) = options.start_in(prefix)?;
+        let at = at.unwrap_or(0);
         if at < 0 {
             return Err(StoreError::InvalidArgument(format!(
                 "negative revision {at}"

@@ -168,24 +168,8 @@ impl Store for MemStore {
     async fn list(&self, prefix: &str, options: ListOptions) -> Result<ListResult> {
         validate_prefix(prefix)?;
         let state = self.state();
-        let (at, start) = match &options.continue_from {
-            Some(c) => {
-                if !c.start_key.starts_with(prefix) {
-                    return Err(StoreError::InvalidArgument(format!(
-                        "continuation starts at {:?}, outside prefix {prefix}",
-                        c.start_key
-                    )));
-                }
-                (c.revision, c.start_key.clone())
-            }
-            None => (
-                options
-                    .revision
-                    .filter(|r| *r > 0)
-                    .unwrap_or(state.revision),
-                prefix.to_owned(),
-            ),
-        };
+        let (at, start) = options.start_in(prefix)?;
+        let at = at.unwrap_or(state.revision);
         state.check_read_revision(at)?;
         let mut items = state.items_at(prefix, &start, at, options.limit);
         let next = if options.limit > 0 && items.len() > options.limit {

@@ -1778,21 +1778,8 @@ fn list_blocking(
     let meta = txn.open_table(META).map_err(be)?;
     let current = meta_get(&meta, META_REVISION)?;
     let compacted = meta_get(&meta, META_COMPACTED)?;
-    let (at, start) = match &options.continue_from {
-        Some(c) => {
-            if !c.start_key.starts_with(prefix) {
-                return Err(StoreError::InvalidArgument(format!(
-                    "continuation starts at {:?}, outside prefix {prefix}",
-                    c.start_key
-                )));
-            }
-            (c.revision, c.start_key.clone())
-        }
-        None => (
-            options.revision.filter(|r| *r > 0).unwrap_or(current),
-            prefix.to_owned(),
-        ),
-    };
+    let (at, start) = options.start_in(prefix)?;
+    let at = at.unwrap_or(current);
     check_read_revision(at, current, compacted)?;
     let end = prefix_end(prefix);
 

@@ -3,7 +3,7 @@
 
 use std::future::Future;
 
-use crate::error::Result;
+use crate::error::{Result, StoreError};
 use crate::etcd_backend::EtcdStore;
 use crate::mem_backend::MemStore;
 use crate::redb_backend::RedbStore;
@@ -45,6 +45,26 @@ pub struct ListOptions {
     /// Read at this revision instead of the latest; `None` or `Some(0)` mean the latest (as in
     /// etcd). Ignored when `continue_from` is set.
     pub revision: Option<Revision>,
+}
+
+impl ListOptions {
+    /// Where a list over `prefix` starts: a continuation's key and revision,
+    /// or `prefix` itself at [`ListOptions::revision`]; `None` is the latest
+    /// revision (so is a continuation's revision below 1, as upstream reads
+    /// a negative one). The one check every backend makes of a continuation:
+    /// it must start inside `prefix` ([`StoreError::InvalidContinue`]).
+    pub(crate) fn start_in(&self, prefix: &str) -> Result<(Option<Revision>, String)> {
+        match &self.continue_from {
+            Some(c) if !c.start_key.starts_with(prefix) => {
+                Err(StoreError::InvalidContinue(format!(
+                    "continuation starts at {:?}, outside prefix {prefix}",
+                    c.start_key
+                )))
+            }
+            Some(c) => Ok((Some(c.revision).filter(|r| *r > 0), c.start_key.clone())),
+            None => Ok((self.revision.filter(|r| *r > 0), prefix.to_owned())),
+        }
+    }
 }
 
 /// One page of a list.

@@ -1,10 +1,13 @@
-//! A private etcd for tests and benchmarks (feature `testing`): one `etcd` process on free
-//! loopback ports with a temporary data directory, killed and removed when dropped.
+//! A private etcd for tests and benchmarks (feature `testing`): one `etcd` process, or a
+//! cluster of several members, on free loopback ports with a temporary data directory,
+//! killed and removed when dropped.
 //!
 //! The store's own tests and `berth-bench store` both start etcd this way, so the two measure
-//! and check the same configuration. The binary is `/usr/bin/etcd` (Debian's etcd-server) or
-//! `$BERTH_ETCD_BIN`. Nothing here panics: a missing binary or an etcd that never becomes
-//! healthy is an [`EtcdStartError`] the caller decides about (the tests fail loudly on it).
+//! and check the same configuration; the failover test and `berth-bench failover` start a
+//! three-member cluster ([`EtcdServer::start_cluster`]). The binary is `/usr/bin/etcd`
+//! (Debian's etcd-server) or `$BERTH_ETCD_BIN`. Nothing here panics: a missing binary or an
+//! etcd that never becomes healthy is an [`EtcdStartError`] the caller decides about (the
+//! tests fail loudly on it).
 
 use std::net::TcpListener;
 use std::path::{Path, PathBuf};
@@ -23,11 +26,18 @@ const STARTUP_TIMEOUT: Duration = Duration::from_secs(30);
 #[error("cannot start a private etcd: {0}")]
 pub struct EtcdStartError(String);
 
-/// A running private etcd; stopped (killed) and its data directory removed on drop.
+/// A running private etcd (one member, or a cluster); every member is stopped (killed) and
+/// the data directory removed on drop.
 pub struct EtcdServer {
-    child: Child,
+    members: Vec<Member>,
     dir: TempDir,
-    endpoint: String,
+}
+
+/// One etcd process of a private cluster.
+struct Member {
+    name: String,
+    child: Child,
+    client_url: String,
 }
 
 /// The etcd binary: `$BERTH_ETCD_BIN`, else `/usr/bin/etcd`.
@@ -37,19 +47,30 @@ pub fn etcd_binary() -> PathBuf {
         .unwrap_or_else(|| PathBuf::from("/usr/bin/etcd"))
 }
 
-/// Two distinct free loopback ports (both held while choosing, so they differ).
-fn free_ports() -> std::io::Result<(u16, u16)> {
-    let a = TcpListener::bind("127.0.0.1:0")?;
-    let b = TcpListener::bind("127.0.0.1:0")?;
-    Ok((a.local_addr()?.port(), b.local_addr()?.port()))
+/// `n` distinct free loopback ports (all held while choosing, so they differ).
+fn free_ports(n: usize) -> std::io::Result<Vec<u16>> {
+    let listeners = (0..n)
+        .map(|_| TcpListener::bind("127.0.0.1:0"))
+        .collect::<std::io::Result<Vec<_>>>()?;
+    listeners
+        .iter()
+        .map(|l| Ok(l.local_addr()?.port()))
+        .collect()
 }
 
 impl EtcdServer {
-    /// Starts etcd with its data in a new temporary directory and waits until it answers.
+    /// Starts one etcd with its data in a new temporary directory and waits until it answers.
     pub async fn start() -> Result<Self, EtcdStartError> {
+        Self::start_cluster(1).await
+    }
+
+    /// Starts a cluster of `members` etcd processes on loopback (one raft group, each member
+    /// with its own client and peer port and data directory) and waits until every member
+    /// answers a read, which needs the cluster to have elected a leader.
+    pub async fn start_cluster(members: usize) -> Result<Self, EtcdStartError> {
         let dir =
             tempfile::tempdir().map_err(|e| EtcdStartError(format!("temporary directory: {e}")))?;
-        Self::start_in(dir).await
+        Self::start_in(dir, members.max(1)).await
     }
 
     /// Like [`start`](Self::start), with the data in a new temporary directory under `parent`
@@ -58,10 +79,10 @@ impl EtcdServer {
         let dir = tempfile::tempdir_in(parent).map_err(|e| {
             EtcdStartError(format!("temporary directory in {}: {e}", parent.display()))
         })?;
-        Self::start_in(dir).await
+        Self::start_in(dir, 1).await
     }
 
-    async fn start_in(dir: TempDir) -> Result<Self, EtcdStartError> {
+    async fn start_in(dir: TempDir, count: usize) -> Result<Self, EtcdStartError> {
         let bin = etcd_binary();
         if !bin.exists() {
             return Err(EtcdStartError(format!(
@@ -70,55 +91,92 @@ impl EtcdServer {
                 bin.display()
             )));
         }
-        let (client_port, peer_port) =
-            free_ports().map_err(|e| EtcdStartError(format!("free loopback ports: {e}")))?;
-        let client_url = format!("http://127.0.0.1:{client_port}");
-        let peer_url = format!("http://127.0.0.1:{peer_port}");
-        let log = std::fs::File::create(dir.path().join("etcd.log"))
-            .map_err(|e| EtcdStartError(format!("etcd log file: {e}")))?;
-        let child = Command::new(&bin)
-            .arg("--name=berth-test")
-            .arg(format!("--data-dir={}", dir.path().join("data").display()))
-            .arg(format!("--listen-client-urls={client_url}"))
-            .arg(format!("--advertise-client-urls={client_url}"))
-            .arg(format!("--listen-peer-urls={peer_url}"))
-            .arg(format!("--initial-advertise-peer-urls={peer_url}"))
-            .arg(format!("--initial-cluster=berth-test={peer_url}"))
-            // Room for a 1.5 MiB value plus the request's own overhead.
-            .arg("--max-request-bytes=2097152")
-            .arg("--logger=zap")
-            .arg("--log-level=error")
-            .stdin(Stdio::null())
-            .stdout(Stdio::null())
-            .stderr(log)
-            .spawn()
-            .map_err(|e| EtcdStartError(format!("running {}: {e}", bin.display())))?;
-        // From here on, dropping `server` kills the child, on every error path too.
+        let ports = free_ports(2 * count)
+            .map_err(|e| EtcdStartError(format!("free loopback ports: {e}")))?;
+        let names: Vec<String> = (0..count).map(|i| format!("berth-test-{i}")).collect();
+        let peer_urls: Vec<String> = ports[count..]
+            .iter()
+            .map(|port| format!("http://127.0.0.1:{port}"))
+            .collect();
+        let initial_cluster = names
+            .iter()
+            .zip(&peer_urls)
+            .map(|(name, url)| format!("{name}={url}"))
+            .collect::<Vec<_>>()
+            .join(",");
+        // From the first spawn on, dropping `server` kills every member started so far, on
+        // every error path too.
         let mut server = EtcdServer {
-            child,
+            members: Vec::with_capacity(count),
             dir,
-            endpoint: client_url,
         };
+        for (i, name) in names.iter().enumerate() {
+            let client_url = format!("http://127.0.0.1:{}", ports[i]);
+            let peer_url = &peer_urls[i];
+            let log = std::fs::File::create(server.log_path(name))
+                .map_err(|e| EtcdStartError(format!("etcd log file: {e}")))?;
+            let child = Command::new(&bin)
+                .arg(format!("--name={name}"))
+                .arg(format!("--data-dir={}", server.member_dir(name).display()))
+                .arg(format!("--listen-client-urls={client_url}"))
+                .arg(format!("--advertise-client-urls={client_url}"))
+                .arg(format!("--listen-peer-urls={peer_url}"))
+                .arg(format!("--initial-advertise-peer-urls={peer_url}"))
+                .arg(format!("--initial-cluster={initial_cluster}"))
+                .arg("--initial-cluster-state=new")
+                .arg("--initial-cluster-token=berth-test")
+                // Room for a 1.5 MiB value plus the request's own overhead.
+                .arg("--max-request-bytes=2097152")
+                .arg("--logger=zap")
+                .arg("--log-level=error")
+                .stdin(Stdio::null())
+                .stdout(Stdio::null())
+                .stderr(log)
+                .spawn()
+                .map_err(|e| EtcdStartError(format!("running {}: {e}", bin.display())))?;
+            server.members.push(Member {
+                name: name.clone(),
+                child,
+                client_url,
+            });
+        }
         server.wait_healthy().await?;
         Ok(server)
     }
 
-    /// Polls until etcd answers a read, within [`STARTUP_TIMEOUT`].
+    fn log_path(&self, member: &str) -> PathBuf {
+        self.dir.path().join(format!("{member}.log"))
+    }
+
+    fn member_dir(&self, member: &str) -> PathBuf {
+        self.dir.path().join(member)
+    }
+
+    /// Polls until every member answers a read, within [`STARTUP_TIMEOUT`].
     async fn wait_healthy(&mut self) -> Result<(), EtcdStartError> {
         let deadline = Instant::now() + STARTUP_TIMEOUT;
+        let mut healthy = vec![false; self.members.len()];
         loop {
-            if let Ok(Some(status)) = self.child.try_wait() {
-                return Err(EtcdStartError(format!(
-                    "etcd exited during startup ({status}): {}",
-                    self.log()
-                )));
+            for (i, healthy) in healthy.iter_mut().enumerate() {
+                if let Ok(Some(status)) = self.members[i].child.try_wait() {
+                    return Err(EtcdStartError(format!(
+                        "etcd member {} exited during startup ({status}): {}",
+                        self.members[i].name,
+                        self.log()
+                    )));
+                }
+                let member = &self.members[i];
+                if *healthy {
+                    continue;
+                }
+                let attempt = tokio::time::timeout(Duration::from_secs(2), async {
+                    let store = EtcdStore::connect(&[&member.client_url]).await?;
+                    store.current_revision().await
+                })
+                .await;
+                *healthy = matches!(attempt, Ok(Ok(_)));
             }
-            let attempt = tokio::time::timeout(Duration::from_secs(2), async {
-                let store = EtcdStore::connect(&[&self.endpoint]).await?;
-                store.current_revision().await
-            })
-            .await;
-            if let Ok(Ok(_)) = attempt {
+            if healthy.iter().all(|h| *h) {
                 return Ok(());
             }
             if Instant::now() >= deadline {
@@ -132,37 +190,58 @@ impl EtcdServer {
         }
     }
 
-    /// The client URL, `http://127.0.0.1:<port>`.
+    /// The first member's client URL, `http://127.0.0.1:<port>`.
     pub fn endpoint(&self) -> &str {
-        &self.endpoint
+        &self.members[0].client_url
     }
 
-    /// The etcd process id (to read its memory use from `/proc`).
+    /// Every member's client URL, in member order.
+    pub fn endpoints(&self) -> Vec<String> {
+        self.members.iter().map(|m| m.client_url.clone()).collect()
+    }
+
+    /// The first member's process id (to read its memory use from `/proc`).
     pub fn pid(&self) -> u32 {
-        self.child.id()
+        self.members[0].child.id()
     }
 
-    /// The etcd data directory.
+    /// The first member's data directory.
     pub fn data_dir(&self) -> PathBuf {
-        self.dir.path().join("data")
+        self.member_dir(&self.members[0].name)
     }
 
-    /// What etcd wrote to stderr so far (errors only), for failure messages.
+    /// What the members wrote to stderr so far (errors only), for failure messages.
     pub fn log(&self) -> String {
-        std::fs::read_to_string(self.dir.path().join("etcd.log")).unwrap_or_default()
+        self.members
+            .iter()
+            .map(|m| {
+                let log = std::fs::read_to_string(self.log_path(&m.name)).unwrap_or_default();
+                if self.members.len() == 1 {
+                    log
+                } else {
+                    format!("[{}] {log}", m.name)
+                }
+            })
+            .collect::<Vec<_>>()
+            .join("\n")
     }
 
-    /// A new client of this etcd.
+    /// A new client of this etcd, over every member.
     pub async fn store(&self) -> crate::Result<EtcdStore> {
-        EtcdStore::connect(&[&self.endpoint]).await
+        let endpoints = self.endpoints();
+        EtcdStore::connect(&endpoints).await
     }
 }
 
 impl Drop for EtcdServer {
     fn drop(&mut self) {
         // Already exited is fine; the temporary directory is removed after this.
-        let _ = self.child.kill();
-        let _ = self.child.wait();
+        for member in &mut self.members {
+            let _ = member.child.kill();
+        }
+        for member in &mut self.members {
+            let _ = member.child.wait();
+        }
     }
 }
 

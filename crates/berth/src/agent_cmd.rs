@@ -8,7 +8,7 @@ use anyhow::Context;
 use berth_agent::agent::{self, AgentOptions};
 use berth_agent::conditions::Thresholds;
 use berth_agent::config::AgentConfig;
-use berth_agent::credential::{client_from_kubeconfig, ensure_node_kubeconfig};
+use berth_agent::credential::{JoinError, client_from_kubeconfig, node_kubeconfig};
 use berth_agent::metrics::AgentMetrics;
 use berth_agent::node_client::NodeClient;
 use berth_agent::registration::{NodeTemplate, parse_node_labels};
@@ -33,14 +33,16 @@ pub struct JoinArgs {
     /// The API server's URL, e.g. https://10.0.0.1:6443.
     #[arg(long, value_name = "URL")]
     pub server: String,
-    /// The cluster's join token (the server's `join-token` file).
+    /// The cluster's join token (the server's `join-token` file): needed to
+    /// join, and to join again when the server rejects the credential kept
+    /// in the data dir (another cluster's).
     #[arg(
         long,
         env = "BERTH_JOIN_TOKEN",
         hide_env_values = true,
         value_name = "JOIN_TOKEN"
     )]
-    pub token: String,
+    pub token: Option<String>,
     /// The cluster CA certificate (the server's `ca.crt`).
     #[arg(long, value_name = "CA.crt")]
     pub ca_file: PathBuf,
@@ -56,7 +58,9 @@ pub struct AgentArgs {
     /// Where the node credential, pod logs and state are kept.
     #[arg(long, default_value = "/var/lib/berth-agent", value_name = "DIR")]
     data_dir: PathBuf,
-    /// Register the Node; `false` waits for an admin to create it.
+    /// Register the Node; `false` waits for an admin to create it (with the
+    /// annotation `berth.dev/join-allowed: "true"`, without which the join
+    /// token does not join a name already registered).
     #[arg(long, default_value_t = true, action = clap::ArgAction::Set, value_name = "BOOL")]
     register_node: bool,
     /// Taints to register with: `key=value:Effect,...`.
@@ -82,6 +86,13 @@ pub struct AgentArgs {
     /// Serve Prometheus metrics over HTTP on this address.
     #[arg(long, value_name = "ADDR")]
     metrics_bind_address: Option<SocketAddr>,
+}
+
+/// A join that failed on what the user gave (a rejected credential, a CA
+/// that does not verify the server, no join token): exit 2.
+pub fn is_join_error_to_fix(err: &anyhow::Error) -> bool {
+    err.downcast_ref::<JoinError>()
+        .is_some_and(JoinError::is_users_to_fix)
 }
 
 /// Cancelled on SIGTERM or Ctrl-C.
@@ -160,11 +171,11 @@ pub async fn run(args: &AgentArgs) -> anyhow::Result<()> {
     std::fs::create_dir_all(&args.data_dir)
         .with_context(|| format!("creating {}", args.data_dir.display()))?;
     let _ = rustls::crypto::ring::default_provider().install_default();
-    let kubeconfig = ensure_node_kubeconfig(
+    let kubeconfig = node_kubeconfig(
         &args.data_dir,
         &args.join.server,
         &args.join.ca_file,
-        &args.join.token,
+        args.join.token.as_deref(),
         &args.node_name,
     )
     .await

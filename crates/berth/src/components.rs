@@ -2,52 +2,82 @@
 //! ordinary Kubernetes client over the in-process transport.
 
 use std::sync::Arc;
+use std::time::Duration;
 
 use berth_apiserver::api::ApiServer;
 use berth_apiserver::auth::User;
 use berth_apiserver::in_process;
 use berth_scheduler::client::{self as scheduler, SchedulerConfig};
 use berth_scheduler::config::SchedulerFileConfig;
+use tokio::task::JoinSet;
 
-/// Keeps a component's leader election alive; dropping it ends the election.
+use crate::leader_election::Election;
+
+/// How long a stopping server tries to release a Lease (the store may be
+/// what failed): a successor waits out the lease duration otherwise.
+const RELEASE_TIMEOUT: Duration = Duration::from_secs(5);
+
+/// A running component: its tasks and its leader election. Dropping it
+/// aborts the tasks and ends the election as a crash would (the Lease is
+/// not released); [`Running::stop`] is the graceful way.
 pub struct Running {
-    _leadership: Option<berth_leader::Leadership>,
+    tasks: JoinSet<()>,
+    leadership: Option<berth_leader::Leadership>,
 }
 
-/// Starts the scheduler as the admin, one per profile; with
-/// `leader_elect`, only while this process holds the
-/// `kube-system/kube-scheduler` Lease.
+impl Running {
+    pub fn new(tasks: JoinSet<()>, leadership: Option<berth_leader::Leadership>) -> Running {
+        Running { tasks, leadership }
+    }
+
+    /// Stops the component's tasks, then releases its Lease (as upstream's
+    /// `ReleaseOnCancel`), so another server leads at once instead of
+    /// after the lease duration, and never while these tasks still run.
+    pub async fn stop(mut self) {
+        self.tasks.shutdown().await;
+        if let Some(leadership) = self.leadership.take()
+            && tokio::time::timeout(RELEASE_TIMEOUT, leadership.stop())
+                .await
+                .is_err()
+        {
+            tracing::warn!("could not release a leader election Lease in time");
+        }
+    }
+}
+
+/// Starts the scheduler as the admin, one per profile; with an
+/// `election`, only while this process holds the `kube-system/kube-scheduler`
+/// Lease.
 pub fn start_scheduler(
     api: &Arc<ApiServer>,
     setup: SchedulerFileConfig,
-    leader_elect: bool,
+    election: Option<&Election>,
 ) -> anyhow::Result<Running> {
     let client = in_process::client(api, User::admin(), "default")
         .map_err(|e| anyhow::anyhow!("making the scheduler's client: {e}"))?;
     let clock = api.clock.clone();
     berth_apiserver::metrics::add_component_registry(scheduler::metrics::registry());
-    let identity = berth_leader::default_identity(&std::process::id().to_string());
+    let instance = match election {
+        Some(election) => election.identity.clone(),
+        None => berth_leader::default_identity(&std::process::id().to_string()),
+    };
     let configs: Vec<SchedulerConfig> = setup
         .profiles
         .into_iter()
         .map(|profile| SchedulerConfig {
             profile,
             queue: setup.queue,
-            instance: identity.clone(),
+            instance: instance.clone(),
             ..SchedulerConfig::default()
         })
         .collect();
-    let leadership = leader_elect.then(|| {
-        berth_leader::spawn(
-            client.clone(),
-            clock.clone(),
-            berth_leader::Config::new("kube-scheduler", identity),
-        )
-    });
+    let leadership =
+        election.map(|election| election.spawn(client.clone(), clock.clone(), "kube-scheduler"));
     let leading = leadership
         .as_ref()
         .map_or_else(berth_leader::always_leading, |l| l.subscribe());
-    tokio::spawn(berth_leader::run_while_leading(leading, move || {
+    let mut tasks = JoinSet::new();
+    tasks.spawn(berth_leader::run_while_leading(leading, move || {
         let runs: Vec<_> = configs
             .iter()
             .map(|config| scheduler::run(client.clone(), clock.clone(), config.clone()))
@@ -56,7 +86,5 @@ pub fn start_scheduler(
             futures::future::join_all(runs).await;
         }
     }));
-    Ok(Running {
-        _leadership: leadership,
-    })
+    Ok(Running::new(tasks, leadership))
 }

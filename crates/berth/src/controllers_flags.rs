@@ -4,6 +4,8 @@
 use std::sync::Arc;
 use std::time::Duration;
 
+use crate::components::Running;
+use crate::leader_election::Election;
 use berth_apiserver::api::ApiServer;
 use berth_apiserver::auth::User;
 use berth_apiserver::in_process;
@@ -15,7 +17,6 @@ use berth_controllers::taint_eviction::TaintEvictionConfig;
 use berth_controllers::{ControllerOptions, EnabledControllers};
 use berth_core::FeatureGates;
 use clap::Args;
-use tokio::task::JoinSet;
 
 #[derive(Debug, Args)]
 pub struct ControllerFlags {
@@ -55,15 +56,16 @@ pub(crate) fn parse_duration(value: &str) -> Result<Duration, String> {
     berth_core::duration::parse_duration(value).map_err(|e| e.to_string())
 }
 
-/// Starts the controllers over an in-process admin client, under leader
-/// election with `leader_elect`; their metrics join the server's `/metrics`.
-/// Dropping the returned set stops them.
+/// Starts the controllers over an in-process admin client, with an
+/// `election` only while this process holds the
+/// `kube-system/kube-controller-manager` Lease; their metrics join the
+/// server's `/metrics`. Dropping the returned set stops them.
 pub fn start(
     api: &Arc<ApiServer>,
     flags: &ControllerFlags,
     gates: FeatureGates,
-    leader_elect: bool,
-) -> anyhow::Result<(JoinSet<()>, Option<berth_leader::Leadership>)> {
+    election: Option<&Election>,
+) -> anyhow::Result<Running> {
     let client = in_process::client(api, User::admin(), "default")
         .map_err(|e| anyhow::anyhow!("in-process client for the controllers: {e}"))?;
     let options = ControllerOptions {
@@ -89,24 +91,12 @@ pub fn start(
     let mut registry = prometheus_client::registry::Registry::default();
     let metrics = ControllerMetrics::register(&mut registry);
     berth_apiserver::metrics::add_component_registry(registry);
-    let leadership = leader_elect.then(|| {
-        let unique = format!(
-            "{}-{}",
-            std::process::id(),
-            api.clock.now().as_nanosecond() % 1_000_000_000
-        );
-        berth_leader::spawn(
-            client.clone(),
-            api.clock.clone(),
-            berth_leader::Config::new(
-                "kube-controller-manager",
-                berth_leader::default_identity(&unique),
-            ),
-        )
+    let leadership = election.map(|election| {
+        election.spawn(client.clone(), api.clock.clone(), "kube-controller-manager")
     });
     let leading = leadership.as_ref().map(berth_leader::Leadership::subscribe);
     let tasks = berth_controllers::spawn(client, api.clock.clone(), options, metrics, leading);
-    Ok((tasks, leadership))
+    Ok(Running::new(tasks, leadership))
 }
 
 #[cfg(test)]

@@ -7,6 +7,7 @@ mod check;
 mod components;
 mod controllers_flags;
 mod input;
+mod leader_election;
 mod scenario_cmd;
 mod server_cmd;
 mod sim_cmd;
@@ -121,17 +122,20 @@ fn run_async(command: impl std::future::Future<Output = anyhow::Result<()>>) -> 
 fn main() -> ExitCode {
     disable_transparent_huge_pages();
     raise_open_files_limit();
+    init_logging();
     let cli = Cli::parse();
+    if let Command::Server(args) = &cli.command
+        && let Err(e) = args.leader_election.validate()
+    {
+        use clap::CommandFactory;
+        Cli::command()
+            .error(clap::error::ErrorKind::ArgumentConflict, e)
+            .exit();
+    }
     let result = match cli.command {
         Command::Check(args) => check::run(&args),
-        Command::Server(args) => {
-            init_logging();
-            run_async(server_cmd::run(&args))
-        }
-        Command::Agent(args) => {
-            init_logging();
-            run_async(agent_cmd::run(&args))
-        }
+        Command::Server(args) => run_async(server_cmd::run(&args)),
+        Command::Agent(args) => run_async(agent_cmd::run(&args)),
         Command::Sim { args } => run_sim(args),
     };
     match result {
@@ -142,6 +146,7 @@ fn main() -> ExitCode {
             // anything else is berth's or the machine's (exit 1).
             if err.downcast_ref::<input::InputError>().is_some()
                 || scenario_cmd::is_scenario_error(&err)
+                || agent_cmd::is_join_error_to_fix(&err)
             {
                 ExitCode::from(2)
             } else {

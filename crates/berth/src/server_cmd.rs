@@ -50,11 +50,8 @@ pub struct ServerArgs {
     /// percentageOfNodesToScore. Without it: upstream's default profile.
     #[arg(long, value_name = "FILE", conflicts_with = "scheduler_name")]
     config: Option<PathBuf>,
-    /// Run the scheduler and the controllers only while holding their Leases
-    /// (`kube-system/kube-scheduler`, `kube-system/kube-controller-manager`);
-    /// default: on with --etcd, where several servers may share the cluster.
-    #[arg(long, value_name = "BOOL")]
-    leader_elect: Option<bool>,
+    #[command(flatten)]
+    pub leader_election: crate::leader_election::LeaderElectionFlags,
     #[command(flatten)]
     controllers: crate::controllers_flags::ControllerFlags,
     /// Simulated nodes to run inside the server (a whole cluster in one
@@ -64,6 +61,15 @@ pub struct ServerArgs {
     /// Spread the simulated nodes over this many zones.
     #[arg(long, default_value_t = 1, value_name = "Z")]
     sim_zones: usize,
+    /// Largest request body read; bigger ones get 413 (upstream's 3 MiB).
+    #[arg(long, default_value_t = berth_apiserver::api::MAX_BODY_BYTES, value_name = "BYTES",
+          value_parser = clap::builder::RangedU64ValueParser::<usize>::new().range(1024..=64 * 1024 * 1024))]
+    max_request_body_bytes: usize,
+    /// Deepest nesting of objects and lists a JSON or YAML request body may
+    /// have; deeper ones get 400 "exceeded max depth of N".
+    #[arg(long, default_value_t = berth_apiserver::body::DEFAULT_MAX_DEPTH, value_name = "N",
+          value_parser = clap::builder::RangedU64ValueParser::<usize>::new().range(1..=berth_apiserver::body::DEFAULT_MAX_DEPTH as u64))]
+    max_body_depth: usize,
     /// The most bytes of object JSON the watch caches keep as history for
     /// watches that resume, all types together (the oldest go first;
     /// resuming from before them is 410 Gone).
@@ -131,6 +137,8 @@ pub async fn run(args: &ServerArgs) -> anyhow::Result<()> {
         per_client: args.max_watches_per_client,
         total: args.max_watches,
     };
+    api.max_request_body_bytes = args.max_request_body_bytes;
+    api.body.max_depth = args.max_body_depth;
     let options = ServerOptions {
         data_dir: args.data_dir.clone(),
         listen: args.listen,
@@ -140,11 +148,12 @@ pub async fn run(args: &ServerArgs) -> anyhow::Result<()> {
         store_cache_bytes: args.store_cache_bytes,
     };
     let mut server = start(options).await.context("starting berth server")?;
-    let _controllers = crate::controllers_flags::start(
+    let election = args.leader_election.election(!args.etcd.is_empty());
+    let controllers = crate::controllers_flags::start(
         &server.api,
         &args.controllers,
         args.feature_gates,
-        args.leader_elect.unwrap_or(!args.etcd.is_empty()),
+        election.as_ref(),
     )?;
     let store = if args.etcd.is_empty() {
         "embedded store".to_string()
@@ -152,6 +161,15 @@ pub async fn run(args: &ServerArgs) -> anyhow::Result<()> {
         format!("etcd {}", args.etcd.join(","))
     };
     eprintln!("berth server listening on {} ({store})", server.url);
+    if let Some(election) = &election {
+        eprintln!(
+            "berth server: leader election as {} (lease {:?}, renew deadline {:?}, retry {:?})",
+            election.identity,
+            election.timing.lease_duration,
+            election.timing.renew_deadline,
+            election.timing.retry_period
+        );
+    }
     let stop_sim = tokio_util::sync::CancellationToken::new();
     if args.sim_nodes > 0 {
         crate::sim_cmd::spawn_in_process(
@@ -176,13 +194,13 @@ pub async fn run(args: &ServerArgs) -> anyhow::Result<()> {
         "export KUBECONFIG={}",
         server.credentials.kubeconfig.display()
     );
-    let _scheduler = if args.disable_scheduler {
+    let scheduler = if args.disable_scheduler {
         None
     } else {
         Some(crate::components::start_scheduler(
             &server.api,
             scheduler_setup,
-            args.leader_elect.unwrap_or(!args.etcd.is_empty()),
+            election.as_ref(),
         )?)
     };
     let mut terminate = tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate())
@@ -202,9 +220,12 @@ pub async fn run(args: &ServerArgs) -> anyhow::Result<()> {
     );
     stop_sim.cancel();
     // The in-process components first, so they write nothing to a store
-    // being closed; then the API (requests in flight finish) and the store.
-    drop(_scheduler);
-    drop(_controllers);
+    // being closed (their Leases released, so another server leads at
+    // once); then the API (requests in flight finish) and the store.
+    if let Some(scheduler) = scheduler {
+        scheduler.stop().await;
+    }
+    controllers.stop().await;
     server
         .shutdown(args.shutdown_grace_period)
         .await

@@ -7,7 +7,10 @@ use std::sync::Arc;
 
 use anyhow::Context;
 use berth_agent::config::AgentConfig;
-use berth_agent::credential::{client_from_kubeconfig, render_kubeconfig, request_node_token};
+use berth_agent::credential::{
+    JoinError, check_credential, client_from_kubeconfig, refused, render_kubeconfig,
+    request_node_token,
+};
 use berth_agent::node_client::{bearer_header, with_default_bearer};
 use berth_agent::registration::NodeTemplate;
 use berth_agent::sim::{self, FleetOptions, SimNode, SimStats};
@@ -41,6 +44,12 @@ pub struct SimArgs {
     /// Requests in flight at most.
     #[arg(long, default_value_t = 256, value_name = "N")]
     max_in_flight: usize,
+    /// A kubeconfig allowed to list and watch every Node and pod (the
+    /// server's `admin.kubeconfig`): the fleet's two shared watches use it,
+    /// as no node credential may read other nodes' objects. Every node
+    /// still writes with its own credential.
+    #[arg(long, value_name = "FILE")]
+    kubeconfig: PathBuf,
 }
 
 /// The template every simulated node takes: the default, or labels,
@@ -102,13 +111,42 @@ pub async fn run(args: &SimArgs) -> anyhow::Result<()> {
         std::fs::read(&args.join.ca_file).map_err(|e| InputError::new(&args.join.ca_file, e))?;
     std::fs::create_dir_all(&args.data_dir)
         .with_context(|| format!("creating {}", args.data_dir.display()))?;
+    let watcher = watcher_bearer(&args.kubeconfig)?;
+    // One client (one connection pool) for every node: each node's request
+    // carries its node's token, the shared watches the kubeconfig's.
+    let base =
+        client_from_kubeconfig(&render_kubeconfig(&args.join.server, &ca_pem, "sim", None)).await?;
+    let client = with_default_bearer(base.clone(), watcher);
+    check_watcher(&client, &args.kubeconfig).await?;
     let tokens_path = args.data_dir.join("node-tokens");
     let mut tokens = read_tokens(&tokens_path)?;
+    // The kept credentials are one cluster's: the first one tells.
+    if let Some((name, token)) = tokens.iter().next() {
+        let node = with_default_bearer(base, bearer_header(token).context("token header")?);
+        if let Err(problem) = check_credential(&node, name).await {
+            refused(
+                problem,
+                &tokens_path,
+                &args.join.server,
+                args.join.token.is_some(),
+            )?;
+            std::fs::remove_file(&tokens_path).map_err(|e| InputError::new(&tokens_path, e))?;
+            tokens.clear();
+        }
+    }
     let names: Vec<String> = (0..args.nodes)
         .map(|i| sim::sim_node_name(&args.name_prefix, i))
         .collect();
     let missing: Vec<&String> = names.iter().filter(|n| !tokens.contains_key(*n)).collect();
     if !missing.is_empty() {
+        let join_token = args
+            .join
+            .token
+            .as_deref()
+            .ok_or_else(|| JoinError::NoCredential {
+                path: tokens_path.clone(),
+            })?
+            .trim();
         eprintln!("berth sim: joining {} nodes", missing.len());
         use futures::StreamExt;
         let mut file = std::fs::OpenOptions::new()
@@ -119,8 +157,7 @@ pub async fn run(args: &SimArgs) -> anyhow::Result<()> {
         let mut joins = futures::stream::iter(missing.into_iter().map(|name| {
             let ca = ca_pem.clone();
             async move {
-                let token =
-                    request_node_token(&args.join.server, &ca, args.join.token.trim(), name).await;
+                let token = request_node_token(&args.join.server, &ca, join_token, name).await;
                 (name.clone(), token)
             }
         }))
@@ -143,15 +180,6 @@ pub async fn run(args: &SimArgs) -> anyhow::Result<()> {
             })
         })
         .collect();
-    let first = nodes
-        .first()
-        .map(|n| n.bearer.clone())
-        .context("no usable node token")?;
-    // One client (one connection pool) for every node; it authenticates
-    // nothing by itself: each request carries its node's token.
-    let base =
-        client_from_kubeconfig(&render_kubeconfig(&args.join.server, &ca_pem, "sim", None)).await?;
-    let client = with_default_bearer(base, first);
     let stats = Arc::new(SimStats::default());
     let stop = crate::agent_cmd::shutdown_signal();
     eprintln!(
@@ -174,8 +202,52 @@ pub async fn run(args: &SimArgs) -> anyhow::Result<()> {
     Ok(())
 }
 
+/// The bearer token of `--kubeconfig`, for the fleet's shared watches.
+fn watcher_bearer(path: &Path) -> anyhow::Result<http::HeaderValue> {
+    let text = std::fs::read_to_string(path).map_err(|e| InputError::new(path, e))?;
+    berth_agent::credential::kubeconfig_token(&text)
+        .and_then(|token| bearer_header(&token))
+        .ok_or_else(|| {
+            InputError::new(
+                path,
+                "no bearer token for the current context (the fleet's watches need one)",
+            )
+            .into()
+        })
+}
+
+/// The fleet's watches need to read every Node and pod: a kubeconfig that
+/// may not is the user's to fix, said before the fleet starts.
+async fn check_watcher(client: &kube::Client, kubeconfig: &Path) -> anyhow::Result<()> {
+    let nodes: kube::Api<Node> = kube::Api::all(client.clone());
+    match nodes.list(&kube::api::ListParams::default().limit(1)).await {
+        Ok(_) => Ok(()),
+        Err(kube::Error::Api(status)) if matches!(status.code, 401 | 403) => Err(InputError::new(
+            kubeconfig,
+            format!(
+                "this credential may not list Nodes ({} {}); the fleet's watches need one that may (an admin's)",
+                status.code, status.message
+            ),
+        )
+        .into()),
+        // Not reachable yet: the fleet's own retries will say so.
+        Err(e) => {
+            tracing::warn!(error = %e, "could not check --kubeconfig; going on");
+            Ok(())
+        }
+    }
+}
+
+/// A random bearer token (hex).
+fn random_token() -> anyhow::Result<String> {
+    let mut bytes = [0u8; 24];
+    getrandom::fill(&mut bytes).map_err(|e| anyhow::anyhow!("random token: {e}"))?;
+    Ok(bytes.iter().map(|b| format!("{b:02x}")).collect())
+}
+
 /// Simulated nodes inside `berth server`: each node's token is registered
-/// with the API directly, and the fleet talks to the router in-process.
+/// with the API directly, and the fleet talks to the router in-process;
+/// its shared watches go out as `system:berth:sim`.
 pub fn spawn_in_process(
     api: &Arc<berth_apiserver::api::ApiServer>,
     count: usize,
@@ -185,9 +257,7 @@ pub fn spawn_in_process(
     let mut nodes = Vec::with_capacity(count);
     for i in 0..count {
         let name = sim::sim_node_name("sim-", i);
-        let mut bytes = [0u8; 24];
-        getrandom::fill(&mut bytes).map_err(|e| anyhow::anyhow!("random token: {e}"))?;
-        let token: String = bytes.iter().map(|b| format!("{b:02x}")).collect();
+        let token = random_token()?;
         api.auth
             .add_token(token.clone(), berth_apiserver::auth::User::node(&name));
         nodes.push(SimNode {
@@ -196,12 +266,12 @@ pub fn spawn_in_process(
             name,
         });
     }
-    let first = nodes
-        .first()
-        .map(|n| n.bearer.clone())
-        .context("no nodes")?;
+    let watcher = random_token()?;
+    api.auth
+        .add_token(watcher.clone(), berth_apiserver::auth::User::sim_fleet());
+    let watcher = bearer_header(&watcher).context("token header")?;
     let base = kube::Client::new(berth_apiserver::server::router(api.clone()), "default");
-    let client = with_default_bearer(base, first);
+    let client = with_default_bearer(base, watcher);
     let clock = Clock::real();
     Ok(tokio::spawn(sim::run_fleet(
         client,

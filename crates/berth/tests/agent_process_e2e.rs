@@ -15,7 +15,7 @@ use serde_json::Value;
 
 mod common;
 
-use common::{Backend, Server, sigterm};
+use common::{Backend, Server, signal, sigterm};
 
 /// How long kubectl waits for a state before the test fails.
 const WAIT: &str = "--timeout=90s";
@@ -58,15 +58,6 @@ fn kubectl_binary() -> &'static str {
     }
 }
 
-/// The API server URL in a kubeconfig.
-fn server_url(kubeconfig: &Path) -> String {
-    let text = std::fs::read_to_string(kubeconfig).expect("read kubeconfig");
-    text.lines()
-        .find_map(|l| l.trim().strip_prefix("server:"))
-        .map(|s| s.trim().trim_matches('"').to_string())
-        .expect("a server URL in the kubeconfig")
-}
-
 impl Cluster {
     /// A server and one process-runtime agent `node`, registered with
     /// `taints`, Ready.
@@ -91,7 +82,7 @@ impl Cluster {
         let log = server.data_dir.with_extension(format!("{node}.log"));
         let stderr = std::fs::File::create(&log).expect("agent log file");
         let child = Command::new(env!("CARGO_BIN_EXE_berth"))
-            .args(["agent", "--server", &server_url(&server.kubeconfig)])
+            .args(["agent", "--server", &server.url()])
             .arg("--token")
             .arg(
                 std::fs::read_to_string(server.data_dir.join("join-token"))
@@ -135,11 +126,61 @@ impl Cluster {
             .expect("kubectl runs")
     }
 
+    /// Waits until the node is Ready=Unknown and tainted
+    /// unreachable:NoExecute (the unreachable NoSchedule taint comes with
+    /// the condition too).
+    fn wait_unknown_and_unreachable(&self) {
+        let node = format!("node/{}", self.node);
+        self.ok(&["wait", "--for=condition=Ready=Unknown", &node, WAIT]);
+        self.ok(&[
+            "wait",
+            r#"--for=jsonpath={.spec.taints[?(@.effect=="NoExecute")].key}=node.kubernetes.io/unreachable"#,
+            &node,
+            WAIT,
+        ]);
+    }
+
+    /// Sends the agent a signal.
+    fn signal_agent(&self, sig: rustix::process::Signal) {
+        let agent = self.agent.as_ref().expect("agent");
+        signal(&agent.child, sig).expect("signal to the agent");
+    }
+
     fn agent_log(&self) -> String {
         self.agent
             .as_ref()
             .map(|a| std::fs::read_to_string(&a.log).unwrap_or_default())
             .unwrap_or_default()
+    }
+
+    /// Watches a node's taint keys (`kubectl get --watch`) until `done`
+    /// holds for them; the watch ends after 90 s as a safety net.
+    fn watch_node_until(&self, node: &str, done: impl Fn(&str) -> bool) {
+        use std::io::BufRead;
+        let mut watch = Command::new(kubectl_binary())
+            .args(["get", "node", node, "--watch", "--request-timeout=90s"])
+            .args(["-o", r#"jsonpath={.spec.taints[*].key}{"\n"}"#])
+            .env("KUBECONFIG", &self.server.kubeconfig)
+            .env_remove("KUBERNETES_SERVICE_HOST")
+            .stdout(Stdio::piped())
+            .stderr(Stdio::null())
+            .spawn()
+            .expect("kubectl get --watch runs");
+        let stdout = watch.stdout.take().expect("kubectl's stdout");
+        let mut seen = Vec::new();
+        let reached = std::io::BufReader::new(stdout)
+            .lines()
+            .map_while(Result::ok)
+            .any(|taints| {
+                seen.push(taints.clone());
+                done(&taints)
+            });
+        let _ = watch.kill();
+        let _ = watch.wait();
+        assert!(
+            reached,
+            "node {node} never reached the state; taints seen: {seen:?}"
+        );
     }
 
     /// Runs kubectl, expects success, returns stdout.
@@ -432,6 +473,19 @@ fn an_untolerated_no_execute_taint_kills_the_process_and_the_pod_is_gone() {
 /// Two simulated nodes keep the cluster from being all down (then upstream
 /// taints nothing); the grace is longer than the 10 s renewal interval so
 /// they stay Ready.
+/// Server flags for the tests of a node that stops: a 15 s grace (longer
+/// than the 10 s renewal interval, so the simulated nodes stay Ready)
+/// checked every second, and two simulated nodes to keep the cluster from
+/// being all down (then upstream taints nothing).
+const SHORT_GRACE_BESIDE_TWO_SIM_NODES: &[&str] = &[
+    "--sim-nodes",
+    "2",
+    "--node-monitor-grace-period",
+    "15s",
+    "--node-monitor-period",
+    "1s",
+];
+
 #[test]
 fn a_killed_agent_leaves_its_node_unknown_and_tainted_unreachable() {
     let mut cluster = Cluster::start_with(
@@ -439,25 +493,13 @@ fn a_killed_agent_leaves_its_node_unknown_and_tainted_unreachable() {
         "worker-5",
         "",
         "",
-        &[
-            "--sim-nodes",
-            "2",
-            "--node-monitor-grace-period",
-            "15s",
-            "--node-monitor-period",
-            "1s",
-        ],
+        SHORT_GRACE_BESIDE_TWO_SIM_NODES,
     );
     if let Some(agent) = cluster.agent.as_mut() {
         agent.child.kill().expect("SIGKILL the agent");
         let _ = agent.child.wait();
     }
-    cluster.ok(&[
-        "wait",
-        "--for=condition=Ready=Unknown",
-        "node/worker-5",
-        WAIT,
-    ]);
+    cluster.wait_unknown_and_unreachable();
     let node = cluster.json(&["get", "node", "worker-5"]);
     let ready = node["status"]["conditions"]
         .as_array()
@@ -466,17 +508,62 @@ fn a_killed_agent_leaves_its_node_unknown_and_tainted_unreachable() {
         .unwrap_or_default();
     assert_eq!(ready["reason"], "NodeStatusUnknown", "{ready}");
     assert_eq!(ready["message"], "Kubelet stopped posting node status.");
-    cluster.ok(&[
-        "wait",
-        // (the unreachable NoSchedule taint comes with the condition too)
-        r#"--for=jsonpath={.spec.taints[?(@.effect=="NoExecute")].key}=node.kubernetes.io/unreachable"#,
-        "node/worker-5",
-        WAIT,
-    ]);
     let nodes = cluster.ok(&["get", "nodes", "--no-headers"]);
     let ready_sims = nodes
         .lines()
         .filter(|l| l.starts_with("sim-") && l.split_whitespace().nth(1) == Some("Ready"))
         .count();
     assert_eq!(ready_sims, 2, "{nodes}");
+}
+
+/// A real agent paused (SIGSTOP) past `--node-monitor-grace-period`: its
+/// node goes Unknown and is tainted unreachable:NoExecute. Resumed
+/// (SIGCONT), it is Ready again within 15 s, because it compares the status
+/// it computes with the Node on the server (which the controller
+/// overwrote), not with its own last write (then it waited for its
+/// 5-minute report); the taint goes, and its pod with the default 300 s
+/// toleration is not evicted.
+#[test]
+fn a_paused_agent_is_ready_again_within_15_s_of_resuming_and_its_pod_stays() {
+    let cluster = Cluster::start_with(
+        "agent-paused",
+        "worker-6",
+        "",
+        "",
+        SHORT_GRACE_BESIDE_TWO_SIM_NODES,
+    );
+    let started = cluster.fifo("started");
+    let script = format!("echo started > {}; exec sleep 3600", started.display());
+    cluster.apply(&cluster.pod("steady", "", &script));
+    assert_eq!(read_fifo(&started), "started\n");
+    cluster.ok(&[
+        "wait",
+        "--for=jsonpath={.status.phase}=Running",
+        "pod/steady",
+        WAIT,
+    ]);
+    let pod = cluster.json(&["get", "pod", "steady"]);
+    let unreachable_seconds = pod["spec"]["tolerations"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .find(|t| t["key"] == "node.kubernetes.io/unreachable")
+        .map(|t| t["tolerationSeconds"].clone());
+    assert_eq!(unreachable_seconds, Some(serde_json::json!(300)), "{pod}");
+
+    cluster.signal_agent(rustix::process::Signal::STOP);
+    cluster.wait_unknown_and_unreachable();
+    cluster.signal_agent(rustix::process::Signal::CONT);
+    // The acceptance bound itself: kubectl gives up after 15 s.
+    cluster.ok(&[
+        "wait",
+        "--for=condition=Ready",
+        "node/worker-6",
+        "--timeout=15s",
+    ]);
+    // The controller lifts the unreachable taints at its next pass.
+    cluster.watch_node_until("worker-6", |taints| !taints.contains("unreachable"));
+    let pod = cluster.json(&["get", "pod", "steady"]);
+    assert!(pod["metadata"]["deletionTimestamp"].is_null(), "{pod}");
+    assert_eq!(pod["status"]["phase"], "Running", "{}", pod["status"]);
 }

@@ -84,13 +84,16 @@ impl Cluster {
         serde_json::from_str(&self.ok(&all)).expect("kubectl -o json prints JSON")
     }
 
-    fn apply(&self, manifest: &str) -> String {
-        let path = self
-            .server
-            .data_dir
-            .join(format!("manifest-{}.yaml", manifest.len()));
+    /// Writes a manifest into the data dir; returns its path.
+    fn manifest(&self, name: &str, manifest: &str) -> String {
+        let path = self.server.data_dir.join(name);
         std::fs::write(&path, manifest).expect("write manifest");
-        self.ok(&["apply", "-f", &path.to_string_lossy()])
+        path.to_string_lossy().into_owned()
+    }
+
+    fn apply(&self, manifest: &str) -> String {
+        let path = self.manifest(&format!("manifest-{}.yaml", manifest.len()), manifest);
+        self.ok(&["apply", "-f", &path])
     }
 }
 
@@ -133,6 +136,112 @@ fn watch_sees_changes_and_drain_evicts_on_the_embedded_store() {
 #[test]
 fn watch_sees_changes_and_drain_evicts_on_etcd() {
     watch_and_drain(Backend::Etcd);
+}
+
+/// `kubectl explain` and `kubectl apply`'s validation read the OpenAPI
+/// documents (v3 JSON, and v2 as protobuf for client-side validation);
+/// what kubectl prints is what it prints against kube-apiserver.
+#[test]
+fn explain_and_validation_read_the_openapi_documents() {
+    let cluster = Cluster::start("openapi", Backend::Embedded);
+
+    let tolerations = cluster.ok(&["explain", "pod.spec.tolerations"]);
+    for want in [
+        "KIND:       Pod",
+        "FIELD: tolerations <[]Toleration>",
+        "If specified, the pod's tolerations.",
+        "tolerationSeconds\t<integer>",
+        "TolerationSeconds represents the period of time the toleration",
+    ] {
+        assert!(tolerations.contains(want), "{want:?} in {tolerations}");
+    }
+    let taints = cluster.ok(&["explain", "node.spec.taints"]);
+    for want in [
+        "FIELD: taints <[]Taint>",
+        "If specified, the node's taints.",
+        "effect\t<string> -required-",
+    ] {
+        assert!(taints.contains(want), "{want:?} in {taints}");
+    }
+    // The v2 document, which client-go fetches as protobuf.
+    let v2 = cluster.ok(&[
+        "explain",
+        "--output=plaintext-openapiv2",
+        "pod.spec.tolerations",
+    ]);
+    assert!(
+        v2.contains("RESOURCE: tolerations <[]Object>")
+            && v2.contains("If specified, the pod's tolerations."),
+        "{v2}"
+    );
+
+    // A valid manifest applies, then a change to it is patched (the patch
+    // computed from the v3 schemas), with no protobuf or OpenAPI warnings.
+    let pod = "apiVersion: v1\nkind: Pod\nmetadata:\n  name: web\nspec:\n  containers:\n  - name: web\n    image: nginx\n";
+    for (image, want) in [
+        ("nginx", "pod/web created"),
+        ("nginx:2", "pod/web configured"),
+    ] {
+        let path = cluster.manifest("web.yaml", &pod.replace("nginx", image));
+        let out = cluster.kubectl(&["apply", "-f", &path]);
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert!(out.status.success() && stderr.is_empty(), "{stderr}");
+        assert_eq!(String::from_utf8_lossy(&out.stdout).trim(), want);
+    }
+
+    struct Refused {
+        name: &'static str,
+        file: &'static str,
+        manifest: &'static str,
+        flags: &'static [&'static str],
+        /// kubectl's stderr, `{path}` standing for the manifest's path.
+        want: &'static str,
+    }
+    let cases = [
+        Refused {
+            name: "a misspelled field: the server validates fields (fieldValidation on the \
+                   PATCH operation), so kubectl sends Strict and prints the server's error",
+            file: "typo.yaml",
+            manifest: "apiVersion: v1\nkind: Pod\nmetadata:\n  name: typo\nspec:\n  containers:\n  - name: web\n    image: nginx\n    imagee: nginx\n",
+            flags: &["--validate=strict"],
+            want: "Error from server (BadRequest): error when creating \"{path}\": Pod in version \"v1\" cannot be handled as a Pod: strict decoding error: unknown field \"spec.containers[0].imagee\"",
+        },
+        Refused {
+            name: "a List is validated client-side, against the v2 document (protobuf)",
+            file: "list.yaml",
+            manifest: "apiVersion: v1\nkind: List\nitems:\n- apiVersion: v1\n  kind: Pod\n  metadata: {name: listed}\n  spec:\n    containers: [{name: a, image: b, imagee: c}]\n",
+            flags: &[],
+            want: "error: error validating \"{path}\": error validating data: ValidationError(Pod.spec.containers[0]): unknown field \"imagee\" in io.k8s.api.core.v1.Container; if you choose to ignore these errors, turn validation off with --validate=false",
+        },
+        Refused {
+            name: "a kind the server does not serve: validation skips it, the mapping fails",
+            file: "widget.yaml",
+            manifest: "apiVersion: example.com/v1\nkind: Widget\nmetadata:\n  name: w\n",
+            flags: &[],
+            want: "error: resource mapping not found for name: \"w\" namespace: \"\" from \"{path}\": no matches for kind \"Widget\" in version \"example.com/v1\"\nensure CRDs are installed first",
+        },
+    ];
+    for case in cases {
+        let path = cluster.manifest(case.file, case.manifest);
+        let mut args = vec!["apply", "-f", &path];
+        args.extend(case.flags);
+        let err = cluster.fails(&args);
+        assert_eq!(
+            err.trim(),
+            case.want.replace("{path}", &path),
+            "{}",
+            case.name
+        );
+    }
+    // The List, spelled right, applies.
+    let list = cluster.manifest(
+        "list.yaml",
+        "apiVersion: v1\nkind: List\nitems:\n- apiVersion: v1\n  kind: Pod\n  metadata: {name: listed}\n  spec:\n    containers: [{name: a, image: b}]\n",
+    );
+    assert_eq!(
+        cluster.ok(&["apply", "-f", &list]).trim(),
+        "pod/listed created"
+    );
 }
 
 fn seed_walkthrough(backend: Backend) {

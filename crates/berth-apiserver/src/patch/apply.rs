@@ -1,7 +1,8 @@
 //! Server-side apply (`application/apply-patch+yaml`), reduced to what
 //! `kubectl apply --server-side` needs on simple objects.
 //!
-//! What is done: the body is decoded as YAML (JSON is YAML); upstream's
+//! What is done: the body is decoded as YAML (JSON is YAML; see
+//! [`crate::body`]); upstream's
 //! checks that come before the merge are made (a `fieldManager` is
 //! required, `metadata.managedFields` must not be set, the `apiVersion`
 //! must be the live object's); then the applied configuration, with its
@@ -26,11 +27,12 @@ use super::schema::Type;
 use super::strategic;
 use super::{PatchError, json_kind_name};
 
-pub(super) fn apply(ty: &'static Type, original: &Value, body: &[u8]) -> Result<Value, PatchError> {
-    let config: Value = serde_yaml::from_slice(body).map_err(|e| PatchError::BadRequest {
-        message: format!("error decoding YAML: {e}"),
-    })?;
-    let mut config = match config {
+pub(super) fn apply(
+    ty: &'static Type,
+    original: &Value,
+    config: &Value,
+) -> Result<Value, PatchError> {
+    let mut config = match config.clone() {
         Value::Object(map) => map,
         // An empty document decodes to no object at all.
         Value::Null => Map::new(),

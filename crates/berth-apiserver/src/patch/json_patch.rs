@@ -6,6 +6,7 @@
 //! such as an unknown `op`) is 422.
 
 use json_patch::{PatchErrorKind, PatchOperation};
+use serde::Deserialize;
 use serde_json::Value;
 
 use super::{PatchError, json_kind_name};
@@ -13,10 +14,7 @@ use super::{PatchError, json_kind_name};
 /// Upstream's `maxJSONPatchOperations`.
 pub(crate) const MAX_JSON_PATCH_OPERATIONS: usize = 10_000;
 
-pub(super) fn apply(original: &Value, body: &[u8]) -> Result<Value, PatchError> {
-    let ops: Value = serde_json::from_slice(body).map_err(|e| PatchError::BadRequest {
-        message: e.to_string(),
-    })?;
+pub(super) fn apply(original: &Value, ops: &Value) -> Result<Value, PatchError> {
     let ops = match ops {
         // Go decodes `null` into an empty patch, which changes nothing.
         Value::Null => return Ok(original.clone()),
@@ -25,7 +23,7 @@ pub(super) fn apply(original: &Value, body: &[u8]) -> Result<Value, PatchError> 
             return Err(PatchError::BadRequest {
                 message: format!(
                     "json: cannot unmarshal {} into Go value of type jsonpatch.Patch",
-                    json_kind_name(&other)
+                    json_kind_name(other)
                 ),
             });
         }
@@ -54,8 +52,8 @@ pub(super) fn apply(original: &Value, body: &[u8]) -> Result<Value, PatchError> 
     // the crate's undo log is not needed.
     let mut doc = original.clone();
     for op in ops {
-        let parsed: PatchOperation = serde_json::from_value(op.clone())
-            .map_err(|e| unprocessable(describe_undecodable(&op, &e)))?;
+        let parsed = PatchOperation::deserialize(op)
+            .map_err(|e| unprocessable(describe_undecodable(op, &e)))?;
         json_patch::patch_unsafe(&mut doc, std::slice::from_ref(&parsed))
             .map_err(|e| unprocessable(describe_failure(&parsed, &e.kind)))?;
     }

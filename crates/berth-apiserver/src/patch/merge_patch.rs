@@ -16,15 +16,15 @@ use super::PatchError;
 /// evanphx's `ErrBadJSONPatch`.
 const ERR_BAD_JSON_PATCH: &str = "Invalid JSON Patch";
 
-fn bad_patch() -> PatchError {
+pub(super) fn bad_patch() -> PatchError {
     PatchError::BadRequest {
         message: ERR_BAD_JSON_PATCH.to_owned(),
     }
 }
 
-pub(super) fn apply(original: &Value, body: &[u8]) -> Result<Value, PatchError> {
-    let patch: Value = serde_json::from_slice(body).map_err(|_| bad_patch())?;
-    match patch {
+/// A body that is not JSON is refused as [`bad_patch`] by the caller.
+pub(super) fn apply(original: &Value, patch: &Value) -> Result<Value, PatchError> {
+    match patch.clone() {
         Value::Object(patch) => {
             let mut doc = match original {
                 Value::Object(map) => map.clone(),

@@ -15,7 +15,8 @@
 //! with the generic message and the detail as a cause, more than 10,000
 //! JSON patch operations is 413, and strategic-merge errors are classified
 //! as upstream's `interpretStrategicMergePatchError` does (400 for
-//! malformed directives, 422 for lists of lists, 500 for the rest).
+//! malformed directives, 422 for lists of lists; the rest, which upstream
+//! leaves a 500, are 400 here: no malformed patch is a server error).
 //!
 //! What the caller does, as upstream's handler does around this step:
 //! answer 415 for an unknown Content-Type
@@ -50,7 +51,11 @@ mod tests;
 
 use serde_json::Value;
 
+use crate::body::{BodyLimits, DecodeError, Format, StrictProblem};
 use schema::Type;
+/// The strategic-merge tags of a struct, which the OpenAPI documents
+/// publish as `x-kubernetes-patch-strategy` and `-merge-key`.
+pub(crate) use schema::Type as PatchSchema;
 
 /// The four patch content types kube-apiserver accepts.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
@@ -179,10 +184,6 @@ pub enum PatchError {
     /// resource accepts.
     #[error("{message}")]
     UnsupportedMediaType { message: String },
-    /// 500: an error upstream returns unclassified (kube-apiserver's
-    /// `ErrorToAPIStatus` makes it a 500 with the error text).
-    #[error("{message}")]
-    Internal { message: String },
 }
 
 impl PatchError {
@@ -194,12 +195,10 @@ impl PatchError {
             PatchError::Conflict { .. } => 409,
             PatchError::RequestEntityTooLarge { .. } => 413,
             PatchError::UnsupportedMediaType { .. } => 415,
-            PatchError::Internal { .. } => 500,
         }
     }
 
-    /// The `reason` of the `metav1.Status` upstream answers with (empty
-    /// for an unclassified 500, whose reason upstream leaves unset).
+    /// The `reason` of the `metav1.Status` upstream answers with.
     pub fn reason(&self) -> &'static str {
         match self {
             PatchError::BadRequest { .. } => "BadRequest",
@@ -207,7 +206,6 @@ impl PatchError {
             PatchError::Conflict { .. } => "Conflict",
             PatchError::RequestEntityTooLarge { .. } => "RequestEntityTooLarge",
             PatchError::UnsupportedMediaType { .. } => "UnsupportedMediaType",
-            PatchError::Internal { .. } => "",
         }
     }
 
@@ -235,7 +233,13 @@ impl From<strategic::SmpError> for PatchError {
         match e {
             strategic::SmpError::BadRequest(message) => PatchError::BadRequest { message },
             strategic::SmpError::Unprocessable(detail) => PatchError::Unprocessable { detail },
-            strategic::SmpError::Internal(message) => PatchError::Internal { message },
+            // Upstream leaves these unclassified, so a strategic merge
+            // patch that does not fit the object (a number where the
+            // schema has a list of objects) was a 500, and berth's apply,
+            // merged the same way, too. They are the patch's fault: 400,
+            // as upstream's apply answers a patch that does not fit the
+            // schema.
+            strategic::SmpError::Internal(message) => PatchError::BadRequest { message },
         }
     }
 }
@@ -243,13 +247,60 @@ impl From<strategic::SmpError> for PatchError {
 /// Upstream's `FieldManagerMaxLength`.
 const FIELD_MANAGER_MAX_LENGTH: usize = 128;
 
+/// A patch body, decoded once: a patch retried on a conflict is applied
+/// again without reading its body again.
+#[derive(Debug, Clone, PartialEq)]
+pub struct PatchDocument {
+    patch_type: PatchType,
+    patch: Value,
+    duplicates: Vec<StrictProblem>,
+}
+
+impl PatchDocument {
+    /// Decodes a body of `patch_type` under `limits` (JSON for the first
+    /// three types, YAML for apply), with upstream's 400 for one that does
+    /// not decode.
+    pub fn decode(
+        patch_type: PatchType,
+        body: &[u8],
+        limits: BodyLimits,
+    ) -> Result<PatchDocument, PatchError> {
+        let format = match patch_type {
+            PatchType::Apply => Format::Yaml,
+            _ => Format::Json,
+        };
+        let decoded =
+            crate::body::decode(format, body, limits).map_err(|e| match (patch_type, e) {
+                (_, e @ DecodeError::TooDeep { .. }) => {
+                    PatchError::bad_request(format!("error decoding patch: {e}"))
+                }
+                (PatchType::Merge, DecodeError::Syntax(_)) => merge_patch::bad_patch(),
+                (PatchType::Apply, DecodeError::Syntax(e)) => {
+                    PatchError::bad_request(format!("error decoding YAML: {e}"))
+                }
+                (_, DecodeError::Syntax(e)) => PatchError::bad_request(e),
+            })?;
+        Ok(PatchDocument {
+            patch_type,
+            patch: decoded.value,
+            duplicates: decoded.duplicates,
+        })
+    }
+
+    pub fn patch_type(&self) -> PatchType {
+        self.patch_type
+    }
+
+    /// The patch's own duplicate fields, as upstream's strict decoding of
+    /// the patch reports them.
+    pub fn duplicates(&self) -> &[StrictProblem] {
+        &self.duplicates
+    }
+}
+
 /// Applies `patch` (the request body) of type `patch_type` to `original`
-/// (the live object), returning the patched object.
-///
-/// `field_manager` is the `fieldManager` query parameter; it is required
-/// for [`PatchType::Apply`] and checked (length, printable characters) for
-/// every type, as upstream's `ValidatePatchOptions` does. Never panics,
-/// whatever the body.
+/// (the live object), returning the patched object: [`PatchDocument::decode`]
+/// then [`apply_document`].
 pub fn apply_patch(
     patch_type: PatchType,
     kind: &PatchKind,
@@ -258,7 +309,26 @@ pub fn apply_patch(
     field_manager: Option<&str>,
 ) -> Result<Value, PatchError> {
     validate_patch_options(patch_type, field_manager)?;
-    let patched = match patch_type {
+    let document = PatchDocument::decode(patch_type, patch, BodyLimits::default())?;
+    apply_document(&document, kind, original, field_manager)
+}
+
+/// Applies a decoded patch to `original` (the live object).
+///
+/// `field_manager` is the `fieldManager` query parameter; it is required
+/// for [`PatchType::Apply`] and checked (length, printable characters) for
+/// every type, as upstream's `ValidatePatchOptions` does. Never panics,
+/// whatever the patch, and never fails with a 5xx: a patch that does not
+/// fit the object is the client's error.
+pub fn apply_document(
+    document: &PatchDocument,
+    kind: &PatchKind,
+    original: &Value,
+    field_manager: Option<&str>,
+) -> Result<Value, PatchError> {
+    validate_patch_options(document.patch_type, field_manager)?;
+    let patch = &document.patch;
+    let patched = match document.patch_type {
         PatchType::Json => json_patch::apply(original, patch)?,
         PatchType::Merge => merge_patch::apply(original, patch)?,
         PatchType::StrategicMerge => apply_strategic(kind.schema(), original, patch)?,
@@ -333,18 +403,20 @@ fn is_go_printable(c: char) -> bool {
     !(c.is_control() || c.is_whitespace() || format_char)
 }
 
-/// Strategic merge patch: decode the body as a JSON object and merge it.
-fn apply_strategic(ty: &'static Type, original: &Value, patch: &[u8]) -> Result<Value, PatchError> {
-    let patch: Value =
-        serde_json::from_slice(patch).map_err(|e| PatchError::bad_request(e.to_string()))?;
+/// Strategic merge patch: the body must be a JSON object.
+fn apply_strategic(
+    ty: &'static Type,
+    original: &Value,
+    patch: &Value,
+) -> Result<Value, PatchError> {
     let patch = match patch {
-        Value::Object(map) => map,
+        Value::Object(map) => map.clone(),
         // Go's json.Unmarshal of `null` into a map leaves it empty.
         Value::Null => serde_json::Map::new(),
         other => {
             return Err(PatchError::bad_request(format!(
                 "json: cannot unmarshal {} into Go value of type map[string]interface {{}}",
-                json_kind_name(&other)
+                json_kind_name(other)
             )));
         }
     };

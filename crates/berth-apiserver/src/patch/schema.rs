@@ -17,8 +17,9 @@
 //! in Event and Lease.
 
 /// What a field's `patchStrategy` tag says, reduced to what the apply side
-/// of strategic merge patch looks at. `retainKeys` is not kept: when
-/// applying, only a `$retainKeys` directive in the patch itself acts.
+/// of strategic merge patch looks at. `retainKeys` is kept apart
+/// ([`Field::tag`]): when applying, only a `$retainKeys` directive in the
+/// patch itself acts.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub(crate) enum Strategy {
     /// No tag: maps merge, lists are replaced.
@@ -39,6 +40,22 @@ pub(crate) struct Field {
     pub(crate) merge_key: &'static str,
     /// The struct under the field (the element's struct for a list).
     pub(crate) ty: Option<&'static Type>,
+    /// `retainKeys` beside `merge` in the tag: only computed patches (by
+    /// clients, from the OpenAPI documents) act on it.
+    retain_keys: bool,
+}
+
+impl Field {
+    /// The `patchStrategy` tag as upstream writes it, which the OpenAPI
+    /// documents publish as `x-kubernetes-patch-strategy`.
+    pub(crate) fn tag(&self) -> Option<&'static str> {
+        match (self.strategy, self.retain_keys) {
+            (Strategy::None, _) => None,
+            (Strategy::Merge, false) => Some("merge"),
+            (Strategy::Merge, true) => Some("merge,retainKeys"),
+            (Strategy::Replace, _) => Some("replace"),
+        }
+    }
 }
 
 /// A struct: the tagged fields, and the untagged fields that lead to
@@ -85,11 +102,20 @@ const fn field(
         strategy,
         merge_key,
         ty,
+        retain_keys: false,
     }
 }
 
 const fn merge_by(name: &'static str, key: &'static str, ty: Option<&'static Type>) -> Field {
     field(name, Strategy::Merge, key, ty)
+}
+
+/// `patchStrategy:"merge,retainKeys"`.
+const fn merge_retaining_keys(name: &'static str, key: &'static str) -> Field {
+    Field {
+        retain_keys: true,
+        ..merge_by(name, key, None)
+    }
 }
 
 const fn nested(name: &'static str, ty: &'static Type) -> Field {
@@ -117,12 +143,10 @@ pub(crate) static CONTAINER: Type = Type {
     ],
 };
 
-/// `v1.PodSpec`. `volumes` and `resourceClaims` are
-/// `patchStrategy:"merge,retainKeys"`; the retainKeys half only matters
-/// when computing patches.
+/// `v1.PodSpec`.
 pub(crate) static POD_SPEC: Type = Type {
     fields: &[
-        merge_by("volumes", "name", None),
+        merge_retaining_keys("volumes", "name"),
         merge_by("initContainers", "name", Some(&CONTAINER)),
         merge_by("containers", "name", Some(&CONTAINER)),
         merge_by("ephemeralContainers", "name", Some(&CONTAINER)),
@@ -130,7 +154,7 @@ pub(crate) static POD_SPEC: Type = Type {
         merge_by("hostAliases", "ip", None),
         merge_by("topologySpreadConstraints", "topologyKey", None),
         merge_by("schedulingGates", "name", None),
-        merge_by("resourceClaims", "name", None),
+        merge_retaining_keys("resourceClaims", "name"),
     ],
 };
 
@@ -140,7 +164,7 @@ pub(crate) static POD_STATUS: Type = Type {
         merge_by("conditions", "type", None),
         merge_by("podIPs", "ip", None),
         merge_by("hostIPs", "ip", None),
-        merge_by("resourceClaimStatuses", "name", None),
+        merge_retaining_keys("resourceClaimStatuses", "name"),
     ],
 };
 

@@ -378,8 +378,13 @@ impl ClusterState {
                 }
                 continue;
             };
-            // processTaintBaseEviction, on the Ready status seen before this pass.
-            let taint_step = match verdict.observed_ready {
+            // processTaintBaseEviction, on the Ready status this pass leaves:
+            // a node this pass marks Unknown is queued for its taint now, so
+            // the taint comes with the Unknown, as the kube-controller-manager
+            // measured beside berth did (decided on the status seen before
+            // the pass, it came one monitor period later). The write that
+            // taints reads the status it writes first (`job_for`).
+            let taint_step = match current {
                 ReadyStatus::False if entry.has_unreachable => {
                     TaintStep::SwapNow(no_execute_swap(STATUS_FALSE).unwrap_or_default())
                 }
@@ -388,7 +393,7 @@ impl ClusterState {
                 }
                 ReadyStatus::False | ReadyStatus::Unknown => {
                     // markNodeForTainting
-                    let tainted = if verdict.observed_ready == ReadyStatus::False {
+                    let tainted = if current == ReadyStatus::False {
                         entry.has_not_ready
                     } else {
                         entry.has_unreachable
@@ -865,8 +870,17 @@ impl NodeLifecycleController {
                 job.taints.push((change, TaintPurpose::NoSchedule));
             }
         }
+        // The Ready status the node has once this job's own status write
+        // (done first) is in: a node marked Unknown by this pass's write is
+        // tainted by the same job.
+        let ready_after = job
+            .status
+            .as_deref()
+            .and_then(|conditions| conditions.iter().find(|c| c.type_ == CONDITION_READY))
+            .or_else(|| condition(&job.node, CONDITION_READY))
+            .map(|c| c.status.clone());
         for (zone, value) in work.evict {
-            let ready = condition(&job.node, CONDITION_READY).map(|c| c.status.clone());
+            let ready = ready_after.clone();
             match ready {
                 None => {
                     self.state
@@ -976,11 +990,12 @@ mod tests {
     }
 
     /// Upstream `TestMonitorNodeHealthEvictPods`, reduced to the plan: a
-    /// node silent past the grace period is set Unknown; the next pass (on
-    /// the Unknown status) queues it for the unreachable taint, and the
-    /// queue hands it out at once (burst 1).
+    /// node silent past the grace period is set Unknown and, in the same
+    /// pass, queued for the unreachable taint, which the queue hands out at
+    /// once (burst 1); the next pass, on the Unknown status written, keeps
+    /// it queued without handing it out again.
     #[test]
-    fn silent_node_is_marked_unknown_then_queued_for_tainting() {
+    fn silent_node_is_marked_unknown_and_queued_for_tainting_in_one_pass() {
         let config = NodeLifecycleConfig::default();
         let mut state = ClusterState::default();
         state.observe_node(node("node0", "z", "True", 0), t(0));
@@ -996,22 +1011,24 @@ mod tests {
         assert_eq!(action.name, "node0");
         assert!(action.became_not_ready && action.mark_pods_not_ready);
         assert_eq!(action.verdict.current_ready, Some(ReadyStatus::Unknown));
-        assert!(
-            state.due_for_tainting(t(55)).is_empty(),
-            "not queued before the status is Unknown"
-        );
-        // The controller's own write comes back through the watch.
+        let due = state.due_for_tainting(t(55));
+        assert_eq!(due.len(), 1, "queued by the pass that marks it Unknown");
+        assert_eq!(due[0].1.value, "node0");
+        // The controller's own writes (the status, then the taint) come
+        // back through the watch.
         let mut unknown = node("node0", "z", "Unknown", 0);
         unknown.status = Some(NodeStatus {
             conditions: action.verdict.status_update.clone(),
             ..NodeStatus::default()
         });
+        unknown.spec = Some(NodeSpec {
+            taints: Some(vec![taints::taint(TAINT_UNREACHABLE, EFFECT_NO_EXECUTE)]),
+            ..NodeSpec::default()
+        });
         state.observe_node(unknown, t(55));
         let third = state.plan(t(60), &config);
         assert!(third.actions.is_empty(), "{third:?}");
-        let due = state.due_for_tainting(t(60));
-        assert_eq!(due.len(), 1);
-        assert_eq!(due[0].1.value, "node0");
+        assert!(state.due_for_tainting(t(80)).is_empty(), "handed out once");
     }
 
     #[test]

@@ -7,12 +7,14 @@
 //! One task owns the state machine. It applies every watch event already
 //! delivered, then runs scheduling cycles in small batches, so decisions
 //! always see the latest cluster state the watches have delivered plus
-//! every pod assumed so far. Bindings, status patches and Events are
-//! separate tasks whose results come back to the owner as messages.
+//! every pod assumed so far. Bindings and status patches are separate
+//! tasks whose results come back to the owner; they belong to [`run`]'s
+//! future and are aborted with it. Events go through one writer task.
 //!
 //! Leader election is the caller's: wrap [`run`] in
 //! `berth_leader::run_while_leading` (state is rebuilt from the watches
-//! each time leadership is gained).
+//! each time leadership is gained; dropping the future on a lost lease
+//! also abandons the bindings in flight, so none lands after it).
 
 pub mod metrics;
 pub mod report;
@@ -27,7 +29,8 @@ use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
 use kube::Api;
 use kube::api::PostParams;
 use kube::runtime::{WatchStreamExt, watcher};
-use tokio::sync::{Semaphore, mpsc};
+use tokio::sync::Semaphore;
+use tokio::task::JoinSet;
 use tokio::time::Instant;
 
 use crate::cycle::Profile;
@@ -66,7 +69,7 @@ impl Default for SchedulerConfig {
     }
 }
 
-/// A binding's result, sent back to the owner of the state machine.
+/// A binding's result, back to the owner of the state machine.
 struct BindOutcome {
     key: String,
     pod: Arc<Pod>,
@@ -106,14 +109,22 @@ pub async fn run(client: kube::Client, clock: Clock, config: SchedulerConfig) {
         .default_backoff(),
     )
     .boxed();
-    let (done_tx, mut done_rx) = mpsc::unbounded_channel::<BindOutcome>();
+    // Bindings and PodScheduled patches in flight: owned by this future, so
+    // they end with it (a lost lease drops it) rather than land afterwards.
+    let mut bindings: JoinSet<BindOutcome> = JoinSet::new();
     let binds = Arc::new(Semaphore::new(config.max_binds_in_flight.max(1)));
-    let recorder = Recorder::spawn(
-        client.clone(),
-        clock.clone(),
-        profile_name.clone(),
-        config.instance.clone(),
-    );
+    let mut reports = Reports {
+        recorder: Recorder::spawn(
+            client.clone(),
+            clock.clone(),
+            profile_name.clone(),
+            config.instance.clone(),
+        ),
+        status_writes: JoinSet::new(),
+        client: client.clone(),
+        clock: clock.clone(),
+        profile: profile_name.clone(),
+    };
     let mut nodes_synced = false;
     let mut pods_synced = false;
     let mut namespaces_synced = false;
@@ -138,17 +149,13 @@ pub async fn run(client: kube::Client, clock: Clock, config: SchedulerConfig) {
                 namespaces_synced |= on_namespace_change(&mut core, event, clock.instant());
                 progressed = true;
             }
-            while let Ok(outcome) = done_rx.try_recv() {
-                on_bind_outcome(
-                    &mut core,
-                    &recorder,
-                    &client,
-                    &clock,
-                    &profile_name,
-                    outcome,
-                );
+            while let Some(outcome) = bindings.try_join_next() {
+                if let Ok(outcome) = outcome {
+                    reports.bind_outcome(&mut core, outcome);
+                }
                 progressed = true;
             }
+            reports.reap();
             if !progressed {
                 break;
             }
@@ -169,17 +176,16 @@ pub async fn run(client: kube::Client, clock: Clock, config: SchedulerConfig) {
                             return;
                         };
                         let client = client.clone();
-                        let done = done_tx.clone();
-                        tokio::spawn(async move {
+                        bindings.spawn(async move {
                             let result = bind(client, &binding.pod, &binding.result.node).await;
                             drop(permit);
-                            let _ = done.send(BindOutcome {
+                            BindOutcome {
                                 key: binding.key,
                                 pod: binding.pod,
                                 node: binding.result.node,
                                 started,
                                 result,
-                            });
+                            }
                         });
                     }
                     Decision::Refuse(refusal) => {
@@ -192,7 +198,7 @@ pub async fn run(client: kube::Client, clock: Clock, config: SchedulerConfig) {
                         let message = refusal.error.to_string();
                         let reason = refusal.reason();
                         tracing::debug!(pod = %refusal.key, %message, "pod not scheduled");
-                        report_failure(&client, &clock, &recorder, refusal.pod, reason, message);
+                        reports.failure(refusal.pod, reason, message);
                     }
                 }
             }
@@ -227,8 +233,10 @@ pub async fn run(client: kube::Client, clock: Clock, config: SchedulerConfig) {
                 let Some(event) = event else { return };
                 namespaces_synced |= on_namespace_change(&mut core, event, clock.instant());
             }
-            Some(outcome) = done_rx.recv() => {
-                on_bind_outcome(&mut core, &recorder, &client, &clock, &profile_name, outcome);
+            Some(outcome) = bindings.join_next(), if !bindings.is_empty() => {
+                if let Ok(outcome) = outcome {
+                    reports.bind_outcome(&mut core, outcome);
+                }
             }
             () = sleep => {}
         }
@@ -265,77 +273,79 @@ fn on_namespace_change(core: &mut Scheduler, change: Change<Namespace>, now: Ins
     false
 }
 
-fn on_bind_outcome(
-    core: &mut Scheduler,
-    recorder: &Recorder,
-    client: &kube::Client,
-    clock: &Clock,
-    profile: &str,
-    outcome: BindOutcome,
-) {
-    match outcome.result {
-        Ok(()) => {
-            core.bind_succeeded(&outcome.key);
-            metrics::observe_attempt(profile, AttemptResult::Scheduled, outcome.started.elapsed());
-            let ns = outcome
-                .pod
-                .metadata
-                .namespace
-                .as_deref()
-                .unwrap_or("default");
-            let name = outcome.pod.metadata.name.as_deref().unwrap_or("");
-            recorder.record(PodEvent {
-                note: format!("Successfully assigned {ns}/{name} to {}", outcome.node),
-                pod: outcome.pod,
-                type_: "Normal",
-                reason: "Scheduled",
-                action: "Binding",
-            });
-        }
-        Err(e) => {
-            core.bind_failed(&outcome.key, clock.instant());
-            metrics::observe_attempt(profile, AttemptResult::Error, outcome.started.elapsed());
-            let gone = matches!(&e, kube::Error::Api(s) if s.code == 404);
-            tracing::debug!(pod = %outcome.key, error = %e, "binding failed");
-            if !gone {
-                let message = format!("running Bind plugin \"DefaultBinder\": {e}");
-                report_failure(
-                    client,
-                    clock,
-                    recorder,
-                    outcome.pod,
-                    "SchedulerError",
-                    message,
+/// What the scheduler reports of its decisions: Events, and `PodScheduled`
+/// patches as tasks that belong to [`run`]'s future.
+struct Reports {
+    recorder: Recorder,
+    status_writes: JoinSet<()>,
+    client: kube::Client,
+    clock: Clock,
+    profile: String,
+}
+
+impl Reports {
+    /// Forgets the status patches that have finished.
+    fn reap(&mut self) {
+        while self.status_writes.try_join_next().is_some() {}
+    }
+
+    /// Applies a binding's result to the state machine and reports it.
+    fn bind_outcome(&mut self, core: &mut Scheduler, outcome: BindOutcome) {
+        let profile = self.profile.as_str();
+        match outcome.result {
+            Ok(()) => {
+                core.bind_succeeded(&outcome.key);
+                metrics::observe_attempt(
+                    profile,
+                    AttemptResult::Scheduled,
+                    outcome.started.elapsed(),
                 );
+                let ns = outcome
+                    .pod
+                    .metadata
+                    .namespace
+                    .as_deref()
+                    .unwrap_or("default");
+                let name = outcome.pod.metadata.name.as_deref().unwrap_or("");
+                self.recorder.record(PodEvent {
+                    note: format!("Successfully assigned {ns}/{name} to {}", outcome.node),
+                    pod: outcome.pod,
+                    type_: "Normal",
+                    reason: "Scheduled",
+                    action: "Binding",
+                });
+            }
+            Err(e) => {
+                core.bind_failed(&outcome.key, self.clock.instant());
+                metrics::observe_attempt(profile, AttemptResult::Error, outcome.started.elapsed());
+                let gone = matches!(&e, kube::Error::Api(s) if s.code == 404);
+                tracing::debug!(pod = %outcome.key, error = %e, "binding failed");
+                if !gone {
+                    let message = format!("running Bind plugin \"DefaultBinder\": {e}");
+                    self.failure(outcome.pod, "SchedulerError", message);
+                }
             }
         }
     }
-}
 
-/// Sets the pod's `PodScheduled=False` condition (when it changed) and
-/// records a `FailedScheduling` event.
-fn report_failure(
-    client: &kube::Client,
-    clock: &Clock,
-    recorder: &Recorder,
-    pod: Arc<Pod>,
-    reason: &'static str,
-    message: String,
-) {
-    recorder.record(PodEvent {
-        pod: pod.clone(),
-        type_: "Warning",
-        reason: "FailedScheduling",
-        action: "Scheduling",
-        note: message.clone(),
-    });
-    let client = client.clone();
-    let now = clock.now();
-    tokio::spawn(async move {
-        if let Err(e) = report::set_unschedulable(client, &pod, reason, &message, now).await {
-            tracing::debug!(error = %e, "updating PodScheduled failed");
-        }
-    });
+    /// Sets the pod's `PodScheduled=False` condition (when it changed) and
+    /// records a `FailedScheduling` event.
+    fn failure(&mut self, pod: Arc<Pod>, reason: &'static str, message: String) {
+        self.recorder.record(PodEvent {
+            pod: pod.clone(),
+            type_: "Warning",
+            reason: "FailedScheduling",
+            action: "Scheduling",
+            note: message.clone(),
+        });
+        let client = self.client.clone();
+        let now = self.clock.now();
+        self.status_writes.spawn(async move {
+            if let Err(e) = report::set_unschedulable(client, &pod, reason, &message, now).await {
+                tracing::debug!(error = %e, "updating PodScheduled failed");
+            }
+        });
+    }
 }
 
 /// POSTs the pod's `pods/binding`.

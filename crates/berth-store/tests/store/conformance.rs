@@ -225,6 +225,23 @@ pub async fn list_pages_are_consistent_at_the_first_revision<S: Store + Clone>(s
         .await
         .unwrap_err();
     assert!(matches!(err, StoreError::InvalidArgument(_)), "{err}");
+    // A continuation outside the listed prefix is refused by every backend
+    // alike (one check, `ListOptions::start_in`).
+    let err = s
+        .list(
+            P,
+            ListOptions {
+                limit: 2,
+                continue_from: Some(berth_store::Continue {
+                    revision: snapshot.revision,
+                    start_key: "/registry/secrets/".into(),
+                }),
+                ..ListOptions::default()
+            },
+        )
+        .await
+        .unwrap_err();
+    assert!(matches!(err, StoreError::InvalidContinue(_)), "{err}");
 }
 
 pub async fn invalid_keys_and_prefixes_are_refused<S: Store + Clone>(s: &S) {

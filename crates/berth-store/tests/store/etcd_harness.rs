@@ -12,11 +12,23 @@ pub struct EtcdServer {
 
 impl EtcdServer {
     pub async fn start() -> Self {
-        let inner = berth_store::testing::EtcdServer::start()
+        Self::start_cluster(1).await
+    }
+
+    /// A cluster of `members` etcd processes; `endpoint` is the first member's.
+    pub async fn start_cluster(members: usize) -> Self {
+        let inner = berth_store::testing::EtcdServer::start_cluster(members)
             .await
             .unwrap_or_else(|e| panic!("{e}"));
         let endpoint = inner.endpoint().to_owned();
         EtcdServer { inner, endpoint }
+    }
+
+    /// A client of member `i` alone.
+    pub async fn store_at(&self, i: usize) -> EtcdStore {
+        EtcdStore::connect(&[&self.inner.endpoints()[i]])
+            .await
+            .expect("connect to one member of the test etcd")
     }
 
     pub async fn store(&self) -> EtcdStore {

@@ -1,7 +1,8 @@
 //! A real `berth server` for the end-to-end tests, on either store backend:
 //! the embedded store in a fresh data dir, or a private etcd (Debian's
 //! etcd-server, `/usr/bin/etcd`) started for this one server on a free
-//! loopback port. Dropping the [`Server`] stops the server, then its etcd.
+//! loopback port, or an etcd the test shares between several servers.
+//! Dropping the [`Server`] stops the server, then its own etcd.
 //!
 //! Each test binary uses part of this module.
 #![allow(dead_code)]
@@ -53,14 +54,28 @@ impl Drop for Server {
 
 /// Sends SIGTERM to a child process.
 pub fn sigterm(child: &Child) -> std::io::Result<()> {
+    signal(child, rustix::process::Signal::TERM)
+}
+
+/// Sends a signal to a child process.
+pub fn signal(child: &Child, signal: rustix::process::Signal) -> std::io::Result<()> {
     let pid = i32::try_from(child.id())
         .ok()
         .and_then(rustix::process::Pid::from_raw)
         .ok_or_else(|| std::io::Error::other("no such process ID"))?;
-    Ok(rustix::process::kill_process(
-        pid,
-        rustix::process::Signal::TERM,
-    )?)
+    Ok(rustix::process::kill_process(pid, signal)?)
+}
+
+/// A data dir path of its own for a server named `label`, empty.
+fn fresh_data_dir(label: &str) -> PathBuf {
+    static SERIAL: AtomicUsize = AtomicUsize::new(0);
+    let data_dir = std::env::temp_dir().join(format!(
+        "berth-e2e-{label}-{}-{}",
+        std::process::id(),
+        SERIAL.fetch_add(1, Ordering::Relaxed)
+    ));
+    let _ = std::fs::remove_dir_all(&data_dir);
+    data_dir
 }
 
 impl Server {
@@ -76,27 +91,39 @@ impl Server {
     /// Starts `berth server --listen 127.0.0.1:0` with a fresh data dir (and
     /// a fresh etcd for [`Backend::Etcd`]) and waits until /readyz answers.
     pub async fn start(name: &str, backend: Backend, extra: &[&str]) -> Server {
-        static SERIAL: AtomicUsize = AtomicUsize::new(0);
-        let data_dir = std::env::temp_dir().join(format!(
-            "berth-e2e-{name}-{backend:?}-{}-{}",
-            std::process::id(),
-            SERIAL.fetch_add(1, Ordering::Relaxed)
-        ));
-        let _ = std::fs::remove_dir_all(&data_dir);
+        let data_dir = fresh_data_dir(&format!("{name}-{backend:?}"));
         Server::start_in(data_dir, backend, extra).await
     }
 
     /// Starts `berth server` on `data_dir` as it is (a restart when it
     /// holds a cluster), and waits until /readyz answers.
     pub async fn start_in(data_dir: PathBuf, backend: Backend, extra: &[&str]) -> Server {
-        let log = data_dir.with_extension("log");
-        let stderr = std::fs::File::create(&log).expect("server log file");
         let etcd = match backend {
             Backend::Embedded => None,
             Backend::Etcd => Some(EtcdServer::start().await.unwrap_or_else(|e| {
                 panic!("{e} (the etcd-backed tests need Debian's etcd-server)")
             })),
         };
+        let endpoints = etcd.as_ref().map(|e| e.endpoint().to_string());
+        Server::launch(data_dir, endpoints, etcd, extra).await
+    }
+
+    /// Starts a server with a fresh data dir on an etcd the test shares
+    /// between servers (`endpoints` comma-separated), and waits until
+    /// /readyz answers.
+    pub async fn start_on_etcd(name: &str, endpoints: &str, extra: &[&str]) -> Server {
+        let data_dir = fresh_data_dir(name);
+        Server::launch(data_dir, Some(endpoints.to_string()), None, extra).await
+    }
+
+    async fn launch(
+        data_dir: PathBuf,
+        etcd_endpoints: Option<String>,
+        etcd: Option<EtcdServer>,
+        extra: &[&str],
+    ) -> Server {
+        let log = data_dir.with_extension("log");
+        let stderr = std::fs::File::create(&log).expect("server log file");
         let mut command = Command::new(env!("CARGO_BIN_EXE_berth"));
         command
             .args(["server", "--listen", "127.0.0.1:0", "--data-dir"])
@@ -104,8 +131,8 @@ impl Server {
             .args(extra)
             .stdout(Stdio::piped())
             .stderr(stderr);
-        if let Some(etcd) = &etcd {
-            command.args(["--etcd", etcd.endpoint()]);
+        if let Some(endpoints) = &etcd_endpoints {
+            command.args(["--etcd", endpoints]);
         }
         let mut server = command.spawn().expect("berth server starts");
         let stdout = server.stdout.take().expect("stdout");
@@ -162,9 +189,29 @@ impl Server {
         self.server.id()
     }
 
+    /// The API server URL, as its kubeconfig has it.
+    pub fn url(&self) -> String {
+        let text = std::fs::read_to_string(&self.kubeconfig).expect("read kubeconfig");
+        text.lines()
+            .find_map(|l| l.trim().strip_prefix("server:"))
+            .map(|s| s.trim().trim_matches('"').to_string())
+            .expect("a server URL in the kubeconfig")
+    }
+
     /// What the server wrote to stderr so far.
     pub fn log(&self) -> String {
         std::fs::read_to_string(&self.log).unwrap_or_default()
+    }
+
+    /// The file the server's stderr goes to.
+    pub fn log_path(&self) -> PathBuf {
+        self.log.clone()
+    }
+
+    /// Stops the server with SIGKILL, as a crash would, and reaps it.
+    pub fn kill(&mut self) {
+        let _ = self.server.kill();
+        let _ = self.server.wait();
     }
 
     /// A kube-rs client from the server's kubeconfig.
