@@ -14,7 +14,9 @@ use berth_core::FeatureGates;
 use berth_core::toleration::tolerates;
 use std::sync::Arc;
 
-use berth_scheduler::framework::{CycleState, FilterPlugin, NodeInfo, PodInfo, PreFilterPlugin};
+use berth_scheduler::framework::{
+    CycleState, FilterPlugin, NodeInfo, PodInfo, PreFilterPlugin, Snapshot,
+};
 use berth_scheduler::plugins::TaintToleration;
 use berth_scheduler::taint_sets::TaintSets;
 use clap::Args;
@@ -188,7 +190,7 @@ pub fn run(args: &CoreArgs) -> anyhow::Result<CoreReport> {
         // PreFilter (the verdict cache) and one Filter per node, per pod.
         let cached = || {
             let mut state = CycleState::new();
-            let _ = plugin.pre_filter(&mut state, pod, &interned);
+            let _ = plugin.pre_filter(&mut state, pod, &Snapshot::of_nodes(&interned));
             interned
                 .iter()
                 .filter(|n| plugin.filter(&state, pod, n).is_success())

@@ -19,6 +19,25 @@
 //! 3. Lists the pods and checks the outcome: every pod bound, no node over
 //!    its allocatable pods or cpu, no pod on a taint it does not tolerate.
 //!
+//! The shapes of upstream's default-profile plugins (scheduler_perf's
+//! `topology_spreading` and `affinity` configs, at 5,000 nodes in 3 zones):
+//! - `topology-spread` (TopologySpreading 5000Nodes_5000Pods): 5,000 plain
+//!   pods already bound (`--init-pods`), then 5,000 pods with
+//!   `maxSkew: 5` over `topology.kubernetes.io/zone`, `DoNotSchedule`,
+//!   selecting their own label `color: blue`;
+//! - `node-inclusion-policy` (SchedulingWithNodeInclusionPolicy 5000Nodes):
+//!   1,000 nodes tainted `foo:NoSchedule`, 4,000 pods with `maxSkew: 1`
+//!   over `kubernetes.io/hostname`, `nodeAffinityPolicy` and
+//!   `nodeTaintsPolicy` `Honor`;
+//! - `anti-affinity` (SchedulingPodAntiAffinity 5000Nodes): 1,000 pods
+//!   already bound in namespace `bench-init`, then 1,000 pods, all labelled
+//!   `color: green` with required anti-affinity to `color: green` in both
+//!   namespaces per hostname.
+//!
+//! Bound pods of the first and last are created with `spec.nodeName` (one
+//! per node, round robin), as scheduler_perf's init pods are scheduled
+//! before its measurement starts. The checks then verify the constraints.
+//!
 //! The server's CPU time is reported per pod: the API server (bindings,
 //! watch fan-out) and the scheduler share one process, as in `berth server`.
 //! It is read at every poll, so the scheduling phase proper (first bind to
@@ -56,9 +75,73 @@ pub enum Shape {
     /// SchedulingBasic with `--tainted` nodes tainted NoSchedule and every
     /// other pod tolerating the taint.
     TaintHeavy,
-    /// Both, one after the other.
+    /// TopologySpreading: zone spreading with maxSkew 5.
+    TopologySpread,
+    /// SchedulingWithNodeInclusionPolicy: hostname spreading, maxSkew 1,
+    /// taints and affinity honoured.
+    NodeInclusionPolicy,
+    /// SchedulingPodAntiAffinity: required anti-affinity per hostname.
+    AntiAffinity,
+    /// Basic and taint-heavy, one after the other.
     All,
 }
+
+/// One measured workload.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Workload {
+    Basic,
+    TaintHeavy,
+    TopologySpread,
+    NodeInclusionPolicy,
+    AntiAffinity,
+}
+
+impl Workload {
+    fn name(self) -> &'static str {
+        match self {
+            Workload::Basic => "scheduling-basic",
+            Workload::TaintHeavy => "taint-heavy",
+            Workload::TopologySpread => "topology-spread",
+            Workload::NodeInclusionPolicy => "node-inclusion-policy",
+            Workload::AntiAffinity => "anti-affinity",
+        }
+    }
+
+    /// Measured pods when `--pods` is not given (upstream's figures).
+    fn default_pods(self) -> usize {
+        match self {
+            Workload::Basic | Workload::TaintHeavy => 10_000,
+            Workload::TopologySpread => 5_000,
+            Workload::NodeInclusionPolicy => 4_000,
+            Workload::AntiAffinity => 1_000,
+        }
+    }
+
+    /// Pods bound before the measurement (`--init-pods` overrides).
+    fn default_init_pods(self) -> usize {
+        match self {
+            Workload::TopologySpread => 5_000,
+            Workload::AntiAffinity => 1_000,
+            _ => 0,
+        }
+    }
+
+    /// Nodes tainted, and with which taint.
+    fn taint(self, tainted: usize) -> Option<(usize, &'static str)> {
+        match self {
+            Workload::TaintHeavy => Some((
+                tainted,
+                r#"[{"key":"dedicated","value":"bench","effect":"NoSchedule"}]"#,
+            )),
+            Workload::NodeInclusionPolicy => {
+                Some((1_000, r#"[{"key":"foo","effect":"NoSchedule"}]"#))
+            }
+            _ => None,
+        }
+    }
+}
+
+const INIT_NAMESPACE: &str = "bench-init";
 
 #[derive(Debug, Args)]
 pub struct SchedulerArgs {
@@ -66,9 +149,13 @@ pub struct SchedulerArgs {
     shape: Shape,
     #[arg(long, default_value_t = 5_000)]
     nodes: usize,
-    /// Pods to schedule (measured).
-    #[arg(long, default_value_t = 10_000)]
-    pods: usize,
+    /// Pods to schedule (measured); the shape's upstream figure by default.
+    #[arg(long)]
+    pods: Option<usize>,
+    /// Pods bound before the measurement (topology-spread, anti-affinity);
+    /// the shape's upstream figure by default.
+    #[arg(long)]
+    init_pods: Option<usize>,
     /// Nodes tainted in the taint-heavy shape.
     #[arg(long, default_value_t = 1_000)]
     tainted: usize,
@@ -100,7 +187,7 @@ pub struct SchedulerReport {
 #[derive(Debug, Serialize)]
 struct Params {
     nodes: usize,
-    pods: usize,
+    pods: Option<usize>,
     tainted: usize,
     clients: usize,
     poll_ms: u64,
@@ -111,11 +198,16 @@ struct Params {
 struct UpstreamThresholds {
     scheduling_basic_5000_nodes_10000_pods: u32,
     taint_heavy: u32,
+    topology_spreading_5000_nodes_5000_pods: u32,
+    scheduling_with_node_inclusion_policy_5000_nodes: u32,
+    scheduling_pod_anti_affinity: u32,
 }
 
 #[derive(Debug, Serialize)]
 struct ShapeRun {
     shape: &'static str,
+    pods: usize,
+    init_pods: usize,
     load_seconds: f64,
     /// From the first binding seen to the last (the scheduler's rate).
     pods_per_sec_first_to_last_bind: f64,
@@ -144,19 +236,52 @@ struct Checks {
     max_pods_on_a_node: usize,
     nodes_over_allocatable: usize,
     pods_on_an_untolerated_taint: usize,
+    /// topology-spread: the largest zone count minus the smallest (≤ 5);
+    /// node-inclusion-policy: the same per untainted node (≤ 1).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    spread_skew: Option<usize>,
+    /// anti-affinity: nodes with two green pods, or a measured pod beside
+    /// a bound one (0).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    anti_affinity_violations: Option<usize>,
     /// `Scheduled` events written (the rest were dropped by the scheduler's
     /// bounded event queue, as client-go's broadcaster drops them).
     scheduled_events_written: usize,
 }
 
-fn pod_json(i: usize, tolerate: bool) -> String {
-    let tolerations = if tolerate {
-        r#","tolerations":[{"key":"dedicated","operator":"Equal","value":"bench","effect":"NoSchedule"}]"#
-    } else {
-        ""
+fn pod_json(i: usize, workload: Workload) -> String {
+    let (labels, extra) = match workload {
+        Workload::TaintHeavy if i % 2 == 0 => (
+            r#""app":"bench""#,
+            r#","tolerations":[{"key":"dedicated","operator":"Equal","value":"bench","effect":"NoSchedule"}]"#,
+        ),
+        Workload::Basic | Workload::TaintHeavy => (r#""app":"bench""#, ""),
+        Workload::TopologySpread => (
+            r#""color":"blue""#,
+            r#","topologySpreadConstraints":[{"maxSkew":5,"topologyKey":"topology.kubernetes.io/zone","whenUnsatisfiable":"DoNotSchedule","labelSelector":{"matchLabels":{"color":"blue"}}}]"#,
+        ),
+        Workload::NodeInclusionPolicy => (
+            r#""foo":"bar""#,
+            r#","topologySpreadConstraints":[{"maxSkew":1,"topologyKey":"kubernetes.io/hostname","whenUnsatisfiable":"DoNotSchedule","nodeAffinityPolicy":"Honor","nodeTaintsPolicy":"Honor","labelSelector":{"matchLabels":{"foo":"bar"}}}]"#,
+        ),
+        Workload::AntiAffinity => (r#""color":"green""#, ANTI_AFFINITY),
     };
     format!(
-        r#"{{"apiVersion":"v1","kind":"Pod","metadata":{{"name":"pod-{i:06}","namespace":"{NAMESPACE}","labels":{{"app":"bench"}}}},"spec":{{"containers":[{{"name":"pause","image":"registry.k8s.io/pause:3.10","resources":{{"requests":{{"cpu":"100m","memory":"500Mi"}}}}}}]{tolerations}}}}}"#
+        r#"{{"apiVersion":"v1","kind":"Pod","metadata":{{"name":"pod-{i:06}","namespace":"{NAMESPACE}","labels":{{{labels}}}}},"spec":{{"containers":[{{"name":"pause","image":"registry.k8s.io/pause:3.10","ports":[{{"containerPort":80}}],"resources":{{"requests":{{"cpu":"100m","memory":"500Mi"}}}}}}]{extra}}}}}"#
+    )
+}
+
+const ANTI_AFFINITY: &str = r#","affinity":{"podAntiAffinity":{"requiredDuringSchedulingIgnoredDuringExecution":[{"labelSelector":{"matchLabels":{"color":"green"}},"topologyKey":"kubernetes.io/hostname","namespaces":["bench","bench-init"]}]}}"#;
+
+/// A pod bound before the measurement, on node `i % nodes`.
+fn init_pod_json(i: usize, nodes: usize, workload: Workload) -> String {
+    let (labels, extra) = match workload {
+        Workload::AntiAffinity => (r#""color":"green""#, ANTI_AFFINITY),
+        _ => ("", ""),
+    };
+    format!(
+        r#"{{"apiVersion":"v1","kind":"Pod","metadata":{{"name":"init-{i:06}","namespace":"{INIT_NAMESPACE}","labels":{{{labels}}}}},"spec":{{"nodeName":"node-{n:05}","containers":[{{"name":"pause","image":"registry.k8s.io/pause:3.10","ports":[{{"containerPort":80}}],"resources":{{"requests":{{"cpu":"100m","memory":"500Mi"}}}}}}]{extra}}}}}"#,
+        n = i % nodes.max(1)
     )
 }
 
@@ -226,15 +351,17 @@ fn scheduled_count(metrics: &str) -> u64 {
         .map_or(0, |v| v as u64)
 }
 
-async fn load(args: &SchedulerArgs, c: &Connected, taint_heavy: bool) -> anyhow::Result<()> {
-    c.probe
-        .create(
-            "/api/v1/namespaces",
-            Bytes::from(format!(
-                r#"{{"apiVersion":"v1","kind":"Namespace","metadata":{{"name":"{NAMESPACE}"}}}}"#
-            )),
-        )
-        .await?;
+async fn load(args: &SchedulerArgs, c: &Connected, workload: Workload) -> anyhow::Result<()> {
+    for ns in [NAMESPACE, INIT_NAMESPACE] {
+        c.probe
+            .create(
+                "/api/v1/namespaces",
+                Bytes::from(format!(
+                    r#"{{"apiVersion":"v1","kind":"Namespace","metadata":{{"name":"{ns}"}}}}"#
+                )),
+            )
+            .await?;
+    }
     eprintln!("load: {} nodes", args.nodes);
     run_all(&c.clients, args.nodes, |client, i| async move {
         client
@@ -243,13 +370,9 @@ async fn load(args: &SchedulerArgs, c: &Connected, taint_heavy: bool) -> anyhow:
             .map(|_| ())
     })
     .await?;
-    let tainted = if taint_heavy { args.tainted } else { 0 };
+    let (tainted, taint) = workload.taint(args.tainted).unwrap_or((0, "[]"));
     run_all(&c.clients, args.nodes, move |client, i| async move {
-        let taints = if i < tainted {
-            r#"[{"key":"dedicated","value":"bench","effect":"NoSchedule"}]"#
-        } else {
-            "[]"
-        };
+        let taints = if i < tainted { taint } else { "[]" };
         client
             .merge_patch(
                 &format!("/api/v1/nodes/node-{i:05}"),
@@ -258,13 +381,30 @@ async fn load(args: &SchedulerArgs, c: &Connected, taint_heavy: bool) -> anyhow:
             .await
     })
     .await?;
-    eprintln!("load: {} pending pods", args.pods);
+    let init = args.init_pods.unwrap_or(workload.default_init_pods());
+    if init > 0 {
+        eprintln!("load: {init} bound pods");
+        let nodes = args.nodes;
+        let path = format!("/api/v1/namespaces/{INIT_NAMESPACE}/pods");
+        run_all(&c.clients, init, move |client, i| {
+            let path = path.clone();
+            async move {
+                client
+                    .create(&path, Bytes::from(init_pod_json(i, nodes, workload)))
+                    .await
+                    .map(|_| ())
+            }
+        })
+        .await?;
+    }
+    let pods = args.pods.unwrap_or(workload.default_pods());
+    eprintln!("load: {pods} pending pods");
     let path = format!("/api/v1/namespaces/{NAMESPACE}/pods");
-    run_all(&c.clients, args.pods, move |client, i| {
+    run_all(&c.clients, pods, move |client, i| {
         let path = path.clone();
         async move {
             client
-                .create(&path, Bytes::from(pod_json(i, taint_heavy && i % 2 == 0)))
+                .create(&path, Bytes::from(pod_json(i, workload)))
                 .await
                 .map(|_| ())
         }
@@ -300,7 +440,8 @@ struct ListedEvent {
     reason: Option<String>,
 }
 
-async fn check(args: &SchedulerArgs, probe: &Client, taint_heavy: bool) -> anyhow::Result<Checks> {
+async fn check(args: &SchedulerArgs, probe: &Client, workload: Workload) -> anyhow::Result<Checks> {
+    let taint_heavy = workload == Workload::TaintHeavy;
     let (status, body) = probe
         .call(
             Method::GET,
@@ -345,12 +486,52 @@ async fn check(args: &SchedulerArgs, probe: &Client, taint_heavy: bool) -> anyho
         .count();
     // node_json's allocatable: 7910m cpu, 110 pods; every pod asks 100m.
     let over = per_node.values().filter(|&&n| n > 79).count();
+    let index = |node: &str| -> usize {
+        node.strip_prefix("node-")
+            .and_then(|n| n.parse().ok())
+            .unwrap_or(usize::MAX)
+    };
+    let skew =
+        |counts: Vec<usize>| counts.iter().max().unwrap_or(&0) - counts.iter().min().unwrap_or(&0);
+    let spread_skew = match workload {
+        Workload::TopologySpread => {
+            let mut zones = [0usize; 3];
+            for (node, n) in &per_node {
+                zones[index(node) % 3] += n;
+            }
+            Some(skew(zones.to_vec()))
+        }
+        Workload::NodeInclusionPolicy => Some(skew(
+            (1_000..args.nodes)
+                .map(|i| per_node.get(&format!("node-{i:05}")).copied().unwrap_or(0))
+                .collect(),
+        )),
+        _ => None,
+    };
+    let anti_affinity_violations = (workload == Workload::AntiAffinity).then(|| {
+        let init = args.init_pods.unwrap_or(workload.default_init_pods());
+        per_node
+            .iter()
+            .filter(|(node, n)| **n > 1 || index(node) < init)
+            .count()
+    });
+    let untolerated = if workload == Workload::NodeInclusionPolicy {
+        per_node
+            .iter()
+            .filter(|(node, _)| index(node) < 1_000)
+            .map(|(_, n)| n)
+            .sum()
+    } else {
+        untolerated
+    };
     Ok(Checks {
         pods_bound: list.items.len() - unbound,
         pods_unbound: unbound,
         max_pods_on_a_node: per_node.values().copied().max().unwrap_or(0),
         nodes_over_allocatable: over,
         pods_on_an_untolerated_taint: untolerated,
+        spread_skew,
+        anti_affinity_violations,
         scheduled_events_written,
     })
 }
@@ -359,13 +540,15 @@ async fn run_shape(
     args: &SchedulerArgs,
     berth: &Path,
     parent: &Path,
-    taint_heavy: bool,
+    workload: Workload,
 ) -> anyhow::Result<ShapeRun> {
+    let pods = args.pods.unwrap_or(workload.default_pods());
+    let init_pods = args.init_pods.unwrap_or(workload.default_init_pods());
     let dir = tempfile::tempdir_in(parent).context("server data directory")?;
     let load_started = Instant::now();
     let (mut loader, _) =
         connect(berth, dir.path(), &["--disable-scheduler"], args.clients).await?;
-    load(args, &loader, taint_heavy).await?;
+    load(args, &loader, workload).await?;
     let load_seconds = load_started.elapsed().as_secs_f64();
     drop(loader.clients);
     drop(loader.probe);
@@ -375,7 +558,7 @@ async fn run_shape(
     let (mut running, started) = connect(berth, dir.path(), &[], 0).await?;
     let pid = running.server.pid;
     let cpu_before = cpu_seconds(pid);
-    let target = args.pods as u64;
+    let target = pods as u64;
     let poll = Duration::from_millis(args.poll_ms.max(1));
     let deadline = Instant::now() + SCHEDULE_TIMEOUT;
     // (when, CPU seconds, pods bound) at the first poll that saw a binding.
@@ -406,7 +589,7 @@ async fn run_shape(
     // The pods bound between the two polls; at least one, so a run whose
     // first poll already saw every pod bound reports its CPU whole.
     let bound_in_window = target.saturating_sub(bound_at_first).max(1);
-    let checks = check(args, &running.probe, taint_heavy).await?;
+    let checks = check(args, &running.probe, workload).await?;
     drop(running.probe);
     let _ = running.server.child.kill().await;
 
@@ -414,18 +597,16 @@ async fn run_shape(
     let total = last.duration_since(started).as_secs_f64();
     let rate = |s: f64| {
         if s > 0.0 {
-            (args.pods as f64 / s).round()
+            (pods as f64 / s).round()
         } else {
             0.0
         }
     };
     let per_sec = rate(span);
     Ok(ShapeRun {
-        shape: if taint_heavy {
-            "taint-heavy"
-        } else {
-            "scheduling-basic"
-        },
+        shape: workload.name(),
+        pods,
+        init_pods,
         load_seconds: round1(load_seconds),
         pods_per_sec_first_to_last_bind: per_sec,
         pods_per_sec_from_server_start: rate(total),
@@ -435,7 +616,7 @@ async fn run_shape(
             / 1000.0,
         server_cpu_us_per_pod: round1(cpu * 1e6 / bound_in_window as f64),
         server_cpu_seconds: (cpu * 100.0).round() / 100.0,
-        server_cpu_us_per_pod_from_ready: round1(cpu_from_ready * 1e6 / args.pods.max(1) as f64),
+        server_cpu_us_per_pod_from_ready: round1(cpu_from_ready * 1e6 / pods.max(1) as f64),
         server_cpu_seconds_ready_to_first_bind: ((cpu_first - cpu_before) * 100.0).round() / 100.0,
         checks,
         goal_10000_pods_per_sec_met: per_sec >= 10_000.0,
@@ -445,7 +626,7 @@ async fn run_shape(
 pub fn run(args: &SchedulerArgs) -> anyhow::Result<SchedulerReport> {
     anyhow::ensure!(args.clients > 0, "--clients must be positive");
     anyhow::ensure!(
-        args.pods > 0 && args.nodes > 0,
+        args.pods != Some(0) && args.nodes > 0,
         "--pods and --nodes must be positive"
     );
     let berth = match &args.berth_bin {
@@ -461,14 +642,17 @@ pub fn run(args: &SchedulerArgs) -> anyhow::Result<SchedulerReport> {
     );
     let parent = crate::apiserver_bench::data_parent(args.data_dir.as_deref())?;
     let runtime = crate::apiserver_bench::bench_runtime(2)?;
-    let shapes: &[bool] = match args.shape {
-        Shape::Basic => &[false],
-        Shape::TaintHeavy => &[true],
-        Shape::All => &[false, true],
+    let shapes: &[Workload] = match args.shape {
+        Shape::Basic => &[Workload::Basic],
+        Shape::TaintHeavy => &[Workload::TaintHeavy],
+        Shape::TopologySpread => &[Workload::TopologySpread],
+        Shape::NodeInclusionPolicy => &[Workload::NodeInclusionPolicy],
+        Shape::AntiAffinity => &[Workload::AntiAffinity],
+        Shape::All => &[Workload::Basic, Workload::TaintHeavy],
     };
     let mut runs = Vec::new();
-    for &taint_heavy in shapes {
-        runs.push(runtime.block_on(run_shape(args, &berth, &parent, taint_heavy))?);
+    for &workload in shapes {
+        runs.push(runtime.block_on(run_shape(args, &berth, &parent, workload))?);
     }
     Ok(SchedulerReport {
         bench: "scheduler",
@@ -485,6 +669,9 @@ pub fn run(args: &SchedulerArgs) -> anyhow::Result<SchedulerReport> {
         upstream_thresholds: UpstreamThresholds {
             scheduling_basic_5000_nodes_10000_pods: 680,
             taint_heavy: 270,
+            topology_spreading_5000_nodes_5000_pods: 460,
+            scheduling_with_node_inclusion_policy_5000_nodes: 270,
+            scheduling_pod_anti_affinity: 60,
         },
     })
 }

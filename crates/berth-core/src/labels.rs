@@ -386,6 +386,80 @@ impl fmt::Display for LabelSelector {
     }
 }
 
+impl LabelSelector {
+    /// `labels.SelectorFromSet(set)`: one `key=value` requirement per entry
+    /// (not validated, as upstream's pre-validated form).
+    pub fn from_set<'a>(set: impl IntoIterator<Item = (&'a String, &'a String)>) -> Self {
+        LabelSelector::from_requirements(
+            set.into_iter()
+                .map(|(k, v)| Requirement::unvalidated(k, Operator::Equals, vec![v.clone()]))
+                .collect(),
+        )
+    }
+
+    /// `Selector.Add`: this selector ANDed with `requirements`.
+    pub fn with_requirements(
+        mut self,
+        requirements: impl IntoIterator<Item = Requirement>,
+    ) -> Self {
+        self.requirements.extend(requirements);
+        LabelSelector::from_requirements(self.requirements)
+    }
+}
+
+impl Requirement {
+    /// A requirement built from parts an API object already validated
+    /// (`AsSelectorPreValidated`).
+    fn unvalidated(key: &str, operator: Operator, values: Vec<String>) -> Requirement {
+        let bound = match operator {
+            Operator::GreaterThan | Operator::LessThan => {
+                values.first().and_then(|v| parse_int64(v))
+            }
+            _ => None,
+        };
+        Requirement {
+            key: key.to_string(),
+            operator,
+            values,
+            bound,
+        }
+    }
+}
+
+/// `metav1.LabelSelectorAsSelector`: a Kubernetes `LabelSelector` as a
+/// parsed selector. `None` (upstream's nil selector) selects nothing and
+/// comes back as `Ok(None)`; an empty selector selects everything.
+/// `matchLabels` become `key=value` requirements, `matchExpressions` keep
+/// their operator (`In`, `NotIn`, `Exists`, `DoesNotExist`); anything else
+/// is an error with upstream's message.
+pub fn label_selector_as_selector(
+    selector: Option<&k8s_openapi::apimachinery::pkg::apis::meta::v1::LabelSelector>,
+) -> Result<Option<LabelSelector>, LabelSelectorError> {
+    let Some(selector) = selector else {
+        return Ok(None);
+    };
+    let mut requirements = Vec::new();
+    for (k, v) in selector.match_labels.iter().flatten() {
+        requirements.push(Requirement::new(k, Operator::Equals, vec![v.clone()])?);
+    }
+    for expr in selector.match_expressions.iter().flatten() {
+        let operator = match expr.operator.as_str() {
+            "In" => Operator::In,
+            "NotIn" => Operator::NotIn,
+            "Exists" => Operator::Exists,
+            "DoesNotExist" => Operator::DoesNotExist,
+            other => {
+                return Err(LabelSelectorError(format!(
+                    "{other:?} is not a valid label selector operator"
+                )));
+            }
+        };
+        let values = expr.values.clone().unwrap_or_default();
+        requirements.push(Requirement::new(&expr.key, operator, values)?);
+    }
+    Ok(Some(LabelSelector::from_requirements(requirements)))
+}
+
 /// `labels.SelectorFromSet` as a pod's `nodeSelector` uses it: every key
 /// must be present with exactly that value. Upstream no longer validates
 /// the set here, so neither does berth.
@@ -1409,6 +1483,108 @@ mod tests {
 /// The node-selector side (scheduler and node agent): requirements built
 /// from `NodeSelectorRequirement`s at a field path, matched against a
 /// node's labels.
+#[cfg(test)]
+mod label_selector_as_selector_tests {
+    use super::*;
+    use k8s_openapi::apimachinery::pkg::apis::meta::v1::{
+        LabelSelector as K8sSelector, LabelSelectorRequirement,
+    };
+
+    fn labels(entries: &[(&str, &str)]) -> BTreeMap<String, String> {
+        entries
+            .iter()
+            .map(|(k, v)| (k.to_string(), v.to_string()))
+            .collect()
+    }
+
+    fn expr(key: &str, op: &str, values: &[&str]) -> LabelSelectorRequirement {
+        LabelSelectorRequirement {
+            key: key.into(),
+            operator: op.into(),
+            values: Some(values.iter().map(|v| v.to_string()).collect()),
+        }
+    }
+
+    /// After upstream `TestLabelSelectorAsSelector` (apimachinery meta/v1).
+    #[test]
+    fn label_selector_as_selector_as_upstream() {
+        struct Case {
+            name: &'static str,
+            selector: Option<K8sSelector>,
+            want: Result<Option<&'static str>, &'static str>,
+        }
+        let cases = [
+            Case {
+                name: "nil selects nothing",
+                selector: None,
+                want: Ok(None),
+            },
+            Case {
+                name: "empty selects everything",
+                selector: Some(K8sSelector::default()),
+                want: Ok(Some("")),
+            },
+            Case {
+                name: "matchLabels and expressions, sorted by key",
+                selector: Some(K8sSelector {
+                    match_labels: Some(labels(&[("foo", "bar")])),
+                    match_expressions: Some(vec![
+                        expr("baz", "In", &["qux", "norf"]),
+                        expr("a", "Exists", &[]),
+                    ]),
+                }),
+                want: Ok(Some("a,baz in (norf,qux),foo=bar")),
+            },
+            Case {
+                name: "unknown operator",
+                selector: Some(K8sSelector {
+                    match_expressions: Some(vec![expr("baz", "Gt", &["1"])]),
+                    ..K8sSelector::default()
+                }),
+                want: Err("\"Gt\" is not a valid label selector operator"),
+            },
+            Case {
+                name: "In without values",
+                selector: Some(K8sSelector {
+                    match_expressions: Some(vec![expr("baz", "In", &[])]),
+                    ..K8sSelector::default()
+                }),
+                want: Err(
+                    "values: Invalid value: []: for 'in', 'notin' operators, values set can't be empty",
+                ),
+            },
+        ];
+        for case in cases {
+            let got = label_selector_as_selector(case.selector.as_ref())
+                .map(|s| s.map(|s| s.to_string()))
+                .map_err(|e| e.to_string());
+            let want = case
+                .want
+                .map(|s| s.map(str::to_string))
+                .map_err(str::to_string);
+            assert_eq!(got, want, "{}", case.name);
+        }
+    }
+
+    #[test]
+    fn from_set_and_add_merge_requirements() {
+        let set = labels(&[("app", "web"), ("tier", "front")]);
+        let merged = LabelSelector::from_set(&set).with_requirements(
+            LabelSelector::parse("env in (prod)")
+                .unwrap_or_default()
+                .requirements()
+                .to_vec(),
+        );
+        assert!(merged.matches(&labels(&[
+            ("app", "web"),
+            ("tier", "front"),
+            ("env", "prod")
+        ])));
+        assert!(!merged.matches(&labels(&[("app", "web"), ("tier", "front")])));
+        assert_eq!(merged.to_string(), "app=web,env in (prod),tier=front");
+    }
+}
+
 #[cfg(test)]
 mod node_selector_tests {
     use super::*;

@@ -12,12 +12,16 @@
 //! The scheduling loop owns the cache and runs cycles between updates, so
 //! the cache itself is the snapshot a cycle reads: no copy per cycle.
 
-use std::collections::HashMap;
+use std::collections::{BTreeMap, HashMap};
 use std::sync::Arc;
+use std::sync::atomic::{AtomicU64, Ordering};
 
 use k8s_openapi::api::core::v1::{Node, Pod};
 
-use crate::framework::{NodeInfo, PodInfo, PodUsage};
+use crate::framework::{NodeInfo, PodInfo};
+use crate::snapshot::{
+    NamespaceLabels, PodChange, PodLog, ServedWorkloads, Snapshot, Version, WorkloadSelectors,
+};
 use crate::taint_sets::TaintSets;
 
 /// A pod the cache counts.
@@ -26,23 +30,81 @@ pub struct CachedPod {
     pub pod: Arc<Pod>,
     /// The node it is (or is assumed to be) on.
     pub node: String,
-    pub usage: PodUsage,
+    /// Its requests and affinity terms, computed once.
+    pub info: PodInfo,
     /// Chosen by this scheduler, binding not yet seen on the watch.
     pub assumed: bool,
 }
 
-/// Nodes and the pods on them.
-#[derive(Debug, Default)]
+/// Tells caches apart, so counts kept for one are never used for another.
+static NEXT_CACHE_ID: AtomicU64 = AtomicU64::new(0);
+
+/// Nodes and the pods on them, namespaces, and what cycles read of them.
+#[derive(Debug)]
 pub struct Cache {
+    id: u64,
     nodes: Vec<NodeInfo>,
     index: HashMap<String, usize>,
     taint_sets: TaintSets,
     pods: HashMap<String, CachedPod>,
+    /// Bumped when node indexes, node labels or taints, namespace labels
+    /// or the workload selectors change: what plugins count from.
+    epoch: u64,
+    log: PodLog,
+    namespaces: NamespaceLabels,
+    workloads: Arc<dyn WorkloadSelectors>,
+    image_nodes: BTreeMap<String, usize>,
+    pods_with_required_anti_affinity: usize,
+    pods_affecting_scores: usize,
+}
+
+impl Default for Cache {
+    fn default() -> Self {
+        Cache {
+            id: NEXT_CACHE_ID.fetch_add(1, Ordering::Relaxed),
+            nodes: Vec::new(),
+            index: HashMap::new(),
+            taint_sets: TaintSets::default(),
+            pods: HashMap::new(),
+            epoch: 0,
+            log: PodLog::new(),
+            namespaces: NamespaceLabels::new(),
+            workloads: Arc::new(ServedWorkloads),
+            image_nodes: BTreeMap::new(),
+            pods_with_required_anti_affinity: 0,
+            pods_affecting_scores: 0,
+        }
+    }
+}
+
+fn node_labels(node: &Node) -> Option<&BTreeMap<String, String>> {
+    node.metadata.labels.as_ref()
+}
+
+fn node_taints(node: &Node) -> Option<&Vec<k8s_openapi::api::core::v1::Taint>> {
+    node.spec.as_ref().and_then(|s| s.taints.as_ref())
 }
 
 impl Cache {
     pub fn new() -> Self {
         Cache::default()
+    }
+
+    /// What a cycle reads.
+    pub fn snapshot(&self) -> Snapshot<'_> {
+        Snapshot {
+            nodes: &self.nodes,
+            version: Version {
+                cache: self.id,
+                epoch: self.epoch,
+            },
+            log: &self.log,
+            namespaces: &self.namespaces,
+            workloads: &*self.workloads,
+            image_nodes: &self.image_nodes,
+            pods_with_required_anti_affinity: self.pods_with_required_anti_affinity,
+            pods_affecting_scores: self.pods_affecting_scores,
+        }
     }
 
     /// Every node, in a stable order (a deletion moves the last node into
@@ -71,22 +133,97 @@ impl Cache {
         self.pods.len()
     }
 
+    /// Where the workloads' selectors come from (PodTopologySpread's
+    /// default constraints); [`ServedWorkloads`] until set.
+    pub fn set_workloads(&mut self, workloads: Arc<dyn WorkloadSelectors>) {
+        self.workloads = workloads;
+        self.epoch += 1;
+    }
+
+    /// The workloads' selectors.
+    pub fn workloads(&self) -> &Arc<dyn WorkloadSelectors> {
+        &self.workloads
+    }
+
+    /// A namespace was added or changed; returns its previous labels.
+    pub fn upsert_namespace(
+        &mut self,
+        name: &str,
+        labels: BTreeMap<String, String>,
+    ) -> Option<BTreeMap<String, String>> {
+        let old = self.namespaces.insert(name.to_string(), labels);
+        if old.as_ref() != self.namespaces.get(name) {
+            self.epoch += 1;
+        }
+        old
+    }
+
+    /// A namespace was deleted.
+    pub fn delete_namespace(&mut self, name: &str) -> Option<BTreeMap<String, String>> {
+        let old = self.namespaces.remove(name);
+        if old.is_some() {
+            self.epoch += 1;
+        }
+        old
+    }
+
+    /// The labels of namespace `name`, if known.
+    pub fn namespace_labels(&self, name: &str) -> Option<&BTreeMap<String, String>> {
+        self.namespaces.get(name)
+    }
+
+    fn count_images(&mut self, info: &NodeInfo, add: bool) {
+        for name in info.images.keys() {
+            if add {
+                *self.image_nodes.entry(name.clone()).or_default() += 1;
+            } else if let Some(n) = self.image_nodes.get_mut(name) {
+                *n -= 1;
+                if *n == 0 {
+                    self.image_nodes.remove(name);
+                }
+            }
+        }
+    }
+
     /// Adds or replaces a node; returns the previous object. Pods already
     /// known to be on it (seen before their node) are counted.
     pub fn upsert_node(&mut self, node: Arc<Node>) -> Option<Arc<Node>> {
         let name = node.metadata.name.clone().unwrap_or_default();
         if let Some(&i) = self.index.get(&name) {
-            let info = &mut self.nodes[i];
-            let old = info.node_arc().clone();
-            info.set_node(node, &mut self.taint_sets);
+            let old = self.nodes[i].node_arc().clone();
+            if node_labels(&old) != node_labels(&node) || node_taints(&old) != node_taints(&node) {
+                self.epoch += 1;
+            }
+            let images_changed = old.status.as_ref().and_then(|s| s.images.as_ref())
+                != node.status.as_ref().and_then(|s| s.images.as_ref());
+            if images_changed {
+                let before = std::mem::take(&mut self.nodes[i].images);
+                for name in before.keys() {
+                    if let Some(n) = self.image_nodes.get_mut(name) {
+                        *n -= 1;
+                        if *n == 0 {
+                            self.image_nodes.remove(name);
+                        }
+                    }
+                }
+            }
+            self.nodes[i].set_node(node, &mut self.taint_sets);
+            if images_changed {
+                let info = self.nodes[i].clone_images();
+                for name in info {
+                    *self.image_nodes.entry(name).or_default() += 1;
+                }
+            }
             return Some(old);
         }
         let mut info = NodeInfo::interned(node, &mut self.taint_sets);
         for pod in self.pods.values().filter(|p| p.node == name) {
-            info.add_usage(&pod.usage);
+            info.add_pod_info(&pod.info);
         }
+        self.count_images(&info, true);
         self.index.insert(name, self.nodes.len());
         self.nodes.push(info);
+        self.epoch += 1;
         None
     }
 
@@ -95,9 +232,11 @@ impl Cache {
     pub fn remove_node(&mut self, name: &str) -> Option<Arc<Node>> {
         let i = self.index.remove(name)?;
         let removed = self.nodes.swap_remove(i);
+        self.count_images(&removed, false);
         if let Some(moved) = self.nodes.get(i) {
             self.index.insert(moved.name().to_string(), i);
         }
+        self.epoch += 1;
         Some(removed.node_arc().clone())
     }
 
@@ -105,7 +244,7 @@ impl Cache {
     /// usage its [`PodInfo`] computed when it was queued.
     pub fn assume(&mut self, key: &str, pod: &PodInfo, node: &str) {
         self.remove_pod(key);
-        self.insert(key, pod.pod_arc().clone(), pod.usage().clone(), node, true);
+        self.insert(key, pod.clone(), node, true);
     }
 
     /// The binding failed: an assumed pod is taken off its node. A pod
@@ -117,28 +256,45 @@ impl Cache {
     }
 
     /// A pod bound to `node` as seen on the watch: confirms an assumed pod
-    /// (moving it if it was bound elsewhere), or counts a new one.
-    pub fn add_pod(&mut self, key: &str, pod: Arc<Pod>, node: &str) {
+    /// (moving it if it was bound elsewhere), or counts a new one. Returns
+    /// the pod it replaces, if the cache knew it already.
+    pub fn add_pod(&mut self, key: &str, pod: Arc<Pod>, node: &str) -> Option<Arc<Pod>> {
         if let Some(existing) = self.pods.get_mut(key)
             && existing.node == node
         {
-            existing.assumed = false;
-            existing.pod = pod;
-            return;
+            let old = existing.pod.clone();
+            let same_for_plugins = old.metadata.labels == pod.metadata.labels
+                && old.metadata.deletion_timestamp.is_some()
+                    == pod.metadata.deletion_timestamp.is_some();
+            if same_for_plugins {
+                existing.assumed = false;
+                existing.pod = pod;
+                return Some(old);
+            }
         }
-        self.remove_pod(key);
-        let usage = PodUsage::of(&pod);
-        self.insert(key, pod, usage, node, false);
+        let old = self.remove_pod(key).map(|p| p.pod);
+        self.insert(key, PodInfo::new(pod), node, false);
+        old
     }
 
-    fn insert(&mut self, key: &str, pod: Arc<Pod>, usage: PodUsage, node: &str, assumed: bool) {
-        self.count(node, &usage, true);
+    fn insert(&mut self, key: &str, info: PodInfo, node: &str, assumed: bool) {
+        if let Some(&i) = self.index.get(node) {
+            self.nodes[i].add_pod_info(&info);
+            if let Some(added) = self.nodes[i].pods.last().cloned() {
+                self.log.push(PodChange {
+                    node: i,
+                    pod: added,
+                    delta: 1,
+                });
+            }
+        }
+        self.count_terms(&info, true);
         self.pods.insert(
             key.to_string(),
             CachedPod {
-                pod,
+                pod: info.pod_arc().clone(),
                 node: node.to_string(),
-                usage,
+                info,
                 assumed,
             },
         );
@@ -147,18 +303,35 @@ impl Cache {
     /// The pod is gone (deleted or finished): its node is freed.
     pub fn remove_pod(&mut self, key: &str) -> Option<CachedPod> {
         let pod = self.pods.remove(key)?;
-        self.count(&pod.node, &pod.usage, false);
+        if let Some(&i) = self.index.get(&pod.node)
+            && let Some(gone) = self.nodes[i].remove_pod_info(&pod.info)
+        {
+            self.log.push(PodChange {
+                node: i,
+                pod: gone,
+                delta: -1,
+            });
+        }
+        self.count_terms(&pod.info, false);
         Some(pod)
     }
 
-    fn count(&mut self, node: &str, usage: &PodUsage, add: bool) {
-        if let Some(&i) = self.index.get(node) {
-            let info = &mut self.nodes[i];
+    fn count_terms(&mut self, info: &PodInfo, add: bool) {
+        let Some(terms) = info.affinity_terms() else {
+            return;
+        };
+        let step = |n: &mut usize| {
             if add {
-                info.add_usage(usage);
+                *n += 1;
             } else {
-                info.remove_usage(usage);
+                *n = n.saturating_sub(1);
             }
+        };
+        if !terms.required_anti_affinity.is_empty() {
+            step(&mut self.pods_with_required_anti_affinity);
+        }
+        if terms.affects_scores() {
+            step(&mut self.pods_affecting_scores);
         }
     }
 

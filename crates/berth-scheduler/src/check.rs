@@ -20,7 +20,7 @@ use serde::Serialize;
 
 use crate::framework::{
     CycleState, FilterPlugin, NodeInfo, NodeScore, PodInfo, PreFilterPlugin, PreScorePlugin,
-    ScorePlugin, Status,
+    ScorePlugin, Snapshot, Status,
 };
 use crate::plugins::{
     NodeAffinity, NodeName, NodeResourcesFit, NodeUnschedulable, TaintToleration,
@@ -95,7 +95,8 @@ pub fn check_pod(pod: &Pod, nodes: &[Node], gates: FeatureGates) -> CheckReport 
     let pre_filters: [&dyn PreFilterPlugin; 2] = [&affinity, &fit];
     let mut rejected_by_pre_filter = Vec::new();
     for plugin in pre_filters {
-        let (_, status) = plugin.pre_filter(&mut state, &pod_info, &node_infos);
+        let (_, status) =
+            plugin.pre_filter(&mut state, &pod_info, &Snapshot::of_nodes(&node_infos));
         if status.is_rejected() {
             rejected_by_pre_filter.extend(status.reasons.iter().map(|r| r.to_string()));
         }
@@ -169,7 +170,11 @@ fn taint_toleration_scores(
     nodes: &[NodeInfo],
 ) -> Vec<i64> {
     let mut state = CycleState::new();
-    if !plugin.pre_score(&mut state, pod, nodes).is_success() {
+    let feasible: Vec<&NodeInfo> = nodes.iter().collect();
+    if !plugin
+        .pre_score(&mut state, pod, &Snapshot::of_nodes(nodes), &feasible)
+        .is_success()
+    {
         return vec![0; nodes.len()];
     }
     let mut scores: Vec<NodeScore> = nodes

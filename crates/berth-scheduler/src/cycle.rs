@@ -7,34 +7,33 @@
 //!   `percentageOfNodesToScore` of them feasible (adaptive by default:
 //!   `50 - nodes/125` percent, at least 5 %, at least 100 nodes). Each cycle
 //!   starts where the last one stopped, so every node gets its turn.
-//! - **Filters** run in the default profile's order (NodeUnschedulable,
-//!   NodeName, TaintToleration, NodeAffinity, NodeResourcesFit) and stop at
-//!   a node's first rejection.
+//! - **Filters** run in the profile's order (by default NodeUnschedulable,
+//!   NodeName, TaintToleration, NodeAffinity, NodePorts, NodeResourcesFit,
+//!   PodTopologySpread, InterPodAffinity) and stop at a node's first
+//!   rejection.
 //! - **Scores** are normalised per plugin to `0..=100` and summed with the
-//!   default weights: TaintToleration 3, NodeAffinity 2, NodeResourcesFit 1.
+//!   profile's weights (by default TaintToleration 3, NodeAffinity 2,
+//!   NodeResourcesFit 1, PodTopologySpread 2, InterPodAffinity 2,
+//!   NodeResourcesBalancedAllocation 1, ImageLocality 1).
 //! - **Ties** go to a node chosen uniformly at random among the best
 //!   (upstream's `selectHost` reservoir sampling).
 
 use std::collections::{BTreeMap, BTreeSet};
 
-use berth_core::FeatureGates;
+use smallvec::SmallVec;
 
 use crate::cache::Cache;
 use crate::framework::{
-    Code, CycleState, Diagnosis, FilterPlugin, FitError, MAX_NODE_SCORE, MIN_NODE_SCORE, NodeInfo,
-    NodeScore, NodeToStatus, PodInfo, PreFilterPlugin, PreScorePlugin, ScorePlugin, Status,
+    Code, CycleState, Diagnosis, FilterPlugin, FitError, MAX_NODE_SCORE, MIN_NODE_SCORE, Memory,
+    NodeInfo, NodeScore, NodeToStatus, PodInfo, Snapshot, Status,
 };
-use crate::plugins::{
-    NodeAffinity, NodeName, NodeResourcesFit, NodeUnschedulable, TaintToleration, node_affinity,
-    node_resources_fit, taint_toleration,
-};
+use crate::plugins::{node_affinity, node_resources_fit, taint_toleration};
+pub use crate::profile::{DEFAULT_SCHEDULER_NAME, Profile};
 
 /// Upstream's `minFeasibleNodesToFind`.
 pub const MIN_FEASIBLE_NODES_TO_FIND: usize = 100;
 /// Upstream's `minFeasibleNodesPercentageToFind`.
 pub const MIN_FEASIBLE_NODES_PERCENTAGE_TO_FIND: usize = 5;
-/// The scheduler name pods ask for by default.
-pub const DEFAULT_SCHEDULER_NAME: &str = "default-scheduler";
 /// Upstream's `ErrNoNodesAvailable` message.
 pub const NO_NODES_AVAILABLE: &str = "no nodes available to schedule pods";
 
@@ -53,100 +52,6 @@ pub fn num_feasible_nodes_to_find(percentage: u32, num_all_nodes: usize) -> usiz
     }
     let num_nodes = num_all_nodes.saturating_mul(percentage) / 100;
     num_nodes.max(MIN_FEASIBLE_NODES_TO_FIND)
-}
-
-/// Plugin weights of the score extension point.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct Weights {
-    pub taint_toleration: i64,
-    pub node_affinity: i64,
-    pub node_resources_fit: i64,
-}
-
-impl Default for Weights {
-    /// The default profile's weights.
-    fn default() -> Self {
-        Weights {
-            taint_toleration: taint_toleration::DEFAULT_WEIGHT,
-            node_affinity: 2,
-            node_resources_fit: 1,
-        }
-    }
-}
-
-/// A scheduling profile: its name (the `schedulerName` pods ask for), its
-/// plugins and their weights.
-#[derive(Debug, Clone)]
-pub struct Profile {
-    pub scheduler_name: String,
-    /// 0 = adaptive (upstream's default); otherwise 1..=100.
-    pub percentage_of_nodes_to_score: u32,
-    pub gates: FeatureGates,
-    pub node_unschedulable: NodeUnschedulable,
-    pub taint_toleration: TaintToleration,
-    pub node_affinity: NodeAffinity,
-    pub node_resources_fit: NodeResourcesFit,
-    pub weights: Weights,
-}
-
-impl Profile {
-    /// The default profile under `scheduler_name`.
-    pub fn new(scheduler_name: impl Into<String>, gates: FeatureGates) -> Self {
-        Profile {
-            scheduler_name: scheduler_name.into(),
-            percentage_of_nodes_to_score: 0,
-            gates,
-            node_unschedulable: NodeUnschedulable::new(gates),
-            taint_toleration: TaintToleration::new(gates),
-            node_affinity: NodeAffinity::default(),
-            node_resources_fit: NodeResourcesFit::default(),
-            weights: Weights::default(),
-        }
-    }
-
-    fn pre_filters(&self) -> [&dyn PreFilterPlugin; 3] {
-        [
-            &self.node_affinity,
-            &self.node_resources_fit,
-            &self.taint_toleration,
-        ]
-    }
-
-    fn filters(&self) -> [&dyn FilterPlugin; 5] {
-        [
-            &self.node_unschedulable,
-            &NodeName,
-            &self.taint_toleration,
-            &self.node_affinity,
-            &self.node_resources_fit,
-        ]
-    }
-
-    fn scorers(&self) -> [(&dyn ScorePlugin, &dyn PreScorePlugin, i64); 3] {
-        [
-            (
-                &self.taint_toleration,
-                &self.taint_toleration,
-                self.weights.taint_toleration,
-            ),
-            (
-                &self.node_affinity,
-                &self.node_affinity,
-                self.weights.node_affinity,
-            ),
-            (
-                &self.node_resources_fit,
-                &self.node_resources_fit,
-                self.weights.node_resources_fit,
-            ),
-        ]
-    }
-}
-
-impl Default for Profile {
-    fn default() -> Self {
-        Profile::new(DEFAULT_SCHEDULER_NAME, FeatureGates::default())
-    }
 }
 
 /// Where the pod goes.
@@ -232,17 +137,27 @@ impl TieBreaker {
 pub struct Cycle {
     next_start_node_index: usize,
     tie_breaker: TieBreaker,
+    /// Plugins' counts kept from one cycle to the next.
+    memory: Memory,
 }
+
+/// Nodes (indexes into the cache's) a filter rejected, with why.
+type Rejected = Vec<(usize, Status)>;
+
+/// The filters of a profile, resolved for one cycle.
+type Filters<'a> = SmallVec<[&'a dyn FilterPlugin; 12]>;
 
 impl Cycle {
     pub fn new(seed: u64) -> Self {
         Cycle {
             next_start_node_index: 0,
             tie_breaker: TieBreaker::new(seed),
+            memory: Memory::default(),
         }
     }
 
-    /// Finds the node for `pod` among the cache's nodes.
+    /// Finds the node for `pod` among the cache's nodes (upstream's
+    /// `schedulePod`): the nodes that fit, their scores, the best one.
     pub fn schedule_pod(
         &mut self,
         profile: &Profile,
@@ -253,83 +168,96 @@ impl Cycle {
         if all.is_empty() {
             return Err(ScheduleError::NoNodes);
         }
-        let mut state = CycleState::new();
-        let mut diagnosis = Diagnosis::default();
+        let snapshot = cache.snapshot();
+        let mut state = CycleState::with_memory(std::mem::take(&mut self.memory));
+        let result = self.schedule_with(profile, &mut state, pod, cache, &snapshot);
+        self.memory = state.into_memory();
+        result
+    }
 
-        // PreFilter.
-        let mut skip = [false; 5];
-        let mut allowed: Option<BTreeSet<String>> = None;
-        let mut narrowed_by: Vec<&'static str> = Vec::new();
-        for plugin in profile.pre_filters() {
-            let (result, status) = plugin.pre_filter(&mut state, pod, all);
-            if status.is_skip() {
-                if let Some(i) = profile
-                    .filters()
-                    .iter()
-                    .position(|f| f.name() == plugin.name())
-                {
-                    skip[i] = true;
-                }
-                continue;
-            }
-            if status.code == Code::Error {
-                return Err(ScheduleError::Error(Status::error(format!(
-                    "running PreFilter plugin {:?}: {}",
-                    plugin.name(),
-                    status.message()
-                ))));
-            }
-            if !status.is_success() {
-                let status = status.with_plugin(plugin.name());
-                diagnosis.pre_filter_msg = status.message();
-                diagnosis.unschedulable_plugins.insert(plugin.name());
-                diagnosis.node_to_status = NodeToStatus::new(BTreeMap::new(), status);
-                return Err(fit_error(all.len(), diagnosis));
-            }
-            if let Some(names) = result.and_then(|r| r.node_names) {
-                narrowed_by.push(plugin.name());
-                allowed = Some(match allowed {
-                    None => names,
-                    Some(prev) => prev.intersection(&names).cloned().collect(),
-                });
-            }
-        }
-        if allowed.as_ref().is_some_and(BTreeSet::is_empty) {
-            let msg = if narrowed_by.len() == 1 {
-                format!("node(s) didn't satisfy plugin {}", narrowed_by[0])
-            } else {
-                format!(
-                    "node(s) didn't satisfy plugin(s) [{}] simultaneously",
-                    narrowed_by.join(" ")
-                )
-            };
-            diagnosis.pre_filter_msg = msg.clone();
-            diagnosis.unschedulable_plugins.extend(narrowed_by);
-            diagnosis.node_to_status = NodeToStatus::new(
-                BTreeMap::new(),
-                Status::new(Code::UnschedulableAndUnresolvable, msg),
-            );
-            return Err(fit_error(all.len(), diagnosis));
-        }
+    fn schedule_with(
+        &mut self,
+        profile: &Profile,
+        state: &mut CycleState,
+        pod: &PodInfo,
+        cache: &Cache,
+        snapshot: &Snapshot<'_>,
+    ) -> Result<ScheduleResult, ScheduleError> {
+        let all = snapshot.nodes;
+        let fit = self.find_nodes_that_fit_pod(profile, state, pod, cache, snapshot)?;
+        let evaluated_nodes = fit.feasible.len() + fit.rejected;
+        let feasible_nodes = fit.feasible.len();
+        let chosen = if fit.feasible.len() == 1 {
+            fit.feasible[0]
+        } else {
+            let totals = prioritize_nodes(profile, state, pod, snapshot, &fit.feasible)?;
+            fit.feasible[select_host(&totals, &mut self.tie_breaker)]
+        };
+        Ok(ScheduleResult {
+            node: all[chosen].name().to_string(),
+            evaluated_nodes,
+            feasible_nodes,
+        })
+    }
+
+    /// `findNodesThatFitPod`: PreFilter, then the filters over the
+    /// candidate nodes until `numFeasibleNodesToFind` of them fit. A pod
+    /// no node fits is a [`FitError`] with every rejection counted.
+    fn find_nodes_that_fit_pod(
+        &mut self,
+        profile: &Profile,
+        state: &mut CycleState,
+        pod: &PodInfo,
+        cache: &Cache,
+        snapshot: &Snapshot<'_>,
+    ) -> Result<FeasibleNodes, ScheduleError> {
+        let all = snapshot.nodes;
+        let filters = PodFilters::new(profile, state, pod, snapshot)?;
         // Names of nodes that do not exist are dropped; nodes not named
         // count as rejected by the plugins that narrowed the list.
-        let candidates: Vec<usize> = match &allowed {
-            None => Vec::new(),
-            Some(names) => names.iter().filter_map(|n| cache.node_index(n)).collect(),
-        };
-        let num_candidates = if allowed.is_some() {
-            candidates.len()
-        } else {
-            all.len()
-        };
-        let node_at = |i: usize| -> usize { if allowed.is_some() { candidates[i] } else { i } };
+        let candidates: Option<Vec<usize>> = filters
+            .pre
+            .allowed
+            .as_ref()
+            .map(|names| names.iter().filter_map(|n| cache.node_index(n)).collect());
+        let (feasible, rejected) = self.find_nodes_that_pass_filters(
+            profile,
+            &filters,
+            state,
+            pod,
+            all,
+            candidates.as_deref(),
+        )?;
+        if feasible.is_empty() {
+            return Err(fit_error(
+                all.len(),
+                diagnose_rejections(all, &filters.pre.narrowed_by, rejected),
+            ));
+        }
+        Ok(FeasibleNodes {
+            feasible,
+            rejected: rejected.len(),
+        })
+    }
 
-        // Filter, from where the last cycle stopped, until enough nodes fit.
-        let filters = profile.filters();
+    /// `findNodesThatPassFilters`: runs the filters from where the last
+    /// cycle stopped (so every node gets its turn) until enough nodes fit;
+    /// the feasible node indexes, and the rejected ones with why.
+    fn find_nodes_that_pass_filters(
+        &mut self,
+        profile: &Profile,
+        filters: &PodFilters<'_>,
+        state: &CycleState,
+        pod: &PodInfo,
+        all: &[NodeInfo],
+        candidates: Option<&[usize]>,
+    ) -> Result<(Vec<usize>, Rejected), ScheduleError> {
+        let num_candidates = candidates.map_or(all.len(), <[usize]>::len);
+        let node_at = |i: usize| -> usize { candidates.map_or(i, |c| c[i]) };
         let to_find =
             num_feasible_nodes_to_find(profile.percentage_of_nodes_to_score, num_candidates);
         let mut feasible: Vec<usize> = Vec::with_capacity(to_find.min(num_candidates));
-        let mut rejected: Vec<(usize, Status)> = Vec::new();
+        let mut rejected: Rejected = Vec::new();
         let start = self.next_start_node_index % num_candidates.max(1);
         let mut processed = 0;
         for step in 0..num_candidates {
@@ -338,8 +266,7 @@ impl Cycle {
             }
             processed += 1;
             let index = node_at((start + step) % num_candidates);
-            let node = &all[index];
-            match run_filters(&filters, &skip, &state, pod, node) {
+            match filters.run(state, pod, &all[index]) {
                 None => feasible.push(index),
                 Some(status) if status.code == Code::Error => {
                     return Err(ScheduleError::Error(status));
@@ -348,98 +275,261 @@ impl Cycle {
             }
         }
         self.next_start_node_index = (start + processed) % all.len().max(1);
+        Ok((feasible, rejected))
+    }
+}
 
-        if feasible.is_empty() {
-            let mut nodes = BTreeMap::new();
-            diagnosis
-                .unschedulable_plugins
-                .extend(narrowed_by.iter().copied());
-            for (index, status) in rejected {
-                diagnosis.unschedulable_plugins.insert(status.plugin);
-                nodes.insert(all[index].name().to_string(), status);
+/// A profile's filters for one pod, after its PreFilter plugins ran: what a
+/// cycle asks of each node. Public so that tools and tests can ask about
+/// given nodes exactly as a cycle would.
+pub struct PodFilters<'p> {
+    filters: Filters<'p>,
+    pre: PreFilterOutcome,
+}
+
+impl<'p> PodFilters<'p> {
+    /// `RunPreFilterPlugins` for `pod`: an error when a PreFilter rejects
+    /// the pod outright or fails.
+    pub fn new(
+        profile: &'p Profile,
+        state: &mut CycleState,
+        pod: &PodInfo,
+        snapshot: &Snapshot<'_>,
+    ) -> Result<Self, ScheduleError> {
+        let filters: Filters<'p> = profile
+            .filters
+            .iter()
+            .filter_map(|n| profile.plugins.filter(n))
+            .collect();
+        let pre = run_pre_filter_plugins(profile, &filters, state, pod, snapshot)?;
+        Ok(PodFilters { filters, pre })
+    }
+
+    /// `RunFilterPlugins` on one node: `None` when every filter passes,
+    /// else the first rejection (or error), marked with its plugin. Nodes
+    /// a PreFilter narrowed the candidates away from are not told apart
+    /// here (the cycle does not filter them).
+    #[inline]
+    pub fn run(&self, state: &CycleState, pod: &PodInfo, node: &NodeInfo) -> Option<Status> {
+        run_filters(&self.filters, &self.pre.skip, state, pod, node)
+    }
+}
+
+/// What a cycle's filtering found.
+struct FeasibleNodes {
+    /// Indexes into the cache's nodes.
+    feasible: Vec<usize>,
+    /// How many nodes were filtered and rejected.
+    rejected: usize,
+}
+
+/// What the PreFilter plugins decided for the whole cycle.
+struct PreFilterOutcome {
+    /// Filters whose PreFilter said Skip, by position in the filters.
+    skip: SmallVec<[bool; 12]>,
+    /// The node names the plugins narrowed the candidates to (`None`: all).
+    allowed: Option<BTreeSet<String>>,
+    /// The plugins that narrowed them.
+    narrowed_by: Vec<&'static str>,
+}
+
+/// `RunPreFilterPlugins`: each PreFilter in order; a rejection or an error
+/// ends the cycle, a Skip takes the plugin's Filter out of it, a
+/// `PreFilterResult` narrows the candidate nodes (the intersection of all).
+fn run_pre_filter_plugins(
+    profile: &Profile,
+    filters: &[&dyn FilterPlugin],
+    state: &mut CycleState,
+    pod: &PodInfo,
+    snapshot: &Snapshot<'_>,
+) -> Result<PreFilterOutcome, ScheduleError> {
+    let all = snapshot.nodes;
+    let mut outcome = PreFilterOutcome {
+        skip: SmallVec::from_elem(false, filters.len()),
+        allowed: None,
+        narrowed_by: Vec::new(),
+    };
+    for plugin in profile
+        .pre_filters
+        .iter()
+        .filter_map(|n| profile.plugins.pre_filter(n))
+    {
+        let (result, status) = plugin.pre_filter(state, pod, snapshot);
+        if status.is_skip() {
+            if let Some(i) = filters.iter().position(|f| f.name() == plugin.name()) {
+                outcome.skip[i] = true;
             }
-            let absent = if narrowed_by.is_empty() {
-                Status::code_only(Code::UnschedulableAndUnresolvable)
-            } else {
-                Status::new(
-                    Code::UnschedulableAndUnresolvable,
-                    format!(
-                        "node(s) didn't satisfy plugin(s) [{}]",
-                        narrowed_by.join(" ")
-                    ),
-                )
+            continue;
+        }
+        if status.code == Code::Error {
+            return Err(ScheduleError::Error(Status::error(format!(
+                "running PreFilter plugin {:?}: {}",
+                plugin.name(),
+                status.message()
+            ))));
+        }
+        if !status.is_success() {
+            let status = status.with_plugin(plugin.name());
+            let diagnosis = Diagnosis {
+                pre_filter_msg: status.message(),
+                unschedulable_plugins: [plugin.name()].into(),
+                node_to_status: NodeToStatus::new(BTreeMap::new(), status),
+                ..Diagnosis::default()
             };
-            diagnosis.node_to_status = NodeToStatus::new(nodes, absent);
             return Err(fit_error(all.len(), diagnosis));
         }
-        let evaluated_nodes = feasible.len() + rejected.len();
-        let feasible_nodes = feasible.len();
-        if feasible.len() == 1 {
-            return Ok(ScheduleResult {
-                node: all[feasible[0]].name().to_string(),
-                evaluated_nodes,
-                feasible_nodes,
+        if let Some(names) = result.and_then(|r| r.node_names) {
+            outcome.narrowed_by.push(plugin.name());
+            outcome.allowed = Some(match outcome.allowed {
+                None => names,
+                Some(prev) => prev.intersection(&names).cloned().collect(),
             });
         }
+    }
+    if outcome.allowed.as_ref().is_some_and(BTreeSet::is_empty) {
+        let narrowed_by = &outcome.narrowed_by;
+        let msg = if narrowed_by.len() == 1 {
+            format!("node(s) didn't satisfy plugin {}", narrowed_by[0])
+        } else {
+            format!(
+                "node(s) didn't satisfy plugin(s) [{}] simultaneously",
+                narrowed_by.join(" ")
+            )
+        };
+        let diagnosis = Diagnosis {
+            pre_filter_msg: msg.clone(),
+            unschedulable_plugins: narrowed_by.iter().copied().collect(),
+            node_to_status: NodeToStatus::new(
+                BTreeMap::new(),
+                Status::new(Code::UnschedulableAndUnresolvable, msg),
+            ),
+            ..Diagnosis::default()
+        };
+        return Err(fit_error(all.len(), diagnosis));
+    }
+    Ok(outcome)
+}
 
-        // PreScore, Score, NormalizeScore, weights. The ported plugins'
-        // PreScore reads no node, so the cycle passes none rather than copy
-        // the feasible nodes' infos.
-        let feasible_infos: Vec<NodeInfo> = Vec::new();
-        let mut totals = vec![0i64; feasible.len()];
-        let mut scores: Vec<NodeScore> = Vec::with_capacity(feasible.len());
-        for (scorer, pre_scorer, weight) in profile.scorers() {
-            let status = pre_scorer.pre_score(&mut state, pod, &feasible_infos);
+/// The diagnosis of a cycle that found no feasible node: each rejected
+/// node's status, the plugins that rejected any, and for the nodes a
+/// PreFilter left out, the plugins that narrowed the candidates.
+fn diagnose_rejections(
+    all: &[NodeInfo],
+    narrowed_by: &[&'static str],
+    rejected: Rejected,
+) -> Diagnosis {
+    let mut diagnosis = Diagnosis::default();
+    diagnosis
+        .unschedulable_plugins
+        .extend(narrowed_by.iter().copied());
+    let mut nodes = BTreeMap::new();
+    for (index, status) in rejected {
+        diagnosis.unschedulable_plugins.insert(status.plugin);
+        nodes.insert(all[index].name().to_string(), status);
+    }
+    let absent = if narrowed_by.is_empty() {
+        Status::code_only(Code::UnschedulableAndUnresolvable)
+    } else {
+        Status::new(
+            Code::UnschedulableAndUnresolvable,
+            format!(
+                "node(s) didn't satisfy plugin(s) [{}]",
+                narrowed_by.join(" ")
+            ),
+        )
+    };
+    diagnosis.node_to_status = NodeToStatus::new(nodes, absent);
+    diagnosis
+}
+
+/// `prioritizeNodes`: the weighted sum of every score plugin's normalised
+/// scores per node (in the order of `feasible`).
+fn prioritize_nodes(
+    profile: &Profile,
+    state: &mut CycleState,
+    pod: &PodInfo,
+    snapshot: &Snapshot<'_>,
+    feasible: &[usize],
+) -> Result<Vec<i64>, ScheduleError> {
+    let all = snapshot.nodes;
+    let feasible_infos: Vec<&NodeInfo> = feasible.iter().map(|&i| &all[i]).collect();
+    let mut totals = vec![0i64; feasible.len()];
+    score_nodes(
+        profile,
+        state,
+        pod,
+        snapshot,
+        &feasible_infos,
+        |_, weight, scores| {
+            for (total, s) in totals.iter_mut().zip(scores) {
+                *total = total.saturating_add(s.score.saturating_mul(weight));
+            }
+        },
+    )?;
+    Ok(totals)
+}
+
+/// For each score plugin of the profile in order: PreScore (a Skip leaves
+/// the plugin out), Score on every node, NormalizeScore (checked to be
+/// within `0..=100`); then `each(plugin, weight, scores)`, the scores in
+/// the order of `nodes`. What upstream logs per plugin and node at -v=10.
+pub fn score_nodes(
+    profile: &Profile,
+    state: &mut CycleState,
+    pod: &PodInfo,
+    snapshot: &Snapshot<'_>,
+    nodes: &[&NodeInfo],
+    mut each: impl FnMut(&'static str, i64, &[NodeScore]),
+) -> Result<(), ScheduleError> {
+    let mut scores: Vec<NodeScore> = Vec::with_capacity(nodes.len());
+    for &(name, weight) in &profile.scores {
+        let Some((scorer, pre_scorer)) = profile.plugins.score(name) else {
+            continue;
+        };
+        if profile.pre_scores.contains(&name) {
+            let status = pre_scorer.pre_score(state, pod, snapshot, nodes);
             if status.is_skip() {
                 continue;
             }
             if !status.is_success() {
-                return Err(ScheduleError::Error(Status::error(format!(
-                    "running PreScore plugin {:?}: {}",
-                    scorer.name(),
-                    status.message()
-                ))));
-            }
-            scores.clear();
-            for &index in &feasible {
-                let score = scorer.score(&state, pod, &all[index]).map_err(|s| {
-                    ScheduleError::Error(Status::error(format!(
-                        "running Score plugin {:?}: {}",
-                        scorer.name(),
-                        s.message()
-                    )))
-                })?;
-                scores.push(NodeScore {
-                    name: String::new(),
-                    score,
-                });
-            }
-            let status = scorer.normalize_score(&state, pod, &mut scores);
-            if !status.is_success() {
-                return Err(ScheduleError::Error(Status::error(format!(
-                    "running NormalizeScore plugin {:?}: {}",
-                    scorer.name(),
-                    status.message()
-                ))));
-            }
-            for (total, s) in totals.iter_mut().zip(&scores) {
-                if !(MIN_NODE_SCORE..=MAX_NODE_SCORE).contains(&s.score) {
-                    return Err(ScheduleError::Error(Status::error(format!(
-                        "plugin {:?} returns an invalid score {}, it should in the range of [{MIN_NODE_SCORE}, {MAX_NODE_SCORE}] after normalizing",
-                        scorer.name(),
-                        s.score
-                    ))));
-                }
-                *total = total.saturating_add(s.score.saturating_mul(weight));
+                return Err(plugin_error("PreScore", scorer.name(), &status));
             }
         }
-        let chosen = select_host(&totals, &mut self.tie_breaker);
-        Ok(ScheduleResult {
-            node: all[feasible[chosen]].name().to_string(),
-            evaluated_nodes,
-            feasible_nodes,
-        })
+        scores.clear();
+        for node in nodes {
+            let score = scorer
+                .score(state, pod, node)
+                .map_err(|s| plugin_error("Score", scorer.name(), &s))?;
+            scores.push(NodeScore {
+                name: String::new(),
+                score,
+            });
+        }
+        let status = scorer.normalize_score(state, pod, &mut scores);
+        if !status.is_success() {
+            return Err(plugin_error("NormalizeScore", scorer.name(), &status));
+        }
+        if let Some(s) = scores
+            .iter()
+            .find(|s| !(MIN_NODE_SCORE..=MAX_NODE_SCORE).contains(&s.score))
+        {
+            return Err(ScheduleError::Error(Status::error(format!(
+                "plugin {:?} returns an invalid score {}, it should in the range of [{MIN_NODE_SCORE}, {MAX_NODE_SCORE}] after normalizing",
+                scorer.name(),
+                s.score
+            ))));
+        }
+        each(scorer.name(), weight, &scores);
     }
+    Ok(())
+}
+
+/// An internal error of one plugin at one extension point.
+fn plugin_error(point: &str, plugin: &str, status: &Status) -> ScheduleError {
+    ScheduleError::Error(Status::error(format!(
+        "running {point} plugin {plugin:?}: {}",
+        status.message()
+    )))
 }
 
 /// `selectHost`: the index of a highest total, uniformly at random among
@@ -467,8 +557,8 @@ pub fn select_host(totals: &[i64], tie_breaker: &mut TieBreaker) -> usize {
 /// rejection (or error), marked with its plugin.
 #[inline]
 fn run_filters(
-    filters: &[&dyn FilterPlugin; 5],
-    skip: &[bool; 5],
+    filters: &[&dyn FilterPlugin],
+    skip: &[bool],
     state: &CycleState,
     pod: &PodInfo,
     node: &NodeInfo,
@@ -503,13 +593,16 @@ fn fit_error(num_all_nodes: usize, diagnosis: Diagnosis) -> ScheduleError {
     }))
 }
 
-/// The plugin names, for tests and diagnostics.
-pub const FILTER_ORDER: [&str; 5] = [
+/// The default profile's filters, in order, for tests and diagnostics.
+pub const FILTER_ORDER: [&str; 8] = [
     crate::plugins::node_unschedulable::NAME,
     crate::plugins::node_name::NAME,
     taint_toleration::NAME,
     node_affinity::NAME,
+    crate::plugins::node_ports::NAME,
     node_resources_fit::NAME,
+    crate::plugins::pod_topology_spread::NAME,
+    crate::plugins::inter_pod_affinity::NAME,
 ];
 
 #[cfg(test)]

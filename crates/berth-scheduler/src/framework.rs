@@ -14,12 +14,11 @@ use std::any::{Any, TypeId};
 use std::borrow::Cow;
 use std::collections::{BTreeMap, BTreeSet, HashMap};
 use std::fmt;
-use std::sync::Arc;
 
-use k8s_openapi::api::core::v1::{Node, Pod, Toleration};
 use smallvec::{SmallVec, smallvec};
 
-use crate::taint_sets::{TaintSetId, TaintSets};
+pub use crate::resources::{PodUsage, Resource};
+pub use crate::snapshot::{NodeInfo, NodePod, PodInfo, Snapshot};
 
 /// The highest score a Score plugin may give a node after normalisation.
 pub const MAX_NODE_SCORE: i64 = 100;
@@ -163,286 +162,39 @@ impl fmt::Display for Status {
     }
 }
 
-/// Amounts of resources in the scheduler's units (upstream's
-/// `framework.Resource`): CPU in millicores, everything else in whole units
-/// (bytes for memory and storage, counts for extended resources).
-///
-/// `pods` means the node's allowed pod number in [`NodeInfo::allocatable`]
-/// (upstream's `AllowedPodNumber`) and the number of pods counted in
-/// [`NodeInfo::requested`] (upstream's `len(nodeInfo.Pods)`); a pod's own
-/// request for the `pods` resource is never counted, as upstream.
-///
-/// [`crate::resources`] fills it from resource lists and pod specs.
-#[derive(Debug, Clone, Default, PartialEq, Eq)]
-pub struct Resource {
-    pub milli_cpu: i64,
-    pub memory: i64,
-    pub ephemeral_storage: i64,
-    pub pods: usize,
-    /// Scalar resources by name: extended resources (`example.com/gpu`),
-    /// `hugepages-*`, `attachable-volumes-*` and prefixed native resources
-    /// (`kubernetes.io/...`); see [`berth_core::resources::is_scalar_resource_name`].
-    pub scalar_resources: BTreeMap<String, i64>,
-}
-
-impl Resource {
-    /// Adds `other`'s amounts (saturating, so hostile inputs cannot wrap).
-    pub fn add(&mut self, other: &Resource) {
-        self.milli_cpu = self.milli_cpu.saturating_add(other.milli_cpu);
-        self.memory = self.memory.saturating_add(other.memory);
-        self.ephemeral_storage = self
-            .ephemeral_storage
-            .saturating_add(other.ephemeral_storage);
-        self.pods = self.pods.saturating_add(other.pods);
-        for (name, value) in &other.scalar_resources {
-            let entry = self.scalar_resources.entry(name.clone()).or_default();
-            *entry = entry.saturating_add(*value);
-        }
-    }
-
-    /// The amount of scalar resource `name`, zero when absent.
-    pub fn scalar(&self, name: &str) -> i64 {
-        self.scalar_resources.get(name).copied().unwrap_or(0)
-    }
-
-    /// Takes `other`'s amounts away (saturating); the inverse of [`Resource::add`]
-    /// for amounts that were added before.
-    pub fn sub(&mut self, other: &Resource) {
-        self.milli_cpu = self.milli_cpu.saturating_sub(other.milli_cpu);
-        self.memory = self.memory.saturating_sub(other.memory);
-        self.ephemeral_storage = self
-            .ephemeral_storage
-            .saturating_sub(other.ephemeral_storage);
-        self.pods = self.pods.saturating_sub(other.pods);
-        for (name, value) in &other.scalar_resources {
-            if let Some(entry) = self.scalar_resources.get_mut(name) {
-                *entry = entry.saturating_sub(*value);
-            }
-        }
-    }
-}
-
-/// What one pod adds to a node's [`NodeInfo`]: its requests (with `pods`
-/// one) and its non-zero cpu and memory requests. Computed once per pod, so
-/// the cache can add and remove a pod without parsing its quantities again.
-#[derive(Debug, Clone, Default, PartialEq, Eq)]
-pub struct PodUsage {
-    pub requested: Resource,
-    pub non_zero_milli_cpu: i64,
-    pub non_zero_memory: i64,
-}
-
-impl PodUsage {
-    pub fn of(pod: &Pod) -> Self {
-        let mut requested = crate::resources::pod_requests(pod);
-        requested.pods = 1;
-        let non_zero = crate::resources::pod_requests_non_zero(pod);
-        PodUsage {
-            requested,
-            non_zero_milli_cpu: non_zero.milli_cpu,
-            non_zero_memory: non_zero.memory,
-        }
-    }
-}
-
-/// What the scheduler knows about one node: the node object, what it can
-/// hold and the aggregate requests of the pods bound to it.
-#[derive(Debug, Clone)]
-pub struct NodeInfo {
-    node: Arc<Node>,
-    /// Sum of the requests of the pods on the node, and their count.
-    pub requested: Resource,
-    /// Like `requested`, but CPU and memory count pods that request none
-    /// as requesting the scheduler's defaults (100m, 200Mi), so scoring
-    /// still spreads best-effort pods (upstream's `NonZeroRequested`; only
-    /// `milli_cpu` and `memory` are filled).
-    pub non_zero_requested: Resource,
-    /// `node.status.allocatable`, with `pods` the allowed pod number.
-    pub allocatable: Resource,
-    /// The node's taint list in the snapshot's [`TaintSets`], or
-    /// [`TaintSetId::UNKNOWN`] when the node was built without one (plugins
-    /// then read the node's taints directly).
-    pub taint_set: TaintSetId,
-    /// `spec.unschedulable` (cordoned), kept here so the filter that reads
-    /// it for every node does not chase the pointer to the node object.
-    pub unschedulable: bool,
-}
-
-impl NodeInfo {
-    /// A node with no pods counted yet. `allocatable` comes from
-    /// `node.status.allocatable`; an unparseable quantity there counts as
-    /// zero, since the API server validates quantities on write and a
-    /// scheduler cannot reject a node it merely reads.
-    pub fn new(node: Arc<Node>) -> Self {
-        let allocatable = crate::resources::resource_list_to_resource(
-            node.status.as_ref().and_then(|s| s.allocatable.as_ref()),
-        );
-        let unschedulable = node
-            .spec
-            .as_ref()
-            .and_then(|s| s.unschedulable)
-            .unwrap_or(false);
-        NodeInfo {
-            node,
-            requested: Resource::default(),
-            non_zero_requested: Resource::default(),
-            allocatable,
-            taint_set: TaintSetId::UNKNOWN,
-            unschedulable,
-        }
-    }
-
-    /// A node whose taint list is interned in `sets`, so that
-    /// TaintToleration judges each distinct list once per pod.
-    pub fn interned(node: Arc<Node>, sets: &mut TaintSets) -> Self {
-        let taint_set = sets.intern(
-            node.spec
-                .as_ref()
-                .and_then(|s| s.taints.as_deref())
-                .unwrap_or(&[]),
-        );
-        NodeInfo {
-            taint_set,
-            ..NodeInfo::new(node)
-        }
-    }
-
-    /// A node with `pods` already bound to it.
-    pub fn with_pods<'a>(node: Arc<Node>, pods: impl IntoIterator<Item = &'a Pod>) -> Self {
-        let mut info = NodeInfo::new(node);
-        for pod in pods {
-            info.add_pod(pod);
-        }
-        info
-    }
-
-    /// Counts a pod bound to this node: adds its requests
-    /// ([`crate::resources::pod_requests`]) to `requested`, its non-zero
-    /// requests to `non_zero_requested`, and one to `requested.pods`.
-    pub fn add_pod(&mut self, pod: &Pod) {
-        self.add_usage(&PodUsage::of(pod));
-    }
-
-    /// Counts a pod whose usage is already computed.
-    pub fn add_usage(&mut self, usage: &PodUsage) {
-        self.requested.add(&usage.requested);
-        self.non_zero_requested.milli_cpu = self
-            .non_zero_requested
-            .milli_cpu
-            .saturating_add(usage.non_zero_milli_cpu);
-        self.non_zero_requested.memory = self
-            .non_zero_requested
-            .memory
-            .saturating_add(usage.non_zero_memory);
-    }
-
-    /// Stops counting a pod counted with [`NodeInfo::add_usage`].
-    pub fn remove_usage(&mut self, usage: &PodUsage) {
-        self.requested.sub(&usage.requested);
-        self.non_zero_requested.milli_cpu = self
-            .non_zero_requested
-            .milli_cpu
-            .saturating_sub(usage.non_zero_milli_cpu);
-        self.non_zero_requested.memory = self
-            .non_zero_requested
-            .memory
-            .saturating_sub(usage.non_zero_memory);
-    }
-
-    /// Replaces the node object (an update from the API), keeping the pods
-    /// counted: allocatable and the interned taint list follow the new node.
-    pub fn set_node(&mut self, node: Arc<Node>, sets: &mut TaintSets) {
-        let fresh = NodeInfo::interned(node, sets);
-        self.node = fresh.node;
-        self.allocatable = fresh.allocatable;
-        self.taint_set = fresh.taint_set;
-        self.unschedulable = fresh.unschedulable;
-    }
-
-    pub fn node(&self) -> &Node {
-        &self.node
-    }
-
-    /// The shared handle, for callers that keep the node beyond the cycle.
-    pub fn node_arc(&self) -> &Arc<Node> {
-        &self.node
-    }
-
-    /// The node's name, or "" when unset.
-    pub fn name(&self) -> &str {
-        self.node.metadata.name.as_deref().unwrap_or("")
-    }
-}
-
-impl From<Node> for NodeInfo {
-    fn from(node: Node) -> Self {
-        NodeInfo::new(Arc::new(node))
-    }
-}
-
-/// The pod being scheduled, with accessors that spare every plugin the
-/// `Option` unwrapping of k8s-openapi types.
-#[derive(Debug, Clone)]
-pub struct PodInfo {
-    pod: Arc<Pod>,
-    /// What the pod adds to a node, computed once per pod (version) when
-    /// it is queued, so assuming it does not parse its quantities again.
-    usage: PodUsage,
-}
-
-impl PodInfo {
-    pub fn new(pod: Arc<Pod>) -> Self {
-        let usage = PodUsage::of(&pod);
-        PodInfo { pod, usage }
-    }
-
-    /// The pod's requests as a node counts them.
-    pub fn usage(&self) -> &PodUsage {
-        &self.usage
-    }
-
-    pub fn pod(&self) -> &Pod {
-        &self.pod
-    }
-
-    pub fn pod_arc(&self) -> &Arc<Pod> {
-        &self.pod
-    }
-
-    /// `spec.tolerations`, empty when unset.
-    pub fn tolerations(&self) -> &[Toleration] {
-        self.pod
-            .spec
-            .as_ref()
-            .and_then(|s| s.tolerations.as_deref())
-            .unwrap_or(&[])
-    }
-
-    /// `spec.nodeName`, "" when unset.
-    pub fn node_name(&self) -> &str {
-        self.pod
-            .spec
-            .as_ref()
-            .and_then(|s| s.node_name.as_deref())
-            .unwrap_or("")
-    }
-}
-
-impl From<Pod> for PodInfo {
-    fn from(pod: Pod) -> Self {
-        PodInfo::new(Arc::new(pod))
-    }
-}
-
 /// Data plugins compute once per scheduling cycle (in PreFilter or
 /// PreScore) and read for every node, keyed like upstream
 /// ("PreFilterNodeAffinity", ...). Values are type-checked on read.
+///
+/// Besides the per-cycle data, a cycle state carries plugins' memory
+/// from one cycle to the next ([`CycleState::memory`]): counts a plugin
+/// keeps up to date from the snapshot's pod log instead of recounting the
+/// cluster for every pod. [`crate::cycle::Cycle`] hands it from cycle to
+/// cycle; a fresh state starts with none.
 #[derive(Default)]
 pub struct CycleState {
     // A handful of entries, read once per node per plugin, so reads must
     // cost a few nanoseconds: entries are found by the value's type (a
     // constant comparison) and then by key, and never hashed.
     data: Vec<Entry>,
+    memory: Memory,
+}
+
+/// Plugins' state kept across cycles (see [`CycleState`]). It is only
+/// ever a shortcut, so a clone starts empty.
+#[derive(Default)]
+pub struct Memory(Vec<Entry>);
+
+impl Clone for Memory {
+    fn clone(&self) -> Self {
+        Memory::default()
+    }
+}
+
+impl fmt::Debug for Memory {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_set().entries(self.0.iter().map(|e| e.key)).finish()
+    }
 }
 
 struct Entry {
@@ -497,6 +249,53 @@ impl CycleState {
         self.data
             .retain(|e| !(std::ptr::eq(e.key, key) || e.key == key));
     }
+
+    /// A state that starts with the memory of earlier cycles.
+    pub fn with_memory(memory: Memory) -> Self {
+        CycleState {
+            data: Vec::new(),
+            memory,
+        }
+    }
+
+    /// The memory to hand to the next cycle.
+    pub fn into_memory(self) -> Memory {
+        self.memory
+    }
+
+    /// The value `key` remembers from earlier cycles, created empty the
+    /// first time.
+    pub fn memory<T: Any + Send + Sync + Default>(&mut self, key: &'static str) -> &mut T {
+        let type_id = TypeId::of::<T>();
+        let i = match self.memory.0.iter().position(|e| e.is(key, type_id)) {
+            Some(i) => i,
+            None => {
+                self.memory.0.push(Entry {
+                    key,
+                    type_id,
+                    value: Box::new(T::default()),
+                });
+                self.memory.0.len() - 1
+            }
+        };
+        let value: &mut (dyn Any + Send + Sync) = &mut *self.memory.0[i].value;
+        // SAFETY: as in `read`: the entry's type id is that of the boxed
+        // value and equals `TypeId::of::<T>()`.
+        unsafe { &mut *(value as *mut (dyn Any + Send + Sync) as *mut T) }
+    }
+
+    /// Reads a remembered value without creating it.
+    #[inline]
+    pub fn remembered<T: Any + Send + Sync>(&self, key: &'static str) -> Option<&T> {
+        let entry = self
+            .memory
+            .0
+            .iter()
+            .find(|e| e.is(key, TypeId::of::<T>()))?;
+        let value: &(dyn Any + Send + Sync) = &*entry.value;
+        // SAFETY: as in `read`.
+        Some(unsafe { &*(value as *const (dyn Any + Send + Sync) as *const T) })
+    }
 }
 
 /// PreFilter may narrow the nodes worth filtering (`PreFilterResult`):
@@ -526,7 +325,7 @@ pub trait PreFilterPlugin: Plugin {
         &self,
         state: &mut CycleState,
         pod: &PodInfo,
-        nodes: &[NodeInfo],
+        snapshot: &Snapshot<'_>,
     ) -> (Option<PreFilterResult>, Status);
 }
 
@@ -536,9 +335,16 @@ pub trait FilterPlugin: Plugin {
     fn filter(&self, state: &CycleState, pod: &PodInfo, node: &NodeInfo) -> Status;
 }
 
-/// Runs once per pod before scoring, over the nodes that passed filtering.
+/// Runs once per pod before scoring, over the nodes that passed filtering
+/// (`nodes`), with the whole cluster at hand (`snapshot`).
 pub trait PreScorePlugin: Plugin {
-    fn pre_score(&self, state: &mut CycleState, pod: &PodInfo, nodes: &[NodeInfo]) -> Status;
+    fn pre_score(
+        &self,
+        state: &mut CycleState,
+        pod: &PodInfo,
+        snapshot: &Snapshot<'_>,
+        nodes: &[&NodeInfo],
+    ) -> Status;
 }
 
 /// Ranks the nodes that passed filtering; `normalize_score` then maps the

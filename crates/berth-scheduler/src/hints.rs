@@ -13,17 +13,23 @@
 //! | NodeAffinity | node added, labels changed | the node (now) matches the pod's required affinity |
 //! | NodeResourcesFit | node added, allocatable changed; assigned pod deleted | the pod fits the empty node, and (on update) some resource it requests grew; any assigned pod's deletion |
 //! | NodeName | node added | the node's name is the pod's `spec.nodeName` |
+//! | NodePorts | node added; assigned pod deleted | always for a node; a deleted pod held a port the pod wants |
+//! | PodTopologySpread | assigned pod added, relabelled or deleted; node added, deleted, labels or taints changed | the pod matches (or stops matching) a constraint's selector; a node with every topology key came, went or changed a key's value or its taints |
+//! | InterPodAffinity | assigned pod added, relabelled or deleted; node added or labels changed; namespace labels changed (berth's addition) | upstream's `isSchedulableAfterPodChange` / `isSchedulableAfterNodeChange`; a namespace selector of the pod's terms starts or stops selecting, or the pod's own namespace changed labels |
 
 use berth_core::FeatureGates;
 use berth_core::toleration::{find_matching_untolerated_taint, is_do_not_schedule};
-use k8s_openapi::api::core::v1::{Node, Pod, Taint};
+use k8s_openapi::api::core::v1::{Namespace, Node, Pod, Taint};
 
 use crate::framework::{NodeInfo, PodInfo};
 use crate::plugins::NodeResourcesFit;
 use crate::plugins::{
-    node_affinity, node_name, node_resources_fit, node_unschedulable, taint_toleration,
+    inter_pod_affinity, node_affinity, node_name, node_ports, node_resources_fit,
+    node_unschedulable, pod_topology_spread, taint_toleration,
 };
+use crate::profile::Profile;
 use crate::resources::resource_list_to_resource;
+use crate::snapshot::{ServedWorkloads, WorkloadSelectors, pod_host_ports};
 use berth_core::node_affinity::RequiredNodeAffinity;
 
 /// What changed (upstream's `ActionType` bits for nodes and pods).
@@ -65,6 +71,18 @@ pub enum ClusterEvent<'a> {
     /// A pod bound to a node went away (deleted or finished), freeing its
     /// resources.
     AssignedPodDelete { pod: &'a Pod },
+    /// A node was deleted.
+    NodeDelete { node: &'a Node },
+    /// A pod was seen bound to a node for the first time.
+    AssignedPodAdd { pod: &'a Pod },
+    /// A bound pod's labels changed.
+    AssignedPodUpdate { old: &'a Pod, new: &'a Pod },
+    /// A namespace was added (`old` None), relabelled, or deleted (`new`
+    /// None).
+    Namespace {
+        old: Option<&'a Namespace>,
+        new: Option<&'a Namespace>,
+    },
 }
 
 fn taints(node: &Node) -> &[Taint] {
@@ -119,7 +137,11 @@ pub fn registered_node_actions(plugin: &str) -> ActionType {
         }
         node_affinity::NAME => ActionType::ADD.union(ActionType::UPDATE_NODE_LABEL),
         node_resources_fit::NAME => ActionType::ADD.union(ActionType::UPDATE_NODE_ALLOCATABLE),
-        node_name::NAME => ActionType::ADD,
+        node_name::NAME | node_ports::NAME => ActionType::ADD,
+        pod_topology_spread::NAME => ActionType::ADD
+            .union(ActionType::UPDATE_NODE_LABEL)
+            .union(ActionType::UPDATE_NODE_TAINT),
+        inter_pod_affinity::NAME => ActionType::ADD.union(ActionType::UPDATE_NODE_LABEL),
         _ => ActionType::default(),
     }
 }
@@ -133,7 +155,55 @@ pub fn may_help(
     event: &ClusterEvent<'_>,
     gates: FeatureGates,
 ) -> bool {
+    may_help_in(
+        plugin,
+        pod,
+        event,
+        &Profile::new("", gates),
+        &ServedWorkloads,
+    )
+}
+
+/// [`may_help`] with the profile's plugin configuration and the
+/// workloads' selectors (PodTopologySpread's default constraints).
+pub fn may_help_in(
+    plugin: &str,
+    pod: &PodInfo,
+    event: &ClusterEvent<'_>,
+    profile: &Profile,
+    workloads: &dyn WorkloadSelectors,
+) -> bool {
+    let gates = profile.gates;
+    let spread = &profile.plugins.pod_topology_spread;
+    let affinity = &profile.plugins.inter_pod_affinity;
+    let waiting = pod.pod();
     match *event {
+        ClusterEvent::NodeDelete { node } => {
+            plugin == pod_topology_spread::NAME
+                && spread.is_schedulable_after_node_change(waiting, Some(node), None, workloads)
+        }
+        ClusterEvent::AssignedPodAdd { pod: added } => match plugin {
+            pod_topology_spread::NAME => {
+                spread.is_schedulable_after_pod_change(waiting, None, Some(added), workloads)
+            }
+            inter_pod_affinity::NAME => {
+                affinity.is_schedulable_after_pod_change(waiting, None, Some(added))
+            }
+            _ => false,
+        },
+        ClusterEvent::AssignedPodUpdate { old, new } => match plugin {
+            pod_topology_spread::NAME => {
+                spread.is_schedulable_after_pod_change(waiting, Some(old), Some(new), workloads)
+            }
+            inter_pod_affinity::NAME => {
+                affinity.is_schedulable_after_pod_change(waiting, Some(old), Some(new))
+            }
+            _ => false,
+        },
+        ClusterEvent::Namespace { old, new } => {
+            plugin == inter_pod_affinity::NAME
+                && affinity.is_schedulable_after_namespace_change(waiting, old, new)
+        }
         ClusterEvent::Node { action, old, new } => {
             if !registered_node_actions(plugin).intersects(action) {
                 return false;
@@ -161,6 +231,13 @@ pub fn may_help(
                     required.matches(new) && old.is_none_or(|o| !required.matches(o))
                 }
                 node_resources_fit::NAME => fits_after_node_change(pod, old, new),
+                node_ports::NAME => true,
+                pod_topology_spread::NAME => {
+                    spread.is_schedulable_after_node_change(waiting, old, Some(new), workloads)
+                }
+                inter_pod_affinity::NAME => {
+                    affinity.is_schedulable_after_node_change(waiting, old, new)
+                }
                 node_name::NAME => {
                     let name = pod.node_name();
                     name.is_empty() || new.metadata.name.as_deref() == Some(name)
@@ -169,14 +246,31 @@ pub fn may_help(
             }
         }
         ClusterEvent::AssignedPodDelete { pod: deleted } => {
-            plugin == node_resources_fit::NAME
-                && deleted
-                    .spec
-                    .as_ref()
-                    .and_then(|s| s.node_name.as_deref())
-                    .is_some_and(|n| !n.is_empty())
+            let bound = deleted
+                .spec
+                .as_ref()
+                .and_then(|s| s.node_name.as_deref())
+                .is_some_and(|n| !n.is_empty());
+            match plugin {
+                node_resources_fit::NAME => bound,
+                node_ports::NAME => bound && ports_freed(waiting, deleted),
+                pod_topology_spread::NAME => {
+                    spread.is_schedulable_after_pod_change(waiting, Some(deleted), None, workloads)
+                }
+                inter_pod_affinity::NAME => {
+                    affinity.is_schedulable_after_pod_change(waiting, Some(deleted), None)
+                }
+                _ => false,
+            }
         }
     }
+}
+
+/// NodePorts' `isSchedulableAfterPodDeleted`: the deleted pod held a
+/// port the waiting pod wants.
+fn ports_freed(waiting: &Pod, deleted: &Pod) -> bool {
+    let freed = pod_host_ports(deleted);
+    !freed.is_empty() && !crate::plugins::node_ports::fits_ports(&pod_host_ports(waiting), &freed)
 }
 
 /// NodeResourcesFit's node hint: the pod fits the node with nothing on it,

@@ -28,16 +28,20 @@
 //! condition, Events), with upstream's `scheduler_*` metrics. `berth server`
 //! runs it over the in-process transport; it works against any API server.
 
+pub mod affinity_terms;
 pub mod cache;
 pub mod check;
 pub mod client;
+pub mod config;
 pub mod cycle;
 pub mod framework;
 pub mod hints;
 pub mod plugins;
+pub mod profile;
 pub mod queue;
 pub mod resources;
 pub mod scheduler;
+pub mod snapshot;
 pub mod taint_sets;
 
 /// Checks the promise the Filter hot path makes: once PreFilter has run,
@@ -56,7 +60,9 @@ mod alloc_free_tests {
     };
     use k8s_openapi::apimachinery::pkg::api::resource::Quantity;
 
-    use crate::framework::{CycleState, FilterPlugin, NodeInfo, PodInfo, PreFilterPlugin};
+    use crate::framework::{
+        CycleState, FilterPlugin, NodeInfo, PodInfo, PreFilterPlugin, Snapshot,
+    };
     use crate::plugins::{
         NodeAffinity, NodeName, NodeResourcesFit, NodeUnschedulable, TaintToleration,
     };
@@ -178,9 +184,17 @@ mod alloc_free_tests {
         let taints = TaintToleration::default();
         let fit = NodeResourcesFit::default().with_ignored_resource_groups(["ignored.io"]);
         let mut state = CycleState::new();
-        let (_, status) = affinity.pre_filter(&mut state, &pod, std::slice::from_ref(&other));
+        let (_, status) = affinity.pre_filter(
+            &mut state,
+            &pod,
+            &Snapshot::of_nodes(std::slice::from_ref(&other)),
+        );
         assert!(status.is_success());
-        let (_, status) = fit.pre_filter(&mut state, &pod, std::slice::from_ref(&other));
+        let (_, status) = fit.pre_filter(
+            &mut state,
+            &pod,
+            &Snapshot::of_nodes(std::slice::from_ref(&other)),
+        );
         assert!(status.is_success());
         // Warm up anything lazily initialised (the unschedulable taint).
         assert!(unschedulable.filter(&state, &pod, &node).is_success());

@@ -12,7 +12,87 @@ use berth_core::resources::{
 use k8s_openapi::api::core::v1::Pod;
 use k8s_openapi::apimachinery::pkg::api::resource::Quantity as K8sQuantity;
 
-use crate::framework::Resource;
+/// Amounts of resources in the scheduler's units (upstream's
+/// `framework.Resource`): CPU in millicores, everything else in whole units
+/// (bytes for memory and storage, counts for extended resources).
+///
+/// `pods` means the node's allowed pod number in `NodeInfo::allocatable`
+/// (upstream's `AllowedPodNumber`) and the number of pods counted in
+/// `NodeInfo::requested` (upstream's `len(nodeInfo.Pods)`); a pod's own
+/// request for the `pods` resource is never counted, as upstream.
+///
+/// This module fills it from resource lists and pod specs.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Resource {
+    pub milli_cpu: i64,
+    pub memory: i64,
+    pub ephemeral_storage: i64,
+    pub pods: usize,
+    /// Scalar resources by name: extended resources (`example.com/gpu`),
+    /// `hugepages-*`, `attachable-volumes-*` and prefixed native resources
+    /// (`kubernetes.io/...`); see [`berth_core::resources::is_scalar_resource_name`].
+    pub scalar_resources: BTreeMap<String, i64>,
+}
+
+impl Resource {
+    /// Adds `other`'s amounts (saturating, so hostile inputs cannot wrap).
+    pub fn add(&mut self, other: &Resource) {
+        self.milli_cpu = self.milli_cpu.saturating_add(other.milli_cpu);
+        self.memory = self.memory.saturating_add(other.memory);
+        self.ephemeral_storage = self
+            .ephemeral_storage
+            .saturating_add(other.ephemeral_storage);
+        self.pods = self.pods.saturating_add(other.pods);
+        for (name, value) in &other.scalar_resources {
+            let entry = self.scalar_resources.entry(name.clone()).or_default();
+            *entry = entry.saturating_add(*value);
+        }
+    }
+
+    /// The amount of scalar resource `name`, zero when absent.
+    pub fn scalar(&self, name: &str) -> i64 {
+        self.scalar_resources.get(name).copied().unwrap_or(0)
+    }
+
+    /// Takes `other`'s amounts away (saturating); the inverse of [`Resource::add`]
+    /// for amounts that were added before.
+    pub fn sub(&mut self, other: &Resource) {
+        self.milli_cpu = self.milli_cpu.saturating_sub(other.milli_cpu);
+        self.memory = self.memory.saturating_sub(other.memory);
+        self.ephemeral_storage = self
+            .ephemeral_storage
+            .saturating_sub(other.ephemeral_storage);
+        self.pods = self.pods.saturating_sub(other.pods);
+        for (name, value) in &other.scalar_resources {
+            if let Some(entry) = self.scalar_resources.get_mut(name) {
+                *entry = entry.saturating_sub(*value);
+            }
+        }
+    }
+}
+
+/// What one pod adds to a node's [`crate::framework::NodeInfo`]: its requests (with `pods`
+/// one) and its non-zero cpu and memory requests. Computed once per pod, so
+/// the cache can add and remove a pod without parsing its quantities again.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct PodUsage {
+    pub requested: Resource,
+    pub non_zero_milli_cpu: i64,
+    pub non_zero_memory: i64,
+}
+
+impl PodUsage {
+    pub fn of(pod: &Pod) -> Self {
+        let mut requested = pod_requests(pod);
+        requested.pods = 1;
+        let non_zero = pod_requests_non_zero(pod);
+        PodUsage {
+            requested,
+            non_zero_milli_cpu: non_zero.milli_cpu,
+            non_zero_memory: non_zero.memory,
+        }
+    }
+}
 
 /// A resource list in the scheduler's units, following `Resource.Add` on an
 /// empty `Resource`: cpu in millicores, `pods` as the allowed pod number,

@@ -8,14 +8,15 @@
 
 use std::sync::Arc;
 
-use k8s_openapi::api::core::v1::{Node, Pod};
+use k8s_openapi::api::core::v1::{Namespace, Node, Pod};
 use tokio::time::Instant;
 
 use crate::cache::Cache;
 use crate::cycle::{Cycle, DEFAULT_SCHEDULER_NAME, Profile, ScheduleError, ScheduleResult};
 use crate::framework::PodInfo;
-use crate::hints::{ActionType, ClusterEvent, may_help, node_update_actions};
+use crate::hints::{ActionType, ClusterEvent, may_help_in, node_update_actions};
 use crate::queue::{PendingCounts, QueueConfig, SchedulingQueue};
+use crate::snapshot::WorkloadSelectors;
 
 /// `namespace/name`, the key of a pod in the queue and the cache.
 pub fn pod_key(pod: &Pod) -> String {
@@ -162,9 +163,57 @@ impl Scheduler {
         }
     }
 
-    /// A node was deleted. No plugin's pods can be helped by that.
-    pub fn delete_node(&mut self, name: &str) {
-        self.cache.remove_node(name);
+    /// A node was deleted (PodTopologySpread's domains may change).
+    pub fn delete_node(&mut self, name: &str, now: Instant) {
+        if let Some(gone) = self.cache.remove_node(name) {
+            self.on_event(&ClusterEvent::NodeDelete { node: &gone }, now);
+        }
+    }
+
+    /// A namespace was added or changed (InterPodAffinity's namespace
+    /// selectors read its labels).
+    pub fn upsert_namespace(&mut self, namespace: Namespace, now: Instant) {
+        let name = namespace.metadata.name.clone().unwrap_or_default();
+        let labels = namespace.metadata.labels.clone().unwrap_or_default();
+        let old = self.cache.upsert_namespace(&name, labels);
+        if old.as_ref() == self.cache.namespace_labels(&name) {
+            return;
+        }
+        let before = old.map(|labels| {
+            let mut ns = namespace.clone();
+            ns.metadata.labels = Some(labels);
+            ns
+        });
+        self.on_event(
+            &ClusterEvent::Namespace {
+                old: before.as_ref(),
+                new: Some(&namespace),
+            },
+            now,
+        );
+    }
+
+    /// A namespace was deleted.
+    pub fn delete_namespace(&mut self, name: &str, now: Instant) {
+        if let Some(labels) = self.cache.delete_namespace(name) {
+            let mut gone = Namespace::default();
+            gone.metadata.name = Some(name.to_string());
+            gone.metadata.labels = Some(labels);
+            self.on_event(
+                &ClusterEvent::Namespace {
+                    old: Some(&gone),
+                    new: None,
+                },
+                now,
+            );
+        }
+    }
+
+    /// Where PodTopologySpread's default constraints get the selectors of
+    /// the workloads owning pods (berth serves none yet: see
+    /// [`crate::snapshot::ServedWorkloads`]).
+    pub fn set_workloads(&mut self, workloads: Arc<dyn WorkloadSelectors>) {
+        self.cache.set_workloads(workloads);
     }
 
     /// A pod was added or changed: a bound pod is counted on its node; a
@@ -177,7 +226,23 @@ impl Scheduler {
         }
         if let Some(node) = assigned_node(&pod).map(str::to_string) {
             self.queue.delete(&key);
-            self.cache.add_pod(&key, Arc::new(pod), &node);
+            let was_assumed = self.cache.pod(&key).is_some_and(|p| p.assumed);
+            let new = Arc::new(pod);
+            match self.cache.add_pod(&key, new.clone(), &node) {
+                // First seen bound (an assumed pod's binding included).
+                None => self.on_event(&ClusterEvent::AssignedPodAdd { pod: &new }, now),
+                Some(_) if was_assumed => {
+                    self.on_event(&ClusterEvent::AssignedPodAdd { pod: &new }, now)
+                }
+                Some(old) if old.metadata.labels != new.metadata.labels => self.on_event(
+                    &ClusterEvent::AssignedPodUpdate {
+                        old: &old,
+                        new: &new,
+                    },
+                    now,
+                ),
+                Some(_) => {}
+            }
             return;
         }
         if self.responsible_for(&pod) && pod.metadata.deletion_timestamp.is_none() {
@@ -192,17 +257,27 @@ impl Scheduler {
     pub fn delete_pod(&mut self, key: &str, now: Instant) {
         self.queue.delete(key);
         if let Some(gone) = self.cache.remove_pod(key) {
-            self.on_event(&ClusterEvent::AssignedPodDelete { pod: &gone.pod }, now);
+            // An assumed pod's object has no nodeName yet; plugins' hints
+            // look at where the pod was.
+            let pod = if assigned_node(&gone.pod).is_none() {
+                let mut bound = (*gone.pod).clone();
+                bound.spec.get_or_insert_default().node_name = Some(gone.node.clone());
+                Arc::new(bound)
+            } else {
+                gone.pod
+            };
+            self.on_event(&ClusterEvent::AssignedPodDelete { pod: &pod }, now);
         }
     }
 
     fn on_event(&mut self, event: &ClusterEvent<'_>, now: Instant) {
-        let gates = self.profile.gates;
+        let profile = &self.profile;
+        let workloads = self.cache.workloads().clone();
         self.queue.move_on_event(now, |queued| {
             queued
                 .unschedulable_plugins
                 .iter()
-                .any(|plugin| may_help(plugin, &queued.pod, event, gates))
+                .any(|plugin| may_help_in(plugin, &queued.pod, event, profile, &*workloads))
         });
     }
 

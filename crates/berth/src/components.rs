@@ -7,9 +7,8 @@ use std::time::Duration;
 use berth_apiserver::api::ApiServer;
 use berth_apiserver::auth::User;
 use berth_apiserver::in_process;
-use berth_core::FeatureGates;
 use berth_scheduler::client::{self as scheduler, SchedulerConfig};
-use berth_scheduler::cycle::Profile;
+use berth_scheduler::config::SchedulerFileConfig;
 use tokio::task::JoinSet;
 
 use crate::leader_election::Election;
@@ -46,12 +45,12 @@ impl Running {
     }
 }
 
-/// Starts the scheduler as the admin; with an `election`, only while this
-/// process holds the `kube-system/kube-scheduler` Lease.
+/// Starts the scheduler as the admin, one per profile; with an
+/// `election`, only while this process holds the `kube-system/kube-scheduler`
+/// Lease.
 pub fn start_scheduler(
     api: &Arc<ApiServer>,
-    scheduler_name: String,
-    gates: FeatureGates,
+    setup: SchedulerFileConfig,
     election: Option<&Election>,
 ) -> anyhow::Result<Running> {
     let client = in_process::client(api, User::kube_scheduler(), "default")
@@ -62,11 +61,16 @@ pub fn start_scheduler(
         Some(election) => election.identity.clone(),
         None => berth_leader::default_identity(&std::process::id().to_string()),
     };
-    let config = SchedulerConfig {
-        profile: Profile::new(scheduler_name, gates),
-        instance,
-        ..SchedulerConfig::default()
-    };
+    let configs: Vec<SchedulerConfig> = setup
+        .profiles
+        .into_iter()
+        .map(|profile| SchedulerConfig {
+            profile,
+            queue: setup.queue,
+            instance: instance.clone(),
+            ..SchedulerConfig::default()
+        })
+        .collect();
     let leadership =
         election.map(|election| election.spawn(client.clone(), clock.clone(), "kube-scheduler"));
     let leading = leadership
@@ -74,7 +78,13 @@ pub fn start_scheduler(
         .map_or_else(berth_leader::always_leading, |l| l.subscribe());
     let mut tasks = JoinSet::new();
     tasks.spawn(berth_leader::run_while_leading(leading, move || {
-        scheduler::run(client.clone(), clock.clone(), config.clone())
+        let runs: Vec<_> = configs
+            .iter()
+            .map(|config| scheduler::run(client.clone(), clock.clone(), config.clone()))
+            .collect();
+        async move {
+            futures::future::join_all(runs).await;
+        }
     }));
     Ok(Running::new(tasks, leadership))
 }

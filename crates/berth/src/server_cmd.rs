@@ -11,7 +11,12 @@ use berth_apiserver::cache::CacheLimits;
 use berth_apiserver::server::{ServerOptions, start};
 use berth_apiserver::watch_limits::WatchLimits;
 use berth_core::FeatureGates;
+use berth_scheduler::config::{self, SchedulerFileConfig};
+use berth_scheduler::cycle::Profile;
+use berth_scheduler::queue::QueueConfig;
 use clap::Args;
+
+use crate::input::InputError;
 
 #[derive(Debug, Args)]
 pub struct ServerArgs {
@@ -36,9 +41,15 @@ pub struct ServerArgs {
     /// Do not run the scheduler in this process.
     #[arg(long)]
     disable_scheduler: bool,
-    /// The `spec.schedulerName` of the pods the scheduler takes.
+    /// The `spec.schedulerName` of the pods the scheduler takes (without
+    /// --config).
     #[arg(long, default_value = berth_scheduler::cycle::DEFAULT_SCHEDULER_NAME)]
     scheduler_name: String,
+    /// A `KubeSchedulerConfiguration` file (kubescheduler.config.k8s.io/v1):
+    /// profiles, plugins per extension point, plugin args,
+    /// percentageOfNodesToScore. Without it: upstream's default profile.
+    #[arg(long, value_name = "FILE", conflicts_with = "scheduler_name")]
+    config: Option<PathBuf>,
     #[command(flatten)]
     pub leader_election: crate::leader_election::LeaderElectionFlags,
     #[command(flatten)]
@@ -102,7 +113,25 @@ fn parse_bytes(text: &str) -> Result<usize, String> {
         .map_err(|_| format!("{text:?} is not a byte count (it must not be negative)"))
 }
 
+/// The scheduler's profiles: the `--config` file's, or the default
+/// profile under `--scheduler-name`. A bad file is the user's to fix
+/// (exit 2), with the file and the field named.
+fn scheduler_setup(args: &ServerArgs) -> anyhow::Result<SchedulerFileConfig> {
+    let Some(path) = &args.config else {
+        return Ok(SchedulerFileConfig {
+            profiles: vec![Profile::new(
+                args.scheduler_name.clone(),
+                args.feature_gates,
+            )],
+            queue: QueueConfig::default(),
+        });
+    };
+    let text = std::fs::read_to_string(path).map_err(|e| InputError::new(path, e))?;
+    config::parse(&text, args.feature_gates).map_err(|e| InputError::new(path, e).into())
+}
+
 pub async fn run(args: &ServerArgs) -> anyhow::Result<()> {
+    let scheduler_setup = scheduler_setup(args)?;
     let mut api = ApiConfig::default();
     api.strategy.admission.gates = args.feature_gates;
     api.strategy.admission.default_not_ready_toleration_seconds =
@@ -183,8 +212,7 @@ pub async fn run(args: &ServerArgs) -> anyhow::Result<()> {
     } else {
         Some(crate::components::start_scheduler(
             &server.api,
-            args.scheduler_name.clone(),
-            args.feature_gates,
+            scheduler_setup,
             election.as_ref(),
         )?)
     };

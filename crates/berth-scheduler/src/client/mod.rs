@@ -24,7 +24,7 @@ use std::sync::Arc;
 use berth_client::{Change, changes};
 use berth_core::clock::Clock;
 use futures::{FutureExt, StreamExt};
-use k8s_openapi::api::core::v1::{Binding, Node, ObjectReference, Pod};
+use k8s_openapi::api::core::v1::{Binding, Namespace, Node, ObjectReference, Pod};
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
 use kube::Api;
 use kube::api::PostParams;
@@ -100,6 +100,15 @@ pub async fn run(client: kube::Client, clock: Clock, config: SchedulerConfig) {
         watcher(Api::<Pod>::all(client.clone()), watcher::Config::default()).default_backoff(),
     )
     .boxed();
+    // Namespace labels, for InterPodAffinity's namespace selectors.
+    let mut namespaces = changes(
+        watcher(
+            Api::<Namespace>::all(client.clone()),
+            watcher::Config::default(),
+        )
+        .default_backoff(),
+    )
+    .boxed();
     // Bindings and PodScheduled patches in flight: owned by this future, so
     // they end with it (a lost lease drops it) rather than land afterwards.
     let mut bindings: JoinSet<BindOutcome> = JoinSet::new();
@@ -118,6 +127,7 @@ pub async fn run(client: kube::Client, clock: Clock, config: SchedulerConfig) {
     };
     let mut nodes_synced = false;
     let mut pods_synced = false;
+    let mut namespaces_synced = false;
     tracing::info!(scheduler = %profile_name, "scheduler started");
 
     loop {
@@ -134,6 +144,11 @@ pub async fn run(client: kube::Client, clock: Clock, config: SchedulerConfig) {
                 pods_synced |= on_pod_change(&mut core, event, clock.instant());
                 progressed = true;
             }
+            while let Some(event) = namespaces.next().now_or_never() {
+                let Some(event) = event else { return };
+                namespaces_synced |= on_namespace_change(&mut core, event, clock.instant());
+                progressed = true;
+            }
             while let Some(outcome) = bindings.try_join_next() {
                 if let Ok(outcome) = outcome {
                     reports.bind_outcome(&mut core, outcome);
@@ -147,7 +162,7 @@ pub async fn run(client: kube::Client, clock: Clock, config: SchedulerConfig) {
         }
         core.flush(clock.instant());
 
-        if nodes_synced && pods_synced && core.has_work() {
+        if nodes_synced && pods_synced && namespaces_synced && core.has_work() {
             for _ in 0..CYCLES_PER_BATCH {
                 let started = clock.instant();
                 let Some(decision) = core.schedule_one(started) else {
@@ -214,6 +229,10 @@ pub async fn run(client: kube::Client, clock: Clock, config: SchedulerConfig) {
                 let Some(event) = event else { return };
                 pods_synced |= on_pod_change(&mut core, event, clock.instant());
             }
+            event = namespaces.next() => {
+                let Some(event) = event else { return };
+                namespaces_synced |= on_namespace_change(&mut core, event, clock.instant());
+            }
             Some(outcome) = bindings.join_next(), if !bindings.is_empty() => {
                 if let Ok(outcome) = outcome {
                     reports.bind_outcome(&mut core, outcome);
@@ -228,7 +247,7 @@ pub async fn run(client: kube::Client, clock: Clock, config: SchedulerConfig) {
 fn on_node_change(core: &mut Scheduler, change: Change<Node>, now: Instant) -> bool {
     match change {
         Change::Upsert(node) => core.upsert_node(node, now),
-        Change::Delete(gone) => core.delete_node(&gone.key.name),
+        Change::Delete(gone) => core.delete_node(&gone.key.name, now),
         Change::Synced => return true,
     }
     false
@@ -239,6 +258,16 @@ fn on_pod_change(core: &mut Scheduler, change: Change<Pod>, now: Instant) -> boo
     match change {
         Change::Upsert(pod) => core.upsert_pod(pod, now),
         Change::Delete(gone) => core.delete_pod(&gone.key.to_string(), now),
+        Change::Synced => return true,
+    }
+    false
+}
+
+/// Applies a namespace change; true once the namespace view is complete.
+fn on_namespace_change(core: &mut Scheduler, change: Change<Namespace>, now: Instant) -> bool {
+    match change {
+        Change::Upsert(ns) => core.upsert_namespace(ns, now),
+        Change::Delete(gone) => core.delete_namespace(&gone.key.name, now),
         Change::Synced => return true,
     }
     false

@@ -15,7 +15,8 @@ use k8s_openapi::api::core::v1::{NodeAffinity as V1NodeAffinity, Pod};
 
 use crate::framework::{
     Code, CycleState, FilterPlugin, MAX_NODE_SCORE, NodeInfo, NodeScore, Plugin, PodInfo,
-    PreFilterPlugin, PreFilterResult, PreScorePlugin, ScorePlugin, Status, default_normalize_score,
+    PreFilterPlugin, PreFilterResult, PreScorePlugin, ScorePlugin, Snapshot, Status,
+    default_normalize_score,
 };
 use berth_core::node_affinity::{
     NodeSelector, OBJECT_NAME_FIELD, OP_IN, PreferredSchedulingTerms, RequiredNodeAffinity,
@@ -140,7 +141,7 @@ impl PreFilterPlugin for NodeAffinity {
         &self,
         state: &mut CycleState,
         pod: &PodInfo,
-        _nodes: &[NodeInfo],
+        _snapshot: &Snapshot<'_>,
     ) -> (Option<PreFilterResult>, Status) {
         let spec = pod.pod().spec.as_ref();
         let required = spec
@@ -217,7 +218,13 @@ impl FilterPlugin for NodeAffinity {
 }
 
 impl PreScorePlugin for NodeAffinity {
-    fn pre_score(&self, state: &mut CycleState, pod: &PodInfo, _nodes: &[NodeInfo]) -> Status {
+    fn pre_score(
+        &self,
+        state: &mut CycleState,
+        pod: &PodInfo,
+        _snapshot: &Snapshot<'_>,
+        _nodes: &[&NodeInfo],
+    ) -> Status {
         let preferred = match pod_preferred_node_affinity(pod.pod()) {
             Ok(p) => p,
             Err(e) => return Status::error(e).with_plugin(NAME),
@@ -646,8 +653,11 @@ mod tests {
             };
             let mut state = CycleState::new();
             if c.run_pre_filter {
-                let (result, status) =
-                    plugin.pre_filter(&mut state, &pod, std::slice::from_ref(&n));
+                let (result, status) = plugin.pre_filter(
+                    &mut state,
+                    &pod,
+                    &Snapshot::of_nodes(std::slice::from_ref(&n)),
+                );
                 assert_eq!(
                     status, c.want_pre_filter_status,
                     "{}: PreFilter status",
@@ -833,7 +843,12 @@ mod tests {
                 .collect();
             let mut state = CycleState::new();
             if run_pre_score {
-                let status = plugin.pre_score(&mut state, &pod, &nodes);
+                let status = plugin.pre_score(
+                    &mut state,
+                    &pod,
+                    &Snapshot::of_nodes(&nodes),
+                    &nodes.iter().collect::<Vec<_>>(),
+                );
                 assert_eq!(status.code, want_pre_score.code, "{name}: PreScore code");
                 assert_eq!(
                     status.message(),

@@ -21,7 +21,7 @@ use berth_core::validation::{ErrorList, FieldError, Path};
 
 use crate::framework::{
     Code, CycleState, FilterPlugin, MAX_NODE_SCORE, NodeInfo, Plugin, PodInfo, PreFilterPlugin,
-    PreFilterResult, PreScorePlugin, Resource, ScorePlugin, Status,
+    PreFilterResult, PreScorePlugin, Resource, ScorePlugin, Snapshot, Status,
 };
 use crate::resources::pod_requests_with;
 use berth_core::resources::{
@@ -222,17 +222,29 @@ impl NodeResourcesFit {
     /// `calculatePodResourceRequestList`: the pod's non-zero request for
     /// each scored resource (cpu in millicores, the rest in units).
     pub fn pod_score_requests(&self, pod: &PodInfo) -> Vec<i64> {
-        let list = pod_request_list(pod.pod(), self.request_options(true));
-        self.resources
-            .iter()
-            .map(|spec| match list.get(&spec.name) {
-                Some(q) if spec.name == RESOURCE_CPU => q.milli_value(),
-                Some(q) => q.value(),
-                None => 0,
-            })
-            .collect()
+        score_requests(pod, &self.resources, self.request_options(true))
     }
+}
 
+/// `calculatePodResourceRequestList`: the pod's request for each of
+/// `resources` (cpu in millicores, the rest in units), with `opts`.
+pub(crate) fn score_requests(
+    pod: &PodInfo,
+    resources: &[ResourceSpec],
+    opts: PodResourcesOptions,
+) -> Vec<i64> {
+    let list = pod_request_list(pod.pod(), opts);
+    resources
+        .iter()
+        .map(|spec| match list.get(&spec.name) {
+            Some(q) if spec.name == RESOURCE_CPU => q.milli_value(),
+            Some(q) => q.value(),
+            None => 0,
+        })
+        .collect()
+}
+
+impl NodeResourcesFit {
     /// `resourceAllocationScorer.score` with the LeastAllocated scorer.
     pub fn least_allocated_score(
         &self,
@@ -245,7 +257,9 @@ impl NodeResourcesFit {
         let mut node_score: i64 = 0;
         let mut weight_sum: i64 = 0;
         for (spec, &pod_request) in self.resources.iter().zip(pod_requests) {
-            let (allocatable, requested) = allocatable_and_requested(node, &spec.name, pod_request);
+            let (allocatable, allocated) =
+                allocatable_and_allocated(node, &spec.name, pod_request, false);
+            let requested = allocated.saturating_add(pod_request);
             // Resources the node does not offer (or the pod does not ask
             // for, among scalar ones) take no part in the average.
             if allocatable == 0 {
@@ -263,33 +277,33 @@ impl NodeResourcesFit {
     }
 }
 
-/// `calculateResourceAllocatableRequest` for LeastAllocated (which counts
-/// cpu and memory with the non-zero defaults): the node's allocatable
-/// amount and what would be requested with the pod on it. `(0, 0)` leaves
-/// the resource out of the score.
-fn allocatable_and_requested(node: &NodeInfo, name: &str, pod_request: i64) -> (i64, i64) {
-    // A scalar resource the pod does not ask for says nothing about fit.
+/// `calculateResourceAllocatableRequest`: the node's allocatable amount of
+/// `name` and what is already allocated there. With `use_requested` false
+/// (LeastAllocated) cpu and memory count the non-zero requests; with it
+/// true (BalancedAllocation) the plain requests. `(0, 0)` leaves the
+/// resource out of the score: a scalar resource the pod does not ask for
+/// (`pod_request` 0) says nothing about fit, and one the node lacks neither.
+pub(crate) fn allocatable_and_allocated(
+    node: &NodeInfo,
+    name: &str,
+    pod_request: i64,
+    use_requested: bool,
+) -> (i64, i64) {
     if pod_request == 0 && is_scalar_resource_name(name) {
         return (0, 0);
     }
     let alloc = &node.allocatable;
+    let counted = if use_requested {
+        &node.requested
+    } else {
+        &node.non_zero_requested
+    };
     match name {
-        RESOURCE_CPU => (
-            alloc.milli_cpu,
-            node.non_zero_requested
-                .milli_cpu
-                .saturating_add(pod_request),
-        ),
-        RESOURCE_MEMORY => (
-            alloc.memory,
-            node.non_zero_requested.memory.saturating_add(pod_request),
-        ),
-        RESOURCE_EPHEMERAL_STORAGE => (
-            alloc.ephemeral_storage,
-            node.requested.ephemeral_storage.saturating_add(pod_request),
-        ),
+        RESOURCE_CPU => (alloc.milli_cpu, counted.milli_cpu),
+        RESOURCE_MEMORY => (alloc.memory, counted.memory),
+        RESOURCE_EPHEMERAL_STORAGE => (alloc.ephemeral_storage, node.requested.ephemeral_storage),
         _ => match alloc.scalar_resources.get(name) {
-            Some(&a) => (a, node.requested.scalar(name).saturating_add(pod_request)),
+            Some(&a) => (a, node.requested.scalar(name)),
             None => (0, 0),
         },
     }
@@ -414,7 +428,7 @@ impl PreFilterPlugin for NodeResourcesFit {
         &self,
         state: &mut CycleState,
         pod: &PodInfo,
-        _nodes: &[NodeInfo],
+        _snapshot: &Snapshot<'_>,
     ) -> (Option<PreFilterResult>, Status) {
         let has_sidecar = pod
             .pod()
@@ -465,7 +479,13 @@ impl FilterPlugin for NodeResourcesFit {
 }
 
 impl PreScorePlugin for NodeResourcesFit {
-    fn pre_score(&self, state: &mut CycleState, pod: &PodInfo, _nodes: &[NodeInfo]) -> Status {
+    fn pre_score(
+        &self,
+        state: &mut CycleState,
+        pod: &PodInfo,
+        _snapshot: &Snapshot<'_>,
+        _nodes: &[&NodeInfo],
+    ) -> Status {
         state.write(
             PRE_SCORE_STATE_KEY,
             PreScoreState {
@@ -692,7 +712,7 @@ mod tests {
     fn run_filter(plugin: &NodeResourcesFit, pod: &Pod, node: &NodeInfo) -> Status {
         let pod = PodInfo::from(pod.clone());
         let mut state = CycleState::new();
-        let (result, status) = plugin.pre_filter(&mut state, &pod, &[]);
+        let (result, status) = plugin.pre_filter(&mut state, &pod, &Snapshot::of_nodes(&[]));
         assert!(result.is_none());
         assert!(status.is_success(), "prefilter failed: {status}");
         plugin.filter(&state, &pod, node)
@@ -1299,7 +1319,7 @@ mod tests {
             };
             let pod = PodInfo::from(pod);
             let mut state = CycleState::new();
-            let (_, pre_filter) = plugin.pre_filter(&mut state, &pod, &[]);
+            let (_, pre_filter) = plugin.pre_filter(&mut state, &pod, &Snapshot::of_nodes(&[]));
             assert_eq!(pre_filter, want_pre_filter, "{name}: prefilter");
             if !pre_filter.is_success() {
                 continue;
@@ -1361,7 +1381,16 @@ mod tests {
             .collect();
         let mut state = CycleState::new();
         if pre_score {
-            assert!(plugin.pre_score(&mut state, &pod, &infos).is_success());
+            assert!(
+                plugin
+                    .pre_score(
+                        &mut state,
+                        &pod,
+                        &Snapshot::of_nodes(&infos),
+                        &infos.iter().collect::<Vec<_>>()
+                    )
+                    .is_success()
+            );
         }
         let mut scores = Vec::new();
         for info in &infos {
@@ -1739,7 +1768,11 @@ mod tests {
         assert!(status.is_rejected(), "{status}");
         let info = PodInfo::from(pod);
         let mut state = CycleState::new();
-        assert!(plugin.pre_score(&mut state, &info, &[]).is_success());
+        assert!(
+            plugin
+                .pre_score(&mut state, &info, &Snapshot::of_nodes(&[]), &[])
+                .is_success()
+        );
         assert!(plugin.score(&state, &info, &node).is_ok());
     }
 

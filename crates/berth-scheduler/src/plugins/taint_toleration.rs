@@ -15,7 +15,8 @@ use std::sync::atomic::{AtomicU8, Ordering};
 
 use crate::framework::{
     Code, CycleState, FilterPlugin, MAX_NODE_SCORE, NodeInfo, NodeScore, Plugin, PodInfo,
-    PreFilterPlugin, PreFilterResult, PreScorePlugin, ScorePlugin, Status, default_normalize_score,
+    PreFilterPlugin, PreFilterResult, PreScorePlugin, ScorePlugin, Snapshot, Status,
+    default_normalize_score,
 };
 use crate::taint_sets::TaintSetId;
 
@@ -165,7 +166,7 @@ impl PreFilterPlugin for TaintToleration {
         &self,
         state: &mut CycleState,
         _pod: &PodInfo,
-        _nodes: &[NodeInfo],
+        _snapshot: &Snapshot<'_>,
     ) -> (Option<PreFilterResult>, Status) {
         state.write(PRE_FILTER_STATE_KEY, VerdictCache::new());
         (None, Status::success())
@@ -186,7 +187,13 @@ impl FilterPlugin for TaintToleration {
 }
 
 impl PreScorePlugin for TaintToleration {
-    fn pre_score(&self, state: &mut CycleState, pod: &PodInfo, _nodes: &[NodeInfo]) -> Status {
+    fn pre_score(
+        &self,
+        state: &mut CycleState,
+        pod: &PodInfo,
+        _snapshot: &Snapshot<'_>,
+        _nodes: &[&NodeInfo],
+    ) -> Status {
         state.write(
             PRE_SCORE_STATE_KEY,
             PreScoreState {
@@ -280,7 +287,16 @@ mod tests {
 
     fn run_score(plugin: TaintToleration, pod: &PodInfo, nodes: &[NodeInfo]) -> Vec<(String, i64)> {
         let mut state = CycleState::new();
-        assert!(plugin.pre_score(&mut state, pod, nodes).is_success());
+        assert!(
+            plugin
+                .pre_score(
+                    &mut state,
+                    pod,
+                    &Snapshot::of_nodes(nodes),
+                    &nodes.iter().collect::<Vec<_>>()
+                )
+                .is_success()
+        );
         let mut scores: Vec<NodeScore> = nodes
             .iter()
             .map(|n| match plugin.score(&state, pod, n) {
@@ -576,7 +592,11 @@ mod tests {
             let mut sets = TaintSets::new();
             let interned = NodeInfo::interned(node.node_arc().clone(), &mut sets);
             let mut state = CycleState::new();
-            let (_, pre) = plugin.pre_filter(&mut state, &pod, std::slice::from_ref(&interned));
+            let (_, pre) = plugin.pre_filter(
+                &mut state,
+                &pod,
+                &Snapshot::of_nodes(std::slice::from_ref(&interned)),
+            );
             assert!(pre.is_success(), "{name}");
             for round in ["computed", "cached"] {
                 assert_eq!(
@@ -628,7 +648,7 @@ mod tests {
                 })
                 .collect();
             let mut state = CycleState::new();
-            let _ = plugin.pre_filter(&mut state, &pod, &nodes);
+            let _ = plugin.pre_filter(&mut state, &pod, &Snapshot::of_nodes(&nodes));
             for node in &nodes {
                 let direct = plugin.filter(&CycleState::new(), &pod, &NodeInfo::new(node.node_arc().clone()));
                 prop_assert_eq!(plugin.filter(&state, &pod, node), direct);

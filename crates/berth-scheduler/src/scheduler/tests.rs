@@ -192,3 +192,246 @@ async fn no_nodes_backs_off_and_a_new_node_is_used() {
         [("default/p".into(), "a".into())]
     );
 }
+
+mod default_profile {
+    //! The new plugins through the whole state machine: the counts kept
+    //! across cycles follow assumed, confirmed and deleted pods and node
+    //! label changes; the default constraints use the workloads'
+    //! selectors; pods move back on the events that can help them.
+
+    use std::collections::BTreeMap;
+
+    use berth_core::labels::LabelSelector;
+    use k8s_openapi::api::core::v1::Pod;
+
+    use super::*;
+    use crate::plugins::pod_topology_spread::{DO_NOT_SCHEDULE, LABEL_TOPOLOGY_ZONE};
+    use crate::plugins::testing::{make_node, make_pod, make_selector};
+    use crate::snapshot::WorkloadSelectors;
+
+    fn zoned_node(name: &str, zone: &str) -> Node {
+        make_node()
+            .name(name)
+            .label(LABEL_TOPOLOGY_ZONE, zone)
+            .label("kubernetes.io/hostname", name)
+            .capacity(&[("cpu", "100"), ("memory", "100Gi"), ("pods", "110")])
+            .obj()
+    }
+
+    fn spreading(name: &str) -> Pod {
+        make_pod()
+            .name(name)
+            .label("app", "web")
+            .spread_constraint(
+                1,
+                LABEL_TOPOLOGY_ZONE,
+                DO_NOT_SCHEDULE,
+                Some(make_selector().label("app", "web").obj()),
+                None,
+                None,
+                None,
+                None,
+            )
+            .obj()
+    }
+
+    fn zone_counts(s: &Scheduler) -> BTreeMap<String, usize> {
+        let mut counts = BTreeMap::new();
+        for node in s.cache().nodes() {
+            let zone = node.label(LABEL_TOPOLOGY_ZONE).unwrap_or("").to_string();
+            *counts.entry(zone).or_default() += node.pods.len();
+        }
+        counts
+    }
+
+    fn skew(counts: &BTreeMap<String, usize>) -> usize {
+        counts.values().max().unwrap_or(&0) - counts.values().min().unwrap_or(&0)
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn spreading_counts_follow_assumed_confirmed_and_deleted_pods() {
+        let mut s = scheduler();
+        let now = Instant::now();
+        for (n, z) in [
+            ("a1", "a"),
+            ("a2", "a"),
+            ("b1", "b"),
+            ("b2", "b"),
+            ("c1", "c"),
+        ] {
+            s.upsert_node(zoned_node(n, z), now);
+        }
+        for i in 0..30 {
+            s.upsert_pod(spreading(&format!("p{i:02}")), now);
+            // Every decision sees the ones before it (the counts are
+            // brought forward over the assumed pods).
+            let bound = bind_all(&mut s, now);
+            assert_eq!(bound.len(), 1, "p{i:02}");
+            assert!(skew(&zone_counts(&s)) <= 1, "{:?}", zone_counts(&s));
+        }
+        // Confirm some bindings (the watch), delete the pods of zone c.
+        let on_c: Vec<String> = s
+            .cache()
+            .node("c1")
+            .map(|n| {
+                n.pods
+                    .iter()
+                    .map(|p| crate::scheduler::pod_key(&p.pod))
+                    .collect()
+            })
+            .unwrap_or_default();
+        for key in &on_c {
+            s.delete_pod(key, now);
+        }
+        assert_eq!(zone_counts(&s).get("c"), Some(&0));
+        // The next pods must go to zone c until it catches up.
+        for i in 30..40 {
+            s.upsert_pod(spreading(&format!("p{i:02}")), now);
+            let bound = bind_all(&mut s, now);
+            assert_eq!(bound.len(), 1);
+            assert_eq!(
+                bound[0].1,
+                "c1",
+                "p{i:02} while zone c is behind: {:?}",
+                zone_counts(&s)
+            );
+        }
+        // A node changes zone: the counts are taken again.
+        let mut moved = zoned_node("b2", "c");
+        moved
+            .metadata
+            .labels
+            .get_or_insert_default()
+            .insert(LABEL_TOPOLOGY_ZONE.into(), "c".into());
+        s.upsert_node(moved, now);
+        for i in 40..46 {
+            let before = zone_counts(&s);
+            let least = before.values().copied().min().unwrap_or(0);
+            s.upsert_pod(spreading(&format!("p{i:02}")), now);
+            let bound = bind_all(&mut s, now);
+            let zone = s
+                .cache()
+                .node(&bound[0].1)
+                .and_then(|n| n.label(LABEL_TOPOLOGY_ZONE))
+                .unwrap_or("")
+                .to_string();
+            assert_eq!(
+                before.get(&zone),
+                Some(&least),
+                "p{i:02} went to {zone}: {before:?}"
+            );
+        }
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn anti_affinity_keeps_replicas_apart_and_a_deletion_moves_the_waiting_one() {
+        let mut s = scheduler();
+        let now = Instant::now();
+        for n in ["n1", "n2", "n3"] {
+            s.upsert_node(zoned_node(n, "a"), now);
+        }
+        let replica = |i: usize| {
+            make_pod()
+                .name(&format!("r{i}"))
+                .label("app", "db")
+                .pod_anti_affinity(
+                    "kubernetes.io/hostname",
+                    make_selector().label("app", "db").obj(),
+                    vec![],
+                    None,
+                )
+                .obj()
+        };
+        for i in 0..3 {
+            s.upsert_pod(replica(i), now);
+        }
+        let bound = bind_all(&mut s, now);
+        let mut nodes: Vec<&str> = bound.iter().map(|(_, n)| n.as_str()).collect();
+        nodes.sort_unstable();
+        assert_eq!(nodes, ["n1", "n2", "n3"]);
+        // A fourth replica fits nowhere...
+        s.upsert_pod(replica(3), now);
+        let refused: Vec<String> = std::iter::from_fn(|| s.schedule_one(now))
+            .filter_map(|d| match d {
+                Decision::Refuse(r) => Some(r.error.to_string()),
+                Decision::Bind(_) => None,
+            })
+            .collect();
+        assert_eq!(
+            refused,
+            ["0/3 nodes are available: 3 node(s) didn't match pod anti-affinity rules."]
+        );
+        assert_eq!(s.queue().place("default/r3"), Some(Place::Unschedulable));
+        // ... until one is deleted: InterPodAffinity's hint moves it back.
+        s.delete_pod(&bound[0].0, now);
+        assert_ne!(s.queue().place("default/r3"), Some(Place::Unschedulable));
+        s.flush(now + Duration::from_secs(10));
+        let again = bind_all(&mut s, now + Duration::from_secs(10));
+        assert_eq!(again.len(), 1);
+        assert_eq!(again[0].1, bound[0].1);
+    }
+
+    /// A stand-in for the workload controllers: pods owned by ReplicaSet
+    /// `web` have the selector `app=web`.
+    #[derive(Debug)]
+    struct OneReplicaSet;
+
+    impl WorkloadSelectors for OneReplicaSet {
+        fn default_selector(&self, pod: &Pod) -> LabelSelector {
+            let owned =
+                pod.metadata.owner_references.iter().flatten().any(|o| {
+                    o.kind == "ReplicaSet" && o.name == "web" && o.controller == Some(true)
+                });
+            if owned {
+                LabelSelector::parse("app=web").unwrap_or_default()
+            } else {
+                LabelSelector::default()
+            }
+        }
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn default_constraints_spread_a_workloads_pods_over_hosts_and_zones() {
+        let owned = |i: usize| {
+            let mut p = make_pod().name(&format!("w{i}")).label("app", "web").obj();
+            p.metadata.owner_references = Some(vec![
+                k8s_openapi::apimachinery::pkg::apis::meta::v1::OwnerReference {
+                    api_version: "apps/v1".into(),
+                    kind: "ReplicaSet".into(),
+                    name: "web".into(),
+                    uid: "u".into(),
+                    controller: Some(true),
+                    ..Default::default()
+                },
+            ]);
+            p
+        };
+        for (workloads, want_spread) in [(true, true), (false, false)] {
+            let mut s = scheduler();
+            if workloads {
+                s.set_workloads(std::sync::Arc::new(OneReplicaSet));
+            }
+            let now = Instant::now();
+            for (n, z) in [("a1", "a"), ("a2", "a"), ("b1", "b"), ("b2", "b")] {
+                s.upsert_node(zoned_node(n, z), now);
+            }
+            for i in 0..8 {
+                s.upsert_pod(owned(i), now);
+                bind_all(&mut s, now);
+            }
+            let per_node: Vec<usize> = s.cache().nodes().iter().map(|n| n.pods.len()).collect();
+            if want_spread {
+                assert_eq!(
+                    per_node,
+                    [2, 2, 2, 2],
+                    "hostname maxSkew 3 and zones, scored"
+                );
+            } else {
+                // Without the workload's selector no default constraint
+                // applies (berth serves no ReplicaSets yet); the other
+                // scores still spread, so only check all were bound.
+                assert_eq!(per_node.iter().sum::<usize>(), 8);
+            }
+        }
+    }
+}

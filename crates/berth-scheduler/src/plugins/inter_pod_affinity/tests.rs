@@ -1,0 +1,768 @@
+//! Upstream's tables (interpodaffinity): `TestRequiredAffinityMultipleNodes`
+//! (filtering_test.go), cases of `TestPreferredAffinity` and
+//! `TestPreferredAffinityWithHardPodAffinitySymmetricWeight`
+//! (scoring_test.go), with namespace selectors, and
+//! `Test_isSchedulableAfterPodChange` / `Test_isSchedulableAfterNodeChange`
+//! (plugin_test.go).
+
+use std::collections::BTreeMap;
+
+use super::*;
+use crate::framework::{
+    Code, CycleState, FilterPlugin, NodeInfo, NodeScore, PodInfo, PreFilterPlugin, PreScorePlugin,
+    ScorePlugin, Snapshot, Status,
+};
+use crate::plugins::testing::{make_node, make_pod, make_selector, node_infos};
+use k8s_openapi::api::core::v1::{Namespace, Node, Pod};
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::LabelSelector;
+
+fn node(name: &str, labels: &[(&str, &str)]) -> Node {
+    labels
+        .iter()
+        .fold(make_node().name(name), |n, (k, v)| n.label(k, v))
+        .obj()
+}
+
+fn exists(key: &str) -> LabelSelector {
+    make_selector().exists(key).obj()
+}
+
+fn is_in(key: &str, values: Vec<&str>) -> LabelSelector {
+    make_selector().r#in(key, values).obj()
+}
+
+const CHINA: &[(&str, &str)] = &[("region", "China")];
+const CHINA_AZ1: &[(&str, &str)] = &[("region", "China"), ("az", "az1")];
+const INDIA: &[(&str, &str)] = &[("region", "India")];
+
+fn abc(name: &str, zone: &str) -> Node {
+    node(
+        name,
+        &[("region", "r1"), ("zone", zone), ("hostname", name)],
+    )
+}
+
+fn unschedulable(reason: &'static str) -> Status {
+    Status::new(Code::Unschedulable, reason).with_plugin(NAME)
+}
+
+fn unresolvable(reason: &'static str) -> Status {
+    Status::new(Code::UnschedulableAndUnresolvable, reason).with_plugin(NAME)
+}
+
+struct FilterCase {
+    name: &'static str,
+    pod: Pod,
+    pods: Vec<Pod>,
+    nodes: Vec<Node>,
+    namespaces: &'static [(&'static str, &'static [(&'static str, &'static str)])],
+    /// `None`: PreFilter skips.
+    want: Option<Vec<Status>>,
+}
+
+fn namespaces(entries: &[(&str, &[(&str, &str)])]) -> BTreeMap<String, BTreeMap<String, String>> {
+    entries
+        .iter()
+        .map(|(n, l)| {
+            (
+                n.to_string(),
+                l.iter()
+                    .map(|(k, v)| (k.to_string(), v.to_string()))
+                    .collect(),
+            )
+        })
+        .collect()
+}
+
+fn run_filter_case(case: FilterCase) {
+    let infos = node_infos(&case.nodes, &case.pods);
+    let ns = namespaces(case.namespaces);
+    let snapshot = Snapshot {
+        namespaces: &ns,
+        ..Snapshot::of_nodes(&infos)
+    };
+    let pod = PodInfo::from(case.pod);
+    let pl = InterPodAffinity::default();
+    let mut state = CycleState::new();
+    let (_, status) = pl.pre_filter(&mut state, &pod, &snapshot);
+    let Some(want) = case.want else {
+        assert!(status.is_skip(), "{}: {status}", case.name);
+        return;
+    };
+    assert!(status.is_success(), "{}: {status}", case.name);
+    let got: Vec<Status> = infos.iter().map(|n| pl.filter(&state, &pod, n)).collect();
+    assert_eq!(got, want, "{}", case.name);
+}
+
+#[test]
+fn required_affinity_multiple_nodes_as_upstream() {
+    let ok = Status::success;
+    let anti = || unschedulable(ERR_REASON_ANTI_AFFINITY_RULES_NOT_MATCH);
+    let existing = || unschedulable(ERR_REASON_EXISTING_ANTI_AFFINITY_RULES_NOT_MATCH);
+    let affinity = || unresolvable(ERR_REASON_AFFINITY_RULES_NOT_MATCH);
+    let cases = vec![
+        FilterCase {
+            name: "A pod can be scheduled onto all the nodes that have the same topology key & label value with one of them has an existing pod that matches the affinity rules",
+            pod: make_pod()
+                .pod_affinity("region", is_in("foo", vec!["bar"]), vec![], None)
+                .obj(),
+            pods: vec![
+                make_pod()
+                    .name("p1")
+                    .node("node1")
+                    .label("foo", "bar")
+                    .obj(),
+            ],
+            nodes: vec![
+                node("node1", CHINA),
+                node("node2", CHINA_AZ1),
+                node("node3", INDIA),
+            ],
+            namespaces: &[],
+            want: Some(vec![ok(), ok(), affinity()]),
+        },
+        FilterCase {
+            name: "The first pod of the collection should not be blocked from being scheduled onto any node, even there's no existing pod that matches the rule anywhere",
+            pod: make_pod()
+                .labels(&[("foo", "bar"), ("service", "securityscan")])
+                .pod_affinity("zone", is_in("foo", vec!["bar"]), vec![], None)
+                .pod_affinity("zone", is_in("service", vec!["securityscan"]), vec![], None)
+                .obj(),
+            pods: vec![
+                make_pod()
+                    .name("p1")
+                    .node("nodeA")
+                    .label("foo", "bar")
+                    .obj(),
+            ],
+            nodes: vec![
+                node("nodeA", &[("zone", "az1"), ("hostname", "h1")]),
+                node("nodeB", &[("zone", "az2"), ("hostname", "h2")]),
+            ],
+            namespaces: &[],
+            want: Some(vec![ok(), ok()]),
+        },
+        FilterCase {
+            name: "The first pod of the collection can only be scheduled on nodes labelled with the requested topology keys",
+            pod: make_pod()
+                .labels(&[("foo", "bar"), ("service", "securityscan")])
+                .pod_affinity("zone", is_in("foo", vec!["bar"]), vec![], None)
+                .pod_affinity("zone", is_in("service", vec!["securityscan"]), vec![], None)
+                .obj(),
+            pods: vec![
+                make_pod()
+                    .name("p1")
+                    .node("nodeA")
+                    .label("foo", "bar")
+                    .obj(),
+            ],
+            nodes: vec![
+                node("nodeA", &[("zoneLabel", "az1"), ("hostname", "h1")]),
+                node("nodeB", &[("zoneLabel", "az2"), ("hostname", "h2")]),
+            ],
+            namespaces: &[],
+            want: Some(vec![affinity(), affinity()]),
+        },
+        FilterCase {
+            name: "NodeA and nodeB have same topologyKey and label value. NodeA has an existing pod that matches the inter pod affinity rule. The pod can not be scheduled onto nodeA and nodeB.",
+            pod: make_pod()
+                .pod_anti_affinity("region", is_in("foo", vec!["abc"]), vec![], None)
+                .obj(),
+            pods: vec![make_pod().name("e").node("nodeA").label("foo", "abc").obj()],
+            nodes: vec![
+                node("nodeA", &[("region", "r1"), ("hostname", "nodeA")]),
+                node("nodeB", &[("region", "r1"), ("hostname", "nodeB")]),
+            ],
+            namespaces: &[],
+            want: Some(vec![anti(), anti()]),
+        },
+        FilterCase {
+            name: "The pod can not be scheduled onto nodeA, nodeB, but can be scheduled onto nodeC (NodeC has an existing pod that match the inter pod affinity rule but in different namespace)",
+            pod: make_pod()
+                .namespace("NS1")
+                .label("foo", "123")
+                .pod_anti_affinity("region", is_in("foo", vec!["bar"]), vec![], None)
+                .obj(),
+            pods: vec![
+                make_pod()
+                    .name("e1")
+                    .node("nodeA")
+                    .namespace("NS1")
+                    .label("foo", "bar")
+                    .obj(),
+                make_pod()
+                    .name("e2")
+                    .node("nodeC")
+                    .namespace("NS2")
+                    .pod_anti_affinity("region", is_in("foo", vec!["123"]), vec![], None)
+                    .obj(),
+            ],
+            nodes: vec![
+                node("nodeA", CHINA),
+                node("nodeB", CHINA_AZ1),
+                node("nodeC", INDIA),
+            ],
+            namespaces: &[("NS1", &[])],
+            want: Some(vec![anti(), anti(), ok()]),
+        },
+        FilterCase {
+            name: "Test existing pod's anti-affinity: if an existing pod has a term with invalid topologyKey, labelSelector of the term is firstly checked, and then topologyKey of the term is also checked",
+            pod: make_pod().label("foo", "").obj(),
+            pods: vec![
+                make_pod()
+                    .name("e")
+                    .node("nodeA")
+                    .pod_anti_affinity("invalid-node-label", exists("foo"), vec![], None)
+                    .obj(),
+            ],
+            nodes: vec![abc("nodeA", "z1"), abc("nodeB", "z1")],
+            namespaces: &[],
+            want: None,
+        },
+        FilterCase {
+            name: "Test existing pod's anti-affinity: incoming pod wouldn't considered as a fit as it violates each existingPod's terms on all nodes",
+            pod: make_pod().label("foo", "").label("bar", "").obj(),
+            pods: vec![
+                make_pod()
+                    .name("e1")
+                    .node("nodeA")
+                    .pod_anti_affinity("zone", exists("foo"), vec![], None)
+                    .obj(),
+                make_pod()
+                    .name("e2")
+                    .node("nodeA")
+                    .pod_anti_affinity("region", exists("bar"), vec![], None)
+                    .obj(),
+            ],
+            nodes: vec![abc("nodeA", "z1"), abc("nodeB", "z2")],
+            namespaces: &[],
+            want: Some(vec![existing(), existing()]),
+        },
+        FilterCase {
+            name: "Test incoming pod's anti-affinity: incoming pod wouldn't considered as a fit as it at least violates one anti-affinity rule of existingPod",
+            pod: make_pod()
+                .pod_anti_affinity("zone", exists("foo"), vec![], None)
+                .pod_anti_affinity("region", exists("bar"), vec![], None)
+                .obj(),
+            pods: vec![
+                make_pod().name("e1").node("nodeA").label("foo", "").obj(),
+                make_pod().name("e2").node("nodeB").label("bar", "").obj(),
+            ],
+            nodes: vec![abc("nodeA", "z1"), abc("nodeB", "z2")],
+            namespaces: &[],
+            want: Some(vec![anti(), anti()]),
+        },
+        FilterCase {
+            name: "Test existing pod's anti-affinity: only when labelSelector and topologyKey both match, it's counted as a single term match - case when one term has invalid topologyKey",
+            pod: make_pod().label("foo", "").label("bar", "").obj(),
+            pods: vec![
+                make_pod()
+                    .name("e")
+                    .node("nodeA")
+                    .pod_anti_affinity("invalid-node-label", exists("foo"), vec![], None)
+                    .pod_anti_affinity("zone", exists("bar"), vec![], None)
+                    .obj(),
+            ],
+            nodes: vec![abc("nodeA", "z1"), abc("nodeB", "z2")],
+            namespaces: &[],
+            want: Some(vec![existing(), ok()]),
+        },
+        FilterCase {
+            name: "Test incoming pod's anti-affinity: only when labelSelector and topologyKey both match, it's counted as a single term match - case when one term has invalid topologyKey",
+            pod: make_pod()
+                .pod_anti_affinity("invalid-node-label", exists("foo"), vec![], None)
+                .pod_anti_affinity("zone", exists("bar"), vec![], None)
+                .obj(),
+            pods: vec![
+                make_pod()
+                    .name("podA")
+                    .node("nodeA")
+                    .label("foo", "")
+                    .label("bar", "")
+                    .obj(),
+            ],
+            nodes: vec![abc("nodeA", "z1"), abc("nodeB", "z2")],
+            namespaces: &[],
+            want: Some(vec![anti(), ok()]),
+        },
+        FilterCase {
+            name: "Test existing pod's anti-affinity: existingPod on nodeA and nodeB has at least one anti-affinity term matches incoming pod, so incoming pod can only be scheduled to nodeC",
+            pod: make_pod().label("foo", "").label("bar", "").obj(),
+            pods: vec![
+                make_pod()
+                    .name("e1")
+                    .node("nodeA")
+                    .pod_anti_affinity("zone", exists("foo"), vec![], None)
+                    .pod_anti_affinity("zone", exists("labelA"), vec![], None)
+                    .obj(),
+                make_pod()
+                    .name("e2")
+                    .node("nodeB")
+                    .pod_anti_affinity("zone", exists("bar"), vec![], None)
+                    .pod_anti_affinity("zone", exists("labelB"), vec![], None)
+                    .obj(),
+            ],
+            nodes: vec![abc("nodeA", "z1"), abc("nodeB", "z2"), abc("nodeC", "z3")],
+            namespaces: &[],
+            want: Some(vec![existing(), existing(), ok()]),
+        },
+        FilterCase {
+            name: "Test incoming pod's affinity: firstly check if all affinityTerms match, and then check if all topologyKeys match",
+            pod: make_pod()
+                .pod_affinity("region", exists("foo"), vec![], None)
+                .pod_affinity("zone", exists("bar"), vec![], None)
+                .obj(),
+            pods: vec![
+                make_pod()
+                    .name("pod1")
+                    .node("nodeA")
+                    .label("foo", "")
+                    .label("bar", "")
+                    .obj(),
+            ],
+            nodes: vec![abc("nodeA", "z1"), abc("nodeB", "z1")],
+            namespaces: &[],
+            want: Some(vec![ok(), ok()]),
+        },
+        FilterCase {
+            name: "Test incoming pod's affinity: the match logic should be satisfied on the same pod",
+            pod: make_pod()
+                .pod_affinity("region", exists("foo"), vec![], None)
+                .pod_affinity("zone", exists("bar"), vec![], None)
+                .obj(),
+            pods: vec![
+                make_pod().name("pod1").node("nodeA").label("foo", "").obj(),
+                make_pod().name("pod2").node("nodeB").label("bar", "").obj(),
+            ],
+            nodes: vec![abc("nodeA", "z1"), abc("nodeB", "z2")],
+            namespaces: &[],
+            want: Some(vec![affinity(), affinity()]),
+        },
+        FilterCase {
+            name: "berth: a namespace selector picks namespaces by label (team=a selects ns-a, not ns-b)",
+            pod: make_pod()
+                .namespace("ns-c")
+                .pod_anti_affinity(
+                    "hostname",
+                    exists("foo"),
+                    vec![],
+                    Some(make_selector().label("team", "a").obj()),
+                )
+                .obj(),
+            pods: vec![
+                make_pod()
+                    .name("a")
+                    .namespace("ns-a")
+                    .node("nodeA")
+                    .label("foo", "")
+                    .obj(),
+                make_pod()
+                    .name("b")
+                    .namespace("ns-b")
+                    .node("nodeB")
+                    .label("foo", "")
+                    .obj(),
+            ],
+            nodes: vec![abc("nodeA", "z1"), abc("nodeB", "z1")],
+            namespaces: &[
+                ("ns-a", &[("team", "a")]),
+                ("ns-b", &[("team", "b")]),
+                ("ns-c", &[]),
+            ],
+            want: Some(vec![anti(), ok()]),
+        },
+        FilterCase {
+            name: "berth: an existing pod's namespace selector reads the incoming pod's namespace labels",
+            pod: make_pod().namespace("ns-a").label("foo", "").obj(),
+            pods: vec![
+                make_pod()
+                    .name("e")
+                    .namespace("ns-z")
+                    .node("nodeA")
+                    .pod_anti_affinity(
+                        "zone",
+                        exists("foo"),
+                        vec![],
+                        Some(make_selector().label("team", "a").obj()),
+                    )
+                    .obj(),
+            ],
+            nodes: vec![abc("nodeA", "z1"), abc("nodeB", "z1"), abc("nodeC", "z2")],
+            namespaces: &[("ns-a", &[("team", "a")])],
+            want: Some(vec![existing(), existing(), ok()]),
+        },
+    ];
+    for case in cases {
+        run_filter_case(case);
+    }
+}
+
+fn run_score(pod: Pod, pods: Vec<Pod>, nodes: Vec<Node>, pl: InterPodAffinity) -> Option<Vec<i64>> {
+    let infos = node_infos(&nodes, &pods);
+    let snapshot = Snapshot::of_nodes(&infos);
+    let feasible: Vec<&NodeInfo> = infos.iter().collect();
+    let pod = PodInfo::from(pod);
+    let mut state = CycleState::new();
+    let status = pl.pre_score(&mut state, &pod, &snapshot, &feasible);
+    if status.is_skip() {
+        return None;
+    }
+    assert!(status.is_success(), "{status}");
+    let mut scores: Vec<NodeScore> = infos
+        .iter()
+        .map(|n| NodeScore {
+            name: n.name().to_string(),
+            score: pl.score(&state, &pod, n).unwrap_or(i64::MIN),
+        })
+        .collect();
+    assert!(pl.normalize_score(&state, &pod, &mut scores).is_success());
+    Some(scores.into_iter().map(|s| s.score).collect())
+}
+
+#[test]
+fn preferred_affinity_as_upstream() {
+    let region_china = || node("node1", &[("region", "China")]);
+    let region_india = || node("node2", &[("region", "India")]);
+    let az1 = || node("node3", &[("az", "az1")]);
+    let s1 = [("security", "S1")];
+    let s2 = [("security", "S2")];
+    struct Case {
+        name: &'static str,
+        pod: Pod,
+        pods: Vec<Pod>,
+        nodes: Vec<Node>,
+        want: Option<&'static [i64]>,
+    }
+    let affinity_s1 = |w| {
+        make_pod().labels(&s1).preferred_pod_affinity(
+            w,
+            "region",
+            is_in("security", vec!["S1"]),
+            vec![],
+        )
+    };
+    let cases = vec![
+        Case {
+            name: "all nodes are same priority as Affinity is nil",
+            pod: make_pod().labels(&s1).obj(),
+            pods: vec![],
+            nodes: vec![region_china(), region_india(), az1()],
+            want: None,
+        },
+        Case {
+            name: "the node(node1) that have the label {\"region\": \"China\"} (match the topology key) and that have existing pods that match the labelSelector get high score",
+            pod: affinity_s1(5).obj(),
+            pods: vec![
+                make_pod().name("a").node("node1").labels(&s1).obj(),
+                make_pod().name("b").node("node2").labels(&s2).obj(),
+                make_pod().name("c").node("node3").labels(&s1).obj(),
+            ],
+            nodes: vec![region_china(), region_india(), az1()],
+            want: Some(&[100, 0, 0]),
+        },
+        Case {
+            name: "Anti Affinity: pod that does not match existing pods in node will get high score",
+            pod: make_pod()
+                .labels(&s1)
+                .preferred_pod_anti_affinity(5, "region", is_in("security", vec!["S1"]), vec![])
+                .obj(),
+            pods: vec![
+                make_pod().name("a").node("node1").labels(&s1).obj(),
+                make_pod().name("b").node("node2").labels(&s2).obj(),
+            ],
+            nodes: vec![region_china(), region_india()],
+            want: Some(&[0, 100]),
+        },
+        Case {
+            name: "existing pods' preferred affinity counts for the incoming pod (symmetry)",
+            pod: make_pod().labels(&s1).obj(),
+            pods: vec![
+                make_pod()
+                    .name("a")
+                    .node("node1")
+                    .preferred_pod_affinity(5, "region", is_in("security", vec!["S1"]), vec![])
+                    .obj(),
+                make_pod().name("b").node("node2").labels(&s2).obj(),
+            ],
+            nodes: vec![region_china(), region_india()],
+            want: Some(&[100, 0]),
+        },
+        Case {
+            name: "existing pods with only required anti-affinity change no score",
+            pod: make_pod().labels(&s1).obj(),
+            pods: vec![
+                make_pod()
+                    .name("a")
+                    .node("node1")
+                    .pod_anti_affinity("region", is_in("security", vec!["S1"]), vec![], None)
+                    .obj(),
+            ],
+            nodes: vec![region_china(), region_india()],
+            want: None,
+        },
+    ];
+    for case in cases {
+        let got = run_score(case.pod, case.pods, case.nodes, InterPodAffinity::default());
+        assert_eq!(got.as_deref(), case.want, "{}", case.name);
+    }
+}
+
+/// Upstream `TestPreferredAffinityWithHardPodAffinitySymmetricWeight`.
+#[test]
+fn hard_pod_affinity_weight_as_upstream() {
+    let s1 = [("security", "S1")];
+    let nodes = || {
+        vec![
+            node("node1", &[("region", "China")]),
+            node("node2", &[("region", "India")]),
+            node("node3", &[("az", "az1")]),
+        ]
+    };
+    let existing = || {
+        vec![
+            make_pod()
+                .name("a")
+                .node("node1")
+                .pod_affinity("region", is_in("security", vec!["S1"]), vec![], None)
+                .obj(),
+            make_pod()
+                .name("b")
+                .node("node2")
+                .pod_affinity("region", is_in("security", vec!["S1"]), vec![], None)
+                .obj(),
+        ]
+    };
+    struct Case {
+        name: &'static str,
+        weight: i32,
+        want: Option<&'static [i64]>,
+    }
+    for case in [
+        Case {
+            name: "with hardPodAffinityWeight 1, the pods with the required affinity of the incoming pod make their nodes score high",
+            weight: 1,
+            want: Some(&[100, 100, 0]),
+        },
+        Case {
+            name: "with hardPodAffinityWeight 0, required affinity of existing pods is ignored",
+            weight: 0,
+            want: None,
+        },
+    ] {
+        let pl = InterPodAffinity {
+            hard_pod_affinity_weight: case.weight,
+            ..InterPodAffinity::default()
+        };
+        let got = run_score(make_pod().labels(&s1).obj(), existing(), nodes(), pl);
+        assert_eq!(got.as_deref(), case.want, "{}", case.name);
+    }
+}
+
+/// Upstream `Test_isSchedulableAfterPodChange`, with berth's namespace
+/// event.
+#[test]
+fn is_schedulable_after_pod_change_as_upstream() {
+    let pl = InterPodAffinity::default();
+    let with_affinity = make_pod()
+        .name("p")
+        .pod_affinity(
+            "region",
+            is_in("service", vec!["securityscan"]),
+            vec![],
+            None,
+        )
+        .obj();
+    let with_anti = make_pod()
+        .name("p")
+        .pod_anti_affinity(
+            "region",
+            is_in("service", vec!["securityscan"]),
+            vec![],
+            None,
+        )
+        .obj();
+    let matching = make_pod()
+        .name("m")
+        .node("n1")
+        .label("service", "securityscan")
+        .obj();
+    let other = make_pod().name("m").node("n1").label("aaa", "a").obj();
+    let unbound = make_pod().name("u").label("service", "securityscan").obj();
+    struct Case {
+        name: &'static str,
+        waiting: Pod,
+        old: Option<Pod>,
+        new: Option<Pod>,
+        want: bool,
+    }
+    for case in [
+        Case {
+            name: "add a pod which matches the pod affinity",
+            waiting: with_affinity.clone(),
+            old: None,
+            new: Some(matching.clone()),
+            want: true,
+        },
+        Case {
+            name: "add an un-scheduled pod",
+            waiting: with_affinity.clone(),
+            old: None,
+            new: Some(unbound.clone()),
+            want: false,
+        },
+        Case {
+            name: "add a pod which doesn't match the pod affinity",
+            waiting: with_affinity.clone(),
+            old: None,
+            new: Some(other.clone()),
+            want: false,
+        },
+        Case {
+            name: "update a pod from non-match to match pod affinity",
+            waiting: with_affinity.clone(),
+            old: Some(other.clone()),
+            new: Some(matching.clone()),
+            want: true,
+        },
+        Case {
+            name: "the updating pod matches target pod's affinity both before and after label updating",
+            waiting: with_affinity.clone(),
+            old: Some(matching.clone()),
+            new: Some(matching.clone()),
+            want: false,
+        },
+        Case {
+            name: "update a pod from match to non-match the pod anti-affinity",
+            waiting: with_anti.clone(),
+            old: Some(matching.clone()),
+            new: Some(other.clone()),
+            want: true,
+        },
+        Case {
+            name: "delete a pod which doesn't match pod's anti-affinity",
+            waiting: with_anti.clone(),
+            old: Some(other.clone()),
+            new: None,
+            want: false,
+        },
+        Case {
+            name: "delete a pod which matches pod's anti-affinity",
+            waiting: with_anti.clone(),
+            old: Some(matching.clone()),
+            new: None,
+            want: true,
+        },
+    ] {
+        let got =
+            pl.is_schedulable_after_pod_change(&case.waiting, case.old.as_ref(), case.new.as_ref());
+        assert_eq!(got, case.want, "{}", case.name);
+    }
+}
+
+/// Upstream `Test_isSchedulableAfterNodeChange`.
+#[test]
+fn is_schedulable_after_node_change_as_upstream() {
+    let pl = InterPodAffinity::default();
+    let affinity = make_pod()
+        .pod_affinity("zone", is_in("service", vec!["securityscan"]), vec![], None)
+        .obj();
+    let anti = make_pod()
+        .pod_anti_affinity("zone", is_in("service", vec!["securityscan"]), vec![], None)
+        .obj();
+    let zone1 = node("n", &[("zone", "zone1")]);
+    let zone2 = node("n", &[("zone", "zone2")]);
+    let none = node("n", &[("aaa", "a")]);
+    struct Case {
+        name: &'static str,
+        waiting: Pod,
+        old: Option<Node>,
+        new: Node,
+        want: bool,
+    }
+    for case in [
+        Case {
+            name: "add a new node with matched pod affinity topologyKey",
+            waiting: affinity.clone(),
+            old: None,
+            new: zone1.clone(),
+            want: true,
+        },
+        Case {
+            name: "add a new node without matched topologyKey",
+            waiting: affinity.clone(),
+            old: None,
+            new: none.clone(),
+            want: false,
+        },
+        Case {
+            name: "update node topologyKey",
+            waiting: affinity.clone(),
+            old: Some(zone1.clone()),
+            new: zone2.clone(),
+            want: true,
+        },
+        Case {
+            name: "update node label but not topologyKey",
+            waiting: affinity.clone(),
+            old: Some(none.clone()),
+            new: node("n", &[("aaa", "b")]),
+            want: false,
+        },
+        Case {
+            name: "add a new node for anti-affinity",
+            waiting: anti.clone(),
+            old: None,
+            new: zone1.clone(),
+            want: true,
+        },
+        Case {
+            name: "anti-affinity: the node loses its topologyKey",
+            waiting: anti.clone(),
+            old: Some(zone1.clone()),
+            new: none.clone(),
+            want: true,
+        },
+        Case {
+            name: "anti-affinity: the node gains the topologyKey",
+            waiting: anti.clone(),
+            old: Some(none.clone()),
+            new: zone1.clone(),
+            want: false,
+        },
+    ] {
+        let got = pl.is_schedulable_after_node_change(&case.waiting, case.old.as_ref(), &case.new);
+        assert_eq!(got, case.want, "{}", case.name);
+    }
+}
+
+#[test]
+fn namespace_label_changes_move_pods_whose_selectors_they_touch() {
+    let pl = InterPodAffinity::default();
+    let waiting = make_pod()
+        .namespace("ns-w")
+        .pod_affinity(
+            "zone",
+            exists("app"),
+            vec![],
+            Some(make_selector().label("team", "a").obj()),
+        )
+        .obj();
+    let ns = |name: &str, labels: &[(&str, &str)]| {
+        let mut n = Namespace::default();
+        n.metadata.name = Some(name.into());
+        n.metadata.labels = Some(
+            labels
+                .iter()
+                .map(|(k, v)| (k.to_string(), v.to_string()))
+                .collect(),
+        );
+        n
+    };
+    let plain = ns("ns-x", &[]);
+    let team_a = ns("ns-x", &[("team", "a")]);
+    assert!(pl.is_schedulable_after_namespace_change(&waiting, Some(&plain), Some(&team_a)));
+    assert!(!pl.is_schedulable_after_namespace_change(&waiting, Some(&team_a), Some(&plain)));
+    assert!(!pl.is_schedulable_after_namespace_change(&waiting, Some(&plain), Some(&plain)));
+    let own = ns("ns-w", &[("x", "y")]);
+    assert!(pl.is_schedulable_after_namespace_change(&waiting, Some(&ns("ns-w", &[])), Some(&own)));
+}

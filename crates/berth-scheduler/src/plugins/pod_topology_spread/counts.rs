@@ -1,0 +1,207 @@
+//! Matching pods per topology domain, per constraint (upstream's
+//! `TpValueToMatchNum` and `TopologyValueToPodCounts`), kept in the cycle
+//! state's memory from one cycle to the next: pods of one workload share
+//! their constraints, so the next pod's counts are the last pod's plus the
+//! pods the snapshot's log added or removed since. Counted again from the
+//! nodes when the nodes' epoch moved (a node came, went, or changed labels
+//! or taints) or the log no longer reaches back far enough.
+
+use std::collections::HashMap;
+
+use berth_core::FeatureGates;
+use berth_core::node_affinity::RequiredNodeAffinity;
+use k8s_openapi::api::core::v1::{Pod, Toleration};
+
+use super::{InclusionPolicy, SpreadConstraint, node_has_all_keys};
+use crate::framework::NodeInfo;
+use crate::snapshot::{NodePod, Snapshot, Version};
+
+/// The memory key.
+pub const MEMORY_KEY: &str = "PodTopologySpreadCounts";
+
+/// How many sets of counts are kept (one per distinct set of constraints
+/// recently scheduled).
+pub const KEPT: usize = 8;
+
+/// What the counts depend on besides the cluster.
+#[derive(Debug, Clone, PartialEq)]
+pub struct CountKey {
+    pub namespace: String,
+    pub constraints: Vec<SpreadConstraint>,
+    /// Only nodes with every topology key count (always for filtering;
+    /// for scoring unless the constraints are the system defaults).
+    pub require_all_keys: bool,
+    /// The pod's required node affinity, when a constraint honours it.
+    pub affinity: Option<RequiredNodeAffinity>,
+    /// The pod's tolerations, when a constraint honours taints.
+    pub tolerations: Option<Vec<Toleration>>,
+}
+
+impl CountKey {
+    pub fn new(pod: &Pod, constraints: Vec<SpreadConstraint>, require_all_keys: bool) -> Self {
+        let honours = |f: fn(&SpreadConstraint) -> InclusionPolicy| {
+            constraints.iter().any(|c| f(c) == InclusionPolicy::Honor)
+        };
+        let affinity =
+            honours(|c| c.node_affinity_policy).then(|| RequiredNodeAffinity::of_pod(pod));
+        let tolerations = honours(|c| c.node_taints_policy).then(|| {
+            pod.spec
+                .as_ref()
+                .and_then(|s| s.tolerations.clone())
+                .unwrap_or_default()
+        });
+        CountKey {
+            namespace: pod.metadata.namespace.clone().unwrap_or_default(),
+            constraints,
+            require_all_keys,
+            affinity,
+            tolerations,
+        }
+    }
+}
+
+/// Counts for one key.
+#[derive(Debug, Clone)]
+pub struct DomainCounts {
+    pub key: CountKey,
+    version: Version,
+    /// The pod log position the counts include.
+    seen: u64,
+    /// Per constraint: matching pods per topology value, with an entry
+    /// (maybe 0) for the value of every node that counts.
+    pub per_constraint: Vec<HashMap<String, i64>>,
+}
+
+/// The remembered counts, most recently used last.
+#[derive(Debug, Default)]
+pub struct Memory {
+    pub entries: Vec<DomainCounts>,
+}
+
+/// A stand-in pod carrying the key's tolerations and affinity for the
+/// inclusion checks.
+struct Inclusion<'a> {
+    key: &'a CountKey,
+    pod: Pod,
+    affinity: RequiredNodeAffinity,
+    gates: FeatureGates,
+}
+
+impl<'a> Inclusion<'a> {
+    fn new(key: &'a CountKey, gates: FeatureGates) -> Self {
+        let mut pod = Pod::default();
+        if let Some(t) = &key.tolerations {
+            pod.spec = Some(k8s_openapi::api::core::v1::PodSpec {
+                tolerations: Some(t.clone()),
+                ..Default::default()
+            });
+        }
+        Inclusion {
+            key,
+            pod,
+            affinity: key.affinity.clone().unwrap_or_default(),
+            gates,
+        }
+    }
+
+    /// Whether the node counts at all, then per constraint.
+    fn node_counts(&self, node: &NodeInfo) -> bool {
+        !self.key.require_all_keys || node_has_all_keys(node, &self.key.constraints)
+    }
+
+    fn includes(&self, c: &SpreadConstraint, node: &NodeInfo) -> bool {
+        c.includes(node, &self.affinity, &self.pod, self.gates)
+    }
+}
+
+fn counts_pod(key: &CountKey, c: &SpreadConstraint, pod: &NodePod) -> bool {
+    !pod.is_terminating() && pod.namespace() == key.namespace && c.selects(pod.labels())
+}
+
+impl DomainCounts {
+    /// Counts from every node (`calPreFilterState` / PreScore's loop).
+    fn count(key: CountKey, snapshot: &Snapshot<'_>, gates: FeatureGates) -> Self {
+        let mut per_constraint = vec![HashMap::new(); key.constraints.len()];
+        {
+            let inclusion = Inclusion::new(&key, gates);
+            for node in snapshot.nodes {
+                if !inclusion.node_counts(node) {
+                    continue;
+                }
+                for (i, c) in key.constraints.iter().enumerate() {
+                    if !inclusion.includes(c, node) {
+                        continue;
+                    }
+                    let value = node.label(&c.topology_key).unwrap_or("");
+                    let n = node.pods.iter().filter(|p| counts_pod(&key, c, p)).count() as i64;
+                    let entry: &mut i64 = per_constraint[i].entry(value.to_string()).or_default();
+                    *entry += n;
+                }
+            }
+        }
+        DomainCounts {
+            key,
+            version: snapshot.version,
+            seen: snapshot.log.end(),
+            per_constraint,
+        }
+    }
+
+    /// Brings the counts forward over the log; false when it cannot (the
+    /// log no longer has every change since).
+    fn catch_up(&mut self, snapshot: &Snapshot<'_>, gates: FeatureGates) -> bool {
+        if self.version != snapshot.version {
+            return false;
+        }
+        let Some(changes) = snapshot.log.since(self.seen) else {
+            return false;
+        };
+        let inclusion = Inclusion::new(&self.key, gates);
+        for change in changes {
+            let Some(node) = snapshot.nodes.get(change.node) else {
+                continue;
+            };
+            if !inclusion.node_counts(node) {
+                continue;
+            }
+            for (i, c) in self.key.constraints.iter().enumerate() {
+                if !counts_pod(&self.key, c, &change.pod) || !inclusion.includes(c, node) {
+                    continue;
+                }
+                let value = node.label(&c.topology_key).unwrap_or("");
+                match self.per_constraint[i].get_mut(value) {
+                    Some(n) => *n += change.delta,
+                    None => {
+                        self.per_constraint[i].insert(value.to_string(), change.delta);
+                    }
+                }
+            }
+        }
+        self.seen = snapshot.log.end();
+        true
+    }
+}
+
+impl Memory {
+    /// The index of up-to-date counts for `key`, counted or caught up.
+    pub fn counts_for(
+        &mut self,
+        key: CountKey,
+        snapshot: &Snapshot<'_>,
+        gates: FeatureGates,
+    ) -> usize {
+        if let Some(i) = self.entries.iter().position(|e| e.key == key) {
+            let mut entry = self.entries.remove(i);
+            if !entry.catch_up(snapshot, gates) {
+                entry = DomainCounts::count(key, snapshot, gates);
+            }
+            self.entries.push(entry);
+        } else {
+            if self.entries.len() == KEPT {
+                self.entries.remove(0);
+            }
+            self.entries.push(DomainCounts::count(key, snapshot, gates));
+        }
+        self.entries.len() - 1
+    }
+}

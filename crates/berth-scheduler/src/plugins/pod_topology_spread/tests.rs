@@ -1,0 +1,4173 @@
+//! Upstream's table tests, ported: `TestSingleConstraint`,
+//! `TestMultipleConstraints` (filtering_test.go) and
+//! `TestPodTopologySpreadScore` (scoring_test.go), including the
+//! NodeInclusionPolicy cases. Cases that only differ with a feature gate
+//! off (berth has NodeInclusionPolicy and matchLabelKeys always on) and
+//! the one that reads a Service are left out.
+
+use k8s_openapi::api::core::v1::{Node, Pod};
+
+use super::*;
+use crate::framework::{
+    Code, CycleState, FilterPlugin, NodeScore, PodInfo, PreFilterPlugin, PreScorePlugin,
+    ScorePlugin, Snapshot,
+};
+use crate::plugins::testing::*;
+
+struct Case {
+    name: &'static str,
+    pod: Pod,
+    nodes: Vec<Node>,
+    existing_pods: Vec<Pod>,
+    /// Nodes that did not pass filtering (scored cases only).
+    failed_nodes: Vec<Node>,
+    want: &'static [(&'static str, Code)],
+}
+
+struct ScoreCase {
+    name: &'static str,
+    pod: Pod,
+    nodes: Vec<Node>,
+    existing_pods: Vec<Pod>,
+    failed_nodes: Vec<Node>,
+    want: &'static [(&'static str, i64)],
+}
+
+/// Upstream's plugin for these tests: `DefaultingType: List`, no
+/// defaults.
+fn plugin() -> PodTopologySpread {
+    PodTopologySpread::new(DefaultingType::List, Vec::new(), Default::default())
+}
+
+fn run_filter_cases(cases: Vec<Case>) {
+    for case in cases {
+        assert!(case.failed_nodes.is_empty());
+        let nodes = node_infos(&case.nodes, &case.existing_pods);
+        let snapshot = Snapshot::of_nodes(&nodes);
+        let pod = PodInfo::from(case.pod);
+        let pl = plugin();
+        let mut state = CycleState::new();
+        let (_, status) = pl.pre_filter(&mut state, &pod, &snapshot);
+        assert!(status.is_success(), "{}: pre_filter: {status}", case.name);
+        for node in &nodes {
+            let got = pl.filter(&state, &pod, node).code;
+            let want = case
+                .want
+                .iter()
+                .find(|(n, _)| *n == node.name())
+                .map(|(_, c)| *c);
+            assert_eq!(Some(got), want, "{}: node {}", case.name, node.name());
+        }
+    }
+}
+
+/// The tables are large values built in one function: debug builds need
+/// a bigger stack than a test thread's default for them.
+fn with_big_stack(f: impl FnOnce() + Send + 'static) {
+    let handle = std::thread::Builder::new()
+        .stack_size(256 << 20)
+        .spawn(f)
+        .expect("spawning the test thread");
+    if let Err(panic) = handle.join() {
+        std::panic::resume_unwind(panic);
+    }
+}
+
+#[test]
+fn single_constraint_as_upstream() {
+    with_big_stack(|| run_filter_cases(single_cases()));
+}
+
+#[test]
+fn multiple_constraints_as_upstream() {
+    with_big_stack(|| run_filter_cases(multiple_cases()));
+}
+
+#[test]
+fn pod_topology_spread_score_as_upstream() {
+    with_big_stack(run_score_cases);
+}
+
+fn run_score_cases() {
+    for case in score_cases() {
+        let mut all = case.nodes.clone();
+        all.extend(case.failed_nodes.iter().cloned());
+        let infos = node_infos(&all, &case.existing_pods);
+        let snapshot = Snapshot::of_nodes(&infos);
+        let feasible: Vec<&NodeInfo> = infos.iter().take(case.nodes.len()).collect();
+        let pod = PodInfo::from(case.pod);
+        let pl = plugin();
+        let mut state = CycleState::new();
+        let status = pl.pre_score(&mut state, &pod, &snapshot, &feasible);
+        assert!(status.is_success(), "{}: pre_score: {status}", case.name);
+        let mut scores: Vec<NodeScore> = feasible
+            .iter()
+            .map(|n| NodeScore {
+                name: n.name().to_string(),
+                score: pl.score(&state, &pod, n).unwrap_or(i64::MIN),
+            })
+            .collect();
+        assert!(pl.normalize_score(&state, &pod, &mut scores).is_success());
+        let got: Vec<(&str, i64)> = scores.iter().map(|s| (s.name.as_str(), s.score)).collect();
+        assert_eq!(got, case.want.to_vec(), "{}", case.name);
+    }
+}
+
+fn single_cases() -> Vec<Case> {
+    vec![
+        Case {
+            name: "no existing pods",
+            pod: make_pod()
+                .name("p")
+                .label("foo", "")
+                .spread_constraint(
+                    1,
+                    "zone",
+                    DO_NOT_SCHEDULE,
+                    foo_selector(),
+                    None,
+                    None,
+                    None,
+                    None,
+                )
+                .obj(),
+            nodes: vec![
+                make_node()
+                    .name("node-a")
+                    .label("zone", "zone1")
+                    .label("node", "node-a")
+                    .obj(),
+                make_node()
+                    .name("node-b")
+                    .label("zone", "zone1")
+                    .label("node", "node-b")
+                    .obj(),
+                make_node()
+                    .name("node-x")
+                    .label("zone", "zone2")
+                    .label("node", "node-x")
+                    .obj(),
+                make_node()
+                    .name("node-y")
+                    .label("zone", "zone2")
+                    .label("node", "node-y")
+                    .obj(),
+            ],
+            existing_pods: vec![],
+            failed_nodes: vec![],
+            want: &[
+                ("node-a", Code::Success),
+                ("node-b", Code::Success),
+                ("node-x", Code::Success),
+                ("node-y", Code::Success),
+            ],
+        },
+        Case {
+            name: "no existing pods, incoming pod doesn't match itself",
+            pod: make_pod()
+                .name("p")
+                .label("foo", "")
+                .spread_constraint(
+                    1,
+                    "zone",
+                    DO_NOT_SCHEDULE,
+                    bar_selector(),
+                    None,
+                    None,
+                    None,
+                    None,
+                )
+                .obj(),
+            nodes: vec![
+                make_node()
+                    .name("node-a")
+                    .label("zone", "zone1")
+                    .label("node", "node-a")
+                    .obj(),
+                make_node()
+                    .name("node-b")
+                    .label("zone", "zone1")
+                    .label("node", "node-b")
+                    .obj(),
+                make_node()
+                    .name("node-x")
+                    .label("zone", "zone2")
+                    .label("node", "node-x")
+                    .obj(),
+                make_node()
+                    .name("node-y")
+                    .label("zone", "zone2")
+                    .label("node", "node-y")
+                    .obj(),
+            ],
+            existing_pods: vec![],
+            failed_nodes: vec![],
+            want: &[
+                ("node-a", Code::Success),
+                ("node-b", Code::Success),
+                ("node-x", Code::Success),
+                ("node-y", Code::Success),
+            ],
+        },
+        Case {
+            name: "existing pods in a different namespace do not count",
+            pod: make_pod()
+                .name("p")
+                .label("foo", "")
+                .spread_constraint(
+                    1,
+                    "zone",
+                    DO_NOT_SCHEDULE,
+                    foo_selector(),
+                    None,
+                    None,
+                    None,
+                    None,
+                )
+                .obj(),
+            nodes: vec![
+                make_node()
+                    .name("node-a")
+                    .label("zone", "zone1")
+                    .label("node", "node-a")
+                    .obj(),
+                make_node()
+                    .name("node-b")
+                    .label("zone", "zone1")
+                    .label("node", "node-b")
+                    .obj(),
+                make_node()
+                    .name("node-x")
+                    .label("zone", "zone2")
+                    .label("node", "node-x")
+                    .obj(),
+                make_node()
+                    .name("node-y")
+                    .label("zone", "zone2")
+                    .label("node", "node-y")
+                    .obj(),
+            ],
+            existing_pods: vec![
+                make_pod()
+                    .name("p-a1")
+                    .namespace("ns1")
+                    .node("node-a")
+                    .label("foo", "")
+                    .obj(),
+                make_pod()
+                    .name("p-b1")
+                    .namespace("ns2")
+                    .node("node-a")
+                    .label("foo", "")
+                    .obj(),
+                make_pod()
+                    .name("p-x1")
+                    .node("node-x")
+                    .label("foo", "")
+                    .obj(),
+                make_pod()
+                    .name("p-y1")
+                    .node("node-y")
+                    .label("foo", "")
+                    .obj(),
+            ],
+            failed_nodes: vec![],
+            want: &[
+                ("node-a", Code::Success),
+                ("node-b", Code::Success),
+                ("node-x", Code::Unschedulable),
+                ("node-y", Code::Unschedulable),
+            ],
+        },
+        Case {
+            name: "existing pods do not match null selector",
+            pod: make_pod()
+                .name("p")
+                .label("foo", "")
+                .spread_constraint(1, "zone", DO_NOT_SCHEDULE, None, None, None, None, None)
+                .obj(),
+            nodes: vec![
+                make_node()
+                    .name("node-a")
+                    .label("zone", "zone1")
+                    .label("node", "node-a")
+                    .obj(),
+                make_node()
+                    .name("node-b")
+                    .label("zone", "zone1")
+                    .label("node", "node-b")
+                    .obj(),
+                make_node()
+                    .name("node-x")
+                    .label("zone", "zone2")
+                    .label("node", "node-x")
+                    .obj(),
+                make_node()
+                    .name("node-y")
+                    .label("zone", "zone2")
+                    .label("node", "node-y")
+                    .obj(),
+            ],
+            existing_pods: vec![
+                make_pod()
+                    .name("p-x1")
+                    .node("node-x")
+                    .label("foo", "")
+                    .obj(),
+                make_pod()
+                    .name("p-y1")
+                    .node("node-y")
+                    .label("foo", "")
+                    .obj(),
+            ],
+            failed_nodes: vec![],
+            want: &[
+                ("node-a", Code::Success),
+                ("node-b", Code::Success),
+                ("node-x", Code::Success),
+                ("node-y", Code::Success),
+            ],
+        },
+        Case {
+            name: "pods spread across zones as 3/3, all nodes fit",
+            pod: make_pod()
+                .name("p")
+                .label("foo", "")
+                .spread_constraint(
+                    1,
+                    "zone",
+                    DO_NOT_SCHEDULE,
+                    foo_selector(),
+                    None,
+                    None,
+                    None,
+                    None,
+                )
+                .obj(),
+            nodes: vec![
+                make_node()
+                    .name("node-a")
+                    .label("zone", "zone1")
+                    .label("node", "node-a")
+                    .obj(),
+                make_node()
+                    .name("node-b")
+                    .label("zone", "zone1")
+                    .label("node", "node-b")
+                    .obj(),
+                make_node()
+                    .name("node-x")
+                    .label("zone", "zone2")
+                    .label("node", "node-x")
+                    .obj(),
+                make_node()
+                    .name("node-y")
+                    .label("zone", "zone2")
+                    .label("node", "node-y")
+                    .obj(),
+            ],
+            existing_pods: vec![
+                make_pod()
+                    .name("p-a1")
+                    .node("node-a")
+                    .label("foo", "")
+                    .obj(),
+                make_pod()
+                    .name("p-a2")
+                    .node("node-a")
+                    .label("foo", "")
+                    .obj(),
+                make_pod()
+                    .name("p-b1")
+                    .node("node-b")
+                    .label("foo", "")
+                    .obj(),
+                make_pod()
+                    .name("p-y1")
+                    .node("node-y")
+                    .label("foo", "")
+                    .obj(),
+                make_pod()
+                    .name("p-y2")
+                    .node("node-y")
+                    .label("foo", "")
+                    .obj(),
+                make_pod()
+                    .name("p-y3")
+                    .node("node-y")
+                    .label("foo", "")
+                    .obj(),
+            ],
+            failed_nodes: vec![],
+            want: &[
+                ("node-a", Code::Success),
+                ("node-b", Code::Success),
+                ("node-x", Code::Success),
+                ("node-y", Code::Success),
+            ],
+        },
+        Case {
+            name: "pods spread across zones as 1/2 due to absence of label 'zone' on node-b",
+            pod: make_pod()
+                .name("p")
+                .label("foo", "")
+                .spread_constraint(
+                    1,
+                    "zone",
+                    DO_NOT_SCHEDULE,
+                    foo_selector(),
+                    None,
+                    None,
+                    None,
+                    None,
+                )
+                .obj(),
+            nodes: vec![
+                make_node()
+                    .name("node-a")
+                    .label("zone", "zone1")
+                    .label("node", "node-a")
+                    .obj(),
+                make_node()
+                    .name("node-b")
+                    .label("zon", "zone1")
+                    .label("node", "node-b")
+                    .obj(),
+                make_node()
+                    .name("node-x")
+                    .label("zone", "zone2")
+                    .label("node", "node-x")
+                    .obj(),
+                make_node()
+                    .name("node-y")
+                    .label("zone", "zone2")
+                    .label("node", "node-y")
+                    .obj(),
+            ],
+            existing_pods: vec![
+                make_pod()
+                    .name("p-a1")
+                    .node("node-a")
+                    .label("foo", "")
+                    .obj(),
+                make_pod()
+                    .name("p-b1")
+                    .node("node-b")
+                    .label("foo", "")
+                    .obj(),
+                make_pod()
+                    .name("p-x1")
+                    .node("node-x")
+                    .label("foo", "")
+                    .obj(),
+                make_pod()
+                    .name("p-y1")
+                    .node("node-y")
+                    .label("foo", "")
+                    .obj(),
+            ],
+            failed_nodes: vec![],
+            want: &[
+                ("node-a", Code::Success),
+                ("node-b", Code::UnschedulableAndUnresolvable),
+                ("node-x", Code::Unschedulable),
+                ("node-y", Code::Unschedulable),
+            ],
+        },
+        Case {
+            name: "pod cannot be scheduled as all nodes don't have label 'rack'",
+            pod: make_pod()
+                .name("p")
+                .label("foo", "")
+                .spread_constraint(
+                    1,
+                    "rack",
+                    DO_NOT_SCHEDULE,
+                    foo_selector(),
+                    None,
+                    None,
+                    None,
+                    None,
+                )
+                .obj(),
+            nodes: vec![
+                make_node()
+                    .name("node-a")
+                    .label("zone", "zone1")
+                    .label("node", "node-a")
+                    .obj(),
+                make_node()
+                    .name("node-x")
+                    .label("zone", "zone2")
+                    .label("node", "node-x")
+                    .obj(),
+            ],
+            existing_pods: vec![],
+            failed_nodes: vec![],
+            want: &[
+                ("node-a", Code::UnschedulableAndUnresolvable),
+                ("node-x", Code::UnschedulableAndUnresolvable),
+            ],
+        },
+        Case {
+            name: "pods spread across nodes as 2/1/0/3, only node-x fits",
+            pod: make_pod()
+                .name("p")
+                .label("foo", "")
+                .spread_constraint(
+                    1,
+                    "node",
+                    DO_NOT_SCHEDULE,
+                    foo_selector(),
+                    None,
+                    None,
+                    None,
+                    None,
+                )
+                .obj(),
+            nodes: vec![
+                make_node()
+                    .name("node-a")
+                    .label("zone", "zone1")
+                    .label("node", "node-a")
+                    .obj(),
+                make_node()
+                    .name("node-b")
+                    .label("zone", "zone1")
+                    .label("node", "node-b")
+                    .obj(),
+                make_node()
+                    .name("node-x")
+                    .label("zone", "zone2")
+                    .label("node", "node-x")
+                    .obj(),
+                make_node()
+                    .name("node-y")
+                    .label("zone", "zone2")
+                    .label("node", "node-y")
+                    .obj(),
+            ],
+            existing_pods: vec![
+                make_pod()
+                    .name("p-a1")
+                    .node("node-a")
+                    .label("foo", "")
+                    .obj(),
+                make_pod()
+                    .name("p-a2")
+                    .node("node-a")
+                    .label("foo", "")
+                    .obj(),
+                make_pod()
+                    .name("p-b1")
+                    .node("node-b")
+                    .label("foo", "")
+                    .obj(),
+                make_pod()
+                    .name("p-y1")
+                    .node("node-y")
+                    .label("foo", "")
+                    .obj(),
+                make_pod()
+                    .name("p-y2")
+                    .node("node-y")
+                    .label("foo", "")
+                    .obj(),
+                make_pod()
+                    .name("p-y3")
+                    .node("node-y")
+                    .label("foo", "")
+                    .obj(),
+            ],
+            failed_nodes: vec![],
+            want: &[
+                ("node-a", Code::Unschedulable),
+                ("node-b", Code::Unschedulable),
+                ("node-x", Code::Success),
+                ("node-y", Code::Unschedulable),
+            ],
+        },
+        Case {
+            name: "pods spread across nodes as 2/1/0/3, maxSkew is 2, node-b and node-x fit",
+            pod: make_pod()
+                .name("p")
+                .label("foo", "")
+                .spread_constraint(
+                    2,
+                    "node",
+                    DO_NOT_SCHEDULE,
+                    foo_selector(),
+                    None,
+                    None,
+                    None,
+                    None,
+                )
+                .obj(),
+            nodes: vec![
+                make_node()
+                    .name("node-a")
+                    .label("zone", "zone1")
+                    .label("node", "node-a")
+                    .obj(),
+                make_node()
+                    .name("node-b")
+                    .label("zone", "zone1")
+                    .label("node", "node-b")
+                    .obj(),
+                make_node()
+                    .name("node-x")
+                    .label("zone", "zone2")
+                    .label("node", "node-x")
+                    .obj(),
+                make_node()
+                    .name("node-y")
+                    .label("zone", "zone2")
+                    .label("node", "node-y")
+                    .obj(),
+            ],
+            existing_pods: vec![
+                make_pod()
+                    .name("p-a1")
+                    .node("node-a")
+                    .label("foo", "")
+                    .obj(),
+                make_pod()
+                    .name("p-a2")
+                    .node("node-a")
+                    .label("foo", "")
+                    .obj(),
+                make_pod()
+                    .name("p-b1")
+                    .node("node-b")
+                    .label("foo", "")
+                    .obj(),
+                make_pod()
+                    .name("p-y1")
+                    .node("node-y")
+                    .label("foo", "")
+                    .obj(),
+                make_pod()
+                    .name("p-y2")
+                    .node("node-y")
+                    .label("foo", "")
+                    .obj(),
+                make_pod()
+                    .name("p-y3")
+                    .node("node-y")
+                    .label("foo", "")
+                    .obj(),
+            ],
+            failed_nodes: vec![],
+            want: &[
+                ("node-a", Code::Unschedulable),
+                ("node-b", Code::Success),
+                ("node-x", Code::Success),
+                ("node-y", Code::Unschedulable),
+            ],
+        },
+        Case {
+            name: "pods spread across nodes as 2/1/0/3, but pod doesn't match itself",
+            pod: make_pod()
+                .name("p")
+                .label("bar", "")
+                .spread_constraint(
+                    1,
+                    "node",
+                    DO_NOT_SCHEDULE,
+                    foo_selector(),
+                    None,
+                    None,
+                    None,
+                    None,
+                )
+                .obj(),
+            nodes: vec![
+                make_node()
+                    .name("node-a")
+                    .label("zone", "zone1")
+                    .label("node", "node-a")
+                    .obj(),
+                make_node()
+                    .name("node-b")
+                    .label("zone", "zone1")
+                    .label("node", "node-b")
+                    .obj(),
+                make_node()
+                    .name("node-x")
+                    .label("zone", "zone2")
+                    .label("node", "node-x")
+                    .obj(),
+                make_node()
+                    .name("node-y")
+                    .label("zone", "zone2")
+                    .label("node", "node-y")
+                    .obj(),
+            ],
+            existing_pods: vec![
+                make_pod()
+                    .name("p-a1")
+                    .node("node-a")
+                    .label("foo", "")
+                    .obj(),
+                make_pod()
+                    .name("p-a2")
+                    .node("node-a")
+                    .label("foo", "")
+                    .obj(),
+                make_pod()
+                    .name("p-b1")
+                    .node("node-b")
+                    .label("foo", "")
+                    .obj(),
+                make_pod()
+                    .name("p-y1")
+                    .node("node-y")
+                    .label("foo", "")
+                    .obj(),
+                make_pod()
+                    .name("p-y2")
+                    .node("node-y")
+                    .label("foo", "")
+                    .obj(),
+                make_pod()
+                    .name("p-y3")
+                    .node("node-y")
+                    .label("foo", "")
+                    .obj(),
+            ],
+            failed_nodes: vec![],
+            want: &[
+                ("node-a", Code::Unschedulable),
+                ("node-b", Code::Success),
+                ("node-x", Code::Success),
+                ("node-y", Code::Unschedulable),
+            ],
+        },
+        Case {
+            name: "terminating Pods should be excluded",
+            pod: make_pod()
+                .name("p")
+                .label("foo", "")
+                .spread_constraint(
+                    1,
+                    "node",
+                    DO_NOT_SCHEDULE,
+                    foo_selector(),
+                    None,
+                    None,
+                    None,
+                    None,
+                )
+                .obj(),
+            nodes: vec![
+                make_node().name("node-a").label("node", "node-a").obj(),
+                make_node().name("node-b").label("node", "node-b").obj(),
+            ],
+            existing_pods: vec![
+                make_pod()
+                    .name("p-a")
+                    .node("node-a")
+                    .label("foo", "")
+                    .terminating()
+                    .obj(),
+                make_pod().name("p-b").node("node-b").label("foo", "").obj(),
+            ],
+            failed_nodes: vec![],
+            want: &[("node-a", Code::Success), ("node-b", Code::Unschedulable)],
+        },
+        Case {
+            name: "pods spread across nodes as 2/2/1, maxSkew is 2, and the number of domains < minDomains, then the third node fits",
+            pod: make_pod()
+                .name("p")
+                .label("foo", "")
+                .spread_constraint(
+                    2,
+                    "node",
+                    DO_NOT_SCHEDULE,
+                    foo_selector(),
+                    Some(4),
+                    None,
+                    None,
+                    None,
+                )
+                .obj(),
+            nodes: vec![
+                make_node().name("node-a").label("node", "node-a").obj(),
+                make_node().name("node-b").label("node", "node-b").obj(),
+                make_node().name("node-c").label("node", "node-c").obj(),
+            ],
+            existing_pods: vec![
+                make_pod()
+                    .name("p-a1")
+                    .node("node-a")
+                    .label("foo", "")
+                    .obj(),
+                make_pod()
+                    .name("p-a2")
+                    .node("node-a")
+                    .label("foo", "")
+                    .obj(),
+                make_pod()
+                    .name("p-b1")
+                    .node("node-b")
+                    .label("foo", "")
+                    .obj(),
+                make_pod()
+                    .name("p-b2")
+                    .node("node-b")
+                    .label("foo", "")
+                    .obj(),
+                make_pod()
+                    .name("p-c1")
+                    .node("node-c")
+                    .label("foo", "")
+                    .obj(),
+            ],
+            failed_nodes: vec![],
+            want: &[
+                ("node-a", Code::Unschedulable),
+                ("node-b", Code::Unschedulable),
+                ("node-c", Code::Success),
+            ],
+        },
+        Case {
+            name: "pods spread across nodes as 2/2/1, maxSkew is 2, and the number of domains > minDomains, then the all nodes fit",
+            pod: make_pod()
+                .name("p")
+                .label("foo", "")
+                .spread_constraint(
+                    2,
+                    "node",
+                    DO_NOT_SCHEDULE,
+                    foo_selector(),
+                    Some(2),
+                    None,
+                    None,
+                    None,
+                )
+                .obj(),
+            nodes: vec![
+                make_node().name("node-a").label("node", "node-a").obj(),
+                make_node().name("node-b").label("node", "node-b").obj(),
+                make_node().name("node-c").label("node", "node-c").obj(),
+            ],
+            existing_pods: vec![
+                make_pod()
+                    .name("p-a1")
+                    .node("node-a")
+                    .label("foo", "")
+                    .obj(),
+                make_pod()
+                    .name("p-a2")
+                    .node("node-a")
+                    .label("foo", "")
+                    .obj(),
+                make_pod()
+                    .name("p-b1")
+                    .node("node-b")
+                    .label("foo", "")
+                    .obj(),
+                make_pod()
+                    .name("p-b2")
+                    .node("node-b")
+                    .label("foo", "")
+                    .obj(),
+                make_pod()
+                    .name("p-c1")
+                    .node("node-c")
+                    .label("foo", "")
+                    .obj(),
+            ],
+            failed_nodes: vec![],
+            want: &[
+                ("node-a", Code::Success),
+                ("node-b", Code::Success),
+                ("node-c", Code::Success),
+            ],
+        },
+        Case {
+            name: "pods spread across zone as 2/1, maxSkew is 2 and the number of domains < minDomains, then the third and fourth nodes fit",
+            pod: make_pod()
+                .name("p")
+                .label("foo", "")
+                .spread_constraint(
+                    2,
+                    "zone",
+                    DO_NOT_SCHEDULE,
+                    foo_selector(),
+                    Some(3),
+                    None,
+                    None,
+                    None,
+                )
+                .obj(),
+            nodes: vec![
+                make_node()
+                    .name("node-a")
+                    .label("zone", "zone1")
+                    .label("node", "node-a")
+                    .obj(),
+                make_node()
+                    .name("node-b")
+                    .label("zone", "zone1")
+                    .label("node", "node-b")
+                    .obj(),
+                make_node()
+                    .name("node-x")
+                    .label("zone", "zone2")
+                    .label("node", "node-x")
+                    .obj(),
+                make_node()
+                    .name("node-y")
+                    .label("zone", "zone2")
+                    .label("node", "node-y")
+                    .obj(),
+            ],
+            existing_pods: vec![
+                make_pod()
+                    .name("p-b1")
+                    .node("node-a")
+                    .label("foo", "")
+                    .obj(),
+                make_pod()
+                    .name("p-b2")
+                    .node("node-b")
+                    .label("foo", "")
+                    .obj(),
+                make_pod()
+                    .name("p-y1")
+                    .node("node-y")
+                    .label("foo", "")
+                    .obj(),
+            ],
+            failed_nodes: vec![],
+            want: &[
+                ("node-a", Code::Unschedulable),
+                ("node-b", Code::Unschedulable),
+                ("node-x", Code::Success),
+                ("node-y", Code::Success),
+            ],
+        },
+        Case {
+            name: "pods spread across zone as 2/1, maxSkew is 2 and the number of domains > minDomains, then the all nodes fit",
+            pod: make_pod()
+                .name("p")
+                .label("foo", "")
+                .spread_constraint(
+                    2,
+                    "zone",
+                    DO_NOT_SCHEDULE,
+                    foo_selector(),
+                    Some(1),
+                    None,
+                    None,
+                    None,
+                )
+                .obj(),
+            nodes: vec![
+                make_node()
+                    .name("node-a")
+                    .label("zone", "zone1")
+                    .label("node", "node-a")
+                    .obj(),
+                make_node()
+                    .name("node-b")
+                    .label("zone", "zone1")
+                    .label("node", "node-b")
+                    .obj(),
+                make_node()
+                    .name("node-x")
+                    .label("zone", "zone2")
+                    .label("node", "node-x")
+                    .obj(),
+                make_node()
+                    .name("node-y")
+                    .label("zone", "zone2")
+                    .label("node", "node-y")
+                    .obj(),
+            ],
+            existing_pods: vec![
+                make_pod()
+                    .name("p-b1")
+                    .node("node-a")
+                    .label("foo", "")
+                    .obj(),
+                make_pod()
+                    .name("p-b2")
+                    .node("node-b")
+                    .label("foo", "")
+                    .obj(),
+                make_pod()
+                    .name("p-y1")
+                    .node("node-y")
+                    .label("foo", "")
+                    .obj(),
+            ],
+            failed_nodes: vec![],
+            want: &[
+                ("node-a", Code::Success),
+                ("node-b", Code::Success),
+                ("node-x", Code::Success),
+                ("node-y", Code::Success),
+            ],
+        },
+        Case {
+            name: "NodeAffinityPolicy honored with labelSelectors",
+            pod: make_pod()
+                .name("p")
+                .label("foo", "")
+                .node_selector(&[("foo", "")])
+                .spread_constraint(
+                    1,
+                    "node",
+                    DO_NOT_SCHEDULE,
+                    foo_selector(),
+                    None,
+                    None,
+                    None,
+                    None,
+                )
+                .obj(),
+            nodes: vec![
+                make_node()
+                    .name("node-a")
+                    .label("node", "node-a")
+                    .label("foo", "")
+                    .obj(),
+                make_node()
+                    .name("node-b")
+                    .label("node", "node-b")
+                    .label("foo", "")
+                    .obj(),
+                make_node()
+                    .name("node-x")
+                    .label("node", "node-x")
+                    .label("foo", "")
+                    .obj(),
+                make_node().name("node-y").label("node", "node-y").obj(),
+            ],
+            existing_pods: vec![
+                make_pod()
+                    .name("p-b1")
+                    .node("node-a")
+                    .label("foo", "")
+                    .obj(),
+                make_pod()
+                    .name("p-b2")
+                    .node("node-b")
+                    .label("foo", "")
+                    .obj(),
+                make_pod()
+                    .name("p-y1")
+                    .node("node-y")
+                    .label("foo", "")
+                    .obj(),
+            ],
+            failed_nodes: vec![],
+            want: &[
+                ("node-a", Code::Unschedulable),
+                ("node-b", Code::Unschedulable),
+                ("node-x", Code::Success),
+                ("node-y", Code::Success),
+            ],
+        },
+        Case {
+            name: "NodeAffinityPolicy ignored with labelSelectors",
+            pod: make_pod()
+                .name("p")
+                .label("foo", "")
+                .node_selector(&[("foo", "")])
+                .spread_constraint(
+                    1,
+                    "node",
+                    DO_NOT_SCHEDULE,
+                    foo_selector(),
+                    None,
+                    Some(IGNORE),
+                    None,
+                    None,
+                )
+                .obj(),
+            nodes: vec![
+                make_node()
+                    .name("node-a")
+                    .label("node", "node-a")
+                    .label("foo", "")
+                    .obj(),
+                make_node()
+                    .name("node-b")
+                    .label("node", "node-b")
+                    .label("foo", "")
+                    .obj(),
+                make_node()
+                    .name("node-x")
+                    .label("node", "node-x")
+                    .label("foo", "")
+                    .obj(),
+                make_node().name("node-y").label("node", "node-y").obj(),
+            ],
+            existing_pods: vec![
+                make_pod()
+                    .name("p-b1")
+                    .node("node-a")
+                    .label("foo", "")
+                    .obj(),
+                make_pod()
+                    .name("p-b2")
+                    .node("node-b")
+                    .label("foo", "")
+                    .obj(),
+                make_pod()
+                    .name("p-y1")
+                    .node("node-y")
+                    .label("foo", "")
+                    .obj(),
+            ],
+            failed_nodes: vec![],
+            want: &[
+                ("node-a", Code::Unschedulable),
+                ("node-b", Code::Unschedulable),
+                ("node-x", Code::Success),
+                ("node-y", Code::Unschedulable),
+            ],
+        },
+        Case {
+            name: "NodeAffinityPolicy honored with nodeAffinity",
+            pod: make_pod()
+                .name("p")
+                .label("foo", "")
+                .node_affinity_in("foo", vec![""], MATCH_EXPRESSIONS)
+                .spread_constraint(
+                    1,
+                    "node",
+                    DO_NOT_SCHEDULE,
+                    foo_selector(),
+                    None,
+                    None,
+                    None,
+                    None,
+                )
+                .obj(),
+            nodes: vec![
+                make_node()
+                    .name("node-a")
+                    .label("node", "node-a")
+                    .label("foo", "")
+                    .obj(),
+                make_node()
+                    .name("node-b")
+                    .label("node", "node-b")
+                    .label("foo", "")
+                    .obj(),
+                make_node()
+                    .name("node-x")
+                    .label("node", "node-x")
+                    .label("foo", "")
+                    .obj(),
+                make_node().name("node-y").label("node", "node-y").obj(),
+            ],
+            existing_pods: vec![
+                make_pod()
+                    .name("p-b1")
+                    .node("node-a")
+                    .label("foo", "")
+                    .obj(),
+                make_pod()
+                    .name("p-b2")
+                    .node("node-b")
+                    .label("foo", "")
+                    .obj(),
+                make_pod()
+                    .name("p-y1")
+                    .node("node-y")
+                    .label("foo", "")
+                    .obj(),
+            ],
+            failed_nodes: vec![],
+            want: &[
+                ("node-a", Code::Unschedulable),
+                ("node-b", Code::Unschedulable),
+                ("node-x", Code::Success),
+                ("node-y", Code::Success),
+            ],
+        },
+        Case {
+            name: "NodeAffinityPolicy ignored with labelSelectors",
+            pod: make_pod()
+                .name("p")
+                .label("foo", "")
+                .node_affinity_in("foo", vec![""], MATCH_EXPRESSIONS)
+                .spread_constraint(
+                    1,
+                    "node",
+                    DO_NOT_SCHEDULE,
+                    foo_selector(),
+                    None,
+                    Some(IGNORE),
+                    None,
+                    None,
+                )
+                .obj(),
+            nodes: vec![
+                make_node()
+                    .name("node-a")
+                    .label("node", "node-a")
+                    .label("foo", "")
+                    .obj(),
+                make_node()
+                    .name("node-b")
+                    .label("node", "node-b")
+                    .label("foo", "")
+                    .obj(),
+                make_node()
+                    .name("node-x")
+                    .label("node", "node-x")
+                    .label("foo", "")
+                    .obj(),
+                make_node().name("node-y").label("node", "node-y").obj(),
+            ],
+            existing_pods: vec![
+                make_pod()
+                    .name("p-b1")
+                    .node("node-a")
+                    .label("foo", "")
+                    .obj(),
+                make_pod()
+                    .name("p-b2")
+                    .node("node-b")
+                    .label("foo", "")
+                    .obj(),
+                make_pod()
+                    .name("p-y1")
+                    .node("node-y")
+                    .label("foo", "")
+                    .obj(),
+            ],
+            failed_nodes: vec![],
+            want: &[
+                ("node-a", Code::Unschedulable),
+                ("node-b", Code::Unschedulable),
+                ("node-x", Code::Success),
+                ("node-y", Code::Unschedulable),
+            ],
+        },
+        Case {
+            name: "NodeTaintsPolicy honored",
+            pod: make_pod()
+                .name("p")
+                .label("foo", "")
+                .spread_constraint(
+                    1,
+                    "node",
+                    DO_NOT_SCHEDULE,
+                    foo_selector(),
+                    None,
+                    None,
+                    Some(HONOR),
+                    None,
+                )
+                .obj(),
+            nodes: vec![
+                make_node()
+                    .name("node-a")
+                    .label("node", "node-a")
+                    .label("foo", "")
+                    .obj(),
+                make_node()
+                    .name("node-b")
+                    .label("node", "node-b")
+                    .label("foo", "")
+                    .obj(),
+                make_node()
+                    .name("node-x")
+                    .label("node", "node-x")
+                    .label("foo", "")
+                    .obj(),
+                make_node()
+                    .name("node-y")
+                    .label("node", "node-y")
+                    .taints(unschedulable_taint())
+                    .obj(),
+            ],
+            existing_pods: vec![
+                make_pod()
+                    .name("p-b1")
+                    .node("node-a")
+                    .label("foo", "")
+                    .obj(),
+                make_pod()
+                    .name("p-b2")
+                    .node("node-b")
+                    .label("foo", "")
+                    .obj(),
+                make_pod()
+                    .name("p-y1")
+                    .node("node-y")
+                    .label("foo", "")
+                    .obj(),
+            ],
+            failed_nodes: vec![],
+            want: &[
+                ("node-a", Code::Unschedulable),
+                ("node-b", Code::Unschedulable),
+                ("node-x", Code::Success),
+                ("node-y", Code::Success),
+            ],
+        },
+        Case {
+            name: "NodeTaintsPolicy ignored",
+            pod: make_pod()
+                .name("p")
+                .label("foo", "")
+                .spread_constraint(
+                    1,
+                    "node",
+                    DO_NOT_SCHEDULE,
+                    foo_selector(),
+                    None,
+                    None,
+                    None,
+                    None,
+                )
+                .obj(),
+            nodes: vec![
+                make_node()
+                    .name("node-a")
+                    .label("node", "node-a")
+                    .label("foo", "")
+                    .obj(),
+                make_node()
+                    .name("node-b")
+                    .label("node", "node-b")
+                    .label("foo", "")
+                    .obj(),
+                make_node()
+                    .name("node-x")
+                    .label("node", "node-x")
+                    .label("foo", "")
+                    .obj(),
+                make_node()
+                    .name("node-y")
+                    .label("node", "node-y")
+                    .taints(unschedulable_taint())
+                    .obj(),
+            ],
+            existing_pods: vec![
+                make_pod()
+                    .name("p-b1")
+                    .node("node-a")
+                    .label("foo", "")
+                    .obj(),
+                make_pod()
+                    .name("p-b2")
+                    .node("node-b")
+                    .label("foo", "")
+                    .obj(),
+                make_pod()
+                    .name("p-y1")
+                    .node("node-y")
+                    .label("foo", "")
+                    .obj(),
+            ],
+            failed_nodes: vec![],
+            want: &[
+                ("node-a", Code::Unschedulable),
+                ("node-b", Code::Unschedulable),
+                ("node-x", Code::Success),
+                ("node-y", Code::Unschedulable),
+            ],
+        },
+    ]
+}
+
+fn multiple_cases() -> Vec<Case> {
+    vec![
+        Case {
+            name: "two Constraints on zone and node, spreads = [3/3, 2/1/0/3]",
+            pod: make_pod()
+                .name("p")
+                .label("foo", "")
+                .spread_constraint(
+                    1,
+                    "zone",
+                    DO_NOT_SCHEDULE,
+                    foo_selector(),
+                    None,
+                    None,
+                    None,
+                    None,
+                )
+                .spread_constraint(
+                    1,
+                    "node",
+                    DO_NOT_SCHEDULE,
+                    foo_selector(),
+                    None,
+                    None,
+                    None,
+                    None,
+                )
+                .obj(),
+            nodes: vec![
+                make_node()
+                    .name("node-a")
+                    .label("zone", "zone1")
+                    .label("node", "node-a")
+                    .obj(),
+                make_node()
+                    .name("node-b")
+                    .label("zone", "zone1")
+                    .label("node", "node-b")
+                    .obj(),
+                make_node()
+                    .name("node-x")
+                    .label("zone", "zone2")
+                    .label("node", "node-x")
+                    .obj(),
+                make_node()
+                    .name("node-y")
+                    .label("zone", "zone2")
+                    .label("node", "node-y")
+                    .obj(),
+            ],
+            existing_pods: vec![
+                make_pod()
+                    .name("p-a1")
+                    .node("node-a")
+                    .label("foo", "")
+                    .obj(),
+                make_pod()
+                    .name("p-a2")
+                    .node("node-a")
+                    .label("foo", "")
+                    .obj(),
+                make_pod()
+                    .name("p-b1")
+                    .node("node-b")
+                    .label("foo", "")
+                    .obj(),
+                make_pod()
+                    .name("p-y1")
+                    .node("node-y")
+                    .label("foo", "")
+                    .obj(),
+                make_pod()
+                    .name("p-y2")
+                    .node("node-y")
+                    .label("foo", "")
+                    .obj(),
+                make_pod()
+                    .name("p-y3")
+                    .node("node-y")
+                    .label("foo", "")
+                    .obj(),
+            ],
+            failed_nodes: vec![],
+            want: &[
+                ("node-a", Code::Unschedulable),
+                ("node-b", Code::Unschedulable),
+                ("node-x", Code::Success),
+                ("node-y", Code::Unschedulable),
+            ],
+        },
+        Case {
+            name: "two Constraints on zone and node, spreads = [3/4, 2/1/0/4]",
+            pod: make_pod()
+                .name("p")
+                .label("foo", "")
+                .spread_constraint(
+                    1,
+                    "zone",
+                    DO_NOT_SCHEDULE,
+                    foo_selector(),
+                    None,
+                    None,
+                    None,
+                    None,
+                )
+                .spread_constraint(
+                    1,
+                    "node",
+                    DO_NOT_SCHEDULE,
+                    foo_selector(),
+                    None,
+                    None,
+                    None,
+                    None,
+                )
+                .obj(),
+            nodes: vec![
+                make_node()
+                    .name("node-a")
+                    .label("zone", "zone1")
+                    .label("node", "node-a")
+                    .obj(),
+                make_node()
+                    .name("node-b")
+                    .label("zone", "zone1")
+                    .label("node", "node-b")
+                    .obj(),
+                make_node()
+                    .name("node-x")
+                    .label("zone", "zone2")
+                    .label("node", "node-x")
+                    .obj(),
+                make_node()
+                    .name("node-y")
+                    .label("zone", "zone2")
+                    .label("node", "node-y")
+                    .obj(),
+            ],
+            existing_pods: vec![
+                make_pod()
+                    .name("p-a1")
+                    .node("node-a")
+                    .label("foo", "")
+                    .obj(),
+                make_pod()
+                    .name("p-a2")
+                    .node("node-a")
+                    .label("foo", "")
+                    .obj(),
+                make_pod()
+                    .name("p-b1")
+                    .node("node-b")
+                    .label("foo", "")
+                    .obj(),
+                make_pod()
+                    .name("p-y1")
+                    .node("node-y")
+                    .label("foo", "")
+                    .obj(),
+                make_pod()
+                    .name("p-y2")
+                    .node("node-y")
+                    .label("foo", "")
+                    .obj(),
+                make_pod()
+                    .name("p-y3")
+                    .node("node-y")
+                    .label("foo", "")
+                    .obj(),
+                make_pod()
+                    .name("p-y4")
+                    .node("node-y")
+                    .label("foo", "")
+                    .obj(),
+            ],
+            failed_nodes: vec![],
+            want: &[
+                ("node-a", Code::Unschedulable),
+                ("node-b", Code::Unschedulable),
+                ("node-x", Code::Unschedulable),
+                ("node-y", Code::Unschedulable),
+            ],
+        },
+        Case {
+            name: "Constraints hold different labelSelectors, spreads = [1/0, 1/0/0/1]",
+            pod: make_pod()
+                .name("p")
+                .label("foo", "")
+                .label("bar", "")
+                .spread_constraint(
+                    1,
+                    "zone",
+                    DO_NOT_SCHEDULE,
+                    foo_selector(),
+                    None,
+                    None,
+                    None,
+                    None,
+                )
+                .spread_constraint(
+                    1,
+                    "node",
+                    DO_NOT_SCHEDULE,
+                    bar_selector(),
+                    None,
+                    None,
+                    None,
+                    None,
+                )
+                .obj(),
+            nodes: vec![
+                make_node()
+                    .name("node-a")
+                    .label("zone", "zone1")
+                    .label("node", "node-a")
+                    .obj(),
+                make_node()
+                    .name("node-b")
+                    .label("zone", "zone1")
+                    .label("node", "node-b")
+                    .obj(),
+                make_node()
+                    .name("node-x")
+                    .label("zone", "zone2")
+                    .label("node", "node-x")
+                    .obj(),
+                make_node()
+                    .name("node-y")
+                    .label("zone", "zone2")
+                    .label("node", "node-y")
+                    .obj(),
+            ],
+            existing_pods: vec![
+                make_pod()
+                    .name("p-a1")
+                    .node("node-a")
+                    .label("foo", "")
+                    .obj(),
+                make_pod()
+                    .name("p-y1")
+                    .node("node-y")
+                    .label("bar", "")
+                    .obj(),
+            ],
+            failed_nodes: vec![],
+            want: &[
+                ("node-a", Code::Unschedulable),
+                ("node-b", Code::Unschedulable),
+                ("node-x", Code::Success),
+                ("node-y", Code::Unschedulable),
+            ],
+        },
+        Case {
+            name: "Constraints hold different labelSelectors, spreads = [1/0, 0/0/1/1]",
+            pod: make_pod()
+                .name("p")
+                .label("foo", "")
+                .label("bar", "")
+                .spread_constraint(
+                    1,
+                    "zone",
+                    DO_NOT_SCHEDULE,
+                    foo_selector(),
+                    None,
+                    None,
+                    None,
+                    None,
+                )
+                .spread_constraint(
+                    1,
+                    "node",
+                    DO_NOT_SCHEDULE,
+                    bar_selector(),
+                    None,
+                    None,
+                    None,
+                    None,
+                )
+                .obj(),
+            nodes: vec![
+                make_node()
+                    .name("node-a")
+                    .label("zone", "zone1")
+                    .label("node", "node-a")
+                    .obj(),
+                make_node()
+                    .name("node-b")
+                    .label("zone", "zone1")
+                    .label("node", "node-b")
+                    .obj(),
+                make_node()
+                    .name("node-x")
+                    .label("zone", "zone2")
+                    .label("node", "node-x")
+                    .obj(),
+                make_node()
+                    .name("node-y")
+                    .label("zone", "zone2")
+                    .label("node", "node-y")
+                    .obj(),
+            ],
+            existing_pods: vec![
+                make_pod()
+                    .name("p-a1")
+                    .node("node-a")
+                    .label("foo", "")
+                    .obj(),
+                make_pod()
+                    .name("p-x1")
+                    .node("node-x")
+                    .label("bar", "")
+                    .obj(),
+                make_pod()
+                    .name("p-y1")
+                    .node("node-y")
+                    .label("bar", "")
+                    .obj(),
+            ],
+            failed_nodes: vec![],
+            want: &[
+                ("node-a", Code::Unschedulable),
+                ("node-b", Code::Unschedulable),
+                ("node-x", Code::Unschedulable),
+                ("node-y", Code::Unschedulable),
+            ],
+        },
+        Case {
+            name: "Constraints hold different labelSelectors, spreads = [2/3, 1/0/0/1]",
+            pod: make_pod()
+                .name("p")
+                .label("foo", "")
+                .label("bar", "")
+                .spread_constraint(
+                    1,
+                    "zone",
+                    DO_NOT_SCHEDULE,
+                    foo_selector(),
+                    None,
+                    None,
+                    None,
+                    None,
+                )
+                .spread_constraint(
+                    1,
+                    "node",
+                    DO_NOT_SCHEDULE,
+                    bar_selector(),
+                    None,
+                    None,
+                    None,
+                    None,
+                )
+                .obj(),
+            nodes: vec![
+                make_node()
+                    .name("node-a")
+                    .label("zone", "zone1")
+                    .label("node", "node-a")
+                    .obj(),
+                make_node()
+                    .name("node-b")
+                    .label("zone", "zone1")
+                    .label("node", "node-b")
+                    .obj(),
+                make_node()
+                    .name("node-x")
+                    .label("zone", "zone2")
+                    .label("node", "node-x")
+                    .obj(),
+                make_node()
+                    .name("node-y")
+                    .label("zone", "zone2")
+                    .label("node", "node-y")
+                    .obj(),
+            ],
+            existing_pods: vec![
+                make_pod()
+                    .name("p-a1")
+                    .node("node-a")
+                    .label("foo", "")
+                    .obj(),
+                make_pod()
+                    .name("p-a2")
+                    .node("node-a")
+                    .label("foo", "")
+                    .label("bar", "")
+                    .obj(),
+                make_pod()
+                    .name("p-y1")
+                    .node("node-y")
+                    .label("foo", "")
+                    .obj(),
+                make_pod()
+                    .name("p-y2")
+                    .node("node-y")
+                    .label("foo", "")
+                    .label("bar", "")
+                    .obj(),
+                make_pod()
+                    .name("p-y3")
+                    .node("node-y")
+                    .label("foo", "")
+                    .obj(),
+            ],
+            failed_nodes: vec![],
+            want: &[
+                ("node-a", Code::Unschedulable),
+                ("node-b", Code::Success),
+                ("node-x", Code::Unschedulable),
+                ("node-y", Code::Unschedulable),
+            ],
+        },
+        Case {
+            name: "Constraints hold different labelSelectors but pod doesn't match itself on 'zone' constraint",
+            pod: make_pod()
+                .name("p")
+                .label("bar", "")
+                .spread_constraint(
+                    1,
+                    "zone",
+                    DO_NOT_SCHEDULE,
+                    foo_selector(),
+                    None,
+                    None,
+                    None,
+                    None,
+                )
+                .spread_constraint(
+                    1,
+                    "node",
+                    DO_NOT_SCHEDULE,
+                    bar_selector(),
+                    None,
+                    None,
+                    None,
+                    None,
+                )
+                .obj(),
+            nodes: vec![
+                make_node()
+                    .name("node-a")
+                    .label("zone", "zone1")
+                    .label("node", "node-a")
+                    .obj(),
+                make_node()
+                    .name("node-b")
+                    .label("zone", "zone1")
+                    .label("node", "node-b")
+                    .obj(),
+                make_node()
+                    .name("node-x")
+                    .label("zone", "zone2")
+                    .label("node", "node-x")
+                    .obj(),
+                make_node()
+                    .name("node-y")
+                    .label("zone", "zone2")
+                    .label("node", "node-y")
+                    .obj(),
+            ],
+            existing_pods: vec![
+                make_pod()
+                    .name("p-a1")
+                    .node("node-a")
+                    .label("foo", "")
+                    .obj(),
+                make_pod()
+                    .name("p-x1")
+                    .node("node-x")
+                    .label("bar", "")
+                    .obj(),
+                make_pod()
+                    .name("p-y1")
+                    .node("node-y")
+                    .label("bar", "")
+                    .obj(),
+            ],
+            failed_nodes: vec![],
+            want: &[
+                ("node-a", Code::Success),
+                ("node-b", Code::Success),
+                ("node-x", Code::Unschedulable),
+                ("node-y", Code::Unschedulable),
+            ],
+        },
+        Case {
+            name: "two Constraints on zone and node, absence of label 'node' on node-x, spreads = [1/1, 1/0/0/1]",
+            pod: make_pod()
+                .name("p")
+                .label("foo", "")
+                .spread_constraint(
+                    1,
+                    "zone",
+                    DO_NOT_SCHEDULE,
+                    foo_selector(),
+                    None,
+                    None,
+                    None,
+                    None,
+                )
+                .spread_constraint(
+                    1,
+                    "node",
+                    DO_NOT_SCHEDULE,
+                    foo_selector(),
+                    None,
+                    None,
+                    None,
+                    None,
+                )
+                .obj(),
+            nodes: vec![
+                make_node()
+                    .name("node-a")
+                    .label("zone", "zone1")
+                    .label("node", "node-a")
+                    .obj(),
+                make_node()
+                    .name("node-b")
+                    .label("zone", "zone1")
+                    .label("node", "node-b")
+                    .obj(),
+                make_node().name("node-x").label("zone", "zone2").obj(),
+                make_node()
+                    .name("node-y")
+                    .label("zone", "zone2")
+                    .label("node", "node-y")
+                    .obj(),
+            ],
+            existing_pods: vec![
+                make_pod()
+                    .name("p-a1")
+                    .node("node-a")
+                    .label("foo", "")
+                    .obj(),
+                make_pod()
+                    .name("p-y3")
+                    .node("node-y")
+                    .label("foo", "")
+                    .obj(),
+            ],
+            failed_nodes: vec![],
+            want: &[
+                ("node-a", Code::Unschedulable),
+                ("node-b", Code::Success),
+                ("node-x", Code::UnschedulableAndUnresolvable),
+                ("node-y", Code::Unschedulable),
+            ],
+        },
+        Case {
+            name: "two node inclusion Constraints, zone: honor/ignore, node: ignore/ignore",
+            pod: make_pod()
+                .name("p")
+                .label("foo", "")
+                .node_selector(&[("foo", "")])
+                .spread_constraint(
+                    1,
+                    "zone",
+                    DO_NOT_SCHEDULE,
+                    foo_selector(),
+                    None,
+                    None,
+                    None,
+                    None,
+                )
+                .spread_constraint(
+                    1,
+                    "node",
+                    DO_NOT_SCHEDULE,
+                    foo_selector(),
+                    None,
+                    Some(IGNORE),
+                    None,
+                    None,
+                )
+                .obj(),
+            nodes: vec![
+                make_node()
+                    .name("node-a")
+                    .label("zone", "zone1")
+                    .label("node", "node-a")
+                    .label("foo", "")
+                    .obj(),
+                make_node()
+                    .name("node-b")
+                    .label("zone", "zone1")
+                    .label("node", "node-b")
+                    .label("foo", "")
+                    .obj(),
+                make_node()
+                    .name("node-x")
+                    .label("zone", "zone2")
+                    .label("node", "node-x")
+                    .label("foo", "")
+                    .obj(),
+                make_node()
+                    .name("node-y")
+                    .label("zone", "zone2")
+                    .label("node", "node-y")
+                    .obj(),
+            ],
+            existing_pods: vec![
+                make_pod()
+                    .name("p-a1")
+                    .node("node-a")
+                    .label("foo", "")
+                    .obj(),
+                make_pod()
+                    .name("p-b1")
+                    .node("node-b")
+                    .label("foo", "")
+                    .obj(),
+                make_pod()
+                    .name("p-y1")
+                    .node("node-y")
+                    .label("foo", "")
+                    .obj(),
+            ],
+            failed_nodes: vec![],
+            want: &[
+                ("node-a", Code::Unschedulable),
+                ("node-b", Code::Unschedulable),
+                ("node-x", Code::Success),
+                ("node-y", Code::Unschedulable),
+            ],
+        },
+        Case {
+            name: "two node inclusion Constraints, zone: honor/honor, node: honor/ignore",
+            pod: make_pod()
+                .name("p")
+                .label("foo", "")
+                .spread_constraint(
+                    1,
+                    "zone",
+                    DO_NOT_SCHEDULE,
+                    foo_selector(),
+                    None,
+                    None,
+                    Some(HONOR),
+                    None,
+                )
+                .spread_constraint(
+                    1,
+                    "node",
+                    DO_NOT_SCHEDULE,
+                    foo_selector(),
+                    None,
+                    None,
+                    None,
+                    None,
+                )
+                .obj(),
+            nodes: vec![
+                make_node()
+                    .name("node-a")
+                    .label("zone", "zone1")
+                    .label("node", "node-a")
+                    .label("foo", "")
+                    .obj(),
+                make_node()
+                    .name("node-b")
+                    .label("zone", "zone1")
+                    .label("node", "node-b")
+                    .label("foo", "")
+                    .obj(),
+                make_node()
+                    .name("node-x")
+                    .label("zone", "zone2")
+                    .label("node", "node-x")
+                    .label("foo", "")
+                    .obj(),
+                make_node()
+                    .name("node-y")
+                    .label("zone", "zone2")
+                    .label("node", "node-y")
+                    .taints(unschedulable_taint())
+                    .obj(),
+            ],
+            existing_pods: vec![
+                make_pod()
+                    .name("p-a1")
+                    .node("node-a")
+                    .label("foo", "")
+                    .obj(),
+                make_pod()
+                    .name("p-b1")
+                    .node("node-b")
+                    .label("foo", "")
+                    .obj(),
+                make_pod()
+                    .name("p-y1")
+                    .node("node-y")
+                    .label("foo", "")
+                    .obj(),
+            ],
+            failed_nodes: vec![],
+            want: &[
+                ("node-a", Code::Unschedulable),
+                ("node-b", Code::Unschedulable),
+                ("node-x", Code::Success),
+                ("node-y", Code::Unschedulable),
+            ],
+        },
+        Case {
+            name: "two node inclusion Constraints, zone: honor/ignore, node: honor/ignore",
+            pod: make_pod()
+                .name("p")
+                .label("foo", "")
+                .node_selector(&[("foo", "")])
+                .spread_constraint(
+                    1,
+                    "zone",
+                    DO_NOT_SCHEDULE,
+                    foo_selector(),
+                    None,
+                    None,
+                    None,
+                    None,
+                )
+                .spread_constraint(
+                    1,
+                    "node",
+                    DO_NOT_SCHEDULE,
+                    foo_selector(),
+                    None,
+                    None,
+                    None,
+                    None,
+                )
+                .obj(),
+            nodes: vec![
+                make_node()
+                    .name("node-a")
+                    .label("zone", "zone1")
+                    .label("node", "node-a")
+                    .label("foo", "")
+                    .obj(),
+                make_node()
+                    .name("node-b")
+                    .label("zone", "zone1")
+                    .label("node", "node-b")
+                    .obj(),
+                make_node()
+                    .name("node-x")
+                    .label("zone", "zone2")
+                    .label("node", "node-x")
+                    .label("foo", "")
+                    .obj(),
+                make_node()
+                    .name("node-y")
+                    .label("zone", "zone2")
+                    .label("node", "node-y")
+                    .label("foo", "")
+                    .taints(unschedulable_taint())
+                    .obj(),
+            ],
+            existing_pods: vec![
+                make_pod()
+                    .name("p-a1")
+                    .node("node-a")
+                    .label("foo", "")
+                    .obj(),
+                make_pod()
+                    .name("p-b1")
+                    .node("node-b")
+                    .label("foo", "")
+                    .obj(),
+                make_pod()
+                    .name("p-y1")
+                    .node("node-y")
+                    .label("foo", "")
+                    .obj(),
+            ],
+            failed_nodes: vec![],
+            want: &[
+                ("node-a", Code::Unschedulable),
+                ("node-b", Code::Success),
+                ("node-x", Code::Success),
+                ("node-y", Code::Unschedulable),
+            ],
+        },
+        Case {
+            name: "two node inclusion Constraints, zone: honor/honor, node: ignore/ignore",
+            pod: make_pod()
+                .name("p")
+                .label("foo", "")
+                .node_selector(&[("foo", "")])
+                .spread_constraint(
+                    1,
+                    "zone",
+                    DO_NOT_SCHEDULE,
+                    foo_selector(),
+                    None,
+                    None,
+                    Some(HONOR),
+                    None,
+                )
+                .spread_constraint(
+                    1,
+                    "node",
+                    DO_NOT_SCHEDULE,
+                    foo_selector(),
+                    None,
+                    Some(IGNORE),
+                    None,
+                    None,
+                )
+                .obj(),
+            nodes: vec![
+                make_node()
+                    .name("node-a")
+                    .label("zone", "zone1")
+                    .label("node", "node-a")
+                    .label("foo", "")
+                    .obj(),
+                make_node()
+                    .name("node-b")
+                    .label("zone", "zone1")
+                    .label("node", "node-b")
+                    .obj(),
+                make_node()
+                    .name("node-x")
+                    .label("zone", "zone2")
+                    .label("node", "node-x")
+                    .label("foo", "")
+                    .obj(),
+                make_node()
+                    .name("node-y")
+                    .label("zone", "zone2")
+                    .label("node", "node-y")
+                    .label("foo", "")
+                    .taints(unschedulable_taint())
+                    .obj(),
+            ],
+            existing_pods: vec![
+                make_pod()
+                    .name("p-a1")
+                    .node("node-a")
+                    .label("foo", "")
+                    .obj(),
+                make_pod()
+                    .name("p-b1")
+                    .node("node-b")
+                    .label("foo", "")
+                    .obj(),
+                make_pod()
+                    .name("p-y1")
+                    .node("node-y")
+                    .label("foo", "")
+                    .obj(),
+            ],
+            failed_nodes: vec![],
+            want: &[
+                ("node-a", Code::Unschedulable),
+                ("node-b", Code::Unschedulable),
+                ("node-x", Code::Success),
+                ("node-y", Code::Unschedulable),
+            ],
+        },
+        Case {
+            name: "two Constraints on zone, spreads = [3/3, 2/1]",
+            pod: make_pod()
+                .name("p")
+                .label("foo", "")
+                .label("bar", "")
+                .spread_constraint(
+                    1,
+                    "zone",
+                    DO_NOT_SCHEDULE,
+                    bar_selector(),
+                    None,
+                    None,
+                    None,
+                    None,
+                )
+                .spread_constraint(
+                    1,
+                    "zone",
+                    DO_NOT_SCHEDULE,
+                    foo_selector(),
+                    None,
+                    None,
+                    None,
+                    None,
+                )
+                .obj(),
+            nodes: vec![
+                make_node()
+                    .name("node-a")
+                    .label("zone", "zone1")
+                    .label("node", "node-a")
+                    .obj(),
+                make_node()
+                    .name("node-b")
+                    .label("zone", "zone1")
+                    .label("node", "node-b")
+                    .obj(),
+                make_node()
+                    .name("node-x")
+                    .label("zone", "zone2")
+                    .label("node", "node-x")
+                    .obj(),
+                make_node()
+                    .name("node-y")
+                    .label("zone", "zone2")
+                    .label("node", "node-y")
+                    .obj(),
+            ],
+            existing_pods: vec![
+                make_pod()
+                    .name("p-a1")
+                    .node("node-a")
+                    .label("foo", "")
+                    .label("bar", "")
+                    .obj(),
+                make_pod()
+                    .name("p-a2")
+                    .node("node-a")
+                    .label("foo", "")
+                    .obj(),
+                make_pod()
+                    .name("p-b1")
+                    .node("node-b")
+                    .label("foo", "")
+                    .label("bar", "")
+                    .obj(),
+                make_pod()
+                    .name("p-y1")
+                    .node("node-y")
+                    .label("foo", "")
+                    .obj(),
+                make_pod()
+                    .name("p-y2")
+                    .node("node-y")
+                    .label("foo", "")
+                    .label("bar", "")
+                    .obj(),
+                make_pod()
+                    .name("p-y3")
+                    .node("node-y")
+                    .label("foo", "")
+                    .obj(),
+            ],
+            failed_nodes: vec![],
+            want: &[
+                ("node-a", Code::Unschedulable),
+                ("node-b", Code::Unschedulable),
+                ("node-x", Code::Success),
+                ("node-y", Code::Success),
+            ],
+        },
+        Case {
+            name: "two Constraints on zone, spreads = [3/4, 2/1]",
+            pod: make_pod()
+                .name("p")
+                .label("foo", "")
+                .label("bar", "")
+                .spread_constraint(
+                    1,
+                    "zone",
+                    DO_NOT_SCHEDULE,
+                    bar_selector(),
+                    None,
+                    None,
+                    None,
+                    None,
+                )
+                .spread_constraint(
+                    1,
+                    "zone",
+                    DO_NOT_SCHEDULE,
+                    foo_selector(),
+                    None,
+                    None,
+                    None,
+                    None,
+                )
+                .obj(),
+            nodes: vec![
+                make_node()
+                    .name("node-a")
+                    .label("zone", "zone1")
+                    .label("node", "node-a")
+                    .obj(),
+                make_node()
+                    .name("node-b")
+                    .label("zone", "zone1")
+                    .label("node", "node-b")
+                    .obj(),
+                make_node()
+                    .name("node-x")
+                    .label("zone", "zone2")
+                    .label("node", "node-x")
+                    .obj(),
+                make_node()
+                    .name("node-y")
+                    .label("zone", "zone2")
+                    .label("node", "node-y")
+                    .obj(),
+            ],
+            existing_pods: vec![
+                make_pod()
+                    .name("p-a1")
+                    .node("node-a")
+                    .label("foo", "")
+                    .label("bar", "")
+                    .obj(),
+                make_pod()
+                    .name("p-a2")
+                    .node("node-a")
+                    .label("foo", "")
+                    .obj(),
+                make_pod()
+                    .name("p-b1")
+                    .node("node-b")
+                    .label("foo", "")
+                    .label("bar", "")
+                    .obj(),
+                make_pod()
+                    .name("p-y1")
+                    .node("node-y")
+                    .label("foo", "")
+                    .obj(),
+                make_pod()
+                    .name("p-y2")
+                    .node("node-y")
+                    .label("foo", "")
+                    .label("bar", "")
+                    .obj(),
+                make_pod()
+                    .name("p-y3")
+                    .node("node-y")
+                    .label("foo", "")
+                    .obj(),
+                make_pod()
+                    .name("p-y4")
+                    .node("node-y")
+                    .label("foo", "")
+                    .obj(),
+            ],
+            failed_nodes: vec![],
+            want: &[
+                ("node-a", Code::Unschedulable),
+                ("node-b", Code::Unschedulable),
+                ("node-x", Code::Unschedulable),
+                ("node-y", Code::Unschedulable),
+            ],
+        },
+    ]
+}
+
+fn score_cases() -> Vec<ScoreCase> {
+    vec![
+        ScoreCase {
+            name: "one constraint on node, no existing pods",
+            pod: make_pod()
+                .name("p")
+                .label("foo", "")
+                .spread_constraint(
+                    1,
+                    LABEL_HOSTNAME,
+                    SCHEDULE_ANYWAY,
+                    foo_selector(),
+                    None,
+                    None,
+                    None,
+                    None,
+                )
+                .obj(),
+            nodes: vec![
+                make_node()
+                    .name("node-a")
+                    .label(LABEL_HOSTNAME, "node-a")
+                    .obj(),
+                make_node()
+                    .name("node-b")
+                    .label(LABEL_HOSTNAME, "node-b")
+                    .obj(),
+            ],
+            existing_pods: vec![],
+            failed_nodes: vec![],
+            want: &[("node-a", 100), ("node-b", 100)],
+        },
+        ScoreCase {
+            name: "one constraint on node, only one node is candidate",
+            pod: make_pod()
+                .name("p")
+                .label("foo", "")
+                .spread_constraint(
+                    1,
+                    LABEL_HOSTNAME,
+                    SCHEDULE_ANYWAY,
+                    foo_selector(),
+                    None,
+                    None,
+                    None,
+                    None,
+                )
+                .obj(),
+            nodes: vec![
+                make_node()
+                    .name("node-a")
+                    .label(LABEL_HOSTNAME, "node-a")
+                    .obj(),
+            ],
+            existing_pods: vec![
+                make_pod()
+                    .name("p-a1")
+                    .node("node-a")
+                    .label("foo", "")
+                    .obj(),
+                make_pod()
+                    .name("p-a2")
+                    .node("node-a")
+                    .label("foo", "")
+                    .obj(),
+                make_pod()
+                    .name("p-b1")
+                    .node("node-b")
+                    .label("foo", "")
+                    .obj(),
+            ],
+            failed_nodes: vec![
+                make_node()
+                    .name("node-b")
+                    .label(LABEL_HOSTNAME, "node-b")
+                    .obj(),
+            ],
+            want: &[("node-a", 100)],
+        },
+        ScoreCase {
+            name: "one constraint on node, all nodes have the same number of matching pods",
+            pod: make_pod()
+                .name("p")
+                .label("foo", "")
+                .spread_constraint(
+                    1,
+                    LABEL_HOSTNAME,
+                    SCHEDULE_ANYWAY,
+                    foo_selector(),
+                    None,
+                    None,
+                    None,
+                    None,
+                )
+                .obj(),
+            nodes: vec![
+                make_node()
+                    .name("node-a")
+                    .label(LABEL_HOSTNAME, "node-a")
+                    .obj(),
+                make_node()
+                    .name("node-b")
+                    .label(LABEL_HOSTNAME, "node-b")
+                    .obj(),
+            ],
+            existing_pods: vec![
+                make_pod()
+                    .name("p-a1")
+                    .node("node-a")
+                    .label("foo", "")
+                    .obj(),
+                make_pod()
+                    .name("p-b1")
+                    .node("node-b")
+                    .label("foo", "")
+                    .obj(),
+            ],
+            failed_nodes: vec![],
+            want: &[("node-a", 100), ("node-b", 100)],
+        },
+        ScoreCase {
+            name: "one constraint on node, all 4 nodes are candidates",
+            pod: make_pod()
+                .name("p")
+                .label("foo", "")
+                .spread_constraint(
+                    1,
+                    LABEL_HOSTNAME,
+                    SCHEDULE_ANYWAY,
+                    foo_selector(),
+                    None,
+                    None,
+                    None,
+                    None,
+                )
+                .obj(),
+            nodes: vec![
+                make_node()
+                    .name("node-a")
+                    .label(LABEL_HOSTNAME, "node-a")
+                    .obj(),
+                make_node()
+                    .name("node-b")
+                    .label(LABEL_HOSTNAME, "node-b")
+                    .obj(),
+                make_node()
+                    .name("node-c")
+                    .label(LABEL_HOSTNAME, "node-c")
+                    .obj(),
+                make_node()
+                    .name("node-d")
+                    .label(LABEL_HOSTNAME, "node-d")
+                    .obj(),
+            ],
+            existing_pods: vec![
+                make_pod()
+                    .name("p-a1")
+                    .node("node-a")
+                    .label("foo", "")
+                    .obj(),
+                make_pod()
+                    .name("p-a2")
+                    .node("node-a")
+                    .label("foo", "")
+                    .obj(),
+                make_pod()
+                    .name("p-b1")
+                    .node("node-b")
+                    .label("foo", "")
+                    .obj(),
+                make_pod()
+                    .name("p-d1")
+                    .node("node-d")
+                    .label("foo", "")
+                    .obj(),
+                make_pod()
+                    .name("p-d2")
+                    .node("node-d")
+                    .label("foo", "")
+                    .obj(),
+                make_pod()
+                    .name("p-d3")
+                    .node("node-d")
+                    .label("foo", "")
+                    .obj(),
+            ],
+            failed_nodes: vec![],
+            want: &[
+                ("node-a", 20),
+                ("node-b", 60),
+                ("node-c", 100),
+                ("node-d", 0),
+            ],
+        },
+        ScoreCase {
+            name: "one constraint on node, null selector",
+            pod: make_pod()
+                .name("p")
+                .label("foo", "")
+                .spread_constraint(
+                    1,
+                    LABEL_HOSTNAME,
+                    SCHEDULE_ANYWAY,
+                    None,
+                    None,
+                    None,
+                    None,
+                    None,
+                )
+                .obj(),
+            nodes: vec![
+                make_node()
+                    .name("node-a")
+                    .label(LABEL_HOSTNAME, "node-a")
+                    .obj(),
+                make_node()
+                    .name("node-b")
+                    .label(LABEL_HOSTNAME, "node-b")
+                    .obj(),
+                make_node()
+                    .name("node-c")
+                    .label(LABEL_HOSTNAME, "node-c")
+                    .obj(),
+                make_node()
+                    .name("node-d")
+                    .label(LABEL_HOSTNAME, "node-d")
+                    .obj(),
+            ],
+            existing_pods: vec![
+                make_pod()
+                    .name("p-a1")
+                    .node("node-a")
+                    .label("foo", "")
+                    .obj(),
+                make_pod()
+                    .name("p-a2")
+                    .node("node-a")
+                    .label("foo", "")
+                    .obj(),
+                make_pod()
+                    .name("p-b1")
+                    .node("node-b")
+                    .label("foo", "")
+                    .obj(),
+                make_pod()
+                    .name("p-d1")
+                    .node("node-d")
+                    .label("foo", "")
+                    .obj(),
+                make_pod()
+                    .name("p-d2")
+                    .node("node-d")
+                    .label("foo", "")
+                    .obj(),
+                make_pod()
+                    .name("p-d3")
+                    .node("node-d")
+                    .label("foo", "")
+                    .obj(),
+            ],
+            failed_nodes: vec![],
+            want: &[
+                ("node-a", 100),
+                ("node-b", 100),
+                ("node-c", 100),
+                ("node-d", 100),
+            ],
+        },
+        ScoreCase {
+            name: "one constraint on node, all 4 nodes are candidates, maxSkew=2",
+            pod: make_pod()
+                .name("p")
+                .label("foo", "")
+                .spread_constraint(
+                    2,
+                    LABEL_HOSTNAME,
+                    SCHEDULE_ANYWAY,
+                    foo_selector(),
+                    None,
+                    None,
+                    None,
+                    None,
+                )
+                .obj(),
+            nodes: vec![
+                make_node()
+                    .name("node-a")
+                    .label(LABEL_HOSTNAME, "node-a")
+                    .obj(),
+                make_node()
+                    .name("node-b")
+                    .label(LABEL_HOSTNAME, "node-b")
+                    .obj(),
+                make_node()
+                    .name("node-c")
+                    .label(LABEL_HOSTNAME, "node-c")
+                    .obj(),
+                make_node()
+                    .name("node-d")
+                    .label(LABEL_HOSTNAME, "node-d")
+                    .obj(),
+            ],
+            existing_pods: vec![
+                make_pod()
+                    .name("p-a1")
+                    .node("node-a")
+                    .label("foo", "")
+                    .obj(),
+                make_pod()
+                    .name("p-a2")
+                    .node("node-a")
+                    .label("foo", "")
+                    .obj(),
+                make_pod()
+                    .name("p-b1")
+                    .node("node-b")
+                    .label("foo", "")
+                    .obj(),
+                make_pod()
+                    .name("p-d1")
+                    .node("node-d")
+                    .label("foo", "")
+                    .obj(),
+                make_pod()
+                    .name("p-d2")
+                    .node("node-d")
+                    .label("foo", "")
+                    .obj(),
+                make_pod()
+                    .name("p-d3")
+                    .node("node-d")
+                    .label("foo", "")
+                    .obj(),
+            ],
+            failed_nodes: vec![],
+            want: &[
+                ("node-a", 33),
+                ("node-b", 66),
+                ("node-c", 100),
+                ("node-d", 16),
+            ],
+        },
+        ScoreCase {
+            name: "one constraint on node, all 4 nodes are candidates, maxSkew=3",
+            pod: make_pod()
+                .name("p")
+                .label("foo", "")
+                .spread_constraint(
+                    3,
+                    LABEL_HOSTNAME,
+                    SCHEDULE_ANYWAY,
+                    foo_selector(),
+                    None,
+                    None,
+                    None,
+                    None,
+                )
+                .obj(),
+            nodes: vec![
+                make_node()
+                    .name("node-a")
+                    .label(LABEL_HOSTNAME, "node-a")
+                    .obj(),
+                make_node()
+                    .name("node-b")
+                    .label(LABEL_HOSTNAME, "node-b")
+                    .obj(),
+                make_node()
+                    .name("node-c")
+                    .label(LABEL_HOSTNAME, "node-c")
+                    .obj(),
+                make_node()
+                    .name("node-d")
+                    .label(LABEL_HOSTNAME, "node-d")
+                    .obj(),
+            ],
+            existing_pods: vec![
+                make_pod()
+                    .name("p-a1")
+                    .node("node-a")
+                    .label("foo", "")
+                    .obj(),
+                make_pod()
+                    .name("p-a2")
+                    .node("node-a")
+                    .label("foo", "")
+                    .obj(),
+                make_pod()
+                    .name("p-a3")
+                    .node("node-a")
+                    .label("foo", "")
+                    .obj(),
+                make_pod()
+                    .name("p-a4")
+                    .node("node-a")
+                    .label("foo", "")
+                    .obj(),
+                make_pod()
+                    .name("p-b1")
+                    .node("node-b")
+                    .label("foo", "")
+                    .obj(),
+                make_pod()
+                    .name("p-b2")
+                    .node("node-b")
+                    .label("foo", "")
+                    .obj(),
+                make_pod()
+                    .name("p-b3")
+                    .node("node-b")
+                    .label("foo", "")
+                    .obj(),
+                make_pod()
+                    .name("p-c1")
+                    .node("node-c")
+                    .label("foo", "")
+                    .obj(),
+                make_pod()
+                    .name("p-c2")
+                    .node("node-c")
+                    .label("foo", "")
+                    .obj(),
+                make_pod()
+                    .name("p-d1")
+                    .node("node-d")
+                    .label("foo", "")
+                    .obj(),
+            ],
+            failed_nodes: vec![],
+            want: &[
+                ("node-a", 44),
+                ("node-b", 66),
+                ("node-c", 77),
+                ("node-d", 100),
+            ],
+        },
+        ScoreCase {
+            name: "one constraint on node, 3 out of 4 nodes are candidates",
+            pod: make_pod()
+                .name("p")
+                .label("foo", "")
+                .spread_constraint(
+                    1,
+                    LABEL_HOSTNAME,
+                    SCHEDULE_ANYWAY,
+                    foo_selector(),
+                    None,
+                    None,
+                    None,
+                    None,
+                )
+                .obj(),
+            nodes: vec![
+                make_node()
+                    .name("node-a")
+                    .label(LABEL_HOSTNAME, "node-a")
+                    .obj(),
+                make_node()
+                    .name("node-b")
+                    .label(LABEL_HOSTNAME, "node-b")
+                    .obj(),
+                make_node()
+                    .name("node-x")
+                    .label(LABEL_HOSTNAME, "node-x")
+                    .obj(),
+            ],
+            existing_pods: vec![
+                make_pod()
+                    .name("p-a1")
+                    .node("node-a")
+                    .label("foo", "")
+                    .obj(),
+                make_pod()
+                    .name("p-a2")
+                    .node("node-a")
+                    .label("foo", "")
+                    .obj(),
+                make_pod()
+                    .name("p-a3")
+                    .node("node-a")
+                    .label("foo", "")
+                    .obj(),
+                make_pod()
+                    .name("p-a4")
+                    .node("node-a")
+                    .label("foo", "")
+                    .obj(),
+                make_pod()
+                    .name("p-b1")
+                    .node("node-b")
+                    .label("foo", "")
+                    .obj(),
+                make_pod()
+                    .name("p-b2")
+                    .node("node-b")
+                    .label("foo", "")
+                    .obj(),
+                make_pod()
+                    .name("p-x1")
+                    .node("node-x")
+                    .label("foo", "")
+                    .obj(),
+                make_pod()
+                    .name("p-y1")
+                    .node("node-y")
+                    .label("foo", "")
+                    .obj(),
+                make_pod()
+                    .name("p-y2")
+                    .node("node-y")
+                    .label("foo", "")
+                    .obj(),
+                make_pod()
+                    .name("p-y3")
+                    .node("node-y")
+                    .label("foo", "")
+                    .obj(),
+            ],
+            failed_nodes: vec![
+                make_node()
+                    .name("node-y")
+                    .label(LABEL_HOSTNAME, "node-y")
+                    .obj(),
+            ],
+            want: &[("node-a", 33), ("node-b", 83), ("node-x", 100)],
+        },
+        ScoreCase {
+            name: "one constraint on node, 3 out of 4 nodes are candidates, one node doesn't match topology key",
+            pod: make_pod()
+                .name("p")
+                .label("foo", "")
+                .spread_constraint(
+                    1,
+                    LABEL_HOSTNAME,
+                    SCHEDULE_ANYWAY,
+                    foo_selector(),
+                    None,
+                    None,
+                    None,
+                    None,
+                )
+                .obj(),
+            nodes: vec![
+                make_node()
+                    .name("node-a")
+                    .label(LABEL_HOSTNAME, "node-a")
+                    .obj(),
+                make_node().name("node-b").label("n", "node-b").obj(),
+                make_node()
+                    .name("node-x")
+                    .label(LABEL_HOSTNAME, "node-x")
+                    .obj(),
+            ],
+            existing_pods: vec![
+                make_pod()
+                    .name("p-a1")
+                    .node("node-a")
+                    .label("foo", "")
+                    .obj(),
+                make_pod()
+                    .name("p-a2")
+                    .node("node-a")
+                    .label("foo", "")
+                    .obj(),
+                make_pod()
+                    .name("p-a3")
+                    .node("node-a")
+                    .label("foo", "")
+                    .obj(),
+                make_pod()
+                    .name("p-a4")
+                    .node("node-a")
+                    .label("foo", "")
+                    .obj(),
+                make_pod()
+                    .name("p-b1")
+                    .node("node-b")
+                    .label("foo", "")
+                    .obj(),
+                make_pod()
+                    .name("p-b2")
+                    .node("node-b")
+                    .label("foo", "")
+                    .obj(),
+                make_pod()
+                    .name("p-x1")
+                    .node("node-x")
+                    .label("foo", "")
+                    .obj(),
+                make_pod()
+                    .name("p-y1")
+                    .node("node-y")
+                    .label("foo", "")
+                    .obj(),
+                make_pod()
+                    .name("p-y2")
+                    .node("node-y")
+                    .label("foo", "")
+                    .obj(),
+                make_pod()
+                    .name("p-y3")
+                    .node("node-y")
+                    .label("foo", "")
+                    .obj(),
+            ],
+            failed_nodes: vec![
+                make_node()
+                    .name("node-y")
+                    .label(LABEL_HOSTNAME, "node-y")
+                    .obj(),
+            ],
+            want: &[("node-a", 16), ("node-b", 0), ("node-x", 100)],
+        },
+        ScoreCase {
+            name: "one constraint on zone, 3 out of 4 nodes are candidates",
+            pod: make_pod()
+                .name("p")
+                .label("foo", "")
+                .spread_constraint(
+                    1,
+                    "zone",
+                    SCHEDULE_ANYWAY,
+                    foo_selector(),
+                    None,
+                    None,
+                    None,
+                    None,
+                )
+                .obj(),
+            nodes: vec![
+                make_node()
+                    .name("node-a")
+                    .label("zone", "zone1")
+                    .label(LABEL_HOSTNAME, "node-a")
+                    .obj(),
+                make_node()
+                    .name("node-b")
+                    .label("zone", "zone1")
+                    .label(LABEL_HOSTNAME, "node-b")
+                    .obj(),
+                make_node()
+                    .name("node-x")
+                    .label("zone", "zone2")
+                    .label(LABEL_HOSTNAME, "node-x")
+                    .obj(),
+            ],
+            existing_pods: vec![
+                make_pod()
+                    .name("p-a1")
+                    .node("node-a")
+                    .label("foo", "")
+                    .obj(),
+                make_pod()
+                    .name("p-a2")
+                    .node("node-a")
+                    .label("foo", "")
+                    .obj(),
+                make_pod()
+                    .name("p-a3")
+                    .node("node-a")
+                    .label("foo", "")
+                    .obj(),
+                make_pod()
+                    .name("p-a4")
+                    .node("node-a")
+                    .label("foo", "")
+                    .obj(),
+                make_pod()
+                    .name("p-b1")
+                    .node("node-b")
+                    .label("foo", "")
+                    .obj(),
+                make_pod()
+                    .name("p-b2")
+                    .node("node-b")
+                    .label("foo", "")
+                    .obj(),
+                make_pod()
+                    .name("p-x1")
+                    .node("node-x")
+                    .label("foo", "")
+                    .obj(),
+                make_pod()
+                    .name("p-y1")
+                    .node("node-y")
+                    .label("foo", "")
+                    .obj(),
+                make_pod()
+                    .name("p-y2")
+                    .node("node-y")
+                    .label("foo", "")
+                    .obj(),
+                make_pod()
+                    .name("p-y3")
+                    .node("node-y")
+                    .label("foo", "")
+                    .obj(),
+            ],
+            failed_nodes: vec![
+                make_node()
+                    .name("node-y")
+                    .label("zone", "zone2")
+                    .label(LABEL_HOSTNAME, "node-y")
+                    .obj(),
+            ],
+            want: &[("node-a", 75), ("node-b", 75), ("node-x", 100)],
+        },
+        ScoreCase {
+            name: "two Constraints on zone and node, 2 out of 4 nodes are candidates",
+            pod: make_pod()
+                .name("p")
+                .label("foo", "")
+                .spread_constraint(
+                    1,
+                    "zone",
+                    SCHEDULE_ANYWAY,
+                    foo_selector(),
+                    None,
+                    None,
+                    None,
+                    None,
+                )
+                .spread_constraint(
+                    1,
+                    LABEL_HOSTNAME,
+                    SCHEDULE_ANYWAY,
+                    foo_selector(),
+                    None,
+                    None,
+                    None,
+                    None,
+                )
+                .obj(),
+            nodes: vec![
+                make_node()
+                    .name("node-a")
+                    .label("zone", "zone1")
+                    .label(LABEL_HOSTNAME, "node-a")
+                    .obj(),
+                make_node()
+                    .name("node-x")
+                    .label("zone", "zone2")
+                    .label(LABEL_HOSTNAME, "node-x")
+                    .obj(),
+            ],
+            existing_pods: vec![
+                make_pod()
+                    .name("p-a1")
+                    .node("node-a")
+                    .label("foo", "")
+                    .obj(),
+                make_pod()
+                    .name("p-a2")
+                    .node("node-a")
+                    .label("foo", "")
+                    .obj(),
+                make_pod()
+                    .name("p-b1")
+                    .node("node-b")
+                    .label("foo", "")
+                    .obj(),
+                make_pod()
+                    .name("p-x1")
+                    .node("node-x")
+                    .label("foo", "")
+                    .obj(),
+                make_pod()
+                    .name("p-x2")
+                    .node("node-x")
+                    .label("foo", "")
+                    .obj(),
+                make_pod()
+                    .name("p-y1")
+                    .node("node-y")
+                    .label("foo", "")
+                    .obj(),
+                make_pod()
+                    .name("p-y2")
+                    .node("node-y")
+                    .label("foo", "")
+                    .obj(),
+                make_pod()
+                    .name("p-y3")
+                    .node("node-y")
+                    .label("foo", "")
+                    .obj(),
+                make_pod()
+                    .name("p-y4")
+                    .node("node-y")
+                    .label("foo", "")
+                    .obj(),
+            ],
+            failed_nodes: vec![
+                make_node()
+                    .name("node-b")
+                    .label("zone", "zone1")
+                    .label(LABEL_HOSTNAME, "node-b")
+                    .obj(),
+                make_node()
+                    .name("node-y")
+                    .label("zone", "zone2")
+                    .label(LABEL_HOSTNAME, "node-y")
+                    .obj(),
+            ],
+            want: &[("node-a", 100), ("node-x", 63)],
+        },
+        ScoreCase {
+            name: "two Constraints on zone, 2 out of 4 nodes are candidates",
+            pod: make_pod()
+                .name("p")
+                .label("foo", "")
+                .label("bar", "")
+                .spread_constraint(
+                    1,
+                    "zone",
+                    SCHEDULE_ANYWAY,
+                    foo_selector(),
+                    None,
+                    None,
+                    None,
+                    None,
+                )
+                .spread_constraint(
+                    1,
+                    "zone",
+                    SCHEDULE_ANYWAY,
+                    bar_selector(),
+                    None,
+                    None,
+                    None,
+                    None,
+                )
+                .obj(),
+            nodes: vec![
+                make_node().name("node-a").label("zone", "zone1").obj(),
+                make_node().name("node-x").label("zone", "zone2").obj(),
+            ],
+            existing_pods: vec![
+                make_pod()
+                    .name("p-a1")
+                    .node("node-a")
+                    .label("foo", "")
+                    .label("bar", "")
+                    .obj(),
+                make_pod()
+                    .name("p-a2")
+                    .node("node-a")
+                    .label("foo", "")
+                    .obj(),
+                make_pod()
+                    .name("p-b1")
+                    .node("node-b")
+                    .label("foo", "")
+                    .label("bar", "")
+                    .obj(),
+                make_pod()
+                    .name("p-y1")
+                    .node("node-y")
+                    .label("foo", "")
+                    .obj(),
+                make_pod()
+                    .name("p-y2")
+                    .node("node-y")
+                    .label("foo", "")
+                    .label("bar", "")
+                    .obj(),
+                make_pod()
+                    .name("p-y3")
+                    .node("node-y")
+                    .label("foo", "")
+                    .obj(),
+            ],
+            failed_nodes: vec![
+                make_node().name("node-b").label("zone", "zone1").obj(),
+                make_node().name("node-y").label("zone", "zone2").obj(),
+            ],
+            want: &[("node-a", 85), ("node-x", 100)],
+        },
+        ScoreCase {
+            name: "two Constraints on zone and node, with different labelSelectors",
+            pod: make_pod()
+                .name("p")
+                .label("foo", "")
+                .label("bar", "")
+                .spread_constraint(
+                    1,
+                    "zone",
+                    SCHEDULE_ANYWAY,
+                    foo_selector(),
+                    None,
+                    None,
+                    None,
+                    None,
+                )
+                .spread_constraint(
+                    1,
+                    LABEL_HOSTNAME,
+                    SCHEDULE_ANYWAY,
+                    bar_selector(),
+                    None,
+                    None,
+                    None,
+                    None,
+                )
+                .obj(),
+            nodes: vec![
+                make_node()
+                    .name("node-a")
+                    .label("zone", "zone1")
+                    .label(LABEL_HOSTNAME, "node-a")
+                    .obj(),
+                make_node()
+                    .name("node-b")
+                    .label("zone", "zone1")
+                    .label(LABEL_HOSTNAME, "node-b")
+                    .obj(),
+                make_node()
+                    .name("node-x")
+                    .label("zone", "zone2")
+                    .label(LABEL_HOSTNAME, "node-x")
+                    .obj(),
+                make_node()
+                    .name("node-y")
+                    .label("zone", "zone2")
+                    .label(LABEL_HOSTNAME, "node-y")
+                    .obj(),
+            ],
+            existing_pods: vec![
+                make_pod()
+                    .name("p-a1")
+                    .node("node-a")
+                    .label("foo", "")
+                    .obj(),
+                make_pod()
+                    .name("p-b1")
+                    .node("node-b")
+                    .label("foo", "")
+                    .label("bar", "")
+                    .obj(),
+                make_pod()
+                    .name("p-y1")
+                    .node("node-y")
+                    .label("foo", "")
+                    .obj(),
+                make_pod()
+                    .name("p-y2")
+                    .node("node-y")
+                    .label("bar", "")
+                    .obj(),
+            ],
+            failed_nodes: vec![],
+            want: &[
+                ("node-a", 60),
+                ("node-b", 20),
+                ("node-x", 100),
+                ("node-y", 60),
+            ],
+        },
+        ScoreCase {
+            name: "two Constraints on zone and node, with different labelSelectors, some nodes have 0 pods",
+            pod: make_pod()
+                .name("p")
+                .label("foo", "")
+                .label("bar", "")
+                .spread_constraint(
+                    1,
+                    "zone",
+                    SCHEDULE_ANYWAY,
+                    foo_selector(),
+                    None,
+                    None,
+                    None,
+                    None,
+                )
+                .spread_constraint(
+                    1,
+                    LABEL_HOSTNAME,
+                    SCHEDULE_ANYWAY,
+                    bar_selector(),
+                    None,
+                    None,
+                    None,
+                    None,
+                )
+                .obj(),
+            nodes: vec![
+                make_node()
+                    .name("node-a")
+                    .label("zone", "zone1")
+                    .label(LABEL_HOSTNAME, "node-a")
+                    .obj(),
+                make_node()
+                    .name("node-b")
+                    .label("zone", "zone1")
+                    .label(LABEL_HOSTNAME, "node-b")
+                    .obj(),
+                make_node()
+                    .name("node-x")
+                    .label("zone", "zone2")
+                    .label(LABEL_HOSTNAME, "node-x")
+                    .obj(),
+                make_node()
+                    .name("node-y")
+                    .label("zone", "zone2")
+                    .label(LABEL_HOSTNAME, "node-y")
+                    .obj(),
+            ],
+            existing_pods: vec![
+                make_pod()
+                    .name("p-b1")
+                    .node("node-b")
+                    .label("bar", "")
+                    .obj(),
+                make_pod()
+                    .name("p-x1")
+                    .node("node-x")
+                    .label("foo", "")
+                    .obj(),
+                make_pod()
+                    .name("p-y1")
+                    .node("node-y")
+                    .label("foo", "")
+                    .label("bar", "")
+                    .obj(),
+            ],
+            failed_nodes: vec![],
+            want: &[
+                ("node-a", 100),
+                ("node-b", 60),
+                ("node-x", 40),
+                ("node-y", 0),
+            ],
+        },
+        ScoreCase {
+            name: "two Constraints on zone and node, with different labelSelectors, 3 out of 4 nodes are candidates",
+            pod: make_pod()
+                .name("p")
+                .label("foo", "")
+                .label("bar", "")
+                .spread_constraint(
+                    1,
+                    "zone",
+                    SCHEDULE_ANYWAY,
+                    foo_selector(),
+                    None,
+                    None,
+                    None,
+                    None,
+                )
+                .spread_constraint(
+                    1,
+                    LABEL_HOSTNAME,
+                    SCHEDULE_ANYWAY,
+                    bar_selector(),
+                    None,
+                    None,
+                    None,
+                    None,
+                )
+                .obj(),
+            nodes: vec![
+                make_node()
+                    .name("node-a")
+                    .label("zone", "zone1")
+                    .label(LABEL_HOSTNAME, "node-a")
+                    .obj(),
+                make_node()
+                    .name("node-b")
+                    .label("zone", "zone1")
+                    .label(LABEL_HOSTNAME, "node-b")
+                    .obj(),
+                make_node()
+                    .name("node-x")
+                    .label("zone", "zone2")
+                    .label(LABEL_HOSTNAME, "node-x")
+                    .obj(),
+            ],
+            existing_pods: vec![
+                make_pod()
+                    .name("p-a1")
+                    .node("node-a")
+                    .label("foo", "")
+                    .obj(),
+                make_pod()
+                    .name("p-b1")
+                    .node("node-b")
+                    .label("foo", "")
+                    .label("bar", "")
+                    .obj(),
+                make_pod()
+                    .name("p-y1")
+                    .node("node-y")
+                    .label("foo", "")
+                    .obj(),
+                make_pod()
+                    .name("p-y2")
+                    .node("node-y")
+                    .label("bar", "")
+                    .obj(),
+            ],
+            failed_nodes: vec![
+                make_node()
+                    .name("node-y")
+                    .label("zone", "zone2")
+                    .label(LABEL_HOSTNAME, "node-y")
+                    .obj(),
+            ],
+            want: &[("node-a", 50), ("node-b", 25), ("node-x", 100)],
+        },
+        ScoreCase {
+            name: "existing pods in a different namespace do not count",
+            pod: make_pod()
+                .name("p")
+                .label("foo", "")
+                .spread_constraint(
+                    1,
+                    LABEL_HOSTNAME,
+                    SCHEDULE_ANYWAY,
+                    foo_selector(),
+                    None,
+                    None,
+                    None,
+                    None,
+                )
+                .obj(),
+            nodes: vec![
+                make_node()
+                    .name("node-a")
+                    .label(LABEL_HOSTNAME, "node-a")
+                    .obj(),
+                make_node()
+                    .name("node-b")
+                    .label(LABEL_HOSTNAME, "node-b")
+                    .obj(),
+            ],
+            existing_pods: vec![
+                make_pod()
+                    .name("p-a1")
+                    .namespace("ns1")
+                    .node("node-a")
+                    .label("foo", "")
+                    .obj(),
+                make_pod()
+                    .name("p-a2")
+                    .node("node-a")
+                    .label("foo", "")
+                    .obj(),
+                make_pod()
+                    .name("p-b1")
+                    .node("node-b")
+                    .label("foo", "")
+                    .obj(),
+                make_pod()
+                    .name("p-b2")
+                    .node("node-b")
+                    .label("foo", "")
+                    .obj(),
+            ],
+            failed_nodes: vec![],
+            want: &[("node-a", 100), ("node-b", 33)],
+        },
+        ScoreCase {
+            name: "terminating Pods should be excluded",
+            pod: make_pod()
+                .name("p")
+                .label("foo", "")
+                .spread_constraint(
+                    1,
+                    LABEL_HOSTNAME,
+                    SCHEDULE_ANYWAY,
+                    foo_selector(),
+                    None,
+                    None,
+                    None,
+                    None,
+                )
+                .obj(),
+            nodes: vec![
+                make_node()
+                    .name("node-a")
+                    .label(LABEL_HOSTNAME, "node-a")
+                    .obj(),
+                make_node()
+                    .name("node-b")
+                    .label(LABEL_HOSTNAME, "node-b")
+                    .obj(),
+            ],
+            existing_pods: vec![
+                make_pod()
+                    .name("p-a")
+                    .node("node-a")
+                    .label("foo", "")
+                    .terminating()
+                    .obj(),
+                make_pod().name("p-b").node("node-b").label("foo", "").obj(),
+            ],
+            failed_nodes: vec![],
+            want: &[("node-a", 100), ("node-b", 0)],
+        },
+        ScoreCase {
+            name: "minDomains has no effect when ScheduleAnyway",
+            pod: make_pod()
+                .name("p")
+                .label("foo", "")
+                .spread_constraint(
+                    2,
+                    "node",
+                    SCHEDULE_ANYWAY,
+                    foo_selector(),
+                    Some(10),
+                    None,
+                    None,
+                    None,
+                )
+                .obj(),
+            nodes: vec![
+                make_node().name("node-a").label("node", "node-a").obj(),
+                make_node().name("node-b").label("node", "node-b").obj(),
+                make_node().name("node-c").label("node", "node-c").obj(),
+            ],
+            existing_pods: vec![
+                make_pod()
+                    .name("p-a1")
+                    .node("node-a")
+                    .label("foo", "")
+                    .obj(),
+                make_pod()
+                    .name("p-a2")
+                    .node("node-a")
+                    .label("foo", "")
+                    .obj(),
+                make_pod()
+                    .name("p-b1")
+                    .node("node-b")
+                    .label("foo", "")
+                    .obj(),
+                make_pod()
+                    .name("p-b2")
+                    .node("node-b")
+                    .label("foo", "")
+                    .obj(),
+                make_pod()
+                    .name("p-c1")
+                    .node("node-c")
+                    .label("foo", "")
+                    .obj(),
+            ],
+            failed_nodes: vec![],
+            want: &[("node-a", 75), ("node-b", 75), ("node-c", 100)],
+        },
+        ScoreCase {
+            name: "NodeAffinityPolicy honoed with labelSelectors",
+            pod: make_pod()
+                .name("p")
+                .label("foo", "")
+                .node_selector(&[("foo", "")])
+                .spread_constraint(
+                    1,
+                    "node",
+                    SCHEDULE_ANYWAY,
+                    foo_selector(),
+                    None,
+                    None,
+                    None,
+                    None,
+                )
+                .obj(),
+            nodes: vec![
+                make_node()
+                    .name("node-a")
+                    .label("node", "node-a")
+                    .label("foo", "")
+                    .obj(),
+                make_node()
+                    .name("node-b")
+                    .label("node", "node-b")
+                    .label("foo", "")
+                    .obj(),
+                make_node().name("node-c").label("node", "node-c").obj(),
+            ],
+            existing_pods: vec![
+                make_pod()
+                    .name("p-a1")
+                    .node("node-a")
+                    .label("foo", "")
+                    .obj(),
+                make_pod()
+                    .name("p-a2")
+                    .node("node-a")
+                    .label("foo", "")
+                    .obj(),
+                make_pod()
+                    .name("p-b1")
+                    .node("node-b")
+                    .label("foo", "")
+                    .obj(),
+                make_pod()
+                    .name("p-c1")
+                    .node("node-c")
+                    .label("foo", "")
+                    .obj(),
+            ],
+            failed_nodes: vec![],
+            want: &[("node-a", 0), ("node-b", 33), ("node-c", 100)],
+        },
+        ScoreCase {
+            name: "NodeAffinityPolicy ignored with labelSelectors",
+            pod: make_pod()
+                .name("p")
+                .label("foo", "")
+                .node_selector(&[("foo", "")])
+                .spread_constraint(
+                    1,
+                    "node",
+                    SCHEDULE_ANYWAY,
+                    foo_selector(),
+                    None,
+                    Some(IGNORE),
+                    None,
+                    None,
+                )
+                .obj(),
+            nodes: vec![
+                make_node()
+                    .name("node-a")
+                    .label("node", "node-a")
+                    .label("foo", "")
+                    .obj(),
+                make_node()
+                    .name("node-b")
+                    .label("node", "node-b")
+                    .label("foo", "")
+                    .obj(),
+                make_node().name("node-c").label("node", "node-c").obj(),
+            ],
+            existing_pods: vec![
+                make_pod()
+                    .name("p-a1")
+                    .node("node-a")
+                    .label("foo", "")
+                    .obj(),
+                make_pod()
+                    .name("p-a2")
+                    .node("node-a")
+                    .label("foo", "")
+                    .obj(),
+                make_pod()
+                    .name("p-b1")
+                    .node("node-b")
+                    .label("foo", "")
+                    .obj(),
+                make_pod()
+                    .name("p-c1")
+                    .node("node-c")
+                    .label("foo", "")
+                    .obj(),
+            ],
+            failed_nodes: vec![],
+            want: &[("node-a", 66), ("node-b", 100), ("node-c", 100)],
+        },
+        ScoreCase {
+            name: "NodeAffinityPolicy honoed with nodeAffinity",
+            pod: make_pod()
+                .name("p")
+                .label("foo", "")
+                .node_affinity_in("foo", vec![""], MATCH_EXPRESSIONS)
+                .spread_constraint(
+                    1,
+                    "node",
+                    SCHEDULE_ANYWAY,
+                    foo_selector(),
+                    None,
+                    None,
+                    None,
+                    None,
+                )
+                .obj(),
+            nodes: vec![
+                make_node()
+                    .name("node-a")
+                    .label("node", "node-a")
+                    .label("foo", "")
+                    .obj(),
+                make_node()
+                    .name("node-b")
+                    .label("node", "node-b")
+                    .label("foo", "")
+                    .obj(),
+                make_node().name("node-c").label("node", "node-c").obj(),
+            ],
+            existing_pods: vec![
+                make_pod()
+                    .name("p-a1")
+                    .node("node-a")
+                    .label("foo", "")
+                    .obj(),
+                make_pod()
+                    .name("p-a2")
+                    .node("node-a")
+                    .label("foo", "")
+                    .obj(),
+                make_pod()
+                    .name("p-b1")
+                    .node("node-b")
+                    .label("foo", "")
+                    .obj(),
+                make_pod()
+                    .name("p-c1")
+                    .node("node-c")
+                    .label("foo", "")
+                    .obj(),
+            ],
+            failed_nodes: vec![],
+            want: &[("node-a", 0), ("node-b", 33), ("node-c", 100)],
+        },
+        ScoreCase {
+            name: "NodeAffinityPolicy ignored with nodeAffinity",
+            pod: make_pod()
+                .name("p")
+                .label("foo", "")
+                .node_affinity_in("foo", vec![""], MATCH_EXPRESSIONS)
+                .spread_constraint(
+                    1,
+                    "node",
+                    SCHEDULE_ANYWAY,
+                    foo_selector(),
+                    None,
+                    Some(IGNORE),
+                    None,
+                    None,
+                )
+                .obj(),
+            nodes: vec![
+                make_node()
+                    .name("node-a")
+                    .label("node", "node-a")
+                    .label("foo", "")
+                    .obj(),
+                make_node()
+                    .name("node-b")
+                    .label("node", "node-b")
+                    .label("foo", "")
+                    .obj(),
+                make_node().name("node-c").label("node", "node-c").obj(),
+            ],
+            existing_pods: vec![
+                make_pod()
+                    .name("p-a1")
+                    .node("node-a")
+                    .label("foo", "")
+                    .obj(),
+                make_pod()
+                    .name("p-a2")
+                    .node("node-a")
+                    .label("foo", "")
+                    .obj(),
+                make_pod()
+                    .name("p-b1")
+                    .node("node-b")
+                    .label("foo", "")
+                    .obj(),
+                make_pod()
+                    .name("p-c1")
+                    .node("node-c")
+                    .label("foo", "")
+                    .obj(),
+            ],
+            failed_nodes: vec![],
+            want: &[("node-a", 66), ("node-b", 100), ("node-c", 100)],
+        },
+        ScoreCase {
+            name: "NodeTaintsPolicy honored",
+            pod: make_pod()
+                .name("p")
+                .label("foo", "")
+                .spread_constraint(
+                    1,
+                    "node",
+                    SCHEDULE_ANYWAY,
+                    foo_selector(),
+                    None,
+                    None,
+                    Some(HONOR),
+                    None,
+                )
+                .obj(),
+            nodes: vec![
+                make_node().name("node-a").label("node", "node-a").obj(),
+                make_node().name("node-b").label("node", "node-b").obj(),
+                make_node()
+                    .name("node-c")
+                    .label("node", "node-c")
+                    .taints(unschedulable_taint())
+                    .obj(),
+            ],
+            existing_pods: vec![
+                make_pod()
+                    .name("p-a1")
+                    .node("node-a")
+                    .label("foo", "")
+                    .obj(),
+                make_pod()
+                    .name("p-a2")
+                    .node("node-a")
+                    .label("foo", "")
+                    .obj(),
+                make_pod()
+                    .name("p-b1")
+                    .node("node-b")
+                    .label("foo", "")
+                    .obj(),
+                make_pod()
+                    .name("p-c1")
+                    .node("node-c")
+                    .label("foo", "")
+                    .obj(),
+            ],
+            failed_nodes: vec![],
+            want: &[("node-a", 0), ("node-b", 33), ("node-c", 100)],
+        },
+        ScoreCase {
+            name: "NodeTaintsPolicy ignored",
+            pod: make_pod()
+                .name("p")
+                .label("foo", "")
+                .spread_constraint(
+                    1,
+                    "node",
+                    SCHEDULE_ANYWAY,
+                    foo_selector(),
+                    None,
+                    None,
+                    None,
+                    None,
+                )
+                .obj(),
+            nodes: vec![
+                make_node().name("node-a").label("node", "node-a").obj(),
+                make_node().name("node-b").label("node", "node-b").obj(),
+                make_node()
+                    .name("node-c")
+                    .label("node", "node-c")
+                    .taints(unschedulable_taint())
+                    .obj(),
+            ],
+            existing_pods: vec![
+                make_pod()
+                    .name("p-a1")
+                    .node("node-a")
+                    .label("foo", "")
+                    .obj(),
+                make_pod()
+                    .name("p-a2")
+                    .node("node-a")
+                    .label("foo", "")
+                    .obj(),
+                make_pod()
+                    .name("p-b1")
+                    .node("node-b")
+                    .label("foo", "")
+                    .obj(),
+                make_pod()
+                    .name("p-c1")
+                    .node("node-c")
+                    .label("foo", "")
+                    .obj(),
+            ],
+            failed_nodes: vec![],
+            want: &[("node-a", 66), ("node-b", 100), ("node-c", 100)],
+        },
+        ScoreCase {
+            name: "matchLabelKeys ANDed with LabelSelector when LabelSelector is empty",
+            pod: make_pod()
+                .name("p")
+                .label("foo", "")
+                .label("bar", "")
+                .spread_constraint(
+                    1,
+                    "zone",
+                    SCHEDULE_ANYWAY,
+                    Some(make_selector().obj()),
+                    None,
+                    None,
+                    None,
+                    Some(vec!["foo"]),
+                )
+                .spread_constraint(
+                    1,
+                    LABEL_HOSTNAME,
+                    SCHEDULE_ANYWAY,
+                    Some(make_selector().obj()),
+                    None,
+                    None,
+                    None,
+                    Some(vec!["bar"]),
+                )
+                .obj(),
+            nodes: vec![
+                make_node()
+                    .name("node-a")
+                    .label("zone", "zone1")
+                    .label(LABEL_HOSTNAME, "node-a")
+                    .obj(),
+                make_node()
+                    .name("node-b")
+                    .label("zone", "zone1")
+                    .label(LABEL_HOSTNAME, "node-b")
+                    .obj(),
+                make_node()
+                    .name("node-c")
+                    .label("zone", "zone2")
+                    .label(LABEL_HOSTNAME, "node-c")
+                    .obj(),
+                make_node()
+                    .name("node-d")
+                    .label("zone", "zone2")
+                    .label(LABEL_HOSTNAME, "node-d")
+                    .obj(),
+            ],
+            existing_pods: vec![
+                make_pod()
+                    .name("p-a1")
+                    .node("node-a")
+                    .label("foo", "")
+                    .obj(),
+                make_pod()
+                    .name("p-b1")
+                    .node("node-b")
+                    .label("foo", "")
+                    .label("bar", "")
+                    .obj(),
+                make_pod()
+                    .name("p-y1")
+                    .node("node-c")
+                    .label("foo", "")
+                    .obj(),
+                make_pod()
+                    .name("p-y2")
+                    .node("node-c")
+                    .label("bar", "")
+                    .obj(),
+            ],
+            failed_nodes: vec![],
+            want: &[
+                ("node-a", 60),
+                ("node-b", 20),
+                ("node-c", 60),
+                ("node-d", 100),
+            ],
+        },
+        ScoreCase {
+            name: "matchLabelKeys ANDed with LabelSelector when LabelSelector isn't empty",
+            pod: make_pod()
+                .name("p")
+                .label("foo", "")
+                .label("bar", "")
+                .label("baz", "")
+                .spread_constraint(
+                    1,
+                    "zone",
+                    SCHEDULE_ANYWAY,
+                    foo_selector(),
+                    None,
+                    None,
+                    None,
+                    None,
+                )
+                .spread_constraint(
+                    1,
+                    LABEL_HOSTNAME,
+                    SCHEDULE_ANYWAY,
+                    bar_selector(),
+                    None,
+                    None,
+                    None,
+                    Some(vec!["baz"]),
+                )
+                .obj(),
+            nodes: vec![
+                make_node()
+                    .name("node-a")
+                    .label("zone", "zone1")
+                    .label(LABEL_HOSTNAME, "node-a")
+                    .obj(),
+                make_node()
+                    .name("node-b")
+                    .label("zone", "zone1")
+                    .label(LABEL_HOSTNAME, "node-b")
+                    .obj(),
+                make_node()
+                    .name("node-c")
+                    .label("zone", "zone2")
+                    .label(LABEL_HOSTNAME, "node-c")
+                    .obj(),
+                make_node()
+                    .name("node-d")
+                    .label("zone", "zone2")
+                    .label(LABEL_HOSTNAME, "node-d")
+                    .obj(),
+            ],
+            existing_pods: vec![
+                make_pod()
+                    .name("p-a1")
+                    .node("node-a")
+                    .label("foo", "")
+                    .obj(),
+                make_pod()
+                    .name("p-b1")
+                    .node("node-b")
+                    .label("foo", "")
+                    .label("bar", "")
+                    .label("baz", "")
+                    .obj(),
+                make_pod()
+                    .name("p-c1")
+                    .node("node-c")
+                    .label("foo", "")
+                    .obj(),
+                make_pod()
+                    .name("p-c2")
+                    .node("node-c")
+                    .label("bar", "")
+                    .obj(),
+                make_pod()
+                    .name("p-d3")
+                    .node("node-c")
+                    .label("bar", "")
+                    .label("baz", "")
+                    .obj(),
+            ],
+            failed_nodes: vec![],
+            want: &[
+                ("node-a", 60),
+                ("node-b", 20),
+                ("node-c", 60),
+                ("node-d", 100),
+            ],
+        },
+    ]
+}
