@@ -15,31 +15,9 @@ use k8s_openapi::api::core::v1::{Node, Pod, Taint, Toleration};
 
 use berth_core::FeatureGates;
 use berth_core::eviction::{Due, TaintStarts, bound_at, due, is_eviction_taint};
+pub use berth_core::pod::PodKey;
 
 use super::watched::WatchedPod;
-
-/// A pod's namespace and name.
-#[derive(Debug, Clone, Default, PartialEq, Eq, Hash, PartialOrd, Ord)]
-pub struct PodKey {
-    pub namespace: String,
-    pub name: String,
-}
-
-impl PodKey {
-    pub fn of(pod: &impl kube::Resource) -> PodKey {
-        let meta = pod.meta();
-        PodKey {
-            namespace: meta.namespace.clone().unwrap_or_default(),
-            name: meta.name.clone().unwrap_or_default(),
-        }
-    }
-}
-
-impl std::fmt::Display for PodKey {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        write!(f, "{}/{}", self.namespace, self.name)
-    }
-}
 
 /// An eviction to carry out now.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -136,11 +114,8 @@ impl EvictionSchedule {
             pod.metadata.creation_timestamp.as_ref(),
         )
         .unwrap_or(Timestamp::UNIX_EPOCH);
+        let key = PodKey::of_meta(&pod.metadata);
         let WatchedPod { metadata, spec, .. } = pod;
-        let key = PodKey {
-            namespace: metadata.namespace.unwrap_or_default(),
-            name: metadata.name.unwrap_or_default(),
-        };
         let (node, tolerations) = spec
             .map(|s| {
                 (
@@ -333,18 +308,6 @@ impl EvictionSchedule {
     pub fn scheduled_count(&self) -> usize {
         self.queue.len()
     }
-
-    /// Forgets pods not in `pods` (after a re-list); returns the pods whose
-    /// scheduled eviction was called off.
-    pub fn retain_pods(&mut self, pods: &HashSet<PodKey>) -> Vec<PodKey> {
-        let gone: Vec<PodKey> = self
-            .pods
-            .keys()
-            .filter(|k| !pods.contains(*k))
-            .cloned()
-            .collect();
-        gone.into_iter().filter(|k| self.remove_pod(k)).collect()
-    }
 }
 
 #[cfg(test)]
@@ -381,10 +344,7 @@ mod tests {
     }
 
     fn key(name: &str) -> PodKey {
-        PodKey {
-            namespace: "default".into(),
-            name: name.into(),
-        }
+        PodKey::new("default", name)
     }
 
     fn due_now(s: &mut EvictionSchedule, now: i64) -> Vec<String> {
