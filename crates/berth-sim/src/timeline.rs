@@ -23,6 +23,7 @@
 use std::collections::BTreeSet;
 use std::io::Write;
 
+use berth_core::pod::PodKey;
 use berth_core::taint_spec::format_taint;
 use k8s_openapi::api::core::v1::{Event, Node, Pod};
 use serde::{Deserialize, Serialize};
@@ -295,11 +296,12 @@ pub fn node_entries(t: Millis, old: Option<&Node>, new: &Node) -> Vec<Entry> {
 
 /// `namespace/name` of a pod.
 pub fn pod_key(pod: &Pod) -> String {
-    format!(
-        "{}/{}",
-        pod.metadata.namespace.as_deref().unwrap_or(""),
-        pod.metadata.name.as_deref().unwrap_or("")
-    )
+    pod_subject(&berth_core::pod::pod_key(pod))
+}
+
+/// `namespace/name` of the pod with this key: the timeline's name of it.
+pub fn pod_subject(key: &PodKey) -> String {
+    format!("{}/{}", key.namespace, key.name)
 }
 
 fn pod_node(pod: Option<&Pod>) -> Option<&str> {
