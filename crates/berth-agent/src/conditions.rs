@@ -152,63 +152,58 @@ pub struct Health {
     pub pid_pressure: bool,
 }
 
-fn condition(
-    server: &[NodeCondition],
-    type_: &str,
-    status: bool,
-    reason: &str,
-    message: &str,
-    now: Timestamp,
-) -> NodeCondition {
-    let status = if status { "True" } else { "False" };
-    let decided = Decided {
-        type_,
-        status,
-        reason,
-        message,
-    };
-    berth_core::node_status::condition(server, decided, now)
-}
-
-fn pressure(
-    server: &[NodeCondition],
-    text: PressureText,
-    on: bool,
-    now: Timestamp,
-) -> NodeCondition {
+fn pressure(text: PressureText, on: bool) -> Decided<'static> {
     let (type_, off_text, on_text) = text;
     let (reason, message) = if on { on_text } else { off_text };
-    condition(server, type_, on, reason, message, now)
+    Decided {
+        type_,
+        status: if on { "True" } else { "False" },
+        reason,
+        message,
+    }
 }
 
-/// The four conditions, in upstream's order: MemoryPressure, DiskPressure,
-/// PIDPressure, Ready. `not_ready` lists what keeps the node from being
-/// Ready (empty: Ready); `server` are the Node's conditions on the server,
-/// whose transition times carry over while a status holds.
+/// The four conditions before their times, in upstream's order:
+/// MemoryPressure, DiskPressure, PIDPressure, Ready. `not_ready` says what
+/// keeps the node from being Ready (`None`: Ready).
+pub fn decide(health: Health, not_ready: Option<&str>) -> [Decided<'_>; 4] {
+    let ready = match not_ready {
+        None => Decided {
+            type_: "Ready",
+            status: "True",
+            reason: READY_REASON,
+            message: READY_MESSAGE,
+        },
+        Some(message) => Decided {
+            type_: "Ready",
+            status: "False",
+            reason: NOT_READY_REASON,
+            message,
+        },
+    };
+    [
+        pressure(MEMORY, health.memory_pressure),
+        pressure(DISK, health.disk_pressure),
+        pressure(PID, health.pid_pressure),
+        ready,
+    ]
+}
+
+/// The four conditions of [`decide`] at `now`. `not_ready` lists what
+/// keeps the node from being Ready (empty: Ready); `server` are the Node's
+/// conditions on the server, whose transition times carry over while a
+/// status holds.
 pub fn node_conditions(
     health: Health,
     not_ready: &[String],
     server: &[NodeCondition],
     now: Timestamp,
 ) -> Vec<NodeCondition> {
-    let ready = if not_ready.is_empty() {
-        condition(server, "Ready", true, READY_REASON, READY_MESSAGE, now)
-    } else {
-        condition(
-            server,
-            "Ready",
-            false,
-            NOT_READY_REASON,
-            &not_ready.join(", "),
-            now,
-        )
-    };
-    vec![
-        pressure(server, MEMORY, health.memory_pressure, now),
-        pressure(server, DISK, health.disk_pressure, now),
-        pressure(server, PID, health.pid_pressure, now),
-        ready,
-    ]
+    let message = not_ready.join(", ");
+    decide(health, (!not_ready.is_empty()).then_some(message.as_str()))
+        .into_iter()
+        .map(|decided| berth_core::node_status::condition(server, decided, now))
+        .collect()
 }
 
 #[cfg(test)]

@@ -11,7 +11,7 @@ use berth_agent::config::AgentConfig;
 use berth_agent::metrics::AgentMetrics;
 use berth_agent::node_client::{NodeClient, bearer_header, with_default_bearer};
 use berth_agent::registration::NodeTemplate;
-use berth_agent::sim::{self, FleetOptions, SimNode, SimStats};
+use berth_agent::sim::{self, Fleet, FleetOptions, SimNode, SimStats};
 use berth_apiserver::api::{ApiConfig, ApiServer};
 use berth_apiserver::auth::User;
 use berth_apiserver::in_process;
@@ -642,15 +642,18 @@ async fn a_node_agent_token_cannot_change_another_node() {
 async fn simulated_nodes_share_one_client_and_each_heartbeats_as_itself() {
     let c = cluster().await;
     let nodes_wanted = 5;
+    let template = Arc::new(template("", ""));
     let sim_nodes: Vec<SimNode> = (0..nodes_wanted)
         .map(|i| {
             let name = sim::sim_node_name("sim-", i);
             let token = format!("sim-token-{i}");
             c.api.auth.add_token(token.clone(), User::node(&name));
             SimNode {
-                zone: sim::sim_zone(i, 2),
+                zone: Some(sim::sim_zone(i, 2)),
                 bearer: bearer_header(&token).expect("header"),
                 name,
+                template: template.clone(),
+                phase: None,
             }
         })
         .collect();
@@ -659,20 +662,21 @@ async fn simulated_nodes_share_one_client_and_each_heartbeats_as_itself() {
     let shared = with_default_bearer(base, bearer_header("sim-fleet-token").expect("header"));
     let stats = Arc::new(SimStats::default());
     let stop = CancellationToken::new();
-    let fleet = tokio::spawn(sim::run_fleet(
-        shared,
-        sim_nodes,
-        Arc::new(SimRuntime::new(c.clock.clone())),
-        c.clock.clone(),
-        FleetOptions {
-            template: template("", ""),
-            config: AgentConfig::default(),
-            gates: FeatureGates::default(),
-            max_in_flight: 2,
-        },
-        stats.clone(),
-        stop.clone(),
-    ));
+    let fleet = tokio::spawn(
+        Fleet {
+            client: shared,
+            nodes: sim_nodes,
+            runtime: Arc::new(SimRuntime::new(c.clock.clone())),
+            clock: c.clock.clone(),
+            options: FleetOptions {
+                config: AgentConfig::default(),
+                gates: FeatureGates::default(),
+                max_in_flight: 2,
+            },
+            stats: stats.clone(),
+        }
+        .run(stop.clone()),
+    );
     let nodes: Api<Node> = Api::all(c.admin.clone());
     for i in 0..nodes_wanted {
         let name = sim::sim_node_name("sim-", i);

@@ -13,7 +13,7 @@ use berth_agent::credential::{
 };
 use berth_agent::node_client::{bearer_header, with_default_bearer};
 use berth_agent::registration::NodeTemplate;
-use berth_agent::sim::{self, FleetOptions, SimNode, SimStats};
+use berth_agent::sim::{self, Fleet, FleetOptions, SimNode, SimStats};
 use berth_core::clock::Clock;
 use clap::Args;
 use k8s_openapi::api::core::v1::Node;
@@ -79,9 +79,8 @@ pub fn read_template(path: Option<&Path>) -> anyhow::Result<NodeTemplate> {
     Ok(template)
 }
 
-pub fn fleet_options(template: NodeTemplate, max_in_flight: usize) -> FleetOptions {
+pub fn fleet_options(max_in_flight: usize) -> FleetOptions {
     FleetOptions {
-        template,
         config: AgentConfig::default(),
         gates: berth_core::FeatureGates::default(),
         max_in_flight,
@@ -169,14 +168,17 @@ pub async fn run(args: &SimArgs) -> anyhow::Result<()> {
             tokens.insert(name, token);
         }
     }
+    let template = Arc::new(template);
     let nodes: Vec<SimNode> = names
         .iter()
         .enumerate()
         .filter_map(|(i, name)| {
             Some(SimNode {
                 name: name.clone(),
-                zone: sim::sim_zone(i, args.zones),
+                zone: Some(sim::sim_zone(i, args.zones)),
                 bearer: bearer_header(tokens.get(name)?)?,
+                template: template.clone(),
+                phase: None,
             })
         })
         .collect();
@@ -189,15 +191,15 @@ pub async fn run(args: &SimArgs) -> anyhow::Result<()> {
         args.join.server
     );
     let clock = Clock::real();
-    sim::run_fleet(
+    Fleet {
         client,
         nodes,
-        Arc::new(berth_runtime::sim::SimRuntime::new(clock.clone())),
+        runtime: Arc::new(berth_runtime::sim::SimRuntime::new(clock.clone())),
         clock,
-        fleet_options(template, args.max_in_flight),
+        options: fleet_options(args.max_in_flight),
         stats,
-        stop,
-    )
+    }
+    .run(stop)
     .await;
     Ok(())
 }
@@ -238,13 +240,6 @@ async fn check_watcher(client: &kube::Client, kubeconfig: &Path) -> anyhow::Resu
     }
 }
 
-/// A random bearer token (hex).
-fn random_token() -> anyhow::Result<String> {
-    let mut bytes = [0u8; 24];
-    getrandom::fill(&mut bytes).map_err(|e| anyhow::anyhow!("random token: {e}"))?;
-    Ok(bytes.iter().map(|b| format!("{b:02x}")).collect())
-}
-
 /// Simulated nodes inside `berth server`: each node's token is registered
 /// with the API directly, and the fleet talks to the router in-process;
 /// its shared watches go out as `system:berth:sim`.
@@ -254,32 +249,29 @@ pub fn spawn_in_process(
     zones: usize,
     stop: CancellationToken,
 ) -> anyhow::Result<tokio::task::JoinHandle<()>> {
-    let mut nodes = Vec::with_capacity(count);
-    for i in 0..count {
-        let name = sim::sim_node_name("sim-", i);
-        let token = random_token()?;
-        api.auth
-            .add_token(token.clone(), berth_apiserver::auth::User::node(&name));
-        nodes.push(SimNode {
-            zone: sim::sim_zone(i, zones),
-            bearer: bearer_header(&token).context("token header")?,
+    let names: Vec<String> = (0..count).map(|i| sim::sim_node_name("sim-", i)).collect();
+    let joined = berth_sim::fleet::join_in_process(api, &names)?;
+    let template = Arc::new(sim::default_template());
+    let nodes = names
+        .into_iter()
+        .zip(joined.bearers)
+        .enumerate()
+        .map(|(i, (name, bearer))| SimNode {
+            zone: Some(sim::sim_zone(i, zones)),
+            bearer,
             name,
-        });
-    }
-    let watcher = random_token()?;
-    api.auth
-        .add_token(watcher.clone(), berth_apiserver::auth::User::sim_fleet());
-    let watcher = bearer_header(&watcher).context("token header")?;
-    let base = kube::Client::new(berth_apiserver::server::router(api.clone()), "default");
-    let client = with_default_bearer(base, watcher);
+            template: template.clone(),
+            phase: None,
+        })
+        .collect();
     let clock = Clock::real();
-    Ok(tokio::spawn(sim::run_fleet(
-        client,
+    let fleet = Fleet {
+        client: joined.client,
         nodes,
-        Arc::new(berth_runtime::sim::SimRuntime::new(clock.clone())),
+        runtime: Arc::new(berth_runtime::sim::SimRuntime::new(clock.clone())),
         clock,
-        fleet_options(sim::default_template(), 64),
-        Arc::new(SimStats::default()),
-        stop,
-    )))
+        options: fleet_options(64),
+        stats: Arc::new(SimStats::default()),
+    };
+    Ok(tokio::spawn(fleet.run(stop)))
 }
