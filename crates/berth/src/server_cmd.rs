@@ -143,7 +143,7 @@ pub async fn run(args: &ServerArgs) -> anyhow::Result<()> {
     }
     let stop_sim = tokio_util::sync::CancellationToken::new();
     if args.sim_nodes > 0 {
-        crate::sim_cmd::spawn_in_process(
+        crate::fleet_cmd::spawn_in_process(
             &server.api,
             args.sim_nodes,
             args.sim_zones,
