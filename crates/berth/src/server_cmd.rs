@@ -1,6 +1,7 @@
 //! `berth server`: the API server (and, as they arrive, the scheduler and
 //! controllers) in one process, on the embedded store or etcd.
 
+use berth_core::duration::parse_duration;
 use std::net::SocketAddr;
 use std::path::PathBuf;
 use std::time::Duration;
@@ -80,7 +81,7 @@ pub struct ServerArgs {
     max_watches: usize,
     /// On SIGTERM or SIGINT: how long requests in flight may take to finish
     /// before their connections are dropped and the store is closed.
-    #[arg(long, default_value = "30s", value_name = "DURATION", value_parser = crate::controllers_flags::parse_duration)]
+    #[arg(long, default_value = "30s", value_name = "DURATION", value_parser = parse_duration)]
     shutdown_grace_period: Duration,
 }
 
