@@ -898,32 +898,23 @@ impl NodeLifecycleController {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use k8s_openapi::api::core::v1::{NodeCondition, NodeSpec, NodeStatus};
-    use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
+    use berth_core::test_util::make_node;
+    use k8s_openapi::api::core::v1::{NodeSpec, NodeStatus};
 
     fn t(s: i64) -> Timestamp {
         Timestamp::from_second(1_420_113_600 + s).unwrap_or(Timestamp::UNIX_EPOCH)
     }
 
-    fn node(name: &str, zone: &str, ready: &str, heartbeat: i64) -> Node {
-        let mut n = Node::default();
-        n.metadata.name = Some(name.into());
-        n.metadata.uid = Some(format!("uid-{name}"));
-        n.metadata.creation_timestamp = Some(Time(t(-10_000)));
-        n.metadata.labels =
-            Some([(zone::LABEL_TOPOLOGY_ZONE.to_string(), zone.to_string())].into());
-        n.spec = Some(NodeSpec::default());
-        n.status = Some(NodeStatus {
-            conditions: Some(vec![NodeCondition {
-                type_: "Ready".into(),
-                status: ready.into(),
-                last_heartbeat_time: Some(Time(t(heartbeat))),
-                last_transition_time: Some(Time(t(-10_000))),
-                ..NodeCondition::default()
-            }]),
-            ..NodeStatus::default()
-        });
-        n
+    /// A node of `zone`, Ready `ready` since long ago, last heard of at
+    /// `heartbeat`.
+    fn zoned(name: &str, zone: &str, ready: &str, heartbeat: i64) -> Node {
+        make_node()
+            .name(name)
+            .uid(&format!("uid-{name}"))
+            .created_at(t(-10_000))
+            .label(zone::LABEL_TOPOLOGY_ZONE, zone)
+            .condition_at("Ready", ready, t(heartbeat), t(-10_000))
+            .obj()
     }
 
     /// Upstream `TestMonitorNodeHealthEvictPods`, reduced to the plan: a
@@ -935,13 +926,13 @@ mod tests {
     fn silent_node_is_marked_unknown_and_queued_for_tainting_in_one_pass() {
         let config = NodeLifecycleConfig::default();
         let mut state = ClusterState::default();
-        state.observe_node(node("node0", "z", "True", 0), t(0));
-        state.observe_node(node("node1", "z", "True", 0), t(0));
+        state.observe_node(zoned("node0", "z", "True", 0), t(0));
+        state.observe_node(zoned("node1", "z", "True", 0), t(0));
         let first = state.plan(t(0), &config);
         assert_eq!(first.registered, ["node0", "node1"]);
         assert!(first.actions.is_empty());
         // node1 keeps posting; node0 goes silent.
-        state.observe_node(node("node1", "z", "True", 55), t(55));
+        state.observe_node(zoned("node1", "z", "True", 55), t(55));
         let second = state.plan(t(55), &config);
         assert_eq!(second.actions.len(), 1);
         let action = &second.actions[0];
@@ -953,7 +944,7 @@ mod tests {
         assert_eq!(due[0].1.value, "node0");
         // The controller's own writes (the status, then the taint) come
         // back through the watch.
-        let mut unknown = node("node0", "z", "Unknown", 0);
+        let mut unknown = zoned("node0", "z", "Unknown", 0);
         unknown.status = Some(NodeStatus {
             conditions: action.verdict.status_update.clone(),
             ..NodeStatus::default()
@@ -972,7 +963,7 @@ mod tests {
     fn a_ready_node_with_health_taints_gets_them_lifted() {
         let config = NodeLifecycleConfig::default();
         let mut state = ClusterState::default();
-        let mut n = node("node0", "z", "True", 0);
+        let mut n = zoned("node0", "z", "True", 0);
         n.spec = Some(NodeSpec {
             taints: Some(vec![taints::taint(TAINT_UNREACHABLE, EFFECT_NO_EXECUTE)]),
             ..NodeSpec::default()
@@ -987,13 +978,13 @@ mod tests {
     fn a_not_ready_node_with_the_unreachable_taint_is_swapped_at_once() {
         let config = NodeLifecycleConfig::default();
         let mut state = ClusterState::default();
-        let mut n = node("node0", "z", "False", 0);
+        let mut n = zoned("node0", "z", "False", 0);
         n.spec = Some(NodeSpec {
             taints: Some(vec![taints::taint(TAINT_UNREACHABLE, EFFECT_NO_EXECUTE)]),
             ..NodeSpec::default()
         });
         state.observe_node(n, t(0));
-        state.observe_node(node("node1", "z", "True", 0), t(0));
+        state.observe_node(zoned("node1", "z", "True", 0), t(0));
         let plan = state.plan(t(1), &config);
         assert_eq!(plan.actions.len(), 1);
         assert_eq!(
