@@ -163,7 +163,8 @@ mod tests {
     use berth_core::test_util::{PodWrapper, make_node, make_pod, taint, tol};
     use k8s_openapi::api::core::v1::PodOS;
 
-    fn node(taints: Vec<k8s_openapi::api::core::v1::Taint>, allocatable: &[(&str, &str)]) -> Node {
+    /// Node n1 (linux, zone a) with these taints and allocatable.
+    fn n1(taints: Vec<k8s_openapi::api::core::v1::Taint>, allocatable: &[(&str, &str)]) -> Node {
         make_node()
             .name("n1")
             .label("kubernetes.io/os", "linux")
@@ -174,7 +175,7 @@ mod tests {
     }
 
     fn small_node() -> Node {
-        node(
+        n1(
             vec![],
             &[
                 ("cpu", "1"),
@@ -196,8 +197,8 @@ mod tests {
     #[test]
     fn admission_rejects_with_upstream_reasons_and_messages() {
         let one_cpu = [("cpu", "1"), ("memory", "1Gi"), ("pods", "110")];
-        let no_execute = node(vec![taint("dedicated", "db", "NoExecute")], &one_cpu);
-        let no_schedule_only = node(vec![taint("dedicated", "db", "NoSchedule")], &one_cpu);
+        let no_execute = n1(vec![taint("dedicated", "db", "NoExecute")], &one_cpu);
+        let no_schedule_only = n1(vec![taint("dedicated", "db", "NoSchedule")], &one_cpu);
         let busy = requesting("600m", "100Mi");
         let windows = {
             let mut pod = plain();

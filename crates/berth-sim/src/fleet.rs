@@ -142,10 +142,7 @@ mod tests {
     use std::collections::BTreeMap;
 
     use super::*;
-    use berth_apiserver::api::ApiConfig;
-    use berth_apiserver::in_process;
-    use berth_store::{AnyStore, MemStore};
-    use jiff::Timestamp;
+    use berth_testing::TestServer;
     use k8s_openapi::api::core::v1::{Node, NodeCondition};
     use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
     use kube::Api;
@@ -165,15 +162,7 @@ mod tests {
     /// time, not at its 5-minute report.
     #[tokio::test(start_paused = true)]
     async fn a_node_marked_unknown_reports_ready_within_one_status_period() {
-        let origin: Timestamp = "2026-01-01T00:00:00Z".parse().expect("time");
-        let clock = Clock::virtual_from(origin);
-        let api = ApiServer::new(
-            AnyStore::Memory(MemStore::new()),
-            clock.clone(),
-            ApiConfig::default(),
-        )
-        .await
-        .expect("api server");
+        let TestServer { api, clock, admin } = TestServer::start().await;
         let spec = NodeSpec {
             name: "node1".into(),
             zone: None,
@@ -192,7 +181,6 @@ mod tests {
         )
         .expect("fleet");
         fleet.up().await.expect("the node is up");
-        let admin = in_process::client(&api, User::admin(), "default").expect("admin");
         let nodes: Api<Node> = Api::all(admin);
         clock.sleep(Duration::from_secs(60)).await;
         let marked = clock.now();

@@ -87,7 +87,7 @@ impl Recorder {
         }
     }
 
-    fn node(&mut self, change: Change<Node>) {
+    fn node_changed(&mut self, change: Change<Node>) {
         let t = self.now();
         self.settle_zones(t);
         match change {
@@ -110,7 +110,7 @@ impl Recorder {
         }
     }
 
-    fn pod(&mut self, change: Change<Pod>) {
+    fn pod_changed(&mut self, change: Change<Pod>) {
         let t = self.now();
         self.settle_zones(t);
         match change {
@@ -134,7 +134,7 @@ impl Recorder {
         }
     }
 
-    fn event(&mut self, change: Change<Event>) {
+    fn event_seen(&mut self, change: Change<Event>) {
         let t = self.now();
         self.settle_zones(t);
         let Change::Upsert(ev) = change else {
@@ -312,18 +312,18 @@ impl Recording {
                     () = token.cancelled() => break,
                     Some(e) = nodes.next() => {
                         listed_once(matches!(e, Change::Synced));
-                        recorder.node(e);
+                        recorder.node_changed(e);
                         if armed {
                             recorder.zones();
                         }
                     }
                     Some(e) = pods.next() => {
                         listed_once(matches!(e, Change::Synced));
-                        recorder.pod(e);
+                        recorder.pod_changed(e);
                     }
                     Some(e) = events.next() => {
                         listed_once(matches!(e, Change::Synced));
-                        recorder.event(e);
+                        recorder.event_seen(e);
                     }
                     result = &mut arm_rx, if !armed => {
                         armed = true;

@@ -28,6 +28,9 @@ use k8s_openapi::api::core::v1::{
 use k8s_openapi::apimachinery::pkg::api::resource::Quantity;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::{ObjectMeta, Time};
 
+/// The image of the containers [`PodWrapper::req`] adds, as upstream's.
+pub const PAUSE_IMAGE: &str = "registry.k8s.io/pause:3.10";
+
 fn quantities(resources: &[(&str, &str)]) -> BTreeMap<String, Quantity> {
     resources
         .iter()
@@ -110,12 +113,14 @@ impl PodWrapper {
         self
     }
 
-    /// Adds a container requesting `resources` (upstream's `Req()`).
+    /// Adds a container of the pause image requesting `resources`
+    /// (upstream's `Req()`).
     pub fn req(mut self, resources: &[(&str, &str)]) -> Self {
         let spec = self.spec();
         let name = format!("con{}", spec.containers.len());
         spec.containers.push(Container {
             name,
+            image: Some(PAUSE_IMAGE.into()),
             resources: Some(ResourceRequirements {
                 requests: Some(quantities(resources)),
                 ..ResourceRequirements::default()
