@@ -35,7 +35,7 @@ use clap::Args;
 use serde::Serialize;
 use tokio_util::sync::CancellationToken;
 
-use crate::apiserver_bench::{Memory, berth_binary, cpu_seconds, memory_of, start_server};
+use crate::harness::{Memory, berth_binary, cpu_seconds, memory_of, start_server};
 use crate::measure::Machine;
 
 #[derive(Debug, Args)]
