@@ -243,3 +243,8 @@ mod tests {
         assert_eq!(s.max_us, 1000.0);
     }
 }
+
+/// `x` rounded to one decimal place, as reports print it.
+pub(crate) fn round1(x: f64) -> f64 {
+    (x * 10.0).round() / 10.0
+}

@@ -56,11 +56,10 @@ use clap::{Args, ValueEnum};
 use hyper::{Method, StatusCode};
 use serde::Serialize;
 
-use crate::apiserver_bench::{
-    Client, Protocol, ServerProcess, cpu_seconds, node_json, ready_target, round1,
-    start_server_with,
+use crate::harness::{
+    Client, Protocol, ServerProcess, cpu_seconds, node_json, ready_target, start_server_with,
 };
-use crate::measure::Machine;
+use crate::measure::{Machine, round1};
 
 const NAMESPACE: &str = "bench";
 const SCHEDULE_TIMEOUT: Duration = Duration::from_secs(600);
@@ -640,8 +639,8 @@ pub fn run(args: &SchedulerArgs) -> anyhow::Result<SchedulerReport> {
         "{} not found: build it (cargo build --release -p berth) or pass --berth-bin",
         berth.display()
     );
-    let parent = crate::apiserver_bench::data_parent(args.data_dir.as_deref())?;
-    let runtime = crate::apiserver_bench::bench_runtime(2)?;
+    let parent = crate::harness::data_parent(args.data_dir.as_deref())?;
+    let runtime = crate::harness::bench_runtime(2)?;
     let shapes: &[Workload] = match args.shape {
         Shape::Basic => &[Workload::Basic],
         Shape::TaintHeavy => &[Workload::TaintHeavy],

@@ -35,27 +35,11 @@ pub fn is_terminal_phase(phase: Option<&str>) -> bool {
 
 #[cfg(test)]
 mod tests {
-    use k8s_openapi::api::core::v1::{PodSpec, PodStatus};
-    use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
-
     use super::*;
+    use crate::test_util::make_pod;
 
-    fn pod(node: Option<&str>, phase: Option<&str>) -> Pod {
-        Pod {
-            metadata: ObjectMeta {
-                namespace: Some("default".into()),
-                name: Some("web".into()),
-                ..Default::default()
-            },
-            spec: Some(PodSpec {
-                node_name: node.map(Into::into),
-                ..Default::default()
-            }),
-            status: Some(PodStatus {
-                phase: phase.map(Into::into),
-                ..Default::default()
-            }),
-        }
+    fn web() -> crate::test_util::PodWrapper {
+        make_pod().namespace("default").name("web")
     }
 
     #[test]
@@ -69,31 +53,31 @@ mod tests {
         for case in [
             Case {
                 name: "pending and unbound",
-                pod: pod(None, Some("Pending")),
+                pod: web().phase("Pending").obj(),
                 bound: None,
                 terminal: false,
             },
             Case {
                 name: "an empty nodeName is unbound",
-                pod: pod(Some(""), None),
+                pod: web().node("").obj(),
                 bound: None,
                 terminal: false,
             },
             Case {
                 name: "running on a node",
-                pod: pod(Some("n1"), Some("Running")),
+                pod: web().node("n1").phase("Running").obj(),
                 bound: Some("n1"),
                 terminal: false,
             },
             Case {
                 name: "succeeded",
-                pod: pod(Some("n1"), Some("Succeeded")),
+                pod: web().node("n1").phase("Succeeded").obj(),
                 bound: Some("n1"),
                 terminal: true,
             },
             Case {
                 name: "failed",
-                pod: pod(Some("n1"), Some("Failed")),
+                pod: web().node("n1").phase("Failed").obj(),
                 bound: Some("n1"),
                 terminal: true,
             },

@@ -1,6 +1,7 @@
 //! `berth server`: the API server (and, as they arrive, the scheduler and
 //! controllers) in one process, on the embedded store or etcd.
 
+use berth_core::duration::parse_duration;
 use std::net::SocketAddr;
 use std::path::PathBuf;
 use std::time::Duration;
@@ -102,7 +103,7 @@ pub struct ServerArgs {
     max_mutating_requests_inflight: usize,
     /// On SIGTERM or SIGINT: how long requests in flight may take to finish
     /// before their connections are dropped and the store is closed.
-    #[arg(long, default_value = "30s", value_name = "DURATION", value_parser = crate::controllers_flags::parse_duration)]
+    #[arg(long, default_value = "30s", value_name = "DURATION", value_parser = parse_duration)]
     shutdown_grace_period: Duration,
 }
 
@@ -185,7 +186,7 @@ pub async fn run(args: &ServerArgs) -> anyhow::Result<()> {
     }
     let stop_sim = tokio_util::sync::CancellationToken::new();
     if args.sim_nodes > 0 {
-        crate::sim_cmd::spawn_in_process(
+        crate::fleet_cmd::spawn_in_process(
             &server.api,
             args.sim_nodes,
             args.sim_zones,
