@@ -1,7 +1,9 @@
 //! Pod and node builders for the workload rules' tests, written the way
 //! upstream's tests build their fixtures: a name, then what matters.
 
-use k8s_openapi::api::core::v1::{Node, NodeSpec, Pod, PodCondition, PodSpec, PodStatus, Taint};
+use k8s_openapi::api::core::v1::{
+    ContainerStatus, Node, NodeSpec, Pod, PodCondition, PodSpec, PodStatus, Taint,
+};
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
 
 use crate::test_util::t;
@@ -40,6 +42,25 @@ impl PodBuilder {
         self.phase("Running").condition("True", Some(since))
     }
 
+    /// Running, Ready with no transition time.
+    pub fn ready_without_time(self) -> Self {
+        self.phase("Running").condition("True", None)
+    }
+
+    /// One container status per restart count.
+    pub fn restarts(mut self, counts: &[i32]) -> Self {
+        self.status().container_statuses = Some(
+            counts
+                .iter()
+                .map(|&restart_count| ContainerStatus {
+                    restart_count,
+                    ..ContainerStatus::default()
+                })
+                .collect(),
+        );
+        self
+    }
+
     /// Running and not Ready.
     pub fn not_ready(self) -> Self {
         self.phase("Running").condition("False", None)
@@ -61,11 +82,12 @@ impl PodBuilder {
     }
 
     pub fn label(mut self, key: &str, value: &str) -> Self {
-        self.0
-            .metadata
-            .labels
-            .get_or_insert_with(Default::default)
-            .insert(key.into(), value.into());
+        insert(&mut self.0.metadata.labels, key, value);
+        self
+    }
+
+    pub fn annotation(mut self, key: &str, value: &str) -> Self {
+        insert(&mut self.0.metadata.annotations, key, value);
         self
     }
 
@@ -83,6 +105,11 @@ impl PodBuilder {
     pub fn build(self) -> Pod {
         self.0
     }
+}
+
+fn insert(map: &mut Option<std::collections::BTreeMap<String, String>>, key: &str, value: &str) {
+    map.get_or_insert_with(Default::default)
+        .insert(key.into(), value.into());
 }
 
 /// A node with labels and taints.
