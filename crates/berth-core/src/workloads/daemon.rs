@@ -866,7 +866,7 @@ mod tests {
     use crate::test_util::{expr, selector, t, taint, term, tol, tol_secs};
     use crate::toleration::{EFFECT_PREFER_NO_SCHEDULE, OP_EQUAL};
     use crate::well_known_taints::TAINT_NODE_OUT_OF_SERVICE;
-    use crate::workloads::test_objects::{node_with, pod, strings};
+    use crate::workloads::test_objects::{label_map, node_with, pod, strings};
 
     const GATES: FeatureGates = FeatureGates {
         taint_toleration_comparison_operators: false,
@@ -875,16 +875,9 @@ mod tests {
     const NE: &str = EFFECT_NO_EXECUTE;
     const HASH: &str = "current";
 
-    fn labels(pairs: &[(&str, &str)]) -> BTreeMap<String, String> {
-        pairs
-            .iter()
-            .map(|(k, v)| (k.to_string(), v.to_string()))
-            .collect()
-    }
-
     /// Upstream's `simpleDaemonSetLabel`.
     fn simple_daemon_label() -> BTreeMap<String, String> {
-        labels(&[("name", "simple-daemon"), ("type", "production")])
+        label_map(&[("name", "simple-daemon"), ("type", "production")])
     }
 
     fn on_delete() -> DaemonSetUpdateStrategy {
@@ -991,7 +984,7 @@ mod tests {
             ..PodSpec::default()
         };
         let with_selector = |pairs: &[(&str, &str)]| PodSpec {
-            node_selector: Some(labels(pairs)),
+            node_selector: Some(label_map(pairs)),
             ..PodSpec::default()
         };
         let with_type_affinity = |value: &str| PodSpec {
@@ -1821,7 +1814,7 @@ mod tests {
         let mut seven = nodes(4, &[]);
         seven.extend((4..7).map(|i| node_with(&format!("node-{i}"), &blue, vec![])));
         let with_selector = |spec: &mut PodSpec| {
-            spec.node_selector = Some(labels(&blue));
+            spec.node_selector = Some(label_map(&blue));
         };
         struct Case {
             name: &'static str,
@@ -2201,7 +2194,7 @@ mod tests {
             rolling(IntOrString::Int(0), Some(IntOrString::Int(1))),
         );
         if let Some(spec) = ds.spec.template.spec.as_mut() {
-            spec.node_selector = Some(labels(&[("role", "new")]));
+            spec.node_selector = Some(label_map(&[("role", "new")]));
         }
         let old_node = node_with("node-old", &[], vec![]);
         let new_node = node_with("node-new", &[("role", "new")], vec![]);
@@ -2235,7 +2228,7 @@ mod tests {
     fn status_counts_per_node() {
         let ds = daemon_set(
             PodSpec {
-                node_selector: Some(labels(&[("run", "yes")])),
+                node_selector: Some(label_map(&[("run", "yes")])),
                 ..PodSpec::default()
             },
             rolling(IntOrString::Int(1), None),

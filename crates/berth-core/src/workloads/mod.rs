@@ -14,6 +14,10 @@
 //!   automatic tolerations and per-node affinity, rolling updates.
 //! - [`replicaset`]: how many pods to create or delete, which pods go
 //!   first (`ActivePodsWithRanks`), and the ReplicaSet's status.
+//! - [`deployment`]: rolling and recreate rollouts over ReplicaSets,
+//!   proportional scaling, revisions, history cleanup, and the
+//!   Progressing/Available conditions.
+//! - [`template_hash`]: the pod-template hash that names ReplicaSets.
 //!
 //! Fields the API server defaults (`replicas`, update strategies,
 //! `revisionHistoryLimit`, ...) are read with upstream's API defaults when
@@ -22,9 +26,11 @@
 //! absence keeps that meaning.
 
 pub mod daemon;
+pub mod deployment;
 pub mod ownership;
 pub mod pod_control;
 pub mod replicaset;
+pub mod template_hash;
 #[cfg(test)]
 mod test_objects;
 

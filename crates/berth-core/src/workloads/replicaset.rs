@@ -345,17 +345,9 @@ mod tests {
 
     use super::*;
     use crate::test_util::t;
-    use crate::workloads::test_objects::{names, pod, strings};
+    use crate::workloads::test_objects::{label_map, names, pod, strings};
 
     fn replica_set(replicas: i32, template_labels: &[(&str, &str)]) -> ReplicaSet {
-        let labels = |pairs: &[(&str, &str)]| {
-            Some(
-                pairs
-                    .iter()
-                    .map(|(k, v)| (k.to_string(), v.to_string()))
-                    .collect(),
-            )
-        };
         ReplicaSet {
             metadata: ObjectMeta {
                 name: Some("rs".into()),
@@ -367,12 +359,12 @@ mod tests {
             spec: ReplicaSetSpec {
                 replicas: Some(replicas),
                 selector: LabelSelector {
-                    match_labels: labels(&[("foo", "bar")]),
+                    match_labels: Some(label_map(&[("foo", "bar")])),
                     match_expressions: None,
                 },
                 template: Some(PodTemplateSpec {
                     metadata: Some(ObjectMeta {
-                        labels: labels(template_labels),
+                        labels: Some(label_map(template_labels)),
                         ..ObjectMeta::default()
                     }),
                     spec: None,

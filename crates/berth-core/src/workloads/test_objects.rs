@@ -1,10 +1,13 @@
 //! Pod and node builders for the workload rules' tests, written the way
 //! upstream's tests build their fixtures: a name, then what matters.
 
+use std::collections::BTreeMap;
+
 use k8s_openapi::api::core::v1::{
-    ContainerStatus, Node, NodeSpec, Pod, PodCondition, PodSpec, PodStatus, Taint,
+    Container, ContainerStatus, Node, NodeSpec, Pod, PodCondition, PodSpec, PodStatus,
+    PodTemplateSpec, Taint,
 };
-use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::{ObjectMeta, Time};
 
 use crate::test_util::t;
 
@@ -107,7 +110,7 @@ impl PodBuilder {
     }
 }
 
-fn insert(map: &mut Option<std::collections::BTreeMap<String, String>>, key: &str, value: &str) {
+fn insert(map: &mut Option<BTreeMap<String, String>>, key: &str, value: &str) {
     map.get_or_insert_with(Default::default)
         .insert(key.into(), value.into());
 }
@@ -120,6 +123,32 @@ pub fn node_with(name: &str, labels: &[(&str, &str)], taints: Vec<Taint>) -> Nod
         ..NodeSpec::default()
     });
     n
+}
+
+/// A label (or annotation) map.
+pub fn label_map(pairs: &[(&str, &str)]) -> BTreeMap<String, String> {
+    pairs
+        .iter()
+        .map(|(k, v)| (k.to_string(), v.to_string()))
+        .collect()
+}
+
+/// A pod template labelled `foo=bar` with one container running `image`.
+pub fn template(image: &str) -> PodTemplateSpec {
+    PodTemplateSpec {
+        metadata: Some(ObjectMeta {
+            labels: Some(label_map(&[("foo", "bar")])),
+            ..ObjectMeta::default()
+        }),
+        spec: Some(PodSpec {
+            containers: vec![Container {
+                name: "c".into(),
+                image: Some(image.into()),
+                ..Container::default()
+            }],
+            ..PodSpec::default()
+        }),
+    }
 }
 
 /// The names of `pods`, for comparing plans.
