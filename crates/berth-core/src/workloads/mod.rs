@@ -18,6 +18,8 @@
 //!   proportional scaling, revisions, history cleanup, and the
 //!   Progressing/Available conditions.
 //! - [`template_hash`]: the pod-template hash that names ReplicaSets.
+//! - [`statefulset`]: stable pod identities, ordered and parallel
+//!   creation and deletion, partitioned rolling updates.
 //!
 //! Fields the API server defaults (`replicas`, update strategies,
 //! `revisionHistoryLimit`, ...) are read with upstream's API defaults when
@@ -30,6 +32,7 @@ pub mod deployment;
 pub mod ownership;
 pub mod pod_control;
 pub mod replicaset;
+pub mod statefulset;
 pub mod template_hash;
 #[cfg(test)]
 mod test_objects;
