@@ -28,14 +28,19 @@ use std::cmp::Ordering;
 use std::collections::{BTreeMap, BTreeSet};
 
 use jiff::Timestamp;
-use k8s_openapi::api::apps::v1::DaemonSet;
+use k8s_openapi::api::apps::v1::{ControllerRevision, DaemonSet};
 use k8s_openapi::api::core::v1::{
     Affinity, Node, NodeAffinity, NodeSelector, NodeSelectorRequirement, NodeSelectorTerm, Pod,
     PodSpec, PodTemplateSpec, Toleration,
 };
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
+use k8s_openapi::apimachinery::pkg::runtime::RawExtension;
 use k8s_openapi::apimachinery::pkg::util::intstr::IntOrString;
 
 use super::CONTROLLER_REVISION_HASH_LABEL;
+use super::history;
+use super::ownership::new_controller_ref;
+use super::template_hash::{canonical_json, compute_hash};
 use crate::feature_gates::FeatureGates;
 use crate::int_or_string::{IntOrStringError, scaled_value};
 use crate::node_affinity::RequiredNodeAffinity;
@@ -850,6 +855,127 @@ fn rolling_update_without_surge(
         delete: replacements,
         create_on: Vec::new(),
     }
+}
+
+/// `snapshot`: the ControllerRevision recording the DaemonSet's template,
+/// named `<ds>-<hash>` with the template hash (upstream's `ComputeHash`
+/// with the collision count), labelled with the template's labels and
+/// the hash, carrying the DaemonSet's annotations.
+pub fn history_revision(ds: &DaemonSet, revision: i64) -> ControllerRevision {
+    let collision_count = ds.status.as_ref().and_then(|s| s.collision_count);
+    let hash = compute_hash(template(ds), collision_count);
+    let mut labels = template(ds)
+        .metadata
+        .as_ref()
+        .and_then(|m| m.labels.clone())
+        .unwrap_or_default();
+    labels.insert(CONTROLLER_REVISION_HASH_LABEL.into(), hash.clone());
+    ControllerRevision {
+        metadata: ObjectMeta {
+            name: Some(format!(
+                "{}-{hash}",
+                ds.metadata.name.as_deref().unwrap_or("")
+            )),
+            namespace: ds.metadata.namespace.clone(),
+            labels: Some(labels),
+            annotations: ds.metadata.annotations.clone(),
+            owner_references: Some(vec![new_controller_ref(
+                &ds.metadata,
+                "apps/v1",
+                "DaemonSet",
+            )]),
+            ..ObjectMeta::default()
+        },
+        data: RawExtension(history::template_patch(template(ds))),
+        revision: Some(revision),
+    }
+}
+
+/// `Match`: the revision records the DaemonSet's current template.
+pub fn matches_revision(ds: &DaemonSet, revision: &ControllerRevision) -> bool {
+    history::revision_template(revision)
+        .is_some_and(|t| canonical_json(&t) == canonical_json(template(ds)))
+}
+
+/// `constructHistory`'s split: the revisions recording the current
+/// template, and the others.
+pub fn split_history<'a>(
+    ds: &DaemonSet,
+    revisions: &[&'a ControllerRevision],
+) -> (Vec<&'a ControllerRevision>, Vec<&'a ControllerRevision>) {
+    revisions
+        .iter()
+        .copied()
+        .partition(|r| matches_revision(ds, r))
+}
+
+/// `maxRevision`: the highest revision number (0 for none); the current
+/// revision must be one more than the old ones' highest.
+pub fn max_revision(revisions: &[&ControllerRevision]) -> i64 {
+    revisions
+        .iter()
+        .filter_map(|r| r.revision)
+        .max()
+        .unwrap_or(0)
+        .max(0)
+}
+
+/// `dedupCurHistories`: of several revisions recording the current
+/// template, the one with the highest revision (the last of equals) is
+/// kept; the others are deleted, after their pods are relabelled with
+/// the kept one's hash.
+pub fn dedup_current<'a>(
+    current: &[&'a ControllerRevision],
+) -> Option<(&'a ControllerRevision, Vec<String>)> {
+    let keep = current
+        .iter()
+        .copied()
+        .reduce(|kept, r| if r.revision >= kept.revision { r } else { kept })?;
+    let delete = current
+        .iter()
+        .filter(|r| r.metadata.name != keep.metadata.name)
+        .filter_map(|r| r.metadata.name.clone())
+        .collect();
+    Some((keep, delete))
+}
+
+/// `cleanupHistory`: the old revisions to delete beyond
+/// `revisionHistoryLimit` (default 10), lowest revision first, sparing
+/// any whose hash a pod still carries (finished pods included: the caller
+/// passes every pod).
+pub fn cleanup_history(ds: &DaemonSet, old: &[&ControllerRevision], pods: &[&Pod]) -> Vec<String> {
+    let limit = usize::try_from(ds.spec.revision_history_limit.unwrap_or(10)).unwrap_or(0);
+    let mut to_kill = old.len().saturating_sub(limit);
+    let live: BTreeSet<&str> = pods
+        .iter()
+        .filter_map(|p| {
+            p.metadata
+                .labels
+                .as_ref()?
+                .get(CONTROLLER_REVISION_HASH_LABEL)
+        })
+        .map(String::as_str)
+        .collect();
+    let mut sorted = old.to_vec();
+    sorted.sort_by_key(|r| r.revision);
+    let mut out = Vec::new();
+    for r in sorted {
+        if to_kill == 0 {
+            break;
+        }
+        let hash = r
+            .metadata
+            .labels
+            .as_ref()
+            .and_then(|l| l.get(CONTROLLER_REVISION_HASH_LABEL))
+            .map(String::as_str);
+        if hash.is_some_and(|h| live.contains(h)) {
+            continue;
+        }
+        out.extend(r.metadata.name.clone());
+        to_kill -= 1;
+    }
+    out
 }
 
 #[cfg(test)]
@@ -2351,5 +2477,76 @@ mod tests {
             );
             assert_eq!(allows_surge(&ds), case.allows_surge, "{}", case.name);
         }
+    }
+
+    /// `snapshot`, `Match`, `constructHistory`'s split and dedup, and
+    /// `cleanupHistory`.
+    #[test]
+    fn history_revisions_record_templates() {
+        let ds = daemon_set(PodSpec::default(), on_delete());
+        let first = history_revision(&ds, 1);
+        let hash = compute_hash(&ds.spec.template, None);
+        assert_eq!(first.metadata.name, Some(format!("ds-{hash}")));
+        assert_eq!(
+            first
+                .metadata
+                .labels
+                .as_ref()
+                .and_then(|l| l.get(CONTROLLER_REVISION_HASH_LABEL)),
+            Some(&hash)
+        );
+        assert!(matches_revision(&ds, &first));
+        let mut changed = ds.clone();
+        changed.spec.template.spec = Some(PodSpec {
+            host_network: Some(true),
+            ..PodSpec::default()
+        });
+        assert!(!matches_revision(&changed, &first), "another template");
+        let second = history_revision(&changed, 2);
+        let (current, old) = split_history(&changed, &[&first, &second]);
+        assert_eq!((current.len(), old.len()), (1, 1));
+        assert_eq!(max_revision(&old) + 1, 2, "the next revision number");
+        let mut duplicate = second.clone();
+        duplicate.metadata.name = Some("ds-dup".into());
+        duplicate.revision = Some(5);
+        let (keep, delete) = dedup_current(&[&second, &duplicate]).unwrap_or((&second, vec![]));
+        assert_eq!(
+            (keep.metadata.name.as_deref(), delete),
+            (
+                Some("ds-dup"),
+                strings(&[second.metadata.name.as_deref().unwrap_or("")])
+            )
+        );
+        let old_revs: Vec<ControllerRevision> = (1..=3)
+            .map(|n| {
+                let mut r = history_revision(&ds, n);
+                r.metadata.name = Some(format!("rev-{n}"));
+                r.metadata.labels = Some(label_map(&[(
+                    CONTROLLER_REVISION_HASH_LABEL,
+                    &format!("h{n}"),
+                )]));
+                r
+            })
+            .collect();
+        let refs: Vec<&ControllerRevision> = old_revs.iter().rev().collect();
+        let pod_on_1 = pod("p").label(CONTROLLER_REVISION_HASH_LABEL, "h1").build();
+        let mut limited = ds.clone();
+        limited.spec.revision_history_limit = Some(1);
+        assert_eq!(
+            cleanup_history(&limited, &refs, &[&pod_on_1]),
+            strings(&["rev-2", "rev-3"]),
+            "a live revision is spared"
+        );
+        limited.spec.revision_history_limit = Some(2);
+        assert_eq!(
+            cleanup_history(&limited, &refs, &[]),
+            strings(&["rev-1"]),
+            "lowest revision first"
+        );
+        assert_eq!(
+            cleanup_history(&ds, &refs, &[]),
+            Vec::<String>::new(),
+            "within the default limit of 10"
+        );
     }
 }

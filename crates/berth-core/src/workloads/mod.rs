@@ -18,6 +18,8 @@
 //!   proportional scaling, revisions, history cleanup, and the
 //!   Progressing/Available conditions.
 //! - [`template_hash`]: the pod-template hash that names ReplicaSets.
+//! - [`history`]: ControllerRevisions, the recorded templates of
+//!   DaemonSets and StatefulSets.
 //! - [`statefulset`]: stable pod identities, ordered and parallel
 //!   creation and deletion, partitioned rolling updates.
 //!
@@ -29,6 +31,7 @@
 
 pub mod daemon;
 pub mod deployment;
+pub mod history;
 pub mod ownership;
 pub mod pod_control;
 pub mod replicaset;

@@ -33,12 +33,13 @@
 use std::collections::BTreeMap;
 
 use jiff::Timestamp;
-use k8s_openapi::api::apps::v1::{StatefulSet, StatefulSetStatus};
+use k8s_openapi::api::apps::v1::{ControllerRevision, StatefulSet, StatefulSetStatus};
 use k8s_openapi::api::core::v1::{PersistentVolumeClaimVolumeSource, Pod, PodSpec, Volume};
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
 use k8s_openapi::apimachinery::pkg::util::intstr::IntOrString;
 
 use super::CONTROLLER_REVISION_HASH_LABEL;
+use super::history;
 use super::ownership::new_controller_ref;
 use crate::int_or_string::{IntOrStringError, scaled_value};
 use crate::pod;
@@ -331,6 +332,121 @@ pub fn max_unavailable(set: &StatefulSet) -> Result<i32, IntOrStringError> {
         .and_then(|r| r.max_unavailable.clone())
         .unwrap_or(IntOrString::Int(1));
     Ok(scaled_value(&value, replicas(set), false)?.max(1))
+}
+
+/// `newRevision`: the revision recording the set's current template,
+/// numbered `revision`, carrying the set's annotations.
+pub fn new_revision(
+    set: &StatefulSet,
+    revision: i64,
+    collision_count: Option<i32>,
+) -> ControllerRevision {
+    let template = &set.spec.template;
+    let labels = template.metadata.as_ref().and_then(|m| m.labels.as_ref());
+    let mut cr = history::new_controller_revision(
+        &set.metadata,
+        "StatefulSet",
+        labels,
+        history::template_patch(template),
+        revision,
+        collision_count,
+    );
+    let annotations = cr.metadata.annotations.get_or_insert_with(BTreeMap::new);
+    for (k, v) in set.metadata.annotations.iter().flatten() {
+        annotations.insert(k.clone(), v.clone());
+    }
+    cr
+}
+
+/// `ApplyRevision`: the set with the revision's template (the set itself
+/// when the revision holds none).
+pub fn apply_revision(set: &StatefulSet, revision: &ControllerRevision) -> StatefulSet {
+    let mut out = set.clone();
+    if let Some(template) = history::revision_template(revision) {
+        out.spec.template = template;
+    }
+    out
+}
+
+/// The update revision `getStatefulSetRevisions` settles on.
+#[derive(Debug, Clone, PartialEq)]
+pub enum UpdateRevision<'a> {
+    /// The latest revision already records the template.
+    Latest(&'a ControllerRevision),
+    /// An older revision records it (a rollback): renumber it to
+    /// `revision`, making it the latest.
+    Renumber {
+        revision: &'a ControllerRevision,
+        to: i64,
+    },
+    /// No revision records it: create this one.
+    Create(Box<ControllerRevision>),
+}
+
+/// `getStatefulSetRevisions`' update revision, from the set's revisions
+/// sorted with [`history::sort_controller_revisions`].
+pub fn update_revision<'a>(
+    set: &StatefulSet,
+    sorted: &[&'a ControllerRevision],
+) -> UpdateRevision<'a> {
+    let collision_count = set
+        .status
+        .as_ref()
+        .and_then(|s| s.collision_count)
+        .unwrap_or(0);
+    let candidate = new_revision(set, history::next_revision(sorted), Some(collision_count));
+    let equal = history::find_equal_revisions(sorted, &candidate);
+    match (equal.last(), sorted.last()) {
+        (Some(found), Some(latest)) if history::equal_revision(latest, found) => {
+            UpdateRevision::Latest(latest)
+        }
+        (Some(found), _) => UpdateRevision::Renumber {
+            revision: found,
+            to: candidate.revision.unwrap_or(0),
+        },
+        (None, _) => UpdateRevision::Create(Box::new(candidate)),
+    }
+}
+
+/// `getStatefulSetRevisions`' current revision: the one named in
+/// `status.currentRevision`, `None` for a new set (the update revision
+/// then serves as both).
+pub fn current_revision<'a>(
+    set: &StatefulSet,
+    revisions: &[&'a ControllerRevision],
+) -> Option<&'a ControllerRevision> {
+    let name = set.status.as_ref()?.current_revision.as_deref()?;
+    revisions
+        .iter()
+        .copied()
+        .find(|r| r.metadata.name.as_deref() == Some(name))
+}
+
+/// `truncateHistory`: the revisions to delete beyond
+/// `revisionHistoryLimit` (default 10), oldest first, never the current
+/// or update revision nor one a pod still runs.
+pub fn truncate_history(
+    set: &StatefulSet,
+    pods: &[&Pod],
+    sorted: &[&ControllerRevision],
+    current: &str,
+    update: &str,
+) -> Vec<String> {
+    let live = |name: &str| {
+        name == current || name == update || pods.iter().any(|p| pod_revision(p) == name)
+    };
+    let history: Vec<&ControllerRevision> = sorted
+        .iter()
+        .copied()
+        .filter(|r| !live(r.metadata.name.as_deref().unwrap_or("")))
+        .collect();
+    let limit = usize::try_from(set.spec.revision_history_limit.unwrap_or(10)).unwrap_or(0);
+    let excess = history.len().saturating_sub(limit);
+    history
+        .into_iter()
+        .take(excess)
+        .filter_map(|r| r.metadata.name.clone())
+        .collect()
 }
 
 /// What one sync does, in the order upstream does it.
@@ -1319,6 +1435,73 @@ mod tests {
             run(&deleting, &[], 0, false),
             SyncPlan::default(),
             "a set being deleted only gets its status"
+        );
+    }
+
+    /// `getStatefulSetRevisions` and `truncateHistory`.
+    #[test]
+    fn revisions_are_created_reused_or_rolled_back() {
+        let v1 = stateful_set(3);
+        let mut v2 = v1.clone();
+        v2.spec.template = template("nginx:2");
+        let r1 = new_revision(&v1, 1, Some(0));
+        let r2 = new_revision(&v2, 2, Some(0));
+        assert!(
+            matches!(update_revision(&v1, &[]), UpdateRevision::Create(r) if r.revision == Some(1)),
+            "a new set"
+        );
+        assert_eq!(
+            update_revision(&v2, &[&r1, &r2]),
+            UpdateRevision::Latest(&r2),
+            "unchanged"
+        );
+        assert_eq!(
+            update_revision(&v1, &[&r1, &r2]),
+            UpdateRevision::Renumber {
+                revision: &r1,
+                to: 3
+            },
+            "rollback"
+        );
+        let mut v3 = v1.clone();
+        v3.spec.template = template("nginx:3");
+        assert!(
+            matches!(update_revision(&v3, &[&r1, &r2]), UpdateRevision::Create(r) if r.revision == Some(3)),
+            "a new template"
+        );
+        assert_eq!(
+            apply_revision(&v2, &r1).spec.template,
+            v1.spec.template,
+            "ApplyRevision"
+        );
+        let mut with_status = v2.clone();
+        with_status.status = Some(StatefulSetStatus {
+            current_revision: r1.metadata.name.clone(),
+            ..StatefulSetStatus::default()
+        });
+        assert_eq!(current_revision(&with_status, &[&r1, &r2]), Some(&r1));
+        assert_eq!(current_revision(&v2, &[&r1, &r2]), None);
+        let revs: Vec<ControllerRevision> = (1..=5)
+            .map(|n| {
+                let mut r = new_revision(&v1, n, Some(0));
+                r.metadata.name = Some(format!("r{n}"));
+                r
+            })
+            .collect();
+        let refs: Vec<&ControllerRevision> = revs.iter().collect();
+        let on_r1 = member(&v1, 0, "r1", State::Ready);
+        let mut limited = v1.clone();
+        limited.spec.revision_history_limit = Some(2);
+        assert_eq!(
+            truncate_history(&limited, &[&on_r1], &refs, "r4", "r5"),
+            Vec::<String>::new(),
+            "within the limit"
+        );
+        limited.spec.revision_history_limit = Some(0);
+        assert_eq!(
+            truncate_history(&limited, &[&on_r1], &refs, "r4", "r5"),
+            strings(&["r2", "r3"]),
+            "live revisions kept"
         );
     }
 }

@@ -43,7 +43,7 @@ pub fn safe_encode_string(s: &str) -> String {
 /// Drops what the API does not distinguish from absent: nulls, empty
 /// lists and empty objects (upstream's `Semantic.DeepEqual` treats nil
 /// and empty lists and maps alike).
-fn prune(value: Value) -> Option<Value> {
+pub(crate) fn prune(value: Value) -> Option<Value> {
     match value {
         Value::Null => None,
         Value::Array(items) => {
