@@ -29,7 +29,7 @@ use crate::feature_gates::FeatureGates;
 use crate::toleration::{EFFECT_NO_EXECUTE, EFFECT_NO_SCHEDULE, tolerates};
 
 /// The non-graceful node shutdown taint.
-pub const TAINT_OUT_OF_SERVICE: &str = "node.kubernetes.io/out-of-service";
+pub use crate::well_known_taints::TAINT_NODE_OUT_OF_SERVICE as TAINT_OUT_OF_SERVICE;
 
 /// How long a running pod may stay on its node, counted from when the
 /// taints apply to it.

@@ -357,6 +357,39 @@ impl LabelSelector {
         LabelSelector { requirements }
     }
 
+    /// `metav1.LabelSelectorAsSelector`: `matchLabels` as `=` requirements
+    /// and `matchExpressions` (`In`, `NotIn`, `Exists`, `DoesNotExist`), all
+    /// ANDed; an empty selector selects everything. Each requirement is
+    /// validated as `labels.NewRequirement` does.
+    pub fn from_label_selector(
+        selector: &k8s_openapi::apimachinery::pkg::apis::meta::v1::LabelSelector,
+    ) -> Result<Self, LabelSelectorError> {
+        let mut requirements = Vec::new();
+        for (key, value) in selector.match_labels.iter().flatten() {
+            requirements.push(Requirement::new(
+                key,
+                Operator::Equals,
+                vec![value.clone()],
+            )?);
+        }
+        for expr in selector.match_expressions.iter().flatten() {
+            let operator = match expr.operator.as_str() {
+                "In" => Operator::In,
+                "NotIn" => Operator::NotIn,
+                "Exists" => Operator::Exists,
+                "DoesNotExist" => Operator::DoesNotExist,
+                other => {
+                    return Err(LabelSelectorError(format!(
+                        "{other:?} is not a valid label selector operator"
+                    )));
+                }
+            };
+            let values = expr.values.clone().unwrap_or_default();
+            requirements.push(Requirement::new(&expr.key, operator, values)?);
+        }
+        Ok(LabelSelector::from_requirements(requirements))
+    }
+
     /// Whether every requirement matches `labels` (`None`: no labels).
     pub fn matches<'a>(&self, labels: impl Into<Option<&'a BTreeMap<String, String>>>) -> bool {
         let labels = labels.into();
@@ -1969,6 +2002,88 @@ mod node_selector_tests {
         assert!(!set_matches(&set(&[("foo", "barrr")]), Some(&labels)));
         assert!(set_matches(&set(&[]), None));
         assert!(!set_matches(&set(&[("foo", "bar")]), None));
+    }
+
+    /// Upstream `TestLabelSelectorAsSelector` (apimachinery
+    /// `meta/v1/helpers_test.go`), written as the strings the selectors
+    /// print and the labels they match.
+    #[test]
+    fn label_selector_as_selector() {
+        use k8s_openapi::apimachinery::pkg::apis::meta::v1::{
+            LabelSelector as MetaSelector, LabelSelectorRequirement,
+        };
+        let expr = |key: &str, op: &str, values: &[&str]| LabelSelectorRequirement {
+            key: key.into(),
+            operator: op.into(),
+            values: (!values.is_empty()).then(|| vals(values)),
+        };
+        struct Case {
+            name: &'static str,
+            selector: MetaSelector,
+            want: Result<&'static str, &'static str>,
+        }
+        for case in [
+            Case {
+                name: "empty selects everything",
+                selector: MetaSelector::default(),
+                want: Ok(""),
+            },
+            Case {
+                name: "matchLabels and matchExpressions",
+                selector: MetaSelector {
+                    match_labels: Some(set(&[("foo", "foo"), ("bar", "bar")])),
+                    match_expressions: Some(vec![expr("baz", "In", &["qux", "norf"])]),
+                },
+                want: Ok("bar=bar,baz in (norf,qux),foo=foo"),
+            },
+            Case {
+                name: "exists and does not exist",
+                selector: MetaSelector {
+                    match_labels: None,
+                    match_expressions: Some(vec![
+                        expr("a", "Exists", &[]),
+                        expr("b", "DoesNotExist", &[]),
+                    ]),
+                },
+                want: Ok("a,!b"),
+            },
+            Case {
+                name: "exists with values is invalid",
+                selector: MetaSelector {
+                    match_labels: Some(set(&[("foo", "foo")])),
+                    match_expressions: Some(vec![
+                        expr("baz", "Exists", &["qux", "norf"]),
+                        expr("x", "Gt", &["1"]),
+                    ]),
+                },
+                want: Err("values set must be empty for exists and does not exist"),
+            },
+            Case {
+                name: "an operator upstream does not know",
+                selector: MetaSelector {
+                    match_labels: None,
+                    match_expressions: Some(vec![expr("x", "Gt", &["1"])]),
+                },
+                want: Err("\"Gt\" is not a valid label selector operator"),
+            },
+        ] {
+            match (
+                LabelSelector::from_label_selector(&case.selector),
+                case.want,
+            ) {
+                (Ok(got), Ok(want)) => assert_eq!(got.to_string(), want, "{}", case.name),
+                (Err(got), Err(want)) => assert!(got.0.contains(want), "{}: {got}", case.name),
+                (got, want) => panic!("{}: got {got:?}, want {want:?}", case.name),
+            }
+        }
+        let selector = MetaSelector {
+            match_labels: Some(set(&[("app", "web")])),
+            match_expressions: Some(vec![expr("tier", "NotIn", &["db"])]),
+        };
+        let parsed = LabelSelector::from_label_selector(&selector).unwrap_or_default();
+        assert!(parsed.matches(&set(&[("app", "web"), ("tier", "front")])));
+        assert!(!parsed.matches(&set(&[("app", "web"), ("tier", "db")])));
+        assert!(!parsed.matches(&set(&[("tier", "front")])));
     }
 
     proptest! {

@@ -124,6 +124,39 @@ pub fn same_toleration(a: &Toleration, b: &Toleration) -> bool {
     a.key == b.key && a.effect == b.effect && a.operator == b.operator && a.value == b.value
 }
 
+/// `AddOrUpdateTolerationInPodSpec` (`pkg/apis/core/v1/helper`): a
+/// toleration with the same key, operator, value and effect (unset and
+/// empty alike, as on Go's value types) is replaced, so its
+/// `tolerationSeconds` becomes the new one's; otherwise the toleration is
+/// appended. Returns whether the list changed: an identical toleration
+/// already present leaves it untouched.
+pub fn add_or_update_toleration(
+    tolerations: &mut Vec<Toleration>,
+    toleration: &Toleration,
+) -> bool {
+    let same_identity = |a: &Toleration, b: &Toleration| {
+        opt(&a.key) == opt(&b.key)
+            && opt(&a.operator) == opt(&b.operator)
+            && opt(&a.value) == opt(&b.value)
+            && opt(&a.effect) == opt(&b.effect)
+    };
+    let mut replaced = false;
+    for existing in tolerations.iter_mut() {
+        if !same_identity(toleration, existing) {
+            continue;
+        }
+        if existing.toleration_seconds == toleration.toleration_seconds {
+            return false;
+        }
+        *existing = toleration.clone();
+        replaced = true;
+    }
+    if !replaced {
+        tolerations.push(toleration.clone());
+    }
+    true
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -715,6 +748,77 @@ mod tests {
             effect(),
         )
             .prop_map(|(k, v, e)| taint(&k, &v, &e))
+    }
+
+    /// Upstream `AddOrUpdateTolerationInPodSpec`: replace by identity
+    /// (key, operator, value, effect), append otherwise.
+    #[test]
+    fn add_or_update_toleration_replaces_by_identity_or_appends() {
+        let mut empty_value = tol("foo", OP_EQUAL, "", NS);
+        empty_value.value = Some(String::new());
+        struct Case {
+            name: &'static str,
+            existing: Vec<Toleration>,
+            add: Toleration,
+            want: Vec<Toleration>,
+            changed: bool,
+        }
+        for case in [
+            Case {
+                name: "appended to an empty list",
+                existing: vec![],
+                add: tol("foo", OP_EXISTS, "", NE),
+                want: vec![tol("foo", OP_EXISTS, "", NE)],
+                changed: true,
+            },
+            Case {
+                name: "identical toleration: unchanged",
+                existing: vec![tol("foo", OP_EXISTS, "", NE)],
+                add: tol("foo", OP_EXISTS, "", NE),
+                want: vec![tol("foo", OP_EXISTS, "", NE)],
+                changed: false,
+            },
+            Case {
+                name: "same identity, other tolerationSeconds: replaced in place",
+                existing: vec![
+                    tol("a", OP_EXISTS, "", NS),
+                    tol_secs("foo", OP_EXISTS, "", NE, 300),
+                ],
+                add: tol("foo", OP_EXISTS, "", NE),
+                want: vec![tol("a", OP_EXISTS, "", NS), tol("foo", OP_EXISTS, "", NE)],
+                changed: true,
+            },
+            Case {
+                name: "other effect: appended",
+                existing: vec![tol("foo", OP_EXISTS, "", NS)],
+                add: tol("foo", OP_EXISTS, "", NE),
+                want: vec![tol("foo", OP_EXISTS, "", NS), tol("foo", OP_EXISTS, "", NE)],
+                changed: true,
+            },
+            Case {
+                name: "an unset value is the empty value",
+                existing: vec![empty_value.clone()],
+                add: tol("foo", OP_EQUAL, "", NS),
+                want: vec![empty_value],
+                changed: false,
+            },
+            Case {
+                name: "a wildcard toleration does not stop the append",
+                existing: vec![tol("", OP_EXISTS, "", "")],
+                add: tol("foo", OP_EXISTS, "", NE),
+                want: vec![tol("", OP_EXISTS, "", ""), tol("foo", OP_EXISTS, "", NE)],
+                changed: true,
+            },
+        ] {
+            let mut got = case.existing;
+            assert_eq!(
+                add_or_update_toleration(&mut got, &case.add),
+                case.changed,
+                "{}",
+                case.name
+            );
+            assert_eq!(got, case.want, "{}", case.name);
+        }
     }
 
     proptest! {
