@@ -40,7 +40,7 @@ impl ApiServer {
         self.prepare_new(rt, &mut object, ns);
         let name = name_of(&object).to_string();
         let ctx = self.strategy_context(scope.user);
-        let metadata_errors = objects::validate_metadata(rt, &object);
+        let metadata_errors = strategy::validate_metadata(rt, &object);
         strategy::create(rt, &mut object, &ctx, metadata_errors)?;
         if scope.query.dry_run()? {
             return Ok(json_response(201, &object));
@@ -67,7 +67,14 @@ impl ApiServer {
             }
         }
         let uid = uuid::Uuid::new_v4().to_string();
-        prepare_for_create(rt, object, ns, uid, self.now());
+        let namespace = rt.namespaced.then_some(ns);
+        prepare_for_create(
+            object,
+            (rt.kind, rt.api_version()),
+            namespace,
+            uid,
+            self.now(),
+        );
     }
 }
 

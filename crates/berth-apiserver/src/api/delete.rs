@@ -11,10 +11,10 @@ use super::list::Filter;
 use super::request_body::parse_body;
 use super::response::{bytes_response, json_response};
 use super::scope::Scope;
-use super::server::{ApiServer, SYSTEM_NAMESPACES};
+use super::server::ApiServer;
 use crate::objects::{self, format_time, set_resource_version};
 use crate::registry::store_error;
-use crate::resources::{NAMESPACES, PODS};
+use crate::resources::NAMESPACES;
 use crate::status::ApiError;
 use crate::strategy;
 use berth_store::StoreError;
@@ -48,14 +48,7 @@ impl ApiServer {
                 .get("dryRun")
                 .and_then(Value::as_array)
                 .is_some_and(|a| a.iter().any(|v| v == "All"));
-        if std::ptr::eq(rt, &NAMESPACES) && SYSTEM_NAMESPACES[..3].contains(&name) {
-            return Err(ApiError::forbidden_message(
-                "",
-                "namespaces",
-                name,
-                "this namespace may not be deleted",
-            ));
-        }
+        rt.strategy.check_deletable(name)?;
         let deletion = Deletion {
             options,
             grace,
@@ -111,45 +104,31 @@ impl ApiServer {
         }
         let ctx = self.strategy_context(scope.user);
         strategy::on_delete(rt, &object, &ctx)?;
-        // Pods bound to a node are deleted gracefully: marked, and removed
-        // once the node's agent confirms (a delete with grace period 0).
-        if std::ptr::eq(rt, &PODS) {
-            let bound = object
-                .pointer("/spec/nodeName")
-                .and_then(Value::as_str)
-                .is_some_and(|n| !n.is_empty());
-            let finished = matches!(
-                object.pointer("/status/phase").and_then(Value::as_str),
-                Some("Succeeded" | "Failed")
-            );
-            let default_grace = object
-                .pointer("/spec/terminationGracePeriodSeconds")
-                .and_then(Value::as_i64)
-                .unwrap_or(30);
-            let grace = deletion.grace.unwrap_or(default_grace).max(0);
-            if bound && !finished && grace > 0 {
-                let already = objects::meta_str(&object, "deletionTimestamp").to_string();
-                if let Some(meta) = objects::metadata_mut(&mut object) {
-                    if already.is_empty() {
-                        let deadline = self.now() + jiff::SignedDuration::from_secs(grace);
-                        meta.insert(
-                            "deletionTimestamp".into(),
-                            Value::String(format_time(deadline)),
-                        );
-                    }
-                    meta.insert("deletionGracePeriodSeconds".into(), json!(grace));
+        // A graceful deletion (a pod bound to a node) marks the object; it
+        // is removed later (a pod's once its node's agent confirms, with a
+        // delete of grace period 0).
+        if let Some(grace) = rt.strategy.graceful_deletion(&object, deletion.grace) {
+            let already = objects::meta_str(&object, "deletionTimestamp").to_string();
+            if let Some(meta) = objects::metadata_mut(&mut object) {
+                if already.is_empty() {
+                    let deadline = self.now() + jiff::SignedDuration::from_secs(grace);
+                    meta.insert(
+                        "deletionTimestamp".into(),
+                        Value::String(format_time(deadline)),
+                    );
                 }
-                if deletion.dry_run {
-                    return Ok(json_response(200, &object));
-                }
-                let key = rt.key(ns, name);
-                let (_, json) = self
-                    .registry
-                    .write(rt, &key, &object, Some(revision))
-                    .await
-                    .map_err(|e| store_error(rt, name, e))?;
-                return Ok(bytes_response(200, json.as_bytes().to_vec()));
+                meta.insert("deletionGracePeriodSeconds".into(), json!(grace));
             }
+            if deletion.dry_run {
+                return Ok(json_response(200, &object));
+            }
+            let key = rt.key(ns, name);
+            let (_, json) = self
+                .registry
+                .write(rt, &key, &object, Some(revision))
+                .await
+                .map_err(|e| store_error(rt, name, e))?;
+            return Ok(bytes_response(200, json.as_bytes().to_vec()));
         }
         if deletion.dry_run {
             return Ok(json_response(200, &object));

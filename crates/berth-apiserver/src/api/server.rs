@@ -25,9 +25,7 @@ pub const MAX_BODY_BYTES: usize = 3 * 1024 * 1024;
 /// Where a node agent trades the join token for its node credential.
 pub const NODE_CREDENTIAL_PATH: &str = "/berth/v1/node-credential";
 
-/// Namespaces that exist from the start and may not be deleted.
-pub const SYSTEM_NAMESPACES: &[&str] =
-    &["default", "kube-system", "kube-public", "kube-node-lease"];
+pub use crate::strategy::namespace::SYSTEM_NAMESPACES;
 
 /// Server settings that change API behaviour.
 #[derive(Debug, Clone)]
@@ -131,9 +129,7 @@ impl ApiServer {
             {
                 let mut object = json!({"metadata": {"name": ns}});
                 server.prepare_new(&NAMESPACES, &mut object, "");
-                let admin = User::admin();
-                let ctx = server.strategy_context(&admin);
-                strategy::on_create(&NAMESPACES, &mut object, &ctx)?;
+                NAMESPACES.strategy.on_create(&mut object);
                 match server.store.create(&key, for_storage(&object)).await {
                     Ok(_) | Err(StoreError::AlreadyExists { .. }) => {}
                     Err(e) => return Err(ApiError::internal(e)),

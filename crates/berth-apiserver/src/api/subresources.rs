@@ -17,7 +17,7 @@ use crate::objects;
 use crate::registry::store_error;
 use crate::resources::{self, PODS};
 use crate::status::{ApiError, success_status};
-use crate::strategy;
+use crate::strategy::pod::{assigned_node, bind_pod};
 
 type ApiResult<T> = Result<T, ApiError>;
 
@@ -67,7 +67,7 @@ impl ApiServer {
             && objects::meta_str(&pod, "deletionTimestamp").is_empty()
             && assigned_node(&pod).is_empty()
         {
-            strategy::bind_pod(&mut pod, node, self.now());
+            bind_pod(&mut pod, node, self.now());
             match self.registry.write(&PODS, &key, &pod, Some(revision)).await {
                 Ok(_) => return Ok(json_response(201, &success_status("", "pods", name, None))),
                 Err(StoreError::Conflict { .. } | StoreError::NotFound { .. }) => {}
@@ -93,7 +93,7 @@ impl ApiServer {
                     &format!("pod {name} is already assigned to node {current:?}"),
                 ));
             }
-            strategy::bind_pod(&mut pod, node, self.now());
+            bind_pod(&mut pod, node, self.now());
             match self.registry.write(&PODS, &key, &pod, Some(revision)).await {
                 Ok(_) => return Ok(json_response(201, &success_status("", "pods", name, None))),
                 Err(StoreError::Conflict { .. }) => continue,
@@ -166,11 +166,4 @@ impl ApiServer {
         let path = crate::pod_logs::agent_path(ns, name, &location.container, scope.raw_query);
         crate::pod_logs::fetch(&host, port, &path, &token).await
     }
-}
-
-/// `spec.nodeName`, "" when unset.
-fn assigned_node(pod: &Value) -> &str {
-    pod.pointer("/spec/nodeName")
-        .and_then(Value::as_str)
-        .unwrap_or("")
 }
