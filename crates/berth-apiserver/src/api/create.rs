@@ -41,7 +41,7 @@ impl ApiServer {
         let name = name_of(&object).to_string();
         let ctx = self.strategy_context(scope.user);
         let metadata_errors = strategy::validate_metadata(rt, &object);
-        strategy::create(rt, &mut object, &ctx, metadata_errors)?;
+        rt.strategy.create(rt, &mut object, &ctx, metadata_errors)?;
         if scope.query.dry_run()? {
             return Ok(json_response(201, &object));
         }

@@ -16,7 +16,6 @@ use crate::objects::{self, format_time, set_resource_version};
 use crate::registry::store_error;
 use crate::resources::NAMESPACES;
 use crate::status::ApiError;
-use crate::strategy;
 use berth_store::StoreError;
 
 type ApiResult<T> = Result<T, ApiError>;
@@ -103,7 +102,7 @@ impl ApiServer {
             }
         }
         let ctx = self.strategy_context(scope.user);
-        strategy::on_delete(rt, &object, &ctx)?;
+        rt.strategy.on_delete(&object, &ctx)?;
         // A graceful deletion (a pod bound to a node) marks the object; it
         // is removed later (a pod's once its node's agent confirms, with a
         // delete of grace period 0).
@@ -154,7 +153,7 @@ impl ApiServer {
         let mut deleted = Vec::new();
         for item in items {
             let object: Value = serde_json::from_str(&item.json).map_err(ApiError::internal)?;
-            strategy::on_delete(rt, &object, &ctx)?;
+            rt.strategy.on_delete(&object, &ctx)?;
             match self
                 .registry
                 .delete(rt, &rt.key(&item.namespace, &item.name), item.rv)

@@ -16,7 +16,6 @@ use crate::objects::{
 };
 use crate::registry::store_error;
 use crate::status::ApiError;
-use crate::strategy;
 
 type ApiResult<T> = Result<T, ApiError>;
 
@@ -63,7 +62,8 @@ impl ApiServer {
         }
         prepare_for_update(&mut object, old);
         let ctx = self.strategy_context(scope.user);
-        strategy::update(rt, scope.subresource, &mut object, old, &ctx)?;
+        rt.strategy
+            .update(rt, scope.subresource, &mut object, old, &ctx)?;
         // An update that changes nothing is not written, as upstream's
         // GuaranteedUpdate skips it: the object keeps its resourceVersion
         // and watchers see no event.

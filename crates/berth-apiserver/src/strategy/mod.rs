@@ -28,8 +28,9 @@ use berth_core::validation::names::{
     is_dns1123_subdomain, is_qualified_name, is_valid_label_value,
 };
 use berth_core::validation::{ErrorList, FieldError, Path};
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
 use k8s_openapi::schemars::JsonSchema;
-use k8s_openapi::{ListableResource, Resource};
+use k8s_openapi::{ListableResource, Metadata, Resource};
 use serde::Serialize;
 use serde::de::DeserializeOwned;
 use serde_json::Value;
@@ -218,9 +219,13 @@ pub trait Strategy: Send + Sync + std::fmt::Debug {
         metadata_errors: ErrorList,
     ) -> ApiResult<()> {
         self.on_create(object);
-        let user = user_info(ctx.user);
-        let attrs = attributes(ctx, Operation::Create, rt, "", object, &user);
-        self.validate(rt, &attrs, object, metadata_errors)
+        let request = Request::new(ctx, Operation::Create, rt, "");
+        self.validate(
+            rt,
+            &request.attributes(ctx, object),
+            object,
+            metadata_errors,
+        )
     }
 
     /// Update: what the update may change ([`keep_status`]), the
@@ -236,9 +241,13 @@ pub trait Strategy: Send + Sync + std::fmt::Debug {
         keep_status(self.has_status(), subresource, object, old);
         recount_generation(object, old);
         let metadata_errors = validate_metadata(rt, object);
-        let user = user_info(ctx.user);
-        let attrs = attributes(ctx, Operation::Update, rt, subresource, object, &user);
-        self.validate(rt, &attrs, object, metadata_errors)
+        let request = Request::new(ctx, Operation::Update, rt, subresource);
+        self.validate(
+            rt,
+            &request.attributes(ctx, object),
+            object,
+            metadata_errors,
+        )
     }
 
     /// Admission on delete.
@@ -259,33 +268,6 @@ pub trait Strategy: Send + Sync + std::fmt::Debug {
     fn graceful_deletion(&self, _object: &Value, _requested: Option<i64>) -> Option<i64> {
         None
     }
-}
-
-/// Create: server-side changes, mutating admission and validation.
-pub fn create(
-    rt: &ResourceType,
-    object: &mut Value,
-    ctx: &Context,
-    metadata_errors: ErrorList,
-) -> ApiResult<()> {
-    rt.strategy.create(rt, object, ctx, metadata_errors)
-}
-
-/// Update: what the update may change, mutating admission, the
-/// generation, then validation.
-pub fn update(
-    rt: &ResourceType,
-    subresource: &str,
-    object: &mut Value,
-    old: &Value,
-    ctx: &Context,
-) -> ApiResult<()> {
-    rt.strategy.update(rt, subresource, object, old, ctx)
-}
-
-/// Admission on delete.
-pub fn on_delete(rt: &ResourceType, object: &Value, ctx: &Context) -> ApiResult<()> {
-    rt.strategy.on_delete(object, ctx)
 }
 
 /// The fields of `object` its type does not have, as strict decoding
@@ -409,34 +391,116 @@ fn untyped<T: Serialize>(object: &T) -> ApiResult<Value> {
     serde_json::to_value(object).map_err(ApiError::internal)
 }
 
-/// Admission's view of a request on `object`.
-fn attributes<'a>(
-    ctx: &Context,
+/// A write as admission sees it, but for the object it is about.
+struct Request<'a> {
     operation: Operation,
-    rt: &'a ResourceType,
+    resource: &'a str,
     subresource: &'a str,
-    object: &'a Value,
-    user: &'a UserInfo,
-) -> Attributes<'a> {
-    Attributes {
-        operation,
-        resource: rt.plural,
-        subresource,
-        namespace: object
-            .pointer("/metadata/namespace")
-            .and_then(Value::as_str)
-            .unwrap_or(""),
-        name: name_of(object),
-        user,
-        now: ctx.now,
+    user: UserInfo,
+}
+
+impl<'a> Request<'a> {
+    fn new(
+        ctx: &Context,
+        operation: Operation,
+        rt: &'a ResourceType,
+        subresource: &'a str,
+    ) -> Request<'a> {
+        Request {
+            operation,
+            resource: rt.plural,
+            subresource,
+            user: UserInfo {
+                name: ctx.user.name.clone(),
+                groups: ctx.user.groups.clone(),
+            },
+        }
+    }
+
+    /// Admission's view of this request on `object`.
+    fn attributes<'b>(&'b self, ctx: &Context, object: &'b Value) -> Attributes<'b> {
+        Attributes {
+            operation: self.operation,
+            resource: self.resource,
+            subresource: self.subresource,
+            namespace: object
+                .pointer("/metadata/namespace")
+                .and_then(Value::as_str)
+                .unwrap_or(""),
+            name: name_of(object),
+            user: &self.user,
+            now: ctx.now,
+        }
     }
 }
 
-fn user_info(user: &User) -> UserInfo {
-    UserInfo {
-        name: user.name.clone(),
-        groups: user.groups.clone(),
-    }
+/// Mutating admission on a typed object, given the stored one on update.
+type Admit<T> = fn(&Attributes, &mut T, Option<&T>, &AdmissionConfig) -> Result<(), AdmissionError>;
+/// Validating admission on a typed object, given the stored one on update.
+type Validate<T> = fn(&Attributes, &T, Option<&T>, &AdmissionConfig) -> Result<(), AdmissionError>;
+
+/// Create for a type whose admission plugins are written against its
+/// k8s-openapi type `T` (pods, nodes): admission and validation on one
+/// typed object (one conversion from JSON and one back, instead of one per
+/// step: creates are the hot path).
+fn create_typed<T: DeserializeOwned + Serialize>(
+    rt: &ResourceType,
+    object: &mut Value,
+    ctx: &Context,
+    metadata_errors: ErrorList,
+    (admit, validate): (Admit<T>, Validate<T>),
+) -> ApiResult<()> {
+    let name = name_of(object).to_string();
+    let mut typed_object: T = typed(rt, object)?;
+    let request = Request::new(ctx, Operation::Create, rt, "");
+    let attrs = request.attributes(ctx, object);
+    admit(&attrs, &mut typed_object, None, &ctx.config.admission)
+        .map_err(|e| admission_error(rt, &name, e))?;
+    let result = validate(&attrs, &typed_object, None, &ctx.config.admission);
+    validation_outcome(rt, &name, result, metadata_errors)?;
+    *object = untyped(&typed_object)?;
+    Ok(())
+}
+
+/// Update for a type with typed admission (see [`create_typed`]), after
+/// [`keep_status`]: admission and validation on one typed copy of the
+/// object and one of the stored object (each conversion of a whole Pod or
+/// Node is tens of microseconds, and every status report and heartbeat
+/// pays it); the conversion back also drops fields the type does not have.
+fn update_typed<T: DeserializeOwned + Serialize + Metadata<Ty = ObjectMeta>>(
+    rt: &ResourceType,
+    subresource: &str,
+    object: &mut Value,
+    old: &Value,
+    ctx: &Context,
+    (admit, validate): (Admit<T>, Validate<T>),
+) -> ApiResult<()> {
+    let name = name_of(old).to_string();
+    let mut typed_object: T = typed(rt, object)?;
+    let typed_old: T = typed(rt, old)?;
+    let request = Request::new(ctx, Operation::Update, rt, subresource);
+    let attrs = request.attributes(ctx, old);
+    admit(
+        &attrs,
+        &mut typed_object,
+        Some(&typed_old),
+        &ctx.config.admission,
+    )
+    .map_err(|e| admission_error(rt, &name, e))?;
+    *object = untyped(&typed_object)?;
+    recount_generation(object, old);
+    typed_object.metadata_mut().generation = object
+        .pointer("/metadata/generation")
+        .and_then(Value::as_i64);
+    let metadata_errors = validate_metadata(rt, object);
+    let attrs = request.attributes(ctx, object);
+    let result = validate(
+        &attrs,
+        &typed_object,
+        Some(&typed_old),
+        &ctx.config.admission,
+    );
+    validation_outcome(rt, &name, result, metadata_errors)
 }
 
 fn admission_error(rt: &ResourceType, name: &str, err: AdmissionError) -> ApiError {

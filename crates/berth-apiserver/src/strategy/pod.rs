@@ -9,13 +9,16 @@ use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
 use serde_json::{Value, json};
 
 use super::{
-    Context, ObjectType, ResourceType, Strategy, admission_error, attributes, keep_status, prune,
-    typed, untyped, user_info, validate_metadata, validation_outcome,
+    Admit, Context, ObjectType, ResourceType, Strategy, Validate, create_typed, keep_status, prune,
+    update_typed, validate_metadata, validation_outcome,
 };
-use crate::admission::{self, Operation};
+use crate::admission;
 use crate::objects::{format_time, name_of, recount_generation};
 use crate::selectors::SelectableKind;
 use crate::status::ApiError;
+
+/// The pod admission plugins and the pod's validation.
+const ADMISSION: (Admit<Pod>, Validate<Pod>) = (admission::admit_pod, admission::validate_pod);
 
 /// The strategy of core/v1 Pods.
 #[derive(Debug)]
@@ -40,9 +43,6 @@ impl Strategy for Pods {
         default_pod(pod);
     }
 
-    /// Admission and validation on one typed object (one conversion from
-    /// JSON and one back, instead of one per step: creates are the hot
-    /// path).
     fn create(
         &self,
         rt: &ResourceType,
@@ -50,24 +50,12 @@ impl Strategy for Pods {
         ctx: &Context,
         metadata_errors: ErrorList,
     ) -> Result<(), ApiError> {
-        let name = name_of(object).to_string();
-        let user = user_info(ctx.user);
         self.on_create(object);
-        let mut pod: Pod = typed(rt, object)?;
-        let attrs = attributes(ctx, Operation::Create, rt, "", object, &user);
-        admission::admit_pod(&attrs, &mut pod, None, &ctx.config.admission)
-            .map_err(|e| admission_error(rt, &name, e))?;
-        let result = admission::validate_pod(&attrs, &pod, None, &ctx.config.admission);
-        validation_outcome(rt, &name, result, metadata_errors)?;
-        *object = untyped(&pod)?;
-        Ok(())
+        create_typed(rt, object, ctx, metadata_errors, ADMISSION)
     }
 
-    /// Admission and validation on one typed copy of the object and one of
-    /// the stored object (each conversion of a whole Pod is tens of
-    /// microseconds, and every status report pays it); the conversion back
-    /// also drops fields the type does not have. A status written by
-    /// anyone but a node converts only the metadata and status.
+    /// A status written by anyone but a node converts only the metadata
+    /// and status; everything else goes through the pod's admission.
     fn update(
         &self,
         rt: &ResourceType,
@@ -77,9 +65,7 @@ impl Strategy for Pods {
         ctx: &Context,
     ) -> Result<(), ApiError> {
         keep_status(self.has_status(), subresource, object, old);
-        let user = user_info(ctx.user);
-        let name = name_of(old).to_string();
-        if subresource == "status" && admission::node_restriction::node_identity(&user).is_none() {
+        if subresource == "status" && ctx.user.node_name().is_none() {
             // A pod's status written by anyone but a node (the controllers'
             // conditions): mutating admission does nothing for a subresource,
             // the pod's API validation is for the main resource, and
@@ -91,20 +77,9 @@ impl Strategy for Pods {
             prune::<PodStatus>(rt, object, "status")?;
             recount_generation(object, old);
             let metadata_errors = validate_metadata(rt, object);
-            return validation_outcome(rt, &name, Ok(()), metadata_errors);
+            return validation_outcome(rt, name_of(old), Ok(()), metadata_errors);
         }
-        let mut pod: Pod = typed(rt, object)?;
-        let old_pod: Pod = typed(rt, old)?;
-        let attrs = attributes(ctx, Operation::Update, rt, subresource, old, &user);
-        admission::admit_pod(&attrs, &mut pod, Some(&old_pod), &ctx.config.admission)
-            .map_err(|e| admission_error(rt, &name, e))?;
-        *object = untyped(&pod)?;
-        recount_generation(object, old);
-        pod.metadata.generation = generation(object);
-        let metadata_errors = validate_metadata(rt, object);
-        let attrs = attributes(ctx, Operation::Update, rt, subresource, object, &user);
-        let result = admission::validate_pod(&attrs, &pod, Some(&old_pod), &ctx.config.admission);
-        validation_outcome(rt, &name, result, metadata_errors)
+        update_typed(rt, subresource, object, old, ctx, ADMISSION)
     }
 
     /// NodeRestriction: an agent deletes only the pods bound to it.
@@ -146,12 +121,6 @@ pub fn assigned_node(pod: &Value) -> &str {
     pod.pointer("/spec/nodeName")
         .and_then(Value::as_str)
         .unwrap_or("")
-}
-
-fn generation(object: &Value) -> Option<i64> {
-    object
-        .pointer("/metadata/generation")
-        .and_then(Value::as_i64)
 }
 
 /// Pod defaults the API server applies (upstream `SetDefaults_Pod` and

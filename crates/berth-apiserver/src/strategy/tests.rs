@@ -5,7 +5,7 @@
 use serde_json::{Value, json};
 
 use super::pod::bind_pod;
-use super::{Context, StrategyConfig, keep_status, selectable_fields, update, validate_metadata};
+use super::{Context, StrategyConfig, keep_status, selectable_fields, validate_metadata};
 use crate::auth::User;
 use crate::resources::{NAMESPACES, NODES, PODS};
 use crate::status::ApiError;
@@ -147,7 +147,8 @@ fn update_status(user: &User, request: Value) -> ApiResult<Value> {
         config: &config,
     };
     let mut object = request;
-    update(&PODS, "status", &mut object, &stored_pod(), &ctx)?;
+    PODS.strategy
+        .update(&PODS, "status", &mut object, &stored_pod(), &ctx)?;
     Ok(object)
 }
 

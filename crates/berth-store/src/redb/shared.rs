@@ -65,6 +65,12 @@ impl Shared {
         }
     }
 
+    /// The current and the compacted revision, for readers without a transaction.
+    pub(super) fn publish_revisions(&self, revision: i64, compacted: i64) {
+        self.revision.store(revision, Ordering::Release);
+        self.compacted.store(compacted, Ordering::Release);
+    }
+
     pub(super) fn set_health(&self, health: StoreHealth) {
         *self.health.lock().unwrap_or_else(PoisonError::into_inner) = health;
     }

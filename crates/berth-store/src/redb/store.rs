@@ -70,8 +70,7 @@ impl RedbStore {
             }),
             ..Shared::default()
         });
-        shared.revision.store(loaded.revision, Ordering::Release);
-        shared.compacted.store(loaded.compacted, Ordering::Release);
+        shared.publish_revisions(loaded.revision, loaded.compacted);
         let (events, _) = broadcast::channel(EVENT_BACKLOG);
         let (requests, rx) = mpsc::channel(REQUEST_QUEUE);
         let (done_tx, done_rx) = oneshot::channel();

@@ -386,11 +386,7 @@ impl Writer {
             revision: loaded.revision,
         };
         self.shared
-            .revision
-            .store(loaded.revision, Ordering::Release);
-        self.shared
-            .compacted
-            .store(loaded.compacted, Ordering::Release);
+            .publish_revisions(loaded.revision, loaded.compacted);
         *cell = Ok(Arc::new(db));
         Ok(())
     }
@@ -450,11 +446,7 @@ impl Writer {
                     index.revision = outcome.revision;
                 }
                 self.shared
-                    .revision
-                    .store(outcome.revision, Ordering::Release);
-                self.shared
-                    .compacted
-                    .store(outcome.compacted, Ordering::Release);
+                    .publish_revisions(outcome.revision, outcome.compacted);
                 if outcome.committed {
                     self.compaction_stalled = false;
                     self.shared.commits.fetch_add(1, Ordering::Relaxed);
