@@ -50,16 +50,20 @@
 //! large compaction.
 //!
 //! One file per job: `format` (tables, metadata, log records), `index` (the key index and its
-//! rebuild), `open` (opening, checking, repairing), `writer` (group commit, recovery from
-//! storage failures), `responder` (delivering committed batches), `compaction`, `shared` (what
+//! rebuild), `open` (opening, checking, repairing), `ops` (a write as the writer receives it),
+//! `writer` (group commit), `apply` (one write inside the batch), `recovery` (from storage
+//! failures), `responder` (delivering committed batches), `compaction`, `shared` (what
 //! the writer publishes), `read` (gets, lists, log reads), `watches`, `verify`, and `store`
 //! ([`RedbStore`] itself).
 
+mod apply;
 mod compaction;
 mod format;
 mod index;
 mod open;
+mod ops;
 mod read;
+mod recovery;
 mod responder;
 mod shared;
 mod store;

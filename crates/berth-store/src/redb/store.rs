@@ -10,12 +10,13 @@ use tokio::sync::{broadcast, mpsc, oneshot};
 
 use super::index::IndexSnapshot;
 use super::open::{DEFAULT_CACHE_BYTES, DbCell, FILE_NAME, open_file};
+use super::ops::{Msg, Op, Request};
 use super::read::{get_blocking, list_blocking, read};
 use super::responder::{Batch, EVENT_BACKLOG, spawn_responder};
 use super::shared::{Shared, WriterStats};
 use super::verify::{VerifyReport, verify_blocking};
 use super::watches::run_watch;
-use super::writer::{Msg, Op, REQUEST_QUEUE, Request, Writer};
+use super::writer::{REQUEST_QUEUE, Writer};
 use crate::error::{Result, StoreError};
 use crate::keys::{validate_key, validate_prefix, validate_value};
 use crate::list::{ListOptions, ListResult};

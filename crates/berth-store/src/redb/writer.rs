@@ -1,8 +1,8 @@
 //! The writer thread: group commit. It takes every write waiting (and, briefly, the writes
 //! of callers it has just answered that are on their way back), applies them in one write
-//! transaction, commits once with `Durability::Immediate` (one fsync), publishes the new key
-//! index, and hands the batch to the responder. After a storage failure it reopens the file
-//! and refuses writes for a second at a time until one goes through.
+//! transaction (`apply.rs`), commits once with `Durability::Immediate` (one fsync), publishes
+//! the new key index, and hands the batch to the responder. After a storage failure it
+//! recovers (`recovery.rs`).
 
 use std::collections::{BTreeSet, HashMap};
 use std::path::PathBuf;
@@ -10,21 +10,22 @@ use std::sync::atomic::Ordering;
 use std::sync::{Arc, PoisonError};
 use std::time::{Duration, Instant};
 
-use redb::{Database, Durability, ReadableDatabase, Table};
+use redb::{Database, Durability, ReadableDatabase};
 use tokio::sync::mpsc::error::TryRecvError;
-use tokio::sync::{broadcast, mpsc, oneshot};
+use tokio::sync::{broadcast, mpsc};
 
+use super::apply::{Applied, apply_op};
 use super::compaction;
 use super::format::{
-    KV, LOG, META, META_CHECKPOINT, META_COMPACTED, META_CURSOR, META_REVISION, be, encode_entry,
-    needs_reopen, set_revisions,
+    KV, LOG, META, META_CHECKPOINT, META_COMPACTED, META_CURSOR, META_REVISION, be, needs_reopen,
 };
-use super::index::{BatchIndex, IndexSnapshot};
-use super::open::{DbCell, reopen_file};
+use super::index::BatchIndex;
+use super::open::DbCell;
+use super::ops::{Msg, Request};
 use super::responder::{Batch, Delivery, Responder};
 use super::shared::Shared;
-use crate::error::{Result, StoreError};
-use crate::types::{EventKind, KeyValue, Revision, StoreHealth, WatchEvent};
+use crate::error::Result;
+use crate::types::{Revision, StoreHealth, WatchEvent};
 
 /// Upper bounds on one group commit, so one transaction stays a bounded amount of work.
 const MAX_BATCH_OPS: usize = 4096;
@@ -42,78 +43,7 @@ const CHECKPOINT_EVERY: i64 = 4096;
 
 /// After a storage failure, how long writes are refused before the next attempt (each failed
 /// attempt reopens the file, which readers wait for).
-const WRITE_RETRY: Duration = Duration::from_secs(1);
-
-/// A write as the writer thread receives it. `record` is its log record, encoded by the caller
-/// (on a runtime thread, off the single writer thread) with zero revisions that the writer
-/// fills in; `value` moves into the watch event, so the writer copies no value.
-pub(super) enum Op {
-    Create {
-        key: String,
-        value: Vec<u8>,
-        record: Vec<u8>,
-    },
-    Update {
-        key: String,
-        value: Vec<u8>,
-        record: Vec<u8>,
-        expected: i64,
-    },
-    Delete {
-        key: String,
-        record: Vec<u8>,
-        expected: i64,
-    },
-    Compact {
-        revision: i64,
-    },
-}
-
-impl Op {
-    pub(super) fn create(key: &str, value: Vec<u8>) -> Op {
-        Op::Create {
-            key: key.to_owned(),
-            record: encode_entry(EventKind::Created, 0, 0, key, &value),
-            value,
-        }
-    }
-
-    pub(super) fn update(key: &str, value: Vec<u8>, expected: i64) -> Op {
-        Op::Update {
-            key: key.to_owned(),
-            record: encode_entry(EventKind::Updated, 0, 0, key, &value),
-            value,
-            expected,
-        }
-    }
-
-    pub(super) fn delete(key: &str, expected: i64) -> Op {
-        Op::Delete {
-            key: key.to_owned(),
-            record: encode_entry(EventKind::Deleted, 0, 0, key, &[]),
-            expected,
-        }
-    }
-
-    fn bytes(&self) -> usize {
-        match self {
-            Op::Create { record, .. } | Op::Update { record, .. } | Op::Delete { record, .. } => {
-                record.len()
-            }
-            Op::Compact { .. } => 0,
-        }
-    }
-}
-
-pub(super) struct Request {
-    pub(super) op: Op,
-    pub(super) reply: oneshot::Sender<Result<Revision>>,
-}
-
-pub(super) enum Msg {
-    Write(Request),
-    Shutdown,
-}
+pub(super) const WRITE_RETRY: Duration = Duration::from_secs(1);
 
 pub(super) struct Writer {
     /// The database handle, shared with readers; replaced when the file is reopened.
@@ -142,12 +72,6 @@ pub(super) struct Writer {
     pub(super) writes_paused_until: Instant,
     /// The file could not be reopened; tried again every [`WRITE_RETRY`].
     pub(super) reopen_pending: bool,
-}
-
-/// What one operation did inside the batch transaction.
-enum Applied {
-    Event(WatchEvent),
-    Compacted(i64),
 }
 
 /// What a successful batch transaction produced.
@@ -269,126 +193,6 @@ impl Writer {
         if self.revision > self.checkpoint {
             self.commit_batch(Vec::new(), true);
         }
-    }
-
-    /// After a storage failure: the refusal for writes that come before the next attempt.
-    fn refusal(&mut self) -> Option<StoreError> {
-        let reason = self.failure.clone()?;
-        if Instant::now() >= self.writes_paused_until {
-            if self.reopen_pending {
-                self.retry_reopen();
-            }
-            if !self.reopen_pending {
-                return None;
-            }
-        }
-        Some(StoreError::Unavailable(format!(
-            "a write failed ({reason}); writes are refused until the next attempt, at most a \
-             second from now"
-        )))
-    }
-
-    /// A write failed for a storage reason: reopen the file, so reads go on and later writes
-    /// can succeed once the cause is gone (space freed).
-    fn recover(&mut self, error: &StoreError) {
-        self.mark_failed(error);
-        self.retry_reopen();
-    }
-
-    /// Reports a storage failure (before the failed batch is answered, so that whoever sees
-    /// the failure sees the store's health say so) and pauses writes.
-    fn mark_failed(&mut self, error: &StoreError) {
-        let reason = error.to_string();
-        tracing::error!(
-            path = %self.path.display(),
-            error = %reason,
-            "berth-store: a write failed for a storage reason; reopening the file (reads go on, \
-             writes are retried every second)"
-        );
-        self.shared.set_health(StoreHealth::Degraded(format!(
-            "a write failed ({reason}); the store file is being reopened"
-        )));
-        self.failure = Some(reason);
-        self.writes_paused_until = Instant::now() + WRITE_RETRY;
-        self.reopen_pending = true;
-    }
-
-    fn retry_reopen(&mut self) {
-        let reason = self.failure.clone().unwrap_or_default();
-        match self.reopen() {
-            Ok(()) => {
-                self.reopen_pending = false;
-                self.shared.set_health(StoreHealth::Degraded(format!(
-                    "a write failed ({reason}); the store file was reopened and serves reads, \
-                     writes are retried every second"
-                )));
-            }
-            Err(e) => {
-                tracing::error!(
-                    path = %self.path.display(),
-                    error = %e,
-                    "berth-store: cannot reopen the store file; retrying every second"
-                );
-                self.writes_paused_until = Instant::now() + WRITE_RETRY;
-                self.shared.set_health(StoreHealth::Failed(format!(
-                    "a write failed ({reason}) and the store file {} cannot be reopened: {e}",
-                    self.path.display()
-                )));
-            }
-        }
-    }
-
-    /// Drops the database handle (waiting for readers in flight) and opens the file again. The
-    /// reopened file holds every commit that was acknowledged; a commit that reported a failure
-    /// may hold too (the revisions after the writer's last are then taken from the file, and
-    /// watchers read them from the log).
-    fn reopen(&mut self) -> Result<()> {
-        let mut cell = self.db.write().unwrap_or_else(PoisonError::into_inner);
-        *cell = Err(StoreError::Unavailable(format!(
-            "the store file {} is being reopened after a storage failure",
-            self.path.display()
-        )));
-        let (db, loaded) = match reopen_file(&self.path, self.cache_bytes) {
-            Ok(opened) => opened,
-            Err(e) => {
-                *cell = Err(StoreError::Unavailable(format!(
-                    "reopening the store file failed: {e}"
-                )));
-                return Err(StoreError::Unavailable(e.to_string()));
-            }
-        };
-        if loaded.revision < self.revision {
-            let why = format!(
-                "the reopened file ends at revision {}, but revision {} was acknowledged",
-                loaded.revision, self.revision
-            );
-            *cell = Err(StoreError::Corrupt(why.clone()));
-            return Err(StoreError::Corrupt(why));
-        }
-        if loaded.revision > self.revision {
-            tracing::warn!(
-                from = self.revision + 1,
-                to = loaded.revision,
-                "berth-store: writes reported as failed were committed after all"
-            );
-        }
-        self.revision = loaded.revision;
-        self.compacted = loaded.compacted;
-        self.cursor = loaded.cursor;
-        self.checkpoint = loaded.checkpoint;
-        self.dirty = loaded.dirty;
-        *self
-            .shared
-            .index
-            .lock()
-            .unwrap_or_else(PoisonError::into_inner) = IndexSnapshot {
-            map: loaded.index,
-            revision: loaded.revision,
-        };
-        self.shared
-            .publish_revisions(loaded.revision, loaded.compacted);
-        *cell = Ok(Arc::new(db));
-        Ok(())
     }
 
     /// The database handle for one transaction.
@@ -616,111 +420,4 @@ impl Writer {
         self.shared.record_compaction(started);
         Ok(())
     }
-}
-
-/// Applies one operation. The outer `Result` is a storage failure that aborts the batch; the
-/// inner one is this operation being refused (conflict, exists, ...), which consumes no
-/// revision and leaves the rest of the batch alone. A successful create or update moves its
-/// key and value out of `op` into the event (the request is answered with the revision only).
-fn apply_op(
-    index: &mut BatchIndex<'_>,
-    log: &mut Table<i64, &'static [u8]>,
-    revision: i64,
-    compacted: i64,
-    op: &mut Op,
-) -> Result<Result<Applied>> {
-    let next = revision + 1;
-    match op {
-        Op::Create { key, value, record } => {
-            if index.get(key).is_some() {
-                return Ok(Err(StoreError::AlreadyExists { key: key.clone() }));
-            }
-            set_revisions(record, next, 0)?;
-            log.insert(next, record.as_slice()).map_err(be)?;
-            index.set(key, Some((next, next)));
-            Ok(Ok(Applied::Event(WatchEvent {
-                kind: EventKind::Created,
-                revision: next,
-                kv: KeyValue {
-                    key: std::mem::take(key),
-                    value: std::mem::take(value),
-                    create_revision: next,
-                    mod_revision: next,
-                },
-                prev_kv: None,
-            })))
-        }
-        Op::Update {
-            key,
-            value,
-            record,
-            expected,
-        } => change(index, log, next, key, Some(value), record, *expected),
-        Op::Delete {
-            key,
-            record,
-            expected,
-        } => change(index, log, next, key, None, record, *expected),
-        Op::Compact { revision: to } => {
-            if *to > revision {
-                return Ok(Err(StoreError::InvalidArgument(format!(
-                    "cannot compact to revision {to}: it is in the future (current is {revision})"
-                ))));
-            }
-            Ok(Ok(Applied::Compacted((*to).max(compacted))))
-        }
-    }
-}
-
-/// An update (`value` = `Some`) or delete (`None`) guarded by the expected revision; `record`
-/// is its log record with the revisions still to be filled in.
-fn change(
-    index: &mut BatchIndex<'_>,
-    log: &mut Table<i64, &'static [u8]>,
-    next: i64,
-    key: &mut String,
-    value: Option<&mut Vec<u8>>,
-    record: &mut [u8],
-    expected: i64,
-) -> Result<Result<Applied>> {
-    let Some((create, actual)) = index.get(key) else {
-        return Ok(Err(StoreError::NotFound {
-            key: key.to_owned(),
-        }));
-    };
-    if actual != expected {
-        return Ok(Err(StoreError::Conflict {
-            key: key.to_owned(),
-            expected,
-            actual,
-        }));
-    }
-    // The previous value is read on delivery (see `Delivery`), off the writer thread.
-    let prev = KeyValue {
-        key: String::new(),
-        value: Vec::new(),
-        create_revision: create,
-        mod_revision: actual,
-    };
-    let (kind, new_value) = match value {
-        Some(v) => (EventKind::Updated, std::mem::take(v)),
-        None => (EventKind::Deleted, Vec::new()),
-    };
-    set_revisions(record, create, actual)?;
-    log.insert(next, &*record).map_err(be)?;
-    match kind {
-        EventKind::Deleted => index.set(key, None),
-        _ => index.set(key, Some((create, next))),
-    }
-    Ok(Ok(Applied::Event(WatchEvent {
-        kind,
-        revision: next,
-        kv: KeyValue {
-            key: std::mem::take(key),
-            value: new_value,
-            create_revision: create,
-            mod_revision: next,
-        },
-        prev_kv: Some(prev),
-    })))
 }
