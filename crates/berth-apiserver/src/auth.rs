@@ -101,7 +101,7 @@ impl User {
 /// Bearer tokens and the users they stand for. Node credentials issued for
 /// the join token are kept where every server that may be asked knows
 /// them: appended to a file in the data dir (one server), or in the store
-/// that several servers share (see `cluster_credentials`).
+/// that several servers share (see `cluster_credentials`, which follows it).
 #[derive(Debug, Default)]
 pub struct Authenticator {
     tokens: RwLock<HashMap<String, User>>,
@@ -111,6 +111,27 @@ pub struct Authenticator {
     /// The credential issued to each node (node name → token): the API
     /// server presents it to the node's agent (see `pod_logs`).
     node_credentials: RwLock<HashMap<String, String>>,
+}
+
+/// Where node credentials live in a shared store, one key per node.
+pub const NODE_PREFIX: &str = "/registry/berth.dev/node-credentials/";
+
+fn node_key(node: &str) -> String {
+    format!("{NODE_PREFIX}{node}")
+}
+
+/// Stores `node`'s credential; `AlreadyExists` when one was issued (by any
+/// server) before.
+pub async fn publish_node_token<S: berth_store::Store>(
+    store: &S,
+    node: &str,
+    token: &str,
+) -> Result<(), berth_store::StoreError> {
+    let value = serde_json::json!({"nodeName": node, "token": token});
+    store
+        .create(&node_key(node), value.to_string().into_bytes())
+        .await
+        .map(|_| ())
 }
 
 /// The store node credentials are kept in when several servers share it.
@@ -201,7 +222,7 @@ impl Authenticator {
         let Some(SharedStore(store)) = shared else {
             return self.issue_node_token_in_file(node, token);
         };
-        match crate::cluster_credentials::publish_node_token(&store, node, &token).await {
+        match publish_node_token(&store, node, &token).await {
             Ok(()) => {}
             Err(berth_store::StoreError::AlreadyExists { .. }) => return Err(already_issued(node)),
             Err(e) => return Err(ApiError::internal(e)),

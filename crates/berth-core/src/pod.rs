@@ -82,6 +82,7 @@ pub fn is_active(pod: &Pod) -> bool {
 mod tests {
     use super::*;
     use crate::test_util::make_pod;
+    use k8s_openapi::api::core::v1::PodStatus;
 
     fn web() -> crate::test_util::PodWrapper {
         make_pod().namespace("default").name("web")
