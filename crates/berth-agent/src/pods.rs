@@ -18,7 +18,7 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::Duration;
 
-use berth_client::{Change, Gone, changes};
+use berth_client::{Change, changes};
 use berth_core::FeatureGates;
 use berth_core::clock::Clock;
 use berth_core::pod::{bound_node, is_terminal};
@@ -55,9 +55,9 @@ impl NodeDirectory for NodeClient {
 pub enum PodEvent {
     /// A pod bound to a served node was created or changed.
     Applied(Box<Pod>),
-    /// A pod is gone from the API (by the watch, or missing from a
-    /// relist).
-    Deleted(Gone<Pod>),
+    /// The pod with this UID (as last seen) is gone from the API (by the
+    /// watch, or missing from a relist).
+    Deleted { uid: Option<String> },
     /// The runtime's view of the pod with this UID changed.
     Runtime(String),
 }
@@ -184,7 +184,7 @@ impl PodWorker {
     pub async fn handle(self: &Arc<Self>, event: PodEvent) {
         match event {
             PodEvent::Applied(pod) => self.applied(*pod).await,
-            PodEvent::Deleted(gone) => self.deleted(gone.uid.as_deref()).await,
+            PodEvent::Deleted { uid } => self.deleted(uid.as_deref()).await,
             PodEvent::Runtime(uid) => self.runtime_changed(&uid).await,
         }
     }
@@ -481,7 +481,7 @@ pub async fn feed(
     while let Some(change) = pods.next().await {
         let sent = match change {
             Change::Upsert(pod) => events.send(PodEvent::Applied(Box::new(pod))),
-            Change::Delete(gone) => events.send(PodEvent::Deleted(gone)),
+            Change::Delete(gone) => events.send(PodEvent::Deleted { uid: gone.uid }),
             Change::Synced => Ok(()),
         };
         if sent.is_err() {

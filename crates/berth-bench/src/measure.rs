@@ -212,6 +212,11 @@ pub struct LatencySummary {
     pub max_us: f64,
 }
 
+/// `x` rounded to one decimal place, as reports print it.
+pub(crate) fn round1(x: f64) -> f64 {
+    (x * 10.0).round() / 10.0
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -242,9 +247,4 @@ mod tests {
         assert!((s.p99_us - 990.0).abs() < 16.0, "{s:?}");
         assert_eq!(s.max_us, 1000.0);
     }
-}
-
-/// `x` rounded to one decimal place, as reports print it.
-pub(crate) fn round1(x: f64) -> f64 {
-    (x * 10.0).round() / 10.0
 }
