@@ -250,7 +250,7 @@ struct Checks {
 
 fn pod_json(i: usize, workload: Workload) -> String {
     let (labels, extra) = match workload {
-        Workload::TaintHeavy if i % 2 == 0 => (
+        Workload::TaintHeavy if i.is_multiple_of(2) => (
             r#""app":"bench""#,
             r#","tolerations":[{"key":"dedicated","operator":"Equal","value":"bench","effect":"NoSchedule"}]"#,
         ),
