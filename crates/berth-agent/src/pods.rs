@@ -18,7 +18,7 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::Duration;
 
-use berth_client::{Change, changes};
+use berth_client::{Change, changes_of};
 use berth_core::FeatureGates;
 use berth_core::clock::Clock;
 use berth_core::pod::{bound_node, is_terminal};
@@ -26,7 +26,7 @@ use berth_runtime::Runtime;
 use futures::StreamExt;
 use k8s_openapi::api::core::v1::{Pod, PodCondition, PodStatus};
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
-use kube::runtime::{WatchStreamExt, watcher};
+use kube::runtime::watcher;
 use serde_json::json;
 
 use crate::admission::{Rejection, admit};
@@ -475,9 +475,7 @@ pub async fn feed(
         }
     });
     let api: kube::Api<Pod> = kube::Api::all(client);
-    let mut pods =
-        changes(watcher(api, watcher::Config::default().fields(&selector)).default_backoff())
-            .boxed();
+    let mut pods = changes_of(api, watcher::Config::default().fields(&selector)).boxed();
     while let Some(change) = pods.next().await {
         let sent = match change {
             Change::Upsert(pod) => events.send(PodEvent::Applied(Box::new(pod))),

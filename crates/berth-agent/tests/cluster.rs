@@ -19,12 +19,11 @@ use berth_core::clock::Clock;
 use berth_core::test_util::{PodWrapper, make_pod, tol};
 use berth_runtime::sim::SimRuntime;
 use berth_runtime::{LogFile, Runtime, RuntimeError, RuntimePodStatus};
-use berth_testing::TestServer;
+use berth_testing::{TestServer, mark_unknown};
 use futures::future::BoxFuture;
 use k8s_openapi::api::coordination::v1::Lease;
 use k8s_openapi::api::core::v1::{Node, Pod};
 use k8s_openapi::apimachinery::pkg::api::resource::Quantity;
-use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
 use kube::Api;
 use kube::api::{Patch, PatchParams, PostParams};
 use serde_json::json;
@@ -702,23 +701,7 @@ async fn simulated_nodes_share_one_client_and_each_heartbeats_as_itself() {
     // The node lifecycle controller's write of a silent node, done here by
     // hand: the fleet sees the Node differ from its own status and writes
     // Ready again at once, not at its next 5-minute report.
-    let marked = c.clock.now();
-    let mut unknown = nodes.get_status("sim-000004").await.expect("node");
-    for cond in unknown
-        .status
-        .as_mut()
-        .and_then(|s| s.conditions.as_mut())
-        .expect("conditions")
-    {
-        cond.status = "Unknown".into();
-        cond.reason = Some("NodeStatusUnknown".into());
-        cond.message = Some("Kubelet stopped posting node status.".into());
-        cond.last_transition_time = Some(Time(marked));
-    }
-    nodes
-        .replace_status("sim-000004", &PostParams::default(), &unknown)
-        .await
-        .expect("mark Unknown");
+    let marked = mark_unknown(&c, "sim-000004").await;
     assert!(
         eventually(&c.clock, 10, || node_ready(&nodes, "sim-000004")).await,
         "Ready again within 10 s"

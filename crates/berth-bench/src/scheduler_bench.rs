@@ -628,17 +628,7 @@ pub fn run(args: &SchedulerArgs) -> anyhow::Result<SchedulerReport> {
         args.pods != Some(0) && args.nodes > 0,
         "--pods and --nodes must be positive"
     );
-    let berth = match &args.berth_bin {
-        Some(path) => path.clone(),
-        None => std::env::current_exe()
-            .context("locating this binary")?
-            .with_file_name("berth"),
-    };
-    anyhow::ensure!(
-        berth.exists(),
-        "{} not found: build it (cargo build --release -p berth) or pass --berth-bin",
-        berth.display()
-    );
+    let berth = crate::harness::berth_binary(args.berth_bin.as_deref())?;
     let parent = crate::harness::data_parent(args.data_dir.as_deref())?;
     let runtime = crate::harness::bench_runtime(2)?;
     let shapes: &[Workload] = match args.shape {

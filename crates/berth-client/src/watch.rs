@@ -8,8 +8,9 @@ use std::task::{Context, Poll};
 use berth_core::object_key::ObjectKey;
 use futures::Stream;
 use kube::Resource;
-use kube::runtime::watcher;
+use kube::runtime::{WatchStreamExt, watcher};
 use pin_project_lite::pin_project;
+use serde::de::DeserializeOwned;
 
 /// One change to a client's view of one resource type.
 #[derive(Debug, Clone, PartialEq)]
@@ -67,6 +68,18 @@ where
         relisted: None,
         ready: VecDeque::new(),
     }
+}
+
+/// [`changes`] of a watch of `api` (with `config`'s selectors), retried
+/// with kube-rs's default backoff: how a long-running client watches.
+pub fn changes_of<K>(
+    api: kube::Api<K>,
+    config: watcher::Config,
+) -> Changes<impl Stream<Item = Result<watcher::Event<K>, watcher::Error>> + Send, K>
+where
+    K: Resource + Clone + DeserializeOwned + std::fmt::Debug + Send + 'static,
+{
+    changes(watcher::watcher(api, config).default_backoff())
 }
 
 fn key_and_uid<K: Resource>(object: &K) -> (ObjectKey, Option<String>) {

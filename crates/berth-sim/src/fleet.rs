@@ -142,11 +142,9 @@ mod tests {
     use std::collections::BTreeMap;
 
     use super::*;
-    use berth_testing::TestServer;
+    use berth_testing::{TestServer, mark_unknown};
     use k8s_openapi::api::core::v1::{Node, NodeCondition};
-    use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
     use kube::Api;
-    use kube::api::PostParams;
 
     fn ready(node: &Node) -> Option<NodeCondition> {
         node.status
@@ -162,7 +160,8 @@ mod tests {
     /// time, not at its 5-minute report.
     #[tokio::test(start_paused = true)]
     async fn a_node_marked_unknown_reports_ready_within_one_status_period() {
-        let TestServer { api, clock, admin } = TestServer::start().await;
+        let server = TestServer::start().await;
+        let (api, clock) = (&server.api, &server.clock);
         let spec = NodeSpec {
             name: "node1".into(),
             zone: None,
@@ -172,8 +171,8 @@ mod tests {
         };
         let stop = CancellationToken::new();
         let mut fleet = start(
-            &api,
-            &clock,
+            api,
+            clock,
             &[spec],
             &[Duration::from_secs(3)],
             FeatureGates::default(),
@@ -181,25 +180,9 @@ mod tests {
         )
         .expect("fleet");
         fleet.up().await.expect("the node is up");
-        let nodes: Api<Node> = Api::all(admin);
+        let nodes: Api<Node> = Api::all(server.admin.clone());
         clock.sleep(Duration::from_secs(60)).await;
-        let marked = clock.now();
-        let mut unknown = nodes.get_status("node1").await.expect("node");
-        for c in unknown
-            .status
-            .as_mut()
-            .and_then(|s| s.conditions.as_mut())
-            .expect("conditions")
-        {
-            c.status = "Unknown".into();
-            c.reason = Some("NodeStatusUnknown".into());
-            c.message = Some("Kubelet stopped posting node status.".into());
-            c.last_transition_time = Some(Time(marked));
-        }
-        nodes
-            .replace_status("node1", &PostParams::default(), &unknown)
-            .await
-            .expect("mark Unknown");
+        let marked = mark_unknown(&server, "node1").await;
         clock.sleep(Duration::from_secs(10)).await;
         let back = ready(&nodes.get("node1").await.expect("node")).expect("Ready");
         assert_eq!(back.status, "True", "{back:?}");

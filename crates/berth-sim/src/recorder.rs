@@ -22,7 +22,7 @@
 
 use std::collections::BTreeMap;
 
-use berth_client::{Change, changes};
+use berth_client::{Change, changes_of};
 use berth_controllers::node_lifecycle::zone::{
     compute_zone_state, excluded_from_disruption, zone_key,
 };
@@ -245,10 +245,7 @@ where
         + Send
         + 'static,
 {
-    changes(watcher(
-        Api::<K>::all(client.clone()),
-        watcher::Config::default(),
-    ))
+    changes_of(Api::<K>::all(client.clone()), watcher::Config::default())
 }
 
 /// A started recorder.

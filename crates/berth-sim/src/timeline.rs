@@ -399,6 +399,10 @@ mod tests {
         want: Vec<(EventKind, &'a str)>,
     }
 
+    fn owned(want: Vec<(EventKind, &str)>) -> Vec<(EventKind, String)> {
+        want.into_iter().map(|(k, d)| (k, d.to_owned())).collect()
+    }
+
     fn events(entries: &[Entry]) -> Vec<(EventKind, String)> {
         entries
             .iter()
@@ -510,12 +514,7 @@ mod tests {
         ];
         for case in cases {
             let got = node_entries(7_000, case.old, case.new);
-            let want: Vec<(EventKind, String)> = case
-                .want
-                .into_iter()
-                .map(|(k, d)| (k, d.to_owned()))
-                .collect();
-            assert_eq!(events(&got), want, "{}", case.name);
+            assert_eq!(events(&got), owned(case.want), "{}", case.name);
             assert!(
                 got.iter()
                     .all(|e| e.t == 7_000 && e.node.as_deref() == Some("n1"))
@@ -566,12 +565,7 @@ mod tests {
         ];
         for case in cases {
             let got = pod_entries(1, case.old, case.new);
-            let want: Vec<(EventKind, String)> = case
-                .want
-                .into_iter()
-                .map(|(k, d)| (k, d.to_owned()))
-                .collect();
-            assert_eq!(events(&got), want, "{}", case.name);
+            assert_eq!(events(&got), owned(case.want), "{}", case.name);
             assert!(
                 got.iter().all(|e| e.pod.as_deref() == Some("default/web")),
                 "{}",

@@ -26,6 +26,10 @@ use berth_apiserver::in_process;
 use berth_core::clock::Clock;
 use berth_store::{AnyStore, MemStore};
 use jiff::Timestamp;
+use k8s_openapi::api::core::v1::Node;
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
+use kube::Api;
+use kube::api::PostParams;
 
 /// The virtual clock's reading when a test server starts.
 pub const START: &str = "2026-01-01T00:00:00Z";
@@ -62,4 +66,25 @@ impl TestServer {
     fn client_of(api: &Arc<ApiServer>, user: User) -> kube::Client {
         in_process::client(api, user, "default").expect("the OS gives a random token")
     }
+}
+
+/// What the node lifecycle controller writes for a node that went silent,
+/// done by hand: every condition of Node `name` set Unknown
+/// (`NodeStatusUnknown`) at the clock's time, which this returns.
+pub async fn mark_unknown(server: &TestServer, name: &str) -> Timestamp {
+    let nodes: Api<Node> = Api::all(server.admin.clone());
+    let marked = server.clock.now();
+    let mut node = nodes.get_status(name).await.expect("the node exists");
+    let conditions = node.status.as_mut().and_then(|s| s.conditions.as_mut());
+    for c in conditions.into_iter().flatten() {
+        c.status = "Unknown".into();
+        c.reason = Some("NodeStatusUnknown".into());
+        c.message = Some("Kubelet stopped posting node status.".into());
+        c.last_transition_time = Some(Time(marked));
+    }
+    nodes
+        .replace_status(name, &PostParams::default(), &node)
+        .await
+        .expect("the node's status is replaced");
+    marked
 }

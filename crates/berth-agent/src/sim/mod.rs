@@ -46,7 +46,7 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::time::Duration;
 
-use berth_client::{Change, changes};
+use berth_client::{Change, changes_of};
 use berth_core::FeatureGates;
 use berth_core::clock::Clock;
 use berth_runtime::Runtime;
@@ -55,7 +55,6 @@ use futures::future::BoxFuture;
 use futures::stream::FuturesUnordered;
 use http::HeaderValue;
 use k8s_openapi::api::core::v1::{Node, Pod};
-use kube::runtime::WatchStreamExt;
 use kube::runtime::watcher;
 use tokio::sync::{mpsc, watch};
 use tokio::time::Instant;
@@ -320,12 +319,9 @@ impl Fleet {
             runtime,
             pod_events.clone(),
         ));
-        let mut node_changes = changes(
-            watcher::watcher(
-                kube::Api::<Node>::all(client.clone()),
-                watcher::Config::default(),
-            )
-            .default_backoff(),
+        let mut node_changes = changes_of(
+            kube::Api::<Node>::all(client.clone()),
+            watcher::Config::default(),
         )
         .boxed();
 
@@ -396,6 +392,9 @@ impl Running {
             let Some(state) = self.states.get_mut(index) else {
                 continue;
             };
+            if !state.take_timer(work, due) {
+                continue;
+            }
             let client = state.client.clone();
             let clock = self.clock.clone();
             match work {
@@ -422,14 +421,6 @@ impl Running {
                     }));
                 }
                 Work::Renew => {
-                    if state.renew_due != Some(due) {
-                        continue;
-                    }
-                    state.renew_due = None;
-                    // A node cut off renews again when it is resumed.
-                    if state.paused {
-                        continue;
-                    }
                     let Some(mut renewer) = state.renewer.take() else {
                         continue;
                     };
@@ -439,13 +430,6 @@ impl Running {
                     }));
                 }
                 Work::Status => {
-                    if state.status_due != Some(due) {
-                        continue;
-                    }
-                    state.status_due = None;
-                    if state.paused {
-                        continue;
-                    }
                     let template = node_template(&self.nodes[index], index);
                     let conditions = state.reported.conditions(clock.now());
                     self.in_flight.push(Box::pin(async move {

@@ -13,6 +13,8 @@ use crate::conditions::{Health, decide};
 use crate::heartbeat::{LeaseRenewer, jittered, random_fraction};
 use crate::node_client::NodeClient;
 
+use super::timers::Work;
+
 /// A condition a simulated node is told to report (a scenario's step)
 /// instead of the one it computes, or besides them for another type.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -246,6 +248,22 @@ impl NodeState {
     pub fn registered_at(&mut self, now: Instant) {
         self.registered = true;
         self.cadence.start(now);
+    }
+
+    /// Whether a timer of `work` set for `due` is to run now: it is the
+    /// node's pending one (taken) and the node is not cut off (it renews
+    /// and writes again when resumed). Registrations always run.
+    pub fn take_timer(&mut self, work: Work, due: Instant) -> bool {
+        let pending = match work {
+            Work::Register => return true,
+            Work::Renew => &mut self.renew_due,
+            Work::Status => &mut self.status_due,
+        };
+        if *pending != Some(due) {
+            return false;
+        }
+        *pending = None;
+        !self.paused
     }
 
     /// Whether the node has renewed its Lease and written its status once.

@@ -29,10 +29,9 @@ use jiff::{SignedDuration, Timestamp};
 use k8s_openapi::api::coordination::v1::Lease;
 use k8s_openapi::api::core::v1::{Node, Pod};
 use kube::api::Api;
-use kube::runtime::WatchStreamExt;
 use kube::runtime::watcher;
 
-use berth_client::{Change, changes};
+use berth_client::{Change, changes_of};
 use berth_core::clock::Clock;
 use berth_core::toleration::EFFECT_NO_EXECUTE;
 use tokio::task::{Id, JoinSet};
@@ -495,27 +494,13 @@ impl NodeLifecycleController {
 
     /// Runs until dropped.
     pub async fn run(mut self) {
-        let nodes = changes(
-            watcher::watcher(
-                Api::<Node>::all(self.client.clone()),
-                watcher::Config::default(),
-            )
-            .default_backoff(),
+        let config = watcher::Config::default;
+        let nodes = changes_of(Api::<Node>::all(self.client.clone()), config());
+        let leases = changes_of(
+            Api::<Lease>::namespaced(self.client.clone(), NODE_LEASE_NAMESPACE),
+            config(),
         );
-        let leases = changes(
-            watcher::watcher(
-                Api::<Lease>::namespaced(self.client.clone(), NODE_LEASE_NAMESPACE),
-                watcher::Config::default(),
-            )
-            .default_backoff(),
-        );
-        let pods = changes(
-            watcher::watcher(
-                Api::<Pod>::all(self.client.clone()),
-                watcher::Config::default(),
-            )
-            .default_backoff(),
-        );
+        let pods = changes_of(Api::<Pod>::all(self.client.clone()), config());
         // One stream, Leases first: a node's Lease is its heartbeat, and an
         // unread renewal ages the node towards Unknown. With a backlog of
         // Node events (150,000 simulated nodes registering: a Node is ~5 KiB

@@ -25,12 +25,11 @@ use k8s_openapi::api::core::v1::{Node, PodCondition};
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
 use kube::api::{Api, DeleteParams, Patch, PatchParams, Preconditions};
 use kube::core::Request;
-use kube::runtime::WatchStreamExt;
 use kube::runtime::watcher;
 use tokio::sync::{Semaphore, mpsc};
 use tokio::task::JoinSet;
 
-use berth_client::{Change, changes};
+use berth_client::{Change, changes_of};
 use berth_core::FeatureGates;
 use berth_core::clock::Clock;
 
@@ -120,19 +119,13 @@ impl TaintEvictionController {
 
     /// Runs until dropped.
     pub async fn run(self) {
-        let nodes = changes(
-            watcher::watcher(
-                Api::<Node>::all(self.client.clone()),
-                watcher::Config::default(),
-            )
-            .default_backoff(),
+        let nodes = changes_of(
+            Api::<Node>::all(self.client.clone()),
+            watcher::Config::default(),
         );
-        let pods = changes(
-            watcher::watcher(
-                Api::<WatchedPod>::all(self.client.clone()),
-                watcher::Config::default(),
-            )
-            .default_backoff(),
+        let pods = changes_of(
+            Api::<WatchedPod>::all(self.client.clone()),
+            watcher::Config::default(),
         );
         let mut nodes = std::pin::pin!(nodes);
         let mut pods = std::pin::pin!(pods);

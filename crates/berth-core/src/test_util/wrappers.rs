@@ -26,7 +26,7 @@ use k8s_openapi::api::core::v1::{
     ResourceRequirements, Taint, Toleration,
 };
 use k8s_openapi::apimachinery::pkg::api::resource::Quantity;
-use k8s_openapi::apimachinery::pkg::apis::meta::v1::{ObjectMeta, Time};
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
 
 /// The image of the containers [`PodWrapper::req`] adds, as upstream's.
 pub const PAUSE_IMAGE: &str = "registry.k8s.io/pause:3.10";
@@ -38,10 +38,34 @@ fn quantities(resources: &[(&str, &str)]) -> BTreeMap<String, Quantity> {
         .collect()
 }
 
-fn set_label(meta: &mut ObjectMeta, key: &str, value: &str) {
-    meta.labels
-        .get_or_insert_default()
-        .insert(key.into(), value.into());
+/// The metadata setters both wrappers have (name, uid, label, creation
+/// time), on `self.0.metadata`.
+macro_rules! metadata_setters {
+    () => {
+        pub fn name(mut self, name: &str) -> Self {
+            self.0.metadata.name = Some(name.into());
+            self
+        }
+
+        pub fn uid(mut self, uid: &str) -> Self {
+            self.0.metadata.uid = Some(uid.into());
+            self
+        }
+
+        pub fn label(mut self, key: &str, value: &str) -> Self {
+            self.0
+                .metadata
+                .labels
+                .get_or_insert_default()
+                .insert(key.into(), value.into());
+            self
+        }
+
+        pub fn created_at(mut self, at: Timestamp) -> Self {
+            self.0.metadata.creation_timestamp = Some(Time(at));
+            self
+        }
+    };
 }
 
 /// Upstream's `st.MakePod()`: an empty pod to build on.
@@ -62,28 +86,10 @@ impl PodWrapper {
         self.0.status.get_or_insert_default()
     }
 
-    pub fn name(mut self, name: &str) -> Self {
-        self.0.metadata.name = Some(name.into());
-        self
-    }
+    metadata_setters!();
 
     pub fn namespace(mut self, namespace: &str) -> Self {
         self.0.metadata.namespace = Some(namespace.into());
-        self
-    }
-
-    pub fn uid(mut self, uid: &str) -> Self {
-        self.0.metadata.uid = Some(uid.into());
-        self
-    }
-
-    pub fn label(mut self, key: &str, value: &str) -> Self {
-        set_label(&mut self.0.metadata, key, value);
-        self
-    }
-
-    pub fn created_at(mut self, at: Timestamp) -> Self {
-        self.0.metadata.creation_timestamp = Some(Time(at));
         self
     }
 
@@ -206,25 +212,7 @@ impl NodeWrapper {
         self.0.status.get_or_insert_default()
     }
 
-    pub fn name(mut self, name: &str) -> Self {
-        self.0.metadata.name = Some(name.into());
-        self
-    }
-
-    pub fn uid(mut self, uid: &str) -> Self {
-        self.0.metadata.uid = Some(uid.into());
-        self
-    }
-
-    pub fn label(mut self, key: &str, value: &str) -> Self {
-        set_label(&mut self.0.metadata, key, value);
-        self
-    }
-
-    pub fn created_at(mut self, at: Timestamp) -> Self {
-        self.0.metadata.creation_timestamp = Some(Time(at));
-        self
-    }
+    metadata_setters!();
 
     /// Sets `spec.taints` to exactly these (an empty list included).
     pub fn taints(mut self, taints: Vec<Taint>) -> Self {
