@@ -206,8 +206,8 @@ mod default_profile {
 
     use super::*;
     use crate::plugins::pod_topology_spread::{DO_NOT_SCHEDULE, LABEL_TOPOLOGY_ZONE};
-    use crate::plugins::testing::{make_node, make_pod, make_selector};
     use crate::snapshot::WorkloadSelectors;
+    use berth_core::test_util::{make_node, make_pod, make_selector};
 
     fn zoned_node(name: &str, zone: &str) -> Node {
         make_node()

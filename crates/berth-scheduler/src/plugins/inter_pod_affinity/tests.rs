@@ -12,7 +12,8 @@ use crate::framework::{
     Code, CycleState, FilterPlugin, NodeInfo, NodeScore, PodInfo, PreFilterPlugin, PreScorePlugin,
     ScorePlugin, Snapshot, Status,
 };
-use crate::plugins::testing::{make_node, make_pod, make_selector, node_infos};
+use crate::plugins::testing::node_infos;
+use berth_core::test_util::{make_node, make_pod, make_selector};
 use k8s_openapi::api::core::v1::{Namespace, Node, Pod};
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::LabelSelector;
 

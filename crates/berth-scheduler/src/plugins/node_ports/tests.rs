@@ -1,7 +1,8 @@
 //! Upstream `TestNodePorts` (nodeports/node_ports_test.go).
 
 use super::*;
-use crate::plugins::testing::{make_pod, node_infos};
+use crate::plugins::testing::node_infos;
+use berth_core::test_util::{make_node, make_pod};
 use k8s_openapi::api::core::v1::{Node, Pod};
 
 /// `newPod(host, "PROTO/IP/PORT"...)`.
@@ -15,7 +16,7 @@ fn pod_with_ports(node: &str, ports: &[&str]) -> Pod {
 }
 
 fn node() -> Node {
-    crate::plugins::testing::make_node().name("n").obj()
+    make_node().name("n").obj()
 }
 
 #[test]
