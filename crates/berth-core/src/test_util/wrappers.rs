@@ -462,6 +462,10 @@ impl NodeWrapper {
         self
     }
 
+    pub fn labels(self, labels: &[(&str, &str)]) -> Self {
+        labels.iter().fold(self, |node, (k, v)| node.label(k, v))
+    }
+
     pub fn created_at(mut self, at: Timestamp) -> Self {
         self.0.metadata.creation_timestamp = Some(Time(at));
         self
