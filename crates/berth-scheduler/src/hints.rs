@@ -331,25 +331,21 @@ mod tests {
         });
         let tainted = make_node()
             .name("n")
-            .labels(&[])
             .allocatable(&[("cpu", "4"), ("memory", "8Gi"), ("pods", "110")])
             .taints(vec![taint("foo", "bar", "NoSchedule")])
             .obj();
         let clean = make_node()
             .name("n")
-            .labels(&[])
             .allocatable(&[("cpu", "4"), ("memory", "8Gi"), ("pods", "110")])
             .taints(vec![])
             .obj();
         let other = make_node()
             .name("n")
-            .labels(&[])
             .allocatable(&[("cpu", "4"), ("memory", "8Gi"), ("pods", "110")])
             .taints(vec![taint("foo", "baz", "NoSchedule")])
             .obj();
         let prefer = make_node()
             .name("n")
-            .labels(&[])
             .allocatable(&[("cpu", "4"), ("memory", "8Gi"), ("pods", "110")])
             .taints(vec![taint("foo", "bar", "PreferNoSchedule")])
             .obj();
@@ -415,19 +411,16 @@ mod tests {
         });
         let user1 = make_node()
             .name("nodeA")
-            .labels(&[])
             .allocatable(&[("cpu", "4"), ("memory", "8Gi"), ("pods", "110")])
             .taints(vec![taint("dedicated", "user1", "NoSchedule")])
             .obj();
         let user2 = make_node()
             .name("nodeA")
-            .labels(&[])
             .allocatable(&[("cpu", "4"), ("memory", "8Gi"), ("pods", "110")])
             .taints(vec![taint("dedicated", "user2", "NoSchedule")])
             .obj();
         let user1_and_3 = make_node()
             .name("nodeA")
-            .labels(&[])
             .allocatable(&[("cpu", "4"), ("memory", "8Gi"), ("pods", "110")])
             .taints(vec![
                 taint("dedicated", "user1", "NoSchedule"),
@@ -465,13 +458,11 @@ mod tests {
         let p = pod(PodSpec::default());
         let schedulable = make_node()
             .name("node-1")
-            .labels(&[])
             .allocatable(&[("cpu", "4"), ("memory", "8Gi"), ("pods", "110")])
             .taints(vec![])
             .obj();
         let mut unschedulable_node = make_node()
             .name("node-1")
-            .labels(&[])
             .allocatable(&[("cpu", "4"), ("memory", "8Gi"), ("pods", "110")])
             .taints(vec![])
             .obj();
@@ -540,7 +531,6 @@ mod tests {
         let plain = pod(PodSpec::default());
         let mut cordoned = make_node()
             .name("n")
-            .labels(&[])
             .allocatable(&[("cpu", "4"), ("memory", "8Gi"), ("pods", "110")])
             .taints(vec![])
             .obj();
@@ -549,7 +539,6 @@ mod tests {
         }
         let open = make_node()
             .name("n")
-            .labels(&[])
             .allocatable(&[("cpu", "4"), ("memory", "8Gi"), ("pods", "110")])
             .taints(vec![])
             .obj();
@@ -596,13 +585,11 @@ mod tests {
         };
         let small = make_node()
             .name("n")
-            .labels(&[])
             .allocatable(&[("cpu", "4"), ("memory", "8Gi"), ("pods", "110")])
             .taints(vec![])
             .obj();
         let mut large = make_node()
             .name("n")
-            .labels(&[])
             .allocatable(&[("cpu", "4"), ("memory", "8Gi"), ("pods", "110")])
             .taints(vec![])
             .obj();

@@ -59,7 +59,6 @@ fn fit_error_counts_reasons_like_upstream() {
     let cordoned = |name: &str| {
         let mut n = make_node()
             .name(name)
-            .labels(&[])
             .allocatable(&[("cpu", "4"), ("memory", "32Gi"), ("pods", "110")])
             .taints(vec![])
             .obj();
@@ -71,13 +70,11 @@ fn fit_error_counts_reasons_like_upstream() {
     let nodes = vec![
         make_node()
             .name("t1")
-            .labels(&[])
             .allocatable(&[("cpu", "4"), ("memory", "32Gi"), ("pods", "110")])
             .taints(vec![taint("dedicated", "db", "NoSchedule")])
             .obj(),
         make_node()
             .name("t2")
-            .labels(&[])
             .allocatable(&[("cpu", "4"), ("memory", "32Gi"), ("pods", "110")])
             .taints(vec![taint("gpu", "", "NoExecute")])
             .obj(),
@@ -143,19 +140,16 @@ fn prefer_no_schedule_steers_pods_to_untainted_nodes() {
     let cache = cache_of(vec![
         make_node()
             .name("soft")
-            .labels(&[])
             .allocatable(&[("cpu", "4"), ("memory", "32Gi"), ("pods", "110")])
             .taints(vec![taint("spot", "", "PreferNoSchedule")])
             .obj(),
         make_node()
             .name("a")
-            .labels(&[])
             .allocatable(&[("cpu", "4"), ("memory", "32Gi"), ("pods", "110")])
             .taints(vec![])
             .obj(),
         make_node()
             .name("b")
-            .labels(&[])
             .allocatable(&[("cpu", "4"), ("memory", "32Gi"), ("pods", "110")])
             .taints(vec![])
             .obj(),
@@ -201,13 +195,11 @@ fn least_allocated_prefers_the_emptier_node() {
     let mut cache = cache_of(vec![
         make_node()
             .name("busy")
-            .labels(&[])
             .allocatable(&[("cpu", "4"), ("memory", "32Gi"), ("pods", "110")])
             .taints(vec![])
             .obj(),
         make_node()
             .name("idle")
-            .labels(&[])
             .allocatable(&[("cpu", "4"), ("memory", "32Gi"), ("pods", "110")])
             .taints(vec![])
             .obj(),
@@ -247,13 +239,11 @@ fn taint_weight_outranks_resource_balance() {
     let mut cache = cache_of(vec![
         make_node()
             .name("soft")
-            .labels(&[])
             .allocatable(&[("cpu", "4"), ("memory", "32Gi"), ("pods", "110")])
             .taints(vec![taint("spot", "", "PreferNoSchedule")])
             .obj(),
         make_node()
             .name("busy")
-            .labels(&[])
             .allocatable(&[("cpu", "4"), ("memory", "32Gi"), ("pods", "110")])
             .taints(vec![])
             .obj(),
@@ -292,7 +282,6 @@ fn large_clusters_filter_only_enough_nodes_and_rotate_the_start() {
         .map(|i| {
             make_node()
                 .name(&format!("n{i:04}"))
-                .labels(&[])
                 .allocatable(&[("cpu", "4"), ("memory", "32Gi"), ("pods", "110")])
                 .taints(vec![])
                 .obj()
@@ -328,13 +317,11 @@ fn node_names_from_prefilter_limit_the_candidates() {
     let cache = cache_of(vec![
         make_node()
             .name("a")
-            .labels(&[])
             .allocatable(&[("cpu", "4"), ("memory", "32Gi"), ("pods", "110")])
             .taints(vec![])
             .obj(),
         make_node()
             .name("b")
-            .labels(&[])
             .allocatable(&[("cpu", "4"), ("memory", "32Gi"), ("pods", "110")])
             .taints(vec![])
             .obj(),
@@ -389,13 +376,11 @@ fn resource_shortage_is_reported_per_resource() {
     let cache = cache_of(vec![
         make_node()
             .name("small")
-            .labels(&[])
             .allocatable(&[("cpu", "1"), ("memory", "32Gi"), ("pods", "110")])
             .taints(vec![])
             .obj(),
         make_node()
             .name("tiny")
-            .labels(&[])
             .allocatable(&[("cpu", "500m"), ("memory", "32Gi"), ("pods", "110")])
             .taints(vec![])
             .obj(),

@@ -28,7 +28,6 @@ async fn assumed_pods_keep_concurrent_decisions_within_allocatable() {
         s.upsert_node(
             make_node()
                 .name(n)
-                .labels(&[])
                 .allocatable(&[("cpu", "2"), ("memory", "32Gi"), ("pods", "110")])
                 .taints(vec![])
                 .obj(),
@@ -82,7 +81,6 @@ async fn a_failed_binding_frees_the_node_and_backs_off() {
     s.upsert_node(
         make_node()
             .name("a")
-            .labels(&[])
             .allocatable(&[("cpu", "1"), ("memory", "32Gi"), ("pods", "110")])
             .taints(vec![])
             .obj(),
@@ -116,7 +114,6 @@ async fn removing_the_blocking_taint_requeues_the_pod() {
     let t0 = Instant::now();
     let tainted = make_node()
         .name("a")
-        .labels(&[])
         .allocatable(&[("cpu", "4"), ("memory", "32Gi"), ("pods", "110")])
         .taints(vec![taint("dedicated", "db", "NoSchedule")])
         .obj();
@@ -173,7 +170,6 @@ async fn a_deleted_pod_frees_room_for_a_waiting_one() {
     s.upsert_node(
         make_node()
             .name("a")
-            .labels(&[])
             .allocatable(&[("cpu", "1"), ("memory", "32Gi"), ("pods", "110")])
             .taints(vec![])
             .obj(),
@@ -218,7 +214,6 @@ async fn only_pods_for_this_scheduler_are_taken() {
     s.upsert_node(
         make_node()
             .name("a")
-            .labels(&[])
             .allocatable(&[("cpu", "4"), ("memory", "32Gi"), ("pods", "110")])
             .taints(vec![])
             .obj(),
@@ -263,7 +258,6 @@ async fn bound_pods_seen_on_the_watch_leave_the_queue_and_count() {
     s.upsert_node(
         make_node()
             .name("a")
-            .labels(&[])
             .allocatable(&[("cpu", "4"), ("memory", "32Gi"), ("pods", "110")])
             .taints(vec![])
             .obj(),
@@ -322,7 +316,6 @@ async fn no_nodes_backs_off_and_a_new_node_is_used() {
     assert_eq!(s.queue().place("default/p"), Some(Place::Backoff));
     let n: Node = make_node()
         .name("a")
-        .labels(&[])
         .allocatable(&[("cpu", "4"), ("memory", "32Gi"), ("pods", "110")])
         .taints(vec![])
         .obj();
