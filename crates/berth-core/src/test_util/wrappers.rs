@@ -297,6 +297,35 @@ impl PodWrapper {
         self
     }
 
+    /// The pod's required and preferred affinity term lists (`anti`: its
+    /// anti-affinity's).
+    fn affinity_terms(
+        &mut self,
+        anti: bool,
+    ) -> (
+        &mut Option<Vec<PodAffinityTerm>>,
+        &mut Option<Vec<WeightedPodAffinityTerm>>,
+    ) {
+        let affinity = self.affinity();
+        if anti {
+            let terms = affinity
+                .pod_anti_affinity
+                .get_or_insert_with(PodAntiAffinity::default);
+            (
+                &mut terms.required_during_scheduling_ignored_during_execution,
+                &mut terms.preferred_during_scheduling_ignored_during_execution,
+            )
+        } else {
+            let terms = affinity
+                .pod_affinity
+                .get_or_insert_with(PodAffinity::default);
+            (
+                &mut terms.required_during_scheduling_ignored_during_execution,
+                &mut terms.preferred_during_scheduling_ignored_during_execution,
+            )
+        }
+    }
+
     /// Adds a required pod affinity term (upstream's `PodAffinity()`).
     pub fn pod_affinity(
         mut self,
@@ -306,10 +335,8 @@ impl PodWrapper {
         namespace_selector: Option<LabelSelector>,
     ) -> Self {
         let term = affinity_term(topology_key, selector, namespaces, namespace_selector);
-        self.affinity()
-            .pod_affinity
-            .get_or_insert_with(PodAffinity::default)
-            .required_during_scheduling_ignored_during_execution
+        self.affinity_terms(false)
+            .0
             .get_or_insert_default()
             .push(term);
         self
@@ -325,10 +352,8 @@ impl PodWrapper {
         namespace_selector: Option<LabelSelector>,
     ) -> Self {
         let term = affinity_term(topology_key, selector, namespaces, namespace_selector);
-        self.affinity()
-            .pod_anti_affinity
-            .get_or_insert_with(PodAntiAffinity::default)
-            .required_during_scheduling_ignored_during_execution
+        self.affinity_terms(true)
+            .0
             .get_or_insert_default()
             .push(term);
         self
@@ -342,15 +367,13 @@ impl PodWrapper {
         selector: LabelSelector,
         namespaces: Vec<&str>,
     ) -> Self {
-        let term = affinity_term(topology_key, selector, namespaces, None);
-        self.affinity()
-            .pod_affinity
-            .get_or_insert_with(PodAffinity::default)
-            .preferred_during_scheduling_ignored_during_execution
+        let pod_affinity_term = affinity_term(topology_key, selector, namespaces, None);
+        self.affinity_terms(false)
+            .1
             .get_or_insert_default()
             .push(WeightedPodAffinityTerm {
                 weight,
-                pod_affinity_term: term,
+                pod_affinity_term,
             });
         self
     }
@@ -363,15 +386,13 @@ impl PodWrapper {
         selector: LabelSelector,
         namespaces: Vec<&str>,
     ) -> Self {
-        let term = affinity_term(topology_key, selector, namespaces, None);
-        self.affinity()
-            .pod_anti_affinity
-            .get_or_insert_with(PodAntiAffinity::default)
-            .preferred_during_scheduling_ignored_during_execution
+        let pod_affinity_term = affinity_term(topology_key, selector, namespaces, None);
+        self.affinity_terms(true)
+            .1
             .get_or_insert_default()
             .push(WeightedPodAffinityTerm {
                 weight,
-                pod_affinity_term: term,
+                pod_affinity_term,
             });
         self
     }
