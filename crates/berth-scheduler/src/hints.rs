@@ -303,6 +303,9 @@ fn fits_after_node_change(pod: &PodInfo, old: Option<&Node>, new: &Node) -> bool
 mod tests {
     use super::*;
     use berth_core::test_util::{make_node, taint, tol as toleration};
+
+    /// Every node's allocatable in these tables.
+    const ALLOCATABLE: [(&str, &str); 3] = [("cpu", "4"), ("memory", "8Gi"), ("pods", "110")];
     use k8s_openapi::api::core::v1::PodSpec;
     use k8s_openapi::apimachinery::pkg::api::resource::Quantity;
 
@@ -331,22 +334,22 @@ mod tests {
         });
         let tainted = make_node()
             .name("n")
-            .allocatable(&[("cpu", "4"), ("memory", "8Gi"), ("pods", "110")])
+            .allocatable(&ALLOCATABLE)
             .taints(vec![taint("foo", "bar", "NoSchedule")])
             .obj();
         let clean = make_node()
             .name("n")
-            .allocatable(&[("cpu", "4"), ("memory", "8Gi"), ("pods", "110")])
+            .allocatable(&ALLOCATABLE)
             .taints(vec![])
             .obj();
         let other = make_node()
             .name("n")
-            .allocatable(&[("cpu", "4"), ("memory", "8Gi"), ("pods", "110")])
+            .allocatable(&ALLOCATABLE)
             .taints(vec![taint("foo", "baz", "NoSchedule")])
             .obj();
         let prefer = make_node()
             .name("n")
-            .allocatable(&[("cpu", "4"), ("memory", "8Gi"), ("pods", "110")])
+            .allocatable(&ALLOCATABLE)
             .taints(vec![taint("foo", "bar", "PreferNoSchedule")])
             .obj();
         let add = |n| ClusterEvent::Node {
@@ -411,17 +414,17 @@ mod tests {
         });
         let user1 = make_node()
             .name("nodeA")
-            .allocatable(&[("cpu", "4"), ("memory", "8Gi"), ("pods", "110")])
+            .allocatable(&ALLOCATABLE)
             .taints(vec![taint("dedicated", "user1", "NoSchedule")])
             .obj();
         let user2 = make_node()
             .name("nodeA")
-            .allocatable(&[("cpu", "4"), ("memory", "8Gi"), ("pods", "110")])
+            .allocatable(&ALLOCATABLE)
             .taints(vec![taint("dedicated", "user2", "NoSchedule")])
             .obj();
         let user1_and_3 = make_node()
             .name("nodeA")
-            .allocatable(&[("cpu", "4"), ("memory", "8Gi"), ("pods", "110")])
+            .allocatable(&ALLOCATABLE)
             .taints(vec![
                 taint("dedicated", "user1", "NoSchedule"),
                 taint("dedicated", "user3", "NoSchedule"),
@@ -458,12 +461,12 @@ mod tests {
         let p = pod(PodSpec::default());
         let schedulable = make_node()
             .name("node-1")
-            .allocatable(&[("cpu", "4"), ("memory", "8Gi"), ("pods", "110")])
+            .allocatable(&ALLOCATABLE)
             .taints(vec![])
             .obj();
         let mut unschedulable_node = make_node()
             .name("node-1")
-            .allocatable(&[("cpu", "4"), ("memory", "8Gi"), ("pods", "110")])
+            .allocatable(&ALLOCATABLE)
             .taints(vec![])
             .obj();
         if let Some(s) = unschedulable_node.spec.as_mut() {
@@ -508,13 +511,13 @@ mod tests {
         let a = make_node()
             .name("n")
             .labels(&[("zone", "a")])
-            .allocatable(&[("cpu", "4"), ("memory", "8Gi"), ("pods", "110")])
+            .allocatable(&ALLOCATABLE)
             .taints(vec![])
             .obj();
         let b = make_node()
             .name("n")
             .labels(&[("zone", "b")])
-            .allocatable(&[("cpu", "4"), ("memory", "8Gi"), ("pods", "110")])
+            .allocatable(&ALLOCATABLE)
             .taints(vec![])
             .obj();
         let event = update(&a, &b);
@@ -531,7 +534,7 @@ mod tests {
         let plain = pod(PodSpec::default());
         let mut cordoned = make_node()
             .name("n")
-            .allocatable(&[("cpu", "4"), ("memory", "8Gi"), ("pods", "110")])
+            .allocatable(&ALLOCATABLE)
             .taints(vec![])
             .obj();
         if let Some(s) = cordoned.spec.as_mut() {
@@ -539,7 +542,7 @@ mod tests {
         }
         let open = make_node()
             .name("n")
-            .allocatable(&[("cpu", "4"), ("memory", "8Gi"), ("pods", "110")])
+            .allocatable(&ALLOCATABLE)
             .taints(vec![])
             .obj();
         let nu = node_unschedulable::NAME;
@@ -557,13 +560,13 @@ mod tests {
         let a = make_node()
             .name("n")
             .labels(&[("zone", "a")])
-            .allocatable(&[("cpu", "4"), ("memory", "8Gi"), ("pods", "110")])
+            .allocatable(&ALLOCATABLE)
             .taints(vec![])
             .obj();
         let b = make_node()
             .name("n")
             .labels(&[("zone", "b")])
-            .allocatable(&[("cpu", "4"), ("memory", "8Gi"), ("pods", "110")])
+            .allocatable(&ALLOCATABLE)
             .taints(vec![])
             .obj();
         let na = node_affinity::NAME;
@@ -585,12 +588,12 @@ mod tests {
         };
         let small = make_node()
             .name("n")
-            .allocatable(&[("cpu", "4"), ("memory", "8Gi"), ("pods", "110")])
+            .allocatable(&ALLOCATABLE)
             .taints(vec![])
             .obj();
         let mut large = make_node()
             .name("n")
-            .allocatable(&[("cpu", "4"), ("memory", "8Gi"), ("pods", "110")])
+            .allocatable(&ALLOCATABLE)
             .taints(vec![])
             .obj();
         if let Some(a) = large.status.as_mut().and_then(|s| s.allocatable.as_mut()) {

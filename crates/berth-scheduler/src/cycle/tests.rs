@@ -5,6 +5,11 @@ use k8s_openapi::api::core::v1::Node;
 
 use super::*;
 
+/// A node's allocatable in these tables: `cpu`, 32Gi of memory, 110 pods.
+pub(crate) fn allocatable(cpu: &str) -> [(&str, &str); 3] {
+    [("cpu", cpu), ("memory", "32Gi"), ("pods", "110")]
+}
+
 fn cache_of(nodes: Vec<Node>) -> Cache {
     let mut cache = Cache::new();
     for n in nodes {
@@ -59,7 +64,7 @@ fn fit_error_counts_reasons_like_upstream() {
     let cordoned = |name: &str| {
         let mut n = make_node()
             .name(name)
-            .allocatable(&[("cpu", "4"), ("memory", "32Gi"), ("pods", "110")])
+            .allocatable(&allocatable("4"))
             .taints(vec![])
             .obj();
         if let Some(s) = n.spec.as_mut() {
@@ -70,12 +75,12 @@ fn fit_error_counts_reasons_like_upstream() {
     let nodes = vec![
         make_node()
             .name("t1")
-            .allocatable(&[("cpu", "4"), ("memory", "32Gi"), ("pods", "110")])
+            .allocatable(&allocatable("4"))
             .taints(vec![taint("dedicated", "db", "NoSchedule")])
             .obj(),
         make_node()
             .name("t2")
-            .allocatable(&[("cpu", "4"), ("memory", "32Gi"), ("pods", "110")])
+            .allocatable(&allocatable("4"))
             .taints(vec![taint("gpu", "", "NoExecute")])
             .obj(),
         cordoned("c1"),
@@ -140,17 +145,17 @@ fn prefer_no_schedule_steers_pods_to_untainted_nodes() {
     let cache = cache_of(vec![
         make_node()
             .name("soft")
-            .allocatable(&[("cpu", "4"), ("memory", "32Gi"), ("pods", "110")])
+            .allocatable(&allocatable("4"))
             .taints(vec![taint("spot", "", "PreferNoSchedule")])
             .obj(),
         make_node()
             .name("a")
-            .allocatable(&[("cpu", "4"), ("memory", "32Gi"), ("pods", "110")])
+            .allocatable(&allocatable("4"))
             .taints(vec![])
             .obj(),
         make_node()
             .name("b")
-            .allocatable(&[("cpu", "4"), ("memory", "32Gi"), ("pods", "110")])
+            .allocatable(&allocatable("4"))
             .taints(vec![])
             .obj(),
     ]);
@@ -195,12 +200,12 @@ fn least_allocated_prefers_the_emptier_node() {
     let mut cache = cache_of(vec![
         make_node()
             .name("busy")
-            .allocatable(&[("cpu", "4"), ("memory", "32Gi"), ("pods", "110")])
+            .allocatable(&allocatable("4"))
             .taints(vec![])
             .obj(),
         make_node()
             .name("idle")
-            .allocatable(&[("cpu", "4"), ("memory", "32Gi"), ("pods", "110")])
+            .allocatable(&allocatable("4"))
             .taints(vec![])
             .obj(),
     ]);
@@ -239,12 +244,12 @@ fn taint_weight_outranks_resource_balance() {
     let mut cache = cache_of(vec![
         make_node()
             .name("soft")
-            .allocatable(&[("cpu", "4"), ("memory", "32Gi"), ("pods", "110")])
+            .allocatable(&allocatable("4"))
             .taints(vec![taint("spot", "", "PreferNoSchedule")])
             .obj(),
         make_node()
             .name("busy")
-            .allocatable(&[("cpu", "4"), ("memory", "32Gi"), ("pods", "110")])
+            .allocatable(&allocatable("4"))
             .taints(vec![])
             .obj(),
     ]);
@@ -282,7 +287,7 @@ fn large_clusters_filter_only_enough_nodes_and_rotate_the_start() {
         .map(|i| {
             make_node()
                 .name(&format!("n{i:04}"))
-                .allocatable(&[("cpu", "4"), ("memory", "32Gi"), ("pods", "110")])
+                .allocatable(&allocatable("4"))
                 .taints(vec![])
                 .obj()
         })
@@ -317,12 +322,12 @@ fn node_names_from_prefilter_limit_the_candidates() {
     let cache = cache_of(vec![
         make_node()
             .name("a")
-            .allocatable(&[("cpu", "4"), ("memory", "32Gi"), ("pods", "110")])
+            .allocatable(&allocatable("4"))
             .taints(vec![])
             .obj(),
         make_node()
             .name("b")
-            .allocatable(&[("cpu", "4"), ("memory", "32Gi"), ("pods", "110")])
+            .allocatable(&allocatable("4"))
             .taints(vec![])
             .obj(),
     ]);
@@ -376,12 +381,12 @@ fn resource_shortage_is_reported_per_resource() {
     let cache = cache_of(vec![
         make_node()
             .name("small")
-            .allocatable(&[("cpu", "1"), ("memory", "32Gi"), ("pods", "110")])
+            .allocatable(&allocatable("1"))
             .taints(vec![])
             .obj(),
         make_node()
             .name("tiny")
-            .allocatable(&[("cpu", "500m"), ("memory", "32Gi"), ("pods", "110")])
+            .allocatable(&allocatable("500m"))
             .taints(vec![])
             .obj(),
     ]);

@@ -1,5 +1,6 @@
 use std::time::Duration;
 
+use crate::cycle::tests::allocatable;
 use berth_core::test_util::{make_node, make_pod, taint};
 use k8s_openapi::api::core::v1::Node;
 
@@ -28,7 +29,7 @@ async fn assumed_pods_keep_concurrent_decisions_within_allocatable() {
         s.upsert_node(
             make_node()
                 .name(n)
-                .allocatable(&[("cpu", "2"), ("memory", "32Gi"), ("pods", "110")])
+                .allocatable(&allocatable("2"))
                 .taints(vec![])
                 .obj(),
             now,
@@ -81,7 +82,7 @@ async fn a_failed_binding_frees_the_node_and_backs_off() {
     s.upsert_node(
         make_node()
             .name("a")
-            .allocatable(&[("cpu", "1"), ("memory", "32Gi"), ("pods", "110")])
+            .allocatable(&allocatable("1"))
             .taints(vec![])
             .obj(),
         now,
@@ -114,7 +115,7 @@ async fn removing_the_blocking_taint_requeues_the_pod() {
     let t0 = Instant::now();
     let tainted = make_node()
         .name("a")
-        .allocatable(&[("cpu", "4"), ("memory", "32Gi"), ("pods", "110")])
+        .allocatable(&allocatable("4"))
         .taints(vec![taint("dedicated", "db", "NoSchedule")])
         .obj();
     s.upsert_node(tainted, t0);
@@ -143,7 +144,7 @@ async fn removing_the_blocking_taint_requeues_the_pod() {
         make_node()
             .name("a")
             .labels(&[("x", "y")])
-            .allocatable(&[("cpu", "4"), ("memory", "32Gi"), ("pods", "110")])
+            .allocatable(&allocatable("4"))
             .taints(vec![taint("dedicated", "db", "NoSchedule")])
             .obj(),
         t1,
@@ -154,7 +155,7 @@ async fn removing_the_blocking_taint_requeues_the_pod() {
         make_node()
             .name("a")
             .labels(&[("x", "y")])
-            .allocatable(&[("cpu", "4"), ("memory", "32Gi"), ("pods", "110")])
+            .allocatable(&allocatable("4"))
             .taints(vec![])
             .obj(),
         t1,
@@ -170,7 +171,7 @@ async fn a_deleted_pod_frees_room_for_a_waiting_one() {
     s.upsert_node(
         make_node()
             .name("a")
-            .allocatable(&[("cpu", "1"), ("memory", "32Gi"), ("pods", "110")])
+            .allocatable(&allocatable("1"))
             .taints(vec![])
             .obj(),
         t0,
@@ -214,7 +215,7 @@ async fn only_pods_for_this_scheduler_are_taken() {
     s.upsert_node(
         make_node()
             .name("a")
-            .allocatable(&[("cpu", "4"), ("memory", "32Gi"), ("pods", "110")])
+            .allocatable(&allocatable("4"))
             .taints(vec![])
             .obj(),
         now,
@@ -258,7 +259,7 @@ async fn bound_pods_seen_on_the_watch_leave_the_queue_and_count() {
     s.upsert_node(
         make_node()
             .name("a")
-            .allocatable(&[("cpu", "4"), ("memory", "32Gi"), ("pods", "110")])
+            .allocatable(&allocatable("4"))
             .taints(vec![])
             .obj(),
         now,
@@ -316,7 +317,7 @@ async fn no_nodes_backs_off_and_a_new_node_is_used() {
     assert_eq!(s.queue().place("default/p"), Some(Place::Backoff));
     let n: Node = make_node()
         .name("a")
-        .allocatable(&[("cpu", "4"), ("memory", "32Gi"), ("pods", "110")])
+        .allocatable(&allocatable("4"))
         .taints(vec![])
         .obj();
     s.upsert_node(n, t0);
