@@ -10,7 +10,10 @@
 
 mod wrappers;
 
-pub use wrappers::{NodeWrapper, PodWrapper, make_node, make_pod};
+pub use wrappers::{
+    HONOR, IGNORE, MATCH_EXPRESSIONS, NodeWrapper, PodWrapper, SelectorWrapper, make_node,
+    make_pod, make_selector,
+};
 
 use k8s_openapi::api::core::v1::{
     Affinity, Node, NodeAffinity, NodeSelector, NodeSelectorRequirement, NodeSelectorTerm, Pod,

@@ -22,11 +22,15 @@ use std::collections::BTreeMap;
 
 use jiff::Timestamp;
 use k8s_openapi::api::core::v1::{
-    Container, Node, NodeCondition, NodeSpec, NodeStatus, Pod, PodCondition, PodSpec, PodStatus,
-    ResourceRequirements, Taint, Toleration,
+    Affinity, Container, ContainerPort, Node, NodeAffinity, NodeCondition, NodeSelector,
+    NodeSelectorRequirement, NodeSelectorTerm, NodeSpec, NodeStatus, Pod, PodAffinity,
+    PodAffinityTerm, PodAntiAffinity, PodCondition, PodSpec, PodStatus, ResourceRequirements,
+    Taint, Toleration, TopologySpreadConstraint, WeightedPodAffinityTerm,
 };
 use k8s_openapi::apimachinery::pkg::api::resource::Quantity;
-use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::{
+    LabelSelector, LabelSelectorRequirement, Time,
+};
 
 /// The image of the containers [`PodWrapper::req`] adds, as upstream's.
 pub const PAUSE_IMAGE: &str = "registry.k8s.io/pause:3.10";
@@ -61,11 +65,90 @@ macro_rules! metadata_setters {
             self
         }
 
+        pub fn labels(self, labels: &[(&str, &str)]) -> Self {
+            labels
+                .iter()
+                .fold(self, |object, (k, v)| object.label(k, v))
+        }
+
         pub fn created_at(mut self, at: Timestamp) -> Self {
             self.0.metadata.creation_timestamp = Some(Time(at));
             self
         }
     };
+}
+
+/// [`PodWrapper::node_affinity_in`]'s `expressions` argument: the
+/// requirement goes in `matchExpressions` (else `matchFields`).
+pub const MATCH_EXPRESSIONS: bool = true;
+/// A topology spread constraint's `nodeAffinityPolicy`/`nodeTaintsPolicy`.
+pub const HONOR: &str = "Honor";
+/// A topology spread constraint's `nodeAffinityPolicy`/`nodeTaintsPolicy`.
+pub const IGNORE: &str = "Ignore";
+
+fn strings(items: Vec<&str>) -> Vec<String> {
+    items.into_iter().map(String::from).collect()
+}
+
+/// Upstream's `st.MakeLabelSelector()`: an empty label selector to build on.
+pub fn make_selector() -> SelectorWrapper {
+    SelectorWrapper(LabelSelector::default())
+}
+
+/// A label selector under construction; [`SelectorWrapper::obj`] is the
+/// selector.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct SelectorWrapper(pub LabelSelector);
+
+impl SelectorWrapper {
+    fn expr(mut self, key: &str, operator: &str, values: Vec<&str>) -> Self {
+        self.0
+            .match_expressions
+            .get_or_insert_default()
+            .push(LabelSelectorRequirement {
+                key: key.into(),
+                operator: operator.into(),
+                values: Some(strings(values)),
+            });
+        self
+    }
+
+    pub fn exists(self, key: &str) -> Self {
+        self.expr(key, "Exists", vec![])
+    }
+
+    pub fn r#in(self, key: &str, values: Vec<&str>) -> Self {
+        self.expr(key, "In", values)
+    }
+
+    pub fn label(mut self, key: &str, value: &str) -> Self {
+        self.0
+            .match_labels
+            .get_or_insert_default()
+            .insert(key.into(), value.into());
+        self
+    }
+
+    pub fn obj(self) -> LabelSelector {
+        self.0
+    }
+}
+
+/// A pod affinity term over pods matching `selector` in `namespaces` (none:
+/// the pod's own) or the namespaces `namespace_selector` matches.
+fn affinity_term(
+    topology_key: &str,
+    selector: LabelSelector,
+    namespaces: Vec<&str>,
+    namespace_selector: Option<LabelSelector>,
+) -> PodAffinityTerm {
+    PodAffinityTerm {
+        label_selector: Some(selector),
+        topology_key: topology_key.into(),
+        namespaces: (!namespaces.is_empty()).then(|| strings(namespaces)),
+        namespace_selector,
+        ..PodAffinityTerm::default()
+    }
 }
 
 /// Upstream's `st.MakePod()`: an empty pod to build on.
@@ -87,6 +170,10 @@ impl PodWrapper {
     }
 
     metadata_setters!();
+
+    fn affinity(&mut self) -> &mut Affinity {
+        self.spec().affinity.get_or_insert_default()
+    }
 
     pub fn namespace(mut self, namespace: &str) -> Self {
         self.0.metadata.namespace = Some(namespace.into());
@@ -157,6 +244,183 @@ impl PodWrapper {
                 .map(|(k, v)| (k.to_string(), v.to_string()))
                 .collect(),
         );
+        self
+    }
+
+    /// A required node affinity of one term: `key In values`, as a label
+    /// expression or (`expressions` false) a field expression (upstream's
+    /// `NodeAffinityIn()`).
+    pub fn node_affinity_in(mut self, key: &str, values: Vec<&str>, expressions: bool) -> Self {
+        let requirement = NodeSelectorRequirement {
+            key: key.into(),
+            operator: "In".into(),
+            values: Some(strings(values)),
+        };
+        let term = if expressions {
+            NodeSelectorTerm {
+                match_expressions: Some(vec![requirement]),
+                match_fields: None,
+            }
+        } else {
+            NodeSelectorTerm {
+                match_expressions: None,
+                match_fields: Some(vec![requirement]),
+            }
+        };
+        self.affinity().node_affinity = Some(NodeAffinity {
+            required_during_scheduling_ignored_during_execution: Some(NodeSelector {
+                node_selector_terms: vec![term],
+            }),
+            preferred_during_scheduling_ignored_during_execution: None,
+        });
+        self
+    }
+
+    /// Adds a topology spread constraint (upstream's `SpreadConstraint()`).
+    #[allow(clippy::too_many_arguments)]
+    pub fn spread_constraint(
+        mut self,
+        max_skew: i32,
+        topology_key: &str,
+        when_unsatisfiable: &str,
+        selector: Option<LabelSelector>,
+        min_domains: Option<i32>,
+        node_affinity_policy: Option<&str>,
+        node_taints_policy: Option<&str>,
+        match_label_keys: Option<Vec<&str>>,
+    ) -> Self {
+        self.spec()
+            .topology_spread_constraints
+            .get_or_insert_default()
+            .push(TopologySpreadConstraint {
+                max_skew,
+                topology_key: topology_key.into(),
+                when_unsatisfiable: when_unsatisfiable.into(),
+                label_selector: selector,
+                min_domains,
+                node_affinity_policy: node_affinity_policy.map(String::from),
+                node_taints_policy: node_taints_policy.map(String::from),
+                match_label_keys: match_label_keys.map(strings),
+            });
+        self
+    }
+
+    /// The pod's required and preferred affinity term lists (`anti`: its
+    /// anti-affinity's).
+    fn affinity_terms(
+        &mut self,
+        anti: bool,
+    ) -> (
+        &mut Option<Vec<PodAffinityTerm>>,
+        &mut Option<Vec<WeightedPodAffinityTerm>>,
+    ) {
+        let affinity = self.affinity();
+        if anti {
+            let terms = affinity
+                .pod_anti_affinity
+                .get_or_insert_with(PodAntiAffinity::default);
+            (
+                &mut terms.required_during_scheduling_ignored_during_execution,
+                &mut terms.preferred_during_scheduling_ignored_during_execution,
+            )
+        } else {
+            let terms = affinity
+                .pod_affinity
+                .get_or_insert_with(PodAffinity::default);
+            (
+                &mut terms.required_during_scheduling_ignored_during_execution,
+                &mut terms.preferred_during_scheduling_ignored_during_execution,
+            )
+        }
+    }
+
+    /// Adds a required pod affinity term (upstream's `PodAffinity()`).
+    pub fn pod_affinity(
+        mut self,
+        topology_key: &str,
+        selector: LabelSelector,
+        namespaces: Vec<&str>,
+        namespace_selector: Option<LabelSelector>,
+    ) -> Self {
+        let term = affinity_term(topology_key, selector, namespaces, namespace_selector);
+        self.affinity_terms(false)
+            .0
+            .get_or_insert_default()
+            .push(term);
+        self
+    }
+
+    /// Adds a required pod anti-affinity term (upstream's
+    /// `PodAntiAffinity()`).
+    pub fn pod_anti_affinity(
+        mut self,
+        topology_key: &str,
+        selector: LabelSelector,
+        namespaces: Vec<&str>,
+        namespace_selector: Option<LabelSelector>,
+    ) -> Self {
+        let term = affinity_term(topology_key, selector, namespaces, namespace_selector);
+        self.affinity_terms(true)
+            .0
+            .get_or_insert_default()
+            .push(term);
+        self
+    }
+
+    /// Adds a preferred pod affinity term of `weight`.
+    pub fn preferred_pod_affinity(
+        mut self,
+        weight: i32,
+        topology_key: &str,
+        selector: LabelSelector,
+        namespaces: Vec<&str>,
+    ) -> Self {
+        let pod_affinity_term = affinity_term(topology_key, selector, namespaces, None);
+        self.affinity_terms(false)
+            .1
+            .get_or_insert_default()
+            .push(WeightedPodAffinityTerm {
+                weight,
+                pod_affinity_term,
+            });
+        self
+    }
+
+    /// Adds a preferred pod anti-affinity term of `weight`.
+    pub fn preferred_pod_anti_affinity(
+        mut self,
+        weight: i32,
+        topology_key: &str,
+        selector: LabelSelector,
+        namespaces: Vec<&str>,
+    ) -> Self {
+        let pod_affinity_term = affinity_term(topology_key, selector, namespaces, None);
+        self.affinity_terms(true)
+            .1
+            .get_or_insert_default()
+            .push(WeightedPodAffinityTerm {
+                weight,
+                pod_affinity_term,
+            });
+        self
+    }
+
+    /// Adds a container claiming host port `port` on `ip` over `protocol`
+    /// (`""`: unset; upstream's `ContainerPort()` with a host port).
+    pub fn host_port(mut self, ip: &str, protocol: &str, port: i32) -> Self {
+        let spec = self.spec();
+        let name = format!("con{}", spec.containers.len());
+        spec.containers.push(Container {
+            name,
+            ports: Some(vec![ContainerPort {
+                host_ip: (!ip.is_empty()).then(|| ip.into()),
+                protocol: (!protocol.is_empty()).then(|| protocol.into()),
+                host_port: Some(port),
+                container_port: port,
+                ..ContainerPort::default()
+            }]),
+            ..Container::default()
+        });
         self
     }
 
