@@ -174,6 +174,32 @@ fn small_limits(concurrency: usize) -> FlowControlLimits {
     }
 }
 
+/// Takes every seat of `level` for `flow`.
+async fn fill(control: &Arc<FlowControl>, level: PriorityLevel, flow: &str) -> Vec<Seat> {
+    let mut held = Vec::new();
+    for _ in 0..control.seats(level).unwrap_or(0) {
+        match control.admit(&class(level, flow)).await {
+            Ok(seat) => held.push(seat),
+            Err(e) => panic!("a free seat of {} refused: {}", level.name(), e.message),
+        }
+    }
+    held
+}
+
+/// Spawns an admit of `flow` at global-default.
+fn spawn_admit(
+    control: &Arc<FlowControl>,
+    flow: &str,
+) -> tokio::task::JoinHandle<Result<Seat, ApiError>> {
+    let control = control.clone();
+    let flow = flow.to_string();
+    tokio::spawn(async move {
+        control
+            .admit(&class(PriorityLevel::GlobalDefault, &flow))
+            .await
+    })
+}
+
 /// Whether an admit is still waiting after the runtime ran every ready task.
 async fn still_waiting(admit: &mut tokio::task::JoinHandle<Result<Seat, ApiError>>) -> bool {
     for _ in 0..10 {
@@ -185,28 +211,9 @@ async fn still_waiting(admit: &mut tokio::task::JoinHandle<Result<Seat, ApiError
 #[tokio::test(start_paused = true)]
 async fn a_flood_in_one_level_neither_delays_node_heartbeats_nor_exempt_requests() {
     let control = FlowControl::new(small_limits(12));
-    let seats = control.seats(PriorityLevel::GlobalDefault).unwrap_or(0);
-    let mut held = Vec::new();
-    for _ in 0..seats {
-        held.push(
-            control
-                .admit(&class(PriorityLevel::GlobalDefault, "flooder"))
-                .await,
-        );
-    }
-    assert!(
-        held.iter().all(Result::is_ok),
-        "the flooder takes every seat of its level"
-    );
+    let mut held = fill(&control, PriorityLevel::GlobalDefault, "flooder").await;
 
-    let mut blocked = tokio::spawn({
-        let control = control.clone();
-        async move {
-            control
-                .admit(&class(PriorityLevel::GlobalDefault, "flooder"))
-                .await
-        }
-    });
+    let mut blocked = spawn_admit(&control, "flooder");
     assert!(
         still_waiting(&mut blocked).await,
         "a further request of the full level waits"
@@ -230,15 +237,7 @@ async fn a_flood_in_one_level_neither_delays_node_heartbeats_nor_exempt_requests
 #[tokio::test(start_paused = true)]
 async fn a_freed_seat_goes_round_robin_over_the_waiting_flows() {
     let control = FlowControl::new(small_limits(12));
-    let seats = control.seats(PriorityLevel::GlobalDefault).unwrap_or(0);
-    let mut held = Vec::new();
-    for _ in 0..seats {
-        held.push(
-            control
-                .admit(&class(PriorityLevel::GlobalDefault, "busy"))
-                .await,
-        );
-    }
+    let mut held = fill(&control, PriorityLevel::GlobalDefault, "busy").await;
     let (order, mut order_rx) = tokio::sync::mpsc::unbounded_channel();
     let mut waiters = Vec::new();
     // Five requests of the busy flow queue before one of a quiet flow.
@@ -278,15 +277,7 @@ async fn a_freed_seat_goes_round_robin_over_the_waiting_flows() {
 #[tokio::test(start_paused = true)]
 async fn a_request_that_waits_too_long_gets_upstreams_429() {
     let control = FlowControl::new(small_limits(12));
-    let seats = control.seats(PriorityLevel::GlobalDefault).unwrap_or(0);
-    let mut held = Vec::new();
-    for _ in 0..seats {
-        held.push(
-            control
-                .admit(&class(PriorityLevel::GlobalDefault, "a"))
-                .await,
-        );
-    }
+    let mut held = fill(&control, PriorityLevel::GlobalDefault, "a").await;
     let started = tokio::time::Instant::now();
     let refused = control
         .admit(&class(PriorityLevel::GlobalDefault, "b"))
@@ -305,14 +296,7 @@ async fn a_request_that_waits_too_long_gets_upstreams_429() {
 
     // Its place was given up: a freed seat goes to the next waiter, and
     // every seat is accounted for.
-    let mut next = tokio::spawn({
-        let control = control.clone();
-        async move {
-            control
-                .admit(&class(PriorityLevel::GlobalDefault, "c"))
-                .await
-        }
-    });
+    let mut next = spawn_admit(&control, "c");
     assert!(still_waiting(&mut next).await);
     drop(held.pop());
     assert!(matches!(next.await, Ok(Ok(_))));
@@ -321,15 +305,7 @@ async fn a_request_that_waits_too_long_gets_upstreams_429() {
 #[tokio::test(start_paused = true)]
 async fn a_full_queue_refuses_at_once_and_catch_all_never_queues() {
     let control = FlowControl::new(small_limits(12));
-    let seats = control.seats(PriorityLevel::CatchAll).unwrap_or(0);
-    let mut held = Vec::new();
-    for _ in 0..seats {
-        held.push(
-            control
-                .admit(&class(PriorityLevel::CatchAll, "anonymous"))
-                .await,
-        );
-    }
+    let _held = fill(&control, PriorityLevel::CatchAll, "anonymous").await;
     let started = tokio::time::Instant::now();
     let refused = control
         .admit(&class(PriorityLevel::CatchAll, "anonymous"))
@@ -341,23 +317,8 @@ async fn a_full_queue_refuses_at_once_and_catch_all_never_queues() {
 #[tokio::test(start_paused = true)]
 async fn a_seat_handed_to_a_request_that_stopped_waiting_is_not_lost() {
     let control = FlowControl::new(small_limits(12));
-    let seats = control.seats(PriorityLevel::GlobalDefault).unwrap_or(0);
-    let mut held = Vec::new();
-    for _ in 0..seats {
-        held.push(
-            control
-                .admit(&class(PriorityLevel::GlobalDefault, "a"))
-                .await,
-        );
-    }
-    let mut gone = tokio::spawn({
-        let control = control.clone();
-        async move {
-            control
-                .admit(&class(PriorityLevel::GlobalDefault, "b"))
-                .await
-        }
-    });
+    let mut held = fill(&control, PriorityLevel::GlobalDefault, "a").await;
+    let mut gone = spawn_admit(&control, "b");
     assert!(still_waiting(&mut gone).await);
     gone.abort();
     let _ = gone.await;
@@ -367,14 +328,7 @@ async fn a_seat_handed_to_a_request_that_stopped_waiting_is_not_lost() {
         .admit(&class(PriorityLevel::GlobalDefault, "c"))
         .await;
     assert!(again.is_ok(), "the seat was freed");
-    let mut full = tokio::spawn({
-        let control = control.clone();
-        async move {
-            control
-                .admit(&class(PriorityLevel::GlobalDefault, "d"))
-                .await
-        }
-    });
+    let mut full = spawn_admit(&control, "d");
     assert!(
         still_waiting(&mut full).await,
         "and the level is full again"
