@@ -15,10 +15,13 @@ pub use wrappers::{
     make_pod, make_selector,
 };
 
+use std::collections::BTreeMap;
+
 use k8s_openapi::api::core::v1::{
-    Affinity, Node, NodeAffinity, NodeSelector, NodeSelectorRequirement, NodeSelectorTerm, Pod,
-    PodSpec, Taint, Toleration,
+    Affinity, Container, Node, NodeAffinity, NodeSelector, NodeSelectorRequirement,
+    NodeSelectorTerm, Pod, PodSpec, PodTemplateSpec, Taint, Toleration,
 };
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
 
 /// A taint; `""` value means no value.
 pub fn taint(key: &str, value: &str, effect: &str) -> Taint {
@@ -142,5 +145,45 @@ pub fn pod_with(node_selector: Option<&[(&str, &str)]>, required: Option<NodeSel
             ..PodSpec::default()
         }),
         ..Pod::default()
+    }
+}
+
+/// A label (or annotation) map.
+pub fn label_map(pairs: &[(&str, &str)]) -> BTreeMap<String, String> {
+    pairs
+        .iter()
+        .map(|(k, v)| (k.to_string(), v.to_string()))
+        .collect()
+}
+
+/// `&str`s as owned strings.
+pub fn strings(items: &[&str]) -> Vec<String> {
+    items.iter().map(|s| s.to_string()).collect()
+}
+
+/// The names of `pods`, for comparing plans.
+pub fn pod_names(pods: &[&Pod]) -> Vec<String> {
+    pods.iter()
+        .map(|p| p.metadata.name.clone().unwrap_or_default())
+        .collect()
+}
+
+/// A workload's pod template (upstream's controller tests'
+/// `newPodTemplate`): labelled `foo=bar`, one container `c` running
+/// `image`.
+pub fn pod_template(image: &str) -> PodTemplateSpec {
+    PodTemplateSpec {
+        metadata: Some(ObjectMeta {
+            labels: Some(label_map(&[("foo", "bar")])),
+            ..ObjectMeta::default()
+        }),
+        spec: Some(PodSpec {
+            containers: vec![Container {
+                name: "c".into(),
+                image: Some(image.into()),
+                ..Container::default()
+            }],
+            ..PodSpec::default()
+        }),
     }
 }

@@ -22,15 +22,17 @@ use std::collections::BTreeMap;
 
 use jiff::Timestamp;
 use k8s_openapi::api::core::v1::{
-    Affinity, Container, ContainerPort, Node, NodeAffinity, NodeCondition, NodeSelector,
-    NodeSelectorRequirement, NodeSelectorTerm, NodeSpec, NodeStatus, Pod, PodAffinity,
-    PodAffinityTerm, PodAntiAffinity, PodCondition, PodSpec, PodStatus, ResourceRequirements,
-    Taint, Toleration, TopologySpreadConstraint, WeightedPodAffinityTerm,
+    Affinity, Container, ContainerPort, ContainerStatus, Node, NodeAffinity, NodeCondition,
+    NodeSelector, NodeSelectorRequirement, NodeSelectorTerm, NodeSpec, NodeStatus, Pod,
+    PodAffinity, PodAffinityTerm, PodAntiAffinity, PodCondition, PodSpec, PodStatus,
+    ResourceRequirements, Taint, Toleration, TopologySpreadConstraint, WeightedPodAffinityTerm,
 };
 use k8s_openapi::apimachinery::pkg::api::resource::Quantity;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::{
     LabelSelector, LabelSelectorRequirement, Time,
 };
+
+use super::strings;
 
 /// The image of the containers [`PodWrapper::req`] adds, as upstream's.
 pub const PAUSE_IMAGE: &str = "registry.k8s.io/pause:3.10";
@@ -42,8 +44,8 @@ fn quantities(resources: &[(&str, &str)]) -> BTreeMap<String, Quantity> {
         .collect()
 }
 
-/// The metadata setters both wrappers have (name, uid, label, creation
-/// time), on `self.0.metadata`.
+/// The metadata setters both wrappers have (name, uid, labels,
+/// annotations, creation time), on `self.0.metadata`.
 macro_rules! metadata_setters {
     () => {
         pub fn name(mut self, name: &str) -> Self {
@@ -71,6 +73,15 @@ macro_rules! metadata_setters {
                 .fold(self, |object, (k, v)| object.label(k, v))
         }
 
+        pub fn annotation(mut self, key: &str, value: &str) -> Self {
+            self.0
+                .metadata
+                .annotations
+                .get_or_insert_default()
+                .insert(key.into(), value.into());
+            self
+        }
+
         pub fn created_at(mut self, at: Timestamp) -> Self {
             self.0.metadata.creation_timestamp = Some(Time(at));
             self
@@ -85,10 +96,6 @@ pub const MATCH_EXPRESSIONS: bool = true;
 pub const HONOR: &str = "Honor";
 /// A topology spread constraint's `nodeAffinityPolicy`/`nodeTaintsPolicy`.
 pub const IGNORE: &str = "Ignore";
-
-fn strings(items: Vec<&str>) -> Vec<String> {
-    items.into_iter().map(String::from).collect()
-}
 
 /// Upstream's `st.MakeLabelSelector()`: an empty label selector to build on.
 pub fn make_selector() -> SelectorWrapper {
@@ -108,7 +115,7 @@ impl SelectorWrapper {
             .push(LabelSelectorRequirement {
                 key: key.into(),
                 operator: operator.into(),
-                values: Some(strings(values)),
+                values: Some(strings(&values)),
             });
         self
     }
@@ -145,7 +152,7 @@ fn affinity_term(
     PodAffinityTerm {
         label_selector: Some(selector),
         topology_key: topology_key.into(),
-        namespaces: (!namespaces.is_empty()).then(|| strings(namespaces)),
+        namespaces: (!namespaces.is_empty()).then(|| strings(&namespaces)),
         namespace_selector,
         ..PodAffinityTerm::default()
     }
@@ -171,8 +178,14 @@ impl PodWrapper {
 
     metadata_setters!();
 
-    fn affinity(&mut self) -> &mut Affinity {
+    fn affinity_mut(&mut self) -> &mut Affinity {
         self.spec().affinity.get_or_insert_default()
+    }
+
+    /// Sets `spec.affinity` to exactly this.
+    pub fn affinity(mut self, affinity: Affinity) -> Self {
+        self.spec().affinity = Some(affinity);
+        self
     }
 
     pub fn namespace(mut self, namespace: &str) -> Self {
@@ -254,7 +267,7 @@ impl PodWrapper {
         let requirement = NodeSelectorRequirement {
             key: key.into(),
             operator: "In".into(),
-            values: Some(strings(values)),
+            values: Some(strings(&values)),
         };
         let term = if expressions {
             NodeSelectorTerm {
@@ -267,7 +280,7 @@ impl PodWrapper {
                 match_fields: Some(vec![requirement]),
             }
         };
-        self.affinity().node_affinity = Some(NodeAffinity {
+        self.affinity_mut().node_affinity = Some(NodeAffinity {
             required_during_scheduling_ignored_during_execution: Some(NodeSelector {
                 node_selector_terms: vec![term],
             }),
@@ -300,7 +313,7 @@ impl PodWrapper {
                 min_domains,
                 node_affinity_policy: node_affinity_policy.map(String::from),
                 node_taints_policy: node_taints_policy.map(String::from),
-                match_label_keys: match_label_keys.map(strings),
+                match_label_keys: match_label_keys.map(|keys| strings(&keys)),
             });
         self
     }
@@ -314,7 +327,7 @@ impl PodWrapper {
         &mut Option<Vec<PodAffinityTerm>>,
         &mut Option<Vec<WeightedPodAffinityTerm>>,
     ) {
-        let affinity = self.affinity();
+        let affinity = self.affinity_mut();
         if anti {
             let terms = affinity
                 .pod_anti_affinity
@@ -439,17 +452,52 @@ impl PodWrapper {
         self
     }
 
-    /// Adds a status condition that turned `status` at `at`.
-    pub fn condition(mut self, type_: &str, status: &str, at: Timestamp) -> Self {
+    /// Adds a status condition that turned `status` at `at` (`None`: no
+    /// transition time).
+    fn push_condition(mut self, type_: &str, status: &str, at: Option<Timestamp>) -> Self {
         self.status()
             .conditions
             .get_or_insert_default()
             .push(PodCondition {
                 type_: type_.into(),
                 status: status.into(),
-                last_transition_time: Some(Time(at)),
+                last_transition_time: at.map(Time),
                 ..PodCondition::default()
             });
+        self
+    }
+
+    /// Adds a status condition that turned `status` at `at`.
+    pub fn condition(self, type_: &str, status: &str, at: Timestamp) -> Self {
+        self.push_condition(type_, status, Some(at))
+    }
+
+    /// Running and Ready since `at`.
+    pub fn ready_since(self, at: Timestamp) -> Self {
+        self.phase("Running").condition("Ready", "True", at)
+    }
+
+    /// Running and Ready, with no transition time.
+    pub fn ready(self) -> Self {
+        self.phase("Running").push_condition("Ready", "True", None)
+    }
+
+    /// Running and not Ready, with no transition time.
+    pub fn not_ready(self) -> Self {
+        self.phase("Running").push_condition("Ready", "False", None)
+    }
+
+    /// One container status per restart count.
+    pub fn container_restarts(mut self, counts: &[i32]) -> Self {
+        self.status().container_statuses = Some(
+            counts
+                .iter()
+                .map(|&restart_count| ContainerStatus {
+                    restart_count,
+                    ..ContainerStatus::default()
+                })
+                .collect(),
+        );
         self
     }
 
