@@ -11,8 +11,8 @@
 mod wrappers;
 
 pub use wrappers::{
-    HONOR, IGNORE, MATCH_EXPRESSIONS, NodeWrapper, PodWrapper, SelectorWrapper, make_node,
-    make_pod, make_selector,
+    ContainerWrapper, HONOR, IGNORE, MATCH_EXPRESSIONS, NodeWrapper, PodWrapper, SelectorWrapper,
+    make_container, make_node, make_pod, make_selector,
 };
 
 use std::collections::BTreeMap;

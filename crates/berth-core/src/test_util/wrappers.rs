@@ -206,33 +206,52 @@ impl PodWrapper {
         self
     }
 
-    /// Adds a container running `image`, named `con<N>` as upstream's
-    /// `Container()` names them.
+    /// A container named `con<N>`, as upstream's `Container()` and
+    /// `Req()` name the containers they add.
+    fn next_container(&mut self) -> ContainerWrapper {
+        make_container().name(&format!("con{}", self.spec().containers.len()))
+    }
+
+    /// Adds a container running `image` (upstream's `Container()`).
     pub fn container(mut self, image: &str) -> Self {
-        let spec = self.spec();
-        let name = format!("con{}", spec.containers.len());
-        spec.containers.push(Container {
-            name,
-            image: Some(image.into()),
-            ..Container::default()
-        });
+        let container = self.next_container().image(image).obj();
+        self.spec().containers.push(container);
         self
     }
 
     /// Adds a container of the pause image requesting `resources`
     /// (upstream's `Req()`).
     pub fn req(mut self, resources: &[(&str, &str)]) -> Self {
-        let spec = self.spec();
-        let name = format!("con{}", spec.containers.len());
-        spec.containers.push(Container {
-            name,
-            image: Some(PAUSE_IMAGE.into()),
-            resources: Some(ResourceRequirements {
-                requests: Some(quantities(resources)),
-                ..ResourceRequirements::default()
-            }),
-            ..Container::default()
-        });
+        let container = self
+            .next_container()
+            .image(PAUSE_IMAGE)
+            .requests(resources)
+            .obj();
+        self.spec().containers.push(container);
+        self
+    }
+
+    /// Sets `spec.containers` to exactly these (upstream's `Containers()`).
+    pub fn containers(mut self, containers: Vec<Container>) -> Self {
+        self.spec().containers = containers;
+        self
+    }
+
+    /// Sets `spec.initContainers` to exactly these, an empty list included
+    /// (upstream's `InitContainers()`).
+    pub fn init_containers(mut self, containers: Vec<Container>) -> Self {
+        self.spec().init_containers = Some(containers);
+        self
+    }
+
+    pub fn restart_policy(mut self, policy: &str) -> Self {
+        self.spec().restart_policy = Some(policy.into());
+        self
+    }
+
+    /// Pod-level resources (`spec.resources`).
+    pub fn resources(mut self, resources: ResourceRequirements) -> Self {
+        self.spec().resources = Some(resources);
         self
     }
 
@@ -421,19 +440,15 @@ impl PodWrapper {
     /// Adds a container claiming host port `port` on `ip` over `protocol`
     /// (`""`: unset; upstream's `ContainerPort()` with a host port).
     pub fn host_port(mut self, ip: &str, protocol: &str, port: i32) -> Self {
-        let spec = self.spec();
-        let name = format!("con{}", spec.containers.len());
-        spec.containers.push(Container {
-            name,
-            ports: Some(vec![ContainerPort {
-                host_ip: (!ip.is_empty()).then(|| ip.into()),
-                protocol: (!protocol.is_empty()).then(|| protocol.into()),
-                host_port: Some(port),
-                container_port: port,
-                ..ContainerPort::default()
-            }]),
-            ..Container::default()
-        });
+        let mut container = self.next_container().obj();
+        container.ports = Some(vec![ContainerPort {
+            host_ip: (!ip.is_empty()).then(|| ip.into()),
+            protocol: (!protocol.is_empty()).then(|| protocol.into()),
+            host_port: Some(port),
+            container_port: port,
+            ..ContainerPort::default()
+        }]);
+        self.spec().containers.push(container);
         self
     }
 
@@ -503,6 +518,11 @@ impl PodWrapper {
 
     pub fn obj(self) -> Pod {
         self.0
+    }
+
+    /// The pod as JSON, for tests that send or store it as a client would.
+    pub fn json(self) -> serde_json::Value {
+        serde_json::to_value(self.0).expect("a Pod serializes")
     }
 }
 
@@ -586,6 +606,70 @@ impl NodeWrapper {
     }
 
     pub fn obj(self) -> Node {
+        self.0
+    }
+
+    /// The node as JSON, for tests that send or store it as a client would.
+    pub fn json(self) -> serde_json::Value {
+        serde_json::to_value(self.0).expect("a Node serializes")
+    }
+}
+
+/// Upstream's `st.MakeContainer()`: an empty container to build on.
+pub fn make_container() -> ContainerWrapper {
+    ContainerWrapper(Container::default())
+}
+
+/// A container under construction; [`ContainerWrapper::obj`] is the
+/// container.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct ContainerWrapper(pub Container);
+
+impl ContainerWrapper {
+    fn resources(&mut self) -> &mut ResourceRequirements {
+        self.0.resources.get_or_insert_default()
+    }
+
+    pub fn name(mut self, name: &str) -> Self {
+        self.0.name = name.into();
+        self
+    }
+
+    pub fn image(mut self, image: &str) -> Self {
+        self.0.image = Some(image.into());
+        self
+    }
+
+    pub fn command(mut self, command: &[&str]) -> Self {
+        self.0.command = Some(strings(command));
+        self
+    }
+
+    pub fn args(mut self, args: &[&str]) -> Self {
+        self.0.args = Some(strings(args));
+        self
+    }
+
+    /// `resources.requests` (upstream's `ResourceRequests()`).
+    pub fn requests(mut self, resources: &[(&str, &str)]) -> Self {
+        self.resources().requests = Some(quantities(resources));
+        self
+    }
+
+    /// `resources.limits` (upstream's `ResourceLimits()`).
+    pub fn limits(mut self, resources: &[(&str, &str)]) -> Self {
+        self.resources().limits = Some(quantities(resources));
+        self
+    }
+
+    /// The container's own restart policy (`Always`: a sidecar when it is
+    /// an init container).
+    pub fn restart_policy(mut self, policy: &str) -> Self {
+        self.0.restart_policy = Some(policy.into());
+        self
+    }
+
+    pub fn obj(self) -> Container {
         self.0
     }
 }
