@@ -249,6 +249,12 @@ impl PodWrapper {
         self
     }
 
+    /// `spec.overhead` (upstream's `Overhead()`).
+    pub fn overhead(mut self, resources: &[(&str, &str)]) -> Self {
+        self.spec().overhead = Some(quantities(resources));
+        self
+    }
+
     /// Pod-level resources (`spec.resources`).
     pub fn resources(mut self, resources: ResourceRequirements) -> Self {
         self.spec().resources = Some(resources);
@@ -449,6 +455,11 @@ impl PodWrapper {
             ..ContainerPort::default()
         }]);
         self.spec().containers.push(container);
+        self
+    }
+
+    pub fn scheduler_name(mut self, name: &str) -> Self {
+        self.spec().scheduler_name = Some(name.into());
         self
     }
 
