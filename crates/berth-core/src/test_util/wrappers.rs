@@ -29,7 +29,7 @@ use k8s_openapi::api::core::v1::{
 };
 use k8s_openapi::apimachinery::pkg::api::resource::Quantity;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::{
-    LabelSelector, LabelSelectorRequirement, Time,
+    LabelSelector, LabelSelectorRequirement, OwnerReference, Time,
 };
 
 use super::strings;
@@ -79,6 +79,16 @@ macro_rules! metadata_setters {
                 .annotations
                 .get_or_insert_default()
                 .insert(key.into(), value.into());
+            self
+        }
+
+        /// Adds an owner reference (upstream's `OwnerReference()`).
+        pub fn owner_reference(mut self, reference: OwnerReference) -> Self {
+            self.0
+                .metadata
+                .owner_references
+                .get_or_insert_default()
+                .push(reference);
             self
         }
 
@@ -455,6 +465,11 @@ impl PodWrapper {
             ..ContainerPort::default()
         }]);
         self.spec().containers.push(container);
+        self
+    }
+
+    pub fn host_network(mut self, host_network: bool) -> Self {
+        self.spec().host_network = Some(host_network);
         self
     }
 
