@@ -478,6 +478,8 @@ fn smp(kind: PatchKind, original: &Value, patch: &Value) -> Result<Value, PatchE
     apply_patch(PatchType::StrategicMerge, &kind, original, &body, None)
 }
 
+/// Raw JSON rather than test_util's builders: the patch tests pin exact
+/// JSON, key for key, before and after.
 fn node() -> Value {
     json!({
         "apiVersion": "v1",
@@ -500,6 +502,7 @@ fn node() -> Value {
     })
 }
 
+/// Raw JSON rather than test_util's builders, as [`node`].
 fn pod() -> Value {
     json!({
         "apiVersion": "v1",
