@@ -350,42 +350,69 @@ mod tests {
             new: n,
         };
         let tt = taint_toleration::NAME;
-        let cases: Vec<(&str, &PodInfo, ClusterEvent<'_>, bool)> = vec![
-            ("untolerated node added", &plain, add(&tainted), false),
-            ("untainted node added", &plain, add(&clean), true),
-            ("tolerated node added", &tolerating, add(&tainted), true),
-            (
-                "blocking taint removed",
-                &plain,
-                update(&tainted, &clean),
-                true,
-            ),
-            (
-                "taint changed to a tolerated one",
-                &tolerating,
-                update(&other, &tainted),
-                true,
-            ),
-            (
-                "taint changed to another untolerated one",
-                &plain,
-                update(&tainted, &other),
-                false,
-            ),
-            (
-                "NoSchedule became PreferNoSchedule",
-                &plain,
-                update(&tainted, &prefer),
-                true,
-            ),
-            (
-                "already tolerated before",
-                &tolerating,
-                update(&clean, &tainted),
-                false,
-            ),
+        struct Case<'a> {
+            name: &'static str,
+            pod: &'a PodInfo,
+            event: ClusterEvent<'a>,
+            want: bool,
+        }
+        let cases = vec![
+            Case {
+                name: "untolerated node added",
+                pod: &plain,
+                event: add(&tainted),
+                want: false,
+            },
+            Case {
+                name: "untainted node added",
+                pod: &plain,
+                event: add(&clean),
+                want: true,
+            },
+            Case {
+                name: "tolerated node added",
+                pod: &tolerating,
+                event: add(&tainted),
+                want: true,
+            },
+            Case {
+                name: "blocking taint removed",
+                pod: &plain,
+                event: update(&tainted, &clean),
+                want: true,
+            },
+            Case {
+                name: "taint changed to a tolerated one",
+                pod: &tolerating,
+                event: update(&other, &tainted),
+                want: true,
+            },
+            Case {
+                name: "taint changed to another untolerated one",
+                pod: &plain,
+                event: update(&tainted, &other),
+                want: false,
+            },
+            Case {
+                name: "NoSchedule became PreferNoSchedule",
+                pod: &plain,
+                event: update(&tainted, &prefer),
+                want: true,
+            },
+            Case {
+                name: "already tolerated before",
+                pod: &tolerating,
+                event: update(&clean, &tainted),
+                want: false,
+            },
         ];
-        for (name, p, event, want) in cases {
+        for Case {
+            name,
+            pod: p,
+            event,
+            want,
+        } in cases
+        {
             assert_eq!(may_help(tt, p, &event, gates), want, "{name}");
         }
     }

@@ -67,27 +67,39 @@ mod tests {
     /// Upstream `TestNodeName`.
     #[test]
     fn node_name_filter_as_upstream() {
-        let cases: Vec<(&str, PodInfo, NodeInfo, Status)> = vec![
-            (
-                "no host specified",
-                PodInfo::from(Pod::default()),
-                NodeInfo::from(Node::default()),
-                Status::success(),
-            ),
-            (
-                "host matches",
-                pod_on("foo"),
-                node_named("foo"),
-                Status::success(),
-            ),
-            (
-                "host doesn't match",
-                pod_on("bar"),
-                node_named("foo"),
-                Status::new(Code::UnschedulableAndUnresolvable, ERR_REASON).with_plugin(NAME),
-            ),
+        struct Case {
+            name: &'static str,
+            pod: PodInfo,
+            node: NodeInfo,
+            want: Status,
+        }
+        let cases = vec![
+            Case {
+                name: "no host specified",
+                pod: PodInfo::from(Pod::default()),
+                node: NodeInfo::from(Node::default()),
+                want: Status::success(),
+            },
+            Case {
+                name: "host matches",
+                pod: pod_on("foo"),
+                node: node_named("foo"),
+                want: Status::success(),
+            },
+            Case {
+                name: "host doesn't match",
+                pod: pod_on("bar"),
+                node: node_named("foo"),
+                want: Status::new(Code::UnschedulableAndUnresolvable, ERR_REASON).with_plugin(NAME),
+            },
         ];
-        for (name, pod, node, want) in cases {
+        for Case {
+            name,
+            pod,
+            node,
+            want,
+        } in cases
+        {
             assert_eq!(
                 NodeName.filter(&CycleState::new(), &pod, &node),
                 want,
