@@ -271,7 +271,7 @@ impl ScorePlugin for NodeAffinity {
 mod tests {
     use super::*;
     use berth_core::node_affinity::OP_EXISTS;
-    use berth_core::test_util::{expr, node, pod_with, selector, term};
+    use berth_core::test_util::{expr, make_pod, node, pod_with, selector, term};
     use k8s_openapi::api::core::v1::{
         Affinity, NodeSelectorRequirement, NodeSelectorTerm, PodSpec, PreferredSchedulingTerm,
     };
@@ -693,16 +693,12 @@ mod tests {
     }
 
     fn pod_preferring(na: V1NodeAffinity) -> Pod {
-        Pod {
-            spec: Some(PodSpec {
-                affinity: Some(Affinity {
-                    node_affinity: Some(na),
-                    ..Affinity::default()
-                }),
-                ..PodSpec::default()
-            }),
-            ..Pod::default()
-        }
+        make_pod()
+            .affinity(Affinity {
+                node_affinity: Some(na),
+                ..Affinity::default()
+            })
+            .obj()
     }
 
     /// Upstream `TestNodeAffinityPriority` (PreScore, Score, NormalizeScore).

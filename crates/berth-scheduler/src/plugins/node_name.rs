@@ -41,28 +41,8 @@ impl FilterPlugin for NodeName {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use k8s_openapi::api::core::v1::{Pod, PodSpec};
-    use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
-
-    fn pod_on(node_name: &str) -> PodInfo {
-        PodInfo::from(Pod {
-            spec: Some(PodSpec {
-                node_name: Some(node_name.into()),
-                ..PodSpec::default()
-            }),
-            ..Pod::default()
-        })
-    }
-
-    fn node_named(name: &str) -> NodeInfo {
-        NodeInfo::from(Node {
-            metadata: ObjectMeta {
-                name: Some(name.into()),
-                ..ObjectMeta::default()
-            },
-            ..Node::default()
-        })
-    }
+    use berth_core::test_util::{make_node, make_pod};
+    use k8s_openapi::api::core::v1::Pod;
 
     /// Upstream `TestNodeName`.
     #[test]
@@ -82,14 +62,14 @@ mod tests {
             },
             Case {
                 name: "host matches",
-                pod: pod_on("foo"),
-                node: node_named("foo"),
+                pod: PodInfo::from(make_pod().node("foo").obj()),
+                node: NodeInfo::from(make_node().name("foo").obj()),
                 want: Status::success(),
             },
             Case {
                 name: "host doesn't match",
-                pod: pod_on("bar"),
-                node: node_named("foo"),
+                pod: PodInfo::from(make_pod().node("bar").obj()),
+                node: NodeInfo::from(make_node().name("foo").obj()),
                 want: Status::new(Code::UnschedulableAndUnresolvable, ERR_REASON).with_plugin(NAME),
             },
         ];
@@ -110,6 +90,9 @@ mod tests {
 
     #[test]
     fn empty_node_name_on_the_pod_means_any_node() {
-        assert!(fits(&pod_on(""), node_named("anything").node()));
+        assert!(fits(
+            &PodInfo::from(make_pod().node("").obj()),
+            NodeInfo::from(make_node().name("anything").obj()).node()
+        ));
     }
 }

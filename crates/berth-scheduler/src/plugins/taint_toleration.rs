@@ -240,10 +240,9 @@ impl ScorePlugin for TaintToleration {
 mod tests {
     use super::*;
     use crate::taint_sets::TaintSets;
-    use berth_core::test_util::{taint, tol};
+    use berth_core::test_util::{make_node, make_pod, taint, tol};
     use berth_core::toleration::{EFFECT_NO_EXECUTE, EFFECT_NO_SCHEDULE};
-    use k8s_openapi::api::core::v1::{Node, NodeSpec, Pod, PodSpec};
-    use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
+    use k8s_openapi::api::core::v1::{Node, Pod};
     use proptest::prelude::*;
 
     const NS: &str = EFFECT_NO_SCHEDULE;
@@ -258,27 +257,11 @@ mod tests {
     };
 
     fn node_with_taints(name: &str, taints: Vec<Taint>) -> NodeInfo {
-        NodeInfo::from(Node {
-            metadata: ObjectMeta {
-                name: Some(name.into()),
-                ..ObjectMeta::default()
-            },
-            spec: Some(NodeSpec {
-                taints: Some(taints),
-                ..NodeSpec::default()
-            }),
-            ..Node::default()
-        })
+        NodeInfo::from(make_node().name(name).taints(taints).obj())
     }
 
     fn pod_with_tolerations(tolerations: Vec<Toleration>) -> PodInfo {
-        PodInfo::from(Pod {
-            spec: Some(PodSpec {
-                tolerations: Some(tolerations),
-                ..PodSpec::default()
-            }),
-            ..Pod::default()
-        })
+        PodInfo::from(make_pod().tolerations(tolerations).obj())
     }
 
     fn untolerated() -> Status {
