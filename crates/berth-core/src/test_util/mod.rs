@@ -1,7 +1,8 @@
 //! Builders for tests, written the way upstream's tests write them: taints,
-//! tolerations and node selectors (an empty string means "not set"), and
-//! pods and nodes built a field at a time ([`make_pod`], [`make_node`],
-//! upstream's `st.MakePod()` / `st.MakeNode()`).
+//! tolerations and node selectors (an empty string means "not set"),
+//! workload pod templates, and pods, nodes and containers built a field at
+//! a time ([`make_pod`], [`make_node`], [`make_container`], upstream's
+//! `st.MakePod()` / `st.MakeNode()` / `st.MakeContainer()`).
 //!
 //! Compiled for berth-core's own tests and, through the `test-util`
 //! feature, for other crates' tests (enabled as a dev-dependency feature
