@@ -949,57 +949,69 @@ mod tests {
     #[test]
     fn node_refusals_carry_upstream_reasons() {
         let node = User::node("n1");
-        let cases: &[(&str, &str, &str, &str)] = &[
-            (
-                "GET",
-                "/api/v1/nodes",
-                "",
-                "nodes is forbidden: User \"system:node:n1\" cannot list resource \"nodes\" in API group \"\" at the cluster scope: node 'n1' cannot read all nodes, only its own Node object",
-            ),
-            (
-                "GET",
-                "/api/v1/nodes/n2",
-                "",
-                "nodes \"n2\" is forbidden: User \"system:node:n1\" cannot get resource \"nodes\" in API group \"\" at the cluster scope: node 'n1' cannot read 'n2', only its own Node object",
-            ),
-            (
-                "GET",
-                "/api/v1/nodes",
-                "watch=true&fieldSelector=metadata.name%3Dn2",
-                "nodes \"n2\" is forbidden: User \"system:node:n1\" cannot watch resource \"nodes\" in API group \"\" at the cluster scope: node 'n1' cannot read 'n2', only its own Node object",
-            ),
-            (
-                "GET",
-                "/api/v1/namespaces/default/pods",
-                "",
-                "pods is forbidden: User \"system:node:n1\" cannot list resource \"pods\" in API group \"\" in the namespace \"default\": can only list/watch pods with spec.nodeName field selector",
-            ),
-            (
-                "GET",
-                "/apis/coordination.k8s.io/v1/namespaces/kube-node-lease/leases",
-                "",
-                "leases.coordination.k8s.io is forbidden: User \"system:node:n1\" cannot list resource \"leases\" in API group \"coordination.k8s.io\" in the namespace \"kube-node-lease\": can only get, create, update, patch, or delete a node lease",
-            ),
-            (
-                "PUT",
-                "/apis/coordination.k8s.io/v1/namespaces/kube-node-lease/leases/n2",
-                "",
-                "leases.coordination.k8s.io \"n2\" is forbidden: User \"system:node:n1\" cannot update resource \"leases\" in API group \"coordination.k8s.io\" in the namespace \"kube-node-lease\": can only access node lease with the same name as the requesting node",
-            ),
-            (
-                "GET",
-                "/apis/coordination.k8s.io/v1/namespaces/kube-system/leases/n1",
-                "",
-                "leases.coordination.k8s.io \"n1\" is forbidden: User \"system:node:n1\" cannot get resource \"leases\" in API group \"coordination.k8s.io\" in the namespace \"kube-system\": can only access leases in the \"kube-node-lease\" system namespace",
-            ),
-            (
-                "DELETE",
-                "/api/v1/nodes/n1",
-                "",
-                "nodes \"n1\" is forbidden: User \"system:node:n1\" cannot delete resource \"nodes\" in API group \"\" at the cluster scope",
-            ),
+        struct Case {
+            method: &'static str,
+            path: &'static str,
+            query: &'static str,
+            want: &'static str,
+        }
+        let cases: &[Case] = &[
+            Case {
+                method: "GET",
+                path: "/api/v1/nodes",
+                query: "",
+                want: "nodes is forbidden: User \"system:node:n1\" cannot list resource \"nodes\" in API group \"\" at the cluster scope: node 'n1' cannot read all nodes, only its own Node object",
+            },
+            Case {
+                method: "GET",
+                path: "/api/v1/nodes/n2",
+                query: "",
+                want: "nodes \"n2\" is forbidden: User \"system:node:n1\" cannot get resource \"nodes\" in API group \"\" at the cluster scope: node 'n1' cannot read 'n2', only its own Node object",
+            },
+            Case {
+                method: "GET",
+                path: "/api/v1/nodes",
+                query: "watch=true&fieldSelector=metadata.name%3Dn2",
+                want: "nodes \"n2\" is forbidden: User \"system:node:n1\" cannot watch resource \"nodes\" in API group \"\" at the cluster scope: node 'n1' cannot read 'n2', only its own Node object",
+            },
+            Case {
+                method: "GET",
+                path: "/api/v1/namespaces/default/pods",
+                query: "",
+                want: "pods is forbidden: User \"system:node:n1\" cannot list resource \"pods\" in API group \"\" in the namespace \"default\": can only list/watch pods with spec.nodeName field selector",
+            },
+            Case {
+                method: "GET",
+                path: "/apis/coordination.k8s.io/v1/namespaces/kube-node-lease/leases",
+                query: "",
+                want: "leases.coordination.k8s.io is forbidden: User \"system:node:n1\" cannot list resource \"leases\" in API group \"coordination.k8s.io\" in the namespace \"kube-node-lease\": can only get, create, update, patch, or delete a node lease",
+            },
+            Case {
+                method: "PUT",
+                path: "/apis/coordination.k8s.io/v1/namespaces/kube-node-lease/leases/n2",
+                query: "",
+                want: "leases.coordination.k8s.io \"n2\" is forbidden: User \"system:node:n1\" cannot update resource \"leases\" in API group \"coordination.k8s.io\" in the namespace \"kube-node-lease\": can only access node lease with the same name as the requesting node",
+            },
+            Case {
+                method: "GET",
+                path: "/apis/coordination.k8s.io/v1/namespaces/kube-system/leases/n1",
+                query: "",
+                want: "leases.coordination.k8s.io \"n1\" is forbidden: User \"system:node:n1\" cannot get resource \"leases\" in API group \"coordination.k8s.io\" in the namespace \"kube-system\": can only access leases in the \"kube-node-lease\" system namespace",
+            },
+            Case {
+                method: "DELETE",
+                path: "/api/v1/nodes/n1",
+                query: "",
+                want: "nodes \"n1\" is forbidden: User \"system:node:n1\" cannot delete resource \"nodes\" in API group \"\" at the cluster scope",
+            },
         ];
-        for (method, path, query, want) in cases {
+        for Case {
+            method,
+            path,
+            query,
+            want,
+        } in cases
+        {
             let err = authorize(&node, &parse(method, path, query)).err();
             assert_eq!(
                 err.map(|e| e.message).as_deref(),
@@ -1030,24 +1042,57 @@ mod tests {
             Some(Authorized::Yes)
         );
         let fleet = User::sim_fleet();
-        for (method, path, query, allowed) in [
-            (
-                "GET",
-                "/api/v1/pods",
-                "watch=true&fieldSelector=spec.nodeName!%3D",
-                true,
-            ),
-            ("GET", "/api/v1/nodes", "watch=true", true),
-            ("GET", "/api/v1/nodes/sim-000001", "", true),
-            ("PATCH", "/api/v1/nodes/sim-000001/status", "", false),
-            ("POST", "/api/v1/namespaces/default/pods", "", false),
-            (
-                "GET",
-                "/apis/coordination.k8s.io/v1/namespaces/kube-node-lease/leases",
-                "",
-                false,
-            ),
-        ] {
+        struct Case {
+            method: &'static str,
+            path: &'static str,
+            query: &'static str,
+            allowed: bool,
+        }
+        let cases = [
+            Case {
+                method: "GET",
+                path: "/api/v1/pods",
+                query: "watch=true&fieldSelector=spec.nodeName!%3D",
+                allowed: true,
+            },
+            Case {
+                method: "GET",
+                path: "/api/v1/nodes",
+                query: "watch=true",
+                allowed: true,
+            },
+            Case {
+                method: "GET",
+                path: "/api/v1/nodes/sim-000001",
+                query: "",
+                allowed: true,
+            },
+            Case {
+                method: "PATCH",
+                path: "/api/v1/nodes/sim-000001/status",
+                query: "",
+                allowed: false,
+            },
+            Case {
+                method: "POST",
+                path: "/api/v1/namespaces/default/pods",
+                query: "",
+                allowed: false,
+            },
+            Case {
+                method: "GET",
+                path: "/apis/coordination.k8s.io/v1/namespaces/kube-node-lease/leases",
+                query: "",
+                allowed: false,
+            },
+        ];
+        for Case {
+            method,
+            path,
+            query,
+            allowed,
+        } in cases
+        {
             assert_eq!(
                 authorize(&fleet, &parse(method, path, query)).is_ok(),
                 allowed,

@@ -1024,15 +1024,20 @@ mod tests {
     use super::*;
     use crate::objects::StoredJson;
     use crate::resources::PODS;
+    use berth_core::test_util::{PodWrapper, make_pod};
     use berth_store::KeyValue;
     use serde_json::json;
 
     const KEY: &str = "/registry/pods/default/web";
 
-    fn pod(node: &str) -> Value {
-        json!({"apiVersion": "v1", "kind": "Pod",
-               "metadata": {"name": "web", "namespace": "default", "labels": {"app": "web"}},
-               "spec": {"nodeName": node}, "status": {"phase": "Pending"}})
+    /// Pod `default/web` (labelled `app=web`, Pending) bound to `node`.
+    fn web_on(node: &str) -> PodWrapper {
+        make_pod()
+            .name("web")
+            .namespace("default")
+            .label("app", "web")
+            .node(node)
+            .phase("Pending")
     }
 
     fn event(kind: EventKind, object: &Value, revision: i64) -> WatchEvent {
@@ -1108,7 +1113,7 @@ mod tests {
     #[tokio::test]
     async fn a_write_acknowledged_before_its_event_is_cached_without_decoding() {
         let cache = ResourceCache::new(&PODS, 100, crate::strategy::selectable_fields);
-        let object = pod("n1");
+        let object = web_on("n1").json();
         cache.reset(BTreeMap::new(), 1).await;
         let write = announce(&cache, &object);
         let json = acknowledge(&cache, write, &object, 5);
@@ -1130,7 +1135,7 @@ mod tests {
     #[tokio::test]
     async fn an_event_before_its_acknowledgement_is_taken_from_the_announcement() {
         let cache = ResourceCache::new(&PODS, 100, crate::strategy::selectable_fields);
-        let object = pod("n1");
+        let object = web_on("n1").json();
         let write = announce(&cache, &object);
         cache.apply(event(EventKind::Created, &object, 5)).await;
         let got = held(&cache).await;
@@ -1145,7 +1150,7 @@ mod tests {
     #[tokio::test]
     async fn an_event_applied_after_the_next_write_went_out_takes_its_own_write() {
         let cache = ResourceCache::new(&PODS, 100, crate::strategy::selectable_fields);
-        let (first, second) = (pod("n1"), pod("n2"));
+        let (first, second) = (web_on("n1").json(), web_on("n2").json());
         let write = announce(&cache, &first);
         let first_json = acknowledge(&cache, write, &first, 5);
         let write = announce(&cache, &second);
@@ -1165,8 +1170,8 @@ mod tests {
     #[tokio::test]
     async fn events_of_other_writers_are_decoded_and_leave_announcements_waiting() {
         let cache = ResourceCache::new(&PODS, 100, crate::strategy::selectable_fields);
-        let ours = pod("n1");
-        let theirs = pod("n9");
+        let ours = web_on("n1").json();
+        let theirs = web_on("n9").json();
         let _write = announce(&cache, &ours);
         cache.apply(event(EventKind::Created, &theirs, 5)).await;
         let got = held(&cache).await;
@@ -1187,8 +1192,8 @@ mod tests {
     #[tokio::test]
     async fn a_withdrawn_write_leaves_the_later_ones_of_its_key() {
         let cache = ResourceCache::new(&PODS, 100, crate::strategy::selectable_fields);
-        let failed = announce(&cache, &pod("n1"));
-        let next = announce(&cache, &pod("n2"));
+        let failed = announce(&cache, &web_on("n1").json());
+        let next = announce(&cache, &web_on("n2").json());
         cache.withdraw(failed);
         assert_eq!(own_writes(&cache), 1);
         cache.withdraw(next);
@@ -1199,7 +1204,7 @@ mod tests {
     async fn own_writes_are_bounded_per_key() {
         let cache = ResourceCache::new(&PODS, 100, crate::strategy::selectable_fields);
         for node in 0..10 {
-            announce(&cache, &pod(&format!("n{node}")));
+            announce(&cache, &web_on(&format!("n{node}")).json());
         }
         assert_eq!(own_writes(&cache), OWN_WRITES_PER_KEY);
     }
@@ -1207,19 +1212,21 @@ mod tests {
     #[tokio::test]
     async fn a_stale_write_is_dropped_by_a_later_event_or_a_reload() {
         let cache = ResourceCache::new(&PODS, 100, crate::strategy::selectable_fields);
-        let write = announce(&cache, &pod("n1"));
-        acknowledge(&cache, write, &pod("n1"), 5);
+        let write = announce(&cache, &web_on("n1").json());
+        acknowledge(&cache, write, &web_on("n1").json(), 5);
         // Its event never came (say the watch broke): a later event of the
         // same key replaces it with what the store says.
-        cache.apply(event(EventKind::Deleted, &pod("n1"), 6)).await;
+        cache
+            .apply(event(EventKind::Deleted, &web_on("n1").json(), 6))
+            .await;
         assert_eq!(own_writes(&cache), 0);
-        let write = announce(&cache, &pod("n1"));
-        acknowledge(&cache, write, &pod("n1"), 8);
-        announce(&cache, &pod("n2"));
+        let write = announce(&cache, &web_on("n1").json());
+        acknowledge(&cache, write, &web_on("n1").json(), 8);
+        announce(&cache, &web_on("n2").json());
         cache.reset(BTreeMap::new(), 9).await;
         assert_eq!(own_writes(&cache), 0, "a reload drops what it may include");
-        let write = announce(&cache, &pod("n1"));
-        acknowledge(&cache, write, &pod("n1"), 9);
+        let write = announce(&cache, &web_on("n1").json());
+        acknowledge(&cache, write, &web_on("n1").json(), 9);
         assert_eq!(
             own_writes(&cache),
             0,
@@ -1229,10 +1236,9 @@ mod tests {
 
     /// A pod whose annotation is `bytes` long, at revision-specific content.
     fn large_pod(bytes: usize, version: usize) -> Value {
-        let mut object = pod("n1");
-        object["metadata"]["annotations"] =
-            json!({"big": format!("{version}-{}", "x".repeat(bytes))});
-        object
+        web_on("n1")
+            .annotation("big", &format!("{version}-{}", "x".repeat(bytes)))
+            .json()
     }
 
     #[tokio::test]

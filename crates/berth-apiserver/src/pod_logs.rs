@@ -277,54 +277,77 @@ impl ServerCertVerifier for AnyServerCert {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use berth_core::test_util::{make_container, make_pod};
     use serde_json::json;
 
-    fn pod(containers: &[&str], node: Option<&str>) -> Value {
-        json!({
-            "metadata": {"name": "web"},
-            "spec": {
-                "nodeName": node,
-                "initContainers": [{"name": "init"}],
-                "containers": containers.iter().map(|c| json!({"name": c})).collect::<Vec<_>>(),
-            }
-        })
+    /// Pod `web` with init container `init`, a container of each name, and
+    /// bound to `node` if there is one.
+    fn web_pod(containers: &[&str], node: Option<&str>) -> Value {
+        let named = |name: &str| make_container().name(name).obj();
+        let pod = make_pod()
+            .name("web")
+            .init_containers(vec![named("init")])
+            .containers(containers.iter().map(|c| named(c)).collect());
+        match node {
+            Some(node) => pod.node(node),
+            None => pod,
+        }
+        .json()
     }
 
     #[test]
     fn the_container_is_chosen_as_upstream_does() {
-        type Case = (
-            Value,
-            Option<&'static str>,
-            Result<Option<&'static str>, &'static str>,
-        );
-        let cases: Vec<Case> = vec![
-            (pod(&["app"], Some("n1")), None, Ok(Some("app"))),
-            (
-                pod(&["app", "side"], Some("n1")),
-                Some("side"),
-                Ok(Some("side")),
-            ),
-            (pod(&["app"], Some("n1")), Some("init"), Ok(Some("init"))),
-            (
-                pod(&["app", "side"], Some("n1")),
-                None,
-                Err(
+        struct Case {
+            pod: Value,
+            container: Option<&'static str>,
+            /// The container chosen, or the 400's message.
+            want: Result<Option<&'static str>, &'static str>,
+        }
+        let cases = [
+            Case {
+                pod: web_pod(&["app"], Some("n1")),
+                container: None,
+                want: Ok(Some("app")),
+            },
+            Case {
+                pod: web_pod(&["app", "side"], Some("n1")),
+                container: Some("side"),
+                want: Ok(Some("side")),
+            },
+            Case {
+                pod: web_pod(&["app"], Some("n1")),
+                container: Some("init"),
+                want: Ok(Some("init")),
+            },
+            Case {
+                pod: web_pod(&["app", "side"], Some("n1")),
+                container: None,
+                want: Err(
                     "a container name must be specified for pod web, choose one of: [init app side]",
                 ),
-            ),
-            (
-                pod(&[], Some("n1")),
-                None,
-                Err("a container name must be specified for pod web"),
-            ),
-            (
-                pod(&["app"], Some("n1")),
-                Some("nope"),
-                Err("container nope is not valid for pod web"),
-            ),
-            (pod(&["app"], None), None, Ok(None)),
+            },
+            Case {
+                pod: web_pod(&[], Some("n1")),
+                container: None,
+                want: Err("a container name must be specified for pod web"),
+            },
+            Case {
+                pod: web_pod(&["app"], Some("n1")),
+                container: Some("nope"),
+                want: Err("container nope is not valid for pod web"),
+            },
+            Case {
+                pod: web_pod(&["app"], None),
+                container: None,
+                want: Ok(None),
+            },
         ];
-        for (pod, container, want) in cases {
+        for Case {
+            pod,
+            container,
+            want,
+        } in cases
+        {
             let got = log_location(&pod, container);
             match want {
                 Ok(want) => {
@@ -341,6 +364,7 @@ mod tests {
 
     #[test]
     fn the_agent_is_found_at_the_internal_ip_and_kubelet_port() {
+        // Raw JSON: one case's port is null, which a typed Node cannot hold.
         let node = |addresses: Value, port: Value| json!({"metadata": {"name": "n1"}, "status": {"addresses": addresses, "daemonEndpoints": {"kubeletEndpoint": {"Port": port}}}});
         let cases = [
             (

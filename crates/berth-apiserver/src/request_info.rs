@@ -140,68 +140,74 @@ mod tests {
     /// Cases from upstream's `TestGetAPIRequestInfo`.
     #[test]
     fn request_info_as_upstream() {
-        // method, path, query, verb, prefix, group, version, namespace, resource, name, subresource
-        type Case = (&'static str, &'static str, &'static str, [&'static str; 8]);
+        struct Case {
+            method: &'static str,
+            path: &'static str,
+            query: &'static str,
+            /// verb, prefix, group, version, namespace, resource, name,
+            /// subresource
+            want: [&'static str; 8],
+        }
         let cases: &[Case] = &[
-            (
-                "GET",
-                "/api/v1/namespaces",
-                "",
-                ["list", "api", "", "v1", "", "namespaces", "", ""],
-            ),
-            (
-                "GET",
-                "/api/v1/namespaces/other",
-                "",
-                ["get", "api", "", "v1", "other", "namespaces", "other", ""],
-            ),
-            (
-                "GET",
-                "/api/v1/namespaces/other/pods",
-                "",
-                ["list", "api", "", "v1", "other", "pods", "", ""],
-            ),
-            (
-                "GET",
-                "/api/v1/namespaces/other/pods/foo",
-                "",
-                ["get", "api", "", "v1", "other", "pods", "foo", ""],
-            ),
-            (
-                "HEAD",
-                "/api/v1/namespaces/other/pods/foo",
-                "",
-                ["get", "api", "", "v1", "other", "pods", "foo", ""],
-            ),
-            (
-                "GET",
-                "/api/v1/pods",
-                "",
-                ["list", "api", "", "v1", "", "pods", "", ""],
-            ),
-            (
-                "GET",
-                "/api/v1/namespaces/other/pods",
-                "watch=true",
-                ["watch", "api", "", "v1", "other", "pods", "", ""],
-            ),
-            (
-                "GET",
-                "/api/v1/watch/namespaces/other/pods",
-                "",
-                ["watch", "api", "", "v1", "other", "pods", "", ""],
-            ),
-            (
-                "GET",
-                "/api/v1/namespaces/other/pods/foo/status",
-                "",
-                ["get", "api", "", "v1", "other", "pods", "foo", "status"],
-            ),
-            (
-                "PUT",
-                "/api/v1/namespaces/other/finalize",
-                "",
-                [
+            Case {
+                method: "GET",
+                path: "/api/v1/namespaces",
+                query: "",
+                want: ["list", "api", "", "v1", "", "namespaces", "", ""],
+            },
+            Case {
+                method: "GET",
+                path: "/api/v1/namespaces/other",
+                query: "",
+                want: ["get", "api", "", "v1", "other", "namespaces", "other", ""],
+            },
+            Case {
+                method: "GET",
+                path: "/api/v1/namespaces/other/pods",
+                query: "",
+                want: ["list", "api", "", "v1", "other", "pods", "", ""],
+            },
+            Case {
+                method: "GET",
+                path: "/api/v1/namespaces/other/pods/foo",
+                query: "",
+                want: ["get", "api", "", "v1", "other", "pods", "foo", ""],
+            },
+            Case {
+                method: "HEAD",
+                path: "/api/v1/namespaces/other/pods/foo",
+                query: "",
+                want: ["get", "api", "", "v1", "other", "pods", "foo", ""],
+            },
+            Case {
+                method: "GET",
+                path: "/api/v1/pods",
+                query: "",
+                want: ["list", "api", "", "v1", "", "pods", "", ""],
+            },
+            Case {
+                method: "GET",
+                path: "/api/v1/namespaces/other/pods",
+                query: "watch=true",
+                want: ["watch", "api", "", "v1", "other", "pods", "", ""],
+            },
+            Case {
+                method: "GET",
+                path: "/api/v1/watch/namespaces/other/pods",
+                query: "",
+                want: ["watch", "api", "", "v1", "other", "pods", "", ""],
+            },
+            Case {
+                method: "GET",
+                path: "/api/v1/namespaces/other/pods/foo/status",
+                query: "",
+                want: ["get", "api", "", "v1", "other", "pods", "foo", "status"],
+            },
+            Case {
+                method: "PUT",
+                path: "/api/v1/namespaces/other/finalize",
+                query: "",
+                want: [
                     "update",
                     "api",
                     "",
@@ -211,12 +217,12 @@ mod tests {
                     "other",
                     "finalize",
                 ],
-            ),
-            (
-                "PUT",
-                "/api/v1/namespaces/other/status",
-                "",
-                [
+            },
+            Case {
+                method: "PUT",
+                path: "/api/v1/namespaces/other/status",
+                query: "",
+                want: [
                     "update",
                     "api",
                     "",
@@ -226,44 +232,44 @@ mod tests {
                     "other",
                     "status",
                 ],
-            ),
-            (
-                "POST",
-                "/api/v1/namespaces/other/pods",
-                "",
-                ["create", "api", "", "v1", "other", "pods", "", ""],
-            ),
-            (
-                "POST",
-                "/api/v1/namespaces/other/pods/foo/eviction",
-                "",
-                [
+            },
+            Case {
+                method: "POST",
+                path: "/api/v1/namespaces/other/pods",
+                query: "",
+                want: ["create", "api", "", "v1", "other", "pods", "", ""],
+            },
+            Case {
+                method: "POST",
+                path: "/api/v1/namespaces/other/pods/foo/eviction",
+                query: "",
+                want: [
                     "create", "api", "", "v1", "other", "pods", "foo", "eviction",
                 ],
-            ),
-            (
-                "PATCH",
-                "/api/v1/nodes/n1",
-                "",
-                ["patch", "api", "", "v1", "", "nodes", "n1", ""],
-            ),
-            (
-                "DELETE",
-                "/api/v1/namespaces/other/pods/foo",
-                "",
-                ["delete", "api", "", "v1", "other", "pods", "foo", ""],
-            ),
-            (
-                "DELETE",
-                "/api/v1/namespaces/other/pods",
-                "",
-                ["deletecollection", "api", "", "v1", "other", "pods", "", ""],
-            ),
-            (
-                "GET",
-                "/apis/coordination.k8s.io/v1/namespaces/kube-node-lease/leases/n1",
-                "",
-                [
+            },
+            Case {
+                method: "PATCH",
+                path: "/api/v1/nodes/n1",
+                query: "",
+                want: ["patch", "api", "", "v1", "", "nodes", "n1", ""],
+            },
+            Case {
+                method: "DELETE",
+                path: "/api/v1/namespaces/other/pods/foo",
+                query: "",
+                want: ["delete", "api", "", "v1", "other", "pods", "foo", ""],
+            },
+            Case {
+                method: "DELETE",
+                path: "/api/v1/namespaces/other/pods",
+                query: "",
+                want: ["deletecollection", "api", "", "v1", "other", "pods", "", ""],
+            },
+            Case {
+                method: "GET",
+                path: "/apis/coordination.k8s.io/v1/namespaces/kube-node-lease/leases/n1",
+                query: "",
+                want: [
                     "get",
                     "apis",
                     "coordination.k8s.io",
@@ -273,9 +279,15 @@ mod tests {
                     "n1",
                     "",
                 ],
-            ),
+            },
         ];
-        for (method, path, query, want) in cases {
+        for Case {
+            method,
+            path,
+            query,
+            want,
+        } in cases
+        {
             let info = parse(method, path, query);
             let got = [
                 info.verb.as_str(),

@@ -181,29 +181,45 @@ mod tests {
 
     #[test]
     fn keys_follow_the_upstream_etcd_layout() {
-        let cases: &[(&ResourceType, &str, &str, &str)] = &[
-            (&PODS, "default", "web", "/registry/pods/default/web"),
-            (&NODES, "", "node1", "/registry/minions/node1"),
-            (
-                &NAMESPACES,
-                "",
-                "kube-system",
-                "/registry/namespaces/kube-system",
-            ),
-            (
-                &LEASES,
-                "kube-node-lease",
-                "node1",
-                "/registry/leases/kube-node-lease/node1",
-            ),
-            (
-                &EVENTS,
-                "default",
-                "web.1",
-                "/registry/events/default/web.1",
-            ),
+        struct Case<'a> {
+            rt: &'a ResourceType,
+            ns: &'static str,
+            name: &'static str,
+            want: &'static str,
+        }
+        let cases: &[Case] = &[
+            Case {
+                rt: &PODS,
+                ns: "default",
+                name: "web",
+                want: "/registry/pods/default/web",
+            },
+            Case {
+                rt: &NODES,
+                ns: "",
+                name: "node1",
+                want: "/registry/minions/node1",
+            },
+            Case {
+                rt: &NAMESPACES,
+                ns: "",
+                name: "kube-system",
+                want: "/registry/namespaces/kube-system",
+            },
+            Case {
+                rt: &LEASES,
+                ns: "kube-node-lease",
+                name: "node1",
+                want: "/registry/leases/kube-node-lease/node1",
+            },
+            Case {
+                rt: &EVENTS,
+                ns: "default",
+                name: "web.1",
+                want: "/registry/events/default/web.1",
+            },
         ];
-        for (rt, ns, name, want) in cases {
+        for Case { rt, ns, name, want } in cases {
             assert_eq!(rt.key(ns, name), *want);
         }
         assert_eq!(PODS.prefix(Some("default")), "/registry/pods/default/");

@@ -339,63 +339,75 @@ mod tests {
 
     #[test]
     fn statuses_carry_upstream_codes_reasons_and_messages() {
-        let cases: &[(ApiError, u16, &str, &str)] = &[
-            (
-                ApiError::not_found("", "pods", "web"),
-                404,
-                "NotFound",
-                "pods \"web\" not found",
-            ),
-            (
-                ApiError::not_found("coordination.k8s.io", "leases", "n1"),
-                404,
-                "NotFound",
-                "leases.coordination.k8s.io \"n1\" not found",
-            ),
-            (
-                ApiError::already_exists("", "nodes", "n1"),
-                409,
-                "AlreadyExists",
-                "nodes \"n1\" already exists",
-            ),
-            (
-                ApiError::modified("", "nodes", "n1"),
-                409,
-                "Conflict",
-                "Operation cannot be fulfilled on nodes \"n1\": the object has been modified; please apply your changes to the latest version and try again",
-            ),
-            (
-                ApiError::unauthorized(),
-                401,
-                "Unauthorized",
-                "Unauthorized",
-            ),
-            (
-                ApiError::forbidden("system:node:a", "update", "", "nodes", "", "", "b"),
-                403,
-                "Forbidden",
-                "nodes \"b\" is forbidden: User \"system:node:a\" cannot update resource \"nodes\" in API group \"\" at the cluster scope",
-            ),
-            (
-                ApiError::forbidden("bob", "list", "", "pods", "", "default", ""),
-                403,
-                "Forbidden",
-                "pods is forbidden: User \"bob\" cannot list resource \"pods\" in API group \"\" in the namespace \"default\"",
-            ),
-            (
-                ApiError::expired(5, 10),
-                410,
-                "Expired",
-                "too old resource version: 5 (10)",
-            ),
-            (
-                ApiError::too_large(3145728),
-                413,
-                "RequestEntityTooLarge",
-                "Request entity too large: limit is 3145728",
-            ),
+        struct Case {
+            err: ApiError,
+            code: u16,
+            reason: &'static str,
+            message: &'static str,
+        }
+        let cases: &[Case] = &[
+            Case {
+                err: ApiError::not_found("", "pods", "web"),
+                code: 404,
+                reason: "NotFound",
+                message: "pods \"web\" not found",
+            },
+            Case {
+                err: ApiError::not_found("coordination.k8s.io", "leases", "n1"),
+                code: 404,
+                reason: "NotFound",
+                message: "leases.coordination.k8s.io \"n1\" not found",
+            },
+            Case {
+                err: ApiError::already_exists("", "nodes", "n1"),
+                code: 409,
+                reason: "AlreadyExists",
+                message: "nodes \"n1\" already exists",
+            },
+            Case {
+                err: ApiError::modified("", "nodes", "n1"),
+                code: 409,
+                reason: "Conflict",
+                message: "Operation cannot be fulfilled on nodes \"n1\": the object has been modified; please apply your changes to the latest version and try again",
+            },
+            Case {
+                err: ApiError::unauthorized(),
+                code: 401,
+                reason: "Unauthorized",
+                message: "Unauthorized",
+            },
+            Case {
+                err: ApiError::forbidden("system:node:a", "update", "", "nodes", "", "", "b"),
+                code: 403,
+                reason: "Forbidden",
+                message: "nodes \"b\" is forbidden: User \"system:node:a\" cannot update resource \"nodes\" in API group \"\" at the cluster scope",
+            },
+            Case {
+                err: ApiError::forbidden("bob", "list", "", "pods", "", "default", ""),
+                code: 403,
+                reason: "Forbidden",
+                message: "pods is forbidden: User \"bob\" cannot list resource \"pods\" in API group \"\" in the namespace \"default\"",
+            },
+            Case {
+                err: ApiError::expired(5, 10),
+                code: 410,
+                reason: "Expired",
+                message: "too old resource version: 5 (10)",
+            },
+            Case {
+                err: ApiError::too_large(3145728),
+                code: 413,
+                reason: "RequestEntityTooLarge",
+                message: "Request entity too large: limit is 3145728",
+            },
         ];
-        for (err, code, reason, message) in cases {
+        for Case {
+            err,
+            code,
+            reason,
+            message,
+        } in cases
+        {
             let status = err.to_status();
             assert_eq!(status["code"], *code, "{message}");
             assert_eq!(status["reason"], *reason, "{message}");

@@ -11,6 +11,7 @@ use berth_apiserver::api::{ApiConfig, ApiServer};
 use berth_apiserver::auth::User;
 use berth_apiserver::server::router;
 use berth_core::clock::Clock;
+use berth_core::test_util::{make_container, make_node, make_pod};
 use berth_store::{AnyStore, RedbStore};
 use futures::StreamExt;
 use serde_json::{Value, json};
@@ -124,12 +125,23 @@ impl Api {
     }
 }
 
-fn pod(name: &str) -> Value {
-    json!({"apiVersion": "v1", "kind": "Pod", "metadata": {"name": name, "labels": {"app": "web"}}, "spec": {"containers": [{"name": "c", "image": "busybox"}]}})
+/// Pod `name` labelled `app=web` with one busybox container `c`, as a
+/// client sends it.
+fn web_pod(name: &str) -> Value {
+    let busybox = make_container().name("c").image("busybox").obj();
+    make_pod()
+        .name(name)
+        .label("app", "web")
+        .containers(vec![busybox])
+        .json()
 }
 
-fn node(name: &str) -> Value {
-    json!({"apiVersion": "v1", "kind": "Node", "metadata": {"name": name}, "status": {"allocatable": {"cpu": "4", "memory": "8Gi", "pods": "110"}}})
+/// Node `name` with room for 110 pods, as a client sends it.
+fn allocatable_node(name: &str) -> Value {
+    make_node()
+        .name(name)
+        .allocatable(&[("cpu", "4"), ("memory", "8Gi"), ("pods", "110")])
+        .json()
 }
 
 fn assert_status(value: &Value, code: u16, reason: &str) {
@@ -142,8 +154,8 @@ fn assert_status(value: &Value, code: u16, reason: &str) {
 async fn failures_are_statuses_with_the_right_code() {
     let api = api().await;
     let pods = "/api/v1/namespaces/default/pods";
-    api.create(pods, pod("web")).await;
-    api.create("/api/v1/nodes", node("node2")).await;
+    api.create(pods, web_pod("web")).await;
+    api.create("/api/v1/nodes", allocatable_node("node2")).await;
 
     let (s, v) = api
         .call(None, "GET", pods, "application/json", Vec::new())
@@ -183,7 +195,7 @@ async fn failures_are_statuses_with_the_right_code() {
     assert_eq!(s, 404);
     assert_eq!(v["kind"], "Status");
 
-    let (s, v) = api.req("POST", pods, pod("web")).await;
+    let (s, v) = api.req("POST", pods, web_pod("web")).await;
     assert_eq!(s, 409);
     assert_status(&v, 409, "AlreadyExists");
 
@@ -206,7 +218,7 @@ async fn failures_are_statuses_with_the_right_code() {
     assert_eq!(s, 413);
     assert_status(&v, 413, "RequestEntityTooLarge");
 
-    let mut bad = pod("bad");
+    let mut bad = web_pod("bad");
     bad["spec"]["tolerations"] = json!([{"key": "k", "operator": "Gt", "value": "0950", "effect": "NoSchedule"}, {"key": "bad key", "operator": "Exists"}]);
     let (s, v) = api.req("POST", pods, bad).await;
     assert_eq!(s, 422);
@@ -240,7 +252,7 @@ async fn failures_are_statuses_with_the_right_code() {
 #[tokio::test]
 async fn strict_field_validation_refuses_unknown_fields() {
     let api = api().await;
-    let mut typo = pod("typo");
+    let mut typo = web_pod("typo");
     typo["spec"]["containers"][0]["imagee"] = json!("x");
     let pods = "/api/v1/namespaces/default/pods";
     let (s, v) = api
@@ -280,7 +292,7 @@ async fn strict_field_validation_refuses_unknown_fields() {
         .req(
             "POST",
             &format!("{pods}?fieldValidation=Sometimes"),
-            pod("x"),
+            web_pod("x"),
         )
         .await;
     assert_eq!(s, 400);
@@ -289,7 +301,7 @@ async fn strict_field_validation_refuses_unknown_fields() {
 #[tokio::test]
 async fn updates_are_compare_and_swap_on_resource_version() {
     let api = api().await;
-    let created = api.create("/api/v1/nodes", node("n1")).await;
+    let created = api.create("/api/v1/nodes", allocatable_node("n1")).await;
     let rv = created["metadata"]["resourceVersion"]
         .as_str()
         .expect("rv")
@@ -321,7 +333,7 @@ async fn dry_run_and_generate_name() {
     let api = api().await;
     let pods = "/api/v1/namespaces/default/pods";
     let (s, v) = api
-        .req("POST", &format!("{pods}?dryRun=All"), pod("ghost"))
+        .req("POST", &format!("{pods}?dryRun=All"), web_pod("ghost"))
         .await;
     assert_eq!(s, 201, "{v}");
     let (s, _) = api.req("GET", &format!("{pods}/ghost"), Value::Null).await;
@@ -336,7 +348,7 @@ async fn dry_run_and_generate_name() {
     );
     // Creating in a namespace that does not exist is a 404 for the namespace.
     let (s, v) = api
-        .req("POST", "/api/v1/namespaces/nowhere/pods", pod("x"))
+        .req("POST", "/api/v1/namespaces/nowhere/pods", web_pod("x"))
         .await;
     assert_eq!(s, 404);
     assert_eq!(v["message"], "namespaces \"nowhere\" not found");
@@ -346,7 +358,7 @@ async fn dry_run_and_generate_name() {
 async fn binding_sets_node_name_and_pod_scheduled_once() {
     let api = api().await;
     let pods = "/api/v1/namespaces/default/pods";
-    api.create(pods, pod("web")).await;
+    api.create(pods, web_pod("web")).await;
     let binding = json!({"apiVersion": "v1", "kind": "Binding", "metadata": {"name": "web"}, "target": {"kind": "Node", "name": "node1"}});
     let (s, v) = api
         .req("POST", &format!("{pods}/web/binding"), binding.clone())
@@ -376,7 +388,7 @@ async fn binding_sets_node_name_and_pod_scheduled_once() {
 async fn bound_pods_are_deleted_gracefully_and_evictions_delete() {
     let api = api().await;
     let pods = "/api/v1/namespaces/default/pods";
-    let mut bound = pod("bound");
+    let mut bound = web_pod("bound");
     bound["spec"]["nodeName"] = json!("node1");
     api.create(pods, bound).await;
     let (s, v) = api
@@ -402,7 +414,7 @@ async fn bound_pods_are_deleted_gracefully_and_evictions_delete() {
     assert_eq!(s, 404);
 
     // An unbound pod goes at once, also through an eviction.
-    api.create(pods, pod("loose")).await;
+    api.create(pods, web_pod("loose")).await;
     let eviction = json!({"apiVersion": "policy/v1", "kind": "Eviction", "metadata": {"name": "loose", "namespace": "default"}});
     let (s, v) = api
         .req("POST", &format!("{pods}/loose/eviction"), eviction)
@@ -412,7 +424,7 @@ async fn bound_pods_are_deleted_gracefully_and_evictions_delete() {
     assert_eq!(s, 404);
 
     // Preconditions.
-    api.create(pods, pod("pre")).await;
+    api.create(pods, web_pod("pre")).await;
     let (s, v) = api
         .req(
             "DELETE",
@@ -434,7 +446,7 @@ async fn lists_filter_by_selectors_and_page_with_continue() {
     let api = api().await;
     let pods = "/api/v1/namespaces/default/pods";
     for i in 0..5 {
-        let mut p = pod(&format!("p{i}"));
+        let mut p = web_pod(&format!("p{i}"));
         if i % 2 == 0 {
             p["spec"]["nodeName"] = json!("node1");
             p["metadata"]["labels"] = json!({"app": "db"});
@@ -541,12 +553,12 @@ async fn watch_lines(api: &Api, uri: &str, count: usize) -> Vec<Value> {
 async fn watches_resume_from_a_resource_version_in_order() {
     let api = api().await;
     let pods = "/api/v1/namespaces/default/pods";
-    let first = api.create(pods, pod("a")).await;
+    let first = api.create(pods, web_pod("a")).await;
     let rv = first["metadata"]["resourceVersion"]
         .as_str()
         .expect("rv")
         .to_string();
-    api.create(pods, pod("b")).await;
+    api.create(pods, web_pod("b")).await;
     api.call(
         Some(ADMIN),
         "PATCH",
@@ -610,13 +622,13 @@ async fn a_watch_from_before_the_history_is_gone() {
     };
     let api = api_with(config).await;
     let pods = "/api/v1/namespaces/default/pods";
-    let first = api.create(pods, pod("a")).await;
+    let first = api.create(pods, web_pod("a")).await;
     let rv: i64 = first["metadata"]["resourceVersion"]
         .as_str()
         .and_then(|r| r.parse().ok())
         .expect("rv");
     for name in ["b", "c", "d", "e"] {
-        api.create(pods, pod(name)).await;
+        api.create(pods, web_pod(name)).await;
     }
     // Let the cache see every write.
     let (_, _) = api.req("GET", pods, Value::Null).await;
@@ -645,7 +657,7 @@ async fn node_agents_write_only_their_own_node() {
             "POST",
             "/api/v1/nodes",
             "application/json",
-            node("node1").to_string().into_bytes(),
+            allocatable_node("node1").to_string().into_bytes(),
         )
         .await;
     assert_eq!(s, 201, "{v}");
@@ -661,7 +673,7 @@ async fn node_agents_write_only_their_own_node() {
             "POST",
             "/api/v1/nodes",
             "application/json",
-            node("node9").to_string().into_bytes(),
+            allocatable_node("node9").to_string().into_bytes(),
         )
         .await;
     assert_eq!(s, 403, "{v}");
@@ -757,10 +769,10 @@ async fn a_node_credential_reads_only_its_own_node_and_pods() {
     let api = api().await;
     let pods = "/api/v1/namespaces/default/pods";
     for name in ["node1", "node2"] {
-        api.create("/api/v1/nodes", node(name)).await;
+        api.create("/api/v1/nodes", allocatable_node(name)).await;
     }
     for (pod_name, node_name) in [("mine", "node1"), ("theirs", "node2")] {
-        let mut p = pod(pod_name);
+        let mut p = web_pod(pod_name);
         p["spec"]["nodeName"] = json!(node_name);
         api.create(pods, p).await;
     }
@@ -877,7 +889,7 @@ async fn the_join_token_buys_one_node_credential_per_name_and_nothing_else() {
             "POST",
             "/api/v1/nodes",
             "application/json",
-            node("worker-7").to_string().into_bytes(),
+            allocatable_node("worker-7").to_string().into_bytes(),
         )
         .await;
     assert_eq!(s, 201, "{v}");
@@ -929,8 +941,9 @@ async fn the_join_token_buys_one_node_credential_per_name_and_nothing_else() {
 #[tokio::test]
 async fn the_join_token_joins_only_new_names_or_nodes_inviting_a_join() {
     let api = api().await;
-    api.create("/api/v1/nodes", node("made-by-admin")).await;
-    let mut invited = node("invited");
+    api.create("/api/v1/nodes", allocatable_node("made-by-admin"))
+        .await;
+    let mut invited = allocatable_node("invited");
     invited["metadata"]["annotations"] = json!({"berth.dev/join-allowed": "true"});
     api.create("/api/v1/nodes", invited).await;
     let join = |name: &'static str| {
@@ -1010,7 +1023,7 @@ async fn every_taint_and_toleration_rule_is_a_422_with_the_field() {
         ),
     ];
     for (i, (name, taints, field)) in taint_cases.iter().enumerate() {
-        let mut n = node(&format!("n{i}"));
+        let mut n = allocatable_node(&format!("n{i}"));
         n["spec"] = json!({"taints": taints});
         let (s, v) = api.req("POST", "/api/v1/nodes", n).await;
         assert_eq!(s, 422, "{name}: {v}");
@@ -1075,7 +1088,7 @@ async fn every_taint_and_toleration_rule_is_a_422_with_the_field() {
         ),
     ];
     for (i, (name, toleration, field)) in toleration_cases.iter().enumerate() {
-        let mut p = pod(&format!("t{i}"));
+        let mut p = web_pod(&format!("t{i}"));
         p["spec"]["tolerations"] = json!([toleration]);
         let (s, v) = api.req("POST", "/api/v1/namespaces/default/pods", p).await;
         assert_eq!(s, 422, "{name}: {v}");
@@ -1089,7 +1102,7 @@ async fn every_taint_and_toleration_rule_is_a_422_with_the_field() {
         );
     }
     // An update may add tolerations or change tolerationSeconds, nothing else.
-    let mut p = pod("upd");
+    let mut p = web_pod("upd");
     p["spec"]["tolerations"] =
         json!([{"key": "k", "operator": "Exists", "effect": "NoExecute", "tolerationSeconds": 10}]);
     let created = api.create("/api/v1/namespaces/default/pods", p).await;
@@ -1182,7 +1195,7 @@ async fn patching_one_pod_with_large_annotations_keeps_the_history_within_its_bu
     };
     let api = api_with(config).await;
     let pods = "/api/v1/namespaces/default/pods";
-    let first = api.create(pods, pod("big")).await;
+    let first = api.create(pods, web_pod("big")).await;
     let first_rv = first["metadata"]["resourceVersion"].clone();
     let mut most = 0;
     for i in 0..20 {
@@ -1420,7 +1433,7 @@ async fn request_inputs_get_upstreams_answers() {
     let api = api().await;
     let pods = "/api/v1/namespaces/default/pods";
     for i in 0..3 {
-        api.create(pods, pod(&format!("p{i}"))).await;
+        api.create(pods, web_pod(&format!("p{i}"))).await;
     }
     let (s, page) = api
         .req("GET", &format!("{pods}?limit=2"), Value::Null)
@@ -1491,7 +1504,7 @@ async fn request_inputs_get_upstreams_answers() {
     assert_eq!(v["metadata"]["resourceVersion"], rv);
     assert_eq!(v["items"].as_array().map(Vec::len), Some(3));
     // Annotations over 256 KiB in all: upstream's 422 on metadata.annotations.
-    let mut big = pod("annotated");
+    let mut big = web_pod("annotated");
     big["metadata"]["annotations"] =
         json!({"a": "x".repeat(128 * 1024), "b": "y".repeat(128 * 1024)});
     let (s, v) = api.req("POST", pods, big).await;
@@ -1503,14 +1516,14 @@ async fn request_inputs_get_upstreams_answers() {
     assert_eq!(v["details"]["causes"][0]["field"], "metadata.annotations");
     // An object the store cannot keep (over etcd's 1.5 MiB): 413 with
     // etcd's words, not a 500.
-    let mut huge = pod("huge");
+    let mut huge = web_pod("huge");
     huge["spec"]["containers"][0]["args"] = json!(vec!["z".repeat(1024); 1600]);
     let (s, v) = api.req("POST", pods, huge).await;
     assert_eq!(s, 413, "{v}");
     assert_eq!(v["message"], "etcdserver: request is too large");
     // Found by the fuzzing harness: a create on the all-namespaces path of
     // a namespaced type was a 500; upstream serves no POST there (405).
-    let (s, v) = api.req("POST", "/api/v1/pods", pod("nowhere")).await;
+    let (s, v) = api.req("POST", "/api/v1/pods", web_pod("nowhere")).await;
     assert_eq!(s, 405, "{v}");
 }
 
@@ -1521,7 +1534,7 @@ async fn request_inputs_get_upstreams_answers() {
 async fn patches_that_do_not_fit_the_object_are_client_errors() {
     let api = api().await;
     let pods = "/api/v1/namespaces/default/pods";
-    api.create(pods, pod("web")).await;
+    api.create(pods, web_pod("web")).await;
     struct Case {
         content_type: &'static str,
         body: &'static str,

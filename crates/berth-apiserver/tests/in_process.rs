@@ -8,6 +8,7 @@ use berth_apiserver::api::{ApiConfig, ApiServer};
 use berth_apiserver::auth::User;
 use berth_apiserver::in_process;
 use berth_core::clock::Clock;
+use berth_core::test_util::make_node;
 use berth_store::{AnyStore, RedbStore};
 use futures::StreamExt;
 use k8s_openapi::api::core::v1::{Namespace, Node};
@@ -23,10 +24,6 @@ async fn server() -> (Arc<ApiServer>, std::path::PathBuf) {
         .await
         .expect("server");
     (api, dir)
-}
-
-fn node(name: &str) -> Node {
-    serde_json::from_value(serde_json::json!({"metadata": {"name": name}})).expect("node")
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -48,7 +45,7 @@ async fn in_process_clients_are_ordinary_kube_clients() {
     let n1 = in_process::client(&api, User::node("n1"), "default").expect("client");
     let nodes: Api<Node> = Api::all(n1);
     let created = nodes
-        .create(&PostParams::default(), &node("n1"))
+        .create(&PostParams::default(), &make_node().name("n1").obj())
         .await
         .expect("own node");
     assert!(
@@ -58,7 +55,7 @@ async fn in_process_clients_are_ordinary_kube_clients() {
             .is_some_and(|t| t.iter().any(|t| t.key == "node.kubernetes.io/not-ready"))
     );
     let err = nodes
-        .create(&PostParams::default(), &node("n2"))
+        .create(&PostParams::default(), &make_node().name("n2").obj())
         .await
         .expect_err("another node");
     match err {
@@ -93,7 +90,7 @@ async fn memory_store_server_runs_on_virtual_time() {
 
     tokio::time::sleep(Duration::from_secs(3600)).await;
     let created = nodes
-        .create(&PostParams::default(), &node("n1"))
+        .create(&PostParams::default(), &make_node().name("n1").obj())
         .await
         .expect("create");
     let stamp = created

@@ -236,6 +236,9 @@ fn lease(name: &str, now: Timestamp) -> Lease {
     }
 }
 
+/// Built by hand, not with berth_core::test_util (a dev-dependency feature
+/// that would otherwise be compiled into every workspace build of
+/// berth-core).
 fn pod(name: &str, node: &str, tolerations: Vec<Toleration>) -> Pod {
     Pod {
         metadata: ObjectMeta {

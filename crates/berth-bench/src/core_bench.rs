@@ -62,6 +62,9 @@ pub struct FilterTiming {
     per_node_ns: f64,
 }
 
+// Objects built by hand, not with berth_core::test_util: that is a
+// dev-dependency feature, and enabling it for this binary would compile it
+// (and proptest) into every workspace build of berth-core.
 fn taint(key: &str, value: &str, effect: &str) -> Taint {
     Taint {
         key: key.into(),

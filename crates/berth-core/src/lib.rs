@@ -30,8 +30,9 @@
 //!   and StatefulSet controllers, as pure functions.
 //! - [`clock`]: the one source of time for every timer in berth, real or
 //!   virtual (a paused tokio clock in tests).
-//! - `test_util` (tests and the `test-util` feature only): taint and
-//!   toleration builders shared by the workspace's tests.
+//! - `test_util` (tests and the `test-util` feature only): the pod, node,
+//!   container, taint and toleration builders shared by the workspace's
+//!   tests.
 
 pub use k8s_openapi as k8s;
 

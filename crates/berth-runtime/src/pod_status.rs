@@ -435,41 +435,55 @@ mod tests {
 
     #[test]
     fn unready_containers_are_named_in_the_message() {
+        struct Case {
+            phase: PodPhase,
+            containers: Vec<ContainerStatus>,
+            want_status: &'static str,
+            want_reason: Option<&'static str>,
+            want_message: Option<&'static str>,
+        }
         let cases = [
-            (
-                PodPhase::Running,
-                vec![
+            Case {
+                phase: PodPhase::Running,
+                containers: vec![
                     container("a", false),
                     container("b", true),
                     container("c", false),
                 ],
-                "False",
-                Some("ContainersNotReady"),
-                Some("containers with unready status: [a c]"),
-            ),
-            (
-                PodPhase::Succeeded,
-                vec![container("a", false)],
-                "False",
-                Some("PodCompleted"),
-                None,
-            ),
-            (
-                PodPhase::Failed,
-                vec![container("a", false)],
-                "False",
-                Some("PodFailed"),
-                None,
-            ),
-            (
-                PodPhase::Pending,
-                vec![container("a", false)],
-                "False",
-                Some("ContainersNotReady"),
-                Some("containers with unready status: [a]"),
-            ),
+                want_status: "False",
+                want_reason: Some("ContainersNotReady"),
+                want_message: Some("containers with unready status: [a c]"),
+            },
+            Case {
+                phase: PodPhase::Succeeded,
+                containers: vec![container("a", false)],
+                want_status: "False",
+                want_reason: Some("PodCompleted"),
+                want_message: None,
+            },
+            Case {
+                phase: PodPhase::Failed,
+                containers: vec![container("a", false)],
+                want_status: "False",
+                want_reason: Some("PodFailed"),
+                want_message: None,
+            },
+            Case {
+                phase: PodPhase::Pending,
+                containers: vec![container("a", false)],
+                want_status: "False",
+                want_reason: Some("ContainersNotReady"),
+                want_message: Some("containers with unready status: [a]"),
+            },
         ];
-        for (phase, containers, want_status, want_reason, want_message) in cases {
+        for Case {
+            phase,
+            containers,
+            want_status,
+            want_reason,
+            want_message,
+        } in cases
+        {
             let mut status = PodStatus::default();
             view(phase, containers).apply_to(&mut status, at(1));
             for kind in [CONTAINERS_READY, READY] {

@@ -729,7 +729,8 @@ fn exit_code(status: ExitStatus) -> i32 {
 mod tests {
     use super::*;
     use crate::PodPhase;
-    use k8s_openapi::api::core::v1::{EnvVar, EnvVarSource, ObjectFieldSelector, PodSpec};
+    use berth_core::test_util::{make_container, make_pod};
+    use k8s_openapi::api::core::v1::{EnvVar, EnvVarSource, ObjectFieldSelector};
     use tokio::sync::mpsc::UnboundedReceiver;
 
     fn start() -> Timestamp {
@@ -763,24 +764,20 @@ mod tests {
         start() + SignedDuration::from_secs(seconds)
     }
 
-    /// A pod `ns/name` with one container `main` running `sh -c script`.
-    fn pod(uid: &str, policy: &str, script: &str) -> Pod {
-        let mut pod = Pod::default();
-        pod.metadata.uid = Some(uid.into());
-        pod.metadata.namespace = Some("ns".into());
-        pod.metadata.name = Some(format!("pod-{uid}"));
-        pod.spec = Some(PodSpec {
-            restart_policy: Some(policy.into()),
-            containers: vec![Container {
-                name: "main".into(),
-                image: Some("busybox".into()),
-                command: Some(vec!["sh".into(), "-c".into()]),
-                args: Some(vec![script.into()]),
-                ..Default::default()
-            }],
-            ..Default::default()
-        });
-        pod
+    /// Pod `ns/pod-<uid>` whose one container `main` runs `sh -c script`.
+    fn shell_pod(uid: &str, policy: &str, script: &str) -> Pod {
+        let main = make_container()
+            .name("main")
+            .image("busybox")
+            .command(&["sh", "-c"])
+            .args(&[script]);
+        make_pod()
+            .uid(uid)
+            .namespace("ns")
+            .name(&format!("pod-{uid}"))
+            .restart_policy(policy)
+            .containers(vec![main.obj()])
+            .obj()
     }
 
     fn main_container(pod: &mut Pod) -> &mut Container {
@@ -833,7 +830,7 @@ mod tests {
     async fn output_is_logged_as_cri_records_with_its_stream() -> Result<(), RuntimeError> {
         let (_root, runtime, mut changes) = runtime_on(Clock::real())?;
         runtime
-            .start_pod(&pod("u1", "Never", "echo out; echo err >&2"))
+            .start_pod(&shell_pod("u1", "Never", "echo out; echo err >&2"))
             .await?;
         wait_for(&runtime, &mut changes, "u1", |s| s.phase.is_terminal()).await;
         let log = runtime.log_file("ns", "pod-u1", "main", false)?;
@@ -879,7 +876,7 @@ mod tests {
         let work = tempdir()?;
         let runtime = ProcessRuntime::new(Clock::real(), root.path());
         let mut changes = runtime.subscribe();
-        let mut p = pod(
+        let mut p = shell_pod(
             "u1",
             "Never",
             r#"echo "$GREETING $1 from $HOSTNAME"; pwd; echo "from=[$FROM]"; echo "$TWICE $2""#,
@@ -940,7 +937,7 @@ mod tests {
         ];
         for (i, (script, code, reason, phase)) in cases.into_iter().enumerate() {
             let uid = format!("u{i}");
-            runtime.start_pod(&pod(&uid, "Never", script)).await?;
+            runtime.start_pod(&shell_pod(&uid, "Never", script)).await?;
             let status = wait_for(&runtime, &mut changes, &uid, |s| s.phase.is_terminal()).await;
             assert_eq!(status.phase, phase, "{script}");
             let t = terminated(&status).map(|t| (t.exit_code, t.reason.clone()));
@@ -953,7 +950,7 @@ mod tests {
     #[tokio::test]
     async fn a_container_without_command_fails_to_start() -> Result<(), RuntimeError> {
         let (_root, runtime, mut changes) = runtime_on(Clock::real())?;
-        let mut p = pod("u1", "Never", "");
+        let mut p = shell_pod("u1", "Never", "");
         main_container(&mut p).command = None;
         runtime.start_pod(&p).await?;
         let status = wait_for(&runtime, &mut changes, "u1", |s| s.phase.is_terminal()).await;
@@ -973,7 +970,9 @@ mod tests {
         let (_root, runtime, mut changes) = runtime_on(Clock::virtual_from(start()))?;
         // Fails twice, then succeeds (the count lives in the working dir).
         let script = r#"n=$(cat count 2>/dev/null || echo 0); n=$((n+1)); echo $n > count; echo run $n; [ $n -ge 3 ]"#;
-        runtime.start_pod(&pod("u1", "OnFailure", script)).await?;
+        runtime
+            .start_pod(&shell_pod("u1", "OnFailure", script))
+            .await?;
         let backing_off = wait_for(&runtime, &mut changes, "u1", |s| {
             s.containers[0]
                 .state
@@ -1020,7 +1019,9 @@ mod tests {
     #[tokio::test(start_paused = true)]
     async fn always_restarts_even_after_success_until_stopped() -> Result<(), RuntimeError> {
         let (_root, runtime, mut changes) = runtime_on(Clock::virtual_from(start()))?;
-        runtime.start_pod(&pod("u1", "Always", "exit 0")).await?;
+        runtime
+            .start_pod(&shell_pod("u1", "Always", "exit 0"))
+            .await?;
         let restarted = wait_for(&runtime, &mut changes, "u1", |s| {
             s.containers[0].restart_count >= 3
         })
@@ -1047,7 +1048,9 @@ mod tests {
             "trap 'echo got TERM; exit 0' TERM; echo ready > {}; while true; do sleep 1; done",
             ready.display()
         );
-        runtime.start_pod(&pod("u1", "Always", &script)).await?;
+        runtime
+            .start_pod(&shell_pod("u1", "Always", &script))
+            .await?;
         assert_eq!(read_fifo(ready).await, "ready\n");
         // A long grace period: the process exits on SIGTERM well before.
         runtime.stop_pod("u1", Duration::from_secs(600)).await?;
@@ -1069,7 +1072,9 @@ mod tests {
             "trap '' TERM; echo ready > {}; while true; do sleep 1; done",
             ready.display()
         );
-        runtime.start_pod(&pod("u1", "Always", &script)).await?;
+        runtime
+            .start_pod(&shell_pod("u1", "Always", &script))
+            .await?;
         assert_eq!(read_fifo(ready).await, "ready\n");
         let clock = Clock::virtual_from(start());
         let before = clock.now();
@@ -1086,7 +1091,7 @@ mod tests {
         let root = tempdir()?;
         let runtime = ProcessRuntime::new(Clock::real(), root.path());
         runtime
-            .start_pod(&pod("u1", "Always", "exec sleep 1000"))
+            .start_pod(&shell_pod("u1", "Always", "exec sleep 1000"))
             .await?;
         let log = runtime.log_file("ns", "pod-u1", "main", false)?;
         runtime.remove_pod("u1").await?;
@@ -1103,7 +1108,7 @@ mod tests {
     #[tokio::test]
     async fn starting_a_pod_twice_runs_it_once() -> Result<(), RuntimeError> {
         let (_root, runtime, mut changes) = runtime_on(Clock::real())?;
-        let p = pod("u1", "Never", "echo once");
+        let p = shell_pod("u1", "Never", "echo once");
         runtime.start_pod(&p).await?;
         runtime.start_pod(&p).await?;
         wait_for(&runtime, &mut changes, "u1", |s| s.phase.is_terminal()).await;
@@ -1115,7 +1120,9 @@ mod tests {
     #[tokio::test(start_paused = true)]
     async fn a_pod_stopped_while_backing_off_ends_with_its_last_exit() -> Result<(), RuntimeError> {
         let (_root, runtime, mut changes) = runtime_on(Clock::virtual_from(start()))?;
-        runtime.start_pod(&pod("u1", "OnFailure", "exit 1")).await?;
+        runtime
+            .start_pod(&shell_pod("u1", "OnFailure", "exit 1"))
+            .await?;
         wait_for(&runtime, &mut changes, "u1", |s| {
             s.containers[0]
                 .state
@@ -1141,7 +1148,7 @@ mod tests {
         // On this single-threaded runtime the container's supervisor has
         // not run yet when the stop comes.
         runtime
-            .start_pod(&pod("u1", "Always", "exec sleep 1000"))
+            .start_pod(&shell_pod("u1", "Always", "exec sleep 1000"))
             .await?;
         runtime.stop_pod("u1", Duration::from_secs(30)).await?;
         let status = status_of(&runtime, "u1")?;
@@ -1154,7 +1161,7 @@ mod tests {
     #[tokio::test(start_paused = true)]
     async fn failed_starts_count_as_restarts() -> Result<(), RuntimeError> {
         let (_root, runtime, mut changes) = runtime_on(Clock::virtual_from(start()))?;
-        let mut p = pod("u1", "Always", "");
+        let mut p = shell_pod("u1", "Always", "");
         main_container(&mut p).working_dir = Some("/no/such/dir".into());
         runtime.start_pod(&p).await?;
         let status = wait_for(&runtime, &mut changes, "u1", |s| {
@@ -1194,7 +1201,7 @@ mod tests {
             .enable_all()
             .build()
             .map_err(io)?;
-        let p = pod("u1", "Always", &script);
+        let p = shell_pod("u1", "Always", &script);
         agent.block_on(async { runtime.start_pod(&p).await })?;
         let line = agent.block_on(read_fifo(ready));
         let pids: Vec<Pid> = line

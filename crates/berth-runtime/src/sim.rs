@@ -195,37 +195,32 @@ impl Runtime for SimRuntime {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use berth_core::test_util::{make_container, make_pod};
     use jiff::Timestamp;
-    use k8s_openapi::api::core::v1::{Container, PodSpec};
 
     fn start() -> Timestamp {
         Timestamp::from_second(1_800_000_000).unwrap_or(Timestamp::UNIX_EPOCH)
     }
 
-    fn pod(uid: &str, containers: &[&str]) -> Pod {
-        let mut pod = Pod::default();
-        pod.metadata.uid = Some(uid.into());
-        pod.metadata.namespace = Some("ns".into());
-        pod.metadata.name = Some(format!("pod-{uid}"));
-        pod.spec = Some(PodSpec {
-            containers: containers
-                .iter()
-                .map(|name| Container {
-                    name: (*name).into(),
-                    image: Some("busybox".into()),
-                    ..Default::default()
-                })
-                .collect(),
-            ..Default::default()
-        });
-        pod
+    /// Pod `ns/pod-<uid>` with a busybox container of each name.
+    fn busybox_pod(uid: &str, containers: &[&str]) -> Pod {
+        let containers = containers
+            .iter()
+            .map(|name| make_container().name(name).image("busybox").obj())
+            .collect();
+        make_pod()
+            .uid(uid)
+            .namespace("ns")
+            .name(&format!("pod-{uid}"))
+            .containers(containers)
+            .obj()
     }
 
     #[tokio::test(start_paused = true)]
     async fn a_started_pod_is_running_and_ready_at_once() -> Result<(), RuntimeError> {
         let runtime = SimRuntime::new(Clock::virtual_from(start()));
         let mut changes = runtime.subscribe();
-        runtime.start_pod(&pod("u1", &["a", "b"])).await?;
+        runtime.start_pod(&busybox_pod("u1", &["a", "b"])).await?;
         assert_eq!(changes.recv().await.as_deref(), Some("u1"));
         let status = runtime
             .pod_status("u1")
@@ -247,11 +242,11 @@ mod tests {
     #[tokio::test(start_paused = true)]
     async fn starting_twice_changes_nothing() -> Result<(), RuntimeError> {
         let runtime = SimRuntime::new(Clock::virtual_from(start()));
-        runtime.start_pod(&pod("u1", &["a"])).await?;
+        runtime.start_pod(&busybox_pod("u1", &["a"])).await?;
         let first = runtime.pod_status("u1");
         let mut changes = runtime.subscribe();
         tokio::time::advance(Duration::from_secs(5)).await;
-        runtime.start_pod(&pod("u1", &["a"])).await?;
+        runtime.start_pod(&busybox_pod("u1", &["a"])).await?;
         assert_eq!(runtime.pod_status("u1"), first);
         assert!(changes.try_recv().is_err());
         Ok(())
@@ -260,7 +255,7 @@ mod tests {
     #[tokio::test(start_paused = true)]
     async fn a_stopped_pod_succeeds_and_stays_until_removed() -> Result<(), RuntimeError> {
         let runtime = SimRuntime::new(Clock::virtual_from(start()));
-        runtime.start_pod(&pod("u1", &["a"])).await?;
+        runtime.start_pod(&busybox_pod("u1", &["a"])).await?;
         runtime.stop_pod("u1", Duration::from_secs(30)).await?;
         let status = runtime
             .pod_status("u1")
@@ -289,7 +284,7 @@ mod tests {
     #[tokio::test(start_paused = true)]
     async fn a_pod_without_uid_is_refused() {
         let runtime = SimRuntime::new(Clock::virtual_from(start()));
-        let mut p = pod("u1", &["a"]);
+        let mut p = busybox_pod("u1", &["a"]);
         p.metadata.uid = None;
         assert!(matches!(
             runtime.start_pod(&p).await,
@@ -300,7 +295,7 @@ mod tests {
     #[tokio::test(start_paused = true)]
     async fn simulated_logs_are_empty() -> Result<(), RuntimeError> {
         let runtime = SimRuntime::new(Clock::virtual_from(start()));
-        runtime.start_pod(&pod("u1", &["a"])).await?;
+        runtime.start_pod(&busybox_pod("u1", &["a"])).await?;
         let log = runtime.log_file("ns", "pod-u1", "a", false)?;
         assert_eq!(log.path, std::path::PathBuf::from("/dev/null"));
         assert!(matches!(

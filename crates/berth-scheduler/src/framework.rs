@@ -577,11 +577,17 @@ mod tests {
         const F1: &str = "Node(s) failed Filter plugin FalseFilter-1";
         const F2: &str = "Node(s) failed Filter plugin FalseFilter-2";
         const POST: &str = "Error running PostFilter plugin FailedPostFilter";
-        let cases: Vec<(&str, usize, Diagnosis, &str)> = vec![
-            (
-                "nodes failed Prefilter plugin",
-                3,
-                Diagnosis {
+        struct Case {
+            name: &'static str,
+            num_all_nodes: usize,
+            diagnosis: Diagnosis,
+            want: &'static str,
+        }
+        let cases = vec![
+            Case {
+                name: "nodes failed Prefilter plugin",
+                num_all_nodes: 3,
+                diagnosis: Diagnosis {
                     pre_filter_msg: PRE.into(),
                     node_to_status: node_statuses(&[
                         ("node1", PRE),
@@ -590,12 +596,12 @@ mod tests {
                     ]),
                     ..Diagnosis::default()
                 },
-                "0/3 nodes are available: Node(s) failed PreFilter plugin FalsePreFilter.",
-            ),
-            (
-                "nodes failed Prefilter plugin and the preemption also failed",
-                3,
-                Diagnosis {
+                want: "0/3 nodes are available: Node(s) failed PreFilter plugin FalsePreFilter.",
+            },
+            Case {
+                name: "nodes failed Prefilter plugin and the preemption also failed",
+                num_all_nodes: 3,
+                diagnosis: Diagnosis {
                     pre_filter_msg: PRE.into(),
                     node_to_status: node_statuses(&[
                         ("node1", PRE),
@@ -605,72 +611,78 @@ mod tests {
                     post_filter_msg: POST.into(),
                     ..Diagnosis::default()
                 },
-                "0/3 nodes are available: Node(s) failed PreFilter plugin FalsePreFilter. Error running PostFilter plugin FailedPostFilter",
-            ),
-            (
-                "nodes failed one Filter plugin with an empty PostFilterMsg",
-                3,
-                Diagnosis {
+                want: "0/3 nodes are available: Node(s) failed PreFilter plugin FalsePreFilter. Error running PostFilter plugin FailedPostFilter",
+            },
+            Case {
+                name: "nodes failed one Filter plugin with an empty PostFilterMsg",
+                num_all_nodes: 3,
+                diagnosis: Diagnosis {
                     node_to_status: node_statuses(&[("node1", F1), ("node2", F1), ("node3", F1)]),
                     ..Diagnosis::default()
                 },
-                "0/3 nodes are available: 3 Node(s) failed Filter plugin FalseFilter-1.",
-            ),
-            (
-                "nodes failed one Filter plugin with a non-empty PostFilterMsg",
-                3,
-                Diagnosis {
+                want: "0/3 nodes are available: 3 Node(s) failed Filter plugin FalseFilter-1.",
+            },
+            Case {
+                name: "nodes failed one Filter plugin with a non-empty PostFilterMsg",
+                num_all_nodes: 3,
+                diagnosis: Diagnosis {
                     node_to_status: node_statuses(&[("node1", F1), ("node2", F1), ("node3", F1)]),
                     post_filter_msg: POST.into(),
                     ..Diagnosis::default()
                 },
-                "0/3 nodes are available: 3 Node(s) failed Filter plugin FalseFilter-1. Error running PostFilter plugin FailedPostFilter",
-            ),
-            (
-                "nodes failed two Filter plugins with an empty PostFilterMsg",
-                3,
-                Diagnosis {
+                want: "0/3 nodes are available: 3 Node(s) failed Filter plugin FalseFilter-1. Error running PostFilter plugin FailedPostFilter",
+            },
+            Case {
+                name: "nodes failed two Filter plugins with an empty PostFilterMsg",
+                num_all_nodes: 3,
+                diagnosis: Diagnosis {
                     node_to_status: node_statuses(&[("node1", F1), ("node2", F1), ("node3", F2)]),
                     ..Diagnosis::default()
                 },
-                "0/3 nodes are available: 1 Node(s) failed Filter plugin FalseFilter-2, 2 Node(s) failed Filter plugin FalseFilter-1.",
-            ),
-            (
-                "nodes failed two Filter plugins with a non-empty PostFilterMsg",
-                3,
-                Diagnosis {
+                want: "0/3 nodes are available: 1 Node(s) failed Filter plugin FalseFilter-2, 2 Node(s) failed Filter plugin FalseFilter-1.",
+            },
+            Case {
+                name: "nodes failed two Filter plugins with a non-empty PostFilterMsg",
+                num_all_nodes: 3,
+                diagnosis: Diagnosis {
                     node_to_status: node_statuses(&[("node1", F1), ("node2", F1), ("node3", F2)]),
                     post_filter_msg: POST.into(),
                     ..Diagnosis::default()
                 },
-                "0/3 nodes are available: 1 Node(s) failed Filter plugin FalseFilter-2, 2 Node(s) failed Filter plugin FalseFilter-1. Error running PostFilter plugin FailedPostFilter",
-            ),
-            (
-                "failed to Permit on node",
-                1,
-                Diagnosis {
+                want: "0/3 nodes are available: 1 Node(s) failed Filter plugin FalseFilter-2, 2 Node(s) failed Filter plugin FalseFilter-1. Error running PostFilter plugin FailedPostFilter",
+            },
+            Case {
+                name: "failed to Permit on node",
+                num_all_nodes: 1,
+                diagnosis: Diagnosis {
                     node_to_status: node_statuses(&[(
                         "node1",
                         "Node failed Permit plugin Permit-1",
                     )]),
                     ..Diagnosis::default()
                 },
-                "0/1 nodes are available: 1 Node failed Permit plugin Permit-1.",
-            ),
-            (
-                "failed to Reserve on node",
-                1,
-                Diagnosis {
+                want: "0/1 nodes are available: 1 Node failed Permit plugin Permit-1.",
+            },
+            Case {
+                name: "failed to Reserve on node",
+                num_all_nodes: 1,
+                diagnosis: Diagnosis {
                     node_to_status: node_statuses(&[(
                         "node1",
                         "Node failed Reserve plugin Reserve-1",
                     )]),
                     ..Diagnosis::default()
                 },
-                "0/1 nodes are available: 1 Node failed Reserve plugin Reserve-1.",
-            ),
+                want: "0/1 nodes are available: 1 Node failed Reserve plugin Reserve-1.",
+            },
         ];
-        for (name, num_all_nodes, diagnosis, want) in cases {
+        for Case {
+            name,
+            num_all_nodes,
+            diagnosis,
+            want,
+        } in cases
+        {
             let err = FitError {
                 num_all_nodes,
                 diagnosis,

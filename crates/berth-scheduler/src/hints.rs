@@ -302,19 +302,10 @@ fn fits_after_node_change(pod: &PodInfo, old: Option<&Node>, new: &Node) -> bool
 #[cfg(test)]
 mod tests {
     use super::*;
-    use berth_core::test_util::{make_node, taint, tol as toleration};
+    use berth_core::test_util::{make_node, make_pod, taint, tol as toleration};
 
     /// Every node's allocatable in these tables.
     const ALLOCATABLE: [(&str, &str); 3] = [("cpu", "4"), ("memory", "8Gi"), ("pods", "110")];
-    use k8s_openapi::api::core::v1::PodSpec;
-    use k8s_openapi::apimachinery::pkg::api::resource::Quantity;
-
-    fn pod(spec: PodSpec) -> PodInfo {
-        PodInfo::from(Pod {
-            spec: Some(spec),
-            ..Pod::default()
-        })
-    }
 
     fn update<'a>(old: &'a Node, new: &'a Node) -> ClusterEvent<'a> {
         ClusterEvent::Node {
@@ -327,11 +318,12 @@ mod tests {
     #[test]
     fn taint_toleration_hint_as_upstream() {
         let gates = FeatureGates::default();
-        let plain = pod(PodSpec::default());
-        let tolerating = pod(PodSpec {
-            tolerations: Some(vec![toleration("foo", "Equal", "bar", "NoSchedule")]),
-            ..PodSpec::default()
-        });
+        let plain = PodInfo::from(make_pod().obj());
+        let tolerating = PodInfo::from(
+            make_pod()
+                .toleration(toleration("foo", "Equal", "bar", "NoSchedule"))
+                .obj(),
+        );
         let tainted = make_node()
             .name("n")
             .allocatable(&ALLOCATABLE)
@@ -358,42 +350,69 @@ mod tests {
             new: n,
         };
         let tt = taint_toleration::NAME;
-        let cases: Vec<(&str, &PodInfo, ClusterEvent<'_>, bool)> = vec![
-            ("untolerated node added", &plain, add(&tainted), false),
-            ("untainted node added", &plain, add(&clean), true),
-            ("tolerated node added", &tolerating, add(&tainted), true),
-            (
-                "blocking taint removed",
-                &plain,
-                update(&tainted, &clean),
-                true,
-            ),
-            (
-                "taint changed to a tolerated one",
-                &tolerating,
-                update(&other, &tainted),
-                true,
-            ),
-            (
-                "taint changed to another untolerated one",
-                &plain,
-                update(&tainted, &other),
-                false,
-            ),
-            (
-                "NoSchedule became PreferNoSchedule",
-                &plain,
-                update(&tainted, &prefer),
-                true,
-            ),
-            (
-                "already tolerated before",
-                &tolerating,
-                update(&clean, &tainted),
-                false,
-            ),
+        struct Case<'a> {
+            name: &'static str,
+            pod: &'a PodInfo,
+            event: ClusterEvent<'a>,
+            want: bool,
+        }
+        let cases = vec![
+            Case {
+                name: "untolerated node added",
+                pod: &plain,
+                event: add(&tainted),
+                want: false,
+            },
+            Case {
+                name: "untainted node added",
+                pod: &plain,
+                event: add(&clean),
+                want: true,
+            },
+            Case {
+                name: "tolerated node added",
+                pod: &tolerating,
+                event: add(&tainted),
+                want: true,
+            },
+            Case {
+                name: "blocking taint removed",
+                pod: &plain,
+                event: update(&tainted, &clean),
+                want: true,
+            },
+            Case {
+                name: "taint changed to a tolerated one",
+                pod: &tolerating,
+                event: update(&other, &tainted),
+                want: true,
+            },
+            Case {
+                name: "taint changed to another untolerated one",
+                pod: &plain,
+                event: update(&tainted, &other),
+                want: false,
+            },
+            Case {
+                name: "NoSchedule became PreferNoSchedule",
+                pod: &plain,
+                event: update(&tainted, &prefer),
+                want: true,
+            },
+            Case {
+                name: "already tolerated before",
+                pod: &tolerating,
+                event: update(&clean, &tainted),
+                want: false,
+            },
         ];
-        for (name, p, event, want) in cases {
+        for Case {
+            name,
+            pod: p,
+            event,
+            want,
+        } in cases
+        {
             assert_eq!(may_help(tt, p, &event, gates), want, "{name}");
         }
     }
@@ -403,15 +422,11 @@ mod tests {
     #[test]
     fn taint_toleration_is_schedulable_after_node_change_as_upstream() {
         let gates = FeatureGates::default();
-        let pod1 = pod(PodSpec {
-            tolerations: Some(vec![toleration(
-                "dedicated",
-                "Equal",
-                "user2",
-                "NoSchedule",
-            )]),
-            ..PodSpec::default()
-        });
+        let pod1 = PodInfo::from(
+            make_pod()
+                .toleration(toleration("dedicated", "Equal", "user2", "NoSchedule"))
+                .obj(),
+        );
         let user1 = make_node()
             .name("nodeA")
             .allocatable(&ALLOCATABLE)
@@ -458,20 +473,18 @@ mod tests {
     #[test]
     fn node_unschedulable_is_schedulable_after_node_change_as_upstream() {
         let gates = FeatureGates::default();
-        let p = pod(PodSpec::default());
+        let p = PodInfo::from(make_pod().obj());
         let schedulable = make_node()
             .name("node-1")
             .allocatable(&ALLOCATABLE)
             .taints(vec![])
             .obj();
-        let mut unschedulable_node = make_node()
+        let unschedulable_node = make_node()
             .name("node-1")
             .allocatable(&ALLOCATABLE)
             .taints(vec![])
+            .unschedulable(true)
             .obj();
-        if let Some(s) = unschedulable_node.spec.as_mut() {
-            s.unschedulable = Some(true);
-        }
         let add = |n| ClusterEvent::Node {
             action: ActionType::ADD,
             old: None,
@@ -507,7 +520,7 @@ mod tests {
     #[test]
     fn events_a_plugin_did_not_register_for_never_help() {
         let gates = FeatureGates::default();
-        let plain = pod(PodSpec::default());
+        let plain = PodInfo::from(make_pod().obj());
         let a = make_node()
             .name("n")
             .labels(&[("zone", "a")])
@@ -531,15 +544,13 @@ mod tests {
     #[test]
     fn node_unschedulable_hint_fires_on_uncordon() {
         let gates = FeatureGates::default();
-        let plain = pod(PodSpec::default());
-        let mut cordoned = make_node()
+        let plain = PodInfo::from(make_pod().obj());
+        let cordoned = make_node()
             .name("n")
             .allocatable(&ALLOCATABLE)
             .taints(vec![])
+            .unschedulable(true)
             .obj();
-        if let Some(s) = cordoned.spec.as_mut() {
-            s.unschedulable = Some(true);
-        }
         let open = make_node()
             .name("n")
             .allocatable(&ALLOCATABLE)
@@ -553,10 +564,7 @@ mod tests {
     #[test]
     fn node_affinity_hint_fires_when_labels_start_matching() {
         let gates = FeatureGates::default();
-        let selecting = pod(PodSpec {
-            node_selector: Some([("zone".to_string(), "a".to_string())].into()),
-            ..PodSpec::default()
-        });
+        let selecting = PodInfo::from(make_pod().node_selector(&[("zone", "a")]).obj());
         let a = make_node()
             .name("n")
             .labels(&[("zone", "a")])
@@ -578,27 +586,17 @@ mod tests {
     #[test]
     fn node_resources_fit_hint_needs_room_and_growth() {
         let gates = FeatureGates::default();
-        let big: PodInfo = {
-            let mut p: Pod = serde_json::from_value(serde_json::json!({
-                "spec": {"containers": [{"name": "c", "resources": {"requests": {"cpu": "6"}}}]}
-            }))
-            .unwrap_or_default();
-            p.metadata.name = Some("big".into());
-            PodInfo::from(p)
-        };
+        let big = PodInfo::from(make_pod().name("big").req(&[("cpu", "6")]).obj());
         let small = make_node()
             .name("n")
             .allocatable(&ALLOCATABLE)
             .taints(vec![])
             .obj();
-        let mut large = make_node()
+        let large = make_node()
             .name("n")
-            .allocatable(&ALLOCATABLE)
+            .allocatable(&[("cpu", "8"), ("memory", "8Gi"), ("pods", "110")])
             .taints(vec![])
             .obj();
-        if let Some(a) = large.status.as_mut().and_then(|s| s.allocatable.as_mut()) {
-            a.insert("cpu".into(), Quantity("8".into()));
-        }
         let fit = node_resources_fit::NAME;
         assert!(may_help(fit, &big, &update(&small, &large), gates));
         assert!(!may_help(fit, &big, &update(&large, &small), gates));
@@ -608,13 +606,7 @@ mod tests {
             new: &small,
         };
         assert!(!may_help(fit, &big, &added, gates));
-        let bound = Pod {
-            spec: Some(PodSpec {
-                node_name: Some("n".into()),
-                ..PodSpec::default()
-            }),
-            ..Pod::default()
-        };
+        let bound = make_pod().node("n").obj();
         let deleted = ClusterEvent::AssignedPodDelete { pod: &bound };
         assert!(may_help(fit, &big, &deleted, gates));
         assert!(!may_help(taint_toleration::NAME, &big, &deleted, gates));

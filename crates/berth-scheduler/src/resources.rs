@@ -162,8 +162,8 @@ pub fn pod_requests_non_zero(pod: &Pod) -> Resource {
 mod tests {
     use super::*;
     use berth_core::resources::{CONTAINER_RESTART_POLICY_ALWAYS, DEFAULT_MEMORY_REQUEST};
-    use k8s_openapi::api::core::v1::Container;
-    use k8s_openapi::api::core::v1::{PodSpec, ResourceRequirements};
+    use berth_core::test_util::{make_container, make_pod};
+    use k8s_openapi::api::core::v1::{Container, ResourceRequirements};
 
     fn list(entries: &[(&str, &str)]) -> BTreeMap<String, K8sQuantity> {
         entries
@@ -172,27 +172,16 @@ mod tests {
             .collect()
     }
 
+    /// Container `c` requesting `requests`; a sidecar (as an init
+    /// container) restarts `Always`.
     fn container(requests: &[(&str, &str)], sidecar: bool) -> Container {
-        Container {
-            name: "c".into(),
-            resources: Some(ResourceRequirements {
-                requests: Some(list(requests)),
-                ..ResourceRequirements::default()
-            }),
-            restart_policy: sidecar.then(|| CONTAINER_RESTART_POLICY_ALWAYS.to_string()),
-            ..Container::default()
+        let container = make_container().name("c").requests(requests);
+        if sidecar {
+            container.restart_policy(CONTAINER_RESTART_POLICY_ALWAYS)
+        } else {
+            container
         }
-    }
-
-    fn pod(containers: Vec<Container>, init: Vec<Container>) -> Pod {
-        Pod {
-            spec: Some(PodSpec {
-                containers,
-                init_containers: Some(init),
-                ..PodSpec::default()
-            }),
-            ..Pod::default()
-        }
+        .obj()
     }
 
     fn cpu_mem(r: &Resource) -> (i64, i64) {
@@ -202,81 +191,88 @@ mod tests {
     /// The worked example in upstream's `computePodResourceRequest` doc.
     #[test]
     fn init_containers_take_the_max_and_regular_containers_sum() {
-        let p = pod(
-            vec![
+        let p = make_pod()
+            .containers(vec![
                 container(&[("cpu", "2"), ("memory", "1G")], false),
                 container(&[("cpu", "1"), ("memory", "1G")], false),
-            ],
-            vec![
+            ])
+            .init_containers(vec![
                 container(&[("cpu", "2"), ("memory", "1G")], false),
                 container(&[("cpu", "2"), ("memory", "3G")], false),
-            ],
-        );
+            ])
+            .obj();
         assert_eq!(cpu_mem(&pod_requests(&p)), (3000, 3_000_000_000));
     }
 
     /// Sidecar rows after upstream `TestPodRequests` (component-helpers).
     #[test]
     fn restartable_init_containers_are_added_and_stack_under_later_init_containers() {
-        let cases: Vec<(&str, Pod, i64)> = vec![
-            (
-                "restartable init container adds to the regular containers",
-                pod(
-                    vec![container(&[("cpu", "1")], false)],
-                    vec![container(&[("cpu", "1")], true)],
-                ),
-                2000,
-            ),
-            (
-                "init container after a sidecar needs its own request plus the sidecar's",
-                pod(
-                    vec![container(&[("cpu", "1")], false)],
-                    vec![
+        struct Case {
+            name: &'static str,
+            pod: Pod,
+            want_milli_cpu: i64,
+        }
+        let cases = [
+            Case {
+                name: "restartable init container adds to the regular containers",
+                pod: make_pod()
+                    .containers(vec![container(&[("cpu", "1")], false)])
+                    .init_containers(vec![container(&[("cpu", "1")], true)])
+                    .obj(),
+                want_milli_cpu: 2000,
+            },
+            Case {
+                name: "init container after a sidecar needs its own request plus the sidecar's",
+                pod: make_pod()
+                    .containers(vec![container(&[("cpu", "1")], false)])
+                    .init_containers(vec![
                         container(&[("cpu", "1")], true),
                         container(&[("cpu", "2")], false),
-                    ],
-                ),
-                3000,
-            ),
-            (
-                "init container before a sidecar runs alone",
-                pod(
-                    vec![container(&[("cpu", "1")], false)],
-                    vec![
+                    ])
+                    .obj(),
+                want_milli_cpu: 3000,
+            },
+            Case {
+                name: "init container before a sidecar runs alone",
+                pod: make_pod()
+                    .containers(vec![container(&[("cpu", "1")], false)])
+                    .init_containers(vec![
                         container(&[("cpu", "2")], false),
                         container(&[("cpu", "1")], true),
-                    ],
-                ),
-                2000,
-            ),
-            (
-                "multiple sidecars accumulate",
-                pod(
-                    vec![container(&[("cpu", "1")], false)],
-                    vec![
+                    ])
+                    .obj(),
+                want_milli_cpu: 2000,
+            },
+            Case {
+                name: "multiple sidecars accumulate",
+                pod: make_pod()
+                    .containers(vec![container(&[("cpu", "1")], false)])
+                    .init_containers(vec![
                         container(&[("cpu", "1")], true),
                         container(&[("cpu", "1")], true),
                         container(&[("cpu", "3")], false),
-                    ],
-                ),
+                    ])
+                    .obj(),
                 // max(1 + 1 + 1, 1 + 1 + 3) = 5
-                5000,
-            ),
+                want_milli_cpu: 5000,
+            },
         ];
-        for (name, p, want) in cases {
-            assert_eq!(pod_requests(&p).milli_cpu, want, "{name}");
+        for case in cases {
+            assert_eq!(
+                pod_requests(&case.pod).milli_cpu,
+                case.want_milli_cpu,
+                "{}",
+                case.name
+            );
         }
     }
 
     #[test]
     fn overhead_is_added_and_pod_level_requests_replace_the_container_sum() {
-        let mut p = pod(
-            vec![container(&[("cpu", "1"), ("memory", "1")], false)],
-            vec![],
-        );
-        if let Some(spec) = p.spec.as_mut() {
-            spec.overhead = Some(list(&[("cpu", "3m"), ("memory", "13")]));
-        }
+        let mut p = make_pod()
+            .containers(vec![container(&[("cpu", "1"), ("memory", "1")], false)])
+            .overhead(&[("cpu", "3m"), ("memory", "13")])
+            .obj();
         assert_eq!(cpu_mem(&pod_requests(&p)), (1003, 14));
         if let Some(spec) = p.spec.as_mut() {
             spec.resources = Some(ResourceRequirements {
@@ -301,14 +297,13 @@ mod tests {
 
     #[test]
     fn non_zero_defaults_fill_only_missing_entries() {
-        let p = pod(
-            vec![
+        let p = make_pod()
+            .containers(vec![
                 container(&[], false),
                 container(&[("cpu", "0"), ("memory", "0")], false),
                 container(&[("cpu", "1")], false),
-            ],
-            vec![],
-        );
+            ])
+            .obj();
         let r = pod_requests_non_zero(&p);
         assert_eq!(
             cpu_mem(&r),
@@ -317,20 +312,21 @@ mod tests {
         );
         // A pod without containers requests nothing, even non-zero.
         assert_eq!(
-            cpu_mem(&pod_requests_non_zero(&pod(vec![], vec![]))),
+            cpu_mem(&pod_requests_non_zero(
+                &make_pod().containers(vec![]).init_containers(vec![]).obj()
+            )),
             (0, 0)
         );
     }
 
     #[test]
     fn quantities_are_summed_exactly_before_rounding() {
-        let p = pod(
-            vec![
+        let p = make_pod()
+            .containers(vec![
                 container(&[("memory", "500m")], false),
                 container(&[("memory", "500m")], false),
-            ],
-            vec![],
-        );
+            ])
+            .obj();
         assert_eq!(pod_requests(&p).memory, 1);
     }
 

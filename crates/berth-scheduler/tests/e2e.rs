@@ -9,22 +9,23 @@ use std::future::Future;
 use std::sync::Arc;
 use std::time::Duration;
 
-use berth_apiserver::api::{ApiConfig, ApiServer};
-use berth_apiserver::auth::User;
-use berth_apiserver::in_process;
 use berth_core::clock::Clock;
+use berth_core::test_util::{
+    ContainerWrapper, MATCH_EXPRESSIONS, NodeWrapper, PodWrapper, make_container, make_node,
+    make_pod, taint, tol,
+};
 use berth_leader::Standing;
 use berth_scheduler::client::{self, SchedulerConfig, metrics};
-use berth_store::{AnyStore, MemStore};
-use k8s_openapi::api::core::v1::{Event, Node, Pod};
+use berth_testing::TestServer;
+use k8s_openapi::api::core::v1::{Event, Node, Pod, Taint};
 use kube::Api;
 use kube::api::{ListParams, Patch, PatchParams, PostParams};
-use serde_json::{Value, json};
+use serde_json::json;
 
 struct Cluster {
     client: kube::Client,
     clock: Clock,
-    _api: Arc<ApiServer>,
+    _server: TestServer,
 }
 
 impl Cluster {
@@ -47,20 +48,11 @@ impl Cluster {
     }
 
     async fn without_scheduler() -> Cluster {
-        let start: jiff::Timestamp = "2026-03-01T00:00:00Z".parse().expect("timestamp");
-        let clock = Clock::virtual_from(start);
-        let api = ApiServer::new(
-            AnyStore::Memory(MemStore::new()),
-            clock.clone(),
-            ApiConfig::default(),
-        )
-        .await
-        .expect("api server");
-        let client = in_process::client(&api, User::admin(), "default").expect("client");
+        let server = TestServer::start().await;
         Cluster {
-            client,
-            clock,
-            _api: api,
+            client: server.admin.clone(),
+            clock: server.clock.clone(),
+            _server: server,
         }
     }
 
@@ -72,23 +64,20 @@ impl Cluster {
         Api::all(self.client.clone())
     }
 
-    /// Creates a node and, as the node lifecycle controller would once it
-    /// reports Ready, replaces admission's not-ready taint with `taints`.
-    async fn node(&self, name: &str, labels: Value, taints: Value, allocatable: Value) {
-        let node: Node = serde_json::from_value(json!({
-            "metadata": {"name": name, "labels": labels},
-            "status": {"allocatable": allocatable, "capacity": allocatable,
-                "conditions": [{"type": "Ready", "status": "True"}]},
-        }))
-        .expect("node");
+    /// Creates a Ready node and, as the node lifecycle controller would
+    /// once it reports Ready, replaces admission's not-ready taint with
+    /// `taints`.
+    async fn node(&self, node: NodeWrapper, taints: Vec<Taint>) {
+        let node = node.condition("Ready", "True").obj();
+        let name = node.metadata.name.clone().unwrap_or_default();
         self.nodes()
             .create(&PostParams::default(), &node)
             .await
             .expect("create node");
-        self.set_taints(name, taints).await;
+        self.set_taints(&name, taints).await;
     }
 
-    async fn set_taints(&self, name: &str, taints: Value) {
+    async fn set_taints(&self, name: &str, taints: Vec<Taint>) {
         self.nodes()
             .patch(
                 name,
@@ -99,16 +88,14 @@ impl Cluster {
             .expect("set taints");
     }
 
-    async fn pod(&self, name: &str, spec: Value) -> Pod {
-        let mut spec = spec;
-        if spec.get("containers").is_none() {
-            spec["containers"] = json!([{"name": "c", "image": "busybox"}]);
+    /// Creates the pod in `default`, with a busybox container `c` if it
+    /// has none.
+    async fn pod(&self, pod: PodWrapper) -> Pod {
+        let mut pod = pod.namespace("default").obj();
+        let spec = pod.spec.get_or_insert_default();
+        if spec.containers.is_empty() {
+            spec.containers = vec![busybox().obj()];
         }
-        let pod: Pod = serde_json::from_value(json!({
-            "metadata": {"name": name, "namespace": "default"},
-            "spec": spec,
-        }))
-        .expect("pod");
         self.pods()
             .create(&PostParams::default(), &pod)
             .await
@@ -175,12 +162,33 @@ impl Cluster {
     }
 }
 
-fn cpu(n: &str) -> Value {
-    json!({"cpu": n, "memory": "16Gi", "pods": "110"})
+/// A node of `cpu` cores (capacity and allocatable).
+fn cores(cpu: &str) -> NodeWrapper {
+    make_node().capacity(&[("cpu", cpu), ("memory", "16Gi"), ("pods", "110")])
 }
 
-fn requests(cpu: &str) -> Value {
-    json!([{"name": "c", "image": "busybox", "resources": {"requests": {"cpu": cpu}}}])
+/// A pod whose container `c` of cuda requests and is limited to `gpus`
+/// `example.com/gpu`.
+fn gpu_trainer(name: &str, gpus: &str) -> PodWrapper {
+    let gpu = [("example.com/gpu", gpus)];
+    let container = make_container()
+        .name("c")
+        .image("cuda")
+        .requests(&gpu)
+        .limits(&gpu);
+    make_pod().name(name).containers(vec![container.obj()])
+}
+
+/// The container `c` of busybox.
+fn busybox() -> ContainerWrapper {
+    make_container().name("c").image("busybox")
+}
+
+/// A pod whose busybox container `c` requests `cpu`.
+fn requesting(name: &str, cpu: &str) -> PodWrapper {
+    make_pod()
+        .name(name)
+        .containers(vec![busybox().requests(&[("cpu", cpu)]).obj()])
 }
 
 /// The seed's dedicated-nodes pattern: taint the group's nodes (so others
@@ -189,28 +197,23 @@ fn requests(cpu: &str) -> Value {
 #[tokio::test(start_paused = true)]
 async fn dedicated_nodes_keep_their_group_and_only_it() {
     let c = Cluster::start().await;
-    let taint = json!([{"key": "dedicated", "value": "groupName", "effect": "NoSchedule"}]);
     for n in ["dedicated-1", "dedicated-2"] {
         c.node(
-            n,
-            json!({"dedicated": "groupName"}),
-            taint.clone(),
-            cpu("8"),
+            cores("8").name(n).label("dedicated", "groupName"),
+            vec![taint("dedicated", "groupName", "NoSchedule")],
         )
         .await;
     }
     for n in ["general-1", "general-2"] {
-        c.node(n, json!({}), json!([]), cpu("8")).await;
+        c.node(cores("8").name(n), vec![]).await;
     }
-    let group_spec = json!({
-        "tolerations": [{"key": "dedicated", "operator": "Equal", "value": "groupName", "effect": "NoSchedule"}],
-        "affinity": {"nodeAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": {
-            "nodeSelectorTerms": [{"matchExpressions": [
-                {"key": "dedicated", "operator": "In", "values": ["groupName"]}]}]}}},
-    });
     for i in 0..6 {
-        c.pod(&format!("group-{i}"), group_spec.clone()).await;
-        c.pod(&format!("other-{i}"), json!({})).await;
+        let group = make_pod()
+            .name(&format!("group-{i}"))
+            .toleration(tol("dedicated", "Equal", "groupName", "NoSchedule"))
+            .node_affinity_in("dedicated", vec!["groupName"], MATCH_EXPRESSIONS);
+        c.pod(group).await;
+        c.pod(make_pod().name(&format!("other-{i}"))).await;
     }
     for i in 0..6 {
         let group = c.bound_to(&format!("group-{i}")).await;
@@ -228,22 +231,19 @@ async fn dedicated_nodes_keep_their_group_and_only_it() {
 async fn extended_resource_pods_land_on_the_tainted_gpu_node_and_others_never() {
     let c = Cluster::start().await;
     c.node(
-        "gpu-1",
-        json!({}),
-        json!([{"key": "example.com/gpu", "effect": "NoSchedule"}]),
-        json!({"cpu": "8", "memory": "16Gi", "pods": "110", "example.com/gpu": "2"}),
+        make_node().name("gpu-1").capacity(&[
+            ("cpu", "8"),
+            ("memory", "16Gi"),
+            ("pods", "110"),
+            ("example.com/gpu", "2"),
+        ]),
+        vec![taint("example.com/gpu", "", "NoSchedule")],
     )
     .await;
     for n in ["cpu-1", "cpu-2"] {
-        c.node(n, json!({}), json!([]), cpu("8")).await;
+        c.node(cores("8").name(n), vec![]).await;
     }
-    let gpu_pod = c
-        .pod(
-            "trainer",
-            json!({"containers": [{"name": "c", "image": "cuda",
-                "resources": {"requests": {"example.com/gpu": "1"}, "limits": {"example.com/gpu": "1"}}}]}),
-        )
-        .await;
+    let gpu_pod = c.pod(gpu_trainer("trainer", "1")).await;
     let tolerations = gpu_pod.spec.and_then(|s| s.tolerations).unwrap_or_default();
     assert!(
         tolerations
@@ -254,7 +254,7 @@ async fn extended_resource_pods_land_on_the_tainted_gpu_node_and_others_never() 
         "admission adds the toleration: {tolerations:?}"
     );
     for i in 0..8 {
-        c.pod(&format!("web-{i}"), json!({})).await;
+        c.pod(make_pod().name(&format!("web-{i}"))).await;
     }
     assert_eq!(c.bound_to("trainer").await, "gpu-1");
     for i in 0..8 {
@@ -262,12 +262,7 @@ async fn extended_resource_pods_land_on_the_tainted_gpu_node_and_others_never() 
         assert_ne!(node, "gpu-1", "web-{i}");
     }
     // A third GPU pod does not fit (2 GPUs): refused, never on a CPU node.
-    c.pod(
-        "trainer-2",
-        json!({"containers": [{"name": "c", "image": "cuda",
-            "resources": {"requests": {"example.com/gpu": "2"}, "limits": {"example.com/gpu": "2"}}}]}),
-    )
-    .await;
+    c.pod(gpu_trainer("trainer-2", "2")).await;
     let condition = c
         .eventually("trainer-2 refused", || c.scheduled_condition("trainer-2"))
         .await;
@@ -287,18 +282,15 @@ async fn extended_resource_pods_land_on_the_tainted_gpu_node_and_others_never() 
 async fn prefer_no_schedule_is_used_only_when_nothing_else_fits() {
     let c = Cluster::start().await;
     c.node(
-        "spot",
-        json!({}),
-        json!([{"key": "spot", "value": "true", "effect": "PreferNoSchedule"}]),
-        cpu("8"),
+        cores("8").name("spot"),
+        vec![taint("spot", "true", "PreferNoSchedule")],
     )
     .await;
     for n in ["regular-1", "regular-2"] {
-        c.node(n, json!({}), json!([]), cpu("1")).await;
+        c.node(cores("1").name(n), vec![]).await;
     }
     for i in 0..4 {
-        c.pod(&format!("p{i}"), json!({"containers": requests("500m")}))
-            .await;
+        c.pod(requesting(&format!("p{i}"), "500m")).await;
     }
     for i in 0..4 {
         let node = c.bound_to(&format!("p{i}")).await;
@@ -308,8 +300,7 @@ async fn prefer_no_schedule_is_used_only_when_nothing_else_fits() {
         );
     }
     for i in 4..6 {
-        c.pod(&format!("p{i}"), json!({"containers": requests("500m")}))
-            .await;
+        c.pod(requesting(&format!("p{i}"), "500m")).await;
     }
     for i in 4..6 {
         assert_eq!(c.bound_to(&format!("p{i}")).await, "spot", "p{i}");
@@ -324,13 +315,11 @@ async fn prefer_no_schedule_is_used_only_when_nothing_else_fits() {
 async fn a_pending_pod_is_scheduled_right_after_its_blocking_taint_is_removed() {
     let c = Cluster::start().await;
     c.node(
-        "n1",
-        json!({}),
-        json!([{"key": "maintenance", "value": "true", "effect": "NoSchedule"}]),
-        cpu("4"),
+        cores("4").name("n1"),
+        vec![taint("maintenance", "true", "NoSchedule")],
     )
     .await;
-    c.node("n2", json!({}), json!([]), cpu("4")).await;
+    c.node(cores("4").name("n2"), vec![]).await;
     c.nodes()
         .patch(
             "n2",
@@ -339,7 +328,7 @@ async fn a_pending_pod_is_scheduled_right_after_its_blocking_taint_is_removed() 
         )
         .await
         .expect("cordon");
-    c.pod("waiting", json!({})).await;
+    c.pod(make_pod().name("waiting")).await;
 
     let want = "0/2 nodes are available: 1 node(s) had untolerated taint(s), 1 node(s) were unschedulable.";
     let condition = c
@@ -361,7 +350,7 @@ async fn a_pending_pod_is_scheduled_right_after_its_blocking_taint_is_removed() 
     c.clock.sleep(Duration::from_secs(30)).await;
     assert_eq!(c.node_of("waiting").await, None);
     let removed_at = c.clock.instant();
-    c.set_taints("n1", json!([])).await;
+    c.set_taints("n1", vec![]).await;
     let node = c.bound_to("waiting").await;
     assert_eq!(node, "n1");
     let waited = removed_at.elapsed();
@@ -378,7 +367,7 @@ async fn a_pending_pod_is_scheduled_right_after_its_blocking_taint_is_removed() 
 #[tokio::test(start_paused = true)]
 async fn tolerating_the_unschedulable_taint_lets_a_pod_onto_a_cordoned_node() {
     let c = Cluster::start().await;
-    c.node("cordoned", json!({}), json!([]), cpu("4")).await;
+    c.node(cores("4").name("cordoned"), vec![]).await;
     c.nodes()
         .patch(
             "cordoned",
@@ -387,12 +376,14 @@ async fn tolerating_the_unschedulable_taint_lets_a_pod_onto_a_cordoned_node() {
         )
         .await
         .expect("cordon");
-    c.pod(
-        "tolerant",
-        json!({"tolerations": [{"key": "node.kubernetes.io/unschedulable", "operator": "Exists", "effect": "NoSchedule"}]}),
-    )
+    c.pod(make_pod().name("tolerant").toleration(tol(
+        "node.kubernetes.io/unschedulable",
+        "Exists",
+        "",
+        "NoSchedule",
+    )))
     .await;
-    c.pod("plain", json!({})).await;
+    c.pod(make_pod().name("plain")).await;
     assert_eq!(c.bound_to("tolerant").await, "cordoned");
     let condition = c
         .eventually("plain refused", || c.scheduled_condition("plain"))
@@ -409,15 +400,11 @@ async fn tolerating_the_unschedulable_taint_lets_a_pod_onto_a_cordoned_node() {
 async fn concurrent_scheduling_never_overcommits_a_node() {
     let c = Cluster::start().await;
     for i in 0..10 {
-        c.node(&format!("n{i}"), json!({}), json!([]), cpu("2"))
-            .await;
+        c.node(cores("2").name(&format!("n{i}")), vec![]).await;
     }
     let creates = (0..60).map(|i| {
         let c = &c;
-        async move {
-            c.pod(&format!("p{i:02}"), json!({"containers": requests("500m")}))
-                .await
-        }
+        async move { c.pod(requesting(&format!("p{i:02}"), "500m")).await }
     });
     futures::future::join_all(creates).await;
     let pods = c
@@ -456,9 +443,9 @@ async fn pods_for_another_scheduler_are_left_alone() {
         ..SchedulerConfig::default()
     })
     .await;
-    c.node("n1", json!({}), json!([]), cpu("4")).await;
-    c.pod("mine", json!({"schedulerName": "berth"})).await;
-    c.pod("theirs", json!({})).await;
+    c.node(cores("4").name("n1"), vec![]).await;
+    c.pod(make_pod().name("mine").scheduler_name("berth")).await;
+    c.pod(make_pod().name("theirs")).await;
     assert_eq!(c.bound_to("mine").await, "n1");
     c.clock.sleep(Duration::from_secs(30)).await;
     assert_eq!(c.node_of("theirs").await, None);
@@ -481,8 +468,8 @@ async fn the_scheduler_binds_only_while_leading() {
         };
         client::run(client.clone(), clock.clone(), config)
     }));
-    c.node("n1", json!({}), json!([]), cpu("4")).await;
-    c.pod("early", json!({})).await;
+    c.node(cores("4").name("n1"), vec![]).await;
+    c.pod(make_pod().name("early")).await;
     c.clock.sleep(Duration::from_secs(30)).await;
     assert_eq!(c.node_of("early").await, None, "not leading yet");
 
@@ -491,7 +478,7 @@ async fn the_scheduler_binds_only_while_leading() {
 
     leading.send(Standing::Follower).expect("send");
     c.clock.sleep(Duration::from_secs(1)).await;
-    c.pod("late", json!({})).await;
+    c.pod(make_pod().name("late")).await;
     c.clock.sleep(Duration::from_secs(30)).await;
     assert_eq!(c.node_of("late").await, None, "leadership lost");
 
@@ -533,8 +520,8 @@ async fn a_binding_in_flight_when_leadership_is_lost_never_lands() {
         };
         client::run(gated.clone(), clock.clone(), config)
     }));
-    c.node("n1", json!({}), json!([]), cpu("4")).await;
-    c.pod("p", json!({})).await;
+    c.node(cores("4").name("n1"), vec![]).await;
+    c.pod(make_pod().name("p")).await;
     held.notified().await;
     leading.send(Standing::Follower).expect("send");
     tokio::task::yield_now().await;

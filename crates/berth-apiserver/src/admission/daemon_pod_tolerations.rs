@@ -49,22 +49,21 @@ pub fn admit(pod: &mut Pod) {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::admission::test_pods::pod_with_tolerations;
-    use berth_core::test_util::{tol, tol_secs};
+    use berth_core::test_util::{PodWrapper, make_pod, tol, tol_secs};
     use k8s_openapi::api::core::v1::Toleration;
     use k8s_openapi::apimachinery::pkg::apis::meta::v1::OwnerReference;
 
-    fn owned_by(kind: &str, controller: Option<bool>) -> Pod {
-        let mut pod = pod_with_tolerations(vec![]);
-        pod.metadata.owner_references = Some(vec![OwnerReference {
+    /// A pod owned by `kind` `ds` (`controller`: whether as its
+    /// controller).
+    fn owned_by(kind: &str, controller: Option<bool>) -> PodWrapper {
+        make_pod().owner_reference(OwnerReference {
             api_version: "apps/v1".into(),
             kind: kind.into(),
             name: "ds".into(),
             uid: "uid".into(),
             controller,
             block_owner_deletion: None,
-        }]);
-        pod
+        })
     }
 
     fn base() -> Vec<Toleration> {
@@ -84,10 +83,7 @@ mod tests {
 
     #[test]
     fn daemon_pod_tolerations_by_owner_and_network() {
-        let mut host = owned_by("DaemonSet", Some(true));
-        if let Some(spec) = host.spec.as_mut() {
-            spec.host_network = Some(true);
-        }
+        let host = owned_by("DaemonSet", Some(true)).host_network(true).obj();
         let mut with_net = base();
         with_net.push(tol(
             TAINT_NODE_NETWORK_UNAVAILABLE,
@@ -95,28 +91,46 @@ mod tests {
             "",
             "NoSchedule",
         ));
+        struct Case {
+            name: &'static str,
+            pod: Pod,
+            want_tolerations: Vec<Toleration>,
+        }
         let cases = [
-            (
-                "DaemonSet controller gets the set",
-                owned_by("DaemonSet", Some(true)),
-                base(),
-            ),
-            ("hostNetwork adds network-unavailable", host, with_net),
-            (
-                "a non-controller DaemonSet owner does not count",
-                owned_by("DaemonSet", None),
-                vec![],
-            ),
-            (
-                "a ReplicaSet controller does not count",
-                owned_by("ReplicaSet", Some(true)),
-                vec![],
-            ),
-            ("no owner", pod_with_tolerations(vec![]), vec![]),
+            Case {
+                name: "DaemonSet controller gets the set",
+                pod: owned_by("DaemonSet", Some(true)).obj(),
+                want_tolerations: base(),
+            },
+            Case {
+                name: "hostNetwork adds network-unavailable",
+                pod: host,
+                want_tolerations: with_net,
+            },
+            Case {
+                name: "a non-controller DaemonSet owner does not count",
+                pod: owned_by("DaemonSet", None).obj(),
+                want_tolerations: vec![],
+            },
+            Case {
+                name: "a ReplicaSet controller does not count",
+                pod: owned_by("ReplicaSet", Some(true)).obj(),
+                want_tolerations: vec![],
+            },
+            Case {
+                name: "no owner",
+                pod: make_pod().obj(),
+                want_tolerations: vec![],
+            },
         ];
-        for (name, mut pod, want) in cases {
+        for Case {
+            name,
+            mut pod,
+            want_tolerations,
+        } in cases
+        {
             admit(&mut pod);
-            assert_eq!(tolerations(pod), want, "{name}");
+            assert_eq!(tolerations(pod), want_tolerations, "{name}");
         }
     }
 
@@ -124,13 +138,12 @@ mod tests {
     fn existing_tolerations_are_kept_and_seconds_replaced() {
         // Upstream replaces a toleration with the same identity (the
         // seconds go, the daemon pod is never evicted), keeps the others.
-        let mut pod = owned_by("DaemonSet", Some(true));
-        if let Some(spec) = pod.spec.as_mut() {
-            spec.tolerations = Some(vec![
+        let mut pod = owned_by("DaemonSet", Some(true))
+            .tolerations(vec![
                 tol("foo", "Exists", "", ""),
                 tol_secs(TAINT_NODE_NOT_READY, "Exists", "", "NoExecute", 30),
-            ]);
-        }
+            ])
+            .obj();
         admit(&mut pod);
         let got = tolerations(pod);
         assert_eq!(got[0], tol("foo", "Exists", "", ""));

@@ -66,8 +66,7 @@ pub fn admit(pod: &mut Pod, not_ready_seconds: i64, unreachable_seconds: i64) {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::admission::test_pods::pod_with_tolerations;
-    use berth_core::test_util::tol_secs;
+    use berth_core::test_util::{make_pod, tol_secs};
 
     const NR: &str = TAINT_NODE_NOT_READY;
     const UR: &str = TAINT_NODE_UNREACHABLE;
@@ -78,83 +77,89 @@ mod tests {
         let d = |key: &str| tol_secs(key, "Exists", "", "NoExecute", 300);
         let mut unreachable_no_effect = tol_secs(UR, "Exists", "", "", 700);
         unreachable_no_effect.effect = None;
-        let cases: Vec<(&str, Vec<Toleration>, Vec<Toleration>)> = vec![
-            (
-                "pod has no tolerations, expect add tolerations for `notread:NoExecute` and `unreachable:NoExecute`",
-                vec![],
-                vec![d(NR), d(UR)],
-            ),
-            (
-                "pod has tolerations, but none is for taint `notread:NoExecute` or `unreachable:NoExecute`, expect add tolerations for `notread:NoExecute` and `unreachable:NoExecute`",
-                vec![tol_secs("foo", "Equal", "bar", "NoSchedule", 700)],
-                vec![
+        struct Case {
+            name: &'static str,
+            tolerations: Vec<Toleration>,
+            want: Vec<Toleration>,
+        }
+        let cases = [
+            Case {
+                name: "pod has no tolerations, expect add tolerations for `notread:NoExecute` and `unreachable:NoExecute`",
+                tolerations: vec![],
+                want: vec![d(NR), d(UR)],
+            },
+            Case {
+                name: "pod has tolerations, but none is for taint `notread:NoExecute` or `unreachable:NoExecute`, expect add tolerations for `notread:NoExecute` and `unreachable:NoExecute`",
+                tolerations: vec![tol_secs("foo", "Equal", "bar", "NoSchedule", 700)],
+                want: vec![
                     tol_secs("foo", "Equal", "bar", "NoSchedule", 700),
                     d(NR),
                     d(UR),
                 ],
-            ),
-            (
-                "pod specified a toleration for taint `notReady:NoExecute`, expect add toleration for `unreachable:NoExecute`",
-                vec![tol_secs(NR, "Exists", "", "NoExecute", 700)],
-                vec![tol_secs(NR, "Exists", "", "NoExecute", 700), d(UR)],
-            ),
-            (
-                "pod specified a toleration for taint `unreachable:NoExecute`, expect add toleration for `notReady:NoExecute`",
-                vec![tol_secs(UR, "Exists", "", "NoExecute", 700)],
-                vec![tol_secs(UR, "Exists", "", "NoExecute", 700), d(NR)],
-            ),
-            (
-                "pod specified tolerations for both `notread:NoExecute` and `unreachable:NoExecute`, expect no change",
-                vec![
+            },
+            Case {
+                name: "pod specified a toleration for taint `notReady:NoExecute`, expect add toleration for `unreachable:NoExecute`",
+                tolerations: vec![tol_secs(NR, "Exists", "", "NoExecute", 700)],
+                want: vec![tol_secs(NR, "Exists", "", "NoExecute", 700), d(UR)],
+            },
+            Case {
+                name: "pod specified a toleration for taint `unreachable:NoExecute`, expect add toleration for `notReady:NoExecute`",
+                tolerations: vec![tol_secs(UR, "Exists", "", "NoExecute", 700)],
+                want: vec![tol_secs(UR, "Exists", "", "NoExecute", 700), d(NR)],
+            },
+            Case {
+                name: "pod specified tolerations for both `notread:NoExecute` and `unreachable:NoExecute`, expect no change",
+                tolerations: vec![
                     tol_secs(NR, "Exists", "", "NoExecute", 700),
                     tol_secs(UR, "Exists", "", "NoExecute", 700),
                 ],
-                vec![
+                want: vec![
                     tol_secs(NR, "Exists", "", "NoExecute", 700),
                     tol_secs(UR, "Exists", "", "NoExecute", 700),
                 ],
-            ),
-            (
-                "pod specified toleration for taint `unreachable`, expect add toleration for `notReady:NoExecute`",
-                vec![unreachable_no_effect.clone()],
-                vec![unreachable_no_effect, d(NR)],
-            ),
-            (
-                "pod has wildcard toleration for all kind of taints, expect no change",
-                vec![tol_secs("", "Exists", "", "", 700)],
-                vec![tol_secs("", "Exists", "", "", 700)],
-            ),
-            (
+            },
+            Case {
+                name: "pod specified toleration for taint `unreachable`, expect add toleration for `notReady:NoExecute`",
+                tolerations: vec![unreachable_no_effect.clone()],
+                want: vec![unreachable_no_effect, d(NR)],
+            },
+            Case {
+                name: "pod has wildcard toleration for all kind of taints, expect no change",
+                tolerations: vec![tol_secs("", "Exists", "", "", 700)],
+                want: vec![tol_secs("", "Exists", "", "", 700)],
+            },
+            Case {
                 // berth's row: the rule ignores the operator and value.
-                "a non-matching Equal toleration for the key still suppresses the default",
-                vec![tol_secs(NR, "Equal", "x", "NoExecute", 5)],
-                vec![tol_secs(NR, "Equal", "x", "NoExecute", 5), d(UR)],
-            ),
-            (
+                name: "a non-matching Equal toleration for the key still suppresses the default",
+                tolerations: vec![tol_secs(NR, "Equal", "x", "NoExecute", 5)],
+                want: vec![tol_secs(NR, "Equal", "x", "NoExecute", 5), d(UR)],
+            },
+            Case {
                 // berth's row: a NoSchedule toleration does not count.
-                "a NoSchedule toleration for the key does not suppress the default",
-                vec![berth_core::test_util::tol(NR, "Exists", "", "NoSchedule")],
-                vec![
+                name: "a NoSchedule toleration for the key does not suppress the default",
+                tolerations: vec![berth_core::test_util::tol(NR, "Exists", "", "NoSchedule")],
+                want: vec![
                     berth_core::test_util::tol(NR, "Exists", "", "NoSchedule"),
                     d(NR),
                     d(UR),
                 ],
-            ),
+            },
         ];
-        for (name, input, want) in cases {
-            let mut pod = pod_with_tolerations(input);
+        for case in cases {
+            let mut pod = make_pod().tolerations(case.tolerations).obj();
             admit(&mut pod, 300, 300);
             assert_eq!(
                 pod.spec.and_then(|s| s.tolerations).unwrap_or_default(),
-                want,
-                "{name}"
+                case.want,
+                "{}",
+                case.name
             );
         }
     }
 
     #[test]
     fn configured_seconds_are_used() {
-        let mut pod = pod_with_tolerations(vec![]);
+        let mut pod = make_pod().obj();
         admit(&mut pod, 60, 120);
         assert_eq!(
             pod.spec.and_then(|s| s.tolerations).unwrap_or_default(),

@@ -56,103 +56,113 @@ pub fn admit(pod: &mut Pod) {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::admission::test_pods::container_with;
-    use berth_core::test_util::tol;
-    use k8s_openapi::api::core::v1::{Container, PodSpec};
+    use berth_core::test_util::{make_container, make_pod, tol};
 
     const ER1: &str = "example.com/device-ek";
     const ER2: &str = "example.com/device-do";
 
-    fn pod(containers: Vec<Container>, init: Vec<Container>, tolerations: Vec<Toleration>) -> Pod {
-        Pod {
-            spec: Some(PodSpec {
-                containers,
-                init_containers: (!init.is_empty()).then_some(init),
-                tolerations: (!tolerations.is_empty()).then_some(tolerations),
-                ..Default::default()
-            }),
-            ..Default::default()
-        }
-    }
-
     #[test]
     fn admit_matches_upstream_table() {
         // Upstream TestAdmit, every row.
-        let cpu = || container_with(&[("cpu", "2")], &[]);
-        let mem = || container_with(&[("memory", "2048")], &[]);
-        let er1 = || container_with(&[(ER1, "1")], &[]);
-        let er2 = || container_with(&[(ER2, "2")], &[]);
+        let cpu = || make_container().name("c").requests(&[("cpu", "2")]).obj();
+        let mem = || {
+            make_container()
+                .name("c")
+                .requests(&[("memory", "2048")])
+                .obj()
+        };
+        let er1 = || make_container().name("c").requests(&[(ER1, "1")]).obj();
+        let er2 = || make_container().name("c").requests(&[(ER2, "2")]).obj();
         let t = |k: &str| tol(k, "Exists", "", "NoSchedule");
-        let cases: Vec<(&str, Pod, Vec<Toleration>)> = vec![
-            (
-                "empty pod without any extended resources, expect no change in tolerations",
-                pod(vec![], vec![], vec![]),
-                vec![],
-            ),
-            (
-                "pod with container without any extended resources, expect no change in tolerations",
-                pod(vec![cpu()], vec![], vec![]),
-                vec![],
-            ),
-            (
-                "pod with init container without any extended resources, expect no change in tolerations",
-                pod(vec![], vec![mem()], vec![]),
-                vec![],
-            ),
-            (
-                "pod with container with extended resource, expect toleration to be added",
-                pod(vec![er1()], vec![], vec![]),
-                vec![t(ER1)],
-            ),
-            (
-                "pod with init container with extended resource, expect toleration to be added",
-                pod(vec![], vec![er2()], vec![]),
-                vec![t(ER2)],
-            ),
-            (
-                "pod with existing tolerations and container with extended resource, expect existing tolerations to be preserved and new toleration to be added",
-                pod(
-                    vec![cpu(), er1()],
-                    vec![],
-                    vec![tol("foo", "Equal", "bar", "NoSchedule")],
-                ),
-                vec![tol("foo", "Equal", "bar", "NoSchedule"), t(ER1)],
-            ),
-            (
-                "pod with multiple extended resources, expect multiple tolerations to be added",
-                pod(vec![mem(), er1()], vec![cpu(), er2()], vec![]),
+        struct Case {
+            name: &'static str,
+            pod: Pod,
+            want_tolerations: Vec<Toleration>,
+        }
+        let cases = [
+            Case {
+                name: "empty pod without any extended resources, expect no change in tolerations",
+                pod: make_pod().containers(vec![]).obj(),
+                want_tolerations: vec![],
+            },
+            Case {
+                name: "pod with container without any extended resources, expect no change in tolerations",
+                pod: make_pod().containers(vec![cpu()]).obj(),
+                want_tolerations: vec![],
+            },
+            Case {
+                name: "pod with init container without any extended resources, expect no change in tolerations",
+                pod: make_pod()
+                    .containers(vec![])
+                    .init_containers(vec![mem()])
+                    .obj(),
+                want_tolerations: vec![],
+            },
+            Case {
+                name: "pod with container with extended resource, expect toleration to be added",
+                pod: make_pod().containers(vec![er1()]).obj(),
+                want_tolerations: vec![t(ER1)],
+            },
+            Case {
+                name: "pod with init container with extended resource, expect toleration to be added",
+                pod: make_pod()
+                    .containers(vec![])
+                    .init_containers(vec![er2()])
+                    .obj(),
+                want_tolerations: vec![t(ER2)],
+            },
+            Case {
+                name: "pod with existing tolerations and container with extended resource, expect existing tolerations to be preserved and new toleration to be added",
+                pod: make_pod()
+                    .containers(vec![cpu(), er1()])
+                    .tolerations(vec![tol("foo", "Equal", "bar", "NoSchedule")])
+                    .obj(),
+                want_tolerations: vec![tol("foo", "Equal", "bar", "NoSchedule"), t(ER1)],
+            },
+            Case {
+                name: "pod with multiple extended resources, expect multiple tolerations to be added",
+                pod: make_pod()
+                    .containers(vec![mem(), er1()])
+                    .init_containers(vec![cpu(), er2()])
+                    .obj(),
                 // Sorted by key.
-                vec![t(ER2), t(ER1)],
-            ),
-            (
-                "pod with container requesting extended resource and existing correct toleration, expect no change in tolerations",
-                pod(vec![cpu(), mem(), er1()], vec![], vec![t(ER1)]),
-                vec![t(ER1)],
-            ),
-            (
-                "pod with container requesting extended resource and existing toleration with the same key but different effect and value, expect existing tolerations to be preserved and new toleration to be added",
-                pod(
-                    vec![cpu(), mem(), er1()],
-                    vec![],
-                    vec![tol(ER1, "Equal", "foo", "NoExecute")],
-                ),
-                vec![tol(ER1, "Equal", "foo", "NoExecute"), t(ER1)],
-            ),
-            (
-                "pod with wildcard toleration and container requesting extended resource, expect existing tolerations to be preserved and new toleration to be added",
-                pod(
-                    vec![cpu(), mem(), er1()],
-                    vec![],
-                    vec![tol("", "Exists", "", "")],
-                ),
-                vec![tol("", "Exists", "", ""), t(ER1)],
-            ),
+                want_tolerations: vec![t(ER2), t(ER1)],
+            },
+            Case {
+                name: "pod with container requesting extended resource and existing correct toleration, expect no change in tolerations",
+                pod: make_pod()
+                    .containers(vec![cpu(), mem(), er1()])
+                    .tolerations(vec![t(ER1)])
+                    .obj(),
+                want_tolerations: vec![t(ER1)],
+            },
+            Case {
+                name: "pod with container requesting extended resource and existing toleration with the same key but different effect and value, expect existing tolerations to be preserved and new toleration to be added",
+                pod: make_pod()
+                    .containers(vec![cpu(), mem(), er1()])
+                    .tolerations(vec![tol(ER1, "Equal", "foo", "NoExecute")])
+                    .obj(),
+                want_tolerations: vec![tol(ER1, "Equal", "foo", "NoExecute"), t(ER1)],
+            },
+            Case {
+                name: "pod with wildcard toleration and container requesting extended resource, expect existing tolerations to be preserved and new toleration to be added",
+                pod: make_pod()
+                    .containers(vec![cpu(), mem(), er1()])
+                    .tolerations(vec![tol("", "Exists", "", "")])
+                    .obj(),
+                want_tolerations: vec![tol("", "Exists", "", ""), t(ER1)],
+            },
         ];
-        for (name, mut pod, want) in cases {
+        for Case {
+            name,
+            mut pod,
+            want_tolerations,
+        } in cases
+        {
             admit(&mut pod);
             assert_eq!(
                 pod.spec.and_then(|s| s.tolerations).unwrap_or_default(),
-                want,
+                want_tolerations,
                 "{name}"
             );
         }

@@ -48,8 +48,7 @@ pub fn admit(pod: &mut Pod) {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::admission::test_pods::{container_with, pod_with};
-    use berth_core::test_util::tol;
+    use berth_core::test_util::{make_container, make_pod, tol};
 
     const MP: &str = TAINT_NODE_MEMORY_PRESSURE;
 
@@ -57,62 +56,97 @@ mod tests {
     fn memory_pressure_toleration_by_qos_class() {
         // berth's table (upstream's PodTolerationRestriction tests mix this
         // with namespace defaults and whitelists, which berth lacks).
-        let burstable = || vec![container_with(&[("cpu", "100m")], &[])];
-        let guaranteed = || {
-            vec![container_with(
-                &[("cpu", "1"), ("memory", "1Gi")],
-                &[("cpu", "1"), ("memory", "1Gi")],
-            )]
+        let burstable = || {
+            vec![
+                make_container()
+                    .name("c")
+                    .requests(&[("cpu", "100m")])
+                    .obj(),
+            ]
         };
-        let best_effort = || vec![container_with(&[], &[])];
+        let guaranteed = || {
+            vec![
+                make_container()
+                    .name("c")
+                    .requests(&[("cpu", "1"), ("memory", "1Gi")])
+                    .limits(&[("cpu", "1"), ("memory", "1Gi")])
+                    .obj(),
+            ]
+        };
+        let best_effort = || vec![make_container().name("c").obj()];
         let mp = || tol(MP, "Exists", "", "NoSchedule");
-        let cases: Vec<(&str, Pod, Vec<Toleration>)> = vec![
-            (
-                "BestEffort pod gets nothing",
-                pod_with(best_effort(), vec![]),
-                vec![],
-            ),
-            (
-                "BestEffort pod keeps its own tolerations untouched",
-                pod_with(best_effort(), vec![tol("foo", "Exists", "", "")]),
-                vec![tol("foo", "Exists", "", "")],
-            ),
-            (
-                "Burstable pod gets the toleration",
-                pod_with(burstable(), vec![]),
-                vec![mp()],
-            ),
-            (
-                "Guaranteed pod gets the toleration",
-                pod_with(guaranteed(), vec![]),
-                vec![mp()],
-            ),
-            (
-                "existing tolerations come first",
-                pod_with(burstable(), vec![tol("foo", "Equal", "bar", "NoSchedule")]),
-                vec![tol("foo", "Equal", "bar", "NoSchedule"), mp()],
-            ),
-            (
-                "an identical toleration is not duplicated",
-                pod_with(burstable(), vec![mp()]),
-                vec![mp()],
-            ),
-            (
-                "a wildcard toleration already covers it",
-                pod_with(burstable(), vec![tol("", "Exists", "", "")]),
-                vec![tol("", "Exists", "", "")],
-            ),
-            (
-                "a narrower toleration for the key is replaced by the Exists one",
-                pod_with(burstable(), vec![tol(MP, "Equal", "x", "NoSchedule")]),
-                vec![mp()],
-            ),
+        struct Case {
+            name: &'static str,
+            pod: Pod,
+            want_tolerations: Vec<Toleration>,
+        }
+        let cases = [
+            Case {
+                name: "BestEffort pod gets nothing",
+                pod: make_pod().containers(best_effort()).obj(),
+                want_tolerations: vec![],
+            },
+            Case {
+                name: "BestEffort pod keeps its own tolerations untouched",
+                pod: make_pod()
+                    .containers(best_effort())
+                    .tolerations(vec![tol("foo", "Exists", "", "")])
+                    .obj(),
+                want_tolerations: vec![tol("foo", "Exists", "", "")],
+            },
+            Case {
+                name: "Burstable pod gets the toleration",
+                pod: make_pod().containers(burstable()).obj(),
+                want_tolerations: vec![mp()],
+            },
+            Case {
+                name: "Guaranteed pod gets the toleration",
+                pod: make_pod().containers(guaranteed()).obj(),
+                want_tolerations: vec![mp()],
+            },
+            Case {
+                name: "existing tolerations come first",
+                pod: make_pod()
+                    .containers(burstable())
+                    .tolerations(vec![tol("foo", "Equal", "bar", "NoSchedule")])
+                    .obj(),
+                want_tolerations: vec![tol("foo", "Equal", "bar", "NoSchedule"), mp()],
+            },
+            Case {
+                name: "an identical toleration is not duplicated",
+                pod: make_pod()
+                    .containers(burstable())
+                    .tolerations(vec![mp()])
+                    .obj(),
+                want_tolerations: vec![mp()],
+            },
+            Case {
+                name: "a wildcard toleration already covers it",
+                pod: make_pod()
+                    .containers(burstable())
+                    .tolerations(vec![tol("", "Exists", "", "")])
+                    .obj(),
+                want_tolerations: vec![tol("", "Exists", "", "")],
+            },
+            Case {
+                name: "a narrower toleration for the key is replaced by the Exists one",
+                pod: make_pod()
+                    .containers(burstable())
+                    .tolerations(vec![tol(MP, "Equal", "x", "NoSchedule")])
+                    .obj(),
+                want_tolerations: vec![mp()],
+            },
         ];
-        for (name, mut pod, want) in cases {
+        for Case {
+            name,
+            mut pod,
+            want_tolerations,
+        } in cases
+        {
             admit(&mut pod);
             assert_eq!(
                 pod.spec.and_then(|s| s.tolerations).unwrap_or_default(),
-                want,
+                want_tolerations,
                 "{name}"
             );
         }

@@ -290,61 +290,11 @@ pub fn validate_lease(attrs: &Attributes, lease: Option<&Lease>) -> Result<(), A
 }
 
 #[cfg(test)]
-pub(crate) mod test_pods {
-    //! Pod builders for the plugin tests.
-
-    use std::collections::BTreeMap;
-
-    use k8s_openapi::api::core::v1::{Container, Pod, PodSpec, ResourceRequirements, Toleration};
-    use k8s_openapi::apimachinery::pkg::api::resource::Quantity;
-
-    fn list(entries: &[(&str, &str)]) -> Option<BTreeMap<String, Quantity>> {
-        (!entries.is_empty()).then(|| {
-            entries
-                .iter()
-                .map(|(k, v)| (k.to_string(), Quantity(v.to_string())))
-                .collect()
-        })
-    }
-
-    /// A container with the given requests and limits.
-    pub fn container_with(requests: &[(&str, &str)], limits: &[(&str, &str)]) -> Container {
-        Container {
-            name: "c".into(),
-            resources: Some(ResourceRequirements {
-                requests: list(requests),
-                limits: list(limits),
-                ..Default::default()
-            }),
-            ..Default::default()
-        }
-    }
-
-    /// A pod with containers and tolerations (none: unset).
-    pub fn pod_with(containers: Vec<Container>, tolerations: Vec<Toleration>) -> Pod {
-        Pod {
-            spec: Some(PodSpec {
-                containers,
-                tolerations: (!tolerations.is_empty()).then_some(tolerations),
-                ..Default::default()
-            }),
-            ..Default::default()
-        }
-    }
-
-    /// A BestEffort pod with the given tolerations.
-    pub fn pod_with_tolerations(tolerations: Vec<Toleration>) -> Pod {
-        pod_with(vec![container_with(&[], &[])], tolerations)
-    }
-}
-
-#[cfg(test)]
 mod tests {
     use super::*;
-    use berth_core::test_util::{taint, tol, tol_secs};
-    use k8s_openapi::api::core::v1::{NodeSpec, Toleration};
-    use k8s_openapi::apimachinery::pkg::apis::meta::v1::{ObjectMeta, OwnerReference, Time};
-    use test_pods::{container_with, pod_with};
+    use berth_core::test_util::{make_container, make_node, make_pod, taint, tol, tol_secs};
+    use k8s_openapi::api::core::v1::Toleration;
+    use k8s_openapi::apimachinery::pkg::apis::meta::v1::{OwnerReference, Time};
 
     fn now() -> jiff::Timestamp {
         jiff::Timestamp::from_second(1_767_225_600).unwrap_or(jiff::Timestamp::UNIX_EPOCH)
@@ -367,11 +317,6 @@ mod tests {
         }
     }
 
-    fn named(mut pod: Pod) -> Pod {
-        pod.metadata.name = Some("x".into());
-        pod
-    }
-
     fn tolerations(pod: &Pod) -> Vec<Toleration> {
         pod.spec
             .as_ref()
@@ -383,13 +328,15 @@ mod tests {
     fn pod_create_runs_the_mutating_chain_in_order() {
         let admin = UserInfo::default();
         let a = attrs(Operation::Create, "pods", "", &admin);
-        let mut pod = named(pod_with(
-            vec![container_with(
-                &[("cpu", "1"), ("example.com/gpu", "1")],
-                &[],
-            )],
-            vec![],
-        ));
+        let mut pod = make_pod()
+            .name("x")
+            .containers(vec![
+                make_container()
+                    .name("c")
+                    .requests(&[("cpu", "1"), ("example.com/gpu", "1")])
+                    .obj(),
+            ])
+            .obj();
         admit_pod(&a, &mut pod, None, &AdmissionConfig::default())
             .unwrap_or_else(|e| panic!("{e}"));
         assert_eq!(
@@ -434,15 +381,18 @@ mod tests {
     fn daemon_pods_keep_forever_tolerations() {
         let admin = UserInfo::default();
         let a = attrs(Operation::Create, "pods", "", &admin);
-        let mut pod = named(pod_with(vec![container_with(&[], &[])], vec![]));
-        pod.metadata.owner_references = Some(vec![OwnerReference {
-            api_version: "apps/v1".into(),
-            kind: "DaemonSet".into(),
-            name: "ds".into(),
-            uid: "u".into(),
-            controller: Some(true),
-            block_owner_deletion: Some(true),
-        }]);
+        let mut pod = make_pod()
+            .name("x")
+            .containers(vec![make_container().name("c").obj()])
+            .owner_reference(OwnerReference {
+                api_version: "apps/v1".into(),
+                kind: "DaemonSet".into(),
+                name: "ds".into(),
+                uid: "u".into(),
+                controller: Some(true),
+                block_owner_deletion: Some(true),
+            })
+            .obj();
         admit_pod(&a, &mut pod, None, &AdmissionConfig::default())
             .unwrap_or_else(|e| panic!("{e}"));
         let ts = tolerations(&pod);
@@ -459,7 +409,12 @@ mod tests {
             (Operation::Delete, ""),
         ] {
             let a = attrs(op, "pods", sub, &admin);
-            let mut pod = named(pod_with(vec![container_with(&[("cpu", "1")], &[])], vec![]));
+            let mut pod = make_pod()
+                .name("x")
+                .containers(vec![
+                    make_container().name("c").requests(&[("cpu", "1")]).obj(),
+                ])
+                .obj();
             admit_pod(&a, &mut pod, None, &AdmissionConfig::default())
                 .unwrap_or_else(|e| panic!("{e}"));
             assert!(tolerations(&pod).is_empty(), "{op} {sub}");
@@ -471,7 +426,11 @@ mod tests {
         let admin = UserInfo::default();
         let a = attrs(Operation::Create, "pods", "", &admin);
         let config = AdmissionConfig::default();
-        let one = named(pod_with(vec![], vec![tol("", "Equal", "v", "NoSchedule")]));
+        let one = make_pod()
+            .name("x")
+            .containers(vec![])
+            .tolerations(vec![tol("", "Equal", "v", "NoSchedule")])
+            .obj();
         let err = validate_pod(&a, &one, None, &config);
         let Err(err) = err else { panic!("accepted") };
         assert_eq!(err.code(), 422);
@@ -480,10 +439,16 @@ mod tests {
             err.to_string(),
             r#"Pod "x" is invalid: spec.tolerations[0].operator: Invalid value: "Equal": operator must be Exists when `key` is empty, which means "match all values and all keys""#
         );
-        let two = named(pod_with(
-            vec![container_with(&[("cpu", "lots")], &[])],
-            vec![tol("foo", "Exists", "", "Bogus")],
-        ));
+        let two = make_pod()
+            .name("x")
+            .containers(vec![
+                make_container()
+                    .name("c")
+                    .requests(&[("cpu", "lots")])
+                    .obj(),
+            ])
+            .tolerations(vec![tol("foo", "Exists", "", "Bogus")])
+            .obj();
         let Err(err) = validate_pod(&a, &two, None, &config) else {
             panic!("accepted")
         };
@@ -510,7 +475,11 @@ mod tests {
             },
             ..Default::default()
         };
-        let gt = named(pod_with(vec![], vec![tol("sla", "Gt", "5", "NoSchedule")]));
+        let gt = make_pod()
+            .name("x")
+            .containers(vec![])
+            .tolerations(vec![tol("sla", "Gt", "5", "NoSchedule")])
+            .obj();
         let create = attrs(Operation::Create, "pods", "", &admin);
         assert!(validate_pod(&create, &gt, None, &off).is_err());
         assert_eq!(
@@ -527,22 +496,25 @@ mod tests {
         let admin = UserInfo::default();
         let update = attrs(Operation::Update, "pods", "", &admin);
         let config = AdmissionConfig::default();
-        let old = named(pod_with(
-            vec![],
-            vec![tol_secs("k", "Exists", "", "NoExecute", 10)],
-        ));
-        let longer = named(pod_with(
-            vec![],
-            vec![tol_secs("k", "Exists", "", "NoExecute", 20)],
-        ));
-        let added = named(pod_with(
-            vec![],
-            vec![
+        let old = make_pod()
+            .name("x")
+            .containers(vec![])
+            .tolerations(vec![tol_secs("k", "Exists", "", "NoExecute", 10)])
+            .obj();
+        let longer = make_pod()
+            .name("x")
+            .containers(vec![])
+            .tolerations(vec![tol_secs("k", "Exists", "", "NoExecute", 20)])
+            .obj();
+        let added = make_pod()
+            .name("x")
+            .containers(vec![])
+            .tolerations(vec![
                 tol_secs("k", "Exists", "", "NoExecute", 10),
                 tol("j", "Exists", "", ""),
-            ],
-        ));
-        let removed = named(pod_with(vec![], vec![]));
+            ])
+            .obj();
+        let removed = make_pod().name("x").containers(vec![]).obj();
         assert_eq!(validate_pod(&update, &longer, Some(&old), &config), Ok(()));
         assert_eq!(validate_pod(&update, &added, Some(&old), &config), Ok(()));
         let Err(err) = validate_pod(&update, &removed, Some(&old), &config) else {
@@ -554,20 +526,6 @@ mod tests {
         );
     }
 
-    fn node(taints: Vec<k8s_openapi::api::core::v1::Taint>) -> Node {
-        Node {
-            metadata: ObjectMeta {
-                name: Some("mynode".into()),
-                ..Default::default()
-            },
-            spec: Some(NodeSpec {
-                taints: Some(taints),
-                ..Default::default()
-            }),
-            status: None,
-        }
-    }
-
     #[test]
     fn node_create_is_tainted_stamped_and_valid() {
         let kubelet = UserInfo {
@@ -576,7 +534,10 @@ mod tests {
         };
         let mut a = attrs(Operation::Create, "nodes", "", &kubelet);
         a.name = "mynode";
-        let mut n = node(vec![taint("dedicated", "x", "NoExecute")]);
+        let mut n = make_node()
+            .name("mynode")
+            .taints(vec![taint("dedicated", "x", "NoExecute")])
+            .obj();
         admit_node(&a, &mut n, None, &AdmissionConfig::default()).unwrap_or_else(|e| panic!("{e}"));
         let mut stamped = taint("dedicated", "x", "NoExecute");
         stamped.time_added = Some(Time(now()));
@@ -596,10 +557,13 @@ mod tests {
         // nothing changed.
         let mut u = attrs(Operation::Update, "nodes", "status", &kubelet);
         u.name = "mynode";
-        let mut next = node(vec![
-            taint("dedicated", "x", "NoExecute"),
-            taint("node.kubernetes.io/not-ready", "", "NoSchedule"),
-        ]);
+        let mut next = make_node()
+            .name("mynode")
+            .taints(vec![
+                taint("dedicated", "x", "NoExecute"),
+                taint("node.kubernetes.io/not-ready", "", "NoSchedule"),
+            ])
+            .obj();
         admit_node(&u, &mut next, Some(&n), &AdmissionConfig::default())
             .unwrap_or_else(|e| panic!("{e}"));
         assert_eq!(validate_node(&u, &next, Some(&n)), Ok(()));
@@ -609,7 +573,10 @@ mod tests {
     fn invalid_node_taints_are_422_on_spec_taints() {
         let admin = UserInfo::default();
         let a = attrs(Operation::Create, "nodes", "", &admin);
-        let n = node(vec![taint("k", "", "Bogus")]);
+        let n = make_node()
+            .name("mynode")
+            .taints(vec![taint("k", "", "Bogus")])
+            .obj();
         let Err(err) = validate_node(&a, &n, None) else {
             panic!("accepted")
         };

@@ -708,179 +708,192 @@ mod tests {
             ..Default::default()
         });
 
-        type Case<'a> = (&'a str, Attributes<'a>, Pod, Option<Pod>, &'a str);
         use Operation::*;
-        let cases: Vec<Case> = vec![
-            (
-                "allow creating a mirror pod bound to self",
-                attrs(Create, "pods", "", "ns", "", &me),
-                mirror_pod("mynode"),
-                None,
-                "",
-            ),
-            (
-                "forbid creating a mirror pod bound to another",
-                attrs(Create, "pods", "", "ns", "", &me),
-                mirror_pod("othernode"),
-                None,
-                r#"pods "mirror" is forbidden: node "mynode" can only create pods with spec.nodeName set to itself"#,
-            ),
-            (
-                "forbid creating a normal pod",
-                attrs(Create, "pods", "", "ns", "", &me),
-                not_mirror,
-                None,
-                r#"pods "mirror" is forbidden: pod does not have "kubernetes.io/config.mirror" annotation, node "mynode" can only create mirror pods"#,
-            ),
-            (
-                "forbid create of pod referencing secret",
-                attrs(Create, "pods", "", "ns", "", &me),
-                with_secret,
-                None,
-                r#"pods "mirror" is forbidden: node "mynode" can not create pods that reference secrets"#,
-            ),
-            (
-                "forbid create of pod referencing persistentvolumeclaim",
-                attrs(Create, "pods", "", "ns", "", &me),
-                with_pvc,
-                None,
-                r#"pods "mirror" is forbidden: node "mynode" can not create pods that reference persistentvolumeclaims"#,
-            ),
-            (
-                "forbid create of pod referencing service account",
-                attrs(Create, "pods", "", "ns", "", &me),
-                with_sa,
-                None,
-                r#"pods "mirror" is forbidden: node "mynode" can not create pods that reference a service account"#,
-            ),
-            (
-                "forbid pod with no owner",
-                attrs(Create, "pods", "", "ns", "", &me),
-                no_owner,
-                None,
-                r#"pods "mirror" is forbidden: node "mynode" can only create pods with an owner reference set to itself"#,
-            ),
-            (
-                "forbid pod with two owners",
-                attrs(Create, "pods", "", "ns", "", &me),
-                two_owners,
-                None,
-                r#"pods "mirror" is forbidden: node "mynode" can only create pods with a single owner reference set to itself"#,
-            ),
-            (
-                "forbid non-controller owner",
-                attrs(Create, "pods", "", "ns", "", &me),
-                not_controller,
-                None,
-                r#"pods "mirror" is forbidden: node "mynode" can only create pods with a controller owner reference set to itself"#,
-            ),
-            (
-                "forbid blockOwnerDeletion",
-                attrs(Create, "pods", "", "ns", "", &me),
-                blocking,
-                None,
-                r#"pods "mirror" is forbidden: node "mynode" must not set blockOwnerDeletion on an owner reference"#,
-            ),
-            (
-                "forbid update of pod",
-                attrs(Update, "pods", "", "ns", "mypod", &me),
-                bound_pod("mypod", "mynode"),
-                Some(bound_pod("mypod", "mynode")),
-                r#"pods "mypod" is forbidden: unexpected operation "UPDATE", node "mynode" can only create and delete mirror pods"#,
-            ),
-            (
-                "allow delete of pod bound to self",
-                attrs(Delete, "pods", "", "ns", "mypod", &me),
-                bound_pod("mypod", "mynode"),
-                None,
-                "",
-            ),
-            (
-                "forbid delete of pod bound to another",
-                attrs(Delete, "pods", "", "ns", "mypod", &me),
-                bound_pod("mypod", "othernode"),
-                None,
-                r#"pods "mypod" is forbidden: node "mynode" can only delete pods with spec.nodeName set to itself"#,
-            ),
-            (
-                "allow update of pod status bound to self",
-                attrs(Update, "pods", "status", "ns", "mypod", &me),
-                bound_pod("mypod", "mynode"),
-                Some(bound_pod("mypod", "mynode")),
-                "",
-            ),
-            (
-                "forbid update of pod status bound to another",
-                attrs(Update, "pods", "status", "ns", "mypod", &me),
-                bound_pod("mypod", "othernode"),
-                Some(bound_pod("mypod", "othernode")),
-                r#"pods "mypod" is forbidden: node "mynode" can only update pod status for pods with spec.nodeName set to itself"#,
-            ),
-            (
-                "forbid update of pod labels through status",
-                attrs(Update, "pods", "status", "ns", "mypod", &me),
-                relabeled,
-                Some(bound_pod("mypod", "mynode")),
-                r#"pods "mypod" is forbidden: node "mynode" cannot update labels through pod status"#,
-            ),
-            (
-                "forbid update of resource claim statuses",
-                attrs(Update, "pods", "status", "ns", "mypod", &me),
-                claims,
-                Some(bound_pod("mypod", "mynode")),
-                r#"pods "mypod" is forbidden: node "mynode" cannot update resource claim statues"#,
-            ),
-            (
-                "forbid create of pod status",
-                attrs(Create, "pods", "status", "ns", "mypod", &me),
-                bound_pod("mypod", "mynode"),
-                None,
-                r#"pods "mypod" is forbidden: unexpected operation "CREATE""#,
-            ),
-            (
-                "allow eviction of pod bound to self",
-                attrs(Create, "pods", "eviction", "ns", "mypod", &me),
-                bound_pod("mypod", "mynode"),
-                None,
-                "",
-            ),
-            (
-                "forbid eviction of pod bound to another",
-                attrs(Create, "pods", "eviction", "ns", "mypod", &me),
-                bound_pod("mypod", "othernode"),
-                None,
-                r#"pods "mypod" is forbidden: node mynode can only evict pods with spec.nodeName set to itself"#,
-            ),
-            (
-                "forbid binding",
-                attrs(Create, "pods", "binding", "ns", "mypod", &me),
-                bound_pod("mypod", "mynode"),
-                None,
-                r#"pods "mypod" is forbidden: unexpected pod subresource "binding", only 'status' and 'eviction' are allowed"#,
-            ),
-            (
-                "other node may not delete my pod",
-                attrs(Delete, "pods", "", "ns", "mypod", &other),
-                bound_pod("mypod", "mynode"),
-                None,
-                r#"pods "mypod" is forbidden: node "othernode" can only delete pods with spec.nodeName set to itself"#,
-            ),
-            (
-                "a node user without a name is refused",
-                attrs(Delete, "pods", "", "ns", "mypod", &empty_node),
-                bound_pod("mypod", "mynode"),
-                None,
-                r#"pods "mypod" is forbidden: could not determine node from user "system:node:""#,
-            ),
-            (
-                "other users are not restricted",
-                attrs(Update, "pods", "", "ns", "mypod", &bob),
-                bound_pod("mypod", "othernode"),
-                Some(bound_pod("mypod", "othernode")),
-                "",
-            ),
+        struct Case<'a> {
+            name: &'a str,
+            attrs: Attributes<'a>,
+            pod: Pod,
+            old: Option<Pod>,
+            want: &'a str,
+        }
+        let cases = vec![
+            Case {
+                name: "allow creating a mirror pod bound to self",
+                attrs: attrs(Create, "pods", "", "ns", "", &me),
+                pod: mirror_pod("mynode"),
+                old: None,
+                want: "",
+            },
+            Case {
+                name: "forbid creating a mirror pod bound to another",
+                attrs: attrs(Create, "pods", "", "ns", "", &me),
+                pod: mirror_pod("othernode"),
+                old: None,
+                want: r#"pods "mirror" is forbidden: node "mynode" can only create pods with spec.nodeName set to itself"#,
+            },
+            Case {
+                name: "forbid creating a normal pod",
+                attrs: attrs(Create, "pods", "", "ns", "", &me),
+                pod: not_mirror,
+                old: None,
+                want: r#"pods "mirror" is forbidden: pod does not have "kubernetes.io/config.mirror" annotation, node "mynode" can only create mirror pods"#,
+            },
+            Case {
+                name: "forbid create of pod referencing secret",
+                attrs: attrs(Create, "pods", "", "ns", "", &me),
+                pod: with_secret,
+                old: None,
+                want: r#"pods "mirror" is forbidden: node "mynode" can not create pods that reference secrets"#,
+            },
+            Case {
+                name: "forbid create of pod referencing persistentvolumeclaim",
+                attrs: attrs(Create, "pods", "", "ns", "", &me),
+                pod: with_pvc,
+                old: None,
+                want: r#"pods "mirror" is forbidden: node "mynode" can not create pods that reference persistentvolumeclaims"#,
+            },
+            Case {
+                name: "forbid create of pod referencing service account",
+                attrs: attrs(Create, "pods", "", "ns", "", &me),
+                pod: with_sa,
+                old: None,
+                want: r#"pods "mirror" is forbidden: node "mynode" can not create pods that reference a service account"#,
+            },
+            Case {
+                name: "forbid pod with no owner",
+                attrs: attrs(Create, "pods", "", "ns", "", &me),
+                pod: no_owner,
+                old: None,
+                want: r#"pods "mirror" is forbidden: node "mynode" can only create pods with an owner reference set to itself"#,
+            },
+            Case {
+                name: "forbid pod with two owners",
+                attrs: attrs(Create, "pods", "", "ns", "", &me),
+                pod: two_owners,
+                old: None,
+                want: r#"pods "mirror" is forbidden: node "mynode" can only create pods with a single owner reference set to itself"#,
+            },
+            Case {
+                name: "forbid non-controller owner",
+                attrs: attrs(Create, "pods", "", "ns", "", &me),
+                pod: not_controller,
+                old: None,
+                want: r#"pods "mirror" is forbidden: node "mynode" can only create pods with a controller owner reference set to itself"#,
+            },
+            Case {
+                name: "forbid blockOwnerDeletion",
+                attrs: attrs(Create, "pods", "", "ns", "", &me),
+                pod: blocking,
+                old: None,
+                want: r#"pods "mirror" is forbidden: node "mynode" must not set blockOwnerDeletion on an owner reference"#,
+            },
+            Case {
+                name: "forbid update of pod",
+                attrs: attrs(Update, "pods", "", "ns", "mypod", &me),
+                pod: bound_pod("mypod", "mynode"),
+                old: Some(bound_pod("mypod", "mynode")),
+                want: r#"pods "mypod" is forbidden: unexpected operation "UPDATE", node "mynode" can only create and delete mirror pods"#,
+            },
+            Case {
+                name: "allow delete of pod bound to self",
+                attrs: attrs(Delete, "pods", "", "ns", "mypod", &me),
+                pod: bound_pod("mypod", "mynode"),
+                old: None,
+                want: "",
+            },
+            Case {
+                name: "forbid delete of pod bound to another",
+                attrs: attrs(Delete, "pods", "", "ns", "mypod", &me),
+                pod: bound_pod("mypod", "othernode"),
+                old: None,
+                want: r#"pods "mypod" is forbidden: node "mynode" can only delete pods with spec.nodeName set to itself"#,
+            },
+            Case {
+                name: "allow update of pod status bound to self",
+                attrs: attrs(Update, "pods", "status", "ns", "mypod", &me),
+                pod: bound_pod("mypod", "mynode"),
+                old: Some(bound_pod("mypod", "mynode")),
+                want: "",
+            },
+            Case {
+                name: "forbid update of pod status bound to another",
+                attrs: attrs(Update, "pods", "status", "ns", "mypod", &me),
+                pod: bound_pod("mypod", "othernode"),
+                old: Some(bound_pod("mypod", "othernode")),
+                want: r#"pods "mypod" is forbidden: node "mynode" can only update pod status for pods with spec.nodeName set to itself"#,
+            },
+            Case {
+                name: "forbid update of pod labels through status",
+                attrs: attrs(Update, "pods", "status", "ns", "mypod", &me),
+                pod: relabeled,
+                old: Some(bound_pod("mypod", "mynode")),
+                want: r#"pods "mypod" is forbidden: node "mynode" cannot update labels through pod status"#,
+            },
+            Case {
+                name: "forbid update of resource claim statuses",
+                attrs: attrs(Update, "pods", "status", "ns", "mypod", &me),
+                pod: claims,
+                old: Some(bound_pod("mypod", "mynode")),
+                want: r#"pods "mypod" is forbidden: node "mynode" cannot update resource claim statues"#,
+            },
+            Case {
+                name: "forbid create of pod status",
+                attrs: attrs(Create, "pods", "status", "ns", "mypod", &me),
+                pod: bound_pod("mypod", "mynode"),
+                old: None,
+                want: r#"pods "mypod" is forbidden: unexpected operation "CREATE""#,
+            },
+            Case {
+                name: "allow eviction of pod bound to self",
+                attrs: attrs(Create, "pods", "eviction", "ns", "mypod", &me),
+                pod: bound_pod("mypod", "mynode"),
+                old: None,
+                want: "",
+            },
+            Case {
+                name: "forbid eviction of pod bound to another",
+                attrs: attrs(Create, "pods", "eviction", "ns", "mypod", &me),
+                pod: bound_pod("mypod", "othernode"),
+                old: None,
+                want: r#"pods "mypod" is forbidden: node mynode can only evict pods with spec.nodeName set to itself"#,
+            },
+            Case {
+                name: "forbid binding",
+                attrs: attrs(Create, "pods", "binding", "ns", "mypod", &me),
+                pod: bound_pod("mypod", "mynode"),
+                old: None,
+                want: r#"pods "mypod" is forbidden: unexpected pod subresource "binding", only 'status' and 'eviction' are allowed"#,
+            },
+            Case {
+                name: "other node may not delete my pod",
+                attrs: attrs(Delete, "pods", "", "ns", "mypod", &other),
+                pod: bound_pod("mypod", "mynode"),
+                old: None,
+                want: r#"pods "mypod" is forbidden: node "othernode" can only delete pods with spec.nodeName set to itself"#,
+            },
+            Case {
+                name: "a node user without a name is refused",
+                attrs: attrs(Delete, "pods", "", "ns", "mypod", &empty_node),
+                pod: bound_pod("mypod", "mynode"),
+                old: None,
+                want: r#"pods "mypod" is forbidden: could not determine node from user "system:node:""#,
+            },
+            Case {
+                name: "other users are not restricted",
+                attrs: attrs(Update, "pods", "", "ns", "mypod", &bob),
+                pod: bound_pod("mypod", "othernode"),
+                old: Some(bound_pod("mypod", "othernode")),
+                want: "",
+            },
         ];
-        for (name, a, pod, old, want) in cases {
+        for Case {
+            name,
+            attrs: a,
+            pod,
+            old,
+            want,
+        } in cases
+        {
             assert_eq!(message(admit_pod(&a, &pod, old.as_ref())), want, "{name}");
         }
     }
@@ -947,41 +960,47 @@ mod tests {
         if let Some(spec) = config_source.spec.as_mut() {
             spec.config_source = Some(NodeConfigSource::default());
         }
-        type Case<'a> = (&'a str, Attributes<'a>, Node, Option<Node>, &'a str);
         use Operation::*;
-        let cases: Vec<Case> = vec![
-            (
-                "allow create of my node",
-                attrs(Create, "nodes", "", "", "mynode", &me),
-                node_obj("mynode", &[], vec![]),
-                None,
-                "",
-            ),
-            (
-                "allow create of my node with taints",
-                attrs(Create, "nodes", "", "", "mynode", &me),
-                node_obj("mynode", &[], vec![t()]),
-                None,
-                "",
-            ),
-            (
-                "forbid create of other node",
-                attrs(Create, "nodes", "", "", "othernode", &me),
-                node_obj("othernode", &[], vec![]),
-                None,
-                r#"nodes "othernode" is forbidden: node "mynode" is not allowed to modify node "othernode""#,
-            ),
-            (
-                "forbid create of my node with config source",
-                attrs(Create, "nodes", "", "", "mynode", &me),
-                config_source.clone(),
-                None,
-                r#"nodes "mynode" is forbidden: node "mynode" is not allowed to create pods with a non-nil configSource"#,
-            ),
-            (
-                "allow create of my node with kubelet labels",
-                attrs(Create, "nodes", "", "", "mynode", &me),
-                node_obj(
+        struct Case<'a> {
+            name: &'a str,
+            attrs: Attributes<'a>,
+            node: Node,
+            old: Option<Node>,
+            want: &'a str,
+        }
+        let cases = vec![
+            Case {
+                name: "allow create of my node",
+                attrs: attrs(Create, "nodes", "", "", "mynode", &me),
+                node: node_obj("mynode", &[], vec![]),
+                old: None,
+                want: "",
+            },
+            Case {
+                name: "allow create of my node with taints",
+                attrs: attrs(Create, "nodes", "", "", "mynode", &me),
+                node: node_obj("mynode", &[], vec![t()]),
+                old: None,
+                want: "",
+            },
+            Case {
+                name: "forbid create of other node",
+                attrs: attrs(Create, "nodes", "", "", "othernode", &me),
+                node: node_obj("othernode", &[], vec![]),
+                old: None,
+                want: r#"nodes "othernode" is forbidden: node "mynode" is not allowed to modify node "othernode""#,
+            },
+            Case {
+                name: "forbid create of my node with config source",
+                attrs: attrs(Create, "nodes", "", "", "mynode", &me),
+                node: config_source.clone(),
+                old: None,
+                want: r#"nodes "mynode" is forbidden: node "mynode" is not allowed to create pods with a non-nil configSource"#,
+            },
+            Case {
+                name: "allow create of my node with kubelet labels",
+                attrs: attrs(Create, "nodes", "", "", "mynode", &me),
+                node: node_obj(
                     "mynode",
                     &[
                         ("kubernetes.io/hostname", "x"),
@@ -991,13 +1010,13 @@ mod tests {
                     ],
                     vec![],
                 ),
-                None,
-                "",
-            ),
-            (
-                "forbid create of my node with restricted labels",
-                attrs(Create, "nodes", "", "", "mynode", &me),
-                node_obj(
+                old: None,
+                want: "",
+            },
+            Case {
+                name: "forbid create of my node with restricted labels",
+                attrs: attrs(Create, "nodes", "", "", "mynode", &me),
+                node: node_obj(
                     "mynode",
                     &[
                         ("node-restriction.kubernetes.io/foo", "x"),
@@ -1006,78 +1025,85 @@ mod tests {
                     ],
                     vec![],
                 ),
-                None,
-                r#"nodes "mynode" is forbidden: node "mynode" is not allowed to set the following labels: node-restriction.kubernetes.io/foo, other.k8s.io/foo"#,
-            ),
-            (
-                "allow update of my node keeping taints",
-                attrs(Update, "nodes", "", "", "mynode", &me),
-                node_obj("mynode", &[], vec![t()]),
-                Some(node_obj("mynode", &[], vec![t()])),
-                "",
-            ),
-            (
-                "allow update of my node status",
-                attrs(Update, "nodes", "status", "", "mynode", &me),
-                node_obj("mynode", &[], vec![t()]),
-                Some(node_obj("mynode", &[], vec![t()])),
-                "",
-            ),
-            (
-                "forbid update of my node: add taints",
-                attrs(Update, "nodes", "", "", "mynode", &me),
-                node_obj("mynode", &[], vec![t()]),
-                Some(node_obj("mynode", &[], vec![])),
-                r#"nodes "mynode" is forbidden: node "mynode" is not allowed to modify taints"#,
-            ),
-            (
-                "forbid update of my node: remove taints",
-                attrs(Update, "nodes", "", "", "mynode", &me),
-                node_obj("mynode", &[], vec![]),
-                Some(node_obj("mynode", &[], vec![t()])),
-                r#"nodes "mynode" is forbidden: node "mynode" is not allowed to modify taints"#,
-            ),
-            (
-                "forbid update of my node: change taints",
-                attrs(Update, "nodes", "status", "", "mynode", &me),
-                node_obj("mynode", &[], vec![taint("foo", "baz", "NoSchedule")]),
-                Some(node_obj("mynode", &[], vec![t()])),
-                r#"nodes "mynode" is forbidden: node "mynode" is not allowed to modify taints"#,
-            ),
-            (
-                "forbid update of my node: new config source",
-                attrs(Update, "nodes", "", "", "mynode", &me),
-                config_source,
-                Some(node_obj("mynode", &[], vec![])),
-                r#"nodes "mynode" is forbidden: node "mynode" is not allowed to update configSource to a new non-nil configSource"#,
-            ),
-            (
-                "forbid update of my node: remove restricted label",
-                attrs(Update, "nodes", "", "", "mynode", &me),
-                node_obj("mynode", &[], vec![]),
-                Some(node_obj(
+                old: None,
+                want: r#"nodes "mynode" is forbidden: node "mynode" is not allowed to set the following labels: node-restriction.kubernetes.io/foo, other.k8s.io/foo"#,
+            },
+            Case {
+                name: "allow update of my node keeping taints",
+                attrs: attrs(Update, "nodes", "", "", "mynode", &me),
+                node: node_obj("mynode", &[], vec![t()]),
+                old: Some(node_obj("mynode", &[], vec![t()])),
+                want: "",
+            },
+            Case {
+                name: "allow update of my node status",
+                attrs: attrs(Update, "nodes", "status", "", "mynode", &me),
+                node: node_obj("mynode", &[], vec![t()]),
+                old: Some(node_obj("mynode", &[], vec![t()])),
+                want: "",
+            },
+            Case {
+                name: "forbid update of my node: add taints",
+                attrs: attrs(Update, "nodes", "", "", "mynode", &me),
+                node: node_obj("mynode", &[], vec![t()]),
+                old: Some(node_obj("mynode", &[], vec![])),
+                want: r#"nodes "mynode" is forbidden: node "mynode" is not allowed to modify taints"#,
+            },
+            Case {
+                name: "forbid update of my node: remove taints",
+                attrs: attrs(Update, "nodes", "", "", "mynode", &me),
+                node: node_obj("mynode", &[], vec![]),
+                old: Some(node_obj("mynode", &[], vec![t()])),
+                want: r#"nodes "mynode" is forbidden: node "mynode" is not allowed to modify taints"#,
+            },
+            Case {
+                name: "forbid update of my node: change taints",
+                attrs: attrs(Update, "nodes", "status", "", "mynode", &me),
+                node: node_obj("mynode", &[], vec![taint("foo", "baz", "NoSchedule")]),
+                old: Some(node_obj("mynode", &[], vec![t()])),
+                want: r#"nodes "mynode" is forbidden: node "mynode" is not allowed to modify taints"#,
+            },
+            Case {
+                name: "forbid update of my node: new config source",
+                attrs: attrs(Update, "nodes", "", "", "mynode", &me),
+                node: config_source,
+                old: Some(node_obj("mynode", &[], vec![])),
+                want: r#"nodes "mynode" is forbidden: node "mynode" is not allowed to update configSource to a new non-nil configSource"#,
+            },
+            Case {
+                name: "forbid update of my node: remove restricted label",
+                attrs: attrs(Update, "nodes", "", "", "mynode", &me),
+                node: node_obj("mynode", &[], vec![]),
+                old: Some(node_obj(
                     "mynode",
                     &[("node-restriction.kubernetes.io/foo", "x")],
                     vec![],
                 )),
-                r#"nodes "mynode" is forbidden: is not allowed to modify labels: node-restriction.kubernetes.io/foo"#,
-            ),
-            (
-                "allow delete of my node",
-                attrs(Delete, "nodes", "", "", "mynode", &me),
-                node_obj("mynode", &[], vec![]),
-                None,
-                "",
-            ),
-            (
-                "forbid delete of other node",
-                attrs(Delete, "nodes", "", "", "othernode", &me),
-                node_obj("othernode", &[], vec![]),
-                None,
-                r#"nodes "othernode" is forbidden: node "mynode" is not allowed to modify node "othernode""#,
-            ),
+                want: r#"nodes "mynode" is forbidden: is not allowed to modify labels: node-restriction.kubernetes.io/foo"#,
+            },
+            Case {
+                name: "allow delete of my node",
+                attrs: attrs(Delete, "nodes", "", "", "mynode", &me),
+                node: node_obj("mynode", &[], vec![]),
+                old: None,
+                want: "",
+            },
+            Case {
+                name: "forbid delete of other node",
+                attrs: attrs(Delete, "nodes", "", "", "othernode", &me),
+                node: node_obj("othernode", &[], vec![]),
+                old: None,
+                want: r#"nodes "othernode" is forbidden: node "mynode" is not allowed to modify node "othernode""#,
+            },
         ];
-        for (name, a, node, old, want) in cases {
+        for Case {
+            name,
+            attrs: a,
+            node,
+            old,
+            want,
+        } in cases
+        {
             assert_eq!(message(admit_node(&a, &node, old.as_ref())), want, "{name}");
         }
     }
@@ -1106,51 +1132,63 @@ mod tests {
             spec: None,
         };
         use Operation::*;
+        struct Case<'a> {
+            name: &'static str,
+            attrs: Attributes<'a>,
+            lease: Option<Lease>,
+            want: &'static str,
+        }
         let cases = [
-            (
-                "allow create of my lease",
-                attrs(Create, "leases", "", NAMESPACE_NODE_LEASE, "", &me),
-                Some(lease("mynode")),
-                "",
-            ),
-            (
-                "forbid create of other lease",
-                attrs(Create, "leases", "", NAMESPACE_NODE_LEASE, "", &me),
-                Some(lease("othernode")),
-                r#"leases.coordination.k8s.io "othernode" is forbidden: can only access node lease with the same name as the requesting node"#,
-            ),
-            (
-                "forbid create in another namespace",
-                attrs(Create, "leases", "", "default", "", &me),
-                Some(lease("mynode")),
-                r#"leases.coordination.k8s.io "mynode" is forbidden: can only access leases in the "kube-node-lease" system namespace"#,
-            ),
-            (
-                "allow update of my lease",
-                attrs(Update, "leases", "", NAMESPACE_NODE_LEASE, "mynode", &me),
-                Some(lease("mynode")),
-                "",
-            ),
-            (
-                "forbid update of other lease",
-                attrs(Update, "leases", "", NAMESPACE_NODE_LEASE, "othernode", &me),
-                Some(lease("othernode")),
-                r#"leases.coordination.k8s.io "othernode" is forbidden: can only access node lease with the same name as the requesting node"#,
-            ),
-            (
-                "allow delete of my lease",
-                attrs(Delete, "leases", "", NAMESPACE_NODE_LEASE, "mynode", &me),
-                None,
-                "",
-            ),
-            (
-                "forbid delete of other lease",
-                attrs(Delete, "leases", "", NAMESPACE_NODE_LEASE, "othernode", &me),
-                None,
-                r#"leases.coordination.k8s.io "othernode" is forbidden: can only access node lease with the same name as the requesting node"#,
-            ),
+            Case {
+                name: "allow create of my lease",
+                attrs: attrs(Create, "leases", "", NAMESPACE_NODE_LEASE, "", &me),
+                lease: Some(lease("mynode")),
+                want: "",
+            },
+            Case {
+                name: "forbid create of other lease",
+                attrs: attrs(Create, "leases", "", NAMESPACE_NODE_LEASE, "", &me),
+                lease: Some(lease("othernode")),
+                want: r#"leases.coordination.k8s.io "othernode" is forbidden: can only access node lease with the same name as the requesting node"#,
+            },
+            Case {
+                name: "forbid create in another namespace",
+                attrs: attrs(Create, "leases", "", "default", "", &me),
+                lease: Some(lease("mynode")),
+                want: r#"leases.coordination.k8s.io "mynode" is forbidden: can only access leases in the "kube-node-lease" system namespace"#,
+            },
+            Case {
+                name: "allow update of my lease",
+                attrs: attrs(Update, "leases", "", NAMESPACE_NODE_LEASE, "mynode", &me),
+                lease: Some(lease("mynode")),
+                want: "",
+            },
+            Case {
+                name: "forbid update of other lease",
+                attrs: attrs(Update, "leases", "", NAMESPACE_NODE_LEASE, "othernode", &me),
+                lease: Some(lease("othernode")),
+                want: r#"leases.coordination.k8s.io "othernode" is forbidden: can only access node lease with the same name as the requesting node"#,
+            },
+            Case {
+                name: "allow delete of my lease",
+                attrs: attrs(Delete, "leases", "", NAMESPACE_NODE_LEASE, "mynode", &me),
+                lease: None,
+                want: "",
+            },
+            Case {
+                name: "forbid delete of other lease",
+                attrs: attrs(Delete, "leases", "", NAMESPACE_NODE_LEASE, "othernode", &me),
+                lease: None,
+                want: r#"leases.coordination.k8s.io "othernode" is forbidden: can only access node lease with the same name as the requesting node"#,
+            },
         ];
-        for (name, a, lease, want) in cases {
+        for Case {
+            name,
+            attrs: a,
+            lease,
+            want,
+        } in cases
+        {
             assert_eq!(message(admit_lease(&a, lease.as_ref())), want, "{name}");
         }
     }

@@ -40,78 +40,67 @@ pub fn admit(node: &mut Node) {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use berth_core::test_util::taint;
-    use k8s_openapi::api::core::v1::{NodeCondition, NodeSpec, NodeStatus};
-    use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
-
-    fn node(taints: Option<Vec<Taint>>, status: Option<NodeStatus>) -> Node {
-        Node {
-            metadata: ObjectMeta {
-                name: Some("mynode".into()),
-                ..Default::default()
-            },
-            spec: Some(NodeSpec {
-                taints,
-                ..Default::default()
-            }),
-            status,
-        }
-    }
+    use berth_core::test_util::{make_node, taint};
 
     #[test]
     fn node_taints_match_upstream_table() {
         // Upstream Test_nodeTaints (the rows that remain since the feature
         // gate and the config file were removed upstream).
         let not_ready = taint(TAINT_NODE_NOT_READY, "", "NoSchedule");
-        let unready_status = NodeStatus {
-            conditions: Some(vec![NodeCondition {
-                type_: "Ready".into(),
-                status: "False".into(),
-                ..Default::default()
-            }]),
-            ..Default::default()
-        };
+        struct Case {
+            name: &'static str,
+            node: Node,
+            want_taints: Vec<Taint>,
+        }
         let cases = [
-            (
-                "notReady taint is added on creation",
-                node(None, None),
-                vec![not_ready.clone()],
-            ),
-            (
-                "already tainted node is not tainted again",
-                node(Some(vec![not_ready.clone()]), None),
-                vec![not_ready.clone()],
-            ),
-            (
-                "NotReady taint is added to an unready node as well",
-                node(None, Some(unready_status)),
-                vec![not_ready.clone()],
-            ),
-            (
-                "a not-ready taint with another value counts as present",
-                node(
-                    Some(vec![taint(TAINT_NODE_NOT_READY, "x", "NoSchedule")]),
-                    None,
-                ),
-                vec![taint(TAINT_NODE_NOT_READY, "x", "NoSchedule")],
-            ),
-            (
-                "a not-ready NoExecute taint does not count",
-                node(
-                    Some(vec![taint(TAINT_NODE_NOT_READY, "", "NoExecute")]),
-                    None,
-                ),
-                vec![
+            Case {
+                name: "notReady taint is added on creation",
+                node: make_node().name("mynode").obj(),
+                want_taints: vec![not_ready.clone()],
+            },
+            Case {
+                name: "already tainted node is not tainted again",
+                node: make_node()
+                    .name("mynode")
+                    .taints(vec![not_ready.clone()])
+                    .obj(),
+                want_taints: vec![not_ready.clone()],
+            },
+            Case {
+                name: "NotReady taint is added to an unready node as well",
+                node: make_node().name("mynode").condition("Ready", "False").obj(),
+                want_taints: vec![not_ready.clone()],
+            },
+            Case {
+                name: "a not-ready taint with another value counts as present",
+                node: make_node()
+                    .name("mynode")
+                    .taints(vec![taint(TAINT_NODE_NOT_READY, "x", "NoSchedule")])
+                    .obj(),
+                want_taints: vec![taint(TAINT_NODE_NOT_READY, "x", "NoSchedule")],
+            },
+            Case {
+                name: "a not-ready NoExecute taint does not count",
+                node: make_node()
+                    .name("mynode")
+                    .taints(vec![taint(TAINT_NODE_NOT_READY, "", "NoExecute")])
+                    .obj(),
+                want_taints: vec![
                     taint(TAINT_NODE_NOT_READY, "", "NoExecute"),
                     not_ready.clone(),
                 ],
-            ),
+            },
         ];
-        for (name, mut node, want) in cases {
+        for Case {
+            name,
+            mut node,
+            want_taints,
+        } in cases
+        {
             admit(&mut node);
             assert_eq!(
                 node.spec.and_then(|s| s.taints).unwrap_or_default(),
-                want,
+                want_taints,
                 "{name}"
             );
         }

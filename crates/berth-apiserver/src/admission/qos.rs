@@ -131,7 +131,8 @@ pub fn compute_pod_qos(pod: &Pod) -> QosClass {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use k8s_openapi::api::core::v1::{Container, PodSpec};
+    use berth_core::test_util::make_pod;
+    use k8s_openapi::api::core::v1::Container;
 
     fn list(cpu: &str, memory: &str) -> BTreeMap<String, K8sQuantity> {
         let mut m = BTreeMap::new();
@@ -174,217 +175,189 @@ mod tests {
         }
     }
 
-    fn pod(
-        containers: Vec<Container>,
-        init: Vec<Container>,
-        pod_level: Option<ResourceRequirements>,
-    ) -> Pod {
-        Pod {
-            spec: Some(PodSpec {
-                containers,
-                init_containers: (!init.is_empty()).then_some(init),
-                resources: pod_level,
-                ..Default::default()
-            }),
-            ..Default::default()
-        }
-    }
-
     #[test]
     fn compute_pod_qos_matches_upstream_table() {
         // Upstream TestComputePodQOS (names as upstream's pods).
         use QosClass::*;
         let e = || list("", "");
-        let cases: Vec<(&str, Pod, QosClass)> = vec![
-            (
-                "guaranteed",
-                pod(
-                    vec![container(list("100m", "100Mi"), list("100m", "100Mi"))],
-                    vec![],
-                    None,
-                ),
-                Guaranteed,
-            ),
-            (
-                "guaranteed-guaranteed",
-                pod(
-                    vec![
+        struct Case {
+            name: &'static str,
+            pod: Pod,
+            want: QosClass,
+        }
+        let cases = [
+            Case {
+                name: "guaranteed",
+                pod: make_pod()
+                    .containers(vec![container(
+                        list("100m", "100Mi"),
+                        list("100m", "100Mi"),
+                    )])
+                    .obj(),
+                want: Guaranteed,
+            },
+            Case {
+                name: "guaranteed-guaranteed",
+                pod: make_pod()
+                    .containers(vec![
                         container(list("100m", "100Mi"), list("100m", "100Mi")),
                         container(list("100m", "100Mi"), list("100m", "100Mi")),
-                    ],
-                    vec![],
-                    None,
-                ),
-                Guaranteed,
-            ),
-            (
-                "best-effort-best-effort",
-                pod(vec![container(e(), e()), container(e(), e())], vec![], None),
-                BestEffort,
-            ),
-            (
-                "best-effort",
-                pod(vec![container(e(), e())], vec![], None),
-                BestEffort,
-            ),
-            (
-                "best-effort-burstable",
-                pod(
-                    vec![container(e(), e()), container(list("1", ""), list("2", ""))],
-                    vec![],
-                    None,
-                ),
-                Burstable,
-            ),
-            (
-                "best-effort-guaranteed",
-                pod(
-                    vec![
+                    ])
+                    .obj(),
+                want: Guaranteed,
+            },
+            Case {
+                name: "best-effort-best-effort",
+                pod: make_pod()
+                    .containers(vec![container(e(), e()), container(e(), e())])
+                    .obj(),
+                want: BestEffort,
+            },
+            Case {
+                name: "best-effort",
+                pod: make_pod().containers(vec![container(e(), e())]).obj(),
+                want: BestEffort,
+            },
+            Case {
+                name: "best-effort-burstable",
+                pod: make_pod()
+                    .containers(vec![
+                        container(e(), e()),
+                        container(list("1", ""), list("2", "")),
+                    ])
+                    .obj(),
+                want: Burstable,
+            },
+            Case {
+                name: "best-effort-guaranteed",
+                pod: make_pod()
+                    .containers(vec![
                         container(e(), e()),
                         container(list("10m", "100Mi"), list("10m", "100Mi")),
-                    ],
-                    vec![],
-                    None,
-                ),
-                Burstable,
-            ),
-            (
-                "burstable-cpu-guaranteed-memory",
-                pod(
-                    vec![container(list("", "100Mi"), list("", "100Mi"))],
-                    vec![],
-                    None,
-                ),
-                Burstable,
-            ),
-            (
-                "burstable-no-limits",
-                pod(vec![container(list("100m", "100Mi"), e())], vec![], None),
-                Burstable,
-            ),
-            (
-                "burstable-guaranteed",
-                pod(
-                    vec![
+                    ])
+                    .obj(),
+                want: Burstable,
+            },
+            Case {
+                name: "burstable-cpu-guaranteed-memory",
+                pod: make_pod()
+                    .containers(vec![container(list("", "100Mi"), list("", "100Mi"))])
+                    .obj(),
+                want: Burstable,
+            },
+            Case {
+                name: "burstable-no-limits",
+                pod: make_pod()
+                    .containers(vec![container(list("100m", "100Mi"), e())])
+                    .obj(),
+                want: Burstable,
+            },
+            Case {
+                name: "burstable-guaranteed",
+                pod: make_pod()
+                    .containers(vec![
                         container(list("1", "100Mi"), list("2", "100Mi")),
                         container(list("100m", "100Mi"), list("100m", "100Mi")),
-                    ],
-                    vec![],
-                    None,
-                ),
-                Burstable,
-            ),
-            (
-                "burstable-unbounded-but-requests-match-limits",
-                pod(
-                    vec![
+                    ])
+                    .obj(),
+                want: Burstable,
+            },
+            Case {
+                name: "burstable-unbounded-but-requests-match-limits",
+                pod: make_pod()
+                    .containers(vec![
                         container(list("100m", "100Mi"), list("200m", "200Mi")),
                         container(list("100m", "100Mi"), e()),
-                    ],
-                    vec![],
-                    None,
-                ),
-                Burstable,
-            ),
-            (
-                "burstable-1",
-                pod(
-                    vec![container(list("10m", "100Mi"), list("100m", "200Mi"))],
-                    vec![],
-                    None,
-                ),
-                Burstable,
-            ),
-            (
-                "burstable-2",
-                pod(
-                    vec![container(list("0", "0"), list("100m", "200Mi"))],
-                    vec![],
-                    None,
-                ),
-                Burstable,
-            ),
-            (
-                "best-effort-hugepages",
-                pod(
-                    vec![container(
+                    ])
+                    .obj(),
+                want: Burstable,
+            },
+            Case {
+                name: "burstable-1",
+                pod: make_pod()
+                    .containers(vec![container(list("10m", "100Mi"), list("100m", "200Mi"))])
+                    .obj(),
+                want: Burstable,
+            },
+            Case {
+                name: "burstable-2",
+                pod: make_pod()
+                    .containers(vec![container(list("0", "0"), list("100m", "200Mi"))])
+                    .obj(),
+                want: Burstable,
+            },
+            Case {
+                name: "best-effort-hugepages",
+                pod: make_pod()
+                    .containers(vec![container(
                         with(list("0", "0"), "hugepages-2Mi", "1Gi"),
                         with(list("0", "0"), "hugepages-2Mi", "1Gi"),
-                    )],
-                    vec![],
-                    None,
-                ),
-                BestEffort,
-            ),
-            (
-                "init-container",
-                pod(
-                    vec![container(e(), e())],
-                    vec![container(list("10m", "100Mi"), list("100m", "200Mi"))],
-                    None,
-                ),
-                Burstable,
-            ),
-            (
-                "guaranteed-with-pod-level-resources",
-                pod(
-                    vec![container(e(), e())],
-                    vec![],
-                    Some(reqs(list("10m", "100Mi"), list("10m", "100Mi"))),
-                ),
-                Guaranteed,
-            ),
-            (
-                "guaranteed-with-pod-and-container-level-resources",
-                pod(
-                    vec![container(list("3m", "10Mi"), list("5m", "20Mi"))],
-                    vec![],
-                    Some(reqs(list("10m", "100Mi"), list("10m", "100Mi"))),
-                ),
-                Guaranteed,
-            ),
-            (
-                "burstable-with-pod-level-resources",
-                pod(
-                    vec![container(e(), e())],
-                    vec![],
-                    Some(reqs(list("10m", "10Mi"), list("20m", "50Mi"))),
-                ),
-                Burstable,
-            ),
-            (
-                "burstable-with-pod-and-container-level-resources",
-                pod(
-                    vec![container(list("5m", "10Mi"), list("5m", "10Mi"))],
-                    vec![],
-                    Some(reqs(list("10m", "10Mi"), list("20m", "50Mi"))),
-                ),
-                Burstable,
-            ),
-            (
-                "burstable-with-pod-and-container-level-requests",
-                pod(
-                    vec![container(list("5m", "10Mi"), e())],
-                    vec![],
-                    Some(reqs(list("10m", "10Mi"), e())),
-                ),
-                Burstable,
-            ),
-            (
-                "burstable-with-pod-and-container-level-resources-2",
-                pod(
-                    vec![
+                    )])
+                    .obj(),
+                want: BestEffort,
+            },
+            Case {
+                name: "init-container",
+                pod: make_pod()
+                    .containers(vec![container(e(), e())])
+                    .init_containers(vec![container(list("10m", "100Mi"), list("100m", "200Mi"))])
+                    .obj(),
+                want: Burstable,
+            },
+            Case {
+                name: "guaranteed-with-pod-level-resources",
+                pod: make_pod()
+                    .containers(vec![container(e(), e())])
+                    .resources(reqs(list("10m", "100Mi"), list("10m", "100Mi")))
+                    .obj(),
+                want: Guaranteed,
+            },
+            Case {
+                name: "guaranteed-with-pod-and-container-level-resources",
+                pod: make_pod()
+                    .containers(vec![container(list("3m", "10Mi"), list("5m", "20Mi"))])
+                    .resources(reqs(list("10m", "100Mi"), list("10m", "100Mi")))
+                    .obj(),
+                want: Guaranteed,
+            },
+            Case {
+                name: "burstable-with-pod-level-resources",
+                pod: make_pod()
+                    .containers(vec![container(e(), e())])
+                    .resources(reqs(list("10m", "10Mi"), list("20m", "50Mi")))
+                    .obj(),
+                want: Burstable,
+            },
+            Case {
+                name: "burstable-with-pod-and-container-level-resources",
+                pod: make_pod()
+                    .containers(vec![container(list("5m", "10Mi"), list("5m", "10Mi"))])
+                    .resources(reqs(list("10m", "10Mi"), list("20m", "50Mi")))
+                    .obj(),
+                want: Burstable,
+            },
+            Case {
+                name: "burstable-with-pod-and-container-level-requests",
+                pod: make_pod()
+                    .containers(vec![container(list("5m", "10Mi"), e())])
+                    .resources(reqs(list("10m", "10Mi"), e()))
+                    .obj(),
+                want: Burstable,
+            },
+            Case {
+                name: "burstable-with-pod-and-container-level-resources-2",
+                pod: make_pod()
+                    .containers(vec![
                         container(list("5m", "10Mi"), e()),
                         container(list("5m", "10Mi"), list("5m", "10Mi")),
-                    ],
-                    vec![],
-                    Some(reqs(list("10m", "10Mi"), list("5m", ""))),
-                ),
-                Burstable,
-            ),
+                    ])
+                    .resources(reqs(list("10m", "10Mi"), list("5m", "")))
+                    .obj(),
+                want: Burstable,
+            },
         ];
-        for (name, pod, want) in cases {
-            assert_eq!(compute_pod_qos(&pod), want, "{name}");
+        for case in cases {
+            assert_eq!(compute_pod_qos(&case.pod), case.want, "{}", case.name);
         }
     }
 
@@ -401,37 +374,44 @@ mod tests {
     #[test]
     fn collect_pod_level_resources_matches_upstream_table() {
         // Upstream TestCollectPodLevelResources.
+        struct Case {
+            name: &'static str,
+            requests: BTreeMap<String, K8sQuantity>,
+            limits: BTreeMap<String, K8sQuantity>,
+            want_guaranteed: bool,
+        }
         let cases = [
-            (
-                "cpu+mem limits present -> Guaranteed",
-                list("100m", "128Mi"),
-                list("750m", "512Mi"),
-                true,
-            ),
-            (
-                "only cpu limit -> not Guaranteed",
-                list("100m", "128Mi"),
-                list("750m", ""),
-                false,
-            ),
-            (
-                "only memory limit -> not Guaranteed",
-                list("100m", "128Mi"),
-                list("", "512Mi"),
-                false,
-            ),
-            (
-                "no limits -> not Guaranteed",
-                list("100m", "128Mi"),
-                list("", ""),
-                false,
-            ),
+            Case {
+                name: "cpu+mem limits present -> Guaranteed",
+                requests: list("100m", "128Mi"),
+                limits: list("750m", "512Mi"),
+                want_guaranteed: true,
+            },
+            Case {
+                name: "only cpu limit -> not Guaranteed",
+                requests: list("100m", "128Mi"),
+                limits: list("750m", ""),
+                want_guaranteed: false,
+            },
+            Case {
+                name: "only memory limit -> not Guaranteed",
+                requests: list("100m", "128Mi"),
+                limits: list("", "512Mi"),
+                want_guaranteed: false,
+            },
+            Case {
+                name: "no limits -> not Guaranteed",
+                requests: list("100m", "128Mi"),
+                limits: list("", ""),
+                want_guaranteed: false,
+            },
         ];
-        for (name, r, l, want) in cases {
-            let (got_r, got_l, got) = collect_pod_level(&reqs(r.clone(), l.clone()));
-            assert_eq!(got, want, "{name}");
-            assert_eq!(names(&got_r), names_of(r), "{name}");
-            assert_eq!(names(&got_l), names_of(l), "{name}");
+        for case in cases {
+            let (requests, limits) = (case.requests, case.limits);
+            let (got_r, got_l, got) = collect_pod_level(&reqs(requests.clone(), limits.clone()));
+            assert_eq!(got, case.want_guaranteed, "{}", case.name);
+            assert_eq!(names(&got_r), names_of(requests), "{}", case.name);
+            assert_eq!(names(&got_l), names_of(limits), "{}", case.name);
         }
     }
 
@@ -439,61 +419,69 @@ mod tests {
     fn collect_container_level_resources_matches_upstream_table() {
         // Upstream TestCollectContainerLevelResources (the ephemeral
         // container row: ephemeral containers are never looked at).
-        let cases = vec![
-            (
-                "single container: full CPU+Mem limits -> Guaranteed",
-                pod(
-                    vec![container(list("100m", "200Mi"), list("200m", "400Mi"))],
-                    vec![],
-                    None,
-                ),
-                ("100m", "200Mi"),
-                ("200m", "400Mi"),
-                true,
-            ),
-            (
-                "two containers and init container with CPU+Mem limits -> Guaranteed",
-                pod(
-                    vec![
+        struct Case {
+            name: &'static str,
+            pod: Pod,
+            /// (cpu, memory)
+            want_requests: (&'static str, &'static str),
+            /// (cpu, memory)
+            want_limits: (&'static str, &'static str),
+            want_guaranteed: bool,
+        }
+        let cases = [
+            Case {
+                name: "single container: full CPU+Mem limits -> Guaranteed",
+                pod: make_pod()
+                    .containers(vec![container(
+                        list("100m", "200Mi"),
+                        list("200m", "400Mi"),
+                    )])
+                    .obj(),
+                want_requests: ("100m", "200Mi"),
+                want_limits: ("200m", "400Mi"),
+                want_guaranteed: true,
+            },
+            Case {
+                name: "two containers and init container with CPU+Mem limits -> Guaranteed",
+                pod: make_pod()
+                    .containers(vec![
                         container(list("100m", "100Mi"), list("200m", "200Mi")),
                         container(list("300m", "400Mi"), list("800m", "1000Mi")),
-                    ],
-                    vec![container(list("50m", "50Mi"), list("100m", "100Mi"))],
-                    None,
-                ),
-                ("450m", "550Mi"),
-                ("1100m", "1300Mi"),
-                true,
-            ),
-            (
-                "only CPU limit (Mem limit absent/zero) -> NotGuaranteed",
-                pod(
-                    vec![container(list("0", "0"), list("100m", ""))],
-                    vec![],
-                    None,
-                ),
-                ("", ""),
-                ("100m", ""),
-                false,
-            ),
-            (
-                "two containers + init: one container missing CPU limit -> NotGuaranteed",
-                pod(
-                    vec![
+                    ])
+                    .init_containers(vec![container(list("50m", "50Mi"), list("100m", "100Mi"))])
+                    .obj(),
+                want_requests: ("450m", "550Mi"),
+                want_limits: ("1100m", "1300Mi"),
+                want_guaranteed: true,
+            },
+            Case {
+                name: "only CPU limit (Mem limit absent/zero) -> NotGuaranteed",
+                pod: make_pod()
+                    .containers(vec![container(list("0", "0"), list("100m", ""))])
+                    .obj(),
+                want_requests: ("", ""),
+                want_limits: ("100m", ""),
+                want_guaranteed: false,
+            },
+            Case {
+                name: "two containers + init: one container missing CPU limit -> NotGuaranteed",
+                pod: make_pod()
+                    .containers(vec![
                         container(list("100m", "100Mi"), list("200m", "300Mi")),
                         container(list("300m", "100Mi"), list("50m", "300Mi")),
-                    ],
-                    vec![container(list("50m", "50Mi"), list("", "50Mi"))],
-                    None,
-                ),
-                ("450m", "250Mi"),
-                ("250m", "650Mi"),
-                false,
-            ),
+                    ])
+                    .init_containers(vec![container(list("50m", "50Mi"), list("", "50Mi"))])
+                    .obj(),
+                want_requests: ("450m", "250Mi"),
+                want_limits: ("250m", "650Mi"),
+                want_guaranteed: false,
+            },
         ];
-        for (name, pod, (rc, rm), (lc, lm), want) in cases {
-            let (r, l, got) = collect_container_level(&pod);
-            assert_eq!(got, want, "{name}");
+        for case in cases {
+            let name = case.name;
+            let ((rc, rm), (lc, lm)) = (case.want_requests, case.want_limits);
+            let (r, l, got) = collect_container_level(&case.pod);
+            assert_eq!(got, case.want_guaranteed, "{name}");
             // Compare as quantities (upstream uses Semantic.DeepEqual, which
             // compares quantities by value, not by spelling).
             let as_q = |m: BTreeMap<String, K8sQuantity>| -> Sums {

@@ -56,8 +56,7 @@ pub fn stamp(node: &mut Node, old: Option<&Node>, now: Timestamp) {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use berth_core::test_util::taint;
-    use k8s_openapi::api::core::v1::NodeSpec;
+    use berth_core::test_util::{make_node, taint};
 
     fn ts(s: &str) -> Timestamp {
         s.parse().unwrap_or_else(|e| panic!("{s}: {e}"))
@@ -68,16 +67,6 @@ mod tests {
         t
     }
 
-    fn node(taints: Vec<Taint>) -> Node {
-        Node {
-            spec: Some(NodeSpec {
-                taints: Some(taints),
-                ..Default::default()
-            }),
-            ..Default::default()
-        }
-    }
-
     const NOW: &str = "2026-01-01T00:10:00.750Z";
     const NOW_S: &str = "2026-01-01T00:10:00Z";
     const THEN: &str = "2026-01-01T00:00:00Z";
@@ -85,72 +74,80 @@ mod tests {
     #[test]
     fn time_added_is_stamped_or_carried_over() {
         let ne = || taint("k", "v", "NoExecute");
-        // (name, taints sent, stored taints, taints admitted)
-        type Case = (&'static str, Vec<Taint>, Option<Vec<Taint>>, Vec<Taint>);
-        let cases: Vec<Case> = vec![
-            (
-                "create: a NoExecute taint gets now, in whole seconds",
-                vec![ne()],
-                None,
-                vec![at(ne(), NOW_S)],
-            ),
-            (
-                "create: NoSchedule and PreferNoSchedule taints are left alone",
-                vec![
+        struct Case {
+            name: &'static str,
+            /// The taints the request sends.
+            sent: Vec<Taint>,
+            /// The stored node's taints (`None`: a create).
+            stored: Option<Vec<Taint>>,
+            /// The taints admission lets through.
+            want: Vec<Taint>,
+        }
+        let cases = [
+            Case {
+                name: "create: a NoExecute taint gets now, in whole seconds",
+                sent: vec![ne()],
+                stored: None,
+                want: vec![at(ne(), NOW_S)],
+            },
+            Case {
+                name: "create: NoSchedule and PreferNoSchedule taints are left alone",
+                sent: vec![
                     taint("a", "", "NoSchedule"),
                     taint("b", "", "PreferNoSchedule"),
                 ],
-                None,
-                vec![
+                stored: None,
+                want: vec![
                     taint("a", "", "NoSchedule"),
                     taint("b", "", "PreferNoSchedule"),
                 ],
-            ),
-            (
-                "create: a timeAdded the client sent is kept",
-                vec![at(ne(), THEN)],
-                None,
-                vec![at(ne(), THEN)],
-            ),
-            (
-                "update: the same taint sent without timeAdded keeps the stored one",
-                vec![ne()],
-                Some(vec![at(ne(), THEN)]),
-                vec![at(ne(), THEN)],
-            ),
-            (
-                "update: a changed value is a new taint",
-                vec![taint("k", "w", "NoExecute")],
-                Some(vec![at(ne(), THEN)]),
-                vec![at(taint("k", "w", "NoExecute"), NOW_S)],
-            ),
-            (
-                "update: a taint new to the node gets now, the others keep theirs",
-                vec![ne(), taint("n", "", "NoExecute")],
-                Some(vec![at(ne(), THEN)]),
-                vec![at(ne(), THEN), at(taint("n", "", "NoExecute"), NOW_S)],
-            ),
-            (
-                "update: a stored taint without timeAdded gets now",
-                vec![ne()],
-                Some(vec![ne()]),
-                vec![at(ne(), NOW_S)],
-            ),
-            (
-                "update: re-adding a removed taint restarts its clock",
-                vec![ne()],
-                Some(vec![]),
-                vec![at(ne(), NOW_S)],
-            ),
+            },
+            Case {
+                name: "create: a timeAdded the client sent is kept",
+                sent: vec![at(ne(), THEN)],
+                stored: None,
+                want: vec![at(ne(), THEN)],
+            },
+            Case {
+                name: "update: the same taint sent without timeAdded keeps the stored one",
+                sent: vec![ne()],
+                stored: Some(vec![at(ne(), THEN)]),
+                want: vec![at(ne(), THEN)],
+            },
+            Case {
+                name: "update: a changed value is a new taint",
+                sent: vec![taint("k", "w", "NoExecute")],
+                stored: Some(vec![at(ne(), THEN)]),
+                want: vec![at(taint("k", "w", "NoExecute"), NOW_S)],
+            },
+            Case {
+                name: "update: a taint new to the node gets now, the others keep theirs",
+                sent: vec![ne(), taint("n", "", "NoExecute")],
+                stored: Some(vec![at(ne(), THEN)]),
+                want: vec![at(ne(), THEN), at(taint("n", "", "NoExecute"), NOW_S)],
+            },
+            Case {
+                name: "update: a stored taint without timeAdded gets now",
+                sent: vec![ne()],
+                stored: Some(vec![ne()]),
+                want: vec![at(ne(), NOW_S)],
+            },
+            Case {
+                name: "update: re-adding a removed taint restarts its clock",
+                sent: vec![ne()],
+                stored: Some(vec![]),
+                want: vec![at(ne(), NOW_S)],
+            },
         ];
-        for (name, taints, old, want) in cases {
-            let mut n = node(taints);
-            let old = old.map(node);
+        for case in cases {
+            let mut n = make_node().taints(case.sent).obj();
+            let old = case.stored.map(|taints| make_node().taints(taints).obj());
             stamp(&mut n, old.as_ref(), ts(NOW));
             assert_eq!(
                 n.spec.and_then(|s| s.taints).unwrap_or_default(),
-                want,
-                "{name}"
+                case.want,
+                "{}",
+                case.name
             );
         }
     }

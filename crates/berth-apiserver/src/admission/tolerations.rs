@@ -263,48 +263,75 @@ mod tests {
     #[test]
     fn verify_against_whitelist_matches_upstream_table() {
         // Upstream TestVerifyAgainstWhitelist.
-        let cases: &[(&str, &[&str], &[&str], bool)] = &[
-            (
-                "equal input and whitelist",
-                &["foo-bar-nosched", "foo-baz-nosched"],
-                &["foo-bar-nosched", "foo-baz-nosched"],
-                true,
-            ),
-            (
-                "duplicate input allowed",
-                &["foo-bar-nosched", "foo-bar-nosched"],
-                &["foo-bar-nosched", "foo-baz-nosched"],
-                true,
-            ),
-            (
-                "allow all",
-                &["foo-bar-nosched", "foo-bar-nosched"],
-                &["all"],
-                true,
-            ),
-            (
-                "duplicate input forbidden",
-                &["foo-bar-nosched", "foo-bar-nosched"],
-                &["foo-baz-nosched"],
-                false,
-            ),
-            (
-                "value mismatch",
-                &["foo-bar-nosched", "foo-baz-nosched"],
-                &["foo-baz-nosched"],
-                false,
-            ),
-            (
-                "input does not exist in whitelist",
-                &["foo-bar-nosched"],
-                &["foo-baz-nosched"],
-                false,
-            ),
-            ("disjoint sets", &["foo-bar"], &["foo-nosched"], false),
-            ("empty whitelist", &["foo-bar"], &[], true),
-            ("empty input", &[], &["foo-bar"], true),
+        struct Case {
+            name: &'static str,
+            input: &'static [&'static str],
+            whitelist: &'static [&'static str],
+            want: bool,
+        }
+        let cases: &[Case] = &[
+            Case {
+                name: "equal input and whitelist",
+                input: &["foo-bar-nosched", "foo-baz-nosched"],
+                whitelist: &["foo-bar-nosched", "foo-baz-nosched"],
+                want: true,
+            },
+            Case {
+                name: "duplicate input allowed",
+                input: &["foo-bar-nosched", "foo-bar-nosched"],
+                whitelist: &["foo-bar-nosched", "foo-baz-nosched"],
+                want: true,
+            },
+            Case {
+                name: "allow all",
+                input: &["foo-bar-nosched", "foo-bar-nosched"],
+                whitelist: &["all"],
+                want: true,
+            },
+            Case {
+                name: "duplicate input forbidden",
+                input: &["foo-bar-nosched", "foo-bar-nosched"],
+                whitelist: &["foo-baz-nosched"],
+                want: false,
+            },
+            Case {
+                name: "value mismatch",
+                input: &["foo-bar-nosched", "foo-baz-nosched"],
+                whitelist: &["foo-baz-nosched"],
+                want: false,
+            },
+            Case {
+                name: "input does not exist in whitelist",
+                input: &["foo-bar-nosched"],
+                whitelist: &["foo-baz-nosched"],
+                want: false,
+            },
+            Case {
+                name: "disjoint sets",
+                input: &["foo-bar"],
+                whitelist: &["foo-nosched"],
+                want: false,
+            },
+            Case {
+                name: "empty whitelist",
+                input: &["foo-bar"],
+                whitelist: &[],
+                want: true,
+            },
+            Case {
+                name: "empty input",
+                input: &[],
+                whitelist: &["foo-bar"],
+                want: true,
+            },
         ];
-        for (name, input, whitelist, want) in cases {
+        for Case {
+            name,
+            input,
+            whitelist,
+            want,
+        } in cases
+        {
             assert_eq!(
                 verify_against_whitelist(&list(input), &list(whitelist)),
                 *want,
@@ -316,51 +343,57 @@ mod tests {
     #[test]
     fn merge_tolerations_matches_upstream_table() {
         // Upstream TestMergeTolerations.
-        type Case = (
-            &'static str,
-            &'static [&'static str],
-            &'static [&'static str],
-            &'static [&'static str],
-        );
+        struct Case {
+            name: &'static str,
+            first: &'static [&'static str],
+            second: &'static [&'static str],
+            want: &'static [&'static str],
+        }
         let cases: &[Case] = &[
-            (
-                "disjoint",
-                &["foo-bar-nosched", "faz-baz-nosched", "foo-noexec-10"],
-                &["foo-prefnosched", "foo-baz-nosched"],
-                &[
+            Case {
+                name: "disjoint",
+                first: &["foo-bar-nosched", "faz-baz-nosched", "foo-noexec-10"],
+                second: &["foo-prefnosched", "foo-baz-nosched"],
+                want: &[
                     "foo-bar-nosched",
                     "faz-baz-nosched",
                     "foo-noexec-10",
                     "foo-prefnosched",
                     "foo-baz-nosched",
                 ],
-            ),
-            (
-                "duplicate",
-                &["foo-bar-nosched", "faz-baz-nosched", "foo-noexec-10"],
-                &["foo-bar-nosched", "faz-baz-nosched", "foo-noexec-10"],
-                &["foo-bar-nosched", "faz-baz-nosched", "foo-noexec-10"],
-            ),
-            (
-                "merge redundant",
-                &["foo-bar-nosched", "foo-baz-nosched"],
-                &["foo-nosched", "faz-baz-nosched"],
-                &["foo-nosched", "faz-baz-nosched"],
-            ),
-            (
-                "merge all",
-                &["foo-bar-nosched", "foo-baz-nosched", "foo-noexec-10"],
-                &["all"],
-                &["all"],
-            ),
-            (
-                "merge into all",
-                &["all"],
-                &["foo-bar-nosched", "foo-baz-nosched", "foo-noexec-10"],
-                &["all"],
-            ),
+            },
+            Case {
+                name: "duplicate",
+                first: &["foo-bar-nosched", "faz-baz-nosched", "foo-noexec-10"],
+                second: &["foo-bar-nosched", "faz-baz-nosched", "foo-noexec-10"],
+                want: &["foo-bar-nosched", "faz-baz-nosched", "foo-noexec-10"],
+            },
+            Case {
+                name: "merge redundant",
+                first: &["foo-bar-nosched", "foo-baz-nosched"],
+                second: &["foo-nosched", "faz-baz-nosched"],
+                want: &["foo-nosched", "faz-baz-nosched"],
+            },
+            Case {
+                name: "merge all",
+                first: &["foo-bar-nosched", "foo-baz-nosched", "foo-noexec-10"],
+                second: &["all"],
+                want: &["all"],
+            },
+            Case {
+                name: "merge into all",
+                first: &["all"],
+                second: &["foo-bar-nosched", "foo-baz-nosched", "foo-noexec-10"],
+                want: &["all"],
+            },
         ];
-        for (name, a, b, want) in cases {
+        for Case {
+            name,
+            first: a,
+            second: b,
+            want,
+        } in cases
+        {
             assert_eq!(merge_tolerations(&list(a), &list(b)), list(want), "{name}");
         }
     }

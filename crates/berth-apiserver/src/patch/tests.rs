@@ -33,325 +33,340 @@ fn smp_merge_item(original: &str, patch: &str) -> Result<Value, SmpError> {
 }
 
 /// (name, original or live object, patch, expected result), all YAML.
+/// One strategic merge case: `original` patched with `patch` is
+/// `expected` (YAML, as upstream's test data).
+struct MergeCase {
+    name: &'static str,
+    original: &'static str,
+    patch: &'static str,
+    expected: &'static str,
+}
+
 /// Named after upstream's descriptions; upstream's two-way cases apply the
 /// two-way patch to the original, its three-way cases the three-way patch
 /// to the current object.
-const UPSTREAM_CASES: &[(&str, &str, &str, &str)] = &[
+const UPSTREAM_CASES: &[MergeCase] = &[
     // customStrategicMergePatchTestCaseData
-    (
-        "unique scalars when merging lists",
-        "mergingIntList: [1, 2]",
-        "mergingIntList: [2, 3]",
-        "mergingIntList: [1, 2, 3]",
-    ),
-    (
-        "delete map from nested map",
-        "simpleMap: {key1: 1, key2: 1}",
-        "simpleMap: {$patch: delete}",
-        "simpleMap: {}",
-    ),
-    (
-        "delete all items from merging list",
-        "mergingList: [{name: 1}, {name: 2}]",
-        "mergingList: [{$patch: replace}]",
-        "mergingList: []",
-    ),
-    (
-        "merge empty merging lists",
-        "mergingList: []",
-        "mergingList: []",
-        "mergingList: []",
-    ),
-    (
-        "delete all keys from map",
-        "{name: 1, value: 1}",
-        "{$patch: replace}",
-        "{}",
-    ),
-    (
-        "add key and delete all keys from map",
-        "{name: 1, value: 1}",
-        "{other: a, $patch: replace}",
-        "{other: a}",
-    ),
-    (
-        "delete all duplicate entries in a merging list",
-        "mergingList: [{name: 1}, {name: 1}, {name: 2, value: a}, {name: 3}, {name: 3}]",
-        "mergingList: [{name: 1, $patch: delete}, {name: 3, $patch: delete}]",
-        "mergingList: [{name: 2, value: a}]",
-    ),
-    (
-        "retainKeys map can add a field when no retainKeys directive present",
-        "retainKeysMap: {name: foo}",
-        "retainKeysMap: {value: bar}",
-        "retainKeysMap: {name: foo, value: bar}",
-    ),
-    (
-        "retainKeys map can change a field when no retainKeys directive present",
-        "retainKeysMap: {name: foo, value: a}",
-        "retainKeysMap: {value: b}",
-        "retainKeysMap: {name: foo, value: b}",
-    ),
-    (
-        "retainKeys map can delete a field when no retainKeys directive present",
-        "retainKeysMap: {name: foo, value: a}",
-        "retainKeysMap: {value: null}",
-        "retainKeysMap: {name: foo}",
-    ),
-    (
-        "retainKeys map merge an empty map",
-        "retainKeysMap: {name: foo, value: a}",
-        "retainKeysMap: {}",
-        "retainKeysMap: {name: foo, value: a}",
-    ),
-    (
-        "retainKeys list can add a field when no retainKeys directive present",
-        "retainKeysMergingList: [{name: bar}, {name: foo}]",
-        "retainKeysMergingList: [{name: foo, value: a}]",
-        "retainKeysMergingList: [{name: bar}, {name: foo, value: a}]",
-    ),
-    (
-        "retainKeys list can delete a field when no retainKeys directive present",
-        "retainKeysMergingList: [{name: bar}, {name: foo, value: a}]",
-        "retainKeysMergingList: [{name: foo, value: null}]",
-        "retainKeysMergingList: [{name: bar}, {name: foo}]",
-    ),
-    (
-        "preserve the order from the patch in a merging list",
-        "mergingList: [{name: 1}, {name: 2, value: b}, {name: 3}]",
-        "mergingList: [{name: 3, value: c}, {name: 1, value: a}, {name: 2, other: x}]",
-        "mergingList: [{name: 3, value: c}, {name: 1, value: a}, {name: 2, value: b, other: x}]",
-    ),
-    (
-        "preserve the order from the patch in a merging list 2",
-        "mergingList: [{name: 1}, {name: 2, value: b}, {name: 3}]",
-        "mergingList: [{name: 3, value: c}, {name: 1, value: a}]",
-        "mergingList: [{name: 2, value: b}, {name: 3, value: c}, {name: 1, value: a}]",
-    ),
-    (
-        "preserve the order from the patch in a merging int list",
-        "mergingIntList: [1, 2, 3]",
-        "mergingIntList: [3, 1, 2]",
-        "mergingIntList: [3, 1, 2]",
-    ),
-    (
-        "preserve the order from the patch in a merging int list 2",
-        "mergingIntList: [1, 2, 3]",
-        "mergingIntList: [3, 1]",
-        "mergingIntList: [2, 3, 1]",
-    ),
+    MergeCase {
+        name: "unique scalars when merging lists",
+        original: "mergingIntList: [1, 2]",
+        patch: "mergingIntList: [2, 3]",
+        expected: "mergingIntList: [1, 2, 3]",
+    },
+    MergeCase {
+        name: "delete map from nested map",
+        original: "simpleMap: {key1: 1, key2: 1}",
+        patch: "simpleMap: {$patch: delete}",
+        expected: "simpleMap: {}",
+    },
+    MergeCase {
+        name: "delete all items from merging list",
+        original: "mergingList: [{name: 1}, {name: 2}]",
+        patch: "mergingList: [{$patch: replace}]",
+        expected: "mergingList: []",
+    },
+    MergeCase {
+        name: "merge empty merging lists",
+        original: "mergingList: []",
+        patch: "mergingList: []",
+        expected: "mergingList: []",
+    },
+    MergeCase {
+        name: "delete all keys from map",
+        original: "{name: 1, value: 1}",
+        patch: "{$patch: replace}",
+        expected: "{}",
+    },
+    MergeCase {
+        name: "add key and delete all keys from map",
+        original: "{name: 1, value: 1}",
+        patch: "{other: a, $patch: replace}",
+        expected: "{other: a}",
+    },
+    MergeCase {
+        name: "delete all duplicate entries in a merging list",
+        original: "mergingList: [{name: 1}, {name: 1}, {name: 2, value: a}, {name: 3}, {name: 3}]",
+        patch: "mergingList: [{name: 1, $patch: delete}, {name: 3, $patch: delete}]",
+        expected: "mergingList: [{name: 2, value: a}]",
+    },
+    MergeCase {
+        name: "retainKeys map can add a field when no retainKeys directive present",
+        original: "retainKeysMap: {name: foo}",
+        patch: "retainKeysMap: {value: bar}",
+        expected: "retainKeysMap: {name: foo, value: bar}",
+    },
+    MergeCase {
+        name: "retainKeys map can change a field when no retainKeys directive present",
+        original: "retainKeysMap: {name: foo, value: a}",
+        patch: "retainKeysMap: {value: b}",
+        expected: "retainKeysMap: {name: foo, value: b}",
+    },
+    MergeCase {
+        name: "retainKeys map can delete a field when no retainKeys directive present",
+        original: "retainKeysMap: {name: foo, value: a}",
+        patch: "retainKeysMap: {value: null}",
+        expected: "retainKeysMap: {name: foo}",
+    },
+    MergeCase {
+        name: "retainKeys map merge an empty map",
+        original: "retainKeysMap: {name: foo, value: a}",
+        patch: "retainKeysMap: {}",
+        expected: "retainKeysMap: {name: foo, value: a}",
+    },
+    MergeCase {
+        name: "retainKeys list can add a field when no retainKeys directive present",
+        original: "retainKeysMergingList: [{name: bar}, {name: foo}]",
+        patch: "retainKeysMergingList: [{name: foo, value: a}]",
+        expected: "retainKeysMergingList: [{name: bar}, {name: foo, value: a}]",
+    },
+    MergeCase {
+        name: "retainKeys list can delete a field when no retainKeys directive present",
+        original: "retainKeysMergingList: [{name: bar}, {name: foo, value: a}]",
+        patch: "retainKeysMergingList: [{name: foo, value: null}]",
+        expected: "retainKeysMergingList: [{name: bar}, {name: foo}]",
+    },
+    MergeCase {
+        name: "preserve the order from the patch in a merging list",
+        original: "mergingList: [{name: 1}, {name: 2, value: b}, {name: 3}]",
+        patch: "mergingList: [{name: 3, value: c}, {name: 1, value: a}, {name: 2, other: x}]",
+        expected: "mergingList: [{name: 3, value: c}, {name: 1, value: a}, {name: 2, value: b, other: x}]",
+    },
+    MergeCase {
+        name: "preserve the order from the patch in a merging list 2",
+        original: "mergingList: [{name: 1}, {name: 2, value: b}, {name: 3}]",
+        patch: "mergingList: [{name: 3, value: c}, {name: 1, value: a}]",
+        expected: "mergingList: [{name: 2, value: b}, {name: 3, value: c}, {name: 1, value: a}]",
+    },
+    MergeCase {
+        name: "preserve the order from the patch in a merging int list",
+        original: "mergingIntList: [1, 2, 3]",
+        patch: "mergingIntList: [3, 1, 2]",
+        expected: "mergingIntList: [3, 1, 2]",
+    },
+    MergeCase {
+        name: "preserve the order from the patch in a merging int list 2",
+        original: "mergingIntList: [1, 2, 3]",
+        patch: "mergingIntList: [3, 1]",
+        expected: "mergingIntList: [2, 3, 1]",
+    },
     // customStrategicMergePatchRawTestCases
-    (
-        "$setElementOrder contains item that is not present in the list to be merged",
-        "mergingList: [{name: 1}, {name: 3}]",
-        "{$setElementOrder/mergingList: [{name: 3}, {name: 2}, {name: 1}], mergingList: [{name: 3, value: 3}, {name: 1, value: 1}]}",
-        "mergingList: [{name: 3, value: 3}, {name: 1, value: 1}]",
-    ),
-    (
-        "$setElementOrder contains item that is not present in the int list to be merged",
-        "mergingIntList: [1, 3]",
-        "$setElementOrder/mergingIntList: [3, 2, 1]",
-        "mergingIntList: [3, 1]",
-    ),
+    MergeCase {
+        name: "$setElementOrder contains item that is not present in the list to be merged",
+        original: "mergingList: [{name: 1}, {name: 3}]",
+        patch: "{$setElementOrder/mergingList: [{name: 3}, {name: 2}, {name: 1}], mergingList: [{name: 3, value: 3}, {name: 1, value: 1}]}",
+        expected: "mergingList: [{name: 3, value: 3}, {name: 1, value: 1}]",
+    },
+    MergeCase {
+        name: "$setElementOrder contains item that is not present in the int list to be merged",
+        original: "mergingIntList: [1, 3]",
+        patch: "$setElementOrder/mergingIntList: [3, 2, 1]",
+        expected: "mergingIntList: [3, 1]",
+    },
     // createStrategicMergePatchTestCaseData, three-way patch on current
-    (
-        "add field to map",
-        "{name: 1, other: a}",
-        "{value: 1}",
-        "{name: 1, value: 1, other: a}",
-    ),
-    (
-        "add field and delete field from map",
-        "{name: 1, other: a}",
-        "{name: null, value: 1}",
-        "{value: 1, other: a}",
-    ),
-    (
-        "delete field from nested map with conflict",
-        "simpleMap: {key1: a, key2: 1, other: a}",
-        "simpleMap: {key1: 1, key2: null}",
-        "simpleMap: {key1: 1, other: a}",
-    ),
-    (
-        "delete all fields from map with conflict",
-        "{name: 1, value: a, other: a}",
-        "{name: null, value: null}",
-        "{other: a}",
-    ),
-    (
-        "replace list of scalars with conflict",
-        "nonMergingIntList: [1, 4]",
-        "nonMergingIntList: [2, 3]",
-        "nonMergingIntList: [2, 3]",
-    ),
-    (
-        "delete all maps from merging list with conflict",
-        "mergingList: [{name: 1, other: a}, {name: 2, other: b}]",
-        "mergingList: [{name: 1, $patch: delete}, {name: 2, $patch: delete}]",
-        "mergingList: []",
-    ),
-    (
-        "delete all maps from empty merging list",
-        "mergingList: []",
-        "mergingList: [{name: 1, $patch: delete}, {name: 2, $patch: delete}]",
-        "mergingList: []",
-    ),
-    (
-        "defined null values should propagate overwrite current fields (with conflict)",
-        "{name: a, other: a}",
-        "{name: 1, value: 1, other: null}",
-        "{name: 1, value: 1}",
-    ),
+    MergeCase {
+        name: "add field to map",
+        original: "{name: 1, other: a}",
+        patch: "{value: 1}",
+        expected: "{name: 1, value: 1, other: a}",
+    },
+    MergeCase {
+        name: "add field and delete field from map",
+        original: "{name: 1, other: a}",
+        patch: "{name: null, value: 1}",
+        expected: "{value: 1, other: a}",
+    },
+    MergeCase {
+        name: "delete field from nested map with conflict",
+        original: "simpleMap: {key1: a, key2: 1, other: a}",
+        patch: "simpleMap: {key1: 1, key2: null}",
+        expected: "simpleMap: {key1: 1, other: a}",
+    },
+    MergeCase {
+        name: "delete all fields from map with conflict",
+        original: "{name: 1, value: a, other: a}",
+        patch: "{name: null, value: null}",
+        expected: "{other: a}",
+    },
+    MergeCase {
+        name: "replace list of scalars with conflict",
+        original: "nonMergingIntList: [1, 4]",
+        patch: "nonMergingIntList: [2, 3]",
+        expected: "nonMergingIntList: [2, 3]",
+    },
+    MergeCase {
+        name: "delete all maps from merging list with conflict",
+        original: "mergingList: [{name: 1, other: a}, {name: 2, other: b}]",
+        patch: "mergingList: [{name: 1, $patch: delete}, {name: 2, $patch: delete}]",
+        expected: "mergingList: []",
+    },
+    MergeCase {
+        name: "delete all maps from empty merging list",
+        original: "mergingList: []",
+        patch: "mergingList: [{name: 1, $patch: delete}, {name: 2, $patch: delete}]",
+        expected: "mergingList: []",
+    },
+    MergeCase {
+        name: "defined null values should propagate overwrite current fields (with conflict)",
+        original: "{name: a, other: a}",
+        patch: "{name: 1, value: 1, other: null}",
+        expected: "{name: 1, value: 1}",
+    },
     // strategicMergePatchRawTestCases, three-way patch on current
-    (
-        "delete items in lists of scalars",
-        "mergingIntList: [1, 2, 3, 4]",
-        "{$setElementOrder/mergingIntList: [1, 2], $deleteFromPrimitiveList/mergingIntList: [3]}",
-        "mergingIntList: [1, 2, 4]",
-    ),
-    (
-        "delete all duplicate items in lists of scalars",
-        "mergingIntList: [1, 2, 3, 3, 4]",
-        "{$setElementOrder/mergingIntList: [1, 2], $deleteFromPrimitiveList/mergingIntList: [3]}",
-        "mergingIntList: [1, 2, 4]",
-    ),
-    (
-        "add and delete items in lists of scalars",
-        "mergingIntList: [1, 2, 3, 4]",
-        "{$setElementOrder/mergingIntList: [1, 2, 4], $deleteFromPrimitiveList/mergingIntList: [3]}",
-        "mergingIntList: [1, 2, 4]",
-    ),
-    (
-        "merge lists of maps",
-        "mergingList: [{name: 1, other: a}, {name: 2, value: 2, other: b}]",
-        "{$setElementOrder/mergingList: [{name: 4}, {name: 1}, {name: 2}, {name: 3}], mergingList: [{name: 4, value: 4}, {name: 3, value: 3}]}",
-        "mergingList: [{name: 4, value: 4}, {name: 1, other: a}, {name: 2, value: 2, other: b}, {name: 3, value: 3}]",
-    ),
-    (
-        "merge lists of maps with conflict",
-        "mergingList: [{name: 1, other: a}, {name: 2, value: 3, other: b}]",
-        "{$setElementOrder/mergingList: [{name: 1}, {name: 2}, {name: 3}], mergingList: [{name: 2, value: 2}, {name: 3, value: 3}]}",
-        "mergingList: [{name: 1, other: a}, {name: 2, value: 2, other: b}, {name: 3, value: 3}]",
-    ),
-    (
-        "add field to map in merging list",
-        "mergingList: [{name: 1, other: a}, {name: 2, value: 2, other: b}]",
-        "{$setElementOrder/mergingList: [{name: 1}, {name: 2}], mergingList: [{name: 1, value: 1}]}",
-        "mergingList: [{name: 1, value: 1, other: a}, {name: 2, value: 2, other: b}]",
-    ),
-    (
-        "set elements order in a list with server-only items 2",
-        "mergingList: [{name: 1, other: a}, {name: 2, value: 2}, {name: 9}, {name: 3, value: 3}, {name: 4, value: 4}]",
-        "$setElementOrder/mergingList: [{name: 2}, {name: 1}, {name: 4}, {name: 3}]",
-        "mergingList: [{name: 2, value: 2}, {name: 1, other: a}, {name: 9}, {name: 4, value: 4}, {name: 3, value: 3}]",
-    ),
-    (
-        "set elements order in a list with server-only items 3",
-        "mergingList: [{name: 1, other: a}, {name: 2, value: 2}, {name: 7}, {name: 9}, {name: 8}, {name: 3, value: 3}, {name: 4, value: 4}]",
-        "$setElementOrder/mergingList: [{name: 2}, {name: 1}, {name: 4}, {name: 3}]",
-        "mergingList: [{name: 2, value: 2}, {name: 1, other: a}, {name: 7}, {name: 9}, {name: 8}, {name: 4, value: 4}, {name: 3, value: 3}]",
-    ),
-    (
-        "add an item in a int list and preserve order",
-        "mergingIntList: [1, 2]",
-        "{$setElementOrder/mergingIntList: [3, 1, 2], mergingIntList: [3]}",
-        "mergingIntList: [3, 1, 2]",
-    ),
-    (
-        "add multiple items in a int list and preserve order",
-        "mergingIntList: [1, 2]",
-        "{$setElementOrder/mergingIntList: [1, 4, 2, 3], mergingIntList: [4, 3]}",
-        "mergingIntList: [1, 4, 2, 3]",
-    ),
-    (
-        "delete an item in a int list and preserve order",
-        "mergingIntList: [1, 2, 3]",
-        "{$setElementOrder/mergingIntList: [2, 1], $deleteFromPrimitiveList/mergingIntList: [3]}",
-        "mergingIntList: [2, 1]",
-    ),
-    (
-        "add and delete an item in a int list and preserve order",
-        "mergingIntList: [1, 2, 3]",
-        "{$setElementOrder/mergingIntList: [4, 2, 1], mergingIntList: [4], $deleteFromPrimitiveList/mergingIntList: [3]}",
-        "mergingIntList: [4, 2, 1]",
-    ),
-    (
-        "set elements order in a int list with server-only items",
-        "mergingIntList: [1, 3, 4, 2, 9]",
-        "$setElementOrder/mergingIntList: [4, 2, 3, 1]",
-        "mergingIntList: [4, 2, 3, 1, 9]",
-    ),
-    (
-        "set elements order in a int list with server-only items 2",
-        "mergingIntList: [1, 2, 9, 3, 4]",
-        "$setElementOrder/mergingIntList: [2, 1, 4, 3]",
-        "mergingIntList: [2, 1, 9, 4, 3]",
-    ),
-    (
-        "set elements order in a int list with server-only items 3",
-        "mergingIntList: [1, 2, 7, 9, 8, 3, 4]",
-        "$setElementOrder/mergingIntList: [2, 1, 4, 3]",
-        "mergingIntList: [2, 1, 7, 9, 8, 4, 3]",
-    ),
-    (
-        "behavior of set element order for a merging list with duplicate",
-        "mergingList: [{name: 1}, {name: 2, value: dup1}, {name: 3}, {name: 2, value: dup2}, {name: 4}]",
-        "$setElementOrder/mergingList: [{name: 2}, {name: 1}, {name: 4}, {name: 3}, {name: 2}]",
-        "mergingList: [{name: 2, value: dup1}, {name: 2, value: dup2}, {name: 1}, {name: 4}, {name: 3}]",
-    ),
-    (
-        "behavior of set element order for a merging int list with duplicate",
-        "mergingIntList: [1, 2, 3, 2, 4]",
-        "$setElementOrder/mergingIntList: [2, 1, 4, 3, 2]",
-        "mergingIntList: [2, 2, 1, 4, 3]",
-    ),
-    (
-        "retainKeys map should clear defaulted field",
-        "retainKeysMap: {value: foo}",
-        "retainKeysMap: {$retainKeys: [other], other: bar}",
-        "retainKeysMap: {other: bar}",
-    ),
-    (
-        "retainKeys map should clear defaulted field with conflict (discriminated union)",
-        "retainKeysMap: {name: type1, value: foo}",
-        "retainKeysMap: {$retainKeys: [name, other], name: type2, other: bar}",
-        "retainKeysMap: {name: type2, other: bar}",
-    ),
-    (
-        "retainKeys map adds a field and clear a field",
-        "retainKeysMap: {name: foo, other: a}",
-        "retainKeysMap: {$retainKeys: [name, value], value: bar}",
-        "retainKeysMap: {name: foo, value: bar}",
-    ),
-    (
-        "retainKeys map deletes a field and clears a field",
-        "retainKeysMap: {name: foo, value: bar, other: a}",
-        "retainKeysMap: {$retainKeys: [name], value: null}",
-        "retainKeysMap: {name: foo}",
-    ),
-    (
-        "retainKeys map clears a field",
-        "retainKeysMap: {name: foo, value: bar, other: a}",
-        "retainKeysMap: {$retainKeys: [name, value]}",
-        "retainKeysMap: {name: foo, value: bar}",
-    ),
-    (
-        "retainKeys map adds a field in a nested map",
-        "retainKeysMap: {name: foo, value: bar, simpleMap: {key1: a, key3: c}}",
-        "retainKeysMap: {$retainKeys: [name, simpleMap, value], simpleMap: {key2: b}}",
-        "retainKeysMap: {name: foo, value: bar, simpleMap: {key1: a, key2: b, key3: c}}",
-    ),
-    (
-        "retainKeys map deletes a field in a nested map",
-        "retainKeysMap: {name: foo, value: bar, simpleMap: {key1: a, key2: b, key3: c}}",
-        "retainKeysMap: {$retainKeys: [name, simpleMap, value], simpleMap: {key2: null}}",
-        "retainKeysMap: {name: foo, value: bar, simpleMap: {key1: a, key3: c}}",
-    ),
+    MergeCase {
+        name: "delete items in lists of scalars",
+        original: "mergingIntList: [1, 2, 3, 4]",
+        patch: "{$setElementOrder/mergingIntList: [1, 2], $deleteFromPrimitiveList/mergingIntList: [3]}",
+        expected: "mergingIntList: [1, 2, 4]",
+    },
+    MergeCase {
+        name: "delete all duplicate items in lists of scalars",
+        original: "mergingIntList: [1, 2, 3, 3, 4]",
+        patch: "{$setElementOrder/mergingIntList: [1, 2], $deleteFromPrimitiveList/mergingIntList: [3]}",
+        expected: "mergingIntList: [1, 2, 4]",
+    },
+    MergeCase {
+        name: "add and delete items in lists of scalars",
+        original: "mergingIntList: [1, 2, 3, 4]",
+        patch: "{$setElementOrder/mergingIntList: [1, 2, 4], $deleteFromPrimitiveList/mergingIntList: [3]}",
+        expected: "mergingIntList: [1, 2, 4]",
+    },
+    MergeCase {
+        name: "merge lists of maps",
+        original: "mergingList: [{name: 1, other: a}, {name: 2, value: 2, other: b}]",
+        patch: "{$setElementOrder/mergingList: [{name: 4}, {name: 1}, {name: 2}, {name: 3}], mergingList: [{name: 4, value: 4}, {name: 3, value: 3}]}",
+        expected: "mergingList: [{name: 4, value: 4}, {name: 1, other: a}, {name: 2, value: 2, other: b}, {name: 3, value: 3}]",
+    },
+    MergeCase {
+        name: "merge lists of maps with conflict",
+        original: "mergingList: [{name: 1, other: a}, {name: 2, value: 3, other: b}]",
+        patch: "{$setElementOrder/mergingList: [{name: 1}, {name: 2}, {name: 3}], mergingList: [{name: 2, value: 2}, {name: 3, value: 3}]}",
+        expected: "mergingList: [{name: 1, other: a}, {name: 2, value: 2, other: b}, {name: 3, value: 3}]",
+    },
+    MergeCase {
+        name: "add field to map in merging list",
+        original: "mergingList: [{name: 1, other: a}, {name: 2, value: 2, other: b}]",
+        patch: "{$setElementOrder/mergingList: [{name: 1}, {name: 2}], mergingList: [{name: 1, value: 1}]}",
+        expected: "mergingList: [{name: 1, value: 1, other: a}, {name: 2, value: 2, other: b}]",
+    },
+    MergeCase {
+        name: "set elements order in a list with server-only items 2",
+        original: "mergingList: [{name: 1, other: a}, {name: 2, value: 2}, {name: 9}, {name: 3, value: 3}, {name: 4, value: 4}]",
+        patch: "$setElementOrder/mergingList: [{name: 2}, {name: 1}, {name: 4}, {name: 3}]",
+        expected: "mergingList: [{name: 2, value: 2}, {name: 1, other: a}, {name: 9}, {name: 4, value: 4}, {name: 3, value: 3}]",
+    },
+    MergeCase {
+        name: "set elements order in a list with server-only items 3",
+        original: "mergingList: [{name: 1, other: a}, {name: 2, value: 2}, {name: 7}, {name: 9}, {name: 8}, {name: 3, value: 3}, {name: 4, value: 4}]",
+        patch: "$setElementOrder/mergingList: [{name: 2}, {name: 1}, {name: 4}, {name: 3}]",
+        expected: "mergingList: [{name: 2, value: 2}, {name: 1, other: a}, {name: 7}, {name: 9}, {name: 8}, {name: 4, value: 4}, {name: 3, value: 3}]",
+    },
+    MergeCase {
+        name: "add an item in a int list and preserve order",
+        original: "mergingIntList: [1, 2]",
+        patch: "{$setElementOrder/mergingIntList: [3, 1, 2], mergingIntList: [3]}",
+        expected: "mergingIntList: [3, 1, 2]",
+    },
+    MergeCase {
+        name: "add multiple items in a int list and preserve order",
+        original: "mergingIntList: [1, 2]",
+        patch: "{$setElementOrder/mergingIntList: [1, 4, 2, 3], mergingIntList: [4, 3]}",
+        expected: "mergingIntList: [1, 4, 2, 3]",
+    },
+    MergeCase {
+        name: "delete an item in a int list and preserve order",
+        original: "mergingIntList: [1, 2, 3]",
+        patch: "{$setElementOrder/mergingIntList: [2, 1], $deleteFromPrimitiveList/mergingIntList: [3]}",
+        expected: "mergingIntList: [2, 1]",
+    },
+    MergeCase {
+        name: "add and delete an item in a int list and preserve order",
+        original: "mergingIntList: [1, 2, 3]",
+        patch: "{$setElementOrder/mergingIntList: [4, 2, 1], mergingIntList: [4], $deleteFromPrimitiveList/mergingIntList: [3]}",
+        expected: "mergingIntList: [4, 2, 1]",
+    },
+    MergeCase {
+        name: "set elements order in a int list with server-only items",
+        original: "mergingIntList: [1, 3, 4, 2, 9]",
+        patch: "$setElementOrder/mergingIntList: [4, 2, 3, 1]",
+        expected: "mergingIntList: [4, 2, 3, 1, 9]",
+    },
+    MergeCase {
+        name: "set elements order in a int list with server-only items 2",
+        original: "mergingIntList: [1, 2, 9, 3, 4]",
+        patch: "$setElementOrder/mergingIntList: [2, 1, 4, 3]",
+        expected: "mergingIntList: [2, 1, 9, 4, 3]",
+    },
+    MergeCase {
+        name: "set elements order in a int list with server-only items 3",
+        original: "mergingIntList: [1, 2, 7, 9, 8, 3, 4]",
+        patch: "$setElementOrder/mergingIntList: [2, 1, 4, 3]",
+        expected: "mergingIntList: [2, 1, 7, 9, 8, 4, 3]",
+    },
+    MergeCase {
+        name: "behavior of set element order for a merging list with duplicate",
+        original: "mergingList: [{name: 1}, {name: 2, value: dup1}, {name: 3}, {name: 2, value: dup2}, {name: 4}]",
+        patch: "$setElementOrder/mergingList: [{name: 2}, {name: 1}, {name: 4}, {name: 3}, {name: 2}]",
+        expected: "mergingList: [{name: 2, value: dup1}, {name: 2, value: dup2}, {name: 1}, {name: 4}, {name: 3}]",
+    },
+    MergeCase {
+        name: "behavior of set element order for a merging int list with duplicate",
+        original: "mergingIntList: [1, 2, 3, 2, 4]",
+        patch: "$setElementOrder/mergingIntList: [2, 1, 4, 3, 2]",
+        expected: "mergingIntList: [2, 2, 1, 4, 3]",
+    },
+    MergeCase {
+        name: "retainKeys map should clear defaulted field",
+        original: "retainKeysMap: {value: foo}",
+        patch: "retainKeysMap: {$retainKeys: [other], other: bar}",
+        expected: "retainKeysMap: {other: bar}",
+    },
+    MergeCase {
+        name: "retainKeys map should clear defaulted field with conflict (discriminated union)",
+        original: "retainKeysMap: {name: type1, value: foo}",
+        patch: "retainKeysMap: {$retainKeys: [name, other], name: type2, other: bar}",
+        expected: "retainKeysMap: {name: type2, other: bar}",
+    },
+    MergeCase {
+        name: "retainKeys map adds a field and clear a field",
+        original: "retainKeysMap: {name: foo, other: a}",
+        patch: "retainKeysMap: {$retainKeys: [name, value], value: bar}",
+        expected: "retainKeysMap: {name: foo, value: bar}",
+    },
+    MergeCase {
+        name: "retainKeys map deletes a field and clears a field",
+        original: "retainKeysMap: {name: foo, value: bar, other: a}",
+        patch: "retainKeysMap: {$retainKeys: [name], value: null}",
+        expected: "retainKeysMap: {name: foo}",
+    },
+    MergeCase {
+        name: "retainKeys map clears a field",
+        original: "retainKeysMap: {name: foo, value: bar, other: a}",
+        patch: "retainKeysMap: {$retainKeys: [name, value]}",
+        expected: "retainKeysMap: {name: foo, value: bar}",
+    },
+    MergeCase {
+        name: "retainKeys map adds a field in a nested map",
+        original: "retainKeysMap: {name: foo, value: bar, simpleMap: {key1: a, key3: c}}",
+        patch: "retainKeysMap: {$retainKeys: [name, simpleMap, value], simpleMap: {key2: b}}",
+        expected: "retainKeysMap: {name: foo, value: bar, simpleMap: {key1: a, key2: b, key3: c}}",
+    },
+    MergeCase {
+        name: "retainKeys map deletes a field in a nested map",
+        original: "retainKeysMap: {name: foo, value: bar, simpleMap: {key1: a, key2: b, key3: c}}",
+        patch: "retainKeysMap: {$retainKeys: [name, simpleMap, value], simpleMap: {key2: null}}",
+        expected: "retainKeysMap: {name: foo, value: bar, simpleMap: {key1: a, key3: c}}",
+    },
 ];
 
 #[test]
 fn upstream_strategic_merge_cases() {
-    for (name, original, patch, expected) in UPSTREAM_CASES {
+    for MergeCase {
+        name,
+        original,
+        patch,
+        expected,
+    } in UPSTREAM_CASES
+    {
         let got = smp_merge_item(original, patch);
         assert_eq!(got, Ok(yaml(expected)), "case {name:?}");
     }
@@ -362,89 +377,103 @@ fn upstream_strategic_merge_cases() {
 #[test]
 fn strategic_merge_errors_are_classified_as_upstream() {
     type Check = fn(&SmpError) -> bool;
-    let cases: &[(&str, &str, &str, Check)] = &[
-        (
-            "should check if order in $setElementOrder and patch list match",
-            "mergingList: [{name: 1}, {name: 3}, {name: 2}]",
-            "{$setElementOrder/mergingList: [{name: 1}, {name: 2}, {name: 3}], mergingList: [{name: 3, value: 3}, {name: 1, value: 1}]}",
-            |e| matches!(e, SmpError::Internal(m) if m.contains("doesn't match")),
-        ),
-        (
-            "should check if order in $setElementOrder and patch int list match",
-            "mergingIntList: [1, 3, 2]",
-            "{$setElementOrder/mergingIntList: [1, 2, 3], mergingIntList: [3, 1]}",
-            |e| matches!(e, SmpError::Internal(m) if m.contains("doesn't match")),
-        ),
-        (
-            "missing merge key should error out",
-            "mergingList: [{name: 1, value: a}]",
-            "mergingList: [{value: b}]",
-            |e| {
+    struct Case {
+        name: &'static str,
+        original: &'static str,
+        patch: &'static str,
+        check: Check,
+    }
+    let cases: &[Case] = &[
+        Case {
+            name: "should check if order in $setElementOrder and patch list match",
+            original: "mergingList: [{name: 1}, {name: 3}, {name: 2}]",
+            patch: "{$setElementOrder/mergingList: [{name: 1}, {name: 2}, {name: 3}], mergingList: [{name: 3, value: 3}, {name: 1, value: 1}]}",
+            check: |e| matches!(e, SmpError::Internal(m) if m.contains("doesn't match")),
+        },
+        Case {
+            name: "should check if order in $setElementOrder and patch int list match",
+            original: "mergingIntList: [1, 3, 2]",
+            patch: "{$setElementOrder/mergingIntList: [1, 2, 3], mergingIntList: [3, 1]}",
+            check: |e| matches!(e, SmpError::Internal(m) if m.contains("doesn't match")),
+        },
+        Case {
+            name: "missing merge key should error out",
+            original: "mergingList: [{name: 1, value: a}]",
+            patch: "mergingList: [{value: b}]",
+            check: |e| {
                 matches!(e, SmpError::Internal(m)
                     if m == "map: map[value:b] does not contain declared merge key: name")
             },
-        ),
-        (
-            "retainKeys that is not a list is a bad request",
-            "retainKeysMap: {name: foo}",
-            "retainKeysMap: {$retainKeys: name}",
-            |e| *e == SmpError::BadRequest("invalid patch format of retainKeys".to_owned()),
-        ),
-        (
-            "a patched key missing from retainKeys is a bad request",
-            "retainKeysMap: {name: foo}",
-            "retainKeysMap: {$retainKeys: [name], value: bar}",
-            |e| *e == SmpError::BadRequest("invalid patch format of retainKeys".to_owned()),
-        ),
-        (
-            "a deletion list without a slash is a bad request",
-            "mergingIntList: [1]",
-            "$deleteFromPrimitiveListmergingIntList: [1]",
-            |e| *e == SmpError::BadRequest("invalid patch format of primitive list".to_owned()),
-        ),
-        (
-            "a set-order list without a slash is a bad request",
-            "mergingIntList: [1]",
-            "$setElementOrder: [1]",
-            |e| {
+        },
+        Case {
+            name: "retainKeys that is not a list is a bad request",
+            original: "retainKeysMap: {name: foo}",
+            patch: "retainKeysMap: {$retainKeys: name}",
+            check: |e| *e == SmpError::BadRequest("invalid patch format of retainKeys".to_owned()),
+        },
+        Case {
+            name: "a patched key missing from retainKeys is a bad request",
+            original: "retainKeysMap: {name: foo}",
+            patch: "retainKeysMap: {$retainKeys: [name], value: bar}",
+            check: |e| *e == SmpError::BadRequest("invalid patch format of retainKeys".to_owned()),
+        },
+        Case {
+            name: "a deletion list without a slash is a bad request",
+            original: "mergingIntList: [1]",
+            patch: "$deleteFromPrimitiveListmergingIntList: [1]",
+            check: |e| {
+                *e == SmpError::BadRequest("invalid patch format of primitive list".to_owned())
+            },
+        },
+        Case {
+            name: "a set-order list without a slash is a bad request",
+            original: "mergingIntList: [1]",
+            patch: "$setElementOrder: [1]",
+            check: |e| {
                 *e == SmpError::BadRequest(
                     "invalid patch format of setElementOrder list".to_owned(),
                 )
             },
-        ),
-        (
-            "lists of lists are unprocessable",
-            "mergingIntList: [[1]]",
-            "mergingIntList: [[2]]",
-            |e| *e == SmpError::Unprocessable("lists of lists are not supported".to_owned()),
-        ),
-        (
-            "an unknown map directive is an internal error",
-            "simpleMap: {key1: a}",
-            "simpleMap: {$patch: frobnicate}",
-            |e| {
+        },
+        Case {
+            name: "lists of lists are unprocessable",
+            original: "mergingIntList: [[1]]",
+            patch: "mergingIntList: [[2]]",
+            check: |e| *e == SmpError::Unprocessable("lists of lists are not supported".to_owned()),
+        },
+        Case {
+            name: "an unknown map directive is an internal error",
+            original: "simpleMap: {key1: a}",
+            patch: "simpleMap: {$patch: frobnicate}",
+            check: |e| {
                 matches!(e, SmpError::Internal(m)
                     if m == "unknown patch type: frobnicate in map: map[$patch:frobnicate]")
             },
-        ),
-        (
-            "a merge directive inside a list is not supported",
-            "mergingList: [{name: 1}]",
-            "mergingList: [{name: 1, $patch: merge}]",
-            |e| {
+        },
+        Case {
+            name: "a merge directive inside a list is not supported",
+            original: "mergingList: [{name: 1}]",
+            patch: "mergingList: [{name: 1, $patch: merge}]",
+            check: |e| {
                 *e == SmpError::Internal(
                     "merging lists cannot yet be specified in the patch".to_owned(),
                 )
             },
-        ),
-        (
-            "mixed element types in a merging list are an internal error",
-            "mergingIntList: [1, 2]",
-            "mergingIntList: [a]",
-            |e| matches!(e, SmpError::Internal(m) if m.starts_with("list element types are not identical")),
-        ),
+        },
+        Case {
+            name: "mixed element types in a merging list are an internal error",
+            original: "mergingIntList: [1, 2]",
+            patch: "mergingIntList: [a]",
+            check: |e| matches!(e, SmpError::Internal(m) if m.starts_with("list element types are not identical")),
+        },
     ];
-    for (name, original, patch, check) in cases {
+    for Case {
+        name,
+        original,
+        patch,
+        check,
+    } in cases
+    {
         match smp_merge_item(original, patch) {
             Ok(v) => panic!("case {name:?}: expected an error, got {v}"),
             Err(e) => assert!(check(&e), "case {name:?}: unexpected error {e:?}"),
@@ -478,6 +507,8 @@ fn smp(kind: PatchKind, original: &Value, patch: &Value) -> Result<Value, PatchE
     apply_patch(PatchType::StrategicMerge, &kind, original, &body, None)
 }
 
+/// Raw JSON rather than test_util's builders: the patch tests pin exact
+/// JSON, key for key, before and after.
 fn node() -> Value {
     json!({
         "apiVersion": "v1",
@@ -500,6 +531,7 @@ fn node() -> Value {
     })
 }
 
+/// Raw JSON rather than test_util's builders, as [`node`].
 fn pod() -> Value {
     json!({
         "apiVersion": "v1",
@@ -540,45 +572,51 @@ fn pod() -> Value {
 #[test]
 fn what_kubectl_and_the_kubelet_send() {
     type Expect = &'static [(&'static str, fn() -> Option<Value>)];
-    type Case = (&'static str, PatchKind, fn() -> Value, Value, Expect);
+    struct Case {
+        name: &'static str,
+        kind: PatchKind,
+        original: fn() -> Value,
+        patch: Value,
+        expect: Expect,
+    }
     let cases: &[Case] = &[
-        (
-            "kubectl cordon sets unschedulable",
-            PatchKind::Node,
-            node,
-            json!({"spec": {"unschedulable": true}}),
-            &[("/spec/unschedulable", || Some(json!(true)))],
-        ),
-        (
-            "kubectl uncordon sends a null that removes unschedulable",
-            PatchKind::Node,
-            || {
+        Case {
+            name: "kubectl cordon sets unschedulable",
+            kind: PatchKind::Node,
+            original: node,
+            patch: json!({"spec": {"unschedulable": true}}),
+            expect: &[("/spec/unschedulable", || Some(json!(true)))],
+        },
+        Case {
+            name: "kubectl uncordon sends a null that removes unschedulable",
+            kind: PatchKind::Node,
+            original: || {
                 let mut n = node();
                 n["spec"]["unschedulable"] = json!(true);
                 n
             },
-            json!({"spec": {"unschedulable": null}}),
-            &[("/spec/unschedulable", || None)],
-        ),
-        (
-            "kubectl taint replaces the whole taint list",
-            PatchKind::Node,
-            node,
-            json!({"spec": {"taints": [
+            patch: json!({"spec": {"unschedulable": null}}),
+            expect: &[("/spec/unschedulable", || None)],
+        },
+        Case {
+            name: "kubectl taint replaces the whole taint list",
+            kind: PatchKind::Node,
+            original: node,
+            patch: json!({"spec": {"taints": [
                 {"key": "dedicated", "value": "gpu", "effect": "NoSchedule"},
                 {"key": "dedicated", "value": "gpu", "effect": "NoExecute"}
             ]}}),
-            &[("/spec/taints", || {
+            expect: &[("/spec/taints", || {
                 Some(json!([
                     {"key": "dedicated", "value": "gpu", "effect": "NoSchedule"},
                     {"key": "dedicated", "value": "gpu", "effect": "NoExecute"}
                 ]))
             })],
-        ),
-        (
-            "kubectl taint with a dash sends the remaining taints, not a delete directive",
-            PatchKind::Node,
-            || {
+        },
+        Case {
+            name: "kubectl taint with a dash sends the remaining taints, not a delete directive",
+            kind: PatchKind::Node,
+            original: || {
                 let mut n = node();
                 n["spec"]["taints"] = json!([
                     {"key": "dedicated", "value": "gpu", "effect": "NoSchedule"},
@@ -586,104 +624,104 @@ fn what_kubectl_and_the_kubelet_send() {
                 ]);
                 n
             },
-            json!({"spec": {"taints": [{"key": "spot", "effect": "NoExecute"}]}}),
-            &[("/spec/taints", || {
+            patch: json!({"spec": {"taints": [{"key": "spot", "effect": "NoExecute"}]}}),
+            expect: &[("/spec/taints", || {
                 Some(json!([{"key": "spot", "effect": "NoExecute"}]))
             })],
-        ),
-        (
-            "kubectl taint removing the last taint sends a null",
-            PatchKind::Node,
-            node,
-            json!({"spec": {"taints": null}}),
-            &[
+        },
+        Case {
+            name: "kubectl taint removing the last taint sends a null",
+            kind: PatchKind::Node,
+            original: node,
+            patch: json!({"spec": {"taints": null}}),
+            expect: &[
                 ("/spec/taints", || None),
                 ("/spec/podCIDRs/0", || Some(json!("10.0.0.0/24"))),
             ],
-        ),
-        (
-            "kubectl label adds and removes labels",
-            PatchKind::Node,
-            node,
-            json!({"metadata": {"labels": {"zone": "a", "kubernetes.io/hostname": null}}}),
-            &[
+        },
+        Case {
+            name: "kubectl label adds and removes labels",
+            kind: PatchKind::Node,
+            original: node,
+            patch: json!({"metadata": {"labels": {"zone": "a", "kubernetes.io/hostname": null}}}),
+            expect: &[
                 ("/metadata/labels", || Some(json!({"zone": "a"}))),
                 ("/metadata/name", || Some(json!("n1"))),
             ],
-        ),
-        (
-            "kubelet node status merges conditions by type in the set order",
-            PatchKind::Node,
-            node,
-            json!({"status": {
+        },
+        Case {
+            name: "kubelet node status merges conditions by type in the set order",
+            kind: PatchKind::Node,
+            original: node,
+            patch: json!({"status": {
                 "$setElementOrder/conditions": [{"type": "MemoryPressure"}, {"type": "Ready"}],
                 "conditions": [{"type": "Ready", "status": "False", "reason": "KubeletNotReady"}]
             }}),
-            &[("/status/conditions", || {
+            expect: &[("/status/conditions", || {
                 Some(json!([
                     {"type": "MemoryPressure", "status": "False"},
                     {"type": "Ready", "status": "False", "reason": "KubeletNotReady"}
                 ]))
             })],
-        ),
-        (
-            "node addresses merge by type",
-            PatchKind::Node,
-            node,
-            json!({"status": {"addresses": [{"type": "InternalIP", "address": "10.0.0.6"}]}}),
-            &[("/status/addresses", || {
+        },
+        Case {
+            name: "node addresses merge by type",
+            kind: PatchKind::Node,
+            original: node,
+            patch: json!({"status": {"addresses": [{"type": "InternalIP", "address": "10.0.0.6"}]}}),
+            expect: &[("/status/addresses", || {
                 Some(json!([
                     {"type": "InternalIP", "address": "10.0.0.6"},
                     {"type": "Hostname", "address": "n1"}
                 ]))
             })],
-        ),
-        (
+        },
+        Case {
             // Without `$setElementOrder`, upstream puts an item the live list
             // lacks before the live items (`mergeSortedSlice`).
-            "node podCIDRs are a set and new items come first",
-            PatchKind::Node,
-            node,
-            json!({"spec": {"podCIDRs": ["fd00::/64", "10.0.0.0/24"]}}),
-            &[("/spec/podCIDRs", || {
+            name: "node podCIDRs are a set and new items come first",
+            kind: PatchKind::Node,
+            original: node,
+            patch: json!({"spec": {"podCIDRs": ["fd00::/64", "10.0.0.0/24"]}}),
+            expect: &[("/spec/podCIDRs", || {
                 Some(json!(["fd00::/64", "10.0.0.0/24"]))
             })],
-        ),
-        (
-            "kubectl edit of one container image merges by name",
-            PatchKind::Pod,
-            pod,
-            json!({"spec": {
+        },
+        Case {
+            name: "kubectl edit of one container image merges by name",
+            kind: PatchKind::Pod,
+            original: pod,
+            patch: json!({"spec": {
                 "$setElementOrder/containers": [{"name": "app"}, {"name": "sidecar"}],
                 "containers": [{"name": "sidecar", "image": "envoy:2"}]
             }}),
-            &[
+            expect: &[
                 ("/spec/containers/1/image", || Some(json!("envoy:2"))),
                 ("/spec/containers/0/image", || Some(json!("nginx:1"))),
             ],
-        ),
-        (
+        },
+        Case {
             // The new item comes first, as upstream orders it.
-            "container env merges by name and obeys delete directives",
-            PatchKind::Pod,
-            pod,
-            json!({"spec": {"containers": [{"name": "app", "env": [
+            name: "container env merges by name and obeys delete directives",
+            kind: PatchKind::Pod,
+            original: pod,
+            patch: json!({"spec": {"containers": [{"name": "app", "env": [
                 {"name": "B", "$patch": "delete"},
                 {"name": "C", "value": "3"}
             ]}]}}),
-            &[("/spec/containers/0/env", || {
+            expect: &[("/spec/containers/0/env", || {
                 Some(json!([{"name": "C", "value": "3"}, {"name": "A", "value": "1"}]))
             })],
-        ),
-        (
-            "container ports merge by containerPort and mounts by mountPath",
-            PatchKind::Pod,
-            pod,
-            json!({"spec": {"containers": [{"name": "app",
+        },
+        Case {
+            name: "container ports merge by containerPort and mounts by mountPath",
+            kind: PatchKind::Pod,
+            original: pod,
+            patch: json!({"spec": {"containers": [{"name": "app",
                 "ports": [{"containerPort": 80, "name": "http"}],
                 "volumeMounts": [{"name": "data", "mountPath": "/data", "readOnly": true}]
             }]}}),
-            &[
+            expect: &[
                 ("/spec/containers/0/ports", || {
                     Some(json!([{"containerPort": 80, "protocol": "TCP", "name": "http"}]))
                 }),
@@ -691,91 +729,98 @@ fn what_kubectl_and_the_kubelet_send() {
                     Some(json!(true))
                 }),
             ],
-        ),
-        (
-            "kubectl apply switching a volume source uses retainKeys",
-            PatchKind::Pod,
-            pod,
-            json!({"spec": {"volumes": [
+        },
+        Case {
+            name: "kubectl apply switching a volume source uses retainKeys",
+            kind: PatchKind::Pod,
+            original: pod,
+            patch: json!({"spec": {"volumes": [
                 {"$retainKeys": ["hostPath", "name"], "name": "data", "hostPath": {"path": "/srv"}}
             ]}}),
-            &[("/spec/volumes", || {
+            expect: &[("/spec/volumes", || {
                 Some(json!([{"name": "data", "hostPath": {"path": "/srv"}}]))
             })],
-        ),
-        (
-            "tolerations are replaced whole",
-            PatchKind::Pod,
-            pod,
-            json!({"spec": {"tolerations": [{"key": "b", "operator": "Exists"}]}}),
-            &[("/spec/tolerations", || {
+        },
+        Case {
+            name: "tolerations are replaced whole",
+            kind: PatchKind::Pod,
+            original: pod,
+            patch: json!({"spec": {"tolerations": [{"key": "b", "operator": "Exists"}]}}),
+            expect: &[("/spec/tolerations", || {
                 Some(json!([{"key": "b", "operator": "Exists"}]))
             })],
-        ),
-        (
-            "pod status conditions merge by type",
-            PatchKind::Pod,
-            pod,
-            json!({"status": {"conditions": [{"type": "Ready", "status": "True"}]}}),
-            &[("/status/conditions", || {
+        },
+        Case {
+            name: "pod status conditions merge by type",
+            kind: PatchKind::Pod,
+            original: pod,
+            patch: json!({"status": {"conditions": [{"type": "Ready", "status": "True"}]}}),
+            expect: &[("/status/conditions", || {
                 Some(json!([
                     {"type": "Initialized", "status": "True"},
                     {"type": "Ready", "status": "True"}
                 ]))
             })],
-        ),
-        (
-            "finalizers are a set with a parallel deletion list",
-            PatchKind::Pod,
-            pod,
-            json!({"metadata": {
+        },
+        Case {
+            name: "finalizers are a set with a parallel deletion list",
+            kind: PatchKind::Pod,
+            original: pod,
+            patch: json!({"metadata": {
                 "finalizers": ["b.example.com/y"],
                 "$deleteFromPrimitiveList/finalizers": ["a.example.com/x"]
             }}),
-            &[("/metadata/finalizers", || Some(json!(["b.example.com/y"])))],
-        ),
-        (
-            "owner references merge by uid",
-            PatchKind::Pod,
-            pod,
-            json!({"metadata": {"ownerReferences": [
+            expect: &[("/metadata/finalizers", || Some(json!(["b.example.com/y"])))],
+        },
+        Case {
+            name: "owner references merge by uid",
+            kind: PatchKind::Pod,
+            original: pod,
+            patch: json!({"metadata": {"ownerReferences": [
                 {"uid": "u1", "controller": true},
                 {"apiVersion": "v1", "kind": "Node", "name": "n1", "uid": "u2"}
             ]}}),
-            &[
+            expect: &[
                 ("/metadata/ownerReferences/0/controller", || {
                     Some(json!(true))
                 }),
                 ("/metadata/ownerReferences/0/name", || Some(json!("web-1"))),
                 ("/metadata/ownerReferences/1/uid", || Some(json!("u2"))),
             ],
-        ),
-        (
-            "a kind without container tags replaces the list",
-            PatchKind::Other,
-            pod,
-            json!({"spec": {"containers": [{"name": "app", "image": "nginx:2"}]}}),
-            &[("/spec/containers", || {
+        },
+        Case {
+            name: "a kind without container tags replaces the list",
+            kind: PatchKind::Other,
+            original: pod,
+            patch: json!({"spec": {"containers": [{"name": "app", "image": "nginx:2"}]}}),
+            expect: &[("/spec/containers", || {
                 Some(json!([{"name": "app", "image": "nginx:2"}]))
             })],
-        ),
-        (
-            "a lease renewal merges the spec",
-            PatchKind::Lease,
-            || {
+        },
+        Case {
+            name: "a lease renewal merges the spec",
+            kind: PatchKind::Lease,
+            original: || {
                 json!({"apiVersion": "coordination.k8s.io/v1", "kind": "Lease", "metadata": {"name": "n1"},
                       "spec": {"holderIdentity": "n1", "renewTime": "2024-01-01T00:00:00.000000Z"}})
             },
-            json!({"spec": {"renewTime": "2024-01-01T00:00:10.000000Z"}}),
-            &[
+            patch: json!({"spec": {"renewTime": "2024-01-01T00:00:10.000000Z"}}),
+            expect: &[
                 ("/spec/holderIdentity", || Some(json!("n1"))),
                 ("/spec/renewTime", || {
                     Some(json!("2024-01-01T00:00:10.000000Z"))
                 }),
             ],
-        ),
+        },
     ];
-    for (name, kind, original, patch, expect) in cases {
+    for Case {
+        name,
+        kind,
+        original,
+        patch,
+        expect,
+    } in cases
+    {
         let got = smp(*kind, &original(), patch)
             .unwrap_or_else(|e| panic!("case {name:?}: unexpected error {e:?}"));
         for (path, want) in expect.iter() {
@@ -887,124 +932,138 @@ fn json_patch_operations() {
 /// (name, patch type, body, status, message or cause).
 #[test]
 fn errors_carry_upstream_statuses_and_messages() {
-    let cases: &[(&str, PatchType, String, u16, &str)] = &[
-        (
-            "a failed json patch test is unprocessable",
-            PatchType::Json,
-            r#"[{"op":"test","path":"/metadata/name","value":"other"}]"#.to_owned(),
-            422,
-            "testing value /metadata/name failed: test failed",
-        ),
-        (
-            "a json patch on a missing path is unprocessable",
-            PatchType::Json,
-            r#"[{"op":"replace","path":"/spec/nope/x","value":1}]"#.to_owned(),
-            422,
-            "replace operation does not apply: doc is missing key: /spec/nope/x: missing value",
-        ),
-        (
-            "an unknown json patch op is unprocessable",
-            PatchType::Json,
-            r#"[{"op":"frobnicate","path":"/x"}]"#.to_owned(),
-            422,
-            "Unexpected kind: frobnicate",
-        ),
-        (
-            "a json patch that is an object is a bad request",
-            PatchType::Json,
-            r#"{"op":"add"}"#.to_owned(),
-            400,
-            "json: cannot unmarshal object into Go value of type jsonpatch.Patch",
-        ),
-        (
-            "a json patch that is not json is a bad request",
-            PatchType::Json,
-            "[{".to_owned(),
-            400,
-            "",
-        ),
-        (
-            "more than 10000 json patch operations are too large",
-            PatchType::Json,
-            format!(
+    struct Case {
+        name: &'static str,
+        patch_type: PatchType,
+        body: String,
+        status: u16,
+        text: &'static str,
+    }
+    let cases: &[Case] = &[
+        Case {
+            name: "a failed json patch test is unprocessable",
+            patch_type: PatchType::Json,
+            body: r#"[{"op":"test","path":"/metadata/name","value":"other"}]"#.to_owned(),
+            status: 422,
+            text: "testing value /metadata/name failed: test failed",
+        },
+        Case {
+            name: "a json patch on a missing path is unprocessable",
+            patch_type: PatchType::Json,
+            body: r#"[{"op":"replace","path":"/spec/nope/x","value":1}]"#.to_owned(),
+            status: 422,
+            text: "replace operation does not apply: doc is missing key: /spec/nope/x: missing value",
+        },
+        Case {
+            name: "an unknown json patch op is unprocessable",
+            patch_type: PatchType::Json,
+            body: r#"[{"op":"frobnicate","path":"/x"}]"#.to_owned(),
+            status: 422,
+            text: "Unexpected kind: frobnicate",
+        },
+        Case {
+            name: "a json patch that is an object is a bad request",
+            patch_type: PatchType::Json,
+            body: r#"{"op":"add"}"#.to_owned(),
+            status: 400,
+            text: "json: cannot unmarshal object into Go value of type jsonpatch.Patch",
+        },
+        Case {
+            name: "a json patch that is not json is a bad request",
+            patch_type: PatchType::Json,
+            body: "[{".to_owned(),
+            status: 400,
+            text: "",
+        },
+        Case {
+            name: "more than 10000 json patch operations are too large",
+            patch_type: PatchType::Json,
+            body: format!(
                 "[{}]",
                 vec![r#"{"op":"test","path":"/kind","value":"Pod"}"#; 10_001].join(",")
             ),
-            413,
-            "Request entity too large: The allowed maximum operations in a JSON patch is 10000, got 10001",
-        ),
-        (
-            "a json patch replacing the root with a list is invalid",
-            PatchType::Json,
-            r#"[{"op":"replace","path":"","value":[]}]"#.to_owned(),
-            422,
-            " \"\" is invalid: patch: Invalid value: \"[]\": json: cannot unmarshal array into Go value of type map[string]interface {}",
-        ),
-        (
-            "a merge patch that is not json is a bad request",
-            PatchType::Merge,
-            "{".to_owned(),
-            400,
-            "Invalid JSON Patch",
-        ),
-        (
-            "a null merge patch is a bad request",
-            PatchType::Merge,
-            "null".to_owned(),
-            400,
-            "Invalid JSON Patch",
-        ),
-        (
-            "a scalar merge patch is a bad request",
-            PatchType::Merge,
-            "5".to_owned(),
-            400,
-            "Invalid JSON Patch",
-        ),
-        (
-            "a list merge patch replaces the object and is invalid",
-            PatchType::Merge,
-            "[1, null]".to_owned(),
-            422,
-            " \"\" is invalid: patch: Invalid value: \"[1,null]\": json: cannot unmarshal array into Go value of type map[string]interface {}",
-        ),
-        (
-            "a strategic merge patch that is a list is a bad request",
-            PatchType::StrategicMerge,
-            "[]".to_owned(),
-            400,
-            "json: cannot unmarshal array into Go value of type map[string]interface {}",
-        ),
-        (
-            "an apply body that is not yaml is a bad request",
-            PatchType::Apply,
-            "a: [".to_owned(),
-            400,
-            "",
-        ),
-        (
-            "an apply body that is a list is a bad request",
-            PatchType::Apply,
-            "- a".to_owned(),
-            400,
-            "error decoding YAML: error unmarshaling JSON: while decoding JSON: json: cannot unmarshal array into Go value of type map[string]interface {}",
-        ),
-        (
-            "an apply body with managed fields is a bad request",
-            PatchType::Apply,
-            "apiVersion: v1\nkind: Pod\nmetadata: {name: web, managedFields: []}".to_owned(),
-            400,
-            "metadata.managedFields must be nil",
-        ),
-        (
-            "an apply body of another version is a bad request",
-            PatchType::Apply,
-            "apiVersion: v2\nkind: Pod\nmetadata: {name: web}".to_owned(),
-            400,
-            "Incorrect version specified in apply patch. Specified patch version: v2, expected: v1",
-        ),
+            status: 413,
+            text: "Request entity too large: The allowed maximum operations in a JSON patch is 10000, got 10001",
+        },
+        Case {
+            name: "a json patch replacing the root with a list is invalid",
+            patch_type: PatchType::Json,
+            body: r#"[{"op":"replace","path":"","value":[]}]"#.to_owned(),
+            status: 422,
+            text: " \"\" is invalid: patch: Invalid value: \"[]\": json: cannot unmarshal array into Go value of type map[string]interface {}",
+        },
+        Case {
+            name: "a merge patch that is not json is a bad request",
+            patch_type: PatchType::Merge,
+            body: "{".to_owned(),
+            status: 400,
+            text: "Invalid JSON Patch",
+        },
+        Case {
+            name: "a null merge patch is a bad request",
+            patch_type: PatchType::Merge,
+            body: "null".to_owned(),
+            status: 400,
+            text: "Invalid JSON Patch",
+        },
+        Case {
+            name: "a scalar merge patch is a bad request",
+            patch_type: PatchType::Merge,
+            body: "5".to_owned(),
+            status: 400,
+            text: "Invalid JSON Patch",
+        },
+        Case {
+            name: "a list merge patch replaces the object and is invalid",
+            patch_type: PatchType::Merge,
+            body: "[1, null]".to_owned(),
+            status: 422,
+            text: " \"\" is invalid: patch: Invalid value: \"[1,null]\": json: cannot unmarshal array into Go value of type map[string]interface {}",
+        },
+        Case {
+            name: "a strategic merge patch that is a list is a bad request",
+            patch_type: PatchType::StrategicMerge,
+            body: "[]".to_owned(),
+            status: 400,
+            text: "json: cannot unmarshal array into Go value of type map[string]interface {}",
+        },
+        Case {
+            name: "an apply body that is not yaml is a bad request",
+            patch_type: PatchType::Apply,
+            body: "a: [".to_owned(),
+            status: 400,
+            text: "",
+        },
+        Case {
+            name: "an apply body that is a list is a bad request",
+            patch_type: PatchType::Apply,
+            body: "- a".to_owned(),
+            status: 400,
+            text: "error decoding YAML: error unmarshaling JSON: while decoding JSON: json: cannot unmarshal array into Go value of type map[string]interface {}",
+        },
+        Case {
+            name: "an apply body with managed fields is a bad request",
+            patch_type: PatchType::Apply,
+            body: "apiVersion: v1\nkind: Pod\nmetadata: {name: web, managedFields: []}".to_owned(),
+            status: 400,
+            text: "metadata.managedFields must be nil",
+        },
+        Case {
+            name: "an apply body of another version is a bad request",
+            patch_type: PatchType::Apply,
+            body: "apiVersion: v2\nkind: Pod\nmetadata: {name: web}".to_owned(),
+            status: 400,
+            text: "Incorrect version specified in apply patch. Specified patch version: v2, expected: v1",
+        },
     ];
-    for (name, patch_type, body, status, text) in cases {
+    for Case {
+        name,
+        patch_type,
+        body,
+        status,
+        text,
+    } in cases
+    {
         let err = match run(*patch_type, &pod(), body) {
             Ok(v) => panic!("case {name:?}: expected an error, got {v}"),
             Err(e) => e,
@@ -1059,27 +1118,39 @@ fn apply_requires_a_field_manager_with_upstreams_message() {
 #[test]
 fn field_manager_is_validated_for_every_patch_type() {
     let long = "m".repeat(129);
-    let cases: &[(&str, PatchType, &str, &str)] = &[
-        (
-            "too long",
-            PatchType::Merge,
-            long.as_str(),
-            "PatchOptions.meta.k8s.io \"\" is invalid: fieldManager: Too long: may not be more than 128 bytes",
-        ),
-        (
-            "a control character",
-            PatchType::StrategicMerge,
-            "kube\u{7}ctl",
-            "PatchOptions.meta.k8s.io \"\" is invalid: fieldManager: Invalid value: \"kube\\u0007ctl\": invalid character U+0007 (at position 4)",
-        ),
-        (
-            "empty for apply",
-            PatchType::Apply,
-            "",
-            "PatchOptions.meta.k8s.io \"\" is invalid: fieldManager: Required value: is required for apply patch",
-        ),
+    struct Case<'a> {
+        name: &'static str,
+        patch_type: PatchType,
+        manager: &'a str,
+        message: &'static str,
+    }
+    let cases: &[Case] = &[
+        Case {
+            name: "too long",
+            patch_type: PatchType::Merge,
+            manager: long.as_str(),
+            message: "PatchOptions.meta.k8s.io \"\" is invalid: fieldManager: Too long: may not be more than 128 bytes",
+        },
+        Case {
+            name: "a control character",
+            patch_type: PatchType::StrategicMerge,
+            manager: "kube\u{7}ctl",
+            message: "PatchOptions.meta.k8s.io \"\" is invalid: fieldManager: Invalid value: \"kube\\u0007ctl\": invalid character U+0007 (at position 4)",
+        },
+        Case {
+            name: "empty for apply",
+            patch_type: PatchType::Apply,
+            manager: "",
+            message: "PatchOptions.meta.k8s.io \"\" is invalid: fieldManager: Required value: is required for apply patch",
+        },
     ];
-    for (name, patch_type, manager, message) in cases {
+    for Case {
+        name,
+        patch_type,
+        manager,
+        message,
+    } in cases
+    {
         let err = apply_patch(*patch_type, &PatchKind::Pod, &pod(), b"{}", Some(manager))
             .expect_err("invalid field manager fails");
         assert_eq!(err.http_status(), 422, "case {name:?}");

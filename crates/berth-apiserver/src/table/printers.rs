@@ -467,6 +467,9 @@ mod tests {
             .collect()
     }
 
+    /// Raw JSON rather than test_util's builders: the printers read
+    /// untyped objects, and some cases are partial (a condition with no
+    /// type) in ways a typed Node cannot hold.
     fn node(name: &str, spec: Value, status: Value, labels: Value) -> Value {
         json!({"metadata": {"name": name, "labels": labels}, "spec": spec, "status": status})
     }
@@ -635,6 +638,9 @@ mod tests {
         );
     }
 
+    /// Raw JSON rather than test_util's builders: the printers read
+    /// untyped objects, and the cases' containers have no names, which a
+    /// typed Pod cannot hold.
     fn pod(name: &str, spec: Value, status: Value) -> Value {
         json!({"metadata": {"name": name}, "spec": spec, "status": status})
     }

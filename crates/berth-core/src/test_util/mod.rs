@@ -1,7 +1,8 @@
 //! Builders for tests, written the way upstream's tests write them: taints,
-//! tolerations and node selectors (an empty string means "not set"), and
-//! pods and nodes built a field at a time ([`make_pod`], [`make_node`],
-//! upstream's `st.MakePod()` / `st.MakeNode()`).
+//! tolerations and node selectors (an empty string means "not set"),
+//! workload pod templates, and pods, nodes and containers built a field at
+//! a time ([`make_pod`], [`make_node`], [`make_container`], upstream's
+//! `st.MakePod()` / `st.MakeNode()` / `st.MakeContainer()`).
 //!
 //! Compiled for berth-core's own tests and, through the `test-util`
 //! feature, for other crates' tests (enabled as a dev-dependency feature
@@ -11,14 +12,17 @@
 mod wrappers;
 
 pub use wrappers::{
-    HONOR, IGNORE, MATCH_EXPRESSIONS, NodeWrapper, PodWrapper, SelectorWrapper, make_node,
-    make_pod, make_selector,
+    ContainerWrapper, HONOR, IGNORE, MATCH_EXPRESSIONS, NodeWrapper, PodWrapper, SelectorWrapper,
+    make_container, make_node, make_pod, make_selector,
 };
 
+use std::collections::BTreeMap;
+
 use k8s_openapi::api::core::v1::{
-    Affinity, Node, NodeAffinity, NodeSelector, NodeSelectorRequirement, NodeSelectorTerm, Pod,
-    PodSpec, Taint, Toleration,
+    Affinity, Container, Node, NodeAffinity, NodeSelector, NodeSelectorRequirement,
+    NodeSelectorTerm, Pod, PodSpec, PodTemplateSpec, Taint, Toleration,
 };
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
 
 /// A taint; `""` value means no value.
 pub fn taint(key: &str, value: &str, effect: &str) -> Taint {
@@ -142,5 +146,45 @@ pub fn pod_with(node_selector: Option<&[(&str, &str)]>, required: Option<NodeSel
             ..PodSpec::default()
         }),
         ..Pod::default()
+    }
+}
+
+/// A label (or annotation) map.
+pub fn label_map(pairs: &[(&str, &str)]) -> BTreeMap<String, String> {
+    pairs
+        .iter()
+        .map(|(k, v)| (k.to_string(), v.to_string()))
+        .collect()
+}
+
+/// `&str`s as owned strings.
+pub fn strings(items: &[&str]) -> Vec<String> {
+    items.iter().map(|s| s.to_string()).collect()
+}
+
+/// The names of `pods`, for comparing plans.
+pub fn pod_names(pods: &[&Pod]) -> Vec<String> {
+    pods.iter()
+        .map(|p| p.metadata.name.clone().unwrap_or_default())
+        .collect()
+}
+
+/// A workload's pod template (upstream's controller tests'
+/// `newPodTemplate`): labelled `foo=bar`, one container `c` running
+/// `image`.
+pub fn pod_template(image: &str) -> PodTemplateSpec {
+    PodTemplateSpec {
+        metadata: Some(ObjectMeta {
+            labels: Some(label_map(&[("foo", "bar")])),
+            ..ObjectMeta::default()
+        }),
+        spec: Some(PodSpec {
+            containers: vec![Container {
+                name: "c".into(),
+                image: Some(image.into()),
+                ..Container::default()
+            }],
+            ..PodSpec::default()
+        }),
     }
 }

@@ -22,15 +22,17 @@ use std::collections::BTreeMap;
 
 use jiff::Timestamp;
 use k8s_openapi::api::core::v1::{
-    Affinity, Container, ContainerPort, Node, NodeAffinity, NodeCondition, NodeSelector,
-    NodeSelectorRequirement, NodeSelectorTerm, NodeSpec, NodeStatus, Pod, PodAffinity,
-    PodAffinityTerm, PodAntiAffinity, PodCondition, PodSpec, PodStatus, ResourceRequirements,
-    Taint, Toleration, TopologySpreadConstraint, WeightedPodAffinityTerm,
+    Affinity, Container, ContainerPort, ContainerStatus, Node, NodeAffinity, NodeCondition,
+    NodeSelector, NodeSelectorRequirement, NodeSelectorTerm, NodeSpec, NodeStatus, Pod,
+    PodAffinity, PodAffinityTerm, PodAntiAffinity, PodCondition, PodSpec, PodStatus,
+    ResourceRequirements, Taint, Toleration, TopologySpreadConstraint, WeightedPodAffinityTerm,
 };
 use k8s_openapi::apimachinery::pkg::api::resource::Quantity;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::{
-    LabelSelector, LabelSelectorRequirement, Time,
+    LabelSelector, LabelSelectorRequirement, OwnerReference, Time,
 };
+
+use super::strings;
 
 /// The image of the containers [`PodWrapper::req`] adds, as upstream's.
 pub const PAUSE_IMAGE: &str = "registry.k8s.io/pause:3.10";
@@ -42,8 +44,8 @@ fn quantities(resources: &[(&str, &str)]) -> BTreeMap<String, Quantity> {
         .collect()
 }
 
-/// The metadata setters both wrappers have (name, uid, label, creation
-/// time), on `self.0.metadata`.
+/// The metadata setters both wrappers have (name, uid, labels,
+/// annotations, creation time), on `self.0.metadata`.
 macro_rules! metadata_setters {
     () => {
         pub fn name(mut self, name: &str) -> Self {
@@ -71,6 +73,25 @@ macro_rules! metadata_setters {
                 .fold(self, |object, (k, v)| object.label(k, v))
         }
 
+        pub fn annotation(mut self, key: &str, value: &str) -> Self {
+            self.0
+                .metadata
+                .annotations
+                .get_or_insert_default()
+                .insert(key.into(), value.into());
+            self
+        }
+
+        /// Adds an owner reference (upstream's `OwnerReference()`).
+        pub fn owner_reference(mut self, reference: OwnerReference) -> Self {
+            self.0
+                .metadata
+                .owner_references
+                .get_or_insert_default()
+                .push(reference);
+            self
+        }
+
         pub fn created_at(mut self, at: Timestamp) -> Self {
             self.0.metadata.creation_timestamp = Some(Time(at));
             self
@@ -85,10 +106,6 @@ pub const MATCH_EXPRESSIONS: bool = true;
 pub const HONOR: &str = "Honor";
 /// A topology spread constraint's `nodeAffinityPolicy`/`nodeTaintsPolicy`.
 pub const IGNORE: &str = "Ignore";
-
-fn strings(items: Vec<&str>) -> Vec<String> {
-    items.into_iter().map(String::from).collect()
-}
 
 /// Upstream's `st.MakeLabelSelector()`: an empty label selector to build on.
 pub fn make_selector() -> SelectorWrapper {
@@ -108,7 +125,7 @@ impl SelectorWrapper {
             .push(LabelSelectorRequirement {
                 key: key.into(),
                 operator: operator.into(),
-                values: Some(strings(values)),
+                values: Some(strings(&values)),
             });
         self
     }
@@ -145,7 +162,7 @@ fn affinity_term(
     PodAffinityTerm {
         label_selector: Some(selector),
         topology_key: topology_key.into(),
-        namespaces: (!namespaces.is_empty()).then(|| strings(namespaces)),
+        namespaces: (!namespaces.is_empty()).then(|| strings(&namespaces)),
         namespace_selector,
         ..PodAffinityTerm::default()
     }
@@ -171,8 +188,14 @@ impl PodWrapper {
 
     metadata_setters!();
 
-    fn affinity(&mut self) -> &mut Affinity {
+    fn affinity_mut(&mut self) -> &mut Affinity {
         self.spec().affinity.get_or_insert_default()
+    }
+
+    /// Sets `spec.affinity` to exactly this.
+    pub fn affinity(mut self, affinity: Affinity) -> Self {
+        self.spec().affinity = Some(affinity);
+        self
     }
 
     pub fn namespace(mut self, namespace: &str) -> Self {
@@ -193,33 +216,58 @@ impl PodWrapper {
         self
     }
 
-    /// Adds a container running `image`, named `con<N>` as upstream's
-    /// `Container()` names them.
+    /// A container named `con<N>`, as upstream's `Container()` and
+    /// `Req()` name the containers they add.
+    fn next_container(&mut self) -> ContainerWrapper {
+        make_container().name(&format!("con{}", self.spec().containers.len()))
+    }
+
+    /// Adds a container running `image` (upstream's `Container()`).
     pub fn container(mut self, image: &str) -> Self {
-        let spec = self.spec();
-        let name = format!("con{}", spec.containers.len());
-        spec.containers.push(Container {
-            name,
-            image: Some(image.into()),
-            ..Container::default()
-        });
+        let container = self.next_container().image(image).obj();
+        self.spec().containers.push(container);
         self
     }
 
     /// Adds a container of the pause image requesting `resources`
     /// (upstream's `Req()`).
     pub fn req(mut self, resources: &[(&str, &str)]) -> Self {
-        let spec = self.spec();
-        let name = format!("con{}", spec.containers.len());
-        spec.containers.push(Container {
-            name,
-            image: Some(PAUSE_IMAGE.into()),
-            resources: Some(ResourceRequirements {
-                requests: Some(quantities(resources)),
-                ..ResourceRequirements::default()
-            }),
-            ..Container::default()
-        });
+        let container = self
+            .next_container()
+            .image(PAUSE_IMAGE)
+            .requests(resources)
+            .obj();
+        self.spec().containers.push(container);
+        self
+    }
+
+    /// Sets `spec.containers` to exactly these (upstream's `Containers()`).
+    pub fn containers(mut self, containers: Vec<Container>) -> Self {
+        self.spec().containers = containers;
+        self
+    }
+
+    /// Sets `spec.initContainers` to exactly these, an empty list included
+    /// (upstream's `InitContainers()`).
+    pub fn init_containers(mut self, containers: Vec<Container>) -> Self {
+        self.spec().init_containers = Some(containers);
+        self
+    }
+
+    pub fn restart_policy(mut self, policy: &str) -> Self {
+        self.spec().restart_policy = Some(policy.into());
+        self
+    }
+
+    /// `spec.overhead` (upstream's `Overhead()`).
+    pub fn overhead(mut self, resources: &[(&str, &str)]) -> Self {
+        self.spec().overhead = Some(quantities(resources));
+        self
+    }
+
+    /// Pod-level resources (`spec.resources`).
+    pub fn resources(mut self, resources: ResourceRequirements) -> Self {
+        self.spec().resources = Some(resources);
         self
     }
 
@@ -254,7 +302,7 @@ impl PodWrapper {
         let requirement = NodeSelectorRequirement {
             key: key.into(),
             operator: "In".into(),
-            values: Some(strings(values)),
+            values: Some(strings(&values)),
         };
         let term = if expressions {
             NodeSelectorTerm {
@@ -267,7 +315,7 @@ impl PodWrapper {
                 match_fields: Some(vec![requirement]),
             }
         };
-        self.affinity().node_affinity = Some(NodeAffinity {
+        self.affinity_mut().node_affinity = Some(NodeAffinity {
             required_during_scheduling_ignored_during_execution: Some(NodeSelector {
                 node_selector_terms: vec![term],
             }),
@@ -300,7 +348,7 @@ impl PodWrapper {
                 min_domains,
                 node_affinity_policy: node_affinity_policy.map(String::from),
                 node_taints_policy: node_taints_policy.map(String::from),
-                match_label_keys: match_label_keys.map(strings),
+                match_label_keys: match_label_keys.map(|keys| strings(&keys)),
             });
         self
     }
@@ -314,7 +362,7 @@ impl PodWrapper {
         &mut Option<Vec<PodAffinityTerm>>,
         &mut Option<Vec<WeightedPodAffinityTerm>>,
     ) {
-        let affinity = self.affinity();
+        let affinity = self.affinity_mut();
         if anti {
             let terms = affinity
                 .pod_anti_affinity
@@ -408,19 +456,25 @@ impl PodWrapper {
     /// Adds a container claiming host port `port` on `ip` over `protocol`
     /// (`""`: unset; upstream's `ContainerPort()` with a host port).
     pub fn host_port(mut self, ip: &str, protocol: &str, port: i32) -> Self {
-        let spec = self.spec();
-        let name = format!("con{}", spec.containers.len());
-        spec.containers.push(Container {
-            name,
-            ports: Some(vec![ContainerPort {
-                host_ip: (!ip.is_empty()).then(|| ip.into()),
-                protocol: (!protocol.is_empty()).then(|| protocol.into()),
-                host_port: Some(port),
-                container_port: port,
-                ..ContainerPort::default()
-            }]),
-            ..Container::default()
-        });
+        let mut container = self.next_container().obj();
+        container.ports = Some(vec![ContainerPort {
+            host_ip: (!ip.is_empty()).then(|| ip.into()),
+            protocol: (!protocol.is_empty()).then(|| protocol.into()),
+            host_port: Some(port),
+            container_port: port,
+            ..ContainerPort::default()
+        }]);
+        self.spec().containers.push(container);
+        self
+    }
+
+    pub fn host_network(mut self, host_network: bool) -> Self {
+        self.spec().host_network = Some(host_network);
+        self
+    }
+
+    pub fn scheduler_name(mut self, name: &str) -> Self {
+        self.spec().scheduler_name = Some(name.into());
         self
     }
 
@@ -439,22 +493,62 @@ impl PodWrapper {
         self
     }
 
-    /// Adds a status condition that turned `status` at `at`.
-    pub fn condition(mut self, type_: &str, status: &str, at: Timestamp) -> Self {
+    /// Adds a status condition that turned `status` at `at` (`None`: no
+    /// transition time).
+    fn push_condition(mut self, type_: &str, status: &str, at: Option<Timestamp>) -> Self {
         self.status()
             .conditions
             .get_or_insert_default()
             .push(PodCondition {
                 type_: type_.into(),
                 status: status.into(),
-                last_transition_time: Some(Time(at)),
+                last_transition_time: at.map(Time),
                 ..PodCondition::default()
             });
         self
     }
 
+    /// Adds a status condition that turned `status` at `at`.
+    pub fn condition(self, type_: &str, status: &str, at: Timestamp) -> Self {
+        self.push_condition(type_, status, Some(at))
+    }
+
+    /// Running and Ready since `at`.
+    pub fn ready_since(self, at: Timestamp) -> Self {
+        self.phase("Running").condition("Ready", "True", at)
+    }
+
+    /// Running and Ready, with no transition time.
+    pub fn ready(self) -> Self {
+        self.phase("Running").push_condition("Ready", "True", None)
+    }
+
+    /// Running and not Ready, with no transition time.
+    pub fn not_ready(self) -> Self {
+        self.phase("Running").push_condition("Ready", "False", None)
+    }
+
+    /// One container status per restart count.
+    pub fn container_restarts(mut self, counts: &[i32]) -> Self {
+        self.status().container_statuses = Some(
+            counts
+                .iter()
+                .map(|&restart_count| ContainerStatus {
+                    restart_count,
+                    ..ContainerStatus::default()
+                })
+                .collect(),
+        );
+        self
+    }
+
     pub fn obj(self) -> Pod {
         self.0
+    }
+
+    /// The pod as JSON, for tests that send or store it as a client would.
+    pub fn json(self) -> serde_json::Value {
+        serde_json::to_value(self.0).expect("a Pod serializes")
     }
 }
 
@@ -538,6 +632,70 @@ impl NodeWrapper {
     }
 
     pub fn obj(self) -> Node {
+        self.0
+    }
+
+    /// The node as JSON, for tests that send or store it as a client would.
+    pub fn json(self) -> serde_json::Value {
+        serde_json::to_value(self.0).expect("a Node serializes")
+    }
+}
+
+/// Upstream's `st.MakeContainer()`: an empty container to build on.
+pub fn make_container() -> ContainerWrapper {
+    ContainerWrapper(Container::default())
+}
+
+/// A container under construction; [`ContainerWrapper::obj`] is the
+/// container.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct ContainerWrapper(pub Container);
+
+impl ContainerWrapper {
+    fn resources(&mut self) -> &mut ResourceRequirements {
+        self.0.resources.get_or_insert_default()
+    }
+
+    pub fn name(mut self, name: &str) -> Self {
+        self.0.name = name.into();
+        self
+    }
+
+    pub fn image(mut self, image: &str) -> Self {
+        self.0.image = Some(image.into());
+        self
+    }
+
+    pub fn command(mut self, command: &[&str]) -> Self {
+        self.0.command = Some(strings(command));
+        self
+    }
+
+    pub fn args(mut self, args: &[&str]) -> Self {
+        self.0.args = Some(strings(args));
+        self
+    }
+
+    /// `resources.requests` (upstream's `ResourceRequests()`).
+    pub fn requests(mut self, resources: &[(&str, &str)]) -> Self {
+        self.resources().requests = Some(quantities(resources));
+        self
+    }
+
+    /// `resources.limits` (upstream's `ResourceLimits()`).
+    pub fn limits(mut self, resources: &[(&str, &str)]) -> Self {
+        self.resources().limits = Some(quantities(resources));
+        self
+    }
+
+    /// The container's own restart policy (`Always`: a sidecar when it is
+    /// an init container).
+    pub fn restart_policy(mut self, policy: &str) -> Self {
+        self.0.restart_policy = Some(policy.into());
+        self
+    }
+
+    pub fn obj(self) -> Container {
         self.0
     }
 }

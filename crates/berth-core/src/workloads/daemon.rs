@@ -989,10 +989,12 @@ mod tests {
     use k8s_openapi::apimachinery::pkg::apis::meta::v1::{LabelSelector, ObjectMeta};
 
     use super::*;
-    use crate::test_util::{expr, selector, t, taint, term, tol, tol_secs};
+    use crate::test_util::{
+        PodWrapper, expr, label_map, make_node, make_pod, pod_names, selector, strings, t, taint,
+        term, tol, tol_secs,
+    };
     use crate::toleration::{EFFECT_PREFER_NO_SCHEDULE, OP_EQUAL};
     use crate::well_known_taints::TAINT_NODE_OUT_OF_SERVICE;
-    use crate::workloads::test_objects::{label_map, node_with, pod, strings};
 
     const GATES: FeatureGates = FeatureGates {
         taint_toleration_comparison_operators: false,
@@ -1059,14 +1061,14 @@ mod tests {
         }
     }
 
-    fn required_affinity(terms: Vec<NodeSelectorTerm>) -> Option<Affinity> {
-        Some(Affinity {
+    fn required_affinity(terms: Vec<NodeSelectorTerm>) -> Affinity {
+        Affinity {
             node_affinity: Some(NodeAffinity {
                 required_during_scheduling_ignored_during_execution: Some(selector(terms)),
                 ..NodeAffinity::default()
             }),
             ..Affinity::default()
-        })
+        }
     }
 
     const RUN: Placement = Placement {
@@ -1114,7 +1116,10 @@ mod tests {
             ..PodSpec::default()
         };
         let with_type_affinity = |value: &str| PodSpec {
-            affinity: required_affinity(vec![term(vec![expr("type", "In", &[value])], vec![])]),
+            affinity: Some(required_affinity(vec![term(
+                vec![expr("type", "In", &[value])],
+                vec![],
+            )])),
             ..PodSpec::default()
         };
         let cases = [
@@ -1181,14 +1186,11 @@ mod tests {
         ];
         for case in cases {
             for strategy in update_strategies() {
-                let mut node = node_with(
-                    "test-node",
-                    &[("name", "simple-daemon"), ("type", "production")],
-                    vec![],
-                );
-                if let Some(spec) = node.spec.as_mut() {
-                    spec.unschedulable = Some(case.unschedulable);
-                }
+                let node = make_node()
+                    .name("test-node")
+                    .labels(&[("name", "simple-daemon"), ("type", "production")])
+                    .unschedulable(case.unschedulable)
+                    .obj();
                 let ds = daemon_set(case.spec.clone(), strategy.clone());
                 assert_eq!(
                     node_should_run_daemon_pod(&node, &ds, GATES),
@@ -1367,7 +1369,10 @@ mod tests {
                     host_network: Some(case.host_network),
                     ..PodSpec::default()
                 };
-                let node = node_with("tainted", &[], case.taints.clone());
+                let node = make_node()
+                    .name("tainted")
+                    .taints(case.taints.clone())
+                    .obj();
                 let ds = daemon_set(spec, strategy);
                 assert_eq!(
                     node_should_run_daemon_pod(&node, &ds, GATES),
@@ -1458,11 +1463,11 @@ mod tests {
         let generation = 12345_i64;
         let hash = "55555";
         let with = |pairs: &[(&str, &str)]| {
-            let mut p = pod("pod1").on("node1");
+            let mut p = make_pod().namespace("default").name("pod1").node("node1");
             for (k, v) in pairs {
                 p = p.label(k, v);
             }
-            p.build()
+            p.obj()
         };
         let gen_label = generation.to_string();
         let both = with(&[
@@ -1644,18 +1649,18 @@ mod tests {
             },
             Case {
                 name: "required label terms are replaced",
-                affinity: required_affinity(vec![term(
+                affinity: Some(required_affinity(vec![term(
                     vec![expr("color", "In", &["blue"])],
                     vec![],
-                )]),
+                )])),
                 want: want_only(None),
             },
             Case {
                 name: "another node's name is replaced",
-                affinity: required_affinity(vec![
+                affinity: Some(required_affinity(vec![
                     node_name_term("host_2"),
                     node_name_term("host_3"),
-                ]),
+                ])),
                 want: want_only(None),
             },
             Case {
@@ -1685,9 +1690,11 @@ mod tests {
     #[test]
     fn target_node_name_from_binding_or_affinity() {
         let with_affinity = |terms: Vec<NodeSelectorTerm>| {
-            pod("p")
-                .spec(|s| s.affinity = required_affinity(terms))
-                .build()
+            make_pod()
+                .namespace("default")
+                .name("p")
+                .affinity(required_affinity(terms))
+                .obj()
         };
         let two_values = NodeSelectorTerm {
             match_expressions: None,
@@ -1705,7 +1712,11 @@ mod tests {
         for case in [
             Case {
                 name: "bound: nodeName",
-                pod: pod("p").on("node-1").build(),
+                pod: make_pod()
+                    .namespace("default")
+                    .name("p")
+                    .node("node-1")
+                    .obj(),
                 want: Some("node-1"),
             },
             Case {
@@ -1728,7 +1739,7 @@ mod tests {
             },
             Case {
                 name: "no affinity",
-                pod: pod("p").build(),
+                pod: make_pod().namespace("default").name("p").obj(),
                 want: None,
             },
             Case {
@@ -1741,15 +1752,13 @@ mod tests {
         }
     }
 
-    fn daemon_pod(
-        name: &str,
-        node: &str,
-        hash: &str,
-    ) -> crate::workloads::test_objects::PodBuilder {
-        pod(name)
-            .on(node)
+    fn daemon_pod(name: &str, node: &str, hash: &str) -> PodWrapper {
+        make_pod()
+            .namespace("default")
+            .name(name)
+            .node(node)
             .label(CONTROLLER_REVISION_HASH_LABEL, hash)
-            .created_at(0)
+            .created_at(t(0))
     }
 
     /// `podsShouldBeOnNode`, one node at a time: upstream
@@ -1760,30 +1769,30 @@ mod tests {
     #[test]
     fn pods_on_a_node() {
         let surge = rolling(IntOrString::Int(0), Some(IntOrString::Int(1)));
-        let failed = |n: &str| daemon_pod(n, "node-0", HASH).phase("Failed").build();
+        let failed = |n: &str| daemon_pod(n, "node-0", HASH).phase("Failed").obj();
         let running = |n: &str, created: i64| {
             daemon_pod(n, "node-0", HASH)
                 .phase("Running")
-                .created_at(created)
-                .build()
+                .created_at(t(created))
+                .obj()
         };
         let old_ready = |n: &str, created: i64| {
             daemon_pod(n, "node-0", "old")
-                .ready_since(0)
-                .created_at(created)
-                .build()
+                .ready_since(t(0))
+                .created_at(t(created))
+                .obj()
         };
         let old_not_ready = |n: &str, created: i64| {
             daemon_pod(n, "node-0", "old")
                 .not_ready()
-                .created_at(created)
-                .build()
+                .created_at(t(created))
+                .obj()
         };
         let new_available = |n: &str, created: i64| {
             daemon_pod(n, "node-0", HASH)
-                .ready_since(0)
-                .created_at(created)
-                .build()
+                .ready_since(t(0))
+                .created_at(t(created))
+                .obj()
         };
         struct Case {
             name: &'static str,
@@ -1835,14 +1844,14 @@ mod tests {
                 name: "succeeded pod: deleted at once",
                 placement: RUN,
                 strategy: on_delete(),
-                pods: vec![daemon_pod("s", "node-0", HASH).phase("Succeeded").build()],
+                pods: vec![daemon_pod("s", "node-0", HASH).phase("Succeeded").obj()],
                 want: plan(false, &["s"], &[]),
             },
             Case {
                 name: "a terminating pod is left alone, and blocks a create",
                 placement: RUN,
                 strategy: on_delete(),
-                pods: vec![daemon_pod("t", "node-0", HASH).deleting().build()],
+                pods: vec![daemon_pod("t", "node-0", HASH).terminating(t(0)).obj()],
                 want: plan(false, &[], &[]),
             },
             Case {
@@ -1865,7 +1874,7 @@ mod tests {
                 strategy: on_delete(),
                 pods: vec![
                     running("stop-running-me", 0),
-                    daemon_pod("t", "node-0", HASH).deleting().build(),
+                    daemon_pod("t", "node-0", HASH).terminating(t(0)).obj(),
                 ],
                 want: plan(false, &["stop-running-me"], &[]),
             },
@@ -1924,7 +1933,7 @@ mod tests {
 
     fn nodes(count: usize, labels: &[(&str, &str)]) -> Vec<Node> {
         (0..count)
-            .map(|i| node_with(&format!("node-{i}"), labels, vec![]))
+            .map(|i| make_node().name(&format!("node-{i}")).labels(labels).obj())
             .collect()
     }
 
@@ -1938,7 +1947,7 @@ mod tests {
     fn manage_creates_on_matching_nodes() {
         let blue = [("color", "blue"), ("speed", "fast")];
         let mut seven = nodes(4, &[]);
-        seven.extend((4..7).map(|i| node_with(&format!("node-{i}"), &blue, vec![])));
+        seven.extend((4..7).map(|i| make_node().name(&format!("node-{i}")).labels(&blue).obj()));
         let with_selector = |spec: &mut PodSpec| {
             spec.node_selector = Some(label_map(&blue));
         };
@@ -1956,14 +1965,17 @@ mod tests {
         let mut inconsistent = selector_spec.clone();
         inconsistent.node_name = Some("node-0".into());
         let affinity = PodSpec {
-            affinity: required_affinity(vec![term(vec![expr("color", "In", &["blue"])], vec![])]),
+            affinity: Some(required_affinity(vec![term(
+                vec![expr("color", "In", &["blue"])],
+                vec![],
+            )])),
             ..PodSpec::default()
         };
-        let pending_on_gone_node = pod("orphan")
-            .spec(|s| {
-                s.affinity = Some(replace_daemon_set_pod_node_name_node_affinity(None, "gone"))
-            })
-            .build();
+        let pending_on_gone_node = make_pod()
+            .namespace("default")
+            .name("orphan")
+            .affinity(replace_daemon_set_pod_node_name_node_affinity(None, "gone"))
+            .obj();
         let plan = |create_on: &[&str], delete: &[&str]| ManagePlan {
             create_on: strings(create_on),
             delete: strings(delete),
@@ -2010,7 +2022,7 @@ mod tests {
                 spec: PodSpec::default(),
                 nodes: nodes(1, &[]),
                 pods: vec![
-                    daemon_pod("here", "node-0", HASH).build(),
+                    daemon_pod("here", "node-0", HASH).obj(),
                     pending_on_gone_node,
                 ],
                 want: plan(&[], &["orphan"]),
@@ -2033,21 +2045,31 @@ mod tests {
     /// finished pods being deleted only for history.
     #[test]
     fn nodes_to_daemon_pods_groups_by_target_node() {
-        let pending = pod("pending")
-            .spec(|s| {
-                s.affinity = Some(replace_daemon_set_pod_node_name_node_affinity(
-                    None, "node-1",
-                ))
-            })
-            .build();
-        let bound = pod("bound").on("node-0").build();
-        let finished_deleted = pod("gone").on("node-0").phase("Failed").deleting().build();
-        let nowhere = pod("nowhere").build();
+        let pending = make_pod()
+            .namespace("default")
+            .name("pending")
+            .affinity(replace_daemon_set_pod_node_name_node_affinity(
+                None, "node-1",
+            ))
+            .obj();
+        let bound = make_pod()
+            .namespace("default")
+            .name("bound")
+            .node("node-0")
+            .obj();
+        let finished_deleted = make_pod()
+            .namespace("default")
+            .name("gone")
+            .node("node-0")
+            .phase("Failed")
+            .terminating(t(0))
+            .obj();
+        let nowhere = make_pod().namespace("default").name("nowhere").obj();
         let all = [&pending, &bound, &finished_deleted, &nowhere];
         let grouped = |include| -> Vec<(String, Vec<String>)> {
             nodes_to_daemon_pods(&all, include)
                 .into_iter()
-                .map(|(n, pods)| (n, crate::workloads::test_objects::names(&pods)))
+                .map(|(n, pods)| (n, pod_names(&pods)))
                 .collect()
         };
         assert_eq!(
@@ -2072,7 +2094,14 @@ mod tests {
         let pct = |s: &str| IntOrString::String(s.into());
         let unavailable = |v: IntOrString| rolling(v, None);
         let surge = |v: IntOrString| rolling(IntOrString::Int(0), Some(v));
-        let ready = |n: &str, node: &str| pod(n).on(node).ready_since(0).build();
+        let ready = |n: &str, node: &str| {
+            make_pod()
+                .namespace("default")
+                .name(n)
+                .node(node)
+                .ready_since(t(0))
+                .obj()
+        };
         struct Case {
             name: &'static str,
             strategy: DaemonSetUpdateStrategy,
@@ -2150,7 +2179,13 @@ mod tests {
                 nodes: 3,
                 pods: vec![
                     ready("pod-0", "node-0"),
-                    pod("pod-1").on("node-1").ready_since(0).deleting().build(),
+                    make_pod()
+                        .namespace("default")
+                        .name("pod-1")
+                        .node("node-1")
+                        .ready_since(t(0))
+                        .terminating(t(0))
+                        .obj(),
                 ],
                 want: budget(0, 2, 3),
                 empty_nodes: 1,
@@ -2171,7 +2206,7 @@ mod tests {
             );
         }
         let bad = daemon_set(PodSpec::default(), unavailable(pct("lots")));
-        let node = node_with("node-0", &[], vec![]);
+        let node = make_node().name("node-0").obj();
         assert!(matches!(
             updated_desired_node_counts(&bad, &[&node], &mut BTreeMap::new(), GATES),
             Err(RolloutError::MaxUnavailable(_))
@@ -2187,23 +2222,23 @@ mod tests {
     fn rolling_update_steps() {
         let old = |node: &str| {
             daemon_pod(&format!("old-{node}"), node, "old")
-                .ready_since(0)
-                .build()
+                .ready_since(t(0))
+                .obj()
         };
         let old_not_ready = |node: &str| {
             daemon_pod(&format!("old-{node}"), node, "old")
                 .not_ready()
-                .build()
+                .obj()
         };
         let new_ready = |node: &str| {
             daemon_pod(&format!("new-{node}"), node, HASH)
-                .ready_since(0)
-                .build()
+                .ready_since(t(0))
+                .obj()
         };
         let new_starting = |node: &str| {
             daemon_pod(&format!("new-{node}"), node, HASH)
                 .not_ready()
-                .build()
+                .obj()
         };
         let five: Vec<String> = (0..5).map(|i| format!("node-{i}")).collect();
         let each = |f: &dyn Fn(&str) -> Pod| five.iter().map(|n| f(n)).collect::<Vec<_>>();
@@ -2322,11 +2357,11 @@ mod tests {
         if let Some(spec) = ds.spec.template.spec.as_mut() {
             spec.node_selector = Some(label_map(&[("role", "new")]));
         }
-        let old_node = node_with("node-old", &[], vec![]);
-        let new_node = node_with("node-new", &[("role", "new")], vec![]);
-        let old_pod = daemon_pod("old", "node-old", "old").ready_since(0).build();
-        let starting = daemon_pod("new", "node-new", HASH).not_ready().build();
-        let ready = daemon_pod("new", "node-new", HASH).ready_since(0).build();
+        let old_node = make_node().name("node-old").obj();
+        let new_node = make_node().name("node-new").label("role", "new").obj();
+        let old_pod = daemon_pod("old", "node-old", "old").ready_since(t(0)).obj();
+        let starting = daemon_pod("new", "node-new", HASH).not_ready().obj();
+        let ready = daemon_pod("new", "node-new", HASH).ready_since(t(0)).obj();
         let nodes = [&old_node, &new_node];
         let step = |new_pod: &Pod| {
             let pods = [&old_pod, new_pod];
@@ -2361,17 +2396,17 @@ mod tests {
         );
         let yes = [("run", "yes")];
         let all = [
-            node_with("ready-new", &yes, vec![]),
-            node_with("ready-old", &yes, vec![]),
-            node_with("starting", &yes, vec![]),
-            node_with("empty", &yes, vec![]),
-            node_with("elsewhere", &[], vec![]),
+            make_node().name("ready-new").labels(&yes).obj(),
+            make_node().name("ready-old").labels(&yes).obj(),
+            make_node().name("starting").labels(&yes).obj(),
+            make_node().name("empty").labels(&yes).obj(),
+            make_node().name("elsewhere").obj(),
         ];
         let pods = [
-            daemon_pod("a", "ready-new", HASH).ready_since(0).build(),
-            daemon_pod("b", "ready-old", "old").ready_since(0).build(),
-            daemon_pod("c", "starting", HASH).not_ready().build(),
-            daemon_pod("d", "elsewhere", HASH).build(),
+            daemon_pod("a", "ready-new", HASH).ready_since(t(0)).obj(),
+            daemon_pod("b", "ready-old", "old").ready_since(t(0)).obj(),
+            daemon_pod("c", "starting", HASH).not_ready().obj(),
+            daemon_pod("d", "elsewhere", HASH).obj(),
         ];
         let node_refs: Vec<&Node> = all.iter().collect();
         let pod_refs: Vec<&Pod> = pods.iter().collect();
@@ -2419,8 +2454,8 @@ mod tests {
         };
         assert_eq!(target_node_name(&as_pod), Some("node-7"));
         assert!(is_pod_updated(&as_pod, HASH, None));
-        assert!(RequiredNodeAffinity::of_pod(&as_pod).matches(&node_with("node-7", &[], vec![])));
-        assert!(!RequiredNodeAffinity::of_pod(&as_pod).matches(&node_with("node-8", &[], vec![])));
+        assert!(RequiredNodeAffinity::of_pod(&as_pod).matches(&make_node().name("node-7").obj()));
+        assert!(!RequiredNodeAffinity::of_pod(&as_pod).matches(&make_node().name("node-8").obj()));
     }
 
     #[test]
@@ -2529,7 +2564,11 @@ mod tests {
             })
             .collect();
         let refs: Vec<&ControllerRevision> = old_revs.iter().rev().collect();
-        let pod_on_1 = pod("p").label(CONTROLLER_REVISION_HASH_LABEL, "h1").build();
+        let pod_on_1 = make_pod()
+            .namespace("default")
+            .name("p")
+            .label(CONTROLLER_REVISION_HASH_LABEL, "h1")
+            .obj();
         let mut limited = ds.clone();
         limited.spec.revision_history_limit = Some(1);
         assert_eq!(

@@ -1283,8 +1283,7 @@ mod tests {
     use k8s_openapi::apimachinery::pkg::apis::meta::v1::LabelSelector;
 
     use super::*;
-    use crate::test_util::t;
-    use crate::workloads::test_objects::{label_map, pod, strings, template};
+    use crate::test_util::{label_map, make_pod, pod_template, strings, t};
 
     fn at(s: &str) -> Timestamp {
         s.parse().unwrap_or(Timestamp::UNIX_EPOCH)
@@ -1318,7 +1317,7 @@ mod tests {
                         max_unavailable: Some(max_unavailable.unwrap_or(IntOrString::Int(0))),
                     }),
                 }),
-                template: template("foo/bar"),
+                template: pod_template("foo/bar"),
                 ..DeploymentSpec::default()
             },
             status: None,
@@ -1847,7 +1846,7 @@ mod tests {
         let surge = |replicas, surge| deployment(replicas, Some(IntOrString::Int(surge)), None);
         let (new_ts, old_ts, older_ts) = (7200, 3600, 0);
         let mut updated_template = d(14);
-        updated_template.spec.template = template("other");
+        updated_template.spec.template = pod_template("other");
         let mut broken = rs("foo-v2", 2, new_ts);
         broken.status = Some(ReplicaSetStatus {
             available_replicas: Some(0),
@@ -2156,9 +2155,9 @@ mod tests {
                 out.spec.template = Some(tmpl);
                 out
             };
-        let new_rs = from_template("new", template("foo/bar"), "hash", 60, 1);
-        let new_dup = from_template("new-dup", template("foo/bar"), "different-hash", 0, 0);
-        let old_rs = from_template("old", template("nginx-old-1"), "old", -60, 0);
+        let new_rs = from_template("new", pod_template("foo/bar"), "hash", 60, 1);
+        let new_dup = from_template("new-dup", pod_template("foo/bar"), "different-hash", 0, 0);
+        let old_rs = from_template("old", pod_template("nginx-old-1"), "old", -60, 0);
         let name_of = |rs: Option<&ReplicaSet>| rs.and_then(|r| r.metadata.name.clone());
         assert_eq!(
             name_of(find_new_replica_set(&d, &[&new_rs, &old_rs])),
@@ -3127,7 +3126,7 @@ mod tests {
     /// Upstream `TestOldPodsRunning` (recreate_test.go).
     #[test]
     fn old_pods_running_as_upstream() {
-        let phase = |p: &str| pod(p).phase(p).build();
+        let phase = |p: &str| make_pod().namespace("default").name(p).phase(p).obj();
         struct Case {
             name: &'static str,
             old_rss: Vec<ReplicaSet>,

@@ -171,8 +171,7 @@ mod tests {
     use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
 
     use super::*;
-    use crate::test_util::t;
-    use crate::workloads::test_objects::{label_map, template};
+    use crate::test_util::{label_map, pod_template, t};
 
     fn parent() -> ObjectMeta {
         ObjectMeta {
@@ -184,7 +183,7 @@ mod tests {
     }
 
     fn revision_of(image: &str, number: i64) -> ControllerRevision {
-        let tmpl = template(image);
+        let tmpl = pod_template(image);
         let labels = tmpl.metadata.as_ref().and_then(|m| m.labels.clone());
         new_controller_revision(
             &parent(),
@@ -241,7 +240,7 @@ mod tests {
         );
         assert_eq!(
             revision_template(&a),
-            Some(template("nginx:1")),
+            Some(pod_template("nginx:1")),
             "ApplyRevision"
         );
     }

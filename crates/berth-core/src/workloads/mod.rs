@@ -37,8 +37,6 @@ pub mod pod_control;
 pub mod replicaset;
 pub mod statefulset;
 pub mod template_hash;
-#[cfg(test)]
-mod test_objects;
 
 /// `apps.ControllerRevisionHashLabelKey`: the label that names the
 /// ControllerRevision a DaemonSet or StatefulSet pod was made from.

@@ -344,8 +344,7 @@ mod tests {
     use k8s_openapi::apimachinery::pkg::apis::meta::v1::{LabelSelector, ObjectMeta};
 
     use super::*;
-    use crate::test_util::t;
-    use crate::workloads::test_objects::{label_map, names, pod, strings};
+    use crate::test_util::{label_map, make_pod, pod_names, strings, t};
 
     fn replica_set(replicas: i32, template_labels: &[(&str, &str)]) -> ReplicaSet {
         ReplicaSet {
@@ -432,42 +431,68 @@ mod tests {
         let now = 10_000_000;
         let then = now - 30 * 86_400;
         let pods = [
-            pod("unscheduled").phase("Pending").build(),
-            pod("scheduledButPending")
-                .on("bar")
+            make_pod()
+                .namespace("default")
+                .name("unscheduled")
                 .phase("Pending")
-                .build(),
-            pod("unknownPhase").on("foo").phase("Unknown").build(),
-            pod("runningButNotReady").on("foo").phase("Running").build(),
-            pod("runningNoLastTransitionTime")
-                .on("foo")
-                .ready_without_time()
-                .restarts(&[3, 0])
-                .build(),
-            pod("runningWithLastTransitionTime")
-                .on("foo")
-                .ready_since(now)
-                .restarts(&[3, 0])
-                .build(),
-            pod("runningLongerTime")
-                .on("foo")
-                .ready_since(then)
-                .restarts(&[3, 0])
-                .build(),
-            pod("lowerContainerRestartCount")
-                .on("foo")
-                .ready_since(then)
-                .restarts(&[2, 1])
-                .created_at(now)
-                .build(),
-            pod("oldest")
-                .on("foo")
-                .ready_since(then)
-                .restarts(&[2, 1])
-                .created_at(then)
-                .build(),
+                .obj(),
+            make_pod()
+                .namespace("default")
+                .name("scheduledButPending")
+                .node("bar")
+                .phase("Pending")
+                .obj(),
+            make_pod()
+                .namespace("default")
+                .name("unknownPhase")
+                .node("foo")
+                .phase("Unknown")
+                .obj(),
+            make_pod()
+                .namespace("default")
+                .name("runningButNotReady")
+                .node("foo")
+                .phase("Running")
+                .obj(),
+            make_pod()
+                .namespace("default")
+                .name("runningNoLastTransitionTime")
+                .node("foo")
+                .ready()
+                .container_restarts(&[3, 0])
+                .obj(),
+            make_pod()
+                .namespace("default")
+                .name("runningWithLastTransitionTime")
+                .node("foo")
+                .ready_since(t(now))
+                .container_restarts(&[3, 0])
+                .obj(),
+            make_pod()
+                .namespace("default")
+                .name("runningLongerTime")
+                .node("foo")
+                .ready_since(t(then))
+                .container_restarts(&[3, 0])
+                .obj(),
+            make_pod()
+                .namespace("default")
+                .name("lowerContainerRestartCount")
+                .node("foo")
+                .ready_since(t(then))
+                .container_restarts(&[2, 1])
+                .created_at(t(now))
+                .obj(),
+            make_pod()
+                .namespace("default")
+                .name("oldest")
+                .node("foo")
+                .ready_since(t(then))
+                .container_restarts(&[2, 1])
+                .created_at(t(then))
+                .obj(),
         ];
-        let want = names(&pods.iter().collect::<Vec<_>>());
+        let want = pod_names(&pods.iter().collect::<Vec<_>>());
         let less = |a: &&Pod, b: &&Pod| delete_before(a, 0, b, 0, None);
         for shuffle in 0..pods.len() {
             let mut input: Vec<&Pod> = pods.iter().collect();
@@ -476,7 +501,7 @@ mod tests {
                 input.reverse();
             }
             assert_eq!(
-                names(&sort_by_less(input, &less)),
+                pod_names(&sort_by_less(input, &less)),
                 want,
                 "input rotated by {shuffle}"
             );
@@ -491,76 +516,119 @@ mod tests {
         let now = 10_000_000_i64;
         let month = now - 30 * 86_400;
         let hours = |h: i64| now - h * 3600;
-        let unscheduled = pod("unscheduled").phase("Pending").build();
-        let pending = pod("pending").on("node").phase("Pending").build();
-        let unknown = pod("unknown-phase").on("node").phase("Unknown").build();
-        let not_ready = pod("not-ready").on("node").phase("Running").build();
-        let ready_no_time = pod("ready-no-last-transition-time")
-            .on("node")
-            .ready_without_time()
-            .restarts(&[0])
-            .build();
-        let ready_now = pod("ready-now")
-            .on("node")
-            .ready_since(now)
-            .restarts(&[0])
-            .created_at(now)
-            .build();
-        let ready_then = pod("ready-then")
-            .on("node")
-            .ready_since(month)
-            .restarts(&[0])
-            .created_at(month)
-            .build();
-        let high_restarts = pod("ready-high-restarts")
-            .on("node")
-            .ready_since(now)
-            .restarts(&[9001])
-            .created_at(now)
-            .build();
-        let created_then = pod("ready-now-created-then")
-            .on("node")
-            .ready_since(now)
-            .restarts(&[0])
-            .created_at(month)
-            .build();
-        let low_cost = pod("low-deletion-cost")
-            .on("node")
-            .ready_since(now)
-            .restarts(&[0])
-            .created_at(month)
+        let unscheduled = make_pod()
+            .namespace("default")
+            .name("unscheduled")
+            .phase("Pending")
+            .obj();
+        let pending = make_pod()
+            .namespace("default")
+            .name("pending")
+            .node("node")
+            .phase("Pending")
+            .obj();
+        let unknown = make_pod()
+            .namespace("default")
+            .name("unknown-phase")
+            .node("node")
+            .phase("Unknown")
+            .obj();
+        let not_ready = make_pod()
+            .namespace("default")
+            .name("not-ready")
+            .node("node")
+            .phase("Running")
+            .obj();
+        let ready_no_time = make_pod()
+            .namespace("default")
+            .name("ready-no-last-transition-time")
+            .node("node")
+            .ready()
+            .container_restarts(&[0])
+            .obj();
+        let ready_now = make_pod()
+            .namespace("default")
+            .name("ready-now")
+            .node("node")
+            .ready_since(t(now))
+            .container_restarts(&[0])
+            .created_at(t(now))
+            .obj();
+        let ready_then = make_pod()
+            .namespace("default")
+            .name("ready-then")
+            .node("node")
+            .ready_since(t(month))
+            .container_restarts(&[0])
+            .created_at(t(month))
+            .obj();
+        let high_restarts = make_pod()
+            .namespace("default")
+            .name("ready-high-restarts")
+            .node("node")
+            .ready_since(t(now))
+            .container_restarts(&[9001])
+            .created_at(t(now))
+            .obj();
+        let created_then = make_pod()
+            .namespace("default")
+            .name("ready-now-created-then")
+            .node("node")
+            .ready_since(t(now))
+            .container_restarts(&[0])
+            .created_at(t(month))
+            .obj();
+        let low_cost = make_pod()
+            .namespace("default")
+            .name("low-deletion-cost")
+            .node("node")
+            .ready_since(t(now))
+            .container_restarts(&[0])
+            .created_at(t(month))
             .annotation(POD_DELETION_COST_ANNOTATION, "10")
-            .build();
-        let high_cost = pod("high-deletion-cost")
-            .on("node")
-            .ready_since(now)
-            .restarts(&[0])
-            .created_at(month)
+            .obj();
+        let high_cost = make_pod()
+            .namespace("default")
+            .name("high-deletion-cost")
+            .node("node")
+            .ready_since(t(now))
+            .container_restarts(&[0])
+            .created_at(t(month))
             .annotation(POD_DELETION_COST_ANNOTATION, "100")
-            .build();
-        let unscheduled_5h = pod("unscheduled-5-hours")
+            .obj();
+        let unscheduled_5h = make_pod()
+            .namespace("default")
+            .name("unscheduled-5-hours")
             .phase("Pending")
-            .created_at(hours(5))
-            .build();
-        let unscheduled_8h = pod("unscheduled-10-hours")
+            .created_at(t(hours(5)))
+            .obj();
+        let unscheduled_8h = make_pod()
+            .namespace("default")
+            .name("unscheduled-10-hours")
             .phase("Pending")
-            .created_at(hours(8))
-            .build();
-        let ready_2h = pod("ready-2-hours")
-            .ready_since(hours(2))
-            .restarts(&[0])
-            .created_at(month)
-            .build();
-        let ready_5h = pod("ready-5-hours")
-            .ready_since(hours(5))
-            .restarts(&[0])
-            .created_at(month)
-            .build();
-        let ready_8h = pod("ready-10-hours")
-            .ready_since(hours(8))
-            .restarts(&[0])
-            .created_at(month)
-            .build();
+            .created_at(t(hours(8)))
+            .obj();
+        let ready_2h = make_pod()
+            .namespace("default")
+            .name("ready-2-hours")
+            .ready_since(t(hours(2)))
+            .container_restarts(&[0])
+            .created_at(t(month))
+            .obj();
+        let ready_5h = make_pod()
+            .namespace("default")
+            .name("ready-5-hours")
+            .ready_since(t(hours(5)))
+            .container_restarts(&[0])
+            .created_at(t(month))
+            .obj();
+        let ready_8h = make_pod()
+            .namespace("default")
+            .name("ready-10-hours")
+            .ready_since(t(hours(8)))
+            .container_restarts(&[0])
+            .created_at(t(month))
+            .obj();
         let at = Some(t(now));
         for (a, b) in [
             (&unscheduled, &unscheduled),
@@ -666,23 +734,35 @@ mod tests {
     /// Upstream `TestGetPodsToDelete` (replicaset).
     #[test]
     fn pods_to_delete_as_upstream() {
-        let unscheduled_pending = pod("unscheduled-pending-pod").phase("Pending").build();
-        let scheduled_pending = pod("scheduled-pending-pod")
-            .on("fake-node")
+        let unscheduled_pending = make_pod()
+            .namespace("default")
+            .name("unscheduled-pending-pod")
             .phase("Pending")
-            .build();
-        let not_ready = pod("scheduled-running-not-ready-pod")
-            .on("fake-node")
+            .obj();
+        let scheduled_pending = make_pod()
+            .namespace("default")
+            .name("scheduled-pending-pod")
+            .node("fake-node")
+            .phase("Pending")
+            .obj();
+        let not_ready = make_pod()
+            .namespace("default")
+            .name("scheduled-running-not-ready-pod")
+            .node("fake-node")
             .not_ready()
-            .build();
-        let ready_1 = pod("scheduled-running-ready-pod-on-node-1")
-            .on("fake-node-1")
-            .ready_without_time()
-            .build();
-        let ready_2 = pod("scheduled-running-ready-pod-on-node-2")
-            .on("fake-node-2")
-            .ready_without_time()
-            .build();
+            .obj();
+        let ready_1 = make_pod()
+            .namespace("default")
+            .name("scheduled-running-ready-pod-on-node-1")
+            .node("fake-node-1")
+            .ready()
+            .obj();
+        let ready_2 = make_pod()
+            .namespace("default")
+            .name("scheduled-running-ready-pod-on-node-2")
+            .node("fake-node-2")
+            .ready()
+            .obj();
         struct Case<'a> {
             name: &'static str,
             pods: Vec<&'a Pod>,
@@ -782,7 +862,7 @@ mod tests {
         for case in cases {
             let related = case.related.unwrap_or_else(|| case.pods.clone());
             let got = pods_to_delete(&case.pods, &related, case.diff, t(0));
-            assert_eq!(names(&got), names(&case.want), "{}", case.name);
+            assert_eq!(pod_names(&got), pod_names(&case.want), "{}", case.name);
         }
     }
 
@@ -823,9 +903,11 @@ mod tests {
                 want: 0,
             },
         ] {
-            let p = pod("p")
+            let p = make_pod()
+                .namespace("default")
+                .name("p")
                 .annotation(POD_DELETION_COST_ANNOTATION, case.value)
-                .build();
+                .obj();
             assert_eq!(deletion_cost(&p), case.want, "{:?}", case.value);
         }
     }
@@ -837,7 +919,14 @@ mod tests {
     fn status_counts_as_upstream() {
         let fully = &[("foo", "bar")][..];
         let more = &[("foo", "bar"), ("baz", "quux")][..];
-        let running = |n: &str| pod(n).label("foo", "bar").ready_without_time().build();
+        let running = |n: &str| {
+            make_pod()
+                .namespace("default")
+                .name(n)
+                .label("foo", "bar")
+                .ready()
+                .obj()
+        };
         struct Case {
             name: &'static str,
             template_labels: &'static [(&'static str, &'static str)],
@@ -880,11 +969,13 @@ mod tests {
                 min_ready_seconds: None,
                 pods: vec![
                     running("pod1"),
-                    pod("pod2")
+                    make_pod()
+                        .namespace("default")
+                        .name("pod2")
                         .label("foo", "bar")
                         .label("baz", "quux")
-                        .ready_without_time()
-                        .build(),
+                        .ready()
+                        .obj(),
                 ],
                 want: (2, 1, 2, 2),
             },
@@ -892,14 +983,28 @@ mod tests {
                 name: "1 non-ready pod",
                 template_labels: fully,
                 min_ready_seconds: None,
-                pods: vec![pod("pod1").label("foo", "bar").phase("Pending").build()],
+                pods: vec![
+                    make_pod()
+                        .namespace("default")
+                        .name("pod1")
+                        .label("foo", "bar")
+                        .phase("Pending")
+                        .obj(),
+                ],
                 want: (1, 1, 0, 0),
             },
             Case {
                 name: "1 ready but non-available pod",
                 template_labels: fully,
                 min_ready_seconds: Some(3600),
-                pods: vec![pod("pod1").label("foo", "bar").ready_since(0).build()],
+                pods: vec![
+                    make_pod()
+                        .namespace("default")
+                        .name("pod1")
+                        .label("foo", "bar")
+                        .ready_since(t(0))
+                        .obj(),
+                ],
                 want: (1, 1, 1, 0),
             },
         ] {
@@ -993,7 +1098,12 @@ mod tests {
                 });
             }
             let pods: Vec<Pod> = (0..case.pods)
-                .map(|i| pod(&format!("pod{i}")).build())
+                .map(|i| {
+                    make_pod()
+                        .namespace("default")
+                        .name(&format!("pod{i}"))
+                        .obj()
+                })
                 .collect();
             let refs: Vec<&Pod> = pods.iter().collect();
             let got = status(&rs, &refs, case.failure, t(0));

@@ -708,8 +708,7 @@ mod tests {
     use k8s_openapi::apimachinery::pkg::apis::meta::v1::LabelSelector;
 
     use super::*;
-    use crate::test_util::t;
-    use crate::workloads::test_objects::{label_map, strings, template};
+    use crate::test_util::{PodWrapper, label_map, pod_template, strings, t};
 
     const CURRENT: &str = "web-old";
     const UPDATE: &str = "web-new";
@@ -730,7 +729,7 @@ mod tests {
                     match_labels: Some(label_map(&[("foo", "bar")])),
                     match_expressions: None,
                 },
-                template: template("nginx"),
+                template: pod_template("nginx"),
                 service_name: Some("governing".into()),
                 volume_claim_templates: Some(vec![PersistentVolumeClaim {
                     metadata: ObjectMeta {
@@ -770,41 +769,16 @@ mod tests {
 
     /// The set's pod of `ordinal` at `revision`, in a state.
     fn member(set: &StatefulSet, ordinal: i32, revision: &str, state: State) -> Pod {
-        let mut p = new_stateful_set_pod(set, ordinal);
-        p.metadata
-            .labels
-            .get_or_insert_with(BTreeMap::new)
-            .insert(CONTROLLER_REVISION_HASH_LABEL.into(), revision.into());
-        let status = p.status.get_or_insert_with(Default::default);
-        let ready = |since: i64| {
-            Some(vec![k8s_openapi::api::core::v1::PodCondition {
-                type_: "Ready".into(),
-                status: "True".into(),
-                last_transition_time: Some(k8s_openapi::apimachinery::pkg::apis::meta::v1::Time(
-                    t(since),
-                )),
-                ..Default::default()
-            }])
-        };
+        let p = PodWrapper(new_stateful_set_pod(set, ordinal))
+            .label(CONTROLLER_REVISION_HASH_LABEL, revision);
         match state {
-            State::Pending => status.phase = Some("Pending".into()),
-            State::Ready => {
-                status.phase = Some("Running".into());
-                status.conditions = ready(0);
-            }
-            State::ReadyAt(since) => {
-                status.phase = Some("Running".into());
-                status.conditions = ready(since);
-            }
-            State::Failed => status.phase = Some("Failed".into()),
-            State::Terminating => {
-                status.phase = Some("Running".into());
-                status.conditions = ready(0);
-                p.metadata.deletion_timestamp =
-                    Some(k8s_openapi::apimachinery::pkg::apis::meta::v1::Time(t(0)));
-            }
+            State::Pending => p.phase("Pending"),
+            State::Ready => p.ready_since(t(0)),
+            State::ReadyAt(since) => p.ready_since(t(since)),
+            State::Failed => p.phase("Failed"),
+            State::Terminating => p.ready_since(t(0)).terminating(t(0)),
         }
-        p
+        .obj()
     }
 
     #[derive(Clone, Copy)]
@@ -1443,7 +1417,7 @@ mod tests {
     fn revisions_are_created_reused_or_rolled_back() {
         let v1 = stateful_set(3);
         let mut v2 = v1.clone();
-        v2.spec.template = template("nginx:2");
+        v2.spec.template = pod_template("nginx:2");
         let r1 = new_revision(&v1, 1, Some(0));
         let r2 = new_revision(&v2, 2, Some(0));
         assert!(
@@ -1464,7 +1438,7 @@ mod tests {
             "rollback"
         );
         let mut v3 = v1.clone();
-        v3.spec.template = template("nginx:3");
+        v3.spec.template = pod_template("nginx:3");
         assert!(
             matches!(update_revision(&v3, &[&r1, &r2]), UpdateRevision::Create(r) if r.revision == Some(3)),
             "a new template"

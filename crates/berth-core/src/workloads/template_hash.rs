@@ -91,7 +91,7 @@ pub fn compute_hash(template: &PodTemplateSpec, collision_count: Option<i32>) ->
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::workloads::test_objects::template;
+    use crate::test_util::pod_template;
 
     #[test]
     fn fnv1a32_matches_the_reference_vectors() {
@@ -144,23 +144,23 @@ mod tests {
             compute_hash(&empty, Some(i32::MAX))
         );
         assert_ne!(
-            compute_hash(&template("nginx:1"), None),
-            compute_hash(&template("nginx:2"), None)
+            compute_hash(&pod_template("nginx:1"), None),
+            compute_hash(&pod_template("nginx:2"), None)
         );
         assert_eq!(
-            compute_hash(&template("nginx:1"), None),
-            compute_hash(&template("nginx:1"), None)
+            compute_hash(&pod_template("nginx:1"), None),
+            compute_hash(&pod_template("nginx:1"), None)
         );
-        let mut empty_lists = template("nginx:1");
+        let mut empty_lists = pod_template("nginx:1");
         if let Some(spec) = empty_lists.spec.as_mut() {
             spec.volumes = Some(vec![]);
             spec.node_selector = Some(Default::default());
         }
         assert_eq!(
             compute_hash(&empty_lists, None),
-            compute_hash(&template("nginx:1"), None)
+            compute_hash(&pod_template("nginx:1"), None)
         );
-        let hash = compute_hash(&template("nginx:1"), None);
+        let hash = compute_hash(&pod_template("nginx:1"), None);
         assert!(!hash.is_empty() && hash.len() <= 10, "{hash}");
     }
 }

@@ -22,20 +22,82 @@ fn cache_of(nodes: Vec<Node>) -> Cache {
 /// percentages collapse into one here).
 #[test]
 fn num_feasible_nodes_to_find_as_upstream() {
+    struct Case {
+        name: &'static str,
+        percentage: u32,
+        nodes: usize,
+        want: usize,
+    }
     let cases = [
-        ("not set, nodes not more than 50", 0, 10, 10),
-        ("set, nodes not more than 50", 40, 10, 10),
-        ("not set, nodes more than 50", 0, 1000, 420),
-        ("set, nodes more than 50", 40, 1000, 400),
-        ("set to 70, nodes more than 50", 70, 1000, 700),
-        ("not set, nodes more than 50*125", 0, 6000, 300),
-        ("set, nodes more than 50*125", 40, 6000, 2400),
+        Case {
+            name: "not set, nodes not more than 50",
+            percentage: 0,
+            nodes: 10,
+            want: 10,
+        },
+        Case {
+            name: "set, nodes not more than 50",
+            percentage: 40,
+            nodes: 10,
+            want: 10,
+        },
+        Case {
+            name: "not set, nodes more than 50",
+            percentage: 0,
+            nodes: 1000,
+            want: 420,
+        },
+        Case {
+            name: "set, nodes more than 50",
+            percentage: 40,
+            nodes: 1000,
+            want: 400,
+        },
+        Case {
+            name: "set to 70, nodes more than 50",
+            percentage: 70,
+            nodes: 1000,
+            want: 700,
+        },
+        Case {
+            name: "not set, nodes more than 50*125",
+            percentage: 0,
+            nodes: 6000,
+            want: 300,
+        },
+        Case {
+            name: "set, nodes more than 50*125",
+            percentage: 40,
+            nodes: 6000,
+            want: 2400,
+        },
         // berth's additions: the 100-node floor and the 5% floor.
-        ("99 nodes: all of them", 0, 99, 99),
-        ("a small percentage still finds 100", 1, 1000, 100),
-        ("5,000 nodes: 10 %", 0, 5000, 500),
+        Case {
+            name: "99 nodes: all of them",
+            percentage: 0,
+            nodes: 99,
+            want: 99,
+        },
+        Case {
+            name: "a small percentage still finds 100",
+            percentage: 1,
+            nodes: 1000,
+            want: 100,
+        },
+        Case {
+            name: "5,000 nodes: 10 %",
+            percentage: 0,
+            nodes: 5000,
+            want: 500,
+        },
     ];
-    for (name, percentage, nodes, want) in cases {
+    for Case {
+        name,
+        percentage,
+        nodes,
+        want,
+    } in cases
+    {
         assert_eq!(
             num_feasible_nodes_to_find(percentage, nodes),
             want,

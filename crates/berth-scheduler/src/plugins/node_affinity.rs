@@ -271,7 +271,7 @@ impl ScorePlugin for NodeAffinity {
 mod tests {
     use super::*;
     use berth_core::node_affinity::OP_EXISTS;
-    use berth_core::test_util::{expr, node, pod_with, selector, term};
+    use berth_core::test_util::{expr, make_pod, node, pod_with, selector, term};
     use k8s_openapi::api::core::v1::{
         Affinity, NodeSelectorRequirement, NodeSelectorTerm, PodSpec, PreferredSchedulingTerm,
     };
@@ -693,16 +693,12 @@ mod tests {
     }
 
     fn pod_preferring(na: V1NodeAffinity) -> Pod {
-        Pod {
-            spec: Some(PodSpec {
-                affinity: Some(Affinity {
-                    node_affinity: Some(na),
-                    ..Affinity::default()
-                }),
-                ..PodSpec::default()
-            }),
-            ..Pod::default()
-        }
+        make_pod()
+            .affinity(Affinity {
+                node_affinity: Some(na),
+                ..Affinity::default()
+            })
+            .obj()
     }
 
     /// Upstream `TestNodeAffinityPriority` (PreScore, Score, NormalizeScore).
@@ -729,109 +725,118 @@ mod tests {
             ])
         };
         let invalid_key_msg = "[0].matchExpressions[0].key: Invalid value: \"invalid key\": name part must consist of alphanumeric characters, '-', '_' or '.', and must start and end with an alphanumeric character (e.g. 'MyName',  or 'my.name',  or '123-abc', regex used for validation is '([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9]')";
-        type Case<'a> = (
-            &'static str,
-            Pod,
-            Vec<(&'static str, &'a [(&'a str, &'a str)])>,
-            Vec<(&'static str, i64)>,
-            NodeAffinityArgs,
-            bool,
-            Status,
-        );
-        let cases: Vec<Case> = vec![
-            (
-                "all nodes are same priority as NodeAffinity is nil",
-                Pod::default(),
-                vec![("node1", label1), ("node2", label2), ("node3", label3)],
-                vec![("node1", 0), ("node2", 0), ("node3", 0)],
-                NodeAffinityArgs::default(),
-                false,
-                Status::success(),
-            ),
-            (
-                "Skip is returned in PreScore when NodeAffinity is nil",
-                Pod::default(),
-                vec![("node1", label1)],
-                vec![],
-                NodeAffinityArgs::default(),
-                true,
-                Status::skip(),
-            ),
-            (
-                "PreScore returns error when an incoming Pod has a broken affinity",
-                pod_preferring(with_preferred(vec![pref(
+        struct Case<'a> {
+            name: &'static str,
+            pod: Pod,
+            nodes: Vec<(&'static str, &'a [(&'a str, &'a str)])>,
+            want: Vec<(&'static str, i64)>,
+            args: NodeAffinityArgs,
+            run_pre_score: bool,
+            want_pre_score: Status,
+        }
+        let cases = vec![
+            Case {
+                name: "all nodes are same priority as NodeAffinity is nil",
+                pod: Pod::default(),
+                nodes: vec![("node1", label1), ("node2", label2), ("node3", label3)],
+                want: vec![("node1", 0), ("node2", 0), ("node3", 0)],
+                args: NodeAffinityArgs::default(),
+                run_pre_score: false,
+                want_pre_score: Status::success(),
+            },
+            Case {
+                name: "Skip is returned in PreScore when NodeAffinity is nil",
+                pod: Pod::default(),
+                nodes: vec![("node1", label1)],
+                want: vec![],
+                args: NodeAffinityArgs::default(),
+                run_pre_score: true,
+                want_pre_score: Status::skip(),
+            },
+            Case {
+                name: "PreScore returns error when an incoming Pod has a broken affinity",
+                pod: pod_preferring(with_preferred(vec![pref(
                     2,
                     vec![expr("invalid key", OP_IN, &["bar"])],
                 )])),
-                vec![("node1", label1)],
-                vec![],
-                NodeAffinityArgs::default(),
-                true,
-                Status::error(invalid_key_msg).with_plugin(NAME),
-            ),
-            (
-                "no node matches preferred scheduling requirements in NodeAffinity of pod so all nodes' priority is zero",
-                pod_preferring(affinity1()),
-                vec![("node1", label4), ("node2", label2), ("node3", label3)],
-                vec![("node1", 0), ("node2", 0), ("node3", 0)],
-                NodeAffinityArgs::default(),
-                true,
-                Status::success(),
-            ),
-            (
-                "only node1 matches the preferred scheduling requirements of pod",
-                pod_preferring(affinity1()),
-                vec![("node1", label1), ("node2", label2), ("node3", label3)],
-                vec![("node1", MAX_NODE_SCORE), ("node2", 0), ("node3", 0)],
-                NodeAffinityArgs::default(),
-                true,
-                Status::success(),
-            ),
-            (
-                "all nodes matches the preferred scheduling requirements of pod but with different priorities ",
-                pod_preferring(affinity2()),
-                vec![("node1", label1), ("node5", label5), ("node2", label2)],
-                vec![("node1", 18), ("node5", MAX_NODE_SCORE), ("node2", 36)],
-                NodeAffinityArgs::default(),
-                true,
-                Status::success(),
-            ),
-            (
-                "added affinity",
-                Pod::default(),
-                vec![("node1", label1), ("node2", label2)],
-                vec![("node1", MAX_NODE_SCORE), ("node2", 0)],
-                NodeAffinityArgs {
+                nodes: vec![("node1", label1)],
+                want: vec![],
+                args: NodeAffinityArgs::default(),
+                run_pre_score: true,
+                want_pre_score: Status::error(invalid_key_msg).with_plugin(NAME),
+            },
+            Case {
+                name: "no node matches preferred scheduling requirements in NodeAffinity of pod so all nodes' priority is zero",
+                pod: pod_preferring(affinity1()),
+                nodes: vec![("node1", label4), ("node2", label2), ("node3", label3)],
+                want: vec![("node1", 0), ("node2", 0), ("node3", 0)],
+                args: NodeAffinityArgs::default(),
+                run_pre_score: true,
+                want_pre_score: Status::success(),
+            },
+            Case {
+                name: "only node1 matches the preferred scheduling requirements of pod",
+                pod: pod_preferring(affinity1()),
+                nodes: vec![("node1", label1), ("node2", label2), ("node3", label3)],
+                want: vec![("node1", MAX_NODE_SCORE), ("node2", 0), ("node3", 0)],
+                args: NodeAffinityArgs::default(),
+                run_pre_score: true,
+                want_pre_score: Status::success(),
+            },
+            Case {
+                name: "all nodes matches the preferred scheduling requirements of pod but with different priorities ",
+                pod: pod_preferring(affinity2()),
+                nodes: vec![("node1", label1), ("node5", label5), ("node2", label2)],
+                want: vec![("node1", 18), ("node5", MAX_NODE_SCORE), ("node2", 36)],
+                args: NodeAffinityArgs::default(),
+                run_pre_score: true,
+                want_pre_score: Status::success(),
+            },
+            Case {
+                name: "added affinity",
+                pod: Pod::default(),
+                nodes: vec![("node1", label1), ("node2", label2)],
+                want: vec![("node1", MAX_NODE_SCORE), ("node2", 0)],
+                args: NodeAffinityArgs {
                     added_affinity: Some(affinity1()),
                 },
-                true,
-                Status::success(),
-            ),
-            (
-                "added affinity and pod has default affinity",
-                pod_preferring(affinity1()),
-                vec![("node1", label1), ("node2", label2), ("node3", label5)],
-                vec![("node1", 40), ("node2", 60), ("node3", MAX_NODE_SCORE)],
-                NodeAffinityArgs {
+                run_pre_score: true,
+                want_pre_score: Status::success(),
+            },
+            Case {
+                name: "added affinity and pod has default affinity",
+                pod: pod_preferring(affinity1()),
+                nodes: vec![("node1", label1), ("node2", label2), ("node3", label5)],
+                want: vec![("node1", 40), ("node2", 60), ("node3", MAX_NODE_SCORE)],
+                args: NodeAffinityArgs {
                     added_affinity: Some(with_preferred(vec![pref(
                         3,
                         vec![expr("key", OP_IN, &["value"])],
                     )])),
                 },
-                true,
-                Status::success(),
-            ),
-            (
-                "calculate the priorities correctly even if PreScore is not called",
-                pod_preferring(affinity2()),
-                vec![("node1", label1), ("node5", label5), ("node2", label2)],
-                vec![("node1", 18), ("node5", MAX_NODE_SCORE), ("node2", 36)],
-                NodeAffinityArgs::default(),
-                false,
-                Status::success(),
-            ),
+                run_pre_score: true,
+                want_pre_score: Status::success(),
+            },
+            Case {
+                name: "calculate the priorities correctly even if PreScore is not called",
+                pod: pod_preferring(affinity2()),
+                nodes: vec![("node1", label1), ("node5", label5), ("node2", label2)],
+                want: vec![("node1", 18), ("node5", MAX_NODE_SCORE), ("node2", 36)],
+                args: NodeAffinityArgs::default(),
+                run_pre_score: false,
+                want_pre_score: Status::success(),
+            },
         ];
-        for (name, pod, nodes, want, args, run_pre_score, want_pre_score) in cases {
+        for Case {
+            name,
+            pod,
+            nodes,
+            want,
+            args,
+            run_pre_score,
+            want_pre_score,
+        } in cases
+        {
             let plugin = match NodeAffinity::new(&args) {
                 Ok(p) => p,
                 Err(e) => panic!("{name}: creating plugin: {e}"),

@@ -41,53 +41,45 @@ impl FilterPlugin for NodeName {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use k8s_openapi::api::core::v1::{Pod, PodSpec};
-    use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
-
-    fn pod_on(node_name: &str) -> PodInfo {
-        PodInfo::from(Pod {
-            spec: Some(PodSpec {
-                node_name: Some(node_name.into()),
-                ..PodSpec::default()
-            }),
-            ..Pod::default()
-        })
-    }
-
-    fn node_named(name: &str) -> NodeInfo {
-        NodeInfo::from(Node {
-            metadata: ObjectMeta {
-                name: Some(name.into()),
-                ..ObjectMeta::default()
-            },
-            ..Node::default()
-        })
-    }
+    use berth_core::test_util::{make_node, make_pod};
+    use k8s_openapi::api::core::v1::Pod;
 
     /// Upstream `TestNodeName`.
     #[test]
     fn node_name_filter_as_upstream() {
-        let cases: Vec<(&str, PodInfo, NodeInfo, Status)> = vec![
-            (
-                "no host specified",
-                PodInfo::from(Pod::default()),
-                NodeInfo::from(Node::default()),
-                Status::success(),
-            ),
-            (
-                "host matches",
-                pod_on("foo"),
-                node_named("foo"),
-                Status::success(),
-            ),
-            (
-                "host doesn't match",
-                pod_on("bar"),
-                node_named("foo"),
-                Status::new(Code::UnschedulableAndUnresolvable, ERR_REASON).with_plugin(NAME),
-            ),
+        struct Case {
+            name: &'static str,
+            pod: PodInfo,
+            node: NodeInfo,
+            want: Status,
+        }
+        let cases = vec![
+            Case {
+                name: "no host specified",
+                pod: PodInfo::from(Pod::default()),
+                node: NodeInfo::from(Node::default()),
+                want: Status::success(),
+            },
+            Case {
+                name: "host matches",
+                pod: PodInfo::from(make_pod().node("foo").obj()),
+                node: NodeInfo::from(make_node().name("foo").obj()),
+                want: Status::success(),
+            },
+            Case {
+                name: "host doesn't match",
+                pod: PodInfo::from(make_pod().node("bar").obj()),
+                node: NodeInfo::from(make_node().name("foo").obj()),
+                want: Status::new(Code::UnschedulableAndUnresolvable, ERR_REASON).with_plugin(NAME),
+            },
         ];
-        for (name, pod, node, want) in cases {
+        for Case {
+            name,
+            pod,
+            node,
+            want,
+        } in cases
+        {
             assert_eq!(
                 NodeName.filter(&CycleState::new(), &pod, &node),
                 want,
@@ -98,6 +90,9 @@ mod tests {
 
     #[test]
     fn empty_node_name_on_the_pod_means_any_node() {
-        assert!(fits(&pod_on(""), node_named("anything").node()));
+        assert!(fits(
+            &PodInfo::from(make_pod().node("").obj()),
+            NodeInfo::from(make_node().name("anything").obj()).node()
+        ));
     }
 }

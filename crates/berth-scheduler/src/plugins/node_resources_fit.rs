@@ -1190,33 +1190,45 @@ mod tests {
     /// Upstream `TestStorageRequests`.
     #[test]
     fn storage_requests_as_upstream() {
-        let cases: Vec<(&str, Pod, Usage, Status)> = vec![
-            (
-                "empty storage requested, and pod fits",
-                new_resource_pod(&[u(1, 1)]),
-                u(2, 10),
-                Status::success(),
-            ),
-            (
-                "storage ephemeral local storage request exceeds allocatable",
-                new_resource_pod(&[eph(25)]),
-                u(2, 2),
-                want_status(UU, &["Insufficient ephemeral-storage"]),
-            ),
-            (
-                "ephemeral local storage is sufficient",
-                with_init(new_resource_pod(&[eph(5)]), &[]),
-                Usage { eph: 10, ..u(2, 2) },
-                Status::success(),
-            ),
-            (
-                "pod fits",
-                new_resource_pod(&[eph(10)]),
-                u(2, 2),
-                Status::success(),
-            ),
+        struct Case {
+            name: &'static str,
+            pod: Pod,
+            existing: Usage,
+            want: Status,
+        }
+        let cases = vec![
+            Case {
+                name: "empty storage requested, and pod fits",
+                pod: new_resource_pod(&[u(1, 1)]),
+                existing: u(2, 10),
+                want: Status::success(),
+            },
+            Case {
+                name: "storage ephemeral local storage request exceeds allocatable",
+                pod: new_resource_pod(&[eph(25)]),
+                existing: u(2, 2),
+                want: want_status(UU, &["Insufficient ephemeral-storage"]),
+            },
+            Case {
+                name: "ephemeral local storage is sufficient",
+                pod: with_init(new_resource_pod(&[eph(5)]), &[]),
+                existing: Usage { eph: 10, ..u(2, 2) },
+                want: Status::success(),
+            },
+            Case {
+                name: "pod fits",
+                pod: new_resource_pod(&[eph(10)]),
+                existing: u(2, 2),
+                want: Status::success(),
+            },
         ];
-        for (name, pod, existing, want) in cases {
+        for Case {
+            name,
+            pod,
+            existing,
+            want,
+        } in cases
+        {
             let node = node_info(make_allocatable(10, 20, 32, 5, 20, 5), &on(existing));
             let got = run_filter(&NodeResourcesFit::default(), &pod, &node);
             assert_eq!(got, want, "{name}");
@@ -1267,51 +1279,65 @@ mod tests {
                 ..Pod::default()
             }
         };
-        let cases: Vec<(&str, Pod, bool, Status, Status)> = vec![
-            (
-                "allow pod without restartable init containers if sidecar containers is disabled",
-                regular_pod(),
-                false,
-                Status::success(),
-                Status::success(),
-            ),
-            (
-                "not allow pod with restartable init containers if sidecar containers is disabled",
-                with_sidecar(None, None),
-                false,
-                Status::new(UU, ERR_REASON_SIDECARS_DISABLED).with_plugin(NAME),
-                Status::success(),
-            ),
-            (
-                "allow pod without restartable init containers if sidecar containers is enabled",
-                regular_pod(),
-                true,
-                Status::success(),
-                Status::success(),
-            ),
-            (
-                "allow pod with restartable init containers if sidecar containers is enabled",
-                with_sidecar(None, None),
-                true,
-                Status::success(),
-                Status::success(),
-            ),
-            (
-                "allow pod if the total requested resources do not exceed the node's allocatable resources",
-                with_sidecar(Some("1m"), Some("1m")),
-                true,
-                Status::success(),
-                Status::success(),
-            ),
-            (
-                "not allow pod if the total requested resources do exceed the node's allocatable resources",
-                with_sidecar(Some("1m"), Some("2m")),
-                true,
-                Status::success(),
-                want_status(UU, &["Insufficient cpu"]),
-            ),
+        struct Case {
+            name: &'static str,
+            pod: Pod,
+            sidecars: bool,
+            want_pre_filter: Status,
+            want_filter: Status,
+        }
+        let cases = vec![
+            Case {
+                name: "allow pod without restartable init containers if sidecar containers is disabled",
+                pod: regular_pod(),
+                sidecars: false,
+                want_pre_filter: Status::success(),
+                want_filter: Status::success(),
+            },
+            Case {
+                name: "not allow pod with restartable init containers if sidecar containers is disabled",
+                pod: with_sidecar(None, None),
+                sidecars: false,
+                want_pre_filter: Status::new(UU, ERR_REASON_SIDECARS_DISABLED).with_plugin(NAME),
+                want_filter: Status::success(),
+            },
+            Case {
+                name: "allow pod without restartable init containers if sidecar containers is enabled",
+                pod: regular_pod(),
+                sidecars: true,
+                want_pre_filter: Status::success(),
+                want_filter: Status::success(),
+            },
+            Case {
+                name: "allow pod with restartable init containers if sidecar containers is enabled",
+                pod: with_sidecar(None, None),
+                sidecars: true,
+                want_pre_filter: Status::success(),
+                want_filter: Status::success(),
+            },
+            Case {
+                name: "allow pod if the total requested resources do not exceed the node's allocatable resources",
+                pod: with_sidecar(Some("1m"), Some("1m")),
+                sidecars: true,
+                want_pre_filter: Status::success(),
+                want_filter: Status::success(),
+            },
+            Case {
+                name: "not allow pod if the total requested resources do exceed the node's allocatable resources",
+                pod: with_sidecar(Some("1m"), Some("2m")),
+                sidecars: true,
+                want_pre_filter: Status::success(),
+                want_filter: want_status(UU, &["Insufficient cpu"]),
+            },
         ];
-        for (name, pod, sidecars, want_pre_filter, want_filter) in cases {
+        for Case {
+            name,
+            pod,
+            sidecars,
+            want_pre_filter,
+            want_filter,
+        } in cases
+        {
             let node = node_info(make_allocatable(2, 0, 1, 0, 0, 0), &[]);
             let plugin = NodeResourcesFit {
                 enable_sidecar_containers: sidecars,
@@ -1431,129 +1457,129 @@ mod tests {
             ResourceSpec::new("memory", 1),
             ResourceSpec::new(EXT_RES, 1),
         ];
-        type Case = (
-            &'static str,
-            Pod,
-            Vec<(&'static str, Arc<Node>)>,
-            Vec<(&'static str, Pod)>,
-            Vec<ResourceSpec>,
-            ScoreRun,
-        );
-        let cases: Vec<Case> = vec![
-            (
-                "nothing scheduled, nothing requested",
-                Pod::default(),
-                vec![cap_node("node1", C4K_M10K), cap_node("node2", C4K_M10K)],
-                vec![],
-                default_resources(),
-                scores(&[("node1", MAX_NODE_SCORE), ("node2", MAX_NODE_SCORE)]),
-            ),
-            (
-                "nothing scheduled, resources requested, differently sized nodes",
-                req_1k_2k_and_2k_3k(),
-                vec![cap_node("node1", C4K_M10K), cap_node("node2", C6K_M10K)],
-                vec![],
-                default_resources(),
-                scores(&[("node1", 37), ("node2", 50)]),
-            ),
-            (
-                "Resources not set, pods scheduled with error",
-                req_1k_2k_and_2k_3k(),
-                vec![cap_node("node1", C4K_M10K), cap_node("node2", C6K_M10K)],
-                vec![],
-                vec![],
-                Err(Status::error("resources not found").with_plugin(NAME)),
-            ),
-            (
-                "no resources requested, pods scheduled",
-                Pod::default(),
-                vec![cap_node("node1", C4K_M10K), cap_node("node2", C4K_M10K)],
-                vec![
+        struct Case {
+            name: &'static str,
+            pod: Pod,
+            nodes: Vec<(&'static str, Arc<Node>)>,
+            existing: Vec<(&'static str, Pod)>,
+            resources: Vec<ResourceSpec>,
+            want: ScoreRun,
+        }
+        let cases = vec![
+            Case {
+                name: "nothing scheduled, nothing requested",
+                pod: Pod::default(),
+                nodes: vec![cap_node("node1", C4K_M10K), cap_node("node2", C4K_M10K)],
+                existing: vec![],
+                resources: default_resources(),
+                want: scores(&[("node1", MAX_NODE_SCORE), ("node2", MAX_NODE_SCORE)]),
+            },
+            Case {
+                name: "nothing scheduled, resources requested, differently sized nodes",
+                pod: req_1k_2k_and_2k_3k(),
+                nodes: vec![cap_node("node1", C4K_M10K), cap_node("node2", C6K_M10K)],
+                existing: vec![],
+                resources: default_resources(),
+                want: scores(&[("node1", 37), ("node2", 50)]),
+            },
+            Case {
+                name: "Resources not set, pods scheduled with error",
+                pod: req_1k_2k_and_2k_3k(),
+                nodes: vec![cap_node("node1", C4K_M10K), cap_node("node2", C6K_M10K)],
+                existing: vec![],
+                resources: vec![],
+                want: Err(Status::error("resources not found").with_plugin(NAME)),
+            },
+            Case {
+                name: "no resources requested, pods scheduled",
+                pod: Pod::default(),
+                nodes: vec![cap_node("node1", C4K_M10K), cap_node("node2", C4K_M10K)],
+                existing: vec![
                     ("node1", Pod::default()),
                     ("node1", Pod::default()),
                     ("node2", Pod::default()),
                     ("node2", Pod::default()),
                 ],
-                default_resources(),
-                scores(&[("node1", MAX_NODE_SCORE), ("node2", MAX_NODE_SCORE)]),
-            ),
-            (
-                "no resources requested, pods scheduled with resources",
-                Pod::default(),
-                vec![cap_node("node1", C10K_M20K), cap_node("node2", C10K_M20K)],
-                vec![
+                resources: default_resources(),
+                want: scores(&[("node1", MAX_NODE_SCORE), ("node2", MAX_NODE_SCORE)]),
+            },
+            Case {
+                name: "no resources requested, pods scheduled with resources",
+                pod: Pod::default(),
+                nodes: vec![cap_node("node1", C10K_M20K), cap_node("node2", C10K_M20K)],
+                existing: vec![
                     ("node1", cpu3k_mem0()),
                     ("node1", cpu3k_mem0()),
                     ("node2", cpu3k_mem0()),
                     ("node2", cpu3k_mem5k()),
                 ],
-                default_resources(),
-                scores(&[("node1", 70), ("node2", 57)]),
-            ),
-            (
-                "resources requested, pods scheduled with resources",
-                req_1k_2k_and_2k_3k(),
-                vec![cap_node("node1", C10K_M20K), cap_node("node2", C10K_M20K)],
-                vec![("node1", cpu3k_mem0()), ("node2", cpu3k_mem5k())],
-                default_resources(),
-                scores(&[("node1", 57), ("node2", 45)]),
-            ),
-            (
-                "resources requested, pods scheduled with resources, differently sized nodes",
-                req_1k_2k_and_2k_3k(),
-                vec![
+                resources: default_resources(),
+                want: scores(&[("node1", 70), ("node2", 57)]),
+            },
+            Case {
+                name: "resources requested, pods scheduled with resources",
+                pod: req_1k_2k_and_2k_3k(),
+                nodes: vec![cap_node("node1", C10K_M20K), cap_node("node2", C10K_M20K)],
+                existing: vec![("node1", cpu3k_mem0()), ("node2", cpu3k_mem5k())],
+                resources: default_resources(),
+                want: scores(&[("node1", 57), ("node2", 45)]),
+            },
+            Case {
+                name: "resources requested, pods scheduled with resources, differently sized nodes",
+                pod: req_1k_2k_and_2k_3k(),
+                nodes: vec![
                     cap_node("node1", C10K_M20K),
                     cap_node("node2", &[("cpu", "10000"), ("memory", "50000")]),
                 ],
-                vec![("node1", cpu3k_mem0()), ("node2", cpu3k_mem5k())],
-                default_resources(),
-                scores(&[("node1", 57), ("node2", 60)]),
-            ),
-            (
-                "requested resources exceed node capacity",
-                cpu3k_mem0(),
-                vec![cap_node("node1", C4K_M10K), cap_node("node2", C4K_M10K)],
-                vec![("node1", cpu3k_mem0()), ("node2", cpu3k_mem5k())],
-                default_resources(),
-                scores(&[("node1", 50), ("node2", 25)]),
-            ),
-            (
-                "zero node resources, pods scheduled with resources",
-                Pod::default(),
-                vec![cap_node("node1", &[]), cap_node("node2", &[])],
-                vec![("node1", cpu3k_mem0()), ("node2", cpu3k_mem5k())],
-                default_resources(),
-                scores(&[("node1", 0), ("node2", 0)]),
-            ),
-            (
-                "nothing scheduled, resources requested with different weight on CPU and memory, differently sized nodes",
-                req_1k_2k_and_2k_3k(),
-                vec![cap_node("node1", C4K_M10K), cap_node("node2", C6K_M10K)],
-                vec![],
-                vec![ResourceSpec::new("memory", 2), ResourceSpec::new("cpu", 1)],
-                scores(&[("node1", 41), ("node2", 50)]),
-            ),
-            (
-                "bypass extended resource if the pod does not request",
-                req_1k_2k_and_2k_3k(),
-                vec![
+                existing: vec![("node1", cpu3k_mem0()), ("node2", cpu3k_mem5k())],
+                resources: default_resources(),
+                want: scores(&[("node1", 57), ("node2", 60)]),
+            },
+            Case {
+                name: "requested resources exceed node capacity",
+                pod: cpu3k_mem0(),
+                nodes: vec![cap_node("node1", C4K_M10K), cap_node("node2", C4K_M10K)],
+                existing: vec![("node1", cpu3k_mem0()), ("node2", cpu3k_mem5k())],
+                resources: default_resources(),
+                want: scores(&[("node1", 50), ("node2", 25)]),
+            },
+            Case {
+                name: "zero node resources, pods scheduled with resources",
+                pod: Pod::default(),
+                nodes: vec![cap_node("node1", &[]), cap_node("node2", &[])],
+                existing: vec![("node1", cpu3k_mem0()), ("node2", cpu3k_mem5k())],
+                resources: default_resources(),
+                want: scores(&[("node1", 0), ("node2", 0)]),
+            },
+            Case {
+                name: "nothing scheduled, resources requested with different weight on CPU and memory, differently sized nodes",
+                pod: req_1k_2k_and_2k_3k(),
+                nodes: vec![cap_node("node1", C4K_M10K), cap_node("node2", C6K_M10K)],
+                existing: vec![],
+                resources: vec![ResourceSpec::new("memory", 2), ResourceSpec::new("cpu", 1)],
+                want: scores(&[("node1", 41), ("node2", 50)]),
+            },
+            Case {
+                name: "bypass extended resource if the pod does not request",
+                pod: req_1k_2k_and_2k_3k(),
+                nodes: vec![
                     cap_node("node1", C6K_M10K),
                     cap_node(
                         "node2",
                         &[("cpu", "6000"), ("memory", "10000"), (EXT_RES, "4")],
                     ),
                 ],
-                vec![],
-                extended_set.clone(),
-                scores(&[("node1", 50), ("node2", 50)]),
-            ),
-            (
-                "honor extended resource if the pod requests",
-                req_pod(
+                existing: vec![],
+                resources: extended_set.clone(),
+                want: scores(&[("node1", 50), ("node2", 50)]),
+            },
+            Case {
+                name: "honor extended resource if the pod requests",
+                pod: req_pod(
                     &[&[("cpu", "3000"), ("memory", "5000"), (EXT_RES, "2")]],
                     &[],
                 ),
-                vec![
+                nodes: vec![
                     cap_node(
                         "node1",
                         &[("cpu", "6000"), ("memory", "10000"), (EXT_RES, "4")],
@@ -1563,30 +1589,38 @@ mod tests {
                         &[("cpu", "6000"), ("memory", "10000"), (EXT_RES, "10")],
                     ),
                 ],
-                vec![],
-                extended_set,
-                scores(&[("node1", 50), ("node2", 60)]),
-            ),
-            (
-                "if the node doesn't have a resource",
-                req_pod(&[&[("cpu", "3000"), ("memory", "4000")]], &[]),
-                vec![
+                existing: vec![],
+                resources: extended_set,
+                want: scores(&[("node1", 50), ("node2", 60)]),
+            },
+            Case {
+                name: "if the node doesn't have a resource",
+                pod: req_pod(&[&[("cpu", "3000"), ("memory", "4000")]], &[]),
+                nodes: vec![
                     cap_node("node1", C6K_M10K),
                     cap_node(
                         "node2",
                         &[("cpu", "6000"), ("memory", "10000"), (EXT_RES, "4")],
                     ),
                 ],
-                vec![],
-                vec![
+                existing: vec![],
+                resources: vec![
                     ResourceSpec::new(EXT_RES, 2),
                     ResourceSpec::new("cpu", 1),
                     ResourceSpec::new("memory", 1),
                 ],
-                scores(&[("node1", 55), ("node2", 55)]),
-            ),
+                want: scores(&[("node1", 55), ("node2", 55)]),
+            },
         ];
-        for (name, pod, nodes, existing, resources, want) in cases {
+        for Case {
+            name,
+            pod,
+            nodes,
+            existing,
+            resources,
+            want,
+        } in cases
+        {
             let plugin = match NodeResourcesFit::new(resources) {
                 Ok(p) => p,
                 Err(errs) => panic!("{name}: unexpected validation errors {errs:?}"),
@@ -1643,18 +1677,18 @@ mod tests {
     #[test]
     fn fit_score_least_allocated_as_upstream() {
         let pod = req_pod(&[&[("cpu", "1000"), ("memory", "2000")]], &[]);
-        type Case = (
-            &'static str,
-            Vec<(&'static str, Arc<Node>)>,
-            Vec<(&'static str, Pod)>,
-            bool,
-            ScoreRun,
-        );
-        let cases: Vec<Case> = vec![
-            (
-                "test case for ScoringStrategy LeastAllocated",
-                vec![cap_node("node1", C4K_M10K), cap_node("node2", C6K_M10K)],
-                vec![
+        struct Case {
+            name: &'static str,
+            nodes: Vec<(&'static str, Arc<Node>)>,
+            existing: Vec<(&'static str, Pod)>,
+            pre_score: bool,
+            want: ScoreRun,
+        }
+        let cases = vec![
+            Case {
+                name: "test case for ScoringStrategy LeastAllocated",
+                nodes: vec![cap_node("node1", C4K_M10K), cap_node("node2", C6K_M10K)],
+                existing: vec![
                     (
                         "node1",
                         req_pod(&[&[("cpu", "2000"), ("memory", "4000")]], &[]),
@@ -1664,13 +1698,13 @@ mod tests {
                         req_pod(&[&[("cpu", "1000"), ("memory", "2000")]], &[]),
                     ),
                 ],
-                true,
-                scores(&[("node1", 32), ("node2", 63)]),
-            ),
-            (
-                "test case for ScoringStrategy LeastAllocated if PreScore is not called",
-                vec![cap_node("node1", C4K_M10K), cap_node("node2", C6K_M10K)],
-                vec![
+                pre_score: true,
+                want: scores(&[("node1", 32), ("node2", 63)]),
+            },
+            Case {
+                name: "test case for ScoringStrategy LeastAllocated if PreScore is not called",
+                nodes: vec![cap_node("node1", C4K_M10K), cap_node("node2", C6K_M10K)],
+                existing: vec![
                     (
                         "node1",
                         req_pod(&[&[("cpu", "2000"), ("memory", "4000")]], &[]),
@@ -1680,13 +1714,13 @@ mod tests {
                         req_pod(&[&[("cpu", "1000"), ("memory", "2000")]], &[]),
                     ),
                 ],
-                false,
-                scores(&[("node1", 32), ("node2", 63)]),
-            ),
-            (
-                "test case for ScoringStrategy LeastAllocated with sidecar container",
-                vec![cap_node("node1", C4K_M10K), cap_node("node2", C4K_M10K)],
-                vec![
+                pre_score: false,
+                want: scores(&[("node1", 32), ("node2", 63)]),
+            },
+            Case {
+                name: "test case for ScoringStrategy LeastAllocated with sidecar container",
+                nodes: vec![cap_node("node1", C4K_M10K), cap_node("node2", C4K_M10K)],
+                existing: vec![
                     (
                         "node1",
                         req_pod(
@@ -1699,11 +1733,18 @@ mod tests {
                         req_pod(&[&[("cpu", "1000"), ("memory", "2000")]], &[]),
                     ),
                 ],
-                true,
-                scores(&[("node1", 32), ("node2", 55)]),
-            ),
+                pre_score: true,
+                want: scores(&[("node1", 32), ("node2", 55)]),
+            },
         ];
-        for (name, nodes, existing, pre_score, want) in cases {
+        for Case {
+            name,
+            nodes,
+            existing,
+            pre_score,
+            want,
+        } in cases
+        {
             let got = run_score(
                 &NodeResourcesFit::default(),
                 &pod,

@@ -95,55 +95,61 @@ mod tests {
     /// Upstream `TestNodeUnschedulable`, plus berth rows around the toleration.
     #[test]
     fn node_unschedulable_filter_as_upstream() {
-        let cases: Vec<(&str, PodInfo, NodeInfo, Status)> = vec![
-            (
-                "Does not schedule pod to unschedulable node (node.Spec.Unschedulable==true)",
-                PodInfo::from(Pod::default()),
-                NodeInfo::from(make_node().unschedulable(true).obj()),
-                rejected(),
-            ),
-            (
-                "Schedule pod to normal node",
-                PodInfo::from(Pod::default()),
-                NodeInfo::from(make_node().unschedulable(false).obj()),
-                Status::success(),
-            ),
-            (
-                "Schedule pod with toleration to unschedulable node (node.Spec.Unschedulable==true)",
-                PodInfo::from(
+        struct Case {
+            name: &'static str,
+            pod: PodInfo,
+            node: NodeInfo,
+            want: Status,
+        }
+        let cases = vec![
+            Case {
+                name: "Does not schedule pod to unschedulable node (node.Spec.Unschedulable==true)",
+                pod: PodInfo::from(Pod::default()),
+                node: NodeInfo::from(make_node().unschedulable(true).obj()),
+                want: rejected(),
+            },
+            Case {
+                name: "Schedule pod to normal node",
+                pod: PodInfo::from(Pod::default()),
+                node: NodeInfo::from(make_node().unschedulable(false).obj()),
+                want: Status::success(),
+            },
+            Case {
+                name: "Schedule pod with toleration to unschedulable node (node.Spec.Unschedulable==true)",
+                pod: PodInfo::from(
                     make_pod()
                         .tolerations(vec![tol(TAINT_NODE_UNSCHEDULABLE, "", EFFECT_NO_SCHEDULE)])
                         .obj(),
                 ),
-                NodeInfo::from(make_node().unschedulable(true).obj()),
-                Status::success(),
-            ),
+                node: NodeInfo::from(make_node().unschedulable(true).obj()),
+                want: Status::success(),
+            },
             // berth additions.
-            (
-                "unset spec.unschedulable means schedulable",
-                PodInfo::from(Pod::default()),
-                NodeInfo::from(Node::default()),
-                Status::success(),
-            ),
-            (
-                "Exists toleration with empty key and effect tolerates the cordon",
-                PodInfo::from(make_pod().tolerations(vec![tol("", "Exists", "")]).obj()),
-                NodeInfo::from(make_node().unschedulable(true).obj()),
-                Status::success(),
-            ),
-            (
-                "toleration for NoExecute only does not tolerate the cordon",
-                PodInfo::from(
+            Case {
+                name: "unset spec.unschedulable means schedulable",
+                pod: PodInfo::from(Pod::default()),
+                node: NodeInfo::from(Node::default()),
+                want: Status::success(),
+            },
+            Case {
+                name: "Exists toleration with empty key and effect tolerates the cordon",
+                pod: PodInfo::from(make_pod().tolerations(vec![tol("", "Exists", "")]).obj()),
+                node: NodeInfo::from(make_node().unschedulable(true).obj()),
+                want: Status::success(),
+            },
+            Case {
+                name: "toleration for NoExecute only does not tolerate the cordon",
+                pod: PodInfo::from(
                     make_pod()
                         .tolerations(vec![tol(TAINT_NODE_UNSCHEDULABLE, "Exists", "NoExecute")])
                         .obj(),
                 ),
-                NodeInfo::from(make_node().unschedulable(true).obj()),
-                rejected(),
-            ),
-            (
-                "toleration with a value does not match the valueless taint",
-                PodInfo::from(
+                node: NodeInfo::from(make_node().unschedulable(true).obj()),
+                want: rejected(),
+            },
+            Case {
+                name: "toleration with a value does not match the valueless taint",
+                pod: PodInfo::from(
                     make_pod()
                         .tolerations(vec![Toleration {
                             value: Some("x".into()),
@@ -151,11 +157,17 @@ mod tests {
                         }])
                         .obj(),
                 ),
-                NodeInfo::from(make_node().unschedulable(true).obj()),
-                rejected(),
-            ),
+                node: NodeInfo::from(make_node().unschedulable(true).obj()),
+                want: rejected(),
+            },
         ];
-        for (name, pod, node, want) in cases {
+        for Case {
+            name,
+            pod,
+            node,
+            want,
+        } in cases
+        {
             let got = NodeUnschedulable::default().filter(&CycleState::new(), &pod, &node);
             assert_eq!(got, want, "{name}");
         }

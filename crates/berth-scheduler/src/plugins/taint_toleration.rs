@@ -240,10 +240,9 @@ impl ScorePlugin for TaintToleration {
 mod tests {
     use super::*;
     use crate::taint_sets::TaintSets;
-    use berth_core::test_util::{taint, tol};
+    use berth_core::test_util::{make_node, make_pod, taint, tol};
     use berth_core::toleration::{EFFECT_NO_EXECUTE, EFFECT_NO_SCHEDULE};
-    use k8s_openapi::api::core::v1::{Node, NodeSpec, Pod, PodSpec};
-    use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
+    use k8s_openapi::api::core::v1::{Node, Pod};
     use proptest::prelude::*;
 
     const NS: &str = EFFECT_NO_SCHEDULE;
@@ -258,27 +257,11 @@ mod tests {
     };
 
     fn node_with_taints(name: &str, taints: Vec<Taint>) -> NodeInfo {
-        NodeInfo::from(Node {
-            metadata: ObjectMeta {
-                name: Some(name.into()),
-                ..ObjectMeta::default()
-            },
-            spec: Some(NodeSpec {
-                taints: Some(taints),
-                ..NodeSpec::default()
-            }),
-            ..Node::default()
-        })
+        NodeInfo::from(make_node().name(name).taints(taints).obj())
     }
 
     fn pod_with_tolerations(tolerations: Vec<Toleration>) -> PodInfo {
-        PodInfo::from(Pod {
-            spec: Some(PodSpec {
-                tolerations: Some(tolerations),
-                ..PodSpec::default()
-            }),
-            ..Pod::default()
-        })
+        PodInfo::from(make_pod().tolerations(tolerations).obj())
     }
 
     fn untolerated() -> Status {
@@ -318,32 +301,32 @@ mod tests {
     /// Upstream `TestTaintTolerationScore`, plus berth rows for Gt/Lt.
     #[test]
     fn taint_toleration_score_as_upstream() {
-        type Case = (
-            &'static str,
-            FeatureGates,
-            PodInfo,
-            Vec<NodeInfo>,
-            Vec<(&'static str, i64)>,
-        );
-        let cases: Vec<Case> = vec![
-            (
-                "node with taints tolerated by the pod, gets a higher score than those node with intolerable taints",
-                OFF,
-                pod_with_tolerations(vec![tol("foo", "Equal", "bar", PNS)]),
-                vec![
+        struct Case {
+            name: &'static str,
+            gates: FeatureGates,
+            pod: PodInfo,
+            nodes: Vec<NodeInfo>,
+            want: Vec<(&'static str, i64)>,
+        }
+        let cases = vec![
+            Case {
+                name: "node with taints tolerated by the pod, gets a higher score than those node with intolerable taints",
+                gates: OFF,
+                pod: pod_with_tolerations(vec![tol("foo", "Equal", "bar", PNS)]),
+                nodes: vec![
                     node_with_taints("nodeA", vec![taint("foo", "bar", PNS)]),
                     node_with_taints("nodeB", vec![taint("foo", "blah", PNS)]),
                 ],
-                vec![("nodeA", MAX_NODE_SCORE), ("nodeB", 0)],
-            ),
-            (
-                "the nodes that all of their taints are tolerated by the pod, get the same score, no matter how many tolerable taints a node has",
-                OFF,
-                pod_with_tolerations(vec![
+                want: vec![("nodeA", MAX_NODE_SCORE), ("nodeB", 0)],
+            },
+            Case {
+                name: "the nodes that all of their taints are tolerated by the pod, get the same score, no matter how many tolerable taints a node has",
+                gates: OFF,
+                pod: pod_with_tolerations(vec![
                     tol("cpu-type", "Equal", "arm64", PNS),
                     tol("disk-type", "Equal", "ssd", PNS),
                 ]),
-                vec![
+                nodes: vec![
                     node_with_taints("nodeA", vec![]),
                     node_with_taints("nodeB", vec![taint("cpu-type", "arm64", PNS)]),
                     node_with_taints(
@@ -354,17 +337,17 @@ mod tests {
                         ],
                     ),
                 ],
-                vec![
+                want: vec![
                     ("nodeA", MAX_NODE_SCORE),
                     ("nodeB", MAX_NODE_SCORE),
                     ("nodeC", MAX_NODE_SCORE),
                 ],
-            ),
-            (
-                "the more intolerable taints a node has, the lower score it gets.",
-                OFF,
-                pod_with_tolerations(vec![tol("foo", "Equal", "bar", PNS)]),
-                vec![
+            },
+            Case {
+                name: "the more intolerable taints a node has, the lower score it gets.",
+                gates: OFF,
+                pod: pod_with_tolerations(vec![tol("foo", "Equal", "bar", PNS)]),
+                nodes: vec![
                     node_with_taints("nodeA", vec![]),
                     node_with_taints("nodeB", vec![taint("cpu-type", "arm64", PNS)]),
                     node_with_taints(
@@ -375,16 +358,16 @@ mod tests {
                         ],
                     ),
                 ],
-                vec![("nodeA", MAX_NODE_SCORE), ("nodeB", 50), ("nodeC", 0)],
-            ),
-            (
-                "only taints and tolerations that have effect PreferNoSchedule are checked by taints-tolerations priority function",
-                OFF,
-                pod_with_tolerations(vec![
+                want: vec![("nodeA", MAX_NODE_SCORE), ("nodeB", 50), ("nodeC", 0)],
+            },
+            Case {
+                name: "only taints and tolerations that have effect PreferNoSchedule are checked by taints-tolerations priority function",
+                gates: OFF,
+                pod: pod_with_tolerations(vec![
                     tol("cpu-type", "Equal", "arm64", NS),
                     tol("disk-type", "Equal", "ssd", NS),
                 ]),
-                vec![
+                nodes: vec![
                     node_with_taints("nodeA", vec![]),
                     node_with_taints("nodeB", vec![taint("cpu-type", "arm64", NS)]),
                     node_with_taints(
@@ -395,55 +378,62 @@ mod tests {
                         ],
                     ),
                 ],
-                vec![
+                want: vec![
                     ("nodeA", MAX_NODE_SCORE),
                     ("nodeB", MAX_NODE_SCORE),
                     ("nodeC", 0),
                 ],
-            ),
-            (
-                "Default behaviour No taints and tolerations, lands on node with no taints",
-                OFF,
-                pod_with_tolerations(vec![]),
-                vec![
+            },
+            Case {
+                name: "Default behaviour No taints and tolerations, lands on node with no taints",
+                gates: OFF,
+                pod: pod_with_tolerations(vec![]),
+                nodes: vec![
                     node_with_taints("nodeA", vec![]),
                     node_with_taints("nodeB", vec![taint("cpu-type", "arm64", PNS)]),
                 ],
-                vec![("nodeA", MAX_NODE_SCORE), ("nodeB", 0)],
-            ),
+                want: vec![("nodeA", MAX_NODE_SCORE), ("nodeB", 0)],
+            },
             // berth additions: empty-effect tolerations count, Gt/Lt behind the gate.
-            (
-                "a toleration with an empty effect tolerates PreferNoSchedule taints",
-                OFF,
-                pod_with_tolerations(vec![tol("foo", "Exists", "", "")]),
-                vec![
+            Case {
+                name: "a toleration with an empty effect tolerates PreferNoSchedule taints",
+                gates: OFF,
+                pod: pod_with_tolerations(vec![tol("foo", "Exists", "", "")]),
+                nodes: vec![
                     node_with_taints("nodeA", vec![taint("foo", "x", PNS)]),
                     node_with_taints("nodeB", vec![taint("bar", "x", PNS)]),
                 ],
-                vec![("nodeA", MAX_NODE_SCORE), ("nodeB", 0)],
-            ),
-            (
-                "Gt toleration tolerates a PreferNoSchedule taint above the threshold with the gate on",
-                ON,
-                pod_with_tolerations(vec![tol(SLA, "Gt", "750", PNS)]),
-                vec![
+                want: vec![("nodeA", MAX_NODE_SCORE), ("nodeB", 0)],
+            },
+            Case {
+                name: "Gt toleration tolerates a PreferNoSchedule taint above the threshold with the gate on",
+                gates: ON,
+                pod: pod_with_tolerations(vec![tol(SLA, "Gt", "750", PNS)]),
+                nodes: vec![
                     node_with_taints("nodeA", vec![taint(SLA, "950", PNS)]),
                     node_with_taints("nodeB", vec![taint(SLA, "500", PNS)]),
                 ],
-                vec![("nodeA", MAX_NODE_SCORE), ("nodeB", 0)],
-            ),
-            (
-                "Gt toleration tolerates nothing with the gate off",
-                OFF,
-                pod_with_tolerations(vec![tol(SLA, "Gt", "750", PNS)]),
-                vec![
+                want: vec![("nodeA", MAX_NODE_SCORE), ("nodeB", 0)],
+            },
+            Case {
+                name: "Gt toleration tolerates nothing with the gate off",
+                gates: OFF,
+                pod: pod_with_tolerations(vec![tol(SLA, "Gt", "750", PNS)]),
+                nodes: vec![
                     node_with_taints("nodeA", vec![taint(SLA, "950", PNS)]),
                     node_with_taints("nodeB", vec![]),
                 ],
-                vec![("nodeA", 0), ("nodeB", MAX_NODE_SCORE)],
-            ),
+                want: vec![("nodeA", 0), ("nodeB", MAX_NODE_SCORE)],
+            },
         ];
-        for (name, gates, pod, nodes, want) in cases {
+        for Case {
+            name,
+            gates,
+            pod,
+            nodes,
+            want,
+        } in cases
+        {
             let got = run_score(TaintToleration::new(gates), &pod, &nodes);
             let want: Vec<(String, i64)> =
                 want.into_iter().map(|(n, s)| (n.to_string(), s)).collect();
@@ -455,135 +445,149 @@ mod tests {
     /// berth rows for NoExecute and the Gt/Lt operators on both gate settings.
     #[test]
     fn taint_toleration_filter_as_upstream() {
-        let cases: Vec<(&str, FeatureGates, PodInfo, NodeInfo, Status)> = vec![
-            (
-                "A pod having no tolerations can't be scheduled onto a node with nonempty taints",
-                OFF,
-                pod_with_tolerations(vec![]),
-                node_with_taints("nodeA", vec![taint("dedicated", "user1", NS)]),
-                untolerated(),
-            ),
-            (
-                "A pod which can be scheduled on a dedicated node assigned to user1 with effect NoSchedule",
-                OFF,
-                pod_with_tolerations(vec![tol("dedicated", "", "user1", NS)]),
-                node_with_taints("nodeA", vec![taint("dedicated", "user1", NS)]),
-                Status::success(),
-            ),
-            (
-                "A pod which can't be scheduled on a dedicated node assigned to user2 with effect NoSchedule",
-                OFF,
-                pod_with_tolerations(vec![tol("dedicated", "Equal", "user2", NS)]),
-                node_with_taints("nodeA", vec![taint("dedicated", "user1", NS)]),
-                untolerated(),
-            ),
-            (
-                "A pod can be scheduled onto the node, with a toleration uses operator Exists that tolerates the taints on the node",
-                OFF,
-                pod_with_tolerations(vec![tol("foo", "Exists", "", NS)]),
-                node_with_taints("nodeA", vec![taint("foo", "bar", NS)]),
-                Status::success(),
-            ),
-            (
-                "A pod has multiple tolerations, node has multiple taints, all the taints are tolerated, pod can be scheduled onto the node",
-                OFF,
-                pod_with_tolerations(vec![
+        struct Case {
+            name: &'static str,
+            gates: FeatureGates,
+            pod: PodInfo,
+            node: NodeInfo,
+            want: Status,
+        }
+        let cases = vec![
+            Case {
+                name: "A pod having no tolerations can't be scheduled onto a node with nonempty taints",
+                gates: OFF,
+                pod: pod_with_tolerations(vec![]),
+                node: node_with_taints("nodeA", vec![taint("dedicated", "user1", NS)]),
+                want: untolerated(),
+            },
+            Case {
+                name: "A pod which can be scheduled on a dedicated node assigned to user1 with effect NoSchedule",
+                gates: OFF,
+                pod: pod_with_tolerations(vec![tol("dedicated", "", "user1", NS)]),
+                node: node_with_taints("nodeA", vec![taint("dedicated", "user1", NS)]),
+                want: Status::success(),
+            },
+            Case {
+                name: "A pod which can't be scheduled on a dedicated node assigned to user2 with effect NoSchedule",
+                gates: OFF,
+                pod: pod_with_tolerations(vec![tol("dedicated", "Equal", "user2", NS)]),
+                node: node_with_taints("nodeA", vec![taint("dedicated", "user1", NS)]),
+                want: untolerated(),
+            },
+            Case {
+                name: "A pod can be scheduled onto the node, with a toleration uses operator Exists that tolerates the taints on the node",
+                gates: OFF,
+                pod: pod_with_tolerations(vec![tol("foo", "Exists", "", NS)]),
+                node: node_with_taints("nodeA", vec![taint("foo", "bar", NS)]),
+                want: Status::success(),
+            },
+            Case {
+                name: "A pod has multiple tolerations, node has multiple taints, all the taints are tolerated, pod can be scheduled onto the node",
+                gates: OFF,
+                pod: pod_with_tolerations(vec![
                     tol("dedicated", "Equal", "user2", NS),
                     tol("foo", "Exists", "", NS),
                 ]),
-                node_with_taints(
+                node: node_with_taints(
                     "nodeA",
                     vec![taint("dedicated", "user2", NS), taint("foo", "bar", NS)],
                 ),
-                Status::success(),
-            ),
-            (
-                "A pod has a toleration that keys and values match the taint on the node, but (non-empty) effect doesn't match, can't be scheduled onto the node",
-                OFF,
-                pod_with_tolerations(vec![tol("foo", "Equal", "bar", PNS)]),
-                node_with_taints("nodeA", vec![taint("foo", "bar", NS)]),
-                untolerated(),
-            ),
-            (
-                "The pod has a toleration that keys and values match the taint on the node, the effect of toleration is empty, and the effect of taint is NoSchedule. Pod can be scheduled onto the node",
-                OFF,
-                pod_with_tolerations(vec![tol("foo", "Equal", "bar", "")]),
-                node_with_taints("nodeA", vec![taint("foo", "bar", NS)]),
-                Status::success(),
-            ),
-            (
-                "The pod has a toleration that key and value don't match the taint on the node, but the effect of taint on node is PreferNoSchedule. Pod can be scheduled onto the node",
-                OFF,
-                pod_with_tolerations(vec![tol("dedicated", "Equal", "user2", NS)]),
-                node_with_taints("nodeA", vec![taint("dedicated", "user1", PNS)]),
-                Status::success(),
-            ),
-            (
-                "The pod has no toleration, but the effect of taint on node is PreferNoSchedule. Pod can be scheduled onto the node",
-                OFF,
-                pod_with_tolerations(vec![]),
-                node_with_taints("nodeA", vec![taint("dedicated", "user1", PNS)]),
-                Status::success(),
-            ),
+                want: Status::success(),
+            },
+            Case {
+                name: "A pod has a toleration that keys and values match the taint on the node, but (non-empty) effect doesn't match, can't be scheduled onto the node",
+                gates: OFF,
+                pod: pod_with_tolerations(vec![tol("foo", "Equal", "bar", PNS)]),
+                node: node_with_taints("nodeA", vec![taint("foo", "bar", NS)]),
+                want: untolerated(),
+            },
+            Case {
+                name: "The pod has a toleration that keys and values match the taint on the node, the effect of toleration is empty, and the effect of taint is NoSchedule. Pod can be scheduled onto the node",
+                gates: OFF,
+                pod: pod_with_tolerations(vec![tol("foo", "Equal", "bar", "")]),
+                node: node_with_taints("nodeA", vec![taint("foo", "bar", NS)]),
+                want: Status::success(),
+            },
+            Case {
+                name: "The pod has a toleration that key and value don't match the taint on the node, but the effect of taint on node is PreferNoSchedule. Pod can be scheduled onto the node",
+                gates: OFF,
+                pod: pod_with_tolerations(vec![tol("dedicated", "Equal", "user2", NS)]),
+                node: node_with_taints("nodeA", vec![taint("dedicated", "user1", PNS)]),
+                want: Status::success(),
+            },
+            Case {
+                name: "The pod has no toleration, but the effect of taint on node is PreferNoSchedule. Pod can be scheduled onto the node",
+                gates: OFF,
+                pod: pod_with_tolerations(vec![]),
+                node: node_with_taints("nodeA", vec![taint("dedicated", "user1", PNS)]),
+                want: Status::success(),
+            },
             // berth additions.
-            (
-                "an untolerated NoExecute taint rejects the node",
-                OFF,
-                pod_with_tolerations(vec![tol("foo", "Exists", "", NS)]),
-                node_with_taints("nodeA", vec![taint("foo", "bar", NE)]),
-                untolerated(),
-            ),
-            (
-                "a node without taints accepts any pod",
-                OFF,
-                PodInfo::from(Pod::default()),
-                NodeInfo::from(Node::default()),
-                Status::success(),
-            ),
-            (
-                "Gt toleration with the taint value above the threshold, gate on",
-                ON,
-                pod_with_tolerations(vec![tol(SLA, "Gt", "750", NS)]),
-                node_with_taints("nodeA", vec![taint(SLA, "950", NS)]),
-                Status::success(),
-            ),
-            (
-                "Gt toleration with the taint value below the threshold, gate on",
-                ON,
-                pod_with_tolerations(vec![tol(SLA, "Gt", "950", NS)]),
-                node_with_taints("nodeA", vec![taint(SLA, "800", NS)]),
-                untolerated(),
-            ),
-            (
-                "Lt toleration with the taint value below the threshold, gate on",
-                ON,
-                pod_with_tolerations(vec![tol(SLA, "Lt", "950", NS)]),
-                node_with_taints("nodeA", vec![taint(SLA, "800", NS)]),
-                Status::success(),
-            ),
-            (
-                "Lt toleration with the taint value above the threshold, gate on",
-                ON,
-                pod_with_tolerations(vec![tol(SLA, "Lt", "800", NS)]),
-                node_with_taints("nodeA", vec![taint(SLA, "950", NS)]),
-                untolerated(),
-            ),
-            (
-                "Gt toleration that would match, gate off",
-                OFF,
-                pod_with_tolerations(vec![tol(SLA, "Gt", "750", NS)]),
-                node_with_taints("nodeA", vec![taint(SLA, "950", NS)]),
-                untolerated(),
-            ),
-            (
-                "Gt toleration with a non-numeric taint value, gate on",
-                ON,
-                pod_with_tolerations(vec![tol(SLA, "Gt", "750", NS)]),
-                node_with_taints("nodeA", vec![taint(SLA, "high", NS)]),
-                untolerated(),
-            ),
+            Case {
+                name: "an untolerated NoExecute taint rejects the node",
+                gates: OFF,
+                pod: pod_with_tolerations(vec![tol("foo", "Exists", "", NS)]),
+                node: node_with_taints("nodeA", vec![taint("foo", "bar", NE)]),
+                want: untolerated(),
+            },
+            Case {
+                name: "a node without taints accepts any pod",
+                gates: OFF,
+                pod: PodInfo::from(Pod::default()),
+                node: NodeInfo::from(Node::default()),
+                want: Status::success(),
+            },
+            Case {
+                name: "Gt toleration with the taint value above the threshold, gate on",
+                gates: ON,
+                pod: pod_with_tolerations(vec![tol(SLA, "Gt", "750", NS)]),
+                node: node_with_taints("nodeA", vec![taint(SLA, "950", NS)]),
+                want: Status::success(),
+            },
+            Case {
+                name: "Gt toleration with the taint value below the threshold, gate on",
+                gates: ON,
+                pod: pod_with_tolerations(vec![tol(SLA, "Gt", "950", NS)]),
+                node: node_with_taints("nodeA", vec![taint(SLA, "800", NS)]),
+                want: untolerated(),
+            },
+            Case {
+                name: "Lt toleration with the taint value below the threshold, gate on",
+                gates: ON,
+                pod: pod_with_tolerations(vec![tol(SLA, "Lt", "950", NS)]),
+                node: node_with_taints("nodeA", vec![taint(SLA, "800", NS)]),
+                want: Status::success(),
+            },
+            Case {
+                name: "Lt toleration with the taint value above the threshold, gate on",
+                gates: ON,
+                pod: pod_with_tolerations(vec![tol(SLA, "Lt", "800", NS)]),
+                node: node_with_taints("nodeA", vec![taint(SLA, "950", NS)]),
+                want: untolerated(),
+            },
+            Case {
+                name: "Gt toleration that would match, gate off",
+                gates: OFF,
+                pod: pod_with_tolerations(vec![tol(SLA, "Gt", "750", NS)]),
+                node: node_with_taints("nodeA", vec![taint(SLA, "950", NS)]),
+                want: untolerated(),
+            },
+            Case {
+                name: "Gt toleration with a non-numeric taint value, gate on",
+                gates: ON,
+                pod: pod_with_tolerations(vec![tol(SLA, "Gt", "750", NS)]),
+                node: node_with_taints("nodeA", vec![taint(SLA, "high", NS)]),
+                want: untolerated(),
+            },
         ];
-        for (name, gates, pod, node, want) in cases {
+        for Case {
+            name,
+            gates,
+            pod,
+            node,
+            want,
+        } in cases
+        {
             let plugin = TaintToleration::new(gates);
             let got = plugin.filter(&CycleState::new(), &pod, &node);
             assert_eq!(got, want, "{name}");
