@@ -1,7 +1,8 @@
 //! `update` (PUT, the main resource or `/status`), and the replacement of
 //! a stored object that update and patch end in: checks against the URL
 //! and the stored revision, server-owned metadata kept, the type's
-//! strategy, then a compare-and-swap in the store.
+//! strategy, then a compare-and-swap in the store (or, for an update that
+//! takes the last finalizer off an object marked deleting, its deletion).
 
 use axum::body::Bytes;
 use axum::response::Response;
@@ -11,6 +12,7 @@ use super::request_body::{check_kind, parse_body, validate_fields};
 use super::response::{bytes_response, json_response};
 use super::scope::Scope;
 use super::server::ApiServer;
+use crate::deletion::should_delete_during_update;
 use crate::objects::{
     self, name_of, prepare_for_update, resource_version_of, set_resource_version,
 };
@@ -64,6 +66,15 @@ impl ApiServer {
         let ctx = self.strategy_context(scope.user);
         rt.strategy
             .update(rt, scope.subresource, &mut object, old, &ctx)?;
+        // Taking the last finalizer off an object marked deleting deletes
+        // it (upstream's ShouldDeleteDuringUpdate).
+        if should_delete_during_update(&object, old) {
+            if !dry_run {
+                self.remove(rt, scope.namespace, name, &mut object, expected)
+                    .await?;
+            }
+            return Ok(json_response(200, &object));
+        }
         // An update that changes nothing is not written, as upstream's
         // GuaranteedUpdate skips it: the object keeps its resourceVersion
         // and watchers see no event.
