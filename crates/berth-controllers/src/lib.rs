@@ -32,7 +32,10 @@
 pub mod events;
 pub mod metrics;
 pub mod node_lifecycle;
+pub mod pod_gc;
 pub mod taint_eviction;
+pub mod watched_pod;
+pub mod work_queue;
 
 use berth_core::clock::Clock;
 use tokio::sync::watch;
