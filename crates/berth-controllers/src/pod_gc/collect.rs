@@ -279,38 +279,46 @@ pub fn orphaned_condition() -> PodCondition {
 /// Carries out a step's deletions (upstream's `markFailedAndDeletePod` per
 /// pod), a few at a time, counting them in upstream's metrics.
 async fn collect(api: &impl PodGcApi, doomed: Vec<Doomed<'_>>, metrics: &ControllerMetrics) {
-    futures::stream::iter(doomed)
-        .map(|d| async move {
-            let namespace = d.pod.metadata.namespace.as_deref().unwrap_or("");
-            let labels = ControllerMetrics::pod_gc(namespace, d.reason.label());
-            metrics.pod_gc_force_deletes.get_or_create(&labels).inc();
-            let key = ObjectKey::of_meta(&d.pod.metadata);
-            tracing::info!(pod = %key, reason = d.reason.label(), "PodGC is force deleting Pod");
-            let marked = if is_terminal_phase(Some(d.pod.phase())) {
-                Ok(())
-            } else {
-                api.mark_failed(d.pod, d.condition.as_ref()).await
-            };
-            let result = match marked {
-                Ok(()) => api.force_delete(d.pod).await,
-                Err(e) => Err(e),
-            };
-            match result {
-                // Already gone, or no longer the pod meant: nothing to do.
-                Err(kube::Error::Api(status)) if status.is_not_found() || status.code == 409 => {}
-                Err(error) => {
-                    metrics
-                        .pod_gc_force_delete_errors
-                        .get_or_create(&labels)
-                        .inc();
-                    tracing::warn!(pod = %key, %error, "PodGC could not delete the Pod");
-                }
-                Ok(()) => {}
-            }
-        })
+    // The futures are made first: a stream mapping each pod to its future
+    // would not be `Send` (its closure is not general over the lifetime).
+    let deletions: Vec<_> = doomed
+        .into_iter()
+        .map(|d| collect_one(api, d, metrics))
+        .collect();
+    futures::stream::iter(deletions)
         .buffer_unordered(DELETIONS_IN_FLIGHT)
         .collect::<Vec<()>>()
         .await;
+}
+
+/// One pod's `markFailedAndDeletePod`.
+async fn collect_one(api: &impl PodGcApi, d: Doomed<'_>, metrics: &ControllerMetrics) {
+    let namespace = d.pod.metadata.namespace.as_deref().unwrap_or("");
+    let labels = ControllerMetrics::pod_gc(namespace, d.reason.label());
+    metrics.pod_gc_force_deletes.get_or_create(&labels).inc();
+    let key = ObjectKey::of_meta(&d.pod.metadata);
+    tracing::info!(pod = %key, reason = d.reason.label(), "PodGC is force deleting Pod");
+    let marked = if is_terminal_phase(Some(d.pod.phase())) {
+        Ok(())
+    } else {
+        api.mark_failed(d.pod, d.condition.as_ref()).await
+    };
+    let result = match marked {
+        Ok(()) => api.force_delete(d.pod).await,
+        Err(e) => Err(e),
+    };
+    match result {
+        // Already gone, or no longer the pod meant: nothing to do.
+        Err(kube::Error::Api(status)) if status.is_not_found() || status.code == 409 => {}
+        Err(error) => {
+            metrics
+                .pod_gc_force_delete_errors
+                .get_or_create(&labels)
+                .inc();
+            tracing::warn!(pod = %key, %error, "PodGC could not delete the Pod");
+        }
+        Ok(()) => {}
+    }
 }
 
 /// Upstream `isPodTerminated`: any phase but Pending, Running and Unknown
