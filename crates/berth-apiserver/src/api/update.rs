@@ -6,6 +6,7 @@
 
 use axum::body::Bytes;
 use axum::response::Response;
+use berth_core::validation::{FieldError, Path};
 use serde_json::Value;
 
 use super::request_body::{check_kind, parse_body, validate_fields};
@@ -61,6 +62,19 @@ impl ApiServer {
         let sent_rv = resource_version_of(&object).to_string();
         if !sent_rv.is_empty() && sent_rv != expected.to_string() {
             return Err(ApiError::modified(rt.group, rt.plural, name));
+        }
+        // A UID sent must be the object's (upstream's ValidateObjectMetaUpdate):
+        // a patch or update carrying it is a precondition on the object.
+        let sent_uid = objects::meta_str(&object, "uid");
+        let uid = objects::meta_str(old, "uid");
+        if !sent_uid.is_empty() && sent_uid != uid {
+            let path = Path::new("metadata").child("uid");
+            return Err(ApiError::invalid(
+                rt.group,
+                rt.kind,
+                name,
+                &vec![FieldError::invalid(&path, sent_uid, "field is immutable")],
+            ));
         }
         prepare_for_update(&mut object, old);
         let ctx = self.strategy_context(scope.user);
