@@ -24,7 +24,9 @@ struct Cluster {
 }
 
 async fn cluster() -> Cluster {
-    let start = "2026-01-01T00:00:00Z".parse().unwrap_or(jiff::Timestamp::UNIX_EPOCH);
+    let start = "2026-01-01T00:00:00Z"
+        .parse()
+        .unwrap_or(jiff::Timestamp::UNIX_EPOCH);
     let api = ApiServer::new(
         AnyStore::Memory(MemStore::new()),
         Clock::virtual_from(start),
@@ -78,7 +80,11 @@ impl Cluster {
 
     /// A raw request's status code and body.
     async fn raw(&self, request: axum::http::Request<Vec<u8>>) -> (u16, Value) {
-        let response = self.client.send(request.map(Into::into)).await.expect("an answer");
+        let response = self
+            .client
+            .send(request.map(Into::into))
+            .await
+            .expect("an answer");
         let status = response.status().as_u16();
         let body = http_body_util::BodyExt::collect(response.into_body())
             .await
@@ -145,7 +151,9 @@ async fn propagation_policies_add_the_collectors_finalizers_and_hold_the_object(
     let c = cluster().await;
     for (i, case) in cases.into_iter().enumerate() {
         let name = format!("p{i}");
-        let created = c.create(pod(&name, json!({"finalizers": case.finalizers}), None)).await;
+        let created = c
+            .create(pod(&name, json!({"finalizers": case.finalizers}), None))
+            .await;
         let params = case.policy.map(policy).unwrap_or_default();
         c.pods.delete(&name, &params).await.expect("deleted");
         let kept = c.get(&name).await;
@@ -155,7 +163,12 @@ async fn propagation_policies_add_the_collectors_finalizers_and_hold_the_object(
                 let kept = kept.unwrap_or_else(|| panic!("{}: kept", case.name));
                 assert_eq!(finalizers(&kept), want, "{}", case.name);
                 assert!(kept.metadata.deletion_timestamp.is_some(), "{}", case.name);
-                assert_eq!(kept.metadata.deletion_grace_period_seconds, Some(0), "{}", case.name);
+                assert_eq!(
+                    kept.metadata.deletion_grace_period_seconds,
+                    Some(0),
+                    "{}",
+                    case.name
+                );
                 assert_eq!(
                     kept.metadata.generation,
                     created.metadata.generation.map(|g| g + 1),
@@ -170,9 +183,16 @@ async fn propagation_policies_add_the_collectors_finalizers_and_hold_the_object(
 #[tokio::test(start_paused = true)]
 async fn the_update_taking_the_last_finalizer_off_deletes_the_object() {
     let c = cluster().await;
-    c.create(pod("held", json!({"finalizers": ["example.com/a", "example.com/b"]}), None))
-        .await;
-    c.pods.delete("held", &policy(PropagationPolicy::Orphan)).await.expect("deleted");
+    c.create(pod(
+        "held",
+        json!({"finalizers": ["example.com/a", "example.com/b"]}),
+        None,
+    ))
+    .await;
+    c.pods
+        .delete("held", &policy(PropagationPolicy::Orphan))
+        .await
+        .expect("deleted");
 
     // No finalizer may be added while it is deleting.
     let add = json!({"metadata": {"finalizers": ["example.com/a", "example.com/b", "orphan", "example.com/c"]}});
@@ -199,7 +219,10 @@ async fn the_update_taking_the_last_finalizer_off_deletes_the_object() {
         .patch("held", &PatchParams::default(), &Patch::Merge(&some))
         .await
         .expect("patched");
-    assert_eq!(c.get("held").await.map(|p| finalizers(&p)), Some(vec!["example.com/b".to_string()]));
+    assert_eq!(
+        c.get("held").await.map(|p| finalizers(&p)),
+        Some(vec!["example.com/b".to_string()])
+    );
     let none = json!({"metadata": {"finalizers": null}});
     c.pods
         .patch("held", &PatchParams::default(), &Patch::Merge(&none))
@@ -208,7 +231,8 @@ async fn the_update_taking_the_last_finalizer_off_deletes_the_object() {
     assert!(c.get("held").await.is_none(), "deleted by the update");
 
     // An object not being deleted just loses its finalizers.
-    c.create(pod("alive", json!({"finalizers": ["example.com/a"]}), None)).await;
+    c.create(pod("alive", json!({"finalizers": ["example.com/a"]}), None))
+        .await;
     c.pods
         .patch("alive", &PatchParams::default(), &Patch::Merge(&none))
         .await
@@ -224,10 +248,13 @@ async fn a_graceful_foreground_deletion_ends_with_the_finalizer() {
     let c = cluster().await;
     c.create(pod("bound", json!({}), Some("n1"))).await;
     c.pods
-        .delete("bound", &DeleteParams {
-            grace_period_seconds: Some(10),
-            ..policy(PropagationPolicy::Foreground)
-        })
+        .delete(
+            "bound",
+            &DeleteParams {
+                grace_period_seconds: Some(10),
+                ..policy(PropagationPolicy::Foreground)
+            },
+        )
         .await
         .expect("deleted");
     let marked = c.get("bound").await.expect("kept");
@@ -238,7 +265,10 @@ async fn a_graceful_foreground_deletion_ends_with_the_finalizer() {
         Some("2026-01-01T00:00:10Z".to_string())
     );
 
-    c.pods.delete("bound", &DeleteParams::default().grace_period(0)).await.expect("deleted");
+    c.pods
+        .delete("bound", &DeleteParams::default().grace_period(0))
+        .await
+        .expect("deleted");
     let held = c.get("bound").await.expect("held by its finalizer");
     assert_eq!(held.metadata.deletion_grace_period_seconds, Some(0));
     assert_eq!(
@@ -291,7 +321,8 @@ async fn delete_options_are_validated_and_answered_as_upstream() {
     let c = cluster().await;
     for (i, case) in cases.into_iter().enumerate() {
         let name = format!("p{i}");
-        c.create(pod(&name, json!({"finalizers": ["example.com/x"]}), None)).await;
+        c.create(pod(&name, json!({"finalizers": ["example.com/x"]}), None))
+            .await;
         let (code, body) = c.delete_with(&name, case.options).await;
         assert_eq!(code, case.code, "{}: {body}", case.name);
         if case.code == 422 {
@@ -315,7 +346,10 @@ async fn events_are_deleted_at_once_whatever_the_policy() {
         "reason": "Test", "message": "m", "type": "Normal",
     }))
     .expect("an event");
-    events.create(&PostParams::default(), &event).await.expect("created");
+    events
+        .create(&PostParams::default(), &event)
+        .await
+        .expect("created");
     events
         .delete("e1", &policy(PropagationPolicy::Foreground))
         .await
@@ -330,9 +364,7 @@ async fn owner_references_finalizers_and_uids_are_validated() {
         metadata: Value,
         message: &'static str,
     }
-    let owner = |uid: &str, controller: bool| {
-        json!({"apiVersion": "v1", "kind": "Pod", "name": format!("o{uid}"), "uid": uid, "controller": controller})
-    };
+    let owner = |uid: &str, controller: bool| json!({"apiVersion": "v1", "kind": "Pod", "name": format!("o{uid}"), "uid": uid, "controller": controller});
     let cases = [
         Case {
             name: "a reference without a UID",
@@ -361,7 +393,12 @@ async fn owner_references_finalizers_and_uids_are_validated() {
             panic!("{}: a Status: {err:?}", case.name);
         };
         assert_eq!(status.code, 422, "{}", case.name);
-        assert!(status.message.contains(case.message), "{}: {}", case.name, status.message);
+        assert!(
+            status.message.contains(case.message),
+            "{}: {}",
+            case.name,
+            status.message
+        );
     }
 
     // A UID sent with a patch is a precondition: another object's fails.
@@ -377,7 +414,9 @@ async fn owner_references_finalizers_and_uids_are_validated() {
     };
     assert_eq!(status.code, 422);
     assert!(
-        status.message.contains("metadata.uid: Invalid value: \"not-its-uid\": field is immutable"),
+        status
+            .message
+            .contains("metadata.uid: Invalid value: \"not-its-uid\": field is immutable"),
         "{}",
         status.message
     );
@@ -386,11 +425,19 @@ async fn owner_references_finalizers_and_uids_are_validated() {
 #[tokio::test(start_paused = true)]
 async fn deletecollection_deletes_each_object_as_one_delete_would() {
     let c = cluster().await;
-    c.create(pod("a", json!({"labels": {"app": "x"}}), None)).await;
-    c.create(pod("b", json!({"labels": {"app": "x"}, "finalizers": ["example.com/x"]}), None))
+    c.create(pod("a", json!({"labels": {"app": "x"}}), None))
         .await;
+    c.create(pod(
+        "b",
+        json!({"labels": {"app": "x"}, "finalizers": ["example.com/x"]}),
+        None,
+    ))
+    .await;
     c.pods
-        .delete_collection(&policy(PropagationPolicy::Orphan), &ListParams::default().labels("app=x"))
+        .delete_collection(
+            &policy(PropagationPolicy::Orphan),
+            &ListParams::default().labels("app=x"),
+        )
         .await
         .expect("deleted");
     let a = c.get("a").await.expect("held by the orphan finalizer");
