@@ -618,12 +618,19 @@ async fn a_node_agent_token_cannot_change_another_node() {
     a2.stop.cancel();
 }
 
-#[tokio::test(start_paused = true)]
-async fn simulated_nodes_share_one_client_and_each_heartbeats_as_itself() {
-    let c = cluster().await;
-    let nodes_wanted = 5;
+/// A simulated fleet of `count` nodes (`sim-000000`...) in two zones,
+/// joined in-process: its shared client watches as `system:berth:sim`,
+/// each node writes with its own token. Cancel the token to stop it.
+fn start_fleet(
+    c: &Cluster,
+    count: usize,
+) -> (
+    CancellationToken,
+    tokio::task::JoinHandle<()>,
+    Arc<SimStats>,
+) {
     let template = Arc::new(template("", ""));
-    let sim_nodes: Vec<SimNode> = (0..nodes_wanted)
+    let sim_nodes: Vec<SimNode> = (0..count)
         .map(|i| {
             let name = sim::sim_node_name("sim-", i);
             let token = format!("sim-token-{i}");
@@ -657,6 +664,14 @@ async fn simulated_nodes_share_one_client_and_each_heartbeats_as_itself() {
         }
         .run(stop.clone()),
     );
+    (stop, fleet, stats)
+}
+
+#[tokio::test(start_paused = true)]
+async fn simulated_nodes_share_one_client_and_each_heartbeats_as_itself() {
+    let c = cluster().await;
+    let nodes_wanted = 5;
+    let (stop, fleet, stats) = start_fleet(&c, nodes_wanted);
     let nodes: Api<Node> = Api::all(c.admin.clone());
     for i in 0..nodes_wanted {
         let name = sim::sim_node_name("sim-", i);
@@ -857,4 +872,102 @@ async fn a_paused_agent_is_ready_again_within_15_s_of_resuming_and_keeps_its_pod
     let web = pods.get("web").await.expect("the pod is not evicted");
     assert_eq!(web.metadata.deletion_timestamp, None);
     assert_eq!(phase(&web).0, "Running");
+}
+
+/// A Node deleted (its agent gone, as when a machine is removed) takes its
+/// pods with it, through the pod garbage collector once the node has been
+/// missing for the 40 s quarantine, and its Lease, which the agent (or the
+/// simulated kubelet) wrote owned by the Node, through the garbage
+/// collector at once.
+#[tokio::test(start_paused = true)]
+async fn a_deleted_node_takes_its_pods_and_its_lease() {
+    let c = cluster().await;
+    let _controllers = controllers(&c);
+    let agent = start_agent(&c, "n1", "", AgentConfig::default());
+    let (stop, fleet, _) = start_fleet(&c, 1);
+    let nodes: Api<Node> = Api::all(c.admin.clone());
+    let pods: Api<Pod> = Api::namespaced(c.admin.clone(), "default");
+    let leases: Api<Lease> = Api::namespaced(c.admin.clone(), "kube-node-lease");
+    let names = ["n1", "sim-000000"];
+    for (i, node) in names.into_iter().enumerate() {
+        assert!(
+            eventually(&c.clock, 30, || node_ready(&nodes, node)).await,
+            "{node} Ready"
+        );
+        let pod = format!("web-{i}");
+        pods.create(&PostParams::default(), &bound(&pod, node).obj())
+            .await
+            .expect("create");
+        assert!(
+            eventually(&c.clock, 30, || pod_running(&pods, &pod)).await,
+            "{pod} runs"
+        );
+        // The kubelet's Lease is owned by its Node.
+        let uid = nodes.get(node).await.expect("node").metadata.uid;
+        let owners = leases
+            .get(node)
+            .await
+            .expect("lease")
+            .metadata
+            .owner_references;
+        let owner = owners
+            .as_deref()
+            .and_then(|o| o.first())
+            .cloned()
+            .expect("an owner");
+        assert_eq!(
+            (
+                owner.api_version.as_str(),
+                owner.kind.as_str(),
+                owner.name.as_str(),
+                Some(owner.uid)
+            ),
+            ("v1", "Node", node, uid),
+            "{node}'s Lease"
+        );
+    }
+    // Unaffected: a pod of a node that stays.
+    let others = start_agent(&c, "n2", "", AgentConfig::default());
+    assert!(eventually(&c.clock, 30, || node_ready(&nodes, "n2")).await);
+    pods.create(&PostParams::default(), &bound("stays", "n2").obj())
+        .await
+        .expect("create");
+
+    agent.task.abort();
+    stop.cancel();
+    let _ = fleet.await;
+    let deleted_at = c.clock.now();
+    for node in names {
+        nodes
+            .delete(node, &Default::default())
+            .await
+            .expect("deleted");
+    }
+    let lease_gone = || async {
+        leases.get_opt("n1").await.ok().flatten().is_none()
+            && leases.get_opt("sim-000000").await.ok().flatten().is_none()
+    };
+    assert!(
+        eventually(&c.clock, 5, lease_gone).await,
+        "the Leases go with their Nodes"
+    );
+    let pods_gone = || async {
+        pods.get_opt("web-0").await.ok().flatten().is_none()
+            && pods.get_opt("web-1").await.ok().flatten().is_none()
+    };
+    assert!(!pods_gone().await, "pods wait out the quarantine");
+    c.clock.sleep(Duration::from_secs(30)).await;
+    assert!(!pods_gone().await, "still within the 40 s quarantine");
+    assert!(
+        eventually(&c.clock, 60, pods_gone).await,
+        "the pods go with their Nodes"
+    );
+    let took = c.clock.now().duration_since(deleted_at).as_secs();
+    assert!(
+        (40..=80).contains(&took),
+        "quarantine, then the next 20 s pass: {took} s"
+    );
+    assert!(pods.get_opt("stays").await.expect("a get").is_some());
+    assert!(leases.get_opt("n2").await.expect("a get").is_some());
+    drop(others);
 }

@@ -29,6 +29,7 @@ pub mod cluster_credentials;
 pub mod cluster_identity;
 pub mod connections;
 pub mod conversion;
+pub mod deletion;
 pub mod discovery;
 pub mod field_validation;
 pub mod flow_control;

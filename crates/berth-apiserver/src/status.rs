@@ -29,6 +29,15 @@ fn qualified(group: &str, resource: &str) -> String {
     }
 }
 
+/// `schema.GroupKind.String()`: `Kind.group`, or `Kind` for the core group.
+fn qualified_kind(group: &str, kind: &str) -> String {
+    if group.is_empty() {
+        kind.to_string()
+    } else {
+        format!("{kind}.{group}")
+    }
+}
+
 fn details(group: &str, kind: &str, name: &str) -> Value {
     let mut d = json!({"kind": kind});
     if !name.is_empty() {
@@ -119,7 +128,10 @@ impl ApiError {
         ApiError::new(
             422,
             "Invalid",
-            format!("{kind} {name:?} is invalid: {summary}"),
+            format!(
+                "{} {name:?} is invalid: {summary}",
+                qualified_kind(group, kind)
+            ),
         )
         .with_details(d)
     }

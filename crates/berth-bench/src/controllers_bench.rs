@@ -30,10 +30,10 @@ use berth_apiserver::auth::User;
 use berth_apiserver::in_process;
 use berth_controllers::metrics::ControllerMetrics;
 use berth_controllers::node_lifecycle::{ClusterState, NodeLifecycleConfig};
-use berth_controllers::taint_eviction::watched::WatchedPod;
 use berth_controllers::taint_eviction::{
     Acknowledged, TaintEvictionConfig, TaintEvictionController,
 };
+use berth_controllers::watched_pod::WatchedPod;
 use berth_core::clock::Clock;
 use berth_store::{AnyStore, MemStore, RedbStore};
 use clap::{Args, ValueEnum};

@@ -42,6 +42,8 @@ pin_project! {
     pub struct Changes<S, K> {
         #[pin]
         events: S,
+        // The kind watched, for the logs.
+        kind: String,
         // Every object the client was told exists, with its UID.
         known: HashMap<ObjectKey, Option<String>>,
         // The keys a relist in progress has shown.
@@ -61,9 +63,20 @@ pub fn changes<S, K>(events: S) -> Changes<S, K>
 where
     S: Stream<Item = Result<watcher::Event<K>, watcher::Error>>,
     K: Resource,
+    K::DynamicType: Default,
+{
+    changes_named(events, K::kind(&Default::default()).into_owned())
+}
+
+/// [`changes`] of a type known only at run time (`kind` names it in logs).
+fn changes_named<S, K>(events: S, kind: String) -> Changes<S, K>
+where
+    S: Stream<Item = Result<watcher::Event<K>, watcher::Error>>,
+    K: Resource,
 {
     Changes {
         events,
+        kind,
         known: HashMap::new(),
         relisted: None,
         ready: VecDeque::new(),
@@ -78,8 +91,28 @@ pub fn changes_of<K>(
 ) -> Changes<impl Stream<Item = Result<watcher::Event<K>, watcher::Error>> + Send, K>
 where
     K: Resource + Clone + DeserializeOwned + std::fmt::Debug + Send + 'static,
+    K::DynamicType: Default,
 {
-    changes(watcher::watcher(api, config).default_backoff())
+    changes_of_kind(api, config, &K::kind(&Default::default()))
+}
+
+/// [`changes_of`] of a type known only at run time (a `DynamicObject`,
+/// or `PartialObjectMeta<DynamicObject>`, whose API asks for metadata
+/// only, as upstream's metadata informers do); `kind` names it in logs.
+/// For clients that follow every served type, such as the garbage
+/// collector.
+pub fn changes_of_kind<K>(
+    api: kube::Api<K>,
+    config: watcher::Config,
+    kind: &str,
+) -> Changes<impl Stream<Item = Result<watcher::Event<K>, watcher::Error>> + Send + use<K>, K>
+where
+    K: Resource + Clone + DeserializeOwned + std::fmt::Debug + Send + 'static,
+{
+    changes_named(
+        watcher::watcher(api, config).default_backoff(),
+        kind.to_string(),
+    )
 }
 
 fn key_and_uid<K: Resource>(object: &K) -> (ObjectKey, Option<String>) {
@@ -158,7 +191,6 @@ impl<S, K> Stream for Changes<S, K>
 where
     S: Stream<Item = Result<watcher::Event<K>, watcher::Error>>,
     K: Resource,
-    K::DynamicType: Default,
 {
     type Item = Change<K>;
 
@@ -173,7 +205,7 @@ where
                     apply(this.known, this.relisted, this.ready, event);
                 }
                 Poll::Ready(Some(Err(error))) => {
-                    tracing::warn!(kind = %K::kind(&Default::default()), %error, "watch failed; retrying");
+                    tracing::warn!(kind = %this.kind, %error, "watch failed; retrying");
                 }
                 Poll::Ready(None) => return Poll::Ready(None),
                 Poll::Pending => return Poll::Pending,

@@ -30,22 +30,32 @@
 //! ```
 
 pub mod events;
+pub mod garbage_collector;
 pub mod metrics;
 pub mod node_lifecycle;
+pub mod pod_gc;
 pub mod taint_eviction;
+pub mod watched_pod;
+pub mod work_queue;
 
 use berth_core::clock::Clock;
+use futures::FutureExt;
+use futures::future::BoxFuture;
 use tokio::sync::watch;
 use tokio::task::JoinSet;
 
+use garbage_collector::{GarbageCollector, GarbageCollectorConfig};
 use metrics::ControllerMetrics;
 use node_lifecycle::{NodeLifecycleConfig, NodeLifecycleController};
+use pod_gc::{PodGcConfig, PodGcController};
 use taint_eviction::{TaintEvictionConfig, TaintEvictionController};
 
 /// Every controller this crate has, by upstream name.
 pub const ALL_CONTROLLERS: &[&str] = &[
     node_lifecycle::CONTROLLER_NAME,
     taint_eviction::CONTROLLER_NAME,
+    garbage_collector::CONTROLLER_NAME,
+    pod_gc::CONTROLLER_NAME,
 ];
 
 /// A bad `--controllers` value.
@@ -114,6 +124,8 @@ pub struct ControllerOptions {
     pub enabled: EnabledControllers,
     pub node_lifecycle: NodeLifecycleConfig,
     pub taint_eviction: TaintEvictionConfig,
+    pub garbage_collector: GarbageCollectorConfig,
+    pub pod_gc: PodGcConfig,
 }
 
 /// Starts the enabled controllers as tasks of the returned set (dropping it
@@ -127,39 +139,71 @@ pub fn spawn(
     leading: Option<watch::Receiver<berth_leader::Standing>>,
 ) -> JoinSet<()> {
     let mut tasks = JoinSet::new();
-    if options.enabled.is_enabled(node_lifecycle::CONTROLLER_NAME) {
-        let (client, clock, metrics) = (client.clone(), clock.clone(), metrics.clone());
-        let config = options.node_lifecycle.clone();
-        let make = move || {
-            NodeLifecycleController::new(
-                client.clone(),
-                clock.clone(),
-                config.clone(),
-                metrics.clone(),
-            )
-            .run()
-        };
+    let mut start = |name: &str, make: Box<dyn Fn() -> BoxFuture<'static, ()> + Send + Sync>| {
+        if !options.enabled.is_enabled(name) {
+            return;
+        }
         match leading.clone() {
             Some(leading) => tasks.spawn(berth_leader::run_while_leading(leading, make)),
             None => tasks.spawn(make()),
         };
-    }
-    if options.enabled.is_enabled(taint_eviction::CONTROLLER_NAME) {
-        let config = options.taint_eviction.clone();
-        let make = move || {
-            TaintEvictionController::new(
+    };
+    let (c, k, m, config) = (
+        client.clone(),
+        clock.clone(),
+        metrics.clone(),
+        options.node_lifecycle.clone(),
+    );
+    start(
+        node_lifecycle::CONTROLLER_NAME,
+        Box::new(move || {
+            NodeLifecycleController::new(c.clone(), k.clone(), config.clone(), m.clone())
+                .run()
+                .boxed()
+        }),
+    );
+    let (c, k, m, config) = (
+        client.clone(),
+        clock.clone(),
+        metrics.clone(),
+        options.taint_eviction.clone(),
+    );
+    start(
+        taint_eviction::CONTROLLER_NAME,
+        Box::new(move || {
+            TaintEvictionController::new(c.clone(), k.clone(), config.clone(), m.clone())
+                .run()
+                .boxed()
+        }),
+    );
+    let (c, k, m, config) = (
+        client.clone(),
+        clock.clone(),
+        metrics.clone(),
+        options.garbage_collector.clone(),
+    );
+    start(
+        garbage_collector::CONTROLLER_NAME,
+        Box::new(move || {
+            GarbageCollector::new(c.clone(), k.clone(), config.clone(), m.clone())
+                .run()
+                .boxed()
+        }),
+    );
+    let config = options.pod_gc.clone();
+    start(
+        pod_gc::CONTROLLER_NAME,
+        Box::new(move || {
+            PodGcController::new(
                 client.clone(),
                 clock.clone(),
                 config.clone(),
                 metrics.clone(),
             )
             .run()
-        };
-        match leading {
-            Some(leading) => tasks.spawn(berth_leader::run_while_leading(leading, make)),
-            None => tasks.spawn(make()),
-        };
-    }
+            .boxed()
+        }),
+    );
     tasks
 }
 

@@ -1,8 +1,13 @@
 //! The controllers' Prometheus metrics, with upstream's names:
 //! `node_collector_evictions_total{zone}`, `node_collector_zone_health{zone}`,
 //! `node_collector_zone_size{zone}`, `node_collector_unhealthy_nodes_in_zone{zone}`
-//! (node lifecycle) and `taint_eviction_controller_pod_deletions_total`,
-//! `taint_eviction_controller_pod_deletion_duration_seconds` (taint eviction).
+//! (node lifecycle), `taint_eviction_controller_pod_deletions_total`,
+//! `taint_eviction_controller_pod_deletion_duration_seconds` (taint
+//! eviction), `pod_gc_collector_force_delete_pods_total{namespace,reason}`,
+//! `pod_gc_collector_force_delete_pod_errors_total{namespace,reason}` (pod
+//! garbage collector) and
+//! `garbagecollector_controller_resources_sync_error_total` (garbage
+//! collector).
 //!
 //! [`ControllerMetrics::register`] adds them to a [`Registry`] (the server
 //! hands that to its `/metrics`).
@@ -19,6 +24,14 @@ use prometheus_client::registry::Registry;
 #[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
 pub struct ZoneLabel {
     pub zone: String,
+}
+
+/// The pod garbage collector's labels: the pod's namespace and why it was
+/// collected (one of four reasons).
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+pub struct PodGcLabels {
+    pub namespace: String,
+    pub reason: String,
 }
 
 /// Upstream's buckets for the pod deletion latency (seconds from the due
@@ -38,6 +51,9 @@ pub struct ControllerMetrics {
     pub unhealthy_nodes: Family<ZoneLabel, FloatGauge>,
     pub pod_deletions: Counter,
     pub pod_deletion_duration: Histogram,
+    pub pod_gc_force_deletes: Family<PodGcLabels, Counter>,
+    pub pod_gc_force_delete_errors: Family<PodGcLabels, Counter>,
+    pub gc_resources_sync_errors: Counter,
 }
 
 impl std::fmt::Debug for ControllerMetrics {
@@ -62,6 +78,9 @@ impl ControllerMetrics {
         let unhealthy_nodes = Family::<ZoneLabel, FloatGauge>::default();
         let pod_deletions = Counter::default();
         let pod_deletion_duration = Histogram::new(DELETION_BUCKETS.iter().copied());
+        let pod_gc_force_deletes = Family::<PodGcLabels, Counter>::default();
+        let pod_gc_force_delete_errors = Family::<PodGcLabels, Counter>::default();
+        let gc_resources_sync_errors = Counter::default();
         // prometheus-client appends `_total` to counters.
         registry.register(
             "node_collector_evictions",
@@ -93,6 +112,21 @@ impl ControllerMetrics {
             "Latency, in seconds, between the time when a taint effect has been activated for the Pod and its deletion via TaintEvictionController.",
             pod_deletion_duration.clone(),
         );
+        registry.register(
+            "pod_gc_collector_force_delete_pods",
+            "Number of pods that are being forcefully deleted since the Pod GC Controller started.",
+            pod_gc_force_deletes.clone(),
+        );
+        registry.register(
+            "pod_gc_collector_force_delete_pod_errors",
+            "Number of errors encountered when forcefully deleting the pods since the Pod GC Controller started.",
+            pod_gc_force_delete_errors.clone(),
+        );
+        registry.register(
+            "garbagecollector_controller_resources_sync_error",
+            "Number of garbage collector resources sync errors",
+            gc_resources_sync_errors.clone(),
+        );
         ControllerMetrics {
             evictions,
             zone_health,
@@ -100,12 +134,22 @@ impl ControllerMetrics {
             unhealthy_nodes,
             pod_deletions,
             pod_deletion_duration,
+            pod_gc_force_deletes,
+            pod_gc_force_delete_errors,
+            gc_resources_sync_errors,
         }
     }
 
     pub fn zone(zone: &str) -> ZoneLabel {
         ZoneLabel {
             zone: zone.to_string(),
+        }
+    }
+
+    pub fn pod_gc(namespace: &str, reason: &str) -> PodGcLabels {
+        PodGcLabels {
+            namespace: namespace.to_string(),
+            reason: reason.to_string(),
         }
     }
 }
@@ -126,6 +170,10 @@ mod tests {
             .set(3.0);
         m.pod_deletions.inc();
         m.pod_deletion_duration.observe(0.01);
+        m.pod_gc_force_deletes
+            .get_or_create(&ControllerMetrics::pod_gc("default", "orphaned"))
+            .inc();
+        m.gc_resources_sync_errors.inc();
         let mut text = String::new();
         let _ = prometheus_client::encoding::text::encode_registry(&mut text, &registry);
         for name in [
@@ -133,6 +181,8 @@ mod tests {
             "node_collector_zone_size{zone=\"z1\"} 3.0",
             "taint_eviction_controller_pod_deletions_total 1",
             "taint_eviction_controller_pod_deletion_duration_seconds_bucket",
+            "pod_gc_collector_force_delete_pods_total{namespace=\"default\",reason=\"orphaned\"} 1",
+            "garbagecollector_controller_resources_sync_error_total 1",
         ] {
             assert!(text.contains(name), "{name} in\n{text}");
         }

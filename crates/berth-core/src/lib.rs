@@ -37,6 +37,7 @@
 pub use k8s_openapi as k8s;
 
 pub mod clock;
+pub mod deletion;
 pub mod duration;
 pub mod eviction;
 pub mod feature_gates;

@@ -10,10 +10,12 @@ use crate::leader_election::Election;
 use berth_apiserver::api::ApiServer;
 use berth_apiserver::auth::User;
 use berth_apiserver::in_process;
+use berth_controllers::garbage_collector::GarbageCollectorConfig;
 use berth_controllers::metrics::ControllerMetrics;
 use berth_controllers::node_lifecycle::NodeLifecycleConfig;
 use berth_controllers::node_lifecycle::health::GracePeriods;
 use berth_controllers::node_lifecycle::zone::ZoneRates;
+use berth_controllers::pod_gc::PodGcConfig;
 use berth_controllers::taint_eviction::TaintEvictionConfig;
 use berth_controllers::{ControllerOptions, EnabledControllers};
 use berth_core::FeatureGates;
@@ -22,7 +24,8 @@ use clap::Args;
 #[derive(Debug, Args)]
 pub struct ControllerFlags {
     /// Controllers to run: '*' all, 'foo' one, '-foo' not that one
-    /// (node-lifecycle-controller, taint-eviction-controller).
+    /// (node-lifecycle-controller, taint-eviction-controller,
+    /// garbage-collector-controller, pod-garbage-collector-controller).
     #[arg(long, default_value = "*", value_name = "NAME,...", value_parser = parse_controllers)]
     controllers: EnabledControllers,
     /// How often the node lifecycle controller checks node health.
@@ -46,6 +49,13 @@ pub struct ControllerFlags {
     /// Zones of at most this many nodes stop tainting when partially disrupted.
     #[arg(long, default_value_t = 50)]
     large_cluster_size_threshold: u32,
+    /// Terminated pods kept before the pod garbage collector deletes the
+    /// oldest; 0 or less keeps them all.
+    #[arg(long, default_value_t = 12500, allow_negative_numbers = true)]
+    terminated_pod_gc_threshold: i64,
+    /// Garbage collector workers per queue.
+    #[arg(long, default_value_t = 20, value_parser = clap::value_parser!(u32).range(1..))]
+    concurrent_gc_syncs: u32,
 }
 
 fn parse_controllers(value: &str) -> Result<EnabledControllers, String> {
@@ -82,6 +92,14 @@ pub fn start(
         taint_eviction: TaintEvictionConfig {
             gates,
             ..TaintEvictionConfig::default()
+        },
+        garbage_collector: GarbageCollectorConfig {
+            workers: flags.concurrent_gc_syncs as usize,
+            ..GarbageCollectorConfig::default()
+        },
+        pod_gc: PodGcConfig {
+            terminated_pod_threshold: flags.terminated_pod_gc_threshold,
+            ..PodGcConfig::default()
         },
     };
     let mut registry = prometheus_client::registry::Registry::default();

@@ -1,10 +1,17 @@
-//! `delete` and `deletecollection`: preconditions, the type's admission on
-//! delete, graceful deletion of bound pods (marked, removed once their
-//! node confirms), a compare-and-swap delete in the store, and a deleted
+//! `delete` and `deletecollection`: `DeleteOptions` (from the body, or the
+//! query without one) validated as upstream's `ValidateDeleteOptions`,
+//! preconditions, the type's admission on delete, then what the deletion
+//! does to the object ([`crate::deletion`]: graceful deletion, the garbage
+//! collector's finalizers for `propagationPolicy`/`orphanDependents`, an
+//! object held by finalizers marked deleting) carried out as a
+//! compare-and-swap write or delete in the store, and a deleted
 //! namespace's contents with it.
 
 use axum::body::Bytes;
 use axum::response::Response;
+use berth_core::deletion::{DependentsOption, Propagation, validate_delete_options};
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::DeleteOptions;
+use serde::Deserialize;
 use serde_json::{Value, json};
 
 use super::list::Filter;
@@ -12,57 +19,118 @@ use super::request_body::parse_body;
 use super::response::{bytes_response, json_response};
 use super::scope::Scope;
 use super::server::ApiServer;
-use crate::objects::{self, format_time, set_resource_version};
+use crate::deletion::{Planned, Request, plan};
+use crate::objects::{self, set_resource_version};
 use crate::registry::store_error;
 use crate::resources::NAMESPACES;
 use crate::status::ApiError;
-use berth_store::StoreError;
+use crate::strategy::ResourceType;
 
 type ApiResult<T> = Result<T, ApiError>;
 
-/// What a delete request asks for: its `DeleteOptions` (preconditions),
-/// grace period and dry run.
+/// What a delete request asks for, validated.
 struct Deletion {
-    options: Value,
+    preconditions_uid: Option<String>,
+    preconditions_resource_version: Option<String>,
     grace: Option<i64>,
     dry_run: bool,
+    dependents: DependentsOption,
+}
+
+/// What became of the object.
+enum Deleted {
+    /// Removed from the store; its last state.
+    Gone(Value),
+    /// Still there (marked deleting, or already being deleted).
+    Kept(Value),
+    /// Written marked deleting; the stored JSON.
+    Marked(std::sync::Arc<str>),
 }
 
 impl ApiServer {
     pub(super) async fn delete(&self, scope: &Scope<'_>, body: &Bytes) -> ApiResult<Response> {
         let (rt, ns, name) = (scope.rt, scope.namespace, scope.name);
-        let options = if body.iter().all(u8::is_ascii_whitespace) {
-            json!({})
-        } else {
-            parse_body(scope.headers, body, self.config.body)
-                .await?
-                .value
-        };
-        let grace = match options.get("gracePeriodSeconds").and_then(Value::as_i64) {
-            Some(g) => Some(g),
-            None => scope.query.int("gracePeriodSeconds")?,
-        };
-        let dry_run = scope.query.dry_run()?
-            || options
-                .get("dryRun")
-                .and_then(Value::as_array)
-                .is_some_and(|a| a.iter().any(|v| v == "All"));
+        let deletion = self.deletion_of(scope, body).await?;
         rt.strategy.check_deletable(name)?;
-        let deletion = Deletion {
-            options,
-            grace,
-            dry_run,
-        };
         // A first attempt on the watch cache's copy (see `Registry::newest`);
         // if it does not end in a write, the stored object decides.
-        if !dry_run
-            && let Some(current) = self.registry.newest(rt, ns, name).await
-            && let Ok(response) = self.delete_current(scope, &deletion, current).await
+        let cached = if deletion.dry_run {
+            None
+        } else {
+            self.registry.newest(rt, ns, name).await
+        };
+        let deleted = if let Some(current) = cached
+            && let Ok(deleted) = self.delete_current(scope, &deletion, current).await
         {
-            return Ok(response);
+            deleted
+        } else {
+            let current = self.registry.read(rt, ns, name).await?;
+            self.delete_current(scope, &deletion, current).await?
+        };
+        // Upstream answers 202 only for an object kept after a deletion that
+        // asked, with the old `orphanDependents: false`, for its dependents.
+        let accepted = deletion.dependents.orphan_dependents == Some(false);
+        Ok(match deleted {
+            Deleted::Gone(object) => json_response(200, &object),
+            Deleted::Kept(object) => json_response(if accepted { 202 } else { 200 }, &object),
+            Deleted::Marked(json) => {
+                bytes_response(if accepted { 202 } else { 200 }, json.as_bytes().to_vec())
+            }
+        })
+    }
+
+    /// The request's `DeleteOptions`: the body's, or the query's when there
+    /// is no body (upstream's order), validated.
+    async fn deletion_of(&self, scope: &Scope<'_>, body: &Bytes) -> ApiResult<Deletion> {
+        let options = if body.iter().all(u8::is_ascii_whitespace) {
+            let query = &scope.query;
+            DeleteOptions {
+                grace_period_seconds: query.int("gracePeriodSeconds")?,
+                orphan_dependents: query
+                    .get("orphanDependents")
+                    .map(|_| query.flag("orphanDependents")),
+                propagation_policy: query.get("propagationPolicy").map(str::to_string),
+                dry_run: query.get("dryRun").map(|v| vec![v.to_string()]),
+                ..DeleteOptions::default()
+            }
+        } else {
+            let value = parse_body(scope.headers, body, self.config.body)
+                .await?
+                .value;
+            DeleteOptions::deserialize(&value).map_err(|e| {
+                ApiError::bad_request(format!(
+                    "DeleteOptions in version \"v1\" cannot be handled as a DeleteOptions: {e}"
+                ))
+            })?
+        };
+        let dry_run = options.dry_run.clone().unwrap_or_default();
+        let errors = validate_delete_options(
+            options.orphan_dependents,
+            options.propagation_policy.as_deref(),
+            &dry_run,
+        );
+        if !errors.is_empty() {
+            return Err(ApiError::invalid(
+                "meta.k8s.io",
+                "DeleteOptions",
+                "",
+                &errors,
+            ));
         }
-        let current = self.registry.read(rt, ns, name).await?;
-        self.delete_current(scope, &deletion, current).await
+        let preconditions = options.preconditions.unwrap_or_default();
+        Ok(Deletion {
+            preconditions_uid: preconditions.uid,
+            preconditions_resource_version: preconditions.resource_version,
+            grace: options.grace_period_seconds,
+            dry_run: !dry_run.is_empty(),
+            dependents: DependentsOption {
+                orphan_dependents: options.orphan_dependents,
+                propagation: options
+                    .propagation_policy
+                    .as_deref()
+                    .and_then(Propagation::parse),
+            },
+        })
     }
 
     /// The delete of `current` (the object and its revision).
@@ -71,67 +139,49 @@ impl ApiServer {
         scope: &Scope<'_>,
         deletion: &Deletion,
         current: (Value, i64),
-    ) -> ApiResult<Response> {
+    ) -> ApiResult<Deleted> {
         let (rt, ns, name) = (scope.rt, scope.namespace, scope.name);
         let (mut object, revision) = current;
-        if let Some(pre) = deletion.options.get("preconditions") {
-            let uid = objects::meta_str(&object, "uid");
-            if let Some(want) = pre.get("uid").and_then(Value::as_str)
-                && want != uid
-            {
-                return Err(ApiError::conflict(
-                    rt.group,
-                    rt.plural,
-                    name,
-                    &format!(
-                        "Precondition failed: UID in precondition: {want}, UID in object meta: {uid}"
-                    ),
-                ));
-            }
-            if let Some(want) = pre.get("resourceVersion").and_then(Value::as_str)
-                && want != revision.to_string()
-            {
-                return Err(ApiError::conflict(
-                    rt.group,
-                    rt.plural,
-                    name,
-                    &format!(
-                        "Precondition failed: ResourceVersion in precondition: {want}, ResourceVersion in object meta: {revision}"
-                    ),
-                ));
-            }
-        }
+        check_preconditions(rt, name, deletion, &object, revision)?;
         let ctx = self.strategy_context(scope.user);
         rt.strategy.on_delete(&object, &ctx)?;
-        // A graceful deletion (a pod bound to a node) marks the object; it
-        // is removed later (a pod's once its node's agent confirms, with a
-        // delete of grace period 0).
-        if let Some(grace) = rt.strategy.graceful_deletion(&object, deletion.grace) {
-            let already = objects::meta_str(&object, "deletionTimestamp").to_string();
-            if let Some(meta) = objects::metadata_mut(&mut object) {
-                if already.is_empty() {
-                    let deadline = self.now() + jiff::SignedDuration::from_secs(grace);
-                    meta.insert(
-                        "deletionTimestamp".into(),
-                        Value::String(format_time(deadline)),
-                    );
-                }
-                meta.insert("deletionGracePeriodSeconds".into(), json!(grace));
+        let request = Request {
+            grace: deletion.grace,
+            dependents: deletion.dependents,
+            default_policy: rt.strategy.default_garbage_collection_policy(),
+            now: self.now(),
+        };
+        match plan(&mut object, request, |o, g| {
+            rt.strategy.graceful_deletion(o, g)
+        }) {
+            Planned::AlreadyPending => Ok(Deleted::Kept(object)),
+            Planned::Mark if deletion.dry_run => Ok(Deleted::Kept(object)),
+            Planned::Mark => {
+                let (_, json) = self
+                    .registry
+                    .write(rt, &rt.key(ns, name), &object, Some(revision))
+                    .await
+                    .map_err(|e| store_error(rt, name, e))?;
+                Ok(Deleted::Marked(json))
             }
-            if deletion.dry_run {
-                return Ok(json_response(200, &object));
+            Planned::DeleteNow if deletion.dry_run => Ok(Deleted::Gone(object)),
+            Planned::DeleteNow => {
+                self.remove(rt, ns, name, &mut object, revision).await?;
+                Ok(Deleted::Gone(object))
             }
-            let key = rt.key(ns, name);
-            let (_, json) = self
-                .registry
-                .write(rt, &key, &object, Some(revision))
-                .await
-                .map_err(|e| store_error(rt, name, e))?;
-            return Ok(bytes_response(200, json.as_bytes().to_vec()));
         }
-        if deletion.dry_run {
-            return Ok(json_response(200, &object));
-        }
+    }
+
+    /// Removes `object` from the store at `revision` (a deleted namespace's
+    /// contents with it); `object` gets the deletion's resourceVersion.
+    pub(super) async fn remove(
+        &self,
+        rt: &ResourceType,
+        ns: &str,
+        name: &str,
+        object: &mut Value,
+        revision: i64,
+    ) -> ApiResult<()> {
         let deleted_at = self
             .registry
             .delete(rt, &rt.key(ns, name), revision)
@@ -140,28 +190,41 @@ impl ApiServer {
         if std::ptr::eq(rt, &NAMESPACES) {
             self.registry.delete_namespace_contents(name).await;
         }
-        set_resource_version(&mut object, deleted_at);
-        Ok(json_response(200, &object))
+        set_resource_version(object, deleted_at);
+        Ok(())
     }
 
-    pub(super) async fn delete_collection(&self, scope: &Scope<'_>) -> ApiResult<Response> {
+    /// Every object the list selects, deleted as one delete of it would
+    /// (its options apply to each); the answer lists them as they ended.
+    pub(super) async fn delete_collection(
+        &self,
+        scope: &Scope<'_>,
+        body: &Bytes,
+    ) -> ApiResult<Response> {
         let (rt, ns) = (scope.rt, scope.namespace);
+        let deletion = self.deletion_of(scope, body).await?;
         let filter = Filter::new(rt, ns, &scope.query)?;
         let cache = self.registry.wait_current(rt).await?;
         let (items, rv) = cache.list(ns, |c| filter.matches(c)).await;
-        let ctx = self.strategy_context(scope.user);
         let mut deleted = Vec::new();
         for item in items {
             let object: Value = serde_json::from_str(&item.json).map_err(ApiError::internal)?;
-            rt.strategy.on_delete(&object, &ctx)?;
+            let one = Scope {
+                namespace: &item.namespace,
+                name: &item.name,
+                ..scope.clone()
+            };
             match self
-                .registry
-                .delete(rt, &rt.key(&item.namespace, &item.name), item.rv)
+                .delete_current(&one, &deletion, (object.clone(), item.rv))
                 .await
             {
-                Ok(_) => deleted.push(object),
-                Err(StoreError::NotFound { .. }) => deleted.push(object),
-                Err(e) => return Err(store_error(rt, &item.name, e)),
+                Ok(Deleted::Gone(object) | Deleted::Kept(object)) => deleted.push(object),
+                Ok(Deleted::Marked(json)) => {
+                    deleted.push(serde_json::from_str(&json).map_err(ApiError::internal)?)
+                }
+                // Deleted (or changed) since the list: what the list saw.
+                Err(e) if e.code == 404 || e.code == 409 => deleted.push(object),
+                Err(e) => return Err(e),
             }
         }
         Ok(json_response(
@@ -172,4 +235,38 @@ impl ApiServer {
             }),
         ))
     }
+}
+
+/// `DeleteOptions.preconditions` against the object.
+fn check_preconditions(
+    rt: &ResourceType,
+    name: &str,
+    deletion: &Deletion,
+    object: &Value,
+    revision: i64,
+) -> ApiResult<()> {
+    let uid = objects::meta_str(object, "uid");
+    if let Some(want) = &deletion.preconditions_uid
+        && want != uid
+    {
+        return Err(ApiError::conflict(
+            rt.group,
+            rt.plural,
+            name,
+            &format!("Precondition failed: UID in precondition: {want}, UID in object meta: {uid}"),
+        ));
+    }
+    if let Some(want) = &deletion.preconditions_resource_version
+        && *want != revision.to_string()
+    {
+        return Err(ApiError::conflict(
+            rt.group,
+            rt.plural,
+            name,
+            &format!(
+                "Precondition failed: ResourceVersion in precondition: {want}, ResourceVersion in object meta: {revision}"
+            ),
+        ));
+    }
+    Ok(())
 }

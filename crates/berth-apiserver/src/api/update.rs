@@ -1,16 +1,19 @@
 //! `update` (PUT, the main resource or `/status`), and the replacement of
 //! a stored object that update and patch end in: checks against the URL
 //! and the stored revision, server-owned metadata kept, the type's
-//! strategy, then a compare-and-swap in the store.
+//! strategy, then a compare-and-swap in the store (or, for an update that
+//! takes the last finalizer off an object marked deleting, its deletion).
 
 use axum::body::Bytes;
 use axum::response::Response;
+use berth_core::validation::{FieldError, Path};
 use serde_json::Value;
 
 use super::request_body::{check_kind, parse_body, validate_fields};
 use super::response::{bytes_response, json_response};
 use super::scope::Scope;
 use super::server::ApiServer;
+use crate::deletion::should_delete_during_update;
 use crate::objects::{
     self, name_of, prepare_for_update, resource_version_of, set_resource_version,
 };
@@ -60,10 +63,32 @@ impl ApiServer {
         if !sent_rv.is_empty() && sent_rv != expected.to_string() {
             return Err(ApiError::modified(rt.group, rt.plural, name));
         }
+        // A UID sent must be the object's (upstream's ValidateObjectMetaUpdate):
+        // a patch or update carrying it is a precondition on the object.
+        let sent_uid = objects::meta_str(&object, "uid");
+        let uid = objects::meta_str(old, "uid");
+        if !sent_uid.is_empty() && sent_uid != uid {
+            let path = Path::new("metadata").child("uid");
+            return Err(ApiError::invalid(
+                rt.group,
+                rt.kind,
+                name,
+                &vec![FieldError::invalid(&path, sent_uid, "field is immutable")],
+            ));
+        }
         prepare_for_update(&mut object, old);
         let ctx = self.strategy_context(scope.user);
         rt.strategy
             .update(rt, scope.subresource, &mut object, old, &ctx)?;
+        // Taking the last finalizer off an object marked deleting deletes
+        // it (upstream's ShouldDeleteDuringUpdate).
+        if should_delete_during_update(&object, old) {
+            if !dry_run {
+                self.remove(rt, scope.namespace, name, &mut object, expected)
+                    .await?;
+            }
+            return Ok(json_response(200, &object));
+        }
         // An update that changes nothing is not written, as upstream's
         // GuaranteedUpdate skips it: the object keeps its resourceVersion
         // and watchers see no event.

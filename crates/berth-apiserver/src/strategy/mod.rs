@@ -24,15 +24,20 @@ mod tests;
 
 use std::collections::BTreeMap;
 
+use berth_core::deletion::DefaultPolicy;
 use berth_core::validation::names::{
     is_dns1123_subdomain, is_qualified_name, is_valid_label_value,
 };
-use berth_core::validation::{ErrorList, FieldError, Path};
+use berth_core::validation::{
+    ErrorList, FieldError, Path, validate_finalizers, validate_no_new_finalizers,
+    validate_owner_references,
+};
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::OwnerReference;
 use k8s_openapi::schemars::JsonSchema;
 use k8s_openapi::{ListableResource, Metadata, Resource};
-use serde::Serialize;
 use serde::de::DeserializeOwned;
+use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
 use crate::admission::{AdmissionConfig, AdmissionError, Attributes, Operation, UserInfo};
@@ -240,7 +245,7 @@ pub trait Strategy: Send + Sync + std::fmt::Debug {
     ) -> ApiResult<()> {
         keep_status(self.has_status(), subresource, object, old);
         recount_generation(object, old);
-        let metadata_errors = validate_metadata(rt, object);
+        let metadata_errors = validate_metadata_update(rt, object, old);
         let request = Request::new(ctx, Operation::Update, rt, subresource);
         self.validate(
             rt,
@@ -268,6 +273,13 @@ pub trait Strategy: Send + Sync + std::fmt::Debug {
     fn graceful_deletion(&self, _object: &Value, _requested: Option<i64>) -> Option<i64> {
         None
     }
+
+    /// What a deletion that names no propagation policy does to the
+    /// object's dependents (upstream's `DefaultGarbageCollectionPolicy`):
+    /// they are deleted in the background, unless the type says otherwise.
+    fn default_garbage_collection_policy(&self) -> DefaultPolicy {
+        DefaultPolicy::DeleteDependents
+    }
 }
 
 /// The fields of `object` its type does not have, as strict decoding
@@ -293,9 +305,23 @@ pub fn field_selector(rt: &ResourceType, selector: &str) -> ApiResult<FieldSelec
         .map_err(|e| ApiError::bad_request(e.to_string()))
 }
 
+/// `ValidateObjectMetaUpdate` for what berth checks: [`validate_metadata`],
+/// and no new finalizer on an object being deleted.
+pub fn validate_metadata_update(rt: &ResourceType, object: &Value, old: &Value) -> ErrorList {
+    let mut errors = validate_metadata(rt, object);
+    if crate::deletion::deleting_since(old).is_some() {
+        errors.extend(validate_no_new_finalizers(
+            &crate::deletion::finalizers_of(object),
+            &crate::deletion::finalizers_of(old),
+            &Path::new("metadata").child("finalizers"),
+        ));
+    }
+    errors
+}
+
 /// `ValidateObjectMeta` for what berth checks: a name (or generateName on
 /// create) of the form the type asks for, labels and annotations keys,
-/// label values.
+/// label values, finalizers and ownerReferences.
 pub fn validate_metadata(rt: &ResourceType, object: &Value) -> ErrorList {
     let path = Path::new("metadata");
     let mut errors = ErrorList::new();
@@ -349,6 +375,21 @@ pub fn validate_metadata(rt: &ResourceType, object: &Value) -> ErrorList {
                 TOTAL_ANNOTATION_SIZE_LIMIT_BYTES,
             ));
         }
+    }
+    errors.extend(validate_finalizers(
+        &crate::deletion::finalizers_of(object),
+        &path.child("finalizers"),
+    ));
+    // A list that is not one of owner references is the type's decoding
+    // to report (strict field validation or the typed conversion).
+    if let Some(Ok(references)) = object
+        .pointer("/metadata/ownerReferences")
+        .map(Vec::<OwnerReference>::deserialize)
+    {
+        errors.extend(validate_owner_references(
+            &references,
+            &path.child("ownerReferences"),
+        ));
     }
     errors
 }
@@ -492,7 +533,7 @@ fn update_typed<T: DeserializeOwned + Serialize + Metadata<Ty = ObjectMeta>>(
     typed_object.metadata_mut().generation = object
         .pointer("/metadata/generation")
         .and_then(Value::as_i64);
-    let metadata_errors = validate_metadata(rt, object);
+    let metadata_errors = validate_metadata_update(rt, object, old);
     let attrs = request.attributes(ctx, object);
     let result = validate(
         &attrs,

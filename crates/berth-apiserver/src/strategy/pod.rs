@@ -10,7 +10,7 @@ use serde_json::{Value, json};
 
 use super::{
     Admit, Context, ObjectType, ResourceType, Strategy, Validate, create_typed, keep_status, prune,
-    update_typed, validate_metadata, validation_outcome,
+    update_typed, validate_metadata_update, validation_outcome,
 };
 use crate::admission;
 use crate::objects::{format_time, name_of, recount_generation};
@@ -76,7 +76,7 @@ impl Strategy for Pods {
             prune::<ObjectMeta>(rt, object, "metadata")?;
             prune::<PodStatus>(rt, object, "status")?;
             recount_generation(object, old);
-            let metadata_errors = validate_metadata(rt, object);
+            let metadata_errors = validate_metadata_update(rt, object, old);
             return validation_outcome(rt, name_of(old), Ok(()), metadata_errors);
         }
         update_typed(rt, subresource, object, old, ctx, ADMISSION)

@@ -14,7 +14,6 @@
 //! controller was down happen at once, the rest at their time.
 
 pub mod schedule;
-pub mod watched;
 
 use std::sync::Arc;
 use std::time::Duration;
@@ -35,8 +34,8 @@ use berth_core::clock::Clock;
 
 use crate::events::{EventRecorder, TYPE_NORMAL, pod_ref};
 use crate::metrics::ControllerMetrics;
+use crate::watched_pod::WatchedPod;
 use schedule::{DueEviction, EvictionSchedule, PodKey};
-use watched::WatchedPod;
 
 /// Upstream's controller name, also the `--controllers` name and the
 /// events' source component.

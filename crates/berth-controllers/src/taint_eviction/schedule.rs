@@ -17,7 +17,7 @@ use berth_core::FeatureGates;
 use berth_core::eviction::{Due, TaintStarts, bound_at, due, is_eviction_taint};
 pub use berth_core::pod::PodKey;
 
-use super::watched::WatchedPod;
+use crate::watched_pod::WatchedPod;
 
 /// An eviction to carry out now.
 #[derive(Debug, Clone, PartialEq, Eq)]

@@ -8,17 +8,22 @@
 //!   canonical decimal integers, with upstream's messages.
 //! - [`validate_node_taints`], [`validate_tolerations`],
 //!   [`validate_toleration_update`], [`uses_comparison_operators`].
+//! - [`validate_owner_references`], [`validate_finalizers`],
+//!   [`validate_no_new_finalizers`]: `ObjectMeta`'s rules for what the
+//!   garbage collector reads.
 //! - [`validate_pod`], [`validate_node`]: the rules for whole objects, as
 //!   the API server's admission and `berth check` apply them.
 
 pub mod field;
 pub mod names;
+mod object_meta;
 mod objects;
 mod resources;
 mod taints;
 mod tolerations;
 
 pub use field::{ErrorList, ErrorType, FieldError, Path};
+pub use object_meta::{validate_finalizers, validate_no_new_finalizers, validate_owner_references};
 pub use objects::{validate_node, validate_pod};
 pub use resources::validate_resource_quantities;
 pub use taints::validate_node_taints;

@@ -1,12 +1,14 @@
-//! What the controller reads of a Pod, and only that.
+//! What the controllers read of a Pod, and only that.
 //!
-//! The controller decodes every change of every Pod in the cluster, its own
-//! evictions' included (two per evicted pod). A whole `Pod` is mostly what
-//! it never looks at (containers, volumes, statuses of containers), and
-//! decoding it was a good part of the controller's CPU in an eviction
-//! burst. [`WatchedPod`] is the projection kube documents for this
-//! (as `kube::core::Object` does, with Kubernetes' own field types): the
-//! Pod's metadata, `spec.nodeName`, `spec.tolerations` and
+//! The taint eviction controller and the pod garbage collector decode
+//! every change of every Pod in the cluster (the taint eviction
+//! controller's own evictions included, two per evicted pod). A whole
+//! `Pod` is mostly what they never look at (containers, volumes, statuses
+//! of containers), and decoding it was a good part of the taint eviction
+//! controller's CPU in an eviction burst. [`WatchedPod`] is the projection
+//! kube documents for this (as `kube::core::Object` does, with Kubernetes'
+//! own field types): the Pod's metadata, `spec.nodeName`,
+//! `spec.tolerations`, and `status.phase`, `status.reason` and
 //! `status.conditions`; serde skips everything else without allocating.
 
 use std::borrow::Cow;
@@ -15,7 +17,7 @@ use k8s_openapi::api::core::v1::{Pod, PodCondition, Toleration};
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
 use serde::Deserialize;
 
-/// A Pod as this controller watches it (see the module documentation).
+/// A Pod as the controllers watch it (see the module documentation).
 #[derive(Debug, Clone, Default, PartialEq, Deserialize)]
 pub struct WatchedPod {
     #[serde(default)]
@@ -24,7 +26,7 @@ pub struct WatchedPod {
     pub status: Option<WatchedPodStatus>,
 }
 
-/// The part of a `PodSpec` the controller reads.
+/// The part of a `PodSpec` the controllers read.
 #[derive(Debug, Clone, Default, PartialEq, Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub struct WatchedPodSpec {
@@ -32,9 +34,11 @@ pub struct WatchedPodSpec {
     pub tolerations: Option<Vec<Toleration>>,
 }
 
-/// The part of a `PodStatus` the controller reads.
+/// The part of a `PodStatus` the controllers read.
 #[derive(Debug, Clone, Default, PartialEq, Deserialize)]
 pub struct WatchedPodStatus {
+    pub phase: Option<String>,
+    pub reason: Option<String>,
     pub conditions: Option<Vec<PodCondition>>,
 }
 
@@ -68,6 +72,24 @@ impl kube::Resource for WatchedPod {
     }
 }
 
+impl WatchedPod {
+    /// `spec.nodeName`, "" when unbound.
+    pub fn node_name(&self) -> &str {
+        self.spec
+            .as_ref()
+            .and_then(|s| s.node_name.as_deref())
+            .unwrap_or("")
+    }
+
+    /// `status.phase`, "" when unset.
+    pub fn phase(&self) -> &str {
+        self.status
+            .as_ref()
+            .and_then(|s| s.phase.as_deref())
+            .unwrap_or("")
+    }
+}
+
 impl From<&Pod> for WatchedPod {
     fn from(pod: &Pod) -> WatchedPod {
         WatchedPod {
@@ -77,6 +99,8 @@ impl From<&Pod> for WatchedPod {
                 tolerations: spec.tolerations.clone(),
             }),
             status: pod.status.as_ref().map(|status| WatchedPodStatus {
+                phase: status.phase.clone(),
+                reason: status.reason.clone(),
                 conditions: status.conditions.clone(),
             }),
         }
@@ -89,7 +113,7 @@ mod tests {
     use serde_json::json;
 
     /// A Pod as the API server sends it decodes to the same facts either
-    /// way: the projection drops nothing the controller reads.
+    /// way: the projection drops nothing the controllers read.
     #[test]
     fn a_watched_pod_holds_what_the_whole_pod_holds_for_the_controller() {
         let cases = [

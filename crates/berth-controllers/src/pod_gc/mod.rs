@@ -1,0 +1,210 @@
+//! The pod garbage collector (upstream `pkg/controller/podgc`): every 20 s
+//! of the Clock, a pass ([`collect`]) over the controller's copies of the
+//! pods and nodes (berth-client's watches) deletes the pods no kubelet will
+//! ever finish: those bound to a Node that no longer exists (after
+//! upstream's 40 s quarantine and a check at the API), terminating pods on
+//! an out-of-service node, terminating pods never bound, and terminated
+//! pods beyond `--terminated-pod-gc-threshold`.
+
+pub mod collect;
+
+use std::time::Duration;
+
+use berth_client::{Change, changes_of};
+use berth_core::clock::Clock;
+use berth_core::object_key::ObjectKey;
+use futures::StreamExt;
+use jiff::{SignedDuration, Timestamp};
+use k8s_openapi::api::core::v1::{Node, PodCondition};
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
+use kube::api::{Api, DeleteParams, Patch, PatchParams, Preconditions};
+use kube::core::Request;
+use kube::runtime::watcher;
+
+use crate::metrics::ControllerMetrics;
+use crate::watched_pod::WatchedPod;
+use collect::{PodGc, PodGcApi};
+
+/// Upstream's controller name, also the `--controllers` name.
+pub const CONTROLLER_NAME: &str = "pod-garbage-collector-controller";
+
+/// Settings of the pod garbage collector.
+#[derive(Debug, Clone)]
+pub struct PodGcConfig {
+    /// `--terminated-pod-gc-threshold`: terminated pods kept at most; 0 or
+    /// less keeps them all.
+    pub terminated_pod_threshold: i64,
+    /// How often a pass runs (upstream's `gcCheckPeriod`).
+    pub check_period: Duration,
+    /// How long a missing node waits before the API is asked for it
+    /// (upstream's `quarantineTime`).
+    pub quarantine_time: Duration,
+}
+
+impl Default for PodGcConfig {
+    fn default() -> Self {
+        PodGcConfig {
+            terminated_pod_threshold: 12500,
+            check_period: Duration::from_secs(20),
+            quarantine_time: Duration::from_secs(40),
+        }
+    }
+}
+
+/// See the module documentation.
+pub struct PodGcController {
+    client: kube::Client,
+    clock: Clock,
+    config: PodGcConfig,
+    metrics: ControllerMetrics,
+}
+
+impl PodGcController {
+    pub fn new(
+        client: kube::Client,
+        clock: Clock,
+        config: PodGcConfig,
+        metrics: ControllerMetrics,
+    ) -> PodGcController {
+        PodGcController {
+            client,
+            clock,
+            config,
+            metrics,
+        }
+    }
+
+    /// Runs until dropped: passes start once both watches have listed,
+    /// then every check period.
+    pub async fn run(self) {
+        tracing::info!(controller = CONTROLLER_NAME, "Starting controller");
+        let nodes = changes_of(
+            Api::<Node>::all(self.client.clone()),
+            watcher::Config::default(),
+        );
+        let pods = changes_of(
+            Api::<WatchedPod>::all(self.client.clone()),
+            watcher::Config::default(),
+        );
+        let mut nodes = std::pin::pin!(nodes);
+        let mut pods = std::pin::pin!(pods);
+        let mut state = PodGc::new(
+            self.config.terminated_pod_threshold,
+            self.config.quarantine_time,
+        );
+        let api = KubeApi {
+            client: self.client.clone(),
+            clock: self.clock.clone(),
+        };
+        let period =
+            SignedDuration::try_from(self.config.check_period).unwrap_or(SignedDuration::MAX);
+        let (mut nodes_synced, mut pods_synced) = (false, false);
+        let mut next_pass: Option<Timestamp> = None;
+        loop {
+            let clock = self.clock.clone();
+            let wake = async move {
+                match next_pass {
+                    Some(at) => clock.sleep_until(at).await,
+                    None => std::future::pending().await,
+                }
+            };
+            tokio::select! {
+                biased;
+                Some(change) = nodes.next() => match change {
+                    Change::Upsert(node) => {
+                        state.nodes.insert(node.metadata.name.clone().unwrap_or_default(), node);
+                    }
+                    Change::Delete(gone) => {
+                        state.nodes.remove(&gone.key.name);
+                    }
+                    Change::Synced => nodes_synced = true,
+                },
+                Some(change) = pods.next() => match change {
+                    Change::Upsert(pod) => {
+                        state.pods.insert(ObjectKey::of_meta(&pod.metadata), pod);
+                    }
+                    Change::Delete(gone) => {
+                        state.pods.remove(&gone.key);
+                    }
+                    Change::Synced => pods_synced = true,
+                },
+                () = wake => {
+                    let now = self.clock.now();
+                    state.gc(&api, now, &self.metrics).await;
+                    next_pass = Some(now.saturating_add(period).unwrap_or(Timestamp::MAX));
+                }
+            }
+            if next_pass.is_none() && nodes_synced && pods_synced {
+                next_pass = Some(self.clock.now());
+            }
+        }
+    }
+}
+
+/// The pass's API calls through the controller's client.
+struct KubeApi {
+    client: kube::Client,
+    clock: Clock,
+}
+
+impl PodGcApi for KubeApi {
+    async fn node_exists(&self, name: &str) -> Result<bool, kube::Error> {
+        match Api::<Node>::all(self.client.clone())
+            .get_metadata(name)
+            .await
+        {
+            Ok(_) => Ok(true),
+            Err(kube::Error::Api(status)) if status.is_not_found() => Ok(false),
+            Err(e) => Err(e),
+        }
+    }
+
+    /// Upstream's `PatchPodStatus` with phase `Failed` and the condition
+    /// (conditions merge by type), the pod's UID in the patch.
+    async fn mark_failed(
+        &self,
+        pod: &WatchedPod,
+        condition: Option<&PodCondition>,
+    ) -> Result<(), kube::Error> {
+        let (namespace, name) = namespace_and_name(pod);
+        let mut status = serde_json::json!({"phase": "Failed"});
+        if let Some(condition) = condition {
+            let mut condition = condition.clone();
+            condition.last_transition_time = Some(Time(self.clock.now()));
+            status["conditions"] = serde_json::json!([condition]);
+        }
+        let patch = serde_json::json!({"metadata": {"uid": pod.metadata.uid}, "status": status});
+        let request = Request::new(format!("/api/v1/namespaces/{namespace}/pods"))
+            .patch_subresource(
+                "status",
+                name,
+                &PatchParams::default(),
+                &Patch::Strategic(patch),
+            )
+            .map_err(kube::Error::BuildRequest)?;
+        self.client.request_text(request).await.map(drop)
+    }
+
+    async fn force_delete(&self, pod: &WatchedPod) -> Result<(), kube::Error> {
+        let (namespace, name) = namespace_and_name(pod);
+        let params = DeleteParams {
+            grace_period_seconds: Some(0),
+            preconditions: Some(Preconditions {
+                uid: pod.metadata.uid.clone(),
+                resource_version: None,
+            }),
+            ..DeleteParams::default()
+        };
+        let request = Request::new(format!("/api/v1/namespaces/{namespace}/pods"))
+            .delete(name, &params)
+            .map_err(kube::Error::BuildRequest)?;
+        self.client.request_text(request).await.map(drop)
+    }
+}
+
+fn namespace_and_name(pod: &WatchedPod) -> (&str, &str) {
+    (
+        pod.metadata.namespace.as_deref().unwrap_or(""),
+        pod.metadata.name.as_deref().unwrap_or(""),
+    )
+}
