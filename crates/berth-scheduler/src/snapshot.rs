@@ -15,6 +15,7 @@ use std::sync::Arc;
 
 use berth_core::labels::LabelSelector;
 use k8s_openapi::api::core::v1::{Node, Pod, Toleration};
+use smallvec::SmallVec;
 
 use crate::affinity_terms::PodAffinityTerms;
 use crate::resources::{PodUsage, Resource};
@@ -140,6 +141,67 @@ pub struct NodeInfo {
     /// The images the node reports (`status.images`): every name of each,
     /// with its size in bytes.
     pub images: HashMap<String, i64>,
+    /// The node's labels again, laid out for [`NodeInfo::label`].
+    flat_labels: FlatLabels,
+}
+
+/// A node's labels laid out flat for the lookups the plugins make per node
+/// per pod (a topology key, an affinity term's key): every key followed by
+/// its value in one buffer, and inline per label its offset and lengths. A
+/// lookup compares lengths first and reads one allocation; a `BTreeMap`
+/// compares against key strings that are each an allocation of their own,
+/// a cache miss apiece over thousands of nodes.
+#[derive(Debug, Clone, Default)]
+struct FlatLabels {
+    text: Box<str>,
+    /// (key offset, key length, value length); the value follows its key.
+    entries: SmallVec<[(u32, u16, u16); 8]>,
+    /// A label was too long to lay out (never valid: the API server caps
+    /// keys at 317 bytes and values at 63); lookups then fall back to the
+    /// map.
+    incomplete: bool,
+}
+
+impl FlatLabels {
+    fn new(labels: Option<&BTreeMap<String, String>>) -> Self {
+        let mut text = String::new();
+        let mut entries = SmallVec::new();
+        let mut incomplete = false;
+        for (k, v) in labels.into_iter().flatten() {
+            let (Ok(start), Ok(key_len), Ok(value_len)) = (
+                u32::try_from(text.len()),
+                u16::try_from(k.len()),
+                u16::try_from(v.len()),
+            ) else {
+                incomplete = true;
+                continue;
+            };
+            text.push_str(k);
+            text.push_str(v);
+            entries.push((start, key_len, value_len));
+        }
+        FlatLabels {
+            text: text.into_boxed_str(),
+            entries,
+            incomplete,
+        }
+    }
+
+    #[inline]
+    fn get(&self, key: &str) -> Option<&str> {
+        self.entries
+            .iter()
+            .find_map(|&(start, key_len, value_len)| {
+                if usize::from(key_len) != key.len() {
+                    return None;
+                }
+                let start = start as usize;
+                let end = start + usize::from(key_len);
+                (self.text.get(start..end)? == key)
+                    .then(|| self.text.get(end..end + usize::from(value_len)))
+                    .flatten()
+            })
+    }
 }
 
 fn node_images(node: &Node) -> HashMap<String, i64> {
@@ -167,7 +229,9 @@ impl NodeInfo {
             .and_then(|s| s.unschedulable)
             .unwrap_or(false);
         let images = node_images(&node);
+        let flat_labels = FlatLabels::new(node.metadata.labels.as_ref());
         NodeInfo {
+            flat_labels,
             node,
             requested: Resource::default(),
             non_zero_requested: Resource::default(),
@@ -293,6 +357,7 @@ impl NodeInfo {
         self.taint_set = fresh.taint_set;
         self.unschedulable = fresh.unschedulable;
         self.images = fresh.images;
+        self.flat_labels = fresh.flat_labels;
     }
 
     pub fn node(&self) -> &Node {
@@ -322,7 +387,12 @@ impl NodeInfo {
     /// The value of label `key`, if the node has it.
     #[inline]
     pub fn label(&self, key: &str) -> Option<&str> {
-        self.labels().and_then(|l| l.get(key)).map(String::as_str)
+        match self.flat_labels.get(key) {
+            None if self.flat_labels.incomplete => {
+                self.labels().and_then(|l| l.get(key)).map(String::as_str)
+            }
+            found => found,
+        }
     }
 }
 
@@ -558,5 +628,59 @@ impl fmt::Debug for Snapshot<'_> {
             .field("nodes", &self.nodes.len())
             .field("version", &self.version)
             .finish_non_exhaustive()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// `NodeInfo::label` answers as the labels map would, whatever the
+    /// keys' lengths and order.
+    #[test]
+    fn label_lookup_matches_the_map() {
+        let long = "v".repeat(usize::from(u16::MAX) + 1);
+        let cases: Vec<Vec<(&str, &str)>> = vec![
+            vec![],
+            vec![("a", "1")],
+            vec![
+                ("kubernetes.io/hostname", "node-1"),
+                ("topology.kubernetes.io/zone", "zone-a"),
+                ("topology.kubernetes.io/region", "r"),
+                ("zone", ""),
+            ],
+            vec![("ab", "x"), ("ba", "y"), ("a", "z"), ("abc", "w")],
+            vec![("big", long.as_str()), ("small", "s")],
+        ];
+        let probes = [
+            "",
+            "a",
+            "ab",
+            "ba",
+            "abc",
+            "abcd",
+            "zone",
+            "kubernetes.io/hostname",
+            "topology.kubernetes.io/zone",
+            "topology.kubernetes.io/zonE",
+            "big",
+            "small",
+        ];
+        for labels in cases {
+            let map: BTreeMap<String, String> = labels
+                .iter()
+                .map(|(k, v)| (k.to_string(), v.to_string()))
+                .collect();
+            let mut node = Node::default();
+            node.metadata.labels = Some(map.clone());
+            let info = NodeInfo::new(Arc::new(node));
+            for key in probes {
+                assert_eq!(
+                    info.label(key),
+                    map.get(key).map(String::as_str),
+                    "{key:?} in {labels:?}"
+                );
+            }
+        }
     }
 }
