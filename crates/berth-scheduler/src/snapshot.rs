@@ -15,7 +15,6 @@ use std::sync::Arc;
 
 use berth_core::labels::LabelSelector;
 use k8s_openapi::api::core::v1::{Node, Pod, Toleration};
-use smallvec::SmallVec;
 
 use crate::affinity_terms::PodAffinityTerms;
 use crate::resources::{PodUsage, Resource};
@@ -139,68 +138,63 @@ pub struct NodeInfo {
     /// The host ports the pods use (`UsedPorts`), one entry per claim.
     pub used_ports: Vec<HostPort>,
     /// The images the node reports (`status.images`): every name of each,
-    /// with its size in bytes.
-    pub images: HashMap<String, i64>,
+    /// with its size in bytes (boxed: only ImageLocality reads them, and
+    /// the filters read the rest of the node for every pod).
+    pub images: Box<HashMap<String, i64>>,
     /// The node's labels again, laid out for [`NodeInfo::label`].
     flat_labels: FlatLabels,
 }
 
 /// A node's labels laid out flat for the lookups the plugins make per node
-/// per pod (a topology key, an affinity term's key): every key followed by
-/// its value in one buffer, and inline per label its offset and lengths. A
-/// lookup compares lengths first and reads one allocation; a `BTreeMap`
-/// compares against key strings that are each an allocation of their own,
-/// a cache miss apiece over thousands of nodes.
+/// per pod (a topology key, an affinity term's key), in one allocation:
+/// a flag byte (1: a label did not fit and lookups must ask the map),
+/// then per label the key's and the value's lengths (two bytes each,
+/// little-endian) followed by the key and the value. A lookup compares
+/// lengths first and reads one short buffer; a `BTreeMap` compares against
+/// key strings that are each an allocation of their own, a cache miss
+/// apiece over thousands of nodes.
 #[derive(Debug, Clone, Default)]
-struct FlatLabels {
-    text: Box<str>,
-    /// (key offset, key length, value length); the value follows its key.
-    entries: SmallVec<[(u32, u16, u16); 8]>,
-    /// A label was too long to lay out (never valid: the API server caps
-    /// keys at 317 bytes and values at 63); lookups then fall back to the
-    /// map.
-    incomplete: bool,
-}
+struct FlatLabels(Box<[u8]>);
 
 impl FlatLabels {
     fn new(labels: Option<&BTreeMap<String, String>>) -> Self {
-        let mut text = String::new();
-        let mut entries = SmallVec::new();
-        let mut incomplete = false;
+        let mut bytes = vec![0u8];
         for (k, v) in labels.into_iter().flatten() {
-            let (Ok(start), Ok(key_len), Ok(value_len)) = (
-                u32::try_from(text.len()),
-                u16::try_from(k.len()),
-                u16::try_from(v.len()),
-            ) else {
-                incomplete = true;
+            // The API server caps keys at 317 bytes and values at 63.
+            let (Ok(key_len), Ok(value_len)) = (u16::try_from(k.len()), u16::try_from(v.len()))
+            else {
+                bytes[0] = 1;
                 continue;
             };
-            text.push_str(k);
-            text.push_str(v);
-            entries.push((start, key_len, value_len));
+            bytes.extend_from_slice(&key_len.to_le_bytes());
+            bytes.extend_from_slice(&value_len.to_le_bytes());
+            bytes.extend_from_slice(k.as_bytes());
+            bytes.extend_from_slice(v.as_bytes());
         }
-        FlatLabels {
-            text: text.into_boxed_str(),
-            entries,
-            incomplete,
-        }
+        FlatLabels(bytes.into_boxed_slice())
+    }
+
+    /// Some label was too long to lay out.
+    fn incomplete(&self) -> bool {
+        self.0.first() == Some(&1)
     }
 
     #[inline]
     fn get(&self, key: &str) -> Option<&str> {
-        self.entries
-            .iter()
-            .find_map(|&(start, key_len, value_len)| {
-                if usize::from(key_len) != key.len() {
-                    return None;
-                }
-                let start = start as usize;
-                let end = start + usize::from(key_len);
-                (self.text.get(start..end)? == key)
-                    .then(|| self.text.get(end..end + usize::from(value_len)))
-                    .flatten()
-            })
+        let bytes = &self.0;
+        let mut at = 1;
+        while let Some(&[k0, k1, v0, v1]) = bytes.get(at..at + 4) {
+            let key_start = at + 4;
+            let value_start = key_start + usize::from(u16::from_le_bytes([k0, k1]));
+            let next = value_start + usize::from(u16::from_le_bytes([v0, v1]));
+            if value_start - key_start == key.len()
+                && bytes.get(key_start..value_start)? == key.as_bytes()
+            {
+                return std::str::from_utf8(bytes.get(value_start..next)?).ok();
+            }
+            at = next;
+        }
+        None
     }
 }
 
@@ -228,7 +222,7 @@ impl NodeInfo {
             .as_ref()
             .and_then(|s| s.unschedulable)
             .unwrap_or(false);
-        let images = node_images(&node);
+        let images = Box::new(node_images(&node));
         let flat_labels = FlatLabels::new(node.metadata.labels.as_ref());
         NodeInfo {
             flat_labels,
@@ -388,7 +382,7 @@ impl NodeInfo {
     #[inline]
     pub fn label(&self, key: &str) -> Option<&str> {
         match self.flat_labels.get(key) {
-            None if self.flat_labels.incomplete => {
+            None if self.flat_labels.incomplete() => {
                 self.labels().and_then(|l| l.get(key)).map(String::as_str)
             }
             found => found,
