@@ -160,191 +160,197 @@ fn is_static_pod(pod: &Pod) -> bool {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use serde_json::json;
+    use berth_core::test_util::{PodWrapper, make_node, make_pod, taint, tol};
+    use k8s_openapi::api::core::v1::PodOS;
 
-    fn node(taints: serde_json::Value, allocatable: serde_json::Value) -> Node {
-        serde_json::from_value(json!({
-            "metadata": {"name": "n1", "labels": {"kubernetes.io/os": "linux", "zone": "a"}},
-            "spec": {"taints": taints},
-            "status": {"allocatable": allocatable},
-        }))
-        .expect("node")
+    /// Node n1 (linux, zone a) with these taints and allocatable.
+    fn n1(taints: Vec<k8s_openapi::api::core::v1::Taint>, allocatable: &[(&str, &str)]) -> Node {
+        make_node()
+            .name("n1")
+            .label("kubernetes.io/os", "linux")
+            .label("zone", "a")
+            .taints(taints)
+            .allocatable(allocatable)
+            .obj()
     }
 
     fn small_node() -> Node {
-        node(
-            json!([]),
-            json!({"cpu": "1", "memory": "1Gi", "pods": "2", "ephemeral-storage": "10Gi"}),
+        n1(
+            vec![],
+            &[
+                ("cpu", "1"),
+                ("memory", "1Gi"),
+                ("pods", "2"),
+                ("ephemeral-storage", "10Gi"),
+            ],
         )
     }
 
-    fn pod(spec: serde_json::Value) -> Pod {
-        let mut spec = spec;
-        if spec.get("containers").is_none() {
-            spec["containers"] = json!([{"name": "c"}]);
-        }
-        serde_json::from_value(
-            json!({"metadata": {"name": "p", "namespace": "default"}, "spec": spec}),
-        )
-        .expect("pod")
+    fn plain() -> PodWrapper {
+        make_pod().name("p").namespace("default")
     }
 
     fn requesting(cpu: &str, memory: &str) -> Pod {
-        pod(
-            json!({"containers": [{"name": "c", "resources": {"requests": {"cpu": cpu, "memory": memory}}}]}),
-        )
+        plain().req(&[("cpu", cpu), ("memory", memory)]).obj()
     }
 
     #[test]
     fn admission_rejects_with_upstream_reasons_and_messages() {
-        let no_execute = node(
-            json!([{"key": "dedicated", "value": "db", "effect": "NoExecute"}]),
-            json!({"cpu": "1", "memory": "1Gi", "pods": "110"}),
-        );
-        let no_schedule_only = node(
-            json!([{"key": "dedicated", "value": "db", "effect": "NoSchedule"}]),
-            json!({"cpu": "1", "memory": "1Gi", "pods": "110"}),
-        );
+        let one_cpu = [("cpu", "1"), ("memory", "1Gi"), ("pods", "110")];
+        let no_execute = n1(vec![taint("dedicated", "db", "NoExecute")], &one_cpu);
+        let no_schedule_only = n1(vec![taint("dedicated", "db", "NoSchedule")], &one_cpu);
         let busy = requesting("600m", "100Mi");
-        type Case<'a> = (
-            &'a str,
-            Node,
-            Pod,
-            Vec<&'a Pod>,
-            bool,
-            Option<(&'a str, &'a str)>,
-        );
-        let cases: Vec<Case> = vec![
-            (
-                "a pod that fits is admitted",
-                small_node(),
-                requesting("500m", "100Mi"),
-                vec![],
-                false,
-                None,
-            ),
-            (
-                "too much cpu",
-                small_node(),
-                requesting("2", "100Mi"),
-                vec![],
-                false,
-                Some((
+        let windows = {
+            let mut pod = plain();
+            pod.0.spec.get_or_insert_default().os = Some(PodOS {
+                name: "windows".into(),
+            });
+            pod.obj()
+        };
+        struct Case<'a> {
+            name: &'a str,
+            node: Node,
+            pod: Pod,
+            others: Vec<&'a Pod>,
+            shutting_down: bool,
+            /// The rejection's reason and message; `None`: admitted.
+            want: Option<(&'a str, &'a str)>,
+        }
+        let cases = vec![
+            Case {
+                name: "a pod that fits is admitted",
+                node: small_node(),
+                pod: requesting("500m", "100Mi"),
+                others: vec![],
+                shutting_down: false,
+                want: None,
+            },
+            Case {
+                name: "too much cpu",
+                node: small_node(),
+                pod: requesting("2", "100Mi"),
+                others: vec![],
+                shutting_down: false,
+                want: Some((
                     "OutOfcpu",
                     "Node didn't have enough resource: cpu, requested: 2000, used: 0, capacity: 1000",
                 )),
-            ),
-            (
-                "cpu used by the pods already there",
-                small_node(),
-                requesting("500m", "100Mi"),
-                vec![&busy],
-                false,
-                Some((
+            },
+            Case {
+                name: "cpu used by the pods already there",
+                node: small_node(),
+                pod: requesting("500m", "100Mi"),
+                others: vec![&busy],
+                shutting_down: false,
+                want: Some((
                     "OutOfcpu",
                     "Node didn't have enough resource: cpu, requested: 500, used: 600, capacity: 1000",
                 )),
-            ),
-            (
-                "too much memory",
-                small_node(),
-                requesting("100m", "2Gi"),
-                vec![],
-                false,
-                Some((
+            },
+            Case {
+                name: "too much memory",
+                node: small_node(),
+                pod: requesting("100m", "2Gi"),
+                others: vec![],
+                shutting_down: false,
+                want: Some((
                     "OutOfmemory",
                     "Node didn't have enough resource: memory, requested: 2147483648, used: 0, capacity: 1073741824",
                 )),
-            ),
-            (
-                "the pod count comes first",
-                small_node(),
-                requesting("2", "100Mi"),
-                vec![&busy, &busy],
-                false,
-                Some((
+            },
+            Case {
+                name: "the pod count comes first",
+                node: small_node(),
+                pod: requesting("2", "100Mi"),
+                others: vec![&busy, &busy],
+                shutting_down: false,
+                want: Some((
                     "OutOfpods",
                     "Node didn't have enough resource: pods, requested: 1, used: 2, capacity: 2",
                 )),
-            ),
-            (
-                "an extended resource the node lacks is ignored",
-                small_node(),
-                pod(
-                    json!({"containers": [{"name": "c", "resources": {"requests": {"example.com/gpu": "1"}}}]}),
-                ),
-                vec![],
-                false,
-                None,
-            ),
-            (
-                "an untolerated NoExecute taint",
-                no_execute.clone(),
-                pod(json!({})),
-                vec![],
-                false,
-                Some((
+            },
+            Case {
+                name: "an extended resource the node lacks is ignored",
+                node: small_node(),
+                pod: plain().req(&[("example.com/gpu", "1")]).obj(),
+                others: vec![],
+                shutting_down: false,
+                want: None,
+            },
+            Case {
+                name: "an untolerated NoExecute taint",
+                node: no_execute.clone(),
+                pod: plain().obj(),
+                others: vec![],
+                shutting_down: false,
+                want: Some((
                     "TaintToleration",
                     "Predicate TaintToleration failed: node(s) had taints that the pod didn't tolerate",
                 )),
-            ),
-            (
-                "a tolerated NoExecute taint",
-                no_execute.clone(),
-                pod(
-                    json!({"tolerations": [{"key": "dedicated", "operator": "Equal", "value": "db", "effect": "NoExecute"}]}),
-                ),
-                vec![],
-                false,
-                None,
-            ),
-            (
-                "NoSchedule taints are the scheduler's business, not the node's",
-                no_schedule_only,
-                pod(json!({})),
-                vec![],
-                false,
-                None,
-            ),
-            (
-                "node selector that does not match",
-                small_node(),
-                pod(json!({"nodeSelector": {"zone": "b"}})),
-                vec![],
-                false,
-                Some((
+            },
+            Case {
+                name: "a tolerated NoExecute taint",
+                node: no_execute.clone(),
+                pod: plain()
+                    .toleration(tol("dedicated", "Equal", "db", "NoExecute"))
+                    .obj(),
+                others: vec![],
+                shutting_down: false,
+                want: None,
+            },
+            Case {
+                name: "NoSchedule taints are the scheduler's business, not the node's",
+                node: no_schedule_only,
+                pod: plain().obj(),
+                others: vec![],
+                shutting_down: false,
+                want: None,
+            },
+            Case {
+                name: "node selector that does not match",
+                node: small_node(),
+                pod: plain().node_selector(&[("zone", "b")]).obj(),
+                others: vec![],
+                shutting_down: false,
+                want: Some((
                     "NodeAffinity",
                     "Predicate NodeAffinity failed: node(s) didn't match Pod's node affinity/selector",
                 )),
-            ),
-            (
-                "pod OS field for another OS",
-                small_node(),
-                pod(json!({"os": {"name": "windows"}})),
-                vec![],
-                false,
-                Some((
+            },
+            Case {
+                name: "pod OS field for another OS",
+                node: small_node(),
+                pod: windows,
+                others: vec![],
+                shutting_down: false,
+                want: Some((
                     "PodOSNotSupported",
                     "Failed to admit pod as the OS field doesn't match node OS",
                 )),
-            ),
-            (
-                "a node shutting down admits nothing",
-                small_node(),
-                pod(json!({})),
-                vec![],
-                true,
-                Some((
+            },
+            Case {
+                name: "a node shutting down admits nothing",
+                node: small_node(),
+                pod: plain().obj(),
+                others: vec![],
+                shutting_down: true,
+                want: Some((
                     "NodeShutdown",
                     "Pod was rejected as the node is shutting down.",
                 )),
-            ),
+            },
         ];
-        for (name, node, pod, others, shutting_down, want) in cases {
-            let got = admit(&node, &pod, &others, shutting_down, FeatureGates::default());
+        for case in cases {
+            let got = admit(
+                &case.node,
+                &case.pod,
+                &case.others,
+                case.shutting_down,
+                FeatureGates::default(),
+            );
             let got = got.err().map(|r| (r.reason, r.message));
-            let want = want.map(|(r, m)| (r.to_string(), m.to_string()));
-            assert_eq!(got, want, "{name}");
+            let want = case.want.map(|(r, m)| (r.to_string(), m.to_string()));
+            assert_eq!(got, want, "{}", case.name);
         }
     }
 

@@ -12,8 +12,9 @@ use tokio::sync::Notify;
 use tokio_util::sync::CancellationToken;
 use tokio_util::task::AbortOnDropHandle;
 
-use crate::conditions::{Health, SHUTTING_DOWN, Thresholds};
+use crate::conditions::{Health, SHUTTING_DOWN};
 use crate::config::AgentConfig;
+use crate::eviction_thresholds::Thresholds;
 use crate::heartbeat::{self, LeaseRenewer};
 use crate::metrics::{AgentMetrics, unix_seconds};
 use crate::node_client::{ClientError, NodeClient};

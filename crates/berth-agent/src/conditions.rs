@@ -1,103 +1,14 @@
 //! The node conditions an agent reports, as upstream's node status setters
 //! (`pkg/kubelet/nodestatus/setters.go`) compute them: MemoryPressure,
-//! DiskPressure and PIDPressure from the host's signals against the hard
-//! eviction thresholds, and Ready from the agent's own health. Each carries
+//! DiskPressure and PIDPressure from the agent's [`Health`] (the host's
+//! signals against the hard eviction thresholds,
+//! [`crate::eviction_thresholds`]), and Ready from the agent's own health. Each carries
 //! upstream's reason and message; `lastHeartbeatTime` is the time of
 //! computation and `lastTransitionTime` moves only when the status does.
-
-use std::collections::BTreeMap;
 
 use berth_core::node_status::Decided;
 use jiff::Timestamp;
 use k8s_openapi::api::core::v1::NodeCondition;
-
-use crate::host::HostSignals;
-
-/// One eviction threshold: an absolute amount or a share of capacity.
-#[derive(Debug, Clone, Copy, PartialEq)]
-pub enum Threshold {
-    Bytes(u64),
-    Percent(f64),
-}
-
-impl Threshold {
-    /// Parses `100Mi`, `1Gi`, `4096` or `10%`.
-    pub fn parse(text: &str) -> Result<Threshold, String> {
-        let text = text.trim();
-        if let Some(percent) = text.strip_suffix('%') {
-            let p: f64 = percent
-                .parse()
-                .map_err(|_| format!("invalid percentage {text:?}"))?;
-            if !(0.0..=100.0).contains(&p) {
-                return Err(format!("percentage {text:?} out of range"));
-            }
-            return Ok(Threshold::Percent(p));
-        }
-        let q: berth_core::quantity::Quantity = text
-            .parse()
-            .map_err(|e| format!("invalid quantity {text:?}: {e}"))?;
-        u64::try_from(q.value())
-            .map(Threshold::Bytes)
-            .map_err(|_| format!("negative threshold {text:?}"))
-    }
-
-    /// The threshold in units for a resource of `capacity` units.
-    pub fn absolute(&self, capacity: u64) -> u64 {
-        match *self {
-            Threshold::Bytes(b) => b,
-            Threshold::Percent(p) => (capacity as f64 * p / 100.0) as u64,
-        }
-    }
-
-    /// Whether `available` of `capacity` is below the threshold.
-    pub fn crossed(&self, available: u64, capacity: u64) -> bool {
-        available < self.absolute(capacity)
-    }
-}
-
-/// The hard eviction thresholds the pressure conditions use.
-#[derive(Debug, Clone, PartialEq)]
-pub struct Thresholds {
-    pub memory_available: Threshold,
-    pub nodefs_available: Threshold,
-    pub nodefs_inodes_free: Option<Threshold>,
-    pub pid_available: Option<Threshold>,
-}
-
-impl Thresholds {
-    /// From `evictionHard` (`memory.available: 100Mi`, ...); signals berth
-    /// does not watch (`imagefs.*`) are accepted and ignored.
-    pub fn from_map(map: &BTreeMap<String, String>) -> Result<Thresholds, String> {
-        let get = |signal: &str| -> Result<Option<Threshold>, String> {
-            map.get(signal)
-                .map(|v| Threshold::parse(v).map_err(|e| format!("evictionHard[{signal}]: {e}")))
-                .transpose()
-        };
-        Ok(Thresholds {
-            memory_available: get("memory.available")?.unwrap_or(Threshold::Bytes(0)),
-            nodefs_available: get("nodefs.available")?.unwrap_or(Threshold::Bytes(0)),
-            nodefs_inodes_free: get("nodefs.inodesFree")?,
-            pid_available: get("pid.available")?,
-        })
-    }
-
-    /// Which pressures the signals show: (memory, disk, pid).
-    pub fn pressures(&self, s: &HostSignals) -> (bool, bool, bool) {
-        let memory = self
-            .memory_available
-            .crossed(s.memory_available, s.memory_capacity);
-        let disk = self
-            .nodefs_available
-            .crossed(s.nodefs_available, s.nodefs_capacity)
-            || self.nodefs_inodes_free.is_some_and(|t| {
-                s.nodefs_inodes > 0 && t.crossed(s.nodefs_inodes_free, s.nodefs_inodes)
-            });
-        let pid = self
-            .pid_available
-            .is_some_and(|t| t.crossed(s.pid_max.saturating_sub(s.pids_in_use), s.pid_max));
-        (memory, disk, pid)
-    }
-}
 
 /// Upstream's reasons and messages: (type, (reason, message) when False,
 /// (reason, message) when True).
@@ -152,63 +63,58 @@ pub struct Health {
     pub pid_pressure: bool,
 }
 
-fn condition(
-    server: &[NodeCondition],
-    type_: &str,
-    status: bool,
-    reason: &str,
-    message: &str,
-    now: Timestamp,
-) -> NodeCondition {
-    let status = if status { "True" } else { "False" };
-    let decided = Decided {
-        type_,
-        status,
-        reason,
-        message,
-    };
-    berth_core::node_status::condition(server, decided, now)
-}
-
-fn pressure(
-    server: &[NodeCondition],
-    text: PressureText,
-    on: bool,
-    now: Timestamp,
-) -> NodeCondition {
+fn pressure(text: PressureText, on: bool) -> Decided<'static> {
     let (type_, off_text, on_text) = text;
     let (reason, message) = if on { on_text } else { off_text };
-    condition(server, type_, on, reason, message, now)
+    Decided {
+        type_,
+        status: if on { "True" } else { "False" },
+        reason,
+        message,
+    }
 }
 
-/// The four conditions, in upstream's order: MemoryPressure, DiskPressure,
-/// PIDPressure, Ready. `not_ready` lists what keeps the node from being
-/// Ready (empty: Ready); `server` are the Node's conditions on the server,
-/// whose transition times carry over while a status holds.
+/// The four conditions before their times, in upstream's order:
+/// MemoryPressure, DiskPressure, PIDPressure, Ready. `not_ready` says what
+/// keeps the node from being Ready (`None`: Ready).
+pub fn decide(health: Health, not_ready: Option<&str>) -> [Decided<'_>; 4] {
+    let ready = match not_ready {
+        None => Decided {
+            type_: "Ready",
+            status: "True",
+            reason: READY_REASON,
+            message: READY_MESSAGE,
+        },
+        Some(message) => Decided {
+            type_: "Ready",
+            status: "False",
+            reason: NOT_READY_REASON,
+            message,
+        },
+    };
+    [
+        pressure(MEMORY, health.memory_pressure),
+        pressure(DISK, health.disk_pressure),
+        pressure(PID, health.pid_pressure),
+        ready,
+    ]
+}
+
+/// The four conditions of [`decide`] at `now`. `not_ready` lists what
+/// keeps the node from being Ready (empty: Ready); `server` are the Node's
+/// conditions on the server, whose transition times carry over while a
+/// status holds.
 pub fn node_conditions(
     health: Health,
     not_ready: &[String],
     server: &[NodeCondition],
     now: Timestamp,
 ) -> Vec<NodeCondition> {
-    let ready = if not_ready.is_empty() {
-        condition(server, "Ready", true, READY_REASON, READY_MESSAGE, now)
-    } else {
-        condition(
-            server,
-            "Ready",
-            false,
-            NOT_READY_REASON,
-            &not_ready.join(", "),
-            now,
-        )
-    };
-    vec![
-        pressure(server, MEMORY, health.memory_pressure, now),
-        pressure(server, DISK, health.disk_pressure, now),
-        pressure(server, PID, health.pid_pressure, now),
-        ready,
-    ]
+    let message = not_ready.join(", ");
+    decide(health, (!not_ready.is_empty()).then_some(message.as_str()))
+        .into_iter()
+        .map(|decided| berth_core::node_status::condition(server, decided, now))
+        .collect()
 }
 
 #[cfg(test)]
@@ -219,90 +125,6 @@ mod tests {
 
     fn t(secs: i64) -> Timestamp {
         Timestamp::from_second(1_800_000_000 + secs).unwrap_or(Timestamp::UNIX_EPOCH)
-    }
-
-    const GI: u64 = 1024 * 1024 * 1024;
-    const MI: u64 = 1024 * 1024;
-
-    fn healthy() -> HostSignals {
-        HostSignals {
-            memory_capacity: 8 * GI,
-            memory_available: 4 * GI,
-            nodefs_capacity: 100 * GI,
-            nodefs_available: 50 * GI,
-            nodefs_inodes: 1_000_000,
-            nodefs_inodes_free: 900_000,
-            pid_max: 4_194_304,
-            pids_in_use: 500,
-        }
-    }
-
-    #[test]
-    fn thresholds_parse_like_eviction_hard_values() {
-        let cases: &[(&str, Option<Threshold>)] = &[
-            ("100Mi", Some(Threshold::Bytes(100 * MI))),
-            ("10%", Some(Threshold::Percent(10.0))),
-            ("1Gi", Some(Threshold::Bytes(GI))),
-            ("150%", None),
-            ("lots", None),
-            ("-1", None),
-        ];
-        for (text, want) in cases {
-            assert_eq!(Threshold::parse(text).ok(), *want, "{text}");
-        }
-    }
-
-    #[test]
-    fn pressure_comes_from_upstream_hard_eviction_defaults() {
-        let thresholds =
-            Thresholds::from_map(&crate::config::default_eviction_hard()).expect("thresholds");
-        let cases: &[(&str, HostSignals, (bool, bool, bool))] = &[
-            ("healthy host", healthy(), (false, false, false)),
-            (
-                "memory.available < 100Mi",
-                HostSignals {
-                    memory_available: 99 * MI,
-                    ..healthy()
-                },
-                (true, false, false),
-            ),
-            (
-                "memory.available exactly 100Mi is not pressure",
-                HostSignals {
-                    memory_available: 100 * MI,
-                    ..healthy()
-                },
-                (false, false, false),
-            ),
-            (
-                "nodefs.available < 10%",
-                HostSignals {
-                    nodefs_available: 9 * GI,
-                    ..healthy()
-                },
-                (false, true, false),
-            ),
-            (
-                "nodefs.inodesFree < 5%",
-                HostSignals {
-                    nodefs_inodes_free: 40_000,
-                    ..healthy()
-                },
-                (false, true, false),
-            ),
-            (
-                "pid.available < 10%",
-                HostSignals {
-                    pid_max: 1000,
-                    pids_in_use: 950,
-                    ..healthy()
-                },
-                (false, false, true),
-            ),
-        ];
-        for (name, signals, want) in cases {
-            assert_eq!(thresholds.pressures(signals), *want, "{name}");
-        }
     }
 
     #[test]

@@ -11,12 +11,10 @@
 //! schedules (the fourth field of `/proc/loadavg`, like upstream's
 //! `sysinfo.Procs`).
 
-use std::collections::BTreeMap;
 use std::net::{IpAddr, Ipv4Addr, UdpSocket};
 use std::path::Path;
 
 use k8s_openapi::api::core::v1::{NodeAddress, NodeSystemInfo};
-use k8s_openapi::apimachinery::pkg::api::resource::Quantity;
 
 /// The agent's version as nodes report it (`kubeletVersion`).
 pub const KUBELET_VERSION: &str = concat!("v1.37.0-berth.", env!("CARGO_PKG_VERSION"));
@@ -222,52 +220,6 @@ pub fn read_facts(
     })
 }
 
-/// Capacity and allocatable of a node from its host facts: allocatable is
-/// capacity less the hard eviction thresholds for memory and node
-/// filesystem (upstream's `GetNodeAllocatableReservation` with no
-/// kube/system reservations).
-pub fn capacity_and_allocatable(
-    facts: &HostFacts,
-    thresholds: &crate::conditions::Thresholds,
-    max_pods: i64,
-) -> (BTreeMap<String, Quantity>, BTreeMap<String, Quantity>) {
-    let memory_reserve = thresholds.memory_available.absolute(facts.memory_bytes);
-    let storage_reserve = thresholds
-        .nodefs_available
-        .absolute(facts.ephemeral_storage_bytes);
-    let q = |s: String| Quantity(s);
-    let capacity = BTreeMap::from([
-        ("cpu".to_string(), q(facts.cpus.to_string())),
-        (
-            "ephemeral-storage".to_string(),
-            q(format!("{}Ki", facts.ephemeral_storage_bytes / 1024)),
-        ),
-        ("hugepages-1Gi".to_string(), q("0".into())),
-        ("hugepages-2Mi".to_string(), q("0".into())),
-        (
-            "memory".to_string(),
-            q(format!("{}Ki", facts.memory_bytes / 1024)),
-        ),
-        ("pods".to_string(), q(max_pods.to_string())),
-    ]);
-    let mut allocatable = capacity.clone();
-    allocatable.insert(
-        "memory".into(),
-        q(format!(
-            "{}Ki",
-            facts.memory_bytes.saturating_sub(memory_reserve) / 1024
-        )),
-    );
-    allocatable.insert(
-        "ephemeral-storage".into(),
-        q(facts
-            .ephemeral_storage_bytes
-            .saturating_sub(storage_reserve)
-            .to_string()),
-    );
-    (capacity, allocatable)
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -308,29 +260,5 @@ mod tests {
         assert_eq!(facts.node_info.operating_system, "linux");
         let signals = read_signals(&dir).expect("signals");
         assert!(signals.pids_in_use > 0 && signals.pid_max >= signals.pids_in_use);
-    }
-
-    #[test]
-    fn allocatable_is_capacity_less_the_hard_eviction_thresholds() {
-        let facts = HostFacts {
-            cpus: 2,
-            memory_bytes: 4 * 1024 * 1024 * 1024,
-            ephemeral_storage_bytes: 100 * 1024 * 1024 * 1024,
-            hostname: "h".into(),
-            addresses: Vec::new(),
-            node_info: NodeSystemInfo::default(),
-        };
-        let thresholds =
-            crate::conditions::Thresholds::from_map(&crate::config::default_eviction_hard())
-                .expect("thresholds");
-        let (capacity, allocatable) = capacity_and_allocatable(&facts, &thresholds, 110);
-        assert_eq!(capacity["memory"].0, "4194304Ki");
-        assert_eq!(allocatable["memory"].0, "4091904Ki", "100Mi less");
-        assert_eq!(capacity["pods"].0, "110");
-        assert_eq!(allocatable["cpu"].0, "2");
-        assert_eq!(
-            allocatable["ephemeral-storage"].0,
-            (100u64 * 1024 * 1024 * 1024 * 9 / 10).to_string()
-        );
     }
 }

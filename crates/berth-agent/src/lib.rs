@@ -9,13 +9,15 @@
 //!
 //! The decisions are plain functions over plain data, tested without a
 //! server: [`config`] (the `KubeletConfiguration` subset), [`host`] (what
-//! the host says), [`conditions`] (upstream's node conditions),
+//! the host says), [`eviction_thresholds`] (the pressures it shows),
+//! [`conditions`] (upstream's node conditions),
 //! [`admission`] (upstream's pod admission), [`shutdown`] (priority
 //! phases).
 
 pub mod admission;
 pub mod conditions;
 pub mod config;
+pub mod eviction_thresholds;
 pub mod host;
 pub mod shutdown;
 

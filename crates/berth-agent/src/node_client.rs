@@ -13,8 +13,11 @@ use http::HeaderValue;
 use http::header::AUTHORIZATION;
 use k8s_openapi::api::coordination::v1::Lease;
 use k8s_openapi::api::core::v1::{Node, Pod};
+use kube::core::ObjectList;
 use kube::core::Request;
-use kube::core::params::{DeleteParams, GetParams, Patch, PatchParams, PostParams, Preconditions};
+use kube::core::params::{
+    DeleteParams, GetParams, ListParams, Patch, PatchParams, PostParams, Preconditions,
+};
 use serde::de::DeserializeOwned;
 
 /// The namespace of node Leases.
@@ -174,6 +177,15 @@ impl NodeClient {
 
     fn pods(namespace: &str) -> Request {
         Request::new(format!("/api/v1/namespaces/{namespace}/pods"))
+    }
+
+    /// The pods bound to the node (as upstream's node authorizer lets a
+    /// node list them: by `spec.nodeName`).
+    pub async fn list_pods(&self) -> Result<Vec<Pod>, ClientError> {
+        let selector = format!("spec.nodeName={}", self.node);
+        let r = Request::new("/api/v1/pods").list(&ListParams::default().fields(&selector))?;
+        let list: ObjectList<Pod> = self.send(r).await?;
+        Ok(list.items)
     }
 
     /// A merge patch of a pod's status.

@@ -13,18 +13,20 @@
 //! - Graceful node shutdown stops pods phase by phase
 //!   ([`crate::shutdown`]) and marks them Failed.
 
-use std::collections::{HashMap, HashSet};
+use std::collections::HashMap;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::Duration;
 
+use berth_client::{Change, changes_of};
 use berth_core::FeatureGates;
 use berth_core::clock::Clock;
+use berth_core::pod::{bound_node, is_terminal};
 use berth_runtime::Runtime;
 use futures::StreamExt;
 use k8s_openapi::api::core::v1::{Pod, PodCondition, PodStatus};
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
-use kube::runtime::{WatchStreamExt, watcher};
+use kube::runtime::watcher;
 use serde_json::json;
 
 use crate::admission::{Rejection, admit};
@@ -53,8 +55,9 @@ impl NodeDirectory for NodeClient {
 pub enum PodEvent {
     /// A pod bound to a served node was created or changed.
     Applied(Box<Pod>),
-    /// A pod is gone from the API.
-    Deleted(Box<Pod>),
+    /// The pod with this UID (as last seen) is gone from the API (by the
+    /// watch, or missing from a relist).
+    Deleted { uid: Option<String> },
     /// The runtime's view of the pod with this UID changed.
     Runtime(String),
 }
@@ -94,20 +97,6 @@ fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
 
 fn uid_of(pod: &Pod) -> Option<&str> {
     pod.metadata.uid.as_deref().filter(|u| !u.is_empty())
-}
-
-fn node_of(pod: &Pod) -> Option<&str> {
-    pod.spec
-        .as_ref()
-        .and_then(|s| s.node_name.as_deref())
-        .filter(|n| !n.is_empty())
-}
-
-fn is_terminal(pod: &Pod) -> bool {
-    matches!(
-        pod.status.as_ref().and_then(|s| s.phase.as_deref()),
-        Some("Failed" | "Succeeded")
-    )
 }
 
 fn namespace_and_name(pod: &Pod) -> (String, String) {
@@ -195,13 +184,13 @@ impl PodWorker {
     pub async fn handle(self: &Arc<Self>, event: PodEvent) {
         match event {
             PodEvent::Applied(pod) => self.applied(*pod).await,
-            PodEvent::Deleted(pod) => self.deleted(&pod).await,
+            PodEvent::Deleted { uid } => self.deleted(uid.as_deref()).await,
             PodEvent::Runtime(uid) => self.runtime_changed(&uid).await,
         }
     }
 
     async fn applied(self: &Arc<Self>, pod: Pod) {
-        let (Some(uid), Some(node)) = (uid_of(&pod), node_of(&pod)) else {
+        let (Some(uid), Some(node)) = (uid_of(&pod), bound_node(&pod)) else {
             return;
         };
         let (uid, node) = (uid.to_string(), node.to_string());
@@ -334,8 +323,8 @@ impl PodWorker {
         });
     }
 
-    async fn deleted(&self, pod: &Pod) {
-        let Some(uid) = uid_of(pod) else {
+    async fn deleted(&self, uid: Option<&str>) {
+        let Some(uid) = uid.filter(|u| !u.is_empty()) else {
             return;
         };
         if lock(&self.pods).remove(uid).is_some()
@@ -468,65 +457,30 @@ impl PodWorker {
 
 /// Feeds the worker from a pod watch (`selector` a field selector such as
 /// `spec.nodeName=n1`) and from the runtime, until the watch ends. A
-/// relist that no longer contains a pod counts as its deletion.
+/// relist that no longer contains a pod counts as its deletion
+/// ([`berth_client::changes`]).
 pub async fn feed(
     client: kube::Client,
     selector: String,
     runtime: Arc<dyn Runtime>,
     events: tokio::sync::mpsc::UnboundedSender<PodEvent>,
 ) {
-    let mut changes = runtime.subscribe();
+    let mut changed = runtime.subscribe();
     let runtime_events = events.clone();
     tokio::spawn(async move {
-        while let Some(uid) = changes.recv().await {
+        while let Some(uid) = changed.recv().await {
             if runtime_events.send(PodEvent::Runtime(uid)).is_err() {
                 return;
             }
         }
     });
     let api: kube::Api<Pod> = kube::Api::all(client);
-    let mut stream = watcher(api, watcher::Config::default().fields(&selector))
-        .default_backoff()
-        .boxed();
-    let mut known: HashMap<String, Pod> = HashMap::new();
-    let mut relisted: HashSet<String> = HashSet::new();
-    while let Some(event) = stream.next().await {
-        let sent = match event {
-            Ok(watcher::Event::Apply(pod)) | Ok(watcher::Event::InitApply(pod)) => {
-                if let Some(uid) = uid_of(&pod) {
-                    relisted.insert(uid.to_string());
-                    known.insert(uid.to_string(), pod.clone());
-                }
-                events.send(PodEvent::Applied(Box::new(pod)))
-            }
-            Ok(watcher::Event::Delete(pod)) => {
-                if let Some(uid) = uid_of(&pod) {
-                    known.remove(uid);
-                }
-                events.send(PodEvent::Deleted(Box::new(pod)))
-            }
-            Ok(watcher::Event::Init) => {
-                relisted.clear();
-                Ok(())
-            }
-            Ok(watcher::Event::InitDone) => {
-                let gone: Vec<String> = known
-                    .keys()
-                    .filter(|uid| !relisted.contains(*uid))
-                    .cloned()
-                    .collect();
-                let mut result = Ok(());
-                for uid in gone {
-                    if let Some(pod) = known.remove(&uid) {
-                        result = result.and(events.send(PodEvent::Deleted(Box::new(pod))));
-                    }
-                }
-                result
-            }
-            Err(e) => {
-                tracing::warn!(error = %e, "pod watch failed; retrying");
-                Ok(())
-            }
+    let mut pods = changes_of(api, watcher::Config::default().fields(&selector)).boxed();
+    while let Some(change) = pods.next().await {
+        let sent = match change {
+            Change::Upsert(pod) => events.send(PodEvent::Applied(Box::new(pod))),
+            Change::Delete(gone) => events.send(PodEvent::Deleted { uid: gone.uid }),
+            Change::Synced => Ok(()),
         };
         if sent.is_err() {
             return;

@@ -87,15 +87,14 @@ pub fn pod_grace(pod: &Pod, phase_period: Duration) -> Duration {
 mod tests {
     use super::*;
     use crate::config::SYSTEM_CRITICAL_PRIORITY;
+    use berth_core::test_util::make_pod;
 
-    fn pod(name: &str, priority: Option<i32>) -> Pod {
-        let mut pod = Pod::default();
-        pod.metadata.name = Some(name.into());
-        pod.spec = Some(k8s_openapi::api::core::v1::PodSpec {
-            priority,
-            ..Default::default()
-        });
-        pod
+    fn with_priority(name: &str, priority: i32) -> Pod {
+        make_pod().name(name).priority(priority).obj()
+    }
+
+    fn unprioritized(name: &str) -> Pod {
+        make_pod().name(name).obj()
     }
 
     fn phase(priority: i32, seconds: i64) -> ShutdownGracePeriodByPodPriority {
@@ -122,13 +121,13 @@ mod tests {
     fn pods_go_to_the_highest_phase_at_or_below_their_priority() {
         let phases = [phase(1, 10), phase(2, 20), phase(3, 30), phase(4, 40)];
         let pods = [
-            pod("0", Some(0)),
-            pod("1", Some(1)),
-            pod("2", Some(2)),
-            pod("3", Some(3)),
-            pod("4", Some(4)),
-            pod("5", Some(5)),
-            pod("none", None),
+            with_priority("0", 0),
+            with_priority("1", 1),
+            with_priority("2", 2),
+            with_priority("3", 3),
+            with_priority("4", 4),
+            with_priority("5", 5),
+            unprioritized("none"),
         ];
         let refs: Vec<&Pod> = pods.iter().collect();
         let groups = group_by_priority(&phases, &refs);
@@ -148,9 +147,9 @@ mod tests {
     fn between_two_phases_a_pod_takes_the_lower() {
         let phases = [phase(0, 20), phase(SYSTEM_CRITICAL_PRIORITY, 10)];
         let pods = [
-            pod("regular", Some(1000)),
-            pod("critical", Some(SYSTEM_CRITICAL_PRIORITY)),
-            pod("node-critical", Some(SYSTEM_CRITICAL_PRIORITY + 1000)),
+            with_priority("regular", 1000),
+            with_priority("critical", SYSTEM_CRITICAL_PRIORITY),
+            with_priority("node-critical", SYSTEM_CRITICAL_PRIORITY + 1000),
         ];
         let refs: Vec<&Pod> = pods.iter().collect();
         assert_eq!(
@@ -164,20 +163,14 @@ mod tests {
 
     #[test]
     fn no_phases_means_no_groups() {
-        let p = pod("a", None);
+        let p = unprioritized("a");
         assert!(group_by_priority(&[], &[&p]).is_empty());
     }
 
     #[test]
     fn a_pod_keeps_a_shorter_grace_period_of_its_own() {
-        let mut short = pod("short", None);
-        if let Some(s) = short.spec.as_mut() {
-            s.termination_grace_period_seconds = Some(3);
-        }
-        let mut long = pod("long", None);
-        if let Some(s) = long.spec.as_mut() {
-            s.termination_grace_period_seconds = Some(60);
-        }
+        let short = make_pod().name("short").termination_grace_period(3).obj();
+        let long = make_pod().name("long").termination_grace_period(60).obj();
         assert_eq!(
             pod_grace(&short, Duration::from_secs(10)),
             Duration::from_secs(3)
@@ -187,7 +180,7 @@ mod tests {
             Duration::from_secs(10)
         );
         assert_eq!(
-            pod_grace(&pod("unset", None), Duration::from_secs(10)),
+            pod_grace(&unprioritized("unset"), Duration::from_secs(10)),
             Duration::from_secs(10)
         );
     }

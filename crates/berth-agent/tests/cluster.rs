@@ -11,20 +11,19 @@ use berth_agent::config::AgentConfig;
 use berth_agent::metrics::AgentMetrics;
 use berth_agent::node_client::{NodeClient, bearer_header, with_default_bearer};
 use berth_agent::registration::NodeTemplate;
-use berth_agent::sim::{self, FleetOptions, SimNode, SimStats};
-use berth_apiserver::api::{ApiConfig, ApiServer};
+use berth_agent::sim::{self, Fleet, FleetOptions, SimNode, SimStats};
 use berth_apiserver::auth::User;
 use berth_apiserver::in_process;
 use berth_core::FeatureGates;
 use berth_core::clock::Clock;
+use berth_core::test_util::{PodWrapper, make_pod, tol};
 use berth_runtime::sim::SimRuntime;
 use berth_runtime::{LogFile, Runtime, RuntimeError, RuntimePodStatus};
-use berth_store::{AnyStore, MemStore};
+use berth_testing::{TestServer, mark_unknown};
 use futures::future::BoxFuture;
 use k8s_openapi::api::coordination::v1::Lease;
 use k8s_openapi::api::core::v1::{Node, Pod};
 use k8s_openapi::apimachinery::pkg::api::resource::Quantity;
-use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
 use kube::Api;
 use kube::api::{Patch, PatchParams, PostParams};
 use serde_json::json;
@@ -77,24 +76,11 @@ impl Runtime for RecordingRuntime {
     }
 }
 
-struct Cluster {
-    api: Arc<ApiServer>,
-    clock: Clock,
-    admin: kube::Client,
-}
+/// The cluster of a test: berth's API server on a virtual clock.
+type Cluster = TestServer;
 
 async fn cluster() -> Cluster {
-    let start: jiff::Timestamp = "2026-01-01T00:00:00Z".parse().expect("time");
-    let clock = Clock::virtual_from(start);
-    let api = ApiServer::new(
-        AnyStore::Memory(MemStore::new()),
-        clock.clone(),
-        ApiConfig::default(),
-    )
-    .await
-    .expect("server");
-    let admin = in_process::client(&api, User::admin(), "default").expect("admin");
-    Cluster { api, clock, admin }
+    TestServer::start().await
 }
 
 fn template(name: &str, taints: &str) -> NodeTemplate {
@@ -259,15 +245,13 @@ async fn node_ready(nodes: &Api<Node>, name: &str) -> bool {
         .is_some_and(|(s, _)| s == "True")
 }
 
-fn pod(name: &str, node: &str, extra: serde_json::Value) -> Pod {
-    let mut spec = json!({"nodeName": node, "containers": [{"name": "app", "image": "busybox"}]});
-    if let (Some(spec), Some(extra)) = (spec.as_object_mut(), extra.as_object()) {
-        spec.extend(extra.clone());
-    }
-    serde_json::from_value(
-        json!({"metadata": {"name": name, "namespace": "default"}, "spec": spec}),
-    )
-    .expect("pod")
+/// A pod `name` of busybox bound to `node`.
+fn bound(name: &str, node: &str) -> PodWrapper {
+    make_pod()
+        .name(name)
+        .namespace("default")
+        .node(node)
+        .container("busybox")
 }
 
 async fn pod_running(pods: &Api<Pod>, name: &str) -> bool {
@@ -346,11 +330,9 @@ async fn an_agent_registers_with_its_taints_heartbeats_and_runs_a_tolerating_pod
 
     // A pod with the toleration, bound to the node, runs and is Ready.
     let pods: Api<Pod> = Api::namespaced(c.admin.clone(), "default");
-    let tolerating = pod(
-        "web",
-        "n1",
-        json!({"tolerations": [{"key": "dedicated", "operator": "Equal", "value": "groupName", "effect": "NoSchedule"}]}),
-    );
+    let tolerating = bound("web", "n1")
+        .toleration(tol("dedicated", "Equal", "groupName", "NoSchedule"))
+        .obj();
     pods.create(&PostParams::default(), &tolerating)
         .await
         .expect("create");
@@ -436,16 +418,14 @@ async fn a_pod_bound_onto_a_no_execute_tainted_node_is_rejected_by_the_agent() {
         .await
         .expect("taint");
     let pods: Api<Pod> = Api::namespaced(c.admin.clone(), "default");
-    pods.create(&PostParams::default(), &pod("intruder", "n1", json!({})))
+    pods.create(&PostParams::default(), &bound("intruder", "n1").obj())
         .await
         .expect("create");
     pods.create(
         &PostParams::default(),
-        &pod(
-            "guest",
-            "n1",
-            json!({"tolerations": [{"key": "dedicated", "operator": "Exists", "effect": "NoExecute"}]}),
-        ),
+        &bound("guest", "n1")
+            .toleration(tol("dedicated", "Exists", "", "NoExecute"))
+            .obj(),
     )
     .await
     .expect("create");
@@ -492,7 +472,7 @@ async fn sigterm_stops_regular_pods_before_critical_ones_and_marks_them_failed()
     ] {
         pods.create(
             &PostParams::default(),
-            &pod(name, "n1", json!({"priority": priority})),
+            &bound(name, "n1").priority(priority).obj(),
         )
         .await
         .expect("create");
@@ -573,7 +553,7 @@ async fn priority_phases_run_lowest_first_skip_empty_ones_and_end_at_their_perio
     for (name, priority) in [("high", 200_000), ("low", 0)] {
         pods.create(
             &PostParams::default(),
-            &pod(name, "n1", json!({"priority": priority})),
+            &bound(name, "n1").priority(priority).obj(),
         )
         .await
         .expect("create");
@@ -642,15 +622,18 @@ async fn a_node_agent_token_cannot_change_another_node() {
 async fn simulated_nodes_share_one_client_and_each_heartbeats_as_itself() {
     let c = cluster().await;
     let nodes_wanted = 5;
+    let template = Arc::new(template("", ""));
     let sim_nodes: Vec<SimNode> = (0..nodes_wanted)
         .map(|i| {
             let name = sim::sim_node_name("sim-", i);
             let token = format!("sim-token-{i}");
             c.api.auth.add_token(token.clone(), User::node(&name));
             SimNode {
-                zone: sim::sim_zone(i, 2),
+                zone: Some(sim::sim_zone(i, 2)),
                 bearer: bearer_header(&token).expect("header"),
                 name,
+                template: template.clone(),
+                phase: None,
             }
         })
         .collect();
@@ -659,20 +642,21 @@ async fn simulated_nodes_share_one_client_and_each_heartbeats_as_itself() {
     let shared = with_default_bearer(base, bearer_header("sim-fleet-token").expect("header"));
     let stats = Arc::new(SimStats::default());
     let stop = CancellationToken::new();
-    let fleet = tokio::spawn(sim::run_fleet(
-        shared,
-        sim_nodes,
-        Arc::new(SimRuntime::new(c.clock.clone())),
-        c.clock.clone(),
-        FleetOptions {
-            template: template("", ""),
-            config: AgentConfig::default(),
-            gates: FeatureGates::default(),
-            max_in_flight: 2,
-        },
-        stats.clone(),
-        stop.clone(),
-    ));
+    let fleet = tokio::spawn(
+        Fleet {
+            client: shared,
+            nodes: sim_nodes,
+            runtime: Arc::new(SimRuntime::new(c.clock.clone())),
+            clock: c.clock.clone(),
+            options: FleetOptions {
+                config: AgentConfig::default(),
+                gates: FeatureGates::default(),
+                max_in_flight: 2,
+            },
+            stats: stats.clone(),
+        }
+        .run(stop.clone()),
+    );
     let nodes: Api<Node> = Api::all(c.admin.clone());
     for i in 0..nodes_wanted {
         let name = sim::sim_node_name("sim-", i);
@@ -717,23 +701,7 @@ async fn simulated_nodes_share_one_client_and_each_heartbeats_as_itself() {
     // The node lifecycle controller's write of a silent node, done here by
     // hand: the fleet sees the Node differ from its own status and writes
     // Ready again at once, not at its next 5-minute report.
-    let marked = c.clock.now();
-    let mut unknown = nodes.get_status("sim-000004").await.expect("node");
-    for cond in unknown
-        .status
-        .as_mut()
-        .and_then(|s| s.conditions.as_mut())
-        .expect("conditions")
-    {
-        cond.status = "Unknown".into();
-        cond.reason = Some("NodeStatusUnknown".into());
-        cond.message = Some("Kubelet stopped posting node status.".into());
-        cond.last_transition_time = Some(Time(marked));
-    }
-    nodes
-        .replace_status("sim-000004", &PostParams::default(), &unknown)
-        .await
-        .expect("mark Unknown");
+    let marked = mark_unknown(&c, "sim-000004").await;
     assert!(
         eventually(&c.clock, 10, || node_ready(&nodes, "sim-000004")).await,
         "Ready again within 10 s"
@@ -755,12 +723,9 @@ async fn simulated_nodes_share_one_client_and_each_heartbeats_as_itself() {
     );
 
     let pods: Api<Pod> = Api::namespaced(c.admin.clone(), "default");
-    pods.create(
-        &PostParams::default(),
-        &pod("on-sim", "sim-000002", json!({})),
-    )
-    .await
-    .expect("create");
+    pods.create(&PostParams::default(), &bound("on-sim", "sim-000002").obj())
+        .await
+        .expect("create");
     assert!(
         eventually(&c.clock, 20, || pod_running(&pods, "on-sim")).await,
         "a pod on a simulated node runs"
@@ -846,7 +811,7 @@ async fn a_paused_agent_is_ready_again_within_15_s_of_resuming_and_keeps_its_pod
     let (nodes, _others) = two_more_ready(&c).await;
     let pods: Api<Pod> = Api::namespaced(c.admin.clone(), "default");
     let web = pods
-        .create(&PostParams::default(), &pod("web", "n1", json!({})))
+        .create(&PostParams::default(), &bound("web", "n1").obj())
         .await
         .expect("create");
     let default_toleration = web

@@ -50,6 +50,23 @@ impl User {
         }
     }
 
+    /// berth's scheduler, as upstream's kube-scheduler authenticates.
+    pub fn kube_scheduler() -> User {
+        User {
+            name: crate::flow_control::KUBE_SCHEDULER_USER.into(),
+            groups: vec![GROUP_AUTHENTICATED.into()],
+        }
+    }
+
+    /// berth's controllers, as upstream's kube-controller-manager
+    /// authenticates.
+    pub fn kube_controller_manager() -> User {
+        User {
+            name: crate::flow_control::KUBE_CONTROLLER_MANAGER_USER.into(),
+            groups: vec![GROUP_AUTHENTICATED.into()],
+        }
+    }
+
     /// The in-process simulated fleet's shared watcher (see
     /// [`SIM_FLEET_USER`]).
     pub fn sim_fleet() -> User {
@@ -84,7 +101,7 @@ impl User {
 /// Bearer tokens and the users they stand for. Node credentials issued for
 /// the join token are kept where every server that may be asked knows
 /// them: appended to a file in the data dir (one server), or in the store
-/// that several servers share (see `cluster_credentials`).
+/// that several servers share (see `cluster_credentials`, which follows it).
 #[derive(Debug, Default)]
 pub struct Authenticator {
     tokens: RwLock<HashMap<String, User>>,
@@ -94,6 +111,27 @@ pub struct Authenticator {
     /// The credential issued to each node (node name → token): the API
     /// server presents it to the node's agent (see `pod_logs`).
     node_credentials: RwLock<HashMap<String, String>>,
+}
+
+/// Where node credentials live in a shared store, one key per node.
+pub const NODE_PREFIX: &str = "/registry/berth.dev/node-credentials/";
+
+fn node_key(node: &str) -> String {
+    format!("{NODE_PREFIX}{node}")
+}
+
+/// Stores `node`'s credential; `AlreadyExists` when one was issued (by any
+/// server) before.
+pub async fn publish_node_token<S: berth_store::Store>(
+    store: &S,
+    node: &str,
+    token: &str,
+) -> Result<(), berth_store::StoreError> {
+    let value = serde_json::json!({"nodeName": node, "token": token});
+    store
+        .create(&node_key(node), value.to_string().into_bytes())
+        .await
+        .map(|_| ())
 }
 
 /// The store node credentials are kept in when several servers share it.
@@ -184,7 +222,7 @@ impl Authenticator {
         let Some(SharedStore(store)) = shared else {
             return self.issue_node_token_in_file(node, token);
         };
-        match crate::cluster_credentials::publish_node_token(&store, node, &token).await {
+        match publish_node_token(&store, node, &token).await {
             Ok(()) => {}
             Err(berth_store::StoreError::AlreadyExists { .. }) => return Err(already_issued(node)),
             Err(e) => return Err(ApiError::internal(e)),
@@ -444,7 +482,10 @@ fn forbidden(user: &User, info: &RequestInfo, reason: &str) -> ApiError {
 
 /// Decides a resource request.
 pub fn authorize(user: &User, info: &RequestInfo) -> Result<Authorized, ApiError> {
-    if user.in_group(GROUP_MASTERS) {
+    // berth's own scheduler and controllers may do what an admin may: they
+    // have users of their own so that flow control and logs tell them apart
+    // (upstream's ClusterRoles for them cover what they use).
+    if user.in_group(GROUP_MASTERS) || is_builtin_component(user) {
         return Ok(Authorized::Yes);
     }
     if let Some(node) = user.node_name() {
@@ -458,6 +499,15 @@ pub fn authorize(user: &User, info: &RequestInfo) -> Result<Authorized, ApiError
         return Ok(Authorized::Yes);
     }
     Err(forbidden(user, info, ""))
+}
+
+/// berth's scheduler or controllers (in-process, never from a token).
+fn is_builtin_component(user: &User) -> bool {
+    matches!(
+        user.name.as_str(),
+        crate::flow_control::KUBE_SCHEDULER_USER
+            | crate::flow_control::KUBE_CONTROLLER_MANAGER_USER
+    )
 }
 
 /// The condition of [`Authorized::IfPodBoundTo`]: `pod` (the stored pod,

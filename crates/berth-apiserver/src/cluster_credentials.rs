@@ -30,12 +30,11 @@ use berth_store::{AnyStore, EventKind, ListOptions, Store, StoreError};
 use serde::{Deserialize, Serialize};
 
 use crate::api::ApiServer;
+use crate::auth::{NODE_PREFIX, publish_node_token};
 use crate::bootstrap::{self, BootstrapError, Credentials};
 
 /// Where the cluster's CA and tokens live in the store.
 pub const CLUSTER_KEY: &str = "/registry/berth.dev/cluster-credentials";
-/// Where node credentials live in the store, one key per node.
-pub const NODE_PREFIX: &str = "/registry/berth.dev/node-credentials/";
 
 /// How long the follower waits before watching again after its watch failed.
 const REWATCH_AFTER: Duration = Duration::from_secs(1);
@@ -164,24 +163,6 @@ pub async fn ensure<S: Store>(
 struct NodeCredential {
     node_name: String,
     token: String,
-}
-
-fn node_key(node: &str) -> String {
-    format!("{NODE_PREFIX}{node}")
-}
-
-/// Stores `node`'s credential; `AlreadyExists` when one was issued (by any
-/// server) before.
-pub async fn publish_node_token<S: Store>(
-    store: &S,
-    node: &str,
-    token: &str,
-) -> Result<(), StoreError> {
-    let value = serde_json::json!({"nodeName": node, "token": token});
-    store
-        .create(&node_key(node), value.to_string().into_bytes())
-        .await
-        .map(|_| ())
 }
 
 /// Keeps `api`'s node credentials in `store`: imports the ones in the

@@ -11,7 +11,8 @@
 //! - [`request_info`], [`resources`], [`objects`], [`strategy`]: what a
 //!   request asks for, the served types, object metadata, per-type rules.
 //!
-//! And the server: [`cache`] (the watch cache), [`cluster_identity`], [`watch_limits`],
+//! And the server: [`cache`] (the watch cache), [`registry`] (the store and
+//! the watch caches kept consistent), [`cluster_identity`], [`watch_limits`],
 //! [`api`] (REST verbs), [`health`] (`/livez`, `/readyz`),
 //! [`discovery`], [`openapi`], [`auth`], [`metrics`], [`bootstrap`]
 //! (certificates, tokens, kubeconfig), [`cluster_credentials`] (the same,
@@ -30,6 +31,7 @@ pub mod connections;
 pub mod conversion;
 pub mod discovery;
 pub mod field_validation;
+pub mod flow_control;
 pub mod health;
 pub mod in_process;
 mod json_path;
@@ -40,6 +42,7 @@ pub mod openapi;
 pub mod patch;
 pub mod pod_logs;
 pub mod protobuf;
+pub mod registry;
 pub mod request_info;
 pub mod resources;
 pub mod selectors;

@@ -243,6 +243,7 @@ pub fn render() -> String {
     let mut out = String::new();
     // Writing to a String cannot fail.
     let _ = encode_registry(&mut out, &metrics().registry);
+    crate::flow_control::encode_metrics(&mut out);
     for registry in COMPONENTS
         .lock()
         .unwrap_or_else(std::sync::PoisonError::into_inner)

@@ -1,15 +1,10 @@
 //! Object metadata as the API server manages it: what it sets on create
 //! (uid, creationTimestamp, generation, a name from `generateName`), what
-//! it keeps on update, the `resourceVersion` it reports, and the checks on
-//! `metadata` every resource shares.
+//! it keeps on update, and the `resourceVersion` it reports. (The checks
+//! on `metadata` every type shares are `strategy::validate_metadata`: the
+//! name rule is the type's.)
 
-use berth_core::validation::names::{
-    is_dns1123_label, is_dns1123_subdomain, is_qualified_name, is_valid_label_value,
-};
-use berth_core::validation::{ErrorList, FieldError, Path};
 use serde_json::{Map, Value, json};
-
-use crate::resources::{NAMESPACES, ResourceType};
 
 /// Upstream's alphabet for `generateName` suffixes: no vowels (no words)
 /// and no look-alike characters.
@@ -205,27 +200,27 @@ pub fn generate_name(base: &str, random: impl FnMut() -> u32) -> String {
     format!("{base}{suffix}")
 }
 
-/// What the server fills in on create: kind and apiVersion, namespace,
-/// uid, creationTimestamp, generation; and what a client may not set.
+/// What the server fills in on create: kind and apiVersion, namespace
+/// (`None` for a cluster-scoped type: none), uid, creationTimestamp,
+/// generation; and what a client may not set.
 pub fn prepare_for_create(
-    rt: &ResourceType,
     object: &mut Value,
-    namespace: &str,
+    (kind, api_version): (&str, String),
+    namespace: Option<&str>,
     uid: String,
     now: jiff::Timestamp,
 ) {
     if let Some(map) = object.as_object_mut() {
-        map.insert("kind".into(), Value::String(rt.kind.into()));
-        map.insert("apiVersion".into(), Value::String(rt.api_version()));
+        map.insert("kind".into(), Value::String(kind.into()));
+        map.insert("apiVersion".into(), Value::String(api_version));
     }
     let Some(meta) = metadata_mut(object) else {
         return;
     };
-    if rt.namespaced {
-        meta.insert("namespace".into(), Value::String(namespace.into()));
-    } else {
-        meta.remove("namespace");
-    }
+    match namespace {
+        Some(namespace) => meta.insert("namespace".into(), Value::String(namespace.into())),
+        None => meta.remove("namespace"),
+    };
     meta.insert("uid".into(), Value::String(uid));
     meta.insert("creationTimestamp".into(), Value::String(format_time(now)));
     meta.insert("generation".into(), json!(1));
@@ -296,77 +291,12 @@ pub fn recount_generation(object: &mut Value, old: &Value) {
     }
 }
 
-/// `ValidateObjectMeta` for what berth checks: a name (or generateName on
-/// create) of the right form, labels and annotations keys, label values.
-pub fn validate_metadata(rt: &ResourceType, object: &Value) -> ErrorList {
-    let path = Path::new("metadata");
-    let mut errors = ErrorList::new();
-    let name = name_of(object);
-    if name.is_empty() {
-        errors.push(FieldError::required(
-            &path.child("name"),
-            "name or generateName is required",
-        ));
-    } else {
-        let problems = if std::ptr::eq(rt, &NAMESPACES) {
-            is_dns1123_label(name)
-        } else {
-            is_dns1123_subdomain(name)
-        };
-        for problem in problems {
-            errors.push(FieldError::invalid(&path.child("name"), name, problem));
-        }
-    }
-    let labels = object.get("metadata").and_then(|m| m.get("labels"));
-    if let Some(labels) = labels.and_then(Value::as_object) {
-        for (key, value) in labels {
-            for problem in is_qualified_name(key) {
-                errors.push(FieldError::invalid(
-                    &path.child("labels"),
-                    key.as_str(),
-                    problem,
-                ));
-            }
-            let value = value.as_str().unwrap_or("");
-            for problem in is_valid_label_value(value) {
-                errors.push(FieldError::invalid(&path.child("labels"), value, problem));
-            }
-        }
-    }
-    let annotations = object.get("metadata").and_then(|m| m.get("annotations"));
-    if let Some(annotations) = annotations.and_then(Value::as_object) {
-        for key in annotations.keys() {
-            for problem in is_qualified_name(&key.to_lowercase()) {
-                errors.push(FieldError::invalid(
-                    &path.child("annotations"),
-                    key.as_str(),
-                    problem,
-                ));
-            }
-        }
-        // Upstream's ValidateAnnotationsSize: keys and values together.
-        let total: usize = annotations
-            .iter()
-            .map(|(k, v)| k.len() + v.as_str().map_or(0, str::len))
-            .sum();
-        if total > TOTAL_ANNOTATION_SIZE_LIMIT_BYTES {
-            errors.push(FieldError::too_long(
-                &path.child("annotations"),
-                "",
-                TOTAL_ANNOTATION_SIZE_LIMIT_BYTES,
-            ));
-        }
-    }
-    errors
-}
-
 /// Upstream's `TotalAnnotationSizeLimitB` (256 KiB).
 pub const TOTAL_ANNOTATION_SIZE_LIMIT_BYTES: usize = 256 * 1024;
 
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::resources::PODS;
 
     fn now() -> jiff::Timestamp {
         jiff::Timestamp::from_second(1_800_000_000).unwrap_or(jiff::Timestamp::UNIX_EPOCH)
@@ -436,7 +366,13 @@ mod tests {
     #[test]
     fn create_fills_server_fields_and_drops_client_ones() {
         let mut pod = json!({"metadata": {"name": "web", "resourceVersion": "7", "deletionTimestamp": "x"}, "spec": {}});
-        prepare_for_create(&PODS, &mut pod, "default", "u-1".into(), now());
+        prepare_for_create(
+            &mut pod,
+            ("Pod", "v1".into()),
+            Some("default"),
+            "u-1".into(),
+            now(),
+        );
         assert_eq!(pod["kind"], "Pod");
         assert_eq!(pod["apiVersion"], "v1");
         assert_eq!(pod["metadata"]["namespace"], "default");
@@ -473,36 +409,5 @@ mod tests {
         assert!(name.starts_with("web-"));
         assert!(name[4..].bytes().all(|c| GENERATE_ALPHABET.contains(&c)));
         assert_eq!(generate_name(&"a".repeat(100), || 0).len(), 63);
-    }
-
-    #[test]
-    fn metadata_validation_reports_fields() {
-        let cases: &[(Value, &[&str])] = &[
-            (json!({"metadata": {"name": "web"}}), &[]),
-            (
-                json!({"metadata": {}}),
-                &["metadata.name: Required value: name or generateName is required"],
-            ),
-            (
-                json!({"metadata": {"name": "Web"}}),
-                &["metadata.name: Invalid value: \"Web\": a lowercase RFC 1123 subdomain"],
-            ),
-            (
-                json!({"metadata": {"name": "web", "labels": {"bad key": "v"}}}),
-                &["metadata.labels: Invalid value: \"bad key\""],
-            ),
-        ];
-        for (object, want) in cases {
-            let got: Vec<String> = validate_metadata(&PODS, object)
-                .iter()
-                .map(ToString::to_string)
-                .collect();
-            assert_eq!(got.len(), want.len(), "{object}: {got:?}");
-            for (g, w) in got.iter().zip(want.iter()) {
-                assert!(g.starts_with(w), "{g} vs {w}");
-            }
-        }
-        let ns = validate_metadata(&NAMESPACES, &json!({"metadata": {"name": "a.b"}}));
-        assert_eq!(ns.len(), 1);
     }
 }

@@ -3,40 +3,14 @@
 //! A declaration says what discovery advertises (group, version, kind,
 //! plural, short names, verbs, subresources), where objects live in the
 //! store (upstream's etcd layout: nodes are `/registry/minions/...`), and
-//! whether objects are namespaced. Adding a resource type is a few lines
-//! here plus, where it needs one, a strategy in `strategy.rs`.
+//! whether objects are namespaced, and the [`crate::strategy::Strategy`]
+//! that serves it. Serving a new type is a declaration here (and its entry
+//! in [`RESOURCES`]) and a strategy file in `strategy/` that names its
+//! k8s-openapi type and overrides what it does differently
+//! (`docs/architecture.md` walks through Lease).
 
-/// One served resource type.
-#[derive(Debug, PartialEq, Eq)]
-pub struct ResourceType {
-    pub group: &'static str,
-    pub version: &'static str,
-    pub kind: &'static str,
-    pub plural: &'static str,
-    pub singular: &'static str,
-    pub namespaced: bool,
-    pub short_names: &'static [&'static str],
-    pub categories: &'static [&'static str],
-    /// Subresources served under `<name>/<subresource>`.
-    pub subresources: &'static [Subresource],
-    /// The resource segment of the store key (`/registry/<this>/...`).
-    pub storage: &'static str,
-    /// Verbs discovery advertises.
-    pub verbs: &'static [&'static str],
-    /// Another version of a resource kept in that resource's storage form
-    /// (events.k8s.io/v1 Events are core/v1 Events in the store).
-    pub stored_as: Option<&'static ResourceType>,
-}
-
-/// A subresource and the kind its requests and responses carry.
-#[derive(Debug, PartialEq, Eq)]
-pub struct Subresource {
-    pub name: &'static str,
-    pub group: &'static str,
-    pub version: &'static str,
-    pub kind: &'static str,
-    pub verbs: &'static [&'static str],
-}
+pub use crate::strategy::{ResourceType, Subresource};
+use crate::strategy::{event, lease, namespace, node, pod};
 
 const ALL_VERBS: &[&str] = &[
     "create",
@@ -57,44 +31,6 @@ const STATUS: Subresource = Subresource {
     verbs: &["get", "patch", "update"],
 };
 
-impl ResourceType {
-    /// `v1` or `group/version`, as `apiVersion` fields write it.
-    pub fn api_version(&self) -> String {
-        if self.group.is_empty() {
-            self.version.to_string()
-        } else {
-            format!("{}/{}", self.group, self.version)
-        }
-    }
-
-    pub fn list_kind(&self) -> String {
-        format!("{}List", self.kind)
-    }
-
-    pub fn subresource(&self, name: &str) -> Option<&'static Subresource> {
-        self.subresources.iter().find(|s| s.name == name)
-    }
-
-    /// The store prefix of the objects of a namespace, or of all of them.
-    pub fn prefix(&self, namespace: Option<&str>) -> String {
-        match namespace {
-            Some(ns) if self.namespaced && !ns.is_empty() => {
-                format!("/registry/{}/{ns}/", self.storage)
-            }
-            _ => format!("/registry/{}/", self.storage),
-        }
-    }
-
-    /// The store key of one object.
-    pub fn key(&self, namespace: &str, name: &str) -> String {
-        if self.namespaced {
-            format!("/registry/{}/{namespace}/{name}", self.storage)
-        } else {
-            format!("/registry/{}/{name}", self.storage)
-        }
-    }
-}
-
 pub static NAMESPACES: ResourceType = ResourceType {
     group: "",
     version: "v1",
@@ -110,6 +46,7 @@ pub static NAMESPACES: ResourceType = ResourceType {
         "create", "delete", "get", "list", "patch", "update", "watch",
     ],
     stored_as: None,
+    strategy: &namespace::Namespaces,
 };
 
 pub static NODES: ResourceType = ResourceType {
@@ -125,6 +62,7 @@ pub static NODES: ResourceType = ResourceType {
     storage: "minions",
     verbs: ALL_VERBS,
     stored_as: None,
+    strategy: &node::Nodes,
 };
 
 pub static PODS: ResourceType = ResourceType {
@@ -163,6 +101,7 @@ pub static PODS: ResourceType = ResourceType {
     storage: "pods",
     verbs: ALL_VERBS,
     stored_as: None,
+    strategy: &pod::Pods,
 };
 
 pub static EVENTS: ResourceType = ResourceType {
@@ -178,6 +117,7 @@ pub static EVENTS: ResourceType = ResourceType {
     storage: "events",
     verbs: ALL_VERBS,
     stored_as: None,
+    strategy: &event::Events,
 };
 
 pub static LEASES: ResourceType = ResourceType {
@@ -193,6 +133,7 @@ pub static LEASES: ResourceType = ResourceType {
     storage: "leases",
     verbs: ALL_VERBS,
     stored_as: None,
+    strategy: &lease::Leases,
 };
 
 pub static EVENTS_V1: ResourceType = ResourceType {
@@ -208,6 +149,7 @@ pub static EVENTS_V1: ResourceType = ResourceType {
     storage: "events",
     verbs: ALL_VERBS,
     stored_as: Some(&EVENTS),
+    strategy: &event::EventsV1,
 };
 
 /// Every served resource type, in discovery order.

@@ -22,27 +22,23 @@
 //! rate. The server's CPU time per create (from `/proc/<pid>/stat`) is reported too: unlike
 //! throughput it barely moves with other load on the machine.
 
-use std::net::SocketAddr;
 use std::path::{Path, PathBuf};
-use std::process::Stdio;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::{Duration, Instant};
 
 use anyhow::{Context, bail};
 use bytes::Bytes;
-use clap::{Args, ValueEnum};
-use http_body_util::{BodyExt, Full};
-use hyper::client::conn::{http1, http2};
-use hyper::{Method, Request, StatusCode, header};
-use hyper_util::rt::{TokioExecutor, TokioIo};
-use rustls_pki_types::pem::PemObject;
-use rustls_pki_types::{CertificateDer, ServerName};
+use clap::Args;
+use http_body_util::BodyExt;
+use hyper::{Method, StatusCode};
 use serde::Serialize;
-use tokio::io::{AsyncBufReadExt, BufReader};
-use tokio::net::TcpStream;
 
-use crate::measure::{Histogram, LatencySummary, Machine};
+use crate::harness::{
+    API_SERVER_ONLY, Client, Memory, Protocol, Target, bench_runtime, berth_binary, cpu_seconds,
+    data_parent, memory_of, node_json, ready_target, start_server_with,
+};
+use crate::measure::{Histogram, LatencySummary, Machine, round1};
 
 /// The namespace every benchmark pod lives in.
 const NAMESPACE: &str = "bench";
@@ -50,19 +46,8 @@ const NAMESPACE: &str = "bench";
 /// write's sequence number.
 const SENT_ANNOTATION: &str = "berth-bench/sent";
 const SEQ_ANNOTATION: &str = "berth-bench/seq";
-/// How long the server may take to start and load.
-const START_TIMEOUT: Duration = Duration::from_secs(60);
 /// How long watchers may take to receive the last events after the writes end.
 const WATCH_DRAIN: Duration = Duration::from_secs(30);
-
-#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum, Serialize)]
-#[serde(rename_all = "lowercase")]
-pub enum Protocol {
-    /// HTTP/1.1: one request at a time per connection.
-    Http1,
-    /// HTTP/2 (what client-go negotiates when the server offers it).
-    Http2,
-}
 
 #[derive(Debug, Args)]
 pub struct ApiserverArgs {
@@ -184,13 +169,6 @@ struct WatchFigures {
     open_seconds: f64,
 }
 
-#[derive(Debug, Clone, Copy, Serialize)]
-pub(crate) struct Memory {
-    vm_rss_kib: u64,
-    vm_hwm_kib: u64,
-    vm_rss_mib: f64,
-}
-
 /// The goals for this machine (2 cores), checked on this run.
 #[derive(Debug, Serialize)]
 struct Goals {
@@ -198,187 +176,6 @@ struct Goals {
     list_150k_pods_at_most_1s: Option<bool>,
     rss_at_most_1gib_with_5k_nodes_150k_pods: Option<bool>,
     every_watcher_saw_every_event: bool,
-}
-
-/// One keep-alive connection to the server.
-#[derive(Clone)]
-enum Sender {
-    H1(Arc<tokio::sync::Mutex<http1::SendRequest<Full<Bytes>>>>),
-    H2(http2::SendRequest<Full<Bytes>>),
-}
-
-/// What every connection needs: where the server is and how to trust and address it.
-pub(crate) struct Target {
-    pub(crate) addr: SocketAddr,
-    pub(crate) authority: String,
-    pub(crate) token: String,
-    pub(crate) tls: Arc<rustls::ClientConfig>,
-    pub(crate) protocol: Protocol,
-}
-
-pub(crate) struct Client {
-    sender: Sender,
-    target: Arc<Target>,
-}
-
-impl Target {
-    pub(crate) async fn connect(self: &Arc<Self>) -> anyhow::Result<Client> {
-        let tcp = TcpStream::connect(self.addr)
-            .await
-            .with_context(|| format!("connecting to {}", self.addr))?;
-        // Requests are small and latency-bound: no Nagle delay (Go's default too).
-        tcp.set_nodelay(true)?;
-        let server_name = ServerName::IpAddress(self.addr.ip().into());
-        let tls = tokio_rustls::TlsConnector::from(self.tls.clone())
-            .connect(server_name, tcp)
-            .await
-            .context("TLS handshake")?;
-        let io = TokioIo::new(tls);
-        let sender = match self.protocol {
-            Protocol::Http1 => {
-                let (send, conn) = http1::handshake(io).await.context("HTTP/1.1 handshake")?;
-                tokio::spawn(conn);
-                Sender::H1(Arc::new(tokio::sync::Mutex::new(send)))
-            }
-            Protocol::Http2 => {
-                // Go's HTTP/2 transport windows (4 MiB per stream, 1 GiB per connection), so
-                // a large list is not throttled by flow control more than client-go's is.
-                let (send, conn) = http2::Builder::new(TokioExecutor::new())
-                    .initial_stream_window_size(4 << 20)
-                    .initial_connection_window_size(1 << 30)
-                    .handshake(io)
-                    .await
-                    .context("HTTP/2 handshake (does the server offer h2?)")?;
-                tokio::spawn(conn);
-                Sender::H2(send)
-            }
-        };
-        Ok(Client {
-            sender,
-            target: self.clone(),
-        })
-    }
-}
-
-impl Clone for Client {
-    fn clone(&self) -> Self {
-        Client {
-            sender: self.sender.clone(),
-            target: self.target.clone(),
-        }
-    }
-}
-
-impl Client {
-    fn request(
-        &self,
-        method: Method,
-        path: &str,
-        body: Bytes,
-    ) -> anyhow::Result<Request<Full<Bytes>>> {
-        // HTTP/2 needs the scheme and authority (pseudo-headers); HTTP/1.1 the origin form.
-        let uri = match self.target.protocol {
-            Protocol::Http2 => format!("https://{}{path}", self.target.authority),
-            Protocol::Http1 => path.to_string(),
-        };
-        let mut builder = Request::builder()
-            .method(method)
-            .uri(uri)
-            .header(header::AUTHORIZATION, &self.target.token)
-            .header(header::ACCEPT, "application/json");
-        if self.target.protocol == Protocol::Http1 {
-            builder = builder.header(header::HOST, &self.target.authority);
-        }
-        if !body.is_empty() {
-            builder = builder.header(header::CONTENT_TYPE, "application/json");
-        }
-        Ok(builder.body(Full::new(body))?)
-    }
-
-    async fn send(
-        &self,
-        request: Request<Full<Bytes>>,
-    ) -> anyhow::Result<hyper::Response<hyper::body::Incoming>> {
-        Ok(match &self.sender {
-            Sender::H1(send) => {
-                let mut send = send.lock().await;
-                send.ready().await.context("connection closed")?;
-                send.send_request(request).await?
-            }
-            Sender::H2(send) => {
-                let mut send = send.clone();
-                send.ready().await.context("connection closed")?;
-                send.send_request(request).await?
-            }
-        })
-    }
-
-    /// One request with the whole response body read.
-    pub(crate) async fn call(
-        &self,
-        method: Method,
-        path: &str,
-        body: Bytes,
-    ) -> anyhow::Result<(StatusCode, Bytes)> {
-        let response = self.send(self.request(method, path, body)?).await?;
-        let status = response.status();
-        let body = response.into_body().collect().await?.to_bytes();
-        Ok((status, body))
-    }
-
-    /// One request with a body of `content_type`, the whole response read.
-    pub(crate) async fn call_as(
-        &self,
-        method: Method,
-        path: &str,
-        content_type: &'static str,
-        body: Bytes,
-    ) -> anyhow::Result<(StatusCode, Bytes)> {
-        let mut request = self.request(method, path, body)?;
-        request.headers_mut().insert(
-            header::CONTENT_TYPE,
-            header::HeaderValue::from_static(content_type),
-        );
-        let response = self.send(request).await?;
-        let status = response.status();
-        let body = response.into_body().collect().await?.to_bytes();
-        Ok((status, body))
-    }
-
-    /// A JSON merge patch that must succeed (200).
-    pub(crate) async fn merge_patch(&self, path: &str, body: Bytes) -> anyhow::Result<()> {
-        let (status, body) = self
-            .call_as(Method::PATCH, path, "application/merge-patch+json", body)
-            .await?;
-        if status != StatusCode::OK {
-            bail!(
-                "PATCH {path}: {status}: {}",
-                String::from_utf8_lossy(&body[..body.len().min(500)])
-            );
-        }
-        Ok(())
-    }
-
-    /// A create that must succeed (201).
-    pub(crate) async fn create(&self, path: &str, body: Bytes) -> anyhow::Result<usize> {
-        let (status, response) = self.call(Method::POST, path, body).await?;
-        if status != StatusCode::CREATED {
-            bail!(
-                "POST {path}: {status}: {}",
-                String::from_utf8_lossy(&response[..response.len().min(500)])
-            );
-        }
-        Ok(response.len())
-    }
-}
-
-pub(crate) fn node_json(i: usize) -> String {
-    format!(
-        r#"{{"apiVersion":"v1","kind":"Node","metadata":{{"name":"node-{i:05}","labels":{{"kubernetes.io/hostname":"node-{i:05}","kubernetes.io/os":"linux","kubernetes.io/arch":"amd64","topology.kubernetes.io/zone":"zone-{z}","node.kubernetes.io/instance-type":"m5.2xlarge"}}}},"spec":{{"podCIDR":"10.{a}.{b}.0/24"}},"status":{{"capacity":{{"cpu":"8","memory":"32Gi","pods":"110","ephemeral-storage":"100Gi"}},"allocatable":{{"cpu":"7910m","memory":"31Gi","pods":"110","ephemeral-storage":"95Gi"}},"conditions":[{{"type":"Ready","status":"True","reason":"KubeletReady","message":"kubelet is posting ready status","lastHeartbeatTime":"2026-01-01T00:00:00Z","lastTransitionTime":"2026-01-01T00:00:00Z"}}],"addresses":[{{"type":"InternalIP","address":"10.0.{a}.{b}"}},{{"type":"Hostname","address":"node-{i:05}"}}],"nodeInfo":{{"machineID":"","systemUUID":"","bootID":"","kernelVersion":"6.8.0","osImage":"Ubuntu 24.04","containerRuntimeVersion":"containerd://2.0.0","kubeletVersion":"v1.37.0","kubeProxyVersion":"","operatingSystem":"linux","architecture":"amd64"}}}}}}"#,
-        z = i % 3,
-        a = (i / 250) % 256,
-        b = i % 250,
-    )
 }
 
 /// A pod of a typical size (about 1 KiB as sent, 1.6 KiB once defaulted), bound to a node.
@@ -397,42 +194,6 @@ fn bulk_pod(i: usize, nodes: usize) -> String {
     )
 }
 
-/// Reads `VmRSS` and `VmHWM` (KiB) of a process.
-pub(crate) fn memory_of(pid: u32) -> Option<Memory> {
-    let status = std::fs::read_to_string(format!("/proc/{pid}/status")).ok()?;
-    let field = |name: &str| -> Option<u64> {
-        status
-            .lines()
-            .find_map(|l| l.strip_prefix(name))
-            .and_then(|rest| rest.trim().trim_end_matches("kB").trim().parse().ok())
-    };
-    let rss = field("VmRSS:")?;
-    Some(Memory {
-        vm_rss_kib: rss,
-        vm_hwm_kib: field("VmHWM:")?,
-        vm_rss_mib: (rss as f64 / 1024.0 * 10.0).round() / 10.0,
-    })
-}
-
-/// User plus system CPU seconds of a process (`USER_HZ` is 100 on mainstream Linux).
-pub(crate) fn cpu_seconds(pid: u32) -> f64 {
-    let Ok(stat) = std::fs::read_to_string(format!("/proc/{pid}/stat")) else {
-        return 0.0;
-    };
-    // The command name may contain spaces; the fields after its ')' do not.
-    let Some((_, rest)) = stat.rsplit_once(')') else {
-        return 0.0;
-    };
-    let mut fields = rest.split_whitespace();
-    let utime: f64 = fields.nth(11).and_then(|f| f.parse().ok()).unwrap_or(0.0);
-    let stime: f64 = fields.next().and_then(|f| f.parse().ok()).unwrap_or(0.0);
-    (utime + stime) / 100.0
-}
-
-pub(crate) fn round1(x: f64) -> f64 {
-    (x * 10.0).round() / 10.0
-}
-
 /// Creates `count` objects, `make(i)` → (path, body), with every client in a closed loop.
 async fn create_phase(
     clients: &[Client],
@@ -446,10 +207,7 @@ async fn create_phase(
     let tasks: Vec<_> = clients
         .iter()
         .map(|c| {
-            let client = Client {
-                sender: c.sender.clone(),
-                target: c.target.clone(),
-            };
+            let client = c.clone();
             let next = next.clone();
             let make = make.clone();
             tokio::spawn(async move {
@@ -659,10 +417,7 @@ async fn watch_phase(
     let tasks: Vec<_> = writers
         .iter()
         .map(|c| {
-            let client = Client {
-                sender: c.sender.clone(),
-                target: c.target.clone(),
-            };
+            let client = c.clone();
             let next = next.clone();
             tokio::spawn(async move {
                 let mut latency = Histogram::default();
@@ -724,163 +479,6 @@ async fn watch_phase(
         every_watcher_saw_every_event: complete,
         open_seconds: round1(open_seconds * 1000.0) / 1000.0,
     })
-}
-
-/// The `berth` server child process and what it wrote to its data directory.
-pub(crate) struct ServerProcess {
-    pub(crate) child: tokio::process::Child,
-    pub(crate) pid: u32,
-    pub(crate) url: String,
-}
-
-/// The `berth` binary to run: `given`, or the one next to this binary.
-pub(crate) fn berth_binary(given: Option<&Path>) -> anyhow::Result<PathBuf> {
-    let berth = match given {
-        Some(path) => path.to_path_buf(),
-        None => std::env::current_exe()
-            .context("locating this binary")?
-            .with_file_name("berth"),
-    };
-    anyhow::ensure!(
-        berth.exists(),
-        "{} not found: build it (cargo build --release -p berth) or pass --berth-bin",
-        berth.display()
-    );
-    Ok(berth)
-}
-
-/// Where a benchmark makes its server's data directory (`given`, else the
-/// temp dir), created if need be.
-pub(crate) fn data_parent(given: Option<&Path>) -> anyhow::Result<PathBuf> {
-    let parent = given.map_or_else(std::env::temp_dir, Path::to_path_buf);
-    std::fs::create_dir_all(&parent)
-        .with_context(|| format!("data directory {}", parent.display()))?;
-    Ok(parent)
-}
-
-/// The benchmark's own runtime, with `threads` workers.
-pub(crate) fn bench_runtime(threads: usize) -> anyhow::Result<tokio::runtime::Runtime> {
-    tokio::runtime::Builder::new_multi_thread()
-        .worker_threads(threads)
-        .enable_all()
-        .build()
-        .context("tokio runtime")
-}
-
-pub(crate) async fn start_server(berth: &Path, data_dir: &Path) -> anyhow::Result<ServerProcess> {
-    start_server_with(berth, data_dir, &[]).await
-}
-
-/// `berth server` flags that leave the API server alone in its process: the
-/// pods this benchmark loads are bound to nodes that never heart-beat, so
-/// the node lifecycle controller would start tainting and evicting them a
-/// minute in, and the scheduler would cache every pod.
-pub(crate) const API_SERVER_ONLY: &[&str] = &[
-    "--disable-scheduler",
-    "--controllers=-node-lifecycle-controller,-taint-eviction-controller",
-];
-
-/// Starts `berth server` with `extra` flags.
-pub(crate) async fn start_server_with(
-    berth: &Path,
-    data_dir: &Path,
-    extra: &[&str],
-) -> anyhow::Result<ServerProcess> {
-    let mut child = tokio::process::Command::new(berth)
-        .arg("server")
-        .args(extra)
-        .arg("--data-dir")
-        .arg(data_dir)
-        .arg("--listen")
-        .arg("127.0.0.1:0")
-        .stdout(Stdio::null())
-        .stderr(Stdio::piped())
-        .kill_on_drop(true)
-        .spawn()
-        .with_context(|| format!("starting {}", berth.display()))?;
-    let pid = child.id().context("the server exited at once")?;
-    let stderr = child.stderr.take().context("server stderr")?;
-    let mut lines = BufReader::new(stderr).lines();
-    let url = tokio::time::timeout(START_TIMEOUT, async {
-        while let Some(line) = lines.next_line().await? {
-            eprintln!("server: {line}");
-            if let Some(rest) = line.split("listening on ").nth(1) {
-                let url = rest.split_whitespace().next().unwrap_or("").to_string();
-                return anyhow::Ok(url);
-            }
-        }
-        bail!("the server exited before listening")
-    })
-    .await
-    .context("the server did not start")??;
-    // Keep reading the server's log so it never blocks on a full pipe.
-    tokio::spawn(async move {
-        while let Ok(Some(line)) = lines.next_line().await {
-            eprintln!("server: {line}");
-        }
-    });
-    Ok(ServerProcess { child, pid, url })
-}
-
-pub(crate) fn tls_config(
-    ca_pem: &Path,
-    protocol: Protocol,
-) -> anyhow::Result<Arc<rustls::ClientConfig>> {
-    let mut roots = rustls::RootCertStore::empty();
-    for cert in CertificateDer::pem_file_iter(ca_pem)
-        .with_context(|| format!("reading {}", ca_pem.display()))?
-    {
-        roots.add(cert.context("CA certificate")?)?;
-    }
-    let provider = Arc::new(rustls::crypto::ring::default_provider());
-    let mut config = rustls::ClientConfig::builder_with_provider(provider)
-        .with_safe_default_protocol_versions()?
-        .with_root_certificates(roots)
-        .with_no_client_auth();
-    config.alpn_protocols = match protocol {
-        Protocol::Http1 => vec![b"http/1.1".to_vec()],
-        Protocol::Http2 => vec![b"h2".to_vec()],
-    };
-    Ok(Arc::new(config))
-}
-
-/// The server's address, CA and admin token as a [`Target`], and a first
-/// connection on which `/readyz` answered 200 (every watch cache loaded).
-pub(crate) async fn ready_target(
-    server: &ServerProcess,
-    data_dir: &Path,
-    protocol: Protocol,
-) -> anyhow::Result<(Arc<Target>, Client)> {
-    let authority = server
-        .url
-        .strip_prefix("https://")
-        .context("the server URL is not https")?
-        .to_string();
-    let addr: SocketAddr = authority.parse().context("the server address")?;
-    let token = std::fs::read_to_string(data_dir.join("admin-token"))
-        .context("reading the admin token")?
-        .trim()
-        .to_string();
-    let target = Arc::new(Target {
-        addr,
-        authority,
-        token: format!("Bearer {token}"),
-        tls: tls_config(&data_dir.join("ca.crt"), protocol)?,
-        protocol,
-    });
-    let probe = target.connect().await?;
-    let deadline = Instant::now() + START_TIMEOUT;
-    loop {
-        let (status, _) = probe.call(Method::GET, "/readyz", Bytes::new()).await?;
-        if status == StatusCode::OK {
-            break;
-        }
-        if Instant::now() > deadline {
-            bail!("the server is not ready after {START_TIMEOUT:?}");
-        }
-        tokio::time::sleep(Duration::from_millis(50)).await;
-    }
-    Ok((target, probe))
 }
 
 async fn run_async(

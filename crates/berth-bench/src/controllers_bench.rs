@@ -49,7 +49,7 @@ use kube::api::PostParams;
 use kube::runtime::watcher;
 use serde::Serialize;
 
-use crate::apiserver_bench::cpu_seconds;
+use crate::harness::cpu_seconds;
 use crate::measure::{Machine, Timing, thread_run_time, time};
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum, Serialize)]

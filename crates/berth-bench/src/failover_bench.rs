@@ -33,7 +33,7 @@ use kube::api::{Patch, PatchParams, PostParams};
 use serde::Serialize;
 use serde_json::json;
 
-use crate::apiserver_bench::{ServerProcess, berth_binary, start_server_with};
+use crate::harness::{ServerProcess, berth_binary, start_server_with};
 use crate::measure::Machine;
 
 #[derive(Debug, Args)]

@@ -23,7 +23,7 @@ use clap::Args;
 use hyper::{Method, StatusCode};
 use serde::Serialize;
 
-use crate::apiserver_bench::{
+use crate::harness::{
     API_SERVER_ONLY, Protocol, Target, berth_binary, ready_target, start_server_with,
 };
 use crate::measure::{Histogram, LatencySummary, Machine};
@@ -254,7 +254,7 @@ async fn run_async(
 pub fn run(args: &HostileYamlArgs) -> anyhow::Result<HostileYamlReport> {
     anyhow::ensure!(args.attackers > 0, "--attackers must be positive");
     let berth = berth_binary(args.berth_bin.as_deref())?;
-    let parent = crate::apiserver_bench::data_parent(args.data_dir.as_deref())?;
-    let runtime = crate::apiserver_bench::bench_runtime(2)?;
+    let parent = crate::harness::data_parent(args.data_dir.as_deref())?;
+    let runtime = crate::harness::bench_runtime(2)?;
     runtime.block_on(run_async(args, &berth, &parent))
 }

@@ -7,6 +7,7 @@ mod apiserver_bench;
 mod controllers_bench;
 mod core_bench;
 mod failover_bench;
+mod harness;
 mod hostile_yaml_bench;
 mod measure;
 mod openapi_bench;

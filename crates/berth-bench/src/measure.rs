@@ -212,6 +212,11 @@ pub struct LatencySummary {
     pub max_us: f64,
 }
 
+/// `x` rounded to one decimal place, as reports print it.
+pub(crate) fn round1(x: f64) -> f64 {
+    (x * 10.0).round() / 10.0
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -16,10 +16,8 @@ use bytes::Bytes;
 use clap::Args;
 use serde::Serialize;
 
-use crate::apiserver_bench::{
-    Memory, Protocol, berth_binary, memory_of, ready_target, round1, start_server_with,
-};
-use crate::measure::Machine;
+use crate::harness::{Memory, Protocol, berth_binary, memory_of, ready_target, start_server_with};
+use crate::measure::{Machine, round1};
 
 #[derive(Debug, Args)]
 pub struct PatchMemoryArgs {

@@ -56,11 +56,11 @@ use clap::{Args, ValueEnum};
 use hyper::{Method, StatusCode};
 use serde::Serialize;
 
-use crate::apiserver_bench::{
-    Client, Protocol, ServerProcess, cpu_seconds, node_json, ready_target, round1,
-    start_server_with,
+use crate::harness::{
+    Client, Protocol, ServerProcess, bench_runtime, berth_binary, cpu_seconds, data_parent,
+    node_json, ready_target, start_server_with,
 };
-use crate::measure::Machine;
+use crate::measure::{Machine, round1};
 
 const NAMESPACE: &str = "bench";
 const SCHEDULE_TIMEOUT: Duration = Duration::from_secs(600);
@@ -292,7 +292,7 @@ struct Checks {
 
 fn pod_json(i: usize, workload: Workload) -> String {
     let (labels, extra) = match workload {
-        Workload::TaintHeavy if i % 2 == 0 => (
+        Workload::TaintHeavy if i.is_multiple_of(2) => (
             r#""app":"bench""#,
             r#","tolerations":[{"key":"dedicated","operator":"Equal","value":"bench","effect":"NoSchedule"}]"#,
         ),
@@ -698,7 +698,7 @@ fn run_in_process(args: &SchedulerArgs, workload: Workload) -> anyhow::Result<In
     let taints: serde_json::Value = serde_json::from_str(taints).context("taints")?;
     for i in 0..args.nodes {
         let mut node: serde_json::Value =
-            serde_json::from_str(&crate::apiserver_bench::node_json(i)).context("node")?;
+            serde_json::from_str(&node_json(i)).context("node")?;
         if i < tainted {
             node["spec"]["taints"] = taints.clone();
         }
@@ -727,7 +727,7 @@ fn run_in_process(args: &SchedulerArgs, workload: Workload) -> anyhow::Result<In
     let setup_seconds = setup.elapsed().as_secs_f64();
     eprintln!("in process: {pods} pods on {} nodes", args.nodes);
 
-    let cpu_before = crate::apiserver_bench::cpu_seconds(std::process::id());
+    let cpu_before = cpu_seconds(std::process::id());
     let started = Instant::now();
     let mut placed: Vec<(String, Option<String>)> = Vec::with_capacity(pods);
     while let Some(decision) = scheduler.schedule_one(now) {
@@ -740,7 +740,7 @@ fn run_in_process(args: &SchedulerArgs, workload: Workload) -> anyhow::Result<In
         }
     }
     let seconds = started.elapsed().as_secs_f64();
-    let cpu = crate::apiserver_bench::cpu_seconds(std::process::id()) - cpu_before;
+    let cpu = cpu_seconds(std::process::id()) - cpu_before;
     let checks = evaluate(
         args,
         workload,
@@ -770,17 +770,6 @@ pub fn run(args: &SchedulerArgs) -> anyhow::Result<SchedulerReport> {
         args.pods != Some(0) && args.nodes > 0,
         "--pods and --nodes must be positive"
     );
-    let berth = match &args.berth_bin {
-        Some(path) => path.clone(),
-        None => std::env::current_exe()
-            .context("locating this binary")?
-            .with_file_name("berth"),
-    };
-    anyhow::ensure!(
-        args.in_process || berth.exists(),
-        "{} not found: build it (cargo build --release -p berth) or pass --berth-bin",
-        berth.display()
-    );
     let shapes: &[Workload] = match args.shape {
         Shape::Basic => &[Workload::Basic],
         Shape::TaintHeavy => &[Workload::TaintHeavy],
@@ -791,17 +780,20 @@ pub fn run(args: &SchedulerArgs) -> anyhow::Result<SchedulerReport> {
     };
     let mut runs = Vec::new();
     let mut in_process_runs = Vec::new();
-    if args.in_process {
+    let berth_bin = if args.in_process {
         for &workload in shapes {
             in_process_runs.push(run_in_process(args, workload)?);
         }
+        String::from("(in process: no server)")
     } else {
-        let parent = crate::apiserver_bench::data_parent(args.data_dir.as_deref())?;
-        let runtime = crate::apiserver_bench::bench_runtime(2)?;
+        let berth = berth_binary(args.berth_bin.as_deref())?;
+        let parent = data_parent(args.data_dir.as_deref())?;
+        let runtime = bench_runtime(2)?;
         for &workload in shapes {
             runs.push(runtime.block_on(run_shape(args, &berth, &parent, workload))?);
         }
-    }
+        berth.display().to_string()
+    };
     Ok(SchedulerReport {
         bench: "scheduler",
         machine: Machine::describe(),
@@ -811,7 +803,7 @@ pub fn run(args: &SchedulerArgs) -> anyhow::Result<SchedulerReport> {
             tainted: args.tainted,
             clients: args.clients,
             poll_ms: args.poll_ms,
-            berth_bin: berth.display().to_string(),
+            berth_bin,
         },
         runs,
         in_process_runs,

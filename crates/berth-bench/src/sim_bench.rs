@@ -29,13 +29,13 @@ use anyhow::Context;
 use berth_agent::config::AgentConfig;
 use berth_agent::credential::{client_from_kubeconfig, render_kubeconfig};
 use berth_agent::node_client::{bearer_header, with_default_bearer};
-use berth_agent::sim::{self, FleetOptions, SimNode, SimStats};
+use berth_agent::sim::{self, Fleet, FleetOptions, SimNode, SimStats};
 use berth_core::clock::Clock;
 use clap::Args;
 use serde::Serialize;
 use tokio_util::sync::CancellationToken;
 
-use crate::apiserver_bench::{Memory, berth_binary, cpu_seconds, memory_of, start_server};
+use crate::harness::{Memory, berth_binary, cpu_seconds, memory_of, start_server};
 use crate::measure::Machine;
 
 #[derive(Debug, Args)]
@@ -130,15 +130,18 @@ async fn run_async(args: &SimArgs, berth: &Path, parent: &Path) -> anyhow::Resul
     let dir = tempfile::tempdir_in(parent).context("server data directory")?;
     // The node credentials, as the join endpoint would have issued them.
     let mut nodes = Vec::with_capacity(args.nodes);
+    let template = Arc::new(sim::default_template());
     let mut tokens_file = String::with_capacity(args.nodes * 64);
     for i in 0..args.nodes {
         let name = sim::sim_node_name("sim-", i);
         let token = random_token()?;
         tokens_file.push_str(&format!("{token} {name}\n"));
         nodes.push(SimNode {
-            zone: sim::sim_zone(i, args.zones),
+            zone: Some(sim::sim_zone(i, args.zones)),
             bearer: bearer_header(&token).context("token header")?,
             name,
+            template: template.clone(),
+            phase: None,
         });
     }
     std::fs::write(dir.path().join("node-tokens"), tokens_file).context("node-tokens")?;
@@ -156,20 +159,21 @@ async fn run_async(args: &SimArgs, berth: &Path, parent: &Path) -> anyhow::Resul
     let stats = Arc::new(SimStats::default());
     let stop = CancellationToken::new();
     let clock = Clock::real();
-    let fleet = tokio::spawn(sim::run_fleet(
-        client,
-        nodes,
-        Arc::new(berth_runtime::sim::SimRuntime::new(clock.clone())),
-        clock,
-        FleetOptions {
-            template: sim::default_template(),
-            config: config.clone(),
-            gates: berth_core::FeatureGates::default(),
-            max_in_flight: args.max_in_flight,
-        },
-        stats.clone(),
-        stop.clone(),
-    ));
+    let fleet = tokio::spawn(
+        Fleet {
+            client,
+            nodes,
+            runtime: Arc::new(berth_runtime::sim::SimRuntime::new(clock.clone())),
+            clock,
+            options: FleetOptions {
+                config: config.clone(),
+                gates: berth_core::FeatureGates::default(),
+                max_in_flight: args.max_in_flight,
+            },
+            stats: stats.clone(),
+        }
+        .run(stop.clone()),
+    );
 
     let started = Instant::now();
     let total = args.nodes as u64;

@@ -26,6 +26,7 @@ use clap::{Args, ValueEnum};
 use serde::Serialize;
 use tokio::sync::watch;
 
+use crate::harness::process::cpu_seconds_of;
 use crate::measure::{Histogram, LatencySummary, Machine};
 
 /// Where the benchmark writes (the layout the API server uses for pods).
@@ -176,22 +177,6 @@ fn memory_of(pid: &str, hwm_reset: bool) -> Option<Memory> {
         vm_hwm_kib: field("VmHWM:")?,
         hwm_reset,
     })
-}
-
-/// Linux's `USER_HZ`: the unit of the CPU times in `/proc/.../stat` (100 on every mainstream
-/// architecture).
-const TICKS_PER_SEC: f64 = 100.0;
-
-/// User plus system CPU time, in seconds, from a `/proc/.../stat` file (a process or a thread).
-fn cpu_seconds(stat_path: &str) -> Option<f64> {
-    let stat = std::fs::read_to_string(stat_path).ok()?;
-    // The command name (field 2) may contain spaces; the fields after it do not.
-    let (_, rest) = stat.rsplit_once(')')?;
-    let mut fields = rest.split_whitespace();
-    // After the name: state (3), ..., utime (14), stime (15).
-    let utime: f64 = fields.nth(11)?.parse().ok()?;
-    let stime: f64 = fields.next()?.parse().ok()?;
-    Some((utime + stime) / TICKS_PER_SEC)
 }
 
 /// CPU seconds of this process's thread called `name` (the first one), if any.
@@ -384,7 +369,7 @@ async fn measure(
         warm_end,
         end: warm_end + Duration::from_secs_f64(args.seconds),
     };
-    let cpu_before = cpu_seconds("/proc/self/stat").unwrap_or(0.0);
+    let cpu_before = cpu_seconds_of("/proc/self/stat").unwrap_or(0.0);
     let written_before = written_bytes().unwrap_or(0);
     let (until_tx, until_rx) = watch::channel(Revision::MAX);
     let watch_task = tokio::spawn(watcher(stream, window, until_rx));
@@ -411,7 +396,7 @@ async fn measure(
         .context("the watcher did not catch up")?
         .context("watcher task")??;
     let write_latency = latency.summary_us();
-    let cpu = cpu_seconds("/proc/self/stat").unwrap_or(0.0) - cpu_before;
+    let cpu = cpu_seconds_of("/proc/self/stat").unwrap_or(0.0) - cpu_before;
     let written = written_bytes().unwrap_or(0).saturating_sub(written_before);
     Ok(BackendReport {
         backend: label,
@@ -470,7 +455,7 @@ async fn run_etcd(args: &StoreArgs, parent: &Path, run_tag: &str) -> anyhow::Res
         // etcd's peak covers its whole (short) life: it only ran this benchmark.
         report.server_memory = memory_of(&server.pid().to_string(), false);
         // etcd did nothing else in its life but start up.
-        report.server_cpu_us_per_write = cpu_seconds(&format!("/proc/{}/stat", server.pid()))
+        report.server_cpu_us_per_write = cpu_seconds_of(&format!("/proc/{}/stat", server.pid()))
             .map(|cpu| per_write_us(cpu, report.writes_total));
     }
     // Dropping the server stops etcd and removes its data.

@@ -38,4 +38,4 @@
 pub mod watch;
 
 pub use berth_core::object_key::ObjectKey;
-pub use watch::{Change, Changes, Gone, changes};
+pub use watch::{Change, Changes, Gone, changes, changes_of};

@@ -8,8 +8,9 @@ use std::task::{Context, Poll};
 use berth_core::object_key::ObjectKey;
 use futures::Stream;
 use kube::Resource;
-use kube::runtime::watcher;
+use kube::runtime::{WatchStreamExt, watcher};
 use pin_project_lite::pin_project;
+use serde::de::DeserializeOwned;
 
 /// One change to a client's view of one resource type.
 #[derive(Debug, Clone, PartialEq)]
@@ -67,6 +68,18 @@ where
         relisted: None,
         ready: VecDeque::new(),
     }
+}
+
+/// [`changes`] of a watch of `api` (with `config`'s selectors), retried
+/// with kube-rs's default backoff: how a long-running client watches.
+pub fn changes_of<K>(
+    api: kube::Api<K>,
+    config: watcher::Config,
+) -> Changes<impl Stream<Item = Result<watcher::Event<K>, watcher::Error>> + Send, K>
+where
+    K: Resource + Clone + DeserializeOwned + std::fmt::Debug + Send + 'static,
+{
+    changes(watcher::watcher(api, config).default_backoff())
 }
 
 fn key_and_uid<K: Resource>(object: &K) -> (ObjectKey, Option<String>) {
@@ -171,23 +184,16 @@ where
 
 #[cfg(test)]
 mod tests {
+    use berth_core::test_util::make_pod;
     use futures::StreamExt;
     use k8s_openapi::api::core::v1::Pod;
-    use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
     use kube::runtime::watcher::Event;
 
     use super::*;
 
-    fn pod(name: &str, uid: &str) -> Pod {
-        Pod {
-            metadata: ObjectMeta {
-                namespace: Some("default".into()),
-                name: Some(name.into()),
-                uid: Some(uid.into()),
-                ..Default::default()
-            },
-            ..Default::default()
-        }
+    /// Pod `default/name` with UID `uid`.
+    fn pod_with_uid(name: &str, uid: &str) -> Pod {
+        make_pod().namespace("default").name(name).uid(uid).obj()
     }
 
     fn key(name: &str) -> ObjectKey {
@@ -220,13 +226,13 @@ mod tests {
                 name: "the first list upserts each object, then marks the view synced",
                 events: vec![
                     Event::Init,
-                    Event::InitApply(pod("a", "1")),
-                    Event::InitApply(pod("b", "2")),
+                    Event::InitApply(pod_with_uid("a", "1")),
+                    Event::InitApply(pod_with_uid("b", "2")),
                     Event::InitDone,
                 ],
                 want: vec![
-                    Change::Upsert(pod("a", "1")),
-                    Change::Upsert(pod("b", "2")),
+                    Change::Upsert(pod_with_uid("a", "1")),
+                    Change::Upsert(pod_with_uid("b", "2")),
                     Change::Synced,
                 ],
             },
@@ -235,33 +241,33 @@ mod tests {
                 events: vec![
                     Event::Init,
                     Event::InitDone,
-                    Event::Apply(pod("a", "1")),
-                    Event::Delete(pod("a", "1")),
+                    Event::Apply(pod_with_uid("a", "1")),
+                    Event::Delete(pod_with_uid("a", "1")),
                 ],
                 want: vec![
                     Change::Synced,
-                    Change::Upsert(pod("a", "1")),
-                    gone("a", "1", Some(pod("a", "1"))),
+                    Change::Upsert(pod_with_uid("a", "1")),
+                    gone("a", "1", Some(pod_with_uid("a", "1"))),
                 ],
             },
             Case {
                 name: "a relist deletes, in key order, what it no longer shows",
                 events: vec![
                     Event::Init,
-                    Event::InitApply(pod("c", "3")),
-                    Event::InitApply(pod("a", "1")),
-                    Event::InitApply(pod("b", "2")),
+                    Event::InitApply(pod_with_uid("c", "3")),
+                    Event::InitApply(pod_with_uid("a", "1")),
+                    Event::InitApply(pod_with_uid("b", "2")),
                     Event::InitDone,
                     Event::Init,
-                    Event::InitApply(pod("b", "2")),
+                    Event::InitApply(pod_with_uid("b", "2")),
                     Event::InitDone,
                 ],
                 want: vec![
-                    Change::Upsert(pod("c", "3")),
-                    Change::Upsert(pod("a", "1")),
-                    Change::Upsert(pod("b", "2")),
+                    Change::Upsert(pod_with_uid("c", "3")),
+                    Change::Upsert(pod_with_uid("a", "1")),
+                    Change::Upsert(pod_with_uid("b", "2")),
                     Change::Synced,
-                    Change::Upsert(pod("b", "2")),
+                    Change::Upsert(pod_with_uid("b", "2")),
                     gone("a", "1", None),
                     gone("c", "3", None),
                     Change::Synced,
@@ -272,15 +278,15 @@ mod tests {
                 events: vec![
                     Event::Init,
                     Event::InitDone,
-                    Event::Apply(pod("a", "1")),
+                    Event::Apply(pod_with_uid("a", "1")),
                     Event::Init,
-                    Event::InitApply(pod("a", "1")),
+                    Event::InitApply(pod_with_uid("a", "1")),
                     Event::InitDone,
                 ],
                 want: vec![
                     Change::Synced,
-                    Change::Upsert(pod("a", "1")),
-                    Change::Upsert(pod("a", "1")),
+                    Change::Upsert(pod_with_uid("a", "1")),
+                    Change::Upsert(pod_with_uid("a", "1")),
                     Change::Synced,
                 ],
             },
@@ -288,17 +294,17 @@ mod tests {
                 name: "another object under a known name deletes the one known first",
                 events: vec![
                     Event::Init,
-                    Event::InitApply(pod("a", "1")),
+                    Event::InitApply(pod_with_uid("a", "1")),
                     Event::InitDone,
                     Event::Init,
-                    Event::InitApply(pod("a", "9")),
+                    Event::InitApply(pod_with_uid("a", "9")),
                     Event::InitDone,
                 ],
                 want: vec![
-                    Change::Upsert(pod("a", "1")),
+                    Change::Upsert(pod_with_uid("a", "1")),
                     Change::Synced,
                     gone("a", "1", None),
-                    Change::Upsert(pod("a", "9")),
+                    Change::Upsert(pod_with_uid("a", "9")),
                     Change::Synced,
                 ],
             },
@@ -306,16 +312,16 @@ mod tests {
                 name: "a deletion the watch saw is not repeated by the next relist",
                 events: vec![
                     Event::Init,
-                    Event::InitApply(pod("a", "1")),
+                    Event::InitApply(pod_with_uid("a", "1")),
                     Event::InitDone,
-                    Event::Delete(pod("a", "1")),
+                    Event::Delete(pod_with_uid("a", "1")),
                     Event::Init,
                     Event::InitDone,
                 ],
                 want: vec![
-                    Change::Upsert(pod("a", "1")),
+                    Change::Upsert(pod_with_uid("a", "1")),
                     Change::Synced,
-                    gone("a", "1", Some(pod("a", "1"))),
+                    gone("a", "1", Some(pod_with_uid("a", "1"))),
                     Change::Synced,
                 ],
             },
@@ -330,10 +336,13 @@ mod tests {
         let events = vec![
             Ok(Event::Init),
             Err(watcher::Error::NoResourceVersion),
-            Ok(Event::InitApply(pod("a", "1"))),
+            Ok(Event::InitApply(pod_with_uid("a", "1"))),
             Ok(Event::InitDone),
         ];
         let got: Vec<Change<Pod>> = changes(futures::stream::iter(events)).collect().await;
-        assert_eq!(got, vec![Change::Upsert(pod("a", "1")), Change::Synced]);
+        assert_eq!(
+            got,
+            vec![Change::Upsert(pod_with_uid("a", "1")), Change::Synced]
+        );
     }
 }

@@ -4,10 +4,8 @@
 //! on the in-memory store, everything on a paused tokio clock.
 
 use std::collections::HashMap;
-use std::sync::Arc;
 use std::time::Duration;
 
-use berth_apiserver::api::{ApiConfig, ApiServer};
 use berth_apiserver::auth::User;
 use berth_apiserver::in_process;
 use berth_controllers::events::{EventRecorder, TYPE_NORMAL, pod_ref};
@@ -15,66 +13,31 @@ use berth_controllers::metrics::ControllerMetrics;
 use berth_controllers::taint_eviction::{
     Acknowledged, REASON, TaintEvictionConfig, TaintEvictionController,
 };
-use berth_core::clock::Clock;
-use berth_core::test_util::tol_secs;
-use berth_store::{AnyStore, MemStore};
+use berth_core::test_util::{make_node, make_pod, tol_secs};
+use berth_testing::TestServer;
 use jiff::{SignedDuration, Timestamp};
-use k8s_openapi::api::core::v1::{Container, Event, Node, NodeSpec, Pod, PodSpec, Taint};
-use k8s_openapi::apimachinery::pkg::apis::meta::v1::{ObjectMeta, Time};
+use k8s_openapi::api::core::v1::{Event, Node, Pod, Taint};
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
 use kube::Api;
 use kube::api::{ListParams, PostParams};
 
 const KEY: &str = "example.com/drain";
 
 fn start() -> Timestamp {
-    "2026-01-01T00:00:00Z"
+    berth_testing::START
         .parse()
         .unwrap_or(Timestamp::UNIX_EPOCH)
 }
 
-async fn api_server(clock: &Clock) -> Arc<ApiServer> {
-    ApiServer::new(
-        AnyStore::Memory(MemStore::new()),
-        clock.clone(),
-        ApiConfig::default(),
-    )
-    .await
-    .expect("api server")
-}
-
-fn node(name: &str, taints: Vec<Taint>) -> Node {
-    Node {
-        metadata: ObjectMeta {
-            name: Some(name.into()),
-            ..ObjectMeta::default()
-        },
-        spec: Some(NodeSpec {
-            taints: Some(taints),
-            ..NodeSpec::default()
-        }),
-        ..Node::default()
-    }
-}
-
-fn pod(name: &str, node: &str, seconds: i64) -> Pod {
-    Pod {
-        metadata: ObjectMeta {
-            name: Some(name.into()),
-            namespace: Some("default".into()),
-            ..ObjectMeta::default()
-        },
-        spec: Some(PodSpec {
-            node_name: Some(node.into()),
-            containers: vec![Container {
-                name: "c".into(),
-                image: Some("busybox".into()),
-                ..Container::default()
-            }],
-            tolerations: Some(vec![tol_secs(KEY, "Exists", "", "NoExecute", seconds)]),
-            ..PodSpec::default()
-        }),
-        ..Pod::default()
-    }
+/// A pod bound to `node` that tolerates the drain taint for `seconds`.
+fn tolerating(name: &str, node: &str, seconds: i64) -> Pod {
+    make_pod()
+        .name(name)
+        .namespace("default")
+        .node(node)
+        .container("busybox")
+        .toleration(tol_secs(KEY, "Exists", "", "NoExecute", seconds))
+        .obj()
 }
 
 async fn events_with(admin: &kube::Client, prefix: &str) -> usize {
@@ -94,9 +57,7 @@ async fn events_with(admin: &kube::Client, prefix: &str) -> usize {
 /// exactly once, at its due time, and records one Event per eviction.
 #[tokio::test(start_paused = true)]
 async fn evictions_due_together_each_happen_once() {
-    let clock = Clock::virtual_from(start());
-    let api = api_server(&clock).await;
-    let admin = in_process::client(&api, User::admin(), "default").expect("client");
+    let TestServer { api, clock, admin } = TestServer::start().await;
     let nodes: Api<Node> = Api::all(admin.clone());
     let pods: Api<Pod> = Api::namespaced(admin.clone(), "default");
     let added = start() + SignedDuration::from_secs(10);
@@ -111,7 +72,10 @@ async fn evictions_due_together_each_happen_once() {
         nodes
             .create(
                 &PostParams::default(),
-                &node(&format!("node-{n}"), vec![taint.clone()]),
+                &make_node()
+                    .name(&format!("node-{n}"))
+                    .taints(vec![taint.clone()])
+                    .obj(),
             )
             .await
             .expect("node");
@@ -119,7 +83,7 @@ async fn evictions_due_together_each_happen_once() {
     for i in 0..count {
         pods.create(
             &PostParams::default(),
-            &pod(&format!("pod-{i:03}"), &format!("node-{}", i % 3), 5),
+            &tolerating(&format!("pod-{i:03}"), &format!("node-{}", i % 3), 5),
         )
         .await
         .expect("pod");
@@ -177,9 +141,11 @@ async fn evictions_due_together_each_happen_once() {
 /// queued is still written.
 #[tokio::test(start_paused = true)]
 async fn events_beyond_the_queue_are_dropped_and_counted() {
-    let clock = Clock::virtual_from(start());
-    let api = api_server(&clock).await;
-    let admin = in_process::client(&api, User::admin(), "default").expect("client");
+    let TestServer {
+        api: _api,
+        clock,
+        admin,
+    } = TestServer::start().await;
     let cases: [(usize, usize, u64); 3] = [(3, 2, 1), (5, 5, 0), (9, 4, 5)];
     for (run, (recorded, capacity, dropped)) in cases.into_iter().enumerate() {
         let recorder = EventRecorder::with_capacity(admin.clone(), clock.clone(), "test", capacity);

@@ -8,13 +8,13 @@ use std::collections::{BTreeSet, HashMap};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use berth_apiserver::api::{ApiConfig, ApiServer};
+use berth_apiserver::api::ApiServer;
 use berth_apiserver::auth::User;
 use berth_apiserver::in_process;
 use berth_controllers::metrics::ControllerMetrics;
 use berth_controllers::{ControllerOptions, EnabledControllers, spawn};
 use berth_core::clock::Clock;
-use berth_store::{AnyStore, MemStore};
+use berth_testing::TestServer;
 use futures::StreamExt;
 use jiff::{SignedDuration, Timestamp};
 use k8s_openapi::api::coordination::v1::{Lease, LeaseSpec};
@@ -54,19 +54,14 @@ struct Cluster {
 }
 
 fn start() -> Timestamp {
-    "2026-01-01T00:00:00Z"
+    berth_testing::START
         .parse()
         .unwrap_or(Timestamp::UNIX_EPOCH)
 }
 
 impl Cluster {
     async fn new(controllers: &str) -> Cluster {
-        let clock = Clock::virtual_from(start());
-        let store = AnyStore::Memory(MemStore::new());
-        let api = ApiServer::new(store, clock.clone(), ApiConfig::default())
-            .await
-            .expect("api server");
-        let admin = in_process::client(&api, User::admin(), "default").expect("client");
+        let TestServer { api, clock, admin } = TestServer::start().await;
         let seen = Arc::new(Mutex::new(Seen::default()));
         let mut observers = JoinSet::new();
         observers.spawn(observe_pods(admin.clone(), clock.clone(), seen.clone()));

@@ -29,7 +29,7 @@ use crate::feature_gates::FeatureGates;
 use crate::toleration::{EFFECT_NO_EXECUTE, EFFECT_NO_SCHEDULE, tolerates};
 
 /// The non-graceful node shutdown taint.
-pub const TAINT_OUT_OF_SERVICE: &str = "node.kubernetes.io/out-of-service";
+pub use crate::well_known_taints::TAINT_NODE_OUT_OF_SERVICE as TAINT_OUT_OF_SERVICE;
 
 /// How long a running pod may stay on its node, counted from when the
 /// taints apply to it.
@@ -361,71 +361,88 @@ mod tests {
     /// count, as in upstream's `getMatchingTolerations`.
     #[test]
     fn eviction_delay_uses_first_matching_toleration_per_taint() {
-        let cases: &[(&str, Vec<Taint>, Vec<Toleration>, EvictionDelay)] = &[
-            ("no taints: never", vec![], vec![], EvictionDelay::Never),
-            (
-                "only NoSchedule taints: never",
-                vec![taint("a", "", NS)],
-                vec![],
-                EvictionDelay::Never,
-            ),
-            (
-                "untolerated NoExecute: now",
-                vec![taint("a", "", NE)],
-                vec![],
-                EvictionDelay::Now,
-            ),
-            (
-                "tolerated forever",
-                vec![taint("a", "", NE)],
-                vec![tol("a", OP_EXISTS, "", NE)],
-                EvictionDelay::Never,
-            ),
-            (
-                "tolerated for 3600 s",
-                vec![taint("key1", "value1", NE)],
-                vec![tol_secs("key1", OP_EQUAL, "value1", NE, 3600)],
-                EvictionDelay::After(3600),
-            ),
-            (
-                "first match wins over a later shorter one",
-                vec![taint("a", "", NE)],
-                vec![
+        struct Case<'a> {
+            name: &'a str,
+            taints: Vec<Taint>,
+            tolerations: Vec<Toleration>,
+            want: EvictionDelay,
+        }
+        let cases = &[
+            Case {
+                name: "no taints: never",
+                taints: vec![],
+                tolerations: vec![],
+                want: EvictionDelay::Never,
+            },
+            Case {
+                name: "only NoSchedule taints: never",
+                taints: vec![taint("a", "", NS)],
+                tolerations: vec![],
+                want: EvictionDelay::Never,
+            },
+            Case {
+                name: "untolerated NoExecute: now",
+                taints: vec![taint("a", "", NE)],
+                tolerations: vec![],
+                want: EvictionDelay::Now,
+            },
+            Case {
+                name: "tolerated forever",
+                taints: vec![taint("a", "", NE)],
+                tolerations: vec![tol("a", OP_EXISTS, "", NE)],
+                want: EvictionDelay::Never,
+            },
+            Case {
+                name: "tolerated for 3600 s",
+                taints: vec![taint("key1", "value1", NE)],
+                tolerations: vec![tol_secs("key1", OP_EQUAL, "value1", NE, 3600)],
+                want: EvictionDelay::After(3600),
+            },
+            Case {
+                name: "first match wins over a later shorter one",
+                taints: vec![taint("a", "", NE)],
+                tolerations: vec![
                     tol("a", OP_EXISTS, "", NE),
                     tol_secs("a", OP_EXISTS, "", NE, 5),
                 ],
-                EvictionDelay::Never,
-            ),
-            (
-                "minimum over taints",
-                vec![taint("a", "", NE), taint("b", "", NE)],
-                vec![
+                want: EvictionDelay::Never,
+            },
+            Case {
+                name: "minimum over taints",
+                taints: vec![taint("a", "", NE), taint("b", "", NE)],
+                tolerations: vec![
                     tol_secs("a", OP_EXISTS, "", NE, 60),
                     tol_secs("b", OP_EXISTS, "", NE, 30),
                 ],
-                EvictionDelay::After(30),
-            ),
-            (
-                "one untolerated among tolerated: now",
-                vec![taint("a", "", NE), taint("b", "", NE)],
-                vec![tol_secs("a", OP_EXISTS, "", NE, 60)],
-                EvictionDelay::Now,
-            ),
-            (
-                "seed: the pod with two tolerations keeps running on node1",
-                vec![
+                want: EvictionDelay::After(30),
+            },
+            Case {
+                name: "one untolerated among tolerated: now",
+                taints: vec![taint("a", "", NE), taint("b", "", NE)],
+                tolerations: vec![tol_secs("a", OP_EXISTS, "", NE, 60)],
+                want: EvictionDelay::Now,
+            },
+            Case {
+                name: "seed: the pod with two tolerations keeps running on node1",
+                taints: vec![
                     taint("key1", "value1", NS),
                     taint("key1", "value1", NE),
                     taint("key2", "value2", NS),
                 ],
-                vec![
+                tolerations: vec![
                     tol("key1", OP_EQUAL, "value1", NS),
                     tol("key1", OP_EQUAL, "value1", NE),
                 ],
-                EvictionDelay::Never,
-            ),
+                want: EvictionDelay::Never,
+            },
         ];
-        for (name, taints, tolerations, want) in cases {
+        for Case {
+            name,
+            taints,
+            tolerations,
+            want,
+        } in cases
+        {
             assert_eq!(eviction_delay(taints, tolerations, GATES), *want, "{name}");
         }
     }
@@ -435,65 +452,81 @@ mod tests {
     /// evicted, `at(0)` is at once (taints added at 0, pod bound at -10).
     #[test]
     fn due_times_of_upstream_cases() {
-        type Case = (&'static str, Vec<Taint>, Vec<Toleration>, Option<Due>);
-        let cases: Vec<Case> = vec![
-            ("untainted node", vec![], vec![], None),
-            (
-                "tainted node, no toleration",
-                vec![taint_n(1, 0)],
-                vec![],
-                at(0),
-            ),
-            (
-                "finite toleration",
-                vec![taint_n(1, 0)],
-                vec![tol_n(1, 100)],
-                at(100),
-            ),
-            (
-                "infinite toleration",
-                vec![taint_n(1, 0)],
-                vec![tol_n(1, -1)],
-                None,
-            ),
-            (
-                "infinite toleration of another taint",
-                vec![taint_n(1, 0)],
-                vec![tol_n(2, -1)],
-                at(0),
-            ),
-            (
-                "only one of two taints tolerated",
-                vec![taint_n(1, 0), taint_n(2, 0)],
-                vec![tol_n(1, 100)],
-                at(0),
-            ),
-            (
-                "multiple tolerations: the first one to run out",
-                vec![taint_n(1, 0), taint_n(2, 0)],
-                vec![tol_n(1, 1), tol_n(2, 100)],
-                at(1),
-            ),
-            (
-                "zero seconds is at once",
-                vec![taint_n(1, 0)],
-                vec![tol_n(1, 0)],
-                at(0),
-            ),
-            (
-                "negative seconds is at once",
-                vec![taint_n(1, 0)],
-                vec![tol_secs("testTaint1", OP_EXISTS, "", NE, -5)],
-                at(0),
-            ),
-            (
-                "the first tolerating toleration counts, not the longest",
-                vec![taint_n(1, 0)],
-                vec![tol_secs("testTaint1", OP_EXISTS, "", NE, 10), tol_n(1, -1)],
-                at(10),
-            ),
+        struct Case {
+            name: &'static str,
+            taints: Vec<Taint>,
+            tolerations: Vec<Toleration>,
+            want: Option<Due>,
+        }
+        let cases = vec![
+            Case {
+                name: "untainted node",
+                taints: vec![],
+                tolerations: vec![],
+                want: None,
+            },
+            Case {
+                name: "tainted node, no toleration",
+                taints: vec![taint_n(1, 0)],
+                tolerations: vec![],
+                want: at(0),
+            },
+            Case {
+                name: "finite toleration",
+                taints: vec![taint_n(1, 0)],
+                tolerations: vec![tol_n(1, 100)],
+                want: at(100),
+            },
+            Case {
+                name: "infinite toleration",
+                taints: vec![taint_n(1, 0)],
+                tolerations: vec![tol_n(1, -1)],
+                want: None,
+            },
+            Case {
+                name: "infinite toleration of another taint",
+                taints: vec![taint_n(1, 0)],
+                tolerations: vec![tol_n(2, -1)],
+                want: at(0),
+            },
+            Case {
+                name: "only one of two taints tolerated",
+                taints: vec![taint_n(1, 0), taint_n(2, 0)],
+                tolerations: vec![tol_n(1, 100)],
+                want: at(0),
+            },
+            Case {
+                name: "multiple tolerations: the first one to run out",
+                taints: vec![taint_n(1, 0), taint_n(2, 0)],
+                tolerations: vec![tol_n(1, 1), tol_n(2, 100)],
+                want: at(1),
+            },
+            Case {
+                name: "zero seconds is at once",
+                taints: vec![taint_n(1, 0)],
+                tolerations: vec![tol_n(1, 0)],
+                want: at(0),
+            },
+            Case {
+                name: "negative seconds is at once",
+                taints: vec![taint_n(1, 0)],
+                tolerations: vec![tol_secs("testTaint1", OP_EXISTS, "", NE, -5)],
+                want: at(0),
+            },
+            Case {
+                name: "the first tolerating toleration counts, not the longest",
+                taints: vec![taint_n(1, 0)],
+                tolerations: vec![tol_secs("testTaint1", OP_EXISTS, "", NE, 10), tol_n(1, -1)],
+                want: at(10),
+            },
         ];
-        for (name, taints, tolerations, want) in cases {
+        for Case {
+            name,
+            taints,
+            tolerations,
+            want,
+        } in cases
+        {
             assert_eq!(due_of(&taints, &tolerations, -10), want, "{name}");
         }
     }
@@ -653,27 +686,39 @@ mod tests {
     #[test]
     fn eviction_delay_is_the_due_time_counted_from_now() {
         let oos_no_schedule = taint(TAINT_OUT_OF_SERVICE, "nodeshutdown", NS);
-        let cases: &[(&str, Vec<Taint>, Vec<Toleration>, EvictionDelay)] = &[
-            (
-                "out-of-service NoSchedule not tolerated: now",
-                vec![oos_no_schedule.clone()],
-                vec![],
-                EvictionDelay::Now,
-            ),
-            (
-                "out-of-service NoSchedule tolerated: never",
-                vec![oos_no_schedule],
-                vec![tol(TAINT_OUT_OF_SERVICE, OP_EXISTS, "", "")],
-                EvictionDelay::Never,
-            ),
-            (
-                "out-of-service NoExecute tolerated for 60 s",
-                vec![taint(TAINT_OUT_OF_SERVICE, "nodeshutdown", NE)],
-                vec![tol_secs(TAINT_OUT_OF_SERVICE, OP_EXISTS, "", NE, 60)],
-                EvictionDelay::After(60),
-            ),
+        struct Case<'a> {
+            name: &'a str,
+            taints: Vec<Taint>,
+            tolerations: Vec<Toleration>,
+            want: EvictionDelay,
+        }
+        let cases = &[
+            Case {
+                name: "out-of-service NoSchedule not tolerated: now",
+                taints: vec![oos_no_schedule.clone()],
+                tolerations: vec![],
+                want: EvictionDelay::Now,
+            },
+            Case {
+                name: "out-of-service NoSchedule tolerated: never",
+                taints: vec![oos_no_schedule],
+                tolerations: vec![tol(TAINT_OUT_OF_SERVICE, OP_EXISTS, "", "")],
+                want: EvictionDelay::Never,
+            },
+            Case {
+                name: "out-of-service NoExecute tolerated for 60 s",
+                taints: vec![taint(TAINT_OUT_OF_SERVICE, "nodeshutdown", NE)],
+                tolerations: vec![tol_secs(TAINT_OUT_OF_SERVICE, OP_EXISTS, "", NE, 60)],
+                want: EvictionDelay::After(60),
+            },
         ];
-        for (name, taints, tolerations, want) in cases {
+        for Case {
+            name,
+            taints,
+            tolerations,
+            want,
+        } in cases
+        {
             assert_eq!(eviction_delay(taints, tolerations, GATES), *want, "{name}");
             let now = t(0);
             let due = due(taints, tolerations, now, |_| now, GATES).map(|d| d.at);
@@ -741,28 +786,45 @@ mod tests {
         };
         let gates = FeatureGates::default();
         let secs = |s: i64| Some(t0 + SignedDuration::from_secs(s));
+        struct Case<'a> {
+            name: &'a str,
+            tolerations: serde_json::Value,
+            bound: i64,
+            want: Option<Timestamp>,
+        }
         let cases = [
-            ("untolerated: at once", json!([]), 0, secs(100)),
-            (
-                "3600 s toleration",
-                json!([{"key": "key1", "operator": "Exists", "effect": "NoExecute", "tolerationSeconds": 3600}]),
-                0,
-                secs(3700),
-            ),
-            (
-                "bound after the taint: from the binding",
-                json!([{"key": "key1", "operator": "Exists", "effect": "NoExecute", "tolerationSeconds": 60}]),
-                500,
-                secs(560),
-            ),
-            (
-                "tolerated forever",
-                json!([{"key": "key1", "operator": "Exists"}]),
-                0,
-                None,
-            ),
+            Case {
+                name: "untolerated: at once",
+                tolerations: json!([]),
+                bound: 0,
+                want: secs(100),
+            },
+            Case {
+                name: "3600 s toleration",
+                tolerations: json!([{"key": "key1", "operator": "Exists", "effect": "NoExecute", "tolerationSeconds": 3600}]),
+                bound: 0,
+                want: secs(3700),
+            },
+            Case {
+                name: "bound after the taint: from the binding",
+                tolerations: json!([{"key": "key1", "operator": "Exists", "effect": "NoExecute", "tolerationSeconds": 60}]),
+                bound: 500,
+                want: secs(560),
+            },
+            Case {
+                name: "tolerated forever",
+                tolerations: json!([{"key": "key1", "operator": "Exists"}]),
+                bound: 0,
+                want: None,
+            },
         ];
-        for (name, tolerations, bound, want) in cases {
+        for Case {
+            name,
+            tolerations,
+            bound,
+            want,
+        } in cases
+        {
             assert_eq!(
                 pod_due(
                     &pod_with(tolerations, bound),

@@ -357,6 +357,39 @@ impl LabelSelector {
         LabelSelector { requirements }
     }
 
+    /// `metav1.LabelSelectorAsSelector`: `matchLabels` as `=` requirements
+    /// and `matchExpressions` (`In`, `NotIn`, `Exists`, `DoesNotExist`), all
+    /// ANDed; an empty selector selects everything. Each requirement is
+    /// validated as `labels.NewRequirement` does.
+    pub fn from_label_selector(
+        selector: &k8s_openapi::apimachinery::pkg::apis::meta::v1::LabelSelector,
+    ) -> Result<Self, LabelSelectorError> {
+        let mut requirements = Vec::new();
+        for (key, value) in selector.match_labels.iter().flatten() {
+            requirements.push(Requirement::new(
+                key,
+                Operator::Equals,
+                vec![value.clone()],
+            )?);
+        }
+        for expr in selector.match_expressions.iter().flatten() {
+            let operator = match expr.operator.as_str() {
+                "In" => Operator::In,
+                "NotIn" => Operator::NotIn,
+                "Exists" => Operator::Exists,
+                "DoesNotExist" => Operator::DoesNotExist,
+                other => {
+                    return Err(LabelSelectorError(format!(
+                        "{other:?} is not a valid label selector operator"
+                    )));
+                }
+            };
+            let values = expr.values.clone().unwrap_or_default();
+            requirements.push(Requirement::new(&expr.key, operator, values)?);
+        }
+        Ok(LabelSelector::from_requirements(requirements))
+    }
+
     /// Whether every requirement matches `labels` (`None`: no labels).
     pub fn matches<'a>(&self, labels: impl Into<Option<&'a BTreeMap<String, String>>>) -> bool {
         let labels = labels.into();
@@ -1104,22 +1137,93 @@ mod tests {
     fn requirement_constructor_checks_values_per_operator() {
         // Upstream TestRequirementConstructor.
         let v = |xs: &[&str]| xs.iter().map(|x| x.to_string()).collect::<Vec<_>>();
-        let cases: Vec<(String, Operator, Vec<String>, bool)> = vec![
-            ("x".into(), Operator::In, v(&[]), false),
-            ("x".into(), Operator::NotIn, v(&[]), false),
-            ("x".into(), Operator::In, v(&["foo"]), true),
-            ("x".into(), Operator::NotIn, v(&["foo"]), true),
-            ("x".into(), Operator::Exists, v(&[]), true),
-            ("x".into(), Operator::DoesNotExist, v(&[]), true),
-            ("1foo".into(), Operator::In, v(&["bar"]), true),
-            ("1234".into(), Operator::In, v(&["bar"]), true),
-            ("y".into(), Operator::GreaterThan, v(&["1"]), true),
-            ("z".into(), Operator::LessThan, v(&["6"]), true),
-            ("foo".into(), Operator::GreaterThan, v(&["bar"]), false),
-            ("barz".into(), Operator::LessThan, v(&["blah"]), false),
-            ("a".repeat(254), Operator::Exists, v(&[]), false),
+        struct Case {
+            key: String,
+            op: Operator,
+            vals: Vec<String>,
+            ok: bool,
+        }
+        let cases = vec![
+            Case {
+                key: "x".into(),
+                op: Operator::In,
+                vals: v(&[]),
+                ok: false,
+            },
+            Case {
+                key: "x".into(),
+                op: Operator::NotIn,
+                vals: v(&[]),
+                ok: false,
+            },
+            Case {
+                key: "x".into(),
+                op: Operator::In,
+                vals: v(&["foo"]),
+                ok: true,
+            },
+            Case {
+                key: "x".into(),
+                op: Operator::NotIn,
+                vals: v(&["foo"]),
+                ok: true,
+            },
+            Case {
+                key: "x".into(),
+                op: Operator::Exists,
+                vals: v(&[]),
+                ok: true,
+            },
+            Case {
+                key: "x".into(),
+                op: Operator::DoesNotExist,
+                vals: v(&[]),
+                ok: true,
+            },
+            Case {
+                key: "1foo".into(),
+                op: Operator::In,
+                vals: v(&["bar"]),
+                ok: true,
+            },
+            Case {
+                key: "1234".into(),
+                op: Operator::In,
+                vals: v(&["bar"]),
+                ok: true,
+            },
+            Case {
+                key: "y".into(),
+                op: Operator::GreaterThan,
+                vals: v(&["1"]),
+                ok: true,
+            },
+            Case {
+                key: "z".into(),
+                op: Operator::LessThan,
+                vals: v(&["6"]),
+                ok: true,
+            },
+            Case {
+                key: "foo".into(),
+                op: Operator::GreaterThan,
+                vals: v(&["bar"]),
+                ok: false,
+            },
+            Case {
+                key: "barz".into(),
+                op: Operator::LessThan,
+                vals: v(&["blah"]),
+                ok: false,
+            },
+            Case {
+                key: "a".repeat(254),
+                op: Operator::Exists,
+                vals: v(&[]),
+                ok: false,
+            },
         ];
-        for (key, op, vals, ok) in cases {
+        for Case { key, op, vals, ok } in cases {
             let got = Requirement::new(&key, op, vals.clone());
             assert_eq!(got.is_ok(), ok, "{key} {op:?} {vals:?}: {got:?}");
         }
@@ -1692,130 +1796,155 @@ mod node_selector_tests {
     fn requirement_constructor_validates_as_apimachinery() {
         use Operator::*;
         let long = "a".repeat(64);
-        type Case<'a> = (
-            &'a str,
-            &'a str,
-            Operator,
-            Vec<String>,
-            Vec<(&'a str, &'a str)>,
-        );
-        let cases: Vec<Case> = vec![
-            (
-                "In without values",
-                "x1",
-                In,
-                vec![],
-                vec![(
+        struct Case<'a> {
+            name: &'a str,
+            key: &'a str,
+            op: Operator,
+            values: Vec<String>,
+            want: Vec<(&'a str, &'a str)>,
+        }
+        let cases = vec![
+            Case {
+                name: "In without values",
+                key: "x1",
+                op: In,
+                values: vec![],
+                want: vec![(
                     "values",
                     "for 'in', 'notin' operators, values set can't be empty",
                 )],
-            ),
-            (
-                "NotIn without values",
-                "x2",
-                NotIn,
-                vec![],
-                vec![(
+            },
+            Case {
+                name: "NotIn without values",
+                key: "x2",
+                op: NotIn,
+                values: vec![],
+                want: vec![(
                     "values",
                     "for 'in', 'notin' operators, values set can't be empty",
                 )],
-            ),
-            ("In with values", "x3", In, vals(&["foo"]), vec![]),
-            ("NotIn with values", "x4", NotIn, vals(&["foo"]), vec![]),
-            ("Exists without values", "x5", Exists, vec![], vec![]),
-            (
-                "Exists with values",
-                "x6",
-                Exists,
-                vals(&["foo"]),
-                vec![(
+            },
+            Case {
+                name: "In with values",
+                key: "x3",
+                op: In,
+                values: vals(&["foo"]),
+                want: vec![],
+            },
+            Case {
+                name: "NotIn with values",
+                key: "x4",
+                op: NotIn,
+                values: vals(&["foo"]),
+                want: vec![],
+            },
+            Case {
+                name: "Exists without values",
+                key: "x5",
+                op: Exists,
+                values: vec![],
+                want: vec![],
+            },
+            Case {
+                name: "Exists with values",
+                key: "x6",
+                op: Exists,
+                values: vals(&["foo"]),
+                want: vec![(
                     "values",
                     "values set must be empty for exists and does not exist",
                 )],
-            ),
-            (
-                "DoesNotExist without values",
-                "x7",
-                DoesNotExist,
-                vec![],
-                vec![],
-            ),
-            (
-                "Gt with one integer",
-                "x8",
-                GreaterThan,
-                vals(&["1"]),
-                vec![],
-            ),
-            (
-                "Gt with a non-integer",
-                "x9",
-                GreaterThan,
-                vals(&["bar"]),
-                vec![(
+            },
+            Case {
+                name: "DoesNotExist without values",
+                key: "x7",
+                op: DoesNotExist,
+                values: vec![],
+                want: vec![],
+            },
+            Case {
+                name: "Gt with one integer",
+                key: "x8",
+                op: GreaterThan,
+                values: vals(&["1"]),
+                want: vec![],
+            },
+            Case {
+                name: "Gt with a non-integer",
+                key: "x9",
+                op: GreaterThan,
+                values: vals(&["bar"]),
+                want: vec![(
                     "values[0]",
                     "for 'Gt', 'Lt' operators, the value must be an integer",
                 )],
-            ),
-            (
-                "Lt with two values",
-                "x10",
-                LessThan,
-                vals(&["1", "2"]),
-                vec![(
+            },
+            Case {
+                name: "Lt with two values",
+                key: "x10",
+                op: LessThan,
+                values: vals(&["1", "2"]),
+                want: vec![(
                     "values",
                     "for 'Gt', 'Lt' operators, exactly one value is required",
                 )],
-            ),
-            (
-                // The value must also be a valid label value, which cannot
+            },
+            Case {
+                name: // The value must also be a valid label value, which cannot
                 // start with '-': upstream rejects negative bounds too.
                 "Lt with a negative integer",
-                "x11",
-                LessThan,
-                vals(&["-1"]),
-                vec![(
+                key: "x11",
+                op: LessThan,
+                values: vals(&["-1"]),
+                want: vec![(
                     "values[0][x11]",
                     "a valid label must be an empty string or consist of alphanumeric characters, '-', '_' or '.', and must start and end with an alphanumeric character (e.g. 'MyValue',  or 'my_value',  or '12345', regex used for validation is '(([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9])?')",
                 )],
-            ),
-            (
-                "key with a slash-only prefix",
-                "/x12",
-                In,
-                vals(&["a"]),
-                vec![("key", "prefix part must be non-empty")],
-            ),
-            (
-                "key with a DNS prefix",
-                "example.com/x13",
-                In,
-                vals(&["a"]),
-                vec![],
-            ),
-            (
-                "key of 64 characters",
-                long.as_str(),
-                Exists,
-                vec![],
-                vec![("key", "name part must be no more than 63 bytes")],
-            ),
-            (
-                "value of 64 characters",
-                "x14",
-                In,
-                vec![long.clone()],
-                vec![("values[0][x14]", "must be no more than 63 bytes")],
-            ),
-            (
-                "empty value is a valid label value",
-                "x15",
-                In,
-                vals(&[""]),
-                vec![],
-            ),
+            },
+            Case {
+                name: "key with a slash-only prefix",
+                key: "/x12",
+                op: In,
+                values: vals(&["a"]),
+                want: vec![("key", "prefix part must be non-empty")],
+            },
+            Case {
+                name: "key with a DNS prefix",
+                key: "example.com/x13",
+                op: In,
+                values: vals(&["a"]),
+                want: vec![],
+            },
+            Case {
+                name: "key of 64 characters",
+                key: long.as_str(),
+                op: Exists,
+                values: vec![],
+                want: vec![("key", "name part must be no more than 63 bytes")],
+            },
+            Case {
+                name: "value of 64 characters",
+                key: "x14",
+                op: In,
+                values: vec![long.clone()],
+                want: vec![("values[0][x14]", "must be no more than 63 bytes")],
+            },
+            Case {
+                name: "empty value is a valid label value",
+                key: "x15",
+                op: In,
+                values: vals(&[""]),
+                want: vec![],
+            },
         ];
-        for (name, key, op, values, want) in cases {
+        for Case {
+            name,
+            key,
+            op,
+            values,
+            want,
+        } in cases
+        {
             let got = match Requirement::at(key, op, values.clone(), "") {
                 Ok(_) => vec![],
                 Err(errs) => errs.0,
@@ -1873,6 +2002,88 @@ mod node_selector_tests {
         assert!(!set_matches(&set(&[("foo", "barrr")]), Some(&labels)));
         assert!(set_matches(&set(&[]), None));
         assert!(!set_matches(&set(&[("foo", "bar")]), None));
+    }
+
+    /// Upstream `TestLabelSelectorAsSelector` (apimachinery
+    /// `meta/v1/helpers_test.go`), written as the strings the selectors
+    /// print and the labels they match.
+    #[test]
+    fn label_selector_as_selector() {
+        use k8s_openapi::apimachinery::pkg::apis::meta::v1::{
+            LabelSelector as MetaSelector, LabelSelectorRequirement,
+        };
+        let expr = |key: &str, op: &str, values: &[&str]| LabelSelectorRequirement {
+            key: key.into(),
+            operator: op.into(),
+            values: (!values.is_empty()).then(|| vals(values)),
+        };
+        struct Case {
+            name: &'static str,
+            selector: MetaSelector,
+            want: Result<&'static str, &'static str>,
+        }
+        for case in [
+            Case {
+                name: "empty selects everything",
+                selector: MetaSelector::default(),
+                want: Ok(""),
+            },
+            Case {
+                name: "matchLabels and matchExpressions",
+                selector: MetaSelector {
+                    match_labels: Some(set(&[("foo", "foo"), ("bar", "bar")])),
+                    match_expressions: Some(vec![expr("baz", "In", &["qux", "norf"])]),
+                },
+                want: Ok("bar=bar,baz in (norf,qux),foo=foo"),
+            },
+            Case {
+                name: "exists and does not exist",
+                selector: MetaSelector {
+                    match_labels: None,
+                    match_expressions: Some(vec![
+                        expr("a", "Exists", &[]),
+                        expr("b", "DoesNotExist", &[]),
+                    ]),
+                },
+                want: Ok("a,!b"),
+            },
+            Case {
+                name: "exists with values is invalid",
+                selector: MetaSelector {
+                    match_labels: Some(set(&[("foo", "foo")])),
+                    match_expressions: Some(vec![
+                        expr("baz", "Exists", &["qux", "norf"]),
+                        expr("x", "Gt", &["1"]),
+                    ]),
+                },
+                want: Err("values set must be empty for exists and does not exist"),
+            },
+            Case {
+                name: "an operator upstream does not know",
+                selector: MetaSelector {
+                    match_labels: None,
+                    match_expressions: Some(vec![expr("x", "Gt", &["1"])]),
+                },
+                want: Err("\"Gt\" is not a valid label selector operator"),
+            },
+        ] {
+            match (
+                LabelSelector::from_label_selector(&case.selector),
+                case.want,
+            ) {
+                (Ok(got), Ok(want)) => assert_eq!(got.to_string(), want, "{}", case.name),
+                (Err(got), Err(want)) => assert!(got.0.contains(want), "{}: {got}", case.name),
+                (got, want) => panic!("{}: got {got:?}, want {want:?}", case.name),
+            }
+        }
+        let selector = MetaSelector {
+            match_labels: Some(set(&[("app", "web")])),
+            match_expressions: Some(vec![expr("tier", "NotIn", &["db"])]),
+        };
+        let parsed = LabelSelector::from_label_selector(&selector).unwrap_or_default();
+        assert!(parsed.matches(&set(&[("app", "web"), ("tier", "front")])));
+        assert!(!parsed.matches(&set(&[("app", "web"), ("tier", "db")])));
+        assert!(!parsed.matches(&set(&[("tier", "front")])));
     }
 
     proptest! {

@@ -23,6 +23,11 @@
 //!   bound node and terminal phase, as every client reads them.
 //! - [`node_status`]: the kubelet's rules for the node conditions it
 //!   reports, decided against the Node on the server.
+//! - [`int_or_string`]: `maxSurge`/`maxUnavailable`-style integers or
+//!   percentages, resolved as apimachinery's `intstr` does.
+//! - [`well_known_taints`]: the taint keys Kubernetes puts on nodes.
+//! - [`workloads`]: the decisions of the DaemonSet, ReplicaSet, Deployment
+//!   and StatefulSet controllers, as pure functions.
 //! - [`clock`]: the one source of time for every timer in berth, real or
 //!   virtual (a paused tokio clock in tests).
 //! - `test_util` (tests and the `test-util` feature only): taint and
@@ -36,6 +41,7 @@ pub mod eviction;
 pub mod feature_gates;
 #[cfg(any(test, feature = "test-util"))]
 pub mod fuzz;
+pub mod int_or_string;
 pub mod labels;
 pub mod manifest;
 pub mod node_affinity;
@@ -49,5 +55,7 @@ pub mod taint_spec;
 pub mod test_util;
 pub mod toleration;
 pub mod validation;
+pub mod well_known_taints;
+pub mod workloads;
 
 pub use feature_gates::FeatureGates;

@@ -443,53 +443,60 @@ mod tests {
                 vec![expr(OBJECT_NAME_FIELD, OP_IN, &["host_1"])],
             )]
         };
-        type Case = (
-            &'static str,
-            V1NodeSelector,
-            Node,
-            Option<Vec<(&'static str, &'static str)>>,
-            bool,
-        );
-        let cases: Vec<Case> = vec![
-            (
-                "invalid field selector and label selector",
-                selector(invalid_terms),
-                node("", &[]),
-                Some(vec![
+        struct Case {
+            name: &'static str,
+            ns: V1NodeSelector,
+            n: Node,
+            want_err: Option<Vec<(&'static str, &'static str)>>,
+            want_match: bool,
+        }
+        let cases = vec![
+            Case {
+                name: "invalid field selector and label selector",
+                ns: selector(invalid_terms),
+                n: node("", &[]),
+                want_err: Some(vec![
                     (
                         "nodeSelectorTerms[0].matchFields[0].values",
                         "must have one element",
                     ),
                     ("nodeSelectorTerms[2].matchExpressions[0].key", NAME_ERR),
                 ]),
-                false,
-            ),
-            (
-                "node matches field selector, but not labels",
-                selector(both()),
-                node("host_1", &[]),
-                None,
-                false,
-            ),
-            (
-                "node matches field selector and label selector",
-                selector(both()),
-                node("host_1", &[("label_1", "label_1_val")]),
-                None,
-                true,
-            ),
-            (
-                "second term matches",
-                selector(vec![
+                want_match: false,
+            },
+            Case {
+                name: "node matches field selector, but not labels",
+                ns: selector(both()),
+                n: node("host_1", &[]),
+                want_err: None,
+                want_match: false,
+            },
+            Case {
+                name: "node matches field selector and label selector",
+                ns: selector(both()),
+                n: node("host_1", &[("label_1", "label_1_val")]),
+                want_err: None,
+                want_match: true,
+            },
+            Case {
+                name: "second term matches",
+                ns: selector(vec![
                     term(vec![expr("label_1", OP_IN, &["label_1_val"])], vec![]),
                     term(vec![], vec![expr(OBJECT_NAME_FIELD, OP_IN, &["host_1"])]),
                 ]),
-                node("host_1", &[]),
-                None,
-                true,
-            ),
+                n: node("host_1", &[]),
+                want_err: None,
+                want_match: true,
+            },
         ];
-        for (name, ns, n, want_err, want_match) in cases {
+        for Case {
+            name,
+            ns,
+            n,
+            want_err,
+            want_match,
+        } in cases
+        {
             match (NodeSelector::new(&ns, ""), want_err) {
                 (Err(errs), Some(want)) => {
                     let want: Vec<(String, String)> = want
@@ -511,17 +518,17 @@ mod tests {
             preference: t,
             weight,
         };
-        type Case = (
-            &'static str,
-            Vec<PreferredSchedulingTerm>,
-            Node,
-            Option<Vec<(&'static str, &'static str)>>,
-            i64,
-        );
-        let cases: Vec<Case> = vec![
-            (
-                "invalid field selector and label selector",
-                vec![
+        struct Case {
+            name: &'static str,
+            terms: Vec<PreferredSchedulingTerm>,
+            n: Node,
+            want_err: Option<Vec<(&'static str, &'static str)>>,
+            want_score: i64,
+        }
+        let cases = vec![
+            Case {
+                name: "invalid field selector and label selector",
+                terms: vec![
                     pref(
                         1,
                         term(
@@ -541,29 +548,29 @@ mod tests {
                         term(vec![expr("invalid key", OP_IN, &["label_value"])], vec![]),
                     ),
                 ],
-                node("", &[]),
-                Some(vec![
+                n: node("", &[]),
+                want_err: Some(vec![
                     ("[0].matchFields[0].values", "must have one element"),
                     ("[2].matchExpressions[0].key", NAME_ERR),
                 ]),
-                0,
-            ),
-            (
-                "invalid field selector but no weight, error not reported",
-                vec![pref(
+                want_score: 0,
+            },
+            Case {
+                name: "invalid field selector but no weight, error not reported",
+                terms: vec![pref(
                     0,
                     term(
                         vec![],
                         vec![expr(OBJECT_NAME_FIELD, OP_IN, &["host_1", "host_2"])],
                     ),
                 )],
-                node("host_1", &[]),
-                None,
-                0,
-            ),
-            (
-                "first and third term match",
-                vec![
+                n: node("host_1", &[]),
+                want_err: None,
+                want_score: 0,
+            },
+            Case {
+                name: "first and third term match",
+                terms: vec![
                     pref(
                         5,
                         term(vec![], vec![expr(OBJECT_NAME_FIELD, OP_IN, &["host_1"])]),
@@ -580,12 +587,19 @@ mod tests {
                         term(vec![expr("label_1", OP_IN, &["label_1_val"])], vec![]),
                     ),
                 ],
-                node("host_1", &[("label_1", "label_1_val")]),
-                None,
-                16,
-            ),
+                n: node("host_1", &[("label_1", "label_1_val")]),
+                want_err: None,
+                want_score: 16,
+            },
         ];
-        for (name, terms, n, want_err, want_score) in cases {
+        for Case {
+            name,
+            terms,
+            n,
+            want_err,
+            want_score,
+        } in cases
+        {
             match (PreferredSchedulingTerms::new(&terms, ""), want_err) {
                 (Err(errs), Some(want)) => {
                     let want: Vec<(String, String)> = want
@@ -660,115 +674,121 @@ mod tests {
         let req = |terms: Vec<NodeSelectorTerm>| Some(selector(terms));
         let e = |k: &str, op: &str, v: &[&str]| term(vec![expr(k, op, v)], vec![]);
         let name_in = |n: &str| expr(OBJECT_NAME_FIELD, OP_IN, &[n]);
-        type Case = (
-            &'static str,
-            Pod,
-            &'static [(&'static str, &'static str)],
-            &'static str,
-            bool,
-        );
-        let cases: Vec<Case> = vec![
-            ("no selector", Pod::default(), &[], "", true),
-            (
-                "missing labels",
-                pod_with(Some(&[("foo", "bar")]), None),
-                &[],
-                "",
-                false,
-            ),
-            (
-                "same labels",
-                pod_with(Some(&[("foo", "bar")]), None),
-                &[("foo", "bar")],
-                "",
-                true,
-            ),
-            (
-                "node labels are superset",
-                pod_with(Some(&[("foo", "bar")]), None),
-                &[("foo", "bar"), ("baz", "blah")],
-                "",
-                true,
-            ),
-            (
-                "node labels are subset",
-                pod_with(Some(&[("foo", "bar"), ("baz", "blah")]), None),
-                &[("foo", "bar")],
-                "",
-                false,
-            ),
-            (
-                "Pod with matchExpressions using In operator that matches the existing node",
-                pod_with(None, req(vec![e("foo", OP_IN, &["bar", "value2"])])),
-                &[("foo", "bar")],
-                "",
-                true,
-            ),
-            (
-                "Pod with matchExpressions using Gt operator that matches the existing node",
-                pod_with(None, req(vec![e("kernel-version", OP_GT, &["0204"])])),
-                &[("kernel-version", "0206")],
-                "",
-                true,
-            ),
-            (
-                "Pod with matchExpressions using NotIn operator that matches the existing node",
-                pod_with(None, req(vec![e("mem-type", OP_NOT_IN, &["DDR", "DDR2"])])),
-                &[("mem-type", "DDR3")],
-                "",
-                true,
-            ),
-            (
-                "Pod with matchExpressions using Exists operator that matches the existing node",
-                pod_with(None, req(vec![e("GPU", OP_EXISTS, &[])])),
-                &[("GPU", "NVIDIA-GRID-K1")],
-                "",
-                true,
-            ),
-            (
-                "Pod with affinity that don't match node's labels won't schedule onto the node",
-                pod_with(None, req(vec![e("foo", OP_IN, &["value1", "value2"])])),
-                &[("foo", "bar")],
-                "",
-                false,
-            ),
-            (
-                "Pod with a nil []NodeSelectorTerm in affinity, can't match the node's labels and won't schedule onto the node",
-                pod_with(None, req(vec![])),
-                &[("foo", "bar")],
-                "",
-                false,
-            ),
-            (
-                "Pod with an empty []NodeSelectorTerm in affinity, can't match the node's labels and won't schedule onto the node",
-                pod_with(None, req(Vec::new())),
-                &[("foo", "bar")],
-                "",
-                false,
-            ),
-            (
-                "Pod with empty MatchExpressions is not a valid value will match no objects and won't schedule onto the node",
-                pod_with(
+        struct Case {
+            name: &'static str,
+            pod: Pod,
+            labels: &'static [(&'static str, &'static str)],
+            node_name: &'static str,
+            want: bool,
+        }
+        let cases = vec![
+            Case {
+                name: "no selector",
+                pod: Pod::default(),
+                labels: &[],
+                node_name: "",
+                want: true,
+            },
+            Case {
+                name: "missing labels",
+                pod: pod_with(Some(&[("foo", "bar")]), None),
+                labels: &[],
+                node_name: "",
+                want: false,
+            },
+            Case {
+                name: "same labels",
+                pod: pod_with(Some(&[("foo", "bar")]), None),
+                labels: &[("foo", "bar")],
+                node_name: "",
+                want: true,
+            },
+            Case {
+                name: "node labels are superset",
+                pod: pod_with(Some(&[("foo", "bar")]), None),
+                labels: &[("foo", "bar"), ("baz", "blah")],
+                node_name: "",
+                want: true,
+            },
+            Case {
+                name: "node labels are subset",
+                pod: pod_with(Some(&[("foo", "bar"), ("baz", "blah")]), None),
+                labels: &[("foo", "bar")],
+                node_name: "",
+                want: false,
+            },
+            Case {
+                name: "Pod with matchExpressions using In operator that matches the existing node",
+                pod: pod_with(None, req(vec![e("foo", OP_IN, &["bar", "value2"])])),
+                labels: &[("foo", "bar")],
+                node_name: "",
+                want: true,
+            },
+            Case {
+                name: "Pod with matchExpressions using Gt operator that matches the existing node",
+                pod: pod_with(None, req(vec![e("kernel-version", OP_GT, &["0204"])])),
+                labels: &[("kernel-version", "0206")],
+                node_name: "",
+                want: true,
+            },
+            Case {
+                name: "Pod with matchExpressions using NotIn operator that matches the existing node",
+                pod: pod_with(None, req(vec![e("mem-type", OP_NOT_IN, &["DDR", "DDR2"])])),
+                labels: &[("mem-type", "DDR3")],
+                node_name: "",
+                want: true,
+            },
+            Case {
+                name: "Pod with matchExpressions using Exists operator that matches the existing node",
+                pod: pod_with(None, req(vec![e("GPU", OP_EXISTS, &[])])),
+                labels: &[("GPU", "NVIDIA-GRID-K1")],
+                node_name: "",
+                want: true,
+            },
+            Case {
+                name: "Pod with affinity that don't match node's labels won't schedule onto the node",
+                pod: pod_with(None, req(vec![e("foo", OP_IN, &["value1", "value2"])])),
+                labels: &[("foo", "bar")],
+                node_name: "",
+                want: false,
+            },
+            Case {
+                name: "Pod with a nil []NodeSelectorTerm in affinity, can't match the node's labels and won't schedule onto the node",
+                pod: pod_with(None, req(vec![])),
+                labels: &[("foo", "bar")],
+                node_name: "",
+                want: false,
+            },
+            Case {
+                name: "Pod with an empty []NodeSelectorTerm in affinity, can't match the node's labels and won't schedule onto the node",
+                pod: pod_with(None, req(Vec::new())),
+                labels: &[("foo", "bar")],
+                node_name: "",
+                want: false,
+            },
+            Case {
+                name: "Pod with empty MatchExpressions is not a valid value will match no objects and won't schedule onto the node",
+                pod: pod_with(
                     None,
                     req(vec![NodeSelectorTerm {
                         match_expressions: Some(vec![]),
                         match_fields: None,
                     }]),
                 ),
-                &[("foo", "bar")],
-                "",
-                false,
-            ),
-            (
-                "Pod with no Affinity will schedule onto a node",
-                Pod::default(),
-                &[("foo", "bar")],
-                "",
-                true,
-            ),
-            (
-                "Pod with Affinity but nil NodeSelector will schedule onto a node",
-                Pod {
+                labels: &[("foo", "bar")],
+                node_name: "",
+                want: false,
+            },
+            Case {
+                name: "Pod with no Affinity will schedule onto a node",
+                pod: Pod::default(),
+                labels: &[("foo", "bar")],
+                node_name: "",
+                want: true,
+            },
+            Case {
+                name: "Pod with Affinity but nil NodeSelector will schedule onto a node",
+                pod: Pod {
                     spec: Some(PodSpec {
                         affinity: Some(Affinity {
                             node_affinity: Some(NodeAffinity::default()),
@@ -778,13 +798,13 @@ mod tests {
                     }),
                     ..Pod::default()
                 },
-                &[("foo", "bar")],
-                "",
-                true,
-            ),
-            (
-                "Pod with multiple matchExpressions ANDed that matches the existing node",
-                pod_with(
+                labels: &[("foo", "bar")],
+                node_name: "",
+                want: true,
+            },
+            Case {
+                name: "Pod with multiple matchExpressions ANDed that matches the existing node",
+                pod: pod_with(
                     None,
                     req(vec![term(
                         vec![
@@ -794,13 +814,13 @@ mod tests {
                         vec![],
                     )]),
                 ),
-                &[("GPU", "NVIDIA-GRID-K1")],
-                "",
-                true,
-            ),
-            (
-                "Pod with multiple matchExpressions ANDed that doesn't match the existing node",
-                pod_with(
+                labels: &[("GPU", "NVIDIA-GRID-K1")],
+                node_name: "",
+                want: true,
+            },
+            Case {
+                name: "Pod with multiple matchExpressions ANDed that doesn't match the existing node",
+                pod: pod_with(
                     None,
                     req(vec![term(
                         vec![
@@ -810,115 +830,122 @@ mod tests {
                         vec![],
                     )]),
                 ),
-                &[("GPU", "NVIDIA-GRID-K1")],
-                "",
-                false,
-            ),
-            (
-                "Pod with multiple NodeSelectorTerms ORed in affinity, matches the node's labels and will schedule onto the node",
-                pod_with(
+                labels: &[("GPU", "NVIDIA-GRID-K1")],
+                node_name: "",
+                want: false,
+            },
+            Case {
+                name: "Pod with multiple NodeSelectorTerms ORed in affinity, matches the node's labels and will schedule onto the node",
+                pod: pod_with(
                     None,
                     req(vec![
                         e("foo", OP_IN, &["bar", "value2"]),
                         e("diffkey", OP_IN, &["wrong", "value2"]),
                     ]),
                 ),
-                &[("foo", "bar")],
-                "",
-                true,
-            ),
-            (
-                "Pod with an Affinity and a PodSpec.NodeSelector(the old thing that we are deprecating) both are satisfied, will schedule onto the node",
-                pod_with(Some(&[("foo", "bar")]), req(vec![e("foo", OP_EXISTS, &[])])),
-                &[("foo", "bar")],
-                "",
-                true,
-            ),
-            (
-                "Pod with an Affinity matches node's labels but the PodSpec.NodeSelector(the old thing that we are deprecating) is not satisfied, won't schedule onto the node",
-                pod_with(Some(&[("foo", "bar")]), req(vec![e("foo", OP_EXISTS, &[])])),
-                &[("foo", "barrrrrr")],
-                "",
-                false,
-            ),
-            (
-                "Pod with an invalid value in Affinity term won't be scheduled onto the node",
-                pod_with(
+                labels: &[("foo", "bar")],
+                node_name: "",
+                want: true,
+            },
+            Case {
+                name: "Pod with an Affinity and a PodSpec.NodeSelector(the old thing that we are deprecating) both are satisfied, will schedule onto the node",
+                pod: pod_with(Some(&[("foo", "bar")]), req(vec![e("foo", OP_EXISTS, &[])])),
+                labels: &[("foo", "bar")],
+                node_name: "",
+                want: true,
+            },
+            Case {
+                name: "Pod with an Affinity matches node's labels but the PodSpec.NodeSelector(the old thing that we are deprecating) is not satisfied, won't schedule onto the node",
+                pod: pod_with(Some(&[("foo", "bar")]), req(vec![e("foo", OP_EXISTS, &[])])),
+                labels: &[("foo", "barrrrrr")],
+                node_name: "",
+                want: false,
+            },
+            Case {
+                name: "Pod with an invalid value in Affinity term won't be scheduled onto the node",
+                pod: pod_with(
                     None,
                     req(vec![e("foo", OP_NOT_IN, &["invalid value: ___@#$%^"])]),
                 ),
-                &[("foo", "bar")],
-                "",
-                false,
-            ),
-            (
-                "Pod with matchFields using In operator that matches the existing node",
-                pod_with(None, req(vec![term(vec![], vec![name_in("node_1")])])),
-                &[],
-                "node_1",
-                true,
-            ),
-            (
-                "Pod with matchFields using In operator that does not match the existing node",
-                pod_with(None, req(vec![term(vec![], vec![name_in("node_1")])])),
-                &[],
-                "node_2",
-                false,
-            ),
-            (
-                "Pod with two terms: matchFields does not match, but matchExpressions matches",
-                pod_with(
+                labels: &[("foo", "bar")],
+                node_name: "",
+                want: false,
+            },
+            Case {
+                name: "Pod with matchFields using In operator that matches the existing node",
+                pod: pod_with(None, req(vec![term(vec![], vec![name_in("node_1")])])),
+                labels: &[],
+                node_name: "node_1",
+                want: true,
+            },
+            Case {
+                name: "Pod with matchFields using In operator that does not match the existing node",
+                pod: pod_with(None, req(vec![term(vec![], vec![name_in("node_1")])])),
+                labels: &[],
+                node_name: "node_2",
+                want: false,
+            },
+            Case {
+                name: "Pod with two terms: matchFields does not match, but matchExpressions matches",
+                pod: pod_with(
                     None,
                     req(vec![
                         term(vec![], vec![name_in("node_1")]),
                         e("foo", OP_IN, &["bar"]),
                     ]),
                 ),
-                &[("foo", "bar")],
-                "node_2",
-                true,
-            ),
-            (
-                "Pod with one term: matchFields does not match, but matchExpressions matches",
-                pod_with(
+                labels: &[("foo", "bar")],
+                node_name: "node_2",
+                want: true,
+            },
+            Case {
+                name: "Pod with one term: matchFields does not match, but matchExpressions matches",
+                pod: pod_with(
                     None,
                     req(vec![term(
                         vec![expr("foo", OP_IN, &["bar"])],
                         vec![name_in("node_1")],
                     )]),
                 ),
-                &[("foo", "bar")],
-                "node_2",
-                false,
-            ),
-            (
-                "Pod with one term: both matchFields and matchExpressions match",
-                pod_with(
+                labels: &[("foo", "bar")],
+                node_name: "node_2",
+                want: false,
+            },
+            Case {
+                name: "Pod with one term: both matchFields and matchExpressions match",
+                pod: pod_with(
                     None,
                     req(vec![term(
                         vec![expr("foo", OP_IN, &["bar"])],
                         vec![name_in("node_1")],
                     )]),
                 ),
-                &[("foo", "bar")],
-                "node_1",
-                true,
-            ),
-            (
-                "Pod with two terms: both matchFields and matchExpressions do not match",
-                pod_with(
+                labels: &[("foo", "bar")],
+                node_name: "node_1",
+                want: true,
+            },
+            Case {
+                name: "Pod with two terms: both matchFields and matchExpressions do not match",
+                pod: pod_with(
                     None,
                     req(vec![
                         term(vec![], vec![name_in("node_1")]),
                         e("foo", OP_IN, &["not-match-to-bar"]),
                     ]),
                 ),
-                &[("foo", "bar")],
-                "node_2",
-                false,
-            ),
+                labels: &[("foo", "bar")],
+                node_name: "node_2",
+                want: false,
+            },
         ];
-        for (name, pod, labels, node_name, want) in cases {
+        for Case {
+            name,
+            pod,
+            labels,
+            node_name,
+            want,
+        } in cases
+        {
             let n = node(node_name, labels);
             let required = RequiredNodeAffinity::of_pod(&pod);
             assert_eq!(required.matches(&n), want, "{name}");

@@ -26,18 +26,33 @@ pub struct Decided<'a> {
 /// `lastTransitionTime` carries over from the server's condition of the
 /// same type while its status is the same, else it is now (the setters).
 pub fn condition(server: &[NodeCondition], decided: Decided, now: Timestamp) -> NodeCondition {
-    let transition = server
+    condition_since(decided, held_since(server, decided), now)
+}
+
+/// The transition time the server holds for `decided`'s type, when it
+/// holds it with the same status: what [`condition`] carries over.
+pub fn held_since(server: &[NodeCondition], decided: Decided) -> Option<Timestamp> {
+    server
         .iter()
         .find(|c| c.type_ == decided.type_ && c.status == decided.status)
-        .and_then(|c| c.last_transition_time.clone())
-        .unwrap_or(Time(now));
+        .and_then(|c| c.last_transition_time.as_ref())
+        .map(|t| t.0)
+}
+
+/// [`condition`] with the carried-over transition time already known
+/// ([`held_since`]; `None`: it transitions now).
+pub fn condition_since(
+    decided: Decided,
+    since: Option<Timestamp>,
+    now: Timestamp,
+) -> NodeCondition {
     NodeCondition {
         type_: decided.type_.to_string(),
         status: decided.status.to_string(),
         reason: Some(decided.reason.to_string()),
         message: Some(decided.message.to_string()),
         last_heartbeat_time: Some(Time(now)),
-        last_transition_time: Some(transition),
+        last_transition_time: Some(Time(since.unwrap_or(now))),
     }
 }
 

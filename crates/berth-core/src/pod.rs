@@ -1,7 +1,9 @@
 //! The facts about a Pod that every client asks: its key, the node it is
-//! bound to, whether it has finished.
+//! bound to, whether it has finished, whether it is ready and available
+//! (upstream's `pkg/api/v1/pod` helpers and `controller.IsPodActive`).
 
-use k8s_openapi::api::core::v1::Pod;
+use jiff::{SignedDuration, Timestamp};
+use k8s_openapi::api::core::v1::{Pod, PodCondition};
 
 use crate::object_key::ObjectKey;
 
@@ -33,29 +35,57 @@ pub fn is_terminal_phase(phase: Option<&str>) -> bool {
     matches!(phase, Some("Succeeded" | "Failed"))
 }
 
+/// The pod's `Ready` condition, if it has one (`GetPodReadyCondition`).
+pub fn ready_condition(pod: &Pod) -> Option<&PodCondition> {
+    pod.status
+        .as_ref()
+        .and_then(|s| s.conditions.as_ref())
+        .and_then(|cs| cs.iter().find(|c| c.type_ == "Ready"))
+}
+
+/// `IsPodReady`: the `Ready` condition is `True`.
+pub fn is_ready(pod: &Pod) -> bool {
+    ready_condition(pod).is_some_and(|c| c.status == "True")
+}
+
+/// `IsPodAvailable`: ready, and ready for longer than `min_ready_seconds`
+/// at `now` (strictly: upstream's `Before`). With `min_ready_seconds` 0
+/// any ready pod is available; otherwise a ready condition without a
+/// transition time never is.
+pub fn is_available(pod: &Pod, min_ready_seconds: i32, now: Timestamp) -> bool {
+    let Some(ready) = ready_condition(pod).filter(|c| c.status == "True") else {
+        return false;
+    };
+    if min_ready_seconds == 0 {
+        return true;
+    }
+    ready.last_transition_time.as_ref().is_some_and(|since| {
+        since
+            .0
+            .checked_add(SignedDuration::from_secs(i64::from(min_ready_seconds)))
+            .is_ok_and(|available_at| available_at < now)
+    })
+}
+
+/// Whether the pod has been asked to go: it has a deletion timestamp.
+pub fn is_terminating(pod: &Pod) -> bool {
+    pod.metadata.deletion_timestamp.is_some()
+}
+
+/// `controller.IsPodActive`: not finished and not being deleted; the pods
+/// a workload counts as its replicas.
+pub fn is_active(pod: &Pod) -> bool {
+    !is_terminal(pod) && !is_terminating(pod)
+}
+
 #[cfg(test)]
 mod tests {
-    use k8s_openapi::api::core::v1::{PodSpec, PodStatus};
-    use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
-
     use super::*;
+    use crate::test_util::make_pod;
+    use k8s_openapi::api::core::v1::PodStatus;
 
-    fn pod(node: Option<&str>, phase: Option<&str>) -> Pod {
-        Pod {
-            metadata: ObjectMeta {
-                namespace: Some("default".into()),
-                name: Some("web".into()),
-                ..Default::default()
-            },
-            spec: Some(PodSpec {
-                node_name: node.map(Into::into),
-                ..Default::default()
-            }),
-            status: Some(PodStatus {
-                phase: phase.map(Into::into),
-                ..Default::default()
-            }),
-        }
+    fn web() -> crate::test_util::PodWrapper {
+        make_pod().namespace("default").name("web")
     }
 
     #[test]
@@ -69,31 +99,31 @@ mod tests {
         for case in [
             Case {
                 name: "pending and unbound",
-                pod: pod(None, Some("Pending")),
+                pod: web().phase("Pending").obj(),
                 bound: None,
                 terminal: false,
             },
             Case {
                 name: "an empty nodeName is unbound",
-                pod: pod(Some(""), None),
+                pod: web().node("").obj(),
                 bound: None,
                 terminal: false,
             },
             Case {
                 name: "running on a node",
-                pod: pod(Some("n1"), Some("Running")),
+                pod: web().node("n1").phase("Running").obj(),
                 bound: Some("n1"),
                 terminal: false,
             },
             Case {
                 name: "succeeded",
-                pod: pod(Some("n1"), Some("Succeeded")),
+                pod: web().node("n1").phase("Succeeded").obj(),
                 bound: Some("n1"),
                 terminal: true,
             },
             Case {
                 name: "failed",
-                pod: pod(Some("n1"), Some("Failed")),
+                pod: web().node("n1").phase("Failed").obj(),
                 bound: Some("n1"),
                 terminal: true,
             },
@@ -103,6 +133,82 @@ mod tests {
             assert_eq!(
                 pod_key(&case.pod).to_string(),
                 "default/web",
+                "{}",
+                case.name
+            );
+        }
+    }
+
+    fn ready_since(now: Timestamp, ready: bool, seconds_before: i64) -> Pod {
+        Pod {
+            status: Some(PodStatus {
+                conditions: Some(vec![PodCondition {
+                    type_: "Ready".into(),
+                    status: if ready { "True" } else { "False" }.into(),
+                    last_transition_time: Some(
+                        k8s_openapi::apimachinery::pkg::apis::meta::v1::Time(
+                            now - SignedDuration::from_secs(seconds_before),
+                        ),
+                    ),
+                    ..Default::default()
+                }]),
+                ..Default::default()
+            }),
+            ..Default::default()
+        }
+    }
+
+    /// Upstream `TestIsPodAvailable` (`pkg/api/v1/pod/util_test.go`).
+    #[test]
+    fn available_once_ready_for_min_ready_seconds() {
+        let now = crate::test_util::t(0);
+        struct Case {
+            name: &'static str,
+            pod: Pod,
+            min_ready_seconds: i32,
+            want: bool,
+        }
+        for case in [
+            Case {
+                name: "not ready",
+                pod: ready_since(now, false, 0),
+                min_ready_seconds: 0,
+                want: false,
+            },
+            Case {
+                name: "ready just now, minReadySeconds 1",
+                pod: ready_since(now, true, 0),
+                min_ready_seconds: 1,
+                want: false,
+            },
+            Case {
+                name: "ready, minReadySeconds 0",
+                pod: ready_since(now, true, 0),
+                min_ready_seconds: 0,
+                want: true,
+            },
+            Case {
+                name: "ready for 51 s, minReadySeconds 50",
+                pod: ready_since(now, true, 51),
+                min_ready_seconds: 50,
+                want: true,
+            },
+            Case {
+                name: "ready for exactly minReadySeconds is not yet available",
+                pod: ready_since(now, true, 50),
+                min_ready_seconds: 50,
+                want: false,
+            },
+        ] {
+            assert_eq!(
+                is_available(&case.pod, case.min_ready_seconds, now),
+                case.want,
+                "{}",
+                case.name
+            );
+            assert_eq!(
+                is_ready(&case.pod),
+                case.name != "not ready",
                 "{}",
                 case.name
             );

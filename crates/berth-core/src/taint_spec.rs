@@ -1142,37 +1142,51 @@ mod tests {
     // upstream: kubectl utils_test.go / pkg/util/taints TestDeleteTaint (4).
     #[test]
     fn delete_taint_matches_upstream_table() {
+        struct Case<'a> {
+            name: &'a str,
+            taints: Vec<Taint>,
+            to_delete: Taint,
+            expected: Vec<Taint>,
+            removed: bool,
+        }
         let cases = vec![
-            (
-                "delete taint with different name",
-                vec![taint("foo", "", "NoSchedule")],
-                taint("foo_1", "", "NoSchedule"),
-                vec![taint("foo", "", "NoSchedule")],
-                false,
-            ),
-            (
-                "delete taint with different effect",
-                vec![taint("foo", "", "NoSchedule")],
-                taint("foo", "", "NoExecute"),
-                vec![taint("foo", "", "NoSchedule")],
-                false,
-            ),
-            (
-                "delete taint successfully",
-                vec![taint("foo", "", "NoSchedule")],
-                taint("foo", "", "NoSchedule"),
-                vec![],
-                true,
-            ),
-            (
-                "delete taint from empty taint array",
-                vec![],
-                taint("foo", "", "NoSchedule"),
-                vec![],
-                false,
-            ),
+            Case {
+                name: "delete taint with different name",
+                taints: vec![taint("foo", "", "NoSchedule")],
+                to_delete: taint("foo_1", "", "NoSchedule"),
+                expected: vec![taint("foo", "", "NoSchedule")],
+                removed: false,
+            },
+            Case {
+                name: "delete taint with different effect",
+                taints: vec![taint("foo", "", "NoSchedule")],
+                to_delete: taint("foo", "", "NoExecute"),
+                expected: vec![taint("foo", "", "NoSchedule")],
+                removed: false,
+            },
+            Case {
+                name: "delete taint successfully",
+                taints: vec![taint("foo", "", "NoSchedule")],
+                to_delete: taint("foo", "", "NoSchedule"),
+                expected: vec![],
+                removed: true,
+            },
+            Case {
+                name: "delete taint from empty taint array",
+                taints: vec![],
+                to_delete: taint("foo", "", "NoSchedule"),
+                expected: vec![],
+                removed: false,
+            },
         ];
-        for (name, taints, to_delete, expected, removed) in cases {
+        for Case {
+            name,
+            taints,
+            to_delete,
+            expected,
+            removed,
+        } in cases
+        {
             assert_eq!(
                 delete_taint(&taints, &to_delete),
                 (expected, removed),
@@ -1184,30 +1198,44 @@ mod tests {
     // upstream: kubectl utils_test.go / pkg/util/taints TestDeleteTaintByKey (3).
     #[test]
     fn delete_taints_by_key_matches_upstream_table() {
+        struct Case<'a> {
+            name: &'a str,
+            taints: Vec<Taint>,
+            key: &'a str,
+            expected: Vec<Taint>,
+            removed: bool,
+        }
         let cases = vec![
-            (
-                "delete taint unsuccessfully",
-                vec![taint("foo", "bar", "NoSchedule")],
-                "foo_1",
-                vec![taint("foo", "bar", "NoSchedule")],
-                false,
-            ),
-            (
-                "delete taint successfully",
-                vec![taint("foo", "bar", "NoSchedule")],
-                "foo",
-                vec![],
-                true,
-            ),
-            (
-                "delete taint from empty taint array",
-                vec![],
-                "foo",
-                vec![],
-                false,
-            ),
+            Case {
+                name: "delete taint unsuccessfully",
+                taints: vec![taint("foo", "bar", "NoSchedule")],
+                key: "foo_1",
+                expected: vec![taint("foo", "bar", "NoSchedule")],
+                removed: false,
+            },
+            Case {
+                name: "delete taint successfully",
+                taints: vec![taint("foo", "bar", "NoSchedule")],
+                key: "foo",
+                expected: vec![],
+                removed: true,
+            },
+            Case {
+                name: "delete taint from empty taint array",
+                taints: vec![],
+                key: "foo",
+                expected: vec![],
+                removed: false,
+            },
         ];
-        for (name, taints, key, expected, removed) in cases {
+        for Case {
+            name,
+            taints,
+            key,
+            expected,
+            removed,
+        } in cases
+        {
             assert_eq!(
                 delete_taints_by_key(&taints, key),
                 (expected, removed),

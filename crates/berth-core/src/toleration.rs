@@ -124,6 +124,39 @@ pub fn same_toleration(a: &Toleration, b: &Toleration) -> bool {
     a.key == b.key && a.effect == b.effect && a.operator == b.operator && a.value == b.value
 }
 
+/// `AddOrUpdateTolerationInPodSpec` (`pkg/apis/core/v1/helper`): a
+/// toleration with the same key, operator, value and effect (unset and
+/// empty alike, as on Go's value types) is replaced, so its
+/// `tolerationSeconds` becomes the new one's; otherwise the toleration is
+/// appended. Returns whether the list changed: an identical toleration
+/// already present leaves it untouched.
+pub fn add_or_update_toleration(
+    tolerations: &mut Vec<Toleration>,
+    toleration: &Toleration,
+) -> bool {
+    let same_identity = |a: &Toleration, b: &Toleration| {
+        opt(&a.key) == opt(&b.key)
+            && opt(&a.operator) == opt(&b.operator)
+            && opt(&a.value) == opt(&b.value)
+            && opt(&a.effect) == opt(&b.effect)
+    };
+    let mut replaced = false;
+    for existing in tolerations.iter_mut() {
+        if !same_identity(toleration, existing) {
+            continue;
+        }
+        if existing.toleration_seconds == toleration.toleration_seconds {
+            return false;
+        }
+        *existing = toleration.clone();
+        replaced = true;
+    }
+    if !replaced {
+        tolerations.push(toleration.clone());
+    }
+    true
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -144,156 +177,170 @@ mod tests {
     /// gate-off rows berth adds for the same Gt/Lt tolerations.
     #[test]
     fn toleration_tolerates_taint_as_upstream() {
-        let cases: &[(&str, Toleration, Taint, FeatureGates, bool)] = &[
-            (
-                "same key and effect, Exists, taint without value",
-                tol("foo", OP_EXISTS, "", NS),
-                taint("foo", "", NS),
-                OFF,
-                true,
-            ),
-            (
-                "same key and effect, Exists, taint with value",
-                tol("foo", OP_EXISTS, "", NS),
-                taint("foo", "bar", NS),
-                OFF,
-                true,
-            ),
-            (
-                "empty key with Exists matches all taints of that effect",
-                tol("", OP_EXISTS, "", NS),
-                taint("foo", "bar", NS),
-                OFF,
-                true,
-            ),
-            (
-                "same key, effect and value with Equal",
-                tol("foo", OP_EQUAL, "bar", NS),
-                taint("foo", "bar", NS),
-                OFF,
-                true,
-            ),
-            (
-                "different values with Equal",
-                tol("foo", OP_EQUAL, "value1", NS),
-                taint("foo", "value2", NS),
-                OFF,
-                false,
-            ),
-            (
-                "different effects with Equal",
-                tol("foo", OP_EQUAL, "bar", NS),
-                taint("foo", "bar", NE),
-                OFF,
-                false,
-            ),
-            (
-                "Gt, taint value below toleration value",
-                tol(SLA, OP_GT, "950", NS),
-                taint(SLA, "800", NS),
-                ON,
-                false,
-            ),
-            (
-                "Gt, taint value above toleration value",
-                tol(SLA, OP_GT, "750", NS),
-                taint(SLA, "950", NS),
-                ON,
-                true,
-            ),
-            (
-                "Lt, taint value above toleration value",
-                tol(SLA, OP_LT, "800", NS),
-                taint(SLA, "950", NS),
-                ON,
-                false,
-            ),
-            (
-                "Lt, taint value below toleration value",
-                tol(SLA, OP_LT, "950", NS),
-                taint(SLA, "800", NS),
-                ON,
-                true,
-            ),
-            (
-                "Gt with equal values",
-                tol(SLA, OP_GT, "950", NS),
-                taint(SLA, "950", NS),
-                ON,
-                false,
-            ),
-            (
-                "Gt with non-numeric taint value",
-                tol(SLA, OP_GT, "950", NS),
-                taint(SLA, "high", NS),
-                ON,
-                false,
-            ),
-            (
-                "Gt with negative values, taint below",
-                tol("test-key", OP_GT, "-100", NS),
-                taint("test-key", "-200", NS),
-                ON,
-                false,
-            ),
-            (
-                "Gt with large int64 values, taint below",
-                tol("test-key", OP_GT, "9223372036854775806", NS),
-                taint("test-key", "100", NS),
-                ON,
-                false,
-            ),
-            (
-                "Gt that would match, gate off",
-                tol(SLA, OP_GT, "750", NS),
-                taint(SLA, "950", NS),
-                OFF,
-                false,
-            ),
-            (
-                "Lt that would match, gate off",
-                tol(SLA, OP_LT, "950", NS),
-                taint(SLA, "800", NS),
-                OFF,
-                false,
-            ),
-            (
-                "empty operator means Equal",
-                tol("foo", "", "bar", NS),
-                taint("foo", "bar", NS),
-                OFF,
-                true,
-            ),
-            (
-                "empty effect matches every effect",
-                tol("foo", OP_EQUAL, "bar", ""),
-                taint("foo", "bar", NE),
-                OFF,
-                true,
-            ),
-            (
-                "unknown operator never matches",
-                tol("foo", "In", "bar", NS),
-                taint("foo", "bar", NS),
-                ON,
-                false,
-            ),
-            (
-                "operators are case-sensitive",
-                tol("foo", "exists", "", NS),
-                taint("foo", "bar", NS),
-                ON,
-                false,
-            ),
-            (
-                "empty key with Equal matches keys with that value",
-                tol("", OP_EQUAL, "bar", NS),
-                taint("foo", "bar", NS),
-                ON,
-                true,
-            ),
+        struct Case<'a> {
+            name: &'a str,
+            toleration: Toleration,
+            taint: Taint,
+            gates: FeatureGates,
+            want: bool,
+        }
+        let cases = &[
+            Case {
+                name: "same key and effect, Exists, taint without value",
+                toleration: tol("foo", OP_EXISTS, "", NS),
+                taint: taint("foo", "", NS),
+                gates: OFF,
+                want: true,
+            },
+            Case {
+                name: "same key and effect, Exists, taint with value",
+                toleration: tol("foo", OP_EXISTS, "", NS),
+                taint: taint("foo", "bar", NS),
+                gates: OFF,
+                want: true,
+            },
+            Case {
+                name: "empty key with Exists matches all taints of that effect",
+                toleration: tol("", OP_EXISTS, "", NS),
+                taint: taint("foo", "bar", NS),
+                gates: OFF,
+                want: true,
+            },
+            Case {
+                name: "same key, effect and value with Equal",
+                toleration: tol("foo", OP_EQUAL, "bar", NS),
+                taint: taint("foo", "bar", NS),
+                gates: OFF,
+                want: true,
+            },
+            Case {
+                name: "different values with Equal",
+                toleration: tol("foo", OP_EQUAL, "value1", NS),
+                taint: taint("foo", "value2", NS),
+                gates: OFF,
+                want: false,
+            },
+            Case {
+                name: "different effects with Equal",
+                toleration: tol("foo", OP_EQUAL, "bar", NS),
+                taint: taint("foo", "bar", NE),
+                gates: OFF,
+                want: false,
+            },
+            Case {
+                name: "Gt, taint value below toleration value",
+                toleration: tol(SLA, OP_GT, "950", NS),
+                taint: taint(SLA, "800", NS),
+                gates: ON,
+                want: false,
+            },
+            Case {
+                name: "Gt, taint value above toleration value",
+                toleration: tol(SLA, OP_GT, "750", NS),
+                taint: taint(SLA, "950", NS),
+                gates: ON,
+                want: true,
+            },
+            Case {
+                name: "Lt, taint value above toleration value",
+                toleration: tol(SLA, OP_LT, "800", NS),
+                taint: taint(SLA, "950", NS),
+                gates: ON,
+                want: false,
+            },
+            Case {
+                name: "Lt, taint value below toleration value",
+                toleration: tol(SLA, OP_LT, "950", NS),
+                taint: taint(SLA, "800", NS),
+                gates: ON,
+                want: true,
+            },
+            Case {
+                name: "Gt with equal values",
+                toleration: tol(SLA, OP_GT, "950", NS),
+                taint: taint(SLA, "950", NS),
+                gates: ON,
+                want: false,
+            },
+            Case {
+                name: "Gt with non-numeric taint value",
+                toleration: tol(SLA, OP_GT, "950", NS),
+                taint: taint(SLA, "high", NS),
+                gates: ON,
+                want: false,
+            },
+            Case {
+                name: "Gt with negative values, taint below",
+                toleration: tol("test-key", OP_GT, "-100", NS),
+                taint: taint("test-key", "-200", NS),
+                gates: ON,
+                want: false,
+            },
+            Case {
+                name: "Gt with large int64 values, taint below",
+                toleration: tol("test-key", OP_GT, "9223372036854775806", NS),
+                taint: taint("test-key", "100", NS),
+                gates: ON,
+                want: false,
+            },
+            Case {
+                name: "Gt that would match, gate off",
+                toleration: tol(SLA, OP_GT, "750", NS),
+                taint: taint(SLA, "950", NS),
+                gates: OFF,
+                want: false,
+            },
+            Case {
+                name: "Lt that would match, gate off",
+                toleration: tol(SLA, OP_LT, "950", NS),
+                taint: taint(SLA, "800", NS),
+                gates: OFF,
+                want: false,
+            },
+            Case {
+                name: "empty operator means Equal",
+                toleration: tol("foo", "", "bar", NS),
+                taint: taint("foo", "bar", NS),
+                gates: OFF,
+                want: true,
+            },
+            Case {
+                name: "empty effect matches every effect",
+                toleration: tol("foo", OP_EQUAL, "bar", ""),
+                taint: taint("foo", "bar", NE),
+                gates: OFF,
+                want: true,
+            },
+            Case {
+                name: "unknown operator never matches",
+                toleration: tol("foo", "In", "bar", NS),
+                taint: taint("foo", "bar", NS),
+                gates: ON,
+                want: false,
+            },
+            Case {
+                name: "operators are case-sensitive",
+                toleration: tol("foo", "exists", "", NS),
+                taint: taint("foo", "bar", NS),
+                gates: ON,
+                want: false,
+            },
+            Case {
+                name: "empty key with Equal matches keys with that value",
+                toleration: tol("", OP_EQUAL, "bar", NS),
+                taint: taint("foo", "bar", NS),
+                gates: ON,
+                want: true,
+            },
         ];
-        for (name, toleration, taint, gates, want) in cases {
+        for Case {
+            name,
+            toleration,
+            taint,
+            gates,
+            want,
+        } in cases
+        {
             assert_eq!(tolerates(toleration, taint, *gates), *want, "{name}");
         }
     }
@@ -301,109 +348,255 @@ mod tests {
     /// Upstream `TestCompareNumericValues` (kubernetes/api).
     #[test]
     fn numeric_comparison_accepts_only_canonical_int64() {
-        let cases: &[(&str, &str, &str, &str, bool)] = &[
-            ("Gt, taint greater", "100", "200", OP_GT, true),
-            ("Gt, taint less", "200", "100", OP_GT, false),
-            ("Gt, equal", "100", "100", OP_GT, false),
-            (
-                "Gt, negative numbers, taint greater",
-                "-100",
-                "-50",
-                OP_GT,
-                true,
-            ),
-            (
-                "Gt, negative numbers, taint less",
-                "-50",
-                "-100",
-                OP_GT,
-                false,
-            ),
-            ("Gt, zero and positive", "0", "1", OP_GT, true),
-            (
-                "Gt, large int64 values",
-                "9223372036854775806",
-                "9223372036854775807",
-                OP_GT,
-                true,
-            ),
-            ("Lt, taint less", "200", "100", OP_LT, true),
-            ("Lt, taint greater", "100", "200", OP_LT, false),
-            ("Lt, equal", "100", "100", OP_LT, false),
-            (
-                "Lt, negative numbers, taint less",
-                "-50",
-                "-100",
-                OP_LT,
-                true,
-            ),
-            (
-                "Lt, negative numbers, taint greater",
-                "-100",
-                "-50",
-                OP_LT,
-                false,
-            ),
-            ("Lt, zero and negative", "0", "-1", OP_LT, true),
-            ("toleration non-numeric", "abc", "100", OP_GT, false),
-            ("toleration empty", "", "100", OP_GT, false),
-            ("toleration leading zero", "0100", "200", OP_GT, false),
-            ("toleration plus sign", "+100", "200", OP_GT, false),
-            ("toleration floating point", "100.5", "200", OP_GT, false),
-            ("toleration just a minus sign", "-", "100", OP_GT, false),
-            ("taint non-numeric", "100", "xyz", OP_GT, false),
-            ("taint empty", "100", "", OP_GT, false),
-            ("taint leading zero", "100", "0200", OP_GT, false),
-            ("taint plus sign", "100", "+200", OP_LT, false),
-            ("taint with spaces", "100", " 200 ", OP_LT, false),
-            (
-                "Equal is not a numeric operator",
-                "100",
-                "100",
-                OP_EQUAL,
-                false,
-            ),
-            (
-                "Exists is not a numeric operator",
-                "100",
-                "100",
-                OP_EXISTS,
-                false,
-            ),
-            ("Gt, both zero", "0", "0", OP_GT, false),
-            ("Lt, both zero", "0", "0", OP_LT, false),
-            (
-                "Gt, max int64 taint",
-                "0",
-                "9223372036854775807",
-                OP_GT,
-                true,
-            ),
-            (
-                "Lt, min int64 taint",
-                "0",
-                "-9223372036854775808",
-                OP_LT,
-                true,
-            ),
+        struct Case<'a> {
+            name: &'a str,
+            toleration: &'a str,
+            taint: &'a str,
+            op: &'a str,
+            want: bool,
+        }
+        let cases = &[
+            Case {
+                name: "Gt, taint greater",
+                toleration: "100",
+                taint: "200",
+                op: OP_GT,
+                want: true,
+            },
+            Case {
+                name: "Gt, taint less",
+                toleration: "200",
+                taint: "100",
+                op: OP_GT,
+                want: false,
+            },
+            Case {
+                name: "Gt, equal",
+                toleration: "100",
+                taint: "100",
+                op: OP_GT,
+                want: false,
+            },
+            Case {
+                name: "Gt, negative numbers, taint greater",
+                toleration: "-100",
+                taint: "-50",
+                op: OP_GT,
+                want: true,
+            },
+            Case {
+                name: "Gt, negative numbers, taint less",
+                toleration: "-50",
+                taint: "-100",
+                op: OP_GT,
+                want: false,
+            },
+            Case {
+                name: "Gt, zero and positive",
+                toleration: "0",
+                taint: "1",
+                op: OP_GT,
+                want: true,
+            },
+            Case {
+                name: "Gt, large int64 values",
+                toleration: "9223372036854775806",
+                taint: "9223372036854775807",
+                op: OP_GT,
+                want: true,
+            },
+            Case {
+                name: "Lt, taint less",
+                toleration: "200",
+                taint: "100",
+                op: OP_LT,
+                want: true,
+            },
+            Case {
+                name: "Lt, taint greater",
+                toleration: "100",
+                taint: "200",
+                op: OP_LT,
+                want: false,
+            },
+            Case {
+                name: "Lt, equal",
+                toleration: "100",
+                taint: "100",
+                op: OP_LT,
+                want: false,
+            },
+            Case {
+                name: "Lt, negative numbers, taint less",
+                toleration: "-50",
+                taint: "-100",
+                op: OP_LT,
+                want: true,
+            },
+            Case {
+                name: "Lt, negative numbers, taint greater",
+                toleration: "-100",
+                taint: "-50",
+                op: OP_LT,
+                want: false,
+            },
+            Case {
+                name: "Lt, zero and negative",
+                toleration: "0",
+                taint: "-1",
+                op: OP_LT,
+                want: true,
+            },
+            Case {
+                name: "toleration non-numeric",
+                toleration: "abc",
+                taint: "100",
+                op: OP_GT,
+                want: false,
+            },
+            Case {
+                name: "toleration empty",
+                toleration: "",
+                taint: "100",
+                op: OP_GT,
+                want: false,
+            },
+            Case {
+                name: "toleration leading zero",
+                toleration: "0100",
+                taint: "200",
+                op: OP_GT,
+                want: false,
+            },
+            Case {
+                name: "toleration plus sign",
+                toleration: "+100",
+                taint: "200",
+                op: OP_GT,
+                want: false,
+            },
+            Case {
+                name: "toleration floating point",
+                toleration: "100.5",
+                taint: "200",
+                op: OP_GT,
+                want: false,
+            },
+            Case {
+                name: "toleration just a minus sign",
+                toleration: "-",
+                taint: "100",
+                op: OP_GT,
+                want: false,
+            },
+            Case {
+                name: "taint non-numeric",
+                toleration: "100",
+                taint: "xyz",
+                op: OP_GT,
+                want: false,
+            },
+            Case {
+                name: "taint empty",
+                toleration: "100",
+                taint: "",
+                op: OP_GT,
+                want: false,
+            },
+            Case {
+                name: "taint leading zero",
+                toleration: "100",
+                taint: "0200",
+                op: OP_GT,
+                want: false,
+            },
+            Case {
+                name: "taint plus sign",
+                toleration: "100",
+                taint: "+200",
+                op: OP_LT,
+                want: false,
+            },
+            Case {
+                name: "taint with spaces",
+                toleration: "100",
+                taint: " 200 ",
+                op: OP_LT,
+                want: false,
+            },
+            Case {
+                name: "Equal is not a numeric operator",
+                toleration: "100",
+                taint: "100",
+                op: OP_EQUAL,
+                want: false,
+            },
+            Case {
+                name: "Exists is not a numeric operator",
+                toleration: "100",
+                taint: "100",
+                op: OP_EXISTS,
+                want: false,
+            },
+            Case {
+                name: "Gt, both zero",
+                toleration: "0",
+                taint: "0",
+                op: OP_GT,
+                want: false,
+            },
+            Case {
+                name: "Lt, both zero",
+                toleration: "0",
+                taint: "0",
+                op: OP_LT,
+                want: false,
+            },
+            Case {
+                name: "Gt, max int64 taint",
+                toleration: "0",
+                taint: "9223372036854775807",
+                op: OP_GT,
+                want: true,
+            },
+            Case {
+                name: "Lt, min int64 taint",
+                toleration: "0",
+                taint: "-9223372036854775808",
+                op: OP_LT,
+                want: true,
+            },
             // berth additions at the edges of the canonical form.
-            ("taint negative zero", "1", "-0", OP_LT, false),
-            (
-                "taint overflows int64",
-                "0",
-                "9223372036854775808",
-                OP_GT,
-                false,
-            ),
-            (
-                "taint underflows int64",
-                "0",
-                "-9223372036854775809",
-                OP_LT,
-                false,
-            ),
+            Case {
+                name: "taint negative zero",
+                toleration: "1",
+                taint: "-0",
+                op: OP_LT,
+                want: false,
+            },
+            Case {
+                name: "taint overflows int64",
+                toleration: "0",
+                taint: "9223372036854775808",
+                op: OP_GT,
+                want: false,
+            },
+            Case {
+                name: "taint underflows int64",
+                toleration: "0",
+                taint: "-9223372036854775809",
+                op: OP_LT,
+                want: false,
+            },
         ];
-        for (name, toleration, taint, op, want) in cases {
+        for Case {
+            name,
+            toleration,
+            taint,
+            op,
+            want,
+        } in cases
+        {
             assert_eq!(
                 compare_numeric_values(toleration, taint, op),
                 *want,
@@ -417,93 +610,100 @@ mod tests {
     fn find_matching_untolerated_taint_as_upstream() {
         let all = |_: &Taint| true;
         let none = |_: &Taint| false;
-        type Case = (
-            &'static str,
-            Vec<Toleration>,
-            Vec<Taint>,
-            fn(&Taint) -> bool,
-            bool,
-        );
-        let cases: Vec<Case> = vec![
-            (
-                "empty tolerations tolerate empty taints",
-                vec![],
-                vec![],
-                all,
-                true,
-            ),
-            (
-                "non-empty tolerations tolerate empty taints",
-                vec![tol("foo", OP_EXISTS, "", NS)],
-                vec![],
-                all,
-                true,
-            ),
-            (
-                "tolerations match all taints",
-                vec![tol("foo", OP_EXISTS, "", NS)],
-                vec![taint("foo", "", NS)],
-                all,
-                true,
-            ),
-            (
-                "no taint passes the filter",
-                vec![tol("foo", OP_EXISTS, "", NS)],
-                vec![taint("bar", "", NS)],
-                none,
-                true,
-            ),
-            (
-                "all taints pass, tolerations don't match",
-                vec![tol("foo", OP_EXISTS, "", NS)],
-                vec![taint("bar", "", NS)],
-                all,
-                false,
-            ),
-            (
-                "tolerations match the filtered taints",
-                vec![tol("foo", OP_EXISTS, "", NE)],
-                vec![taint("foo", "", NE), taint("bar", "", NS)],
-                is_no_execute,
-                true,
-            ),
-            (
-                "Gt with taint value below threshold",
-                vec![tol(SLA, OP_GT, "950", NS)],
-                vec![taint(SLA, "800", NS)],
-                all,
-                false,
-            ),
-            (
-                "Gt with taint value above threshold",
-                vec![tol(SLA, OP_GT, "750", NS)],
-                vec![taint(SLA, "950", NS)],
-                all,
-                true,
-            ),
-            (
-                "Lt with taint value above threshold",
-                vec![tol(SLA, OP_LT, "800", NS)],
-                vec![taint(SLA, "950", NS)],
-                all,
-                false,
-            ),
-            (
-                "Gt with non-numeric taint value",
-                vec![tol(SLA, OP_GT, "950", NS)],
-                vec![taint(SLA, "high", NS)],
-                all,
-                false,
-            ),
-            (
-                "a later toleration matches despite a Gt parse failure",
-                vec![tol(SLA, OP_GT, "950", NS), tol(SLA, OP_EXISTS, "", NS)],
-                vec![taint(SLA, "high", NS)],
-                all,
-                true,
-            ),
+        struct Case {
+            name: &'static str,
+            tolerations: Vec<Toleration>,
+            taints: Vec<Taint>,
+            filter: fn(&Taint) -> bool,
+            want_tolerated: bool,
+        }
+        let cases = vec![
+            Case {
+                name: "empty tolerations tolerate empty taints",
+                tolerations: vec![],
+                taints: vec![],
+                filter: all,
+                want_tolerated: true,
+            },
+            Case {
+                name: "non-empty tolerations tolerate empty taints",
+                tolerations: vec![tol("foo", OP_EXISTS, "", NS)],
+                taints: vec![],
+                filter: all,
+                want_tolerated: true,
+            },
+            Case {
+                name: "tolerations match all taints",
+                tolerations: vec![tol("foo", OP_EXISTS, "", NS)],
+                taints: vec![taint("foo", "", NS)],
+                filter: all,
+                want_tolerated: true,
+            },
+            Case {
+                name: "no taint passes the filter",
+                tolerations: vec![tol("foo", OP_EXISTS, "", NS)],
+                taints: vec![taint("bar", "", NS)],
+                filter: none,
+                want_tolerated: true,
+            },
+            Case {
+                name: "all taints pass, tolerations don't match",
+                tolerations: vec![tol("foo", OP_EXISTS, "", NS)],
+                taints: vec![taint("bar", "", NS)],
+                filter: all,
+                want_tolerated: false,
+            },
+            Case {
+                name: "tolerations match the filtered taints",
+                tolerations: vec![tol("foo", OP_EXISTS, "", NE)],
+                taints: vec![taint("foo", "", NE), taint("bar", "", NS)],
+                filter: is_no_execute,
+                want_tolerated: true,
+            },
+            Case {
+                name: "Gt with taint value below threshold",
+                tolerations: vec![tol(SLA, OP_GT, "950", NS)],
+                taints: vec![taint(SLA, "800", NS)],
+                filter: all,
+                want_tolerated: false,
+            },
+            Case {
+                name: "Gt with taint value above threshold",
+                tolerations: vec![tol(SLA, OP_GT, "750", NS)],
+                taints: vec![taint(SLA, "950", NS)],
+                filter: all,
+                want_tolerated: true,
+            },
+            Case {
+                name: "Lt with taint value above threshold",
+                tolerations: vec![tol(SLA, OP_LT, "800", NS)],
+                taints: vec![taint(SLA, "950", NS)],
+                filter: all,
+                want_tolerated: false,
+            },
+            Case {
+                name: "Gt with non-numeric taint value",
+                tolerations: vec![tol(SLA, OP_GT, "950", NS)],
+                taints: vec![taint(SLA, "high", NS)],
+                filter: all,
+                want_tolerated: false,
+            },
+            Case {
+                name: "a later toleration matches despite a Gt parse failure",
+                tolerations: vec![tol(SLA, OP_GT, "950", NS), tol(SLA, OP_EXISTS, "", NS)],
+                taints: vec![taint(SLA, "high", NS)],
+                filter: all,
+                want_tolerated: true,
+            },
         ];
-        for (name, tolerations, taints, filter, want_tolerated) in cases {
+        for Case {
+            name,
+            tolerations,
+            taints,
+            filter,
+            want_tolerated,
+        } in cases
+        {
             let found = find_matching_untolerated_taint(&taints, &tolerations, filter, ON);
             assert_eq!(found.is_none(), want_tolerated, "{name}");
         }
@@ -548,6 +748,77 @@ mod tests {
             effect(),
         )
             .prop_map(|(k, v, e)| taint(&k, &v, &e))
+    }
+
+    /// Upstream `AddOrUpdateTolerationInPodSpec`: replace by identity
+    /// (key, operator, value, effect), append otherwise.
+    #[test]
+    fn add_or_update_toleration_replaces_by_identity_or_appends() {
+        let mut empty_value = tol("foo", OP_EQUAL, "", NS);
+        empty_value.value = Some(String::new());
+        struct Case {
+            name: &'static str,
+            existing: Vec<Toleration>,
+            add: Toleration,
+            want: Vec<Toleration>,
+            changed: bool,
+        }
+        for case in [
+            Case {
+                name: "appended to an empty list",
+                existing: vec![],
+                add: tol("foo", OP_EXISTS, "", NE),
+                want: vec![tol("foo", OP_EXISTS, "", NE)],
+                changed: true,
+            },
+            Case {
+                name: "identical toleration: unchanged",
+                existing: vec![tol("foo", OP_EXISTS, "", NE)],
+                add: tol("foo", OP_EXISTS, "", NE),
+                want: vec![tol("foo", OP_EXISTS, "", NE)],
+                changed: false,
+            },
+            Case {
+                name: "same identity, other tolerationSeconds: replaced in place",
+                existing: vec![
+                    tol("a", OP_EXISTS, "", NS),
+                    tol_secs("foo", OP_EXISTS, "", NE, 300),
+                ],
+                add: tol("foo", OP_EXISTS, "", NE),
+                want: vec![tol("a", OP_EXISTS, "", NS), tol("foo", OP_EXISTS, "", NE)],
+                changed: true,
+            },
+            Case {
+                name: "other effect: appended",
+                existing: vec![tol("foo", OP_EXISTS, "", NS)],
+                add: tol("foo", OP_EXISTS, "", NE),
+                want: vec![tol("foo", OP_EXISTS, "", NS), tol("foo", OP_EXISTS, "", NE)],
+                changed: true,
+            },
+            Case {
+                name: "an unset value is the empty value",
+                existing: vec![empty_value.clone()],
+                add: tol("foo", OP_EQUAL, "", NS),
+                want: vec![empty_value],
+                changed: false,
+            },
+            Case {
+                name: "a wildcard toleration does not stop the append",
+                existing: vec![tol("", OP_EXISTS, "", "")],
+                add: tol("foo", OP_EXISTS, "", NE),
+                want: vec![tol("", OP_EXISTS, "", ""), tol("foo", OP_EXISTS, "", NE)],
+                changed: true,
+            },
+        ] {
+            let mut got = case.existing;
+            assert_eq!(
+                add_or_update_toleration(&mut got, &case.add),
+                case.changed,
+                "{}",
+                case.name
+            );
+            assert_eq!(got, case.want, "{}", case.name);
+        }
     }
 
     proptest! {

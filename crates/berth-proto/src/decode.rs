@@ -9,7 +9,7 @@ use serde_json::{Map, Value};
 
 use crate::schema::{Field, Message, MessageId, Special, Ty};
 use crate::wire::{Reader, WireType};
-use crate::{Error, Zeros, special};
+use crate::{Error, Zeros, envelope, special};
 
 /// How deep messages may nest: the schema's deepest path is far shallower, so only crafted
 /// input (envelopes inside RawExtensions inside envelopes...) reaches it.
@@ -35,8 +35,15 @@ fn message_value(
     if depth >= MAX_DEPTH {
         return Err(Error::malformed("messages nested too deeply"));
     }
+    if message.special == Special::EmbeddedJson {
+        let raw = special::embedded_raw(bytes)?;
+        if raw.starts_with(&envelope::MAGIC) {
+            // An object a protobuf client embedded in its own encoding.
+            return decode_object_at_depth(raw, depth + 1, zeros).map(Some);
+        }
+    }
     if message.special != Special::None {
-        return special::decode(message.special, bytes, depth + 1, zeros);
+        return special::decode(message.special, bytes);
     }
     let mut object = Map::new();
     object_fields(bytes, message, &mut object, depth, zeros)?;
@@ -247,4 +254,32 @@ fn expect_len<'a>(reader: &mut Reader<'a>, wire_type: WireType) -> Result<&'a [u
         )));
     }
     reader.len_delimited()
+}
+
+/// The JSON object of a protobuf body, with its `apiVersion` and `kind` from the envelope.
+pub fn decode_object(bytes: &[u8]) -> Result<Value, Error> {
+    decode_object_at_depth(bytes, 0, Zeros::Kept)
+}
+
+/// [`decode_object`], with zero values kept or left out as `zeros` says.
+pub fn decode_object_with(bytes: &[u8], zeros: Zeros) -> Result<Value, Error> {
+    decode_object_at_depth(bytes, 0, zeros)
+}
+
+pub(crate) fn decode_object_at_depth(
+    bytes: &[u8],
+    depth: u32,
+    zeros: Zeros,
+) -> Result<Value, Error> {
+    if depth >= MAX_DEPTH {
+        return Err(Error::malformed("objects nested too deeply"));
+    }
+    let envelope = envelope::unwrap(bytes)?;
+    let message = envelope.message()?;
+    let mut object = decode_message(envelope.raw, message, depth + 1, zeros)?;
+    if let Value::Object(fields) = &mut object {
+        fields.insert("apiVersion".to_owned(), Value::String(envelope.api_version));
+        fields.insert("kind".to_owned(), Value::String(envelope.kind));
+    }
+    Ok(object)
 }

@@ -5,11 +5,10 @@
 
 use serde_json::Value;
 
-use crate::decode::{self, MAX_DEPTH};
 use crate::schema::{self, MessageId};
 use crate::special;
 use crate::wire::{self, Reader, WireType};
-use crate::{Error, Zeros, encode};
+use crate::{Error, encode};
 
 /// The four bytes every Kubernetes protobuf object starts with.
 pub const MAGIC: [u8; 4] = *b"k8s\x00";
@@ -139,32 +138,4 @@ impl Envelope<'_> {
             kind: self.kind.clone(),
         })
     }
-}
-
-/// The JSON object of a protobuf body, with its `apiVersion` and `kind` from the envelope.
-pub fn decode_object(bytes: &[u8]) -> Result<Value, Error> {
-    decode_object_at_depth(bytes, 0, Zeros::Kept)
-}
-
-/// [`decode_object`], with zero values kept or left out as `zeros` says.
-pub fn decode_object_with(bytes: &[u8], zeros: Zeros) -> Result<Value, Error> {
-    decode_object_at_depth(bytes, 0, zeros)
-}
-
-pub(crate) fn decode_object_at_depth(
-    bytes: &[u8],
-    depth: u32,
-    zeros: Zeros,
-) -> Result<Value, Error> {
-    if depth >= MAX_DEPTH {
-        return Err(Error::malformed("objects nested too deeply"));
-    }
-    let envelope = unwrap(bytes)?;
-    let message = envelope.message()?;
-    let mut object = decode::decode_message(envelope.raw, message, depth + 1, zeros)?;
-    if let Value::Object(fields) = &mut object {
-        fields.insert("apiVersion".to_owned(), Value::String(envelope.api_version));
-        fields.insert("kind".to_owned(), Value::String(envelope.kind));
-    }
-    Ok(object)
 }

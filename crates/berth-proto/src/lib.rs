@@ -49,7 +49,8 @@ mod properties;
 
 use serde_json::Value;
 
-pub use envelope::{CONTENT_TYPE, decode_object, decode_object_with, encode_object};
+pub use decode::{decode_object, decode_object_with};
+pub use envelope::{CONTENT_TYPE, encode_object};
 pub use error::Error;
 pub use schema::MessageId;
 pub use watch::WATCH_CONTENT_TYPE;

@@ -6,9 +6,9 @@
 use base64::Engine as _;
 use serde_json::Value;
 
+use crate::Error;
 use crate::schema::Special;
 use crate::wire::{self, Reader, WireType};
-use crate::{Error, Zeros, envelope};
 
 const NANOS_PER_MICRO: i32 = 1_000;
 
@@ -107,12 +107,7 @@ fn put_int(buf: &mut Vec<u8>, tag: u32, value: i64) {
 
 /// The JSON value of a special message's body; `None` where Go's JSON has the zero value as
 /// absent (an empty Time, a RawExtension without bytes).
-pub(crate) fn decode(
-    special: Special,
-    bytes: &[u8],
-    depth: u32,
-    zeros: Zeros,
-) -> Result<Option<Value>, Error> {
+pub(crate) fn decode(special: Special, bytes: &[u8]) -> Result<Option<Value>, Error> {
     match special {
         Special::None => Err(Error::malformed("not a special message")),
         Special::Time | Special::MicroTime => {
@@ -180,17 +175,11 @@ pub(crate) fn decode(
             }))
         }
         Special::EmbeddedJson => {
-            let mut raw: &[u8] = &[];
-            read_fields(bytes, |tag, reader, wire_type| match (tag, wire_type) {
-                (1, WireType::Len) => reader.len_delimited().map(|value| raw = value),
-                _ => reader.skip(wire_type),
-            })?;
+            // An envelope inside (a protobuf client's own encoding) is
+            // decoded by decode.rs before it gets here.
+            let raw = embedded_raw(bytes)?;
             if raw.is_empty() {
                 return Ok(None);
-            }
-            if raw.starts_with(&envelope::MAGIC) {
-                // An object a protobuf client embedded in its own encoding.
-                return envelope::decode_object_at_depth(raw, depth, zeros).map(Some);
             }
             serde_json::from_slice(raw)
                 .map(Some)
@@ -223,6 +212,16 @@ fn read_fields<'a>(
 }
 
 /// A protobuf string as JSON has it: invalid UTF-8 replaced, as Go's JSON encoder does.
+/// The bytes a RawExtension (runtime.RawExtension, field 1) carries.
+pub(crate) fn embedded_raw(bytes: &[u8]) -> Result<&[u8], Error> {
+    let mut raw: &[u8] = &[];
+    read_fields(bytes, |tag, reader, wire_type| match (tag, wire_type) {
+        (1, WireType::Len) => reader.len_delimited().map(|value| raw = value),
+        _ => reader.skip(wire_type),
+    })?;
+    Ok(raw)
+}
+
 pub(crate) fn string(bytes: &[u8]) -> String {
     String::from_utf8_lossy(bytes).into_owned()
 }

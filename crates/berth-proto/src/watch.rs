@@ -97,6 +97,6 @@ pub fn decode_event(frame: &[u8]) -> Result<(String, Value), Error> {
             (_, wire_type) => reader.skip(wire_type)?,
         }
     }
-    let object = envelope::decode_object(raw).map_err(|error| error.within("object"))?;
+    let object = crate::decode::decode_object(raw).map_err(|error| error.within("object"))?;
     Ok((event_type, object))
 }

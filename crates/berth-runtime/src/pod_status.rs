@@ -279,100 +279,114 @@ mod tests {
     fn phase_follows_upstream_get_phase() {
         use PodPhase::*;
         use RestartPolicy::*;
-        let cases: Vec<(&str, RestartPolicy, Vec<ContainerStatus>, bool, PodPhase)> = vec![
-            (
-                "a new container waits",
-                Always,
-                vec![c("waiting", 0, false)],
-                false,
-                Pending,
-            ),
-            (
-                "one running",
-                Never,
-                vec![c("running", 0, false), c("terminated", 1, false)],
-                false,
-                Running,
-            ),
-            (
-                "all succeeded, Never",
-                Never,
-                vec![c("terminated", 0, false)],
-                false,
-                Succeeded,
-            ),
-            (
-                "one failed, Never",
-                Never,
-                vec![c("terminated", 0, false), c("terminated", 2, false)],
-                false,
-                Failed,
-            ),
-            (
-                "all succeeded, OnFailure",
-                OnFailure,
-                vec![c("terminated", 0, false)],
-                false,
-                Succeeded,
-            ),
-            (
-                "failed and restarting, OnFailure",
-                OnFailure,
-                vec![c("terminated", 1, false)],
-                false,
-                Running,
-            ),
-            (
-                "crash loop backoff, OnFailure",
-                OnFailure,
-                vec![c("waiting", 0, true)],
-                false,
-                Running,
-            ),
-            (
-                "all exited, Always, restarting",
-                Always,
-                vec![c("terminated", 0, false)],
-                false,
-                Running,
-            ),
-            (
-                "crash loop backoff, Always",
-                Always,
-                vec![c("waiting", 0, true)],
-                false,
-                Running,
-            ),
-            (
-                "stopped for good, all 0",
-                Always,
-                vec![c("terminated", 0, false)],
-                true,
-                Succeeded,
-            ),
-            (
-                "stopped for good, SIGTERM exit",
-                Always,
-                vec![c("terminated", 143, false)],
-                true,
-                Failed,
-            ),
-            (
-                "stopped for good, OnFailure failed",
-                OnFailure,
-                vec![c("terminated", 137, false)],
-                true,
-                Failed,
-            ),
-            (
-                "no state at all",
-                Always,
-                vec![ContainerStatus::default()],
-                false,
-                Pending,
-            ),
+        struct Case<'a> {
+            name: &'a str,
+            policy: RestartPolicy,
+            containers: Vec<ContainerStatus>,
+            terminal: bool,
+            want: PodPhase,
+        }
+        let cases = vec![
+            Case {
+                name: "a new container waits",
+                policy: Always,
+                containers: vec![c("waiting", 0, false)],
+                terminal: false,
+                want: Pending,
+            },
+            Case {
+                name: "one running",
+                policy: Never,
+                containers: vec![c("running", 0, false), c("terminated", 1, false)],
+                terminal: false,
+                want: Running,
+            },
+            Case {
+                name: "all succeeded, Never",
+                policy: Never,
+                containers: vec![c("terminated", 0, false)],
+                terminal: false,
+                want: Succeeded,
+            },
+            Case {
+                name: "one failed, Never",
+                policy: Never,
+                containers: vec![c("terminated", 0, false), c("terminated", 2, false)],
+                terminal: false,
+                want: Failed,
+            },
+            Case {
+                name: "all succeeded, OnFailure",
+                policy: OnFailure,
+                containers: vec![c("terminated", 0, false)],
+                terminal: false,
+                want: Succeeded,
+            },
+            Case {
+                name: "failed and restarting, OnFailure",
+                policy: OnFailure,
+                containers: vec![c("terminated", 1, false)],
+                terminal: false,
+                want: Running,
+            },
+            Case {
+                name: "crash loop backoff, OnFailure",
+                policy: OnFailure,
+                containers: vec![c("waiting", 0, true)],
+                terminal: false,
+                want: Running,
+            },
+            Case {
+                name: "all exited, Always, restarting",
+                policy: Always,
+                containers: vec![c("terminated", 0, false)],
+                terminal: false,
+                want: Running,
+            },
+            Case {
+                name: "crash loop backoff, Always",
+                policy: Always,
+                containers: vec![c("waiting", 0, true)],
+                terminal: false,
+                want: Running,
+            },
+            Case {
+                name: "stopped for good, all 0",
+                policy: Always,
+                containers: vec![c("terminated", 0, false)],
+                terminal: true,
+                want: Succeeded,
+            },
+            Case {
+                name: "stopped for good, SIGTERM exit",
+                policy: Always,
+                containers: vec![c("terminated", 143, false)],
+                terminal: true,
+                want: Failed,
+            },
+            Case {
+                name: "stopped for good, OnFailure failed",
+                policy: OnFailure,
+                containers: vec![c("terminated", 137, false)],
+                terminal: true,
+                want: Failed,
+            },
+            Case {
+                name: "no state at all",
+                policy: Always,
+                containers: vec![ContainerStatus::default()],
+                terminal: false,
+                want: Pending,
+            },
         ];
-        for (name, policy, containers, terminal, want) in cases {
+        for Case {
+            name,
+            policy,
+            containers,
+            terminal,
+            want,
+        } in cases
+        {
             assert_eq!(pod_phase(policy, &containers, terminal), want, "{name}");
         }
     }

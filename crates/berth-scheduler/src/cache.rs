@@ -344,27 +344,7 @@ impl Cache {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
-
-    fn node(name: &str) -> Arc<Node> {
-        Arc::new(Node {
-            metadata: ObjectMeta {
-                name: Some(name.into()),
-                ..ObjectMeta::default()
-            },
-            ..Node::default()
-        })
-    }
-
-    fn pod(cpu: &str) -> Arc<Pod> {
-        Arc::new(
-            serde_json::from_value(serde_json::json!({
-                "metadata": {"name": "p", "namespace": "default"},
-                "spec": {"containers": [{"name": "c", "resources": {"requests": {"cpu": cpu}}}]}
-            }))
-            .unwrap_or_default(),
-        )
-    }
+    use berth_core::test_util::{make_node, make_pod};
 
     fn cpu(cache: &Cache, node: &str) -> (i64, usize) {
         cache
@@ -376,8 +356,18 @@ mod tests {
     #[test]
     fn assumed_pods_count_at_once_and_are_forgotten_on_failure() {
         let mut cache = Cache::new();
-        cache.upsert_node(node("a"));
-        cache.assume("default/p", &PodInfo::new(pod("500m")), "a");
+        cache.upsert_node(Arc::new(make_node().name("a").obj()));
+        cache.assume(
+            "default/p",
+            &PodInfo::new(Arc::new(
+                make_pod()
+                    .name("p")
+                    .namespace("default")
+                    .req(&[("cpu", "500m")])
+                    .obj(),
+            )),
+            "a",
+        );
         assert_eq!(cpu(&cache, "a"), (500, 1));
         cache.forget("default/p");
         assert_eq!(cpu(&cache, "a"), (0, 0));
@@ -387,9 +377,29 @@ mod tests {
     #[test]
     fn the_watch_confirms_an_assumed_pod_without_counting_it_twice() {
         let mut cache = Cache::new();
-        cache.upsert_node(node("a"));
-        cache.assume("default/p", &PodInfo::new(pod("500m")), "a");
-        cache.add_pod("default/p", pod("500m"), "a");
+        cache.upsert_node(Arc::new(make_node().name("a").obj()));
+        cache.assume(
+            "default/p",
+            &PodInfo::new(Arc::new(
+                make_pod()
+                    .name("p")
+                    .namespace("default")
+                    .req(&[("cpu", "500m")])
+                    .obj(),
+            )),
+            "a",
+        );
+        cache.add_pod(
+            "default/p",
+            Arc::new(
+                make_pod()
+                    .name("p")
+                    .namespace("default")
+                    .req(&[("cpu", "500m")])
+                    .obj(),
+            ),
+            "a",
+        );
         assert_eq!(cpu(&cache, "a"), (500, 1));
         // A confirmed pod is not forgotten by a late bind failure.
         cache.forget("default/p");
@@ -401,10 +411,30 @@ mod tests {
     #[test]
     fn a_pod_bound_elsewhere_moves() {
         let mut cache = Cache::new();
-        cache.upsert_node(node("a"));
-        cache.upsert_node(node("b"));
-        cache.assume("default/p", &PodInfo::new(pod("1")), "a");
-        cache.add_pod("default/p", pod("1"), "b");
+        cache.upsert_node(Arc::new(make_node().name("a").obj()));
+        cache.upsert_node(Arc::new(make_node().name("b").obj()));
+        cache.assume(
+            "default/p",
+            &PodInfo::new(Arc::new(
+                make_pod()
+                    .name("p")
+                    .namespace("default")
+                    .req(&[("cpu", "1")])
+                    .obj(),
+            )),
+            "a",
+        );
+        cache.add_pod(
+            "default/p",
+            Arc::new(
+                make_pod()
+                    .name("p")
+                    .namespace("default")
+                    .req(&[("cpu", "1")])
+                    .obj(),
+            ),
+            "b",
+        );
         assert_eq!(cpu(&cache, "a"), (0, 0));
         assert_eq!(cpu(&cache, "b"), (1000, 1));
     }
@@ -412,11 +442,21 @@ mod tests {
     #[test]
     fn pods_seen_before_their_node_count_when_it_arrives() {
         let mut cache = Cache::new();
-        cache.add_pod("default/p", pod("250m"), "late");
-        cache.upsert_node(node("late"));
+        cache.add_pod(
+            "default/p",
+            Arc::new(
+                make_pod()
+                    .name("p")
+                    .namespace("default")
+                    .req(&[("cpu", "250m")])
+                    .obj(),
+            ),
+            "late",
+        );
+        cache.upsert_node(Arc::new(make_node().name("late").obj()));
         assert_eq!(cpu(&cache, "late"), (250, 1));
         // Updating the node keeps its pods counted.
-        cache.upsert_node(node("late"));
+        cache.upsert_node(Arc::new(make_node().name("late").obj()));
         assert_eq!(cpu(&cache, "late"), (250, 1));
     }
 
@@ -424,7 +464,7 @@ mod tests {
     fn removing_a_node_keeps_the_index_right() {
         let mut cache = Cache::new();
         for n in ["a", "b", "c"] {
-            cache.upsert_node(node(n));
+            cache.upsert_node(Arc::new(make_node().name(n).obj()));
         }
         cache.remove_node("a");
         assert_eq!(cache.num_nodes(), 2);

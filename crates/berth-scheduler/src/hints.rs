@@ -302,38 +302,12 @@ fn fits_after_node_change(pod: &PodInfo, old: Option<&Node>, new: &Node) -> bool
 #[cfg(test)]
 mod tests {
     use super::*;
-    use berth_core::test_util::{taint, tol as toleration};
-    use k8s_openapi::api::core::v1::{NodeSpec, NodeStatus, PodSpec};
-    use k8s_openapi::apimachinery::pkg::api::resource::Quantity;
-    use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
+    use berth_core::test_util::{make_node, taint, tol as toleration};
 
-    fn node(name: &str, taints: Vec<Taint>, labels: &[(&str, &str)]) -> Node {
-        Node {
-            metadata: ObjectMeta {
-                name: Some(name.into()),
-                labels: Some(
-                    labels
-                        .iter()
-                        .map(|(k, v)| (k.to_string(), v.to_string()))
-                        .collect(),
-                ),
-                ..ObjectMeta::default()
-            },
-            spec: Some(NodeSpec {
-                taints: Some(taints),
-                ..NodeSpec::default()
-            }),
-            status: Some(NodeStatus {
-                allocatable: Some(
-                    [("cpu", "4"), ("memory", "8Gi"), ("pods", "110")]
-                        .iter()
-                        .map(|(k, v)| (k.to_string(), Quantity(v.to_string())))
-                        .collect(),
-                ),
-                ..NodeStatus::default()
-            }),
-        }
-    }
+    /// Every node's allocatable in these tables.
+    const ALLOCATABLE: [(&str, &str); 3] = [("cpu", "4"), ("memory", "8Gi"), ("pods", "110")];
+    use k8s_openapi::api::core::v1::PodSpec;
+    use k8s_openapi::apimachinery::pkg::api::resource::Quantity;
 
     fn pod(spec: PodSpec) -> PodInfo {
         PodInfo::from(Pod {
@@ -358,10 +332,26 @@ mod tests {
             tolerations: Some(vec![toleration("foo", "Equal", "bar", "NoSchedule")]),
             ..PodSpec::default()
         });
-        let tainted = node("n", vec![taint("foo", "bar", "NoSchedule")], &[]);
-        let clean = node("n", vec![], &[]);
-        let other = node("n", vec![taint("foo", "baz", "NoSchedule")], &[]);
-        let prefer = node("n", vec![taint("foo", "bar", "PreferNoSchedule")], &[]);
+        let tainted = make_node()
+            .name("n")
+            .allocatable(&ALLOCATABLE)
+            .taints(vec![taint("foo", "bar", "NoSchedule")])
+            .obj();
+        let clean = make_node()
+            .name("n")
+            .allocatable(&ALLOCATABLE)
+            .taints(vec![])
+            .obj();
+        let other = make_node()
+            .name("n")
+            .allocatable(&ALLOCATABLE)
+            .taints(vec![taint("foo", "baz", "NoSchedule")])
+            .obj();
+        let prefer = make_node()
+            .name("n")
+            .allocatable(&ALLOCATABLE)
+            .taints(vec![taint("foo", "bar", "PreferNoSchedule")])
+            .obj();
         let add = |n| ClusterEvent::Node {
             action: ActionType::ADD,
             old: None,
@@ -422,24 +412,24 @@ mod tests {
             )]),
             ..PodSpec::default()
         });
-        let user1 = node(
-            "nodeA",
-            vec![taint("dedicated", "user1", "NoSchedule")],
-            &[],
-        );
-        let user2 = node(
-            "nodeA",
-            vec![taint("dedicated", "user2", "NoSchedule")],
-            &[],
-        );
-        let user1_and_3 = node(
-            "nodeA",
-            vec![
+        let user1 = make_node()
+            .name("nodeA")
+            .allocatable(&ALLOCATABLE)
+            .taints(vec![taint("dedicated", "user1", "NoSchedule")])
+            .obj();
+        let user2 = make_node()
+            .name("nodeA")
+            .allocatable(&ALLOCATABLE)
+            .taints(vec![taint("dedicated", "user2", "NoSchedule")])
+            .obj();
+        let user1_and_3 = make_node()
+            .name("nodeA")
+            .allocatable(&ALLOCATABLE)
+            .taints(vec![
                 taint("dedicated", "user1", "NoSchedule"),
                 taint("dedicated", "user3", "NoSchedule"),
-            ],
-            &[],
-        );
+            ])
+            .obj();
         let add = |n| ClusterEvent::Node {
             action: ActionType::ADD,
             old: None,
@@ -469,8 +459,16 @@ mod tests {
     fn node_unschedulable_is_schedulable_after_node_change_as_upstream() {
         let gates = FeatureGates::default();
         let p = pod(PodSpec::default());
-        let schedulable = node("node-1", vec![], &[]);
-        let mut unschedulable_node = node("node-1", vec![], &[]);
+        let schedulable = make_node()
+            .name("node-1")
+            .allocatable(&ALLOCATABLE)
+            .taints(vec![])
+            .obj();
+        let mut unschedulable_node = make_node()
+            .name("node-1")
+            .allocatable(&ALLOCATABLE)
+            .taints(vec![])
+            .obj();
         if let Some(s) = unschedulable_node.spec.as_mut() {
             s.unschedulable = Some(true);
         }
@@ -510,8 +508,18 @@ mod tests {
     fn events_a_plugin_did_not_register_for_never_help() {
         let gates = FeatureGates::default();
         let plain = pod(PodSpec::default());
-        let a = node("n", vec![], &[("zone", "a")]);
-        let b = node("n", vec![], &[("zone", "b")]);
+        let a = make_node()
+            .name("n")
+            .labels(&[("zone", "a")])
+            .allocatable(&ALLOCATABLE)
+            .taints(vec![])
+            .obj();
+        let b = make_node()
+            .name("n")
+            .labels(&[("zone", "b")])
+            .allocatable(&ALLOCATABLE)
+            .taints(vec![])
+            .obj();
         let event = update(&a, &b);
         assert!(!may_help(taint_toleration::NAME, &plain, &event, gates));
         assert!(!may_help(node_unschedulable::NAME, &plain, &event, gates));
@@ -524,11 +532,19 @@ mod tests {
     fn node_unschedulable_hint_fires_on_uncordon() {
         let gates = FeatureGates::default();
         let plain = pod(PodSpec::default());
-        let mut cordoned = node("n", vec![], &[]);
+        let mut cordoned = make_node()
+            .name("n")
+            .allocatable(&ALLOCATABLE)
+            .taints(vec![])
+            .obj();
         if let Some(s) = cordoned.spec.as_mut() {
             s.unschedulable = Some(true);
         }
-        let open = node("n", vec![], &[]);
+        let open = make_node()
+            .name("n")
+            .allocatable(&ALLOCATABLE)
+            .taints(vec![])
+            .obj();
         let nu = node_unschedulable::NAME;
         assert!(may_help(nu, &plain, &update(&cordoned, &open), gates));
         assert!(!may_help(nu, &plain, &update(&open, &cordoned), gates));
@@ -541,8 +557,18 @@ mod tests {
             node_selector: Some([("zone".to_string(), "a".to_string())].into()),
             ..PodSpec::default()
         });
-        let a = node("n", vec![], &[("zone", "a")]);
-        let b = node("n", vec![], &[("zone", "b")]);
+        let a = make_node()
+            .name("n")
+            .labels(&[("zone", "a")])
+            .allocatable(&ALLOCATABLE)
+            .taints(vec![])
+            .obj();
+        let b = make_node()
+            .name("n")
+            .labels(&[("zone", "b")])
+            .allocatable(&ALLOCATABLE)
+            .taints(vec![])
+            .obj();
         let na = node_affinity::NAME;
         assert!(may_help(na, &selecting, &update(&b, &a), gates));
         assert!(!may_help(na, &selecting, &update(&a, &b), gates));
@@ -560,8 +586,16 @@ mod tests {
             p.metadata.name = Some("big".into());
             PodInfo::from(p)
         };
-        let small = node("n", vec![], &[]);
-        let mut large = node("n", vec![], &[]);
+        let small = make_node()
+            .name("n")
+            .allocatable(&ALLOCATABLE)
+            .taints(vec![])
+            .obj();
+        let mut large = make_node()
+            .name("n")
+            .allocatable(&ALLOCATABLE)
+            .taints(vec![])
+            .obj();
         if let Some(a) = large.status.as_mut().and_then(|s| s.allocatable.as_mut()) {
             a.insert("cpu".into(), Quantity("8".into()));
         }

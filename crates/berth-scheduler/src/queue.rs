@@ -473,23 +473,8 @@ impl SchedulingQueue {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use k8s_openapi::api::core::v1::{PodSchedulingGate, PodSpec};
-    use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
-
-    fn pod(name: &str, priority: i32) -> PodInfo {
-        PodInfo::from(Pod {
-            metadata: ObjectMeta {
-                name: Some(name.into()),
-                namespace: Some("default".into()),
-                ..ObjectMeta::default()
-            },
-            spec: Some(PodSpec {
-                priority: Some(priority),
-                ..PodSpec::default()
-            }),
-            ..Pod::default()
-        })
-    }
+    use berth_core::test_util::make_pod;
+    use k8s_openapi::api::core::v1::PodSchedulingGate;
 
     fn queue() -> SchedulingQueue {
         SchedulingQueue::new(QueueConfig::default())
@@ -503,23 +488,61 @@ mod tests {
     async fn active_queue_orders_by_priority_then_arrival() {
         let mut q = queue();
         let t0 = Instant::now();
-        q.add("low-1".into(), pod("low-1", 0), t0);
+        q.add(
+            "low-1".into(),
+            PodInfo::from(
+                make_pod()
+                    .name("low-1")
+                    .namespace("default")
+                    .priority(0)
+                    .obj(),
+            ),
+            t0,
+        );
         q.add(
             "high".into(),
-            pod("high", 100),
+            PodInfo::from(
+                make_pod()
+                    .name("high")
+                    .namespace("default")
+                    .priority(100)
+                    .obj(),
+            ),
             t0 + Duration::from_millis(1),
         );
         q.add(
             "low-2".into(),
-            pod("low-2", 0),
+            PodInfo::from(
+                make_pod()
+                    .name("low-2")
+                    .namespace("default")
+                    .priority(0)
+                    .obj(),
+            ),
             t0 + Duration::from_millis(2),
         );
         q.add(
             "low-0".into(),
-            pod("low-0", 0),
+            PodInfo::from(
+                make_pod()
+                    .name("low-0")
+                    .namespace("default")
+                    .priority(0)
+                    .obj(),
+            ),
             t0 + Duration::from_millis(2),
         );
-        q.add("neg".into(), pod("neg", -5), t0);
+        q.add(
+            "neg".into(),
+            PodInfo::from(
+                make_pod()
+                    .name("neg")
+                    .namespace("default")
+                    .priority(-5)
+                    .obj(),
+            ),
+            t0,
+        );
         assert_eq!(q.pending().active, 5);
         assert_eq!(
             pop_names(&mut q, t0),
@@ -540,7 +563,11 @@ mod tests {
     async fn an_error_backs_off_then_returns_to_active() {
         let mut q = queue();
         let t0 = Instant::now();
-        q.add("p".into(), pod("p", 0), t0);
+        q.add(
+            "p".into(),
+            PodInfo::from(make_pod().name("p").namespace("default").priority(0).obj()),
+            t0,
+        );
         assert_eq!(q.pop(t0).map(|p| p.attempts), Some(1));
         assert_eq!(q.place("p"), Some(Place::InFlight));
         q.requeue("p", vec![], true, t0);
@@ -561,8 +588,16 @@ mod tests {
     async fn unschedulable_pods_move_only_on_a_helpful_event() {
         let mut q = queue();
         let t0 = Instant::now();
-        q.add("a".into(), pod("a", 0), t0);
-        q.add("b".into(), pod("b", 0), t0);
+        q.add(
+            "a".into(),
+            PodInfo::from(make_pod().name("a").namespace("default").priority(0).obj()),
+            t0,
+        );
+        q.add(
+            "b".into(),
+            PodInfo::from(make_pod().name("b").namespace("default").priority(0).obj()),
+            t0,
+        );
         q.pop(t0);
         q.pop(t0);
         q.requeue("a", vec!["TaintToleration"], false, t0);
@@ -584,7 +619,11 @@ mod tests {
     async fn a_pod_moved_while_backing_off_waits_in_backoff() {
         let mut q = queue();
         let t0 = Instant::now();
-        q.add("a".into(), pod("a", 0), t0);
+        q.add(
+            "a".into(),
+            PodInfo::from(make_pod().name("a").namespace("default").priority(0).obj()),
+            t0,
+        );
         q.pop(t0);
         q.requeue("a", vec!["TaintToleration"], false, t0);
         q.move_on_event(t0 + Duration::from_millis(300), |_| true);
@@ -597,7 +636,11 @@ mod tests {
     async fn unschedulable_pods_are_retried_after_five_minutes() {
         let mut q = queue();
         let t0 = Instant::now();
-        q.add("a".into(), pod("a", 0), t0);
+        q.add(
+            "a".into(),
+            PodInfo::from(make_pod().name("a").namespace("default").priority(0).obj()),
+            t0,
+        );
         q.pop(t0);
         q.requeue("a", vec!["NodeAffinity"], false, t0);
         assert_eq!(q.next_wakeup(), Some(t0 + Duration::from_secs(300)));
@@ -611,15 +654,25 @@ mod tests {
     async fn a_spec_change_retries_an_unschedulable_pod_but_a_status_change_does_not() {
         let mut q = queue();
         let t0 = Instant::now();
-        q.add("a".into(), pod("a", 0), t0);
+        q.add(
+            "a".into(),
+            PodInfo::from(make_pod().name("a").namespace("default").priority(0).obj()),
+            t0,
+        );
         q.pop(t0);
         q.requeue("a", vec!["TaintToleration"], false, t0);
         let later = t0 + Duration::from_secs(20);
-        let mut same_spec = pod("a", 0).pod().clone();
+        let mut same_spec =
+            PodInfo::from(make_pod().name("a").namespace("default").priority(0).obj())
+                .pod()
+                .clone();
         same_spec.status = Some(Default::default());
         q.update("a", PodInfo::from(same_spec), later);
         assert_eq!(q.place("a"), Some(Place::Unschedulable));
-        let mut new_spec = pod("a", 0).pod().clone();
+        let mut new_spec =
+            PodInfo::from(make_pod().name("a").namespace("default").priority(0).obj())
+                .pod()
+                .clone();
         if let Some(s) = new_spec.spec.as_mut() {
             s.node_selector = Some([("zone".to_string(), "a".to_string())].into());
         }
@@ -631,7 +684,9 @@ mod tests {
     async fn gated_pods_wait_until_their_gates_are_removed() {
         let mut q = queue();
         let t0 = Instant::now();
-        let mut gated = pod("g", 0).pod().clone();
+        let mut gated = PodInfo::from(make_pod().name("g").namespace("default").priority(0).obj())
+            .pod()
+            .clone();
         if let Some(s) = gated.spec.as_mut() {
             s.scheduling_gates = Some(vec![PodSchedulingGate {
                 name: "example.com/wait".into(),
@@ -640,7 +695,11 @@ mod tests {
         q.add("g".into(), PodInfo::from(gated), t0);
         assert_eq!(q.pending().gated, 1);
         assert!(q.pop(t0).is_none());
-        q.update("g", pod("g", 0), t0);
+        q.update(
+            "g",
+            PodInfo::from(make_pod().name("g").namespace("default").priority(0).obj()),
+            t0,
+        );
         assert_eq!(q.pending().active, 1);
         assert_eq!(q.pop(t0).map(|p| p.key), Some("g".into()));
     }
@@ -649,8 +708,16 @@ mod tests {
     async fn deleted_and_done_pods_leave_no_trace() {
         let mut q = queue();
         let t0 = Instant::now();
-        q.add("a".into(), pod("a", 0), t0);
-        q.add("b".into(), pod("b", 0), t0);
+        q.add(
+            "a".into(),
+            PodInfo::from(make_pod().name("a").namespace("default").priority(0).obj()),
+            t0,
+        );
+        q.add(
+            "b".into(),
+            PodInfo::from(make_pod().name("b").namespace("default").priority(0).obj()),
+            t0,
+        );
         q.delete("a");
         assert_eq!(pop_names(&mut q, t0), ["b"]);
         q.done("b");

@@ -22,6 +22,7 @@
 
 use std::collections::BTreeMap;
 
+use berth_client::{Change, changes_of};
 use berth_controllers::node_lifecycle::zone::{
     compute_zone_state, excluded_from_disruption, zone_key,
 };
@@ -86,11 +87,11 @@ impl Recorder {
         }
     }
 
-    fn node(&mut self, event: watcher::Event<Node>) {
+    fn node_changed(&mut self, change: Change<Node>) {
         let t = self.now();
         self.settle_zones(t);
-        match event {
-            watcher::Event::Apply(node) | watcher::Event::InitApply(node) => {
+        match change {
+            Change::Upsert(node) => {
                 let name = node.metadata.name.clone().unwrap_or_default();
                 let entries = timeline::node_entries(t, self.nodes.get(&name), &node);
                 self.record(entries);
@@ -101,41 +102,42 @@ impl Recorder {
                     .observe(taints.unwrap_or(&[]), self.clock.now());
                 self.nodes.insert(name, node);
             }
-            watcher::Event::Delete(node) => {
-                let name = node.metadata.name.clone().unwrap_or_default();
-                self.nodes.remove(&name);
-                self.taint_starts.remove(&name);
+            Change::Delete(gone) => {
+                self.nodes.remove(&gone.key.name);
+                self.taint_starts.remove(&gone.key.name);
             }
-            watcher::Event::Init | watcher::Event::InitDone => {}
+            Change::Synced => {}
         }
     }
 
-    fn pod(&mut self, event: watcher::Event<Pod>) {
+    fn pod_changed(&mut self, change: Change<Pod>) {
         let t = self.now();
         self.settle_zones(t);
-        match event {
-            watcher::Event::Apply(pod) | watcher::Event::InitApply(pod) => {
+        match change {
+            Change::Upsert(pod) => {
                 let key = timeline::pod_key(&pod);
                 let entries = timeline::pod_entries(t, self.pods.get(&key), Some(&pod));
                 self.record(entries);
                 self.gone.remove(&key);
                 self.pods.insert(key, pod);
             }
-            watcher::Event::Delete(pod) => {
-                let key = timeline::pod_key(&pod);
+            Change::Delete(gone) => {
+                let key = timeline::pod_subject(&gone.key);
                 let old = self.pods.remove(&key);
                 let entries = timeline::pod_entries(t, old.as_ref(), None);
                 self.record(entries);
-                self.gone.insert(key, old.unwrap_or(pod));
+                if let Some(last) = old.or(gone.last) {
+                    self.gone.insert(key, last);
+                }
             }
-            watcher::Event::Init | watcher::Event::InitDone => {}
+            Change::Synced => {}
         }
     }
 
-    fn event(&mut self, event: watcher::Event<Event>) {
+    fn event_seen(&mut self, change: Change<Event>) {
         let t = self.now();
         self.settle_zones(t);
-        let (watcher::Event::Apply(ev) | watcher::Event::InitApply(ev)) = event else {
+        let Change::Upsert(ev) = change else {
             return;
         };
         let key = format!(
@@ -234,7 +236,7 @@ impl Recorder {
     }
 }
 
-fn watch<K>(client: &Client) -> impl Stream<Item = watcher::Event<K>> + Send + use<K>
+fn watch<K>(client: &Client) -> impl Stream<Item = Change<K>> + Send + use<K>
 where
     K: kube::Resource<DynamicType = ()>
         + Clone
@@ -243,9 +245,7 @@ where
         + Send
         + 'static,
 {
-    // The watcher retries on its own; an error item carries nothing to record.
-    watcher(Api::<K>::all(client.clone()), watcher::Config::default())
-        .filter_map(|item| async move { item.ok() })
+    changes_of(Api::<K>::all(client.clone()), watcher::Config::default())
 }
 
 /// A started recorder.
@@ -290,8 +290,8 @@ impl Recording {
             };
             let mut listed = 0;
             let mut ready_tx = Some(ready_tx);
-            let mut listed_once = |event_is_done: bool| {
-                if event_is_done {
+            let mut listed_once = |synced: bool| {
+                if synced {
                     listed += 1;
                     if listed == 3
                         && let Some(tx) = ready_tx.take()
@@ -308,19 +308,19 @@ impl Recording {
                     biased;
                     () = token.cancelled() => break,
                     Some(e) = nodes.next() => {
-                        listed_once(matches!(e, watcher::Event::InitDone));
-                        recorder.node(e);
+                        listed_once(matches!(e, Change::Synced));
+                        recorder.node_changed(e);
                         if armed {
                             recorder.zones();
                         }
                     }
                     Some(e) = pods.next() => {
-                        listed_once(matches!(e, watcher::Event::InitDone));
-                        recorder.pod(e);
+                        listed_once(matches!(e, Change::Synced));
+                        recorder.pod_changed(e);
                     }
                     Some(e) = events.next() => {
-                        listed_once(matches!(e, watcher::Event::InitDone));
-                        recorder.event(e);
+                        listed_once(matches!(e, Change::Synced));
+                        recorder.event_seen(e);
                     }
                     result = &mut arm_rx, if !armed => {
                         armed = true;

@@ -1,7 +1,6 @@
 //! Running a scenario: the cluster on a paused clock, the steps at their
 //! virtual times, the timeline out.
 
-use std::collections::BTreeMap;
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -21,7 +20,9 @@ use tokio_util::sync::CancellationToken;
 use crate::components::{Component, ComponentContext, Started};
 use crate::recorder::{self, millis_between};
 use crate::scenario::{Action, Manifest, Scenario, Step};
-use crate::sim_node::{self, NodeCommand, SimNode};
+use berth_agent::sim::FleetHandle;
+
+use crate::fleet::{self, ConditionOverride, NodeCommand};
 use crate::timeline::{Entry, Millis};
 
 /// Wall time at t=0 of every run: fixed, so runs repeat.
@@ -32,8 +33,10 @@ pub const START: &str = "2026-01-01T00:00:00Z";
 pub enum SimError {
     #[error("starting the API server: {0}")]
     Api(String),
-    #[error(transparent)]
-    Node(#[from] sim_node::NodeError),
+    #[error("starting the nodes: {0}")]
+    Nodes(#[from] fleet::JoinError),
+    #[error("registering a node: {0}")]
+    Node(#[from] berth_agent::sim::Refused),
     /// A step the cluster refused; a problem of the scenario.
     #[error("{file}:{line}: {message}")]
     Step {
@@ -137,24 +140,34 @@ pub async fn run(
     .await;
 
     let mut rng = SplitMix64::new(seed);
+    let components_seed = rng.next_u64();
+    // t=0: nodes (each with its heartbeat phase drawn from the seed),
+    // objects, then the components.
+    let phases: Vec<Duration> = scenario
+        .nodes
+        .iter()
+        .map(|_| Duration::from_millis(rng.next_u64() % 10_000))
+        .collect();
+    let nodes_stop = CancellationToken::new();
+    let mut nodes = fleet::start(
+        &api,
+        &clock,
+        &scenario.nodes,
+        &phases,
+        scenario.config.feature_gates,
+        nodes_stop.clone(),
+    )?;
+    nodes.up().await?;
     let mut cluster = Cluster {
         api: api.clone(),
         admin: admin.clone(),
         clock: clock.clone(),
-        nodes: BTreeMap::new(),
+        nodes,
         started: Vec::new(),
-        seed: rng.next_u64(),
+        seed: components_seed,
         starts: 0,
         config: scenario.config.clone(),
     };
-
-    // t=0: nodes (each with its heartbeat phase drawn from the seed),
-    // objects, then the components.
-    for spec in &scenario.nodes {
-        let phase = Duration::from_millis(rng.next_u64() % 10_000);
-        let node = sim_node::start(&api, &clock, spec, phase).await?;
-        cluster.nodes.insert(node.name.clone(), node);
-    }
     for object in &scenario.objects {
         cluster
             .apply(object)
@@ -193,6 +206,7 @@ pub async fn run(
     for started in cluster.started.drain(..) {
         started.1.stop().await;
     }
+    nodes_stop.cancel();
 
     Ok(Recording {
         entries,
@@ -219,7 +233,7 @@ struct Cluster {
     api: Arc<ApiServer>,
     admin: Client,
     clock: Clock,
-    nodes: BTreeMap<String, SimNode>,
+    nodes: FleetHandle,
     started: Vec<(&'static str, Started)>,
     seed: u64,
     /// Components started so far (each start gets its own seed).
@@ -282,9 +296,10 @@ impl Cluster {
             }
             Action::Heartbeat { nodes, stop } => {
                 for node in nodes {
-                    if let Some(n) = self.nodes.get(node) {
-                        n.send(NodeCommand::Heartbeat { stop: *stop });
-                    }
+                    self.nodes.send(NodeCommand::Pause {
+                        node: node.clone(),
+                        paused: *stop,
+                    });
                 }
                 Ok(())
             }
@@ -295,14 +310,19 @@ impl Cluster {
                 reason,
                 message,
             } => {
-                if let Some(n) = self.nodes.get(node) {
-                    n.send(NodeCommand::Condition {
-                        condition: condition.clone(),
+                self.nodes.send(NodeCommand::SetCondition {
+                    node: node.clone(),
+                    condition: ConditionOverride {
+                        type_: condition.clone(),
                         status: status.clone(),
-                        reason: reason.clone(),
-                        message: message.clone(),
-                    });
-                }
+                        reason: reason
+                            .clone()
+                            .unwrap_or_else(|| format!("Scenario{condition}")),
+                        message: message
+                            .clone()
+                            .unwrap_or_else(|| "set by the scenario".to_owned()),
+                    },
+                });
                 Ok(())
             }
             Action::Apply(manifest) => self.apply(manifest).await,

@@ -741,27 +741,129 @@ run: 2h
     #[test]
     fn bad_files_name_the_line_and_the_problem() {
         let head = "nodes:\n  - {name: n1, zone: a}\n";
-        let cases: &[(&str, String, u64, &str)] = &[
-            ("unknown step kind", format!("{head}steps:\n  - {{at: 1s, explode: n1}}\nrun: 1m\n"), 4, "unknown field `explode`"),
-            ("bad taint syntax", format!("{head}steps:\n  - at: 1s\n    taint: \"n1 k=v:Sometimes\"\nrun: 1m\n"), 4, "invalid taint effect: Sometimes"),
-            ("bad duration", format!("{head}steps:\n  - {{at: 10, cordon: n1}}\nrun: 1m\n"), 4, "missing unit in duration \"10\""),
-            ("unknown node", format!("{head}steps:\n  - {{at: 1s, cordon: n1}}\n  - {{at: 2s, cordon: n9}}\nrun: 1m\n"), 5, "unknown node \"n9\""),
-            ("unknown zone", format!("{head}steps:\n  - {{at: 1s, heartbeat: {{zone: z, stop: true}}}}\nrun: 1m\n"), 4, "unknown zone \"z\""),
-            ("two actions", format!("{head}steps:\n  - {{at: 1s, cordon: n1, uncordon: n1}}\nrun: 1m\n"), 4, "exactly one action"),
-            ("no action", format!("{head}steps:\n  - {{at: 1s}}\nrun: 1m\n"), 4, "needs one action"),
-            ("after the run", format!("{head}steps:\n  - {{at: 2m, cordon: n1}}\nrun: 1m\n"), 4, "after the end of the run"),
-            ("bad run", format!("{head}run: forever\n"), 3, "run: time: invalid duration"),
-            ("unknown flag", "config:\n  node-monitor-grace: 5s\nrun: 1m\n".into(), 2, "unknown flag"),
-            ("bad node taint", "nodes:\n  - {name: n1}\n  - {name: n2, taints: [\"a=b\"]}\nrun: 1m\n".into(), 3, "invalid taint spec: a=b"),
-            ("duplicate node", "nodes:\n  - {name: n1}\n  - {name: n1}\nrun: 1m\n".into(), 3, "defined twice"),
-            ("unserved kind", "objects:\n  - {apiVersion: apps/v1, kind: Deployment, metadata: {name: d}}\nrun: 1m\n".into(), 2, "Deployment"),
-            ("bad delete", format!("{head}steps:\n  - {{at: 1s, delete: widgets/x}}\nrun: 1m\n"), 4, "delete \"widgets/x\""),
-            ("bad condition", format!("{head}steps:\n  - {{at: 1s, condition: {{node: n1, type: Hungry, status: \"True\"}}}}\nrun: 1m\n"), 4, "unknown type \"Hungry\""),
-            ("syntax error", "nodes: [\nrun: 1m\n".into(), 0, ""),
-            ("missing run", "nodes: []\n".into(), 0, "run"),
-            ("wrong type", "nodes:\n  - {name: n1, generate: lots}\nrun: 1m\n".into(), 2, "invalid u32"),
+        struct Case<'a> {
+            name: &'a str,
+            text: String,
+            line: u64,
+            want: &'a str,
+        }
+        let cases = &[
+            Case {
+                name: "unknown step kind",
+                text: format!("{head}steps:\n  - {{at: 1s, explode: n1}}\nrun: 1m\n"),
+                line: 4,
+                want: "unknown field `explode`",
+            },
+            Case {
+                name: "bad taint syntax",
+                text: format!("{head}steps:\n  - at: 1s\n    taint: \"n1 k=v:Sometimes\"\nrun: 1m\n"),
+                line: 4,
+                want: "invalid taint effect: Sometimes",
+            },
+            Case {
+                name: "bad duration",
+                text: format!("{head}steps:\n  - {{at: 10, cordon: n1}}\nrun: 1m\n"),
+                line: 4,
+                want: "missing unit in duration \"10\"",
+            },
+            Case {
+                name: "unknown node",
+                text: format!("{head}steps:\n  - {{at: 1s, cordon: n1}}\n  - {{at: 2s, cordon: n9}}\nrun: 1m\n"),
+                line: 5,
+                want: "unknown node \"n9\"",
+            },
+            Case {
+                name: "unknown zone",
+                text: format!("{head}steps:\n  - {{at: 1s, heartbeat: {{zone: z, stop: true}}}}\nrun: 1m\n"),
+                line: 4,
+                want: "unknown zone \"z\"",
+            },
+            Case {
+                name: "two actions",
+                text: format!("{head}steps:\n  - {{at: 1s, cordon: n1, uncordon: n1}}\nrun: 1m\n"),
+                line: 4,
+                want: "exactly one action",
+            },
+            Case {
+                name: "no action",
+                text: format!("{head}steps:\n  - {{at: 1s}}\nrun: 1m\n"),
+                line: 4,
+                want: "needs one action",
+            },
+            Case {
+                name: "after the run",
+                text: format!("{head}steps:\n  - {{at: 2m, cordon: n1}}\nrun: 1m\n"),
+                line: 4,
+                want: "after the end of the run",
+            },
+            Case {
+                name: "bad run",
+                text: format!("{head}run: forever\n"),
+                line: 3,
+                want: "run: time: invalid duration",
+            },
+            Case {
+                name: "unknown flag",
+                text: "config:\n  node-monitor-grace: 5s\nrun: 1m\n".into(),
+                line: 2,
+                want: "unknown flag",
+            },
+            Case {
+                name: "bad node taint",
+                text: "nodes:\n  - {name: n1}\n  - {name: n2, taints: [\"a=b\"]}\nrun: 1m\n".into(),
+                line: 3,
+                want: "invalid taint spec: a=b",
+            },
+            Case {
+                name: "duplicate node",
+                text: "nodes:\n  - {name: n1}\n  - {name: n1}\nrun: 1m\n".into(),
+                line: 3,
+                want: "defined twice",
+            },
+            Case {
+                name: "unserved kind",
+                text: "objects:\n  - {apiVersion: apps/v1, kind: Deployment, metadata: {name: d}}\nrun: 1m\n".into(),
+                line: 2,
+                want: "Deployment",
+            },
+            Case {
+                name: "bad delete",
+                text: format!("{head}steps:\n  - {{at: 1s, delete: widgets/x}}\nrun: 1m\n"),
+                line: 4,
+                want: "delete \"widgets/x\"",
+            },
+            Case {
+                name: "bad condition",
+                text: format!("{head}steps:\n  - {{at: 1s, condition: {{node: n1, type: Hungry, status: \"True\"}}}}\nrun: 1m\n"),
+                line: 4,
+                want: "unknown type \"Hungry\"",
+            },
+            Case {
+                name: "syntax error",
+                text: "nodes: [\nrun: 1m\n".into(),
+                line: 0,
+                want: "",
+            },
+            Case {
+                name: "missing run",
+                text: "nodes: []\n".into(),
+                line: 0,
+                want: "run",
+            },
+            Case {
+                name: "wrong type",
+                text: "nodes:\n  - {name: n1, generate: lots}\nrun: 1m\n".into(),
+                line: 2,
+                want: "invalid u32",
+            },
         ];
-        for (name, text, line, want) in cases {
+        for Case {
+            name,
+            text,
+            line,
+            want,
+        } in cases
+        {
             let err = match parse("s.yaml", text) {
                 Ok(_) => panic!("{name}: parsed"),
                 Err(e) => e,

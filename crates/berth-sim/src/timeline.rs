@@ -23,6 +23,7 @@
 use std::collections::BTreeSet;
 use std::io::Write;
 
+use berth_core::pod::PodKey;
 use berth_core::taint_spec::format_taint;
 use k8s_openapi::api::core::v1::{Event, Node, Pod};
 use serde::{Deserialize, Serialize};
@@ -109,12 +110,12 @@ impl Entry {
         }
     }
 
-    fn node(mut self, node: &str) -> Entry {
+    fn with_node(mut self, node: &str) -> Entry {
         self.node = Some(node.to_owned());
         self
     }
 
-    fn pod(mut self, pod: String) -> Entry {
+    fn with_pod(mut self, pod: String) -> Entry {
         self.pod = Some(pod);
         self
     }
@@ -257,7 +258,7 @@ pub fn node_entries(t: Millis, old: Option<&Node>, new: &Node) -> Vec<Entry> {
             _ => None,
         };
         if let Some(kind) = kind {
-            out.push(Entry::new(t, kind).node(name));
+            out.push(Entry::new(t, kind).with_node(name));
         }
     }
     for kind in OTHER_CONDITIONS {
@@ -268,25 +269,25 @@ pub fn node_entries(t: Millis, old: Option<&Node>, new: &Node) -> Vec<Entry> {
             && is.is_some()
             && (is.as_deref() == Some("True") || was.as_deref() == Some("True"));
         if news {
-            let mut e = Entry::new(t, EventKind::NodeCondition).node(name);
+            let mut e = Entry::new(t, EventKind::NodeCondition).with_node(name);
             e.condition = Some((*kind).to_owned());
             e.status = is;
             out.push(e);
         }
     }
     match (unschedulable(old), unschedulable(Some(new))) {
-        (false, true) => out.push(Entry::new(t, EventKind::NodeCordoned).node(name)),
-        (true, false) => out.push(Entry::new(t, EventKind::NodeUncordoned).node(name)),
+        (false, true) => out.push(Entry::new(t, EventKind::NodeCordoned).with_node(name)),
+        (true, false) => out.push(Entry::new(t, EventKind::NodeUncordoned).with_node(name)),
         _ => {}
     }
     let (before, after) = (node_taints(old), node_taints(Some(new)));
     for taint in after.difference(&before) {
-        let mut e = Entry::new(t, EventKind::TaintAdded).node(name);
+        let mut e = Entry::new(t, EventKind::TaintAdded).with_node(name);
         e.taint = Some(taint.clone());
         out.push(e);
     }
     for taint in before.difference(&after) {
-        let mut e = Entry::new(t, EventKind::TaintRemoved).node(name);
+        let mut e = Entry::new(t, EventKind::TaintRemoved).with_node(name);
         e.taint = Some(taint.clone());
         out.push(e);
     }
@@ -295,11 +296,12 @@ pub fn node_entries(t: Millis, old: Option<&Node>, new: &Node) -> Vec<Entry> {
 
 /// `namespace/name` of a pod.
 pub fn pod_key(pod: &Pod) -> String {
-    format!(
-        "{}/{}",
-        pod.metadata.namespace.as_deref().unwrap_or(""),
-        pod.metadata.name.as_deref().unwrap_or("")
-    )
+    pod_subject(&berth_core::pod::pod_key(pod))
+}
+
+/// `namespace/name` of the pod with this key: the timeline's name of it.
+pub fn pod_subject(key: &PodKey) -> String {
+    format!("{}/{}", key.namespace, key.name)
 }
 
 fn pod_node(pod: Option<&Pod>) -> Option<&str> {
@@ -322,7 +324,7 @@ pub fn pod_entries(t: Millis, old: Option<&Pod>, new: Option<&Pod>) -> Vec<Entry
     };
     let key = pod_key(pod);
     let Some(new) = new else {
-        let mut e = Entry::new(t, EventKind::PodDeleted).pod(key);
+        let mut e = Entry::new(t, EventKind::PodDeleted).with_pod(key);
         e.node = pod_node(old).map(str::to_owned);
         out.push(e);
         return out;
@@ -330,12 +332,12 @@ pub fn pod_entries(t: Millis, old: Option<&Pod>, new: Option<&Pod>) -> Vec<Entry
     if let (None, Some(node)) = (pod_node(old), pod_node(Some(new))) {
         out.push(
             Entry::new(t, EventKind::PodScheduled)
-                .pod(key.clone())
-                .node(node),
+                .with_pod(key.clone())
+                .with_node(node),
         );
     }
     if pod_phase(Some(new)) == Some("Failed") && pod_phase(old) != Some("Failed") {
-        let mut e = Entry::new(t, EventKind::PodFailed).pod(key);
+        let mut e = Entry::new(t, EventKind::PodFailed).with_pod(key);
         e.node = pod_node(Some(new)).map(str::to_owned);
         e.reason = new.status.as_ref().and_then(|s| s.reason.clone());
         out.push(e);
@@ -374,7 +376,7 @@ pub fn event_entries(t: Millis, old: Option<&Event>, new: &Event) -> Vec<Entry> 
         }
         _ => return Vec::new(),
     };
-    let mut e = Entry::new(t, kind).pod(pod);
+    let mut e = Entry::new(t, kind).with_pod(pod);
     if kind == EventKind::FailedScheduling {
         e.message = Some(message);
     }
@@ -384,18 +386,22 @@ pub fn event_entries(t: Millis, old: Option<&Event>, new: &Event) -> Vec<Entry> 
 #[cfg(test)]
 mod tests {
     use super::*;
+    use berth_core::test_util::{make_node, make_pod, taint};
     use serde_json::json;
 
-    fn node(value: serde_json::Value) -> Node {
-        serde_json::from_value(value).unwrap_or_default()
+    /// A case: what changed (old, new) and the entries wanted.
+    struct Case<'a, Old, New> {
+        name: &'a str,
+        old: Old,
+        new: New,
+        /// Each entry's kind and its details (taint, condition, status,
+        /// reason).
+        want: Vec<(EventKind, &'a str)>,
     }
 
-    fn pod(value: serde_json::Value) -> Pod {
-        serde_json::from_value(value).unwrap_or_default()
+    fn owned(want: Vec<(EventKind, &str)>) -> Vec<(EventKind, String)> {
+        want.into_iter().map(|(k, d)| (k, d.to_owned())).collect()
     }
-
-    /// A case: name, old object, new object, the entries wanted.
-    type Case<'a, Old, New> = (&'a str, Old, New, Vec<(EventKind, &'a str)>);
 
     fn events(entries: &[Entry]) -> Vec<(EventKind, String)> {
         entries
@@ -414,20 +420,18 @@ mod tests {
 
     #[test]
     fn node_changes_become_entries() {
-        let ready = |status: &str, taints: serde_json::Value| {
-            node(json!({
-                "metadata": {"name": "n1"},
-                "spec": {"taints": taints},
-                "status": {"conditions": [
-                    {"type": "Ready", "status": status},
-                    {"type": "MemoryPressure", "status": "False"},
-                ]}
-            }))
+        let ready = |status: &str, taints: Vec<k8s_openapi::api::core::v1::Taint>| {
+            make_node()
+                .name("n1")
+                .taints(taints)
+                .condition("Ready", status)
+                .condition("MemoryPressure", "False")
+                .obj()
         };
-        let registered = ready("True", json!([]));
+        let registered = ready("True", vec![]);
         let unknown = ready(
             "Unknown",
-            json!([{"key": "node.kubernetes.io/unreachable", "effect": "NoExecute"}]),
+            vec![taint("node.kubernetes.io/unreachable", "", "NoExecute")],
         );
         let mut pressure = registered.clone();
         if let Some(cs) = pressure.status.as_mut().and_then(|s| s.conditions.as_mut()) {
@@ -447,67 +451,70 @@ mod tests {
             spec.unschedulable = Some(true);
         }
         let cases: Vec<Case<'_, Option<&Node>, &Node>> = vec![
-            (
-                "first sight: Ready; healthy conditions are no news",
-                None,
-                &registered,
-                vec![(EventKind::NodeReady, "")],
-            ),
-            ("no change", Some(&registered), &registered, vec![]),
-            (
-                "heartbeats stop",
-                Some(&registered),
-                &unknown,
-                vec![
+            Case {
+                name: "first sight: Ready; healthy conditions are no news",
+                old: None,
+                new: &registered,
+                want: vec![(EventKind::NodeReady, "")],
+            },
+            Case {
+                name: "no change",
+                old: Some(&registered),
+                new: &registered,
+                want: vec![],
+            },
+            Case {
+                name: "heartbeats stop",
+                old: Some(&registered),
+                new: &unknown,
+                want: vec![
                     (EventKind::NodeStatusUnknown, ""),
                     (
                         EventKind::TaintAdded,
                         "node.kubernetes.io/unreachable:NoExecute",
                     ),
                 ],
-            ),
-            (
-                "pressure going Unknown with Ready is told once",
-                Some(&registered),
-                &all_unknown,
-                vec![
+            },
+            Case {
+                name: "pressure going Unknown with Ready is told once",
+                old: Some(&registered),
+                new: &all_unknown,
+                want: vec![
                     (EventKind::NodeStatusUnknown, ""),
                     (
                         EventKind::TaintAdded,
                         "node.kubernetes.io/unreachable:NoExecute",
                     ),
                 ],
-            ),
-            (
-                "back",
-                Some(&unknown),
-                &registered,
-                vec![
+            },
+            Case {
+                name: "back",
+                old: Some(&unknown),
+                new: &registered,
+                want: vec![
                     (EventKind::NodeReady, ""),
                     (
                         EventKind::TaintRemoved,
                         "node.kubernetes.io/unreachable:NoExecute",
                     ),
                 ],
-            ),
-            (
-                "memory pressure",
-                Some(&registered),
-                &pressure,
-                vec![(EventKind::NodeCondition, "MemoryPressure True")],
-            ),
-            (
-                "cordon",
-                Some(&registered),
-                &cordoned,
-                vec![(EventKind::NodeCordoned, "")],
-            ),
+            },
+            Case {
+                name: "memory pressure",
+                old: Some(&registered),
+                new: &pressure,
+                want: vec![(EventKind::NodeCondition, "MemoryPressure True")],
+            },
+            Case {
+                name: "cordon",
+                old: Some(&registered),
+                new: &cordoned,
+                want: vec![(EventKind::NodeCordoned, "")],
+            },
         ];
-        for (name, old, new, want) in cases {
-            let got = node_entries(7_000, old, new);
-            let want: Vec<(EventKind, String)> =
-                want.into_iter().map(|(k, d)| (k, d.to_owned())).collect();
-            assert_eq!(events(&got), want, "{name}");
+        for case in cases {
+            let got = node_entries(7_000, case.old, case.new);
+            assert_eq!(events(&got), owned(case.want), "{}", case.name);
             assert!(
                 got.iter()
                     .all(|e| e.t == 7_000 && e.node.as_deref() == Some("n1"))
@@ -517,50 +524,52 @@ mod tests {
 
     #[test]
     fn pod_changes_become_entries() {
-        let pending = pod(json!({"metadata": {"name": "web", "namespace": "default"}}));
-        let bound = pod(
-            json!({"metadata": {"name": "web", "namespace": "default"}, "spec": {"nodeName": "n1", "containers": []}}),
-        );
-        let mut failed = bound.clone();
-        failed.status = Some(
-            serde_json::from_value(json!({"phase": "Failed", "reason": "Shutdown"}))
-                .unwrap_or_default(),
-        );
+        let web = || make_pod().name("web").namespace("default");
+        let pending = web().obj();
+        let bound = web().node("n1").obj();
+        let mut failed = web().node("n1").phase("Failed").obj();
+        if let Some(status) = failed.status.as_mut() {
+            status.reason = Some("Shutdown".into());
+        }
         let cases: Vec<Case<'_, Option<&Pod>, Option<&Pod>>> = vec![
-            ("created pending", None, Some(&pending), vec![]),
-            (
-                "scheduled",
-                Some(&pending),
-                Some(&bound),
-                vec![(EventKind::PodScheduled, "")],
-            ),
-            (
-                "created bound",
-                None,
-                Some(&bound),
-                vec![(EventKind::PodScheduled, "")],
-            ),
-            (
-                "failed",
-                Some(&bound),
-                Some(&failed),
-                vec![(EventKind::PodFailed, "Shutdown")],
-            ),
-            (
-                "deleted",
-                Some(&bound),
-                None,
-                vec![(EventKind::PodDeleted, "")],
-            ),
+            Case {
+                name: "created pending",
+                old: None,
+                new: Some(&pending),
+                want: vec![],
+            },
+            Case {
+                name: "scheduled",
+                old: Some(&pending),
+                new: Some(&bound),
+                want: vec![(EventKind::PodScheduled, "")],
+            },
+            Case {
+                name: "created bound",
+                old: None,
+                new: Some(&bound),
+                want: vec![(EventKind::PodScheduled, "")],
+            },
+            Case {
+                name: "failed",
+                old: Some(&bound),
+                new: Some(&failed),
+                want: vec![(EventKind::PodFailed, "Shutdown")],
+            },
+            Case {
+                name: "deleted",
+                old: Some(&bound),
+                new: None,
+                want: vec![(EventKind::PodDeleted, "")],
+            },
         ];
-        for (name, old, new, want) in cases {
-            let got = pod_entries(1, old, new);
-            let want: Vec<(EventKind, String)> =
-                want.into_iter().map(|(k, d)| (k, d.to_owned())).collect();
-            assert_eq!(events(&got), want, "{name}");
+        for case in cases {
+            let got = pod_entries(1, case.old, case.new);
+            assert_eq!(events(&got), owned(case.want), "{}", case.name);
             assert!(
                 got.iter().all(|e| e.pod.as_deref() == Some("default/web")),
-                "{name}"
+                "{}",
+                case.name
             );
         }
     }
@@ -588,32 +597,56 @@ mod tests {
             1,
         );
         let other = event("Scheduled", "Successfully assigned", 1);
-        let cases: Vec<(&str, Option<&Event>, &Event, Vec<EventKind>)> = vec![
-            (
-                "failed scheduling",
-                None,
-                &failed,
-                vec![EventKind::FailedScheduling],
-            ),
-            (
-                "counted again",
-                Some(&failed),
-                &again,
-                vec![EventKind::FailedScheduling],
-            ),
-            ("unchanged", Some(&again), &again, vec![]),
-            ("marking", None, &marking, vec![EventKind::PodEvicted]),
-            (
-                "cancelling",
-                None,
-                &cancel,
-                vec![EventKind::EvictionCancelled],
-            ),
-            ("other reasons", None, &other, vec![]),
+        struct Seen<'a> {
+            name: &'a str,
+            old: Option<&'a Event>,
+            new: &'a Event,
+            want: Vec<EventKind>,
+        }
+        let cases = vec![
+            Seen {
+                name: "failed scheduling",
+                old: None,
+                new: &failed,
+                want: vec![EventKind::FailedScheduling],
+            },
+            Seen {
+                name: "counted again",
+                old: Some(&failed),
+                new: &again,
+                want: vec![EventKind::FailedScheduling],
+            },
+            Seen {
+                name: "unchanged",
+                old: Some(&again),
+                new: &again,
+                want: vec![],
+            },
+            Seen {
+                name: "marking",
+                old: None,
+                new: &marking,
+                want: vec![EventKind::PodEvicted],
+            },
+            Seen {
+                name: "cancelling",
+                old: None,
+                new: &cancel,
+                want: vec![EventKind::EvictionCancelled],
+            },
+            Seen {
+                name: "other reasons",
+                old: None,
+                new: &other,
+                want: vec![],
+            },
         ];
-        for (name, old, new, want) in cases {
-            let got: Vec<EventKind> = event_entries(1, old, new).iter().map(|e| e.event).collect();
-            assert_eq!(got, want, "{name}");
+        for case in cases {
+            let got: Vec<EventKind> = event_entries(1, case.old, case.new)
+                .iter()
+                .map(|e| e.event)
+                .collect();
+            assert_eq!(got, case.want, "{}", case.name);
         }
         let e = &event_entries(1, None, &failed)[0];
         assert_eq!(e.message.as_deref(), Some("0/3 nodes are available"));
@@ -642,12 +675,12 @@ mod tests {
                 .collect()
         };
         let failed = |pod: &str, message: &str| {
-            let mut e = Entry::new(5_000, EventKind::FailedScheduling).pod(pod.into());
+            let mut e = Entry::new(5_000, EventKind::FailedScheduling).with_pod(pod.into());
             e.message = Some(message.into());
             e
         };
         let condition = |status: &str| {
-            let mut e = Entry::new(5_000, EventKind::NodeCondition).node("n1");
+            let mut e = Entry::new(5_000, EventKind::NodeCondition).with_node("n1");
             e.condition = Some("MemoryPressure".into());
             e.status = Some(status.into());
             e
@@ -674,16 +707,16 @@ mod tests {
             Case {
                 name: "two pods: by name, whichever came first",
                 seen: vec![
-                    Entry::new(5_000, EventKind::PodScheduled).pod("default/b".into()),
-                    Entry::new(5_000, EventKind::PodScheduled).pod("default/a".into()),
+                    Entry::new(5_000, EventKind::PodScheduled).with_pod("default/b".into()),
+                    Entry::new(5_000, EventKind::PodScheduled).with_pod("default/a".into()),
                 ],
                 want: vec![1, 0],
             },
             Case {
                 name: "causes before effects: the node's state before its taint",
                 seen: vec![
-                    Entry::new(5_000, EventKind::TaintAdded).node("n1"),
-                    Entry::new(5_000, EventKind::NodeStatusUnknown).node("n1"),
+                    Entry::new(5_000, EventKind::TaintAdded).with_node("n1"),
+                    Entry::new(5_000, EventKind::NodeStatusUnknown).with_node("n1"),
                 ],
                 want: vec![1, 0],
             },
@@ -700,10 +733,10 @@ mod tests {
     #[test]
     fn the_order_is_time_then_kind_then_fields_and_json_round_trips() {
         let mut entries = vec![
-            Entry::new(2_000, EventKind::PodEvicted).pod("default/b".into()),
-            Entry::new(2_000, EventKind::PodEvicted).pod("default/a".into()),
-            Entry::new(2_000, EventKind::TaintAdded).node("n1"),
-            Entry::new(1_500, EventKind::PodDeleted).pod("default/c".into()),
+            Entry::new(2_000, EventKind::PodEvicted).with_pod("default/b".into()),
+            Entry::new(2_000, EventKind::PodEvicted).with_pod("default/a".into()),
+            Entry::new(2_000, EventKind::TaintAdded).with_node("n1"),
+            Entry::new(1_500, EventKind::PodDeleted).with_pod("default/c".into()),
         ];
         sort(&mut entries);
         let mut out = Vec::new();

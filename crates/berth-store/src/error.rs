@@ -4,7 +4,7 @@
 use std::path::PathBuf;
 use std::sync::Arc;
 
-use crate::store::Revision;
+use crate::types::Revision;
 
 /// Result alias used throughout the crate.
 pub type Result<T, E = StoreError> = std::result::Result<T, E>;

@@ -14,9 +14,9 @@ use tokio::sync::mpsc;
 
 use crate::error::{Result, StoreError};
 use crate::keys::{KEY_ROOT, prefix_end, validate_key, validate_prefix, validate_value};
-use crate::store::{
-    Continue, EventKind, KeyValue, ListOptions, ListResult, Revision, Store, WatchEvent,
-};
+use crate::list::{ListOptions, ListResult};
+use crate::store::Store;
+use crate::types::{EventKind, KeyValue, Revision, WatchEvent};
 use crate::watch::{WATCH_BUFFER, WatchStream, deliver, fail};
 
 /// Responses can carry a page of values of up to 1.5 MiB each; tonic's 4 MiB default would
@@ -267,18 +267,7 @@ impl Store for EtcdStore {
             header_revision(resp.header())?
         };
         let items = resp.kvs().iter().map(to_kv).collect::<Result<Vec<_>>>()?;
-        let next = match (resp.more(), items.last()) {
-            (true, Some(last)) => Some(Continue {
-                revision,
-                start_key: format!("{}\0", last.key),
-            }),
-            _ => None,
-        };
-        Ok(ListResult {
-            items,
-            revision,
-            next,
-        })
+        Ok(ListResult::page(items, revision, resp.more()))
     }
 
     async fn create(&self, key: &str, value: Vec<u8>) -> Result<Revision> {

@@ -34,26 +34,29 @@
 //!   [`StoreHealth::Degraded`] meanwhile ([`StoreHealth::Failed`] if the file cannot be
 //!   reopened).
 
+mod any_store;
 mod error;
 mod etcd_backend;
 pub mod keys;
+mod list;
 mod mem_backend;
-mod redb_backend;
+mod redb;
 mod store;
 #[cfg(feature = "testing")]
 pub mod testing;
+mod types;
 mod watch;
 
+pub use any_store::AnyStore;
 pub use error::{Result, StoreError};
 pub use etcd_backend::EtcdStore;
 pub use keys::{MAX_KEY_BYTES, MAX_VALUE_BYTES};
+pub use list::{Continue, ListOptions, ListResult};
 pub use mem_backend::MemStore;
-pub use redb_backend::{
+pub use redb::{
     DEFAULT_CACHE_BYTES as REDB_DEFAULT_CACHE_BYTES, FILE_NAME as REDB_FILE_NAME, RedbStore,
     VerifyReport, WriterStats,
 };
-pub use store::{
-    AnyStore, Continue, EventKind, KeyValue, ListOptions, ListResult, Revision, Store, StoreHealth,
-    WatchEvent,
-};
+pub use store::Store;
+pub use types::{EventKind, KeyValue, Revision, StoreHealth, WatchEvent};
 pub use watch::WatchStream;

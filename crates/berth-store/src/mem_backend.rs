@@ -19,9 +19,9 @@ use tokio::sync::{Notify, mpsc};
 
 use crate::error::{Result, StoreError};
 use crate::keys::{prefix_end, validate_key, validate_prefix, validate_value};
-use crate::store::{
-    Continue, EventKind, KeyValue, ListOptions, ListResult, Revision, Store, WatchEvent,
-};
+use crate::list::{ListOptions, ListResult};
+use crate::store::Store;
+use crate::types::{EventKind, KeyValue, Revision, WatchEvent};
 use crate::watch::{WATCH_BUFFER, WatchStream, deliver, fail};
 
 /// Events a watch copies out of the log per lock acquisition.
@@ -172,20 +172,12 @@ impl Store for MemStore {
         let at = at.unwrap_or(state.revision);
         state.check_read_revision(at)?;
         let mut items = state.items_at(prefix, &start, at, options.limit);
-        let next = if options.limit > 0 && items.len() > options.limit {
-            let first_of_next = items.pop().map(|kv| kv.key);
-            first_of_next.map(|start_key| Continue {
-                revision: at,
-                start_key,
-            })
-        } else {
-            None
-        };
-        Ok(ListResult {
-            items,
-            revision: at,
-            next,
-        })
+        let more = options.limit > 0 && items.len() > options.limit;
+        if more {
+            // `items_at` read one more than the limit, to tell whether more follow.
+            items.truncate(options.limit);
+        }
+        Ok(ListResult::page(items, at, more))
     }
 
     async fn create(&self, key: &str, value: Vec<u8>) -> Result<Revision> {

@@ -10,7 +10,7 @@ use tokio::sync::mpsc;
 use tokio::task::AbortHandle;
 
 use crate::error::{Result, StoreError};
-use crate::store::WatchEvent;
+use crate::types::WatchEvent;
 
 /// Events buffered per watch before the producer waits. Large enough to absorb bursts, small
 /// enough that a stuck consumer costs bounded memory (the redb backend then falls back to

@@ -6,9 +6,9 @@ use std::sync::Arc;
 
 use anyhow::Context;
 use berth_agent::agent::{self, AgentOptions};
-use berth_agent::conditions::Thresholds;
 use berth_agent::config::AgentConfig;
 use berth_agent::credential::{JoinError, client_from_kubeconfig, node_kubeconfig};
+use berth_agent::eviction_thresholds::{Thresholds, capacity_and_allocatable};
 use berth_agent::metrics::AgentMetrics;
 use berth_agent::node_client::NodeClient;
 use berth_agent::registration::{NodeTemplate, parse_node_labels};
@@ -197,8 +197,7 @@ pub async fn run(args: &AgentArgs) -> anyhow::Result<()> {
     };
     let thresholds = Thresholds::from_map(&config.eviction_hard).map_err(anyhow::Error::msg)?;
     let facts = berth_agent::host::read_facts(&args.data_dir, args.node_ip, runtime_version)?;
-    let (capacity, allocatable) =
-        berth_agent::host::capacity_and_allocatable(&facts, &thresholds, config.max_pods);
+    let (capacity, allocatable) = capacity_and_allocatable(&facts, &thresholds, config.max_pods);
     // The log server, so the API server can serve `pods/<name>/log`; it
     // accepts only this node's own credential.
     let token = berth_agent::credential::kubeconfig_token(&kubeconfig)

@@ -53,7 +53,7 @@ pub fn start_scheduler(
     setup: SchedulerFileConfig,
     election: Option<&Election>,
 ) -> anyhow::Result<Running> {
-    let client = in_process::client(api, User::admin(), "default")
+    let client = in_process::client(api, User::kube_scheduler(), "default")
         .map_err(|e| anyhow::anyhow!("making the scheduler's client: {e}"))?;
     let clock = api.clock.clone();
     berth_apiserver::metrics::add_component_registry(scheduler::metrics::registry());

@@ -1,6 +1,7 @@
 //! The controllers' `berth server` flags, with kube-controller-manager's
 //! names and defaults, and their start inside the server.
 
+use berth_core::duration::parse_duration;
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -51,11 +52,6 @@ fn parse_controllers(value: &str) -> Result<EnabledControllers, String> {
     EnabledControllers::parse(value).map_err(|e| e.to_string())
 }
 
-/// A Go-style duration (`5s`, `1m0s`, `500ms`).
-pub(crate) fn parse_duration(value: &str) -> Result<Duration, String> {
-    berth_core::duration::parse_duration(value).map_err(|e| e.to_string())
-}
-
 /// Starts the controllers over an in-process admin client, with an
 /// `election` only while this process holds the
 /// `kube-system/kube-controller-manager` Lease; their metrics join the
@@ -66,7 +62,7 @@ pub fn start(
     gates: FeatureGates,
     election: Option<&Election>,
 ) -> anyhow::Result<Running> {
-    let client = in_process::client(api, User::admin(), "default")
+    let client = in_process::client(api, User::kube_controller_manager(), "default")
         .map_err(|e| anyhow::anyhow!("in-process client for the controllers: {e}"))?;
     let options = ControllerOptions {
         enabled: flags.controllers.clone(),
@@ -97,18 +93,4 @@ pub fn start(
     let leading = leadership.as_ref().map(berth_leader::Leadership::subscribe);
     let tasks = berth_controllers::spawn(client, api.clock.clone(), options, metrics, leading);
     Ok(Running::new(tasks, leadership))
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn go_durations_parse() {
-        assert_eq!(parse_duration("5s"), Ok(Duration::from_secs(5)));
-        assert_eq!(parse_duration("1m0s"), Ok(Duration::from_secs(60)));
-        assert_eq!(parse_duration("500ms"), Ok(Duration::from_millis(500)));
-        assert!(parse_duration("-5s").is_err());
-        assert!(parse_duration("soon").is_err());
-    }
 }

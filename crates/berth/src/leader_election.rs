@@ -2,6 +2,7 @@
 //! kube-controller-manager's names and defaults, and the one identity under
 //! which the server campaigns for each component's Lease.
 
+use berth_core::duration::parse_duration;
 use std::time::Duration;
 
 use berth_core::clock::Clock;
@@ -17,14 +18,14 @@ pub struct LeaderElectionFlags {
     leader_elect: Option<bool>,
     /// How long a server that does not lead waits, after it last saw the
     /// leader renew, before it takes a Lease over.
-    #[arg(long, default_value = "15s", value_parser = crate::controllers_flags::parse_duration)]
+    #[arg(long, default_value = "15s", value_parser = parse_duration)]
     leader_elect_lease_duration: Duration,
     /// How long the leader tries to renew before it stops leading; less
     /// than the lease duration.
-    #[arg(long, default_value = "10s", value_parser = crate::controllers_flags::parse_duration)]
+    #[arg(long, default_value = "10s", value_parser = parse_duration)]
     leader_elect_renew_deadline: Duration,
     /// How often the leader renews and the others try to take over.
-    #[arg(long, default_value = "2s", value_parser = crate::controllers_flags::parse_duration)]
+    #[arg(long, default_value = "2s", value_parser = parse_duration)]
     leader_elect_retry_period: Duration,
 }
 

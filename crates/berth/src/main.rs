@@ -6,6 +6,7 @@ mod agent_cmd;
 mod check;
 mod components;
 mod controllers_flags;
+mod fleet_cmd;
 mod input;
 mod leader_election;
 mod scenario_cmd;
@@ -95,19 +96,9 @@ enum Command {
     Server(server_cmd::ServerArgs),
     /// The node agent: join this host to a cluster and run its pods.
     Agent(agent_cmd::AgentArgs),
-    /// Simulated nodes. `berth sim --scenario FILE [--timeline OUT.jsonl]
-    /// [--report OUT.html] [--seed N]` rehearses a failure on a virtual clock;
-    /// `berth sim --server URL --token T --ca-file CA --nodes N [--zones Z]`
-    /// joins N simulated nodes to a running cluster.
-    #[command(disable_help_flag = true)]
-    Sim {
-        #[arg(
-            trailing_var_arg = true,
-            allow_hyphen_values = true,
-            value_name = "ARGS"
-        )]
-        args: Vec<std::ffi::OsString>,
-    },
+    /// Simulated nodes: a fleet joined to a running cluster, or a failure
+    /// rehearsed on a virtual clock.
+    Sim(sim_cmd::SimArgs),
 }
 
 /// Runs an async command on a multi-threaded runtime.
@@ -136,7 +127,10 @@ fn main() -> ExitCode {
         Command::Check(args) => check::run(&args),
         Command::Server(args) => run_async(server_cmd::run(&args)),
         Command::Agent(args) => run_async(agent_cmd::run(&args)),
-        Command::Sim { args } => run_sim(args),
+        Command::Sim(args) => match args.command().unwrap_or_else(|e| e.exit()) {
+            sim_cmd::SimCommand::Fleet(args) => run_async(fleet_cmd::run(&args)),
+            sim_cmd::SimCommand::Scenario(args) => scenario_cmd::run(&args),
+        },
     };
     match result {
         Ok(()) => ExitCode::SUCCESS,
@@ -153,36 +147,5 @@ fn main() -> ExitCode {
                 ExitCode::FAILURE
             }
         }
-    }
-}
-
-/// `berth sim` is two commands: a scenario on a virtual clock when
-/// `--scenario` is given, otherwise a fleet of simulated nodes joined to a
-/// running cluster. Usage errors exit 2, as clap's own do.
-fn run_sim(args: Vec<std::ffi::OsString>) -> anyhow::Result<()> {
-    #[derive(clap::Parser)]
-    #[command(name = "berth sim")]
-    struct ScenarioCli {
-        #[command(flatten)]
-        args: scenario_cmd::ScenarioArgs,
-    }
-    #[derive(clap::Parser)]
-    #[command(name = "berth sim")]
-    struct FleetCli {
-        #[command(flatten)]
-        args: sim_cmd::SimArgs,
-    }
-    use clap::Parser;
-    let is_scenario = args.iter().any(|a| {
-        a.to_str()
-            .is_some_and(|a| a == "--scenario" || a.starts_with("--scenario="))
-    });
-    let argv = std::iter::once(std::ffi::OsString::from("berth sim")).chain(args);
-    if is_scenario {
-        let cli = ScenarioCli::try_parse_from(argv).unwrap_or_else(|e| e.exit());
-        scenario_cmd::run(&cli.args)
-    } else {
-        let cli = FleetCli::try_parse_from(argv).unwrap_or_else(|e| e.exit());
-        run_async(sim_cmd::run(&cli.args))
     }
 }

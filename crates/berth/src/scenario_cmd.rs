@@ -1,5 +1,5 @@
-//! `berth sim`: rehearse a failure. Runs a scenario file on a virtual
-//! clock and writes the timeline (JSON lines) and an HTML report.
+//! `berth sim scenario`: rehearse a failure. Runs a scenario file on a
+//! virtual clock and writes the timeline (JSON lines) and an HTML report.
 
 use std::io::Write;
 use std::path::PathBuf;
@@ -14,8 +14,15 @@ use crate::input::InputError;
 #[derive(Debug, Args)]
 pub struct ScenarioArgs {
     /// The scenario file (YAML).
-    #[arg(long, value_name = "FILE")]
-    scenario: PathBuf,
+    #[arg(value_name = "FILE")]
+    pub file: PathBuf,
+    #[command(flatten)]
+    pub outputs: ScenarioOutputs,
+}
+
+/// What a run writes, and its seed.
+#[derive(Debug, Args)]
+pub struct ScenarioOutputs {
     /// Where to write the timeline, one JSON object per line; `-` (the
     /// default without --report) is standard output.
     #[arg(long, value_name = "OUT.jsonl")]
@@ -26,13 +33,13 @@ pub struct ScenarioArgs {
     /// Seed for every random choice; the same file and seed give the same
     /// timeline, byte for byte.
     #[arg(long, default_value_t = 0, value_name = "N")]
-    seed: u64,
+    pub seed: u64,
 }
 
 pub fn run(args: &ScenarioArgs) -> anyhow::Result<()> {
-    let text =
-        std::fs::read_to_string(&args.scenario).map_err(|e| InputError::new(&args.scenario, e))?;
-    let name = args.scenario.display().to_string();
+    let text = std::fs::read_to_string(&args.file).map_err(|e| InputError::new(&args.file, e))?;
+    let name = args.file.display().to_string();
+    let args = &args.outputs;
     let scenario = scenario::parse(&name, &text)?;
     let components = components::default_components();
     let recording = run::run_blocking(&scenario, &components, args.seed)?;

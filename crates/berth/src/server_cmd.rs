@@ -1,6 +1,7 @@
 //! `berth server`: the API server (and, as they arrive, the scheduler and
 //! controllers) in one process, on the embedded store or etcd.
 
+use berth_core::duration::parse_duration;
 use std::net::SocketAddr;
 use std::path::PathBuf;
 use std::time::Duration;
@@ -89,9 +90,20 @@ pub struct ServerArgs {
     /// Concurrent watches of all users together; more get 429.
     #[arg(long, default_value_t = WatchLimits::default().total, value_name = "N")]
     max_watches: usize,
+    /// API Priority and Fairness: with `--max-mutating-requests-inflight`,
+    /// the requests (but watches and logs) served at once, split among
+    /// upstream's priority levels by their shares; a request finding its
+    /// level full waits in a fair queue up to 15 s, then gets 429.
+    #[arg(long, default_value_t = 400, value_name = "N",
+          value_parser = clap::builder::RangedU64ValueParser::<usize>::new().range(1..=100_000))]
+    max_requests_inflight: usize,
+    /// See `--max-requests-inflight` (upstream's 200).
+    #[arg(long, default_value_t = 200, value_name = "N",
+          value_parser = clap::builder::RangedU64ValueParser::<usize>::new().range(1..=100_000))]
+    max_mutating_requests_inflight: usize,
     /// On SIGTERM or SIGINT: how long requests in flight may take to finish
     /// before their connections are dropped and the store is closed.
-    #[arg(long, default_value = "30s", value_name = "DURATION", value_parser = crate::controllers_flags::parse_duration)]
+    #[arg(long, default_value = "30s", value_name = "DURATION", value_parser = parse_duration)]
     shutdown_grace_period: Duration,
 }
 
@@ -138,6 +150,8 @@ pub async fn run(args: &ServerArgs) -> anyhow::Result<()> {
         total: args.max_watches,
     };
     api.max_request_body_bytes = args.max_request_body_bytes;
+    api.flow_control.server_concurrency =
+        args.max_requests_inflight + args.max_mutating_requests_inflight;
     api.body.max_depth = args.max_body_depth;
     let options = ServerOptions {
         data_dir: args.data_dir.clone(),
@@ -172,7 +186,7 @@ pub async fn run(args: &ServerArgs) -> anyhow::Result<()> {
     }
     let stop_sim = tokio_util::sync::CancellationToken::new();
     if args.sim_nodes > 0 {
-        crate::sim_cmd::spawn_in_process(
+        crate::fleet_cmd::spawn_in_process(
             &server.api,
             args.sim_nodes,
             args.sim_zones,

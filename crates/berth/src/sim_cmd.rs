@@ -1,285 +1,270 @@
-//! `berth sim`: many simulated nodes in one process against a cluster,
-//! and the same fleet inside `berth server --sim-nodes`.
+//! `berth sim`: two commands. `berth sim fleet` joins many simulated
+//! nodes to a running cluster ([`crate::fleet_cmd`]); `berth sim scenario
+//! FILE` rehearses a failure on a virtual clock ([`crate::scenario_cmd`]).
+//!
+//! The spellings from before the subcommands still work, parsed by clap
+//! like the new ones: `berth sim --scenario FILE [--timeline ...]` is
+//! `berth sim scenario FILE ...`, and `berth sim --server URL ... --nodes
+//! N` (any other flags) is `berth sim fleet ...`.
 
-use std::collections::BTreeMap;
-use std::path::{Path, PathBuf};
-use std::sync::Arc;
+use std::ffi::OsString;
+use std::path::PathBuf;
 
-use anyhow::Context;
-use berth_agent::config::AgentConfig;
-use berth_agent::credential::{
-    JoinError, check_credential, client_from_kubeconfig, refused, render_kubeconfig,
-    request_node_token,
-};
-use berth_agent::node_client::{bearer_header, with_default_bearer};
-use berth_agent::registration::NodeTemplate;
-use berth_agent::sim::{self, FleetOptions, SimNode, SimStats};
-use berth_core::clock::Clock;
-use clap::Args;
-use k8s_openapi::api::core::v1::Node;
-use tokio_util::sync::CancellationToken;
+use clap::{Args, Parser, Subcommand};
 
-use crate::input::InputError;
+use crate::fleet_cmd::FleetArgs;
+use crate::scenario_cmd::{ScenarioArgs, ScenarioOutputs};
 
+/// `berth sim`'s arguments: a subcommand, or an old spelling (hidden from
+/// the help).
 #[derive(Debug, Args)]
+#[command(
+    args_conflicts_with_subcommands = true,
+    mut_args = |arg| arg.hide(true),
+)]
 pub struct SimArgs {
+    #[command(subcommand)]
+    command: Option<SimCommand>,
+    /// The old spelling of `berth sim scenario FILE`.
+    #[arg(long, value_name = "FILE")]
+    scenario: Option<PathBuf>,
     #[command(flatten)]
-    join: crate::agent_cmd::JoinArgs,
-    /// How many nodes to simulate.
-    #[arg(long, value_name = "N")]
-    nodes: usize,
-    /// Spread the nodes over this many zones (`topology.kubernetes.io/zone`).
-    #[arg(long, default_value_t = 1, value_name = "Z")]
-    zones: usize,
-    /// A Node manifest whose labels, taints, capacity and allocatable every
-    /// simulated node takes.
-    #[arg(long, value_name = "FILE")]
-    node_template: Option<PathBuf>,
-    /// Node names are this prefix and a number.
-    #[arg(long, default_value = "sim-", value_name = "PREFIX")]
-    name_prefix: String,
-    /// Where the nodes' credentials are kept across restarts.
-    #[arg(long, default_value = "berth-sim-data", value_name = "DIR")]
-    data_dir: PathBuf,
-    /// Requests in flight at most.
-    #[arg(long, default_value_t = 256, value_name = "N")]
-    max_in_flight: usize,
-    /// A kubeconfig allowed to list and watch every Node and pod (the
-    /// server's `admin.kubeconfig`): the fleet's two shared watches use it,
-    /// as no node credential may read other nodes' objects. Every node
-    /// still writes with its own credential.
-    #[arg(long, value_name = "FILE")]
-    kubeconfig: PathBuf,
+    outputs: ScenarioOutputs,
+    /// The old spelling of `berth sim fleet ...`: its flags, parsed as the
+    /// fleet's.
+    #[arg(
+        trailing_var_arg = true,
+        allow_hyphen_values = true,
+        value_name = "FLEET FLAGS",
+        conflicts_with_all = ["scenario", "timeline", "report", "seed"],
+    )]
+    fleet: Vec<OsString>,
 }
 
-/// The template every simulated node takes: the default, or labels,
-/// taints, capacity and allocatable from a Node manifest.
-pub fn read_template(path: Option<&Path>) -> anyhow::Result<NodeTemplate> {
-    let mut template = sim::default_template();
-    let Some(path) = path else {
-        return Ok(template);
-    };
-    let text = std::fs::read_to_string(path).map_err(|e| InputError::new(path, e))?;
-    let node: Node = serde_yaml::from_str(&text).map_err(|e| InputError::new(path, e))?;
-    if let Some(labels) = node.metadata.labels {
-        template.labels = labels;
-    }
-    if let Some(taints) = node.spec.and_then(|s| s.taints) {
-        template.taints = taints;
-    }
-    if let Some(status) = node.status {
-        if let Some(capacity) = status.capacity {
-            template.allocatable = status.allocatable.unwrap_or_else(|| capacity.clone());
-            template.capacity = capacity;
-        } else if let Some(allocatable) = status.allocatable {
-            template.capacity = allocatable.clone();
-            template.allocatable = allocatable;
-        }
-    }
-    Ok(template)
+/// What `berth sim` runs.
+#[derive(Debug, Subcommand)]
+pub enum SimCommand {
+    /// Joins N simulated nodes to a running cluster, each with its own
+    /// credential, Lease and status, until interrupted.
+    Fleet(FleetArgs),
+    /// Rehearses a failure: runs a scenario file on a virtual clock and
+    /// writes its timeline and an HTML report.
+    Scenario(ScenarioArgs),
 }
 
-pub fn fleet_options(template: NodeTemplate, max_in_flight: usize) -> FleetOptions {
-    FleetOptions {
-        template,
-        config: AgentConfig::default(),
-        gates: berth_core::FeatureGates::default(),
-        max_in_flight,
-    }
+/// The old fleet spelling's flags, parsed as `berth sim fleet`'s.
+#[derive(Debug, Parser)]
+#[command(name = "berth sim")]
+struct OldFleetSpelling {
+    #[command(flatten)]
+    args: FleetArgs,
 }
 
-/// The credentials file: one `name token` per line.
-fn read_tokens(path: &Path) -> anyhow::Result<BTreeMap<String, String>> {
-    match std::fs::read_to_string(path) {
-        Ok(text) => Ok(text
-            .lines()
-            .filter_map(|l| l.split_once(' '))
-            .map(|(n, t)| (n.to_string(), t.trim().to_string()))
-            .collect()),
-        Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(BTreeMap::new()),
-        Err(e) => Err(InputError::new(path, e).into()),
-    }
-}
-
-pub async fn run(args: &SimArgs) -> anyhow::Result<()> {
-    if args.nodes == 0 {
-        anyhow::bail!("--nodes must be at least 1");
-    }
-    let template = read_template(args.node_template.as_deref())?;
-    let _ = rustls::crypto::ring::default_provider().install_default();
-    let ca_pem =
-        std::fs::read(&args.join.ca_file).map_err(|e| InputError::new(&args.join.ca_file, e))?;
-    std::fs::create_dir_all(&args.data_dir)
-        .with_context(|| format!("creating {}", args.data_dir.display()))?;
-    let watcher = watcher_bearer(&args.kubeconfig)?;
-    // One client (one connection pool) for every node: each node's request
-    // carries its node's token, the shared watches the kubeconfig's.
-    let base =
-        client_from_kubeconfig(&render_kubeconfig(&args.join.server, &ca_pem, "sim", None)).await?;
-    let client = with_default_bearer(base.clone(), watcher);
-    check_watcher(&client, &args.kubeconfig).await?;
-    let tokens_path = args.data_dir.join("node-tokens");
-    let mut tokens = read_tokens(&tokens_path)?;
-    // The kept credentials are one cluster's: the first one tells.
-    if let Some((name, token)) = tokens.iter().next() {
-        let node = with_default_bearer(base, bearer_header(token).context("token header")?);
-        if let Err(problem) = check_credential(&node, name).await {
-            refused(
-                problem,
-                &tokens_path,
-                &args.join.server,
-                args.join.token.is_some(),
-            )?;
-            std::fs::remove_file(&tokens_path).map_err(|e| InputError::new(&tokens_path, e))?;
-            tokens.clear();
-        }
-    }
-    let names: Vec<String> = (0..args.nodes)
-        .map(|i| sim::sim_node_name(&args.name_prefix, i))
-        .collect();
-    let missing: Vec<&String> = names.iter().filter(|n| !tokens.contains_key(*n)).collect();
-    if !missing.is_empty() {
-        let join_token = args
-            .join
-            .token
-            .as_deref()
-            .ok_or_else(|| JoinError::NoCredential {
-                path: tokens_path.clone(),
-            })?
-            .trim();
-        eprintln!("berth sim: joining {} nodes", missing.len());
-        use futures::StreamExt;
-        let mut file = std::fs::OpenOptions::new()
-            .create(true)
-            .append(true)
-            .open(&tokens_path)
-            .map_err(|e| InputError::new(&tokens_path, e))?;
-        let mut joins = futures::stream::iter(missing.into_iter().map(|name| {
-            let ca = ca_pem.clone();
-            async move {
-                let token = request_node_token(&args.join.server, &ca, join_token, name).await;
-                (name.clone(), token)
+impl SimArgs {
+    /// The command these arguments ask for; an old spelling's flags that
+    /// do not parse are a usage error, as a new spelling's are.
+    pub fn command(self) -> Result<SimCommand, clap::Error> {
+        match (self.command, self.scenario) {
+            (Some(command), _) => Ok(command),
+            (None, Some(file)) => Ok(SimCommand::Scenario(ScenarioArgs {
+                file,
+                outputs: self.outputs,
+            })),
+            (None, None) => {
+                let argv = std::iter::once(OsString::from("berth sim")).chain(self.fleet);
+                OldFleetSpelling::try_parse_from(argv).map(|old| SimCommand::Fleet(old.args))
             }
-        }))
-        .buffer_unordered(32);
-        while let Some((name, token)) = joins.next().await {
-            let token = token.with_context(|| format!("joining node {name}"))?;
-            use std::io::Write;
-            writeln!(file, "{name} {token}").map_err(|e| InputError::new(&tokens_path, e))?;
-            tokens.insert(name, token);
         }
     }
-    let nodes: Vec<SimNode> = names
-        .iter()
-        .enumerate()
-        .filter_map(|(i, name)| {
-            Some(SimNode {
-                name: name.clone(),
-                zone: sim::sim_zone(i, args.zones),
-                bearer: bearer_header(tokens.get(name)?)?,
-            })
-        })
-        .collect();
-    let stats = Arc::new(SimStats::default());
-    let stop = crate::agent_cmd::shutdown_signal();
-    eprintln!(
-        "berth sim: {} nodes in {} zone(s) against {}",
-        nodes.len(),
-        args.zones.max(1),
-        args.join.server
-    );
-    let clock = Clock::real();
-    sim::run_fleet(
-        client,
-        nodes,
-        Arc::new(berth_runtime::sim::SimRuntime::new(clock.clone())),
-        clock,
-        fleet_options(template, args.max_in_flight),
-        stats,
-        stop,
-    )
-    .await;
-    Ok(())
 }
 
-/// The bearer token of `--kubeconfig`, for the fleet's shared watches.
-fn watcher_bearer(path: &Path) -> anyhow::Result<http::HeaderValue> {
-    let text = std::fs::read_to_string(path).map_err(|e| InputError::new(path, e))?;
-    berth_agent::credential::kubeconfig_token(&text)
-        .and_then(|token| bearer_header(&token))
-        .ok_or_else(|| {
-            InputError::new(
-                path,
-                "no bearer token for the current context (the fleet's watches need one)",
-            )
-            .into()
-        })
-}
+#[cfg(test)]
+mod tests {
+    use clap::{CommandFactory, Parser};
 
-/// The fleet's watches need to read every Node and pod: a kubeconfig that
-/// may not is the user's to fix, said before the fleet starts.
-async fn check_watcher(client: &kube::Client, kubeconfig: &Path) -> anyhow::Result<()> {
-    let nodes: kube::Api<Node> = kube::Api::all(client.clone());
-    match nodes.list(&kube::api::ListParams::default().limit(1)).await {
-        Ok(_) => Ok(()),
-        Err(kube::Error::Api(status)) if matches!(status.code, 401 | 403) => Err(InputError::new(
-            kubeconfig,
-            format!(
-                "this credential may not list Nodes ({} {}); the fleet's watches need one that may (an admin's)",
-                status.code, status.message
+    use super::*;
+    use crate::{Cli, Command};
+
+    const FLEET: &[&str] = &[
+        "--server",
+        "https://10.0.0.1:6443",
+        "--ca-file",
+        "ca.crt",
+        "--nodes",
+        "3",
+        "--kubeconfig",
+        "admin.kubeconfig",
+    ];
+
+    /// What a command line comes to, in a few words (`fleet 3 nodes`,
+    /// `scenario f.yaml seed 7`), or the usage error's kind.
+    fn parsed(argv: &[&str]) -> Result<String, clap::error::ErrorKind> {
+        let argv = ["berth", "sim"].iter().chain(argv);
+        let Command::Sim(args) = Cli::try_parse_from(argv).map_err(|e| e.kind())?.command else {
+            return Ok("not sim".into());
+        };
+        Ok(match args.command().map_err(|e| e.kind())? {
+            SimCommand::Fleet(fleet) => format!("fleet {} nodes", fleet.nodes),
+            SimCommand::Scenario(scenario) => format!(
+                "scenario {} seed {}",
+                scenario.file.display(),
+                scenario.outputs.seed
             ),
-        )
-        .into()),
-        // Not reachable yet: the fleet's own retries will say so.
-        Err(e) => {
-            tracing::warn!(error = %e, "could not check --kubeconfig; going on");
-            Ok(())
+        })
+    }
+
+    #[test]
+    fn each_spelling_runs_its_command() {
+        use clap::error::ErrorKind;
+        struct Case {
+            name: &'static str,
+            argv: Vec<&'static str>,
+            want: Result<&'static str, ErrorKind>,
+        }
+        let with_fleet = |head: &[&'static str]| [head, FLEET].concat();
+        for case in [
+            Case {
+                name: "scenario subcommand",
+                argv: vec!["scenario", "f.yaml", "--seed", "7", "--timeline", "-"],
+                want: Ok("scenario f.yaml seed 7"),
+            },
+            Case {
+                name: "old scenario spelling",
+                argv: vec!["--scenario", "f.yaml", "--seed", "7"],
+                want: Ok("scenario f.yaml seed 7"),
+            },
+            Case {
+                name: "old scenario spelling, outputs first",
+                argv: vec!["--report", "r.html", "--scenario", "f.yaml"],
+                want: Ok("scenario f.yaml seed 0"),
+            },
+            Case {
+                name: "fleet subcommand",
+                argv: with_fleet(&["fleet"]),
+                want: Ok("fleet 3 nodes"),
+            },
+            Case {
+                name: "old fleet spelling",
+                argv: with_fleet(&[]),
+                want: Ok("fleet 3 nodes"),
+            },
+            Case {
+                name: "old fleet spelling without --nodes",
+                argv: vec![
+                    "--server",
+                    "https://x",
+                    "--ca-file",
+                    "c",
+                    "--kubeconfig",
+                    "k",
+                ],
+                want: Err(ErrorKind::MissingRequiredArgument),
+            },
+            Case {
+                name: "fleet subcommand without --nodes",
+                argv: vec![
+                    "fleet",
+                    "--server",
+                    "https://x",
+                    "--ca-file",
+                    "c",
+                    "--kubeconfig",
+                    "k",
+                ],
+                want: Err(ErrorKind::MissingRequiredArgument),
+            },
+            Case {
+                name: "scenario subcommand without its file",
+                argv: vec!["scenario", "--seed", "1"],
+                want: Err(ErrorKind::MissingRequiredArgument),
+            },
+            Case {
+                name: "old scenario spelling with a fleet flag",
+                argv: vec!["--scenario", "f.yaml", "--nodes", "3"],
+                want: Err(ErrorKind::ArgumentConflict),
+            },
+            Case {
+                name: "a subcommand and an old flag",
+                argv: vec!["--scenario", "f.yaml", "scenario", "g.yaml"],
+                want: Err(ErrorKind::ArgumentConflict),
+            },
+            Case {
+                name: "nothing: the old fleet spelling's usage error",
+                argv: vec![],
+                want: Err(ErrorKind::MissingRequiredArgument),
+            },
+        ] {
+            assert_eq!(
+                parsed(&case.argv).as_deref().map_err(|e| *e),
+                case.want,
+                "{}",
+                case.name
+            );
         }
     }
-}
 
-/// A random bearer token (hex).
-fn random_token() -> anyhow::Result<String> {
-    let mut bytes = [0u8; 24];
-    getrandom::fill(&mut bytes).map_err(|e| anyhow::anyhow!("random token: {e}"))?;
-    Ok(bytes.iter().map(|b| format!("{b:02x}")).collect())
-}
-
-/// Simulated nodes inside `berth server`: each node's token is registered
-/// with the API directly, and the fleet talks to the router in-process;
-/// its shared watches go out as `system:berth:sim`.
-pub fn spawn_in_process(
-    api: &Arc<berth_apiserver::api::ApiServer>,
-    count: usize,
-    zones: usize,
-    stop: CancellationToken,
-) -> anyhow::Result<tokio::task::JoinHandle<()>> {
-    let mut nodes = Vec::with_capacity(count);
-    for i in 0..count {
-        let name = sim::sim_node_name("sim-", i);
-        let token = random_token()?;
-        api.auth
-            .add_token(token.clone(), berth_apiserver::auth::User::node(&name));
-        nodes.push(SimNode {
-            zone: sim::sim_zone(i, zones),
-            bearer: bearer_header(&token).context("token header")?,
-            name,
-        });
+    /// The help of `berth sim`, `berth sim fleet` and `berth sim scenario`.
+    fn help(path: &[&str]) -> String {
+        let mut command = Cli::command();
+        let mut current = &mut command;
+        for name in path {
+            current = current
+                .find_subcommand_mut(name)
+                .unwrap_or_else(|| panic!("no subcommand {name}"));
+        }
+        current.render_long_help().to_string()
     }
-    let watcher = random_token()?;
-    api.auth
-        .add_token(watcher.clone(), berth_apiserver::auth::User::sim_fleet());
-    let watcher = bearer_header(&watcher).context("token header")?;
-    let base = kube::Client::new(berth_apiserver::server::router(api.clone()), "default");
-    let client = with_default_bearer(base, watcher);
-    let clock = Clock::real();
-    Ok(tokio::spawn(sim::run_fleet(
-        client,
-        nodes,
-        Arc::new(berth_runtime::sim::SimRuntime::new(clock.clone())),
-        clock,
-        fleet_options(sim::default_template(), 64),
-        Arc::new(SimStats::default()),
-        stop,
-    )))
+
+    #[test]
+    fn help_names_each_commands_flags() {
+        struct Case {
+            path: &'static [&'static str],
+            want: &'static [&'static str],
+            not: &'static [&'static str],
+        }
+        for case in [
+            Case {
+                path: &["sim"],
+                want: &["fleet", "scenario"],
+                not: &["--scenario", "--timeline", "--nodes"],
+            },
+            Case {
+                path: &["sim", "fleet"],
+                want: &[
+                    "--server",
+                    "--token",
+                    "--ca-file",
+                    "--nodes",
+                    "--zones",
+                    "--node-template",
+                    "--name-prefix",
+                    "--data-dir",
+                    "--max-in-flight",
+                    "--kubeconfig",
+                ],
+                not: &["--timeline"],
+            },
+            Case {
+                path: &["sim", "scenario"],
+                want: &["<FILE>", "--timeline", "--report", "--seed"],
+                not: &["--nodes"],
+            },
+        ] {
+            let text = help(case.path);
+            for flag in case.want {
+                assert!(
+                    text.contains(flag),
+                    "{:?} help lacks {flag}:\n{text}",
+                    case.path
+                );
+            }
+            for flag in case.not {
+                assert!(
+                    !text.contains(flag),
+                    "{:?} help has {flag}:\n{text}",
+                    case.path
+                );
+            }
+        }
+    }
 }

@@ -221,7 +221,7 @@ impl Cluster {
 
     /// A pod on this node (bound with `spec.nodeName`: `berth server` runs
     /// no scheduler yet) running `sh -c script`.
-    fn pod(&self, name: &str, extra_spec: &str, script: &str) -> String {
+    fn pod_manifest(&self, name: &str, extra_spec: &str, script: &str) -> String {
         format!(
             r#"apiVersion: v1
 kind: Pod
@@ -285,7 +285,7 @@ fn a_tolerating_pod_runs_as_a_real_process_and_kubectl_logs_shows_its_output() {
         "echo hello from $HOSTNAME; echo started > {}; exec sleep 3600",
         started.display()
     );
-    cluster.apply(&cluster.pod("greeter", TOLERATES_DEDICATED, &script));
+    cluster.apply(&cluster.pod_manifest("greeter", TOLERATES_DEDICATED, &script));
     assert_eq!(read_fifo(&started), "started\n");
     cluster.ok(&[
         "wait",
@@ -324,7 +324,7 @@ fn a_pod_bound_with_node_name_onto_a_no_execute_tainted_node_is_rejected_by_the_
     );
     cluster.ok(&["taint", "nodes", "worker-2", "maintenance=now:NoExecute"]);
     let ran = cluster.scratch.join("ran");
-    cluster.apply(&cluster.pod(
+    cluster.apply(&cluster.pod_manifest(
         "intruder",
         "",
         &format!("touch {}; exec sleep 3600", ran.display()),
@@ -377,7 +377,7 @@ fn shut_down_an_agent_with_three_pods(name: &str, node: &str) -> Cluster {
             trap.replace("ORDER", &order.display().to_string()),
             fifo.display()
         );
-        cluster.apply(&cluster.pod(name, extra, &script));
+        cluster.apply(&cluster.pod_manifest(name, extra, &script));
         ready.push(fifo);
     }
     for fifo in &ready {
@@ -450,7 +450,7 @@ fn an_untolerated_no_execute_taint_kills_the_process_and_the_pod_is_gone() {
     );
     let started = cluster.fifo("started");
     let script = format!("echo started > {}; exec sleep 3600", started.display());
-    cluster.apply(&cluster.pod("victim", TOLERATES_DEDICATED, &script));
+    cluster.apply(&cluster.pod_manifest("victim", TOLERATES_DEDICATED, &script));
     assert_eq!(read_fifo(&started), "started\n");
     cluster.ok(&[
         "wait",
@@ -534,7 +534,7 @@ fn a_paused_agent_is_ready_again_within_15_s_of_resuming_and_its_pod_stays() {
     );
     let started = cluster.fifo("started");
     let script = format!("echo started > {}; exec sleep 3600", started.display());
-    cluster.apply(&cluster.pod("steady", "", &script));
+    cluster.apply(&cluster.pod_manifest("steady", "", &script));
     assert_eq!(read_fifo(&started), "started\n");
     cluster.ok(&[
         "wait",

@@ -17,6 +17,7 @@ use std::collections::{BTreeMap, HashMap};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
+use berth_core::test_util::{PodWrapper, make_node, make_pod, tol, tol_secs};
 use futures::StreamExt;
 use jiff::{SignedDuration, Timestamp};
 use k8s_openapi::api::coordination::v1::Lease;
@@ -304,18 +305,15 @@ fn server_flags() -> Vec<String> {
     ]
 }
 
-fn node(name: &str, cpu: &str, unschedulable: bool) -> Node {
-    serde_json::from_value(json!({
-        "metadata": {"name": name},
-        "spec": {"unschedulable": unschedulable},
-        "status": {
-            "capacity": {"cpu": cpu, "memory": "8Gi", "pods": "110"},
-            "allocatable": {"cpu": cpu, "memory": "8Gi", "pods": "110"},
-            "conditions": [{"type": "Ready", "status": "True", "reason": "KubeletReady",
-                "lastHeartbeatTime": Timestamp::now().to_string()}],
-        },
-    }))
-    .expect("node")
+/// A Ready node with `cpu` CPUs, heard of now.
+fn ready_node(name: &str, cpu: &str, unschedulable: bool) -> Node {
+    let now = Timestamp::now();
+    make_node()
+        .name(name)
+        .unschedulable(unschedulable)
+        .capacity(&[("cpu", cpu), ("memory", "8Gi"), ("pods", "110")])
+        .condition_at("Ready", "True", now, now)
+        .obj()
 }
 
 fn node_lease(name: &str) -> Lease {
@@ -331,28 +329,26 @@ fn micro_time(t: Timestamp) -> serde_json::Value {
     json!(k8s_openapi::apimachinery::pkg::apis::meta::v1::MicroTime(t))
 }
 
-fn pod(name: &str, spec: serde_json::Value) -> Pod {
-    let mut spec = spec;
-    spec["containers"] = json!([{"name": "c", "image": "busybox",
-        "resources": {"requests": {"cpu": "500m"}}}]);
-    spec["terminationGracePeriodSeconds"] = json!(30);
-    serde_json::from_value(json!({"metadata": {"name": name}, "spec": spec})).expect("pod")
+/// A pod requesting half a CPU, with a 30 s grace period.
+fn half_cpu(name: &str) -> PodWrapper {
+    make_pod()
+        .name(name)
+        .req(&[("cpu", "500m")])
+        .termination_grace_period(30)
 }
 
 fn evict_pod(seconds: i64) -> Pod {
-    pod(
-        &format!("evict-{seconds}"),
-        json!({"nodeName": "evict-0", "tolerations": [
-            {"key": EVICT_TAINT, "operator": "Exists", "effect": "NoExecute",
-                "tolerationSeconds": seconds}]}),
-    )
+    half_cpu(&format!("evict-{seconds}"))
+        .node("evict-0")
+        .toleration(tol_secs(EVICT_TAINT, "Exists", "", "NoExecute", seconds))
+        .obj()
 }
 
 async fn create_pending(pods: &Api<Pod>, batch: &str, count: usize) -> Vec<String> {
     let mut names = Vec::new();
     for i in 0..count {
         let name = format!("pending-{batch}-{i}");
-        pods.create(&PostParams::default(), &pod(&name, json!({})))
+        pods.create(&PostParams::default(), &half_cpu(&name).obj())
             .await
             .expect("create pending pod");
         names.push(name);
@@ -452,7 +448,7 @@ async fn killing_the_leader_loses_no_eviction_and_binds_no_pod_twice() {
     for name in all_nodes {
         let cordoned = !name.starts_with("fit-");
         nodes
-            .create(&PostParams::default(), &node(name, "2", cordoned))
+            .create(&PostParams::default(), &ready_node(name, "2", cordoned))
             .await
             .expect("create node");
         node_leases
@@ -489,17 +485,20 @@ async fn killing_the_leader_loses_no_eviction_and_binds_no_pod_twice() {
         .iter()
         .map(|seconds| evict_pod(*seconds))
         .chain([
-            pod(
-                "stays",
-                json!({"nodeName": "evict-0", "tolerations": [
-                    {"key": EVICT_TAINT, "operator": "Exists", "effect": "NoExecute"}]}),
-            ),
-            pod(
-                "on-lost-node",
-                json!({"nodeName": "lost-0", "tolerations": [
-                    {"key": "node.kubernetes.io/unreachable", "operator": "Exists",
-                        "effect": "NoExecute", "tolerationSeconds": 0}]}),
-            ),
+            half_cpu("stays")
+                .node("evict-0")
+                .toleration(tol(EVICT_TAINT, "Exists", "", "NoExecute"))
+                .obj(),
+            half_cpu("on-lost-node")
+                .node("lost-0")
+                .toleration(tol_secs(
+                    "node.kubernetes.io/unreachable",
+                    "Exists",
+                    "",
+                    "NoExecute",
+                    0,
+                ))
+                .obj(),
         ]);
     for pod in placed {
         pods.create(&PostParams::default(), &pod)

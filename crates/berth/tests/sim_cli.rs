@@ -78,15 +78,28 @@ fn bad_scenario_files_give_the_line_and_the_problem_and_exit_2() {
     assert_eq!(out.status.code(), Some(2), "{}", stderr(&out));
 }
 
+/// How `berth sim` is told to run a scenario file.
+#[derive(Clone, Copy)]
+enum Spelling {
+    /// `berth sim scenario FILE`.
+    Subcommand,
+    /// `berth sim --scenario FILE`, from before the subcommands.
+    Old,
+}
+
 /// Runs an example to files; returns the timeline and the report's path.
-fn run_to_files(example: &str, dir: &Path) -> (String, PathBuf) {
+fn run_to_files(example: &str, dir: &Path, spelling: Spelling) -> (String, PathBuf) {
     let scenario = scenarios().join(example);
     let timeline = dir.join("timeline.jsonl");
     let report = dir.join("report.html");
+    let command: &[&str] = match spelling {
+        Spelling::Subcommand => &["sim", "scenario"],
+        Spelling::Old => &["sim", "--scenario"],
+    };
     let out = berth(
         &[
-            "sim",
-            "--scenario",
+            command[0],
+            command[1],
             &scenario.to_string_lossy(),
             "--timeline",
             &timeline.to_string_lossy(),
@@ -102,11 +115,12 @@ fn run_to_files(example: &str, dir: &Path) -> (String, PathBuf) {
     (text, report)
 }
 
+/// The same file and seed give the same bytes, whichever spelling runs it.
 #[test]
 fn sim_writes_the_timeline_and_the_same_seed_gives_the_same_bytes() {
     let dir = tempfile::tempdir().expect("temp dir");
-    let (first, _) = run_to_files("zone-partition.yaml", dir.path());
-    let (second, report) = run_to_files("zone-partition.yaml", dir.path());
+    let (first, _) = run_to_files("zone-partition.yaml", dir.path(), Spelling::Old);
+    let (second, report) = run_to_files("zone-partition.yaml", dir.path(), Spelling::Subcommand);
     assert_eq!(first, second);
     assert!(first.lines().all(|l| l.starts_with("{\"t\":")));
     assert!(first.contains(r#""event":"ZoneStateChanged","zone":"b","state":"FullDisruption"}"#));
@@ -133,7 +147,11 @@ fn chromium(args: &[&str]) -> Output {
 #[test]
 fn the_report_renders_its_lanes_in_headless_chromium() {
     let dir = tempfile::tempdir().expect("temp dir");
-    let (_, report) = run_to_files("taint-based-eviction.yaml", dir.path());
+    let (_, report) = run_to_files(
+        "taint-based-eviction.yaml",
+        dir.path(),
+        Spelling::Subcommand,
+    );
     let url = format!("file://{}", report.display());
 
     let dom = chromium(&["--dump-dom", &url]);

@@ -17,18 +17,13 @@
 //! implies (controller first, admission after), so a daemon pod keeps its
 //! forever tolerations and gets no 300-second ones.
 
-use berth_core::toleration::{EFFECT_NO_EXECUTE, EFFECT_NO_SCHEDULE, OP_EXISTS};
-use k8s_openapi::api::core::v1::{Pod, Toleration};
+use k8s_openapi::api::core::v1::Pod;
 
-use super::tolerations::add_or_update_toleration;
-
-pub const TAINT_NODE_NOT_READY: &str = "node.kubernetes.io/not-ready";
-pub const TAINT_NODE_UNREACHABLE: &str = "node.kubernetes.io/unreachable";
-pub const TAINT_NODE_DISK_PRESSURE: &str = "node.kubernetes.io/disk-pressure";
-pub const TAINT_NODE_MEMORY_PRESSURE: &str = "node.kubernetes.io/memory-pressure";
-pub const TAINT_NODE_PID_PRESSURE: &str = "node.kubernetes.io/pid-pressure";
-pub const TAINT_NODE_UNSCHEDULABLE: &str = "node.kubernetes.io/unschedulable";
-pub const TAINT_NODE_NETWORK_UNAVAILABLE: &str = "node.kubernetes.io/network-unavailable";
+pub use berth_core::well_known_taints::{
+    TAINT_NODE_DISK_PRESSURE, TAINT_NODE_MEMORY_PRESSURE, TAINT_NODE_NETWORK_UNAVAILABLE,
+    TAINT_NODE_NOT_READY, TAINT_NODE_PID_PRESSURE, TAINT_NODE_UNREACHABLE,
+    TAINT_NODE_UNSCHEDULABLE,
+};
 
 /// Whether the pod's controller owner reference is a DaemonSet.
 pub fn is_daemon_pod(pod: &Pod) -> bool {
@@ -39,40 +34,12 @@ pub fn is_daemon_pod(pod: &Pod) -> bool {
         .any(|r| r.controller == Some(true) && r.kind == "DaemonSet")
 }
 
-fn exists(key: &str, effect: &str) -> Toleration {
-    Toleration {
-        key: Some(key.to_string()),
-        operator: Some(OP_EXISTS.to_string()),
-        effect: Some(effect.to_string()),
-        value: None,
-        toleration_seconds: None,
-    }
-}
-
-/// Upstream `AddOrUpdateDaemonPodTolerations` on the pod's spec.
+/// berth-core's `AddOrUpdateDaemonPodTolerations`, on the pod's spec.
 pub fn add_daemon_pod_tolerations(pod: &mut Pod) {
     let spec = pod.spec.get_or_insert_with(Default::default);
-    let host_network = spec.host_network == Some(true);
-    let tolerations = spec.tolerations.get_or_insert_with(Vec::new);
-    for (key, effect) in [
-        (TAINT_NODE_NOT_READY, EFFECT_NO_EXECUTE),
-        (TAINT_NODE_UNREACHABLE, EFFECT_NO_EXECUTE),
-        (TAINT_NODE_DISK_PRESSURE, EFFECT_NO_SCHEDULE),
-        (TAINT_NODE_MEMORY_PRESSURE, EFFECT_NO_SCHEDULE),
-        (TAINT_NODE_PID_PRESSURE, EFFECT_NO_SCHEDULE),
-        (TAINT_NODE_UNSCHEDULABLE, EFFECT_NO_SCHEDULE),
-    ] {
-        add_or_update_toleration(tolerations, &exists(key, effect));
-    }
-    if host_network {
-        add_or_update_toleration(
-            tolerations,
-            &exists(TAINT_NODE_NETWORK_UNAVAILABLE, EFFECT_NO_SCHEDULE),
-        );
-    }
+    berth_core::workloads::daemon::add_or_update_daemon_pod_tolerations(spec);
 }
 
-/// The admission step: daemon pods only.
 pub fn admit(pod: &mut Pod) {
     if is_daemon_pod(pod) {
         add_daemon_pod_tolerations(pod);
@@ -84,6 +51,7 @@ mod tests {
     use super::*;
     use crate::admission::test_pods::pod_with_tolerations;
     use berth_core::test_util::{tol, tol_secs};
+    use k8s_openapi::api::core::v1::Toleration;
     use k8s_openapi::apimachinery::pkg::apis::meta::v1::OwnerReference;
 
     fn owned_by(kind: &str, controller: Option<bool>) -> Pod {

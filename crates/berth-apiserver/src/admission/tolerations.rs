@@ -29,40 +29,8 @@ pub(crate) fn tolerations_equal(a: &Toleration, b: &Toleration) -> bool {
         && a.toleration_seconds == b.toleration_seconds
 }
 
-/// Upstream `MatchToleration` on the internal view (unset == empty), so a
-/// toleration decoded without `value` matches one built with `value: ""`.
-fn match_toleration(a: &Toleration, b: &Toleration) -> bool {
-    s(&a.key) == s(&b.key)
-        && s(&a.operator) == s(&b.operator)
-        && s(&a.value) == s(&b.value)
-        && s(&a.effect) == s(&b.effect)
-}
-
-/// Upstream `AddOrUpdateTolerationInPodSpec`: a toleration with the same
-/// key, operator, value and effect is replaced (its `tolerationSeconds`
-/// updated); otherwise the toleration is appended. Returns whether the list
-/// changed.
-pub fn add_or_update_toleration(
-    tolerations: &mut Vec<Toleration>,
-    toleration: &Toleration,
-) -> bool {
-    let mut updated = false;
-    for existing in tolerations.iter_mut() {
-        if match_toleration(toleration, existing) {
-            if tolerations_equal(toleration, existing) {
-                // Upstream returns at the first identical match, leaving the
-                // list (including any later duplicates) untouched.
-                return false;
-            }
-            *existing = toleration.clone();
-            updated = true;
-        }
-    }
-    if !updated {
-        tolerations.push(toleration.clone());
-    }
-    true
-}
+/// Upstream `AddOrUpdateTolerationInPodSpec`, berth-core's one port.
+pub use berth_core::toleration::add_or_update_toleration;
 
 /// Upstream `isSuperset`: whether `ss` tolerates every taint `t` tolerates,
 /// for at least as long.

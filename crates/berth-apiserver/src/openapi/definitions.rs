@@ -14,7 +14,7 @@ use k8s_openapi::apimachinery::pkg::apis::meta::v1::{DeleteOptions, ListMeta, Pa
 use k8s_openapi::schemars::generate::SchemaSettings;
 use serde_json::{Map, Value, json};
 
-use super::kinds::kind_schema;
+use super::kinds::KindSchema;
 use super::list_types::{LIST_FIELDS, ListType};
 use crate::patch::PatchKind;
 use crate::resources::ResourceType;
@@ -44,14 +44,18 @@ pub(super) enum Dialect {
     V3,
 }
 
+/// The schema of a served type's objects, which its strategy names.
+pub(super) fn kind_schema(rt: &ResourceType) -> KindSchema {
+    rt.strategy.object_type().schema
+}
+
 /// A served kind's definition name (upstream's, e.g.
-/// `io.k8s.api.core.v1.Pod`) and its list's; `None` for a type with no
-/// schema hook.
-pub(super) fn names(rt: &ResourceType) -> Option<(String, String)> {
-    let schema = kind_schema(rt.group, rt.version, rt.kind)?;
+/// `io.k8s.api.core.v1.Pod`) and its list's.
+pub(super) fn names(rt: &ResourceType) -> (String, String) {
+    let schema = kind_schema(rt);
     let name = (schema.name)().into_owned();
     let list = list_name(&name, schema.list_kind);
-    Some((name, list))
+    (name, list)
 }
 
 /// `io.k8s.api.core.v1.Pod` → `io.k8s.api.core.v1.PodList`.
@@ -73,10 +77,7 @@ pub(super) fn definitions(types: &[&ResourceType]) -> Map<String, Value> {
             s.transforms.clear();
         })
         .into_generator();
-    let kinds: Vec<_> = types
-        .iter()
-        .filter_map(|rt| Some((*rt, kind_schema(rt.group, rt.version, rt.kind)?)))
-        .collect();
+    let kinds: Vec<_> = types.iter().map(|rt| (*rt, kind_schema(rt))).collect();
     for (_, schema) in &kinds {
         (schema.add)(&mut generator);
     }

@@ -23,7 +23,7 @@
 //! other media type is 406.
 
 mod definitions;
-mod kinds;
+pub(crate) mod kinds;
 mod list_types;
 mod paths;
 mod v2_protobuf;

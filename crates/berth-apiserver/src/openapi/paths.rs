@@ -432,9 +432,7 @@ const OBJECT_OPERATIONS: [ObjectOperation; 3] = [
 pub(super) fn paths(types: &[&ResourceType], dialect: Dialect) -> Map<String, Value> {
     let mut paths = Map::new();
     for rt in types {
-        let Some((kind, list)) = definitions::names(rt) else {
-            continue;
-        };
+        let (kind, list) = definitions::names(rt);
         let group_word = rt.group.split('.').next().unwrap_or_default();
         let group_word = if group_word.is_empty() {
             "core"

@@ -34,8 +34,10 @@ pub enum SelectableKind {
     Event,
     /// core/v1 Namespace.
     Namespace,
-    /// coordination.k8s.io/v1 Lease.
-    Lease,
+    /// A kind without field labels of its own (coordination.k8s.io/v1
+    /// Lease, and any kind a strategy does not name): upstream's default
+    /// conversion, `metadata.name` and `metadata.namespace` only.
+    MetadataOnly { namespaced: bool },
 }
 
 impl FromStr for SelectableKind {
@@ -48,7 +50,7 @@ impl FromStr for SelectableKind {
             "Node" | "nodes" => SelectableKind::Node,
             "Event" | "events" => SelectableKind::Event,
             "Namespace" | "namespaces" => SelectableKind::Namespace,
-            "Lease" | "leases" => SelectableKind::Lease,
+            "Lease" | "leases" => SelectableKind::MetadataOnly { namespaced: true },
             _ => return Err(FieldSelectorError::UnsupportedKind(s.to_string())),
         })
     }
@@ -58,7 +60,11 @@ impl SelectableKind {
     /// Whether objects of this kind live in a namespace (and so expose
     /// `metadata.namespace`).
     pub fn is_namespaced(self) -> bool {
-        !matches!(self, SelectableKind::Node | SelectableKind::Namespace)
+        match self {
+            SelectableKind::Node | SelectableKind::Namespace => false,
+            SelectableKind::MetadataOnly { namespaced } => namespaced,
+            SelectableKind::Pod | SelectableKind::Event => true,
+        }
     }
 
     /// The field labels the API server accepts for this kind, in upstream's
@@ -95,7 +101,7 @@ impl SelectableKind {
                 "metadata.name",
             ],
             SelectableKind::Namespace => &["status.phase", "metadata.name"],
-            SelectableKind::Lease => &["metadata.name", "metadata.namespace"],
+            SelectableKind::MetadataOnly { .. } => &["metadata.name", "metadata.namespace"],
         }
     }
 
@@ -110,9 +116,11 @@ impl SelectableKind {
             return Ok(label);
         }
         Err(match self {
-            // Lease has no conversion function of its own; upstream's
+            // Without a conversion function of its own (Lease), upstream's
             // default one words the error differently.
-            SelectableKind::Lease => FieldSelectorError::UnknownDefaultLabel(label.to_string()),
+            SelectableKind::MetadataOnly { .. } => {
+                FieldSelectorError::UnknownDefaultLabel(label.to_string())
+            }
             _ => FieldSelectorError::UnsupportedLabel(label.to_string()),
         })
     }
@@ -205,7 +213,7 @@ impl SelectableKind {
                 // compatibility." (upstream)
                 put("name", str_at(object, &["metadata", "name"]));
             }
-            SelectableKind::Lease => {}
+            SelectableKind::MetadataOnly { .. } => {}
         }
         out
     }
@@ -401,7 +409,7 @@ mod tests {
             SelectableKind::Node,
             SelectableKind::Event,
             SelectableKind::Namespace,
-            SelectableKind::Lease,
+            SelectableKind::MetadataOnly { namespaced: true },
         ] {
             for label in kind.supported_field_labels() {
                 assert_eq!(kind.convert_field_label(label), Ok(*label));

@@ -263,32 +263,24 @@ pub fn check(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use k8s_openapi::api::core::v1::NodeStatus;
+    use berth_core::test_util::make_node;
 
     fn t(s: i64) -> Timestamp {
         Timestamp::from_second(1_420_113_600 + s).unwrap_or(Timestamp::UNIX_EPOCH)
     }
 
-    fn node(created: i64, conditions: &[(&str, &str, i64, i64)]) -> Node {
-        let mut node = Node::default();
-        node.metadata.name = Some("node0".into());
-        node.metadata.creation_timestamp = Some(Time(t(created)));
-        node.status = Some(NodeStatus {
-            conditions: Some(
-                conditions
-                    .iter()
-                    .map(|(type_, status, heartbeat, transition)| NodeCondition {
-                        type_: type_.to_string(),
-                        status: status.to_string(),
-                        last_heartbeat_time: Some(Time(t(*heartbeat))),
-                        last_transition_time: Some(Time(t(*transition))),
-                        ..NodeCondition::default()
-                    })
-                    .collect(),
-            ),
-            ..NodeStatus::default()
-        });
-        node
+    /// node0, created at `t(created)`, with conditions (type, status,
+    /// heartbeat, transition).
+    fn node0(created: i64, conditions: &[(&str, &str, i64, i64)]) -> Node {
+        conditions
+            .iter()
+            .fold(
+                make_node().name("node0").created_at(t(created)),
+                |node, (type_, status, heartbeat, transition)| {
+                    node.condition_at(type_, status, t(*heartbeat), t(*transition))
+                },
+            )
+            .obj()
     }
 
     fn statuses(conditions: &[NodeCondition]) -> Vec<(String, String, Option<String>)> {
@@ -311,13 +303,13 @@ mod tests {
         let cases = vec![
             Case {
                 name: "never reported, within startup grace: nothing",
-                node: node(0, &[]),
+                node: node0(0, &[]),
                 elapsed: 0,
                 want: None,
             },
             Case {
                 name: "never reported, past startup grace: NodeStatusNeverUpdated",
-                node: node(-61, &[]),
+                node: node0(-61, &[]),
                 elapsed: 0,
                 want: Some(vec![
                     ("Ready", "Unknown", Some("NodeStatusNeverUpdated")),
@@ -328,13 +320,13 @@ mod tests {
             },
             Case {
                 name: "ready, heard from within the grace period: nothing",
-                node: node(-1000, &[("Ready", "True", 0, 0)]),
+                node: node0(-1000, &[("Ready", "True", 0, 0)]),
                 elapsed: 50,
                 want: None,
             },
             Case {
                 name: "ready, silent past the grace period: NodeStatusUnknown",
-                node: node(
+                node: node0(
                     -1000,
                     &[
                         ("Ready", "True", 0, 0),
@@ -353,7 +345,7 @@ mod tests {
             },
             Case {
                 name: "already unknown: no further update",
-                node: node(-1000, &[("Ready", "Unknown", 0, 0)]),
+                node: node0(-1000, &[("Ready", "Unknown", 0, 0)]),
                 elapsed: 500,
                 want: None,
             },
@@ -385,7 +377,7 @@ mod tests {
 
     #[test]
     fn a_new_heartbeat_or_lease_renewal_moves_the_probe() {
-        let n = node(-1000, &[("Ready", "True", 0, 0)]);
+        let n = node0(-1000, &[("Ready", "True", 0, 0)]);
         let mut h = NodeHealth::observe_node(None, &n, t(0));
         assert_eq!(h.probe, t(0));
         // Same heartbeat seen again later: no news.
@@ -398,11 +390,11 @@ mod tests {
         h.observe_lease(Some(t(25)), t(40));
         assert_eq!(h.probe, t(31));
         // A new heartbeat with the same transition: probe moves, transition stays.
-        let n2 = node(-1000, &[("Ready", "True", 40, 0)]);
+        let n2 = node0(-1000, &[("Ready", "True", 40, 0)]);
         h = NodeHealth::observe_node(Some(h), &n2, t(41));
         assert_eq!((h.probe, h.ready_transition), (t(41), t(0)));
         // A new heartbeat with a new transition moves both.
-        let n3 = node(-1000, &[("Ready", "False", 45, 45)]);
+        let n3 = node0(-1000, &[("Ready", "False", 45, 45)]);
         h = NodeHealth::observe_node(Some(h), &n3, t(46));
         assert_eq!((h.probe, h.ready_transition), (t(46), t(46)));
         let grace = GracePeriods::default();
@@ -412,7 +404,7 @@ mod tests {
 
     #[test]
     fn a_node_that_only_renews_its_lease_is_healthy() {
-        let n = node(-1000, &[]);
+        let n = node0(-1000, &[]);
         let mut h = NodeHealth::observe_node(None, &n, t(0));
         h.observe_lease(Some(t(0)), t(0));
         let grace = GracePeriods::default();

@@ -29,16 +29,16 @@ use jiff::{SignedDuration, Timestamp};
 use k8s_openapi::api::coordination::v1::Lease;
 use k8s_openapi::api::core::v1::{Node, Pod};
 use kube::api::Api;
-use kube::runtime::WatchStreamExt;
-use kube::runtime::watcher::{self, Event};
+use kube::runtime::watcher;
 
+use berth_client::{Change, changes_of};
 use berth_core::clock::Clock;
 use berth_core::toleration::EFFECT_NO_EXECUTE;
 use tokio::task::{Id, JoinSet};
 
 use crate::events::{EventRecorder, TYPE_NORMAL, node_ref};
 use crate::metrics::ControllerMetrics;
-use crate::taint_eviction::schedule::PodKey;
+use berth_core::pod::{PodKey, pod_key};
 use health::{GracePeriods, HealthVerdict, NodeHealth, ReadyStatus, STATUS_FALSE, STATUS_UNKNOWN};
 use rate_limited_queue::{RateLimitedTimedQueue, TimedValue};
 use taints::{
@@ -55,13 +55,13 @@ pub const EVENT_COMPONENT: &str = "node-controller";
 /// Where node heartbeats live.
 pub const NODE_LEASE_NAMESPACE: &str = "kube-node-lease";
 
-/// An event of one of the controller's three watches. Sized like the
+/// A change of one of the controller's three watches. Sized like the
 /// watcher's own items (moved once per event), so not boxed.
 #[allow(clippy::large_enum_variant)]
 enum Watched {
-    Node(Result<Event<Node>, watcher::Error>),
-    Lease(Result<Event<Lease>, watcher::Error>),
-    Pod(Result<Event<Pod>, watcher::Error>),
+    Node(Change<Node>),
+    Lease(Change<Lease>),
+    Pod(Change<Pod>),
 }
 
 /// Settings, with upstream's defaults.
@@ -247,7 +247,7 @@ impl ClusterState {
     }
 
     pub fn observe_pod(&mut self, pod: &Pod) {
-        let key = PodKey::of(pod);
+        let key = pod_key(pod);
         let node = pod
             .spec
             .as_ref()
@@ -282,35 +282,6 @@ impl ClusterState {
             .get(node)
             .map(|s| s.iter().cloned().collect())
             .unwrap_or_default()
-    }
-
-    /// Forgets nodes, leases and pods a re-list did not return.
-    fn retain_nodes(&mut self, seen: &HashSet<String>) {
-        let gone: Vec<String> = self
-            .nodes
-            .keys()
-            .filter(|n| !seen.contains(*n))
-            .cloned()
-            .collect();
-        for n in gone {
-            self.remove_node(&n);
-        }
-    }
-
-    fn retain_leases(&mut self, seen: &HashSet<String>) {
-        self.leases.retain(|k, _| seen.contains(k));
-    }
-
-    fn retain_pods(&mut self, seen: &HashSet<PodKey>) {
-        let gone: Vec<PodKey> = self
-            .pod_node
-            .keys()
-            .filter(|k| !seen.contains(*k))
-            .cloned()
-            .collect();
-        for k in gone {
-            self.remove_pod(&k);
-        }
     }
 
     /// The monitor pass's decisions at `now` (upstream `monitorNodeHealth`
@@ -487,24 +458,18 @@ pub struct NodeLifecycleController {
     writes: WorkQueue,
 }
 
+/// Which of the controller's watches have listed once: the monitor pass
+/// waits for all three.
 #[derive(Default)]
-struct Sync<K> {
-    seen: Option<HashSet<K>>,
-    done: bool,
+struct Listed {
+    nodes: bool,
+    leases: bool,
+    pods: bool,
 }
 
-impl<K: std::hash::Hash + Eq> Sync<K> {
-    fn init(&mut self) {
-        self.seen = Some(HashSet::new());
-    }
-    fn saw(&mut self, key: K) {
-        if let Some(seen) = self.seen.as_mut() {
-            seen.insert(key);
-        }
-    }
-    fn finish(&mut self) -> Option<HashSet<K>> {
-        self.done = true;
-        self.seen.take()
+impl Listed {
+    fn all(&self) -> bool {
+        self.nodes && self.leases && self.pods
     }
 }
 
@@ -529,21 +494,13 @@ impl NodeLifecycleController {
 
     /// Runs until dropped.
     pub async fn run(mut self) {
-        let nodes = watcher::watcher(
-            Api::<Node>::all(self.client.clone()),
-            watcher::Config::default(),
-        )
-        .default_backoff();
-        let leases = watcher::watcher(
+        let config = watcher::Config::default;
+        let nodes = changes_of(Api::<Node>::all(self.client.clone()), config());
+        let leases = changes_of(
             Api::<Lease>::namespaced(self.client.clone(), NODE_LEASE_NAMESPACE),
-            watcher::Config::default(),
-        )
-        .default_backoff();
-        let pods = watcher::watcher(
-            Api::<Pod>::all(self.client.clone()),
-            watcher::Config::default(),
-        )
-        .default_backoff();
+            config(),
+        );
+        let pods = changes_of(Api::<Pod>::all(self.client.clone()), config());
         // One stream, Leases first: a node's Lease is its heartbeat, and an
         // unread renewal ages the node towards Unknown. With a backlog of
         // Node events (150,000 simulated nodes registering: a Node is ~5 KiB
@@ -566,16 +523,14 @@ impl NodeLifecycleController {
             leases_first,
         );
         let mut watched = std::pin::pin!(watched);
-        let mut node_sync: Sync<String> = Sync::default();
-        let mut lease_sync: Sync<String> = Sync::default();
-        let mut pod_sync: Sync<PodKey> = Sync::default();
+        let mut listed = Listed::default();
         let mut next_monitor: Option<Timestamp> = None;
         // The writes run here, so dropping the controller (a lost lease)
         // stops them too.
         let mut jobs: JoinSet<JobDone> = JoinSet::new();
         let mut running: HashMap<Id, String> = HashMap::new();
         loop {
-            let synced = node_sync.done && lease_sync.done && pod_sync.done;
+            let synced = listed.all();
             if synced && next_monitor.is_none() {
                 next_monitor = Some(self.clock.now());
             }
@@ -602,12 +557,9 @@ impl NodeLifecycleController {
             tokio::select! {
                 biased;
                 Some(watched) = watched.next() => match watched {
-                    Watched::Node(Ok(event)) => self.node_event(event, &mut node_sync),
-                    Watched::Node(Err(err)) => tracing::warn!(%err, "watching nodes"),
-                    Watched::Lease(Ok(event)) => self.lease_event(event, &mut lease_sync),
-                    Watched::Lease(Err(err)) => tracing::warn!(%err, "watching leases"),
-                    Watched::Pod(Ok(event)) => self.pod_event(event, &mut pod_sync),
-                    Watched::Pod(Err(err)) => tracing::warn!(%err, "watching pods"),
+                    Watched::Node(change) => self.node_change(change, &mut listed.nodes),
+                    Watched::Lease(change) => self.lease_change(change, &mut listed.leases),
+                    Watched::Pod(change) => self.pod_change(change, &mut listed.pods),
                 },
                 Some(done) = jobs.join_next_with_id(), if !jobs.is_empty() => match done {
                     Ok((id, done)) => {
@@ -635,15 +587,12 @@ impl NodeLifecycleController {
         }
     }
 
-    fn node_event(&mut self, event: Event<Node>, sync: &mut Sync<String>) {
-        let now = self.clock.now();
-        match event {
-            Event::Init => sync.init(),
-            Event::InitApply(node) | Event::Apply(node) => {
+    fn node_change(&mut self, change: Change<Node>, listed: &mut bool) {
+        match change {
+            Change::Upsert(node) => {
                 let name = node.metadata.name.clone().unwrap_or_default();
-                sync.saw(name.clone());
                 let no_schedule = !no_schedule_change(&node).is_empty();
-                self.state.observe_node(node, now);
+                self.state.observe_node(node, self.clock.now());
                 if no_schedule {
                     self.writes.add(
                         &name,
@@ -654,51 +603,24 @@ impl NodeLifecycleController {
                     );
                 }
             }
-            Event::Delete(node) => {
-                self.state
-                    .remove_node(node.metadata.name.as_deref().unwrap_or_default());
-            }
-            Event::InitDone => {
-                if let Some(seen) = sync.finish() {
-                    self.state.retain_nodes(&seen);
-                }
-            }
+            Change::Delete(gone) => self.state.remove_node(&gone.key.name),
+            Change::Synced => *listed = true,
         }
     }
 
-    fn lease_event(&mut self, event: Event<Lease>, sync: &mut Sync<String>) {
-        let now = self.clock.now();
-        match event {
-            Event::Init => sync.init(),
-            Event::InitApply(lease) | Event::Apply(lease) => {
-                sync.saw(lease.metadata.name.clone().unwrap_or_default());
-                self.state.observe_lease(&lease, now);
-            }
-            Event::Delete(lease) => {
-                self.state
-                    .remove_lease(lease.metadata.name.as_deref().unwrap_or_default());
-            }
-            Event::InitDone => {
-                if let Some(seen) = sync.finish() {
-                    self.state.retain_leases(&seen);
-                }
-            }
+    fn lease_change(&mut self, change: Change<Lease>, listed: &mut bool) {
+        match change {
+            Change::Upsert(lease) => self.state.observe_lease(&lease, self.clock.now()),
+            Change::Delete(gone) => self.state.remove_lease(&gone.key.name),
+            Change::Synced => *listed = true,
         }
     }
 
-    fn pod_event(&mut self, event: Event<Pod>, sync: &mut Sync<PodKey>) {
-        match event {
-            Event::Init => sync.init(),
-            Event::InitApply(pod) | Event::Apply(pod) => {
-                sync.saw(PodKey::of(&pod));
-                self.state.observe_pod(&pod);
-            }
-            Event::Delete(pod) => self.state.remove_pod(&PodKey::of(&pod)),
-            Event::InitDone => {
-                if let Some(seen) = sync.finish() {
-                    self.state.retain_pods(&seen);
-                }
-            }
+    fn pod_change(&mut self, change: Change<Pod>, listed: &mut bool) {
+        match change {
+            Change::Upsert(pod) => self.state.observe_pod(&pod),
+            Change::Delete(gone) => self.state.remove_pod(&gone.key),
+            Change::Synced => *listed = true,
         }
     }
 
@@ -961,32 +883,23 @@ impl NodeLifecycleController {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use k8s_openapi::api::core::v1::{NodeCondition, NodeSpec, NodeStatus};
-    use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
+    use berth_core::test_util::make_node;
+    use k8s_openapi::api::core::v1::{NodeSpec, NodeStatus};
 
     fn t(s: i64) -> Timestamp {
         Timestamp::from_second(1_420_113_600 + s).unwrap_or(Timestamp::UNIX_EPOCH)
     }
 
-    fn node(name: &str, zone: &str, ready: &str, heartbeat: i64) -> Node {
-        let mut n = Node::default();
-        n.metadata.name = Some(name.into());
-        n.metadata.uid = Some(format!("uid-{name}"));
-        n.metadata.creation_timestamp = Some(Time(t(-10_000)));
-        n.metadata.labels =
-            Some([(zone::LABEL_TOPOLOGY_ZONE.to_string(), zone.to_string())].into());
-        n.spec = Some(NodeSpec::default());
-        n.status = Some(NodeStatus {
-            conditions: Some(vec![NodeCondition {
-                type_: "Ready".into(),
-                status: ready.into(),
-                last_heartbeat_time: Some(Time(t(heartbeat))),
-                last_transition_time: Some(Time(t(-10_000))),
-                ..NodeCondition::default()
-            }]),
-            ..NodeStatus::default()
-        });
-        n
+    /// A node of `zone`, Ready `ready` since long ago, last heard of at
+    /// `heartbeat`.
+    fn zoned(name: &str, zone: &str, ready: &str, heartbeat: i64) -> Node {
+        make_node()
+            .name(name)
+            .uid(&format!("uid-{name}"))
+            .created_at(t(-10_000))
+            .label(zone::LABEL_TOPOLOGY_ZONE, zone)
+            .condition_at("Ready", ready, t(heartbeat), t(-10_000))
+            .obj()
     }
 
     /// Upstream `TestMonitorNodeHealthEvictPods`, reduced to the plan: a
@@ -998,13 +911,13 @@ mod tests {
     fn silent_node_is_marked_unknown_and_queued_for_tainting_in_one_pass() {
         let config = NodeLifecycleConfig::default();
         let mut state = ClusterState::default();
-        state.observe_node(node("node0", "z", "True", 0), t(0));
-        state.observe_node(node("node1", "z", "True", 0), t(0));
+        state.observe_node(zoned("node0", "z", "True", 0), t(0));
+        state.observe_node(zoned("node1", "z", "True", 0), t(0));
         let first = state.plan(t(0), &config);
         assert_eq!(first.registered, ["node0", "node1"]);
         assert!(first.actions.is_empty());
         // node1 keeps posting; node0 goes silent.
-        state.observe_node(node("node1", "z", "True", 55), t(55));
+        state.observe_node(zoned("node1", "z", "True", 55), t(55));
         let second = state.plan(t(55), &config);
         assert_eq!(second.actions.len(), 1);
         let action = &second.actions[0];
@@ -1016,7 +929,7 @@ mod tests {
         assert_eq!(due[0].1.value, "node0");
         // The controller's own writes (the status, then the taint) come
         // back through the watch.
-        let mut unknown = node("node0", "z", "Unknown", 0);
+        let mut unknown = zoned("node0", "z", "Unknown", 0);
         unknown.status = Some(NodeStatus {
             conditions: action.verdict.status_update.clone(),
             ..NodeStatus::default()
@@ -1035,7 +948,7 @@ mod tests {
     fn a_ready_node_with_health_taints_gets_them_lifted() {
         let config = NodeLifecycleConfig::default();
         let mut state = ClusterState::default();
-        let mut n = node("node0", "z", "True", 0);
+        let mut n = zoned("node0", "z", "True", 0);
         n.spec = Some(NodeSpec {
             taints: Some(vec![taints::taint(TAINT_UNREACHABLE, EFFECT_NO_EXECUTE)]),
             ..NodeSpec::default()
@@ -1050,13 +963,13 @@ mod tests {
     fn a_not_ready_node_with_the_unreachable_taint_is_swapped_at_once() {
         let config = NodeLifecycleConfig::default();
         let mut state = ClusterState::default();
-        let mut n = node("node0", "z", "False", 0);
+        let mut n = zoned("node0", "z", "False", 0);
         n.spec = Some(NodeSpec {
             taints: Some(vec![taints::taint(TAINT_UNREACHABLE, EFFECT_NO_EXECUTE)]),
             ..NodeSpec::default()
         });
         state.observe_node(n, t(0));
-        state.observe_node(node("node1", "z", "True", 0), t(0));
+        state.observe_node(zoned("node1", "z", "True", 0), t(0));
         let plan = state.plan(t(1), &config);
         assert_eq!(plan.actions.len(), 1);
         assert_eq!(

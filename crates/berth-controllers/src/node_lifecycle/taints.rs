@@ -210,30 +210,16 @@ pub fn lift_no_execute_health_taints() -> TaintChange {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use k8s_openapi::api::core::v1::{NodeSpec, NodeStatus};
+    use berth_core::test_util::{NodeWrapper, make_node};
 
-    fn node(conditions: &[(&str, &str)], unschedulable: bool, taints: Vec<Taint>) -> Node {
-        Node {
-            spec: Some(NodeSpec {
-                unschedulable: unschedulable.then_some(true),
-                taints: Some(taints),
-                ..NodeSpec::default()
-            }),
-            status: Some(NodeStatus {
-                conditions: Some(
-                    conditions
-                        .iter()
-                        .map(|(t, s)| NodeCondition {
-                            type_: t.to_string(),
-                            status: s.to_string(),
-                            ..NodeCondition::default()
-                        })
-                        .collect(),
-                ),
-                ..NodeStatus::default()
-            }),
-            ..Node::default()
-        }
+    /// A node with these conditions and taints.
+    fn node_with(conditions: &[(&str, &str)], taints: Vec<Taint>) -> NodeWrapper {
+        conditions
+            .iter()
+            .fold(make_node(), |node, (type_, status)| {
+                node.condition(type_, status)
+            })
+            .taints(taints)
     }
 
     fn keys(taints: &[Taint]) -> Vec<String> {
@@ -281,100 +267,105 @@ mod tests {
     #[test]
     fn no_schedule_taints_follow_conditions() {
         let other = taint("dedicated", EFFECT_NO_SCHEDULE);
-        let cases: Vec<(&str, Node, Vec<&str>, Vec<&str>)> = vec![
-            (
-                "ready node, nothing to do",
-                node(&[("Ready", "True")], false, vec![]),
-                vec![],
-                vec![],
-            ),
-            (
-                "NetworkUnavailable is true",
-                node(
-                    &[("Ready", "True"), ("NetworkUnavailable", "True")],
-                    false,
-                    vec![],
-                ),
-                vec!["node.kubernetes.io/network-unavailable:NoSchedule"],
-                vec![],
-            ),
-            (
-                "NetworkUnavailable and MemoryPressure are true",
-                node(
+        struct Case {
+            name: &'static str,
+            node: Node,
+            /// Taints to add and to remove, as `key:Effect`.
+            add: Vec<&'static str>,
+            remove: Vec<&'static str>,
+        }
+        let cases = vec![
+            Case {
+                name: "ready node, nothing to do",
+                node: node_with(&[("Ready", "True")], vec![]).obj(),
+                add: vec![],
+                remove: vec![],
+            },
+            Case {
+                name: "NetworkUnavailable is true",
+                node: node_with(&[("Ready", "True"), ("NetworkUnavailable", "True")], vec![]).obj(),
+                add: vec!["node.kubernetes.io/network-unavailable:NoSchedule"],
+                remove: vec![],
+            },
+            Case {
+                name: "NetworkUnavailable and MemoryPressure are true",
+                node: node_with(
                     &[
                         ("Ready", "True"),
                         ("NetworkUnavailable", "True"),
                         ("MemoryPressure", "True"),
                     ],
-                    false,
                     vec![],
-                ),
-                vec![
+                )
+                .obj(),
+                add: vec![
                     "node.kubernetes.io/network-unavailable:NoSchedule",
                     "node.kubernetes.io/memory-pressure:NoSchedule",
                 ],
-                vec![],
-            ),
-            (
-                "Ready is false",
-                node(&[("Ready", "False")], false, vec![]),
-                vec!["node.kubernetes.io/not-ready:NoSchedule"],
-                vec![],
-            ),
-            (
-                "Ready is unknown, stale not-ready taint is swapped",
-                node(
+                remove: vec![],
+            },
+            Case {
+                name: "Ready is false",
+                node: node_with(&[("Ready", "False")], vec![]).obj(),
+                add: vec!["node.kubernetes.io/not-ready:NoSchedule"],
+                remove: vec![],
+            },
+            Case {
+                name: "Ready is unknown, stale not-ready taint is swapped",
+                node: node_with(
                     &[("Ready", "Unknown")],
-                    false,
                     vec![taint(TAINT_NOT_READY, EFFECT_NO_SCHEDULE)],
-                ),
-                vec!["node.kubernetes.io/unreachable:NoSchedule"],
-                vec!["node.kubernetes.io/not-ready:NoSchedule"],
-            ),
-            (
-                "memory pressure cleared",
-                node(
+                )
+                .obj(),
+                add: vec!["node.kubernetes.io/unreachable:NoSchedule"],
+                remove: vec!["node.kubernetes.io/not-ready:NoSchedule"],
+            },
+            Case {
+                name: "memory pressure cleared",
+                node: node_with(
                     &[("Ready", "True"), ("MemoryPressure", "False")],
-                    false,
                     vec![
                         taint(TAINT_MEMORY_PRESSURE, EFFECT_NO_SCHEDULE),
                         other.clone(),
                     ],
-                ),
-                vec![],
-                vec!["node.kubernetes.io/memory-pressure:NoSchedule"],
-            ),
-            (
-                "cordoned",
-                node(&[("Ready", "True")], true, vec![other.clone()]),
-                vec!["node.kubernetes.io/unschedulable:NoSchedule"],
-                vec![],
-            ),
-            (
-                "uncordoned",
-                node(
+                )
+                .obj(),
+                add: vec![],
+                remove: vec!["node.kubernetes.io/memory-pressure:NoSchedule"],
+            },
+            Case {
+                name: "cordoned",
+                node: node_with(&[("Ready", "True")], vec![other.clone()])
+                    .unschedulable(true)
+                    .obj(),
+                add: vec!["node.kubernetes.io/unschedulable:NoSchedule"],
+                remove: vec![],
+            },
+            Case {
+                name: "uncordoned",
+                node: node_with(
                     &[("Ready", "True")],
-                    false,
                     vec![taint(TAINT_UNSCHEDULABLE, EFFECT_NO_SCHEDULE)],
-                ),
-                vec![],
-                vec!["node.kubernetes.io/unschedulable:NoSchedule"],
-            ),
-            (
-                "NoExecute health taints are not this pass's business",
-                node(
+                )
+                .obj(),
+                add: vec![],
+                remove: vec!["node.kubernetes.io/unschedulable:NoSchedule"],
+            },
+            Case {
+                name: "NoExecute health taints are not this pass's business",
+                node: node_with(
                     &[("Ready", "True")],
-                    false,
                     vec![taint(TAINT_UNREACHABLE, EFFECT_NO_EXECUTE)],
-                ),
-                vec![],
-                vec![],
-            ),
+                )
+                .obj(),
+                add: vec![],
+                remove: vec![],
+            },
         ];
-        for (name, node, add, remove) in cases {
-            let change = no_schedule_change(&node);
-            assert_eq!(keys(&change.add), add, "{name}: add");
-            assert_eq!(keys(&change.remove), remove, "{name}: remove");
+        for case in cases {
+            let change = no_schedule_change(&case.node);
+            assert_eq!(keys(&change.add), case.add, "{}: add", case.name);
+            assert_eq!(keys(&change.remove), case.remove, "{}: remove", case.name);
         }
     }
 

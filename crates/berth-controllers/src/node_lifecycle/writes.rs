@@ -22,7 +22,7 @@ use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
 use kube::api::{Api, PostParams};
 
 use crate::events::{EventRecorder, TYPE_WARNING, pod_ref};
-use crate::taint_eviction::schedule::PodKey;
+use berth_core::pod::PodKey;
 
 use super::health::{self, GracePeriods, NodeHealth, STATUS_FALSE};
 use super::rate_limited_queue::TimedValue;

@@ -268,36 +268,63 @@ mod tests {
     /// partially with more than 2 and at least the threshold not Ready.
     #[test]
     fn zone_state_from_ready_counts() {
-        let cases: &[(&str, Vec<Option<bool>>, usize, ZoneState)] = &[
-            ("empty zone is normal", vec![], 0, ZoneState::Normal),
-            ("all ready", vec![T, T, T], 0, ZoneState::Normal),
-            ("none ready", vec![F, None], 2, ZoneState::FullDisruption),
-            (
-                "two unhealthy never make a partial disruption",
-                vec![F, F, T],
-                2,
-                ZoneState::Normal,
-            ),
-            (
-                "three of five unhealthy (60%) is partial",
-                vec![F, F, F, T, T],
-                3,
-                ZoneState::PartialDisruption,
-            ),
-            (
-                "three of six unhealthy (50%) is normal",
-                vec![F, F, F, T, T, T],
-                3,
-                ZoneState::Normal,
-            ),
-            (
-                "a missing Ready condition counts as unhealthy",
-                vec![None, None, None, T],
-                3,
-                ZoneState::PartialDisruption,
-            ),
+        struct Case<'a> {
+            name: &'a str,
+            ready: Vec<Option<bool>>,
+            unhealthy: usize,
+            state: ZoneState,
+        }
+        let cases = &[
+            Case {
+                name: "empty zone is normal",
+                ready: vec![],
+                unhealthy: 0,
+                state: ZoneState::Normal,
+            },
+            Case {
+                name: "all ready",
+                ready: vec![T, T, T],
+                unhealthy: 0,
+                state: ZoneState::Normal,
+            },
+            Case {
+                name: "none ready",
+                ready: vec![F, None],
+                unhealthy: 2,
+                state: ZoneState::FullDisruption,
+            },
+            Case {
+                name: "two unhealthy never make a partial disruption",
+                ready: vec![F, F, T],
+                unhealthy: 2,
+                state: ZoneState::Normal,
+            },
+            Case {
+                name: "three of five unhealthy (60%) is partial",
+                ready: vec![F, F, F, T, T],
+                unhealthy: 3,
+                state: ZoneState::PartialDisruption,
+            },
+            Case {
+                name: "three of six unhealthy (50%) is normal",
+                ready: vec![F, F, F, T, T, T],
+                unhealthy: 3,
+                state: ZoneState::Normal,
+            },
+            Case {
+                name: "a missing Ready condition counts as unhealthy",
+                ready: vec![None, None, None, T],
+                unhealthy: 3,
+                state: ZoneState::PartialDisruption,
+            },
         ];
-        for (name, ready, unhealthy, state) in cases {
+        for Case {
+            name,
+            ready,
+            unhealthy,
+            state,
+        } in cases
+        {
             assert_eq!(
                 compute_zone_state(ready, 0.55),
                 (*unhealthy, *state),
@@ -323,30 +350,57 @@ mod tests {
     #[test]
     fn limiter_rate_per_zone_state() {
         let rates = ZoneRates::default();
-        let cases: &[(&str, ZoneState, usize, Option<f32>)] = &[
-            ("normal", ZoneState::Normal, 10, Some(0.1)),
-            (
-                "partial disruption, large zone",
-                ZoneState::PartialDisruption,
-                100,
-                Some(0.01),
-            ),
-            (
-                "partial disruption, zone at the threshold",
-                ZoneState::PartialDisruption,
-                50,
-                Some(0.0),
-            ),
-            (
-                "partial disruption, small zone",
-                ZoneState::PartialDisruption,
-                30,
-                Some(0.0),
-            ),
-            ("full disruption", ZoneState::FullDisruption, 100, Some(0.1)),
-            ("initial keeps the limiter", ZoneState::Initial, 100, None),
+        struct Case<'a> {
+            name: &'a str,
+            state: ZoneState,
+            size: usize,
+            want: Option<f32>,
+        }
+        let cases = &[
+            Case {
+                name: "normal",
+                state: ZoneState::Normal,
+                size: 10,
+                want: Some(0.1),
+            },
+            Case {
+                name: "partial disruption, large zone",
+                state: ZoneState::PartialDisruption,
+                size: 100,
+                want: Some(0.01),
+            },
+            Case {
+                name: "partial disruption, zone at the threshold",
+                state: ZoneState::PartialDisruption,
+                size: 50,
+                want: Some(0.0),
+            },
+            Case {
+                name: "partial disruption, small zone",
+                state: ZoneState::PartialDisruption,
+                size: 30,
+                want: Some(0.0),
+            },
+            Case {
+                name: "full disruption",
+                state: ZoneState::FullDisruption,
+                size: 100,
+                want: Some(0.1),
+            },
+            Case {
+                name: "initial keeps the limiter",
+                state: ZoneState::Initial,
+                size: 100,
+                want: None,
+            },
         ];
-        for (name, state, size, want) in cases {
+        for Case {
+            name,
+            state,
+            size,
+            want,
+        } in cases
+        {
             assert_eq!(limiter_qps(*state, *size, &rates), *want, "{name}");
         }
     }

@@ -16,7 +16,6 @@
 pub mod schedule;
 pub mod watched;
 
-use std::collections::HashSet;
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -26,11 +25,11 @@ use k8s_openapi::api::core::v1::{Node, PodCondition};
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
 use kube::api::{Api, DeleteParams, Patch, PatchParams, Preconditions};
 use kube::core::Request;
-use kube::runtime::WatchStreamExt;
-use kube::runtime::watcher::{self, Event};
+use kube::runtime::watcher;
 use tokio::sync::{Semaphore, mpsc};
 use tokio::task::JoinSet;
 
+use berth_client::{Change, changes_of};
 use berth_core::FeatureGates;
 use berth_core::clock::Clock;
 
@@ -92,12 +91,6 @@ pub struct TaintEvictionController {
     recorder: EventRecorder,
 }
 
-/// What one relist has seen so far.
-#[derive(Default)]
-struct Relist<K> {
-    seen: Option<HashSet<K>>,
-}
-
 impl TaintEvictionController {
     pub fn new(
         client: kube::Client,
@@ -126,23 +119,18 @@ impl TaintEvictionController {
 
     /// Runs until dropped.
     pub async fn run(self) {
-        let nodes = watcher::watcher(
+        let nodes = changes_of(
             Api::<Node>::all(self.client.clone()),
             watcher::Config::default(),
-        )
-        .default_backoff();
-        let pods = watcher::watcher(
+        );
+        let pods = changes_of(
             Api::<WatchedPod>::all(self.client.clone()),
             watcher::Config::default(),
-        )
-        .default_backoff();
+        );
         let mut nodes = std::pin::pin!(nodes);
         let mut pods = std::pin::pin!(pods);
         let mut schedule = EvictionSchedule::new(self.config.gates);
         let (mut nodes_synced, mut pods_synced) = (false, false);
-        let mut node_relist: Relist<String> = Relist::default();
-        let mut pod_relist: Relist<PodKey> = Relist::default();
-        let mut node_names: HashSet<String> = HashSet::new();
         let mut evictions: JoinSet<(DueEviction, Result<(), kube::Error>)> = JoinSet::new();
         let permits = Arc::new(Semaphore::new(self.config.concurrency.max(1)));
         loop {
@@ -169,22 +157,32 @@ impl TaintEvictionController {
                         schedule.failed(&eviction, retry);
                     }
                 }
-                Some(event) = nodes.next() => match event {
-                    Ok(event) => {
-                        let now = self.clock.now();
-                        for key in self.node_event(&mut schedule, &mut node_relist, &mut node_names, &mut nodes_synced, event, now) {
+                Some(change) = nodes.next() => {
+                    let cancelled = match change {
+                        Change::Upsert(node) => schedule.set_node(&node, self.clock.now()),
+                        Change::Delete(gone) => schedule.remove_node(&gone.key.name),
+                        Change::Synced => {
+                            nodes_synced = true;
+                            Vec::new()
+                        }
+                    };
+                    for key in cancelled {
+                        self.cancelled(&key);
+                    }
+                }
+                Some(change) = pods.next() => match change {
+                    Change::Upsert(pod) => {
+                        let key = PodKey::of_meta(&pod.metadata);
+                        if schedule.set_watched_pod(pod) {
                             self.cancelled(&key);
                         }
                     }
-                    Err(err) => tracing::warn!(%err, "watching nodes"),
-                },
-                Some(event) = pods.next() => match event {
-                    Ok(event) => {
-                        for key in self.pod_event(&mut schedule, &mut pod_relist, &mut pods_synced, event) {
-                            self.cancelled(&key);
+                    Change::Delete(gone) => {
+                        if schedule.remove_pod(&gone.key) {
+                            self.cancelled(&gone.key);
                         }
                     }
-                    Err(err) => tracing::warn!(%err, "watching pods"),
+                    Change::Synced => pods_synced = true,
                 },
                 _ = wake => {
                     for eviction in schedule.take_due(self.clock.now()) {
@@ -196,90 +194,6 @@ impl TaintEvictionController {
                             (eviction, result)
                         });
                     }
-                }
-            }
-        }
-    }
-
-    fn node_event(
-        &self,
-        schedule: &mut EvictionSchedule,
-        relist: &mut Relist<String>,
-        names: &mut HashSet<String>,
-        synced: &mut bool,
-        event: Event<Node>,
-        now: Timestamp,
-    ) -> Vec<PodKey> {
-        match event {
-            Event::Init => {
-                relist.seen = Some(HashSet::new());
-                Vec::new()
-            }
-            Event::InitApply(node) | Event::Apply(node) => {
-                let name = node.metadata.name.clone().unwrap_or_default();
-                if let Some(seen) = relist.seen.as_mut() {
-                    seen.insert(name.clone());
-                }
-                names.insert(name);
-                schedule.set_node(&node, now)
-            }
-            Event::Delete(node) => {
-                let name = node.metadata.name.clone().unwrap_or_default();
-                names.remove(&name);
-                schedule.remove_node(&name)
-            }
-            Event::InitDone => {
-                *synced = true;
-                let Some(seen) = relist.seen.take() else {
-                    return Vec::new();
-                };
-                let gone: Vec<String> = names.difference(&seen).cloned().collect();
-                let mut cancelled = Vec::new();
-                for name in gone {
-                    names.remove(&name);
-                    cancelled.extend(schedule.remove_node(&name));
-                }
-                cancelled
-            }
-        }
-    }
-
-    fn pod_event(
-        &self,
-        schedule: &mut EvictionSchedule,
-        relist: &mut Relist<PodKey>,
-        synced: &mut bool,
-        event: Event<WatchedPod>,
-    ) -> Vec<PodKey> {
-        match event {
-            Event::Init => {
-                relist.seen = Some(HashSet::new());
-                Vec::new()
-            }
-            Event::InitApply(pod) | Event::Apply(pod) => {
-                let key = PodKey::of(&pod);
-                if let Some(seen) = relist.seen.as_mut() {
-                    seen.insert(key.clone());
-                }
-                if schedule.set_watched_pod(pod) {
-                    vec![key]
-                } else {
-                    Vec::new()
-                }
-            }
-            Event::Delete(pod) => {
-                let key = PodKey::of(&pod);
-                if schedule.remove_pod(&key) {
-                    vec![key]
-                } else {
-                    Vec::new()
-                }
-            }
-            Event::InitDone => {
-                *synced = true;
-                match relist.seen.take() {
-                    Some(seen) => schedule.retain_pods(&seen),
-                    None => Vec::new(),
                 }
             }
         }

@@ -15,31 +15,9 @@ use k8s_openapi::api::core::v1::{Node, Pod, Taint, Toleration};
 
 use berth_core::FeatureGates;
 use berth_core::eviction::{Due, TaintStarts, bound_at, due, is_eviction_taint};
+pub use berth_core::pod::PodKey;
 
 use super::watched::WatchedPod;
-
-/// A pod's namespace and name.
-#[derive(Debug, Clone, Default, PartialEq, Eq, Hash, PartialOrd, Ord)]
-pub struct PodKey {
-    pub namespace: String,
-    pub name: String,
-}
-
-impl PodKey {
-    pub fn of(pod: &impl kube::Resource) -> PodKey {
-        let meta = pod.meta();
-        PodKey {
-            namespace: meta.namespace.clone().unwrap_or_default(),
-            name: meta.name.clone().unwrap_or_default(),
-        }
-    }
-}
-
-impl std::fmt::Display for PodKey {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        write!(f, "{}/{}", self.namespace, self.name)
-    }
-}
 
 /// An eviction to carry out now.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -136,11 +114,8 @@ impl EvictionSchedule {
             pod.metadata.creation_timestamp.as_ref(),
         )
         .unwrap_or(Timestamp::UNIX_EPOCH);
+        let key = PodKey::of_meta(&pod.metadata);
         let WatchedPod { metadata, spec, .. } = pod;
-        let key = PodKey {
-            namespace: metadata.namespace.unwrap_or_default(),
-            name: metadata.name.unwrap_or_default(),
-        };
         let (node, tolerations) = spec
             .map(|s| {
                 (
@@ -333,58 +308,37 @@ impl EvictionSchedule {
     pub fn scheduled_count(&self) -> usize {
         self.queue.len()
     }
-
-    /// Forgets pods not in `pods` (after a re-list); returns the pods whose
-    /// scheduled eviction was called off.
-    pub fn retain_pods(&mut self, pods: &HashSet<PodKey>) -> Vec<PodKey> {
-        let gone: Vec<PodKey> = self
-            .pods
-            .keys()
-            .filter(|k| !pods.contains(*k))
-            .cloned()
-            .collect();
-        gone.into_iter().filter(|k| self.remove_pod(k)).collect()
-    }
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
-    use berth_core::test_util::{t, taint_n, tol, tol_n, tol_secs};
+    use berth_core::test_util::{make_node, make_pod, t, taint_n, tol, tol_n, tol_secs};
     use berth_core::toleration::EFFECT_NO_EXECUTE;
-    use k8s_openapi::api::core::v1::{NodeSpec, PodSpec};
     use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
 
-    fn node(name: &str, taints: Vec<Taint>) -> Node {
-        let mut n = Node::default();
-        n.metadata.name = Some(name.into());
-        n.spec = Some(NodeSpec {
-            taints: Some(taints),
-            ..NodeSpec::default()
-        });
-        n
+    fn tainted(name: &str, taints: Vec<Taint>) -> Node {
+        make_node().name(name).taints(taints).obj()
     }
 
-    /// Upstream `testutil.NewPod(name, node)`, created at -10.
-    fn pod(name: &str, node: &str, tolerations: Vec<Toleration>) -> Pod {
-        let mut p = Pod::default();
-        p.metadata.name = Some(name.into());
-        p.metadata.namespace = Some("default".into());
-        p.metadata.uid = Some(format!("uid-{name}"));
-        p.metadata.creation_timestamp = Some(Time(t(-10)));
-        p.spec = Some(PodSpec {
-            node_name: (!node.is_empty()).then(|| node.to_string()),
-            tolerations: Some(tolerations),
-            ..PodSpec::default()
-        });
-        p
+    /// Upstream `testutil.NewPod(name, node)`, created at -10, with these
+    /// tolerations.
+    fn new_pod(name: &str, node: &str, tolerations: Vec<Toleration>) -> Pod {
+        let pod = make_pod()
+            .name(name)
+            .namespace("default")
+            .uid(&format!("uid-{name}"))
+            .created_at(t(-10))
+            .tolerations(tolerations);
+        if node.is_empty() {
+            pod.obj()
+        } else {
+            pod.node(node).obj()
+        }
     }
 
     fn key(name: &str) -> PodKey {
-        PodKey {
-            namespace: "default".into(),
-            name: name.into(),
-        }
+        PodKey::new("default", name)
     }
 
     fn due_now(s: &mut EvictionSchedule, now: i64) -> Vec<String> {
@@ -394,50 +348,58 @@ mod tests {
     /// Upstream `TestCreatePod`: (pod, tainted node?) → deleted at once?
     #[test]
     fn create_pod() {
-        let cases: Vec<(&str, Pod, Vec<Taint>, bool)> = vec![
-            (
-                "not scheduled - ignore",
-                pod("pod1", "", vec![]),
-                vec![],
-                false,
-            ),
-            (
-                "scheduled on untainted Node",
-                pod("pod1", "node1", vec![]),
-                vec![],
-                false,
-            ),
-            (
-                "schedule on tainted Node",
-                pod("pod1", "node1", vec![]),
-                vec![taint_n(1, 0)],
-                true,
-            ),
-            (
-                "schedule on tainted Node with finite toleration",
-                pod("pod1", "node1", vec![tol_n(1, 100)]),
-                vec![taint_n(1, 0)],
-                false,
-            ),
-            (
-                "schedule on tainted Node with infinite toleration",
-                pod("pod1", "node1", vec![tol_n(1, -1)]),
-                vec![taint_n(1, 0)],
-                false,
-            ),
-            (
-                "schedule on tainted Node with infinite invalid toleration",
-                pod("pod1", "node1", vec![tol_n(2, -1)]),
-                vec![taint_n(1, 0)],
-                true,
-            ),
+        struct Case {
+            name: &'static str,
+            pod: Pod,
+            /// The node's taints.
+            taints: Vec<Taint>,
+            /// Deleted at once.
+            deleted: bool,
+        }
+        let cases = vec![
+            Case {
+                name: "not scheduled - ignore",
+                pod: new_pod("pod1", "", vec![]),
+                taints: vec![],
+                deleted: false,
+            },
+            Case {
+                name: "scheduled on untainted Node",
+                pod: new_pod("pod1", "node1", vec![]),
+                taints: vec![],
+                deleted: false,
+            },
+            Case {
+                name: "schedule on tainted Node",
+                pod: new_pod("pod1", "node1", vec![]),
+                taints: vec![taint_n(1, 0)],
+                deleted: true,
+            },
+            Case {
+                name: "schedule on tainted Node with finite toleration",
+                pod: new_pod("pod1", "node1", vec![tol_n(1, 100)]),
+                taints: vec![taint_n(1, 0)],
+                deleted: false,
+            },
+            Case {
+                name: "schedule on tainted Node with infinite toleration",
+                pod: new_pod("pod1", "node1", vec![tol_n(1, -1)]),
+                taints: vec![taint_n(1, 0)],
+                deleted: false,
+            },
+            Case {
+                name: "schedule on tainted Node with infinite invalid toleration",
+                pod: new_pod("pod1", "node1", vec![tol_n(2, -1)]),
+                taints: vec![taint_n(1, 0)],
+                deleted: true,
+            },
         ];
-        for (name, p, taints, delete) in cases {
+        for case in cases {
             let mut s = EvictionSchedule::default();
-            s.set_node(&node("node1", taints), t(0));
-            s.set_pod(&p);
+            s.set_node(&tainted("node1", case.taints), t(0));
+            s.set_pod(&case.pod);
             let deleted = !due_now(&mut s, 0).is_empty();
-            assert_eq!(deleted, delete, "{name}");
+            assert_eq!(deleted, case.deleted, "{}", case.name);
         }
     }
 
@@ -445,9 +407,9 @@ mod tests {
     #[test]
     fn delete_pod() {
         let mut s = EvictionSchedule::default();
-        s.set_node(&node("node1", vec![taint_n(1, 0)]), t(0));
+        s.set_node(&tainted("node1", vec![taint_n(1, 0)]), t(0));
         assert!(!s.remove_pod(&key("pod1")));
-        s.set_pod(&pod("pod1", "node1", vec![tol_n(1, 100)]));
+        s.set_pod(&new_pod("pod1", "node1", vec![tol_n(1, 100)]));
         assert_eq!(s.scheduled(&key("pod1")), Some(t(100)));
         assert!(s.remove_pod(&key("pod1")), "scheduled eviction cancelled");
         assert_eq!(s.next_due(), None);
@@ -458,95 +420,110 @@ mod tests {
     /// first schedule).
     #[test]
     fn update_pod() {
-        let cases: Vec<(&str, Pod, Pod, Option<i64>)> = vec![
-            (
-                "scheduling onto tainted Node",
-                pod("pod1", "", vec![]),
-                pod("pod1", "node1", vec![]),
-                Some(0),
-            ),
-            (
-                "scheduling onto tainted Node with toleration",
-                pod("pod1", "", vec![tol_n(1, -1)]),
-                pod("pod1", "node1", vec![tol_n(1, -1)]),
-                None,
-            ),
-            (
-                "removing toleration",
-                pod("pod1", "node1", vec![tol_n(1, 100)]),
-                pod("pod1", "node1", vec![]),
-                Some(0),
-            ),
-            (
-                "lengthening toleration moves the due time",
-                pod("pod1", "node1", vec![tol_n(1, 1)]),
-                pod("pod1", "node1", vec![tol_n(1, 100)]),
-                Some(100),
-            ),
+        struct Case {
+            name: &'static str,
+            before: Pod,
+            after: Pod,
+            /// When the eviction is due after the update (`None`: never).
+            due: Option<i64>,
+        }
+        let cases = vec![
+            Case {
+                name: "scheduling onto tainted Node",
+                before: new_pod("pod1", "", vec![]),
+                after: new_pod("pod1", "node1", vec![]),
+                due: Some(0),
+            },
+            Case {
+                name: "scheduling onto tainted Node with toleration",
+                before: new_pod("pod1", "", vec![tol_n(1, -1)]),
+                after: new_pod("pod1", "node1", vec![tol_n(1, -1)]),
+                due: None,
+            },
+            Case {
+                name: "removing toleration",
+                before: new_pod("pod1", "node1", vec![tol_n(1, 100)]),
+                after: new_pod("pod1", "node1", vec![]),
+                due: Some(0),
+            },
+            Case {
+                name: "lengthening toleration moves the due time",
+                before: new_pod("pod1", "node1", vec![tol_n(1, 1)]),
+                after: new_pod("pod1", "node1", vec![tol_n(1, 100)]),
+                due: Some(100),
+            },
         ];
-        for (name, prev, new, want) in cases {
+        for case in cases {
             let mut s = EvictionSchedule::default();
-            s.set_node(&node("node1", vec![taint_n(1, 0)]), t(0));
-            s.set_pod(&prev);
-            s.set_pod(&new);
-            assert_eq!(s.next_due(), want.map(t), "{name}");
+            s.set_node(&tainted("node1", vec![taint_n(1, 0)]), t(0));
+            s.set_pod(&case.before);
+            s.set_pod(&case.after);
+            assert_eq!(s.next_due(), case.due.map(t), "{}", case.name);
         }
     }
 
     /// Upstream `TestUpdateNode`.
     #[test]
     fn update_node() {
-        type Case = (&'static str, Pod, Vec<Taint>, Vec<Taint>, Option<i64>);
-        let cases: Vec<Case> = vec![
-            (
-                "Added taint, expect node patched and deleted",
-                pod("pod1", "node1", vec![]),
-                vec![],
-                vec![taint_n(1, 0)],
-                Some(0),
-            ),
-            (
-                "Added tolerated taint",
-                pod("pod1", "node1", vec![tol_n(1, 100)]),
-                vec![],
-                vec![taint_n(1, 0)],
-                Some(100),
-            ),
-            (
-                "Only one added taint tolerated",
-                pod("pod1", "node1", vec![tol_n(1, 100)]),
-                vec![],
-                vec![taint_n(1, 0), taint_n(2, 0)],
-                Some(0),
-            ),
-            (
-                "Taint removed",
-                pod("pod1", "node1", vec![tol_n(1, 1)]),
-                vec![taint_n(1, 0)],
-                vec![],
-                None,
-            ),
-            (
-                "Pod with multiple tolerations are evicted when first one runs out",
-                pod("pod1", "node1", vec![tol_n(1, 1), tol_n(2, 100)]),
-                vec![],
-                vec![taint_n(1, 0), taint_n(2, 0)],
-                Some(1),
-            ),
+        struct Case {
+            name: &'static str,
+            pod: Pod,
+            /// The node's taints before and after the update.
+            before: Vec<Taint>,
+            after: Vec<Taint>,
+            /// When the eviction is due after the update (`None`: never).
+            due: Option<i64>,
+        }
+        let cases = vec![
+            Case {
+                name: "Added taint, expect node patched and deleted",
+                pod: new_pod("pod1", "node1", vec![]),
+                before: vec![],
+                after: vec![taint_n(1, 0)],
+                due: Some(0),
+            },
+            Case {
+                name: "Added tolerated taint",
+                pod: new_pod("pod1", "node1", vec![tol_n(1, 100)]),
+                before: vec![],
+                after: vec![taint_n(1, 0)],
+                due: Some(100),
+            },
+            Case {
+                name: "Only one added taint tolerated",
+                pod: new_pod("pod1", "node1", vec![tol_n(1, 100)]),
+                before: vec![],
+                after: vec![taint_n(1, 0), taint_n(2, 0)],
+                due: Some(0),
+            },
+            Case {
+                name: "Taint removed",
+                pod: new_pod("pod1", "node1", vec![tol_n(1, 1)]),
+                before: vec![taint_n(1, 0)],
+                after: vec![],
+                due: None,
+            },
+            Case {
+                name: "Pod with multiple tolerations are evicted when first one runs out",
+                pod: new_pod("pod1", "node1", vec![tol_n(1, 1), tol_n(2, 100)]),
+                before: vec![],
+                after: vec![taint_n(1, 0), taint_n(2, 0)],
+                due: Some(1),
+            },
         ];
-        for (name, p, old, new, want) in cases {
+        for case in cases {
             let mut s = EvictionSchedule::default();
-            s.set_pod(&p);
-            s.set_node(&node("node1", old), t(0));
-            s.set_node(&node("node1", new), t(0));
-            assert_eq!(s.next_due(), want.map(t), "{name}");
+            s.set_pod(&case.pod);
+            s.set_node(&tainted("node1", case.before), t(0));
+            s.set_node(&tainted("node1", case.after), t(0));
+            assert_eq!(s.next_due(), case.due.map(t), "{}", case.name);
         }
     }
 
     /// Upstream `TestUpdateNodeWithMultipleTaints`.
     #[test]
     fn update_node_with_multiple_taints() {
-        let p = pod(
+        let p = new_pod(
             "pod1",
             "node1",
             vec![
@@ -556,13 +533,13 @@ mod tests {
         );
         let mut s = EvictionSchedule::default();
         s.set_pod(&p);
-        s.set_node(&node("node1", vec![]), t(0));
+        s.set_node(&tainted("node1", vec![]), t(0));
         assert_eq!(s.scheduled(&key("pod1")), None, "no taints");
-        s.set_node(&node("node1", vec![taint_n(1, 0)]), t(0));
+        s.set_node(&tainted("node1", vec![taint_n(1, 0)]), t(0));
         assert_eq!(s.scheduled(&key("pod1")), None, "forever tolerated");
-        s.set_node(&node("node1", vec![taint_n(1, 0), taint_n(2, 5)]), t(5));
+        s.set_node(&tainted("node1", vec![taint_n(1, 0), taint_n(2, 5)]), t(5));
         assert_eq!(s.scheduled(&key("pod1")), Some(t(65)), "temporary");
-        let cancelled = s.set_node(&node("node1", vec![taint_n(1, 0)]), t(6));
+        let cancelled = s.set_node(&tainted("node1", vec![taint_n(1, 0)]), t(6));
         assert_eq!(cancelled, vec![key("pod1")]);
         assert_eq!(s.scheduled(&key("pod1")), None);
         assert!(due_now(&mut s, 1000).is_empty(), "never deleted");
@@ -572,23 +549,23 @@ mod tests {
     #[test]
     fn update_node_with_multiple_pods() {
         let mut s = EvictionSchedule::default();
-        s.set_pod(&pod("pod1", "node1", vec![]));
-        s.set_pod(&pod("pod2", "node1", vec![tol_n(1, 1)]));
-        s.set_pod(&pod("pod3", "node1", vec![tol_n(1, -1)]));
-        s.set_node(&node("node1", vec![taint_n(1, 0)]), t(0));
+        s.set_pod(&new_pod("pod1", "node1", vec![]));
+        s.set_pod(&new_pod("pod2", "node1", vec![tol_n(1, 1)]));
+        s.set_pod(&new_pod("pod3", "node1", vec![tol_n(1, -1)]));
+        s.set_node(&tainted("node1", vec![taint_n(1, 0)]), t(0));
         assert_eq!(due_now(&mut s, 0), ["pod1"]);
         assert_eq!(due_now(&mut s, 1), ["pod2"]);
         assert!(due_now(&mut s, 1000).is_empty());
 
         let mut s = EvictionSchedule::default();
         for p in [
-            pod("pod1", "node1", vec![]),
-            pod("pod2", "node1", vec![tol_n(1, 1)]),
-            pod("pod3", "node1", vec![tol_n(1, -1)]),
+            new_pod("pod1", "node1", vec![]),
+            new_pod("pod2", "node1", vec![tol_n(1, 1)]),
+            new_pod("pod3", "node1", vec![tol_n(1, -1)]),
         ] {
             s.set_pod(&p);
         }
-        s.set_node(&node("node1", vec![taint_n(1, 0), taint_n(2, 0)]), t(0));
+        s.set_node(&tainted("node1", vec![taint_n(1, 0), taint_n(2, 0)]), t(0));
         let mut all = due_now(&mut s, 0);
         all.sort();
         assert_eq!(
@@ -602,67 +579,75 @@ mod tests {
     /// is handled all the same.
     #[test]
     fn eventual_consistency() {
-        let cases: Vec<(&str, Option<Pod>, Pod, Option<i64>)> = vec![
-            (
-                "existing pod2 scheduled onto tainted Node",
-                Some(pod("pod2", "", vec![])),
-                pod("pod2", "node1", vec![]),
-                Some(0),
-            ),
-            (
-                "existing pod2 with taint toleration scheduled onto tainted Node",
-                Some(pod("pod2", "", vec![tol_n(1, 100)])),
-                pod("pod2", "node1", vec![tol_n(1, 100)]),
-                Some(100),
-            ),
-            (
-                "new pod2 created on tainted Node",
-                None,
-                pod("pod2", "node1", vec![]),
-                Some(0),
-            ),
-            (
-                "new pod2 with taint toleration created on tainted Node",
-                None,
-                pod("pod2", "node1", vec![tol_n(1, 100)]),
-                Some(100),
-            ),
+        struct Case {
+            name: &'static str,
+            /// pod2 as the schedule knew it before the taint, if at all.
+            before: Option<Pod>,
+            after: Pod,
+            /// When pod2's eviction is due (`None`: never).
+            due: Option<i64>,
+        }
+        let cases = vec![
+            Case {
+                name: "existing pod2 scheduled onto tainted Node",
+                before: Some(new_pod("pod2", "", vec![])),
+                after: new_pod("pod2", "node1", vec![]),
+                due: Some(0),
+            },
+            Case {
+                name: "existing pod2 with taint toleration scheduled onto tainted Node",
+                before: Some(new_pod("pod2", "", vec![tol_n(1, 100)])),
+                after: new_pod("pod2", "node1", vec![tol_n(1, 100)]),
+                due: Some(100),
+            },
+            Case {
+                name: "new pod2 created on tainted Node",
+                before: None,
+                after: new_pod("pod2", "node1", vec![]),
+                due: Some(0),
+            },
+            Case {
+                name: "new pod2 with taint toleration created on tainted Node",
+                before: None,
+                after: new_pod("pod2", "node1", vec![tol_n(1, 100)]),
+                due: Some(100),
+            },
         ];
-        for (name, prev, new, want) in cases {
+        for case in cases {
             let mut s = EvictionSchedule::default();
-            s.set_pod(&pod("pod1", "node1", vec![]));
-            if let Some(prev) = &prev {
-                s.set_pod(prev);
+            s.set_pod(&new_pod("pod1", "node1", vec![]));
+            if let Some(before) = &case.before {
+                s.set_pod(before);
             }
-            s.set_node(&node("node1", vec![taint_n(1, 0)]), t(0));
-            assert_eq!(due_now(&mut s, 0), ["pod1"], "{name}");
-            s.set_pod(&new);
-            assert_eq!(s.scheduled(&key("pod2")), want.map(t), "{name}");
+            s.set_node(&tainted("node1", vec![taint_n(1, 0)]), t(0));
+            assert_eq!(due_now(&mut s, 0), ["pod1"], "{}", case.name);
+            s.set_pod(&case.after);
+            assert_eq!(s.scheduled(&key("pod2")), case.due.map(t), "{}", case.name);
         }
     }
 
     #[test]
     fn a_re_added_taint_restarts_the_count() {
         let mut s = EvictionSchedule::default();
-        s.set_pod(&pod("pod1", "node1", vec![tol_n(1, 300)]));
-        s.set_node(&node("node1", vec![taint_n(1, 0)]), t(0));
+        s.set_pod(&new_pod("pod1", "node1", vec![tol_n(1, 300)]));
+        s.set_node(&tainted("node1", vec![taint_n(1, 0)]), t(0));
         assert_eq!(s.scheduled(&key("pod1")), Some(t(300)));
-        let cancelled = s.set_node(&node("node1", vec![]), t(100));
+        let cancelled = s.set_node(&tainted("node1", vec![]), t(100));
         assert_eq!(cancelled, vec![key("pod1")]);
-        s.set_node(&node("node1", vec![taint_n(1, 200)]), t(200));
+        s.set_node(&tainted("node1", vec![taint_n(1, 200)]), t(200));
         assert_eq!(s.scheduled(&key("pod1")), Some(t(500)));
     }
 
     #[test]
     fn a_failed_eviction_is_retried_and_a_deleted_pod_is_forgotten() {
         let mut s = EvictionSchedule::default();
-        s.set_pod(&pod("pod1", "node1", vec![]));
-        s.set_node(&node("node1", vec![taint_n(1, 0)]), t(0));
+        s.set_pod(&new_pod("pod1", "node1", vec![]));
+        s.set_node(&tainted("node1", vec![taint_n(1, 0)]), t(0));
         let due = s.take_due(t(0));
         assert_eq!(due.len(), 1);
         assert_eq!(s.next_due(), None, "in flight");
         // An unrelated update of the pod while in flight does not hand it out again.
-        s.set_pod(&pod("pod1", "node1", vec![]));
+        s.set_pod(&new_pod("pod1", "node1", vec![]));
         assert_eq!(s.next_due(), None);
         s.failed(&due[0], t(1));
         assert_eq!(s.next_due(), Some(t(1)));
@@ -678,10 +663,10 @@ mod tests {
     #[test]
     fn terminating_pods_are_not_evicted_again() {
         let mut s = EvictionSchedule::default();
-        let mut p = pod("pod1", "node1", vec![]);
+        let mut p = new_pod("pod1", "node1", vec![]);
         p.metadata.deletion_timestamp = Some(Time(t(0)));
         s.set_pod(&p);
-        s.set_node(&node("node1", vec![taint_n(1, 0)]), t(0));
+        s.set_node(&tainted("node1", vec![taint_n(1, 0)]), t(0));
         assert_eq!(s.next_due(), None);
     }
 }

@@ -319,50 +319,64 @@ mod tests {
         // checks that the aggregate message contains the field path; the
         // type and detail asserted here are what its ValidateTolerations
         // produces.
+        struct Case<'a> {
+            name: &'a str,
+            t: Toleration,
+            want_type: ErrorType,
+            want_field: &'a str,
+            want_detail: &'a str,
+        }
         let cases = [
-            (
-                "invalid toleration key",
-                tol("nospecialchars^=@", "Equal", "bar", "NoSchedule", None),
-                ErrorType::Invalid,
-                "spec.tolerations[0].key",
-                "name part must consist of alphanumeric characters, '-', '_' or '.', and must start and end with an alphanumeric character (e.g. 'MyName',  or 'my.name',  or '123-abc', regex used for validation is '([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9]')",
-            ),
-            (
-                "invalid toleration operator",
-                tol("foo", "In", "bar", "NoSchedule", None),
-                ErrorType::NotSupported,
-                "spec.tolerations[0].operator",
-                r#"supported values: "Equal", "Exists""#,
-            ),
-            (
-                "value must be empty when `operator` is 'Exists'",
-                tol("foo", "Exists", "bar", "NoSchedule", None),
-                ErrorType::Invalid,
-                "spec.tolerations[0].operator",
-                "value must be empty when `operator` is 'Exists'",
-            ),
-            (
-                "operator must be 'Exists' when `key` is empty",
-                tol("", "Equal", "bar", "NoSchedule", None),
-                ErrorType::Invalid,
-                "spec.tolerations[0].operator",
-                "operator must be Exists when `key` is empty, which means \"match all values and all keys\"",
-            ),
-            (
-                "effect must be 'NoExecute' when `TolerationSeconds` is set",
-                tol(
+            Case {
+                name: "invalid toleration key",
+                t: tol("nospecialchars^=@", "Equal", "bar", "NoSchedule", None),
+                want_type: ErrorType::Invalid,
+                want_field: "spec.tolerations[0].key",
+                want_detail: "name part must consist of alphanumeric characters, '-', '_' or '.', and must start and end with an alphanumeric character (e.g. 'MyName',  or 'my.name',  or '123-abc', regex used for validation is '([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9]')",
+            },
+            Case {
+                name: "invalid toleration operator",
+                t: tol("foo", "In", "bar", "NoSchedule", None),
+                want_type: ErrorType::NotSupported,
+                want_field: "spec.tolerations[0].operator",
+                want_detail: r#"supported values: "Equal", "Exists""#,
+            },
+            Case {
+                name: "value must be empty when `operator` is 'Exists'",
+                t: tol("foo", "Exists", "bar", "NoSchedule", None),
+                want_type: ErrorType::Invalid,
+                want_field: "spec.tolerations[0].operator",
+                want_detail: "value must be empty when `operator` is 'Exists'",
+            },
+            Case {
+                name: "operator must be 'Exists' when `key` is empty",
+                t: tol("", "Equal", "bar", "NoSchedule", None),
+                want_type: ErrorType::Invalid,
+                want_field: "spec.tolerations[0].operator",
+                want_detail: "operator must be Exists when `key` is empty, which means \"match all values and all keys\"",
+            },
+            Case {
+                name: "effect must be 'NoExecute' when `TolerationSeconds` is set",
+                t: tol(
                     "node.kubernetes.io/not-ready",
                     "Exists",
                     "",
                     "NoSchedule",
                     Some(20),
                 ),
-                ErrorType::Invalid,
-                "spec.tolerations[0].effect",
-                "effect must be 'NoExecute' when `tolerationSeconds` is set",
-            ),
+                want_type: ErrorType::Invalid,
+                want_field: "spec.tolerations[0].effect",
+                want_detail: "effect must be 'NoExecute' when `tolerationSeconds` is set",
+            },
         ];
-        for (name, t, want_type, want_field, want_detail) in cases {
+        for Case {
+            name,
+            t,
+            want_type,
+            want_field,
+            want_detail,
+        } in cases
+        {
             let errs = validate_tolerations(&[t], &spec_tolerations(), &GATE_OFF);
             assert_eq!(errs.len(), 1, "{name}: {errs:?}");
             assert_eq!(errs[0].error_type, want_type, "{name}");
@@ -544,57 +558,69 @@ mod tests {
     fn toleration_updates_follow_upstream_table() {
         // Upstream TestValidatePodUpdate toleration cases; `err` is the
         // substring upstream expects in the aggregate message ("" = valid).
+        struct Case<'a> {
+            name: &'a str,
+            new: Vec<Toleration>,
+            old: Vec<Toleration>,
+            want: &'a str,
+        }
         let cases = [
-            (
-                "existing toleration value modified in pod spec updates",
-                vec![tol("key1", "", "value2", "", None)],
-                vec![tol("key1", "", "value1", "", None)],
-                "spec.tolerations: Forbidden",
-            ),
-            (
-                "existing toleration value modified in pod spec updates with modified tolerationSeconds",
-                vec![tol("key1", "Equal", "value2", "NoExecute", None)],
-                vec![tol("key1", "Equal", "value1", "NoExecute", Some(10))],
-                "spec.tolerations: Forbidden",
-            ),
-            (
-                "modified tolerationSeconds in existing toleration value in pod spec updates",
-                vec![tol("key1", "Equal", "value1", "NoExecute", Some(10))],
-                vec![tol("key1", "Equal", "value1", "NoExecute", Some(20))],
-                "",
-            ),
-            (
-                "toleration modified in updates to an unscheduled pod",
-                vec![tol("key1", "", "value2", "", None)],
-                vec![tol("key1", "", "value1", "", None)],
-                "spec.tolerations: Forbidden",
-            ),
-            (
-                "tolerations unmodified in updates to a scheduled pod",
-                vec![tol("key1", "", "value1", "", None)],
-                vec![tol("key1", "", "value1", "", None)],
-                "",
-            ),
-            (
-                "added valid new toleration to existing tolerations in pod spec updates",
-                vec![
+            Case {
+                name: "existing toleration value modified in pod spec updates",
+                new: vec![tol("key1", "", "value2", "", None)],
+                old: vec![tol("key1", "", "value1", "", None)],
+                want: "spec.tolerations: Forbidden",
+            },
+            Case {
+                name: "existing toleration value modified in pod spec updates with modified tolerationSeconds",
+                new: vec![tol("key1", "Equal", "value2", "NoExecute", None)],
+                old: vec![tol("key1", "Equal", "value1", "NoExecute", Some(10))],
+                want: "spec.tolerations: Forbidden",
+            },
+            Case {
+                name: "modified tolerationSeconds in existing toleration value in pod spec updates",
+                new: vec![tol("key1", "Equal", "value1", "NoExecute", Some(10))],
+                old: vec![tol("key1", "Equal", "value1", "NoExecute", Some(20))],
+                want: "",
+            },
+            Case {
+                name: "toleration modified in updates to an unscheduled pod",
+                new: vec![tol("key1", "", "value2", "", None)],
+                old: vec![tol("key1", "", "value1", "", None)],
+                want: "spec.tolerations: Forbidden",
+            },
+            Case {
+                name: "tolerations unmodified in updates to a scheduled pod",
+                new: vec![tol("key1", "", "value1", "", None)],
+                old: vec![tol("key1", "", "value1", "", None)],
+                want: "",
+            },
+            Case {
+                name: "added valid new toleration to existing tolerations in pod spec updates",
+                new: vec![
                     tol("key1", "Equal", "value1", "NoExecute", Some(20)),
                     tol("key2", "Equal", "value2", "NoExecute", Some(30)),
                 ],
-                vec![tol("key1", "Equal", "value1", "NoExecute", Some(10))],
-                "",
-            ),
-            (
-                "added invalid new toleration to existing tolerations in pod spec updates",
-                vec![
+                old: vec![tol("key1", "Equal", "value1", "NoExecute", Some(10))],
+                want: "",
+            },
+            Case {
+                name: "added invalid new toleration to existing tolerations in pod spec updates",
+                new: vec![
                     tol("key1", "Equal", "value1", "NoExecute", Some(20)),
                     tol("key2", "Equal", "value2", "NoSchedule", Some(30)),
                 ],
-                vec![tol("key1", "Equal", "value1", "NoExecute", Some(10))],
-                "spec.tolerations[1].effect",
-            ),
+                old: vec![tol("key1", "Equal", "value1", "NoExecute", Some(10))],
+                want: "spec.tolerations[1].effect",
+            },
         ];
-        for (name, new, old, want) in cases {
+        for Case {
+            name,
+            new,
+            old,
+            want,
+        } in cases
+        {
             let errs = validate_toleration_update(&new, &old, &spec_tolerations(), &GATE_OFF);
             let msg = errs
                 .iter()

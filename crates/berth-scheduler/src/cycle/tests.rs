@@ -1,37 +1,13 @@
 use std::sync::Arc;
 
-use berth_core::test_util::{taint, tol};
-use k8s_openapi::api::core::v1::{Node, Pod, Taint, Toleration};
+use berth_core::test_util::{make_node, make_pod, taint, tol};
+use k8s_openapi::api::core::v1::Node;
 
 use super::*;
 
-pub(crate) fn node(name: &str, taints: Vec<Taint>, labels: &[(&str, &str)], cpu: &str) -> Node {
-    let labels: serde_json::Map<String, serde_json::Value> = labels
-        .iter()
-        .map(|(k, v)| (k.to_string(), serde_json::Value::from(*v)))
-        .collect();
-    let mut n: Node = serde_json::from_value(serde_json::json!({
-        "metadata": {"name": name, "labels": labels},
-        "status": {"allocatable": {"cpu": cpu, "memory": "32Gi", "pods": "110"}},
-    }))
-    .unwrap_or_default();
-    n.spec = Some(k8s_openapi::api::core::v1::NodeSpec {
-        taints: Some(taints),
-        ..Default::default()
-    });
-    n
-}
-
-pub(crate) fn pod(name: &str, cpu: &str, tolerations: Vec<Toleration>) -> Pod {
-    let mut p: Pod = serde_json::from_value(serde_json::json!({
-        "metadata": {"name": name, "namespace": "default"},
-        "spec": {"containers": [{"name": "c", "resources": {"requests": {"cpu": cpu}}}]},
-    }))
-    .unwrap_or_default();
-    if let Some(s) = p.spec.as_mut() {
-        s.tolerations = Some(tolerations);
-    }
-    p
+/// A node's allocatable in these tables: `cpu`, 32Gi of memory, 110 pods.
+pub(crate) fn allocatable(cpu: &str) -> [(&str, &str); 3] {
+    [("cpu", cpu), ("memory", "32Gi"), ("pods", "110")]
 }
 
 fn cache_of(nodes: Vec<Node>) -> Cache {
@@ -86,15 +62,27 @@ fn select_host_picks_the_best_and_breaks_ties_at_random() {
 #[test]
 fn fit_error_counts_reasons_like_upstream() {
     let cordoned = |name: &str| {
-        let mut n = node(name, vec![], &[], "4");
+        let mut n = make_node()
+            .name(name)
+            .allocatable(&allocatable("4"))
+            .taints(vec![])
+            .obj();
         if let Some(s) = n.spec.as_mut() {
             s.unschedulable = Some(true);
         }
         n
     };
     let nodes = vec![
-        node("t1", vec![taint("dedicated", "db", "NoSchedule")], &[], "4"),
-        node("t2", vec![taint("gpu", "", "NoExecute")], &[], "4"),
+        make_node()
+            .name("t1")
+            .allocatable(&allocatable("4"))
+            .taints(vec![taint("dedicated", "db", "NoSchedule")])
+            .obj(),
+        make_node()
+            .name("t2")
+            .allocatable(&allocatable("4"))
+            .taints(vec![taint("gpu", "", "NoExecute")])
+            .obj(),
         cordoned("c1"),
         cordoned("c2"),
         cordoned("c3"),
@@ -104,7 +92,14 @@ fn fit_error_counts_reasons_like_upstream() {
     let err = cycle
         .schedule_pod(
             &Profile::default(),
-            &PodInfo::from(pod("p", "100m", vec![])),
+            &PodInfo::from(
+                make_pod()
+                    .name("p")
+                    .namespace("default")
+                    .req(&[("cpu", "100m")])
+                    .tolerations(vec![])
+                    .obj(),
+            ),
             &cache,
         )
         .err();
@@ -130,7 +125,14 @@ fn no_nodes_is_its_own_error() {
     let err = cycle
         .schedule_pod(
             &Profile::default(),
-            &PodInfo::from(pod("p", "1", vec![])),
+            &PodInfo::from(
+                make_pod()
+                    .name("p")
+                    .namespace("default")
+                    .req(&[("cpu", "1")])
+                    .tolerations(vec![])
+                    .obj(),
+            ),
             &Cache::new(),
         )
         .err();
@@ -141,17 +143,31 @@ fn no_nodes_is_its_own_error() {
 #[test]
 fn prefer_no_schedule_steers_pods_to_untainted_nodes() {
     let cache = cache_of(vec![
-        node(
-            "soft",
-            vec![taint("spot", "", "PreferNoSchedule")],
-            &[],
-            "4",
-        ),
-        node("a", vec![], &[], "4"),
-        node("b", vec![], &[], "4"),
+        make_node()
+            .name("soft")
+            .allocatable(&allocatable("4"))
+            .taints(vec![taint("spot", "", "PreferNoSchedule")])
+            .obj(),
+        make_node()
+            .name("a")
+            .allocatable(&allocatable("4"))
+            .taints(vec![])
+            .obj(),
+        make_node()
+            .name("b")
+            .allocatable(&allocatable("4"))
+            .taints(vec![])
+            .obj(),
     ]);
     let mut cycle = Cycle::new(3);
-    let p = PodInfo::from(pod("p", "100m", vec![]));
+    let p = PodInfo::from(
+        make_pod()
+            .name("p")
+            .namespace("default")
+            .req(&[("cpu", "100m")])
+            .tolerations(vec![])
+            .obj(),
+    );
     for _ in 0..50 {
         let got = cycle.schedule_pod(&Profile::default(), &p, &cache);
         let node = got.map(|r| r.node).unwrap_or_default();
@@ -159,7 +175,14 @@ fn prefer_no_schedule_steers_pods_to_untainted_nodes() {
     }
     // A pod tolerating the taint has no reason to avoid the node: the three
     // nodes tie and each is picked some of the time.
-    let tolerating = PodInfo::from(pod("q", "100m", vec![tol("spot", "Exists", "", "")]));
+    let tolerating = PodInfo::from(
+        make_pod()
+            .name("q")
+            .namespace("default")
+            .req(&[("cpu", "100m")])
+            .tolerations(vec![tol("spot", "Exists", "", "")])
+            .obj(),
+    );
     let mut soft = 0;
     for _ in 0..60 {
         if cycle
@@ -175,14 +198,40 @@ fn prefer_no_schedule_steers_pods_to_untainted_nodes() {
 #[test]
 fn least_allocated_prefers_the_emptier_node() {
     let mut cache = cache_of(vec![
-        node("busy", vec![], &[], "4"),
-        node("idle", vec![], &[], "4"),
+        make_node()
+            .name("busy")
+            .allocatable(&allocatable("4"))
+            .taints(vec![])
+            .obj(),
+        make_node()
+            .name("idle")
+            .allocatable(&allocatable("4"))
+            .taints(vec![])
+            .obj(),
     ]);
-    cache.add_pod("default/x", Arc::new(pod("x", "3", vec![])), "busy");
+    cache.add_pod(
+        "default/x",
+        Arc::new(
+            make_pod()
+                .name("x")
+                .namespace("default")
+                .req(&[("cpu", "3")])
+                .tolerations(vec![])
+                .obj(),
+        ),
+        "busy",
+    );
     let mut cycle = Cycle::new(5);
     let got = cycle.schedule_pod(
         &Profile::default(),
-        &PodInfo::from(pod("p", "500m", vec![])),
+        &PodInfo::from(
+            make_pod()
+                .name("p")
+                .namespace("default")
+                .req(&[("cpu", "500m")])
+                .tolerations(vec![])
+                .obj(),
+        ),
         &cache,
     );
     assert_eq!(got.map(|r| r.node).ok(), Some("idle".into()));
@@ -193,19 +242,40 @@ fn taint_weight_outranks_resource_balance() {
     // An untainted but busier node beats an idle node with a
     // PreferNoSchedule taint: TaintToleration weighs 3, LeastAllocated 1.
     let mut cache = cache_of(vec![
-        node(
-            "soft",
-            vec![taint("spot", "", "PreferNoSchedule")],
-            &[],
-            "4",
-        ),
-        node("busy", vec![], &[], "4"),
+        make_node()
+            .name("soft")
+            .allocatable(&allocatable("4"))
+            .taints(vec![taint("spot", "", "PreferNoSchedule")])
+            .obj(),
+        make_node()
+            .name("busy")
+            .allocatable(&allocatable("4"))
+            .taints(vec![])
+            .obj(),
     ]);
-    cache.add_pod("default/x", Arc::new(pod("x", "3", vec![])), "busy");
+    cache.add_pod(
+        "default/x",
+        Arc::new(
+            make_pod()
+                .name("x")
+                .namespace("default")
+                .req(&[("cpu", "3")])
+                .tolerations(vec![])
+                .obj(),
+        ),
+        "busy",
+    );
     let mut cycle = Cycle::new(5);
     let got = cycle.schedule_pod(
         &Profile::default(),
-        &PodInfo::from(pod("p", "500m", vec![])),
+        &PodInfo::from(
+            make_pod()
+                .name("p")
+                .namespace("default")
+                .req(&[("cpu", "500m")])
+                .tolerations(vec![])
+                .obj(),
+        ),
         &cache,
     );
     assert_eq!(got.map(|r| r.node).ok(), Some("busy".into()));
@@ -214,11 +284,24 @@ fn taint_weight_outranks_resource_balance() {
 #[test]
 fn large_clusters_filter_only_enough_nodes_and_rotate_the_start() {
     let nodes: Vec<Node> = (0..1000)
-        .map(|i| node(&format!("n{i:04}"), vec![], &[], "4"))
+        .map(|i| {
+            make_node()
+                .name(&format!("n{i:04}"))
+                .allocatable(&allocatable("4"))
+                .taints(vec![])
+                .obj()
+        })
         .collect();
     let cache = cache_of(nodes);
     let mut cycle = Cycle::new(1);
-    let p = PodInfo::from(pod("p", "100m", vec![]));
+    let p = PodInfo::from(
+        make_pod()
+            .name("p")
+            .namespace("default")
+            .req(&[("cpu", "100m")])
+            .tolerations(vec![])
+            .obj(),
+    );
     let first = cycle.schedule_pod(&Profile::default(), &p, &cache);
     assert_eq!(
         first
@@ -237,10 +320,23 @@ fn large_clusters_filter_only_enough_nodes_and_rotate_the_start() {
 #[test]
 fn node_names_from_prefilter_limit_the_candidates() {
     let cache = cache_of(vec![
-        node("a", vec![], &[], "4"),
-        node("b", vec![], &[], "4"),
+        make_node()
+            .name("a")
+            .allocatable(&allocatable("4"))
+            .taints(vec![])
+            .obj(),
+        make_node()
+            .name("b")
+            .allocatable(&allocatable("4"))
+            .taints(vec![])
+            .obj(),
     ]);
-    let mut p = pod("p", "100m", vec![]);
+    let mut p = make_pod()
+        .name("p")
+        .namespace("default")
+        .req(&[("cpu", "100m")])
+        .tolerations(vec![])
+        .obj();
     let affinity: k8s_openapi::api::core::v1::Affinity = serde_json::from_value(serde_json::json!({
         "nodeAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": {"nodeSelectorTerms": [
             {"matchFields": [{"key": "metadata.name", "operator": "In", "values": ["b"]}]}
@@ -283,14 +379,29 @@ fn node_names_from_prefilter_limit_the_candidates() {
 #[test]
 fn resource_shortage_is_reported_per_resource() {
     let cache = cache_of(vec![
-        node("small", vec![], &[], "1"),
-        node("tiny", vec![], &[], "500m"),
+        make_node()
+            .name("small")
+            .allocatable(&allocatable("1"))
+            .taints(vec![])
+            .obj(),
+        make_node()
+            .name("tiny")
+            .allocatable(&allocatable("500m"))
+            .taints(vec![])
+            .obj(),
     ]);
     let mut cycle = Cycle::new(1);
     let err = cycle
         .schedule_pod(
             &Profile::default(),
-            &PodInfo::from(pod("p", "2", vec![])),
+            &PodInfo::from(
+                make_pod()
+                    .name("p")
+                    .namespace("default")
+                    .req(&[("cpu", "2")])
+                    .tolerations(vec![])
+                    .obj(),
+            ),
             &cache,
         )
         .err();

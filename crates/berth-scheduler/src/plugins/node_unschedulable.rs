@@ -75,27 +75,8 @@ impl FilterPlugin for NodeUnschedulable {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use k8s_openapi::api::core::v1::{Node, NodeSpec, Pod, PodSpec, Toleration};
-
-    fn node(unschedulable: bool) -> NodeInfo {
-        NodeInfo::from(Node {
-            spec: Some(NodeSpec {
-                unschedulable: Some(unschedulable),
-                ..NodeSpec::default()
-            }),
-            ..Node::default()
-        })
-    }
-
-    fn pod(tolerations: Vec<Toleration>) -> PodInfo {
-        PodInfo::from(Pod {
-            spec: Some(PodSpec {
-                tolerations: Some(tolerations),
-                ..PodSpec::default()
-            }),
-            ..Pod::default()
-        })
-    }
+    use berth_core::test_util::{make_node, make_pod};
+    use k8s_openapi::api::core::v1::{Node, Pod, Toleration};
 
     fn tol(key: &str, op: &str, effect: &str) -> Toleration {
         let some = |s: &str| (!s.is_empty()).then(|| s.to_string());
@@ -118,19 +99,23 @@ mod tests {
             (
                 "Does not schedule pod to unschedulable node (node.Spec.Unschedulable==true)",
                 PodInfo::from(Pod::default()),
-                node(true),
+                NodeInfo::from(make_node().unschedulable(true).obj()),
                 rejected(),
             ),
             (
                 "Schedule pod to normal node",
                 PodInfo::from(Pod::default()),
-                node(false),
+                NodeInfo::from(make_node().unschedulable(false).obj()),
                 Status::success(),
             ),
             (
                 "Schedule pod with toleration to unschedulable node (node.Spec.Unschedulable==true)",
-                pod(vec![tol(TAINT_NODE_UNSCHEDULABLE, "", EFFECT_NO_SCHEDULE)]),
-                node(true),
+                PodInfo::from(
+                    make_pod()
+                        .tolerations(vec![tol(TAINT_NODE_UNSCHEDULABLE, "", EFFECT_NO_SCHEDULE)])
+                        .obj(),
+                ),
+                NodeInfo::from(make_node().unschedulable(true).obj()),
                 Status::success(),
             ),
             // berth additions.
@@ -142,23 +127,31 @@ mod tests {
             ),
             (
                 "Exists toleration with empty key and effect tolerates the cordon",
-                pod(vec![tol("", "Exists", "")]),
-                node(true),
+                PodInfo::from(make_pod().tolerations(vec![tol("", "Exists", "")]).obj()),
+                NodeInfo::from(make_node().unschedulable(true).obj()),
                 Status::success(),
             ),
             (
                 "toleration for NoExecute only does not tolerate the cordon",
-                pod(vec![tol(TAINT_NODE_UNSCHEDULABLE, "Exists", "NoExecute")]),
-                node(true),
+                PodInfo::from(
+                    make_pod()
+                        .tolerations(vec![tol(TAINT_NODE_UNSCHEDULABLE, "Exists", "NoExecute")])
+                        .obj(),
+                ),
+                NodeInfo::from(make_node().unschedulable(true).obj()),
                 rejected(),
             ),
             (
                 "toleration with a value does not match the valueless taint",
-                pod(vec![Toleration {
-                    value: Some("x".into()),
-                    ..tol(TAINT_NODE_UNSCHEDULABLE, "Equal", EFFECT_NO_SCHEDULE)
-                }]),
-                node(true),
+                PodInfo::from(
+                    make_pod()
+                        .tolerations(vec![Toleration {
+                            value: Some("x".into()),
+                            ..tol(TAINT_NODE_UNSCHEDULABLE, "Equal", EFFECT_NO_SCHEDULE)
+                        }])
+                        .obj(),
+                ),
+                NodeInfo::from(make_node().unschedulable(true).obj()),
                 rejected(),
             ),
         ];

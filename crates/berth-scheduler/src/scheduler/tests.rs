@@ -1,10 +1,10 @@
 use std::time::Duration;
 
-use berth_core::test_util::taint;
+use crate::cycle::tests::allocatable;
+use berth_core::test_util::{make_node, make_pod, taint};
 use k8s_openapi::api::core::v1::Node;
 
 use super::*;
-use crate::cycle::tests::{node, pod};
 use crate::queue::Place;
 
 fn scheduler() -> Scheduler {
@@ -26,10 +26,25 @@ async fn assumed_pods_keep_concurrent_decisions_within_allocatable() {
     let mut s = scheduler();
     let now = Instant::now();
     for n in ["a", "b", "c"] {
-        s.upsert_node(node(n, vec![], &[], "2"), now);
+        s.upsert_node(
+            make_node()
+                .name(n)
+                .allocatable(&allocatable("2"))
+                .taints(vec![])
+                .obj(),
+            now,
+        );
     }
     for i in 0..10 {
-        s.upsert_pod(pod(&format!("p{i}"), "500m", vec![]), now);
+        s.upsert_pod(
+            make_pod()
+                .name(&format!("p{i}"))
+                .namespace("default")
+                .req(&[("cpu", "500m")])
+                .tolerations(vec![])
+                .obj(),
+            now,
+        );
     }
     // Nothing is bound yet (no binding has returned), but every decision
     // sees the ones before it: 3 nodes × 4 pods of 500m = 12 slots.
@@ -41,7 +56,15 @@ async fn assumed_pods_keep_concurrent_decisions_within_allocatable() {
     }
     // Two more fit, the third does not.
     for i in 10..13 {
-        s.upsert_pod(pod(&format!("p{i}"), "500m", vec![]), now);
+        s.upsert_pod(
+            make_pod()
+                .name(&format!("p{i}"))
+                .namespace("default")
+                .req(&[("cpu", "500m")])
+                .tolerations(vec![])
+                .obj(),
+            now,
+        );
     }
     let mut refused = Vec::new();
     while let Some(d) = s.schedule_one(now) {
@@ -56,8 +79,23 @@ async fn assumed_pods_keep_concurrent_decisions_within_allocatable() {
 async fn a_failed_binding_frees_the_node_and_backs_off() {
     let mut s = scheduler();
     let now = Instant::now();
-    s.upsert_node(node("a", vec![], &[], "1"), now);
-    s.upsert_pod(pod("p", "1", vec![]), now);
+    s.upsert_node(
+        make_node()
+            .name("a")
+            .allocatable(&allocatable("1"))
+            .taints(vec![])
+            .obj(),
+        now,
+    );
+    s.upsert_pod(
+        make_pod()
+            .name("p")
+            .namespace("default")
+            .req(&[("cpu", "1")])
+            .tolerations(vec![])
+            .obj(),
+        now,
+    );
     let bound = bind_all(&mut s, now);
     assert_eq!(bound, [("default/p".to_string(), "a".to_string())]);
     assert_eq!(
@@ -75,9 +113,21 @@ async fn a_failed_binding_frees_the_node_and_backs_off() {
 async fn removing_the_blocking_taint_requeues_the_pod() {
     let mut s = scheduler();
     let t0 = Instant::now();
-    let tainted = node("a", vec![taint("dedicated", "db", "NoSchedule")], &[], "4");
+    let tainted = make_node()
+        .name("a")
+        .allocatable(&allocatable("4"))
+        .taints(vec![taint("dedicated", "db", "NoSchedule")])
+        .obj();
     s.upsert_node(tainted, t0);
-    s.upsert_pod(pod("p", "100m", vec![]), t0);
+    s.upsert_pod(
+        make_pod()
+            .name("p")
+            .namespace("default")
+            .req(&[("cpu", "100m")])
+            .tolerations(vec![])
+            .obj(),
+        t0,
+    );
     let Some(Decision::Refuse(r)) = s.schedule_one(t0) else {
         panic!("expected a refusal");
     };
@@ -91,17 +141,25 @@ async fn removing_the_blocking_taint_requeues_the_pod() {
     // An unrelated change (a label) does not move it.
     let t1 = t0 + Duration::from_secs(30);
     s.upsert_node(
-        node(
-            "a",
-            vec![taint("dedicated", "db", "NoSchedule")],
-            &[("x", "y")],
-            "4",
-        ),
+        make_node()
+            .name("a")
+            .labels(&[("x", "y")])
+            .allocatable(&allocatable("4"))
+            .taints(vec![taint("dedicated", "db", "NoSchedule")])
+            .obj(),
         t1,
     );
     assert_eq!(s.queue().place("default/p"), Some(Place::Unschedulable));
     // Removing the taint does; its 1 s backoff is long over.
-    s.upsert_node(node("a", vec![], &[("x", "y")], "4"), t1);
+    s.upsert_node(
+        make_node()
+            .name("a")
+            .labels(&[("x", "y")])
+            .allocatable(&allocatable("4"))
+            .taints(vec![])
+            .obj(),
+        t1,
+    );
     assert_eq!(s.queue().place("default/p"), Some(Place::Active));
     assert_eq!(bind_all(&mut s, t1), [("default/p".into(), "a".into())]);
 }
@@ -110,13 +168,33 @@ async fn removing_the_blocking_taint_requeues_the_pod() {
 async fn a_deleted_pod_frees_room_for_a_waiting_one() {
     let mut s = scheduler();
     let t0 = Instant::now();
-    s.upsert_node(node("a", vec![], &[], "1"), t0);
-    let mut running = pod("running", "1", vec![]);
+    s.upsert_node(
+        make_node()
+            .name("a")
+            .allocatable(&allocatable("1"))
+            .taints(vec![])
+            .obj(),
+        t0,
+    );
+    let mut running = make_pod()
+        .name("running")
+        .namespace("default")
+        .req(&[("cpu", "1")])
+        .tolerations(vec![])
+        .obj();
     if let Some(spec) = running.spec.as_mut() {
         spec.node_name = Some("a".into());
     }
     s.upsert_pod(running, t0);
-    s.upsert_pod(pod("waiting", "1", vec![]), t0);
+    s.upsert_pod(
+        make_pod()
+            .name("waiting")
+            .namespace("default")
+            .req(&[("cpu", "1")])
+            .tolerations(vec![])
+            .obj(),
+        t0,
+    );
     assert!(matches!(s.schedule_one(t0), Some(Decision::Refuse(_))));
     let t1 = t0 + Duration::from_secs(20);
     s.delete_pod("default/running", t1);
@@ -134,9 +212,26 @@ async fn only_pods_for_this_scheduler_are_taken() {
         1,
     );
     let now = Instant::now();
-    s.upsert_node(node("a", vec![], &[], "4"), now);
-    let mut mine = pod("mine", "100m", vec![]);
-    let mut theirs = pod("theirs", "100m", vec![]);
+    s.upsert_node(
+        make_node()
+            .name("a")
+            .allocatable(&allocatable("4"))
+            .taints(vec![])
+            .obj(),
+        now,
+    );
+    let mut mine = make_pod()
+        .name("mine")
+        .namespace("default")
+        .req(&[("cpu", "100m")])
+        .tolerations(vec![])
+        .obj();
+    let mut theirs = make_pod()
+        .name("theirs")
+        .namespace("default")
+        .req(&[("cpu", "100m")])
+        .tolerations(vec![])
+        .obj();
     if let Some(spec) = mine.spec.as_mut() {
         spec.scheduler_name = Some("berth".into());
     }
@@ -145,7 +240,15 @@ async fn only_pods_for_this_scheduler_are_taken() {
     }
     s.upsert_pod(mine, now);
     s.upsert_pod(theirs, now);
-    s.upsert_pod(pod("unnamed", "100m", vec![]), now);
+    s.upsert_pod(
+        make_pod()
+            .name("unnamed")
+            .namespace("default")
+            .req(&[("cpu", "100m")])
+            .tolerations(vec![])
+            .obj(),
+        now,
+    );
     assert_eq!(bind_all(&mut s, now), [("default/mine".into(), "a".into())]);
 }
 
@@ -153,9 +256,29 @@ async fn only_pods_for_this_scheduler_are_taken() {
 async fn bound_pods_seen_on_the_watch_leave_the_queue_and_count() {
     let mut s = scheduler();
     let now = Instant::now();
-    s.upsert_node(node("a", vec![], &[], "4"), now);
-    s.upsert_pod(pod("p", "1", vec![]), now);
-    let mut bound = pod("p", "1", vec![]);
+    s.upsert_node(
+        make_node()
+            .name("a")
+            .allocatable(&allocatable("4"))
+            .taints(vec![])
+            .obj(),
+        now,
+    );
+    s.upsert_pod(
+        make_pod()
+            .name("p")
+            .namespace("default")
+            .req(&[("cpu", "1")])
+            .tolerations(vec![])
+            .obj(),
+        now,
+    );
+    let mut bound = make_pod()
+        .name("p")
+        .namespace("default")
+        .req(&[("cpu", "1")])
+        .tolerations(vec![])
+        .obj();
     if let Some(spec) = bound.spec.as_mut() {
         spec.node_name = Some("a".into());
     }
@@ -178,13 +301,25 @@ async fn bound_pods_seen_on_the_watch_leave_the_queue_and_count() {
 async fn no_nodes_backs_off_and_a_new_node_is_used() {
     let mut s = scheduler();
     let t0 = Instant::now();
-    s.upsert_pod(pod("p", "1", vec![]), t0);
+    s.upsert_pod(
+        make_pod()
+            .name("p")
+            .namespace("default")
+            .req(&[("cpu", "1")])
+            .tolerations(vec![])
+            .obj(),
+        t0,
+    );
     let Some(Decision::Refuse(r)) = s.schedule_one(t0) else {
         panic!("expected a refusal");
     };
     assert_eq!(r.error.to_string(), "no nodes available to schedule pods");
     assert_eq!(s.queue().place("default/p"), Some(Place::Backoff));
-    let n: Node = node("a", vec![], &[], "4");
+    let n: Node = make_node()
+        .name("a")
+        .allocatable(&allocatable("4"))
+        .taints(vec![])
+        .obj();
     s.upsert_node(n, t0);
     s.flush(t0 + Duration::from_secs(1));
     assert_eq!(
@@ -206,8 +341,8 @@ mod default_profile {
 
     use super::*;
     use crate::plugins::pod_topology_spread::{DO_NOT_SCHEDULE, LABEL_TOPOLOGY_ZONE};
-    use crate::plugins::testing::{make_node, make_pod, make_selector};
     use crate::snapshot::WorkloadSelectors;
+    use berth_core::test_util::{make_node, make_pod, make_selector};
 
     fn zoned_node(name: &str, zone: &str) -> Node {
         make_node()

@@ -5,31 +5,29 @@ use std::sync::Arc;
 
 use super::*;
 use crate::cache::Cache;
-use crate::plugins::testing::{make_node, make_pod};
+use berth_core::test_util::{make_node, make_pod};
 use k8s_openapi::api::core::v1::{ImageVolumeSource, Node, Pod, Volume};
 
 const MB: i64 = 1024 * 1024;
 
 fn node(name: &str, images: &[(&[&str], i64)]) -> Node {
     let mut n = make_node().name(name).obj();
-    if let Some(status) = n.status.as_mut() {
-        status.images = Some(
-            images
-                .iter()
-                .map(|(names, size)| k8s_openapi::api::core::v1::ContainerImage {
-                    names: Some(names.iter().map(|s| s.to_string()).collect()),
-                    size_bytes: Some(size * MB),
-                })
-                .collect(),
-        );
-    }
+    n.status.get_or_insert_default().images = Some(
+        images
+            .iter()
+            .map(|(names, size)| k8s_openapi::api::core::v1::ContainerImage {
+                names: Some(names.iter().map(|s| s.to_string()).collect()),
+                size_bytes: Some(size * MB),
+            })
+            .collect(),
+    );
     n
 }
 
 fn pod(images: &[&str]) -> Pod {
     images
         .iter()
-        .fold(make_pod().name("p"), |p, i| p.container_image(i))
+        .fold(make_pod().name("p"), |p, i| p.container(i))
         .obj()
 }
 

@@ -12,16 +12,10 @@ use crate::framework::{
     Code, CycleState, FilterPlugin, NodeInfo, NodeScore, PodInfo, PreFilterPlugin, PreScorePlugin,
     ScorePlugin, Snapshot, Status,
 };
-use crate::plugins::testing::{make_node, make_pod, make_selector, node_infos};
+use crate::plugins::testing::node_infos;
+use berth_core::test_util::{make_node, make_pod, make_selector};
 use k8s_openapi::api::core::v1::{Namespace, Node, Pod};
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::LabelSelector;
-
-fn node(name: &str, labels: &[(&str, &str)]) -> Node {
-    labels
-        .iter()
-        .fold(make_node().name(name), |n, (k, v)| n.label(k, v))
-        .obj()
-}
 
 fn exists(key: &str) -> LabelSelector {
     make_selector().exists(key).obj()
@@ -36,10 +30,10 @@ const CHINA_AZ1: &[(&str, &str)] = &[("region", "China"), ("az", "az1")];
 const INDIA: &[(&str, &str)] = &[("region", "India")];
 
 fn abc(name: &str, zone: &str) -> Node {
-    node(
-        name,
-        &[("region", "r1"), ("zone", zone), ("hostname", name)],
-    )
+    make_node()
+        .name(name)
+        .labels(&[("region", "r1"), ("zone", zone), ("hostname", name)])
+        .obj()
 }
 
 fn unschedulable(reason: &'static str) -> Status {
@@ -114,9 +108,9 @@ fn required_affinity_multiple_nodes_as_upstream() {
                     .obj(),
             ],
             nodes: vec![
-                node("node1", CHINA),
-                node("node2", CHINA_AZ1),
-                node("node3", INDIA),
+                make_node().name("node1").labels(CHINA).obj(),
+                make_node().name("node2").labels(CHINA_AZ1).obj(),
+                make_node().name("node3").labels(INDIA).obj(),
             ],
             namespaces: &[],
             want: Some(vec![ok(), ok(), affinity()]),
@@ -136,8 +130,14 @@ fn required_affinity_multiple_nodes_as_upstream() {
                     .obj(),
             ],
             nodes: vec![
-                node("nodeA", &[("zone", "az1"), ("hostname", "h1")]),
-                node("nodeB", &[("zone", "az2"), ("hostname", "h2")]),
+                make_node()
+                    .name("nodeA")
+                    .labels(&[("zone", "az1"), ("hostname", "h1")])
+                    .obj(),
+                make_node()
+                    .name("nodeB")
+                    .labels(&[("zone", "az2"), ("hostname", "h2")])
+                    .obj(),
             ],
             namespaces: &[],
             want: Some(vec![ok(), ok()]),
@@ -157,8 +157,14 @@ fn required_affinity_multiple_nodes_as_upstream() {
                     .obj(),
             ],
             nodes: vec![
-                node("nodeA", &[("zoneLabel", "az1"), ("hostname", "h1")]),
-                node("nodeB", &[("zoneLabel", "az2"), ("hostname", "h2")]),
+                make_node()
+                    .name("nodeA")
+                    .labels(&[("zoneLabel", "az1"), ("hostname", "h1")])
+                    .obj(),
+                make_node()
+                    .name("nodeB")
+                    .labels(&[("zoneLabel", "az2"), ("hostname", "h2")])
+                    .obj(),
             ],
             namespaces: &[],
             want: Some(vec![affinity(), affinity()]),
@@ -170,8 +176,14 @@ fn required_affinity_multiple_nodes_as_upstream() {
                 .obj(),
             pods: vec![make_pod().name("e").node("nodeA").label("foo", "abc").obj()],
             nodes: vec![
-                node("nodeA", &[("region", "r1"), ("hostname", "nodeA")]),
-                node("nodeB", &[("region", "r1"), ("hostname", "nodeB")]),
+                make_node()
+                    .name("nodeA")
+                    .labels(&[("region", "r1"), ("hostname", "nodeA")])
+                    .obj(),
+                make_node()
+                    .name("nodeB")
+                    .labels(&[("region", "r1"), ("hostname", "nodeB")])
+                    .obj(),
             ],
             namespaces: &[],
             want: Some(vec![anti(), anti()]),
@@ -198,9 +210,9 @@ fn required_affinity_multiple_nodes_as_upstream() {
                     .obj(),
             ],
             nodes: vec![
-                node("nodeA", CHINA),
-                node("nodeB", CHINA_AZ1),
-                node("nodeC", INDIA),
+                make_node().name("nodeA").labels(CHINA).obj(),
+                make_node().name("nodeB").labels(CHINA_AZ1).obj(),
+                make_node().name("nodeC").labels(INDIA).obj(),
             ],
             namespaces: &[("NS1", &[])],
             want: Some(vec![anti(), anti(), ok()]),
@@ -421,9 +433,19 @@ fn run_score(pod: Pod, pods: Vec<Pod>, nodes: Vec<Node>, pl: InterPodAffinity) -
 
 #[test]
 fn preferred_affinity_as_upstream() {
-    let region_china = || node("node1", &[("region", "China")]);
-    let region_india = || node("node2", &[("region", "India")]);
-    let az1 = || node("node3", &[("az", "az1")]);
+    let region_china = || {
+        make_node()
+            .name("node1")
+            .labels(&[("region", "China")])
+            .obj()
+    };
+    let region_india = || {
+        make_node()
+            .name("node2")
+            .labels(&[("region", "India")])
+            .obj()
+    };
+    let az1 = || make_node().name("node3").labels(&[("az", "az1")]).obj();
     let s1 = [("security", "S1")];
     let s2 = [("security", "S2")];
     struct Case {
@@ -513,9 +535,15 @@ fn hard_pod_affinity_weight_as_upstream() {
     let s1 = [("security", "S1")];
     let nodes = || {
         vec![
-            node("node1", &[("region", "China")]),
-            node("node2", &[("region", "India")]),
-            node("node3", &[("az", "az1")]),
+            make_node()
+                .name("node1")
+                .labels(&[("region", "China")])
+                .obj(),
+            make_node()
+                .name("node2")
+                .labels(&[("region", "India")])
+                .obj(),
+            make_node().name("node3").labels(&[("az", "az1")]).obj(),
         ]
     };
     let existing = || {
@@ -669,9 +697,9 @@ fn is_schedulable_after_node_change_as_upstream() {
     let anti = make_pod()
         .pod_anti_affinity("zone", is_in("service", vec!["securityscan"]), vec![], None)
         .obj();
-    let zone1 = node("n", &[("zone", "zone1")]);
-    let zone2 = node("n", &[("zone", "zone2")]);
-    let none = node("n", &[("aaa", "a")]);
+    let zone1 = make_node().name("n").labels(&[("zone", "zone1")]).obj();
+    let zone2 = make_node().name("n").labels(&[("zone", "zone2")]).obj();
+    let none = make_node().name("n").labels(&[("aaa", "a")]).obj();
     struct Case {
         name: &'static str,
         waiting: Pod,
@@ -705,7 +733,7 @@ fn is_schedulable_after_node_change_as_upstream() {
             name: "update node label but not topologyKey",
             waiting: affinity.clone(),
             old: Some(none.clone()),
-            new: node("n", &[("aaa", "b")]),
+            new: make_node().name("n").labels(&[("aaa", "b")]).obj(),
             want: false,
         },
         Case {

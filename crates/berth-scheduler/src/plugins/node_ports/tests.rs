@@ -1,8 +1,9 @@
 //! Upstream `TestNodePorts` (nodeports/node_ports_test.go).
 
 use super::*;
-use crate::plugins::testing::{make_pod, node_infos};
-use k8s_openapi::api::core::v1::{Node, Pod};
+use crate::plugins::testing::node_infos;
+use berth_core::test_util::{make_node, make_pod};
+use k8s_openapi::api::core::v1::Pod;
 
 /// `newPod(host, "PROTO/IP/PORT"...)`.
 fn pod_with_ports(node: &str, ports: &[&str]) -> Pod {
@@ -12,10 +13,6 @@ fn pod_with_ports(node: &str, ports: &[&str]) -> Pod {
         pod = pod.host_port(parts[1], parts[0], parts[2].parse().unwrap_or(0));
     }
     pod.obj()
-}
-
-fn node() -> Node {
-    crate::plugins::testing::make_node().name("n").obj()
 }
 
 #[test]
@@ -107,7 +104,10 @@ fn node_ports_as_upstream() {
         },
     ];
     for case in cases {
-        let nodes = node_infos(&[node()], &[pod_with_ports("n", case.used)]);
+        let nodes = node_infos(
+            &[make_node().name("n").obj()],
+            &[pod_with_ports("n", case.used)],
+        );
         let pod = PodInfo::from(pod_with_ports("", case.pod));
         let mut state = CycleState::new();
         let (_, status) = NodePorts.pre_filter(&mut state, &pod, &Snapshot::of_nodes(&nodes));
@@ -130,7 +130,7 @@ fn a_pod_without_host_ports_skips_the_filter() {
 #[test]
 fn removing_a_pod_frees_its_ports() {
     let holder = PodInfo::from(pod_with_ports("n", &["TCP/0.0.0.0/80"]));
-    let mut info = NodeInfo::from(node());
+    let mut info = NodeInfo::from(make_node().name("n").obj());
     info.add_pod_info(&holder);
     assert_eq!(info.used_ports.len(), 1);
     assert!(info.remove_pod_info(&holder).is_some());

@@ -2,7 +2,8 @@
 //! cases without DRA.
 
 use super::*;
-use crate::plugins::testing::{make_node, make_pod, node_infos};
+use crate::plugins::testing::node_infos;
+use berth_core::test_util::{make_node, make_pod};
 use k8s_openapi::api::core::v1::{Node, Pod};
 
 fn node(name: &str, milli_cpu: i64, memory: i64, gpus: Option<i64>) -> Node {

@@ -13,6 +13,7 @@ use crate::framework::{
     ScorePlugin, Snapshot,
 };
 use crate::plugins::testing::*;
+use berth_core::test_util::{HONOR, IGNORE, MATCH_EXPRESSIONS, make_node, make_pod, make_selector};
 
 struct Case {
     name: &'static str,
@@ -768,7 +769,7 @@ fn single_cases() -> Vec<Case> {
                     .name("p-a")
                     .node("node-a")
                     .label("foo", "")
-                    .terminating()
+                    .terminating(jiff::Timestamp::UNIX_EPOCH)
                     .obj(),
                 make_pod().name("p-b").node("node-b").label("foo", "").obj(),
             ],
@@ -3623,7 +3624,7 @@ fn score_cases() -> Vec<ScoreCase> {
                     .name("p-a")
                     .node("node-a")
                     .label("foo", "")
-                    .terminating()
+                    .terminating(jiff::Timestamp::UNIX_EPOCH)
                     .obj(),
                 make_pod().name("p-b").node("node-b").label("foo", "").obj(),
             ],

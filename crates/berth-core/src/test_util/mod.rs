@@ -1,15 +1,24 @@
-//! Builders for taints, tolerations and node selectors in tests, written
-//! the way upstream's tests write them: an empty string means "not set".
+//! Builders for tests, written the way upstream's tests write them: taints,
+//! tolerations and node selectors (an empty string means "not set"), and
+//! pods and nodes built a field at a time ([`make_pod`], [`make_node`],
+//! upstream's `st.MakePod()` / `st.MakeNode()`).
 //!
 //! Compiled for berth-core's own tests and, through the `test-util`
-//! feature, for other crates' tests (berth-scheduler enables it as a
-//! dev-dependency feature only).
+//! feature, for other crates' tests (enabled as a dev-dependency feature
+//! only). Literal strings (`"NoExecute"`, `"Equal"`) rather than the
+//! [`crate::toleration`] constants: that module's tests use these builders.
+
+mod wrappers;
+
+pub use wrappers::{
+    HONOR, IGNORE, MATCH_EXPRESSIONS, NodeWrapper, PodWrapper, SelectorWrapper, make_node,
+    make_pod, make_selector,
+};
 
 use k8s_openapi::api::core::v1::{
     Affinity, Node, NodeAffinity, NodeSelector, NodeSelectorRequirement, NodeSelectorTerm, Pod,
     PodSpec, Taint, Toleration,
 };
-use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
 
 /// A taint; `""` value means no value.
 pub fn taint(key: &str, value: &str, effect: &str) -> Taint {
@@ -56,7 +65,7 @@ pub fn taint_n(index: u32, added: i64) -> Taint {
         ..taint(
             &format!("testTaint{index}"),
             &format!("test{index}"),
-            crate::toleration::EFFECT_NO_EXECUTE,
+            "NoExecute",
         )
     }
 }
@@ -65,10 +74,7 @@ pub fn taint_n(index: u32, added: i64) -> Taint {
 /// `taint_n(index, _)` for `seconds` (negative: forever).
 pub fn tol_n(index: u32, seconds: i64) -> Toleration {
     let (key, value) = (format!("testTaint{index}"), format!("test{index}"));
-    let (op, effect) = (
-        crate::toleration::OP_EQUAL,
-        crate::toleration::EFFECT_NO_EXECUTE,
-    );
+    let (op, effect) = ("Equal", "NoExecute");
     if seconds < 0 {
         tol(&key, op, &value, effect)
     } else {
@@ -105,19 +111,14 @@ pub fn selector(terms: Vec<NodeSelectorTerm>) -> NodeSelector {
 
 /// A node with a name (`""`: none) and labels.
 pub fn node(name: &str, labels: &[(&str, &str)]) -> Node {
-    Node {
-        metadata: ObjectMeta {
-            name: (!name.is_empty()).then(|| name.to_string()),
-            labels: (!labels.is_empty()).then(|| {
-                labels
-                    .iter()
-                    .map(|(k, v)| (k.to_string(), v.to_string()))
-                    .collect()
-            }),
-            ..ObjectMeta::default()
-        },
-        ..Node::default()
+    let mut node = make_node();
+    if !name.is_empty() {
+        node = node.name(name);
     }
+    labels
+        .iter()
+        .fold(node, |node, (k, v)| node.label(k, v))
+        .obj()
 }
 
 /// A pod with a `nodeSelector` and a required node affinity.

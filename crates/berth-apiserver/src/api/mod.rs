@@ -1,0 +1,44 @@
+//! The REST API over the store: one entry point, [`ApiServer::handle`],
+//! that authenticates, reads the request the way upstream does
+//! ([`crate::request_info`]), authorizes, and runs the verb on the resource
+//! type's store and cache.
+//!
+//! Reads of single objects go to the store; lists without `limit` and all
+//! watches are served from the watch cache after it has caught up with the
+//! store (a consistent read); paginated lists read the store at one
+//! revision. Writes go to the store with compare-and-swap on the object's
+//! revision, so an update from a stale `resourceVersion` is a 409. How the
+//! store and the watch caches are kept consistent is
+//! [`crate::registry`]'s; what differs per type, [`crate::strategy`]'s.
+//!
+//! One file per job: [`server`] (the state and its start), `dispatch` (the
+//! entry point: public paths, authentication, authorization, routing a
+//! resource request to its verb), `scope` (what a resource request is
+//! about, resolved once), `query`, `request_body` (decoding and checking
+//! bodies), `response`, then one file per verb: `get`, `list`, `watch`,
+//! `create`, `update`, `patch`, `delete`, `subresources` (binding,
+//! eviction, log) and `node_credential`.
+
+mod create;
+mod delete;
+mod dispatch;
+mod get;
+mod list;
+mod node_credential;
+mod patch;
+mod query;
+mod request_body;
+mod response;
+mod scope;
+pub mod server;
+mod subresources;
+#[cfg(test)]
+mod tests;
+mod update;
+mod watch;
+
+pub use list::Filter;
+pub use response::error_response;
+pub use server::{
+    ApiConfig, ApiServer, MAX_BODY_BYTES, NODE_CREDENTIAL_PATH, SYSTEM_NAMESPACES, VersionInfo,
+};

@@ -1,0 +1,165 @@
+//! The API server's state, its settings, and its start: the watch caches
+//! spawned and the system namespaces created.
+
+use std::sync::Arc;
+
+use berth_core::clock::Clock;
+use berth_store::{AnyStore, Store, StoreError};
+use serde_json::json;
+
+use crate::auth::{Authenticator, User};
+use crate::body::BodyLimits;
+use crate::cache::{CacheLimits, HistoryBudget, ResourceCache};
+use crate::objects::for_storage;
+use crate::registry::Registry;
+use crate::resources::{NAMESPACES, RESOURCES};
+use crate::status::ApiError;
+use crate::strategy;
+use crate::watch_limits::{WatchCounter, WatchLimits};
+
+/// Bodies above this are refused with 413, as kube-apiserver's
+/// `MaxRequestBodyBytes` (3 MiB) refuses them (the default of
+/// `--max-request-body-bytes`).
+pub const MAX_BODY_BYTES: usize = 3 * 1024 * 1024;
+
+/// Where a node agent trades the join token for its node credential.
+pub const NODE_CREDENTIAL_PATH: &str = "/berth/v1/node-credential";
+
+pub use crate::strategy::namespace::SYSTEM_NAMESPACES;
+
+/// Server settings that change API behaviour.
+#[derive(Debug, Clone)]
+pub struct ApiConfig {
+    pub strategy: strategy::StrategyConfig,
+    /// The watch caches' history and slow-watcher limits.
+    pub watch_cache: CacheLimits,
+    /// Concurrent watches per client and in total.
+    pub watches: WatchLimits,
+    pub version: VersionInfo,
+    /// Largest request body read (413 past it).
+    pub max_request_body_bytes: usize,
+    /// How request bodies are decoded (nesting depth).
+    pub body: BodyLimits,
+    /// API Priority and Fairness: the server's seats and queue wait.
+    pub flow_control: crate::flow_control::FlowControlLimits,
+}
+
+impl Default for ApiConfig {
+    fn default() -> Self {
+        ApiConfig {
+            strategy: strategy::StrategyConfig::default(),
+            watch_cache: CacheLimits::default(),
+            watches: WatchLimits::default(),
+            version: VersionInfo::default(),
+            max_request_body_bytes: MAX_BODY_BYTES,
+            body: BodyLimits::default(),
+            flow_control: crate::flow_control::FlowControlLimits::default(),
+        }
+    }
+}
+
+/// What `/version` reports.
+#[derive(Debug, Clone)]
+pub struct VersionInfo {
+    pub major: String,
+    pub minor: String,
+    pub git_version: String,
+}
+
+impl Default for VersionInfo {
+    fn default() -> Self {
+        VersionInfo {
+            major: "1".into(),
+            minor: "37".into(),
+            git_version: format!("v1.37.0-berth.{}", env!("CARGO_PKG_VERSION")),
+        }
+    }
+}
+
+/// The API server's state.
+pub struct ApiServer {
+    pub store: AnyStore,
+    /// The store and the watch caches, kept consistent.
+    pub(crate) registry: Registry,
+    pub clock: Clock,
+    pub auth: Authenticator,
+    pub config: ApiConfig,
+    /// The watches open now (see [`crate::watch_limits`]).
+    pub watches: Arc<WatchCounter>,
+    /// API Priority and Fairness (see [`crate::flow_control`]).
+    pub flow_control: Arc<crate::flow_control::FlowControl>,
+    /// The watch caches' shared history budget.
+    pub history_budget: Arc<HistoryBudget>,
+}
+
+impl ApiServer {
+    /// A server over `store`; spawns the watch caches and creates the
+    /// system namespaces. Call from within a tokio runtime.
+    pub async fn new(
+        store: AnyStore,
+        clock: Clock,
+        config: ApiConfig,
+    ) -> Result<Arc<ApiServer>, ApiError> {
+        let budget = HistoryBudget::new(config.watch_cache.history_bytes);
+        let caches = RESOURCES
+            .iter()
+            .filter(|rt| rt.stored_as.is_none())
+            .map(|rt| {
+                ResourceCache::with_limits(
+                    rt,
+                    &config.watch_cache,
+                    budget.clone(),
+                    strategy::selectable_fields,
+                )
+            })
+            .collect::<Vec<_>>();
+        crate::cache::spawn(caches.clone(), store.clone());
+        let server = Arc::new(ApiServer {
+            registry: Registry::new(store.clone(), caches),
+            store,
+            clock,
+            auth: Authenticator::new(),
+            watches: WatchCounter::new(config.watches),
+            flow_control: crate::flow_control::FlowControl::new(config.flow_control),
+            history_budget: budget,
+            config,
+        });
+        for ns in SYSTEM_NAMESPACES {
+            let key = NAMESPACES.key("", ns);
+            if server
+                .store
+                .get(&key)
+                .await
+                .map_err(ApiError::internal)?
+                .is_none()
+            {
+                let mut object = json!({"metadata": {"name": ns}});
+                server.prepare_new(&NAMESPACES, &mut object, "");
+                NAMESPACES.strategy.on_create(&mut object);
+                match server.store.create(&key, for_storage(&object)).await {
+                    Ok(_) | Err(StoreError::AlreadyExists { .. }) => {}
+                    Err(e) => return Err(ApiError::internal(e)),
+                }
+            }
+        }
+        Ok(server)
+    }
+
+    /// Whether every watch cache has loaded.
+    pub async fn is_ready(&self) -> bool {
+        self.registry.is_ready().await
+    }
+
+    pub(crate) fn now(&self) -> jiff::Timestamp {
+        self.clock.now()
+    }
+
+    /// Who is writing and when, for the strategies.
+    pub(crate) fn strategy_context<'a>(&'a self, user: &'a User) -> strategy::Context<'a> {
+        strategy::Context {
+            user,
+            now: self.now(),
+            config: &self.config.strategy,
+        }
+    }
+}

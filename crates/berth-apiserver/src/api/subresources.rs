@@ -1,0 +1,169 @@
+//! The pod subresources: `binding` (the scheduler's), `eviction` (a
+//! delete, since no PodDisruptionBudgets are served) and `log` (proxied to
+//! the pod's node's agent).
+
+use axum::body::Bytes;
+use axum::http::HeaderMap;
+use axum::response::Response;
+use berth_store::StoreError;
+use serde_json::{Value, json};
+
+use super::query::Query;
+use super::request_body::parse_body;
+use super::response::{json_response, plain};
+use super::scope::Scope;
+use super::server::ApiServer;
+use crate::objects;
+use crate::registry::store_error;
+use crate::resources::{self, PODS};
+use crate::status::{ApiError, success_status};
+use crate::strategy::pod::{assigned_node, bind_pod};
+
+type ApiResult<T> = Result<T, ApiError>;
+
+impl ApiServer {
+    pub(super) async fn bind(&self, scope: &Scope<'_>, body: &Bytes) -> ApiResult<Response> {
+        let (ns, name) = (scope.namespace, scope.name);
+        let binding = parse_body(scope.headers, body, self.config.body)
+            .await?
+            .value;
+        let node = binding
+            .pointer("/target/name")
+            .and_then(Value::as_str)
+            .filter(|n| !n.is_empty())
+            .ok_or_else(|| {
+                ApiError::invalid(
+                    "",
+                    "Binding",
+                    name,
+                    &vec![berth_core::validation::FieldError::required(
+                        &berth_core::validation::Path::new("target").child("name"),
+                        "",
+                    )],
+                )
+            })?
+            .to_string();
+        let cached = self.registry.newest(&PODS, ns, name).await;
+        self.bind_to(ns, name, &node, cached).await
+    }
+
+    /// Binds pod `ns/name` to `node`. `cached` is the pod as the watch cache
+    /// holds it: when it looks bindable, it is bound with a compare-and-swap
+    /// on its cached revision, which spares the store read. The cache may be
+    /// behind the store (the pod since bound, marked for deletion, deleted,
+    /// or deleted and created again): the swap then fails and the pod is read
+    /// from the store and decided on as it is there. A cached pod that looks
+    /// unbindable is never refused on the cache's word either, since the
+    /// stored one may be a newer pod of the same name.
+    pub(super) async fn bind_to(
+        &self,
+        ns: &str,
+        name: &str,
+        node: &str,
+        cached: Option<(Value, i64)>,
+    ) -> ApiResult<Response> {
+        let key = PODS.key(ns, name);
+        if let Some((mut pod, revision)) = cached
+            && objects::meta_str(&pod, "deletionTimestamp").is_empty()
+            && assigned_node(&pod).is_empty()
+        {
+            bind_pod(&mut pod, node, self.now());
+            match self.registry.write(&PODS, &key, &pod, Some(revision)).await {
+                Ok(_) => return Ok(json_response(201, &success_status("", "pods", name, None))),
+                Err(StoreError::Conflict { .. } | StoreError::NotFound { .. }) => {}
+                Err(e) => return Err(store_error(&PODS, name, e)),
+            }
+        }
+        for _ in 0..5 {
+            let (mut pod, revision) = self.registry.read(&PODS, ns, name).await?;
+            if !objects::meta_str(&pod, "deletionTimestamp").is_empty() {
+                return Err(ApiError::conflict(
+                    "",
+                    "pods",
+                    name,
+                    "pod is being deleted, cannot be assigned to a host",
+                ));
+            }
+            let current = assigned_node(&pod);
+            if !current.is_empty() {
+                return Err(ApiError::conflict(
+                    "",
+                    "pods",
+                    name,
+                    &format!("pod {name} is already assigned to node {current:?}"),
+                ));
+            }
+            bind_pod(&mut pod, node, self.now());
+            match self.registry.write(&PODS, &key, &pod, Some(revision)).await {
+                Ok(_) => return Ok(json_response(201, &success_status("", "pods", name, None))),
+                Err(StoreError::Conflict { .. }) => continue,
+                Err(e) => return Err(store_error(&PODS, name, e)),
+            }
+        }
+        Err(ApiError::modified("", "pods", name))
+    }
+
+    /// An eviction: the pod's delete with the eviction's `deleteOptions`
+    /// (no PodDisruptionBudgets are served, so every eviction is allowed).
+    pub(super) async fn evict(&self, scope: &Scope<'_>, body: &Bytes) -> ApiResult<Response> {
+        let eviction = parse_body(scope.headers, body, self.config.body)
+            .await?
+            .value;
+        let options = eviction
+            .get("deleteOptions")
+            .cloned()
+            .unwrap_or_else(|| json!({}));
+        let options = Bytes::from(serde_json::to_vec(&options).map_err(ApiError::internal)?);
+        let json_headers = HeaderMap::new();
+        let delete = Scope {
+            rt: &PODS,
+            subresource: "",
+            query: Query::default(),
+            headers: &json_headers,
+            ..scope.clone()
+        };
+        self.delete(&delete, &options).await?;
+        Ok(json_response(
+            201,
+            &json!({"kind": "Status", "apiVersion": "v1", "metadata": {}, "status": "Success", "code": 201}),
+        ))
+    }
+
+    /// `pods/{name}/log`: the pod's node's agent serves it (see
+    /// [`crate::pod_logs`]); a pod not bound yet has an empty log. A node
+    /// may read the logs of its own pods only.
+    pub(super) async fn pod_log(&self, scope: &Scope<'_>) -> ApiResult<Response> {
+        let (ns, name, user) = (scope.namespace, scope.name, scope.user);
+        let (pod, _) = self.registry.read(&PODS, ns, name).await?;
+        if let Some(node) = user.node_name()
+            && pod.pointer("/spec/nodeName").and_then(Value::as_str) != Some(node)
+        {
+            return Err(ApiError::forbidden_message(
+                "",
+                "pods",
+                name,
+                format!(
+                    "User {:?} cannot get resource \"pods/log\" in API group \"\" in the namespace {ns:?}: no relationship found between node '{node}' and this object",
+                    user.name
+                ),
+            ));
+        }
+        let Some(location) = crate::pod_logs::log_location(&pod, scope.query.get("container"))?
+        else {
+            return Ok(plain(200, ""));
+        };
+        let (node, _) = self
+            .registry
+            .read(&resources::NODES, "", &location.node)
+            .await?;
+        let (host, port) = crate::pod_logs::agent_address(&node)?;
+        let token = self.auth.node_credential(&location.node).ok_or_else(|| {
+            ApiError::internal(format!(
+                "node {:?} joined without an agent credential: its agent serves no logs",
+                location.node
+            ))
+        })?;
+        let path = crate::pod_logs::agent_path(ns, name, &location.container, scope.raw_query);
+        crate::pod_logs::fetch(&host, port, &path, &token).await
+    }
+}

@@ -1,0 +1,577 @@
+//! What a served type is and what differs per type: [`ResourceType`] (the
+//! declaration: names, storage, discovery data, subresources, and its
+//! [`Strategy`]) and the [`Strategy`] trait, whose defaults are what every
+//! type gets: server-side changes on create, what an update may change
+//! (the main resource versus `/status`), admission and validation, the
+//! name rule, field selectors, graceful deletion, and the k8s-openapi type
+//! behind strict field validation and the OpenAPI documents.
+//!
+//! One file per type overrides what its type does differently, as
+//! upstream's `pkg/registry/<group>/<type>/strategy.go` does: [`pod`],
+//! [`node`], [`namespace`], [`event`], [`lease`]. The declarations that
+//! name them are in [`crate::resources`].
+//!
+//! Objects travel as JSON values; admission and validation convert them to
+//! the k8s-openapi types they are written against.
+
+pub mod event;
+pub mod lease;
+pub mod namespace;
+pub mod node;
+pub mod pod;
+#[cfg(test)]
+mod tests;
+
+use std::collections::BTreeMap;
+
+use berth_core::validation::names::{
+    is_dns1123_subdomain, is_qualified_name, is_valid_label_value,
+};
+use berth_core::validation::{ErrorList, FieldError, Path};
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
+use k8s_openapi::schemars::JsonSchema;
+use k8s_openapi::{ListableResource, Metadata, Resource};
+use serde::Serialize;
+use serde::de::DeserializeOwned;
+use serde_json::Value;
+
+use crate::admission::{AdmissionConfig, AdmissionError, Attributes, Operation, UserInfo};
+use crate::auth::User;
+use crate::body::StrictProblem;
+use crate::objects::{TOTAL_ANNOTATION_SIZE_LIMIT_BYTES, name_of, recount_generation};
+use crate::openapi::kinds::KindSchema;
+use crate::selectors::{FieldSelector, SelectableKind};
+use crate::status::ApiError;
+
+type ApiResult<T> = Result<T, ApiError>;
+
+/// One served resource type: what discovery advertises (group, version,
+/// kind, plural, short names, verbs, subresources), where objects live in
+/// the store (upstream's etcd layout: nodes are `/registry/minions/...`),
+/// whether objects are namespaced, and the [`Strategy`] that serves it.
+#[derive(Debug)]
+pub struct ResourceType {
+    pub group: &'static str,
+    pub version: &'static str,
+    pub kind: &'static str,
+    pub plural: &'static str,
+    pub singular: &'static str,
+    pub namespaced: bool,
+    pub short_names: &'static [&'static str],
+    pub categories: &'static [&'static str],
+    /// Subresources served under `<name>/<subresource>`.
+    pub subresources: &'static [Subresource],
+    /// The resource segment of the store key (`/registry/<this>/...`).
+    pub storage: &'static str,
+    /// Verbs discovery advertises.
+    pub verbs: &'static [&'static str],
+    /// Another version of a resource kept in that resource's storage form
+    /// (events.k8s.io/v1 Events are core/v1 Events in the store).
+    pub stored_as: Option<&'static ResourceType>,
+    /// What the type does differently from the defaults.
+    pub strategy: &'static dyn Strategy,
+}
+
+/// A served type is one group, version and resource.
+impl PartialEq for ResourceType {
+    fn eq(&self, other: &Self) -> bool {
+        (self.group, self.version, self.plural) == (other.group, other.version, other.plural)
+    }
+}
+
+impl Eq for ResourceType {}
+
+/// A subresource and the kind its requests and responses carry.
+#[derive(Debug, PartialEq, Eq)]
+pub struct Subresource {
+    pub name: &'static str,
+    pub group: &'static str,
+    pub version: &'static str,
+    pub kind: &'static str,
+    pub verbs: &'static [&'static str],
+}
+
+impl ResourceType {
+    /// `v1` or `group/version`, as `apiVersion` fields write it.
+    pub fn api_version(&self) -> String {
+        if self.group.is_empty() {
+            self.version.to_string()
+        } else {
+            format!("{}/{}", self.group, self.version)
+        }
+    }
+
+    pub fn list_kind(&self) -> String {
+        format!("{}List", self.kind)
+    }
+
+    pub fn subresource(&self, name: &str) -> Option<&'static Subresource> {
+        self.subresources.iter().find(|s| s.name == name)
+    }
+
+    /// The store prefix of the objects of a namespace, or of all of them.
+    pub fn prefix(&self, namespace: Option<&str>) -> String {
+        match namespace {
+            Some(ns) if self.namespaced && !ns.is_empty() => {
+                format!("/registry/{}/{ns}/", self.storage)
+            }
+            _ => format!("/registry/{}/", self.storage),
+        }
+    }
+
+    /// The store key of one object.
+    pub fn key(&self, namespace: &str, name: &str) -> String {
+        if self.namespaced {
+            format!("/registry/{}/{namespace}/{name}", self.storage)
+        } else {
+            format!("/registry/{}/{name}", self.storage)
+        }
+    }
+}
+
+/// Settings of the strategies (the admission flags).
+#[derive(Debug, Clone, Default)]
+pub struct StrategyConfig {
+    pub admission: AdmissionConfig,
+}
+
+/// Who is writing, and when.
+pub struct Context<'a> {
+    pub user: &'a User,
+    pub now: jiff::Timestamp,
+    pub config: &'a StrategyConfig,
+}
+
+/// The k8s-openapi type of a served type's objects: which fields strict
+/// field validation knows, and the type's OpenAPI schema.
+#[derive(Clone, Copy)]
+pub struct ObjectType {
+    unknown_fields: fn(&Value) -> Vec<String>,
+    pub(crate) schema: KindSchema,
+}
+
+impl ObjectType {
+    pub fn of<T>() -> ObjectType
+    where
+        T: DeserializeOwned + Serialize + JsonSchema + Resource + ListableResource,
+    {
+        ObjectType {
+            unknown_fields: crate::field_validation::unknown_fields::<T>,
+            schema: KindSchema::of::<T>(),
+        }
+    }
+}
+
+/// How a served type differs from the others. Every method but
+/// [`Strategy::object_type`] has a default, which is what a type without
+/// admission plugins of its own gets (Events, say): `metadata` validated,
+/// the rest stored as sent (fields the type lacks dropped by strict field
+/// validation's choice of the client).
+pub trait Strategy: Send + Sync + std::fmt::Debug {
+    /// The k8s-openapi type of the objects.
+    fn object_type(&self) -> ObjectType;
+
+    /// Whether objects have a `status` that `/status` writes and the main
+    /// resource may not change.
+    fn has_status(&self) -> bool {
+        false
+    }
+
+    /// What is wrong with `name` as an object's name (upstream's
+    /// `ValidateNameFunc` of the type): a DNS subdomain by default.
+    fn name_problems(&self, name: &str) -> Vec<String> {
+        is_dns1123_subdomain(name)
+    }
+
+    /// The field labels a field selector may name and the field set an
+    /// object exposes (upstream's field label conversion and
+    /// `ToSelectableFields` for the type): `metadata.name` (and
+    /// `metadata.namespace`) by default.
+    fn selectable_kind(&self, rt: &ResourceType) -> SelectableKind {
+        SelectableKind::MetadataOnly {
+            namespaced: rt.namespaced,
+        }
+    }
+
+    /// Server-side changes on create (defaults, fields the server owns),
+    /// before validation.
+    fn on_create(&self, _object: &mut Value) {}
+
+    /// Validating admission of a created or updated object, with the
+    /// metadata errors found before: one 422 for all field errors, or
+    /// admission's refusal.
+    fn validate(
+        &self,
+        rt: &ResourceType,
+        _attrs: &Attributes,
+        object: &Value,
+        metadata_errors: ErrorList,
+    ) -> ApiResult<()> {
+        validation_outcome(rt, name_of(object), Ok(()), metadata_errors)
+    }
+
+    /// Create: server-side changes, admission, validation.
+    fn create(
+        &self,
+        rt: &ResourceType,
+        object: &mut Value,
+        ctx: &Context,
+        metadata_errors: ErrorList,
+    ) -> ApiResult<()> {
+        self.on_create(object);
+        let request = Request::new(ctx, Operation::Create, rt, "");
+        self.validate(
+            rt,
+            &request.attributes(ctx, object),
+            object,
+            metadata_errors,
+        )
+    }
+
+    /// Update: what the update may change ([`keep_status`]), the
+    /// generation, then validation.
+    fn update(
+        &self,
+        rt: &ResourceType,
+        subresource: &str,
+        object: &mut Value,
+        old: &Value,
+        ctx: &Context,
+    ) -> ApiResult<()> {
+        keep_status(self.has_status(), subresource, object, old);
+        recount_generation(object, old);
+        let metadata_errors = validate_metadata(rt, object);
+        let request = Request::new(ctx, Operation::Update, rt, subresource);
+        self.validate(
+            rt,
+            &request.attributes(ctx, object),
+            object,
+            metadata_errors,
+        )
+    }
+
+    /// Admission on delete.
+    fn on_delete(&self, _object: &Value, _ctx: &Context) -> ApiResult<()> {
+        Ok(())
+    }
+
+    /// Refuses the deletion of object `name` before it is read (the
+    /// system namespaces).
+    fn check_deletable(&self, _name: &str) -> ApiResult<()> {
+        Ok(())
+    }
+
+    /// The grace period when deleting `object` is graceful (upstream's
+    /// `CheckGracefulDelete`): it is then marked with a deletion timestamp
+    /// and removed later. `requested` is the client's grace period.
+    /// `None`: deleted at once.
+    fn graceful_deletion(&self, _object: &Value, _requested: Option<i64>) -> Option<i64> {
+        None
+    }
+}
+
+/// The fields of `object` its type does not have, as strict decoding
+/// reports them (for `fieldValidation`).
+pub fn unknown_fields(rt: &ResourceType, object: &Value) -> Vec<StrictProblem> {
+    (rt.strategy.object_type().unknown_fields)(object)
+        .into_iter()
+        .map(|path| StrictProblem::UnknownField { path })
+        .collect()
+}
+
+/// The values of an object's selectable fields (upstream's
+/// `ToSelectableFields` for the type; see [`crate::selectors`]).
+pub fn selectable_fields(rt: &ResourceType, object: &Value) -> BTreeMap<String, String> {
+    rt.strategy.selectable_kind(rt).selectable_fields(object)
+}
+
+/// Parses a field selector for the type: only its selectable fields may be
+/// named (upstream's 400 `field label not supported: ...` otherwise).
+pub fn field_selector(rt: &ResourceType, selector: &str) -> ApiResult<FieldSelector> {
+    FieldSelector::parse(selector)
+        .and_then(|s| s.for_kind(rt.strategy.selectable_kind(rt)))
+        .map_err(|e| ApiError::bad_request(e.to_string()))
+}
+
+/// `ValidateObjectMeta` for what berth checks: a name (or generateName on
+/// create) of the form the type asks for, labels and annotations keys,
+/// label values.
+pub fn validate_metadata(rt: &ResourceType, object: &Value) -> ErrorList {
+    let path = Path::new("metadata");
+    let mut errors = ErrorList::new();
+    let name = name_of(object);
+    if name.is_empty() {
+        errors.push(FieldError::required(
+            &path.child("name"),
+            "name or generateName is required",
+        ));
+    } else {
+        for problem in rt.strategy.name_problems(name) {
+            errors.push(FieldError::invalid(&path.child("name"), name, problem));
+        }
+    }
+    let labels = object.get("metadata").and_then(|m| m.get("labels"));
+    if let Some(labels) = labels.and_then(Value::as_object) {
+        for (key, value) in labels {
+            for problem in is_qualified_name(key) {
+                errors.push(FieldError::invalid(
+                    &path.child("labels"),
+                    key.as_str(),
+                    problem,
+                ));
+            }
+            let value = value.as_str().unwrap_or("");
+            for problem in is_valid_label_value(value) {
+                errors.push(FieldError::invalid(&path.child("labels"), value, problem));
+            }
+        }
+    }
+    let annotations = object.get("metadata").and_then(|m| m.get("annotations"));
+    if let Some(annotations) = annotations.and_then(Value::as_object) {
+        for key in annotations.keys() {
+            for problem in is_qualified_name(&key.to_lowercase()) {
+                errors.push(FieldError::invalid(
+                    &path.child("annotations"),
+                    key.as_str(),
+                    problem,
+                ));
+            }
+        }
+        // Upstream's ValidateAnnotationsSize: keys and values together.
+        let total: usize = annotations
+            .iter()
+            .map(|(k, v)| k.len() + v.as_str().map_or(0, str::len))
+            .sum();
+        if total > TOTAL_ANNOTATION_SIZE_LIMIT_BYTES {
+            errors.push(FieldError::too_long(
+                &path.child("annotations"),
+                "",
+                TOTAL_ANNOTATION_SIZE_LIMIT_BYTES,
+            ));
+        }
+    }
+    errors
+}
+
+/// `value` as the k8s-openapi type `T`; a 400 naming the type if it does
+/// not fit.
+fn typed<T: DeserializeOwned>(rt: &ResourceType, value: &Value) -> ApiResult<T> {
+    // Deserializing from the borrowed value (not `from_value(value.clone())`) spares a deep
+    // copy of the object on every write: the same result and errors, less work.
+    T::deserialize(value).map_err(|e| {
+        ApiError::bad_request(format!(
+            "{} in version \"{}\" cannot be handled as a {}: {e}",
+            rt.kind, rt.version, rt.kind
+        ))
+    })
+}
+
+/// Drops from `object[field]` what its type `T` does not have (a typed
+/// round trip of that field only); an absent field stays absent.
+fn prune<T: DeserializeOwned + Serialize>(
+    rt: &ResourceType,
+    object: &mut Value,
+    field: &str,
+) -> ApiResult<()> {
+    let Some(value) = object.get_mut(field) else {
+        return Ok(());
+    };
+    if value.is_null() {
+        if let Some(map) = object.as_object_mut() {
+            map.remove(field);
+        }
+        return Ok(());
+    }
+    let parsed: T = typed(rt, value)?;
+    *value = untyped(&parsed)?;
+    Ok(())
+}
+
+fn untyped<T: Serialize>(object: &T) -> ApiResult<Value> {
+    serde_json::to_value(object).map_err(ApiError::internal)
+}
+
+/// A write as admission sees it, but for the object it is about.
+struct Request<'a> {
+    operation: Operation,
+    resource: &'a str,
+    subresource: &'a str,
+    user: UserInfo,
+}
+
+impl<'a> Request<'a> {
+    fn new(
+        ctx: &Context,
+        operation: Operation,
+        rt: &'a ResourceType,
+        subresource: &'a str,
+    ) -> Request<'a> {
+        Request {
+            operation,
+            resource: rt.plural,
+            subresource,
+            user: UserInfo {
+                name: ctx.user.name.clone(),
+                groups: ctx.user.groups.clone(),
+            },
+        }
+    }
+
+    /// Admission's view of this request on `object`.
+    fn attributes<'b>(&'b self, ctx: &Context, object: &'b Value) -> Attributes<'b> {
+        Attributes {
+            operation: self.operation,
+            resource: self.resource,
+            subresource: self.subresource,
+            namespace: object
+                .pointer("/metadata/namespace")
+                .and_then(Value::as_str)
+                .unwrap_or(""),
+            name: name_of(object),
+            user: &self.user,
+            now: ctx.now,
+        }
+    }
+}
+
+/// Mutating admission on a typed object, given the stored one on update.
+type Admit<T> = fn(&Attributes, &mut T, Option<&T>, &AdmissionConfig) -> Result<(), AdmissionError>;
+/// Validating admission on a typed object, given the stored one on update.
+type Validate<T> = fn(&Attributes, &T, Option<&T>, &AdmissionConfig) -> Result<(), AdmissionError>;
+
+/// Create for a type whose admission plugins are written against its
+/// k8s-openapi type `T` (pods, nodes): admission and validation on one
+/// typed object (one conversion from JSON and one back, instead of one per
+/// step: creates are the hot path).
+fn create_typed<T: DeserializeOwned + Serialize>(
+    rt: &ResourceType,
+    object: &mut Value,
+    ctx: &Context,
+    metadata_errors: ErrorList,
+    (admit, validate): (Admit<T>, Validate<T>),
+) -> ApiResult<()> {
+    let name = name_of(object).to_string();
+    let mut typed_object: T = typed(rt, object)?;
+    let request = Request::new(ctx, Operation::Create, rt, "");
+    let attrs = request.attributes(ctx, object);
+    admit(&attrs, &mut typed_object, None, &ctx.config.admission)
+        .map_err(|e| admission_error(rt, &name, e))?;
+    let result = validate(&attrs, &typed_object, None, &ctx.config.admission);
+    validation_outcome(rt, &name, result, metadata_errors)?;
+    *object = untyped(&typed_object)?;
+    Ok(())
+}
+
+/// Update for a type with typed admission (see [`create_typed`]), after
+/// [`keep_status`]: admission and validation on one typed copy of the
+/// object and one of the stored object (each conversion of a whole Pod or
+/// Node is tens of microseconds, and every status report and heartbeat
+/// pays it); the conversion back also drops fields the type does not have.
+fn update_typed<T: DeserializeOwned + Serialize + Metadata<Ty = ObjectMeta>>(
+    rt: &ResourceType,
+    subresource: &str,
+    object: &mut Value,
+    old: &Value,
+    ctx: &Context,
+    (admit, validate): (Admit<T>, Validate<T>),
+) -> ApiResult<()> {
+    let name = name_of(old).to_string();
+    let mut typed_object: T = typed(rt, object)?;
+    let typed_old: T = typed(rt, old)?;
+    let request = Request::new(ctx, Operation::Update, rt, subresource);
+    let attrs = request.attributes(ctx, old);
+    admit(
+        &attrs,
+        &mut typed_object,
+        Some(&typed_old),
+        &ctx.config.admission,
+    )
+    .map_err(|e| admission_error(rt, &name, e))?;
+    *object = untyped(&typed_object)?;
+    recount_generation(object, old);
+    typed_object.metadata_mut().generation = object
+        .pointer("/metadata/generation")
+        .and_then(Value::as_i64);
+    let metadata_errors = validate_metadata(rt, object);
+    let attrs = request.attributes(ctx, object);
+    let result = validate(
+        &attrs,
+        &typed_object,
+        Some(&typed_old),
+        &ctx.config.admission,
+    );
+    validation_outcome(rt, &name, result, metadata_errors)
+}
+
+fn admission_error(rt: &ResourceType, name: &str, err: AdmissionError) -> ApiError {
+    match err {
+        AdmissionError::Invalid { errors, .. } => {
+            ApiError::invalid(rt.group, rt.kind, name, &errors)
+        }
+        AdmissionError::Forbidden { message } => ApiError::forbidden_raw(message),
+        AdmissionError::BadRequest { message } => ApiError::bad_request(message),
+    }
+}
+
+/// The API's answer to validation: the metadata errors and the type's
+/// field errors together as one 422, or admission's refusal.
+fn validation_outcome(
+    rt: &ResourceType,
+    name: &str,
+    result: Result<(), AdmissionError>,
+    metadata_errors: ErrorList,
+) -> ApiResult<()> {
+    match result {
+        Ok(()) if metadata_errors.is_empty() => Ok(()),
+        Ok(()) => Err(ApiError::invalid(rt.group, rt.kind, name, &metadata_errors)),
+        Err(AdmissionError::Invalid { errors, .. }) => {
+            let mut all = metadata_errors;
+            all.extend(errors);
+            Err(ApiError::invalid(rt.group, rt.kind, name, &all))
+        }
+        Err(other) => Err(admission_error(rt, name, other)),
+    }
+}
+
+/// What an update may change: the main resource keeps the stored status,
+/// `/status` keeps everything but the status. Types without a status
+/// (`has_status` false) keep nothing.
+fn keep_status(has_status: bool, subresource: &str, object: &mut Value, old: &Value) {
+    if !has_status {
+        return;
+    }
+    if subresource == "status" {
+        // The stored object with the request's metadata and status. Done in
+        // place: a status patch's object is the stored one with its status
+        // merged, so its other members are usually equal to the stored ones
+        // and are compared rather than copied again.
+        let (Some(target), Some(stored)) = (object.as_object_mut(), old.as_object()) else {
+            let mut kept = old.clone();
+            if let Some(map) = kept.as_object_mut() {
+                map.remove("status");
+            }
+            *object = kept;
+            return;
+        };
+        target.retain(|key, _| key == "metadata" || key == "status" || stored.contains_key(key));
+        for (key, value) in stored {
+            let keep_request = match key.as_str() {
+                "status" => true,
+                "metadata" => target.contains_key("metadata"),
+                _ => target.get(key) == Some(value),
+            };
+            if !keep_request {
+                target.insert(key.clone(), value.clone());
+            }
+        }
+    } else {
+        match old.get("status") {
+            Some(s) => object["status"] = s.clone(),
+            None => {
+                if let Some(map) = object.as_object_mut() {
+                    map.remove("status");
+                }
+            }
+        }
+    }
+}

@@ -1,0 +1,188 @@
+//! Pods: upstream's defaults, a `Pending` status on create, the pod
+//! admission plugins and validation on one typed object, status writes by
+//! the controllers, NodeRestriction on delete, graceful deletion of bound
+//! pods, binding, and the pod field selectors.
+
+use berth_core::validation::ErrorList;
+use k8s_openapi::api::core::v1::{Pod, PodStatus};
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
+use serde_json::{Value, json};
+
+use super::{
+    Admit, Context, ObjectType, ResourceType, Strategy, Validate, create_typed, keep_status, prune,
+    update_typed, validate_metadata, validation_outcome,
+};
+use crate::admission;
+use crate::objects::{format_time, name_of, recount_generation};
+use crate::selectors::SelectableKind;
+use crate::status::ApiError;
+
+/// The pod admission plugins and the pod's validation.
+const ADMISSION: (Admit<Pod>, Validate<Pod>) = (admission::admit_pod, admission::validate_pod);
+
+/// The strategy of core/v1 Pods.
+#[derive(Debug)]
+pub struct Pods;
+
+impl Strategy for Pods {
+    fn object_type(&self) -> ObjectType {
+        ObjectType::of::<Pod>()
+    }
+
+    fn has_status(&self) -> bool {
+        true
+    }
+
+    fn selectable_kind(&self, _rt: &ResourceType) -> SelectableKind {
+        SelectableKind::Pod
+    }
+
+    /// The status every new pod starts with, and upstream's defaults.
+    fn on_create(&self, pod: &mut Value) {
+        pod["status"] = json!({"phase": "Pending"});
+        default_pod(pod);
+    }
+
+    fn create(
+        &self,
+        rt: &ResourceType,
+        object: &mut Value,
+        ctx: &Context,
+        metadata_errors: ErrorList,
+    ) -> Result<(), ApiError> {
+        self.on_create(object);
+        create_typed(rt, object, ctx, metadata_errors, ADMISSION)
+    }
+
+    /// A status written by anyone but a node converts only the metadata
+    /// and status; everything else goes through the pod's admission.
+    fn update(
+        &self,
+        rt: &ResourceType,
+        subresource: &str,
+        object: &mut Value,
+        old: &Value,
+        ctx: &Context,
+    ) -> Result<(), ApiError> {
+        keep_status(self.has_status(), subresource, object, old);
+        if subresource == "status" && ctx.user.node_name().is_none() {
+            // A pod's status written by anyone but a node (the controllers'
+            // conditions): mutating admission does nothing for a subresource,
+            // the pod's API validation is for the main resource, and
+            // NodeRestriction concerns nodes only. The object is the stored pod
+            // with the request's metadata and status, so only those two are
+            // converted, to drop what their types do not have: a fraction of
+            // the whole Pod's round trip on every such write.
+            prune::<ObjectMeta>(rt, object, "metadata")?;
+            prune::<PodStatus>(rt, object, "status")?;
+            recount_generation(object, old);
+            let metadata_errors = validate_metadata(rt, object);
+            return validation_outcome(rt, name_of(old), Ok(()), metadata_errors);
+        }
+        update_typed(rt, subresource, object, old, ctx, ADMISSION)
+    }
+
+    /// NodeRestriction: an agent deletes only the pods bound to it.
+    fn on_delete(&self, pod: &Value, ctx: &Context) -> Result<(), ApiError> {
+        let Some(node) = ctx.user.node_name() else {
+            return Ok(());
+        };
+        if assigned_node(pod) != node {
+            return Err(ApiError::forbidden_message(
+                "",
+                "pods",
+                name_of(pod),
+                format!("node {node:?} can only delete pods with spec.nodeName set to itself"),
+            ));
+        }
+        Ok(())
+    }
+
+    /// Pods bound to a node are deleted gracefully: marked, and removed
+    /// once the node's agent confirms (a delete with grace period 0). A
+    /// pod that finished, or a grace period of 0, goes at once.
+    fn graceful_deletion(&self, pod: &Value, requested: Option<i64>) -> Option<i64> {
+        let bound = !assigned_node(pod).is_empty();
+        let finished = matches!(
+            pod.pointer("/status/phase").and_then(Value::as_str),
+            Some("Succeeded" | "Failed")
+        );
+        let default_grace = pod
+            .pointer("/spec/terminationGracePeriodSeconds")
+            .and_then(Value::as_i64)
+            .unwrap_or(30);
+        let grace = requested.unwrap_or(default_grace).max(0);
+        (bound && !finished && grace > 0).then_some(grace)
+    }
+}
+
+/// `spec.nodeName`, "" when unset.
+pub fn assigned_node(pod: &Value) -> &str {
+    pod.pointer("/spec/nodeName")
+        .and_then(Value::as_str)
+        .unwrap_or("")
+}
+
+/// Pod defaults the API server applies (upstream `SetDefaults_Pod` and
+/// friends), for the fields kubectl shows and berth's components read.
+fn default_pod(pod: &mut Value) {
+    let Some(spec) = pod.get_mut("spec").and_then(Value::as_object_mut) else {
+        return;
+    };
+    let defaults = [
+        ("schedulerName", json!("default-scheduler")),
+        ("restartPolicy", json!("Always")),
+        ("terminationGracePeriodSeconds", json!(30)),
+        ("dnsPolicy", json!("ClusterFirst")),
+        ("securityContext", json!({})),
+        ("enableServiceLinks", json!(true)),
+        ("preemptionPolicy", json!("PreemptLowerPriority")),
+        ("priority", json!(0)),
+    ];
+    for (field, value) in defaults {
+        spec.entry(field).or_insert(value);
+    }
+    for list in ["containers", "initContainers"] {
+        if let Some(containers) = spec.get_mut(list).and_then(Value::as_array_mut) {
+            for c in containers.iter_mut().filter_map(Value::as_object_mut) {
+                let image = c.get("image").and_then(Value::as_str).unwrap_or("");
+                let latest = !image.contains(':') || image.ends_with(":latest");
+                let pull = if latest { "Always" } else { "IfNotPresent" };
+                c.entry("imagePullPolicy").or_insert(json!(pull));
+                c.entry("terminationMessagePath")
+                    .or_insert(json!("/dev/termination-log"));
+                c.entry("terminationMessagePolicy").or_insert(json!("File"));
+                c.entry("resources").or_insert(json!({}));
+            }
+        }
+    }
+}
+
+/// Binds a pod: `spec.nodeName` and the `PodScheduled=True` condition,
+/// whose transition time is the binding time taint-based eviction counts
+/// from.
+pub fn bind_pod(pod: &mut Value, node: &str, now: jiff::Timestamp) {
+    if let Some(spec) = pod.get_mut("spec").and_then(Value::as_object_mut) {
+        spec.insert("nodeName".into(), json!(node));
+    }
+    let condition = json!({
+        "type": "PodScheduled", "status": "True",
+        "lastProbeTime": null, "lastTransitionTime": format_time(now),
+    });
+    let Some(status) = pod
+        .as_object_mut()
+        .map(|p| p.entry("status").or_insert_with(|| json!({})))
+    else {
+        return;
+    };
+    if !status.is_object() {
+        *status = json!({});
+    }
+    let conditions = status
+        .as_object_mut()
+        .map(|s| s.entry("conditions").or_insert_with(|| json!([])));
+    if let Some(Value::Array(list)) = conditions {
+        list.retain(|c| c.get("type").and_then(Value::as_str) != Some("PodScheduled"));
+        list.push(condition);
+    }
+}

@@ -1,0 +1,197 @@
+//! A scenario's nodes: berth-agent's simulated fleet
+//! ([`berth_agent::sim`]), joined to the run's API server in-process.
+//!
+//! Each scenario node registers with its own labels, taints and capacity,
+//! and keeps a fixed heartbeat at a phase drawn from the run's seed, so
+//! the same file and seed give the same timeline. Steps reach the nodes
+//! as [`NodeCommand`]s: `heartbeat` cuts a node off or brings it back,
+//! `condition` sets what it reports.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use berth_agent::config::AgentConfig;
+use berth_agent::node_client::{bearer_header, with_default_bearer};
+use berth_agent::registration::NodeTemplate;
+use berth_agent::sim::{Fleet, FleetHandle, FleetOptions, SimNode, SimStats};
+use berth_apiserver::api::ApiServer;
+use berth_apiserver::auth::User;
+use berth_core::FeatureGates;
+use berth_core::clock::Clock;
+use berth_runtime::sim::SimRuntime;
+use http::HeaderValue;
+use k8s_openapi::api::core::v1::NodeSystemInfo;
+use k8s_openapi::apimachinery::pkg::api::resource::Quantity;
+use tokio_util::sync::CancellationToken;
+
+use crate::scenario::NodeSpec;
+
+pub use berth_agent::sim::{ConditionOverride, NodeCommand};
+
+/// Requests a scenario's fleet has in flight at most.
+const MAX_IN_FLIGHT: usize = 64;
+
+/// Simulated nodes joined to an API server without a network: the fleet's
+/// shared client (its watches go out as `system:berth:sim`) and each
+/// node's own token, registered with the server as `system:node:<name>`.
+pub struct InProcess {
+    pub client: kube::Client,
+    /// One per name, in the order given.
+    pub bearers: Vec<HeaderValue>,
+}
+
+/// Why simulated nodes could not join in-process.
+#[derive(Debug, thiserror::Error)]
+#[error("a token for simulated nodes: {0}")]
+pub struct JoinError(String);
+
+/// A random bearer token (hex) registered with `api` for `user`.
+fn token_for(api: &ApiServer, user: User) -> Result<HeaderValue, JoinError> {
+    let mut bytes = [0u8; 24];
+    getrandom::fill(&mut bytes).map_err(|e| JoinError(e.to_string()))?;
+    let token: String = bytes.iter().map(|b| format!("{b:02x}")).collect();
+    api.auth.add_token(token.clone(), user);
+    bearer_header(&token).ok_or_else(|| JoinError("not a header value".into()))
+}
+
+/// Joins nodes named `names` to `api` (see [`InProcess`]).
+pub fn join_in_process(api: &Arc<ApiServer>, names: &[String]) -> Result<InProcess, JoinError> {
+    let bearers = names
+        .iter()
+        .map(|name| token_for(api, User::node(name)))
+        .collect::<Result<Vec<_>, _>>()?;
+    let watcher = token_for(api, User::sim_fleet())?;
+    let base = kube::Client::new(berth_apiserver::server::router(api.clone()), "default");
+    Ok(InProcess {
+        client: with_default_bearer(base, watcher),
+        bearers,
+    })
+}
+
+/// What a scenario node registers with: its labels, taints and capacity
+/// (allocatable the same), and a nodeInfo of its own, the same on every
+/// platform.
+fn template(spec: &NodeSpec) -> NodeTemplate {
+    let capacity: std::collections::BTreeMap<String, Quantity> = spec
+        .capacity
+        .iter()
+        .map(|(resource, quantity)| (resource.clone(), Quantity(quantity.clone())))
+        .collect();
+    NodeTemplate {
+        name: spec.name.clone(),
+        labels: spec.labels.clone(),
+        taints: spec.taints.clone(),
+        allocatable: capacity.clone(),
+        capacity,
+        addresses: Vec::new(),
+        node_info: NodeSystemInfo {
+            kubelet_version: "v1.37.0-berth-sim".into(),
+            container_runtime_version: "sim://1".into(),
+            operating_system: "linux".into(),
+            architecture: "amd64".into(),
+            os_image: "berth sim".into(),
+            ..NodeSystemInfo::default()
+        },
+        kubelet_port: None,
+    }
+}
+
+/// Starts the scenario's nodes on `clock`; `phases` (one per node) are
+/// their heartbeats' offsets, `gates` their admission's. Its
+/// [`FleetHandle::up`] says when every node is registered and Ready.
+pub fn start(
+    api: &Arc<ApiServer>,
+    clock: &Clock,
+    specs: &[NodeSpec],
+    phases: &[Duration],
+    gates: FeatureGates,
+    stop: CancellationToken,
+) -> Result<FleetHandle, JoinError> {
+    let names: Vec<String> = specs.iter().map(|spec| spec.name.clone()).collect();
+    let joined = join_in_process(api, &names)?;
+    let nodes = specs
+        .iter()
+        .zip(joined.bearers)
+        .zip(phases)
+        .map(|((spec, bearer), phase)| SimNode {
+            name: spec.name.clone(),
+            zone: None,
+            bearer,
+            template: Arc::new(template(spec)),
+            phase: Some(*phase),
+        })
+        .collect();
+    let fleet = Fleet {
+        client: joined.client,
+        nodes,
+        runtime: Arc::new(SimRuntime::new(clock.clone())),
+        clock: clock.clone(),
+        options: FleetOptions {
+            config: AgentConfig::default(),
+            gates,
+            max_in_flight: MAX_IN_FLIGHT,
+        },
+        stats: Arc::new(SimStats::default()),
+    };
+    let (handle, _task) = fleet.spawn(stop);
+    Ok(handle)
+}
+
+#[cfg(test)]
+mod tests {
+    use std::collections::BTreeMap;
+
+    use super::*;
+    use berth_testing::{TestServer, mark_unknown};
+    use k8s_openapi::api::core::v1::{Node, NodeCondition};
+    use kube::Api;
+
+    fn ready(node: &Node) -> Option<NodeCondition> {
+        node.status
+            .as_ref()
+            .and_then(|s| s.conditions.as_ref())
+            .and_then(|cs| cs.iter().find(|c| c.type_ == "Ready"))
+            .cloned()
+    }
+
+    /// The node lifecycle controller set the node's conditions Unknown
+    /// (written here by hand) while the node kept running: it reports
+    /// Ready again within one status period (10 s), with a new transition
+    /// time, not at its 5-minute report.
+    #[tokio::test(start_paused = true)]
+    async fn a_node_marked_unknown_reports_ready_within_one_status_period() {
+        let server = TestServer::start().await;
+        let (api, clock) = (&server.api, &server.clock);
+        let spec = NodeSpec {
+            name: "node1".into(),
+            zone: None,
+            labels: BTreeMap::new(),
+            taints: Vec::new(),
+            capacity: BTreeMap::new(),
+        };
+        let stop = CancellationToken::new();
+        let mut fleet = start(
+            api,
+            clock,
+            &[spec],
+            &[Duration::from_secs(3)],
+            FeatureGates::default(),
+            stop.clone(),
+        )
+        .expect("fleet");
+        fleet.up().await.expect("the node is up");
+        let nodes: Api<Node> = Api::all(server.admin.clone());
+        clock.sleep(Duration::from_secs(60)).await;
+        let marked = mark_unknown(&server, "node1").await;
+        clock.sleep(Duration::from_secs(10)).await;
+        let back = ready(&nodes.get("node1").await.expect("node")).expect("Ready");
+        assert_eq!(back.status, "True", "{back:?}");
+        assert!(
+            back.last_transition_time
+                .as_ref()
+                .is_some_and(|t| t.0 > marked),
+            "a new transition: {back:?}"
+        );
+        stop.cancel();
+    }
+}
