@@ -57,7 +57,8 @@ use hyper::{Method, StatusCode};
 use serde::Serialize;
 
 use crate::harness::{
-    Client, Protocol, ServerProcess, cpu_seconds, node_json, ready_target, start_server_with,
+    Client, Protocol, ServerProcess, bench_runtime, berth_binary, cpu_seconds, data_parent,
+    node_json, ready_target, start_server_with,
 };
 use crate::measure::{Machine, round1};
 
@@ -116,6 +117,16 @@ impl Workload {
         }
     }
 
+    /// The project's goal in pods/s on a 2-core machine (issues 5 and 22).
+    fn goal(self) -> Option<u32> {
+        match self {
+            Workload::Basic | Workload::TaintHeavy => Some(10_000),
+            Workload::TopologySpread => Some(5_000),
+            Workload::AntiAffinity => Some(1_000),
+            Workload::NodeInclusionPolicy => None,
+        }
+    }
+
     /// Pods bound before the measurement (`--init-pods` overrides).
     fn default_init_pods(self) -> usize {
         match self {
@@ -170,6 +181,11 @@ pub struct SchedulerArgs {
     /// Where the server's data directories go (default: the temp dir).
     #[arg(long)]
     data_dir: Option<PathBuf>,
+    /// The scheduler's state machine alone, in this process: the same
+    /// nodes and pods, no API server, store or network, every decision
+    /// counted as bound at once. What the cycles cost by themselves.
+    #[arg(long)]
+    in_process: bool,
 }
 
 #[derive(Debug, Serialize)]
@@ -177,7 +193,11 @@ pub struct SchedulerReport {
     bench: &'static str,
     machine: Machine,
     params: Params,
+    #[serde(skip_serializing_if = "Vec::is_empty")]
     runs: Vec<ShapeRun>,
+    /// `--in-process`.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    in_process_runs: Vec<InProcessRun>,
     /// Upstream kube-scheduler's scheduler_perf CI thresholds for these
     /// shapes, for comparison (pods/s).
     upstream_thresholds: UpstreamThresholds,
@@ -225,7 +245,29 @@ struct ShapeRun {
     /// Server CPU from ready to the first bind seen (start-up lists).
     server_cpu_seconds_ready_to_first_bind: f64,
     checks: Checks,
-    goal_10000_pods_per_sec_met: bool,
+    /// This project's goal for the shape on a 2-core machine (pods/s,
+    /// first to last bind), and whether the run met it.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    goal_pods_per_sec: Option<u32>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    goal_met: Option<bool>,
+}
+
+/// One shape through the state machine alone (`--in-process`).
+#[derive(Debug, Serialize)]
+struct InProcessRun {
+    shape: &'static str,
+    pods: usize,
+    init_pods: usize,
+    /// Handing the nodes and pods to the state machine (parsing included).
+    setup_seconds: f64,
+    /// From the first cycle to the last decision.
+    seconds: f64,
+    pods_per_sec: f64,
+    /// This process's CPU over the cycles, per pod (one thread: about
+    /// the wall time).
+    cpu_us_per_pod: f64,
+    checks: Checks,
 }
 
 #[derive(Debug, Serialize)]
@@ -440,7 +482,6 @@ struct ListedEvent {
 }
 
 async fn check(args: &SchedulerArgs, probe: &Client, workload: Workload) -> anyhow::Result<Checks> {
-    let taint_heavy = workload == Workload::TaintHeavy;
     let (status, body) = probe
         .call(
             Method::GET,
@@ -450,25 +491,6 @@ async fn check(args: &SchedulerArgs, probe: &Client, workload: Workload) -> anyh
         .await?;
     anyhow::ensure!(status == StatusCode::OK, "listing pods: {status}");
     let list: PodList = serde_json::from_slice(&body).context("decoding the pod list")?;
-    let mut per_node: HashMap<String, usize> = HashMap::new();
-    let mut unbound = 0;
-    let mut untolerated = 0;
-    for pod in &list.items {
-        match &pod.spec.node_name {
-            Some(node) => {
-                *per_node.entry(node.clone()).or_default() += 1;
-                let index: usize = node
-                    .strip_prefix("node-")
-                    .and_then(|n| n.parse().ok())
-                    .unwrap_or(usize::MAX);
-                let tolerates = pod.spec.tolerations.iter().any(|t| t["key"] == "dedicated");
-                if taint_heavy && index < args.tainted && !tolerates {
-                    untolerated += 1;
-                }
-            }
-            None => unbound += 1,
-        }
-    }
     let (status, body) = probe
         .call(
             Method::GET,
@@ -483,13 +505,45 @@ async fn check(args: &SchedulerArgs, probe: &Client, workload: Workload) -> anyh
         .iter()
         .filter(|e| e.reason.as_deref() == Some("Scheduled"))
         .count();
-    // node_json's allocatable: 7910m cpu, 110 pods; every pod asks 100m.
-    let over = per_node.values().filter(|&&n| n > 79).count();
+    let placed = list.items.iter().map(|pod| {
+        let tolerates = pod.spec.tolerations.iter().any(|t| t["key"] == "dedicated");
+        (pod.spec.node_name.as_deref(), tolerates)
+    });
+    Ok(evaluate(args, workload, placed, scheduled_events_written))
+}
+
+/// The checks over the measured pods, each as (its node if bound, whether
+/// it tolerates the taint-heavy shape's taint).
+fn evaluate<'a>(
+    args: &SchedulerArgs,
+    workload: Workload,
+    placed: impl Iterator<Item = (Option<&'a str>, bool)>,
+    scheduled_events_written: usize,
+) -> Checks {
+    let taint_heavy = workload == Workload::TaintHeavy;
     let index = |node: &str| -> usize {
         node.strip_prefix("node-")
             .and_then(|n| n.parse().ok())
             .unwrap_or(usize::MAX)
     };
+    let mut per_node: HashMap<&str, usize> = HashMap::new();
+    let mut bound = 0;
+    let mut unbound = 0;
+    let mut untolerated = 0;
+    for (node, tolerates) in placed {
+        match node {
+            Some(node) => {
+                bound += 1;
+                *per_node.entry(node).or_default() += 1;
+                if taint_heavy && index(node) < args.tainted && !tolerates {
+                    untolerated += 1;
+                }
+            }
+            None => unbound += 1,
+        }
+    }
+    // node_json's allocatable: 7910m cpu, 110 pods; every pod asks 100m.
+    let over = per_node.values().filter(|&&n| n > 79).count();
     let skew =
         |counts: Vec<usize>| counts.iter().max().unwrap_or(&0) - counts.iter().min().unwrap_or(&0);
     let spread_skew = match workload {
@@ -502,7 +556,12 @@ async fn check(args: &SchedulerArgs, probe: &Client, workload: Workload) -> anyh
         }
         Workload::NodeInclusionPolicy => Some(skew(
             (1_000..args.nodes)
-                .map(|i| per_node.get(&format!("node-{i:05}")).copied().unwrap_or(0))
+                .map(|i| {
+                    per_node
+                        .get(format!("node-{i:05}").as_str())
+                        .copied()
+                        .unwrap_or(0)
+                })
                 .collect(),
         )),
         _ => None,
@@ -523,8 +582,8 @@ async fn check(args: &SchedulerArgs, probe: &Client, workload: Workload) -> anyh
     } else {
         untolerated
     };
-    Ok(Checks {
-        pods_bound: list.items.len() - unbound,
+    Checks {
+        pods_bound: bound,
         pods_unbound: unbound,
         max_pods_on_a_node: per_node.values().copied().max().unwrap_or(0),
         nodes_over_allocatable: over,
@@ -532,7 +591,7 @@ async fn check(args: &SchedulerArgs, probe: &Client, workload: Workload) -> anyh
         spread_skew,
         anti_affinity_violations,
         scheduled_events_written,
-    })
+    }
 }
 
 async fn run_shape(
@@ -618,7 +677,90 @@ async fn run_shape(
         server_cpu_us_per_pod_from_ready: round1(cpu_from_ready * 1e6 / pods.max(1) as f64),
         server_cpu_seconds_ready_to_first_bind: ((cpu_first - cpu_before) * 100.0).round() / 100.0,
         checks,
-        goal_10000_pods_per_sec_met: per_sec >= 10_000.0,
+        goal_pods_per_sec: workload.goal(),
+        goal_met: workload.goal().map(|g| per_sec >= f64::from(g)),
+    })
+}
+
+/// `--in-process`: the shape's cluster handed to berth-scheduler's state
+/// machine directly, then every pod scheduled, each decision counted as
+/// bound at once (as the scheduler's cache counts an assumed pod).
+fn run_in_process(args: &SchedulerArgs, workload: Workload) -> anyhow::Result<InProcessRun> {
+    use berth_scheduler::cycle::Profile;
+    use berth_scheduler::queue::QueueConfig;
+    use berth_scheduler::scheduler::{Decision, Scheduler};
+    use k8s_openapi::api::core::v1::{Node, Pod};
+
+    let setup = Instant::now();
+    let now = tokio::time::Instant::now();
+    let mut scheduler = Scheduler::new(Profile::default(), QueueConfig::default(), 1);
+    let (tainted, taints) = workload.taint(args.tainted).unwrap_or((0, "[]"));
+    let taints: serde_json::Value = serde_json::from_str(taints).context("taints")?;
+    for i in 0..args.nodes {
+        let mut node: serde_json::Value =
+            serde_json::from_str(&node_json(i)).context("node")?;
+        if i < tainted {
+            node["spec"]["taints"] = taints.clone();
+        }
+        let node: Node = serde_json::from_value(node).context("node")?;
+        scheduler.upsert_node(node, now);
+    }
+    let init_pods = args.init_pods.unwrap_or(workload.default_init_pods());
+    for i in 0..init_pods {
+        let pod: Pod =
+            serde_json::from_str(&init_pod_json(i, args.nodes, workload)).context("bound pod")?;
+        scheduler.upsert_pod(pod, now);
+    }
+    let pods = args.pods.unwrap_or(workload.default_pods());
+    let mut tolerates = HashMap::new();
+    for i in 0..pods {
+        let pod: Pod = serde_json::from_str(&pod_json(i, workload)).context("pod")?;
+        let tolerating = pod
+            .spec
+            .as_ref()
+            .and_then(|s| s.tolerations.as_ref())
+            .is_some_and(|t| t.iter().any(|t| t.key.as_deref() == Some("dedicated")));
+        tolerates.insert(berth_scheduler::scheduler::pod_key(&pod), tolerating);
+        scheduler.upsert_pod(pod, now);
+    }
+    scheduler.flush(now);
+    let setup_seconds = setup.elapsed().as_secs_f64();
+    eprintln!("in process: {pods} pods on {} nodes", args.nodes);
+
+    let cpu_before = cpu_seconds(std::process::id());
+    let started = Instant::now();
+    let mut placed: Vec<(String, Option<String>)> = Vec::with_capacity(pods);
+    while let Some(decision) = scheduler.schedule_one(now) {
+        match decision {
+            Decision::Bind(binding) => {
+                scheduler.bind_succeeded(&binding.key);
+                placed.push((binding.key, Some(binding.result.node)));
+            }
+            Decision::Refuse(refusal) => placed.push((refusal.key, None)),
+        }
+    }
+    let seconds = started.elapsed().as_secs_f64();
+    let cpu = cpu_seconds(std::process::id()) - cpu_before;
+    let checks = evaluate(
+        args,
+        workload,
+        placed.iter().map(|(key, node)| {
+            (
+                node.as_deref(),
+                tolerates.get(key).copied().unwrap_or(false),
+            )
+        }),
+        0,
+    );
+    Ok(InProcessRun {
+        shape: workload.name(),
+        pods,
+        init_pods,
+        setup_seconds: round1(setup_seconds),
+        seconds: (seconds * 1000.0).round() / 1000.0,
+        pods_per_sec: (pods as f64 / seconds.max(1e-9)).round(),
+        cpu_us_per_pod: round1(cpu * 1e6 / pods.max(1) as f64),
+        checks,
     })
 }
 
@@ -628,9 +770,6 @@ pub fn run(args: &SchedulerArgs) -> anyhow::Result<SchedulerReport> {
         args.pods != Some(0) && args.nodes > 0,
         "--pods and --nodes must be positive"
     );
-    let berth = crate::harness::berth_binary(args.berth_bin.as_deref())?;
-    let parent = crate::harness::data_parent(args.data_dir.as_deref())?;
-    let runtime = crate::harness::bench_runtime(2)?;
     let shapes: &[Workload] = match args.shape {
         Shape::Basic => &[Workload::Basic],
         Shape::TaintHeavy => &[Workload::TaintHeavy],
@@ -640,9 +779,21 @@ pub fn run(args: &SchedulerArgs) -> anyhow::Result<SchedulerReport> {
         Shape::All => &[Workload::Basic, Workload::TaintHeavy],
     };
     let mut runs = Vec::new();
-    for &workload in shapes {
-        runs.push(runtime.block_on(run_shape(args, &berth, &parent, workload))?);
-    }
+    let mut in_process_runs = Vec::new();
+    let berth_bin = if args.in_process {
+        for &workload in shapes {
+            in_process_runs.push(run_in_process(args, workload)?);
+        }
+        String::from("(in process: no server)")
+    } else {
+        let berth = berth_binary(args.berth_bin.as_deref())?;
+        let parent = data_parent(args.data_dir.as_deref())?;
+        let runtime = bench_runtime(2)?;
+        for &workload in shapes {
+            runs.push(runtime.block_on(run_shape(args, &berth, &parent, workload))?);
+        }
+        berth.display().to_string()
+    };
     Ok(SchedulerReport {
         bench: "scheduler",
         machine: Machine::describe(),
@@ -652,9 +803,10 @@ pub fn run(args: &SchedulerArgs) -> anyhow::Result<SchedulerReport> {
             tainted: args.tainted,
             clients: args.clients,
             poll_ms: args.poll_ms,
-            berth_bin: berth.display().to_string(),
+            berth_bin,
         },
         runs,
+        in_process_runs,
         upstream_thresholds: UpstreamThresholds {
             scheduling_basic_5000_nodes_10000_pods: 680,
             taint_heavy: 270,

@@ -496,15 +496,9 @@ pub fn score_nodes(
             }
         }
         scores.clear();
-        for node in nodes {
-            let score = scorer
-                .score(state, pod, node)
-                .map_err(|s| plugin_error("Score", scorer.name(), &s))?;
-            scores.push(NodeScore {
-                name: String::new(),
-                score,
-            });
-        }
+        scorer
+            .score_all(state, pod, nodes, &mut scores)
+            .map_err(|s| plugin_error("Score", scorer.name(), &s))?;
         let status = scorer.normalize_score(state, pod, &mut scores);
         if !status.is_success() {
             return Err(plugin_error("NormalizeScore", scorer.name(), &status));

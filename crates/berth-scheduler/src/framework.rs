@@ -352,6 +352,19 @@ pub trait PreScorePlugin: Plugin {
 pub trait ScorePlugin: Plugin {
     fn score(&self, state: &CycleState, pod: &PodInfo, node: &NodeInfo) -> Result<i64, Status>;
 
+    /// Scores `nodes` in order, appending to `scores`. The default calls
+    /// [`ScorePlugin::score`] for each node; plugins that run for every
+    /// pod read their cycle state once here instead of once per node.
+    fn score_all(
+        &self,
+        state: &CycleState,
+        pod: &PodInfo,
+        nodes: &[&NodeInfo],
+        scores: &mut Vec<NodeScore>,
+    ) -> Result<(), Status> {
+        score_each(nodes, scores, |node| self.score(state, pod, node))
+    }
+
     /// `ScoreExtensions().NormalizeScore`; the default leaves scores as they
     /// are, for plugins without the extension.
     fn normalize_score(
@@ -362,6 +375,24 @@ pub trait ScorePlugin: Plugin {
     ) -> Status {
         Status::success()
     }
+}
+
+/// Appends `score(node)` for each of `nodes` to `scores` (the loop of a
+/// [`ScorePlugin::score_all`]).
+#[inline]
+pub fn score_each(
+    nodes: &[&NodeInfo],
+    scores: &mut Vec<NodeScore>,
+    mut score: impl FnMut(&NodeInfo) -> Result<i64, Status>,
+) -> Result<(), Status> {
+    scores.reserve(nodes.len());
+    for node in nodes {
+        scores.push(NodeScore {
+            name: String::new(),
+            score: score(node)?,
+        });
+    }
+    Ok(())
 }
 
 /// `DefaultNormalizeScore`: scales scores from `[0, max(scores)]` to

@@ -138,8 +138,64 @@ pub struct NodeInfo {
     /// The host ports the pods use (`UsedPorts`), one entry per claim.
     pub used_ports: Vec<HostPort>,
     /// The images the node reports (`status.images`): every name of each,
-    /// with its size in bytes.
-    pub images: HashMap<String, i64>,
+    /// with its size in bytes (boxed: only ImageLocality reads them, and
+    /// the filters read the rest of the node for every pod).
+    pub images: Box<HashMap<String, i64>>,
+    /// The node's labels again, laid out for [`NodeInfo::label`].
+    flat_labels: FlatLabels,
+}
+
+/// A node's labels laid out flat for the lookups the plugins make per node
+/// per pod (a topology key, an affinity term's key), in one allocation:
+/// a flag byte (1: a label did not fit and lookups must ask the map),
+/// then per label the key's and the value's lengths (two bytes each,
+/// little-endian) followed by the key and the value. A lookup compares
+/// lengths first and reads one short buffer; a `BTreeMap` compares against
+/// key strings that are each an allocation of their own, a cache miss
+/// apiece over thousands of nodes.
+#[derive(Debug, Clone, Default)]
+struct FlatLabels(Box<[u8]>);
+
+impl FlatLabels {
+    fn new(labels: Option<&BTreeMap<String, String>>) -> Self {
+        let mut bytes = vec![0u8];
+        for (k, v) in labels.into_iter().flatten() {
+            // The API server caps keys at 317 bytes and values at 63.
+            let (Ok(key_len), Ok(value_len)) = (u16::try_from(k.len()), u16::try_from(v.len()))
+            else {
+                bytes[0] = 1;
+                continue;
+            };
+            bytes.extend_from_slice(&key_len.to_le_bytes());
+            bytes.extend_from_slice(&value_len.to_le_bytes());
+            bytes.extend_from_slice(k.as_bytes());
+            bytes.extend_from_slice(v.as_bytes());
+        }
+        FlatLabels(bytes.into_boxed_slice())
+    }
+
+    /// Some label was too long to lay out.
+    fn incomplete(&self) -> bool {
+        self.0.first() == Some(&1)
+    }
+
+    #[inline]
+    fn get(&self, key: &str) -> Option<&str> {
+        let bytes = &self.0;
+        let mut at = 1;
+        while let Some(&[k0, k1, v0, v1]) = bytes.get(at..at + 4) {
+            let key_start = at + 4;
+            let value_start = key_start + usize::from(u16::from_le_bytes([k0, k1]));
+            let next = value_start + usize::from(u16::from_le_bytes([v0, v1]));
+            if value_start - key_start == key.len()
+                && bytes.get(key_start..value_start)? == key.as_bytes()
+            {
+                return std::str::from_utf8(bytes.get(value_start..next)?).ok();
+            }
+            at = next;
+        }
+        None
+    }
 }
 
 fn node_images(node: &Node) -> HashMap<String, i64> {
@@ -166,8 +222,10 @@ impl NodeInfo {
             .as_ref()
             .and_then(|s| s.unschedulable)
             .unwrap_or(false);
-        let images = node_images(&node);
+        let images = Box::new(node_images(&node));
+        let flat_labels = FlatLabels::new(node.metadata.labels.as_ref());
         NodeInfo {
+            flat_labels,
             node,
             requested: Resource::default(),
             non_zero_requested: Resource::default(),
@@ -293,6 +351,7 @@ impl NodeInfo {
         self.taint_set = fresh.taint_set;
         self.unschedulable = fresh.unschedulable;
         self.images = fresh.images;
+        self.flat_labels = fresh.flat_labels;
     }
 
     pub fn node(&self) -> &Node {
@@ -322,7 +381,12 @@ impl NodeInfo {
     /// The value of label `key`, if the node has it.
     #[inline]
     pub fn label(&self, key: &str) -> Option<&str> {
-        self.labels().and_then(|l| l.get(key)).map(String::as_str)
+        match self.flat_labels.get(key) {
+            None if self.flat_labels.incomplete() => {
+                self.labels().and_then(|l| l.get(key)).map(String::as_str)
+            }
+            found => found,
+        }
     }
 }
 
@@ -558,5 +622,59 @@ impl fmt::Debug for Snapshot<'_> {
             .field("nodes", &self.nodes.len())
             .field("version", &self.version)
             .finish_non_exhaustive()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// `NodeInfo::label` answers as the labels map would, whatever the
+    /// keys' lengths and order.
+    #[test]
+    fn label_lookup_matches_the_map() {
+        let long = "v".repeat(usize::from(u16::MAX) + 1);
+        let cases: Vec<Vec<(&str, &str)>> = vec![
+            vec![],
+            vec![("a", "1")],
+            vec![
+                ("kubernetes.io/hostname", "node-1"),
+                ("topology.kubernetes.io/zone", "zone-a"),
+                ("topology.kubernetes.io/region", "r"),
+                ("zone", ""),
+            ],
+            vec![("ab", "x"), ("ba", "y"), ("a", "z"), ("abc", "w")],
+            vec![("big", long.as_str()), ("small", "s")],
+        ];
+        let probes = [
+            "",
+            "a",
+            "ab",
+            "ba",
+            "abc",
+            "abcd",
+            "zone",
+            "kubernetes.io/hostname",
+            "topology.kubernetes.io/zone",
+            "topology.kubernetes.io/zonE",
+            "big",
+            "small",
+        ];
+        for labels in cases {
+            let map: BTreeMap<String, String> = labels
+                .iter()
+                .map(|(k, v)| (k.to_string(), v.to_string()))
+                .collect();
+            let mut node = Node::default();
+            node.metadata.labels = Some(map.clone());
+            let info = NodeInfo::new(Arc::new(node));
+            for key in probes {
+                assert_eq!(
+                    info.label(key),
+                    map.get(key).map(String::as_str),
+                    "{key:?} in {labels:?}"
+                );
+            }
+        }
     }
 }

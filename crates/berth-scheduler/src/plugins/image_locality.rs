@@ -5,8 +5,8 @@
 //! image sizes come from the node's `status.images`.
 
 use crate::framework::{
-    CycleState, MAX_NODE_SCORE, NodeInfo, Plugin, PodInfo, PreScorePlugin, ScorePlugin, Snapshot,
-    Status,
+    CycleState, MAX_NODE_SCORE, NodeInfo, NodeScore, Plugin, PodInfo, PreScorePlugin, ScorePlugin,
+    Snapshot, Status, score_each,
 };
 
 /// The plugin's registry name.
@@ -137,20 +137,38 @@ impl PreScorePlugin for ImageLocality {
         snapshot: &Snapshot<'_>,
         _nodes: &[&NodeInfo],
     ) -> Status {
-        state.write(PRE_SCORE_STATE_KEY, ImageLocality::state(pod, snapshot));
+        let s = ImageLocality::state(pod, snapshot);
+        if s.images.iter().all(|&(_, on)| on == 0) {
+            // No node has any of the images: every node would score 0,
+            // and a Skip adds the same nothing to every node's total.
+            return Status::skip();
+        }
+        state.write(PRE_SCORE_STATE_KEY, s);
         Status::success()
     }
 }
 
 impl ScorePlugin for ImageLocality {
-    fn score(&self, state: &CycleState, _pod: &PodInfo, node: &NodeInfo) -> Result<i64, Status> {
+    fn score(&self, state: &CycleState, pod: &PodInfo, node: &NodeInfo) -> Result<i64, Status> {
+        let mut scores = Vec::with_capacity(1);
+        self.score_all(state, pod, &[node], &mut scores)?;
+        Ok(scores.first().map_or(0, |s| s.score))
+    }
+
+    fn score_all(
+        &self,
+        state: &CycleState,
+        _pod: &PodInfo,
+        nodes: &[&NodeInfo],
+        scores: &mut Vec<NodeScore>,
+    ) -> Result<(), Status> {
         let Some(s) = state.read::<PreScoreState>(PRE_SCORE_STATE_KEY) else {
             return Err(Status::error(format!(
                 "reading {PRE_SCORE_STATE_KEY:?} from cycleState: not found"
             ))
             .with_plugin(NAME));
         };
-        Ok(ImageLocality::node_score(s, node))
+        score_each(nodes, scores, |node| Ok(ImageLocality::node_score(s, node)))
     }
 }
 

@@ -7,8 +7,8 @@
 use berth_core::resources::PodResourcesOptions;
 
 use crate::framework::{
-    CycleState, MAX_NODE_SCORE, NodeInfo, Plugin, PodInfo, PreScorePlugin, ScorePlugin, Snapshot,
-    Status,
+    CycleState, MAX_NODE_SCORE, NodeInfo, NodeScore, Plugin, PodInfo, PreScorePlugin, ScorePlugin,
+    Snapshot, Status, score_each,
 };
 use crate::plugins::node_resources_fit::{
     ResourceSpec, allocatable_and_allocated, default_resources, score_requests,
@@ -63,53 +63,65 @@ impl BalancedAllocation {
         if self.resources.is_empty() {
             return Err(Status::error("resources not found").with_plugin(NAME));
         }
-        // At most a handful of resources: fixed arrays, no allocation.
+        // The requested share of each resource the node offers, with and
+        // without the pod: at most a handful, on the stack.
         const MAX: usize = 16;
-        let mut with_pod = [0i64; MAX];
-        let mut without_pod = [0i64; MAX];
-        let mut allocatable = [0i64; MAX];
-        let n = self.resources.len().min(MAX);
-        for (i, (spec, &request)) in self.resources.iter().zip(pod_requests).take(n).enumerate() {
-            let (alloc, allocated) = allocatable_and_allocated(node, &spec.name, request, true);
+        let mut with_pod = [0f64; MAX];
+        let mut without_pod = [0f64; MAX];
+        let mut n = 0;
+        for (spec, &request) in self.resources.iter().zip(pod_requests).take(MAX) {
+            let (alloc, allocated) = allocatable_and_allocated(node, spec, request, true);
             if alloc == 0 {
                 continue;
             }
-            allocatable[i] = alloc;
-            without_pod[i] = allocated;
-            with_pod[i] = allocated.saturating_add(request);
+            with_pod[n] = share(allocated.saturating_add(request), alloc);
+            without_pod[n] = share(allocated, alloc);
+            n += 1;
         }
-        let score_with = balanced_resource_score(&with_pod[..n], &allocatable[..n]);
-        let score_without = balanced_resource_score(&without_pod[..n], &allocatable[..n]);
+        let score_with = balance(&with_pod[..n]);
+        let score_without = balance(&without_pod[..n]);
         Ok(MAX_NODE_SCORE / 2 + (MAX_NODE_SCORE / 2 + score_with - score_without) / 2)
+    }
+
+    /// The pod's requests of the scored resources; `None` for a
+    /// best-effort pod (every node would score the same).
+    fn requests_if_any(&self, pod: &PodInfo) -> Option<Vec<i64>> {
+        let requests = self.pod_requests(pod);
+        requests.iter().any(|&r| r != 0).then_some(requests)
     }
 }
 
-/// `balancedResourceScore`: 100 × (1 − the standard deviation of the
-/// requested shares of each resource the node offers, each at most 1).
-pub fn balanced_resource_score(requested: &[i64], allocatable: &[i64]) -> i64 {
-    let mut fractions = [0f64; 16];
-    let mut count = 0;
-    let mut total = 0.0;
-    for (&r, &a) in requested.iter().zip(allocatable) {
-        if a == 0 || count == fractions.len() {
-            continue;
-        }
-        let fraction = (r as f64 / a as f64).min(1.0);
-        total += fraction;
-        fractions[count] = fraction;
-        count += 1;
-    }
-    let fractions = &fractions[..count];
-    let std = match fractions {
+/// `requested / allocatable`, at most 1.
+#[inline]
+fn share(requested: i64, allocatable: i64) -> f64 {
+    (requested as f64 / allocatable as f64).min(1.0)
+}
+
+/// 100 × (1 − the standard deviation of `shares`).
+#[inline]
+fn balance(shares: &[f64]) -> i64 {
+    let std = match shares {
         [a, b] => ((a - b) / 2.0).abs(),
         f if f.len() > 2 => {
-            let mean = total / f.len() as f64;
+            let mean = f.iter().sum::<f64>() / f.len() as f64;
             let sum: f64 = f.iter().map(|x| (x - mean) * (x - mean)).sum();
             (sum / f.len() as f64).sqrt()
         }
         _ => 0.0,
     };
     ((1.0 - std) * MAX_NODE_SCORE as f64) as i64
+}
+
+/// `balancedResourceScore`: 100 × (1 − the standard deviation of the
+/// requested shares of each resource the node offers, each at most 1).
+pub fn balanced_resource_score(requested: &[i64], allocatable: &[i64]) -> i64 {
+    let shares: Vec<f64> = requested
+        .iter()
+        .zip(allocatable)
+        .filter(|&(_, &a)| a != 0)
+        .map(|(&r, &a)| share(r, a))
+        .collect();
+    balance(&shares)
 }
 
 impl Plugin for BalancedAllocation {
@@ -126,28 +138,42 @@ impl PreScorePlugin for BalancedAllocation {
         _snapshot: &Snapshot<'_>,
         _nodes: &[&NodeInfo],
     ) -> Status {
-        let pod_requests = self.pod_requests(pod);
-        if pod_requests.iter().all(|&r| r == 0) {
-            // A best-effort pod: every node would score the same.
-            return Status::skip();
+        match self.requests_if_any(pod) {
+            Some(pod_requests) => {
+                state.write(PRE_SCORE_STATE_KEY, PreScoreState { pod_requests });
+                Status::success()
+            }
+            None => Status::skip(),
         }
-        state.write(PRE_SCORE_STATE_KEY, PreScoreState { pod_requests });
-        Status::success()
     }
 }
 
 impl ScorePlugin for BalancedAllocation {
     fn score(&self, state: &CycleState, pod: &PodInfo, node: &NodeInfo) -> Result<i64, Status> {
-        match state.read::<PreScoreState>(PRE_SCORE_STATE_KEY) {
-            Some(s) => self.balanced_score(node, &s.pod_requests),
-            None => {
-                let requests = self.pod_requests(pod);
-                if requests.iter().all(|&r| r == 0) {
-                    return Ok(0);
+        let mut scores = Vec::with_capacity(1);
+        self.score_all(state, pod, &[node], &mut scores)?;
+        Ok(scores.first().map_or(0, |s| s.score))
+    }
+
+    fn score_all(
+        &self,
+        state: &CycleState,
+        pod: &PodInfo,
+        nodes: &[&NodeInfo],
+        scores: &mut Vec<NodeScore>,
+    ) -> Result<(), Status> {
+        let computed;
+        let requests = match state.read::<PreScoreState>(PRE_SCORE_STATE_KEY) {
+            Some(s) => &s.pod_requests,
+            None => match self.requests_if_any(pod) {
+                Some(r) => {
+                    computed = r;
+                    &computed
                 }
-                self.balanced_score(node, &requests)
-            }
-        }
+                None => return score_each(nodes, scores, |_| Ok(0)),
+            },
+        };
+        score_each(nodes, scores, |node| self.balanced_score(node, requests))
     }
 }
 

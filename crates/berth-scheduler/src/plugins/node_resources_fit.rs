@@ -20,8 +20,9 @@ use std::collections::BTreeSet;
 use berth_core::validation::{ErrorList, FieldError, Path};
 
 use crate::framework::{
-    Code, CycleState, FilterPlugin, MAX_NODE_SCORE, NodeInfo, Plugin, PodInfo, PreFilterPlugin,
-    PreFilterResult, PreScorePlugin, Resource, ScorePlugin, Snapshot, Status,
+    Code, CycleState, FilterPlugin, MAX_NODE_SCORE, NodeInfo, NodeScore, Plugin, PodInfo,
+    PreFilterPlugin, PreFilterResult, PreScorePlugin, Resource, ScorePlugin, Snapshot, Status,
+    score_each,
 };
 use crate::resources::pod_requests_with;
 use berth_core::resources::{
@@ -57,13 +58,40 @@ pub const MAX_RESOURCE_WEIGHT: i64 = 100;
 pub struct ResourceSpec {
     pub name: String,
     pub weight: i64,
+    /// Where the resource is counted, resolved from `name` once (the
+    /// scores read it for every node).
+    field: ResourceField,
+}
+
+/// Where a [`Resource`] keeps a scored resource.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum ResourceField {
+    Cpu,
+    Memory,
+    EphemeralStorage,
+    /// In `scalar_resources`; `scalar_name`: the name is a scalar
+    /// resource's (extended, hugepages, ...), which a pod not asking for it
+    /// leaves out of the score.
+    Scalar {
+        scalar_name: bool,
+    },
 }
 
 impl ResourceSpec {
     pub fn new(name: impl Into<String>, weight: i64) -> Self {
+        let name = name.into();
+        let field = match name.as_str() {
+            RESOURCE_CPU => ResourceField::Cpu,
+            RESOURCE_MEMORY => ResourceField::Memory,
+            RESOURCE_EPHEMERAL_STORAGE => ResourceField::EphemeralStorage,
+            other => ResourceField::Scalar {
+                scalar_name: is_scalar_resource_name(other),
+            },
+        };
         ResourceSpec {
-            name: name.into(),
+            name,
             weight,
+            field,
         }
     }
 }
@@ -258,7 +286,7 @@ impl NodeResourcesFit {
         let mut weight_sum: i64 = 0;
         for (spec, &pod_request) in self.resources.iter().zip(pod_requests) {
             let (allocatable, allocated) =
-                allocatable_and_allocated(node, &spec.name, pod_request, false);
+                allocatable_and_allocated(node, spec, pod_request, false);
             let requested = allocated.saturating_add(pod_request);
             // Resources the node does not offer (or the pod does not ask
             // for, among scalar ones) take no part in the average.
@@ -278,34 +306,40 @@ impl NodeResourcesFit {
 }
 
 /// `calculateResourceAllocatableRequest`: the node's allocatable amount of
-/// `name` and what is already allocated there. With `use_requested` false
-/// (LeastAllocated) cpu and memory count the non-zero requests; with it
-/// true (BalancedAllocation) the plain requests. `(0, 0)` leaves the
-/// resource out of the score: a scalar resource the pod does not ask for
-/// (`pod_request` 0) says nothing about fit, and one the node lacks neither.
+/// `spec`'s resource and what is already allocated there. With
+/// `use_requested` false (LeastAllocated) cpu and memory count the non-zero
+/// requests; with it true (BalancedAllocation) the plain requests. `(0, 0)`
+/// leaves the resource out of the score: a scalar resource the pod does not
+/// ask for (`pod_request` 0) says nothing about fit, and one the node lacks
+/// neither.
+#[inline]
 pub(crate) fn allocatable_and_allocated(
     node: &NodeInfo,
-    name: &str,
+    spec: &ResourceSpec,
     pod_request: i64,
     use_requested: bool,
 ) -> (i64, i64) {
-    if pod_request == 0 && is_scalar_resource_name(name) {
-        return (0, 0);
-    }
     let alloc = &node.allocatable;
     let counted = if use_requested {
         &node.requested
     } else {
         &node.non_zero_requested
     };
-    match name {
-        RESOURCE_CPU => (alloc.milli_cpu, counted.milli_cpu),
-        RESOURCE_MEMORY => (alloc.memory, counted.memory),
-        RESOURCE_EPHEMERAL_STORAGE => (alloc.ephemeral_storage, node.requested.ephemeral_storage),
-        _ => match alloc.scalar_resources.get(name) {
-            Some(&a) => (a, node.requested.scalar(name)),
-            None => (0, 0),
-        },
+    match spec.field {
+        ResourceField::Cpu => (alloc.milli_cpu, counted.milli_cpu),
+        ResourceField::Memory => (alloc.memory, counted.memory),
+        ResourceField::EphemeralStorage => {
+            (alloc.ephemeral_storage, node.requested.ephemeral_storage)
+        }
+        ResourceField::Scalar { scalar_name } => {
+            if pod_request == 0 && scalar_name {
+                return (0, 0);
+            }
+            match alloc.scalar_resources.get(&spec.name) {
+                Some(&a) => (a, node.requested.scalar(&spec.name)),
+                None => (0, 0),
+            }
+        }
     }
 }
 
@@ -505,6 +539,26 @@ impl ScorePlugin for NodeResourcesFit {
             Some(s) => self.least_allocated_score(node, &s.pod_requests),
             None => self.least_allocated_score(node, &self.pod_score_requests(pod)),
         }
+    }
+
+    fn score_all(
+        &self,
+        state: &CycleState,
+        pod: &PodInfo,
+        nodes: &[&NodeInfo],
+        scores: &mut Vec<NodeScore>,
+    ) -> Result<(), Status> {
+        let computed;
+        let requests = match state.read::<PreScoreState>(PRE_SCORE_STATE_KEY) {
+            Some(s) => &s.pod_requests,
+            None => {
+                computed = self.pod_score_requests(pod);
+                &computed
+            }
+        };
+        score_each(nodes, scores, |node| {
+            self.least_allocated_score(node, requests)
+        })
     }
 }
 

@@ -16,7 +16,7 @@ use std::sync::atomic::{AtomicU8, Ordering};
 use crate::framework::{
     Code, CycleState, FilterPlugin, MAX_NODE_SCORE, NodeInfo, NodeScore, Plugin, PodInfo,
     PreFilterPlugin, PreFilterResult, PreScorePlugin, ScorePlugin, Snapshot, Status,
-    default_normalize_score,
+    default_normalize_score, score_each,
 };
 use crate::taint_sets::TaintSetId;
 
@@ -207,23 +207,37 @@ impl PreScorePlugin for TaintToleration {
 impl ScorePlugin for TaintToleration {
     /// The raw score is the number of untolerated PreferNoSchedule taints;
     /// NormalizeScore reverses it so fewer is better.
-    fn score(&self, state: &CycleState, _pod: &PodInfo, node: &NodeInfo) -> Result<i64, Status> {
+    fn score(&self, state: &CycleState, pod: &PodInfo, node: &NodeInfo) -> Result<i64, Status> {
+        let mut scores = Vec::with_capacity(1);
+        self.score_all(state, pod, &[node], &mut scores)?;
+        Ok(scores.first().map_or(0, |s| s.score))
+    }
+
+    fn score_all(
+        &self,
+        state: &CycleState,
+        _pod: &PodInfo,
+        nodes: &[&NodeInfo],
+        scores: &mut Vec<NodeScore>,
+    ) -> Result<(), Status> {
         let Some(s) = state.read::<PreScoreState>(PRE_SCORE_STATE_KEY) else {
             return Err(Status::error(format!(
                 "failed to read {PRE_SCORE_STATE_KEY:?} from cycleState: not found"
             ))
             .with_plugin(NAME));
         };
-        if node.taint_set == TaintSetId::UNTAINTED {
-            // No taints: nothing to count, and no need to read the node.
-            return Ok(0);
-        }
-        let count = count_intolerable_taints_prefer_no_schedule(
-            node_taints(node),
-            &s.tolerations_prefer_no_schedule,
-            self.gates,
-        );
-        Ok(i64::try_from(count).unwrap_or(i64::MAX))
+        score_each(nodes, scores, |node| {
+            if node.taint_set == TaintSetId::UNTAINTED {
+                // No taints: nothing to count, and no need to read the node.
+                return Ok(0);
+            }
+            let count = count_intolerable_taints_prefer_no_schedule(
+                node_taints(node),
+                &s.tolerations_prefer_no_schedule,
+                self.gates,
+            );
+            Ok(i64::try_from(count).unwrap_or(i64::MAX))
+        })
     }
 
     fn normalize_score(
