@@ -49,6 +49,7 @@ pub fn admit(pod: &mut Pod) {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::admission::toleration_table::{Case, check};
     use berth_core::test_util::{PodWrapper, make_pod, tol, tol_secs};
     use k8s_openapi::api::core::v1::Toleration;
     use k8s_openapi::apimachinery::pkg::apis::meta::v1::OwnerReference;
@@ -91,11 +92,6 @@ mod tests {
             "",
             "NoSchedule",
         ));
-        struct Case {
-            name: &'static str,
-            pod: Pod,
-            want_tolerations: Vec<Toleration>,
-        }
         let cases = [
             Case {
                 name: "DaemonSet controller gets the set",
@@ -123,15 +119,7 @@ mod tests {
                 want_tolerations: vec![],
             },
         ];
-        for Case {
-            name,
-            mut pod,
-            want_tolerations,
-        } in cases
-        {
-            admit(&mut pod);
-            assert_eq!(tolerations(pod), want_tolerations, "{name}");
-        }
+        check(admit, cases);
     }
 
     #[test]

@@ -56,6 +56,7 @@ pub fn admit(pod: &mut Pod) {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::admission::toleration_table::{Case, check};
     use berth_core::test_util::{make_container, make_pod, tol};
 
     const ER1: &str = "example.com/device-ek";
@@ -74,11 +75,6 @@ mod tests {
         let er1 = || make_container().name("c").requests(&[(ER1, "1")]).obj();
         let er2 = || make_container().name("c").requests(&[(ER2, "2")]).obj();
         let t = |k: &str| tol(k, "Exists", "", "NoSchedule");
-        struct Case {
-            name: &'static str,
-            pod: Pod,
-            want_tolerations: Vec<Toleration>,
-        }
         let cases = [
             Case {
                 name: "empty pod without any extended resources, expect no change in tolerations",
@@ -153,18 +149,6 @@ mod tests {
                 want_tolerations: vec![tol("", "Exists", "", ""), t(ER1)],
             },
         ];
-        for Case {
-            name,
-            mut pod,
-            want_tolerations,
-        } in cases
-        {
-            admit(&mut pod);
-            assert_eq!(
-                pod.spec.and_then(|s| s.tolerations).unwrap_or_default(),
-                want_tolerations,
-                "{name}"
-            );
-        }
+        check(admit, cases);
     }
 }

@@ -48,6 +48,7 @@ pub fn admit(pod: &mut Pod) {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::admission::toleration_table::{Case, check};
     use berth_core::test_util::{make_container, make_pod, tol};
 
     const MP: &str = TAINT_NODE_MEMORY_PRESSURE;
@@ -75,11 +76,6 @@ mod tests {
         };
         let best_effort = || vec![make_container().name("c").obj()];
         let mp = || tol(MP, "Exists", "", "NoSchedule");
-        struct Case {
-            name: &'static str,
-            pod: Pod,
-            want_tolerations: Vec<Toleration>,
-        }
         let cases = [
             Case {
                 name: "BestEffort pod gets nothing",
@@ -137,18 +133,6 @@ mod tests {
                 want_tolerations: vec![mp()],
             },
         ];
-        for Case {
-            name,
-            mut pod,
-            want_tolerations,
-        } in cases
-        {
-            admit(&mut pod);
-            assert_eq!(
-                pod.spec.and_then(|s| s.tolerations).unwrap_or_default(),
-                want_tolerations,
-                "{name}"
-            );
-        }
+        check(admit, cases);
     }
 }

@@ -289,6 +289,36 @@ pub fn validate_lease(attrs: &Attributes, lease: Option<&Lease>) -> Result<(), A
     node_restriction::admit_lease(attrs, lease)
 }
 
+/// The table the toleration-adding plugins' tests share.
+#[cfg(test)]
+pub(crate) mod toleration_table {
+    use k8s_openapi::api::core::v1::{Pod, Toleration};
+
+    /// A pod, and its tolerations once a plugin has admitted it.
+    pub struct Case {
+        pub name: &'static str,
+        pub pod: Pod,
+        pub want_tolerations: Vec<Toleration>,
+    }
+
+    /// Admits each case's pod with `admit` and checks its tolerations.
+    pub fn check(admit: fn(&mut Pod), cases: impl IntoIterator<Item = Case>) {
+        for Case {
+            name,
+            mut pod,
+            want_tolerations,
+        } in cases
+        {
+            admit(&mut pod);
+            assert_eq!(
+                pod.spec.and_then(|s| s.tolerations).unwrap_or_default(),
+                want_tolerations,
+                "{name}"
+            );
+        }
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

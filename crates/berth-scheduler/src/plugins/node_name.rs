@@ -41,51 +41,34 @@ impl FilterPlugin for NodeName {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::plugins::testing::{FilterCase, assert_filter};
     use berth_core::test_util::{make_node, make_pod};
     use k8s_openapi::api::core::v1::Pod;
 
     /// Upstream `TestNodeName`.
     #[test]
     fn node_name_filter_as_upstream() {
-        struct Case {
-            name: &'static str,
-            pod: PodInfo,
-            node: NodeInfo,
-            want: Status,
-        }
         let cases = vec![
-            Case {
+            FilterCase {
                 name: "no host specified",
                 pod: PodInfo::from(Pod::default()),
                 node: NodeInfo::from(Node::default()),
                 want: Status::success(),
             },
-            Case {
+            FilterCase {
                 name: "host matches",
                 pod: PodInfo::from(make_pod().node("foo").obj()),
                 node: NodeInfo::from(make_node().name("foo").obj()),
                 want: Status::success(),
             },
-            Case {
+            FilterCase {
                 name: "host doesn't match",
                 pod: PodInfo::from(make_pod().node("bar").obj()),
                 node: NodeInfo::from(make_node().name("foo").obj()),
                 want: Status::new(Code::UnschedulableAndUnresolvable, ERR_REASON).with_plugin(NAME),
             },
         ];
-        for Case {
-            name,
-            pod,
-            node,
-            want,
-        } in cases
-        {
-            assert_eq!(
-                NodeName.filter(&CycleState::new(), &pod, &node),
-                want,
-                "{name}"
-            );
-        }
+        assert_filter(&NodeName, cases);
     }
 
     #[test]

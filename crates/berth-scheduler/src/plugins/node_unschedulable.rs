@@ -75,6 +75,7 @@ impl FilterPlugin for NodeUnschedulable {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::plugins::testing::{FilterCase, assert_filter};
     use berth_core::test_util::{make_node, make_pod};
     use k8s_openapi::api::core::v1::{Node, Pod, Toleration};
 
@@ -95,26 +96,20 @@ mod tests {
     /// Upstream `TestNodeUnschedulable`, plus berth rows around the toleration.
     #[test]
     fn node_unschedulable_filter_as_upstream() {
-        struct Case {
-            name: &'static str,
-            pod: PodInfo,
-            node: NodeInfo,
-            want: Status,
-        }
         let cases = vec![
-            Case {
+            FilterCase {
                 name: "Does not schedule pod to unschedulable node (node.Spec.Unschedulable==true)",
                 pod: PodInfo::from(Pod::default()),
                 node: NodeInfo::from(make_node().unschedulable(true).obj()),
                 want: rejected(),
             },
-            Case {
+            FilterCase {
                 name: "Schedule pod to normal node",
                 pod: PodInfo::from(Pod::default()),
                 node: NodeInfo::from(make_node().unschedulable(false).obj()),
                 want: Status::success(),
             },
-            Case {
+            FilterCase {
                 name: "Schedule pod with toleration to unschedulable node (node.Spec.Unschedulable==true)",
                 pod: PodInfo::from(
                     make_pod()
@@ -125,19 +120,19 @@ mod tests {
                 want: Status::success(),
             },
             // berth additions.
-            Case {
+            FilterCase {
                 name: "unset spec.unschedulable means schedulable",
                 pod: PodInfo::from(Pod::default()),
                 node: NodeInfo::from(Node::default()),
                 want: Status::success(),
             },
-            Case {
+            FilterCase {
                 name: "Exists toleration with empty key and effect tolerates the cordon",
                 pod: PodInfo::from(make_pod().tolerations(vec![tol("", "Exists", "")]).obj()),
                 node: NodeInfo::from(make_node().unschedulable(true).obj()),
                 want: Status::success(),
             },
-            Case {
+            FilterCase {
                 name: "toleration for NoExecute only does not tolerate the cordon",
                 pod: PodInfo::from(
                     make_pod()
@@ -147,7 +142,7 @@ mod tests {
                 node: NodeInfo::from(make_node().unschedulable(true).obj()),
                 want: rejected(),
             },
-            Case {
+            FilterCase {
                 name: "toleration with a value does not match the valueless taint",
                 pod: PodInfo::from(
                     make_pod()
@@ -161,15 +156,6 @@ mod tests {
                 want: rejected(),
             },
         ];
-        for Case {
-            name,
-            pod,
-            node,
-            want,
-        } in cases
-        {
-            let got = NodeUnschedulable::default().filter(&CycleState::new(), &pod, &node);
-            assert_eq!(got, want, "{name}");
-        }
+        assert_filter(&NodeUnschedulable::default(), cases);
     }
 }

@@ -8,7 +8,7 @@ use k8s_openapi::apimachinery::pkg::apis::meta::v1::LabelSelector;
 
 use berth_core::test_util::make_selector;
 
-use crate::framework::NodeInfo;
+use crate::framework::{CycleState, FilterPlugin, NodeInfo, PodInfo, Status};
 
 /// `st.MakeLabelSelector().Exists("foo").Obj()`.
 pub fn foo_selector() -> Option<LabelSelector> {
@@ -43,4 +43,29 @@ pub fn node_infos(nodes: &[Node], pods: &[Pod]) -> Vec<NodeInfo> {
             )
         })
         .collect()
+}
+
+/// A row of a Filter table: the pod, the node, and the status Filter gives.
+pub struct FilterCase {
+    pub name: &'static str,
+    pub pod: PodInfo,
+    pub node: NodeInfo,
+    pub want: Status,
+}
+
+/// Runs `plugin`'s Filter on each case, each in a fresh cycle.
+pub fn assert_filter(plugin: &impl FilterPlugin, cases: Vec<FilterCase>) {
+    for FilterCase {
+        name,
+        pod,
+        node,
+        want,
+    } in cases
+    {
+        assert_eq!(
+            plugin.filter(&CycleState::new(), &pod, &node),
+            want,
+            "{name}"
+        );
+    }
 }
