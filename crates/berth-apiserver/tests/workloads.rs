@@ -527,3 +527,138 @@ async fn updates_keep_the_selector_and_status_writes_their_counts() {
         assert_eq!(refused, Err((422, case.want.to_string())), "{}", case.name);
     }
 }
+
+/// `/scale` of Deployments, ReplicaSets and StatefulSets: an
+/// autoscaling/v1 Scale to get, put and patch; its replicas are the
+/// object's, through the main resource's rules.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_scale_subresource_reads_and_writes_the_replicas() {
+    let (_api, client) = admin().await;
+    for kind in ["Deployment", "ReplicaSet", "StatefulSet", "DaemonSet"] {
+        let mut object = workload(kind, "web", json!({"replicas": 2}));
+        object["spec"]["selector"]["matchExpressions"] =
+            json!([{"key": "tier", "operator": "NotIn", "values": ["db"]}]);
+        if kind == "DaemonSet"
+            && let Some(spec) = object["spec"].as_object_mut()
+        {
+            spec.remove("replicas");
+        }
+        post(&client, &plural(kind), &object)
+            .await
+            .unwrap_or_else(|e| panic!("{kind}: {e:?}"));
+    }
+    let scale_uri = |kind: &str| {
+        format!(
+            "/apis/apps/v1/namespaces/default/{}/web/scale",
+            plural(kind)
+        )
+    };
+    for kind in ["Deployment", "ReplicaSet", "StatefulSet"] {
+        let scale = call(
+            &client,
+            "GET",
+            &scale_uri(kind),
+            "application/json",
+            &Value::Null,
+        )
+        .await
+        .unwrap_or_else(|e| panic!("{kind}: {e:?}"));
+        assert_eq!(scale["kind"], "Scale", "{kind}");
+        assert_eq!(scale["apiVersion"], "autoscaling/v1");
+        assert_eq!(scale["metadata"]["name"], "web");
+        assert_eq!(scale["spec"], json!({"replicas": 2}), "{kind}");
+        assert_eq!(
+            scale["status"],
+            json!({"replicas": 0, "selector": "app=web,tier notin (db)"}),
+            "{kind}"
+        );
+
+        // A PUT of the Scale, with its resourceVersion as a precondition.
+        let mut put_scale = scale.clone();
+        put_scale["spec"]["replicas"] = json!(5);
+        let written = call(
+            &client,
+            "PUT",
+            &scale_uri(kind),
+            "application/json",
+            &put_scale,
+        )
+        .await
+        .unwrap_or_else(|e| panic!("{kind}: {e:?}"));
+        assert_eq!(written["spec"]["replicas"], 5, "{kind}");
+        let object_uri = format!("/apis/apps/v1/namespaces/default/{}/web", plural(kind));
+        let object = call(
+            &client,
+            "GET",
+            &object_uri,
+            "application/json",
+            &Value::Null,
+        )
+        .await
+        .unwrap_or_else(|e| panic!("{kind}: {e:?}"));
+        assert_eq!(object["spec"]["replicas"], 5, "{kind}");
+        assert_eq!(object["metadata"]["generation"], 2, "{kind}");
+        assert_eq!(
+            written["metadata"]["resourceVersion"], object["metadata"]["resourceVersion"],
+            "{kind}"
+        );
+
+        // The stale Scale is refused; without a resourceVersion it is not.
+        let stale = call(
+            &client,
+            "PUT",
+            &scale_uri(kind),
+            "application/json",
+            &put_scale,
+        )
+        .await;
+        assert_eq!(
+            stale.map_err(|(code, _)| code),
+            Err(409),
+            "{kind}: a stale resourceVersion"
+        );
+        let patch = json!({"spec": {"replicas": 0}});
+        let patched = call(
+            &client,
+            "PATCH",
+            &scale_uri(kind),
+            "application/merge-patch+json",
+            &patch,
+        )
+        .await
+        .unwrap_or_else(|e| panic!("{kind}: {e:?}"));
+        assert_eq!(
+            patched["spec"],
+            json!({}),
+            "{kind}: zero replicas are left out"
+        );
+
+        let negative = json!({"spec": {"replicas": -1}});
+        let refused = call(
+            &client,
+            "PATCH",
+            &scale_uri(kind),
+            "application/merge-patch+json",
+            &negative,
+        )
+        .await;
+        assert_eq!(
+            refused,
+            Err((
+                422,
+                "Scale.autoscaling \"web\" is invalid: spec.replicas: Invalid value: -1: must be greater than or equal to 0"
+                    .to_string()
+            )),
+            "{kind}"
+        );
+    }
+    let daemon_scale = call(
+        &client,
+        "GET",
+        &scale_uri("DaemonSet"),
+        "application/json",
+        &Value::Null,
+    )
+    .await;
+    assert_eq!(daemon_scale.map_err(|(code, _)| code), Err(404));
+}

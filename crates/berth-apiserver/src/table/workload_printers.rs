@@ -5,12 +5,11 @@
 //! does); absent fields read as Go zero values.
 
 use jiff::Timestamp;
-use k8s_openapi::apimachinery::pkg::apis::meta::v1::LabelSelector;
-use serde::Deserialize;
 use serde_json::{Value, json};
 
 use super::printers::{PrintedRow, age};
 use crate::json_path::{arr_at, at, bool_at, i64_at, str_at};
+use crate::selectors::spec_selector_query;
 
 /// `layoutContainerCells`: the template's container names and images,
 /// comma-separated.
@@ -26,25 +25,13 @@ fn container_cells(workload: &Value) -> [Value; 2] {
     [json!(join("name")), json!(join("image"))]
 }
 
-/// `spec.selector` as `metav1.LabelSelectorAsSelector(...).String()`;
-/// `None` when it does not parse.
-fn selector_string(workload: &Value) -> Option<String> {
-    let selector: LabelSelector = match at(workload, &["spec", "selector"]) {
-        Some(value) => LabelSelector::deserialize(value).ok()?,
-        None => return Some(String::new()),
-    };
-    berth_core::labels::label_selector_as_selector(Some(&selector))
-        .ok()
-        .map(|parsed| parsed.map(|s| s.to_string()).unwrap_or_default())
-}
-
 /// `metav1.FormatLabelSelector`: `<none>` for a selector selecting
 /// everything, `<error>` for one that does not parse.
 fn format_label_selector(workload: &Value) -> String {
-    match selector_string(workload) {
-        Some(s) if s.is_empty() => "<none>".to_string(),
-        Some(s) => s,
-        None => "<error>".to_string(),
+    match spec_selector_query(workload) {
+        Ok(s) if s.is_empty() => "<none>".to_string(),
+        Ok(s) => s,
+        Err(_) => "<error>".to_string(),
     }
 }
 
@@ -54,7 +41,7 @@ pub fn print_deployment(deployment: &Value, now: Timestamp) -> PrintedRow {
     let desired = i64_at(deployment, &["spec", "replicas"]);
     let status = |field: &str| i64_at(deployment, &["status", field]);
     let [containers, images] = container_cells(deployment);
-    let selector = selector_string(deployment).unwrap_or_else(|| "<invalid>".to_string());
+    let selector = spec_selector_query(deployment).unwrap_or_else(|_| "<invalid>".to_string());
     PrintedRow::new(vec![
         json!(str_at(deployment, &["metadata", "name"])),
         json!(format!("{}/{desired}", status("readyReplicas"))),
