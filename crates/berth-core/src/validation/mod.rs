@@ -8,13 +8,23 @@
 //!   canonical decimal integers, with upstream's messages.
 //! - [`validate_node_taints`], [`validate_tolerations`],
 //!   [`validate_toleration_update`], [`uses_comparison_operators`].
+//! - [`validate_labels`], [`validate_annotations`],
+//!   [`validate_label_selector`], [`validate_nonnegative`],
+//!   [`validate_immutable`]: the metadata and selector checks every type
+//!   shares (`meta.rs`).
 //! - [`validate_owner_references`], [`validate_finalizers`],
 //!   [`validate_no_new_finalizers`]: `ObjectMeta`'s rules for what the
-//!   garbage collector reads.
-//! - [`validate_pod`], [`validate_node`]: the rules for whole objects, as
-//!   the API server's admission and `berth check` apply them.
+//!   garbage collector reads (`object_meta.rs`).
+//! - [`validate_pod`], [`validate_node`], [`validate_pod_template`]: the
+//!   rules for whole objects, as the API server's admission and `berth
+//!   check` apply them (`objects.rs`).
+//! - the apps/v1 workloads' rules, `pkg/apis/apps/validation` (`apps.rs`):
+//!   [`validate_deployment`] and its update and status update, and the
+//!   same for ReplicaSets, DaemonSets, StatefulSets and ControllerRevisions.
 
+mod apps;
 pub mod field;
+mod meta;
 pub mod names;
 mod object_meta;
 mod objects;
@@ -22,9 +32,14 @@ mod resources;
 mod taints;
 mod tolerations;
 
+pub use apps::*;
 pub use field::{ErrorList, ErrorType, FieldError, Path};
+pub use meta::{
+    FIELD_IMMUTABLE, TOTAL_ANNOTATION_SIZE_LIMIT_BYTES, validate_annotations, validate_immutable,
+    validate_label_selector, validate_labels, validate_nonnegative,
+};
 pub use object_meta::{validate_finalizers, validate_no_new_finalizers, validate_owner_references};
-pub use objects::{validate_node, validate_pod};
+pub use objects::{validate_node, validate_pod, validate_pod_template};
 pub use resources::validate_resource_quantities;
 pub use taints::validate_node_taints;
 pub use tolerations::{
