@@ -9,6 +9,10 @@
 //!   taints (SPEC §4), the one rule the controller, the simulator and
 //!   `berth check` call.
 //! - [`taint_spec`]: the `kubectl taint` / `--register-with-taints` syntax.
+//! - [`taint_impact`]: what a write to a node's taints or cordon will do
+//!   (the warnings before a taint), by the eviction and scheduling rules.
+//! - [`taint_expiry`]: taints that expire (the `berth.dev/taint-expiry`
+//!   node annotation).
 //! - [`validation`]: Kubernetes field errors and the API rules for taints
 //!   and tolerations.
 //! - [`quantity`]: resource quantities parsed and compared as upstream does.
@@ -50,6 +54,8 @@ pub mod object_key;
 pub mod pod;
 pub mod quantity;
 pub mod resources;
+pub mod taint_expiry;
+pub mod taint_impact;
 pub mod taint_spec;
 #[cfg(any(test, feature = "test-util"))]
 pub mod test_util;
