@@ -1,13 +1,15 @@
 //! `delete` and `deletecollection`: preconditions, the type's admission on
 //! delete, graceful deletion of bound pods (marked, removed once their
 //! node confirms), a compare-and-swap delete in the store, and a deleted
-//! namespace's contents with it.
+//! namespace's contents with it; with `dryRun=All` all of it but the
+//! store's part.
 
 use axum::body::Bytes;
 use axum::response::Response;
 use serde_json::{Value, json};
 
 use super::list::Filter;
+use super::query::dry_run_of;
 use super::request_body::parse_body;
 use super::response::{bytes_response, json_response};
 use super::scope::Scope;
@@ -31,22 +33,11 @@ struct Deletion {
 impl ApiServer {
     pub(super) async fn delete(&self, scope: &Scope<'_>, body: &Bytes) -> ApiResult<Response> {
         let (rt, ns, name) = (scope.rt, scope.namespace, scope.name);
-        let options = if body.iter().all(u8::is_ascii_whitespace) {
-            json!({})
-        } else {
-            parse_body(scope.headers, body, self.config.body)
-                .await?
-                .value
-        };
+        let (options, dry_run) = self.delete_options(scope, body).await?;
         let grace = match options.get("gracePeriodSeconds").and_then(Value::as_i64) {
             Some(g) => Some(g),
             None => scope.query.int("gracePeriodSeconds")?,
         };
-        let dry_run = scope.query.dry_run()?
-            || options
-                .get("dryRun")
-                .and_then(Value::as_array)
-                .is_some_and(|a| a.iter().any(|v| v == "All"));
         rt.strategy.check_deletable(name)?;
         let deletion = Deletion {
             options,
@@ -144,8 +135,48 @@ impl ApiServer {
         Ok(json_response(200, &object))
     }
 
-    pub(super) async fn delete_collection(&self, scope: &Scope<'_>) -> ApiResult<Response> {
+    /// A delete's `DeleteOptions` and whether it is a dry run. As upstream
+    /// reads them: from the body when there is one (its `dryRun` then
+    /// decides, whatever the query says), else from the query.
+    async fn delete_options(&self, scope: &Scope<'_>, body: &Bytes) -> ApiResult<(Value, bool)> {
+        if body.iter().all(u8::is_ascii_whitespace) {
+            return Ok((json!({}), scope.query.dry_run("DeleteOptions")?));
+        }
+        let options = parse_body(scope.headers, body, self.config.body)
+            .await?
+            .value;
+        let dry_run = match options.get("dryRun") {
+            None | Some(Value::Null) => false,
+            Some(Value::Array(items)) => {
+                let values: Option<Vec<String>> = items
+                    .iter()
+                    .map(|v| v.as_str().map(str::to_string))
+                    .collect();
+                let values = values.ok_or_else(|| {
+                    ApiError::bad_request(
+                        "json: cannot unmarshal into Go struct field DeleteOptions.dryRun of type string",
+                    )
+                })?;
+                dry_run_of("DeleteOptions", &values)?
+            }
+            Some(_) => {
+                return Err(ApiError::bad_request(
+                    "json: cannot unmarshal into Go struct field DeleteOptions.dryRun of type []string",
+                ));
+            }
+        };
+        Ok((options, dry_run))
+    }
+
+    /// `deletecollection`: each listed object deleted as `delete` would (a
+    /// dry run lists what would go and deletes nothing).
+    pub(super) async fn delete_collection(
+        &self,
+        scope: &Scope<'_>,
+        body: &Bytes,
+    ) -> ApiResult<Response> {
         let (rt, ns) = (scope.rt, scope.namespace);
+        let (_, dry_run) = self.delete_options(scope, body).await?;
         let filter = Filter::new(rt, ns, &scope.query)?;
         let cache = self.registry.wait_current(rt).await?;
         let (items, rv) = cache.list(ns, |c| filter.matches(c)).await;
@@ -154,6 +185,10 @@ impl ApiServer {
         for item in items {
             let object: Value = serde_json::from_str(&item.json).map_err(ApiError::internal)?;
             rt.strategy.on_delete(&object, &ctx)?;
+            if dry_run {
+                deleted.push(object);
+                continue;
+            }
             match self
                 .registry
                 .delete(rt, &rt.key(&item.namespace, &item.name), item.rv)

@@ -230,7 +230,7 @@ impl ApiServer {
             ("update", _) => self.update(scope, body).await,
             ("patch", _) => self.patch(scope, body).await,
             ("delete", "") => self.delete(scope, body).await,
-            ("deletecollection", "") => self.delete_collection(scope).await,
+            ("deletecollection", "") => self.delete_collection(scope, body).await,
             _ => Err(ApiError::method_not_allowed(verb, rt.plural)),
         }
     }

@@ -17,7 +17,8 @@
 //! about, resolved once), `query`, `request_body` (decoding and checking
 //! bodies), `response`, then one file per verb: `get`, `list`, `watch`,
 //! `create`, `update`, `patch`, `delete`, `subresources` (binding,
-//! eviction, log) and `node_credential`.
+//! eviction, log) and `node_credential`; `node_impact` (the warnings of a
+//! write that taints or cordons a Node).
 
 mod create;
 mod delete;
@@ -25,6 +26,7 @@ mod dispatch;
 mod get;
 mod list;
 mod node_credential;
+mod node_impact;
 mod patch;
 mod query;
 mod request_body;

@@ -27,7 +27,7 @@ impl ApiServer {
         let patch_type = PatchType::from_content_type(content_type)
             .ok_or_else(|| ApiError::unsupported_media_type(content_type))?;
         let kind = PatchKind::from_group_kind(rt.group, rt.kind);
-        let dry_run = scope.query.dry_run()?;
+        let dry_run = scope.query.dry_run("PatchOptions")?;
         let field_manager = scope.query.get("fieldManager");
         let directive = scope.query.field_validation()?;
         let limits = self.config.body;
