@@ -1862,36 +1862,16 @@ async fn a_taint_write_warns_what_it_will_do_and_a_dry_run_previews_it() {
     api.create(pods, pinned).await;
     api.create(pods, pod("anywhere")).await;
     // Ready nodes: without the not-ready taint TaintNodesByCondition puts
-    // on a new node.
+    // on a new node. A removal says nothing.
     for name in ["n1", "n2"] {
-        let (s, headers, v) = api
-            .call_with_headers(
-                Some(ADMIN),
-                "PATCH",
-                &format!("/api/v1/nodes/{name}"),
-                "application/merge-patch+json",
-                br#"{"spec":{"taints":null}}"#.to_vec(),
-            )
-            .await;
-        assert_eq!(s, 200, "{v}");
-        assert!(warning_texts(&headers).is_empty(), "a removal says nothing");
+        let warnings = patch_node(&api, name, br#"{"spec":{"taints":null}}"#).await;
+        assert!(warnings.is_empty(), "{warnings:?}");
     }
 
     let taint = br#"{"spec":{"taints":[{"key":"dedicated","value":"gpu","effect":"NoExecute"}]}}"#;
     let (_, before) = api.req("GET", "/api/v1/nodes/n1", Value::Null).await;
-    let mut seen = Vec::new();
     for query in ["?dryRun=All", ""] {
-        let (s, headers, v) = api
-            .call_with_headers(
-                Some(ADMIN),
-                "PATCH",
-                &format!("/api/v1/nodes/n1{query}"),
-                "application/strategic-merge-patch+json",
-                taint.to_vec(),
-            )
-            .await;
-        assert_eq!(s, 200, "{v}");
-        let warnings = warning_texts(&headers);
+        let warnings = patch_node(&api, &format!("n1{query}"), taint).await;
         assert_eq!(warnings.len(), 4, "{warnings:?}");
         assert_eq!(
             warnings[0],
@@ -1910,7 +1890,6 @@ async fn a_taint_write_warns_what_it_will_do_and_a_dry_run_previews_it() {
             warnings[3],
             "1 pending pod can no longer be scheduled anywhere: default/pinned"
         );
-        seen.push(warnings);
         if query == "?dryRun=All" {
             let (_, after) = api.req("GET", "/api/v1/nodes/n1", Value::Null).await;
             assert_eq!(after, before, "a preview changes nothing");
@@ -1919,49 +1898,42 @@ async fn a_taint_write_warns_what_it_will_do_and_a_dry_run_previews_it() {
     let (_, after) = api.req("GET", "/api/v1/nodes/n1", Value::Null).await;
     assert_eq!(after["spec"]["taints"][0]["key"], "dedicated");
 
-    // The same taint again: nothing new, nothing said. Removing it: the same.
-    for patch in [taint.to_vec(), br#"{"spec":{"taints":null}}"#.to_vec()] {
-        let (s, headers, _) = api
-            .call_with_headers(
-                Some(ADMIN),
-                "PATCH",
-                "/api/v1/nodes/n1",
-                "application/merge-patch+json",
-                patch,
-            )
-            .await;
-        assert_eq!(s, 200);
-        assert!(warning_texts(&headers).is_empty(), "{headers:?}");
+    let pinned = ["1 pending pod can no longer be scheduled anywhere: default/pinned"];
+    let anywhere = ["1 pending pod can no longer be scheduled anywhere: default/anywhere"];
+    let cases: [(&str, &[u8], &[&str]); 4] = [
+        // The same taint again: nothing new, nothing said. Removing it:
+        // the same.
+        ("n1", taint, &[]),
+        ("n1", br#"{"spec":{"taints":null}}"#, &[]),
+        // A NoSchedule taint and a cordon turn pending pods away too: n2
+        // is the only other node.
+        (
+            "n1",
+            br#"{"spec":{"taints":[{"key":"dedicated","value":"gpu","effect":"NoSchedule"}]}}"#,
+            &pinned,
+        ),
+        (
+            "n2?dryRun=All",
+            br#"{"spec":{"unschedulable":true}}"#,
+            &anywhere,
+        ),
+    ];
+    for (node, patch, want) in cases {
+        assert_eq!(patch_node(&api, node, patch).await, want, "{node}");
     }
+}
 
-    // A cordon turns pending pods away too: n2 is the only other node.
-    let (s, headers, _) = api
+/// A merge patch of `/api/v1/nodes/{node}` that must succeed; its warnings.
+async fn patch_node(api: &Api, node: &str, patch: &[u8]) -> Vec<String> {
+    let (s, headers, v) = api
         .call_with_headers(
             Some(ADMIN),
             "PATCH",
-            "/api/v1/nodes/n1",
+            &format!("/api/v1/nodes/{node}"),
             "application/merge-patch+json",
-            br#"{"spec":{"taints":[{"key":"dedicated","value":"gpu","effect":"NoSchedule"}]}}"#
-                .to_vec(),
+            patch.to_vec(),
         )
         .await;
-    assert_eq!(s, 200);
-    assert_eq!(
-        warning_texts(&headers),
-        ["1 pending pod can no longer be scheduled anywhere: default/pinned"]
-    );
-    let (s, headers, _) = api
-        .call_with_headers(
-            Some(ADMIN),
-            "PATCH",
-            "/api/v1/nodes/n2?dryRun=All",
-            "application/merge-patch+json",
-            br#"{"spec":{"unschedulable":true}}"#.to_vec(),
-        )
-        .await;
-    assert_eq!(s, 200);
-    assert_eq!(
-        warning_texts(&headers),
-        ["1 pending pod can no longer be scheduled anywhere: default/anywhere"]
-    );
+    assert_eq!(s, 200, "{node}: {v}");
+    warning_texts(&headers)
 }

@@ -19,7 +19,9 @@ use clap::Args;
 use hyper::Method;
 use serde::Serialize;
 
-use crate::harness::{Protocol, berth_binary, node_json, ready_target, start_server_with};
+use crate::harness::{
+    Protocol, bench_runtime, berth_binary, node_json, ready_target, start_server_with,
+};
 use crate::measure::{Histogram, LatencySummary, Machine};
 
 #[derive(Debug, Args)]
@@ -67,11 +69,7 @@ fn pod(name: &str, spec: &str) -> Bytes {
 
 pub fn run(args: &TaintWriteArgs) -> anyhow::Result<TaintWriteReport> {
     let berth = berth_binary(args.berth_bin.as_deref())?;
-    let runtime = tokio::runtime::Builder::new_multi_thread()
-        .enable_all()
-        .build()
-        .context("tokio runtime")?;
-    runtime.block_on(async {
+    bench_runtime(2)?.block_on(async {
         let dir = tempfile::tempdir().context("server data directory")?;
         let flags = [
             "--disable-scheduler",

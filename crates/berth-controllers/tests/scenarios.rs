@@ -265,13 +265,18 @@ impl Cluster {
             .copied()
     }
 
-    fn taint_removed_at(&self, node: &str, key_effect: &str) -> Option<Timestamp> {
-        self.seen
+    /// The node's taint (`key:effect`) was seen to go at `start + seconds`.
+    fn assert_removed_at(&self, node: &str, key_effect: &str, seconds: i64) {
+        let removed = self
+            .seen
             .lock()
             .expect("lock")
             .taint_removed
             .get(&format!("{node}/{key_effect}"))
-            .copied()
+            .copied();
+        let what = format!("{node} {key_effect} removed");
+        let removed = removed.unwrap_or_else(|| panic!("{what}: never"));
+        assert_close(removed, start() + SignedDuration::from_secs(seconds), &what);
     }
 
     /// Adds `taint` to the node, to expire at `start + seconds`, as
@@ -982,28 +987,14 @@ async fn an_expiring_taint_is_removed_at_its_time_with_an_event() {
     )
     .await;
     c.at(100.0).await;
-    let removed = c
-        .taint_removed_at("n1", "example.com/maintenance:NoSchedule")
-        .expect("removed");
-    assert_close(
-        removed,
-        start() + SignedDuration::from_secs(90),
-        "NoSchedule expiry",
-    );
+    c.assert_removed_at("n1", "example.com/maintenance:NoSchedule", 90);
     assert!(
         c.taint("n1", "example.com/maintenance", NO_EXECUTE)
             .await
             .is_some()
     );
     c.at(200.0).await;
-    let removed = c
-        .taint_removed_at("n1", "example.com/maintenance:NoExecute")
-        .expect("removed");
-    assert_close(
-        removed,
-        start() + SignedDuration::from_secs(125),
-        "NoExecute expiry",
-    );
+    c.assert_removed_at("n1", "example.com/maintenance:NoExecute", 125);
     let node = c.nodes().get("n1").await.expect("node");
     let left: Vec<String> = node
         .spec
@@ -1050,14 +1041,8 @@ async fn an_expiry_passed_while_the_controllers_were_down_is_acted_on_at_restart
     );
     c.start_controllers("*");
     c.at(310.0).await;
-    let removed = c
-        .taint_removed_at("n1", "example.com/maintenance:NoExecute")
-        .expect("removed after the restart");
-    assert_close(
-        removed,
-        start() + SignedDuration::from_secs(300),
-        "right after the restart",
-    );
+    // Right after the restart.
+    c.assert_removed_at("n1", "example.com/maintenance:NoExecute", 300);
     assert_eq!(
         c.events("TaintExpired").await,
         [

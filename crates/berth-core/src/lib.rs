@@ -23,8 +23,9 @@
 //!   `labelSelector=` syntax, node-selector requirements, matching).
 //! - [`feature_gates`]: `--feature-gates`, e.g. `TaintTolerationComparisonOperators`.
 //! - [`manifest`]: YAML/JSON manifests as `kubectl apply -f` reads them.
-//! - [`object_key`], [`pod`]: an object's namespace/name key; a pod's
-//!   bound node and terminal phase, as every client reads them.
+//! - [`object_key`], [`pod`], [`node`]: an object's namespace/name key; a
+//!   pod's bound node and terminal phase, a node's taints and cordon, as
+//!   every client reads them.
 //! - [`node_status`]: the kubelet's rules for the node conditions it
 //!   reports, decided against the Node on the server.
 //! - [`int_or_string`]: `maxSurge`/`maxUnavailable`-style integers or
@@ -48,6 +49,7 @@ pub mod fuzz;
 pub mod int_or_string;
 pub mod labels;
 pub mod manifest;
+pub mod node;
 pub mod node_affinity;
 pub mod node_status;
 pub mod object_key;

@@ -28,6 +28,7 @@
 use jiff::Timestamp;
 use k8s_openapi::api::core::v1::{Node, Taint};
 
+use crate::node::taints;
 use crate::taint_spec::parse_taint;
 use crate::validation::{ErrorList, FieldError, Path};
 
@@ -172,13 +173,6 @@ pub fn set(node: &mut Node, taint: &Taint, at: Timestamp) {
         at,
     });
     store(node, &entries);
-}
-
-fn taints(node: &Node) -> &[Taint] {
-    node.spec
-        .as_ref()
-        .and_then(|s| s.taints.as_deref())
-        .unwrap_or(&[])
 }
 
 /// Admission on update: an entry whose taint the write removes goes with

@@ -29,6 +29,7 @@ use k8s_openapi::api::core::v1::{Node, Pod, Taint};
 
 use crate::eviction::{EvictionDelay, TaintStarts, applies, is_eviction_taint, pod_due_with_cause};
 use crate::feature_gates::FeatureGates;
+use crate::node::{taints, unschedulable};
 use crate::node_affinity::RequiredNodeAffinity;
 use crate::taint_spec::format_taint;
 use crate::toleration::{cordon_admits, find_matching_untolerated_taint, is_do_not_schedule};
@@ -62,20 +63,6 @@ pub enum BoundOutcome {
     Now { taint: String, force: bool },
     /// Evicted at `at`, `seconds` after the taint that decides it.
     At { at: Timestamp, seconds: i64 },
-}
-
-fn taints(node: &Node) -> &[Taint] {
-    node.spec
-        .as_ref()
-        .and_then(|s| s.taints.as_deref())
-        .unwrap_or(&[])
-}
-
-fn unschedulable(node: &Node) -> bool {
-    node.spec
-        .as_ref()
-        .and_then(|s| s.unschedulable)
-        .unwrap_or(false)
 }
 
 /// A taint of `after` that `before` does not have as it is (key, value,
@@ -178,11 +165,11 @@ fn admits_with(
 /// The pods of `pods` that none of `nodes` [`admits`]. Each node is looked
 /// at once, and the search ends as soon as every pod has a place; the
 /// caller bounds `nodes`.
-pub fn without_another_node<'p>(
-    pods: Vec<&'p Pod>,
+pub fn without_another_node(
+    pods: Vec<&Pod>,
     nodes: impl IntoIterator<Item = Node>,
     gates: FeatureGates,
-) -> Vec<&'p Pod> {
+) -> Vec<&Pod> {
     let mut left: Vec<(&Pod, RequiredNodeAffinity)> = pods
         .into_iter()
         .map(|pod| (pod, RequiredNodeAffinity::of_pod(pod)))

@@ -180,72 +180,62 @@ fn taint_cordon_and_apply_warn_and_dry_run_previews_with_real_kubectl() {
         .concat(),
     );
 
-    let taint = ["taint", "nodes", "n1", "dedicated=gpu:NoExecute"];
-    for dry_run in [true, false] {
-        let mut args = taint.to_vec();
-        if dry_run {
-            args.push("--dry-run=server");
-        }
-        let (stdout, stderr) = cluster.ok_with_stderr(&args);
-        for want in [
-            "Warning: 2 pods do not tolerate dedicated=gpu:NoExecute and are evicted now: default/web-1, default/web-2\n",
-            "(tolerationSeconds 300)\n",
-            "Warning: 1 pending pod can no longer be scheduled anywhere: default/pinned\n",
-        ] {
-            assert!(stderr.contains(want), "{args:?}: {want:?} in {stderr}");
-        }
-        assert!(stderr.contains("Warning: 1 pod is evicted at "), "{stderr}");
-        let taints = taints(&cluster, "n1");
-        assert_eq!(
-            has_taint(&taints, "dedicated", Some("gpu"), "NoExecute"),
-            !dry_run,
-            "{args:?}: {stdout}"
-        );
-    }
-
-    // n1 now keeps `anywhere` off: cordoning n2 leaves it nowhere.
-    for dry_run in [true, false] {
-        let mut args = vec!["cordon", "n2"];
-        if dry_run {
-            args.push("--dry-run=server");
-        }
-        let (_, stderr) = cluster.ok_with_stderr(&args);
-        assert!(
-            stderr.contains(
-                "Warning: 1 pending pod can no longer be scheduled anywhere: default/anywhere\n"
-            ),
-            "{args:?}: {stderr}"
-        );
-        let node = cluster.json(&["get", "node", "n2"]);
-        assert_eq!(
-            node["spec"]["unschedulable"].as_bool().unwrap_or(false),
-            !dry_run,
-            "{args:?}"
-        );
-    }
-
-    // An applied manifest that adds a taint only `batch` notices.
+    // n1's taint keeps `anywhere` off it; cordoning n2 then leaves it
+    // nowhere. The applied manifest's new taint only `batch` notices.
     let manifest = cluster.manifest(
         "tainted-nodes.yaml",
         &nodes("{key: dedicated, value: gpu, effect: NoExecute}, {key: extra, value: \"1\", effect: NoExecute}"),
     );
-    for dry_run in [true, false] {
-        let mut args = vec!["apply", "-f", manifest.as_str()];
-        if dry_run {
-            args.push("--dry-run=server");
+    struct Case<'a> {
+        args: Vec<&'a str>,
+        warnings: Vec<&'a str>,
+        /// Whether the write is in (a dry run leaves it out).
+        done: &'a dyn Fn() -> bool,
+    }
+    let n1_has =
+        |key: &str, value: &str| has_taint(&taints(&cluster, "n1"), key, Some(value), "NoExecute");
+    let cases = [
+        Case {
+            args: vec!["taint", "nodes", "n1", "dedicated=gpu:NoExecute"],
+            warnings: vec![
+                "Warning: 2 pods do not tolerate dedicated=gpu:NoExecute and are evicted now: default/web-1, default/web-2\n",
+                "Warning: 1 pod is evicted at ",
+                "(tolerationSeconds 300)\n",
+                "Warning: 1 pending pod can no longer be scheduled anywhere: default/pinned\n",
+            ],
+            done: &|| n1_has("dedicated", "gpu"),
+        },
+        Case {
+            args: vec!["cordon", "n2"],
+            warnings: vec![
+                "Warning: 1 pending pod can no longer be scheduled anywhere: default/anywhere\n",
+            ],
+            done: &|| {
+                cluster.json(&["get", "node", "n2"])["spec"]["unschedulable"]
+                    .as_bool()
+                    .unwrap_or(false)
+            },
+        },
+        Case {
+            args: vec!["apply", "-f", manifest.as_str()],
+            warnings: vec![
+                "Warning: 1 pod does not tolerate extra=1:NoExecute and is evicted now: default/batch\n",
+            ],
+            done: &|| n1_has("extra", "1"),
+        },
+    ];
+    for case in &cases {
+        for dry_run in [true, false] {
+            let mut args = case.args.clone();
+            if dry_run {
+                args.push("--dry-run=server");
+            }
+            let (stdout, stderr) = cluster.ok_with_stderr(&args);
+            for want in &case.warnings {
+                assert!(stderr.contains(want), "{args:?}: {want:?} in {stderr}");
+            }
+            assert_eq!((case.done)(), !dry_run, "{args:?}: {stdout}");
         }
-        let (_, stderr) = cluster.ok_with_stderr(&args);
-        assert!(
-            stderr.contains(
-                "Warning: 1 pod does not tolerate extra=1:NoExecute and is evicted now: default/batch\n"
-            ),
-            "{args:?}: {stderr}"
-        );
-        assert_eq!(
-            has_taint(&taints(&cluster, "n1"), "extra", Some("1"), "NoExecute"),
-            !dry_run,
-            "{args:?}"
-        );
     }
 }
 
