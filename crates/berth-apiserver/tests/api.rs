@@ -1586,3 +1586,365 @@ async fn patches_that_do_not_fit_the_object_are_client_errors() {
         assert_eq!(v["kind"], "Status", "{v}");
     }
 }
+
+/// A valid object of each served type, for the tests that go over all of
+/// them.
+fn sample(rt: &berth_apiserver::resources::ResourceType, name: &str) -> Value {
+    let meta = json!({"name": name});
+    let mut object = match (rt.group, rt.kind) {
+        ("", "Namespace") => json!({}),
+        ("", "Node") => node(name),
+        ("", "Pod") => pod(name),
+        ("", "Event") => {
+            json!({"involvedObject": {"kind": "Pod", "name": "x", "namespace": "default"}, "reason": "Tested", "message": "m", "type": "Normal"})
+        }
+        ("events.k8s.io", "Event") => {
+            json!({"regarding": {"kind": "Pod", "name": "x", "namespace": "default"}, "reason": "Tested", "note": "n", "type": "Normal", "action": "Test", "reportingController": "berth.dev/test", "reportingInstance": "i", "eventTime": "2026-01-01T00:00:00.000000Z"})
+        }
+        ("coordination.k8s.io", "Lease") => json!({"spec": {"holderIdentity": "h"}}),
+        (group, kind) => panic!("no sample of {kind}.{group}: add one"),
+    };
+    object["apiVersion"] = json!(rt.api_version());
+    object["kind"] = json!(rt.kind);
+    object["metadata"] = meta;
+    object
+}
+
+fn collection_path(rt: &berth_apiserver::resources::ResourceType) -> String {
+    let base = if rt.group.is_empty() {
+        format!("/api/{}", rt.version)
+    } else {
+        format!("/apis/{}/{}", rt.group, rt.version)
+    };
+    if rt.namespaced {
+        format!("{base}/namespaces/default/{}", rt.plural)
+    } else {
+        format!("{base}/{}", rt.plural)
+    }
+}
+
+/// `dryRun=All` on every write of every served type, as upstream: the
+/// answer is the object as it would be (admission and validation run, a
+/// create of an existing name refused), and nothing is stored; any other
+/// value is the 422 of the verb's options.
+#[tokio::test]
+async fn dry_run_is_honoured_on_every_write_of_every_served_type() {
+    let api = api().await;
+    for (index, rt) in berth_apiserver::resources::RESOURCES.iter().enumerate() {
+        let kind = format!("{}.{}", rt.kind, rt.group);
+        let list = collection_path(rt);
+        // Types may share their storage (Events): a name per type.
+        let name = format!("dry-{index}");
+        let one = format!("{list}/{name}");
+
+        let (s, v) = api
+            .req("POST", &format!("{list}?dryRun=All"), sample(rt, &name))
+            .await;
+        assert_eq!(s, 201, "{kind}: dry-run create: {v}");
+        assert_eq!(v["metadata"]["name"], name, "{kind}");
+        assert!(
+            v["metadata"]["uid"].is_string(),
+            "{kind}: as it would be: {v}"
+        );
+        assert_eq!(
+            api.req("GET", &one, Value::Null).await.0,
+            404,
+            "{kind}: nothing stored"
+        );
+        let (s, v) = api
+            .req("POST", &format!("{list}?dryRun=server"), sample(rt, &name))
+            .await;
+        assert_eq!(s, 422, "{kind}: {v}");
+        assert_eq!(
+            v["message"],
+            r#"CreateOptions.meta.k8s.io "" is invalid: dryRun: Unsupported value: []string{"server"}: supported values: "All""#
+        );
+
+        let stored = api.create(&list, sample(rt, &name)).await;
+        let (s, v) = api
+            .req("POST", &format!("{list}?dryRun=All"), sample(rt, &name))
+            .await;
+        assert_eq!(
+            s, 409,
+            "{kind}: a dry run of a create that would fail fails: {v}"
+        );
+
+        let mut labelled = stored.clone();
+        labelled["metadata"]["labels"] = json!({"dry": "run"});
+        let (s, v) = api
+            .req("PUT", &format!("{one}?dryRun=All"), labelled.clone())
+            .await;
+        assert_eq!(s, 200, "{kind}: dry-run update: {v}");
+        assert_eq!(v["metadata"]["labels"]["dry"], "run", "{kind}");
+        let (s, v) = api
+            .call(
+                Some(ADMIN),
+                "PATCH",
+                &format!("{one}?dryRun=All"),
+                "application/merge-patch+json",
+                br#"{"metadata":{"labels":{"dry":"patch"}}}"#.to_vec(),
+            )
+            .await;
+        assert_eq!(s, 200, "{kind}: dry-run patch: {v}");
+        assert_eq!(v["metadata"]["labels"]["dry"], "patch", "{kind}");
+        let mut applied = sample(rt, "applied");
+        applied["metadata"]["labels"] = json!({"dry": "apply"});
+        // (berth converts events.k8s.io Events for JSON bodies only.)
+        let (s, v) = if rt.stored_as.is_some() {
+            (StatusCode::CREATED, Value::Null)
+        } else {
+            api.call(
+                Some(ADMIN),
+                "PATCH",
+                &format!("{list}/applied?dryRun=All&fieldManager=test"),
+                "application/apply-patch+yaml",
+                applied.to_string().into_bytes(),
+            )
+            .await
+        };
+        assert_eq!(s, 201, "{kind}: dry-run apply that creates: {v}");
+        assert_eq!(
+            api.req("GET", &format!("{list}/applied"), Value::Null)
+                .await
+                .0,
+            404,
+            "{kind}"
+        );
+        if rt.subresource("status").is_some() {
+            let (s, v) = api
+                .req("PUT", &format!("{one}/status?dryRun=All"), labelled.clone())
+                .await;
+            assert_eq!(s, 200, "{kind}: dry-run status update: {v}");
+            let (s, v) = api
+                .call(
+                    Some(ADMIN),
+                    "PATCH",
+                    &format!("{one}/status?dryRun=All"),
+                    "application/merge-patch+json",
+                    br#"{"status":{"phase":"Dry"}}"#.to_vec(),
+                )
+                .await;
+            assert_eq!(s, 200, "{kind}: dry-run status patch: {v}");
+        }
+        for (method, options) in [("PUT", "UpdateOptions"), ("PATCH", "PatchOptions")] {
+            let (s, v) = api
+                .call(
+                    Some(ADMIN),
+                    method,
+                    &format!("{one}?dryRun=Some"),
+                    "application/merge-patch+json",
+                    labelled.to_string().into_bytes(),
+                )
+                .await;
+            assert_eq!(s, 422, "{kind} {method}: {v}");
+            assert!(
+                v["message"]
+                    .as_str()
+                    .is_some_and(|m| m.starts_with(&format!("{options}.meta.k8s.io"))),
+                "{kind} {method}: {v}"
+            );
+        }
+
+        let (s, v) = api
+            .req("DELETE", &format!("{one}?dryRun=All"), Value::Null)
+            .await;
+        assert_eq!(s, 200, "{kind}: dry-run delete: {v}");
+        let (s, v) = api.req("DELETE", &one, json!({"dryRun": ["All"]})).await;
+        assert_eq!(s, 200, "{kind}: dry-run delete in DeleteOptions: {v}");
+        let (s, v) = api.req("DELETE", &one, json!({"dryRun": ["Some"]})).await;
+        assert_eq!(s, 422, "{kind}: {v}");
+        assert!(
+            v["message"]
+                .as_str()
+                .is_some_and(|m| m.starts_with("DeleteOptions.meta.k8s.io")),
+            "{v}"
+        );
+        if rt.verbs.contains(&"deletecollection") {
+            let (s, v) = api
+                .req("DELETE", &format!("{list}?dryRun=All"), Value::Null)
+                .await;
+            assert_eq!(s, 200, "{kind}: dry-run deletecollection: {v}");
+            let names: Vec<&str> = v["items"]
+                .as_array()
+                .map(|items| {
+                    items
+                        .iter()
+                        .filter_map(|i| i["metadata"]["name"].as_str())
+                        .collect()
+                })
+                .unwrap_or_default();
+            assert!(names.contains(&name.as_str()), "{kind}: what would go: {v}");
+        }
+
+        let (s, now) = api.req("GET", &one, Value::Null).await;
+        assert_eq!(s, 200, "{kind}: still there");
+        assert_eq!(
+            now["metadata"]["resourceVersion"], stored["metadata"]["resourceVersion"],
+            "{kind}: never written: {now}"
+        );
+        assert!(now["metadata"]["labels"]["dry"].is_null(), "{kind}: {now}");
+        assert!(
+            now["metadata"]["deletionTimestamp"].is_null(),
+            "{kind}: {now}"
+        );
+    }
+}
+
+/// The pod subresources that write, under `dryRun=All`: a binding is
+/// checked and not made, an eviction deletes nothing (the request's dryRun
+/// and its deleteOptions' must agree).
+#[tokio::test]
+async fn binding_and_eviction_honour_dry_run() {
+    let api = api().await;
+    let pods = "/api/v1/namespaces/default/pods";
+    api.create(pods, pod("web")).await;
+    let binding = json!({"apiVersion": "v1", "kind": "Binding", "metadata": {"name": "web"}, "target": {"kind": "Node", "name": "node1"}});
+    let (s, v) = api
+        .req("POST", &format!("{pods}/web/binding?dryRun=All"), binding)
+        .await;
+    assert_eq!(s, 201, "{v}");
+    let (_, stored) = api.req("GET", &format!("{pods}/web"), Value::Null).await;
+    assert!(stored["spec"]["nodeName"].is_null(), "not bound: {stored}");
+
+    let eviction = |options: Value| json!({"apiVersion": "policy/v1", "kind": "Eviction", "metadata": {"name": "web"}, "deleteOptions": options});
+    for (query, options, want) in [
+        ("?dryRun=All", Value::Null, 201),
+        ("", json!({"dryRun": ["All"]}), 201),
+        ("?dryRun=All", json!({"dryRun": ["All"]}), 201),
+        ("?dryRun=All", json!({"dryRun": ["All", "All"]}), 400),
+    ] {
+        let (s, v) = api
+            .req(
+                "POST",
+                &format!("{pods}/web/eviction{query}"),
+                eviction(options.clone()),
+            )
+            .await;
+        assert_eq!(s, want, "{query} {options}: {v}");
+        let (s, _) = api.req("GET", &format!("{pods}/web"), Value::Null).await;
+        assert_eq!(s, 200, "{query} {options}: nothing deleted");
+    }
+}
+
+/// A Warning header's text (`299 - "text"`).
+fn warning_texts(headers: &axum::http::HeaderMap) -> Vec<String> {
+    warnings_of(headers)
+        .iter()
+        .map(|w| {
+            w.trim_start_matches("299 - \"")
+                .trim_end_matches('"')
+                .replace("\\\"", "\"")
+        })
+        .collect()
+}
+
+/// Issue 23: a write that taints a node says what the taint will do, by
+/// the taint eviction controller's rule and the scheduler's filters, and
+/// the same with `dryRun=All`, which stores nothing.
+#[tokio::test]
+async fn a_taint_write_warns_what_it_will_do_and_a_dry_run_previews_it() {
+    let api = api().await;
+    let mut n1 = node("n1");
+    n1["metadata"]["labels"] = json!({"pool": "gpu"});
+    api.create("/api/v1/nodes", n1).await;
+    api.create("/api/v1/nodes", node("n2")).await;
+    let pods = "/api/v1/namespaces/default/pods";
+    let bound = |name: &str, tolerations: Value| {
+        let mut p = pod(name);
+        p["spec"]["nodeName"] = json!("n1");
+        p["spec"]["tolerations"] = tolerations;
+        p
+    };
+    for name in ["web-1", "web-2"] {
+        api.create(pods, bound(name, json!([]))).await;
+    }
+    api.create(
+        pods,
+        bound(
+            "batch",
+            json!([{"key": "dedicated", "operator": "Exists", "effect": "NoExecute", "tolerationSeconds": 300}]),
+        ),
+    )
+    .await;
+    api.create(pods, bound("daemon", json!([{"operator": "Exists"}])))
+        .await;
+    let mut pinned = pod("pinned");
+    pinned["spec"]["nodeSelector"] = json!({"pool": "gpu"});
+    api.create(pods, pinned).await;
+    api.create(pods, pod("anywhere")).await;
+    // Ready nodes: without the not-ready taint TaintNodesByCondition puts
+    // on a new node. A removal says nothing.
+    for name in ["n1", "n2"] {
+        let warnings = patch_node(&api, name, br#"{"spec":{"taints":null}}"#).await;
+        assert!(warnings.is_empty(), "{warnings:?}");
+    }
+
+    let taint = br#"{"spec":{"taints":[{"key":"dedicated","value":"gpu","effect":"NoExecute"}]}}"#;
+    let (_, before) = api.req("GET", "/api/v1/nodes/n1", Value::Null).await;
+    for query in ["?dryRun=All", ""] {
+        let warnings = patch_node(&api, &format!("n1{query}"), taint).await;
+        assert_eq!(warnings.len(), 4, "{warnings:?}");
+        assert_eq!(
+            warnings[0],
+            "2 pods do not tolerate dedicated=gpu:NoExecute and are evicted now: default/web-1, default/web-2"
+        );
+        assert!(
+            warnings[1].starts_with("1 pod is evicted at ")
+                && warnings[1].ends_with("Z (tolerationSeconds 300)"),
+            "{warnings:?}"
+        );
+        assert_eq!(
+            warnings[2],
+            "1 other pod on n1 tolerates its taints and stays"
+        );
+        assert_eq!(
+            warnings[3],
+            "1 pending pod can no longer be scheduled anywhere: default/pinned"
+        );
+        if query == "?dryRun=All" {
+            let (_, after) = api.req("GET", "/api/v1/nodes/n1", Value::Null).await;
+            assert_eq!(after, before, "a preview changes nothing");
+        }
+    }
+    let (_, after) = api.req("GET", "/api/v1/nodes/n1", Value::Null).await;
+    assert_eq!(after["spec"]["taints"][0]["key"], "dedicated");
+
+    let pinned = ["1 pending pod can no longer be scheduled anywhere: default/pinned"];
+    let anywhere = ["1 pending pod can no longer be scheduled anywhere: default/anywhere"];
+    let cases: [(&str, &[u8], &[&str]); 4] = [
+        // The same taint again: nothing new, nothing said. Removing it:
+        // the same.
+        ("n1", taint, &[]),
+        ("n1", br#"{"spec":{"taints":null}}"#, &[]),
+        // A NoSchedule taint and a cordon turn pending pods away too: n2
+        // is the only other node.
+        (
+            "n1",
+            br#"{"spec":{"taints":[{"key":"dedicated","value":"gpu","effect":"NoSchedule"}]}}"#,
+            &pinned,
+        ),
+        (
+            "n2?dryRun=All",
+            br#"{"spec":{"unschedulable":true}}"#,
+            &anywhere,
+        ),
+    ];
+    for (node, patch, want) in cases {
+        assert_eq!(patch_node(&api, node, patch).await, want, "{node}");
+    }
+}
+
+/// A merge patch of `/api/v1/nodes/{node}` that must succeed; its warnings.
+async fn patch_node(api: &Api, node: &str, patch: &[u8]) -> Vec<String> {
+    let (s, headers, v) = api
+        .call_with_headers(
+            Some(ADMIN),
+            "PATCH",
+            &format!("/api/v1/nodes/{node}"),
+            "application/merge-patch+json",
+            patch.to_vec(),
+        )
+        .await;
+    assert_eq!(s, 200, "{node}: {v}");
+    warning_texts(&headers)
+}

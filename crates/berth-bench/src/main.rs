@@ -17,6 +17,7 @@ mod scenario_bench;
 mod scheduler_bench;
 mod sim_bench;
 mod store_bench;
+mod taint_write_bench;
 
 use clap::{Parser, Subcommand};
 
@@ -75,6 +76,10 @@ enum Bench {
     /// Clients sending deeply nested YAML bodies to a `berth server` child
     /// process: latency of another client's GET of a pod meanwhile.
     HostileYaml(hostile_yaml_bench::HostileYamlArgs),
+    /// What the warnings before a taint cost: latency of a node write that
+    /// adds a NoExecute taint (110 pods on the node) beside one that adds a
+    /// PreferNoSchedule taint (nothing to warn of).
+    TaintWrite(taint_write_bench::TaintWriteArgs),
     /// Whole-cluster scenarios in virtual time (`berth sim --scenario`): real
     /// time for hours of a small cluster with the scheduler and controllers.
     Scenario(scenario_bench::ScenarioArgs),
@@ -99,6 +104,7 @@ fn main() -> anyhow::Result<()> {
         Bench::Failover(args) => serde_json::to_value(failover_bench::run(&args)?)?,
         Bench::Proto(args) => serde_json::to_value(proto_bench::run(&args)?)?,
         Bench::HostileYaml(args) => serde_json::to_value(hostile_yaml_bench::run(&args)?)?,
+        Bench::TaintWrite(args) => serde_json::to_value(taint_write_bench::run(&args)?)?,
     };
     println!("{}", serde_json::to_string_pretty(&report)?);
     Ok(())

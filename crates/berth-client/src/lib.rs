@@ -34,7 +34,12 @@
 //!
 //! The pod helpers every client needs (its key, its bound node, whether it
 //! has finished) are pure rules and live in `berth_core::pod`.
+//!
+//! [`taint::taint_node`] is `kubectl taint` for berth's own tools (`berth
+//! taint`, a scenario's steps): the command's rules from berth-core, an
+//! optional expiry, the server's warnings handed back.
 
+pub mod taint;
 pub mod watch;
 
 pub use berth_core::object_key::ObjectKey;

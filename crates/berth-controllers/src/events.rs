@@ -43,6 +43,8 @@ struct Queue {
     /// recorder may be built outside a tokio runtime).
     rx: Mutex<Option<mpsc::Receiver<Event>>>,
     dropped: AtomicU64,
+    /// The last name suffix given (nanoseconds; see [`EventRecorder::event`]).
+    last_suffix: Mutex<i128>,
 }
 
 impl std::fmt::Debug for EventRecorder {
@@ -98,6 +100,7 @@ impl EventRecorder {
                 tx,
                 rx: Mutex::new(Some(rx)),
                 dropped: AtomicU64::new(0),
+                last_suffix: Mutex::new(i128::MIN),
             }),
         }
     }
@@ -121,11 +124,21 @@ impl EventRecorder {
             .clone()
             .filter(|n| !n.is_empty())
             .unwrap_or_else(|| "default".into());
-        let name = format!(
-            "{}.{:x}",
-            object.name.as_deref().unwrap_or("object"),
-            now.as_nanosecond()
-        );
+        // client-go's name: the object's and the time in nanoseconds. Two
+        // occurrences at one instant (every instant is shared on a virtual
+        // clock: a node's RegisteredNode and another event as a controller
+        // starts) would share it and the second create fail, so a
+        // recorder's suffixes only go up.
+        let suffix = {
+            let mut last = self
+                .queue
+                .last_suffix
+                .lock()
+                .unwrap_or_else(|e| e.into_inner());
+            *last = now.as_nanosecond().max(last.saturating_add(1));
+            *last
+        };
+        let name = format!("{}.{suffix:x}", object.name.as_deref().unwrap_or("object"),);
         Event {
             metadata: ObjectMeta {
                 name: Some(name),

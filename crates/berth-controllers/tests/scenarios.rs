@@ -39,6 +39,8 @@ struct Seen {
     node_unknown: HashMap<String, Timestamp>,
     /// Nodes' current taints (key:effect) and when each was first seen.
     node_taints: HashMap<String, HashMap<String, Timestamp>>,
+    /// When a node's taint (`node/key:effect`) was last seen to go.
+    taint_removed: HashMap<String, Timestamp>,
 }
 
 struct Cluster {
@@ -263,6 +265,35 @@ impl Cluster {
             .copied()
     }
 
+    /// The node's taint (`key:effect`) was seen to go at `start + seconds`.
+    fn assert_removed_at(&self, node: &str, key_effect: &str, seconds: i64) {
+        let removed = self
+            .seen
+            .lock()
+            .expect("lock")
+            .taint_removed
+            .get(&format!("{node}/{key_effect}"))
+            .copied();
+        let what = format!("{node} {key_effect} removed");
+        let removed = removed.unwrap_or_else(|| panic!("{what}: never"));
+        assert_close(removed, start() + SignedDuration::from_secs(seconds), &what);
+    }
+
+    /// Adds `taint` to the node, to expire at `start + seconds`, as
+    /// `berth taint --for` writes it.
+    async fn add_expiring_taint(&self, node: &str, taint: Taint, seconds: i64) {
+        let at = start() + SignedDuration::from_secs(seconds);
+        self.edit_node(node, |n| {
+            n.spec
+                .get_or_insert_with(Default::default)
+                .taints
+                .get_or_insert_with(Vec::new)
+                .push(taint.clone());
+            berth_core::taint_expiry::set(n, &taint, at);
+        })
+        .await;
+    }
+
     async fn taint(&self, node: &str, key: &str, effect: &str) -> Option<Taint> {
         let n = self.nodes().get(node).await.expect("node");
         n.spec
@@ -398,10 +429,18 @@ async fn observe_nodes(client: kube::Client, clock: Clock, seen: Arc<Mutex<Seen>
             .iter()
             .map(|t| format!("{}:{}", t.key, t.effect))
             .collect();
-        let taints = seen.node_taints.entry(name).or_default();
+        let taints = seen.node_taints.entry(name.clone()).or_default();
+        let gone: Vec<String> = taints
+            .keys()
+            .filter(|k| !current.contains(k))
+            .cloned()
+            .collect();
         taints.retain(|k, _| current.contains(k));
         for key in current {
             taints.entry(key).or_insert(now);
+        }
+        for key in gone {
+            seen.taint_removed.insert(format!("{name}/{key}"), now);
         }
     }
 }
@@ -916,4 +955,98 @@ async fn only_the_leader_evicts_and_a_successor_keeps_the_due_time() {
         "evicted once"
     );
     drop(b_tasks);
+}
+
+fn maintenance(effect: &str) -> Taint {
+    Taint {
+        key: "example.com/maintenance".into(),
+        value: Some("kernel".into()),
+        effect: effect.into(),
+        time_added: None,
+    }
+}
+
+/// Issue 23: a taint with a `berth.dev/taint-expiry` time is removed by the
+/// node lifecycle controller at that time (the controller sleeps until it),
+/// with its entry and an event; the node's other taints stay.
+#[tokio::test(start_paused = true)]
+async fn an_expiring_taint_is_removed_at_its_time_with_an_event() {
+    let c = Cluster::new("*").await;
+    c.add_node("n1", "z1").await;
+    c.add_expiring_taint("n1", maintenance("NoSchedule"), 90)
+        .await;
+    c.add_expiring_taint("n1", maintenance("NoExecute"), 125)
+        .await;
+    c.add_taint(
+        "n1",
+        Taint {
+            key: "forever".into(),
+            effect: "NoSchedule".into(),
+            ..Taint::default()
+        },
+    )
+    .await;
+    c.at(100.0).await;
+    c.assert_removed_at("n1", "example.com/maintenance:NoSchedule", 90);
+    assert!(
+        c.taint("n1", "example.com/maintenance", NO_EXECUTE)
+            .await
+            .is_some()
+    );
+    c.at(200.0).await;
+    c.assert_removed_at("n1", "example.com/maintenance:NoExecute", 125);
+    let node = c.nodes().get("n1").await.expect("node");
+    let left: Vec<String> = node
+        .spec
+        .and_then(|s| s.taints)
+        .unwrap_or_default()
+        .iter()
+        .map(|t| t.key.clone())
+        .collect();
+    assert_eq!(left, ["forever"]);
+    assert_eq!(
+        node.metadata
+            .annotations
+            .unwrap_or_default()
+            .get(berth_core::taint_expiry::ANNOTATION),
+        None,
+        "every entry went with its taint"
+    );
+    assert_eq!(
+        c.events("TaintExpired").await,
+        [
+            "Removed taint example.com/maintenance=kernel:NoSchedule, which expired at 2026-01-01T00:01:30Z",
+            "Removed taint example.com/maintenance=kernel:NoExecute, which expired at 2026-01-01T00:02:05Z",
+        ]
+    );
+}
+
+/// An expiry that passes while the controllers are down (no leader, the
+/// process restarting) is acted on as soon as they are back: the taint
+/// goes right after the restart, not never.
+#[tokio::test(start_paused = true)]
+async fn an_expiry_passed_while_the_controllers_were_down_is_acted_on_at_restart() {
+    let mut c = Cluster::new("*").await;
+    c.add_node("n1", "z1").await;
+    c.add_expiring_taint("n1", maintenance("NoExecute"), 60)
+        .await;
+    c.at(10.0).await;
+    c.stop_controllers();
+    c.at(300.0).await;
+    assert!(
+        c.taint("n1", "example.com/maintenance", NO_EXECUTE)
+            .await
+            .is_some(),
+        "nobody removed it while the controllers were down"
+    );
+    c.start_controllers("*");
+    c.at(310.0).await;
+    // Right after the restart.
+    c.assert_removed_at("n1", "example.com/maintenance:NoExecute", 300);
+    assert_eq!(
+        c.events("TaintExpired").await,
+        [
+            "Removed taint example.com/maintenance=kernel:NoExecute, which expired at 2026-01-01T00:01:00Z"
+        ]
+    );
 }

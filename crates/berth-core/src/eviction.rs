@@ -138,7 +138,28 @@ pub fn due(
     time_added: impl Fn(&Taint) -> Timestamp,
     gates: FeatureGates,
 ) -> Option<Due> {
-    let mut due: Option<Due> = None;
+    due_with_cause(node_taints, tolerations, bound, time_added, gates).map(|cause| cause.due)
+}
+
+/// A pod's due time and what decided it: the taint whose eviction comes
+/// first and what the pod's first toleration of it allows (what a warning
+/// before a taint is written explains).
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct DueCause<'a> {
+    pub due: Due,
+    pub taint: &'a Taint,
+    pub delay: EvictionDelay,
+}
+
+/// [`due`], with the taint that decided it (the first of the earliest).
+pub fn due_with_cause<'a>(
+    node_taints: &'a [Taint],
+    tolerations: &[Toleration],
+    bound: Timestamp,
+    time_added: impl Fn(&Taint) -> Timestamp,
+    gates: FeatureGates,
+) -> Option<DueCause<'a>> {
+    let mut earliest: Option<DueCause<'a>> = None;
     for taint in node_taints {
         let Some((delay, force)) = taint_delay(taint, tolerations, gates) else {
             continue;
@@ -146,15 +167,37 @@ pub fn due(
         let Some(at) = delay.after(time_added(taint).max(bound)) else {
             continue;
         };
-        due = Some(match due {
-            None => Due { at, force },
-            Some(d) => Due {
-                at: d.at.min(at),
-                force: d.force || force,
+        earliest = Some(match earliest {
+            Some(e) if e.due.at <= at => DueCause {
+                due: Due {
+                    at: e.due.at,
+                    force: e.due.force || force,
+                },
+                ..e
+            },
+            Some(e) => DueCause {
+                due: Due {
+                    at,
+                    force: e.due.force || force,
+                },
+                taint,
+                delay,
+            },
+            None => DueCause {
+                due: Due { at, force },
+                taint,
+                delay,
             },
         });
     }
-    due
+    earliest
+}
+
+/// Whether a due eviction is carried out on a pod: one already being
+/// deleted is left to its grace period, unless the node is out of service
+/// ([`Due::force`]).
+pub fn applies(due: Due, terminating: bool) -> bool {
+    !terminating || due.force
 }
 
 /// When each of a node's taints started: its `timeAdded`, or, for a taint
@@ -207,6 +250,16 @@ impl TaintStarts {
 /// their sighting in `starts`), the pod's tolerations and binding ([`bound_at`];
 /// a pod without one counts from the taints).
 pub fn pod_due(pod: &Pod, node: &Node, starts: &TaintStarts, gates: FeatureGates) -> Option<Due> {
+    pod_due_with_cause(pod, node, starts, gates).map(|cause| cause.due)
+}
+
+/// [`pod_due`], with the taint that decided it ([`due_with_cause`]).
+pub fn pod_due_with_cause<'a>(
+    pod: &Pod,
+    node: &'a Node,
+    starts: &TaintStarts,
+    gates: FeatureGates,
+) -> Option<DueCause<'a>> {
     let bound = bound_at(
         pod.status.as_ref().and_then(|s| s.conditions.as_deref()),
         pod.metadata.creation_timestamp.as_ref(),
@@ -221,7 +274,7 @@ pub fn pod_due(pod: &Pod, node: &Node, starts: &TaintStarts, gates: FeatureGates
         .as_ref()
         .and_then(|s| s.taints.as_deref())
         .unwrap_or(&[]);
-    due(
+    due_with_cause(
         taints,
         tolerations,
         bound.unwrap_or(Timestamp::MIN),

@@ -9,6 +9,10 @@
 //!   taints (SPEC §4), the one rule the controller, the simulator and
 //!   `berth check` call.
 //! - [`taint_spec`]: the `kubectl taint` / `--register-with-taints` syntax.
+//! - [`taint_impact`]: what a write to a node's taints or cordon will do
+//!   (the warnings before a taint), by the eviction and scheduling rules.
+//! - [`taint_expiry`]: taints that expire (the `berth.dev/taint-expiry`
+//!   node annotation).
 //! - [`validation`]: Kubernetes field errors and the API rules for taints
 //!   and tolerations.
 //! - [`quantity`]: resource quantities parsed and compared as upstream does.
@@ -19,8 +23,9 @@
 //!   `labelSelector=` syntax, node-selector requirements, matching).
 //! - [`feature_gates`]: `--feature-gates`, e.g. `TaintTolerationComparisonOperators`.
 //! - [`manifest`]: YAML/JSON manifests as `kubectl apply -f` reads them.
-//! - [`object_key`], [`pod`]: an object's namespace/name key; a pod's
-//!   bound node and terminal phase, as every client reads them.
+//! - [`object_key`], [`pod`], [`node`]: an object's namespace/name key; a
+//!   pod's bound node and terminal phase, a node's taints and cordon, as
+//!   every client reads them.
 //! - [`node_status`]: the kubelet's rules for the node conditions it
 //!   reports, decided against the Node on the server.
 //! - [`int_or_string`]: `maxSurge`/`maxUnavailable`-style integers or
@@ -46,12 +51,15 @@ pub mod fuzz;
 pub mod int_or_string;
 pub mod labels;
 pub mod manifest;
+pub mod node;
 pub mod node_affinity;
 pub mod node_status;
 pub mod object_key;
 pub mod pod;
 pub mod quantity;
 pub mod resources;
+pub mod taint_expiry;
+pub mod taint_impact;
 pub mod taint_spec;
 #[cfg(any(test, feature = "test-util"))]
 pub mod test_util;

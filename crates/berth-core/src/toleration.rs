@@ -13,6 +13,7 @@ use k8s_openapi::api::core::v1::{Taint, Toleration};
 
 use crate::feature_gates::FeatureGates;
 use crate::validation::names::is_canonical_decimal_integer;
+use crate::well_known_taints::TAINT_NODE_UNSCHEDULABLE;
 
 pub const EFFECT_NO_SCHEDULE: &str = "NoSchedule";
 pub const EFFECT_PREFER_NO_SCHEDULE: &str = "PreferNoSchedule";
@@ -104,6 +105,23 @@ pub fn find_matching_untolerated_taint<'a>(
         .iter()
         .filter(|taint| include(taint))
         .find(|taint| !tolerations_tolerate_taint(tolerations, taint, gates))
+}
+
+/// The taint a cordoned node behaves as if it had (`spec.unschedulable`),
+/// built once: NodeUnschedulable asks about it on every cordoned node.
+static UNSCHEDULABLE_TAINT: std::sync::LazyLock<Taint> = std::sync::LazyLock::new(|| Taint {
+    key: TAINT_NODE_UNSCHEDULABLE.into(),
+    effect: EFFECT_NO_SCHEDULE.into(),
+    value: None,
+    time_added: None,
+});
+
+/// The scheduler's NodeUnschedulable rule: a cordoned node takes a pod only
+/// if the pod tolerates `node.kubernetes.io/unschedulable:NoSchedule`.
+/// Tolerations are consulted for cordoned nodes only, so on most nodes this
+/// is one field read.
+pub fn cordon_admits(unschedulable: bool, tolerations: &[Toleration], gates: FeatureGates) -> bool {
+    !unschedulable || tolerations_tolerate_taint(tolerations, &UNSCHEDULABLE_TAINT, gates)
 }
 
 /// The filter the scheduler and the kubelet use: taints that keep a pod off

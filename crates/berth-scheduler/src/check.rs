@@ -14,6 +14,7 @@
 
 use berth_core::FeatureGates;
 use berth_core::eviction::{EvictionDelay, eviction_delay};
+use berth_core::node::taints as node_taints;
 use berth_core::toleration::{is_no_execute, tolerations_tolerate_taint};
 use k8s_openapi::api::core::v1::{Node, Pod, Taint};
 use serde::Serialize;
@@ -154,13 +155,6 @@ pub fn check_pod(pod: &Pod, nodes: &[Node], gates: FeatureGates) -> CheckReport 
         pod: pod_key(pod),
         nodes: verdicts,
     }
-}
-
-fn node_taints(node: &Node) -> &[Taint] {
-    node.spec
-        .as_ref()
-        .and_then(|s| s.taints.as_deref())
-        .unwrap_or(&[])
 }
 
 /// TaintToleration's PreScore, Score and NormalizeScore over every node.

@@ -18,8 +18,9 @@
 //! | InterPodAffinity | assigned pod added, relabelled or deleted; node added or labels changed; namespace labels changed (berth's addition) | upstream's `isSchedulableAfterPodChange` / `isSchedulableAfterNodeChange`; a namespace selector of the pod's terms starts or stops selecting, or the pod's own namespace changed labels |
 
 use berth_core::FeatureGates;
+use berth_core::node::{taints, unschedulable};
 use berth_core::toleration::{find_matching_untolerated_taint, is_do_not_schedule};
-use k8s_openapi::api::core::v1::{Namespace, Node, Pod, Taint};
+use k8s_openapi::api::core::v1::{Namespace, Node, Pod};
 
 use crate::framework::{NodeInfo, PodInfo};
 use crate::plugins::NodeResourcesFit;
@@ -83,20 +84,6 @@ pub enum ClusterEvent<'a> {
         old: Option<&'a Namespace>,
         new: Option<&'a Namespace>,
     },
-}
-
-fn taints(node: &Node) -> &[Taint] {
-    node.spec
-        .as_ref()
-        .and_then(|s| s.taints.as_deref())
-        .unwrap_or(&[])
-}
-
-fn unschedulable(node: &Node) -> bool {
-    node.spec
-        .as_ref()
-        .and_then(|s| s.unschedulable)
-        .unwrap_or(false)
 }
 
 /// `nodeSchedulingPropertiesChange`: which scheduling-relevant parts of a

@@ -7,8 +7,8 @@ use std::time::Duration;
 use berth_apiserver::api::{ApiConfig, ApiServer};
 use berth_apiserver::auth::User;
 use berth_apiserver::in_process;
+use berth_client::taint::{TaintCommand, TaintError, taint_node};
 use berth_core::clock::Clock;
-use berth_core::taint_spec::apply_taint_spec;
 use berth_store::{AnyStore, MemStore};
 use jiff::{SignedDuration, Timestamp};
 use k8s_openapi::api::core::v1::Node;
@@ -288,9 +288,15 @@ impl Cluster {
 
     async fn step(&mut self, step: &Step, components: &[Box<dyn Component>]) -> Result<(), String> {
         match &step.action {
-            Action::Taint { nodes, spec } => {
+            Action::Taint {
+                nodes,
+                spec,
+                expires_after,
+            } => {
+                // (The annotation keeps whole seconds.)
+                let expires_at = expires_after.map(|after| self.clock.now() + signed(after));
                 for node in nodes {
-                    self.taint(node, spec).await?;
+                    self.taint(node, spec, expires_at).await?;
                 }
                 Ok(())
             }
@@ -371,34 +377,25 @@ impl Cluster {
         }
     }
 
-    /// `kubectl taint nodes <node> <spec>`: read, change, write with the
-    /// read's resourceVersion; again on a conflict.
+    /// `kubectl taint nodes <node> <spec>` (berth-client's), the added
+    /// taints expiring at `expires_at` if given.
     async fn taint(
         &self,
         node: &str,
         spec: &berth_core::taint_spec::TaintSpec,
+        expires_at: Option<Timestamp>,
     ) -> Result<(), String> {
-        let nodes: Api<Node> = Api::all(self.admin.clone());
-        for _ in 0..10 {
-            let mut current = nodes.get(node).await.map_err(api_message)?;
-            let taints = current
-                .spec
-                .as_ref()
-                .and_then(|s| s.taints.clone())
-                .unwrap_or_default();
-            let (taints, _) = apply_taint_spec(&taints, spec, false)
-                .map_err(|e| e.with_node_name(node).to_string())?;
-            current.spec.get_or_insert_default().taints = Some(taints);
-            match nodes
-                .replace(node, &kube::api::PostParams::default(), &current)
-                .await
-            {
-                Ok(_) => return Ok(()),
-                Err(kube::Error::Api(s)) if s.code == 409 => continue,
-                Err(e) => return Err(api_message(e)),
-            }
+        let command = TaintCommand {
+            spec,
+            overwrite: false,
+            expires_at,
+            dry_run: false,
+        };
+        match taint_node(&self.admin, node, command).await {
+            Ok(_) => Ok(()),
+            Err(TaintError::Api(e)) => Err(api_message(e)),
+            Err(e) => Err(e.to_string()),
         }
-        Err(format!("node {node}: kept conflicting with other writers"))
     }
 }
 

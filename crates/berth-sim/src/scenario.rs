@@ -10,9 +10,14 @@
 //!   - {apiVersion: v1, kind: Pod, metadata: {name: web}, spec: {containers: [{name: c, image: i}]}}
 //! steps:
 //!   - {at: 10s, taint: "node1 key1=value1:NoExecute"}
+//!   - {at: 20s, taint: "node1 maintenance:NoSchedule", for: 30m}
 //!   - {at: 30s, heartbeat: {zone: b, stop: true}}
 //! run: 1h
 //! ```
+//!
+//! A `taint` step with `for:` adds taints that expire (berth's
+//! `berth.dev/taint-expiry` annotation): the node lifecycle controller
+//! removes them that long after the step.
 //!
 //! Every problem, syntactic or not, is reported with the file's line: YAML
 //! and type errors at the location the parser gives, semantic ones (an
@@ -104,8 +109,13 @@ pub struct Step {
 /// What a step does.
 #[derive(Debug, Clone)]
 pub enum Action {
-    /// `kubectl taint nodes <nodes> <specs>`: adds and removes.
-    Taint { nodes: Vec<String>, spec: TaintSpec },
+    /// `kubectl taint nodes <nodes> <specs>`: adds and removes; the added
+    /// taints expire this long after the step (`for:`).
+    Taint {
+        nodes: Vec<String>,
+        spec: TaintSpec,
+        expires_after: Option<Duration>,
+    },
     /// Stops or resumes the heartbeats (Lease and status) of these nodes.
     Heartbeat { nodes: Vec<String>, stop: bool },
     /// The node starts reporting this condition.
@@ -177,6 +187,9 @@ struct NodeEntry {
 struct StepEntry {
     at: Spanned<String>,
     taint: Option<String>,
+    /// With `taint`: the added taints expire after this long.
+    #[serde(rename = "for")]
+    expires_after: Option<Spanned<String>>,
     untaint: Option<String>,
     heartbeat: Option<HeartbeatEntry>,
     condition: Option<ConditionEntry>,
@@ -300,11 +313,37 @@ pub fn parse(file: &str, text: &str) -> Result<Scenario, ScenarioError> {
             }
         };
         let mut actions: Vec<(Action, String)> = Vec::new();
+        let expires_after = match (&step.expires_after, &step.taint) {
+            (None, _) => None,
+            (Some(for_), None) => {
+                return Err(check.at(for_.referenced, "for: only a taint step expires"));
+            }
+            (Some(for_), Some(_)) => Some(
+                parse_duration(&for_.value)
+                    .map_err(|e| check.at(for_.referenced, format!("for: {e}")))?,
+            ),
+        };
         if let Some(text) = &step.taint {
-            actions.push((
-                check_taint(&check, line, text, false, &known_node)?,
-                format!("taint {text}"),
-            ));
+            let mut action = check_taint(&check, line, text, false, &known_node)?;
+            let mut described = format!("taint {text}");
+            if let (
+                Action::Taint {
+                    expires_after: expiry,
+                    spec,
+                    ..
+                },
+                Some(after),
+            ) = (&mut action, expires_after)
+            {
+                if spec.to_add.is_empty() {
+                    return Err(check.at(line, "for: the step adds no taint to expire"));
+                }
+                *expiry = Some(after);
+                if let Some(for_) = &step.expires_after {
+                    described.push_str(&format!(" for {}", for_.value));
+                }
+            }
+            actions.push((action, described));
         }
         if let Some(text) = &step.untaint {
             actions.push((
@@ -649,7 +688,11 @@ fn check_taint(
         .iter()
         .map(|n| known_node(n.strip_prefix("node/").unwrap_or(n)))
         .collect::<Result<Vec<_>, _>>()?;
-    Ok(Action::Taint { nodes, spec })
+    Ok(Action::Taint {
+        nodes,
+        spec,
+        expires_after: None,
+    })
 }
 
 #[cfg(test)]
@@ -673,6 +716,7 @@ objects:
 steps:
   - {at: 10s, taint: "node1 key1=value1:NoExecute"}
   - {at: 20s, untaint: "node1 key1:NoExecute-"}
+  - {at: 25s, taint: "node1 maintenance=kernel:NoSchedule", for: 30m}
   - {at: 30s, heartbeat: {node: node1, stop: true}}
   - {at: 30s, heartbeat: {zone: b, stop: true}}
   - {at: 40s, condition: {node: node2, type: MemoryPressure, status: "True"}}
@@ -710,6 +754,7 @@ run: 2h
             [
                 "taint node1 key1=value1:NoExecute",
                 "untaint node1 key1:NoExecute-",
+                "taint node1 maintenance=kernel:NoSchedule for 30m",
                 "heartbeat stop node node1",
                 "heartbeat stop zone b",
                 "condition node2 MemoryPressure=True",
@@ -722,7 +767,11 @@ run: 2h
         );
         assert_eq!(s.steps[0].line, 16);
         assert!(matches!(
-            &s.steps[3].action,
+            &s.steps[2].action,
+            Action::Taint { expires_after: Some(after), .. } if *after == Duration::from_secs(1800)
+        ));
+        assert!(matches!(
+            &s.steps[4].action,
             Action::Heartbeat { nodes, stop: true } if nodes.len() == 3
         ));
     }
@@ -759,6 +808,24 @@ run: 2h
                 text: format!("{head}steps:\n  - at: 1s\n    taint: \"n1 k=v:Sometimes\"\nrun: 1m\n"),
                 line: 4,
                 want: "invalid taint effect: Sometimes",
+            },
+            Case {
+                name: "for on a step that is not a taint",
+                text: format!("{head}steps:\n  - at: 1s\n    untaint: \"n1 k:NoExecute\"\n    for: 1m\nrun: 1m\n"),
+                line: 6,
+                want: "for: only a taint step expires",
+            },
+            Case {
+                name: "for with a bad duration",
+                text: format!("{head}steps:\n  - at: 1s\n    taint: \"n1 k=v:NoExecute\"\n    for: soon\nrun: 1m\n"),
+                line: 6,
+                want: "for: time: invalid duration \"soon\"",
+            },
+            Case {
+                name: "for on a taint step that only removes",
+                text: format!("{head}steps:\n  - at: 1s\n    taint: \"n1 k:NoExecute-\"\n    for: 1m\nrun: 1m\n"),
+                line: 4,
+                want: "for: the step adds no taint to expire",
             },
             Case {
                 name: "bad duration",

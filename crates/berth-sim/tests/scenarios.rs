@@ -464,3 +464,28 @@ fn a_zone_state_is_recorded_once_it_has_settled_within_an_instant() {
         assert!(pair[1] - pair[0] >= 10 * S, "taints at {tainted:?}");
     }
 }
+
+/// Issue 23: `for:` on a taint step makes the taint expire; the node
+/// lifecycle controller removes it exactly that long after the step, a
+/// restart of the controllers in between notwithstanding.
+#[test]
+fn a_taint_step_for_30m_is_removed_30m_later() {
+    let text = r#"
+nodes: [{name: node1}]
+steps:
+  - {at: 10s, taint: "node1 maintenance=kernel:NoSchedule", for: 30m}
+  - {at: 5m, restart: controllers}
+run: 40m
+"#;
+    let e = run_text("expiring.yaml", text);
+    let taint = "maintenance=kernel:NoSchedule";
+    let added = taint_added(&e, "node1", taint);
+    assert_eq!(added.len(), 1, "{}", jsonl(&e));
+    assert_eq!(added[0].t, 10 * S);
+    let removed: Vec<&Entry> = of(&e, EventKind::TaintRemoved, "node1")
+        .into_iter()
+        .filter(|entry| entry.taint.as_deref() == Some(taint))
+        .collect();
+    assert_eq!(removed.len(), 1, "{}", jsonl(&e));
+    assert_eq!(removed[0].t, (10 + 30 * 60) * S);
+}

@@ -1,5 +1,6 @@
 //! Reading manifests from files for the commands, with errors that name the
-//! file and the problem (and the field, where one is at fault).
+//! file and the problem (and the field, where one is at fault); the same
+//! for arguments and flags ([`UsageError`]).
 
 use std::path::{Path, PathBuf};
 
@@ -40,6 +41,25 @@ impl InputError {
                 details.join("\n")
             ),
         )
+    }
+}
+
+/// An argument or flag the user gave that berth cannot use (`--for: ...`,
+/// a taint spec). Commands exit with status 2 on it, as on an
+/// [`InputError`].
+#[derive(Debug, thiserror::Error)]
+#[error("{field}: {problem}")]
+pub struct UsageError {
+    pub field: String,
+    pub problem: String,
+}
+
+impl UsageError {
+    pub fn new(field: impl Into<String>, problem: impl ToString) -> Self {
+        UsageError {
+            field: field.into(),
+            problem: problem.to_string(),
+        }
     }
 }
 

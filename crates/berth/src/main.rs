@@ -12,6 +12,7 @@ mod leader_election;
 mod scenario_cmd;
 mod server_cmd;
 mod sim_cmd;
+mod taint_cmd;
 
 use std::process::ExitCode;
 
@@ -99,6 +100,8 @@ enum Command {
     /// Simulated nodes: a fleet joined to a running cluster, or a failure
     /// rehearsed on a virtual clock.
     Sim(sim_cmd::SimArgs),
+    /// `kubectl taint`, whose taints may expire (`--for 2h`).
+    Taint(taint_cmd::TaintArgs),
 }
 
 /// Runs an async command on a multi-threaded runtime.
@@ -131,6 +134,7 @@ fn main() -> ExitCode {
             sim_cmd::SimCommand::Fleet(args) => run_async(fleet_cmd::run(&args)),
             sim_cmd::SimCommand::Scenario(args) => scenario_cmd::run(&args),
         },
+        Command::Taint(args) => run_async(taint_cmd::run(&args)),
     };
     match result {
         Ok(()) => ExitCode::SUCCESS,
@@ -139,6 +143,7 @@ fn main() -> ExitCode {
             // Bad input is the user's to fix (exit 2, like a usage error);
             // anything else is berth's or the machine's (exit 1).
             if err.downcast_ref::<input::InputError>().is_some()
+                || err.downcast_ref::<input::UsageError>().is_some()
                 || scenario_cmd::is_scenario_error(&err)
                 || agent_cmd::is_join_error_to_fix(&err)
             {

@@ -35,6 +35,211 @@ fn has_taint(taints: &[Value], key: &str, value: Option<&str>, effect: &str) -> 
         .any(|t| t["key"] == key && t["effect"] == effect && t["value"].as_str() == value)
 }
 
+/// Issue 23, before you taint: `kubectl taint`, `cordon` and `apply` print
+/// the server's warnings of what the write will do (on stderr), and with
+/// `--dry-run=server` the same warnings come and nothing changes. The
+/// controllers are off so that nothing but kubectl changes the cluster.
+#[test]
+fn taint_cordon_and_apply_warn_and_dry_run_previews_with_real_kubectl() {
+    let cluster = Cluster::start_with(
+        "warnings",
+        Backend::Embedded,
+        &[
+            "--disable-scheduler",
+            "--controllers=-node-lifecycle-controller,-taint-eviction-controller",
+        ],
+    );
+    let nodes = |taints: &str| {
+        format!(
+            "apiVersion: v1\nkind: Node\nmetadata: {{name: n1, labels: {{pool: gpu}}}}\nspec: {{taints: [{taints}]}}\n---\napiVersion: v1\nkind: Node\nmetadata: {{name: n2}}\nspec: {{taints: []}}\n"
+        )
+    };
+    cluster.apply(&nodes(""));
+    // Without the not-ready taint admission gives a new node.
+    let (_, stderr) = cluster.ok_with_stderr(&[
+        "taint",
+        "nodes",
+        "n1",
+        "n2",
+        "node.kubernetes.io/not-ready:NoSchedule-",
+    ]);
+    assert!(
+        !stderr.contains("Warning"),
+        "a removal warns of nothing: {stderr}"
+    );
+    let pod = |name: &str, spec: &str| {
+        format!(
+            "apiVersion: v1\nkind: Pod\nmetadata: {{name: {name}}}\nspec: {{containers: [{{name: c, image: busybox}}]{spec}}}\n---\n"
+        )
+    };
+    let batch = ", nodeName: n1, tolerations: [{key: dedicated, operator: Exists, effect: NoExecute, tolerationSeconds: 300}]";
+    cluster.apply(
+        &[
+            pod("web-1", ", nodeName: n1"),
+            pod("web-2", ", nodeName: n1"),
+            pod("batch", batch),
+            pod("pinned", ", nodeSelector: {pool: gpu}"),
+            pod("anywhere", ""),
+        ]
+        .concat(),
+    );
+
+    // n1's taint keeps `anywhere` off it; cordoning n2 then leaves it
+    // nowhere. The applied manifest's new taint only `batch` notices.
+    let manifest = cluster.manifest(
+        "tainted-nodes.yaml",
+        &nodes("{key: dedicated, value: gpu, effect: NoExecute}, {key: extra, value: \"1\", effect: NoExecute}"),
+    );
+    struct Case<'a> {
+        args: Vec<&'a str>,
+        warnings: Vec<&'a str>,
+        /// Whether the write is in (a dry run leaves it out).
+        done: &'a dyn Fn() -> bool,
+    }
+    let n1_has =
+        |key: &str, value: &str| has_taint(&taints(&cluster, "n1"), key, Some(value), "NoExecute");
+    let cases = [
+        Case {
+            args: vec!["taint", "nodes", "n1", "dedicated=gpu:NoExecute"],
+            warnings: vec![
+                "Warning: 2 pods do not tolerate dedicated=gpu:NoExecute and are evicted now: default/web-1, default/web-2\n",
+                "Warning: 1 pod is evicted at ",
+                "(tolerationSeconds 300)\n",
+                "Warning: 1 pending pod can no longer be scheduled anywhere: default/pinned\n",
+            ],
+            done: &|| n1_has("dedicated", "gpu"),
+        },
+        Case {
+            args: vec!["cordon", "n2"],
+            warnings: vec![
+                "Warning: 1 pending pod can no longer be scheduled anywhere: default/anywhere\n",
+            ],
+            done: &|| {
+                cluster.json(&["get", "node", "n2"])["spec"]["unschedulable"]
+                    .as_bool()
+                    .unwrap_or(false)
+            },
+        },
+        Case {
+            args: vec!["apply", "-f", manifest.as_str()],
+            warnings: vec![
+                "Warning: 1 pod does not tolerate extra=1:NoExecute and is evicted now: default/batch\n",
+            ],
+            done: &|| n1_has("extra", "1"),
+        },
+    ];
+    for case in &cases {
+        for dry_run in [true, false] {
+            let mut args = case.args.clone();
+            if dry_run {
+                args.push("--dry-run=server");
+            }
+            let (stdout, stderr) = cluster.ok_with_stderr(&args);
+            for want in &case.warnings {
+                assert!(stderr.contains(want), "{args:?}: {want:?} in {stderr}");
+            }
+            assert_eq!((case.done)(), !dry_run, "{args:?}: {stdout}");
+        }
+    }
+}
+
+/// `berth taint NODE SPEC --for DURATION` writes the taint and its expiry
+/// in one update (the node lifecycle controller removes it then: tested on
+/// the virtual clock in berth-controllers and berth-sim), prints the
+/// server's warnings as kubectl does, previews with `--dry-run=server`,
+/// and refuses bad arguments with exit status 2 before asking the server.
+#[test]
+fn berth_taint_for_writes_the_taint_and_its_expiry() {
+    let cluster = Cluster::start("berth-taint", Backend::Embedded);
+    cluster.apply(&std::fs::read_to_string(example("nodes/node1.yaml")).expect("example node"));
+    let berth = |args: &[&str]| {
+        Command::new(env!("CARGO_BIN_EXE_berth"))
+            .arg("taint")
+            .args(args)
+            .env("KUBECONFIG", &cluster.server.kubeconfig)
+            .output()
+            .expect("berth runs")
+    };
+    let out = berth(&[
+        "node1",
+        "maintenance=kernel:NoSchedule",
+        "--for",
+        "2h",
+        "--dry-run=server",
+    ]);
+    assert!(out.status.success(), "{out:?}");
+    assert!(!has_taint(
+        &taints(&cluster, "node1"),
+        "maintenance",
+        Some("kernel"),
+        "NoSchedule"
+    ));
+    let before = jiff::Timestamp::now();
+    let out = berth(&["node1", "maintenance=kernel:NoSchedule", "--for", "2h"]);
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(out.status.success(), "{out:?}");
+    assert!(stdout.starts_with("node/node1 tainted (until "), "{stdout}");
+    let node = cluster.json(&["get", "node", "node1"]);
+    assert!(has_taint(
+        node["spec"]["taints"]
+            .as_array()
+            .map(Vec::as_slice)
+            .unwrap_or_default(),
+        "maintenance",
+        Some("kernel"),
+        "NoSchedule"
+    ));
+    let expiry = node["metadata"]["annotations"]["berth.dev/taint-expiry"]
+        .as_str()
+        .unwrap_or_default();
+    let at: jiff::Timestamp = expiry
+        .strip_prefix("maintenance:NoSchedule=")
+        .and_then(|t| t.parse().ok())
+        .unwrap_or_else(|| panic!("annotation {expiry:?}"));
+    let hours = at.duration_since(before).as_secs_f64() / 3600.0;
+    assert!(
+        (1.99..=2.01).contains(&hours),
+        "{expiry}: {hours} h from now"
+    );
+    // Removing the taint takes its expiry with it.
+    let out = berth(&["node1", "maintenance:NoSchedule-"]);
+    assert!(out.status.success(), "{out:?}");
+    let node = cluster.json(&["get", "node", "node1"]);
+    assert!(
+        node["metadata"]["annotations"]["berth.dev/taint-expiry"].is_null(),
+        "{node}"
+    );
+
+    for (args, want) in [
+        (
+            vec!["node1", "k=v:Sometimes"],
+            "SPEC: invalid taint effect: Sometimes",
+        ),
+        (
+            vec!["node1", "k=v:NoSchedule", "--for", "soon"],
+            "--for: time: invalid duration \"soon\"",
+        ),
+        (
+            vec!["node1", "k:NoSchedule-", "--for", "1h"],
+            "--for: no taint is added to expire",
+        ),
+        (
+            vec![
+                "node1",
+                "k=v:NoSchedule",
+                "--kubeconfig",
+                "/nonexistent/kubeconfig",
+            ],
+            "/nonexistent/kubeconfig: ",
+        ),
+    ] {
+        let out = berth(&args);
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(2), "{args:?}: {stderr}");
+        assert!(stderr.contains(want), "{args:?}: {stderr}");
+    }
+}
+
 #[test]
 fn seed_walkthrough_with_real_kubectl_on_the_embedded_store() {
     seed_walkthrough(Backend::Embedded);

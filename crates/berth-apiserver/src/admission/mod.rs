@@ -18,11 +18,14 @@
 //!
 //! Mutating, nodes ([`admit_node`]): [`node_taint`] (TaintNodesByCondition,
 //! create) then [`taint_time_added`] (berth: `timeAdded` on NoExecute
-//! taints).
+//! taints), then, on update, berth's expiring taints: a taint the write
+//! removes takes its `berth.dev/taint-expiry` entry with it
+//! ([`berth_core::taint_expiry::forget_removed`]).
 //!
 //! Validating: [`validate_pod`] / [`validate_node`] run berth-core's API
 //! validation ([`berth_core::validation::validate_pod`] and
-//! [`berth_core::validation::validate_node`]) and then [`node_restriction`];
+//! [`berth_core::validation::validate_node`], and for nodes the
+//! `berth.dev/taint-expiry` annotation's syntax) and then [`node_restriction`];
 //! [`validate_lease`] is NodeRestriction for leases. (Upstream runs
 //! NodeRestriction in the mutating phase, before field validation; berth
 //! validates first, so a node sending an object that is both invalid and
@@ -225,7 +228,8 @@ pub fn admit_pod(
 /// Mutating admission of a node: the not-ready taint on create, then
 /// `timeAdded` on NoExecute taints on create and update (status updates
 /// included: they carry the spec back unchanged, and the stamps it keeps
-/// are the stored ones).
+/// are the stored ones), then on update the expiries of removed taints
+/// dropped.
 pub fn admit_node(
     attrs: &Attributes,
     node: &mut Node,
@@ -239,7 +243,12 @@ pub fn admit_node(
             }
             taint_time_added::stamp(node, None, attrs.now);
         }
-        Operation::Update => taint_time_added::stamp(node, old, attrs.now),
+        Operation::Update => {
+            taint_time_added::stamp(node, old, attrs.now);
+            if let Some(old) = old {
+                berth_core::taint_expiry::forget_removed(node, old);
+            }
+        }
         Operation::Delete | Operation::Connect => {}
     }
     Ok(())
@@ -274,11 +283,9 @@ pub fn validate_node(
     old: Option<&Node>,
 ) -> Result<(), AdmissionError> {
     if matches!(attrs.operation, Operation::Create | Operation::Update) {
-        invalid(
-            "Node",
-            node.metadata.name.as_deref(),
-            validation::validate_node(node),
-        )?;
+        let mut errors = validation::validate_node(node);
+        errors.extend(berth_core::taint_expiry::validate(node));
+        invalid("Node", node.metadata.name.as_deref(), errors)?;
     }
     node_restriction::admit_node(attrs, node, old)
 }

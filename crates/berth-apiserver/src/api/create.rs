@@ -1,6 +1,8 @@
 //! `create`: the object decoded and checked against the URL, its
 //! namespace checked, server-owned metadata set, the type's strategy
-//! (defaults, admission, validation), then a create in the store.
+//! (defaults, admission, validation), then a create in the store (with
+//! `dryRun=All`: the object as it would be, an existing one refused as the
+//! create would refuse it, nothing stored).
 
 use axum::body::Bytes;
 use axum::response::Response;
@@ -24,6 +26,7 @@ impl ApiServer {
     ) -> Result<Response, ApiError> {
         let rt = scope.rt;
         let ns = scope.namespace;
+        let dry_run = scope.query.dry_run("CreateOptions")?;
         let decoded = parse_body(scope.headers, body, self.config.body).await?;
         check_kind(&decoded.value, rt)?;
         validate_fields(scope.query.field_validation()?, rt, &decoded)?;
@@ -42,10 +45,15 @@ impl ApiServer {
         let ctx = self.strategy_context(scope.user);
         let metadata_errors = strategy::validate_metadata(rt, &object);
         rt.strategy.create(rt, &mut object, &ctx, metadata_errors)?;
-        if scope.query.dry_run()? {
+        let key = rt.key(ns, &name);
+        if dry_run {
+            // Upstream's dry-run storage answers a create of an existing
+            // key as the real one would.
+            if self.registry.read(rt, ns, &name).await.is_ok() {
+                return Err(ApiError::already_exists(rt.group, rt.plural, &name));
+            }
             return Ok(json_response(201, &object));
         }
-        let key = rt.key(ns, &name);
         let (_, json) = self
             .registry
             .write(rt, &key, &object, None)

@@ -5,7 +5,8 @@
 //! collector's finalizers for `propagationPolicy`/`orphanDependents`, an
 //! object held by finalizers marked deleting) carried out as a
 //! compare-and-swap write or delete in the store, and a deleted
-//! namespace's contents with it.
+//! namespace's contents with it; with `dryRun=All` all of it but the
+//! store's part.
 
 use axum::body::Bytes;
 use axum::response::Response;
@@ -15,6 +16,7 @@ use serde::Deserialize;
 use serde_json::{Value, json};
 
 use super::list::Filter;
+use super::query::dry_run_of;
 use super::request_body::parse_body;
 use super::response::{bytes_response, json_response};
 use super::scope::Scope;
@@ -90,7 +92,7 @@ impl ApiServer {
                     .get("orphanDependents")
                     .map(|_| query.flag("orphanDependents")),
                 propagation_policy: query.get("propagationPolicy").map(str::to_string),
-                dry_run: query.get("dryRun").map(|v| vec![v.to_string()]),
+                dry_run: Some(query.dry_run_values().to_vec()),
                 ..DeleteOptions::default()
             }
         } else {
@@ -103,11 +105,12 @@ impl ApiServer {
                 ))
             })?
         };
-        let dry_run = options.dry_run.clone().unwrap_or_default();
+        // ValidateDryRun first, with upstream's own rendering of the list.
+        let dry_run = dry_run_of("DeleteOptions", &options.dry_run.clone().unwrap_or_default())?;
         let errors = validate_delete_options(
             options.orphan_dependents,
             options.propagation_policy.as_deref(),
-            &dry_run,
+            &[],
         );
         if !errors.is_empty() {
             return Err(ApiError::invalid(
@@ -122,7 +125,7 @@ impl ApiServer {
             preconditions_uid: preconditions.uid,
             preconditions_resource_version: preconditions.resource_version,
             grace: options.grace_period_seconds,
-            dry_run: !dry_run.is_empty(),
+            dry_run,
             dependents: DependentsOption {
                 orphan_dependents: options.orphan_dependents,
                 propagation: options

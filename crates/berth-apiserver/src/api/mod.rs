@@ -18,7 +18,8 @@
 //! bodies), `response`, then one file per verb: `get`, `list`, `watch`,
 //! `create`, `update`, `patch`, `delete`, `subresources` (binding,
 //! eviction, log), `scale` (the workloads' `/scale`) and
-//! `node_credential`.
+//! `node_credential`; `node_impact` (the warnings of a write that taints
+//! or cordons a Node).
 
 mod create;
 mod delete;
@@ -26,6 +27,7 @@ mod dispatch;
 mod get;
 mod list;
 mod node_credential;
+mod node_impact;
 mod patch;
 mod query;
 mod request_body;

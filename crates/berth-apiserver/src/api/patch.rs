@@ -24,7 +24,7 @@ impl ApiServer {
     pub(super) async fn patch(&self, scope: &Scope<'_>, body: &Bytes) -> ApiResult<Response> {
         let (rt, ns, name) = (scope.rt, scope.namespace, scope.name);
         let kind = PatchKind::from_group_kind(rt.group, rt.kind);
-        let dry_run = scope.query.dry_run()?;
+        let dry_run = scope.query.dry_run("PatchOptions")?;
         let field_manager = scope.query.get("fieldManager");
         let directive = scope.query.field_validation()?;
         let document = self.patch_document(scope, body).await?;

@@ -4,6 +4,9 @@ use std::collections::BTreeMap;
 
 use crate::field_validation::Directive;
 use crate::list_options::ListParams;
+use berth_core::validation::field::go_quote;
+use berth_core::validation::{ErrorType, FieldError};
+
 use crate::status::ApiError;
 
 type ApiResult<T> = Result<T, ApiError>;
@@ -12,14 +15,23 @@ type ApiResult<T> = Result<T, ApiError>;
 #[derive(Debug, Default, Clone)]
 pub(super) struct Query {
     params: BTreeMap<String, String>,
+    /// Every `dryRun` value, in order (a list in upstream's options).
+    dry_run: Vec<String>,
 }
 
 impl Query {
     pub(super) fn parse(raw: &str) -> Query {
+        let pairs: Vec<(String, String)> = form_urlencoded::parse(raw.as_bytes())
+            .into_owned()
+            .collect();
+        let dry_run = pairs
+            .iter()
+            .filter(|(name, _)| name == "dryRun")
+            .map(|(_, value)| value.clone())
+            .collect();
         Query {
-            params: form_urlencoded::parse(raw.as_bytes())
-                .into_owned()
-                .collect(),
+            params: pairs.into_iter().collect(),
+            dry_run,
         }
     }
 
@@ -64,13 +76,103 @@ impl Query {
         Directive::parse(self.get("fieldValidation"))
     }
 
-    pub(super) fn dry_run(&self) -> ApiResult<bool> {
-        match self.get("dryRun") {
-            None => Ok(false),
-            Some("All") => Ok(true),
-            Some(other) => Err(ApiError::bad_request(format!(
-                "Invalid dry run value: {other}. The only accepted value is \"All\""
-            ))),
+    /// `dryRun` as the verb's options (`CreateOptions`, `UpdateOptions`,
+    /// `PatchOptions`, `DeleteOptions`) carry it: true for `All`, false when
+    /// absent, anything else refused as upstream's `ValidateDryRun` does.
+    pub(super) fn dry_run(&self, options_kind: &str) -> ApiResult<bool> {
+        dry_run_of(options_kind, &self.dry_run)
+    }
+
+    /// The `dryRun` values as sent.
+    pub(super) fn dry_run_values(&self) -> &[String] {
+        &self.dry_run
+    }
+}
+
+/// Upstream's `ValidateDryRun` of an options object's `dryRun` list: empty
+/// is a real write, `All` (any number of times) a dry run, and any other
+/// value the 422 kube-apiserver answers (`CreateOptions.meta.k8s.io ""
+/// is invalid: dryRun: Unsupported value: []string{"foo"}: supported
+/// values: "All"`).
+pub(super) fn dry_run_of(options_kind: &str, values: &[String]) -> ApiResult<bool> {
+    if values.iter().all(|v| v == "All") {
+        return Ok(!values.is_empty());
+    }
+    let listed: Vec<String> = values.iter().map(|v| go_quote(v)).collect();
+    let error = FieldError {
+        error_type: ErrorType::NotSupported,
+        field: "dryRun".into(),
+        // Go's `%#v` of the list, which berth's JSON rendering of a list
+        // value would not reproduce.
+        bad_value: None,
+        detail: format!(
+            "[]string{{{}}}: supported values: {}",
+            listed.join(", "),
+            go_quote("All")
+        ),
+    };
+    let mut err = ApiError::invalid("meta.k8s.io", options_kind, "", &vec![error]);
+    err.message = format!(
+        "{options_kind}.meta.k8s.io \"\" is invalid: {}",
+        err.message
+            .split_once(" is invalid: ")
+            .map_or("", |(_, why)| why)
+    );
+    Err(err)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn dry_run_is_all_or_absent_as_upstream_validates_it() {
+        struct Case {
+            query: &'static str,
+            want: Result<bool, &'static str>,
+        }
+        let cases = [
+            Case {
+                query: "",
+                want: Ok(false),
+            },
+            Case {
+                query: "dryRun=All",
+                want: Ok(true),
+            },
+            Case {
+                query: "dryRun=All&dryRun=All",
+                want: Ok(true),
+            },
+            Case {
+                query: "dryRun=foo",
+                want: Err(
+                    r#"CreateOptions.meta.k8s.io "" is invalid: dryRun: Unsupported value: []string{"foo"}: supported values: "All""#,
+                ),
+            },
+            Case {
+                query: "dryRun=All&dryRun=server",
+                want: Err(
+                    r#"CreateOptions.meta.k8s.io "" is invalid: dryRun: Unsupported value: []string{"All", "server"}: supported values: "All""#,
+                ),
+            },
+            Case {
+                query: "dryRun=",
+                want: Err(
+                    r#"CreateOptions.meta.k8s.io "" is invalid: dryRun: Unsupported value: []string{""}: supported values: "All""#,
+                ),
+            },
+        ];
+        for case in cases {
+            let got = Query::parse(case.query).dry_run("CreateOptions");
+            match (got, case.want) {
+                (Ok(got), Ok(want)) => assert_eq!(got, want, "{}", case.query),
+                (Err(err), Err(want)) => {
+                    assert_eq!(err.code, 422, "{}", case.query);
+                    assert_eq!(err.message, want, "{}", case.query);
+                }
+                (got, want) => panic!("{}: got {got:?}, want {want:?}", case.query),
+            }
         }
     }
 }

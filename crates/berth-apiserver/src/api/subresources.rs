@@ -24,6 +24,7 @@ type ApiResult<T> = Result<T, ApiError>;
 impl ApiServer {
     pub(super) async fn bind(&self, scope: &Scope<'_>, body: &Bytes) -> ApiResult<Response> {
         let (ns, name) = (scope.namespace, scope.name);
+        let dry_run = scope.query.dry_run("CreateOptions")?;
         let binding = parse_body(scope.headers, body, self.config.body)
             .await?
             .value;
@@ -43,6 +44,13 @@ impl ApiServer {
                 )
             })?
             .to_string();
+        if dry_run {
+            // Every check the binding makes, on the stored pod; nothing
+            // written.
+            let (pod, _) = self.registry.read(&PODS, ns, name).await?;
+            bindable(&pod, name)?;
+            return Ok(json_response(201, &success_status("", "pods", name, None)));
+        }
         let cached = self.registry.newest(&PODS, ns, name).await;
         self.bind_to(ns, name, &node, cached).await
     }
@@ -76,23 +84,7 @@ impl ApiServer {
         }
         for _ in 0..5 {
             let (mut pod, revision) = self.registry.read(&PODS, ns, name).await?;
-            if !objects::meta_str(&pod, "deletionTimestamp").is_empty() {
-                return Err(ApiError::conflict(
-                    "",
-                    "pods",
-                    name,
-                    "pod is being deleted, cannot be assigned to a host",
-                ));
-            }
-            let current = assigned_node(&pod);
-            if !current.is_empty() {
-                return Err(ApiError::conflict(
-                    "",
-                    "pods",
-                    name,
-                    &format!("pod {name} is already assigned to node {current:?}"),
-                ));
-            }
+            bindable(&pod, name)?;
             bind_pod(&mut pod, node, self.now());
             match self.registry.write(&PODS, &key, &pod, Some(revision)).await {
                 Ok(_) => return Ok(json_response(201, &success_status("", "pods", name, None))),
@@ -105,14 +97,32 @@ impl ApiServer {
 
     /// An eviction: the pod's delete with the eviction's `deleteOptions`
     /// (no PodDisruptionBudgets are served, so every eviction is allowed).
+    /// The request's `dryRun` goes into those options unless they name
+    /// their own, which must then be the same (upstream's
+    /// `propagateDryRun`).
     pub(super) async fn evict(&self, scope: &Scope<'_>, body: &Bytes) -> ApiResult<Response> {
+        scope.query.dry_run("CreateOptions")?;
         let eviction = parse_body(scope.headers, body, self.config.body)
             .await?
             .value;
-        let options = eviction
+        let mut options = eviction
             .get("deleteOptions")
             .cloned()
+            .filter(|o| !o.is_null())
             .unwrap_or_else(|| json!({}));
+        let asked = scope.query.dry_run_values();
+        let own = options.get("dryRun").filter(|v| !v.is_null());
+        match own {
+            _ if asked.is_empty() => {}
+            Some(own) if own.as_array().is_some_and(|a| !a.is_empty()) => {
+                if *own != json!(asked) {
+                    return Err(ApiError::bad_request(
+                        "dryRun in eviction and deleteOptions must match",
+                    ));
+                }
+            }
+            _ => options["dryRun"] = json!(asked),
+        }
         let options = Bytes::from(serde_json::to_vec(&options).map_err(ApiError::internal)?);
         let json_headers = HeaderMap::new();
         let delete = Scope {
@@ -166,4 +176,27 @@ impl ApiServer {
         let path = crate::pod_logs::agent_path(ns, name, &location.container, scope.raw_query);
         crate::pod_logs::fetch(&host, port, &path, &token).await
     }
+}
+
+/// Whether a pod may be bound (upstream's `assignPod` checks): not being
+/// deleted, not bound already.
+fn bindable(pod: &Value, name: &str) -> ApiResult<()> {
+    if !objects::meta_str(pod, "deletionTimestamp").is_empty() {
+        return Err(ApiError::conflict(
+            "",
+            "pods",
+            name,
+            "pod is being deleted, cannot be assigned to a host",
+        ));
+    }
+    let current = assigned_node(pod);
+    if !current.is_empty() {
+        return Err(ApiError::conflict(
+            "",
+            "pods",
+            name,
+            &format!("pod {name} is already assigned to node {current:?}"),
+        ));
+    }
+    Ok(())
 }

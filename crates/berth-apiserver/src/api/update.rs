@@ -1,8 +1,9 @@
 //! `update` (PUT, the main resource or `/status`), and the replacement of
 //! a stored object that update and patch end in: checks against the URL
 //! and the stored revision, server-owned metadata kept, the type's
-//! strategy, then a compare-and-swap in the store (or, for an update that
-//! takes the last finalizer off an object marked deleting, its deletion).
+//! strategy, a Node's impact warnings (`node_impact`), then a
+//! compare-and-swap in the store (or, for an update that takes the last
+//! finalizer off an object marked deleting, its deletion).
 
 use axum::body::Bytes;
 use axum::response::Response;
@@ -18,12 +19,14 @@ use crate::objects::{
     self, name_of, prepare_for_update, resource_version_of, set_resource_version,
 };
 use crate::registry::store_error;
+use crate::resources::NODES;
 use crate::status::ApiError;
 
 type ApiResult<T> = Result<T, ApiError>;
 
 impl ApiServer {
     pub(super) async fn update(&self, scope: &Scope<'_>, body: &Bytes) -> ApiResult<Response> {
+        let dry_run = scope.query.dry_run("UpdateOptions")?;
         let decoded = parse_body(scope.headers, body, self.config.body).await?;
         validate_fields(scope.query.field_validation()?, scope.rt, &decoded)?;
         let object = decoded.value;
@@ -32,7 +35,6 @@ impl ApiServer {
             Some(found) => found,
             None => self.registry.read(rt, ns, name).await?,
         };
-        let dry_run = scope.query.dry_run()?;
         self.replace(scope, object, &old, revision, dry_run).await
     }
 
@@ -97,6 +99,11 @@ impl ApiServer {
         let ctx = self.strategy_context(scope.user);
         rt.strategy
             .update(rt, scope.subresource, &mut object, old, &ctx)?;
+        // What the write will do, said before it is done (also for a dry
+        // run, which is then its preview).
+        if *rt == NODES && scope.subresource.is_empty() {
+            self.warn_node_impact(old, &object).await;
+        }
         // Taking the last finalizer off an object marked deleting deletes
         // it (upstream's ShouldDeleteDuringUpdate).
         if should_delete_during_update(&object, old) {
@@ -104,7 +111,7 @@ impl ApiServer {
                 self.remove(rt, scope.namespace, name, &mut object, expected)
                     .await?;
             }
-            return Ok(json_response(200, &object));
+            return Ok(object.to_string());
         }
         // An update that changes nothing is not written, as upstream's
         // GuaranteedUpdate skips it: the object keeps its resourceVersion

@@ -9,6 +9,10 @@
 //!   lifted everywhere.
 //! - On every node change it keeps the NoSchedule condition taints and the
 //!   unschedulable taint in step ([`taints`]).
+//! - berth's expiring taints: it removes a taint at the time the node's
+//!   `berth.dev/taint-expiry` annotation gives ([`berth_core::taint_expiry`]),
+//!   sleeping until the earliest such time; one that passed while the
+//!   controller was not running is removed as soon as it lists the node.
 //!
 //! The pass works on state kept from watch events ([`ClusterState`]);
 //! [`ClusterState::plan`] is a plain function of that state and the time,
@@ -33,6 +37,8 @@ use kube::runtime::watcher;
 
 use berth_client::{Change, changes_of};
 use berth_core::clock::Clock;
+use berth_core::taint_expiry;
+use berth_core::taint_spec::format_taint;
 use berth_core::toleration::EFFECT_NO_EXECUTE;
 use tokio::task::{Id, JoinSet};
 
@@ -164,6 +170,9 @@ pub struct ClusterState {
     zones: ZoneTracker,
     queues: BTreeMap<String, RateLimitedTimedQueue>,
     needs_retry: HashSet<String>,
+    /// Each node's next taint expiry, in time order (and by node).
+    expiries: BTreeSet<(Timestamp, String)>,
+    node_expiry: HashMap<String, Timestamp>,
 }
 
 impl ClusterState {
@@ -189,6 +198,7 @@ impl ClusterState {
             return;
         };
         let previous = self.nodes.remove(&name).map(|e| e.health);
+        self.set_expiry(&name, taint_expiry::next(&node));
         let mut health = NodeHealth::observe_node(previous, &node, now);
         if let Some(renew) = self.leases.get(&name) {
             health.observe_lease(Some(*renew), now);
@@ -221,6 +231,48 @@ impl ClusterState {
 
     pub fn remove_node(&mut self, name: &str) {
         self.nodes.remove(name);
+        self.set_expiry(name, None);
+    }
+
+    /// When the node's next taint expires (`None`: none does).
+    fn set_expiry(&mut self, name: &str, at: Option<Timestamp>) {
+        if self.node_expiry.get(name).copied() == at {
+            return;
+        }
+        if let Some(old) = self.node_expiry.remove(name) {
+            self.expiries.remove(&(old, name.to_string()));
+        }
+        if let Some(at) = at {
+            self.node_expiry.insert(name.to_string(), at);
+            self.expiries.insert((at, name.to_string()));
+        }
+    }
+
+    /// When the next taint of any node expires.
+    pub fn next_expiry(&self) -> Option<Timestamp> {
+        self.expiries.first().map(|(at, _)| *at)
+    }
+
+    /// The nodes with a taint expired at `now`, taken off the schedule (a
+    /// node comes back on it with its next change, or [`Self::retry_expiry`]).
+    pub fn due_expiries(&mut self, now: Timestamp) -> Vec<String> {
+        let mut due = Vec::new();
+        while let Some((at, name)) = self.expiries.first().cloned() {
+            if at > now {
+                break;
+            }
+            self.expiries.remove(&(at, name.clone()));
+            self.node_expiry.remove(&name);
+            due.push(name);
+        }
+        due
+    }
+
+    /// Looks at the node's expiries again at `at` (a write that failed).
+    pub fn retry_expiry(&mut self, name: &str, at: Timestamp) {
+        if self.nodes.contains_key(name) {
+            self.set_expiry(name, Some(at));
+        }
     }
 
     pub fn observe_lease(&mut self, lease: &Lease, now: Timestamp) {
@@ -554,6 +606,14 @@ impl NodeLifecycleController {
                     None => std::future::pending().await,
                 }
             };
+            let clock = self.clock.clone();
+            let next_expiry = self.state.next_expiry();
+            let expiry = async move {
+                match next_expiry {
+                    Some(at) => clock.sleep_until(at).await,
+                    None => std::future::pending().await,
+                }
+            };
             tokio::select! {
                 biased;
                 Some(watched) = watched.next() => match watched {
@@ -582,6 +642,7 @@ impl NodeLifecycleController {
                     next_monitor = Some(self.clock.now().checked_add(period).unwrap_or(Timestamp::MAX));
                 }
                 _ = taint => self.tainting_pass(),
+                _ = expiry => self.expiry_pass(),
             }
             self.start_writes(&mut jobs, &mut running);
         }
@@ -733,6 +794,19 @@ impl NodeLifecycleController {
         }
     }
 
+    /// Queues the removal of the taints whose time has come.
+    fn expiry_pass(&mut self) {
+        for name in self.state.due_expiries(self.clock.now()) {
+            self.writes.add(
+                &name,
+                NodeWork {
+                    expire_taints: true,
+                    ..NodeWork::default()
+                },
+            );
+        }
+    }
+
     /// Starts queued writes while there is room.
     fn start_writes(&mut self, jobs: &mut JoinSet<JobDone>, running: &mut HashMap<Id, String>) {
         while jobs.len() < WRITES_IN_FLIGHT {
@@ -768,6 +842,7 @@ impl NodeLifecycleController {
             status: None,
             became_not_ready: false,
             taints: Vec::new(),
+            expire_taints: false,
             mark_pods: None,
         };
         // The pass's decision holds only if the node is still silent; if it
@@ -785,6 +860,10 @@ impl NodeLifecycleController {
             if work.mark_pods_not_ready {
                 job.mark_pods = Some(self.state.pods_on(name));
             }
+        }
+        if work.expire_taints {
+            let mut node = job.node.clone();
+            job.expire_taints = taint_expiry::expire(&mut node, now).1;
         }
         if work.no_schedule {
             let change = no_schedule_change(&job.node);
@@ -865,6 +944,28 @@ impl NodeLifecycleController {
                 (TaintPurpose::NoSchedule, Err(err)) => {
                     tracing::warn!(node = %name, %err, "failed to update NoSchedule taints");
                 }
+            }
+        }
+        match done.expired {
+            None => {}
+            Some(Ok(expired)) => {
+                for gone in expired {
+                    let taint = format_taint(&gone.taint);
+                    let at = taint_expiry::format_time(gone.at);
+                    tracing::info!(node = %name, %taint, expired = %at, "removed an expired taint");
+                    self.record_node_event(
+                        name,
+                        "TaintExpired",
+                        format!("Removed taint {taint}, which expired at {at}"),
+                    );
+                }
+            }
+            Some(Err(err)) => {
+                tracing::warn!(node = %name, %err, "failed to remove expired taints; retrying");
+                let period = SignedDuration::try_from(self.config.node_monitor_period)
+                    .unwrap_or(SignedDuration::from_secs(5));
+                self.state
+                    .retry_expiry(name, now.checked_add(period).unwrap_or(Timestamp::MAX));
             }
         }
         match done.mark_pods {
@@ -976,5 +1077,40 @@ mod tests {
             plan.actions[0].taints,
             TaintStep::SwapNow(no_execute_swap("False").unwrap_or_default())
         );
+    }
+
+    /// The expiry schedule follows the nodes' annotations: the earliest
+    /// first, handed out once when due, back with the node's next change
+    /// (its write failed, or the taint was put back).
+    #[test]
+    fn taint_expiries_are_due_in_time_order_and_come_back_with_the_node() {
+        let mut state = ClusterState::default();
+        let expiring = |name: &str, at: i64| {
+            let mut node = zoned(name, "z", "True", 0);
+            let taint = taints::taint("maintenance", "NoSchedule");
+            node.spec = Some(NodeSpec {
+                taints: Some(vec![taint.clone()]),
+                ..NodeSpec::default()
+            });
+            taint_expiry::set(&mut node, &taint, t(at));
+            node
+        };
+        state.observe_node(expiring("a", 30), t(0));
+        state.observe_node(expiring("b", 20), t(0));
+        state.observe_node(zoned("c", "z", "True", 0), t(0));
+        assert_eq!(state.next_expiry(), Some(t(20)));
+        assert!(state.due_expiries(t(19)).is_empty());
+        assert_eq!(state.due_expiries(t(20)), ["b"]);
+        assert_eq!(state.next_expiry(), Some(t(30)));
+        // A later time replaces the node's earlier one.
+        state.observe_node(expiring("a", 40), t(25));
+        assert_eq!(state.due_expiries(t(35)), Vec::<String>::new());
+        state.retry_expiry("b", t(36));
+        assert_eq!(state.due_expiries(t(40)), ["b", "a"]);
+        state.observe_node(expiring("a", 50), t(41));
+        state.remove_node("a");
+        assert_eq!(state.next_expiry(), None);
+        state.retry_expiry("a", t(60));
+        assert_eq!(state.next_expiry(), None, "a node gone is not retried");
     }
 }

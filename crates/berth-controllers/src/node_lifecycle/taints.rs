@@ -7,6 +7,7 @@ use jiff::Timestamp;
 use k8s_openapi::api::core::v1::{Node, NodeCondition, Taint};
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
 
+use berth_core::node::taints as node_taints;
 use berth_core::toleration::{EFFECT_NO_EXECUTE, EFFECT_NO_SCHEDULE};
 
 pub const TAINT_NOT_READY: &str = "node.kubernetes.io/not-ready";
@@ -72,13 +73,6 @@ pub fn same_taint(a: &Taint, b: &Taint) -> bool {
 
 pub fn has_taint(taints: &[Taint], key: &str, effect: &str) -> bool {
     taints.iter().any(|t| t.key == key && t.effect == effect)
-}
-
-fn node_taints(node: &Node) -> &[Taint] {
-    node.spec
-        .as_ref()
-        .and_then(|s| s.taints.as_deref())
-        .unwrap_or(&[])
 }
 
 /// The condition of a type in a node's status.

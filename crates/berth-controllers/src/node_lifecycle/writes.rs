@@ -23,6 +23,7 @@ use kube::api::{Api, PostParams};
 
 use crate::events::{EventRecorder, TYPE_WARNING, pod_ref};
 use berth_core::pod::PodKey;
+use berth_core::taint_expiry::{Expired, expire};
 
 use super::health::{self, GracePeriods, NodeHealth, STATUS_FALSE};
 use super::rate_limited_queue::TimedValue;
@@ -49,6 +50,8 @@ pub struct NodeWork {
     pub evict: Vec<(String, TimedValue)>,
     /// Set the node's pods' Ready condition to False.
     pub mark_pods_not_ready: bool,
+    /// Remove the taints whose `berth.dev/taint-expiry` time has come.
+    pub expire_taints: bool,
 }
 
 impl NodeWork {
@@ -63,6 +66,7 @@ impl NodeWork {
         self.no_schedule |= newer.no_schedule;
         self.evict.extend(newer.evict);
         self.mark_pods_not_ready |= newer.mark_pods_not_ready;
+        self.expire_taints |= newer.expire_taints;
     }
 }
 
@@ -132,13 +136,19 @@ pub struct Job {
     pub status: Option<Vec<NodeCondition>>,
     pub became_not_ready: bool,
     pub taints: Vec<(TaintChange, TaintPurpose)>,
+    /// Remove expired taints (decided again on the copy the write starts
+    /// from).
+    pub expire_taints: bool,
     /// `None`: leave the pods alone.
     pub mark_pods: Option<Vec<PodKey>>,
 }
 
 impl Job {
     pub fn is_empty(&self) -> bool {
-        self.status.is_none() && self.taints.is_empty() && self.mark_pods.is_none()
+        self.status.is_none()
+            && self.taints.is_empty()
+            && !self.expire_taints
+            && self.mark_pods.is_none()
     }
 }
 
@@ -152,6 +162,8 @@ pub struct JobDone {
     pub became_not_ready: bool,
     /// Each taint change's outcome: whether the taints changed.
     pub taints: Vec<(TaintPurpose, Result<bool, kube::Error>)>,
+    /// The taints removed because they expired (`None`: not attempted).
+    pub expired: Option<Result<Vec<Expired>, kube::Error>>,
     pub mark_pods: Option<Result<(), kube::Error>>,
 }
 
@@ -180,6 +192,7 @@ pub async fn run_job(
         status,
         became_not_ready,
         taints,
+        expire_taints: expire,
         mark_pods,
     } = job;
     let api: Api<Node> = Api::all(client.clone());
@@ -189,6 +202,7 @@ pub async fn run_job(
         status: None,
         became_not_ready: false,
         taints: Vec::new(),
+        expired: None,
         mark_pods: None,
     };
     if let Some(conditions) = status {
@@ -207,6 +221,13 @@ pub async fn run_job(
             done.node = Some(node.clone());
         }
         done.taints.push((purpose, result));
+    }
+    if expire {
+        let result = remove_expired_taints(&api, &clock, &mut node).await;
+        if matches!(&result, Ok(removed) if !removed.is_empty()) {
+            done.node = Some(node.clone());
+        }
+        done.expired = Some(result);
     }
     if let Some(pods) = mark_pods {
         let now = clock.now();
@@ -284,6 +305,35 @@ async fn update_taints(
         }
     }
     Ok(false)
+}
+
+/// Removes the node's expired taints and their entries
+/// ([`berth_core::taint_expiry::expire`], decided on the job's copy first,
+/// the server's on a conflict); returns the taints removed.
+async fn remove_expired_taints(
+    api: &Api<Node>,
+    clock: &berth_core::clock::Clock,
+    node: &mut Node,
+) -> Result<Vec<Expired>, kube::Error> {
+    let name = node.metadata.name.clone().unwrap_or_default();
+    for attempt in 0..RETRIES {
+        let mut changed = node.clone();
+        let (removed, any) = expire(&mut changed, clock.now());
+        if !any {
+            return Ok(Vec::new());
+        }
+        match api.replace(&name, &PostParams::default(), &changed).await {
+            Ok(updated) => {
+                *node = updated;
+                return Ok(removed);
+            }
+            Err(err) if is_conflict(&err) && attempt + 1 < RETRIES => {
+                *node = api.get(&name).await?;
+            }
+            Err(err) => return Err(err),
+        }
+    }
+    Ok(Vec::new())
 }
 
 /// `MarkPodsNotReady`: each pod on the node with a Ready condition gets

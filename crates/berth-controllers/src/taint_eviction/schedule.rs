@@ -14,7 +14,7 @@ use jiff::Timestamp;
 use k8s_openapi::api::core::v1::{Node, Pod, Taint, Toleration};
 
 use berth_core::FeatureGates;
-use berth_core::eviction::{Due, TaintStarts, bound_at, due, is_eviction_taint};
+use berth_core::eviction::{Due, TaintStarts, applies, bound_at, due, is_eviction_taint};
 pub use berth_core::pod::PodKey;
 
 use crate::watched_pod::WatchedPod;
@@ -214,9 +214,7 @@ impl EvictionSchedule {
                     |t: &Taint| node.starts.start(t),
                     self.gates,
                 );
-                // A pod already being deleted is left to its grace period,
-                // unless the node is out of service.
-                due.filter(|d| !pod.terminating || d.force)
+                due.filter(|d| applies(*d, pod.terminating))
             }
             _ => None,
         };

@@ -6,11 +6,8 @@
 //! Upstream's PreFilter only skips pods whose in-place resize is deferred
 //! (a feature berth does not have yet), so only the Filter is ported.
 
-use std::sync::LazyLock;
-
 use berth_core::FeatureGates;
-use berth_core::toleration::{EFFECT_NO_SCHEDULE, tolerations_tolerate_taint};
-use k8s_openapi::api::core::v1::Taint;
+use berth_core::toleration::cordon_admits;
 
 use crate::framework::{Code, CycleState, FilterPlugin, NodeInfo, Plugin, PodInfo, Status};
 
@@ -26,16 +23,7 @@ pub const ERR_REASON_UNSCHEDULABLE: &str = "node(s) were unschedulable";
 pub const ERR_REASON_UNKNOWN_CONDITION: &str = "node(s) had unknown conditions";
 
 /// `v1.TaintNodeUnschedulable`.
-pub const TAINT_NODE_UNSCHEDULABLE: &str = "node.kubernetes.io/unschedulable";
-
-/// The taint a cordoned node behaves as if it had. Built once: creating it
-/// per call would allocate its key on every node.
-static UNSCHEDULABLE_TAINT: LazyLock<Taint> = LazyLock::new(|| Taint {
-    key: TAINT_NODE_UNSCHEDULABLE.into(),
-    effect: EFFECT_NO_SCHEDULE.into(),
-    value: None,
-    time_added: None,
-});
+pub use berth_core::well_known_taints::TAINT_NODE_UNSCHEDULABLE;
 
 /// The NodeUnschedulable plugin.
 #[derive(Debug, Clone, Copy, Default)]
@@ -58,12 +46,7 @@ impl Plugin for NodeUnschedulable {
 
 impl FilterPlugin for NodeUnschedulable {
     fn filter(&self, _state: &CycleState, pod: &PodInfo, node: &NodeInfo) -> Status {
-        let cordoned = node.unschedulable;
-        // Tolerations are only consulted for cordoned nodes: most nodes are
-        // not, and the check is then a single field read.
-        if cordoned
-            && !tolerations_tolerate_taint(pod.tolerations(), &UNSCHEDULABLE_TAINT, self.gates)
-        {
+        if !cordon_admits(node.unschedulable, pod.tolerations(), self.gates) {
             // Uncordoning is an admin action; evicting pods cannot do it.
             return Status::new(Code::UnschedulableAndUnresolvable, ERR_REASON_UNSCHEDULABLE)
                 .with_plugin(NAME);
@@ -77,6 +60,7 @@ mod tests {
     use super::*;
     use crate::plugins::testing::{FilterCase, assert_filter};
     use berth_core::test_util::{make_node, make_pod};
+    use berth_core::toleration::EFFECT_NO_SCHEDULE;
     use k8s_openapi::api::core::v1::{Node, Pod, Toleration};
 
     fn tol(key: &str, op: &str, effect: &str) -> Toleration {

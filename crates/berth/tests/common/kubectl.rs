@@ -31,13 +31,17 @@ pub fn kubectl_binary() -> String {
 
 impl Cluster {
     pub fn start(name: &str, backend: Backend) -> Cluster {
+        // The walkthroughs have no node agents: without the scheduler,
+        // their pods stay unbound, so they keep their resourceVersion and
+        // a drain deletes them at once instead of waiting for a kubelet
+        // to finish the graceful deletion.
+        Cluster::start_with(name, backend, &["--disable-scheduler"])
+    }
+
+    pub fn start_with(name: &str, backend: Backend, args: &[&str]) -> Cluster {
         kubectl_binary();
         Cluster {
-            // The walkthroughs have no node agents: without the scheduler,
-            // their pods stay unbound, so they keep their resourceVersion and
-            // a drain deletes them at once instead of waiting for a kubelet
-            // to finish the graceful deletion.
-            server: Server::start_blocking(name, backend, &["--disable-scheduler"]),
+            server: Server::start_blocking(name, backend, args),
         }
     }
 
@@ -52,6 +56,12 @@ impl Cluster {
 
     /// Runs kubectl, expects success, returns stdout.
     pub fn ok(&self, args: &[&str]) -> String {
+        self.ok_with_stderr(args).0
+    }
+
+    /// Runs kubectl, expects success, returns stdout and stderr (where
+    /// kubectl prints the server's warnings).
+    pub fn ok_with_stderr(&self, args: &[&str]) -> (String, String) {
         let out = self.kubectl(args);
         assert!(
             out.status.success(),
@@ -59,7 +69,10 @@ impl Cluster {
             String::from_utf8_lossy(&out.stdout),
             String::from_utf8_lossy(&out.stderr)
         );
-        String::from_utf8_lossy(&out.stdout).into_owned()
+        (
+            String::from_utf8_lossy(&out.stdout).into_owned(),
+            String::from_utf8_lossy(&out.stderr).into_owned(),
+        )
     }
 
     /// Runs kubectl, expects failure, returns stderr.

@@ -4,7 +4,8 @@ Usage: python3 smoke.py KUBECONFIG
 
 Creates a node and two pods, lists them with a label selector and with
 field selectors, patches the node's taints (strategic merge and JSON
-patch), watches pods and sees the initial state and a later change, then
+patch; the NoExecute taint's Warning header, on a dry run and on the
+write), watches pods and sees the initial state and a later change, then
 deletes everything. Prints `OK` as its last line; any failure raises and
 exits non-zero. Run by crates/berth/tests/python_e2e.rs.
 """
@@ -82,10 +83,17 @@ def main(kubeconfig):
     )
     got = taints_of(v1, "py-node")
     check(got == [("dedicated", "py", "NoSchedule")], f"taints after merge patch: {got}")
-    v1.patch_node(
-        "py-node",
-        [{"op": "add", "path": "/spec/taints/-", "value": {"key": "evict", "effect": "NoExecute"}}],
-    )
+    # What a NoExecute taint will do comes back as a Warning header, on a
+    # dry run (which changes nothing) as on the write.
+    evict = [{"op": "add", "path": "/spec/taints/-", "value": {"key": "evict", "effect": "NoExecute"}}]
+    want = "1 pod does not tolerate evict:NoExecute and is evicted now: default/py-bound"
+    _, status, headers = v1.patch_node_with_http_info("py-node", evict, dry_run="All")
+    warning = headers.get("Warning", "")
+    check(status == 200 and want in warning, f"dry-run warning: {status} {warning!r}")
+    got = taints_of(v1, "py-node")
+    check(got == [("dedicated", "py", "NoSchedule")], f"a dry run changes nothing: {got}")
+    _, _, headers = v1.patch_node_with_http_info("py-node", evict)
+    check(want in headers.get("Warning", ""), f"warning: {headers.get('Warning')!r}")
     taints = v1.read_node("py-node").spec.taints
     got = [(t.key, t.value, t.effect) for t in taints]
     check(
