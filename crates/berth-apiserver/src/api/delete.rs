@@ -106,7 +106,10 @@ impl ApiServer {
             })?
         };
         // ValidateDryRun first, with upstream's own rendering of the list.
-        let dry_run = dry_run_of("DeleteOptions", &options.dry_run.clone().unwrap_or_default())?;
+        let dry_run = dry_run_of(
+            "DeleteOptions",
+            &options.dry_run.clone().unwrap_or_default(),
+        )?;
         let errors = validate_delete_options(
             options.orphan_dependents,
             options.propagation_policy.as_deref(),
