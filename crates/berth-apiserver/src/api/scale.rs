@@ -51,7 +51,7 @@ impl ApiServer {
         let scale = parse_body(scope.headers, body, self.config.body)
             .await?
             .value;
-        let dry_run = scope.query.dry_run()?;
+        let dry_run = scope.query.dry_run("UpdateOptions")?;
         for _ in 0..ATTEMPTS {
             let (object, revision) = self
                 .registry
@@ -76,7 +76,7 @@ impl ApiServer {
     /// written as an update (applied again if another write came first).
     pub(super) async fn patch_scale(&self, scope: &Scope<'_>, body: &Bytes) -> ApiResult<Response> {
         let document: PatchDocument = self.patch_document(scope, body).await?;
-        let dry_run = scope.query.dry_run()?;
+        let dry_run = scope.query.dry_run("PatchOptions")?;
         let field_manager = scope.query.get("fieldManager");
         for _ in 0..ATTEMPTS {
             let (object, revision) = self
