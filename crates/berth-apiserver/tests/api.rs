@@ -1593,8 +1593,8 @@ fn sample(rt: &berth_apiserver::resources::ResourceType, name: &str) -> Value {
     let meta = json!({"name": name});
     let mut object = match (rt.group, rt.kind) {
         ("", "Namespace") => json!({}),
-        ("", "Node") => node(name),
-        ("", "Pod") => pod(name),
+        ("", "Node") => allocatable_node(name),
+        ("", "Pod") => web_pod(name),
         ("", "Event") => {
             json!({"involvedObject": {"kind": "Pod", "name": "x", "namespace": "default"}, "reason": "Tested", "message": "m", "type": "Normal"})
         }
@@ -1797,7 +1797,7 @@ async fn dry_run_is_honoured_on_every_write_of_every_served_type() {
 async fn binding_and_eviction_honour_dry_run() {
     let api = api().await;
     let pods = "/api/v1/namespaces/default/pods";
-    api.create(pods, pod("web")).await;
+    api.create(pods, web_pod("web")).await;
     let binding = json!({"apiVersion": "v1", "kind": "Binding", "metadata": {"name": "web"}, "target": {"kind": "Node", "name": "node1"}});
     let (s, v) = api
         .req("POST", &format!("{pods}/web/binding?dryRun=All"), binding)
@@ -1844,13 +1844,13 @@ fn warning_texts(headers: &axum::http::HeaderMap) -> Vec<String> {
 #[tokio::test]
 async fn a_taint_write_warns_what_it_will_do_and_a_dry_run_previews_it() {
     let api = api().await;
-    let mut n1 = node("n1");
+    let mut n1 = allocatable_node("n1");
     n1["metadata"]["labels"] = json!({"pool": "gpu"});
     api.create("/api/v1/nodes", n1).await;
-    api.create("/api/v1/nodes", node("n2")).await;
+    api.create("/api/v1/nodes", allocatable_node("n2")).await;
     let pods = "/api/v1/namespaces/default/pods";
     let bound = |name: &str, tolerations: Value| {
-        let mut p = pod(name);
+        let mut p = web_pod(name);
         p["spec"]["nodeName"] = json!("n1");
         p["spec"]["tolerations"] = tolerations;
         p
@@ -1868,10 +1868,10 @@ async fn a_taint_write_warns_what_it_will_do_and_a_dry_run_previews_it() {
     .await;
     api.create(pods, bound("daemon", json!([{"operator": "Exists"}])))
         .await;
-    let mut pinned = pod("pinned");
+    let mut pinned = web_pod("pinned");
     pinned["spec"]["nodeSelector"] = json!({"pool": "gpu"});
     api.create(pods, pinned).await;
-    api.create(pods, pod("anywhere")).await;
+    api.create(pods, web_pod("anywhere")).await;
     // Ready nodes: without the not-ready taint TaintNodesByCondition puts
     // on a new node. A removal says nothing.
     for name in ["n1", "n2"] {
