@@ -8,6 +8,7 @@ use axum::body::Bytes;
 use axum::response::Response;
 use serde_json::Value;
 
+use super::node_impact;
 use super::request_body::{check_kind, parse_body, validate_fields};
 use super::response::{bytes_response, json_response};
 use super::scope::Scope;
@@ -68,7 +69,7 @@ impl ApiServer {
             .update(rt, scope.subresource, &mut object, old, &ctx)?;
         // What the write will do, said before it is done (also for a dry
         // run, which is then its preview).
-        if *rt == NODES && scope.subresource.is_empty() {
+        if *rt == NODES && scope.subresource.is_empty() && node_impact::warns(scope.user) {
             self.warn_node_impact(old, &object).await;
         }
         // An update that changes nothing is not written, as upstream's
