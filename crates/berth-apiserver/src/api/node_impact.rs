@@ -12,7 +12,9 @@
 //! the node's own pods are at most a node's worth (each is decoded once);
 //! at most [`PENDING_CHECKED`] pending pods and, for those turned away, at
 //! most [`NODES_SEARCHED`] other nodes are decoded, and the warnings say
-//! when a bound was reached.
+//! when a bound was reached. The node lifecycle controller's writes and a
+//! node's own are not looked into ([`warns`]): nobody reads their
+//! warnings, and in an outage they come by the thousand.
 
 use std::collections::BTreeMap;
 
@@ -25,7 +27,9 @@ use serde::Deserialize;
 use serde_json::Value;
 
 use super::server::ApiServer;
+use crate::auth::User;
 use crate::cache::Cached;
+use crate::flow_control::KUBE_CONTROLLER_MANAGER_USER;
 use crate::resources::{NODES, PODS};
 use crate::warnings;
 
@@ -144,6 +148,12 @@ fn node_of_value(value: &Value) -> Option<Node> {
     NodePart::deserialize(value).ok().map(Node::from)
 }
 
+/// Whether a write by `user` is looked into: not the node lifecycle
+/// controller's, nor a node's.
+pub(super) fn warns(user: &User) -> bool {
+    user.node_name().is_none() && user.name != KUBE_CONTROLLER_MANAGER_USER
+}
+
 fn field<'a>(cached: &'a Cached, name: &str) -> &'a str {
     cached.fields.get(name).map_or("", String::as_str)
 }
@@ -249,5 +259,18 @@ impl ApiServer {
                 impact.add_homeless(key);
             }
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn people_and_tools_are_warned_not_the_node_controller_nor_nodes() {
+        assert!(warns(&User::admin()));
+        assert!(warns(&User::kube_scheduler()));
+        assert!(!warns(&User::kube_controller_manager()));
+        assert!(!warns(&User::node("n1")));
     }
 }

@@ -10,6 +10,7 @@ use axum::response::Response;
 use berth_core::validation::{FieldError, Path};
 use serde_json::Value;
 
+use super::node_impact;
 use super::request_body::{check_kind, parse_body, validate_fields};
 use super::response::bytes_response;
 use super::scope::Scope;
@@ -101,7 +102,7 @@ impl ApiServer {
             .update(rt, scope.subresource, &mut object, old, &ctx)?;
         // What the write will do, said before it is done (also for a dry
         // run, which is then its preview).
-        if *rt == NODES && scope.subresource.is_empty() {
+        if *rt == NODES && scope.subresource.is_empty() && node_impact::warns(scope.user) {
             self.warn_node_impact(old, &object).await;
         }
         // Taking the last finalizer off an object marked deleting deletes
