@@ -1602,6 +1602,11 @@ fn sample(rt: &berth_apiserver::resources::ResourceType, name: &str) -> Value {
             json!({"regarding": {"kind": "Pod", "name": "x", "namespace": "default"}, "reason": "Tested", "note": "n", "type": "Normal", "action": "Test", "reportingController": "berth.dev/test", "reportingInstance": "i", "eventTime": "2026-01-01T00:00:00.000000Z"})
         }
         ("coordination.k8s.io", "Lease") => json!({"spec": {"holderIdentity": "h"}}),
+        ("apps", "Deployment" | "ReplicaSet" | "DaemonSet" | "StatefulSet") => {
+            let template = json!({"metadata": {"labels": {"app": "web"}}, "spec": {"containers": [{"name": "c", "image": "busybox"}]}});
+            json!({"spec": {"selector": {"matchLabels": {"app": "web"}}, "template": template}})
+        }
+        ("apps", "ControllerRevision") => json!({"data": {"spec": {}}, "revision": 1}),
         (group, kind) => panic!("no sample of {kind}.{group}: add one"),
     };
     object["apiVersion"] = json!(rt.api_version());

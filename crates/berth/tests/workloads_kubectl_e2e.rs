@@ -84,13 +84,18 @@ spec:
     spec:
       accessModes: [ReadWriteOnce]
       resources: {requests: {storage: 1Gi}}
----
+";
+
+/// A revision of the StatefulSet `db`, owned by it (`UID` replaced by its
+/// uid: the garbage collector deletes a dependent whose owner's uid is not
+/// the one referenced).
+const REVISION: &str = "\
 apiVersion: apps/v1
 kind: ControllerRevision
 metadata:
   name: db-5d8c7b9f4
   ownerReferences:
-  - {apiVersion: apps/v1, kind: StatefulSet, name: db, uid: 0d2c7f6e-5b5c-4e0a-9a83-1c9d7f6d2b11, controller: true}
+  - {apiVersion: apps/v1, kind: StatefulSet, name: db, uid: UID, controller: true}
 data: {spec: {template: {metadata: {labels: {app: db}}}}}
 revision: 1
 ";
@@ -137,7 +142,14 @@ fn workloads(backend: Backend) {
 
     assert_eq!(
         cluster.apply(WORKLOADS).trim(),
-        "deployment.apps/web created\nreplicaset.apps/frontend created\ndaemonset.apps/agent created\nstatefulset.apps/db created\ncontrollerrevision.apps/db-5d8c7b9f4 created"
+        "deployment.apps/web created\nreplicaset.apps/frontend created\ndaemonset.apps/agent created\nstatefulset.apps/db created"
+    );
+    let db_uid = cluster.ok(&["get", "statefulset", "db", "-o", "jsonpath={.metadata.uid}"]);
+    assert_eq!(
+        cluster
+            .apply(&REVISION.replace("UID", db_uid.trim()))
+            .trim(),
+        "controllerrevision.apps/db-5d8c7b9f4 created"
     );
 
     // `kubectl get`: upstream's columns, the wide ones with -o wide; the
