@@ -1953,3 +1953,38 @@ async fn patch_node(api: &Api, node: &str, patch: &[u8]) -> Vec<String> {
     assert_eq!(s, 200, "{node}: {v}");
     warning_texts(&headers)
 }
+
+/// Expiring taints at the API: an expiry annotation that does not read is
+/// a 422 naming it; a taint removed takes its expiry entry with it (a taint
+/// added again later must not inherit a stale time).
+#[tokio::test]
+async fn the_taint_expiry_annotation_is_checked_and_follows_its_taint() {
+    let api = api().await;
+    let mut n1 = node("n1");
+    n1["spec"] = json!({"taints": [{"key": "maint", "effect": "NoSchedule"}]});
+    n1["metadata"]["annotations"] =
+        json!({"berth.dev/taint-expiry": "maint:NoSchedule=2026-07-01T12:00:00Z"});
+    api.create("/api/v1/nodes", n1).await;
+    let (s, v) = api
+        .call(
+            Some(ADMIN),
+            "PATCH",
+            "/api/v1/nodes/n1",
+            "application/merge-patch+json",
+            br#"{"metadata":{"annotations":{"berth.dev/taint-expiry":"maint:NoSchedule=tomorrow"}}}"#
+                .to_vec(),
+        )
+        .await;
+    assert_eq!(s, 422, "{v}");
+    assert_eq!(
+        v["details"]["causes"][0]["field"],
+        "metadata.annotations[berth.dev/taint-expiry]"
+    );
+    let warnings = patch_node(&api, "n1", br#"{"spec":{"taints":null}}"#).await;
+    assert!(warnings.is_empty());
+    let (_, stored) = api.req("GET", "/api/v1/nodes/n1", Value::Null).await;
+    assert!(
+        stored["metadata"]["annotations"]["berth.dev/taint-expiry"].is_null(),
+        "{stored}"
+    );
+}

@@ -162,26 +162,52 @@ fn admits_with(
         && affinity.matches(node)
 }
 
-/// The pods of `pods` that none of `nodes` [`admits`]. Each node is looked
-/// at once, and the search ends as soon as every pod has a place; the
-/// caller bounds `nodes`.
-pub fn without_another_node(
-    pods: Vec<&Pod>,
+/// The pods of `pods` that none of `nodes` [`admits`], each given with a
+/// tag of the caller's (its name, say), which is what comes back. Pods that
+/// ask the same of a node (tolerations, `nodeSelector`, node affinity: a
+/// workload's pods) are judged once per node; each node is looked at once,
+/// and the search ends as soon as every pod has a place. The caller bounds
+/// `nodes`.
+pub fn without_another_node<T>(
+    pods: Vec<(T, &Pod)>,
     nodes: impl IntoIterator<Item = Node>,
     gates: FeatureGates,
-) -> Vec<&Pod> {
-    let mut left: Vec<(&Pod, RequiredNodeAffinity)> = pods
-        .into_iter()
-        .map(|pod| (pod, RequiredNodeAffinity::of_pod(pod)))
-        .collect();
+) -> Vec<T> {
+    struct Alike<'p, T> {
+        pod: &'p Pod,
+        affinity: RequiredNodeAffinity,
+        tags: Vec<T>,
+    }
+    let mut left: Vec<Alike<T>> = Vec::new();
+    for (tag, pod) in pods {
+        match left.iter_mut().find(|a| same_placement(a.pod, pod)) {
+            Some(alike) => alike.tags.push(tag),
+            None => left.push(Alike {
+                pod,
+                affinity: RequiredNodeAffinity::of_pod(pod),
+                tags: vec![tag],
+            }),
+        }
+    }
     let mut nodes = nodes.into_iter();
     while !left.is_empty() {
         let Some(node) = nodes.next() else {
             break;
         };
-        left.retain(|(pod, affinity)| !admits_with(&node, pod, affinity, gates));
+        left.retain(|a| !admits_with(&node, a.pod, &a.affinity, gates));
     }
-    left.into_iter().map(|(pod, _)| pod).collect()
+    left.into_iter().flat_map(|a| a.tags).collect()
+}
+
+/// Whether two pods ask the same of a node's taints, cordon and labels.
+fn same_placement(a: &Pod, b: &Pod) -> bool {
+    let (a, b) = (a.spec.as_ref(), b.spec.as_ref());
+    a.map(|s| &s.tolerations) == b.map(|s| &s.tolerations)
+        && a.map(|s| &s.node_selector) == b.map(|s| &s.node_selector)
+        && a.and_then(|s| s.affinity.as_ref())
+            .map(|a| &a.node_affinity)
+            == b.and_then(|s| s.affinity.as_ref())
+                .map(|a| &a.node_affinity)
 }
 
 /// How many pods, and the first few by name.
@@ -656,11 +682,19 @@ mod tests {
                 make_node().name("n3").label("pool", "b").obj(),
             ]
         };
-        let left = without_another_node(vec![&pinned, &free], others(), GATES);
-        let names: Vec<_> = left.iter().map(|p| p.metadata.name.as_deref()).collect();
-        assert_eq!(names, [Some("pinned")]);
+        let pinned_too = make_pod()
+            .name("pinned-too")
+            .node_selector(&[("pool", "a")])
+            .obj();
+        let pods = vec![
+            ("pinned", &pinned),
+            ("free", &free),
+            ("pinned-too", &pinned_too),
+        ];
+        let left = without_another_node(pods, others(), GATES);
+        assert_eq!(left, ["pinned", "pinned-too"]);
         // Nothing left to place: the nodes are not looked at.
-        let none =
+        let none: Vec<&str> =
             without_another_node(Vec::new(), std::iter::from_fn(|| panic!("not read")), GATES);
         assert!(none.is_empty());
     }

@@ -12,11 +12,13 @@
 //! the node's own pods are at most a node's worth (each is decoded once);
 //! at most [`PENDING_CHECKED`] pending pods and, for those turned away, at
 //! most [`NODES_SEARCHED`] other nodes are decoded, and the warnings say
-//! when a bound was reached. The node lifecycle controller's writes and a
+//! when a bound was reached; the decoding and judging run on the blocking
+//! pool. The node lifecycle controller's writes and a
 //! node's own are not looked into ([`warns`]): nobody reads their
 //! warnings, and in an outage they come by the thousand.
 
 use std::collections::BTreeMap;
+use std::sync::Arc;
 
 use berth_core::taint_impact::{Impact, NodeChange, Search, without_another_node};
 use k8s_openapi::api::core::v1::{
@@ -173,21 +175,22 @@ impl ApiServer {
         let (Some(old), Some(new)) = (node_of_value(old), node_of_value(new)) else {
             return;
         };
+        let (now, gates) = (self.now(), self.config.strategy.admission.gates);
         let change = NodeChange {
             old: &old,
             new: &new,
-            now: self.now(),
-            gates: self.config.strategy.admission.gates,
+            now,
+            gates,
         };
         let (evicts, turns_away) = (change.may_evict(), change.may_turn_away());
         if !evicts && !turns_away {
             return;
         }
-        // A consistent read: pods created just before the taint count.
+        // Consistent reads: pods and nodes written just before count.
         let Ok(pods) = self.registry.wait_current(&PODS).await else {
             return;
         };
-        let node_name = change.node_name();
+        let node_name = change.node_name().to_string();
         let (candidates, _) = pods
             .list("", |pod| {
                 let bound_to = field(pod, "spec.nodeName");
@@ -197,56 +200,60 @@ impl ApiServer {
                         && !matches!(field(pod, "status.phase"), "Succeeded" | "Failed"))
             })
             .await;
-        let mut impact = Impact::new(&change);
-        let mut pending: Vec<(String, Pod)> = Vec::new();
-        let mut pending_seen = 0;
-        for cached in &candidates {
-            let bound = !field(cached, "spec.nodeName").is_empty();
-            if !bound {
-                pending_seen += 1;
-                if pending_seen > PENDING_CHECKED {
-                    continue;
-                }
-            }
-            let Some(pod) = pod_of(cached) else {
-                continue;
+        let mut others = Vec::new();
+        if turns_away && let Ok(nodes) = self.registry.wait_current(&NODES).await {
+            others = nodes.list("", |n| n.name != node_name).await.0;
+        }
+        // Decoding and judging take a millisecond or more with many pods:
+        // not on the request's worker.
+        let judged = tokio::task::spawn_blocking(move || {
+            let change = NodeChange {
+                old: &old,
+                new: &new,
+                now,
+                gates,
             };
-            if bound {
-                impact.add_bound(&key_of(cached), change.bound_pod(&pod));
-            } else if pod.metadata.deletion_timestamp.is_none() && change.turns_away(&pod) {
-                pending.push((key_of(cached), pod));
-            }
-        }
-        impact.pending_unchecked(pending_seen.saturating_sub(PENDING_CHECKED));
-        if !pending.is_empty() {
-            self.search_other_nodes(&mut impact, &pending, node_name, change.gates)
-                .await;
-        }
-        for warning in impact.warnings() {
+            judge(&change, &candidates, &others)
+        })
+        .await;
+        for warning in judged.unwrap_or_default() {
             warnings::add(warning);
         }
     }
+}
 
-    /// Adds to `impact` the turned-away `pending` pods that no other node
-    /// takes either, from at most [`NODES_SEARCHED`] other nodes.
-    async fn search_other_nodes(
-        &self,
-        impact: &mut Impact,
-        pending: &[(String, Pod)],
-        node_name: &str,
-        gates: berth_core::FeatureGates,
-    ) {
-        let Ok(nodes) = self.registry.wait_current(&NODES).await else {
-            return;
+/// The warnings of `change`: `candidates` are the node's pods and the
+/// pending ones, `others` every other node.
+fn judge(change: &NodeChange, candidates: &[Arc<Cached>], others: &[Arc<Cached>]) -> Vec<String> {
+    let mut impact = Impact::new(change);
+    let mut pending: Vec<(String, Pod)> = Vec::new();
+    let mut pending_seen = 0;
+    for cached in candidates {
+        let bound = !field(cached, "spec.nodeName").is_empty();
+        if !bound {
+            pending_seen += 1;
+            if pending_seen > PENDING_CHECKED {
+                continue;
+            }
+        }
+        let Some(pod) = pod_of(cached) else {
+            continue;
         };
-        let (others, _) = nodes.list("", |n| n.name != node_name).await;
+        if bound {
+            impact.add_bound(&key_of(cached), change.bound_pod(&pod));
+        } else if pod.metadata.deletion_timestamp.is_none() && change.turns_away(&pod) {
+            pending.push((key_of(cached), pod));
+        }
+    }
+    impact.pending_unchecked(pending_seen.saturating_sub(PENDING_CHECKED));
+    if !pending.is_empty() {
         let left = without_another_node(
-            pending.iter().map(|(_, pod)| pod).collect(),
+            pending.iter().map(|(key, pod)| (key, pod)).collect(),
             others
                 .iter()
                 .take(NODES_SEARCHED)
                 .filter_map(|cached| node_of(cached)),
-            gates,
+            change.gates,
         );
         if others.len() > NODES_SEARCHED {
             impact.searched(Search::Partial {
@@ -254,12 +261,11 @@ impl ApiServer {
                 total: others.len(),
             });
         }
-        for pod in left {
-            if let Some((key, _)) = pending.iter().find(|(_, p)| std::ptr::eq(p, pod)) {
-                impact.add_homeless(key);
-            }
+        for key in left {
+            impact.add_homeless(key);
         }
     }
+    impact.warnings()
 }
 
 #[cfg(test)]
