@@ -6,14 +6,12 @@
 //! nodes when the nodes' epoch moved (a node came, went, or changed labels
 //! or taints) or the log no longer reaches back far enough.
 
-use std::collections::HashMap;
-
 use berth_core::FeatureGates;
 use berth_core::node_affinity::RequiredNodeAffinity;
 use k8s_openapi::api::core::v1::{Pod, Toleration};
 
 use super::{InclusionPolicy, SpreadConstraint, node_has_all_keys};
-use crate::framework::NodeInfo;
+use crate::framework::{DomainMap, NodeInfo};
 use crate::snapshot::{NodePod, Snapshot, Version};
 
 /// The memory key.
@@ -69,7 +67,7 @@ pub struct DomainCounts {
     seen: u64,
     /// Per constraint: matching pods per topology value, with an entry
     /// (maybe 0) for the value of every node that counts.
-    pub per_constraint: Vec<HashMap<String, i64>>,
+    pub per_constraint: Vec<DomainMap<i64>>,
 }
 
 /// The remembered counts, most recently used last.
@@ -121,7 +119,7 @@ fn counts_pod(key: &CountKey, c: &SpreadConstraint, pod: &NodePod) -> bool {
 impl DomainCounts {
     /// Counts from every node (`calPreFilterState` / PreScore's loop).
     fn count(key: CountKey, snapshot: &Snapshot<'_>, gates: FeatureGates) -> Self {
-        let mut per_constraint = vec![HashMap::new(); key.constraints.len()];
+        let mut per_constraint = vec![DomainMap::default(); key.constraints.len()];
         {
             let inclusion = Inclusion::new(&key, gates);
             for node in snapshot.nodes {

@@ -1,7 +1,5 @@
 //! PreScore, Score and NormalizeScore (upstream `scoring.go`).
 
-use std::collections::HashSet;
-
 use super::counts::{CountKey, MEMORY_KEY, Memory};
 use super::{
     LABEL_HOSTNAME, NAME, PodTopologySpread, SCHEDULE_ANYWAY, SpreadConstraint, node_has_all_keys,
@@ -63,7 +61,8 @@ impl PreScorePlugin for PodTopologySpread {
         // the system defaults.
         let require_all_keys = !pod_constraints(pod.pod()).is_empty() || !self.system_defaulted;
         let mut ignored = 0;
-        let mut values: Vec<HashSet<&str>> = vec![HashSet::new(); constraints.len()];
+        let mut values: Vec<foldhash::HashSet<&str>> =
+            vec![foldhash::HashSet::default(); constraints.len()];
         for node in nodes {
             if require_all_keys && !node_has_all_keys(node, &constraints) {
                 ignored += 1;
