@@ -697,8 +697,7 @@ fn run_in_process(args: &SchedulerArgs, workload: Workload) -> anyhow::Result<In
     let (tainted, taints) = workload.taint(args.tainted).unwrap_or((0, "[]"));
     let taints: serde_json::Value = serde_json::from_str(taints).context("taints")?;
     for i in 0..args.nodes {
-        let mut node: serde_json::Value =
-            serde_json::from_str(&node_json(i)).context("node")?;
+        let mut node: serde_json::Value = serde_json::from_str(&node_json(i)).context("node")?;
         if i < tainted {
             node["spec"]["taints"] = taints.clone();
         }
