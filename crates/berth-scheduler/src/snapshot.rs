@@ -143,6 +143,10 @@ pub struct NodeInfo {
     pub images: Box<HashMap<String, i64>>,
     /// The node's labels again, laid out for [`NodeInfo::label`].
     flat_labels: FlatLabels,
+    /// Where the node is in its snapshot's `nodes` (set by the cache that
+    /// holds it), so plugins can keep per-node data in plain arrays;
+    /// `usize::MAX` for a node outside a snapshot.
+    position: usize,
 }
 
 /// A node's labels laid out flat for the lookups the plugins make per node
@@ -235,6 +239,7 @@ impl NodeInfo {
         let flat_labels = FlatLabels::new(node.metadata.labels.as_ref());
         NodeInfo {
             flat_labels,
+            position: usize::MAX,
             node,
             requested: Resource::default(),
             non_zero_requested: Resource::default(),
@@ -385,6 +390,18 @@ impl NodeInfo {
     /// The node's labels.
     pub fn labels(&self) -> Option<&BTreeMap<String, String>> {
         self.node.metadata.labels.as_ref()
+    }
+
+    /// The node's index in its snapshot's `nodes`, when it is in one.
+    #[inline]
+    pub fn position(&self) -> Option<usize> {
+        (self.position != usize::MAX).then_some(self.position)
+    }
+
+    /// Records that the node is at `position` in its snapshot's `nodes`
+    /// (whoever keeps the list keeps this true); `usize::MAX`: in none.
+    pub fn set_position(&mut self, position: usize) {
+        self.position = position;
     }
 
     /// The value of label `key`, if the node has it.

@@ -123,10 +123,10 @@ impl ScorePlugin for PodTopologySpread {
         }
         let mut score = 0.0;
         for (i, c) in s.constraints.iter().enumerate() {
-            let Some(value) = node.label(&c.topology_key) else {
-                continue;
-            };
             let count = if c.topology_key == LABEL_HOSTNAME {
+                if node.label(&c.topology_key).is_none() {
+                    continue;
+                }
                 node.pods
                     .iter()
                     .filter(|p| {
@@ -134,7 +134,10 @@ impl ScorePlugin for PodTopologySpread {
                     })
                     .count() as i64
             } else {
-                domains.per_constraint[i].get(value).copied().unwrap_or(0)
+                let Some(count) = domains.per_constraint[i].of_node(node) else {
+                    continue;
+                };
+                count
             };
             score += score_for_count(count, c.max_skew, s.weights[i]);
         }
