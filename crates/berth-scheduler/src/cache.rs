@@ -221,6 +221,7 @@ impl Cache {
             info.add_pod_info(&pod.info);
         }
         self.count_images(&info, true);
+        info.set_position(self.nodes.len());
         self.index.insert(name, self.nodes.len());
         self.nodes.push(info);
         self.epoch += 1;
@@ -233,7 +234,8 @@ impl Cache {
         let i = self.index.remove(name)?;
         let removed = self.nodes.swap_remove(i);
         self.count_images(&removed, false);
-        if let Some(moved) = self.nodes.get(i) {
+        if let Some(moved) = self.nodes.get_mut(i) {
+            moved.set_position(i);
             self.index.insert(moved.name().to_string(), i);
         }
         self.epoch += 1;

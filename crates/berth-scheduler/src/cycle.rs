@@ -139,6 +139,11 @@ pub struct Cycle {
     tie_breaker: TieBreaker,
     /// Plugins' counts kept from one cycle to the next.
     memory: Memory,
+    /// The list the filtering of a cycle collects rejections in, kept from
+    /// one cycle to the next: a cycle may reject thousands of nodes before
+    /// it finds enough that fit, and growing a new list for each pod cost
+    /// more than the filters that rejected them.
+    rejected: Rejected,
 }
 
 /// Nodes (indexes into the cache's) a filter rejected, with why.
@@ -153,6 +158,7 @@ impl Cycle {
             next_start_node_index: 0,
             tie_breaker: TieBreaker::new(seed),
             memory: Memory::default(),
+            rejected: Rejected::new(),
         }
     }
 
@@ -234,9 +240,11 @@ impl Cycle {
                 diagnose_rejections(all, &filters.pre.narrowed_by, rejected),
             ));
         }
+        let num_rejected = rejected.len();
+        self.rejected = rejected;
         Ok(FeasibleNodes {
             feasible,
-            rejected: rejected.len(),
+            rejected: num_rejected,
         })
     }
 
@@ -257,7 +265,8 @@ impl Cycle {
         let to_find =
             num_feasible_nodes_to_find(profile.percentage_of_nodes_to_score, num_candidates);
         let mut feasible: Vec<usize> = Vec::with_capacity(to_find.min(num_candidates));
-        let mut rejected: Rejected = Vec::new();
+        let mut rejected = std::mem::take(&mut self.rejected);
+        rejected.clear();
         let start = self.next_start_node_index % num_candidates.max(1);
         let mut processed = 0;
         for step in 0..num_candidates {

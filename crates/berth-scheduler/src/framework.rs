@@ -20,6 +20,13 @@ use smallvec::{SmallVec, smallvec};
 pub use crate::resources::{PodUsage, Resource};
 pub use crate::snapshot::{NodeInfo, NodePod, PodInfo, Snapshot};
 
+/// A map from a topology value (a node's label value) to what a plugin
+/// counts there, looked up for every node a cycle filters or scores: with
+/// foldhash rather than std's SipHash, which cost more than the rest of such
+/// a lookup. Its keys are node label values, which only node agents and
+/// administrators write.
+pub type DomainMap<V> = foldhash::HashMap<String, V>;
+
 /// The highest score a Score plugin may give a node after normalisation.
 pub const MAX_NODE_SCORE: i64 = 100;
 /// The lowest score a Score plugin may give a node after normalisation.

@@ -143,54 +143,67 @@ pub struct NodeInfo {
     pub images: Box<HashMap<String, i64>>,
     /// The node's labels again, laid out for [`NodeInfo::label`].
     flat_labels: FlatLabels,
+    /// Where the node is in its snapshot's `nodes` (set by the cache that
+    /// holds it), so plugins can keep per-node data in plain arrays;
+    /// `usize::MAX` for a node outside a snapshot.
+    position: usize,
 }
 
 /// A node's labels laid out flat for the lookups the plugins make per node
-/// per pod (a topology key, an affinity term's key), in one allocation:
-/// a flag byte (1: a label did not fit and lookups must ask the map),
-/// then per label the key's and the value's lengths (two bytes each,
-/// little-endian) followed by the key and the value. A lookup compares
-/// lengths first and reads one short buffer; a `BTreeMap` compares against
-/// key strings that are each an allocation of their own, a cache miss
-/// apiece over thousands of nodes.
+/// per pod (a topology key, an affinity term's key), in one string: a flag
+/// (`1`: a label did not fit and lookups must ask the map), then per label
+/// the key's and the value's lengths (two base-128 digits each, so ASCII)
+/// followed by the key and the value. A lookup compares lengths first and
+/// reads one short buffer; a `BTreeMap` compares against key strings that
+/// are each an allocation of their own, a cache miss apiece over thousands
+/// of nodes. Being a `str` throughout, a value found is sliced out with
+/// two char-boundary checks, not validated as UTF-8 again.
 #[derive(Debug, Clone, Default)]
-struct FlatLabels(Box<[u8]>);
+struct FlatLabels(Box<str>);
+
+/// A length a [`FlatLabels`] entry can hold: two base-128 digits. The API
+/// server caps label keys at 317 bytes and values at 63.
+const FLAT_LABEL_MAX_LEN: usize = 1 << 14;
 
 impl FlatLabels {
     fn new(labels: Option<&BTreeMap<String, String>>) -> Self {
-        let mut bytes = vec![0u8];
+        let mut text = String::from("0");
+        let push_len = |text: &mut String, len: usize| {
+            for digit in [len >> 7, len & 0x7f] {
+                text.push(char::from(digit as u8));
+            }
+        };
         for (k, v) in labels.into_iter().flatten() {
-            // The API server caps keys at 317 bytes and values at 63.
-            let (Ok(key_len), Ok(value_len)) = (u16::try_from(k.len()), u16::try_from(v.len()))
-            else {
-                bytes[0] = 1;
+            if k.len() >= FLAT_LABEL_MAX_LEN || v.len() >= FLAT_LABEL_MAX_LEN {
+                text.replace_range(0..1, "1");
                 continue;
-            };
-            bytes.extend_from_slice(&key_len.to_le_bytes());
-            bytes.extend_from_slice(&value_len.to_le_bytes());
-            bytes.extend_from_slice(k.as_bytes());
-            bytes.extend_from_slice(v.as_bytes());
+            }
+            push_len(&mut text, k.len());
+            push_len(&mut text, v.len());
+            text.push_str(k);
+            text.push_str(v);
         }
-        FlatLabels(bytes.into_boxed_slice())
+        FlatLabels(text.into_boxed_str())
     }
 
     /// Some label was too long to lay out.
     fn incomplete(&self) -> bool {
-        self.0.first() == Some(&1)
+        self.0.starts_with('1')
     }
 
     #[inline]
     fn get(&self, key: &str) -> Option<&str> {
-        let bytes = &self.0;
+        let bytes = self.0.as_bytes();
+        let len = |hi: u8, lo: u8| (usize::from(hi) << 7) | usize::from(lo);
         let mut at = 1;
         while let Some(&[k0, k1, v0, v1]) = bytes.get(at..at + 4) {
             let key_start = at + 4;
-            let value_start = key_start + usize::from(u16::from_le_bytes([k0, k1]));
-            let next = value_start + usize::from(u16::from_le_bytes([v0, v1]));
+            let value_start = key_start + len(k0, k1);
+            let next = value_start + len(v0, v1);
             if value_start - key_start == key.len()
                 && bytes.get(key_start..value_start)? == key.as_bytes()
             {
-                return std::str::from_utf8(bytes.get(value_start..next)?).ok();
+                return self.0.get(value_start..next);
             }
             at = next;
         }
@@ -226,6 +239,7 @@ impl NodeInfo {
         let flat_labels = FlatLabels::new(node.metadata.labels.as_ref());
         NodeInfo {
             flat_labels,
+            position: usize::MAX,
             node,
             requested: Resource::default(),
             non_zero_requested: Resource::default(),
@@ -376,6 +390,18 @@ impl NodeInfo {
     /// The node's labels.
     pub fn labels(&self) -> Option<&BTreeMap<String, String>> {
         self.node.metadata.labels.as_ref()
+    }
+
+    /// The node's index in its snapshot's `nodes`, when it is in one.
+    #[inline]
+    pub fn position(&self) -> Option<usize> {
+        (self.position != usize::MAX).then_some(self.position)
+    }
+
+    /// Records that the node is at `position` in its snapshot's `nodes`
+    /// (whoever keeps the list keeps this true); `usize::MAX`: in none.
+    pub fn set_position(&mut self, position: usize) {
+        self.position = position;
     }
 
     /// The value of label `key`, if the node has it.
@@ -635,9 +661,22 @@ mod tests {
     #[test]
     fn label_lookup_matches_the_map() {
         let long = "v".repeat(usize::from(u16::MAX) + 1);
+        let longest = "w".repeat(FLAT_LABEL_MAX_LEN - 1);
+        let too_long = "x".repeat(FLAT_LABEL_MAX_LEN);
         let cases: Vec<Vec<(&str, &str)>> = vec![
             vec![],
             vec![("a", "1")],
+            vec![("é", "ü"), ("ключ", "значение"), ("k", "🙂")],
+            vec![
+                ("a", longest.as_str()),
+                ("b", too_long.as_str()),
+                ("c", "3"),
+            ],
+            vec![
+                (longest.as_str(), "l"),
+                (too_long.as_str(), "t"),
+                ("c", "3"),
+            ],
             vec![
                 ("kubernetes.io/hostname", "node-1"),
                 ("topology.kubernetes.io/zone", "zone-a"),
@@ -660,6 +699,11 @@ mod tests {
             "topology.kubernetes.io/zonE",
             "big",
             "small",
+            "é",
+            "ключ",
+            "k",
+            "b",
+            "c",
         ];
         for labels in cases {
             let map: BTreeMap<String, String> = labels
@@ -669,13 +713,31 @@ mod tests {
             let mut node = Node::default();
             node.metadata.labels = Some(map.clone());
             let info = NodeInfo::new(Arc::new(node));
-            for key in probes {
+            for key in probes.iter().copied().chain(labels.iter().map(|(k, _)| *k)) {
                 assert_eq!(
                     info.label(key),
                     map.get(key).map(String::as_str),
                     "{key:?} in {labels:?}"
                 );
             }
+        }
+    }
+
+    proptest::proptest! {
+        /// The same law for any labels: every key found with its value,
+        /// any other string not found.
+        #[test]
+        fn label_lookup_matches_the_map_for_any_labels(
+            map in proptest::collection::btree_map(".{0,12}", ".{0,12}", 0..8),
+            probe in ".{0,12}",
+        ) {
+            let mut node = Node::default();
+            node.metadata.labels = Some(map.clone());
+            let info = NodeInfo::new(Arc::new(node));
+            for (key, value) in &map {
+                proptest::prop_assert_eq!(info.label(key), Some(value.as_str()));
+            }
+            proptest::prop_assert_eq!(info.label(&probe), map.get(&probe).map(String::as_str));
         }
     }
 }

@@ -225,7 +225,16 @@ impl NodeResourcesFit {
 
     /// `computePodResourceRequest` plus the ignore decisions.
     pub fn compute_pre_filter_state(&self, pod: &PodInfo) -> PreFilterState {
-        let request = pod_requests_with(pod.pod(), self.request_options(false));
+        let request = if self.enable_pod_level_resources {
+            // PodInfo parsed them with these options when the pod was
+            // queued (`pods` there counts the pod itself).
+            Resource {
+                pods: 0,
+                ..pod.usage().requested.clone()
+            }
+        } else {
+            pod_requests_with(pod.pod(), self.request_options(false))
+        };
         let ignored = request
             .scalar_resources
             .keys()

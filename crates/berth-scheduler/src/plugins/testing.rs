@@ -30,17 +30,21 @@ pub fn unschedulable_taint() -> Vec<Taint> {
     }]
 }
 
-/// `cache.NewSnapshot(pods, nodes)`: each node with the pods bound to it.
+/// `cache.NewSnapshot(pods, nodes)`: each node with the pods bound to it,
+/// at its position in the list.
 pub fn node_infos(nodes: &[Node], pods: &[Pod]) -> Vec<NodeInfo> {
     nodes
         .iter()
-        .map(|n| {
+        .enumerate()
+        .map(|(position, n)| {
             let name = n.metadata.name.as_deref();
-            NodeInfo::with_pods(
+            let mut info = NodeInfo::with_pods(
                 std::sync::Arc::new(n.clone()),
                 pods.iter()
                     .filter(|p| p.spec.as_ref().and_then(|s| s.node_name.as_deref()) == name),
-            )
+            );
+            info.set_position(position);
+            info
         })
         .collect()
 }

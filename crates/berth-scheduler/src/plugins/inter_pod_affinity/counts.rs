@@ -5,12 +5,12 @@
 //! cycle state's memory across cycles, keyed by what they depend on of the
 //! incoming pod, and brought forward over the snapshot's pod log.
 
-use std::collections::{BTreeMap, HashMap};
+use std::collections::BTreeMap;
 
 use k8s_openapi::api::core::v1::Pod;
 
 use crate::affinity_terms::{AffinityTerm, matches_all};
-use crate::framework::NodeInfo;
+use crate::framework::{DomainMap, NodeInfo};
 use crate::snapshot::{NodePod, Snapshot, Version};
 
 pub const MEMORY_KEY: &str = "InterPodAffinityCounts";
@@ -18,38 +18,75 @@ pub const MEMORY_KEY: &str = "InterPodAffinityCounts";
 /// How many sets of counts are kept.
 pub const KEPT: usize = 8;
 
-/// Counts per topology key, then value; zero entries are removed, so an
-/// empty map means no pair counts.
-#[derive(Debug, Clone, Default, PartialEq, Eq)]
-pub struct TopologyCounts(pub HashMap<String, HashMap<String, i64>>);
+/// Counts (or score weights) per topology key, then value. The keys are
+/// the terms' topology keys, one or two in practice, so they are found by
+/// comparison rather than hashed for every node. The Filter's counts drop
+/// zero entries ([`TopologyCounts::update`]), so for them empty means no
+/// pair counts; PreScore's sums keep them, as upstream's maps do.
+#[derive(Debug, Clone, Default)]
+pub struct TopologyCounts(Vec<(String, DomainMap<i64>)>);
 
 impl TopologyCounts {
     /// The count of (key, value).
     #[inline]
     pub fn get(&self, key: &str, value: &str) -> i64 {
-        self.0
-            .get(key)
+        self.values(key)
             .and_then(|v| v.get(value))
             .copied()
             .unwrap_or(0)
+    }
+
+    /// The counts per value of `key`.
+    #[inline]
+    fn values(&self, key: &str) -> Option<&DomainMap<i64>> {
+        self.0.iter().find(|(k, _)| k == key).map(|(_, v)| v)
     }
 
     pub fn is_empty(&self) -> bool {
         self.0.is_empty()
     }
 
-    /// `topologyToMatchedTermCount.update`: only nodes with the key count.
+    /// Every key with its counts per value.
+    pub fn iter(&self) -> impl Iterator<Item = (&str, &DomainMap<i64>)> {
+        self.0.iter().map(|(k, v)| (k.as_str(), v))
+    }
+
+    /// Adds `delta` to (key, value), creating the entry; the new count.
+    pub fn add(&mut self, key: &str, value: &str, delta: i64) -> i64 {
+        let at = match self.0.iter().position(|(k, _)| k == key) {
+            Some(at) => at,
+            None => {
+                self.0.push((key.to_string(), DomainMap::default()));
+                self.0.len() - 1
+            }
+        };
+        let values = &mut self.0[at].1;
+        match values.get_mut(value) {
+            Some(n) => {
+                *n += delta;
+                *n
+            }
+            None => {
+                values.insert(value.to_string(), delta);
+                delta
+            }
+        }
+    }
+
+    /// `topologyToMatchedTermCount.update`: only nodes with the key count,
+    /// and a pair whose count drops to zero is removed.
     fn update(&mut self, node: &NodeInfo, key: &str, delta: i64) {
         let Some(value) = node.label(key) else {
             return;
         };
-        let values = self.0.entry(key.to_string()).or_default();
-        let n = values.entry(value.to_string()).or_default();
-        *n += delta;
-        if *n == 0 {
+        if self.add(key, value, delta) != 0 {
+            return;
+        }
+        if let Some(at) = self.0.iter().position(|(k, _)| k == key) {
+            let values = &mut self.0[at].1;
             values.remove(value);
             if values.is_empty() {
-                self.0.remove(key);
+                self.0.swap_remove(at);
             }
         }
     }

@@ -118,7 +118,7 @@ fn satisfies_anti_affinity(s: &PreFilterState, counts: &TermCounts, node: &NodeI
 /// `satisfyExistingPodsAntiAffinity`: no pair of the node's labels is
 /// counted.
 fn satisfies_existing_anti_affinity(counts: &TermCounts, node: &NodeInfo) -> bool {
-    counts.existing_anti_affinity.0.iter().all(|(key, values)| {
+    counts.existing_anti_affinity.iter().all(|(key, values)| {
         node.label(key)
             .is_none_or(|v| values.get(v).is_none_or(|&n| n <= 0))
     })

@@ -1,9 +1,10 @@
 //! PreScore, Score and NormalizeScore (upstream `scoring.go`).
 
-use std::collections::{BTreeMap, HashMap};
+use std::collections::BTreeMap;
 
 use k8s_openapi::api::core::v1::Pod;
 
+use super::counts::TopologyCounts;
 use super::{InterPodAffinity, NAME, merged};
 use crate::affinity_terms::{AffinityTerm, WeightedAffinityTerm};
 use crate::framework::{
@@ -17,7 +18,7 @@ pub const PRE_SCORE_STATE_KEY: &str = "PreScoreInterPodAffinity";
 /// Score per topology key, then value.
 #[derive(Debug, Clone, Default)]
 pub struct PreScoreState {
-    pub topology_score: HashMap<String, HashMap<String, i64>>,
+    pub topology_score: TopologyCounts,
 }
 
 struct Scorer<'a> {
@@ -26,7 +27,7 @@ struct Scorer<'a> {
     preferred: Vec<WeightedAffinityTerm>,
     preferred_anti: Vec<WeightedAffinityTerm>,
     hard_weight: i32,
-    scores: HashMap<String, HashMap<String, i64>>,
+    scores: TopologyCounts,
 }
 
 impl Scorer<'_> {
@@ -43,12 +44,7 @@ impl Scorer<'_> {
             return;
         }
         if let Some(value) = node.label(&term.topology_key) {
-            *self
-                .scores
-                .entry(term.topology_key.clone())
-                .or_default()
-                .entry(value.to_string())
-                .or_default() += weight;
+            self.scores.add(&term.topology_key, value, weight);
         }
     }
 
@@ -132,7 +128,7 @@ impl PreScorePlugin for InterPodAffinity {
             preferred: merged_weighted(preferred, snapshot.namespaces),
             preferred_anti: merged_weighted(preferred_anti, snapshot.namespaces),
             hard_weight: self.hard_pod_affinity_weight,
-            scores: HashMap::new(),
+            scores: TopologyCounts::default(),
         };
         for node in snapshot.nodes {
             if has_constraints {

@@ -6,14 +6,12 @@
 //! nodes when the nodes' epoch moved (a node came, went, or changed labels
 //! or taints) or the log no longer reaches back far enough.
 
-use std::collections::HashMap;
-
 use berth_core::FeatureGates;
 use berth_core::node_affinity::RequiredNodeAffinity;
 use k8s_openapi::api::core::v1::{Pod, Toleration};
 
 use super::{InclusionPolicy, SpreadConstraint, node_has_all_keys};
-use crate::framework::NodeInfo;
+use crate::framework::{DomainMap, NodeInfo};
 use crate::snapshot::{NodePod, Snapshot, Version};
 
 /// The memory key.
@@ -69,7 +67,98 @@ pub struct DomainCounts {
     seen: u64,
     /// Per constraint: matching pods per topology value, with an entry
     /// (maybe 0) for the value of every node that counts.
-    pub per_constraint: Vec<HashMap<String, i64>>,
+    pub per_constraint: Vec<Domains>,
+}
+
+/// One constraint's domains (upstream's `TpValueToMatchNum`): each topology
+/// value's count, and for every node of the snapshot the domain its label
+/// value names, so that Filter and Score find a node's count by its
+/// position instead of looking its label up and hashing the value.
+#[derive(Debug, Clone, Default)]
+pub struct Domains {
+    topology_key: String,
+    slot_of: DomainMap<u32>,
+    counts: Vec<i64>,
+    /// Per node position: its value's slot, [`NO_LABEL`] or [`NO_DOMAIN`];
+    /// empty when the nodes' positions were not known when counting.
+    node_slots: Vec<u32>,
+}
+
+/// The node lacks the topology key.
+const NO_LABEL: u32 = u32::MAX;
+/// The node's value is no domain (no node with it counts).
+const NO_DOMAIN: u32 = u32::MAX - 1;
+
+impl Domains {
+    fn new(topology_key: &str) -> Self {
+        Domains {
+            topology_key: topology_key.to_string(),
+            ..Domains::default()
+        }
+    }
+
+    /// The count of topology value `value`, 0 when it is no domain.
+    pub fn get(&self, value: &str) -> i64 {
+        self.slot_of
+            .get(value)
+            .map_or(0, |&slot| self.counts[slot as usize])
+    }
+
+    /// The count of `node`'s domain (0 when its value is no domain);
+    /// `None` when the node lacks the topology key.
+    #[inline]
+    pub fn of_node(&self, node: &NodeInfo) -> Option<i64> {
+        match node.position().and_then(|p| self.node_slots.get(p)) {
+            Some(&NO_LABEL) => None,
+            Some(&NO_DOMAIN) => Some(0),
+            Some(&slot) => Some(self.counts[slot as usize]),
+            None => node.label(&self.topology_key).map(|v| self.get(v)),
+        }
+    }
+
+    /// How many domains there are.
+    pub fn len(&self) -> usize {
+        self.counts.len()
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.counts.is_empty()
+    }
+
+    /// The least populated domain's count.
+    pub fn min(&self) -> Option<i64> {
+        self.counts.iter().copied().min()
+    }
+
+    /// The slot of `value`, made a domain if it is not one yet.
+    fn slot(&mut self, value: &str) -> usize {
+        if let Some(&slot) = self.slot_of.get(value) {
+            return slot as usize;
+        }
+        let slot = self.counts.len();
+        self.slot_of.insert(value.to_string(), slot as u32);
+        self.counts.push(0);
+        slot
+    }
+
+    /// Maps every node's position to its domain, once all are known; left
+    /// empty (lookups by label) unless every node is at its position.
+    fn map_nodes(&mut self, nodes: &[NodeInfo]) {
+        let at_positions = nodes
+            .iter()
+            .enumerate()
+            .all(|(i, n)| n.position() == Some(i));
+        if !at_positions || self.counts.len() >= NO_DOMAIN as usize {
+            return;
+        }
+        self.node_slots = nodes
+            .iter()
+            .map(|n| match n.label(&self.topology_key) {
+                None => NO_LABEL,
+                Some(v) => self.slot_of.get(v).copied().unwrap_or(NO_DOMAIN),
+            })
+            .collect();
+    }
 }
 
 /// The remembered counts, most recently used last.
@@ -121,7 +210,11 @@ fn counts_pod(key: &CountKey, c: &SpreadConstraint, pod: &NodePod) -> bool {
 impl DomainCounts {
     /// Counts from every node (`calPreFilterState` / PreScore's loop).
     fn count(key: CountKey, snapshot: &Snapshot<'_>, gates: FeatureGates) -> Self {
-        let mut per_constraint = vec![HashMap::new(); key.constraints.len()];
+        let mut per_constraint: Vec<Domains> = key
+            .constraints
+            .iter()
+            .map(|c| Domains::new(&c.topology_key))
+            .collect();
         {
             let inclusion = Inclusion::new(&key, gates);
             for node in snapshot.nodes {
@@ -134,10 +227,14 @@ impl DomainCounts {
                     }
                     let value = node.label(&c.topology_key).unwrap_or("");
                     let n = node.pods.iter().filter(|p| counts_pod(&key, c, p)).count() as i64;
-                    let entry: &mut i64 = per_constraint[i].entry(value.to_string()).or_default();
-                    *entry += n;
+                    let domains = &mut per_constraint[i];
+                    let slot = domains.slot(value);
+                    domains.counts[slot] += n;
                 }
             }
+        }
+        for domains in &mut per_constraint {
+            domains.map_nodes(snapshot.nodes);
         }
         DomainCounts {
             key,
@@ -169,12 +266,14 @@ impl DomainCounts {
                     continue;
                 }
                 let value = node.label(&c.topology_key).unwrap_or("");
-                match self.per_constraint[i].get_mut(value) {
-                    Some(n) => *n += change.delta,
-                    None => {
-                        self.per_constraint[i].insert(value.to_string(), change.delta);
-                    }
-                }
+                let domains = &mut self.per_constraint[i];
+                // Every node that counts got a domain when counting, and
+                // the nodes are the same (same version); a new domain would
+                // leave the nodes' map behind, so count again then.
+                let Some(&slot) = domains.slot_of.get(value) else {
+                    return false;
+                };
+                domains.counts[slot as usize] += change.delta;
             }
         }
         self.seen = snapshot.log.end();

@@ -61,15 +61,11 @@ impl PreFilterPlugin for PodTopologySpread {
         let min_match = constraints
             .iter()
             .zip(&domains.per_constraint)
-            .map(|(c, per_value)| {
-                if (per_value.len() as i64) < i64::from(c.min_domains) {
+            .map(|(c, domains)| {
+                if (domains.len() as i64) < i64::from(c.min_domains) {
                     0
                 } else {
-                    per_value
-                        .values()
-                        .copied()
-                        .min()
-                        .unwrap_or(i64::from(i32::MAX))
+                    domains.min().unwrap_or(i64::from(i32::MAX))
                 }
             })
             .collect();
@@ -105,14 +101,13 @@ impl FilterPlugin for PodTopologySpread {
             return Status::error("counts not kept").with_plugin(NAME);
         };
         for (i, c) in s.constraints.iter().enumerate() {
-            let Some(value) = node.label(&c.topology_key) else {
+            let Some(match_num) = domains.per_constraint[i].of_node(node) else {
                 return Status::new(
                     Code::UnschedulableAndUnresolvable,
                     ERR_REASON_NODE_LABEL_NOT_MATCH,
                 )
                 .with_plugin(NAME);
             };
-            let match_num = domains.per_constraint[i].get(value).copied().unwrap_or(0);
             let skew = match_num + s.self_match[i] - s.min_match[i];
             if skew > i64::from(c.max_skew) {
                 return Status::new(Code::Unschedulable, ERR_REASON_CONSTRAINTS_NOT_MATCH)

@@ -1,7 +1,5 @@
 //! PreScore, Score and NormalizeScore (upstream `scoring.go`).
 
-use std::collections::HashSet;
-
 use super::counts::{CountKey, MEMORY_KEY, Memory};
 use super::{
     LABEL_HOSTNAME, NAME, PodTopologySpread, SCHEDULE_ANYWAY, SpreadConstraint, node_has_all_keys,
@@ -63,7 +61,8 @@ impl PreScorePlugin for PodTopologySpread {
         // the system defaults.
         let require_all_keys = !pod_constraints(pod.pod()).is_empty() || !self.system_defaulted;
         let mut ignored = 0;
-        let mut values: Vec<HashSet<&str>> = vec![HashSet::new(); constraints.len()];
+        let mut values: Vec<foldhash::HashSet<&str>> =
+            vec![foldhash::HashSet::default(); constraints.len()];
         for node in nodes {
             if require_all_keys && !node_has_all_keys(node, &constraints) {
                 ignored += 1;
@@ -124,10 +123,10 @@ impl ScorePlugin for PodTopologySpread {
         }
         let mut score = 0.0;
         for (i, c) in s.constraints.iter().enumerate() {
-            let Some(value) = node.label(&c.topology_key) else {
-                continue;
-            };
             let count = if c.topology_key == LABEL_HOSTNAME {
+                if node.label(&c.topology_key).is_none() {
+                    continue;
+                }
                 node.pods
                     .iter()
                     .filter(|p| {
@@ -135,7 +134,10 @@ impl ScorePlugin for PodTopologySpread {
                     })
                     .count() as i64
             } else {
-                domains.per_constraint[i].get(value).copied().unwrap_or(0)
+                let Some(count) = domains.per_constraint[i].of_node(node) else {
+                    continue;
+                };
+                count
             };
             score += score_for_count(count, c.max_skew, s.weights[i]);
         }

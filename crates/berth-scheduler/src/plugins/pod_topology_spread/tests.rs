@@ -40,24 +40,43 @@ fn plugin() -> PodTopologySpread {
     PodTopologySpread::new(DefaultingType::List, Vec::new(), Default::default())
 }
 
+/// The nodes both ways the plugin can find a node's domain: by the node's
+/// position in the snapshot (as in a cycle) and by its label (a node that
+/// is in no snapshot).
+fn both_layouts(nodes: &[Node], pods: &[Pod]) -> [(&'static str, Vec<NodeInfo>); 2] {
+    let placed = node_infos(nodes, pods);
+    let mut unplaced = placed.clone();
+    for node in &mut unplaced {
+        node.set_position(usize::MAX);
+    }
+    [("by position", placed), ("by label", unplaced)]
+}
+
 fn run_filter_cases(cases: Vec<Case>) {
     for case in cases {
         assert!(case.failed_nodes.is_empty());
-        let nodes = node_infos(&case.nodes, &case.existing_pods);
-        let snapshot = Snapshot::of_nodes(&nodes);
-        let pod = PodInfo::from(case.pod);
-        let pl = plugin();
-        let mut state = CycleState::new();
-        let (_, status) = pl.pre_filter(&mut state, &pod, &snapshot);
-        assert!(status.is_success(), "{}: pre_filter: {status}", case.name);
-        for node in &nodes {
-            let got = pl.filter(&state, &pod, node).code;
-            let want = case
-                .want
-                .iter()
-                .find(|(n, _)| *n == node.name())
-                .map(|(_, c)| *c);
-            assert_eq!(Some(got), want, "{}: node {}", case.name, node.name());
+        for (layout, nodes) in both_layouts(&case.nodes, &case.existing_pods) {
+            let snapshot = Snapshot::of_nodes(&nodes);
+            let pod = PodInfo::from(case.pod.clone());
+            let pl = plugin();
+            let mut state = CycleState::new();
+            let (_, status) = pl.pre_filter(&mut state, &pod, &snapshot);
+            assert!(status.is_success(), "{}: pre_filter: {status}", case.name);
+            for node in &nodes {
+                let got = pl.filter(&state, &pod, node).code;
+                let want = case
+                    .want
+                    .iter()
+                    .find(|(n, _)| *n == node.name())
+                    .map(|(_, c)| *c);
+                assert_eq!(
+                    Some(got),
+                    want,
+                    "{} ({layout}): node {}",
+                    case.name,
+                    node.name()
+                );
+            }
         }
     }
 }
@@ -93,24 +112,25 @@ fn run_score_cases() {
     for case in score_cases() {
         let mut all = case.nodes.clone();
         all.extend(case.failed_nodes.iter().cloned());
-        let infos = node_infos(&all, &case.existing_pods);
-        let snapshot = Snapshot::of_nodes(&infos);
-        let feasible: Vec<&NodeInfo> = infos.iter().take(case.nodes.len()).collect();
-        let pod = PodInfo::from(case.pod);
-        let pl = plugin();
-        let mut state = CycleState::new();
-        let status = pl.pre_score(&mut state, &pod, &snapshot, &feasible);
-        assert!(status.is_success(), "{}: pre_score: {status}", case.name);
-        let mut scores: Vec<NodeScore> = feasible
-            .iter()
-            .map(|n| NodeScore {
-                name: n.name().to_string(),
-                score: pl.score(&state, &pod, n).unwrap_or(i64::MIN),
-            })
-            .collect();
-        assert!(pl.normalize_score(&state, &pod, &mut scores).is_success());
-        let got: Vec<(&str, i64)> = scores.iter().map(|s| (s.name.as_str(), s.score)).collect();
-        assert_eq!(got, case.want.to_vec(), "{}", case.name);
+        for (layout, infos) in both_layouts(&all, &case.existing_pods) {
+            let snapshot = Snapshot::of_nodes(&infos);
+            let feasible: Vec<&NodeInfo> = infos.iter().take(case.nodes.len()).collect();
+            let pod = PodInfo::from(case.pod.clone());
+            let pl = plugin();
+            let mut state = CycleState::new();
+            let status = pl.pre_score(&mut state, &pod, &snapshot, &feasible);
+            assert!(status.is_success(), "{}: pre_score: {status}", case.name);
+            let mut scores: Vec<NodeScore> = feasible
+                .iter()
+                .map(|n| NodeScore {
+                    name: n.name().to_string(),
+                    score: pl.score(&state, &pod, n).unwrap_or(i64::MIN),
+                })
+                .collect();
+            assert!(pl.normalize_score(&state, &pod, &mut scores).is_success());
+            let got: Vec<(&str, i64)> = scores.iter().map(|s| (s.name.as_str(), s.score)).collect();
+            assert_eq!(got, case.want.to_vec(), "{} ({layout})", case.name);
+        }
     }
 }
 
