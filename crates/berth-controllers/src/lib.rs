@@ -1,5 +1,5 @@
-//! berth-controllers: the controllers that keep node health and taints true
-//! and evict what must leave.
+//! berth-controllers: the controllers that keep node health and taints true,
+//! evict what must leave, and collect what nothing owns any more.
 //!
 //! - [`node_lifecycle`]: upstream's node lifecycle controller. Heartbeats
 //!   ([`node_lifecycle::health`]), condition taints
@@ -11,7 +11,16 @@
 //!   a [`taint_eviction::schedule::EvictionSchedule`], so a pod that
 //!   tolerates a NoExecute taint for N seconds leaves N seconds after the
 //!   taint was added, also across restarts.
-//! - [`metrics`]: `node_collector_*` and `taint_eviction_controller_*`.
+//! - [`garbage_collector`]: upstream's garbage collector over every served
+//!   type: dependents of deleted owners deleted, orphaned or deleted first
+//!   as `propagationPolicy` asked.
+//! - [`pod_gc`]: upstream's pod garbage collector: pods of deleted nodes,
+//!   terminating pods no kubelet will finish, terminated pods over the
+//!   threshold.
+//! - [`work_queue`]: client-go's work queue; [`watched_pod`]: what the
+//!   controllers decode of a Pod.
+//! - [`metrics`]: `node_collector_*`, `taint_eviction_controller_*`,
+//!   `pod_gc_collector_*`, `garbagecollector_controller_*`.
 //!
 //! Each controller is an ordinary Kubernetes client (`kube::Client`) that
 //! watches what it needs and keeps it in memory; inside `berth server` the
