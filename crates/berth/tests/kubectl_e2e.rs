@@ -55,6 +55,19 @@ impl Cluster {
             .expect("kubectl runs")
     }
 
+    /// Starts a long-running kubectl (`get -w`); its stdout to read.
+    fn spawn(&self, args: &[&str]) -> (std::process::Child, std::process::ChildStdout) {
+        let mut child = Command::new(kubectl_binary())
+            .args(args)
+            .env("KUBECONFIG", &self.server.kubeconfig)
+            .stdout(Stdio::piped())
+            .stderr(Stdio::null())
+            .spawn()
+            .expect("kubectl runs");
+        let stdout = child.stdout.take().expect("stdout");
+        (child, stdout)
+    }
+
     /// Runs kubectl, expects success, returns stdout.
     fn ok(&self, args: &[&str]) -> String {
         let out = self.kubectl(args);
@@ -429,14 +442,7 @@ fn watch_and_drain(backend: Backend) {
 
     // kubectl get pods -w: the header and the initial row, then, once those
     // are printed, the change.
-    let mut watch = Command::new(kubectl_binary())
-        .args(["get", "pods", "-w", "--request-timeout=30s"])
-        .env("KUBECONFIG", &cluster.server.kubeconfig)
-        .stdout(Stdio::piped())
-        .stderr(Stdio::null())
-        .spawn()
-        .expect("kubectl get -w");
-    let stdout = watch.stdout.take().expect("stdout");
+    let (mut watch, stdout) = cluster.spawn(&["get", "pods", "-w", "--request-timeout=30s"]);
     let (sender, lines) = std::sync::mpsc::channel();
     std::thread::spawn(move || {
         for line in BufReader::new(stdout).lines().map_while(Result::ok) {
@@ -534,22 +540,15 @@ struct PodEvents {
 
 impl PodEvents {
     fn start(cluster: &Cluster) -> PodEvents {
-        let mut watch = Command::new(kubectl_binary())
-            .args([
-                "get",
-                "pods",
-                "-w",
-                "--output-watch-events",
-                "-o",
-                "json",
-                "--request-timeout=300s",
-            ])
-            .env("KUBECONFIG", &cluster.server.kubeconfig)
-            .stdout(Stdio::piped())
-            .stderr(Stdio::null())
-            .spawn()
-            .expect("kubectl get -w");
-        let stdout = watch.stdout.take().expect("stdout");
+        let (watch, stdout) = cluster.spawn(&[
+            "get",
+            "pods",
+            "-w",
+            "--output-watch-events",
+            "-o",
+            "json",
+            "--request-timeout=300s",
+        ]);
         let seen = std::sync::Arc::new(std::sync::Mutex::new(Vec::new()));
         let record = seen.clone();
         std::thread::spawn(move || {

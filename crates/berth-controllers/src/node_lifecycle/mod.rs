@@ -539,21 +539,8 @@ impl NodeLifecycleController {
             } else {
                 None
             };
-            let clock = self.clock.clone();
-            let monitor_at = next_monitor;
-            let monitor = async move {
-                match monitor_at {
-                    Some(at) => clock.sleep_until(at).await,
-                    None => std::future::pending().await,
-                }
-            };
-            let clock = self.clock.clone();
-            let taint = async move {
-                match next_taint {
-                    Some(at) => clock.sleep_until(at).await,
-                    None => std::future::pending().await,
-                }
-            };
+            let monitor = self.clock.sleep_until_some(next_monitor);
+            let taint = self.clock.sleep_until_some(next_taint);
             tokio::select! {
                 biased;
                 Some(watched) = watched.next() => match watched {
