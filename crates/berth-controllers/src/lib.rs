@@ -1,5 +1,5 @@
-//! berth-controllers: the controllers that keep node health and taints true
-//! and evict what must leave.
+//! berth-controllers: the controllers that keep node health and taints true,
+//! evict what must leave, and collect what nothing owns any more.
 //!
 //! - [`node_lifecycle`]: upstream's node lifecycle controller. Heartbeats
 //!   ([`node_lifecycle::health`]), condition taints
@@ -11,7 +11,16 @@
 //!   a [`taint_eviction::schedule::EvictionSchedule`], so a pod that
 //!   tolerates a NoExecute taint for N seconds leaves N seconds after the
 //!   taint was added, also across restarts.
-//! - [`metrics`]: `node_collector_*` and `taint_eviction_controller_*`.
+//! - [`garbage_collector`]: upstream's garbage collector over every served
+//!   type: dependents of deleted owners deleted, orphaned or deleted first
+//!   as `propagationPolicy` asked.
+//! - [`pod_gc`]: upstream's pod garbage collector: pods of deleted nodes,
+//!   terminating pods no kubelet will finish, terminated pods over the
+//!   threshold.
+//! - [`work_queue`]: client-go's work queue; [`watched_pod`]: what the
+//!   controllers decode of a Pod; [`pod_writes`]: the pod writes they make.
+//! - [`metrics`]: `node_collector_*`, `taint_eviction_controller_*`,
+//!   `pod_gc_collector_*`, `garbagecollector_controller_*`.
 //!
 //! Each controller is an ordinary Kubernetes client (`kube::Client`) that
 //! watches what it needs and keeps it in memory; inside `berth server` the
@@ -34,13 +43,12 @@ pub mod garbage_collector;
 pub mod metrics;
 pub mod node_lifecycle;
 pub mod pod_gc;
+pub mod pod_writes;
 pub mod taint_eviction;
 pub mod watched_pod;
 pub mod work_queue;
 
 use berth_core::clock::Clock;
-use futures::FutureExt;
-use futures::future::BoxFuture;
 use tokio::sync::watch;
 use tokio::task::JoinSet;
 
@@ -139,71 +147,45 @@ pub fn spawn(
     leading: Option<watch::Receiver<berth_leader::Standing>>,
 ) -> JoinSet<()> {
     let mut tasks = JoinSet::new();
-    let mut start = |name: &str, make: Box<dyn Fn() -> BoxFuture<'static, ()> + Send + Sync>| {
-        if !options.enabled.is_enabled(name) {
-            return;
-        }
-        match leading.clone() {
-            Some(leading) => tasks.spawn(berth_leader::run_while_leading(leading, make)),
-            None => tasks.spawn(make()),
+    // Each controller: `Type::new(client, clock, config, metrics).run()`,
+    // made again whenever this process (re)gains the lead.
+    macro_rules! start {
+        ($name:expr, $controller:ident, $config:expr) => {
+            if options.enabled.is_enabled($name) {
+                let (client, clock, metrics) = (client.clone(), clock.clone(), metrics.clone());
+                let config = $config.clone();
+                let make = move || {
+                    $controller::new(
+                        client.clone(),
+                        clock.clone(),
+                        config.clone(),
+                        metrics.clone(),
+                    )
+                    .run()
+                };
+                match leading.clone() {
+                    Some(leading) => tasks.spawn(berth_leader::run_while_leading(leading, make)),
+                    None => tasks.spawn(make()),
+                };
+            }
         };
-    };
-    let (c, k, m, config) = (
-        client.clone(),
-        clock.clone(),
-        metrics.clone(),
-        options.node_lifecycle.clone(),
-    );
-    start(
+    }
+    start!(
         node_lifecycle::CONTROLLER_NAME,
-        Box::new(move || {
-            NodeLifecycleController::new(c.clone(), k.clone(), config.clone(), m.clone())
-                .run()
-                .boxed()
-        }),
+        NodeLifecycleController,
+        options.node_lifecycle
     );
-    let (c, k, m, config) = (
-        client.clone(),
-        clock.clone(),
-        metrics.clone(),
-        options.taint_eviction.clone(),
-    );
-    start(
+    start!(
         taint_eviction::CONTROLLER_NAME,
-        Box::new(move || {
-            TaintEvictionController::new(c.clone(), k.clone(), config.clone(), m.clone())
-                .run()
-                .boxed()
-        }),
+        TaintEvictionController,
+        options.taint_eviction
     );
-    let (c, k, m, config) = (
-        client.clone(),
-        clock.clone(),
-        metrics.clone(),
-        options.garbage_collector.clone(),
-    );
-    start(
+    start!(
         garbage_collector::CONTROLLER_NAME,
-        Box::new(move || {
-            GarbageCollector::new(c.clone(), k.clone(), config.clone(), m.clone())
-                .run()
-                .boxed()
-        }),
+        GarbageCollector,
+        options.garbage_collector
     );
-    let config = options.pod_gc.clone();
-    start(
-        pod_gc::CONTROLLER_NAME,
-        Box::new(move || {
-            PodGcController::new(
-                client.clone(),
-                clock.clone(),
-                config.clone(),
-                metrics.clone(),
-            )
-            .run()
-            .boxed()
-        }),
-    );
+    start!(pod_gc::CONTROLLER_NAME, PodGcController, options.pod_gc);
     tasks
 }
 

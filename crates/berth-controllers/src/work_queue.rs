@@ -131,6 +131,17 @@ impl<T: Clone + Eq + Hash> WorkQueue<T> {
         self.queue.len()
     }
 
+    /// Hands out and finishes every ready item, in order (for tests).
+    #[cfg(test)]
+    pub fn drain(&mut self) -> Vec<T> {
+        let mut got = Vec::new();
+        while let Some(item) = self.get() {
+            self.done(&item);
+            got.push(item);
+        }
+        got
+    }
+
     /// Whether `item` is ready, waiting or handed out.
     pub fn contains(&self, item: &T) -> bool {
         self.dirty.contains(item) || self.due.contains_key(item) || self.processing.contains(item)
@@ -154,22 +165,13 @@ mod tests {
         Timestamp::UNIX_EPOCH + SignedDuration::from_millis(ms)
     }
 
-    fn drain(q: &mut WorkQueue<&'static str>) -> Vec<&'static str> {
-        let mut got = Vec::new();
-        while let Some(item) = q.get() {
-            q.done(&item);
-            got.push(item);
-        }
-        got
-    }
-
     #[test]
     fn an_item_waits_once_in_the_order_first_added() {
         let mut q = WorkQueue::default();
         for item in ["a", "b", "a", "c", "b"] {
             q.add(item);
         }
-        assert_eq!(drain(&mut q), vec!["a", "b", "c"]);
+        assert_eq!(q.drain(), vec!["a", "b", "c"]);
     }
 
     #[test]
@@ -181,7 +183,7 @@ mod tests {
         q.add("a");
         assert_eq!(q.get(), None, "not handed out twice at once");
         q.done(&"a");
-        assert_eq!(drain(&mut q), vec!["a"]);
+        assert_eq!(q.drain(), vec!["a"]);
         assert!(!q.contains(&"a"));
     }
 
@@ -194,11 +196,11 @@ mod tests {
         q.add_after("b", at(20));
         assert_eq!(q.next_due(), Some(at(20)));
         q.promote_due(at(30));
-        assert_eq!(drain(&mut q), vec!["b"]);
+        assert_eq!(q.drain(), vec!["b"]);
         q.promote_due(at(99));
-        assert!(drain(&mut q).is_empty());
+        assert!(q.drain().is_empty());
         q.promote_due(at(100));
-        assert_eq!(drain(&mut q), vec!["a"]);
+        assert_eq!(q.drain(), vec!["a"]);
         assert_eq!(q.next_due(), None);
     }
 
@@ -210,7 +212,7 @@ mod tests {
             q.add_rate_limited("a", at(0));
             delays.push(q.next_due().map(|t| t.duration_since(at(0)).as_millis()));
             q.promote_due(at(1_000_000_000));
-            drain(&mut q);
+            q.drain();
         }
         assert_eq!(delays, vec![Some(5), Some(10), Some(20), Some(40)]);
         q.forget(&"a");

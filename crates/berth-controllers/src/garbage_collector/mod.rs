@@ -81,8 +81,14 @@ pub struct GarbageCollector {
 /// Which queue an item came from.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 enum Queue {
-    Delete,
-    Orphan,
+    Delete = 0,
+    Orphan = 1,
+}
+
+/// What a worker is to do, with what the graph knows for it.
+enum Job {
+    Delete(DeleteAttempt),
+    Orphan(Identity, Vec<Identity>),
 }
 
 /// A metadata-only watch of one followed type, its changes tagged with the
@@ -92,6 +98,7 @@ type Watch = std::pin::Pin<
 >;
 
 /// The task's state.
+#[derive(Default)]
 struct State {
     graph: Graph,
     to_delete: WorkQueue<String>,
@@ -135,21 +142,15 @@ impl GarbageCollector {
     pub async fn run(self) {
         tracing::info!(controller = CONTROLLER_NAME, "Starting controller");
         let mut resources = Arc::new(self.discover().await);
-        let mut state = State {
-            graph: Graph::default(),
-            to_delete: WorkQueue::default(),
-            to_orphan: WorkQueue::default(),
-            absent: Arc::new(Mutex::new(AbsentOwners::default())),
-            unsynced: BTreeSet::new(),
-            followed: BTreeSet::new(),
-        };
+        let mut state = State::default();
         let mut watches: SelectAll<Watch> = SelectAll::new();
         state.follow(&self.client, &resources, &mut watches);
         let api = Arc::new(KubeApi {
             client: self.client.clone(),
         });
         let mut running: JoinSet<(Queue, String, Outcome)> = JoinSet::new();
-        let (mut deleting, mut orphaning) = (0usize, 0usize);
+        // Workers running per queue.
+        let mut busy = [0usize; 2];
         let period =
             SignedDuration::try_from(self.config.discovery_period).unwrap_or(SignedDuration::MAX);
         let mut next_discovery = self
@@ -160,49 +161,34 @@ impl GarbageCollector {
         loop {
             if state.unsynced.is_empty() {
                 let now = self.clock.now();
-                state.to_delete.promote_due(now);
-                state.to_orphan.promote_due(now);
-                while deleting < self.config.workers
-                    && let Some(uid) = state.to_delete.get()
-                {
-                    let Some(attempt) = state.delete_attempt(&uid) else {
-                        state.to_delete.forget(&uid);
-                        state.to_delete.done(&uid);
-                        continue;
-                    };
-                    deleting += 1;
-                    let (api, resources, absent) =
-                        (api.clone(), resources.clone(), state.absent.clone());
-                    running.spawn(async move {
-                        let workers = Workers {
-                            api: api.as_ref(),
-                            resources: &resources,
-                            absent: &absent,
+                for queue in [Queue::Delete, Queue::Orphan] {
+                    state.queue(queue).promote_due(now);
+                    while busy[queue as usize] < self.config.workers
+                        && let Some(uid) = state.queue(queue).get()
+                    {
+                        let Some(job) = state.job(queue, &uid) else {
+                            state.queue(queue).forget(&uid);
+                            state.queue(queue).done(&uid);
+                            continue;
                         };
-                        let outcome = workers.attempt_to_delete(&attempt).await;
-                        (Queue::Delete, uid, outcome)
-                    });
-                }
-                while orphaning < self.config.workers
-                    && let Some(uid) = state.to_orphan.get()
-                {
-                    let Some((owner, dependents)) = state.orphan_attempt(&uid) else {
-                        state.to_orphan.forget(&uid);
-                        state.to_orphan.done(&uid);
-                        continue;
-                    };
-                    orphaning += 1;
-                    let (api, resources, absent) =
-                        (api.clone(), resources.clone(), state.absent.clone());
-                    running.spawn(async move {
-                        let workers = Workers {
-                            api: api.as_ref(),
-                            resources: &resources,
-                            absent: &absent,
-                        };
-                        let outcome = workers.attempt_to_orphan(&owner, &dependents).await;
-                        (Queue::Orphan, uid, outcome)
-                    });
+                        busy[queue as usize] += 1;
+                        let (api, resources, absent) =
+                            (api.clone(), resources.clone(), state.absent.clone());
+                        running.spawn(async move {
+                            let workers = Workers {
+                                api: api.as_ref(),
+                                resources: &resources,
+                                absent: &absent,
+                            };
+                            let outcome = match job {
+                                Job::Delete(attempt) => workers.attempt_to_delete(&attempt).await,
+                                Job::Orphan(owner, dependents) => {
+                                    workers.attempt_to_orphan(&owner, &dependents).await
+                                }
+                            };
+                            (queue, uid, outcome)
+                        });
+                    }
                 }
             }
             let wake_at = [
@@ -220,10 +206,7 @@ impl GarbageCollector {
                     let Ok((queue, uid, outcome)) = done else {
                         continue;
                     };
-                    match queue {
-                        Queue::Delete => deleting -= 1,
-                        Queue::Orphan => orphaning -= 1,
-                    }
+                    busy[queue as usize] -= 1;
                     state.finished(queue, &uid, outcome, self.clock.now());
                 }
                 Some((served, change)) = watches.next() => state.apply(&served, change),
@@ -327,6 +310,24 @@ impl State {
         }
     }
 
+    fn queue(&mut self, queue: Queue) -> &mut WorkQueue<String> {
+        match queue {
+            Queue::Delete => &mut self.to_delete,
+            Queue::Orphan => &mut self.to_orphan,
+        }
+    }
+
+    /// The worker's job for `uid` from `queue`; `None` when there is
+    /// nothing to do.
+    fn job(&self, queue: Queue, uid: &str) -> Option<Job> {
+        match queue {
+            Queue::Delete => self.delete_attempt(uid).map(Job::Delete),
+            Queue::Orphan => self
+                .orphan_attempt(uid)
+                .map(|(owner, dependents)| Job::Orphan(owner, dependents)),
+        }
+    }
+
     /// What a worker needs of the graph to look at `uid`; `None` when there
     /// is nothing to do (gone, or being deleted and not waiting for its
     /// dependents: its deletion goes on without the collector).
@@ -365,10 +366,7 @@ impl State {
 
     /// A worker's outcome, applied to the queues and the graph.
     fn finished(&mut self, queue: Queue, uid: &String, outcome: Outcome, now: Timestamp) {
-        let items = match queue {
-            Queue::Delete => &mut self.to_delete,
-            Queue::Orphan => &mut self.to_orphan,
-        };
+        let items = self.queue(queue);
         items.done(uid);
         match outcome {
             Outcome::Done => items.forget(uid),
@@ -483,17 +481,6 @@ mod tests {
     use super::*;
     use crate::garbage_collector::resources::tests::served;
 
-    fn state() -> State {
-        State {
-            graph: Graph::default(),
-            to_delete: WorkQueue::default(),
-            to_orphan: WorkQueue::default(),
-            absent: Arc::new(Mutex::new(AbsentOwners::default())),
-            unsynced: BTreeSet::new(),
-            followed: BTreeSet::new(),
-        }
-    }
-
     fn object(
         uid: &str,
         owner: Option<&str>,
@@ -530,22 +517,13 @@ mod tests {
         }
     }
 
-    fn drain(queue: &mut WorkQueue<String>) -> Vec<String> {
-        let mut got = Vec::new();
-        while let Some(uid) = queue.get() {
-            queue.done(&uid);
-            got.push(uid);
-        }
-        got
-    }
-
     /// An object being deleted (not in the foreground) is left to its
     /// deletion; one deleting its dependents is looked at with what the
     /// graph knows of them.
     #[test]
     fn attempts_start_only_for_objects_the_collector_has_to_act_on() {
         let pods = served("v1", "Pod", "pods", true, &["delete", "list", "watch"]);
-        let mut state = state();
+        let mut state = State::default();
         state.apply(
             &pods,
             Change::Upsert(object("gone-owner-child", Some("gone"), false, &[])),
@@ -572,11 +550,11 @@ mod tests {
         );
         // The foreground deletion was noticed: the owner and its (then no)
         // dependents; then, once listed, the child of a missing owner.
-        assert_eq!(drain(&mut state.to_delete), vec!["owner".to_string()]);
+        assert_eq!(state.to_delete.drain(), vec!["owner".to_string()]);
         state.unsynced.insert(("v1".into(), "pods".into()));
         state.apply(&pods, Change::Synced);
         assert_eq!(
-            drain(&mut state.to_delete),
+            state.to_delete.drain(),
             vec!["gone-owner-child".to_string()]
         );
     }
@@ -584,7 +562,7 @@ mod tests {
     #[test]
     fn outcomes_feed_back_into_the_queues_and_the_graph() {
         let pods = served("v1", "Pod", "pods", true, &["delete", "list", "watch"]);
-        let mut state = state();
+        let mut state = State::default();
         state.apply(&pods, Change::Upsert(object("owner", None, false, &[])));
         state.apply(
             &pods,
@@ -608,7 +586,7 @@ mod tests {
         let uid = state.to_delete.get().expect("due");
         state.finished(Queue::Delete, &uid, Outcome::Gone, now);
         assert!(state.graph.node("owner").is_none());
-        assert_eq!(drain(&mut state.to_delete), vec!["child".to_string()]);
+        assert_eq!(state.to_delete.drain(), vec!["child".to_string()]);
         let owner = Identity {
             api_version: "v1".into(),
             kind: "Pod".into(),
@@ -627,7 +605,7 @@ mod tests {
             now,
         );
         assert_eq!(
-            drain(&mut state.to_delete),
+            state.to_delete.drain(),
             vec!["a".to_string(), "b".to_string()]
         );
     }

@@ -66,17 +66,19 @@ pub trait PodGcApi: Sync {
     fn node_exists(&self, name: &str) -> impl Future<Output = Result<bool, kube::Error>> + Send;
 
     /// Marks `pod` `Failed`, with `condition` among its conditions.
+    /// `Ok(false)`: the pod is gone, or another pod has its name now.
     fn mark_failed(
         &self,
         pod: &WatchedPod,
         condition: Option<&PodCondition>,
-    ) -> impl Future<Output = Result<(), kube::Error>> + Send;
+    ) -> impl Future<Output = Result<bool, kube::Error>> + Send;
 
     /// Deletes `pod` with grace period 0 (and its UID as precondition).
+    /// `Ok(false)` as [`PodGcApi::mark_failed`].
     fn force_delete(
         &self,
         pod: &WatchedPod,
-    ) -> impl Future<Output = Result<(), kube::Error>> + Send;
+    ) -> impl Future<Output = Result<bool, kube::Error>> + Send;
 }
 
 /// The controller's view of the cluster and its node quarantine.
@@ -299,25 +301,20 @@ async fn collect_one(api: &impl PodGcApi, d: Doomed<'_>, metrics: &ControllerMet
     let key = ObjectKey::of_meta(&d.pod.metadata);
     tracing::info!(pod = %key, reason = d.reason.label(), "PodGC is force deleting Pod");
     let marked = if is_terminal_phase(Some(d.pod.phase())) {
-        Ok(())
+        Ok(true)
     } else {
         api.mark_failed(d.pod, d.condition.as_ref()).await
     };
     let result = match marked {
-        Ok(()) => api.force_delete(d.pod).await,
-        Err(e) => Err(e),
+        Ok(true) => api.force_delete(d.pod).await,
+        other => other,
     };
-    match result {
-        // Already gone, or no longer the pod meant: nothing to do.
-        Err(kube::Error::Api(status)) if status.is_not_found() || status.code == 409 => {}
-        Err(error) => {
-            metrics
-                .pod_gc_force_delete_errors
-                .get_or_create(&labels)
-                .inc();
-            tracing::warn!(pod = %key, %error, "PodGC could not delete the Pod");
-        }
-        Ok(()) => {}
+    if let Err(error) = result {
+        metrics
+            .pod_gc_force_delete_errors
+            .get_or_create(&labels)
+            .inc();
+        tracing::warn!(pod = %key, %error, "PodGC could not delete the Pod");
     }
 }
 
