@@ -1,5 +1,5 @@
-//! berth-controllers: the controllers that keep node health and taints true
-//! and evict what must leave.
+//! berth-controllers: the controllers that keep node health and taints true,
+//! evict what must leave, and run DaemonSets and StatefulSets.
 //!
 //! - [`node_lifecycle`]: upstream's node lifecycle controller. Heartbeats
 //!   ([`node_lifecycle::health`]), condition taints
@@ -11,7 +11,16 @@
 //!   a [`taint_eviction::schedule::EvictionSchedule`], so a pod that
 //!   tolerates a NoExecute taint for N seconds leaves N seconds after the
 //!   taint was added, also across restarts.
-//! - [`metrics`]: `node_collector_*` and `taint_eviction_controller_*`.
+//! - [`daemonset`]: upstream's DaemonSet controller: a pod on every node
+//!   that should run one, scheduled by the default scheduler through a
+//!   per-node affinity, rolled by maxUnavailable/maxSurge or on delete.
+//! - [`statefulset`]: upstream's StatefulSet controller: stable pod
+//!   names, ordered or parallel creation, partitioned rolling updates.
+//! - [`workload`], [`workqueue`], [`store`]: what those two share: their
+//!   writes behind one trait, adoption, event routing, client-go's
+//!   rate-limited work queue, the watch-fed object stores.
+//! - [`metrics`]: `node_collector_*`, `taint_eviction_controller_*`,
+//!   `workqueue_*`, `statefulset_controller_*`.
 //!
 //! Each controller is an ordinary Kubernetes client (`kube::Client`) that
 //! watches what it needs and keeps it in memory; inside `berth server` the
@@ -29,23 +38,32 @@
 //! # }
 //! ```
 
+pub mod daemonset;
 pub mod events;
 pub mod metrics;
 pub mod node_lifecycle;
+pub mod statefulset;
+pub mod store;
 pub mod taint_eviction;
+pub mod workload;
+pub mod workqueue;
 
 use berth_core::clock::Clock;
 use tokio::sync::watch;
 use tokio::task::JoinSet;
 
+use daemonset::{DaemonSetConfig, DaemonSetController};
 use metrics::ControllerMetrics;
 use node_lifecycle::{NodeLifecycleConfig, NodeLifecycleController};
+use statefulset::{StatefulSetConfig, StatefulSetController};
 use taint_eviction::{TaintEvictionConfig, TaintEvictionController};
 
 /// Every controller this crate has, by upstream name.
 pub const ALL_CONTROLLERS: &[&str] = &[
     node_lifecycle::CONTROLLER_NAME,
     taint_eviction::CONTROLLER_NAME,
+    daemonset::CONTROLLER_NAME,
+    statefulset::CONTROLLER_NAME,
 ];
 
 /// A bad `--controllers` value.
@@ -114,6 +132,8 @@ pub struct ControllerOptions {
     pub enabled: EnabledControllers,
     pub node_lifecycle: NodeLifecycleConfig,
     pub taint_eviction: TaintEvictionConfig,
+    pub daemonset: DaemonSetConfig,
+    pub statefulset: StatefulSetConfig,
 }
 
 /// Starts the enabled controllers as tasks of the returned set (dropping it
@@ -145,6 +165,7 @@ pub fn spawn(
         };
     }
     if options.enabled.is_enabled(taint_eviction::CONTROLLER_NAME) {
+        let (client, clock, metrics) = (client.clone(), clock.clone(), metrics.clone());
         let config = options.taint_eviction.clone();
         let make = move || {
             TaintEvictionController::new(
@@ -154,6 +175,29 @@ pub fn spawn(
                 metrics.clone(),
             )
             .run()
+        };
+        match leading.clone() {
+            Some(leading) => tasks.spawn(berth_leader::run_while_leading(leading, make)),
+            None => tasks.spawn(make()),
+        };
+    }
+    if options.enabled.is_enabled(daemonset::CONTROLLER_NAME) {
+        let (client, clock, metrics) = (client.clone(), clock.clone(), metrics.clone());
+        let config = options.daemonset.clone();
+        let make = move || {
+            DaemonSetController::new(client.clone(), clock.clone(), config.clone(), &metrics)
+                .run(client.clone())
+        };
+        match leading.clone() {
+            Some(leading) => tasks.spawn(berth_leader::run_while_leading(leading, make)),
+            None => tasks.spawn(make()),
+        };
+    }
+    if options.enabled.is_enabled(statefulset::CONTROLLER_NAME) {
+        let config = options.statefulset.clone();
+        let make = move || {
+            StatefulSetController::new(client.clone(), clock.clone(), config.clone(), &metrics)
+                .run(client.clone())
         };
         match leading {
             Some(leading) => tasks.spawn(berth_leader::run_while_leading(leading, make)),

@@ -1,8 +1,13 @@
 //! The controllers' Prometheus metrics, with upstream's names:
 //! `node_collector_evictions_total{zone}`, `node_collector_zone_health{zone}`,
 //! `node_collector_zone_size{zone}`, `node_collector_unhealthy_nodes_in_zone{zone}`
-//! (node lifecycle) and `taint_eviction_controller_pod_deletions_total`,
-//! `taint_eviction_controller_pod_deletion_duration_seconds` (taint eviction).
+//! (node lifecycle), `taint_eviction_controller_pod_deletions_total`,
+//! `taint_eviction_controller_pod_deletion_duration_seconds` (taint eviction),
+//! the work queues' `workqueue_*{name}` (DaemonSet and StatefulSet
+//! controllers, [`crate::workqueue`]) and
+//! `statefulset_controller_statefulset_max_unavailable` /
+//! `..._unavailable_replicas{statefulset_namespace, statefulset_name,
+//! pod_management_policy}` (their series go with their StatefulSet).
 //!
 //! [`ControllerMetrics::register`] adds them to a [`Registry`] (the server
 //! hands that to its `/metrics`).
@@ -16,9 +21,19 @@ use prometheus_client::metrics::gauge::Gauge;
 use prometheus_client::metrics::histogram::Histogram;
 use prometheus_client::registry::Registry;
 
+use crate::workqueue::QueueMetrics;
+
 #[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
 pub struct ZoneLabel {
     pub zone: String,
+}
+
+/// The labels of the StatefulSet gauges (upstream's).
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+pub struct StatefulSetLabels {
+    pub statefulset_namespace: String,
+    pub statefulset_name: String,
+    pub pod_management_policy: String,
 }
 
 /// Upstream's buckets for the pod deletion latency (seconds from the due
@@ -38,6 +53,9 @@ pub struct ControllerMetrics {
     pub unhealthy_nodes: Family<ZoneLabel, FloatGauge>,
     pub pod_deletions: Counter,
     pub pod_deletion_duration: Histogram,
+    pub workqueue: QueueMetrics,
+    pub statefulset_max_unavailable: Family<StatefulSetLabels, Gauge>,
+    pub statefulset_unavailable_replicas: Family<StatefulSetLabels, Gauge>,
 }
 
 impl std::fmt::Debug for ControllerMetrics {
@@ -93,6 +111,19 @@ impl ControllerMetrics {
             "Latency, in seconds, between the time when a taint effect has been activated for the Pod and its deletion via TaintEvictionController.",
             pod_deletion_duration.clone(),
         );
+        let workqueue = QueueMetrics::register(registry);
+        let statefulset_max_unavailable = Family::<StatefulSetLabels, Gauge>::default();
+        let statefulset_unavailable_replicas = Family::<StatefulSetLabels, Gauge>::default();
+        registry.register(
+            "statefulset_controller_statefulset_max_unavailable",
+            "Maximum number of unavailable pods allowed during StatefulSet rolling updates",
+            statefulset_max_unavailable.clone(),
+        );
+        registry.register(
+            "statefulset_controller_statefulset_unavailable_replicas",
+            "Current number of unavailable pods in StatefulSet",
+            statefulset_unavailable_replicas.clone(),
+        );
         ControllerMetrics {
             evictions,
             zone_health,
@@ -100,6 +131,9 @@ impl ControllerMetrics {
             unhealthy_nodes,
             pod_deletions,
             pod_deletion_duration,
+            workqueue,
+            statefulset_max_unavailable,
+            statefulset_unavailable_replicas,
         }
     }
 
@@ -126,6 +160,17 @@ mod tests {
             .set(3.0);
         m.pod_deletions.inc();
         m.pod_deletion_duration.observe(0.01);
+        let daemonset = crate::workqueue::QueueLabel {
+            name: "daemonset".into(),
+        };
+        m.workqueue.adds.get_or_create(&daemonset).inc();
+        m.statefulset_max_unavailable
+            .get_or_create(&StatefulSetLabels {
+                statefulset_namespace: "default".into(),
+                statefulset_name: "web".into(),
+                pod_management_policy: "OrderedReady".into(),
+            })
+            .set(2);
         let mut text = String::new();
         let _ = prometheus_client::encoding::text::encode_registry(&mut text, &registry);
         for name in [
@@ -133,6 +178,9 @@ mod tests {
             "node_collector_zone_size{zone=\"z1\"} 3.0",
             "taint_eviction_controller_pod_deletions_total 1",
             "taint_eviction_controller_pod_deletion_duration_seconds_bucket",
+            "workqueue_adds_total{name=\"daemonset\"} 1",
+            "workqueue_depth",
+            "statefulset_controller_statefulset_max_unavailable{statefulset_namespace=\"default\",statefulset_name=\"web\",pod_management_policy=\"OrderedReady\"} 2",
         ] {
             assert!(text.contains(name), "{name} in\n{text}");
         }

@@ -10,10 +10,12 @@ use crate::leader_election::Election;
 use berth_apiserver::api::ApiServer;
 use berth_apiserver::auth::User;
 use berth_apiserver::in_process;
+use berth_controllers::daemonset::DaemonSetConfig;
 use berth_controllers::metrics::ControllerMetrics;
 use berth_controllers::node_lifecycle::NodeLifecycleConfig;
 use berth_controllers::node_lifecycle::health::GracePeriods;
 use berth_controllers::node_lifecycle::zone::ZoneRates;
+use berth_controllers::statefulset::StatefulSetConfig;
 use berth_controllers::taint_eviction::TaintEvictionConfig;
 use berth_controllers::{ControllerOptions, EnabledControllers};
 use berth_core::FeatureGates;
@@ -22,7 +24,8 @@ use clap::Args;
 #[derive(Debug, Args)]
 pub struct ControllerFlags {
     /// Controllers to run: '*' all, 'foo' one, '-foo' not that one
-    /// (node-lifecycle-controller, taint-eviction-controller).
+    /// (node-lifecycle-controller, taint-eviction-controller,
+    /// daemonset-controller, statefulset-controller).
     #[arg(long, default_value = "*", value_name = "NAME,...", value_parser = parse_controllers)]
     controllers: EnabledControllers,
     /// How often the node lifecycle controller checks node health.
@@ -46,6 +49,12 @@ pub struct ControllerFlags {
     /// Zones of at most this many nodes stop tainting when partially disrupted.
     #[arg(long, default_value_t = 50)]
     large_cluster_size_threshold: u32,
+    /// DaemonSets synced at once.
+    #[arg(long, default_value_t = 2, value_parser = clap::value_parser!(u32).range(1..))]
+    concurrent_daemonset_syncs: u32,
+    /// StatefulSets synced at once.
+    #[arg(long, default_value_t = 5, value_parser = clap::value_parser!(u32).range(1..))]
+    concurrent_statefulset_syncs: u32,
 }
 
 fn parse_controllers(value: &str) -> Result<EnabledControllers, String> {
@@ -82,6 +91,15 @@ pub fn start(
         taint_eviction: TaintEvictionConfig {
             gates,
             ..TaintEvictionConfig::default()
+        },
+        daemonset: DaemonSetConfig {
+            workers: usize::try_from(flags.concurrent_daemonset_syncs).unwrap_or(1),
+            gates,
+            ..DaemonSetConfig::default()
+        },
+        statefulset: StatefulSetConfig {
+            workers: usize::try_from(flags.concurrent_statefulset_syncs).unwrap_or(1),
+            gates,
         },
     };
     let mut registry = prometheus_client::registry::Registry::default();

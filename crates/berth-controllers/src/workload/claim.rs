@@ -1,0 +1,129 @@
+//! `ControllerRefManager.ClaimPods` / `ClaimControllerRevisions`: the
+//! objects a controller owns, after it adopts the orphans its selector
+//! matches and releases what it no longer matches. The decision is
+//! berth-core's ([`berth_core::workloads::ownership::claim`]); this file
+//! writes it: an adoption is a strategic merge patch adding the
+//! controller reference (with the object's UID as a precondition), a
+//! release one deleting it, as upstream's patches are.
+//!
+//! Before its first adoption a claim reads the owner afresh (upstream's
+//! `RecheckDeletionTimestamp`): an owner being deleted, or replaced by
+//! another object of its name, adopts nothing.
+
+use std::sync::Arc;
+
+use berth_core::workloads::ownership::{Claim, adopt, claim, new_controller_ref};
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
+use serde_json::json;
+
+use super::writes::{Object, Writes, is_not_found};
+
+/// Why a claim could not adopt.
+fn cannot_adopt(owner: &ObjectMeta, why: &str) -> kube::Error {
+    super::writes::api_error(
+        409,
+        "Conflict",
+        &format!(
+            "original {}/{} {why}",
+            owner.namespace.as_deref().unwrap_or(""),
+            owner.name.as_deref().unwrap_or("")
+        ),
+    )
+}
+
+/// The objects among `candidates` that `owner` (of type `O`) controls once
+/// adoptions and releases are written. `matches` is the selector and any
+/// extra filter (a StatefulSet claims only pods named as its members).
+pub async fn claim_objects<O, K, W>(
+    writes: &W,
+    owner: &O,
+    candidates: Vec<Arc<K>>,
+    matches: impl Fn(&K) -> bool,
+) -> Result<Vec<Arc<K>>, kube::Error>
+where
+    O: Object,
+    K: Object,
+    W: Writes,
+{
+    let owner_meta = owner.meta();
+    let mut adoption_checked = false;
+    let mut claimed = Vec::new();
+    for object in candidates {
+        match claim(owner_meta, matches(&object), object.meta()) {
+            Claim::Owned => claimed.push(object),
+            Claim::Ignore => {}
+            Claim::Adopt => {
+                if !adoption_checked {
+                    recheck_owner(writes, owner).await?;
+                    adoption_checked = true;
+                }
+                let reference = new_controller_ref(
+                    owner_meta,
+                    &O::api_version(&()),
+                    &O::kind(&()),
+                );
+                let patch = json!({"metadata": {
+                    "ownerReferences": [reference],
+                    "uid": object.meta().uid,
+                }});
+                let meta = object.meta();
+                let (namespace, name) = namespace_and_name(meta);
+                match writes.patch::<K>(&namespace, &name, patch).await {
+                    Ok(()) => {
+                        let mut adopted = (*object).clone();
+                        adopt(adopted.meta_mut(), reference);
+                        claimed.push(Arc::new(adopted));
+                    }
+                    // Gone meanwhile: nothing to claim.
+                    Err(err) if is_not_found(&err) => {}
+                    Err(err) => return Err(err),
+                }
+            }
+            Claim::Release => {
+                let patch = json!({"metadata": {
+                    "ownerReferences": [{"$patch": "delete", "uid": owner_meta.uid}],
+                    "uid": object.meta().uid,
+                }});
+                let (namespace, name) = namespace_and_name(object.meta());
+                match writes.patch::<K>(&namespace, &name, patch).await {
+                    Ok(()) => {}
+                    Err(err) if is_not_found(&err) => {}
+                    Err(err) => return Err(err),
+                }
+            }
+        }
+    }
+    Ok(claimed)
+}
+
+fn namespace_and_name(meta: &ObjectMeta) -> (String, String) {
+    (
+        meta.namespace.clone().unwrap_or_default(),
+        meta.name.clone().unwrap_or_default(),
+    )
+}
+
+/// `RecheckDeletionTimestamp`: the owner as the API has it now must be
+/// the same object and not being deleted.
+async fn recheck_owner<O: Object, W: Writes>(writes: &W, owner: &O) -> Result<(), kube::Error> {
+    let meta = owner.meta();
+    let (namespace, name) = namespace_and_name(meta);
+    let fresh: O = writes.get(&namespace, &name).await?;
+    if fresh.meta().uid != meta.uid {
+        return Err(cannot_adopt(
+            meta,
+            &format!(
+                "is gone: got uid {}, wanted {}",
+                fresh.meta().uid.as_deref().unwrap_or(""),
+                meta.uid.as_deref().unwrap_or("")
+            ),
+        ));
+    }
+    if let Some(deleted) = &fresh.meta().deletion_timestamp {
+        return Err(cannot_adopt(
+            meta,
+            &format!("has just been deleted at {}", deleted.0),
+        ));
+    }
+    Ok(())
+}
