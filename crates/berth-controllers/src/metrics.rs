@@ -179,7 +179,7 @@ mod tests {
             "taint_eviction_controller_pod_deletions_total 1",
             "taint_eviction_controller_pod_deletion_duration_seconds_bucket",
             "workqueue_adds_total{name=\"daemonset\"} 1",
-            "workqueue_depth",
+            "# TYPE workqueue_depth gauge",
             "statefulset_controller_statefulset_max_unavailable{statefulset_namespace=\"default\",statefulset_name=\"web\",pod_management_policy=\"OrderedReady\"} 2",
         ] {
             assert!(text.contains(name), "{name} in\n{text}");

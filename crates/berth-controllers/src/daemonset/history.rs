@@ -7,7 +7,6 @@
 
 use std::sync::Arc;
 
-use berth_core::labels::LabelSelector;
 use berth_core::workloads::CONTROLLER_REVISION_HASH_LABEL;
 use berth_core::workloads::daemon::{
     cleanup_history, dedup_current, history_revision, matches_revision, max_revision,
@@ -17,7 +16,7 @@ use k8s_openapi::api::apps::v1::{ControllerRevision, DaemonSet, DaemonSetStatus}
 use k8s_openapi::api::core::v1::Pod;
 
 use super::DaemonSetController;
-use super::sync::ControllerRevisionRef;
+use super::sync::{ControllerRevisionRef, Syncing};
 use crate::workload::SyncError;
 use crate::workload::claim::claim_objects;
 use crate::workload::writes::{Writes, is_already_exists, is_not_found};
@@ -36,15 +35,19 @@ impl<W: Writes> DaemonSetController<W> {
     /// renumbered, or created) and the old ones.
     pub(crate) async fn construct_history(
         &self,
-        ds: &DaemonSet,
-        selector: &LabelSelector,
+        cx: &mut Syncing<'_>,
     ) -> Result<(ControllerRevision, Vec<ControllerRevisionRef>), SyncError> {
         let writes = &self.inner.writes;
+        let (ds, selector) = (cx.ds, cx.selector);
         let namespace = ds.metadata.namespace.as_deref().unwrap_or("");
         let candidates = self.inner.revisions.list_namespace(namespace);
-        let mut histories = claim_objects(writes, ds, candidates, |r: &ControllerRevision| {
-            selector.matches(r.metadata.labels.as_ref())
-        })
+        let mut histories = claim_objects(
+            writes,
+            &mut cx.claims,
+            ds,
+            candidates,
+            |r: &ControllerRevision| selector.matches(r.metadata.labels.as_ref()),
+        )
         .await?;
         // Revisions from before the hash label was kept get their name as
         // their hash, so that no hash has to be computed again.
@@ -69,7 +72,7 @@ impl<W: Writes> DaemonSetController<W> {
             Some((keep, duplicates)) => {
                 let keep_hash = hash_of(keep).unwrap_or("").to_string();
                 for duplicate in duplicates {
-                    self.relabel_pods(ds, selector, &keep_hash).await?;
+                    self.relabel_pods(cx, &keep_hash).await?;
                     match writes
                         .delete::<ControllerRevision>(namespace, &duplicate)
                         .await
@@ -98,13 +101,8 @@ impl<W: Writes> DaemonSetController<W> {
 
     /// Before a duplicate current revision goes, its pods take the kept
     /// one's hash.
-    async fn relabel_pods(
-        &self,
-        ds: &DaemonSet,
-        selector: &LabelSelector,
-        hash: &str,
-    ) -> Result<(), SyncError> {
-        for pod in self.daemon_pods(ds, selector).await? {
+    async fn relabel_pods(&self, cx: &mut Syncing<'_>, hash: &str) -> Result<(), SyncError> {
+        for pod in self.daemon_pods(cx).await? {
             let current = pod
                 .metadata
                 .labels
@@ -165,15 +163,15 @@ impl<W: Writes> DaemonSetController<W> {
     /// sparing those a pod still runs.
     pub(crate) async fn cleanup_history(
         &self,
-        ds: &DaemonSet,
+        cx: &mut Syncing<'_>,
         old: &[ControllerRevisionRef],
-        selector: &LabelSelector,
     ) -> Result<(), SyncError> {
+        let ds = cx.ds;
         let limit = usize::try_from(ds.spec.revision_history_limit.unwrap_or(10)).unwrap_or(0);
         if old.len() <= limit {
             return Ok(());
         }
-        let pods = self.daemon_pods(ds, selector).await?;
+        let pods = self.daemon_pods(cx).await?;
         let pod_refs: Vec<&Pod> = pods.iter().map(AsRef::as_ref).collect();
         let old_refs: Vec<&ControllerRevision> = old.iter().map(AsRef::as_ref).collect();
         let namespace = ds.metadata.namespace.as_deref().unwrap_or("");

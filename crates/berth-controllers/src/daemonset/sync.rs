@@ -22,7 +22,7 @@ use k8s_openapi::apimachinery::pkg::apis::meta::v1::{LabelSelector as ApiSelecto
 
 use super::{DaemonSetController, lock};
 use crate::events::{TYPE_NORMAL, TYPE_WARNING};
-use crate::workload::claim::claim_objects;
+use crate::workload::claim::{ClaimSession, claim_objects};
 use crate::workload::writes::{Writes, is_namespace_terminating, is_not_found, object_ref};
 use crate::workload::{SyncError, queue_key};
 
@@ -72,6 +72,14 @@ pub fn daemon_pod_for_node(ds: &DaemonSet, node: &str, hash: &str) -> Pod {
     }
 }
 
+/// What one sync works on: the DaemonSet, its parsed selector, and what
+/// the sync has claimed so far.
+pub(crate) struct Syncing<'a> {
+    pub ds: &'a DaemonSet,
+    pub selector: &'a LabelSelector,
+    pub claims: ClaimSession,
+}
+
 fn refs<T>(items: &[Arc<T>]) -> Vec<&T> {
     items.iter().map(AsRef::as_ref).collect()
 }
@@ -106,7 +114,12 @@ impl<W: Writes> DaemonSetController<W> {
         if ds.metadata.deletion_timestamp.is_some() {
             return Ok(());
         }
-        let (current, old) = self.construct_history(&ds, &selector).await?;
+        let mut cx = Syncing {
+            ds: &ds,
+            selector: &selector,
+            claims: ClaimSession::default(),
+        };
+        let (current, old) = self.construct_history(&mut cx).await?;
         let hash = current
             .metadata
             .labels
@@ -117,12 +130,10 @@ impl<W: Writes> DaemonSetController<W> {
         let satisfied = lock(&inner.expectations).satisfied(&qkey, inner.clock.now());
         if !satisfied {
             // Only the status: this generation was not acted on.
-            return self.update_status(&ds, &nodes, &hash, false, &selector).await;
+            return self.update_status(&mut cx, &nodes, &hash, false).await;
         }
-        let result = self
-            .update_daemon_set(&ds, &nodes, &hash, &old, &selector)
-            .await;
-        let status = self.update_status(&ds, &nodes, &hash, true, &selector).await;
+        let result = self.update_daemon_set(&mut cx, &nodes, &hash, &old).await;
+        let status = self.update_status(&mut cx, &nodes, &hash, true).await;
         if let (Err(_), Err(status_err)) = (&result, &status) {
             tracing::warn!(daemonset = %key, err = %status_err, "failed to update status");
         }
@@ -132,14 +143,18 @@ impl<W: Writes> DaemonSetController<W> {
     /// `getDaemonPods`: the DaemonSet's pods, after adoption and release.
     pub(crate) async fn daemon_pods(
         &self,
-        ds: &DaemonSet,
-        selector: &LabelSelector,
+        cx: &mut Syncing<'_>,
     ) -> Result<Vec<Arc<Pod>>, SyncError> {
-        let namespace = ds.metadata.namespace.as_deref().unwrap_or("");
+        let namespace = cx.ds.metadata.namespace.as_deref().unwrap_or("");
         let candidates = self.inner.pods.list_namespace(namespace);
-        Ok(claim_objects(&self.inner.writes, ds, candidates, |p: &Pod| {
-            selector.matches(p.metadata.labels.as_ref())
-        })
+        let selector = cx.selector;
+        Ok(claim_objects(
+            &self.inner.writes,
+            &mut cx.claims,
+            cx.ds,
+            candidates,
+            |p: &Pod| selector.matches(p.metadata.labels.as_ref()),
+        )
         .await?)
     }
 
@@ -147,13 +162,13 @@ impl<W: Writes> DaemonSetController<W> {
     /// update, then history cleanup.
     async fn update_daemon_set(
         &self,
-        ds: &DaemonSet,
+        cx: &mut Syncing<'_>,
         nodes: &[Arc<Node>],
         hash: &str,
         old: &[ControllerRevisionRef],
-        selector: &LabelSelector,
     ) -> Result<(), SyncError> {
-        self.manage(ds, nodes, hash, selector).await?;
+        let ds = cx.ds;
+        self.manage(cx, nodes, hash).await?;
         let key = queue_key(&ObjectKey::of_meta(&ds.metadata));
         let satisfied = lock(&self.inner.expectations).satisfied(&key, self.inner.clock.now());
         let rolling = ds
@@ -164,22 +179,22 @@ impl<W: Writes> DaemonSetController<W> {
             .unwrap_or(STRATEGY_ROLLING_UPDATE)
             == STRATEGY_ROLLING_UPDATE;
         if satisfied && rolling {
-            self.rolling_update(ds, nodes, hash, selector).await?;
+            self.rolling_update(cx, nodes, hash).await?;
         }
-        self.cleanup_history(ds, old, selector).await
+        self.cleanup_history(cx, old).await
     }
 
     /// `manage`: what every node needs, then `syncNodes`.
     async fn manage(
         &self,
-        ds: &DaemonSet,
+        cx: &mut Syncing<'_>,
         nodes: &[Arc<Node>],
         hash: &str,
-        selector: &LabelSelector,
     ) -> Result<(), SyncError> {
         let inner = &self.inner;
+        let ds = cx.ds;
         let now = inner.clock.now();
-        let pods = self.daemon_pods(ds, selector).await?;
+        let pods = self.daemon_pods(cx).await?;
         let pod_refs = refs(&pods);
         let node_to_pods = nodes_to_daemon_pods(&pod_refs, false);
         let plan = daemon::manage(
@@ -375,12 +390,12 @@ impl<W: Writes> DaemonSetController<W> {
     /// `syncNodes`.
     async fn rolling_update(
         &self,
-        ds: &DaemonSet,
+        cx: &mut Syncing<'_>,
         nodes: &[Arc<Node>],
         hash: &str,
-        selector: &LabelSelector,
     ) -> Result<(), SyncError> {
-        let pods = self.daemon_pods(ds, selector).await?;
+        let ds = cx.ds;
+        let pods = self.daemon_pods(cx).await?;
         let node_to_pods = nodes_to_daemon_pods(&refs(&pods), false);
         let plan = daemon::rolling_update(
             ds,
@@ -402,14 +417,14 @@ impl<W: Writes> DaemonSetController<W> {
     /// once the ready pods may count as available.
     async fn update_status(
         &self,
-        ds: &DaemonSet,
+        cx: &mut Syncing<'_>,
         nodes: &[Arc<Node>],
         hash: &str,
         update_observed_generation: bool,
-        selector: &LabelSelector,
     ) -> Result<(), SyncError> {
         let inner = &self.inner;
-        let pods = self.daemon_pods(ds, selector).await?;
+        let ds = cx.ds;
+        let pods = self.daemon_pods(cx).await?;
         let node_to_pods = nodes_to_daemon_pods(&refs(&pods), false);
         let counts = daemon::status_counts(
             ds,

@@ -22,7 +22,7 @@ use k8s_openapi::api::core::v1::Pod;
 use super::{StatefulSetController, gauge_labels};
 use crate::daemonset::sync::error_message;
 use crate::events::{TYPE_NORMAL, TYPE_WARNING};
-use crate::workload::claim::claim_objects;
+use crate::workload::claim::{ClaimSession, claim_objects};
 use crate::workload::writes::{
     Writes, is_already_exists, is_conflict, is_not_found, object_ref,
 };
@@ -95,8 +95,9 @@ impl<W: Writes> StatefulSetController<W> {
             // Not transient: validation refuses it, a retry cannot help.
             Ok(None) | Err(_) => return Ok(()),
         };
-        let revisions = self.revisions(&set, &selector).await?;
-        let pods = self.pods(&set, &selector).await?;
+        let mut claims = ClaimSession::default();
+        let revisions = self.revisions(&set, &selector, &mut claims).await?;
+        let pods = self.pods(&set, &selector, &mut claims).await?;
         let status = self.update_stateful_set(&set, &pods, &revisions).await?;
         let min_ready = set.spec.min_ready_seconds.unwrap_or(0);
         if min_ready > 0
@@ -116,11 +117,13 @@ impl<W: Writes> StatefulSetController<W> {
         &self,
         set: &StatefulSet,
         selector: &LabelSelector,
+        claims: &mut ClaimSession,
     ) -> Result<Vec<Arc<ControllerRevision>>, SyncError> {
         let namespace = set.metadata.namespace.as_deref().unwrap_or("");
         let candidates = self.inner.revisions.list_namespace(namespace);
         Ok(claim_objects(
             &self.inner.writes,
+            claims,
             set,
             candidates,
             |r: &ControllerRevision| selector.matches(r.metadata.labels.as_ref()),
@@ -134,11 +137,12 @@ impl<W: Writes> StatefulSetController<W> {
         &self,
         set: &StatefulSet,
         selector: &LabelSelector,
+        claims: &mut ClaimSession,
     ) -> Result<Vec<Arc<Pod>>, SyncError> {
         let namespace = set.metadata.namespace.as_deref().unwrap_or("");
         let candidates = self.inner.pods.list_namespace(namespace);
         Ok(
-            claim_objects(&self.inner.writes, set, candidates, |p: &Pod| {
+            claim_objects(&self.inner.writes, claims, set, candidates, |p: &Pod| {
                 selector.matches(p.metadata.labels.as_ref()) && is_member_of(set, p)
             })
             .await?,

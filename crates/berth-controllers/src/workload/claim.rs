@@ -9,10 +9,16 @@
 //! Before its first adoption a claim reads the owner afresh (upstream's
 //! `RecheckDeletionTimestamp`): an owner being deleted, or replaced by
 //! another object of its name, adopts nothing.
+//!
+//! A sync claims at each of its steps (upstream lists its cache again
+//! each time); a [`ClaimSession`] remembers what the sync already
+//! adopted and released, so each object is patched once per sync even
+//! though the watch has not shown the patch yet.
 
+use std::collections::HashSet;
 use std::sync::Arc;
 
-use berth_core::workloads::ownership::{Claim, adopt, claim, new_controller_ref};
+use berth_core::workloads::ownership::{Claim, adopt, claim, controller_of, new_controller_ref};
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
 use serde_json::json;
 
@@ -31,11 +37,20 @@ fn cannot_adopt(owner: &ObjectMeta, why: &str) -> kube::Error {
     )
 }
 
+/// What one sync has claimed so far (by UID).
+#[derive(Debug, Default)]
+pub struct ClaimSession {
+    adopted: HashSet<String>,
+    released: HashSet<String>,
+    owner_rechecked: bool,
+}
+
 /// The objects among `candidates` that `owner` (of type `O`) controls once
 /// adoptions and releases are written. `matches` is the selector and any
 /// extra filter (a StatefulSet claims only pods named as its members).
 pub async fn claim_objects<O, K, W>(
     writes: &W,
+    session: &mut ClaimSession,
     owner: &O,
     candidates: Vec<Arc<K>>,
     matches: impl Fn(&K) -> bool,
@@ -46,22 +61,30 @@ where
     W: Writes,
 {
     let owner_meta = owner.meta();
-    let mut adoption_checked = false;
+    let reference = new_controller_ref(owner_meta, &O::api_version(&()), &O::kind(&()));
     let mut claimed = Vec::new();
     for object in candidates {
+        let uid = object.meta().uid.clone().unwrap_or_default();
+        if session.released.contains(&uid) {
+            continue;
+        }
+        if session.adopted.contains(&uid) {
+            let mut adopted = (*object).clone();
+            if controller_of(adopted.meta()).is_none() {
+                adopt(adopted.meta_mut(), reference.clone());
+            }
+            claimed.push(Arc::new(adopted));
+            continue;
+        }
         match claim(owner_meta, matches(&object), object.meta()) {
             Claim::Owned => claimed.push(object),
             Claim::Ignore => {}
             Claim::Adopt => {
-                if !adoption_checked {
+                if !session.owner_rechecked {
                     recheck_owner(writes, owner).await?;
-                    adoption_checked = true;
+                    session.owner_rechecked = true;
                 }
-                let reference = new_controller_ref(
-                    owner_meta,
-                    &O::api_version(&()),
-                    &O::kind(&()),
-                );
+                let reference = reference.clone();
                 let patch = json!({"metadata": {
                     "ownerReferences": [reference],
                     "uid": object.meta().uid,
@@ -70,6 +93,7 @@ where
                 let (namespace, name) = namespace_and_name(meta);
                 match writes.patch::<K>(&namespace, &name, patch).await {
                     Ok(()) => {
+                        session.adopted.insert(uid);
                         let mut adopted = (*object).clone();
                         adopt(adopted.meta_mut(), reference);
                         claimed.push(Arc::new(adopted));
@@ -86,7 +110,9 @@ where
                 }});
                 let (namespace, name) = namespace_and_name(object.meta());
                 match writes.patch::<K>(&namespace, &name, patch).await {
-                    Ok(()) => {}
+                    Ok(()) => {
+                        session.released.insert(uid);
+                    }
                     Err(err) if is_not_found(&err) => {}
                     Err(err) => return Err(err),
                 }

@@ -218,6 +218,8 @@ pub mod fake {
     /// One call, as the fake saw it.
     #[derive(Debug, Clone, PartialEq)]
     pub struct Call {
+        /// Whether it succeeded.
+        pub ok: bool,
         pub verb: &'static str,
         pub kind: String,
         pub namespace: String,
@@ -326,18 +328,21 @@ pub mod fake {
                 .iter()
                 .filter(|c| c.verb == verb && c.kind == kind)
                 .count();
+            let failures = lock(&self.failures);
+            let failure = failures
+                .iter()
+                .find(|f| f.verb == verb && f.kind == kind && before >= f.after)
+                .cloned();
+            drop(failures);
             lock(&self.calls).push(Call {
+                ok: failure.is_none(),
                 verb,
                 kind: kind.clone(),
                 namespace: namespace.into(),
                 name: name.into(),
                 body,
             });
-            let failures = lock(&self.failures);
-            match failures
-                .iter()
-                .find(|f| f.verb == verb && f.kind == kind && before >= f.after)
-            {
+            match failure {
                 Some(f) => Err(api_error(f.code, f.reason, "injected failure")),
                 None => Ok(()),
             }
