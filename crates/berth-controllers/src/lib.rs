@@ -11,7 +11,19 @@
 //!   a [`taint_eviction::schedule::EvictionSchedule`], so a pod that
 //!   tolerates a NoExecute taint for N seconds leaves N seconds after the
 //!   taint was added, also across restarts.
-//! - [`metrics`]: `node_collector_*` and `taint_eviction_controller_*`.
+//! - [`replicaset`]: upstream's ReplicaSet controller: pods created and
+//!   deleted to match `replicas` (slow start, expectations, upstream's
+//!   deletion ranking), adoption and release, status.
+//! - [`deployment`]: upstream's Deployment controller: ReplicaSets per
+//!   template, RollingUpdate and Recreate rollouts, proportional scaling,
+//!   revisions and their cleanup, pause, the Progressing and Available
+//!   conditions.
+//! - What the workload controllers share: [`cache`] (their copies of the
+//!   watched types), [`work_queue`] (client-go's rate-limited queue and
+//!   the workers), [`controller_refs`] (adoption and release),
+//!   [`pod_control`] (pod creates and deletes with their Events).
+//! - [`metrics`]: `node_collector_*`, `taint_eviction_controller_*`,
+//!   `replicaset_controller_*` and `workqueue_*`.
 //!
 //! Each controller is an ordinary Kubernetes client (`kube::Client`) that
 //! watches what it needs and keeps it in memory; inside `berth server` the
@@ -29,23 +41,35 @@
 //! # }
 //! ```
 
+pub mod cache;
+pub mod controller_refs;
+pub mod deployment;
 pub mod events;
 pub mod metrics;
 pub mod node_lifecycle;
+pub mod pod_control;
+pub mod replicaset;
+mod shared;
+pub mod sync_error;
 pub mod taint_eviction;
+pub mod work_queue;
 
 use berth_core::clock::Clock;
 use tokio::sync::watch;
 use tokio::task::JoinSet;
 
+use deployment::{DeploymentConfig, DeploymentController};
 use metrics::ControllerMetrics;
 use node_lifecycle::{NodeLifecycleConfig, NodeLifecycleController};
+use replicaset::{ReplicaSetConfig, ReplicaSetController};
 use taint_eviction::{TaintEvictionConfig, TaintEvictionController};
 
 /// Every controller this crate has, by upstream name.
 pub const ALL_CONTROLLERS: &[&str] = &[
     node_lifecycle::CONTROLLER_NAME,
     taint_eviction::CONTROLLER_NAME,
+    replicaset::CONTROLLER_NAME,
+    deployment::CONTROLLER_NAME,
 ];
 
 /// A bad `--controllers` value.
@@ -114,6 +138,8 @@ pub struct ControllerOptions {
     pub enabled: EnabledControllers,
     pub node_lifecycle: NodeLifecycleConfig,
     pub taint_eviction: TaintEvictionConfig,
+    pub replicaset: ReplicaSetConfig,
+    pub deployment: DeploymentConfig,
 }
 
 /// Starts the enabled controllers as tasks of the returned set (dropping it
@@ -127,41 +153,84 @@ pub fn spawn(
     leading: Option<watch::Receiver<berth_leader::Standing>>,
 ) -> JoinSet<()> {
     let mut tasks = JoinSet::new();
-    if options.enabled.is_enabled(node_lifecycle::CONTROLLER_NAME) {
-        let (client, clock, metrics) = (client.clone(), clock.clone(), metrics.clone());
-        let config = options.node_lifecycle.clone();
-        let make = move || {
-            NodeLifecycleController::new(
-                client.clone(),
-                clock.clone(),
-                config.clone(),
-                metrics.clone(),
-            )
-            .run()
-        };
+    let mut start = |name: &str, make: Box<dyn Fn() -> ControllerFuture + Send + Sync>| {
+        if !options.enabled.is_enabled(name) {
+            return;
+        }
         match leading.clone() {
             Some(leading) => tasks.spawn(berth_leader::run_while_leading(leading, make)),
             None => tasks.spawn(make()),
         };
+    };
+    {
+        let (client, clock, metrics) = (client.clone(), clock.clone(), metrics.clone());
+        let config = options.node_lifecycle.clone();
+        start(
+            node_lifecycle::CONTROLLER_NAME,
+            Box::new(move || {
+                let controller = NodeLifecycleController::new(
+                    client.clone(),
+                    clock.clone(),
+                    config.clone(),
+                    metrics.clone(),
+                );
+                Box::pin(controller.run())
+            }),
+        );
     }
-    if options.enabled.is_enabled(taint_eviction::CONTROLLER_NAME) {
+    {
+        let (client, clock, metrics) = (client.clone(), clock.clone(), metrics.clone());
         let config = options.taint_eviction.clone();
-        let make = move || {
-            TaintEvictionController::new(
-                client.clone(),
-                clock.clone(),
-                config.clone(),
-                metrics.clone(),
-            )
-            .run()
-        };
-        match leading {
-            Some(leading) => tasks.spawn(berth_leader::run_while_leading(leading, make)),
-            None => tasks.spawn(make()),
-        };
+        start(
+            taint_eviction::CONTROLLER_NAME,
+            Box::new(move || {
+                let controller = TaintEvictionController::new(
+                    client.clone(),
+                    clock.clone(),
+                    config.clone(),
+                    metrics.clone(),
+                );
+                Box::pin(controller.run())
+            }),
+        );
+    }
+    {
+        let (client, clock, metrics) = (client.clone(), clock.clone(), metrics.clone());
+        let config = options.replicaset.clone();
+        start(
+            replicaset::CONTROLLER_NAME,
+            Box::new(move || {
+                let controller = ReplicaSetController::new(
+                    client.clone(),
+                    clock.clone(),
+                    config.clone(),
+                    metrics.clone(),
+                );
+                Box::pin(controller.run())
+            }),
+        );
+    }
+    {
+        let config = options.deployment.clone();
+        start(
+            deployment::CONTROLLER_NAME,
+            Box::new(move || {
+                let controller = DeploymentController::new(
+                    client.clone(),
+                    clock.clone(),
+                    config.clone(),
+                    metrics.clone(),
+                );
+                Box::pin(controller.run())
+            }),
+        );
     }
     tasks
 }
+
+/// A controller's run, as [`spawn`] starts it (again after each lost and
+/// regained lease).
+type ControllerFuture = std::pin::Pin<Box<dyn std::future::Future<Output = ()> + Send>>;
 
 #[cfg(test)]
 mod tests {

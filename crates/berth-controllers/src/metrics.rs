@@ -1,8 +1,13 @@
 //! The controllers' Prometheus metrics, with upstream's names:
 //! `node_collector_evictions_total{zone}`, `node_collector_zone_health{zone}`,
 //! `node_collector_zone_size{zone}`, `node_collector_unhealthy_nodes_in_zone{zone}`
-//! (node lifecycle) and `taint_eviction_controller_pod_deletions_total`,
-//! `taint_eviction_controller_pod_deletion_duration_seconds` (taint eviction).
+//! (node lifecycle), `taint_eviction_controller_pod_deletions_total`,
+//! `taint_eviction_controller_pod_deletion_duration_seconds` (taint eviction),
+//! `replicaset_controller_sorting_deletion_age_ratio` (ReplicaSet), and
+//! client-go's `workqueue_depth`, `workqueue_adds_total`,
+//! `workqueue_queue_duration_seconds`, `workqueue_work_duration_seconds` and
+//! `workqueue_retries_total` per work queue (`name`: `replicaset`,
+//! `deployment`).
 //!
 //! [`ControllerMetrics::register`] adds them to a [`Registry`] (the server
 //! hands that to its `/metrics`).
@@ -19,6 +24,29 @@ use prometheus_client::registry::Registry;
 #[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
 pub struct ZoneLabel {
     pub zone: String,
+}
+
+/// A work queue's name (a fixed set: one per controller).
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+pub struct QueueLabel {
+    pub name: &'static str,
+}
+
+/// client-go's work queue latency buckets: 10 ns to 10 s, tenfold.
+fn queue_latency() -> Histogram {
+    Histogram::new(prometheus_client::metrics::histogram::exponential_buckets(1e-8, 10.0, 10))
+}
+
+type QueueHistograms = Family<QueueLabel, Histogram, fn() -> Histogram>;
+
+/// One work queue's metrics (see [`ControllerMetrics::queue`]).
+#[derive(Clone, Debug)]
+pub struct QueueMetrics {
+    pub depth: Gauge,
+    pub adds: Counter,
+    pub queue_duration: Histogram,
+    pub work_duration: Histogram,
+    pub retries: Counter,
 }
 
 /// Upstream's buckets for the pod deletion latency (seconds from the due
@@ -38,6 +66,12 @@ pub struct ControllerMetrics {
     pub unhealthy_nodes: Family<ZoneLabel, FloatGauge>,
     pub pod_deletions: Counter,
     pub pod_deletion_duration: Histogram,
+    pub sorting_deletion_age_ratio: Histogram,
+    queue_depth: Family<QueueLabel, Gauge>,
+    queue_adds: Family<QueueLabel, Counter>,
+    queue_duration: QueueHistograms,
+    work_duration: QueueHistograms,
+    queue_retries: Family<QueueLabel, Counter>,
 }
 
 impl std::fmt::Debug for ControllerMetrics {
@@ -62,6 +96,15 @@ impl ControllerMetrics {
         let unhealthy_nodes = Family::<ZoneLabel, FloatGauge>::default();
         let pod_deletions = Counter::default();
         let pod_deletion_duration = Histogram::new(DELETION_BUCKETS.iter().copied());
+        // Upstream's ExponentialBuckets(0.25, 2, 6).
+        let sorting_deletion_age_ratio = Histogram::new(
+            prometheus_client::metrics::histogram::exponential_buckets(0.25, 2.0, 6),
+        );
+        let queue_depth = Family::<QueueLabel, Gauge>::default();
+        let queue_adds = Family::<QueueLabel, Counter>::default();
+        let queue_duration = QueueHistograms::new_with_constructor(queue_latency);
+        let work_duration = QueueHistograms::new_with_constructor(queue_latency);
+        let queue_retries = Family::<QueueLabel, Counter>::default();
         // prometheus-client appends `_total` to counters.
         registry.register(
             "node_collector_evictions",
@@ -93,6 +136,36 @@ impl ControllerMetrics {
             "Latency, in seconds, between the time when a taint effect has been activated for the Pod and its deletion via TaintEvictionController.",
             pod_deletion_duration.clone(),
         );
+        registry.register(
+            "replicaset_controller_sorting_deletion_age_ratio",
+            "The ratio of chosen deleted pod's ages to the current youngest pod's age (at the time). Should be <2. The intent of this metric is to measure the rough efficacy of the LogarithmicScaleDown feature gate's effect on the sorting (and deletion) of pods when a replicaset scales down. This only considers Ready pods when calculating and reporting.",
+            sorting_deletion_age_ratio.clone(),
+        );
+        registry.register(
+            "workqueue_depth",
+            "Current depth of workqueue",
+            queue_depth.clone(),
+        );
+        registry.register(
+            "workqueue_adds",
+            "Total number of adds handled by workqueue",
+            queue_adds.clone(),
+        );
+        registry.register(
+            "workqueue_queue_duration_seconds",
+            "How long in seconds an item stays in workqueue before being requested.",
+            queue_duration.clone(),
+        );
+        registry.register(
+            "workqueue_work_duration_seconds",
+            "How long in seconds processing an item from workqueue takes.",
+            work_duration.clone(),
+        );
+        registry.register(
+            "workqueue_retries",
+            "Total number of retries handled by workqueue",
+            queue_retries.clone(),
+        );
         ControllerMetrics {
             evictions,
             zone_health,
@@ -100,6 +173,24 @@ impl ControllerMetrics {
             unhealthy_nodes,
             pod_deletions,
             pod_deletion_duration,
+            sorting_deletion_age_ratio,
+            queue_depth,
+            queue_adds,
+            queue_duration,
+            work_duration,
+            queue_retries,
+        }
+    }
+
+    /// The metrics of the work queue called `name`.
+    pub fn queue(&self, name: &'static str) -> QueueMetrics {
+        let label = QueueLabel { name };
+        QueueMetrics {
+            depth: self.queue_depth.get_or_create(&label).clone(),
+            adds: self.queue_adds.get_or_create(&label).clone(),
+            queue_duration: self.queue_duration.get_or_create(&label).clone(),
+            work_duration: self.work_duration.get_or_create(&label).clone(),
+            retries: self.queue_retries.get_or_create(&label).clone(),
         }
     }
 
@@ -126,6 +217,11 @@ mod tests {
             .set(3.0);
         m.pod_deletions.inc();
         m.pod_deletion_duration.observe(0.01);
+        m.sorting_deletion_age_ratio.observe(1.0);
+        let queue = m.queue("replicaset");
+        queue.adds.inc();
+        queue.depth.set(2);
+        queue.queue_duration.observe(0.001);
         let mut text = String::new();
         let _ = prometheus_client::encoding::text::encode_registry(&mut text, &registry);
         for name in [
@@ -133,6 +229,10 @@ mod tests {
             "node_collector_zone_size{zone=\"z1\"} 3.0",
             "taint_eviction_controller_pod_deletions_total 1",
             "taint_eviction_controller_pod_deletion_duration_seconds_bucket",
+            "replicaset_controller_sorting_deletion_age_ratio_bucket",
+            "workqueue_adds_total{name=\"replicaset\"} 1",
+            "workqueue_depth{name=\"replicaset\"} 2",
+            "workqueue_queue_duration_seconds_count{name=\"replicaset\"} 1",
         ] {
             assert!(text.contains(name), "{name} in\n{text}");
         }
