@@ -274,7 +274,36 @@ mod tests {
                     .collect()
             })
             .unwrap_or_default();
-        assert_eq!(groups, ["coordination.k8s.io", "events.k8s.io", "policy"]);
+        assert_eq!(
+            groups,
+            ["coordination.k8s.io", "events.k8s.io", "apps", "policy"]
+        );
+        let apps = doc["items"]
+            .as_array()
+            .and_then(|items| items.iter().find(|g| g["metadata"]["name"] == "apps"))
+            .cloned()
+            .unwrap_or_default();
+        let resource = |name: &str| {
+            apps["versions"][0]["resources"]
+                .as_array()
+                .and_then(|r| r.iter().find(|x| x["resource"] == name))
+                .cloned()
+                .unwrap_or_default()
+        };
+        for (name, short) in [
+            ("deployments", json!(["deploy"])),
+            ("replicasets", json!(["rs"])),
+            ("daemonsets", json!(["ds"])),
+            ("statefulsets", json!(["sts"])),
+        ] {
+            let workload = resource(name);
+            assert_eq!(workload["shortNames"], short, "{name}");
+            assert_eq!(workload["categories"], json!(["all"]), "{name}");
+            assert_eq!(workload["subresources"][0]["subresource"], "status");
+        }
+        let revisions = resource("controllerrevisions");
+        assert_eq!(revisions["responseKind"]["kind"], "ControllerRevision");
+        assert!(revisions.get("shortNames").is_none() && revisions.get("categories").is_none());
         let (_, core) = body(serve("/api", &headers, &User::admin()).expect("served"));
         let pods = core["items"][0]["versions"][0]["resources"]
             .as_array()
@@ -287,7 +316,7 @@ mod tests {
 
     #[test]
     fn unknown_paths_are_404_statuses() {
-        let err = serve("/apis/apps/v1", &HeaderMap::new(), &User::admin()).err();
+        let err = serve("/apis/batch/v1", &HeaderMap::new(), &User::admin()).err();
         assert_eq!(err.map(|e| e.code), Some(404));
     }
 }

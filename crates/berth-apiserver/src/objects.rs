@@ -276,13 +276,13 @@ pub fn prepare_for_update(object: &mut Value, old: &Value) {
 }
 
 /// Recounts `generation` against the stored object once admission has had
-/// its say: only a spec that really changed counts.
-pub fn recount_generation(object: &mut Value, old: &Value) {
+/// its say: the stored generation, one more when `changed` (what counts as
+/// a change is the type's rule, `Strategy::bumps_generation`).
+pub fn recount_generation(object: &mut Value, old: &Value, changed: bool) {
     let generation = old
         .pointer("/metadata/generation")
         .and_then(Value::as_i64)
         .unwrap_or(1);
-    let changed = object.get("spec") != old.get("spec");
     if let Some(meta) = metadata_mut(object) {
         meta.insert(
             "generation".into(),
@@ -290,9 +290,6 @@ pub fn recount_generation(object: &mut Value, old: &Value) {
         );
     }
 }
-
-/// Upstream's `TotalAnnotationSizeLimitB` (256 KiB).
-pub const TOTAL_ANNOTATION_SIZE_LIMIT_BYTES: usize = 256 * 1024;
 
 #[cfg(test)]
 mod tests {

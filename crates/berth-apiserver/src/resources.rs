@@ -10,7 +10,10 @@
 //! (`docs/architecture.md` walks through Lease).
 
 pub use crate::strategy::{ResourceType, Subresource};
-use crate::strategy::{event, lease, namespace, node, pod};
+use crate::strategy::{
+    controllerrevision, daemonset, deployment, event, lease, namespace, node, pod, replicaset,
+    statefulset,
+};
 
 const ALL_VERBS: &[&str] = &[
     "create",
@@ -152,9 +155,101 @@ pub static EVENTS_V1: ResourceType = ResourceType {
     strategy: &event::EventsV1,
 };
 
-/// Every served resource type, in discovery order.
-pub static RESOURCES: &[&ResourceType] =
-    &[&NAMESPACES, &NODES, &PODS, &EVENTS, &LEASES, &EVENTS_V1];
+pub static DEPLOYMENTS: ResourceType = ResourceType {
+    group: "apps",
+    version: "v1",
+    kind: "Deployment",
+    plural: "deployments",
+    singular: "deployment",
+    namespaced: true,
+    short_names: &["deploy"],
+    categories: &["all"],
+    subresources: &[STATUS],
+    storage: "deployments",
+    verbs: ALL_VERBS,
+    stored_as: None,
+    strategy: &deployment::Deployments,
+};
+
+pub static REPLICASETS: ResourceType = ResourceType {
+    group: "apps",
+    version: "v1",
+    kind: "ReplicaSet",
+    plural: "replicasets",
+    singular: "replicaset",
+    namespaced: true,
+    short_names: &["rs"],
+    categories: &["all"],
+    subresources: &[STATUS],
+    storage: "replicasets",
+    verbs: ALL_VERBS,
+    stored_as: None,
+    strategy: &replicaset::ReplicaSets,
+};
+
+pub static DAEMONSETS: ResourceType = ResourceType {
+    group: "apps",
+    version: "v1",
+    kind: "DaemonSet",
+    plural: "daemonsets",
+    singular: "daemonset",
+    namespaced: true,
+    short_names: &["ds"],
+    categories: &["all"],
+    subresources: &[STATUS],
+    storage: "daemonsets",
+    verbs: ALL_VERBS,
+    stored_as: None,
+    strategy: &daemonset::DaemonSets,
+};
+
+pub static STATEFULSETS: ResourceType = ResourceType {
+    group: "apps",
+    version: "v1",
+    kind: "StatefulSet",
+    plural: "statefulsets",
+    singular: "statefulset",
+    namespaced: true,
+    short_names: &["sts"],
+    categories: &["all"],
+    subresources: &[STATUS],
+    storage: "statefulsets",
+    verbs: ALL_VERBS,
+    stored_as: None,
+    strategy: &statefulset::StatefulSets,
+};
+
+pub static CONTROLLERREVISIONS: ResourceType = ResourceType {
+    group: "apps",
+    version: "v1",
+    kind: "ControllerRevision",
+    plural: "controllerrevisions",
+    singular: "controllerrevision",
+    namespaced: true,
+    short_names: &[],
+    categories: &[],
+    subresources: &[],
+    storage: "controllerrevisions",
+    verbs: ALL_VERBS,
+    stored_as: None,
+    strategy: &controllerrevision::ControllerRevisions,
+};
+
+/// Every served resource type, in discovery order (a group's types
+/// together: [`groups`] lists each group once).
+pub static RESOURCES: &[&ResourceType] = &[
+    &NAMESPACES,
+    &NODES,
+    &PODS,
+    &EVENTS,
+    &LEASES,
+    &EVENTS_V1,
+    &DEPLOYMENTS,
+    &REPLICASETS,
+    &DAEMONSETS,
+    &STATEFULSETS,
+    &CONTROLLERREVISIONS,
+];
 
 /// The resource type at `group/version/plural`, if served.
 pub fn lookup(group: &str, version: &str, plural: &str) -> Option<&'static ResourceType> {
@@ -202,6 +297,36 @@ mod tests {
                 "web.1",
                 "/registry/events/default/web.1",
             ),
+            (
+                &DEPLOYMENTS,
+                "default",
+                "web",
+                "/registry/deployments/default/web",
+            ),
+            (
+                &REPLICASETS,
+                "default",
+                "web-6d4b9c8f6d",
+                "/registry/replicasets/default/web-6d4b9c8f6d",
+            ),
+            (
+                &DAEMONSETS,
+                "kube-system",
+                "agent",
+                "/registry/daemonsets/kube-system/agent",
+            ),
+            (
+                &STATEFULSETS,
+                "default",
+                "db",
+                "/registry/statefulsets/default/db",
+            ),
+            (
+                &CONTROLLERREVISIONS,
+                "default",
+                "db-7c9f8d6b5",
+                "/registry/controllerrevisions/default/db-7c9f8d6b5",
+            ),
         ];
         for (rt, ns, name, want) in cases {
             assert_eq!(rt.key(ns, name), *want);
@@ -219,10 +344,18 @@ mod tests {
             Some("Lease")
         );
         assert!(lookup("", "v1", "leases").is_none());
-        assert!(lookup("apps", "v1", "deployments").is_none());
+        assert_eq!(
+            lookup("apps", "v1", "deployments").map(|r| r.kind),
+            Some("Deployment")
+        );
+        assert!(lookup("apps", "v1beta1", "deployments").is_none());
         assert_eq!(
             groups(),
-            vec![("coordination.k8s.io", "v1"), ("events.k8s.io", "v1")]
+            vec![
+                ("coordination.k8s.io", "v1"),
+                ("events.k8s.io", "v1"),
+                ("apps", "v1")
+            ]
         );
         assert_eq!(LEASES.api_version(), "coordination.k8s.io/v1");
     }

@@ -65,6 +65,29 @@ pub fn pod_ref(namespace: &str, name: &str, uid: Option<&str>) -> ObjectReferenc
     }
 }
 
+/// A reference to a namespaced object of `kind` in `api_version`, as
+/// client-go's `GetReference` makes it for an Event's involved object.
+pub fn object_ref(api_version: &str, kind: &str, meta: &ObjectMeta) -> ObjectReference {
+    ObjectReference {
+        api_version: Some(api_version.into()),
+        kind: Some(kind.into()),
+        namespace: meta.namespace.clone(),
+        name: meta.name.clone(),
+        uid: meta.uid.clone(),
+        resource_version: meta.resource_version.clone(),
+        ..ObjectReference::default()
+    }
+}
+
+/// The message of an API error as upstream's Events quote it (the
+/// `Status`'s message), or the error itself.
+pub fn error_message(err: &kube::Error) -> String {
+    match err {
+        kube::Error::Api(status) if !status.message.is_empty() => status.message.clone(),
+        other => other.to_string(),
+    }
+}
+
 /// A reference to a Node (cluster-scoped; its events go to `default`, as
 /// upstream's `RecordNodeEvent`).
 pub fn node_ref(name: &str, uid: Option<&str>) -> ObjectReference {

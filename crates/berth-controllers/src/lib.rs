@@ -1,5 +1,5 @@
 //! berth-controllers: the controllers that keep node health and taints true,
-//! evict what must leave, and run DaemonSets and StatefulSets.
+//! evict what must leave, and run the workloads.
 //!
 //! - [`node_lifecycle`]: upstream's node lifecycle controller. Heartbeats
 //!   ([`node_lifecycle::health`]), condition taints
@@ -11,16 +11,28 @@
 //!   a [`taint_eviction::schedule::EvictionSchedule`], so a pod that
 //!   tolerates a NoExecute taint for N seconds leaves N seconds after the
 //!   taint was added, also across restarts.
+//! - [`replicaset`]: upstream's ReplicaSet controller: pods created and
+//!   deleted to match `replicas` (slow start, expectations, upstream's
+//!   deletion ranking), adoption and release, status.
+//! - [`deployment`]: upstream's Deployment controller: ReplicaSets per
+//!   template, RollingUpdate and Recreate rollouts, proportional scaling,
+//!   revisions and their cleanup, pause, the Progressing and Available
+//!   conditions.
 //! - [`daemonset`]: upstream's DaemonSet controller: a pod on every node
 //!   that should run one, scheduled by the default scheduler through a
 //!   per-node affinity, rolled by maxUnavailable/maxSurge or on delete.
 //! - [`statefulset`]: upstream's StatefulSet controller: stable pod
 //!   names, ordered or parallel creation, partitioned rolling updates.
-//! - [`workload`], [`workqueue`], [`store`]: what those two share: their
-//!   writes behind one trait, adoption, event routing, client-go's
-//!   rate-limited work queue, the watch-fed object stores.
+//! - What the workload controllers share: [`cache`] (their copies of the
+//!   watched types), [`work_queue`] (client-go's rate-limited queue and
+//!   the workers), [`controller_refs`] (adoption and release),
+//!   [`pod_control`] (pod creates and deletes with their Events);
+//!   [`workload`] (the DaemonSet and StatefulSet controllers' writes behind
+//!   one trait with a recording fake, their claims, and which controller
+//!   an object's change wakes).
 //! - [`metrics`]: `node_collector_*`, `taint_eviction_controller_*`,
-//!   `workqueue_*`, `statefulset_controller_*`.
+//!   `replicaset_controller_*`, `statefulset_controller_*` and
+//!   `workqueue_*`.
 //!
 //! Each controller is an ordinary Kubernetes client (`kube::Client`) that
 //! watches what it needs and keeps it in memory; inside `berth server` the
@@ -38,23 +50,31 @@
 //! # }
 //! ```
 
+pub mod cache;
+pub mod controller_refs;
 pub mod daemonset;
+pub mod deployment;
 pub mod events;
 pub mod metrics;
 pub mod node_lifecycle;
+pub mod pod_control;
+pub mod replicaset;
+mod shared;
 pub mod statefulset;
-pub mod store;
+pub mod sync_error;
 pub mod taint_eviction;
+pub mod work_queue;
 pub mod workload;
-pub mod workqueue;
 
 use berth_core::clock::Clock;
 use tokio::sync::watch;
 use tokio::task::JoinSet;
 
 use daemonset::{DaemonSetConfig, DaemonSetController};
+use deployment::{DeploymentConfig, DeploymentController};
 use metrics::ControllerMetrics;
 use node_lifecycle::{NodeLifecycleConfig, NodeLifecycleController};
+use replicaset::{ReplicaSetConfig, ReplicaSetController};
 use statefulset::{StatefulSetConfig, StatefulSetController};
 use taint_eviction::{TaintEvictionConfig, TaintEvictionController};
 
@@ -62,6 +82,8 @@ use taint_eviction::{TaintEvictionConfig, TaintEvictionController};
 pub const ALL_CONTROLLERS: &[&str] = &[
     node_lifecycle::CONTROLLER_NAME,
     taint_eviction::CONTROLLER_NAME,
+    replicaset::CONTROLLER_NAME,
+    deployment::CONTROLLER_NAME,
     daemonset::CONTROLLER_NAME,
     statefulset::CONTROLLER_NAME,
 ];
@@ -132,6 +154,8 @@ pub struct ControllerOptions {
     pub enabled: EnabledControllers,
     pub node_lifecycle: NodeLifecycleConfig,
     pub taint_eviction: TaintEvictionConfig,
+    pub replicaset: ReplicaSetConfig,
+    pub deployment: DeploymentConfig,
     pub daemonset: DaemonSetConfig,
     pub statefulset: StatefulSetConfig,
 }
@@ -147,65 +171,116 @@ pub fn spawn(
     leading: Option<watch::Receiver<berth_leader::Standing>>,
 ) -> JoinSet<()> {
     let mut tasks = JoinSet::new();
-    if options.enabled.is_enabled(node_lifecycle::CONTROLLER_NAME) {
+    let mut start = |name: &str, make: Box<dyn Fn() -> ControllerFuture + Send + Sync>| {
+        if !options.enabled.is_enabled(name) {
+            return;
+        }
+        match leading.clone() {
+            Some(leading) => tasks.spawn(berth_leader::run_while_leading(leading, make)),
+            None => tasks.spawn(make()),
+        };
+    };
+    {
         let (client, clock, metrics) = (client.clone(), clock.clone(), metrics.clone());
         let config = options.node_lifecycle.clone();
-        let make = move || {
-            NodeLifecycleController::new(
-                client.clone(),
-                clock.clone(),
-                config.clone(),
-                metrics.clone(),
-            )
-            .run()
-        };
-        match leading.clone() {
-            Some(leading) => tasks.spawn(berth_leader::run_while_leading(leading, make)),
-            None => tasks.spawn(make()),
-        };
+        start(
+            node_lifecycle::CONTROLLER_NAME,
+            Box::new(move || {
+                let controller = NodeLifecycleController::new(
+                    client.clone(),
+                    clock.clone(),
+                    config.clone(),
+                    metrics.clone(),
+                );
+                Box::pin(controller.run())
+            }),
+        );
     }
-    if options.enabled.is_enabled(taint_eviction::CONTROLLER_NAME) {
+    {
         let (client, clock, metrics) = (client.clone(), clock.clone(), metrics.clone());
         let config = options.taint_eviction.clone();
-        let make = move || {
-            TaintEvictionController::new(
-                client.clone(),
-                clock.clone(),
-                config.clone(),
-                metrics.clone(),
-            )
-            .run()
-        };
-        match leading.clone() {
-            Some(leading) => tasks.spawn(berth_leader::run_while_leading(leading, make)),
-            None => tasks.spawn(make()),
-        };
+        start(
+            taint_eviction::CONTROLLER_NAME,
+            Box::new(move || {
+                let controller = TaintEvictionController::new(
+                    client.clone(),
+                    clock.clone(),
+                    config.clone(),
+                    metrics.clone(),
+                );
+                Box::pin(controller.run())
+            }),
+        );
     }
-    if options.enabled.is_enabled(daemonset::CONTROLLER_NAME) {
+    {
+        let (client, clock, metrics) = (client.clone(), clock.clone(), metrics.clone());
+        let config = options.replicaset.clone();
+        start(
+            replicaset::CONTROLLER_NAME,
+            Box::new(move || {
+                let controller = ReplicaSetController::new(
+                    client.clone(),
+                    clock.clone(),
+                    config.clone(),
+                    metrics.clone(),
+                );
+                Box::pin(controller.run())
+            }),
+        );
+    }
+    {
         let (client, clock, metrics) = (client.clone(), clock.clone(), metrics.clone());
         let config = options.daemonset.clone();
-        let make = move || {
-            DaemonSetController::new(client.clone(), clock.clone(), config.clone(), &metrics)
-                .run(client.clone())
-        };
-        match leading.clone() {
-            Some(leading) => tasks.spawn(berth_leader::run_while_leading(leading, make)),
-            None => tasks.spawn(make()),
-        };
+        start(
+            daemonset::CONTROLLER_NAME,
+            Box::new(move || {
+                let controller = DaemonSetController::new(
+                    client.clone(),
+                    clock.clone(),
+                    config.clone(),
+                    &metrics,
+                );
+                Box::pin(controller.run(client.clone()))
+            }),
+        );
     }
-    if options.enabled.is_enabled(statefulset::CONTROLLER_NAME) {
+    {
+        let (client, clock, metrics) = (client.clone(), clock.clone(), metrics.clone());
         let config = options.statefulset.clone();
-        let make = move || {
-            StatefulSetController::new(client.clone(), clock.clone(), config.clone(), &metrics)
-                .run(client.clone())
-        };
-        match leading {
-            Some(leading) => tasks.spawn(berth_leader::run_while_leading(leading, make)),
-            None => tasks.spawn(make()),
-        };
+        start(
+            statefulset::CONTROLLER_NAME,
+            Box::new(move || {
+                let controller = StatefulSetController::new(
+                    client.clone(),
+                    clock.clone(),
+                    config.clone(),
+                    &metrics,
+                );
+                Box::pin(controller.run(client.clone()))
+            }),
+        );
+    }
+    {
+        let config = options.deployment.clone();
+        start(
+            deployment::CONTROLLER_NAME,
+            Box::new(move || {
+                let controller = DeploymentController::new(
+                    client.clone(),
+                    clock.clone(),
+                    config.clone(),
+                    metrics.clone(),
+                );
+                Box::pin(controller.run())
+            }),
+        );
     }
     tasks
 }
+
+/// A controller's run, as [`spawn`] starts it (again after each lost and
+/// regained lease).
+type ControllerFuture = std::pin::Pin<Box<dyn std::future::Future<Output = ()> + Send>>;
 
 #[cfg(test)]
 mod tests {

@@ -3,11 +3,15 @@
 //! `node_collector_zone_size{zone}`, `node_collector_unhealthy_nodes_in_zone{zone}`
 //! (node lifecycle), `taint_eviction_controller_pod_deletions_total`,
 //! `taint_eviction_controller_pod_deletion_duration_seconds` (taint eviction),
-//! the work queues' `workqueue_*{name}` (DaemonSet and StatefulSet
-//! controllers, [`crate::workqueue`]) and
-//! `statefulset_controller_statefulset_max_unavailable` /
-//! `..._unavailable_replicas{statefulset_namespace, statefulset_name,
-//! pod_management_policy}` (their series go with their StatefulSet).
+//! `replicaset_controller_sorting_deletion_age_ratio` (ReplicaSet),
+//! `statefulset_controller_statefulset_max_unavailable` and
+//! `statefulset_controller_statefulset_unavailable_replicas`
+//! `{statefulset_namespace, statefulset_name, pod_management_policy}`
+//! (StatefulSet; a set's series go with it), and
+//! client-go's `workqueue_depth`, `workqueue_adds_total`,
+//! `workqueue_queue_duration_seconds`, `workqueue_work_duration_seconds` and
+//! `workqueue_retries_total` per work queue (`name`: `replicaset`,
+//! `deployment`, `daemonset`, `statefulset`).
 //!
 //! [`ControllerMetrics::register`] adds them to a [`Registry`] (the server
 //! hands that to its `/metrics`).
@@ -21,8 +25,6 @@ use prometheus_client::metrics::gauge::Gauge;
 use prometheus_client::metrics::histogram::Histogram;
 use prometheus_client::registry::Registry;
 
-use crate::workqueue::QueueMetrics;
-
 #[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
 pub struct ZoneLabel {
     pub zone: String,
@@ -34,6 +36,29 @@ pub struct StatefulSetLabels {
     pub statefulset_namespace: String,
     pub statefulset_name: String,
     pub pod_management_policy: String,
+}
+
+/// A work queue's name (a fixed set: one per controller).
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+pub struct QueueLabel {
+    pub name: &'static str,
+}
+
+/// client-go's work queue latency buckets: 10 ns to 10 s, tenfold.
+fn queue_latency() -> Histogram {
+    Histogram::new(prometheus_client::metrics::histogram::exponential_buckets(1e-8, 10.0, 10))
+}
+
+type QueueHistograms = Family<QueueLabel, Histogram, fn() -> Histogram>;
+
+/// One work queue's metrics (see [`ControllerMetrics::queue`]).
+#[derive(Clone, Debug)]
+pub struct QueueMetrics {
+    pub depth: Gauge,
+    pub adds: Counter,
+    pub queue_duration: Histogram,
+    pub work_duration: Histogram,
+    pub retries: Counter,
 }
 
 /// Upstream's buckets for the pod deletion latency (seconds from the due
@@ -53,9 +78,14 @@ pub struct ControllerMetrics {
     pub unhealthy_nodes: Family<ZoneLabel, FloatGauge>,
     pub pod_deletions: Counter,
     pub pod_deletion_duration: Histogram,
-    pub workqueue: QueueMetrics,
+    pub sorting_deletion_age_ratio: Histogram,
     pub statefulset_max_unavailable: Family<StatefulSetLabels, Gauge>,
     pub statefulset_unavailable_replicas: Family<StatefulSetLabels, Gauge>,
+    queue_depth: Family<QueueLabel, Gauge>,
+    queue_adds: Family<QueueLabel, Counter>,
+    queue_duration: QueueHistograms,
+    work_duration: QueueHistograms,
+    queue_retries: Family<QueueLabel, Counter>,
 }
 
 impl std::fmt::Debug for ControllerMetrics {
@@ -80,6 +110,15 @@ impl ControllerMetrics {
         let unhealthy_nodes = Family::<ZoneLabel, FloatGauge>::default();
         let pod_deletions = Counter::default();
         let pod_deletion_duration = Histogram::new(DELETION_BUCKETS.iter().copied());
+        // Upstream's ExponentialBuckets(0.25, 2, 6).
+        let sorting_deletion_age_ratio = Histogram::new(
+            prometheus_client::metrics::histogram::exponential_buckets(0.25, 2.0, 6),
+        );
+        let queue_depth = Family::<QueueLabel, Gauge>::default();
+        let queue_adds = Family::<QueueLabel, Counter>::default();
+        let queue_duration = QueueHistograms::new_with_constructor(queue_latency);
+        let work_duration = QueueHistograms::new_with_constructor(queue_latency);
+        let queue_retries = Family::<QueueLabel, Counter>::default();
         // prometheus-client appends `_total` to counters.
         registry.register(
             "node_collector_evictions",
@@ -111,7 +150,11 @@ impl ControllerMetrics {
             "Latency, in seconds, between the time when a taint effect has been activated for the Pod and its deletion via TaintEvictionController.",
             pod_deletion_duration.clone(),
         );
-        let workqueue = QueueMetrics::register(registry);
+        registry.register(
+            "replicaset_controller_sorting_deletion_age_ratio",
+            "The ratio of chosen deleted pod's ages to the current youngest pod's age (at the time). Should be <2. The intent of this metric is to measure the rough efficacy of the LogarithmicScaleDown feature gate's effect on the sorting (and deletion) of pods when a replicaset scales down. This only considers Ready pods when calculating and reporting.",
+            sorting_deletion_age_ratio.clone(),
+        );
         let statefulset_max_unavailable = Family::<StatefulSetLabels, Gauge>::default();
         let statefulset_unavailable_replicas = Family::<StatefulSetLabels, Gauge>::default();
         registry.register(
@@ -124,6 +167,31 @@ impl ControllerMetrics {
             "Current number of unavailable pods in StatefulSet",
             statefulset_unavailable_replicas.clone(),
         );
+        registry.register(
+            "workqueue_depth",
+            "Current depth of workqueue",
+            queue_depth.clone(),
+        );
+        registry.register(
+            "workqueue_adds",
+            "Total number of adds handled by workqueue",
+            queue_adds.clone(),
+        );
+        registry.register(
+            "workqueue_queue_duration_seconds",
+            "How long in seconds an item stays in workqueue before being requested.",
+            queue_duration.clone(),
+        );
+        registry.register(
+            "workqueue_work_duration_seconds",
+            "How long in seconds processing an item from workqueue takes.",
+            work_duration.clone(),
+        );
+        registry.register(
+            "workqueue_retries",
+            "Total number of retries handled by workqueue",
+            queue_retries.clone(),
+        );
         ControllerMetrics {
             evictions,
             zone_health,
@@ -131,9 +199,26 @@ impl ControllerMetrics {
             unhealthy_nodes,
             pod_deletions,
             pod_deletion_duration,
-            workqueue,
+            sorting_deletion_age_ratio,
             statefulset_max_unavailable,
             statefulset_unavailable_replicas,
+            queue_depth,
+            queue_adds,
+            queue_duration,
+            work_duration,
+            queue_retries,
+        }
+    }
+
+    /// The metrics of the work queue called `name`.
+    pub fn queue(&self, name: &'static str) -> QueueMetrics {
+        let label = QueueLabel { name };
+        QueueMetrics {
+            depth: self.queue_depth.get_or_create(&label).clone(),
+            adds: self.queue_adds.get_or_create(&label).clone(),
+            queue_duration: self.queue_duration.get_or_create(&label).clone(),
+            work_duration: self.work_duration.get_or_create(&label).clone(),
+            retries: self.queue_retries.get_or_create(&label).clone(),
         }
     }
 
@@ -160,10 +245,7 @@ mod tests {
             .set(3.0);
         m.pod_deletions.inc();
         m.pod_deletion_duration.observe(0.01);
-        let daemonset = crate::workqueue::QueueLabel {
-            name: "daemonset".into(),
-        };
-        m.workqueue.adds.get_or_create(&daemonset).inc();
+        m.sorting_deletion_age_ratio.observe(1.0);
         m.statefulset_max_unavailable
             .get_or_create(&StatefulSetLabels {
                 statefulset_namespace: "default".into(),
@@ -171,6 +253,10 @@ mod tests {
                 pod_management_policy: "OrderedReady".into(),
             })
             .set(2);
+        let queue = m.queue("replicaset");
+        queue.adds.inc();
+        queue.depth.set(2);
+        queue.queue_duration.observe(0.001);
         let mut text = String::new();
         let _ = prometheus_client::encoding::text::encode_registry(&mut text, &registry);
         for name in [
@@ -178,9 +264,11 @@ mod tests {
             "node_collector_zone_size{zone=\"z1\"} 3.0",
             "taint_eviction_controller_pod_deletions_total 1",
             "taint_eviction_controller_pod_deletion_duration_seconds_bucket",
-            "workqueue_adds_total{name=\"daemonset\"} 1",
-            "# TYPE workqueue_depth gauge",
+            "replicaset_controller_sorting_deletion_age_ratio_bucket",
             "statefulset_controller_statefulset_max_unavailable{statefulset_namespace=\"default\",statefulset_name=\"web\",pod_management_policy=\"OrderedReady\"} 2",
+            "workqueue_adds_total{name=\"replicaset\"} 1",
+            "workqueue_depth{name=\"replicaset\"} 2",
+            "workqueue_queue_duration_seconds_count{name=\"replicaset\"} 1",
         ] {
             assert!(text.contains(name), "{name} in\n{text}");
         }

@@ -1,6 +1,7 @@
 //! `x-kubernetes-list-type` and `x-kubernetes-list-map-keys` of the
 //! fields that carry them: upstream's `+listType` / `+listMapKey` markers
 //! (`staging/src/k8s.io/api/core/v1/types.go`,
+//! `staging/src/k8s.io/api/apps/v1/types.go`,
 //! `staging/src/k8s.io/apimachinery/pkg/apis/meta/v1/types.go`).
 //!
 //! Only `map` and `set` lists are listed: a list without the extension is
@@ -39,6 +40,8 @@ impl ListField {
 const CORE: &str = "io.k8s.api.core.v1.";
 /// meta/v1 definitions are named `io.k8s.apimachinery.pkg.apis.meta.v1.<Type>`.
 const META: &str = "io.k8s.apimachinery.pkg.apis.meta.v1.";
+/// apps/v1 definitions are named `io.k8s.api.apps.v1.<Type>`.
+const APPS: &str = "io.k8s.api.apps.v1.";
 
 use ListType::{Map, Set};
 
@@ -106,4 +109,8 @@ pub(super) static LIST_FIELDS: &[ListField] = &[
     field(CORE, "NodeAllocatableResourceClaimStatus", "containers", Set),
     field(CORE, "NodeAllocatableResourceClaimStatus", "mapping", Map(&["name"])),
     field(CORE, "NodeAllocatableResourceClaimStatus", "overhead", Map(&["name"])),
+    field(APPS, "DeploymentStatus", "conditions", Map(&["type"])),
+    field(APPS, "ReplicaSetStatus", "conditions", Map(&["type"])),
+    field(APPS, "DaemonSetStatus", "conditions", Map(&["type"])),
+    field(APPS, "StatefulSetStatus", "conditions", Map(&["type"])),
 ];

@@ -413,7 +413,7 @@ fn v3_index_hashes_let_clients_cache_each_document() {
     let refused = serve(path, query, &protobuf_only).expect("answered");
     assert_eq!(refused.status(), StatusCode::NOT_ACCEPTABLE);
 
-    let missing = serve("/openapi/v3/apis/apps/v1", "", &json_accept);
+    let missing = serve("/openapi/v3/apis/batch/v1", "", &json_accept);
     assert!(missing.is_err_and(|e| e.code == 404));
 }
 

@@ -123,6 +123,12 @@ pub enum PatchKind {
     Event,
     /// coordination.k8s.io/v1 Lease: no tagged fields beyond metadata.
     Lease,
+    /// apps/v1 Deployment: its template, `strategy` (retainKeys) and
+    /// status conditions.
+    Deployment,
+    /// apps/v1 ReplicaSet, DaemonSet and StatefulSet: their template and
+    /// status conditions.
+    Workload,
     /// Any other built-in kind: only the metadata tags apply
     /// (`finalizers`, `ownerReferences`), every other list is replaced.
     Other,
@@ -138,6 +144,8 @@ impl PatchKind {
             ("", "Namespace") => PatchKind::Namespace,
             ("" | "events.k8s.io", "Event") => PatchKind::Event,
             ("coordination.k8s.io", "Lease") => PatchKind::Lease,
+            ("apps", "Deployment") => PatchKind::Deployment,
+            ("apps", "ReplicaSet" | "DaemonSet" | "StatefulSet") => PatchKind::Workload,
             _ => PatchKind::Other,
         }
     }
@@ -147,6 +155,8 @@ impl PatchKind {
             PatchKind::Pod => &schema::POD,
             PatchKind::Node => &schema::NODE,
             PatchKind::Namespace => &schema::NAMESPACE,
+            PatchKind::Deployment => &schema::DEPLOYMENT,
+            PatchKind::Workload => &schema::WORKLOAD,
             PatchKind::Event | PatchKind::Lease | PatchKind::Other => &schema::METADATA_ONLY,
         }
     }

@@ -4,7 +4,8 @@
 //! Upstream reads this from Go struct tags (`patchStrategy`,
 //! `patchMergeKey`) through reflection. berth has no Go structs, so the
 //! tags of the fields that carry one are copied here, by hand, from
-//! `staging/src/k8s.io/api/core/v1/types.go` and
+//! `staging/src/k8s.io/api/core/v1/types.go`,
+//! `staging/src/k8s.io/api/apps/v1/types.go` and
 //! `staging/src/k8s.io/apimachinery/pkg/apis/meta/v1/types.go`. A field
 //! that is not listed has no strategy: a map under it is merged key by
 //! key, a list under it is replaced whole. That is also what upstream does
@@ -50,7 +51,8 @@ impl Field {
     /// documents publish as `x-kubernetes-patch-strategy`.
     pub(crate) fn tag(&self) -> Option<&'static str> {
         match (self.strategy, self.retain_keys) {
-            (Strategy::None, _) => None,
+            (Strategy::None, false) => None,
+            (Strategy::None, true) => Some("retainKeys"),
             (Strategy::Merge, false) => Some("merge"),
             (Strategy::Merge, true) => Some("merge,retainKeys"),
             (Strategy::Replace, _) => Some("replace"),
@@ -210,6 +212,53 @@ pub(crate) static NAMESPACE: Type = Type {
     fields: &[
         nested("metadata", &OBJECT_META),
         nested("status", &NAMESPACE_STATUS),
+    ],
+};
+
+/// `v1.PodTemplateSpec`: a workload's `spec.template`.
+pub(crate) static POD_TEMPLATE_SPEC: Type = Type {
+    fields: &[nested("metadata", &OBJECT_META), nested("spec", &POD_SPEC)],
+};
+
+/// The status of every apps/v1 workload: `conditions` merged by `type`.
+pub(crate) static WORKLOAD_STATUS: Type = Type {
+    fields: &[merge_by("conditions", "type", None)],
+};
+
+/// `apps/v1.DeploymentSpec`: `strategy` is `patchStrategy:"retainKeys"`
+/// alone (a computed patch that changes its `type` carries a
+/// `$retainKeys` directive, which drops the other strategy's fields).
+pub(crate) static DEPLOYMENT_SPEC: Type = Type {
+    fields: &[
+        nested("template", &POD_TEMPLATE_SPEC),
+        Field {
+            retain_keys: true,
+            ..field("strategy", Strategy::None, "", None)
+        },
+    ],
+};
+
+/// `apps/v1.Deployment`.
+pub(crate) static DEPLOYMENT: Type = Type {
+    fields: &[
+        nested("metadata", &OBJECT_META),
+        nested("spec", &DEPLOYMENT_SPEC),
+        nested("status", &WORKLOAD_STATUS),
+    ],
+};
+
+/// The spec of a ReplicaSet, DaemonSet or StatefulSet: only its template
+/// has tagged fields.
+pub(crate) static WORKLOAD_SPEC: Type = Type {
+    fields: &[nested("template", &POD_TEMPLATE_SPEC)],
+};
+
+/// `apps/v1` ReplicaSet, DaemonSet and StatefulSet.
+pub(crate) static WORKLOAD: Type = Type {
+    fields: &[
+        nested("metadata", &OBJECT_META),
+        nested("spec", &WORKLOAD_SPEC),
+        nested("status", &WORKLOAD_STATUS),
     ],
 };
 

@@ -831,6 +831,14 @@ fn patch_kind_from_group_kind() {
     );
     assert_eq!(
         PatchKind::from_group_kind("apps", "Deployment"),
+        PatchKind::Deployment
+    );
+    assert_eq!(
+        PatchKind::from_group_kind("apps", "StatefulSet"),
+        PatchKind::Workload
+    );
+    assert_eq!(
+        PatchKind::from_group_kind("apps", "ControllerRevision"),
         PatchKind::Other
     );
 }

@@ -8,26 +8,32 @@
 //!
 //! One file per type overrides what its type does differently, as
 //! upstream's `pkg/registry/<group>/<type>/strategy.go` does: [`pod`],
-//! [`node`], [`namespace`], [`event`], [`lease`]. The declarations that
-//! name them are in [`crate::resources`].
+//! [`node`], [`namespace`], [`event`], [`lease`], and the apps/v1 kinds
+//! [`deployment`], [`replicaset`], [`daemonset`], [`statefulset`] (what
+//! those four share is in `workload.rs`) and [`controllerrevision`]. The
+//! declarations that name them are in [`crate::resources`].
 //!
 //! Objects travel as JSON values; admission and validation convert them to
 //! the k8s-openapi types they are written against.
 
+pub mod controllerrevision;
+pub mod daemonset;
+pub mod deployment;
 pub mod event;
 pub mod lease;
 pub mod namespace;
 pub mod node;
 pub mod pod;
+pub mod replicaset;
+pub mod statefulset;
 #[cfg(test)]
 mod tests;
+mod workload;
 
 use std::collections::BTreeMap;
 
-use berth_core::validation::names::{
-    is_dns1123_subdomain, is_qualified_name, is_valid_label_value,
-};
-use berth_core::validation::{ErrorList, FieldError, Path};
+use berth_core::validation::names::is_dns1123_subdomain;
+use berth_core::validation::{ErrorList, FieldError, Path, validate_annotations, validate_labels};
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
 use k8s_openapi::schemars::JsonSchema;
 use k8s_openapi::{ListableResource, Metadata, Resource};
@@ -38,7 +44,7 @@ use serde_json::Value;
 use crate::admission::{AdmissionConfig, AdmissionError, Attributes, Operation, UserInfo};
 use crate::auth::User;
 use crate::body::StrictProblem;
-use crate::objects::{TOTAL_ANNOTATION_SIZE_LIMIT_BYTES, name_of, recount_generation};
+use crate::objects::{name_of, recount_generation};
 use crate::openapi::kinds::KindSchema;
 use crate::selectors::{FieldSelector, SelectableKind};
 use crate::status::ApiError;
@@ -197,6 +203,12 @@ pub trait Strategy: Send + Sync + std::fmt::Debug {
     /// before validation.
     fn on_create(&self, _object: &mut Value) {}
 
+    /// Whether an update moves `metadata.generation` on (upstream's
+    /// `PrepareForUpdate`): a changed spec by default.
+    fn bumps_generation(&self, object: &Value, old: &Value) -> bool {
+        object.get("spec") != old.get("spec")
+    }
+
     /// Validating admission of a created or updated object, with the
     /// metadata errors found before: one 422 for all field errors, or
     /// admission's refusal.
@@ -239,7 +251,7 @@ pub trait Strategy: Send + Sync + std::fmt::Debug {
         ctx: &Context,
     ) -> ApiResult<()> {
         keep_status(self.has_status(), subresource, object, old);
-        recount_generation(object, old);
+        recount_generation(object, old, self.bumps_generation(object, old));
         let metadata_errors = validate_metadata(rt, object);
         let request = Request::new(ctx, Operation::Update, rt, subresource);
         self.validate(
@@ -310,45 +322,27 @@ pub fn validate_metadata(rt: &ResourceType, object: &Value) -> ErrorList {
             errors.push(FieldError::invalid(&path.child("name"), name, problem));
         }
     }
-    let labels = object.get("metadata").and_then(|m| m.get("labels"));
-    if let Some(labels) = labels.and_then(Value::as_object) {
-        for (key, value) in labels {
-            for problem in is_qualified_name(key) {
-                errors.push(FieldError::invalid(
-                    &path.child("labels"),
-                    key.as_str(),
-                    problem,
-                ));
-            }
-            let value = value.as_str().unwrap_or("");
-            for problem in is_valid_label_value(value) {
-                errors.push(FieldError::invalid(&path.child("labels"), value, problem));
-            }
-        }
+    let strings = |field: &str| {
+        object
+            .get("metadata")
+            .and_then(|m| m.get(field))
+            .and_then(Value::as_object)
+    };
+    if let Some(labels) = strings("labels") {
+        errors.extend(validate_labels(
+            labels
+                .iter()
+                .map(|(k, v)| (k.as_str(), v.as_str().unwrap_or(""))),
+            &path.child("labels"),
+        ));
     }
-    let annotations = object.get("metadata").and_then(|m| m.get("annotations"));
-    if let Some(annotations) = annotations.and_then(Value::as_object) {
-        for key in annotations.keys() {
-            for problem in is_qualified_name(&key.to_lowercase()) {
-                errors.push(FieldError::invalid(
-                    &path.child("annotations"),
-                    key.as_str(),
-                    problem,
-                ));
-            }
-        }
-        // Upstream's ValidateAnnotationsSize: keys and values together.
-        let total: usize = annotations
-            .iter()
-            .map(|(k, v)| k.len() + v.as_str().map_or(0, str::len))
-            .sum();
-        if total > TOTAL_ANNOTATION_SIZE_LIMIT_BYTES {
-            errors.push(FieldError::too_long(
-                &path.child("annotations"),
-                "",
-                TOTAL_ANNOTATION_SIZE_LIMIT_BYTES,
-            ));
-        }
+    if let Some(annotations) = strings("annotations") {
+        errors.extend(validate_annotations(
+            annotations
+                .iter()
+                .map(|(k, v)| (k.as_str(), v.as_str().unwrap_or(""))),
+            &path.child("annotations"),
+        ));
     }
     errors
 }
@@ -488,7 +482,7 @@ fn update_typed<T: DeserializeOwned + Serialize + Metadata<Ty = ObjectMeta>>(
     )
     .map_err(|e| admission_error(rt, &name, e))?;
     *object = untyped(&typed_object)?;
-    recount_generation(object, old);
+    recount_generation(object, old, rt.strategy.bumps_generation(object, old));
     typed_object.metadata_mut().generation = object
         .pointer("/metadata/generation")
         .and_then(Value::as_i64);

@@ -6,7 +6,7 @@
 use berth_core::validation::ErrorList;
 use k8s_openapi::api::core::v1::{Pod, PodStatus};
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
-use serde_json::{Value, json};
+use serde_json::{Map, Value, json};
 
 use super::{
     Admit, Context, ObjectType, ResourceType, Strategy, Validate, create_typed, keep_status, prune,
@@ -75,7 +75,7 @@ impl Strategy for Pods {
             // the whole Pod's round trip on every such write.
             prune::<ObjectMeta>(rt, object, "metadata")?;
             prune::<PodStatus>(rt, object, "status")?;
-            recount_generation(object, old);
+            recount_generation(object, old, self.bumps_generation(object, old));
             let metadata_errors = validate_metadata(rt, object);
             return validation_outcome(rt, name_of(old), Ok(()), metadata_errors);
         }
@@ -123,21 +123,34 @@ pub fn assigned_node(pod: &Value) -> &str {
         .unwrap_or("")
 }
 
-/// Pod defaults the API server applies (upstream `SetDefaults_Pod` and
-/// friends), for the fields kubectl shows and berth's components read.
+/// Pod defaults the API server applies (upstream `SetDefaults_Pod`, the
+/// Priority admission plugin's `priority`, and [`default_pod_spec`]), for
+/// the fields kubectl shows and berth's components read.
 fn default_pod(pod: &mut Value) {
     let Some(spec) = pod.get_mut("spec").and_then(Value::as_object_mut) else {
         return;
     };
+    let pod_only = [
+        ("enableServiceLinks", json!(true)),
+        ("preemptionPolicy", json!("PreemptLowerPriority")),
+        ("priority", json!(0)),
+    ];
+    for (field, value) in pod_only {
+        spec.entry(field).or_insert(value);
+    }
+    default_pod_spec(spec);
+}
+
+/// Upstream `SetDefaults_PodSpec`, `SetDefaults_Container` and
+/// `SetDefaults_ContainerPort` on a pod's or a pod template's spec: what
+/// a workload's `spec.template.spec` gets too. Fields the client set stay.
+pub fn default_pod_spec(spec: &mut Map<String, Value>) {
     let defaults = [
         ("schedulerName", json!("default-scheduler")),
         ("restartPolicy", json!("Always")),
         ("terminationGracePeriodSeconds", json!(30)),
         ("dnsPolicy", json!("ClusterFirst")),
         ("securityContext", json!({})),
-        ("enableServiceLinks", json!(true)),
-        ("preemptionPolicy", json!("PreemptLowerPriority")),
-        ("priority", json!(0)),
     ];
     for (field, value) in defaults {
         spec.entry(field).or_insert(value);
@@ -153,6 +166,10 @@ fn default_pod(pod: &mut Value) {
                     .or_insert(json!("/dev/termination-log"));
                 c.entry("terminationMessagePolicy").or_insert(json!("File"));
                 c.entry("resources").or_insert(json!({}));
+                let ports = c.get_mut("ports").and_then(Value::as_array_mut);
+                for port in ports.into_iter().flatten().filter_map(Value::as_object_mut) {
+                    port.entry("protocol").or_insert(json!("TCP"));
+                }
             }
         }
     }

@@ -17,7 +17,8 @@ use k8s_openapi::api::core::v1::Pod;
 
 use super::DaemonSetController;
 use super::sync::{ControllerRevisionRef, Syncing};
-use crate::workload::SyncError;
+use crate::shared::read;
+use crate::sync_error::SyncError;
 use crate::workload::claim::claim_objects;
 use crate::workload::writes::{Writes, is_already_exists, is_not_found};
 
@@ -40,7 +41,10 @@ impl<W: Writes> DaemonSetController<W> {
         let writes = &self.inner.writes;
         let (ds, selector) = (cx.ds, cx.selector);
         let namespace = ds.metadata.namespace.as_deref().unwrap_or("");
-        let candidates = self.inner.revisions.list_namespace(namespace);
+        let candidates: Vec<_> = read(&self.inner.revisions)
+            .in_namespace(namespace)
+            .cloned()
+            .collect();
         let mut histories = claim_objects(
             writes,
             &mut cx.claims,

@@ -26,7 +26,7 @@ pub mod sync;
 mod tests;
 
 use std::collections::HashMap;
-use std::sync::{Arc, Mutex, MutexGuard};
+use std::sync::{Arc, Mutex, RwLock};
 use std::time::Duration;
 
 use berth_client::{ObjectKey, changes_of};
@@ -38,25 +38,24 @@ use berth_core::workloads::pod_control::Expectations;
 use futures::StreamExt;
 use k8s_openapi::api::apps::v1::{ControllerRevision, DaemonSet};
 use k8s_openapi::api::core::v1::{Node, Pod};
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::LabelSelector;
 use kube::Api;
 use kube::runtime::watcher;
 use tokio::task::JoinSet;
 
+use crate::cache::{ObjectCache, Observed};
 use crate::events::EventRecorder;
 use crate::metrics::ControllerMetrics;
-use crate::store::{Applied, Store};
-use crate::workload::owners::{applied_key, became_ready, react_to_applied};
+use crate::shared::{lock, read, write};
+use crate::work_queue::{WorkQueue, run_workers};
+use crate::workload::owners::{became_ready, observed_key, react_to};
 use crate::workload::writes::{KubeWrites, Writes};
-use crate::workload::{queue_key, run_workers};
-use crate::workqueue::WorkQueue;
 
 /// Upstream's controller name: the `--controllers` name and the Events'
 /// source.
 pub const CONTROLLER_NAME: &str = "daemonset-controller";
 /// The work queue's name (its metrics' `name` label).
-const QUEUE_NAME: &str = "daemonset";
-/// The kind of the objects this controller owns pods for.
-const KIND: &str = "DaemonSet";
+pub const QUEUE_NAME: &str = "daemonset";
 /// How often the failed-pod backoff forgets old entries.
 const BACKOFF_GC_INTERVAL: Duration = Duration::from_secs(60);
 
@@ -97,10 +96,10 @@ struct Inner<W> {
     writes: W,
     clock: Clock,
     config: DaemonSetConfig,
-    daemon_sets: Store<DaemonSet>,
-    nodes: Store<Node>,
-    pods: Store<Pod>,
-    revisions: Store<ControllerRevision>,
+    daemon_sets: RwLock<ObjectCache<DaemonSet>>,
+    nodes: RwLock<ObjectCache<Node>>,
+    pods: RwLock<ObjectCache<Pod>>,
+    revisions: RwLock<ObjectCache<ControllerRevision>>,
     expectations: Mutex<Expectations>,
     /// `failedPodsBackoff`, keyed by DaemonSet UID, observed generation
     /// and node.
@@ -108,14 +107,13 @@ struct Inner<W> {
     queue: Arc<WorkQueue>,
 }
 
-fn selector_of(ds: &DaemonSet) -> &k8s_openapi::apimachinery::pkg::apis::meta::v1::LabelSelector {
+fn selector_of(ds: &DaemonSet) -> &LabelSelector {
     &ds.spec.selector
 }
 
-fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
-    // Every critical section is a single call into plain data: a panic
-    // elsewhere cannot leave it half-done.
-    m.lock().unwrap_or_else(std::sync::PoisonError::into_inner)
+/// Every object of a cache (the nodes; the DaemonSets of all namespaces).
+fn all<K: kube::Resource>(cache: &RwLock<ObjectCache<K>>) -> Vec<Arc<K>> {
+    read(cache).iter().cloned().collect()
 }
 
 impl DaemonSetController<KubeWrites> {
@@ -134,7 +132,7 @@ impl DaemonSetController<KubeWrites> {
         )
     }
 
-    /// Runs until dropped: the watches feed the stores and the queue; the
+    /// Runs until dropped: the watches feed the caches and the queue; the
     /// workers start once every watch has listed.
     pub async fn run(self, client: kube::Client) {
         let config = watcher::Config::default;
@@ -146,48 +144,57 @@ impl DaemonSetController<KubeWrites> {
         let mut revisions = std::pin::pin!(revisions);
         let mut pods = std::pin::pin!(pods);
         let mut nodes = std::pin::pin!(nodes);
-        let mut synced = [false; 4];
         let mut workers = JoinSet::new();
         let mut placements = Placements::default();
+        let inner = &self.inner;
+        tracing::info!(controller = CONTROLLER_NAME, "Starting controller");
         loop {
-            if workers.is_empty() && synced.iter().all(|s| *s) {
-                tracing::info!(controller = CONTROLLER_NAME, "caches synced, starting workers");
+            tokio::select! {
+                Some(change) = daemon_sets.next() => {
+                    let observed = write(&inner.daemon_sets).apply(change);
+                    if let Some(observed) = observed {
+                        self.on_daemon_set(&observed, &mut placements);
+                    }
+                }
+                Some(change) = revisions.next() => {
+                    let observed = write(&inner.revisions).apply(change);
+                    if let Some(observed) = observed {
+                        self.on_revision(&observed);
+                    }
+                }
+                Some(change) = pods.next() => {
+                    let observed = write(&inner.pods).apply(change);
+                    if let Some(observed) = observed {
+                        self.on_pod(&observed);
+                    }
+                }
+                Some(change) = nodes.next() => {
+                    let observed = write(&inner.nodes).apply(change);
+                    if let Some(observed) = observed {
+                        self.on_node(&observed, &mut placements);
+                    }
+                }
+                () = inner.clock.sleep(BACKOFF_GC_INTERVAL) => {
+                    lock(&inner.failed_pods_backoff).gc(inner.clock.now());
+                }
+            }
+            let synced = read(&inner.daemon_sets).is_synced()
+                && read(&inner.revisions).is_synced()
+                && read(&inner.pods).is_synced()
+                && read(&inner.nodes).is_synced();
+            if workers.is_empty() && synced {
+                tracing::info!(controller = CONTROLLER_NAME, "Caches are synced");
                 let this = self.clone();
-                run_workers(
-                    &mut workers,
+                workers.spawn(run_workers(
                     CONTROLLER_NAME,
-                    &self.inner.queue,
-                    self.inner.config.workers,
+                    inner.queue.clone(),
+                    inner.config.workers,
+                    None,
                     move |key| {
                         let this = this.clone();
                         async move { this.sync(&key).await }
                     },
-                );
-            }
-            tokio::select! {
-                Some(change) = daemon_sets.next() => {
-                    let applied = self.inner.daemon_sets.apply(change);
-                    synced[0] |= matches!(applied, Applied::Synced);
-                    self.on_daemon_set(applied, &mut placements);
-                }
-                Some(change) = revisions.next() => {
-                    let applied = self.inner.revisions.apply(change);
-                    synced[1] |= matches!(applied, Applied::Synced);
-                    self.on_revision(applied);
-                }
-                Some(change) = pods.next() => {
-                    let applied = self.inner.pods.apply(change);
-                    synced[2] |= matches!(applied, Applied::Synced);
-                    self.on_pod(applied);
-                }
-                Some(change) = nodes.next() => {
-                    let applied = self.inner.nodes.apply(change);
-                    synced[3] |= matches!(applied, Applied::Synced);
-                    self.on_node(applied, &mut placements);
-                }
-                () = self.inner.clock.sleep(BACKOFF_GC_INTERVAL) => {
-                    lock(&self.inner.failed_pods_backoff).gc(self.inner.clock.now());
-                }
+                ));
             }
         }
     }
@@ -228,54 +235,57 @@ impl<W: Writes> DaemonSetController<W> {
         config: DaemonSetConfig,
         metrics: &ControllerMetrics,
     ) -> DaemonSetController<W> {
+        let queue = Arc::new(WorkQueue::new(clock.clone(), metrics.queue(QUEUE_NAME)));
         DaemonSetController {
             inner: Arc::new(Inner {
                 writes,
                 clock,
                 config,
-                daemon_sets: Store::default(),
-                nodes: Store::default(),
-                pods: Store::default(),
-                revisions: Store::default(),
+                daemon_sets: RwLock::default(),
+                nodes: RwLock::default(),
+                pods: RwLock::default(),
+                revisions: RwLock::default(),
                 expectations: Mutex::new(Expectations::default()),
                 failed_pods_backoff: Mutex::new(Backoff::new(
                     FAILED_PODS_BACKOFF_INITIAL,
                     FAILED_PODS_BACKOFF_MAX,
                 )),
-                queue: Arc::new(WorkQueue::new(QUEUE_NAME, metrics.workqueue.clone())),
+                queue,
             }),
         }
     }
 
     fn enqueue(&self, key: &ObjectKey) {
-        self.inner.queue.add(&queue_key(key));
+        self.inner.queue.add(key.clone());
     }
 
     /// `addDaemonset`/`updateDaemonset`/`deleteDaemonset`.
-    fn on_daemon_set(&self, applied: Applied<DaemonSet>, placements: &mut Placements) {
-        match applied {
-            Applied::Upsert { old, new } => {
+    fn on_daemon_set(&self, observed: &Observed<DaemonSet>, placements: &mut Placements) {
+        let key = match observed {
+            Observed::Added(ds) => ObjectKey::of_meta(&ds.metadata),
+            Observed::Updated { old, new } => {
                 let key = ObjectKey::of_meta(&new.metadata);
-                if old.is_some_and(|old| old.metadata.uid != new.metadata.uid) {
+                if old.metadata.uid != new.metadata.uid {
                     // Deleted and recreated under the name between two
                     // observations: the new one starts clean.
-                    lock(&self.inner.expectations).delete(&queue_key(&key));
+                    lock(&self.inner.expectations).delete(&key.to_string());
                 }
-                placements.forget(&key);
-                self.enqueue(&key);
+                key
             }
-            Applied::Delete { key, .. } => {
-                lock(&self.inner.expectations).delete(&queue_key(&key));
-                placements.forget(&key);
-                self.enqueue(&key);
+            Observed::Deleted(ds) => {
+                let key = ObjectKey::of_meta(&ds.metadata);
+                lock(&self.inner.expectations).delete(&key.to_string());
+                key
             }
-            Applied::Synced => {}
-        }
+            Observed::Synced => return,
+        };
+        placements.forget(&key);
+        self.enqueue(&key);
     }
 
     /// `addHistory`/`updateHistory`/`deleteHistory`.
-    fn on_revision(&self, applied: Applied<ControllerRevision>) {
-        let reaction = react_to_applied(&applied, KIND, &self.inner.daemon_sets, selector_of);
+    fn on_revision(&self, observed: &Observed<ControllerRevision>) {
+        let reaction = react_to(observed, &read(&self.inner.daemon_sets), selector_of);
         for key in reaction.iter().flat_map(|r| &r.enqueue) {
             self.enqueue(key);
         }
@@ -285,30 +295,30 @@ impl<W: Writes> DaemonSetController<W> {
     /// and its expectations lowered; orphans wake the DaemonSets that may
     /// adopt them; a pod turning ready is looked at again once it counts
     /// as available.
-    fn on_pod(&self, applied: Applied<Pod>) {
-        let Some(reaction) = react_to_applied(&applied, KIND, &self.inner.daemon_sets, selector_of)
-        else {
+    fn on_pod(&self, observed: &Observed<Pod>) {
+        let daemon_sets = read(&self.inner.daemon_sets);
+        let Some(reaction) = react_to(observed, &daemon_sets, selector_of) else {
             return;
         };
         {
             let mut expectations = lock(&self.inner.expectations);
             if let Some(ds) = &reaction.created_for {
-                expectations.creation_observed(&queue_key(ds));
+                expectations.creation_observed(&ds.to_string());
             }
-            if let (Some(ds), Some(pod)) = (&reaction.deleted_for, applied_key(&applied)) {
-                expectations.pod_deletion_observed(&queue_key(ds), &pod.to_string());
+            if let (Some(ds), Some(pod)) = (&reaction.deleted_for, observed_key(observed)) {
+                expectations.pod_deletion_observed(&ds.to_string(), &pod.to_string());
             }
         }
-        let became_ready = became_ready(&applied);
+        let became_ready = became_ready(observed);
         for key in &reaction.enqueue {
             self.enqueue(key);
             if became_ready
-                && let Some(ds) = self.inner.daemon_sets.get(key)
+                && let Some(ds) = daemon_sets.get(key)
                 && let Some(min_ready) = ds.spec.min_ready_seconds.filter(|s| *s > 0)
             {
                 // A second more, against rounding (upstream does the same).
                 let delay = Duration::from_secs(u64::try_from(min_ready).unwrap_or(0) + 1);
-                self.inner.queue.add_after(&queue_key(key), delay);
+                self.inner.queue.add_after(key.clone(), delay);
             }
         }
     }
@@ -317,46 +327,41 @@ impl<W: Writes> DaemonSetController<W> {
     /// placement on the node changed (a new node that should run them, a
     /// node whose labels or taints changed what it runs, a node gone that
     /// ran them).
-    fn on_node(&self, applied: Applied<Node>, placements: &mut Placements) {
+    fn on_node(&self, observed: &Observed<Node>, placements: &mut Placements) {
         let gates = self.inner.config.gates;
-        match applied {
-            Applied::Upsert { old: None, new } => {
-                for ds in self.inner.daemon_sets.list() {
-                    if placements.of(&ds).placement_on(&new, gates).should_run {
-                        self.enqueue(&ObjectKey::of_meta(&ds.metadata));
-                    }
-                }
-            }
-            Applied::Upsert {
-                old: Some(old),
-                new,
-            } => {
-                if should_ignore_node_update(&old, &new) {
+        let daemon_sets = all(&self.inner.daemon_sets);
+        let affected: Vec<&Arc<DaemonSet>> = match observed {
+            Observed::Added(node) => daemon_sets
+                .iter()
+                .filter(|ds| placements.of(ds).placement_on(node, gates).should_run)
+                .collect(),
+            Observed::Updated { old, new } => {
+                if should_ignore_node_update(old, new) {
                     return;
                 }
-                for ds in self.inner.daemon_sets.list() {
-                    let daemon = placements.of(&ds);
-                    if daemon.placement_on(&old, gates) != daemon.placement_on(&new, gates) {
-                        self.enqueue(&ObjectKey::of_meta(&ds.metadata));
-                    }
-                }
+                daemon_sets
+                    .iter()
+                    .filter(|ds| {
+                        let daemon = placements.of(ds);
+                        daemon.placement_on(old, gates) != daemon.placement_on(new, gates)
+                    })
+                    .collect()
             }
             // Upstream leaves a deleted node to pod GC; the status counts
             // change at once, so the DaemonSets that ran there look again.
-            Applied::Delete { last, .. } => {
-                for ds in self.inner.daemon_sets.list() {
-                    let ran_there = last.as_ref().is_none_or(|node| {
-                        placements
-                            .of(&ds)
-                            .placement_on(node, gates)
-                            .should_continue_running
-                    });
-                    if ran_there {
-                        self.enqueue(&ObjectKey::of_meta(&ds.metadata));
-                    }
-                }
-            }
-            Applied::Synced => {}
+            Observed::Deleted(node) => daemon_sets
+                .iter()
+                .filter(|ds| {
+                    placements
+                        .of(ds)
+                        .placement_on(node, gates)
+                        .should_continue_running
+                })
+                .collect(),
+            Observed::Synced => return,
+        };
+        for ds in affected {
+            self.enqueue(&ObjectKey::of_meta(&ds.metadata));
         }
     }
 }

@@ -20,11 +20,14 @@ use k8s_openapi::api::apps::v1::{DaemonSet, DaemonSetStatus};
 use k8s_openapi::api::core::v1::{Node, Pod};
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::{LabelSelector as ApiSelector, ObjectMeta};
 
-use super::{DaemonSetController, lock};
+use super::{DaemonSetController, all};
+use crate::shared::{lock, read};
 use crate::events::{TYPE_NORMAL, TYPE_WARNING};
 use crate::workload::claim::{ClaimSession, claim_objects};
-use crate::workload::writes::{Writes, is_namespace_terminating, is_not_found, object_ref};
-use crate::workload::{SyncError, queue_key};
+use crate::events::error_message;
+use crate::pod_control::namespace_terminating;
+use crate::workload::writes::{Writes, is_not_found, object_ref};
+use crate::sync_error::SyncError;
 
 /// Event reasons (upstream's).
 pub const SELECTING_ALL_REASON: &str = "SelectingAll";
@@ -37,14 +40,6 @@ pub const FAILED_DELETE_REASON: &str = "FailedDelete";
 
 /// How many times a status write is retried against a fresh read.
 const STATUS_UPDATE_RETRIES: usize = 1;
-
-/// The message an API error gives an Event.
-pub(crate) fn error_message(err: &kube::Error) -> String {
-    match err {
-        kube::Error::Api(status) => status.message.clone(),
-        other => other.to_string(),
-    }
-}
 
 /// The pod `syncNodes` creates for `node`: the template as
 /// `CreatePodTemplate` makes it, pinned to the node by affinity,
@@ -88,13 +83,13 @@ impl<W: Writes> DaemonSetController<W> {
     /// `syncDaemonSet`.
     pub async fn sync(&self, key: &ObjectKey) -> Result<(), SyncError> {
         let inner = &self.inner;
-        let qkey = queue_key(key);
-        let Some(ds) = inner.daemon_sets.get(key) else {
+        let qkey = key.to_string();
+        let Some(ds) = read(&inner.daemon_sets).get(key) else {
             tracing::debug!(daemonset = %key, "daemon set has been deleted");
             lock(&inner.expectations).delete(&qkey);
             return Ok(());
         };
-        let nodes = inner.nodes.list();
+        let nodes = all(&inner.nodes);
         if ds.spec.selector == ApiSelector::default() {
             inner.writes.event(
                 object_ref(ds.as_ref()),
@@ -146,7 +141,7 @@ impl<W: Writes> DaemonSetController<W> {
         cx: &mut Syncing<'_>,
     ) -> Result<Vec<Arc<Pod>>, SyncError> {
         let namespace = cx.ds.metadata.namespace.as_deref().unwrap_or("");
-        let candidates = self.inner.pods.list_namespace(namespace);
+        let candidates: Vec<_> = read(&self.inner.pods).in_namespace(namespace).cloned().collect();
         let selector = cx.selector;
         Ok(claim_objects(
             &self.inner.writes,
@@ -169,7 +164,7 @@ impl<W: Writes> DaemonSetController<W> {
     ) -> Result<(), SyncError> {
         let ds = cx.ds;
         self.manage(cx, nodes, hash).await?;
-        let key = queue_key(&ObjectKey::of_meta(&ds.metadata));
+        let key = ObjectKey::of_meta(&ds.metadata).to_string();
         let satisfied = lock(&self.inner.expectations).satisfied(&key, self.inner.clock.now());
         let rolling = ds
             .spec
@@ -254,7 +249,7 @@ impl<W: Writes> DaemonSetController<W> {
                 tracing::debug!(pod = %name, %node, ?delay, "deleting failed pod limited by backoff");
                 inner
                     .queue
-                    .add_after(&queue_key(&ObjectKey::of_meta(&ds.metadata)), delay);
+                    .add_after(ObjectKey::of_meta(&ds.metadata), delay);
                 continue;
             }
             inner.writes.event(
@@ -279,7 +274,7 @@ impl<W: Writes> DaemonSetController<W> {
         hash: &str,
     ) -> Result<(), SyncError> {
         let inner = &self.inner;
-        let key = queue_key(&ObjectKey::of_meta(&ds.metadata));
+        let key = ObjectKey::of_meta(&ds.metadata).to_string();
         let namespace = ds.metadata.namespace.clone().unwrap_or_default();
         let burst = inner.config.burst_replicas;
         let create_on = &create_on[..create_on.len().min(burst)];
@@ -320,7 +315,7 @@ impl<W: Writes> DaemonSetController<W> {
                         ),
                     ),
                     // Every later create would fail the same way.
-                    Err(err) if is_namespace_terminating(&err) => {}
+                    Err(err) if namespace_terminating(&err) => {}
                     Err(err) => {
                         failed = true;
                         lock(&inner.expectations).creation_observed(&key);
@@ -405,7 +400,7 @@ impl<W: Writes> DaemonSetController<W> {
             self.inner.clock.now(),
             self.inner.config.gates,
         )
-        .map_err(|e| SyncError::Invalid(e.to_string()))?;
+        .map_err(|e| SyncError::Other(e.to_string()))?;
         if plan.delete.is_empty() && plan.create_on.is_empty() {
             return Ok(());
         }
@@ -439,7 +434,7 @@ impl<W: Writes> DaemonSetController<W> {
         let min_ready = ds.spec.min_ready_seconds.unwrap_or(0);
         if min_ready > 0 && counts.number_ready != counts.number_available {
             inner.queue.add_after(
-                &queue_key(&ObjectKey::of_meta(&ds.metadata)),
+                ObjectKey::of_meta(&ds.metadata),
                 Duration::from_secs(u64::try_from(min_ready).unwrap_or(0)),
             );
         }

@@ -9,7 +9,7 @@ use std::collections::BTreeMap;
 use std::sync::Arc;
 use std::time::Duration;
 
-use berth_client::ObjectKey;
+use berth_client::{Change, ObjectKey};
 use berth_core::clock::Clock;
 use berth_core::test_util::{taint, tol};
 use berth_core::workloads::CONTROLLER_REVISION_HASH_LABEL;
@@ -25,11 +25,12 @@ use k8s_openapi::api::core::v1::{
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::{LabelSelector, ObjectMeta, Time};
 use k8s_openapi::apimachinery::pkg::util::intstr::IntOrString;
 
-use super::{DaemonSetConfig, DaemonSetController, Placements, lock};
+use super::{DaemonSetConfig, DaemonSetController, Placements};
+use crate::cache::Observed;
 use crate::metrics::ControllerMetrics;
-use crate::store::Applied;
+use crate::shared::{lock, read, write};
+use crate::sync_error::SyncError;
 use crate::workload::writes::fake::FakeWrites;
-use crate::workload::{SyncError, queue_key};
 
 const START: &str = "2026-01-01T00:00:00Z";
 
@@ -172,20 +173,18 @@ impl Harness {
     }
 
     fn add_daemon_set(&self, ds: &DaemonSet) {
-        self.controller.inner.daemon_sets.insert(ds.clone());
+        write(&self.controller.inner.daemon_sets).apply(Change::Upsert(ds.clone()));
         self.writes().put(ds);
     }
 
     fn daemon_set(&self, name: &str) -> Arc<DaemonSet> {
-        self.controller
-            .inner
-            .daemon_sets
+        read(&self.controller.inner.daemon_sets)
             .get(&ObjectKey::new("default", name))
             .unwrap_or_default()
     }
 
     fn add_node(&self, n: Node) {
-        self.controller.inner.nodes.insert(n);
+        write(&self.controller.inner.nodes).apply(Change::Upsert(n));
     }
 
     /// Upstream's `addNodes(store, start, count, labels)`.
@@ -235,7 +234,7 @@ impl Harness {
 
     fn add_pod(&self, pod: Pod) {
         self.writes().put(&pod);
-        self.controller.inner.pods.insert(pod);
+        write(&self.controller.inner.pods).apply(Change::Upsert(pod));
     }
 
     /// Upstream's `addPods(store, node, labels, ds, count)`.
@@ -268,54 +267,28 @@ impl Harness {
     /// created and deleted (through the pod handler, lowering
     /// expectations), revisions and statuses.
     fn observe(&mut self) {
-        let calls = self.writes().calls();
-        for call in calls[self.replayed..].iter().filter(|c| c.ok) {
-            match (call.verb, call.kind.as_str()) {
-                ("create", "Pod") => {
-                    let Ok(mut pod) = serde_json::from_value::<Pod>(call.body.clone()) else {
-                        continue;
-                    };
-                    pod.metadata.creation_timestamp =
-                        Some(Time(self.controller.inner.clock.now()));
-                    let new = self.controller.inner.pods.insert(pod);
-                    self.controller
-                        .on_pod(Applied::Upsert { old: None, new });
+        let inner = &self.controller.inner;
+        let writes = self.writes();
+        for change in writes.changes_since::<Pod>(self.replayed) {
+            let change = match change {
+                Change::Upsert(mut pod) => {
+                    pod.metadata.creation_timestamp = Some(Time(inner.clock.now()));
+                    Change::Upsert(pod)
                 }
-                ("delete", "Pod") => {
-                    let key = ObjectKey::new(call.namespace.clone(), call.name.clone());
-                    let applied = self.controller.inner.pods.apply(berth_client::Change::Delete(
-                        berth_client::Gone {
-                            key,
-                            uid: None,
-                            last: None,
-                        },
-                    ));
-                    self.controller.on_pod(applied);
-                }
-                ("create" | "update", "ControllerRevision") => {
-                    if let Ok(r) = serde_json::from_value::<ControllerRevision>(call.body.clone()) {
-                        self.controller.inner.revisions.insert(r);
-                    }
-                }
-                ("delete", "ControllerRevision") => {
-                    let key = ObjectKey::new(call.namespace.clone(), call.name.clone());
-                    self.controller.inner.revisions.apply(berth_client::Change::Delete(
-                        berth_client::Gone {
-                            key,
-                            uid: None,
-                            last: None,
-                        },
-                    ));
-                }
-                ("update-status", "DaemonSet") => {
-                    if let Ok(ds) = serde_json::from_value::<DaemonSet>(call.body.clone()) {
-                        self.controller.inner.daemon_sets.insert(ds);
-                    }
-                }
-                _ => {}
+                other => other,
+            };
+            let observed = write(&inner.pods).apply(change);
+            if let Some(observed) = observed {
+                self.controller.on_pod(&observed);
             }
         }
-        self.replayed = calls.len();
+        for change in writes.changes_since::<ControllerRevision>(self.replayed) {
+            write(&inner.revisions).apply(change);
+        }
+        for change in writes.changes_since::<DaemonSet>(self.replayed) {
+            write(&inner.daemon_sets).apply(change);
+        }
+        self.replayed = writes.calls().len();
     }
 
     /// Pods the fake created in this test, as created.
@@ -358,7 +331,7 @@ impl Harness {
 
     fn satisfied(&self, ds: &DaemonSet) -> bool {
         lock(&self.controller.inner.expectations).satisfied(
-            &queue_key(&ObjectKey::of_meta(&ds.metadata)),
+            &ObjectKey::of_meta(&ds.metadata).to_string(),
             self.controller.inner.clock.now(),
         )
     }
@@ -1014,12 +987,9 @@ async fn rolling_update_replaces_one_pod_at_a_time() {
         "the next old pod waits for the new one to be available"
     );
     let new_hash = compute_hash(&new.spec.template, None);
-    let replacement = h
-        .controller
-        .inner
-        .pods
-        .list()
-        .into_iter()
+    let replacement = read(&h.controller.inner.pods)
+        .iter()
+        .cloned()
         .find(|p| {
             p.metadata
                 .labels
@@ -1031,7 +1001,7 @@ async fn rolling_update_replaces_one_pod_at_a_time() {
     let mut bound = ready((*replacement).clone(), now);
     let target = affinity_node(&bound).unwrap_or_default();
     bound.spec.get_or_insert_with(PodSpec::default).node_name = Some(target);
-    h.controller.inner.pods.insert(bound);
+    write(&h.controller.inner.pods).apply(Change::Upsert(bound));
     h.sync(&new).await.expect("sync");
     assert_eq!((h.creates(), h.deletes()), (1, 2), "then the next old pod goes");
 }
@@ -1170,18 +1140,16 @@ async fn node_changes_queue_the_daemon_sets_they_affect() {
             .node_selector = case.node_selector.clone();
         h.add_daemon_set(&ds);
         let mut placements = Placements::default();
-        let applied = match (&case.old, &case.new) {
-            (old, Some(new)) => Applied::Upsert {
-                old: old.clone().map(Arc::new),
+        let observed = match (&case.old, &case.new) {
+            (None, Some(new)) => Observed::Added(Arc::new(new.clone())),
+            (Some(old), Some(new)) => Observed::Updated {
+                old: Arc::new(old.clone()),
                 new: Arc::new(new.clone()),
             },
-            (Some(old), None) => Applied::Delete {
-                key: ObjectKey::cluster("node1"),
-                last: Some(Arc::new(old.clone())),
-            },
+            (Some(old), None) => Observed::Deleted(Arc::new(old.clone())),
             (None, None) => continue,
         };
-        h.controller.on_node(applied, &mut placements);
+        h.controller.on_node(&observed, &mut placements);
         assert_eq!(
             !h.controller.inner.queue.is_empty(),
             case.want_queued,

@@ -22,7 +22,7 @@ pub mod sync;
 #[cfg(test)]
 mod tests;
 
-use std::sync::Arc;
+use std::sync::{Arc, RwLock};
 use std::time::Duration;
 
 use berth_client::{ObjectKey, changes_of};
@@ -36,21 +36,19 @@ use kube::Api;
 use kube::runtime::watcher;
 use tokio::task::JoinSet;
 
+use crate::cache::{ObjectCache, Observed};
 use crate::events::EventRecorder;
 use crate::metrics::{ControllerMetrics, StatefulSetLabels};
-use crate::store::{Applied, Store};
-use crate::workload::owners::{became_ready, react_to_applied};
+use crate::shared::{read, write};
+use crate::work_queue::{WorkQueue, run_workers};
+use crate::workload::owners::{became_ready, react_to};
 use crate::workload::writes::{KubeWrites, Writes};
-use crate::workload::{queue_key, run_workers};
-use crate::workqueue::WorkQueue;
 
 /// Upstream's controller name: the `--controllers` name and the Events'
 /// source.
 pub const CONTROLLER_NAME: &str = "statefulset-controller";
 /// The work queue's name (its metrics' `name` label).
-const QUEUE_NAME: &str = "statefulset";
-/// The kind of the objects this controller owns pods for.
-const KIND: &str = "StatefulSet";
+pub const QUEUE_NAME: &str = "statefulset";
 
 /// Settings of the StatefulSet controller.
 #[derive(Debug, Clone)]
@@ -88,9 +86,9 @@ struct Inner<W> {
     clock: Clock,
     config: StatefulSetConfig,
     metrics: ControllerMetrics,
-    sets: Store<StatefulSet>,
-    pods: Store<Pod>,
-    revisions: Store<ControllerRevision>,
+    sets: RwLock<ObjectCache<StatefulSet>>,
+    pods: RwLock<ObjectCache<Pod>>,
+    revisions: RwLock<ObjectCache<ControllerRevision>>,
     queue: Arc<WorkQueue>,
 }
 
@@ -127,7 +125,7 @@ impl StatefulSetController<KubeWrites> {
         )
     }
 
-    /// Runs until dropped: the watches feed the stores and the queue; the
+    /// Runs until dropped: the watches feed the caches and the queue; the
     /// workers start once every watch has listed.
     pub async fn run(self, client: kube::Client) {
         let config = watcher::Config::default;
@@ -137,40 +135,46 @@ impl StatefulSetController<KubeWrites> {
         let mut sets = std::pin::pin!(sets);
         let mut revisions = std::pin::pin!(revisions);
         let mut pods = std::pin::pin!(pods);
-        let mut synced = [false; 3];
         let mut workers = JoinSet::new();
+        let inner = &self.inner;
+        tracing::info!(controller = CONTROLLER_NAME, "Starting controller");
         loop {
-            if workers.is_empty() && synced.iter().all(|s| *s) {
-                tracing::info!(controller = CONTROLLER_NAME, "caches synced, starting workers");
-                let this = self.clone();
-                run_workers(
-                    &mut workers,
-                    CONTROLLER_NAME,
-                    &self.inner.queue,
-                    self.inner.config.workers,
-                    move |key| {
-                        let this = this.clone();
-                        async move { this.sync(&key).await }
-                    },
-                );
-            }
             tokio::select! {
                 Some(change) = sets.next() => {
-                    let applied = self.inner.sets.apply(change);
-                    synced[0] |= matches!(applied, Applied::Synced);
-                    self.on_stateful_set(applied);
+                    let observed = write(&inner.sets).apply(change);
+                    if let Some(observed) = observed {
+                        self.on_stateful_set(&observed);
+                    }
                 }
                 // Revisions are read at each sync; their changes wake
                 // nobody (as upstream, which only lists them).
                 Some(change) = revisions.next() => {
-                    let applied = self.inner.revisions.apply(change);
-                    synced[1] |= matches!(applied, Applied::Synced);
+                    write(&inner.revisions).apply(change);
                 }
                 Some(change) = pods.next() => {
-                    let applied = self.inner.pods.apply(change);
-                    synced[2] |= matches!(applied, Applied::Synced);
-                    self.on_pod(applied);
+                    let observed = write(&inner.pods).apply(change);
+                    if let Some(observed) = observed {
+                        self.on_pod(&observed);
+                    }
                 }
+                else => break,
+            }
+            let synced = read(&inner.sets).is_synced()
+                && read(&inner.revisions).is_synced()
+                && read(&inner.pods).is_synced();
+            if workers.is_empty() && synced {
+                tracing::info!(controller = CONTROLLER_NAME, "Caches are synced");
+                let this = self.clone();
+                workers.spawn(run_workers(
+                    CONTROLLER_NAME,
+                    inner.queue.clone(),
+                    inner.config.workers,
+                    None,
+                    move |key| {
+                        let this = this.clone();
+                        async move { this.sync(&key).await }
+                    },
+                ));
             }
         }
     }
@@ -184,61 +188,56 @@ impl<W: Writes> StatefulSetController<W> {
         config: StatefulSetConfig,
         metrics: &ControllerMetrics,
     ) -> StatefulSetController<W> {
+        let queue = Arc::new(WorkQueue::new(clock.clone(), metrics.queue(QUEUE_NAME)));
         StatefulSetController {
             inner: Arc::new(Inner {
                 writes,
                 clock,
                 config,
                 metrics: metrics.clone(),
-                sets: Store::default(),
-                pods: Store::default(),
-                revisions: Store::default(),
-                queue: Arc::new(WorkQueue::new(QUEUE_NAME, metrics.workqueue.clone())),
+                sets: RwLock::default(),
+                pods: RwLock::default(),
+                revisions: RwLock::default(),
+                queue,
             }),
         }
     }
 
-    fn enqueue(&self, key: &ObjectKey) {
-        self.inner.queue.add(&queue_key(key));
-    }
-
     /// `addStatefulSet`/`updateStatefulSet`/`deleteStatefulSet`; a set
     /// gone takes its gauges with it.
-    fn on_stateful_set(&self, applied: Applied<StatefulSet>) {
-        match applied {
-            Applied::Upsert { new, .. } => self.enqueue(&ObjectKey::of_meta(&new.metadata)),
-            Applied::Delete { key, last } => {
-                if let Some(last) = last {
-                    let labels = gauge_labels(&last);
-                    self.inner.metrics.statefulset_max_unavailable.remove(&labels);
-                    self.inner
-                        .metrics
-                        .statefulset_unavailable_replicas
-                        .remove(&labels);
-                }
-                self.enqueue(&key);
+    fn on_stateful_set(&self, observed: &Observed<StatefulSet>) {
+        let set = match observed {
+            Observed::Added(set) | Observed::Updated { new: set, .. } => set,
+            Observed::Deleted(set) => {
+                let labels = gauge_labels(set);
+                let metrics = &self.inner.metrics;
+                metrics.statefulset_max_unavailable.remove(&labels);
+                metrics.statefulset_unavailable_replicas.remove(&labels);
+                set
             }
-            Applied::Synced => {}
-        }
+            Observed::Synced => return,
+        };
+        self.inner.queue.add(ObjectKey::of_meta(&set.metadata));
     }
 
     /// `addPod`/`updatePod`/`deletePod`: the owning set is synced (and,
     /// with `minReadySeconds`, again once a pod that turned ready counts
     /// as available); orphans wake the sets that may adopt them.
-    fn on_pod(&self, applied: Applied<Pod>) {
-        let Some(reaction) = react_to_applied(&applied, KIND, &self.inner.sets, selector_of) else {
+    fn on_pod(&self, observed: &Observed<Pod>) {
+        let sets = read(&self.inner.sets);
+        let Some(reaction) = react_to(observed, &sets, selector_of) else {
             return;
         };
-        let became_ready = became_ready(&applied);
-        for key in &reaction.enqueue {
-            self.enqueue(key);
+        let became_ready = became_ready(observed);
+        for key in reaction.enqueue {
             if became_ready
-                && let Some(set) = self.inner.sets.get(key)
+                && let Some(set) = sets.get(&key)
                 && let Some(min_ready) = set.spec.min_ready_seconds.filter(|s| *s > 0)
             {
                 let delay = Duration::from_secs(u64::try_from(min_ready).unwrap_or(0) + 1);
-                self.inner.queue.add_after(&queue_key(key), delay);
+                self.inner.queue.add_after(key.clone(), delay);
             }
+            self.inner.queue.add(key);
         }
     }
 }

@@ -20,13 +20,14 @@ use k8s_openapi::api::apps::v1::{ControllerRevision, StatefulSet, StatefulSetSta
 use k8s_openapi::api::core::v1::Pod;
 
 use super::{StatefulSetController, gauge_labels};
-use crate::daemonset::sync::error_message;
+use crate::events::error_message;
+use crate::shared::read;
 use crate::events::{TYPE_NORMAL, TYPE_WARNING};
 use crate::workload::claim::{ClaimSession, claim_objects};
 use crate::workload::writes::{
     Writes, is_already_exists, is_conflict, is_not_found, object_ref,
 };
-use crate::workload::{SyncError, queue_key};
+use crate::sync_error::SyncError;
 
 /// `MaxBatchSize`: creates of a `Parallel` set in flight at most.
 const MAX_BATCH_SIZE: usize = 500;
@@ -86,7 +87,7 @@ impl<W: Writes> StatefulSetController<W> {
     /// `sync`.
     pub async fn sync(&self, key: &ObjectKey) -> Result<(), SyncError> {
         let inner = &self.inner;
-        let Some(set) = inner.sets.get(key) else {
+        let Some(set) = read(&inner.sets).get(key) else {
             tracing::debug!(statefulset = %key, "StatefulSet has been deleted");
             return Ok(());
         };
@@ -104,7 +105,7 @@ impl<W: Writes> StatefulSetController<W> {
             && status.available_replicas.unwrap_or(0) != statefulset::replicas(&set)
         {
             inner.queue.add_after(
-                &queue_key(key),
+                key.clone(),
                 Duration::from_secs(u64::try_from(min_ready).unwrap_or(0)),
             );
         }
@@ -120,7 +121,10 @@ impl<W: Writes> StatefulSetController<W> {
         claims: &mut ClaimSession,
     ) -> Result<Vec<Arc<ControllerRevision>>, SyncError> {
         let namespace = set.metadata.namespace.as_deref().unwrap_or("");
-        let candidates = self.inner.revisions.list_namespace(namespace);
+        let candidates: Vec<_> = read(&self.inner.revisions)
+            .in_namespace(namespace)
+            .cloned()
+            .collect();
         Ok(claim_objects(
             &self.inner.writes,
             claims,
@@ -140,7 +144,7 @@ impl<W: Writes> StatefulSetController<W> {
         claims: &mut ClaimSession,
     ) -> Result<Vec<Arc<Pod>>, SyncError> {
         let namespace = set.metadata.namespace.as_deref().unwrap_or("");
-        let candidates = self.inner.pods.list_namespace(namespace);
+        let candidates: Vec<_> = read(&self.inner.pods).in_namespace(namespace).cloned().collect();
         Ok(
             claim_objects(&self.inner.writes, claims, set, candidates, |p: &Pod| {
                 selector.matches(p.metadata.labels.as_ref()) && is_member_of(set, p)
@@ -200,7 +204,7 @@ impl<W: Writes> StatefulSetController<W> {
                 }
                 self.carry_out(set, &plan, pods, &current, &update).await
             }
-            Err(err) => Err(SyncError::Invalid(format!(
+            Err(err) => Err(SyncError::Other(format!(
                 "invalid value for maxUnavailable: {err}"
             ))),
         };

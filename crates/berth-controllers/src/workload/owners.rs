@@ -7,12 +7,11 @@
 //! its expectations.
 
 use berth_client::ObjectKey;
-use berth_core::labels::label_selector_as_selector;
 use berth_core::workloads::ownership::controller_of;
-use k8s_openapi::apimachinery::pkg::apis::meta::v1::{LabelSelector, ObjectMeta, OwnerReference};
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::{LabelSelector, OwnerReference};
 use kube::Resource;
 
-use crate::store::{Applied, Store};
+use crate::cache::{ObjectCache, Observed};
 
 /// One change to an object, with the state before it where there was one.
 #[derive(Debug, Clone, Copy)]
@@ -34,34 +33,19 @@ pub struct Reaction {
     pub deleted_for: Option<ObjectKey>,
 }
 
-/// Resolves `reference` to a controller of `kind` in `namespace`: its key
-/// when the controller of that name exists with that UID.
-pub fn resolve(
-    kind: &str,
-    namespace: &str,
-    reference: &OwnerReference,
-    uid_of: impl Fn(&ObjectKey) -> Option<String>,
-) -> Option<ObjectKey> {
-    if reference.kind != kind {
-        return None;
-    }
-    let key = ObjectKey::new(namespace, reference.name.clone());
-    (uid_of(&key).as_deref() == Some(reference.uid.as_str())).then_some(key)
-}
-
-/// The reaction of the controllers of `kind` to `event`. `uid_of` looks a
-/// controller up by key; `selecting` lists the controllers whose
-/// selectors match an object.
+/// The reaction of the controllers of one kind to `event`. `resolve`
+/// finds the controller an owner reference names (`resolveControllerRef`:
+/// of the kind, by name, with that UID); `selecting` lists the
+/// controllers whose selectors match an object.
 pub fn react<K: Resource>(
     event: ObjectEvent<'_, K>,
-    kind: &str,
-    uid_of: impl Fn(&ObjectKey) -> Option<String>,
+    resolve: impl Fn(&str, &OwnerReference) -> Option<ObjectKey>,
     selecting: impl Fn(&K) -> Vec<ObjectKey>,
 ) -> Reaction {
     let mut reaction = Reaction::default();
-    let namespace = |k: &K| k.meta().namespace.clone().unwrap_or_default();
     let owner = |k: &K| {
-        controller_of(k.meta()).and_then(|r| resolve(kind, &namespace(k), r, &uid_of))
+        let namespace = k.meta().namespace.as_deref().unwrap_or("");
+        controller_of(k.meta()).and_then(|r| resolve(namespace, r))
     };
     // A deletion, or one starting: the owner may replace the object now.
     let deletion = |object: &K, reaction: &mut Reaction| {
@@ -121,65 +105,57 @@ pub fn react<K: Resource>(
     reaction
 }
 
-/// `GetPodDaemonSets`, `GetPodStatefulSets`, ...: the controllers in the
-/// object's namespace whose selector (non-empty) matches its labels.
-pub fn selecting<O: Resource>(
-    controllers: &Store<O>,
-    selector_of: impl Fn(&O) -> &LabelSelector,
-    meta: &ObjectMeta,
-) -> Vec<ObjectKey> {
-    let namespace = meta.namespace.as_deref().unwrap_or("");
-    controllers
-        .list_namespace(namespace)
-        .iter()
-        .filter(|c| {
-            matches!(label_selector_as_selector(Some(selector_of(c))),
-                Ok(Some(s)) if !s.is_empty() && s.matches(meta.labels.as_ref()))
-        })
-        .map(|c| ObjectKey::of_meta(c.meta()))
-        .collect()
-}
-
-/// [`react`] to a change applied to a store, for the controllers of
-/// `kind` in `controllers` (their selectors by `selector_of`); `None` for
-/// what says nothing (a deletion without a last state, the end of a
-/// list).
-pub fn react_to_applied<K: Resource, O: Resource>(
-    applied: &Applied<K>,
-    kind: &str,
-    controllers: &Store<O>,
+/// [`react`] to a change a cache observed, for the controllers in
+/// `controllers` (their selectors by `selector_of`); `None` for the end
+/// of a list.
+pub fn react_to<K: Resource, O: Resource<DynamicType = ()>>(
+    observed: &Observed<K>,
+    controllers: &ObjectCache<O>,
     selector_of: impl Fn(&O) -> &LabelSelector + Copy,
 ) -> Option<Reaction> {
-    let uid_of = |key: &ObjectKey| controllers.get(key).and_then(|c| c.meta().uid.clone());
-    let selecting = |object: &K| selecting(controllers, selector_of, object.meta());
-    let event = match applied {
-        Applied::Upsert { old: None, new } => ObjectEvent::Added(new.as_ref()),
-        Applied::Upsert {
-            old: Some(old),
-            new,
-        } => ObjectEvent::Updated {
+    let resolve = |namespace: &str, reference: &OwnerReference| {
+        controllers
+            .resolve(namespace, reference)
+            .map(|c| ObjectKey::of_meta(c.meta()))
+    };
+    let selecting = |object: &K| {
+        let meta = object.meta();
+        controllers
+            .selecting(
+                meta.namespace.as_deref().unwrap_or(""),
+                meta.labels.as_ref(),
+                selector_of,
+            )
+            .iter()
+            .map(|c| ObjectKey::of_meta(c.meta()))
+            .collect()
+    };
+    let event = match observed {
+        Observed::Added(new) => ObjectEvent::Added(new.as_ref()),
+        Observed::Updated { old, new } => ObjectEvent::Updated {
             old: old.as_ref(),
             new: new.as_ref(),
         },
-        Applied::Delete { last: Some(last), .. } => ObjectEvent::Deleted(last.as_ref()),
-        Applied::Delete { last: None, .. } | Applied::Synced => return None,
+        Observed::Deleted(last) => ObjectEvent::Deleted(last.as_ref()),
+        Observed::Synced => return None,
     };
-    Some(react(event, kind, uid_of, selecting))
+    Some(react(event, resolve, selecting))
 }
 
 /// The key of the object a change is about.
-pub fn applied_key<K: Resource>(applied: &Applied<K>) -> Option<ObjectKey> {
-    match applied {
-        Applied::Upsert { new, .. } => Some(ObjectKey::of_meta(new.meta())),
-        Applied::Delete { key, .. } => Some(key.clone()),
-        Applied::Synced => None,
+pub fn observed_key<K: Resource>(observed: &Observed<K>) -> Option<ObjectKey> {
+    match observed {
+        Observed::Added(o) | Observed::Updated { new: o, .. } | Observed::Deleted(o) => {
+            Some(ObjectKey::of_meta(o.meta()))
+        }
+        Observed::Synced => None,
     }
 }
 
 /// Whether a pod update made it Ready (a controller with
 /// `minReadySeconds` looks again once it counts as available).
-pub fn became_ready(applied: &Applied<k8s_openapi::api::core::v1::Pod>) -> bool {
-    matches!(applied, Applied::Upsert { old: Some(old), new }
+pub fn became_ready(observed: &Observed<k8s_openapi::api::core::v1::Pod>) -> bool {
+    matches!(observed, Observed::Updated { old, new }
         if !berth_core::pod::is_ready(old) && berth_core::pod::is_ready(new))
 }
 
@@ -239,10 +215,13 @@ mod tests {
     fn pod_changes_wake_their_controllers() {
         // Two DaemonSets: foo1 (uid u1) and foo2 (uid u2); the orphan's
         // labels select both.
-        let uid_of = |k: &ObjectKey| match k.name.as_str() {
-            "foo1" => Some("u1".to_string()),
-            "foo2" => Some("u2".to_string()),
-            _ => None,
+        let resolve = |namespace: &str, r: &OwnerReference| {
+            let uid = match r.name.as_str() {
+                "foo1" => "u1",
+                "foo2" => "u2",
+                _ => return None,
+            };
+            (r.kind == "DaemonSet" && r.uid == uid).then(|| ObjectKey::new(namespace, r.name.clone()))
         };
         let selecting = |p: &Pod| {
             let selected = p
@@ -391,7 +370,7 @@ mod tests {
                 (None, None) => continue,
             };
             assert_eq!(
-                react(event, "DaemonSet", uid_of, selecting),
+                react(event, resolve, selecting),
                 case.want,
                 "{}",
                 case.name

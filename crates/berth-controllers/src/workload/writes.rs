@@ -160,16 +160,7 @@ impl Writes for KubeWrites {
 
 /// A reference to a namespaced object, for its Events.
 pub fn object_ref<K: Object>(object: &K) -> ObjectReference {
-    let meta = object.meta();
-    ObjectReference {
-        api_version: Some(K::api_version(&()).into_owned()),
-        kind: Some(K::kind(&()).into_owned()),
-        namespace: meta.namespace.clone(),
-        name: meta.name.clone(),
-        uid: meta.uid.clone(),
-        resource_version: meta.resource_version.clone(),
-        ..ObjectReference::default()
-    }
+    crate::events::object_ref(&K::api_version(&()), &K::kind(&()), object.meta())
 }
 
 /// An API error with `code` and `reason`, as the server sends them.
@@ -183,7 +174,7 @@ pub fn api_error(code: u16, reason: &str, message: &str) -> kube::Error {
 
 /// Whether the error is the API's 404.
 pub fn is_not_found(err: &kube::Error) -> bool {
-    matches!(err, kube::Error::Api(status) if status.is_not_found())
+    crate::controller_refs::is_status(err, 404)
 }
 
 /// Whether the error is the API's 409 AlreadyExists.
@@ -194,13 +185,6 @@ pub fn is_already_exists(err: &kube::Error) -> bool {
 /// Whether the error is a 409 Conflict (a stale resourceVersion).
 pub fn is_conflict(err: &kube::Error) -> bool {
     matches!(err, kube::Error::Api(status) if status.is_conflict())
-}
-
-/// Whether a create failed because its namespace is being deleted
-/// (`NamespaceTerminatingCause`): every later create would fail too.
-pub fn is_namespace_terminating(err: &kube::Error) -> bool {
-    matches!(err, kube::Error::Api(status)
-        if status.details.as_ref().is_some_and(|d| d.causes.iter().any(|c| c.reason == "NamespaceTerminating")))
 }
 
 #[cfg(test)]
@@ -313,6 +297,29 @@ pub mod fake {
         pub fn clear(&self) {
             lock(&self.calls).clear();
             lock(&self.events).clear();
+        }
+
+        /// The successful writes of `K` from call number `from` on, as a
+        /// watch delivers them: creates and updates as upserts of what was
+        /// written, deletes as deletions.
+        pub fn changes_since<K: Object>(&self, from: usize) -> Vec<berth_client::Change<K>> {
+            let kind = K::kind(&());
+            self.calls()
+                .into_iter()
+                .skip(from)
+                .filter(|c| c.ok && c.kind == kind)
+                .filter_map(|c| match c.verb {
+                    "create" | "update" | "update-status" => serde_json::from_value(c.body)
+                        .ok()
+                        .map(berth_client::Change::Upsert),
+                    "delete" => Some(berth_client::Change::Delete(berth_client::Gone {
+                        key: ObjectKey::new(c.namespace, c.name),
+                        uid: None,
+                        last: None,
+                    })),
+                    _ => None,
+                })
+                .collect()
         }
 
         /// Records the call; its failure if a rule says so.

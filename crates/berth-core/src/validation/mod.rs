@@ -8,18 +8,33 @@
 //!   canonical decimal integers, with upstream's messages.
 //! - [`validate_node_taints`], [`validate_tolerations`],
 //!   [`validate_toleration_update`], [`uses_comparison_operators`].
-//! - [`validate_pod`], [`validate_node`]: the rules for whole objects, as
-//!   the API server's admission and `berth check` apply them.
+//! - [`validate_labels`], [`validate_annotations`],
+//!   [`validate_label_selector`], [`validate_nonnegative`],
+//!   [`validate_immutable`]: the metadata and selector checks every type
+//!   shares (`meta.rs`).
+//! - [`validate_pod`], [`validate_node`], [`validate_pod_template`]: the
+//!   rules for whole objects, as the API server's admission and `berth
+//!   check` apply them (`objects.rs`).
+//! - the apps/v1 workloads' rules, `pkg/apis/apps/validation` (`apps.rs`):
+//!   [`validate_deployment`] and its update and status update, and the
+//!   same for ReplicaSets, DaemonSets, StatefulSets and ControllerRevisions.
 
+mod apps;
 pub mod field;
+mod meta;
 pub mod names;
 mod objects;
 mod resources;
 mod taints;
 mod tolerations;
 
+pub use apps::*;
 pub use field::{ErrorList, ErrorType, FieldError, Path};
-pub use objects::{validate_node, validate_pod};
+pub use meta::{
+    FIELD_IMMUTABLE, TOTAL_ANNOTATION_SIZE_LIMIT_BYTES, validate_annotations, validate_immutable,
+    validate_label_selector, validate_labels, validate_nonnegative,
+};
+pub use objects::{validate_node, validate_pod, validate_pod_template};
 pub use resources::validate_resource_quantities;
 pub use taints::validate_node_taints;
 pub use tolerations::{

@@ -248,10 +248,54 @@ pub fn is_decimal_integer(value: &str) -> Vec<String> {
     }
 }
 
+const PERCENT_FMT: &str = "[0-9]+%";
+const PERCENT_ERR_MSG: &str =
+    "a valid percent string must be a numeric string followed by an ending '%'";
+
+/// `IsValidPercent`: `^[0-9]+%$` (`maxSurge: "25%"`).
+pub fn is_valid_percent(value: &str) -> Vec<String> {
+    let valid = value
+        .strip_suffix('%')
+        .is_some_and(|digits| !digits.is_empty() && digits.bytes().all(|b| b.is_ascii_digit()));
+    if valid {
+        Vec::new()
+    } else {
+        vec![regex_error(PERCENT_ERR_MSG, PERCENT_FMT, &["1%", "93%"])]
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
     use proptest::prelude::*;
+
+    /// Upstream `TestIsValidPercent`.
+    #[test]
+    fn valid_percents_are_digits_and_a_percent_sign() {
+        for good in ["0%", "00000%", "93%", "100%", "101%"] {
+            assert!(is_valid_percent(good).is_empty(), "{good}");
+        }
+        for bad in [
+            "",
+            "0",
+            "100",
+            "0.0%",
+            "99.99%",
+            "hundred%",
+            "infinity%",
+            "%",
+            "-0%",
+            "-10%",
+        ] {
+            assert_eq!(
+                is_valid_percent(bad),
+                [
+                    "a valid percent string must be a numeric string followed by an ending '%' (e.g. '1%',  or '93%', regex used for validation is '[0-9]+%')"
+                ],
+                "{bad:?}"
+            );
+        }
+    }
 
     #[test]
     fn qualified_name_accepts_upstream_success_cases() {

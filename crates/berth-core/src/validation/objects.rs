@@ -1,9 +1,10 @@
-//! The API validation rules berth enforces on whole pods and nodes,
-//! composed of this module's validators (upstream `ValidatePod`,
-//! `ValidatePodUpdate`, `ValidateNode`, restricted to the fields berth acts
-//! on): the object name, tolerations and toleration updates, taints, and
-//! every resource list's quantities. The API server's admission and
-//! `berth check` both call these.
+//! The API validation rules berth enforces on whole pods, pod templates
+//! and nodes, composed of this module's validators (upstream `ValidatePod`,
+//! `ValidatePodUpdate`, `ValidatePodTemplateSpec`, `ValidateNode`,
+//! restricted to the fields berth acts on): the object name, template
+//! labels and annotations, tolerations and toleration updates, taints, and
+//! every resource list's quantities. The API server's admission, the
+//! workload validation (`apps.rs`) and `berth check` call these.
 //!
 //! The comparison operators `Lt`/`Gt` are accepted when the
 //! `TaintTolerationComparisonOperators` gate is on or, on update, when the
@@ -17,10 +18,12 @@ use crate::FeatureGates;
 use crate::validation::names::is_dns1123_subdomain;
 use crate::validation::{
     ErrorList, FieldError, Path, TolerationOptions, uses_comparison_operators,
-    validate_node_taints, validate_resource_quantities, validate_toleration_update,
-    validate_tolerations,
+    validate_annotations, validate_labels, validate_node_taints, validate_resource_quantities,
+    validate_toleration_update, validate_tolerations,
 };
-use k8s_openapi::api::core::v1::{Container, Node, Pod, ResourceRequirements, Toleration};
+use k8s_openapi::api::core::v1::{
+    Container, Node, Pod, PodSpec, PodTemplateSpec, ResourceRequirements, Toleration,
+};
 use k8s_openapi::apimachinery::pkg::api::resource::Quantity;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
 
@@ -62,70 +65,140 @@ fn validate_containers(containers: &[Container], path: &Path) -> ErrorList {
         .collect()
 }
 
-fn tolerations(pod: &Pod) -> &[Toleration] {
-    pod.spec
-        .as_ref()
-        .and_then(|s| s.tolerations.as_deref())
+fn tolerations(spec: Option<&PodSpec>) -> &[Toleration] {
+    spec.and_then(|s| s.tolerations.as_deref())
         .unwrap_or_default()
+}
+
+/// Which toleration rule a pod spec is held to: a new pod's or a pod
+/// template's (every toleration valid; `Lt`/`Gt` also when the stored
+/// object used them), or an updated pod's (existing tolerations may only
+/// gain `tolerationSeconds`).
+#[derive(Clone, Copy)]
+enum TolerationRule<'a> {
+    New { stored: &'a [Toleration] },
+    PodUpdate { stored: &'a [Toleration] },
+}
+
+/// Upstream `ValidatePodSpec`, restricted to what berth checks:
+/// tolerations and every resource list's quantities, at `path`.
+fn validate_pod_spec(
+    spec: Option<&PodSpec>,
+    path: &Path,
+    rule: TolerationRule,
+    gates: FeatureGates,
+) -> ErrorList {
+    let tol_path = path.child("tolerations");
+    let mut errs = match rule {
+        TolerationRule::New { stored } => {
+            let opts = TolerationOptions {
+                allow_comparison_operators: gates.taint_toleration_comparison_operators
+                    || uses_comparison_operators(stored),
+            };
+            validate_tolerations(tolerations(spec), &tol_path, &opts)
+        }
+        TolerationRule::PodUpdate { stored } => {
+            let opts = TolerationOptions {
+                allow_comparison_operators: gates.taint_toleration_comparison_operators
+                    || uses_comparison_operators(stored),
+            };
+            validate_toleration_update(tolerations(spec), stored, &tol_path, &opts)
+        }
+    };
+    let Some(spec) = spec else {
+        return errs;
+    };
+    errs.extend(validate_containers(
+        &spec.containers,
+        &path.child("containers"),
+    ));
+    if let Some(init) = spec.init_containers.as_deref() {
+        errs.extend(validate_containers(init, &path.child("initContainers")));
+    }
+    if let Some(ephemeral) = spec.ephemeral_containers.as_deref() {
+        for (i, c) in ephemeral.iter().enumerate() {
+            errs.extend(validate_requirements(
+                c.resources.as_ref(),
+                &path
+                    .child("ephemeralContainers")
+                    .index(i)
+                    .child("resources"),
+            ));
+        }
+    }
+    errs.extend(validate_requirements(
+        spec.resources.as_ref(),
+        &path.child("resources"),
+    ));
+    if let Some(overhead) = spec.overhead.as_ref() {
+        errs.extend(validate_resource_quantities(
+            overhead,
+            &path.child("overhead"),
+        ));
+    }
+    errs
 }
 
 /// Validates a pod being created (`old` is `None`) or updated.
 pub fn validate_pod(pod: &Pod, old: Option<&Pod>, gates: FeatureGates) -> ErrorList {
     let mut errs = validate_name(&pod.metadata);
-    let spec_path = Path::new("spec");
-    let tol_path = spec_path.child("tolerations");
-    match old {
-        None => {
-            let opts = TolerationOptions {
-                allow_comparison_operators: gates.taint_toleration_comparison_operators,
-            };
-            errs.extend(validate_tolerations(tolerations(pod), &tol_path, &opts));
-        }
-        Some(old) => {
-            let opts = TolerationOptions {
-                allow_comparison_operators: gates.taint_toleration_comparison_operators
-                    || uses_comparison_operators(tolerations(old)),
-            };
-            errs.extend(validate_toleration_update(
-                tolerations(pod),
-                tolerations(old),
-                &tol_path,
-                &opts,
-            ));
-        }
+    let rule = match old {
+        None => TolerationRule::New { stored: &[] },
+        Some(old) => TolerationRule::PodUpdate {
+            stored: tolerations(old.spec.as_ref()),
+        },
+    };
+    errs.extend(validate_pod_spec(
+        pod.spec.as_ref(),
+        &Path::new("spec"),
+        rule,
+        gates,
+    ));
+    errs
+}
+
+/// Upstream `ValidatePodTemplateSpec` at `path` (`spec.template` of a
+/// workload): the template's labels and annotations (reported at
+/// `<path>.labels` and `<path>.annotations`, as upstream names them), its
+/// pod spec, and no ephemeral containers. `old` is the stored template of
+/// an update: `Lt`/`Gt` tolerations it used stay allowed.
+pub fn validate_pod_template(
+    template: &PodTemplateSpec,
+    old: Option<&PodTemplateSpec>,
+    path: &Path,
+    gates: FeatureGates,
+) -> ErrorList {
+    let mut errs = ErrorList::new();
+    let meta = template.metadata.as_ref();
+    if let Some(labels) = meta.and_then(|m| m.labels.as_ref()) {
+        errs.extend(validate_labels(
+            labels.iter().map(|(k, v)| (k.as_str(), v.as_str())),
+            &path.child("labels"),
+        ));
     }
-    if let Some(spec) = pod.spec.as_ref() {
-        errs.extend(validate_containers(
-            &spec.containers,
-            &spec_path.child("containers"),
+    if let Some(annotations) = meta.and_then(|m| m.annotations.as_ref()) {
+        errs.extend(validate_annotations(
+            annotations.iter().map(|(k, v)| (k.as_str(), v.as_str())),
+            &path.child("annotations"),
         ));
-        if let Some(init) = spec.init_containers.as_deref() {
-            errs.extend(validate_containers(
-                init,
-                &spec_path.child("initContainers"),
-            ));
-        }
-        if let Some(ephemeral) = spec.ephemeral_containers.as_deref() {
-            for (i, c) in ephemeral.iter().enumerate() {
-                errs.extend(validate_requirements(
-                    c.resources.as_ref(),
-                    &spec_path
-                        .child("ephemeralContainers")
-                        .index(i)
-                        .child("resources"),
-                ));
-            }
-        }
-        errs.extend(validate_requirements(
-            spec.resources.as_ref(),
-            &spec_path.child("resources"),
+    }
+    let stored = tolerations(old.and_then(|t| t.spec.as_ref()));
+    let spec = template.spec.as_ref();
+    errs.extend(validate_pod_spec(
+        spec,
+        &path.child("spec"),
+        TolerationRule::New { stored },
+        gates,
+    ));
+    if spec.is_some_and(|s| {
+        s.ephemeral_containers
+            .as_ref()
+            .is_some_and(|e| !e.is_empty())
+    }) {
+        errs.push(FieldError::forbidden(
+            &path.child("spec").child("ephemeralContainers"),
+            "ephemeral containers not allowed in pod template",
         ));
-        if let Some(overhead) = spec.overhead.as_ref() {
-            errs.extend(validate_resource_quantities(
-                overhead,
-                &spec_path.child("overhead"),
-            ));
-        }
     }
     errs
 }

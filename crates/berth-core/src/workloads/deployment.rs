@@ -1025,6 +1025,33 @@ pub fn deployment_progressing(d: &Deployment, new_status: &DeploymentStatus) -> 
         || new_available > old_available
 }
 
+/// `HasProgressDeadline`.
+pub fn has_progress_deadline(d: &Deployment) -> bool {
+    progress_deadline(d).is_some()
+}
+
+/// `SetDeploymentRevision`: record `revision` on the Deployment (its
+/// new ReplicaSet's); whether it changed.
+pub fn set_deployment_revision(d: &mut Deployment, revision: &str) -> bool {
+    let annotations = d.metadata.annotations.get_or_insert_with(BTreeMap::new);
+    if annotations.get(REVISION_ANNOTATION).map(String::as_str) == Some(revision) {
+        return false;
+    }
+    annotations.insert(REVISION_ANNOTATION.into(), revision.into());
+    true
+}
+
+/// Whether the Deployment's selector is empty, which upstream refuses
+/// to act on (`SelectingAll`): it would select every pod.
+pub fn selects_everything(d: &Deployment) -> bool {
+    let selector = &d.spec.selector;
+    selector.match_labels.as_ref().is_none_or(|m| m.is_empty())
+        && selector
+            .match_expressions
+            .as_ref()
+            .is_none_or(|e| e.is_empty())
+}
+
 /// `HasProgressDeadline`: set and not `MaxInt32` (absent means none, as
 /// upstream reads a nil pointer).
 fn progress_deadline(d: &Deployment) -> Option<SignedDuration> {
@@ -1379,6 +1406,26 @@ mod tests {
                 replicas: *replicas,
             })
             .collect()
+    }
+
+    /// `SetDeploymentRevision`, `HasProgressDeadline` and the empty
+    /// selector of `syncDeployment`.
+    #[test]
+    fn revision_deadline_and_selector_helpers() {
+        let mut d = deployment(1, None, None);
+        assert!(set_deployment_revision(&mut d, "2"));
+        assert!(!set_deployment_revision(&mut d, "2"));
+        assert_eq!(revision(&d.metadata), Ok(2));
+        assert!(!has_progress_deadline(&d));
+        d.spec.progress_deadline_seconds = Some(600);
+        assert!(has_progress_deadline(&d));
+        d.spec.progress_deadline_seconds = Some(i32::MAX);
+        assert!(!has_progress_deadline(&d), "MaxInt32 means none");
+        assert!(!selects_everything(&d));
+        d.spec.selector = LabelSelector::default();
+        assert!(selects_everything(&d));
+        d.spec.selector.match_labels = Some(BTreeMap::new());
+        assert!(selects_everything(&d));
     }
 
     /// Upstream `TestResolveFenceposts`.

@@ -1,0 +1,400 @@
+//! The apps/v1 workload types as the API serves them, through an
+//! in-process kube client: upstream's defaults (and nothing over what the
+//! client set), the status a create clears, what the main resource and
+//! `/status` may each change, the generation, and the 422s of validation.
+
+use std::sync::Arc;
+
+use berth_apiserver::api::{ApiConfig, ApiServer};
+use berth_apiserver::auth::User;
+use berth_apiserver::in_process;
+use berth_core::clock::Clock;
+use berth_store::{AnyStore, MemStore};
+use serde_json::{Value, json};
+
+/// The API server on the in-memory store and an admin client of it.
+async fn admin() -> (Arc<ApiServer>, kube::Client) {
+    let api = ApiServer::new(
+        AnyStore::Memory(MemStore::new()),
+        Clock::real(),
+        ApiConfig::default(),
+    )
+    .await
+    .expect("the API server starts");
+    let client = in_process::client(&api, User::admin(), "default").expect("a client");
+    (api, client)
+}
+
+/// One request with a JSON body (`Value::Null`: none); the answer, or the
+/// refusal's HTTP code and message.
+async fn call(
+    client: &kube::Client,
+    method: &str,
+    uri: &str,
+    content_type: &str,
+    body: &Value,
+) -> Result<Value, (u16, String)> {
+    let bytes = if body.is_null() {
+        Vec::new()
+    } else {
+        body.to_string().into_bytes()
+    };
+    let request = axum::http::Request::builder()
+        .method(method)
+        .uri(uri)
+        .header("content-type", content_type)
+        .body(bytes)
+        .expect("a request");
+    client.request::<Value>(request).await.map_err(|e| match e {
+        kube::Error::Api(status) => (status.code, status.message),
+        other => (0, other.to_string()),
+    })
+}
+
+async fn post(client: &kube::Client, plural: &str, object: &Value) -> Result<Value, (u16, String)> {
+    let uri = format!("/apis/apps/v1/namespaces/default/{plural}");
+    call(client, "POST", &uri, "application/json", object).await
+}
+
+async fn put(
+    client: &kube::Client,
+    plural: &str,
+    name: &str,
+    subresource: &str,
+    object: &Value,
+) -> Result<Value, (u16, String)> {
+    let uri = format!("/apis/apps/v1/namespaces/default/{plural}/{name}{subresource}");
+    call(client, "PUT", &uri, "application/json", object).await
+}
+
+/// A template whose labels the selector `app: web` selects.
+fn template() -> Value {
+    json!({"metadata": {"labels": {"app": "web"}},
+           "spec": {"containers": [{"name": "web", "image": "nginx:1.27"}]}})
+}
+
+fn workload(kind: &str, name: &str, spec: Value) -> Value {
+    let mut full = json!({"selector": {"matchLabels": {"app": "web"}}, "template": template()});
+    if let (Some(full), Some(extra)) = (full.as_object_mut(), spec.as_object()) {
+        for (k, v) in extra {
+            full.insert(k.clone(), v.clone());
+        }
+    }
+    json!({"apiVersion": "apps/v1", "kind": kind, "metadata": {"name": name}, "spec": full})
+}
+
+fn plural(kind: &str) -> String {
+    format!("{}s", kind.to_lowercase())
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn workloads_get_upstreams_defaults_and_keep_what_the_client_set() {
+    struct Case {
+        name: &'static str,
+        kind: &'static str,
+        spec: Value,
+        /// JSON pointers into the created object and their values
+        /// (`Value::Null`: absent).
+        want: Vec<(&'static str, Value)>,
+    }
+    let cases = [
+        Case {
+            name: "a Deployment gets one replica, RollingUpdate 25%/25%, ten revisions, 600 s",
+            kind: "Deployment",
+            spec: json!({}),
+            want: vec![
+                ("/spec/replicas", json!(1)),
+                (
+                    "/spec/strategy",
+                    json!({"type": "RollingUpdate", "rollingUpdate": {"maxUnavailable": "25%", "maxSurge": "25%"}}),
+                ),
+                ("/spec/revisionHistoryLimit", json!(10)),
+                ("/spec/progressDeadlineSeconds", json!(600)),
+                ("/status", json!({})),
+                ("/metadata/generation", json!(1)),
+            ],
+        },
+        Case {
+            name: "a Deployment's own values stay; Recreate gets no rollingUpdate",
+            kind: "Deployment",
+            spec: json!({"replicas": 0, "strategy": {"type": "Recreate"}, "revisionHistoryLimit": 0,
+                         "progressDeadlineSeconds": 30}),
+            want: vec![
+                ("/spec/replicas", json!(0)),
+                ("/spec/strategy", json!({"type": "Recreate"})),
+                ("/spec/revisionHistoryLimit", json!(0)),
+                ("/spec/progressDeadlineSeconds", json!(30)),
+            ],
+        },
+        Case {
+            name: "kubectl create deployment's empty strategy is a RollingUpdate",
+            kind: "Deployment",
+            spec: json!({"strategy": {}, "replicas": null}),
+            want: vec![
+                ("/spec/strategy/type", json!("RollingUpdate")),
+                ("/spec/strategy/rollingUpdate/maxSurge", json!("25%")),
+                ("/spec/replicas", json!(1)),
+            ],
+        },
+        Case {
+            name: "a half-set rolling update gets the other half",
+            kind: "Deployment",
+            spec: json!({"strategy": {"rollingUpdate": {"maxSurge": 0}}}),
+            want: vec![(
+                "/spec/strategy",
+                json!({"type": "RollingUpdate", "rollingUpdate": {"maxUnavailable": "25%", "maxSurge": 0}}),
+            )],
+        },
+        Case {
+            name: "the pod template gets the pod spec's defaults, not the pod's",
+            kind: "Deployment",
+            spec: json!({}),
+            want: vec![
+                ("/spec/template/spec/restartPolicy", json!("Always")),
+                ("/spec/template/spec/dnsPolicy", json!("ClusterFirst")),
+                (
+                    "/spec/template/spec/schedulerName",
+                    json!("default-scheduler"),
+                ),
+                (
+                    "/spec/template/spec/terminationGracePeriodSeconds",
+                    json!(30),
+                ),
+                ("/spec/template/spec/securityContext", json!({})),
+                (
+                    "/spec/template/spec/containers/0/imagePullPolicy",
+                    json!("IfNotPresent"),
+                ),
+                (
+                    "/spec/template/spec/containers/0/terminationMessagePolicy",
+                    json!("File"),
+                ),
+                ("/spec/template/spec/enableServiceLinks", Value::Null),
+                ("/spec/template/spec/priority", Value::Null),
+            ],
+        },
+        Case {
+            name: "a ReplicaSet gets one replica and a cleared status",
+            kind: "ReplicaSet",
+            spec: json!({}),
+            want: vec![("/spec/replicas", json!(1)), ("/status/replicas", json!(0))],
+        },
+        Case {
+            name: "a DaemonSet gets RollingUpdate 1/0, ten revisions, template generation 1",
+            kind: "DaemonSet",
+            spec: json!({}),
+            want: vec![
+                (
+                    "/spec/updateStrategy",
+                    json!({"type": "RollingUpdate", "rollingUpdate": {"maxUnavailable": 1, "maxSurge": 0}}),
+                ),
+                ("/spec/revisionHistoryLimit", json!(10)),
+                (
+                    "/metadata/annotations/deprecated.daemonset.template.generation",
+                    json!("1"),
+                ),
+            ],
+        },
+        Case {
+            name: "an OnDelete DaemonSet gets no rollingUpdate",
+            kind: "DaemonSet",
+            spec: json!({"updateStrategy": {"type": "OnDelete"}}),
+            want: vec![("/spec/updateStrategy", json!({"type": "OnDelete"}))],
+        },
+        Case {
+            name: "a StatefulSet gets OrderedReady, RollingUpdate from 0, claims retained",
+            kind: "StatefulSet",
+            spec: json!({"volumeClaimTemplates": [{"metadata": {"name": "data"},
+                "spec": {"accessModes": ["ReadWriteOnce"], "resources": {"requests": {"storage": "1Gi"}}}}]}),
+            want: vec![
+                ("/spec/podManagementPolicy", json!("OrderedReady")),
+                (
+                    "/spec/updateStrategy",
+                    json!({"type": "RollingUpdate", "rollingUpdate": {"partition": 0}}),
+                ),
+                (
+                    "/spec/persistentVolumeClaimRetentionPolicy",
+                    json!({"whenDeleted": "Retain", "whenScaled": "Retain"}),
+                ),
+                ("/spec/replicas", json!(1)),
+                ("/spec/revisionHistoryLimit", json!(10)),
+                (
+                    "/spec/volumeClaimTemplates/0/spec/volumeMode",
+                    json!("Filesystem"),
+                ),
+                (
+                    "/spec/volumeClaimTemplates/0/status/phase",
+                    json!("Pending"),
+                ),
+            ],
+        },
+        Case {
+            name: "a StatefulSet's RollingUpdate without rollingUpdate gets no partition",
+            kind: "StatefulSet",
+            spec: json!({"podManagementPolicy": "Parallel", "updateStrategy": {"type": "RollingUpdate"},
+                         "persistentVolumeClaimRetentionPolicy": {"whenDeleted": "Delete"}}),
+            want: vec![
+                ("/spec/podManagementPolicy", json!("Parallel")),
+                ("/spec/updateStrategy", json!({"type": "RollingUpdate"})),
+                (
+                    "/spec/persistentVolumeClaimRetentionPolicy",
+                    json!({"whenDeleted": "Delete", "whenScaled": "Retain"}),
+                ),
+            ],
+        },
+    ];
+    let (_api, client) = admin().await;
+    for (i, case) in cases.iter().enumerate() {
+        let mut object = workload(case.kind, &format!("w{i}"), case.spec.clone());
+        object["status"] = json!({"replicas": 7});
+        let created = post(&client, &plural(case.kind), &object)
+            .await
+            .unwrap_or_else(|e| panic!("{}: {e:?}", case.name));
+        for (pointer, want) in &case.want {
+            let got = created.pointer(pointer).cloned().unwrap_or(Value::Null);
+            assert_eq!(&got, want, "{}: {pointer}", case.name);
+        }
+    }
+}
+
+/// Upstream's strategies: the main resource keeps the stored status, a
+/// status write keeps the stored spec; the generation moves with the spec
+/// (and, for Deployments, the annotations); a DaemonSet's template
+/// generation with its template.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn spec_and_status_writes_keep_each_others_fields_and_count_generations() {
+    struct Step {
+        name: &'static str,
+        kind: &'static str,
+        subresource: &'static str,
+        /// What the write changes on the object as last read.
+        change: fn(&mut Value),
+        want: Vec<(&'static str, Value)>,
+    }
+    let steps = [
+        Step {
+            name: "a spec write's status is the stored one; the generation moves",
+            kind: "Deployment",
+            subresource: "",
+            change: |d| {
+                d["spec"]["replicas"] = json!(3);
+                d["status"] = json!({"replicas": 9});
+            },
+            want: vec![
+                ("/spec/replicas", json!(3)),
+                ("/status", json!({})),
+                ("/metadata/generation", json!(2)),
+            ],
+        },
+        Step {
+            name: "a status write's spec is the stored one; the generation stays",
+            kind: "Deployment",
+            subresource: "/status",
+            change: |d| {
+                d["spec"]["replicas"] = json!(5);
+                d["status"] = json!({"replicas": 3, "observedGeneration": 2});
+            },
+            want: vec![
+                ("/spec/replicas", json!(3)),
+                ("/status/replicas", json!(3)),
+                ("/metadata/generation", json!(2)),
+            ],
+        },
+        Step {
+            name: "a status write keeps a Deployment's stored labels",
+            kind: "Deployment",
+            subresource: "/status",
+            change: |d| d["metadata"]["labels"] = json!({"tier": "front"}),
+            want: vec![("/metadata/labels", Value::Null)],
+        },
+        Step {
+            name: "a Deployment's annotations move its generation",
+            kind: "Deployment",
+            subresource: "",
+            change: |d| d["metadata"]["annotations"] = json!({"note": "x"}),
+            want: vec![("/metadata/generation", json!(3))],
+        },
+        Step {
+            name: "a ReplicaSet's labels do not",
+            kind: "ReplicaSet",
+            subresource: "",
+            change: |rs| rs["metadata"]["labels"] = json!({"tier": "front"}),
+            want: vec![("/metadata/generation", json!(1))],
+        },
+        Step {
+            name: "a DaemonSet's template change is a new template generation",
+            kind: "DaemonSet",
+            subresource: "",
+            change: |ds| {
+                ds["spec"]["template"]["spec"]["containers"][0]["image"] = json!("nginx:1.28");
+                ds["metadata"]["annotations"]["deprecated.daemonset.template.generation"] =
+                    json!("40");
+            },
+            want: vec![
+                (
+                    "/metadata/annotations/deprecated.daemonset.template.generation",
+                    json!("2"),
+                ),
+                ("/metadata/generation", json!(2)),
+            ],
+        },
+        Step {
+            name: "another DaemonSet spec change is not",
+            kind: "DaemonSet",
+            subresource: "",
+            change: |ds| ds["spec"]["minReadySeconds"] = json!(5),
+            want: vec![
+                (
+                    "/metadata/annotations/deprecated.daemonset.template.generation",
+                    json!("2"),
+                ),
+                ("/metadata/generation", json!(3)),
+            ],
+        },
+        Step {
+            name: "a DaemonSet status write keeps the template generation",
+            kind: "DaemonSet",
+            subresource: "/status",
+            change: |ds| {
+                ds["metadata"]["annotations"]["deprecated.daemonset.template.generation"] =
+                    json!("7");
+                ds["status"]["numberReady"] = json!(1);
+                ds["status"]["desiredNumberScheduled"] = json!(1);
+                ds["status"]["currentNumberScheduled"] = json!(1);
+            },
+            want: vec![
+                (
+                    "/metadata/annotations/deprecated.daemonset.template.generation",
+                    json!("2"),
+                ),
+                ("/status/numberReady", json!(1)),
+            ],
+        },
+    ];
+    let (_api, client) = admin().await;
+    for kind in ["Deployment", "ReplicaSet", "DaemonSet"] {
+        post(&client, &plural(kind), &workload(kind, "web", json!({})))
+            .await
+            .unwrap_or_else(|e| panic!("{kind}: {e:?}"));
+    }
+    for step in steps {
+        let uri = format!("/apis/apps/v1/namespaces/default/{}/web", plural(step.kind));
+        let mut object = call(&client, "GET", &uri, "application/json", &Value::Null)
+            .await
+            .unwrap_or_else(|e| panic!("{}: {e:?}", step.name));
+        (step.change)(&mut object);
+        let written = put(
+            &client,
+            &plural(step.kind),
+            "web",
+            step.subresource,
+            &object,
+        )
+        .await
+        .unwrap_or_else(|e| panic!("{}: {e:?}", step.name));
+        for (pointer, want) in &step.want {
+            let got = written.pointer(pointer).cloned().unwrap_or(Value::Null);
+            assert_eq!(&got, want, "{}: {pointer}", step.name);
+        }
+    }
+}
