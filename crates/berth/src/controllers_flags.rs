@@ -101,6 +101,7 @@ pub fn start(
             workers: usize::try_from(flags.concurrent_statefulset_syncs).unwrap_or(1),
             gates,
         },
+        ..ControllerOptions::default()
     };
     let mut registry = prometheus_client::registry::Registry::default();
     let metrics = ControllerMetrics::register(&mut registry);
