@@ -34,6 +34,16 @@ const STATUS: Subresource = Subresource {
     verbs: &["get", "patch", "update"],
 };
 
+/// `/scale` (Deployments, ReplicaSets, StatefulSets): an autoscaling/v1
+/// Scale.
+const SCALE: Subresource = Subresource {
+    name: "scale",
+    group: "autoscaling",
+    version: "v1",
+    kind: "Scale",
+    verbs: &["get", "patch", "update"],
+};
+
 pub static NAMESPACES: ResourceType = ResourceType {
     group: "",
     version: "v1",
@@ -164,7 +174,7 @@ pub static DEPLOYMENTS: ResourceType = ResourceType {
     namespaced: true,
     short_names: &["deploy"],
     categories: &["all"],
-    subresources: &[STATUS],
+    subresources: &[STATUS, SCALE],
     storage: "deployments",
     verbs: ALL_VERBS,
     stored_as: None,
@@ -180,7 +190,7 @@ pub static REPLICASETS: ResourceType = ResourceType {
     namespaced: true,
     short_names: &["rs"],
     categories: &["all"],
-    subresources: &[STATUS],
+    subresources: &[STATUS, SCALE],
     storage: "replicasets",
     verbs: ALL_VERBS,
     stored_as: None,
@@ -212,7 +222,7 @@ pub static STATEFULSETS: ResourceType = ResourceType {
     namespaced: true,
     short_names: &["sts"],
     categories: &["all"],
-    subresources: &[STATUS],
+    subresources: &[STATUS, SCALE],
     storage: "statefulsets",
     verbs: ALL_VERBS,
     stored_as: None,

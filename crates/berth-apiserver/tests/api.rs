@@ -177,9 +177,7 @@ async fn failures_are_statuses_with_the_right_code() {
     assert_eq!(s, 404);
     assert_status(&v, 404, "NotFound");
     assert_eq!(v["message"], "pods \"nope\" not found");
-    let (s, v) = api
-        .req("GET", "/apis/batch/v1/jobs", Value::Null)
-        .await;
+    let (s, v) = api.req("GET", "/apis/batch/v1/jobs", Value::Null).await;
     assert_eq!(s, 404);
     assert_eq!(v["kind"], "Status");
 

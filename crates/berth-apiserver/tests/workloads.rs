@@ -398,3 +398,267 @@ async fn spec_and_status_writes_keep_each_others_fields_and_count_generations() 
         }
     }
 }
+
+/// Validation answers 422 Invalid with upstream's message: the kind with
+/// its group, the name, and every field error.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn invalid_workloads_are_refused_with_upstreams_field_errors() {
+    struct Case {
+        name: &'static str,
+        kind: &'static str,
+        object: Value,
+        want: &'static str,
+    }
+    let mut bad_labels = workload("Deployment", "web", json!({"replicas": -1}));
+    bad_labels["spec"]["template"]["metadata"]["labels"] = json!({"app": "other"});
+    let mut no_selector = workload("ReplicaSet", "web", json!({}));
+    if let Some(spec) = no_selector["spec"].as_object_mut() {
+        spec.remove("selector");
+    }
+    let mut restart_never = workload("DaemonSet", "agent", json!({}));
+    restart_never["spec"]["template"]["spec"]["restartPolicy"] = json!("Never");
+    let cases = [
+        Case {
+            name: "negative replicas and a selector that misses the template",
+            kind: "Deployment",
+            object: bad_labels,
+            want: "Deployment.apps \"web\" is invalid: [spec.replicas: Invalid value: -1: must be greater than or equal to 0, spec.template.metadata.labels: Invalid value: {\"app\":\"other\"}: `selector` does not match template `labels`]",
+        },
+        Case {
+            name: "no selector",
+            kind: "ReplicaSet",
+            object: no_selector,
+            want: "ReplicaSet.apps \"web\" is invalid: spec.selector: Required value",
+        },
+        Case {
+            name: "both surge and unavailability zero",
+            kind: "Deployment",
+            object: workload(
+                "Deployment",
+                "zero",
+                json!({"strategy": {"rollingUpdate": {"maxSurge": 0, "maxUnavailable": "0%"}}}),
+            ),
+            want: "Deployment.apps \"zero\" is invalid: spec.strategy.rollingUpdate.maxUnavailable: Invalid value: \"0%\": may not be 0 when `maxSurge` is 0",
+        },
+        Case {
+            name: "a DaemonSet's pods restart always",
+            kind: "DaemonSet",
+            object: restart_never,
+            want: "DaemonSet.apps \"agent\" is invalid: spec.template.spec.restartPolicy: Unsupported value: \"Never\": supported values: \"Always\"",
+        },
+        Case {
+            name: "a StatefulSet's name is a DNS label",
+            kind: "StatefulSet",
+            object: workload("StatefulSet", "db.1", json!({})),
+            want: "StatefulSet.apps \"db.1\" is invalid: metadata.name: Invalid value: \"db.1\": a lowercase RFC 1123 label must consist of lower case alphanumeric characters or '-', and must start and end with an alphanumeric character (e.g. 'my-name',  or '123-abc', regex used for validation is '[a-z0-9]([-a-z0-9]*[a-z0-9])?')",
+        },
+        Case {
+            name: "a ControllerRevision needs its data",
+            kind: "ControllerRevision",
+            object: json!({"apiVersion": "apps/v1", "kind": "ControllerRevision",
+                           "metadata": {"name": "web-1"}, "revision": 1}),
+            want: "ControllerRevision.apps \"web-1\" is invalid: data: Required value: data is mandatory",
+        },
+    ];
+    let (_api, client) = admin().await;
+    for case in cases {
+        let refused = post(&client, &plural(case.kind), &case.object).await;
+        assert_eq!(refused, Err((422, case.want.to_string())), "{}", case.name);
+    }
+}
+
+/// Updates: the selector stays; a StatefulSet changes only what upstream
+/// allows; a status write is held to the status rules.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn updates_keep_the_selector_and_status_writes_their_counts() {
+    let (_api, client) = admin().await;
+    for kind in ["Deployment", "StatefulSet"] {
+        post(&client, &plural(kind), &workload(kind, "web", json!({})))
+            .await
+            .unwrap_or_else(|e| panic!("{kind}: {e:?}"));
+    }
+    struct Case {
+        name: &'static str,
+        kind: &'static str,
+        subresource: &'static str,
+        change: fn(&mut Value),
+        want: &'static str,
+    }
+    let cases = [
+        Case {
+            name: "a Deployment's selector is immutable",
+            kind: "Deployment",
+            subresource: "",
+            change: |d| {
+                d["spec"]["selector"] = json!({"matchLabels": {"app": "web", "tier": "front"}});
+                d["spec"]["template"]["metadata"]["labels"]["tier"] = json!("front");
+            },
+            want: "Deployment.apps \"web\" is invalid: spec.selector: Invalid value: {\"matchLabels\":{\"app\":\"web\",\"tier\":\"front\"}}: field is immutable",
+        },
+        Case {
+            name: "a StatefulSet's service name is not for changing",
+            kind: "StatefulSet",
+            subresource: "",
+            change: |s| s["spec"]["serviceName"] = json!("db"),
+            want: "StatefulSet.apps \"web\" is invalid: spec: Forbidden: updates to statefulset spec for fields other than 'replicas', 'ordinals', 'template', 'updateStrategy', 'persistentVolumeClaimRetentionPolicy' and 'minReadySeconds' are forbidden",
+        },
+        Case {
+            name: "more ready replicas than replicas",
+            kind: "Deployment",
+            subresource: "/status",
+            change: |d| d["status"] = json!({"replicas": 1, "readyReplicas": 2}),
+            want: "Deployment.apps \"web\" is invalid: status.readyReplicas: Invalid value: 2: cannot be greater than status.replicas",
+        },
+    ];
+    for case in cases {
+        let uri = format!("/apis/apps/v1/namespaces/default/{}/web", plural(case.kind));
+        let mut object = call(&client, "GET", &uri, "application/json", &Value::Null)
+            .await
+            .unwrap_or_else(|e| panic!("{}: {e:?}", case.name));
+        (case.change)(&mut object);
+        let refused = put(
+            &client,
+            &plural(case.kind),
+            "web",
+            case.subresource,
+            &object,
+        )
+        .await;
+        assert_eq!(refused, Err((422, case.want.to_string())), "{}", case.name);
+    }
+}
+
+/// `/scale` of Deployments, ReplicaSets and StatefulSets: an
+/// autoscaling/v1 Scale to get, put and patch; its replicas are the
+/// object's, through the main resource's rules.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_scale_subresource_reads_and_writes_the_replicas() {
+    let (_api, client) = admin().await;
+    for kind in ["Deployment", "ReplicaSet", "StatefulSet", "DaemonSet"] {
+        let mut object = workload(kind, "web", json!({"replicas": 2}));
+        object["spec"]["selector"]["matchExpressions"] =
+            json!([{"key": "tier", "operator": "NotIn", "values": ["db"]}]);
+        if kind == "DaemonSet"
+            && let Some(spec) = object["spec"].as_object_mut()
+        {
+            spec.remove("replicas");
+        }
+        post(&client, &plural(kind), &object)
+            .await
+            .unwrap_or_else(|e| panic!("{kind}: {e:?}"));
+    }
+    let scale_uri = |kind: &str| {
+        format!(
+            "/apis/apps/v1/namespaces/default/{}/web/scale",
+            plural(kind)
+        )
+    };
+    for kind in ["Deployment", "ReplicaSet", "StatefulSet"] {
+        let scale = call(
+            &client,
+            "GET",
+            &scale_uri(kind),
+            "application/json",
+            &Value::Null,
+        )
+        .await
+        .unwrap_or_else(|e| panic!("{kind}: {e:?}"));
+        assert_eq!(scale["kind"], "Scale", "{kind}");
+        assert_eq!(scale["apiVersion"], "autoscaling/v1");
+        assert_eq!(scale["metadata"]["name"], "web");
+        assert_eq!(scale["spec"], json!({"replicas": 2}), "{kind}");
+        assert_eq!(
+            scale["status"],
+            json!({"replicas": 0, "selector": "app=web,tier notin (db)"}),
+            "{kind}"
+        );
+
+        // A PUT of the Scale, with its resourceVersion as a precondition.
+        let mut put_scale = scale.clone();
+        put_scale["spec"]["replicas"] = json!(5);
+        let written = call(
+            &client,
+            "PUT",
+            &scale_uri(kind),
+            "application/json",
+            &put_scale,
+        )
+        .await
+        .unwrap_or_else(|e| panic!("{kind}: {e:?}"));
+        assert_eq!(written["spec"]["replicas"], 5, "{kind}");
+        let object_uri = format!("/apis/apps/v1/namespaces/default/{}/web", plural(kind));
+        let object = call(
+            &client,
+            "GET",
+            &object_uri,
+            "application/json",
+            &Value::Null,
+        )
+        .await
+        .unwrap_or_else(|e| panic!("{kind}: {e:?}"));
+        assert_eq!(object["spec"]["replicas"], 5, "{kind}");
+        assert_eq!(object["metadata"]["generation"], 2, "{kind}");
+        assert_eq!(
+            written["metadata"]["resourceVersion"], object["metadata"]["resourceVersion"],
+            "{kind}"
+        );
+
+        // The stale Scale is refused; without a resourceVersion it is not.
+        let stale = call(
+            &client,
+            "PUT",
+            &scale_uri(kind),
+            "application/json",
+            &put_scale,
+        )
+        .await;
+        assert_eq!(
+            stale.map_err(|(code, _)| code),
+            Err(409),
+            "{kind}: a stale resourceVersion"
+        );
+        let patch = json!({"spec": {"replicas": 0}});
+        let patched = call(
+            &client,
+            "PATCH",
+            &scale_uri(kind),
+            "application/merge-patch+json",
+            &patch,
+        )
+        .await
+        .unwrap_or_else(|e| panic!("{kind}: {e:?}"));
+        assert_eq!(
+            patched["spec"],
+            json!({}),
+            "{kind}: zero replicas are left out"
+        );
+
+        let negative = json!({"spec": {"replicas": -1}});
+        let refused = call(
+            &client,
+            "PATCH",
+            &scale_uri(kind),
+            "application/merge-patch+json",
+            &negative,
+        )
+        .await;
+        assert_eq!(
+            refused,
+            Err((
+                422,
+                "Scale.autoscaling \"web\" is invalid: spec.replicas: Invalid value: -1: must be greater than or equal to 0"
+                    .to_string()
+            )),
+            "{kind}"
+        );
+    }
+    let daemon_scale = call(
+        &client,
+        "GET",
+        &scale_uri("DaemonSet"),
+        "application/json",
+        &Value::Null,
+    )
+    .await;
+    assert_eq!(daemon_scale.map_err(|(code, _)| code), Err(404));
+}

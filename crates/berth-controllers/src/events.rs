@@ -43,6 +43,8 @@ struct Queue {
     /// recorder may be built outside a tokio runtime).
     rx: Mutex<Option<mpsc::Receiver<Event>>>,
     dropped: AtomicU64,
+    /// The last name stamp handed out (see [`EventRecorder::event`]).
+    last_stamp: Mutex<i128>,
 }
 
 impl std::fmt::Debug for EventRecorder {
@@ -121,6 +123,7 @@ impl EventRecorder {
                 tx,
                 rx: Mutex::new(Some(rx)),
                 dropped: AtomicU64::new(0),
+                last_stamp: Mutex::new(i128::MIN),
             }),
         }
     }
@@ -147,7 +150,7 @@ impl EventRecorder {
         let name = format!(
             "{}.{:x}",
             object.name.as_deref().unwrap_or("object"),
-            now.as_nanosecond()
+            self.stamp(now)
         );
         Event {
             metadata: ObjectMeta {
@@ -170,6 +173,16 @@ impl EventRecorder {
             reporting_component: Some(self.component.into()),
             ..Event::default()
         }
+    }
+
+    /// The Event name's suffix: client-go's `UnixNano` of now, moved one
+    /// past the last one handed out when time has not moved, so that
+    /// several Events of one object in one instant (a burst of creates on
+    /// a virtual clock) do not share a name and get refused.
+    fn stamp(&self, now: jiff::Timestamp) -> i128 {
+        let mut last = crate::shared::lock(&self.queue.last_stamp);
+        *last = now.as_nanosecond().max(last.saturating_add(1));
+        *last
     }
 
     /// Records an Event in the background; drops it (and counts it) when

@@ -17,7 +17,8 @@
 //! about, resolved once), `query`, `request_body` (decoding and checking
 //! bodies), `response`, then one file per verb: `get`, `list`, `watch`,
 //! `create`, `update`, `patch`, `delete`, `subresources` (binding,
-//! eviction, log) and `node_credential`.
+//! eviction, log), `scale` (the workloads' `/scale`) and
+//! `node_credential`.
 
 mod create;
 mod delete;
@@ -29,6 +30,7 @@ mod patch;
 mod query;
 mod request_body;
 mod response;
+mod scale;
 mod scope;
 pub mod server;
 mod subresources;

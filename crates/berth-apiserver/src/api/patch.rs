@@ -23,19 +23,12 @@ type ApiResult<T> = Result<T, ApiError>;
 impl ApiServer {
     pub(super) async fn patch(&self, scope: &Scope<'_>, body: &Bytes) -> ApiResult<Response> {
         let (rt, ns, name) = (scope.rt, scope.namespace, scope.name);
-        let content_type = scope.content_type();
-        let patch_type = PatchType::from_content_type(content_type)
-            .ok_or_else(|| ApiError::unsupported_media_type(content_type))?;
         let kind = PatchKind::from_group_kind(rt.group, rt.kind);
         let dry_run = scope.query.dry_run()?;
         let field_manager = scope.query.get("fieldManager");
         let directive = scope.query.field_validation()?;
-        let limits = self.config.body;
-        let document = crate::body::decode_off_worker(body.clone(), move |bytes| {
-            PatchDocument::decode(patch_type, bytes, limits)
-        })
-        .await
-        .map_err(patch_error)?;
+        let document = self.patch_document(scope, body).await?;
+        let patch_type = document.patch_type();
         // A first attempt on the watch cache's copy; anything but a write
         // that went through is decided again below on the stored object.
         if !dry_run
@@ -96,6 +89,26 @@ impl ApiServer {
     }
 }
 
+impl ApiServer {
+    /// The request's patch, decoded by its Content-Type (off the workers
+    /// when large).
+    pub(super) async fn patch_document(
+        &self,
+        scope: &Scope<'_>,
+        body: &Bytes,
+    ) -> ApiResult<PatchDocument> {
+        let content_type = scope.content_type();
+        let patch_type = PatchType::from_content_type(content_type)
+            .ok_or_else(|| ApiError::unsupported_media_type(content_type))?;
+        let limits = self.config.body;
+        crate::body::decode_off_worker(body.clone(), move |bytes| {
+            PatchDocument::decode(patch_type, bytes, limits)
+        })
+        .await
+        .map_err(patch_error)
+    }
+}
+
 /// `fieldValidation` for a patch: the patch's own duplicate fields and the
 /// fields the patched object's type lacks. With `Strict`, upstream's
 /// answers: for an apply patch, the 400 of its strict YAML decoding
@@ -148,7 +161,7 @@ fn validate_patched_fields(
 }
 
 /// A patch engine refusal as the API reports it.
-fn patch_error(e: PatchError) -> ApiError {
+pub(super) fn patch_error(e: PatchError) -> ApiError {
     let mut err = ApiError::new(e.http_status(), e.reason(), e.to_string());
     if let PatchError::Unprocessable { detail } = &e {
         err = err.with_details(

@@ -8,7 +8,7 @@ use axum::response::Response;
 use serde_json::Value;
 
 use super::request_body::{check_kind, parse_body, validate_fields};
-use super::response::{bytes_response, json_response};
+use super::response::bytes_response;
 use super::scope::Scope;
 use super::server::ApiServer;
 use crate::objects::{
@@ -38,11 +38,28 @@ impl ApiServer {
     pub(super) async fn replace(
         &self,
         scope: &Scope<'_>,
-        mut object: Value,
+        object: Value,
         old: &Value,
         expected: i64,
         dry_run: bool,
     ) -> ApiResult<Response> {
+        let written = self
+            .replace_stored(scope, object, old, expected, dry_run)
+            .await?;
+        Ok(bytes_response(200, written.into_bytes()))
+    }
+
+    /// [`ApiServer::replace`]'s work: the object as written (or as it
+    /// would be, on a dry run or a write that changes nothing), as JSON
+    /// with its `resourceVersion`.
+    pub(super) async fn replace_stored(
+        &self,
+        scope: &Scope<'_>,
+        mut object: Value,
+        old: &Value,
+        expected: i64,
+        dry_run: bool,
+    ) -> ApiResult<String> {
         let (rt, name) = (scope.rt, scope.name);
         check_kind(&object, rt)?;
         let body_name = name_of(&object);
@@ -69,7 +86,7 @@ impl ApiServer {
         // and watchers see no event.
         if dry_run || objects::equal_except_resource_version(&object, old) {
             set_resource_version(&mut object, expected);
-            return Ok(json_response(200, &object));
+            return Ok(object.to_string());
         }
         let key = rt.key(scope.namespace, name);
         let (_, json) = self
@@ -77,6 +94,6 @@ impl ApiServer {
             .write(rt, &key, &object, Some(expected))
             .await
             .map_err(|e| store_error(rt, name, e))?;
-        Ok(bytes_response(200, json.as_bytes().to_vec()))
+        Ok(json.to_string())
     }
 }

@@ -7,7 +7,8 @@
 //! - [`fields`]: the `fields.ParseSelector` syntax and matching.
 //! - [`SelectableKind`] and [`selectable_fields`]: which field labels each
 //!   served kind accepts (upstream's field label conversion functions in
-//!   `pkg/apis/core/v1/conversion.go`, or the default metadata-only one) and
+//!   `pkg/apis/core/v1/conversion.go` and `pkg/apis/apps/v1/conversion.go`,
+//!   or the default metadata-only one) and
 //!   the field set an object exposes to selectors (the registry strategies'
 //!   `ToSelectableFields`), read from the object's v1 JSON.
 
@@ -16,12 +17,30 @@ pub mod fields;
 use std::collections::BTreeMap;
 use std::str::FromStr;
 
+use serde::Deserialize;
 use serde_json::Value;
 
-use crate::json_path::{arr_at, bool_at, str_at};
+use crate::json_path::{arr_at, bool_at, i64_at, str_at};
 
 pub use berth_core::labels::{LabelSelector, LabelSelectorError, Operator, Requirement};
 pub use fields::{FieldOperator, FieldSelector, FieldSelectorError, FieldTerm};
+
+/// A workload's `spec.selector` (a `metav1.LabelSelector`) in the label
+/// query syntax, as `LabelSelectorAsSelector(...).String()` writes it
+/// (`app=web,tier in (a,b)`; "" when it selects everything or is absent),
+/// or why it does not parse: a Scale's `status.selector`, `kubectl get`'s
+/// SELECTOR column.
+pub fn spec_selector_query(object: &Value) -> Result<String, String> {
+    let Some(selector) = object.pointer("/spec/selector") else {
+        return Ok(String::new());
+    };
+    let selector =
+        k8s_openapi::apimachinery::pkg::apis::meta::v1::LabelSelector::deserialize(selector)
+            .map_err(|e| e.to_string())?;
+    let parsed = berth_core::labels::label_selector_as_selector(Some(&selector))
+        .map_err(|e| e.to_string())?;
+    Ok(parsed.map(|s| s.to_string()).unwrap_or_default())
+}
 
 /// The kinds berth serves field selectors for.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
@@ -34,6 +53,8 @@ pub enum SelectableKind {
     Event,
     /// core/v1 Namespace.
     Namespace,
+    /// apps/v1 ReplicaSet (`status.replicas`).
+    ReplicaSet,
     /// A kind without field labels of its own (coordination.k8s.io/v1
     /// Lease, and any kind a strategy does not name): upstream's default
     /// conversion, `metadata.name` and `metadata.namespace` only.
@@ -50,6 +71,7 @@ impl FromStr for SelectableKind {
             "Node" | "nodes" => SelectableKind::Node,
             "Event" | "events" => SelectableKind::Event,
             "Namespace" | "namespaces" => SelectableKind::Namespace,
+            "ReplicaSet" | "replicasets" => SelectableKind::ReplicaSet,
             "Lease" | "leases" => SelectableKind::MetadataOnly { namespaced: true },
             _ => return Err(FieldSelectorError::UnsupportedKind(s.to_string())),
         })
@@ -63,7 +85,7 @@ impl SelectableKind {
         match self {
             SelectableKind::Node | SelectableKind::Namespace => false,
             SelectableKind::MetadataOnly { namespaced } => namespaced,
-            SelectableKind::Pod | SelectableKind::Event => true,
+            SelectableKind::Pod | SelectableKind::Event | SelectableKind::ReplicaSet => true,
         }
     }
 
@@ -101,6 +123,9 @@ impl SelectableKind {
                 "metadata.name",
             ],
             SelectableKind::Namespace => &["status.phase", "metadata.name"],
+            SelectableKind::ReplicaSet => {
+                &["metadata.name", "metadata.namespace", "status.replicas"]
+            }
             SelectableKind::MetadataOnly { .. } => &["metadata.name", "metadata.namespace"],
         }
     }
@@ -212,6 +237,10 @@ impl SelectableKind {
                 // "This is a bug, but we need to support it for backward
                 // compatibility." (upstream)
                 put("name", str_at(object, &["metadata", "name"]));
+            }
+            SelectableKind::ReplicaSet => {
+                let replicas = i64_at(object, &["status", "replicas"]);
+                put("status.replicas", &replicas.to_string());
             }
             SelectableKind::MetadataOnly { .. } => {}
         }
@@ -358,6 +387,16 @@ mod tests {
                 ("status.phase", "Active"),
             ]))
         );
+        let rs =
+            json!({"metadata": {"name": "web-1", "namespace": "d"}, "status": {"replicas": 3}});
+        assert_eq!(
+            selectable_fields("ReplicaSet", &rs),
+            Ok(fields(&[
+                ("metadata.name", "web-1"),
+                ("metadata.namespace", "d"),
+                ("status.replicas", "3"),
+            ]))
+        );
         let lease = json!({"metadata": {"name": "l", "namespace": "kube-node-lease"}});
         assert_eq!(
             selectable_fields("Lease", &lease),
@@ -384,6 +423,11 @@ mod tests {
             ("Namespace", "name", "field label not supported: name"),
             ("Event", "message", "field label not supported: message"),
             (
+                "ReplicaSet",
+                "spec.replicas",
+                "field label not supported: spec.replicas",
+            ),
+            (
                 "Lease",
                 "spec.holderIdentity",
                 "\"spec.holderIdentity\" is not a known field selector: only \"metadata.name\", \"metadata.namespace\"",
@@ -409,6 +453,7 @@ mod tests {
             SelectableKind::Node,
             SelectableKind::Event,
             SelectableKind::Namespace,
+            SelectableKind::ReplicaSet,
             SelectableKind::MetadataOnly { namespaced: true },
         ] {
             for label in kind.supported_field_labels() {

@@ -7,6 +7,7 @@ use serde_json::{Map, Value, json};
 
 use super::workload::{self, Validated, Workload, admit_nothing, default_field, validate};
 use super::{ApiResult, Context, ObjectType, ResourceType, Strategy};
+use crate::selectors::SelectableKind;
 use berth_core::FeatureGates;
 use berth_core::validation::{self, ErrorList};
 
@@ -26,6 +27,10 @@ impl Strategy for ReplicaSets {
 
     fn has_status(&self) -> bool {
         true
+    }
+
+    fn selectable_kind(&self, _rt: &ResourceType) -> SelectableKind {
+        SelectableKind::ReplicaSet
     }
 
     fn create(

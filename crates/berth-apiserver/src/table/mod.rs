@@ -14,6 +14,7 @@
 
 pub mod duration;
 pub mod printers;
+pub mod workload_printers;
 
 use jiff::Timestamp;
 use serde_json::{Map, Value, json};
@@ -248,6 +249,86 @@ pub const LEASE_COLUMNS: &[Column] = &[
     col("Age", "string", DOC_CREATION_TIMESTAMP),
 ];
 
+const DOC_READY_PODS: &str = "Number of the pod with ready state";
+const DOC_CONTAINERS: &str = "Names of each container in the template.";
+const DOC_IMAGES: &str = "Images referenced by each container in the template.";
+// extensions/v1beta1's API documentation, which upstream's printers quote.
+const DOC_DEPLOYMENT_UPDATED: &str = "Total number of non-terminated pods targeted by this deployment that have the desired template spec.";
+const DOC_DEPLOYMENT_AVAILABLE: &str = "Total number of available pods (ready for at least minReadySeconds) targeted by this deployment.";
+const DOC_DEPLOYMENT_SELECTOR: &str = "Label selector for pods. Existing ReplicaSets whose pods are selected by this will be the ones affected by this deployment.";
+const DOC_REPLICA_SET_DESIRED: &str = "Replicas is the number of desired replicas. This is a pointer to distinguish between explicit zero and unspecified. Defaults to 1. More info: https://kubernetes.io/docs/concepts/workloads/controllers/replicationcontroller/#what-is-a-replicationcontroller";
+const DOC_REPLICA_SET_CURRENT: &str = "Replicas is the most recently oberved number of replicas. More info: https://kubernetes.io/docs/concepts/workloads/controllers/replicationcontroller/#what-is-a-replicationcontroller";
+const DOC_REPLICA_SET_READY: &str = "The number of ready replicas for this replica set.";
+const DOC_REPLICA_SET_SELECTOR: &str = "Selector is a label query over pods that should match the replica count. If the selector is empty, it is defaulted to the labels present on the pod template. Label keys and values that must match in order to be controlled by this replica set. More info: https://kubernetes.io/docs/concepts/overview/working-with-objects/labels/#label-selectors";
+const DOC_DAEMON_SET_DESIRED: &str = "The total number of nodes that should be running the daemon pod (including nodes correctly running the daemon pod). More info: https://kubernetes.io/docs/concepts/workloads/controllers/daemonset/";
+const DOC_DAEMON_SET_CURRENT: &str = "The number of nodes that are running at least 1 daemon pod and are supposed to run the daemon pod. More info: https://kubernetes.io/docs/concepts/workloads/controllers/daemonset/";
+const DOC_DAEMON_SET_READY: &str = "The number of nodes that should be running the daemon pod and have one or more of the daemon pod running and ready.";
+const DOC_DAEMON_SET_UPDATED: &str =
+    "The total number of nodes that are running updated daemon pod";
+const DOC_DAEMON_SET_AVAILABLE: &str = "The number of nodes that should be running the daemon pod and have one or more of the daemon pod running and available (ready for at least spec.minReadySeconds)";
+const DOC_DAEMON_SET_SELECTOR: &str = "A label query over pods that are managed by the daemon set. Must match in order to be controlled. If empty, defaulted to labels on Pod template. More info: https://kubernetes.io/docs/concepts/overview/working-with-objects/labels/#label-selectors";
+const DOC_NODE_SELECTOR: &str = "NodeSelector is a selector which must be true for the pod to fit on a node. Selector which must match a node's labels for the pod to be scheduled on that node. More info: https://kubernetes.io/docs/concepts/configuration/assign-pod-node/";
+const DOC_REVISION: &str = "Revision indicates the revision of the state represented by Data.";
+
+/// `kubectl get deployments`: NAME READY UP-TO-DATE AVAILABLE AGE, wide
+/// CONTAINERS IMAGES SELECTOR.
+pub const DEPLOYMENT_COLUMNS: &[Column] = &[
+    name_col(DOC_NAME),
+    col("Ready", "string", DOC_READY_PODS),
+    col("Up-to-date", "string", DOC_DEPLOYMENT_UPDATED),
+    col("Available", "string", DOC_DEPLOYMENT_AVAILABLE),
+    col("Age", "string", DOC_CREATION_TIMESTAMP),
+    wide(col("Containers", "string", DOC_CONTAINERS)),
+    wide(col("Images", "string", DOC_IMAGES)),
+    wide(col("Selector", "string", DOC_DEPLOYMENT_SELECTOR)),
+];
+
+/// `kubectl get replicasets`: NAME DESIRED CURRENT READY AGE, wide
+/// CONTAINERS IMAGES SELECTOR.
+pub const REPLICA_SET_COLUMNS: &[Column] = &[
+    name_col(DOC_NAME),
+    col("Desired", "integer", DOC_REPLICA_SET_DESIRED),
+    col("Current", "integer", DOC_REPLICA_SET_CURRENT),
+    col("Ready", "integer", DOC_REPLICA_SET_READY),
+    col("Age", "string", DOC_CREATION_TIMESTAMP),
+    wide(col("Containers", "string", DOC_CONTAINERS)),
+    wide(col("Images", "string", DOC_IMAGES)),
+    wide(col("Selector", "string", DOC_REPLICA_SET_SELECTOR)),
+];
+
+/// `kubectl get daemonsets`: NAME DESIRED CURRENT READY UP-TO-DATE
+/// AVAILABLE NODE SELECTOR AGE, wide CONTAINERS IMAGES SELECTOR.
+pub const DAEMON_SET_COLUMNS: &[Column] = &[
+    name_col(DOC_NAME),
+    col("Desired", "integer", DOC_DAEMON_SET_DESIRED),
+    col("Current", "integer", DOC_DAEMON_SET_CURRENT),
+    col("Ready", "integer", DOC_DAEMON_SET_READY),
+    col("Up-to-date", "integer", DOC_DAEMON_SET_UPDATED),
+    col("Available", "integer", DOC_DAEMON_SET_AVAILABLE),
+    col("Node Selector", "string", DOC_NODE_SELECTOR),
+    col("Age", "string", DOC_CREATION_TIMESTAMP),
+    wide(col("Containers", "string", DOC_CONTAINERS)),
+    wide(col("Images", "string", DOC_IMAGES)),
+    wide(col("Selector", "string", DOC_DAEMON_SET_SELECTOR)),
+];
+
+/// `kubectl get statefulsets`: NAME READY AGE, wide CONTAINERS IMAGES.
+pub const STATEFUL_SET_COLUMNS: &[Column] = &[
+    name_col(DOC_NAME),
+    col("Ready", "string", DOC_READY_PODS),
+    col("Age", "string", DOC_CREATION_TIMESTAMP),
+    wide(col("Containers", "string", DOC_CONTAINERS)),
+    wide(col("Images", "string", DOC_IMAGES)),
+];
+
+/// `kubectl get controllerrevisions`: NAME CONTROLLER REVISION AGE.
+pub const CONTROLLER_REVISION_COLUMNS: &[Column] = &[
+    name_col(DOC_NAME),
+    col("Controller", "string", "Controller of the object"),
+    col("Revision", "string", DOC_REVISION),
+    col("Age", "string", DOC_CREATION_TIMESTAMP),
+];
+
 /// Upstream's default table convertor, for kinds without a printer.
 pub const DEFAULT_COLUMNS: &[Column] = &[
     name_col(DOC_NAME),
@@ -263,6 +344,11 @@ enum Printer {
     Event,
     Namespace,
     Lease,
+    Deployment,
+    ReplicaSet,
+    DaemonSet,
+    StatefulSet,
+    ControllerRevision,
     Default,
 }
 
@@ -274,6 +360,11 @@ impl Printer {
             "Event" | "events" => Printer::Event,
             "Namespace" | "namespaces" => Printer::Namespace,
             "Lease" | "leases" => Printer::Lease,
+            "Deployment" | "deployments" => Printer::Deployment,
+            "ReplicaSet" | "replicasets" => Printer::ReplicaSet,
+            "DaemonSet" | "daemonsets" => Printer::DaemonSet,
+            "StatefulSet" | "statefulsets" => Printer::StatefulSet,
+            "ControllerRevision" | "controllerrevisions" => Printer::ControllerRevision,
             _ => Printer::Default,
         }
     }
@@ -285,6 +376,11 @@ impl Printer {
             Printer::Event => EVENT_COLUMNS,
             Printer::Namespace => NAMESPACE_COLUMNS,
             Printer::Lease => LEASE_COLUMNS,
+            Printer::Deployment => DEPLOYMENT_COLUMNS,
+            Printer::ReplicaSet => REPLICA_SET_COLUMNS,
+            Printer::DaemonSet => DAEMON_SET_COLUMNS,
+            Printer::StatefulSet => STATEFUL_SET_COLUMNS,
+            Printer::ControllerRevision => CONTROLLER_REVISION_COLUMNS,
             Printer::Default => DEFAULT_COLUMNS,
         }
     }
@@ -297,6 +393,11 @@ impl Printer {
             Printer::Event => printers::print_event(obj, true, now),
             Printer::Namespace => printers::print_namespace(obj, now),
             Printer::Lease => printers::print_lease(obj, now),
+            Printer::Deployment => workload_printers::print_deployment(obj, now),
+            Printer::ReplicaSet => workload_printers::print_replica_set(obj, now),
+            Printer::DaemonSet => workload_printers::print_daemon_set(obj, now),
+            Printer::StatefulSet => workload_printers::print_stateful_set(obj, now),
+            Printer::ControllerRevision => workload_printers::print_controller_revision(obj, now),
             Printer::Default => printers::print_default(obj),
         }
     }
@@ -575,8 +676,51 @@ mod tests {
         );
         assert_eq!(headers(NAMESPACE_COLUMNS, 0), ["Name", "Status", "Age"]);
         assert_eq!(headers(LEASE_COLUMNS, 0), ["Name", "Holder", "Age"]);
+        assert_eq!(
+            headers(DEPLOYMENT_COLUMNS, 0),
+            ["Name", "Ready", "Up-to-date", "Available", "Age"]
+        );
+        assert_eq!(
+            headers(DEPLOYMENT_COLUMNS, 1),
+            ["Containers", "Images", "Selector"]
+        );
+        assert_eq!(
+            headers(REPLICA_SET_COLUMNS, 0),
+            ["Name", "Desired", "Current", "Ready", "Age"]
+        );
+        assert_eq!(
+            headers(DAEMON_SET_COLUMNS, 0),
+            [
+                "Name",
+                "Desired",
+                "Current",
+                "Ready",
+                "Up-to-date",
+                "Available",
+                "Node Selector",
+                "Age"
+            ]
+        );
+        assert_eq!(headers(STATEFUL_SET_COLUMNS, 0), ["Name", "Ready", "Age"]);
+        assert_eq!(headers(STATEFUL_SET_COLUMNS, 1), ["Containers", "Images"]);
+        assert_eq!(
+            headers(CONTROLLER_REVISION_COLUMNS, 0),
+            ["Name", "Controller", "Revision", "Age"]
+        );
         // Every printer fills exactly one cell per column.
-        for kind in ["Pod", "Node", "Event", "Namespace", "Lease", "ConfigMap"] {
+        for kind in [
+            "Pod",
+            "Node",
+            "Event",
+            "Namespace",
+            "Lease",
+            "Deployment",
+            "ReplicaSet",
+            "DaemonSet",
+            "StatefulSet",
+            "ControllerRevision",
+            "ConfigMap",
+        ] {
             let table = to_table(
                 kind,
                 &[json!({})],

@@ -3,6 +3,8 @@
 //! registry strategies add), over the k8s-openapi types, with upstream's
 //! field paths and messages.
 //!
+//! Also the `/scale` subresource's rule ([`validate_scale`]).
+//!
 //! Metadata is the API server's (its name rule is the type's, and labels
 //! and annotations are checked for every type alike); these functions
 //! check the spec, the status of a `/status` write, and what an update may
@@ -19,6 +21,7 @@ use k8s_openapi::api::apps::v1::{
     ReplicaSetStatus, RollingUpdateDaemonSet, RollingUpdateDeployment,
     RollingUpdateStatefulSetStrategy, StatefulSet, StatefulSetSpec, StatefulSetStatus,
 };
+use k8s_openapi::api::autoscaling::v1::Scale;
 use k8s_openapi::api::core::v1::PodTemplateSpec;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::LabelSelector as ApiLabelSelector;
 use k8s_openapi::apimachinery::pkg::util::intstr::IntOrString;
@@ -915,6 +918,13 @@ pub fn validate_controller_revision_update(
         &Path::new("data"),
     ));
     errors
+}
+
+/// A write of the `/scale` subresource (upstream `ValidateScale` but its
+/// metadata): `spec.replicas` not negative.
+pub fn validate_scale(scale: &Scale) -> ErrorList {
+    let replicas = scale.spec.as_ref().and_then(|s| s.replicas).unwrap_or(0);
+    validate_nonnegative(replicas.into(), &spec_path().child("replicas"))
 }
 
 #[cfg(test)]

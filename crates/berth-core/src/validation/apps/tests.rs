@@ -1090,3 +1090,21 @@ fn controller_revisions_keep_their_data() {
         assert_eq!(errors.is_empty(), check.valid, "{}: {errors:?}", check.name);
     }
 }
+
+/// `TestValidateScale` (autoscaling): replicas may be zero, not negative.
+#[test]
+fn scales_do_not_go_below_zero() {
+    for (replicas, valid) in [
+        (Some(0), true),
+        (Some(5), true),
+        (None, true),
+        (Some(-1), false),
+    ] {
+        let scale: Scale = object(
+            json!({"metadata": {"name": "web"}, "spec": {"replicas": replicas}}),
+            "scale",
+        );
+        let errors = validate_scale(&scale);
+        assert_eq!(errors.is_empty(), valid, "{replicas:?}: {errors:?}");
+    }
+}
