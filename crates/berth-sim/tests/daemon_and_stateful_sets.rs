@@ -163,7 +163,13 @@ impl Cluster {
     /// What the cluster looks like, for a failure's message.
     async fn describe(&self) -> String {
         let mut out = String::new();
-        for pod in self.pods().list(&ListParams::default()).await.map(|l| l.items).unwrap_or_default() {
+        for pod in self
+            .pods()
+            .list(&ListParams::default())
+            .await
+            .map(|l| l.items)
+            .unwrap_or_default()
+        {
             out += &format!(
                 "pod {} node={:?} phase={:?} ready={} deleting={}\n",
                 pod.metadata.name.clone().unwrap_or_default(),
@@ -173,14 +179,31 @@ impl Cluster {
                 pod.metadata.deletion_timestamp.is_some(),
             );
         }
-        for ds in self.daemon_sets().list(&ListParams::default()).await.map(|l| l.items).unwrap_or_default() {
+        for ds in self
+            .daemon_sets()
+            .list(&ListParams::default())
+            .await
+            .map(|l| l.items)
+            .unwrap_or_default()
+        {
             out += &format!("daemonset status {:?}\n", ds.status);
         }
-        for set in self.stateful_sets().list(&ListParams::default()).await.map(|l| l.items).unwrap_or_default() {
+        for set in self
+            .stateful_sets()
+            .list(&ListParams::default())
+            .await
+            .map(|l| l.items)
+            .unwrap_or_default()
+        {
             out += &format!("statefulset status {:?}\n", set.status);
         }
         let events: Api<k8s_openapi::api::core::v1::Event> = Api::all(self.server.admin.clone());
-        for e in events.list(&ListParams::default()).await.map(|l| l.items).unwrap_or_default() {
+        for e in events
+            .list(&ListParams::default())
+            .await
+            .map(|l| l.items)
+            .unwrap_or_default()
+        {
             out += &format!(
                 "event {:?} {:?} {:?}\n",
                 e.involved_object.name, e.reason, e.message
@@ -275,12 +298,16 @@ async fn a_daemon_set_follows_its_nodes() {
         .await
         .expect("create the DaemonSet");
     cluster
-        .until("a pod on each untainted node", Duration::from_secs(60), || async {
-            ready_nodes(&cluster, "agent").await == ["node-a", "node-c"]
-        })
+        .until(
+            "a pod on each untainted node",
+            Duration::from_secs(60),
+            || async { ready_nodes(&cluster, "agent").await == ["node-a", "node-c"] },
+        )
         .await;
     cluster
-        .until("the status", Duration::from_secs(30), || rolled_out(&cluster, 2))
+        .until("the status", Duration::from_secs(30), || {
+            rolled_out(&cluster, 2)
+        })
         .await;
     for pod in cluster.pod_list("agent").await {
         let spec = pod.spec.clone().unwrap_or_default();
@@ -382,7 +409,9 @@ async fn a_daemon_set_rolls_to_a_new_image() {
         .await
         .expect("create the DaemonSet");
     cluster
-        .until("rolled out", Duration::from_secs(60), || rolled_out(&cluster, 3))
+        .until("rolled out", Duration::from_secs(60), || {
+            rolled_out(&cluster, 3)
+        })
         .await;
     cluster
         .daemon_sets()
@@ -530,7 +559,12 @@ async fn a_stateful_set_scales_in_order_and_rolls_with_a_partition() {
     cluster.server.clock.sleep(Duration::from_secs(30)).await;
     for pod in cluster.pod_list("web").await {
         if pod.metadata.name.as_deref() != Some("web-2") {
-            assert_eq!(revision(&pod), old, "below the partition: {:?}", pod.metadata.name);
+            assert_eq!(
+                revision(&pod),
+                old,
+                "below the partition: {:?}",
+                pod.metadata.name
+            );
         }
     }
     let set = cluster.stateful_sets().get("web").await.expect("get");
@@ -550,7 +584,9 @@ async fn a_stateful_set_scales_in_order_and_rolls_with_a_partition() {
         .await
         .expect("partition 0");
     cluster
-        .until("rolled out", Duration::from_secs(180), || sts_rolled_out(&cluster, 3))
+        .until("rolled out", Duration::from_secs(180), || {
+            sts_rolled_out(&cluster, 3)
+        })
         .await;
     let pods = cluster.pod_list("web").await;
     assert!(pods.iter().all(|p| revision(p) != old));
@@ -618,12 +654,16 @@ async fn a_stateful_set_pod_of_a_dead_node_waits_for_out_of_service() {
     ));
     cluster.set_taints(&dead, taints).await;
     cluster
-        .until("web-1 back on a healthy node", Duration::from_secs(120), || async {
-            cluster.pods().get("web-1").await.is_ok_and(|p| {
-                p.metadata.uid != uid
-                    && running_and_ready(&p)
-                    && node_of(&p).is_some_and(|n| n != dead)
-            })
-        })
+        .until(
+            "web-1 back on a healthy node",
+            Duration::from_secs(120),
+            || async {
+                cluster.pods().get("web-1").await.is_ok_and(|p| {
+                    p.metadata.uid != uid
+                        && running_and_ready(&p)
+                        && node_of(&p).is_some_and(|n| n != dead)
+                })
+            },
+        )
         .await;
 }

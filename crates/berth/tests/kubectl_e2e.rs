@@ -606,7 +606,10 @@ fn daemon_sets_on_tainted_nodes_with_real_kubectl() {
         status.contains("daemon set \"fluentd\" successfully rolled out"),
         "{status}"
     );
-    assert_eq!(ready_pod_nodes(&cluster, "fluentd"), ["sim-000000", "sim-000002"]);
+    assert_eq!(
+        ready_pod_nodes(&cluster, "fluentd"),
+        ["sim-000000", "sim-000002"]
+    );
 
     // The automatic tolerations, as the page lists them: NoExecute for
     // not-ready and unreachable without tolerationSeconds; NoSchedule for
@@ -614,7 +617,10 @@ fn daemon_sets_on_tainted_nodes_with_real_kubectl() {
     // only for host-network pods.
     let pods = cluster.json(&["get", "pods", "-l", "app=fluentd"]);
     for pod in pods["items"].as_array().into_iter().flatten() {
-        let tolerations = pod["spec"]["tolerations"].as_array().cloned().unwrap_or_default();
+        let tolerations = pod["spec"]["tolerations"]
+            .as_array()
+            .cloned()
+            .unwrap_or_default();
         let has = |key: &str, effect: &str| {
             tolerations.iter().any(|t| {
                 t["key"] == key
@@ -637,19 +643,29 @@ fn daemon_sets_on_tainted_nodes_with_real_kubectl() {
             !has("node.kubernetes.io/network-unavailable", "NoSchedule"),
             "not for a pod-network pod"
         );
-        assert!(pod["spec"]["affinity"]["nodeAffinity"].is_object(), "placed by affinity");
+        assert!(
+            pod["spec"]["affinity"]["nodeAffinity"].is_object(),
+            "placed by affinity"
+        );
     }
 
     // A cordoned node keeps its daemon pod, and a new DaemonSet (here a
     // host-network one) still gets a pod there.
     cluster.ok(&["cordon", "sim-000000"]);
-    let host_network = FLUENTD
-        .replace("fluentd", "netd")
-        .replace("    spec:\n      containers:", "    spec:\n      hostNetwork: true\n      containers:");
+    let host_network = FLUENTD.replace("fluentd", "netd").replace(
+        "    spec:\n      containers:",
+        "    spec:\n      hostNetwork: true\n      containers:",
+    );
     cluster.apply(&host_network);
     cluster.ok(&["rollout", "status", "ds/netd", "--timeout=60s"]);
-    assert_eq!(ready_pod_nodes(&cluster, "netd"), ["sim-000000", "sim-000002"]);
-    assert_eq!(ready_pod_nodes(&cluster, "fluentd"), ["sim-000000", "sim-000002"]);
+    assert_eq!(
+        ready_pod_nodes(&cluster, "netd"),
+        ["sim-000000", "sim-000002"]
+    );
+    assert_eq!(
+        ready_pod_nodes(&cluster, "fluentd"),
+        ["sim-000000", "sim-000002"]
+    );
     let netd = cluster.json(&["get", "pods", "-l", "app=netd"]);
     let tolerations = netd["items"][0]["spec"]["tolerations"].to_string();
     assert!(
@@ -711,10 +727,19 @@ fn stateful_sets_with_real_kubectl() {
     cluster.ok(&["scale", "sts", "web", "--replicas=3"]);
     cluster.ok(&["rollout", "status", "sts/web", "--timeout=60s"]);
     let names = cluster.ok(&["get", "pods", "-l", "app=web", "-o", "name"]);
-    assert_eq!(names.lines().collect::<Vec<_>>(), ["pod/web-0", "pod/web-1", "pod/web-2"]);
+    assert_eq!(
+        names.lines().collect::<Vec<_>>(),
+        ["pod/web-0", "pod/web-1", "pod/web-2"]
+    );
     let labels = cluster.json(&["get", "pod", "web-2"]);
-    assert_eq!(labels["metadata"]["labels"]["statefulset.kubernetes.io/pod-name"], "web-2");
-    assert_eq!(labels["metadata"]["labels"]["apps.kubernetes.io/pod-index"], "2");
+    assert_eq!(
+        labels["metadata"]["labels"]["statefulset.kubernetes.io/pod-name"],
+        "web-2"
+    );
+    assert_eq!(
+        labels["metadata"]["labels"]["apps.kubernetes.io/pod-index"],
+        "2"
+    );
 
     cluster.ok(&[
         "patch",
@@ -735,7 +760,11 @@ fn stateful_sets_with_real_kubectl() {
             .map(str::to_string)
     };
     assert_eq!(image("web-2").as_deref(), Some("nginx:2"));
-    assert_eq!(image("web-1").as_deref(), Some("nginx:1"), "below the partition");
+    assert_eq!(
+        image("web-1").as_deref(),
+        Some("nginx:1"),
+        "below the partition"
+    );
     cluster.ok(&[
         "patch",
         "sts",

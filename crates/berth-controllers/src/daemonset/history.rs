@@ -9,8 +9,7 @@ use std::sync::Arc;
 
 use berth_core::workloads::CONTROLLER_REVISION_HASH_LABEL;
 use berth_core::workloads::daemon::{
-    cleanup_history, dedup_current, history_revision, matches_revision, max_revision,
-    split_history,
+    cleanup_history, dedup_current, history_revision, matches_revision, max_revision, split_history,
 };
 use k8s_openapi::api::apps::v1::{ControllerRevision, DaemonSet, DaemonSetStatus};
 use k8s_openapi::api::core::v1::Pod;
@@ -94,8 +93,7 @@ impl<W: Writes> DaemonSetController<W> {
                 keep
             }
         };
-        let old_names: Vec<Option<String>> =
-            old.iter().map(|r| r.metadata.name.clone()).collect();
+        let old_names: Vec<Option<String>> = old.iter().map(|r| r.metadata.name.clone()).collect();
         let old = histories
             .into_iter()
             .filter(|r| old_names.contains(&r.metadata.name))

@@ -32,7 +32,9 @@ use std::time::Duration;
 use berth_client::{ObjectKey, changes_of};
 use berth_core::FeatureGates;
 use berth_core::clock::Clock;
-use berth_core::workloads::backoff::{Backoff, FAILED_PODS_BACKOFF_INITIAL, FAILED_PODS_BACKOFF_MAX};
+use berth_core::workloads::backoff::{
+    Backoff, FAILED_PODS_BACKOFF_INITIAL, FAILED_PODS_BACKOFF_MAX,
+};
 use berth_core::workloads::daemon::{BURST_REPLICAS, DaemonPod, should_ignore_node_update};
 use berth_core::workloads::pod_control::Expectations;
 use futures::StreamExt;
@@ -124,12 +126,7 @@ impl DaemonSetController<KubeWrites> {
         metrics: &ControllerMetrics,
     ) -> DaemonSetController<KubeWrites> {
         let recorder = EventRecorder::new(client.clone(), clock.clone(), CONTROLLER_NAME);
-        DaemonSetController::with_writes(
-            KubeWrites::new(client, recorder),
-            clock,
-            config,
-            metrics,
-        )
+        DaemonSetController::with_writes(KubeWrites::new(client, recorder), clock, config, metrics)
     }
 
     /// Runs until dropped: the watches feed the caches and the queue; the

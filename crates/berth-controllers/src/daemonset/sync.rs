@@ -21,13 +21,13 @@ use k8s_openapi::api::core::v1::{Node, Pod};
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::{LabelSelector as ApiSelector, ObjectMeta};
 
 use super::{DaemonSetController, all};
-use crate::shared::{lock, read};
-use crate::events::{TYPE_NORMAL, TYPE_WARNING};
-use crate::workload::claim::{ClaimSession, claim_objects};
 use crate::events::error_message;
+use crate::events::{TYPE_NORMAL, TYPE_WARNING};
 use crate::pod_control::namespace_terminating;
-use crate::workload::writes::{Writes, is_not_found, object_ref};
+use crate::shared::{lock, read};
 use crate::sync_error::SyncError;
+use crate::workload::claim::{ClaimSession, claim_objects};
+use crate::workload::writes::{Writes, is_not_found, object_ref};
 
 /// Event reasons (upstream's).
 pub const SELECTING_ALL_REASON: &str = "SelectingAll";
@@ -141,7 +141,10 @@ impl<W: Writes> DaemonSetController<W> {
         cx: &mut Syncing<'_>,
     ) -> Result<Vec<Arc<Pod>>, SyncError> {
         let namespace = cx.ds.metadata.namespace.as_deref().unwrap_or("");
-        let candidates: Vec<_> = read(&self.inner.pods).in_namespace(namespace).cloned().collect();
+        let candidates: Vec<_> = read(&self.inner.pods)
+            .in_namespace(namespace)
+            .cloned()
+            .collect();
         let selector = cx.selector;
         Ok(claim_objects(
             &self.inner.writes,
@@ -256,7 +259,9 @@ impl<W: Writes> DaemonSetController<W> {
                 object_ref(ds),
                 TYPE_WARNING,
                 FAILED_DAEMON_POD_REASON,
-                format!("Found failed daemon pod {namespace}/{name} on node {node}, will try to kill it"),
+                format!(
+                    "Found failed daemon pod {namespace}/{name} on node {node}, will try to kill it"
+                ),
             );
             delete.push(name);
         }
@@ -340,8 +345,8 @@ impl<W: Writes> DaemonSetController<W> {
                 break;
             }
         }
-        let results = futures::future::join_all(delete.iter().zip(&deleted_keys).map(
-            |(name, pod_key)| {
+        let results =
+            futures::future::join_all(delete.iter().zip(&deleted_keys).map(|(name, pod_key)| {
                 let namespace = namespace.as_str();
                 async move {
                     (
@@ -350,9 +355,8 @@ impl<W: Writes> DaemonSetController<W> {
                         inner.writes.delete::<Pod>(namespace, name).await,
                     )
                 }
-            },
-        ))
-        .await;
+            }))
+            .await;
         for (name, pod_key, result) in results {
             match result {
                 Ok(()) => inner.writes.event(
@@ -451,15 +455,15 @@ impl<W: Writes> DaemonSetController<W> {
     ) -> Result<(), SyncError> {
         let current = ds.status.clone().unwrap_or_default();
         let generation = ds.metadata.generation.unwrap_or(0);
-        if counts_of(&current) == counts
-            && current.observed_generation.unwrap_or(0) >= generation
-        {
+        if counts_of(&current) == counts && current.observed_generation.unwrap_or(0) >= generation {
             return Ok(());
         }
         let mut to_update = ds.clone();
         let mut attempt = 0;
         loop {
-            let status = to_update.status.get_or_insert_with(DaemonSetStatus::default);
+            let status = to_update
+                .status
+                .get_or_insert_with(DaemonSetStatus::default);
             if update_observed_generation {
                 status.observed_generation = ds.metadata.generation;
             }

@@ -196,7 +196,12 @@ impl Harness {
 
     /// Upstream's `newPod(prefix, node, labels, ds)`: bound to `node`,
     /// with the DaemonSet's hash and controller reference.
-    fn pod(&mut self, node_name: &str, pod_labels: BTreeMap<String, String>, ds: Option<&DaemonSet>) -> Pod {
+    fn pod(
+        &mut self,
+        node_name: &str,
+        pod_labels: BTreeMap<String, String>,
+        ds: Option<&DaemonSet>,
+    ) -> Pod {
         self.pods_made += 1;
         let mut pod_labels = pod_labels;
         let mut spec = PodSpec::default();
@@ -238,7 +243,13 @@ impl Harness {
     }
 
     /// Upstream's `addPods(store, node, labels, ds, count)`.
-    fn add_pods(&mut self, node_name: &str, pod_labels: BTreeMap<String, String>, ds: &DaemonSet, count: usize) {
+    fn add_pods(
+        &mut self,
+        node_name: &str,
+        pod_labels: BTreeMap<String, String>,
+        ds: &DaemonSet,
+        count: usize,
+    ) {
         for _ in 0..count {
             let pod = self.pod(node_name, pod_labels.clone(), Some(ds));
             self.add_pod(pod);
@@ -381,7 +392,10 @@ async fn daemon_set_launches_a_pod_per_node_scheduled_by_affinity() {
         let mut nodes: Vec<String> = Vec::new();
         for pod in h.created_pods() {
             let spec = pod.spec.clone().unwrap_or_default();
-            assert_eq!(spec.node_name, None, "scheduled by the scheduler, not bound");
+            assert_eq!(
+                spec.node_name, None,
+                "scheduled by the scheduler, not bound"
+            );
             nodes.extend(affinity_node(&pod));
             let owner = pod
                 .metadata
@@ -391,7 +405,11 @@ async fn daemon_set_launches_a_pod_per_node_scheduled_by_affinity() {
                 .cloned()
                 .unwrap_or_default();
             assert_eq!(
-                (owner.api_version.as_str(), owner.kind.as_str(), owner.controller),
+                (
+                    owner.api_version.as_str(),
+                    owner.kind.as_str(),
+                    owner.controller
+                ),
                 ("apps/v1", "DaemonSet", Some(true))
             );
             assert_eq!(
@@ -435,7 +453,11 @@ async fn failing_creates_stop_the_slow_start() {
         h.add_daemon_set(&ds);
         let result = h.sync(&ds).await;
         assert!(result.is_err(), "the failures are reported");
-        assert_eq!(h.creates(), 15, "1 + 2 + 4 + 8 calls, the last batch failing");
+        assert_eq!(
+            h.creates(),
+            15,
+            "1 + 2 + 4 + 8 calls, the last batch failing"
+        );
         assert_eq!(
             h.controller_events()
                 .iter()
@@ -449,7 +471,10 @@ async fn failing_creates_stop_the_slow_start() {
         h.sync(&ds).await.ok();
         let status = h.last_status().unwrap_or_default();
         assert_eq!(
-            (status.desired_number_scheduled, status.current_number_scheduled),
+            (
+                status.desired_number_scheduled,
+                status.current_number_scheduled
+            ),
             (100, 10)
         );
     }
@@ -707,7 +732,10 @@ async fn failed_pod_deletions_back_off_per_node() {
         let before = queue.len();
         tokio::time::sleep(Duration::from_millis(1001)).await;
         let key = tokio::time::timeout(Duration::from_millis(1), queue.get()).await;
-        assert!(key.is_ok(), "requeued when the backoff ends (queue had {before})");
+        assert!(
+            key.is_ok(),
+            "requeued when the backoff ends (queue had {before})"
+        );
         h.sync(&ds).await.expect("sync");
         assert_eq!(h.deletes(), 2, "deleted once the backoff passed");
     }
@@ -794,7 +822,11 @@ async fn taints_decide_creates_and_evictions() {
         },
         Case {
             name: "network-unavailable: not for a pod-network pod",
-            taints: vec![taint("node.kubernetes.io/network-unavailable", "", "NoSchedule")],
+            taints: vec![taint(
+                "node.kubernetes.io/network-unavailable",
+                "",
+                "NoSchedule",
+            )],
             tolerations: vec![],
             host_network: false,
             pod_running: false,
@@ -802,7 +834,11 @@ async fn taints_decide_creates_and_evictions() {
         },
         Case {
             name: "network-unavailable: tolerated by a host-network pod",
-            taints: vec![taint("node.kubernetes.io/network-unavailable", "", "NoSchedule")],
+            taints: vec![taint(
+                "node.kubernetes.io/network-unavailable",
+                "",
+                "NoSchedule",
+            )],
             tolerations: vec![],
             host_network: true,
             pod_running: false,
@@ -883,7 +919,11 @@ async fn expectations_keep_a_stale_cache_from_creating_twice() {
     h.sync(&ds).await.expect("sync");
     assert_eq!(h.creates(), 3, "nothing more while the creates are unseen");
     let status = h.last_status().unwrap_or_default();
-    assert_ne!(status.observed_generation, Some(2), "generation 2 not acted on");
+    assert_ne!(
+        status.observed_generation,
+        Some(2),
+        "generation 2 not acted on"
+    );
     h.observe();
     h.sync(&ds).await.expect("sync");
     assert_eq!(h.creates(), 3, "the watch shows a pod on every node");
@@ -941,7 +981,11 @@ async fn status_counts_ready_and_available_pods() {
     tokio::time::sleep(Duration::from_secs(1)).await;
     h.sync(&ds).await.expect("sync");
     let status = h.last_status().unwrap_or_default();
-    assert_eq!(status.number_available, Some(1), "available after 10 s ready");
+    assert_eq!(
+        status.number_available,
+        Some(1),
+        "available after 10 s ready"
+    );
 }
 
 /// A rolling update (maxUnavailable 1): the new template gets a revision;
@@ -989,7 +1033,6 @@ async fn rolling_update_replaces_one_pod_at_a_time() {
     let new_hash = compute_hash(&new.spec.template, None);
     let replacement = read(&h.controller.inner.pods)
         .iter()
-        .cloned()
         .find(|p| {
             p.metadata
                 .labels
@@ -997,13 +1040,18 @@ async fn rolling_update_replaces_one_pod_at_a_time() {
                 .and_then(|l| l.get(CONTROLLER_REVISION_HASH_LABEL))
                 == Some(&new_hash)
         })
+        .cloned()
         .expect("the new pod");
     let mut bound = ready((*replacement).clone(), now);
     let target = affinity_node(&bound).unwrap_or_default();
     bound.spec.get_or_insert_with(PodSpec::default).node_name = Some(target);
     write(&h.controller.inner.pods).apply(Change::Upsert(bound));
     h.sync(&new).await.expect("sync");
-    assert_eq!((h.creates(), h.deletes()), (1, 2), "then the next old pod goes");
+    assert_eq!(
+        (h.creates(), h.deletes()),
+        (1, 2),
+        "then the next old pod goes"
+    );
 }
 
 /// `snapshot`'s collision path: the revision name is taken by another
@@ -1042,7 +1090,11 @@ async fn orphan_pods_are_adopted() {
     h.sync(&ds).await.expect("sync");
     assert_eq!(h.writes().count("patch", "Pod"), 1, "adopted");
     assert_eq!(h.creates(), 0, "the adopted pod counts");
-    assert_eq!(h.writes().count("get", "DaemonSet"), 1, "the owner was re-read first");
+    assert_eq!(
+        h.writes().count("get", "DaemonSet"),
+        1,
+        "the owner was re-read first"
+    );
 }
 
 /// Upstream `TestUpdateNode`, plus a node added and a node deleted: a

@@ -127,7 +127,10 @@ pub fn record(ctx: &Context, d: &Deployment, type_: &str, reason: &str, message:
 /// `getReplicaSetsForDeployment`: the ReplicaSets the Deployment owns
 /// once orphans it selects are adopted and owned ones it no longer
 /// selects released.
-async fn replica_sets_for_deployment(ctx: &Context, d: &Deployment) -> Result<ReplicaSets, SyncError> {
+async fn replica_sets_for_deployment(
+    ctx: &Context,
+    d: &Deployment,
+) -> Result<ReplicaSets, SyncError> {
     let selector = LabelSelector::from_label_selector(&d.spec.selector).map_err(|err| {
         SyncError::Other(format!(
             "deployment {} has invalid label selector: {err}",

@@ -21,13 +21,11 @@ use k8s_openapi::api::core::v1::Pod;
 
 use super::{StatefulSetController, gauge_labels};
 use crate::events::error_message;
-use crate::shared::read;
 use crate::events::{TYPE_NORMAL, TYPE_WARNING};
-use crate::workload::claim::{ClaimSession, claim_objects};
-use crate::workload::writes::{
-    Writes, is_already_exists, is_conflict, is_not_found, object_ref,
-};
+use crate::shared::read;
 use crate::sync_error::SyncError;
+use crate::workload::claim::{ClaimSession, claim_objects};
+use crate::workload::writes::{Writes, is_already_exists, is_conflict, is_not_found, object_ref};
 
 /// `MaxBatchSize`: creates of a `Parallel` set in flight at most.
 const MAX_BATCH_SIZE: usize = 500;
@@ -101,9 +99,7 @@ impl<W: Writes> StatefulSetController<W> {
         let pods = self.pods(&set, &selector, &mut claims).await?;
         let status = self.update_stateful_set(&set, &pods, &revisions).await?;
         let min_ready = set.spec.min_ready_seconds.unwrap_or(0);
-        if min_ready > 0
-            && status.available_replicas.unwrap_or(0) != statefulset::replicas(&set)
-        {
+        if min_ready > 0 && status.available_replicas.unwrap_or(0) != statefulset::replicas(&set) {
             inner.queue.add_after(
                 key.clone(),
                 Duration::from_secs(u64::try_from(min_ready).unwrap_or(0)),
@@ -144,7 +140,10 @@ impl<W: Writes> StatefulSetController<W> {
         claims: &mut ClaimSession,
     ) -> Result<Vec<Arc<Pod>>, SyncError> {
         let namespace = set.metadata.namespace.as_deref().unwrap_or("");
-        let candidates: Vec<_> = read(&self.inner.pods).in_namespace(namespace).cloned().collect();
+        let candidates: Vec<_> = read(&self.inner.pods)
+            .in_namespace(namespace)
+            .cloned()
+            .collect();
         Ok(
             claim_objects(&self.inner.writes, claims, set, candidates, |p: &Pod| {
                 selector.matches(p.metadata.labels.as_ref()) && is_member_of(set, p)
@@ -379,8 +378,9 @@ impl<W: Writes> StatefulSetController<W> {
                     && statefulset::is_running_and_available(p, min_ready, now)
             })
             .count();
-        let unavailable =
-            usize::try_from(statefulset::replicas(set)).unwrap_or(0).saturating_sub(available);
+        let unavailable = usize::try_from(statefulset::replicas(set))
+            .unwrap_or(0)
+            .saturating_sub(available);
         let labels = gauge_labels(set);
         let metrics = &self.inner.metrics;
         metrics

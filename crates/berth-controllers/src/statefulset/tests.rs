@@ -18,7 +18,9 @@ use k8s_openapi::api::apps::v1::{
     ControllerRevision, RollingUpdateStatefulSetStrategy, StatefulSet, StatefulSetSpec,
     StatefulSetStatus, StatefulSetUpdateStrategy,
 };
-use k8s_openapi::api::core::v1::{Container, Pod, PodCondition, PodSpec, PodStatus, PodTemplateSpec};
+use k8s_openapi::api::core::v1::{
+    Container, Pod, PodCondition, PodSpec, PodStatus, PodTemplateSpec,
+};
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::{LabelSelector, ObjectMeta, Time};
 
 use super::{StatefulSetConfig, StatefulSetController};
@@ -203,11 +205,12 @@ impl Harness {
     }
 
     fn remove(&self, name: &str) {
-        let observed = write(&self.controller.inner.pods).apply(Change::Delete(berth_client::Gone {
-            key: ObjectKey::new("default", name),
-            uid: None,
-            last: None,
-        }));
+        let observed =
+            write(&self.controller.inner.pods).apply(Change::Delete(berth_client::Gone {
+                key: ObjectKey::new("default", name),
+                uid: None,
+                last: None,
+            }));
         if let Some(observed) = observed {
             self.controller.on_pod(&observed);
         }
@@ -361,7 +364,11 @@ async fn a_failed_pod_is_recreated() {
     h.set_phase("web-0", "Failed", false);
     h.sync().await;
     assert_eq!(h.deleted(), ["web-0"]);
-    assert!(h.writes().reasons().contains(&"RecreatingFailedPod".to_string()));
+    assert!(
+        h.writes()
+            .reasons()
+            .contains(&"RecreatingFailedPod".to_string())
+    );
     h.sync().await;
     assert_eq!(h.created().len(), 2, "not while the old one terminates");
     h.remove("web-0");
@@ -384,7 +391,11 @@ async fn a_terminating_pod_blocks_its_replacement() {
         for _ in 0..3 {
             h.sync().await;
         }
-        assert_eq!(h.created().len(), before, "{policy}: nothing while web-1 terminates");
+        assert_eq!(
+            h.created().len(),
+            before,
+            "{policy}: nothing while web-1 terminates"
+        );
         assert!(h.deleted().is_empty(), "{policy}: nothing deleted");
         h.remove("web-1");
         h.sync().await;
@@ -430,7 +441,10 @@ async fn rolling_update_with_a_partition() {
         (status.current_replicas, status.updated_replicas),
         (Some(2), Some(1))
     );
-    assert_eq!(status.update_revision.as_deref(), Some(new_revision.as_str()));
+    assert_eq!(
+        status.update_revision.as_deref(),
+        Some(new_revision.as_str())
+    );
 
     let mut set = h.set();
     set.spec.update_strategy = Some(StatefulSetUpdateStrategy {
@@ -461,7 +475,10 @@ async fn rolling_update_with_a_partition() {
         (status.current_replicas, status.updated_replicas),
         (Some(3), Some(3))
     );
-    assert_eq!(status.current_revision, status.update_revision, "rollout done");
+    assert_eq!(
+        status.current_revision, status.update_revision,
+        "rollout done"
+    );
 }
 
 /// `OnDelete`: a new template changes nothing until a pod is deleted by
@@ -503,9 +520,19 @@ async fn a_drifted_identity_is_restored() {
     write(&h.controller.inner.pods).apply(Change::Upsert(pod));
     h.sync().await;
     assert_eq!(h.writes().names("update", "Pod"), ["web-0"]);
-    assert!(h.writes().reasons().contains(&"SuccessfulUpdate".to_string()));
-    let restored = h.pod("web-0").and_then(|p| p.metadata.labels).unwrap_or_default();
-    assert_eq!(restored.get(POD_NAME_LABEL).map(String::as_str), Some("web-0"));
+    assert!(
+        h.writes()
+            .reasons()
+            .contains(&"SuccessfulUpdate".to_string())
+    );
+    let restored = h
+        .pod("web-0")
+        .and_then(|p| p.metadata.labels)
+        .unwrap_or_default();
+    assert_eq!(
+        restored.get(POD_NAME_LABEL).map(String::as_str),
+        Some("web-0")
+    );
 }
 
 /// The status is written only when it changes (upstream's

@@ -221,7 +221,8 @@ mod tests {
                 "foo2" => "u2",
                 _ => return None,
             };
-            (r.kind == "DaemonSet" && r.uid == uid).then(|| ObjectKey::new(namespace, r.name.clone()))
+            (r.kind == "DaemonSet" && r.uid == uid)
+                .then(|| ObjectKey::new(namespace, r.name.clone()))
         };
         let selecting = |p: &Pod| {
             let selected = p
@@ -268,13 +269,21 @@ mod tests {
             Case {
                 name: "added with a controller of another kind: nobody",
                 old: None,
-                new: Some(pod("1", &labelled, Some(reference("ReplicaSet", "foo1", "u1")))),
+                new: Some(pod(
+                    "1",
+                    &labelled,
+                    Some(reference("ReplicaSet", "foo1", "u1")),
+                )),
                 want: Reaction::default(),
             },
             Case {
                 name: "added with a stale UID: nobody",
                 old: None,
-                new: Some(pod("1", &labelled, Some(reference("DaemonSet", "foo1", "old")))),
+                new: Some(pod(
+                    "1",
+                    &labelled,
+                    Some(reference("DaemonSet", "foo1", "old")),
+                )),
                 want: Reaction::default(),
             },
             Case {
@@ -369,12 +378,7 @@ mod tests {
                 (Some(old), None) => ObjectEvent::Deleted(old),
                 (None, None) => continue,
             };
-            assert_eq!(
-                react(event, resolve, selecting),
-                case.want,
-                "{}",
-                case.name
-            );
+            assert_eq!(react(event, resolve, selecting), case.want, "{}", case.name);
         }
     }
 }

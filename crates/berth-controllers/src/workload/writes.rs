@@ -48,8 +48,10 @@ pub trait Writes: Send + Sync + 'static {
     /// filled in from `generateName`).
     fn create<K: Object>(&self, object: &K) -> impl Future<Output = Result<K, kube::Error>> + Send;
     /// Replaces `object` (an update with its resourceVersion).
-    fn replace<K: Object>(&self, object: &K)
-    -> impl Future<Output = Result<(), kube::Error>> + Send;
+    fn replace<K: Object>(
+        &self,
+        object: &K,
+    ) -> impl Future<Output = Result<(), kube::Error>> + Send;
     /// Replaces `object`'s status.
     fn replace_status<K: Object>(
         &self,
@@ -371,9 +373,8 @@ pub mod fake {
                     meta.generate_name.as_deref().unwrap_or("")
                 ));
             }
-            meta.uid.get_or_insert_with(|| {
-                format!("uid-{}", meta.name.as_deref().unwrap_or(""))
-            });
+            meta.uid
+                .get_or_insert_with(|| format!("uid-{}", meta.name.as_deref().unwrap_or("")));
             let body = serde_json::to_value(&created).unwrap_or(Value::Null);
             self.call::<K>(
                 "create",

@@ -2598,9 +2598,9 @@ mod tests {
         let condition = |type_: &str, status: &str, heartbeat: i64| NodeCondition {
             type_: type_.into(),
             status: status.into(),
-            last_heartbeat_time: Some(k8s_openapi::apimachinery::pkg::apis::meta::v1::Time(
-                t(heartbeat),
-            )),
+            last_heartbeat_time: Some(k8s_openapi::apimachinery::pkg::apis::meta::v1::Time(t(
+                heartbeat,
+            ))),
             ..NodeCondition::default()
         };
         let base = |rv: &str, conditions: Vec<NodeCondition>| {

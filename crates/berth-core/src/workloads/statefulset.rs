@@ -1385,7 +1385,10 @@ mod tests {
             .and_then(|c| c.image.clone());
         assert_eq!(image.as_deref(), Some("nginx"), "the revision's template");
         assert_eq!(pod.metadata.name.as_deref(), Some("web-2"));
-        assert_eq!(pod_revision(&pod), r1.metadata.name.as_deref().unwrap_or(""));
+        assert_eq!(
+            pod_revision(&pod),
+            r1.metadata.name.as_deref().unwrap_or("")
+        );
         assert!(identity_matches(&v2, &pod) && storage_matches(&v2, &pod));
     }
 
