@@ -180,107 +180,93 @@ pub fn spawn(
             None => tasks.spawn(make()),
         };
     };
-    {
-        let (client, clock, metrics) = (client.clone(), clock.clone(), metrics.clone());
-        let config = options.node_lifecycle.clone();
-        start(
-            node_lifecycle::CONTROLLER_NAME,
-            Box::new(move || {
-                let controller = NodeLifecycleController::new(
-                    client.clone(),
-                    clock.clone(),
-                    config.clone(),
-                    metrics.clone(),
-                );
-                Box::pin(controller.run())
-            }),
-        );
-    }
-    {
-        let (client, clock, metrics) = (client.clone(), clock.clone(), metrics.clone());
-        let config = options.taint_eviction.clone();
-        start(
-            taint_eviction::CONTROLLER_NAME,
-            Box::new(move || {
-                let controller = TaintEvictionController::new(
-                    client.clone(),
-                    clock.clone(),
-                    config.clone(),
-                    metrics.clone(),
-                );
-                Box::pin(controller.run())
-            }),
-        );
-    }
-    {
-        let (client, clock, metrics) = (client.clone(), clock.clone(), metrics.clone());
-        let config = options.replicaset.clone();
-        start(
-            replicaset::CONTROLLER_NAME,
-            Box::new(move || {
-                let controller = ReplicaSetController::new(
-                    client.clone(),
-                    clock.clone(),
-                    config.clone(),
-                    metrics.clone(),
-                );
-                Box::pin(controller.run())
-            }),
-        );
-    }
-    {
-        let (client, clock, metrics) = (client.clone(), clock.clone(), metrics.clone());
-        let config = options.daemonset.clone();
-        start(
-            daemonset::CONTROLLER_NAME,
-            Box::new(move || {
-                let controller = DaemonSetController::new(
-                    client.clone(),
-                    clock.clone(),
-                    config.clone(),
-                    &metrics,
-                );
-                Box::pin(controller.run(client.clone()))
-            }),
-        );
-    }
-    {
-        let (client, clock, metrics) = (client.clone(), clock.clone(), metrics.clone());
-        let config = options.statefulset.clone();
-        start(
-            statefulset::CONTROLLER_NAME,
-            Box::new(move || {
-                let controller = StatefulSetController::new(
-                    client.clone(),
-                    clock.clone(),
-                    config.clone(),
-                    &metrics,
-                );
-                Box::pin(controller.run(client.clone()))
-            }),
-        );
-    }
-    {
-        let config = options.deployment.clone();
-        start(
-            deployment::CONTROLLER_NAME,
-            Box::new(move || {
-                let controller = DeploymentController::new(
-                    client.clone(),
-                    clock.clone(),
-                    config.clone(),
-                    metrics.clone(),
-                );
-                Box::pin(controller.run())
-            }),
-        );
-    }
+    start(
+        node_lifecycle::CONTROLLER_NAME,
+        runner(
+            &client,
+            &clock,
+            &metrics,
+            options.node_lifecycle,
+            |cl, ck, cf, m| Box::pin(NodeLifecycleController::new(cl, ck, cf, m).run()),
+        ),
+    );
+    start(
+        taint_eviction::CONTROLLER_NAME,
+        runner(
+            &client,
+            &clock,
+            &metrics,
+            options.taint_eviction,
+            |cl, ck, cf, m| Box::pin(TaintEvictionController::new(cl, ck, cf, m).run()),
+        ),
+    );
+    start(
+        replicaset::CONTROLLER_NAME,
+        runner(
+            &client,
+            &clock,
+            &metrics,
+            options.replicaset,
+            |cl, ck, cf, m| Box::pin(ReplicaSetController::new(cl, ck, cf, m).run()),
+        ),
+    );
+    start(
+        deployment::CONTROLLER_NAME,
+        runner(
+            &client,
+            &clock,
+            &metrics,
+            options.deployment,
+            |cl, ck, cf, m| Box::pin(DeploymentController::new(cl, ck, cf, m).run()),
+        ),
+    );
+    start(
+        daemonset::CONTROLLER_NAME,
+        runner(
+            &client,
+            &clock,
+            &metrics,
+            options.daemonset,
+            |cl, ck, cf, m| Box::pin(DaemonSetController::new(cl.clone(), ck, cf, &m).run(cl)),
+        ),
+    );
+    start(
+        statefulset::CONTROLLER_NAME,
+        runner(
+            &client,
+            &clock,
+            &metrics,
+            options.statefulset,
+            |cl, ck, cf, m| Box::pin(StatefulSetController::new(cl.clone(), ck, cf, &m).run(cl)),
+        ),
+    );
     tasks
 }
 
 /// A controller's run, as [`spawn`] starts it (again after each lost and
 /// regained lease).
 type ControllerFuture = std::pin::Pin<Box<dyn std::future::Future<Output = ()> + Send>>;
+
+/// What [`spawn`] starts for one controller: `run` on copies of the shared
+/// client, clock and metrics and of the controller's `config`, at every
+/// (re)start.
+fn runner<C: Clone + Send + Sync + 'static>(
+    client: &kube::Client,
+    clock: &Clock,
+    metrics: &ControllerMetrics,
+    config: C,
+    run: fn(kube::Client, Clock, C, ControllerMetrics) -> ControllerFuture,
+) -> Box<dyn Fn() -> ControllerFuture + Send + Sync> {
+    let (client, clock, metrics) = (client.clone(), clock.clone(), metrics.clone());
+    Box::new(move || {
+        run(
+            client.clone(),
+            clock.clone(),
+            config.clone(),
+            metrics.clone(),
+        )
+    })
+}
 
 #[cfg(test)]
 mod tests {

@@ -109,6 +109,37 @@ impl Cluster {
         });
     }
 
+    /// Three untainted nodes, `node-a` to `node-c`.
+    async fn of_three() -> Cluster {
+        let nodes = ["node-a", "node-b", "node-c"].map(|n| spec(n, vec![]));
+        Cluster::start(nodes.to_vec()).await
+    }
+
+    /// Creates the `web` StatefulSet and waits until it is rolled out.
+    async fn run_stateful_set(&self, replicas: i32) {
+        self.stateful_sets()
+            .create(&PostParams::default(), &stateful_set(replicas))
+            .await
+            .expect("create the StatefulSet");
+        self.until("the pods ready", Duration::from_secs(120), || {
+            sts_rolled_out(self, replicas)
+        })
+        .await;
+    }
+
+    /// Creates the `agent` DaemonSet and waits until it is rolled out on
+    /// `desired` nodes.
+    async fn run_daemon_set(&self, desired: i32) {
+        self.daemon_sets()
+            .create(&PostParams::default(), &daemon_set("agent:1"))
+            .await
+            .expect("create the DaemonSet");
+        self.until("rolled out", Duration::from_secs(60), || {
+            rolled_out(self, desired)
+        })
+        .await;
+    }
+
     fn pause(&self, node: &str) {
         for fleet in &self.fleets {
             fleet.handle.send(NodeCommand::Pause {
@@ -292,23 +323,8 @@ async fn a_daemon_set_follows_its_nodes() {
         spec("node-c", vec![]),
     ])
     .await;
-    cluster
-        .daemon_sets()
-        .create(&PostParams::default(), &daemon_set("agent:1"))
-        .await
-        .expect("create the DaemonSet");
-    cluster
-        .until(
-            "a pod on each untainted node",
-            Duration::from_secs(60),
-            || async { ready_nodes(&cluster, "agent").await == ["node-a", "node-c"] },
-        )
-        .await;
-    cluster
-        .until("the status", Duration::from_secs(30), || {
-            rolled_out(&cluster, 2)
-        })
-        .await;
+    cluster.run_daemon_set(2).await;
+    assert_eq!(ready_nodes(&cluster, "agent").await, ["node-a", "node-c"]);
     for pod in cluster.pod_list("agent").await {
         let spec = pod.spec.clone().unwrap_or_default();
         let terms = spec
@@ -397,22 +413,8 @@ async fn a_daemon_set_follows_its_nodes() {
 /// the rollout is complete.
 #[tokio::test(start_paused = true)]
 async fn a_daemon_set_rolls_to_a_new_image() {
-    let cluster = Cluster::start(vec![
-        spec("node-a", vec![]),
-        spec("node-b", vec![]),
-        spec("node-c", vec![]),
-    ])
-    .await;
-    cluster
-        .daemon_sets()
-        .create(&PostParams::default(), &daemon_set("agent:1"))
-        .await
-        .expect("create the DaemonSet");
-    cluster
-        .until("rolled out", Duration::from_secs(60), || {
-            rolled_out(&cluster, 3)
-        })
-        .await;
+    let cluster = Cluster::of_three().await;
+    cluster.run_daemon_set(3).await;
     cluster
         .daemon_sets()
         .patch(
@@ -499,22 +501,8 @@ fn revision(pod: &Pod) -> String {
 /// above it change, highest first; lowering it finishes the rollout.
 #[tokio::test(start_paused = true)]
 async fn a_stateful_set_scales_in_order_and_rolls_with_a_partition() {
-    let cluster = Cluster::start(vec![
-        spec("node-a", vec![]),
-        spec("node-b", vec![]),
-        spec("node-c", vec![]),
-    ])
-    .await;
-    cluster
-        .stateful_sets()
-        .create(&PostParams::default(), &stateful_set(3))
-        .await
-        .expect("create the StatefulSet");
-    cluster
-        .until("three ready pods", Duration::from_secs(120), || {
-            sts_rolled_out(&cluster, 3)
-        })
-        .await;
+    let cluster = Cluster::of_three().await;
+    cluster.run_stateful_set(3).await;
     let pods: BTreeMap<String, Pod> = cluster
         .pod_list("web")
         .await
@@ -599,22 +587,8 @@ async fn a_stateful_set_scales_in_order_and_rolls_with_a_partition() {
 /// force-deletes it, and the pod comes back on a healthy node.
 #[tokio::test(start_paused = true)]
 async fn a_stateful_set_pod_of_a_dead_node_waits_for_out_of_service() {
-    let cluster = Cluster::start(vec![
-        spec("node-a", vec![]),
-        spec("node-b", vec![]),
-        spec("node-c", vec![]),
-    ])
-    .await;
-    cluster
-        .stateful_sets()
-        .create(&PostParams::default(), &stateful_set(2))
-        .await
-        .expect("create the StatefulSet");
-    cluster
-        .until("two ready pods", Duration::from_secs(120), || {
-            sts_rolled_out(&cluster, 2)
-        })
-        .await;
+    let cluster = Cluster::of_three().await;
+    cluster.run_stateful_set(2).await;
     let web1 = cluster.pods().get("web-1").await.expect("web-1");
     let dead = node_of(&web1).unwrap_or_default();
     let uid = web1.metadata.uid.clone();

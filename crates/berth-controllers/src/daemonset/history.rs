@@ -16,10 +16,9 @@ use k8s_openapi::api::core::v1::Pod;
 
 use super::DaemonSetController;
 use super::sync::{ControllerRevisionRef, Syncing};
-use crate::shared::read;
 use crate::sync_error::SyncError;
-use crate::workload::claim::claim_objects;
-use crate::workload::writes::{Writes, is_already_exists, is_not_found};
+use crate::workload::claim::claim_from;
+use crate::workload::writes::{Writes, delete_all, is_already_exists};
 
 fn hash_of(revision: &ControllerRevision) -> Option<&str> {
     revision
@@ -40,15 +39,11 @@ impl<W: Writes> DaemonSetController<W> {
         let writes = &self.inner.writes;
         let (ds, selector) = (cx.ds, cx.selector);
         let namespace = ds.metadata.namespace.as_deref().unwrap_or("");
-        let candidates: Vec<_> = read(&self.inner.revisions)
-            .in_namespace(namespace)
-            .cloned()
-            .collect();
-        let mut histories = claim_objects(
+        let mut histories = claim_from(
             writes,
             &mut cx.claims,
             ds,
-            candidates,
+            &self.inner.revisions,
             |r: &ControllerRevision| selector.matches(r.metadata.labels.as_ref()),
         )
         .await?;
@@ -74,16 +69,9 @@ impl<W: Writes> DaemonSetController<W> {
             None => self.snapshot(ds, next_revision).await?,
             Some((keep, duplicates)) => {
                 let keep_hash = hash_of(keep).unwrap_or("").to_string();
-                for duplicate in duplicates {
+                if !duplicates.is_empty() {
                     self.relabel_pods(cx, &keep_hash).await?;
-                    match writes
-                        .delete::<ControllerRevision>(namespace, &duplicate)
-                        .await
-                    {
-                        Ok(()) => {}
-                        Err(err) if is_not_found(&err) => {}
-                        Err(err) => return Err(err.into()),
-                    }
+                    delete_all::<ControllerRevision, _>(writes, namespace, duplicates).await?;
                 }
                 let mut keep = keep.clone();
                 if keep.revision.unwrap_or(0) < next_revision {
@@ -177,18 +165,8 @@ impl<W: Writes> DaemonSetController<W> {
         let pod_refs: Vec<&Pod> = pods.iter().map(AsRef::as_ref).collect();
         let old_refs: Vec<&ControllerRevision> = old.iter().map(AsRef::as_ref).collect();
         let namespace = ds.metadata.namespace.as_deref().unwrap_or("");
-        for name in cleanup_history(ds, &old_refs, &pod_refs) {
-            match self
-                .inner
-                .writes
-                .delete::<ControllerRevision>(namespace, &name)
-                .await
-            {
-                Ok(()) => {}
-                Err(err) if is_not_found(&err) => {}
-                Err(err) => return Err(err.into()),
-            }
-        }
+        let stale = cleanup_history(ds, &old_refs, &pod_refs);
+        delete_all::<ControllerRevision, _>(&self.inner.writes, namespace, stale).await?;
         Ok(())
     }
 }

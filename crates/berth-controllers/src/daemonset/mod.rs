@@ -49,9 +49,11 @@ use crate::cache::{ObjectCache, Observed};
 use crate::events::EventRecorder;
 use crate::metrics::ControllerMetrics;
 use crate::shared::{lock, read, write};
-use crate::work_queue::{WorkQueue, run_workers};
+use crate::sync_error::SyncError;
+use crate::work_queue::WorkQueue;
 use crate::workload::owners::{became_ready, observed_key, react_to};
 use crate::workload::writes::{KubeWrites, Writes};
+use crate::workload::{SyncsKeys, start_workers_once};
 
 /// Upstream's controller name: the `--controllers` name and the Events'
 /// source.
@@ -82,16 +84,9 @@ impl Default for DaemonSetConfig {
 }
 
 /// See the module documentation. Cheap to clone (shared state).
+#[derive(Clone)]
 pub struct DaemonSetController<W> {
     inner: Arc<Inner<W>>,
-}
-
-impl<W> Clone for DaemonSetController<W> {
-    fn clone(&self) -> Self {
-        DaemonSetController {
-            inner: self.inner.clone(),
-        }
-    }
 }
 
 struct Inner<W> {
@@ -179,20 +174,14 @@ impl DaemonSetController<KubeWrites> {
                 && read(&inner.revisions).is_synced()
                 && read(&inner.pods).is_synced()
                 && read(&inner.nodes).is_synced();
-            if workers.is_empty() && synced {
-                tracing::info!(controller = CONTROLLER_NAME, "Caches are synced");
-                let this = self.clone();
-                workers.spawn(run_workers(
-                    CONTROLLER_NAME,
-                    inner.queue.clone(),
-                    inner.config.workers,
-                    None,
-                    move |key| {
-                        let this = this.clone();
-                        async move { this.sync(&key).await }
-                    },
-                ));
-            }
+            start_workers_once(
+                &mut workers,
+                synced,
+                CONTROLLER_NAME,
+                &inner.queue,
+                inner.config.workers,
+                &self,
+            );
         }
     }
 }
@@ -221,6 +210,16 @@ impl Placements {
 
     fn forget(&mut self, key: &ObjectKey) {
         self.by_daemon_set.remove(key);
+    }
+}
+
+impl SyncsKeys for DaemonSetController<KubeWrites> {
+    fn sync_key(
+        &self,
+        key: ObjectKey,
+    ) -> impl std::future::Future<Output = Result<(), SyncError>> + Send + use<> {
+        let this = self.clone();
+        async move { this.sync(&key).await }
     }
 }
 

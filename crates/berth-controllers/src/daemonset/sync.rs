@@ -26,7 +26,7 @@ use crate::events::{TYPE_NORMAL, TYPE_WARNING};
 use crate::pod_control::namespace_terminating;
 use crate::shared::{lock, read};
 use crate::sync_error::SyncError;
-use crate::workload::claim::{ClaimSession, claim_objects};
+use crate::workload::claim::{ClaimSession, claim_from};
 use crate::workload::writes::{Writes, is_not_found, object_ref};
 
 /// Event reasons (upstream's).
@@ -140,20 +140,10 @@ impl<W: Writes> DaemonSetController<W> {
         &self,
         cx: &mut Syncing<'_>,
     ) -> Result<Vec<Arc<Pod>>, SyncError> {
-        let namespace = cx.ds.metadata.namespace.as_deref().unwrap_or("");
-        let candidates: Vec<_> = read(&self.inner.pods)
-            .in_namespace(namespace)
-            .cloned()
-            .collect();
         let selector = cx.selector;
-        Ok(claim_objects(
-            &self.inner.writes,
-            &mut cx.claims,
-            cx.ds,
-            candidates,
-            |p: &Pod| selector.matches(p.metadata.labels.as_ref()),
-        )
-        .await?)
+        let matches = |p: &Pod| selector.matches(p.metadata.labels.as_ref());
+        let claims = &mut cx.claims;
+        Ok(claim_from(&self.inner.writes, claims, cx.ds, &self.inner.pods, matches).await?)
     }
 
     /// `updateDaemonSet`: manage, then (expectations allowing) the rolling

@@ -348,27 +348,9 @@ impl Harness {
     }
 }
 
-/// The node a created pod's required affinity names.
+/// The node a created (unbound) pod's required affinity names.
 fn affinity_node(pod: &Pod) -> Option<String> {
-    let terms = &pod
-        .spec
-        .as_ref()?
-        .affinity
-        .as_ref()?
-        .node_affinity
-        .as_ref()?
-        .required_during_scheduling_ignored_during_execution
-        .as_ref()?
-        .node_selector_terms;
-    let [term] = terms.as_slice() else {
-        return None;
-    };
-    let [field] = term.match_fields.as_deref()? else {
-        return None;
-    };
-    (field.key == "metadata.name" && field.operator == "In")
-        .then(|| field.values.as_deref().and_then(|v| v.first().cloned()))
-        .flatten()
+    berth_core::workloads::daemon::target_node_name(pod).map(str::to_string)
 }
 
 /// Upstream `TestSimpleDaemonSetLaunchesPods` and

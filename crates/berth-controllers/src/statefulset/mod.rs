@@ -40,9 +40,11 @@ use crate::cache::{ObjectCache, Observed};
 use crate::events::EventRecorder;
 use crate::metrics::{ControllerMetrics, StatefulSetLabels};
 use crate::shared::{read, write};
-use crate::work_queue::{WorkQueue, run_workers};
+use crate::sync_error::SyncError;
+use crate::work_queue::WorkQueue;
 use crate::workload::owners::{became_ready, react_to};
 use crate::workload::writes::{KubeWrites, Writes};
+use crate::workload::{SyncsKeys, start_workers_once};
 
 /// Upstream's controller name: the `--controllers` name and the Events'
 /// source.
@@ -69,16 +71,9 @@ impl Default for StatefulSetConfig {
 }
 
 /// See the module documentation. Cheap to clone (shared state).
+#[derive(Clone)]
 pub struct StatefulSetController<W> {
     inner: Arc<Inner<W>>,
-}
-
-impl<W> Clone for StatefulSetController<W> {
-    fn clone(&self) -> Self {
-        StatefulSetController {
-            inner: self.inner.clone(),
-        }
-    }
 }
 
 struct Inner<W> {
@@ -162,21 +157,25 @@ impl StatefulSetController<KubeWrites> {
             let synced = read(&inner.sets).is_synced()
                 && read(&inner.revisions).is_synced()
                 && read(&inner.pods).is_synced();
-            if workers.is_empty() && synced {
-                tracing::info!(controller = CONTROLLER_NAME, "Caches are synced");
-                let this = self.clone();
-                workers.spawn(run_workers(
-                    CONTROLLER_NAME,
-                    inner.queue.clone(),
-                    inner.config.workers,
-                    None,
-                    move |key| {
-                        let this = this.clone();
-                        async move { this.sync(&key).await }
-                    },
-                ));
-            }
+            start_workers_once(
+                &mut workers,
+                synced,
+                CONTROLLER_NAME,
+                &inner.queue,
+                inner.config.workers,
+                &self,
+            );
         }
+    }
+}
+
+impl SyncsKeys for StatefulSetController<KubeWrites> {
+    fn sync_key(
+        &self,
+        key: ObjectKey,
+    ) -> impl std::future::Future<Output = Result<(), SyncError>> + Send + use<> {
+        let this = self.clone();
+        async move { this.sync(&key).await }
     }
 }
 

@@ -24,8 +24,10 @@ use crate::events::error_message;
 use crate::events::{TYPE_NORMAL, TYPE_WARNING};
 use crate::shared::read;
 use crate::sync_error::SyncError;
-use crate::workload::claim::{ClaimSession, claim_objects};
-use crate::workload::writes::{Writes, is_already_exists, is_conflict, is_not_found, object_ref};
+use crate::workload::claim::{ClaimSession, claim_from};
+use crate::workload::writes::{
+    Writes, delete_all, is_already_exists, is_conflict, is_not_found, object_ref,
+};
 
 /// `MaxBatchSize`: creates of a `Parallel` set in flight at most.
 const MAX_BATCH_SIZE: usize = 500;
@@ -116,17 +118,13 @@ impl<W: Writes> StatefulSetController<W> {
         selector: &LabelSelector,
         claims: &mut ClaimSession,
     ) -> Result<Vec<Arc<ControllerRevision>>, SyncError> {
-        let namespace = set.metadata.namespace.as_deref().unwrap_or("");
-        let candidates: Vec<_> = read(&self.inner.revisions)
-            .in_namespace(namespace)
-            .cloned()
-            .collect();
-        Ok(claim_objects(
+        let matches = |r: &ControllerRevision| selector.matches(r.metadata.labels.as_ref());
+        Ok(claim_from(
             &self.inner.writes,
             claims,
             set,
-            candidates,
-            |r: &ControllerRevision| selector.matches(r.metadata.labels.as_ref()),
+            &self.inner.revisions,
+            matches,
         )
         .await?)
     }
@@ -139,17 +137,9 @@ impl<W: Writes> StatefulSetController<W> {
         selector: &LabelSelector,
         claims: &mut ClaimSession,
     ) -> Result<Vec<Arc<Pod>>, SyncError> {
-        let namespace = set.metadata.namespace.as_deref().unwrap_or("");
-        let candidates: Vec<_> = read(&self.inner.pods)
-            .in_namespace(namespace)
-            .cloned()
-            .collect();
-        Ok(
-            claim_objects(&self.inner.writes, claims, set, candidates, |p: &Pod| {
-                selector.matches(p.metadata.labels.as_ref()) && is_member_of(set, p)
-            })
-            .await?,
-        )
+        let matches =
+            |p: &Pod| selector.matches(p.metadata.labels.as_ref()) && is_member_of(set, p);
+        Ok(claim_from(&self.inner.writes, claims, set, &self.inner.pods, matches).await?)
     }
 
     /// `UpdateStatefulSet`: revisions, the sync's plan carried out, the
@@ -222,21 +212,10 @@ impl<W: Writes> StatefulSetController<W> {
         }
         let stale = truncate_history(set, &pod_refs, &sorted, &current_name, &update_name);
         let namespace = set.metadata.namespace.as_deref().unwrap_or("");
-        for name in stale {
-            match self
-                .inner
-                .writes
-                .delete::<ControllerRevision>(namespace, &name)
-                .await
-            {
-                Ok(()) => {}
-                Err(err) if is_not_found(&err) => {}
-                Err(err) => {
-                    if result.is_ok() {
-                        result = Err(err.into());
-                    }
-                }
-            }
+        let deleted =
+            delete_all::<ControllerRevision, _>(&self.inner.writes, namespace, stale).await;
+        if let (Ok(()), Err(err)) = (&result, deleted) {
+            result = Err(err.into());
         }
         result.map(|()| status)
     }

@@ -16,13 +16,15 @@
 //! though the watch has not shown the patch yet.
 
 use std::collections::HashSet;
-use std::sync::Arc;
+use std::sync::{Arc, RwLock};
 
 use berth_core::workloads::ownership::{Claim, adopt, claim, controller_of, new_controller_ref};
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
 use serde_json::json;
 
 use super::writes::{Object, Writes, is_not_found};
+use crate::cache::ObjectCache;
+use crate::shared::read;
 
 /// Why a claim could not adopt.
 fn cannot_adopt(owner: &ObjectMeta, why: &str) -> kube::Error {
@@ -120,6 +122,24 @@ where
         }
     }
     Ok(claimed)
+}
+
+/// [`claim_objects`] over the objects of the owner's namespace in `cache`.
+pub async fn claim_from<O, K, W>(
+    writes: &W,
+    session: &mut ClaimSession,
+    owner: &O,
+    cache: &RwLock<ObjectCache<K>>,
+    matches: impl Fn(&K) -> bool,
+) -> Result<Vec<Arc<K>>, kube::Error>
+where
+    O: Object,
+    K: Object,
+    W: Writes,
+{
+    let namespace = owner.meta().namespace.as_deref().unwrap_or("");
+    let candidates: Vec<Arc<K>> = read(cache).in_namespace(namespace).cloned().collect();
+    claim_objects(writes, session, owner, candidates, matches).await
 }
 
 fn namespace_and_name(meta: &ObjectMeta) -> (String, String) {

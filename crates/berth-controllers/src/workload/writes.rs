@@ -160,6 +160,23 @@ impl Writes for KubeWrites {
     }
 }
 
+/// Deletes the named objects of `K` (ControllerRevisions a history
+/// cleanup names); one already gone is fine.
+pub async fn delete_all<K: Object, W: Writes>(
+    writes: &W,
+    namespace: &str,
+    names: impl IntoIterator<Item = String>,
+) -> Result<(), kube::Error> {
+    for name in names {
+        match writes.delete::<K>(namespace, &name).await {
+            Ok(()) => {}
+            Err(err) if is_not_found(&err) => {}
+            Err(err) => return Err(err),
+        }
+    }
+    Ok(())
+}
+
 /// A reference to a namespaced object, for its Events.
 pub fn object_ref<K: Object>(object: &K) -> ObjectReference {
     crate::events::object_ref(&K::api_version(&()), &K::kind(&()), object.meta())
