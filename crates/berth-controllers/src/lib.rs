@@ -294,5 +294,13 @@ mod tests {
             Err(ControllersError::Unknown("bogus".into()))
         );
         assert!(EnabledControllers::default().is_enabled(nl));
+        let workloads = EnabledControllers::parse("*,-daemonset-controller");
+        assert_eq!(
+            workloads.map(|e| (
+                e.is_enabled(daemonset::CONTROLLER_NAME),
+                e.is_enabled(statefulset::CONTROLLER_NAME)
+            )),
+            Ok((false, true))
+        );
     }
 }

@@ -139,6 +139,10 @@ impl DaemonSetController<KubeWrites> {
         let mut workers = JoinSet::new();
         let mut placements = Placements::default();
         let inner = &self.inner;
+        let mut backoff_gc = tokio::time::interval_at(
+            tokio::time::Instant::now() + BACKOFF_GC_INTERVAL,
+            BACKOFF_GC_INTERVAL,
+        );
         tracing::info!(controller = CONTROLLER_NAME, "Starting controller");
         loop {
             tokio::select! {
@@ -166,7 +170,7 @@ impl DaemonSetController<KubeWrites> {
                         self.on_node(&observed, &mut placements);
                     }
                 }
-                () = inner.clock.sleep(BACKOFF_GC_INTERVAL) => {
+                _ = backoff_gc.tick() => {
                     lock(&inner.failed_pods_backoff).gc(inner.clock.now());
                 }
             }
