@@ -4,24 +4,20 @@
 //! and the two controllers, with a watch of every pod that checks each
 //! state it sees against what a rollout promises.
 
-use std::collections::{BTreeMap, HashMap};
+use std::collections::BTreeMap;
 use std::future::Future;
-use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use berth_client::{Change, changes_of};
 use berth_controllers::metrics::ControllerMetrics;
 use berth_controllers::{ControllerOptions, EnabledControllers};
 use berth_core::FeatureGates;
-use berth_core::clock::Clock;
 use berth_core::workloads::deployment::{POD_TEMPLATE_HASH_LABEL, REVISION_ANNOTATION};
 use berth_scheduler::client::SchedulerConfig;
 use berth_scheduler::cycle::Profile;
 use berth_sim::fleet;
 use berth_sim::scenario::NodeSpec;
 use berth_testing::TestServer;
-use futures::StreamExt;
-use jiff::Timestamp;
+use berth_testing::pod_history::{PodHistory, Snapshot};
 use k8s_openapi::api::apps::v1::{
     Deployment, DeploymentSpec, DeploymentStrategy, ReplicaSet, ReplicaSetSpec,
     RollingUpdateDeployment,
@@ -31,43 +27,12 @@ use k8s_openapi::apimachinery::pkg::apis::meta::v1::{LabelSelector, ObjectMeta};
 use k8s_openapi::apimachinery::pkg::util::intstr::IntOrString;
 use kube::Api;
 use kube::api::{ListParams, Patch, PatchParams, PostParams};
-use kube::runtime::watcher;
 use tokio::task::JoinSet;
 use tokio_util::sync::CancellationToken;
 
-/// One state of the namespace's pods, as the watch showed it.
-#[derive(Debug, Clone, Default)]
-struct Snapshot {
-    #[allow(dead_code)] // Shown when an assertion fails.
-    at: Option<Timestamp>,
-    /// Pods not being deleted, by pod-template-hash.
-    active: BTreeMap<String, usize>,
-    /// Of those, the Ready ones.
-    ready: BTreeMap<String, usize>,
-    /// Pods that exist (being deleted or not), by pod-template-hash.
-    existing: BTreeMap<String, usize>,
-}
-
-impl Snapshot {
-    fn active(&self) -> usize {
-        self.active.values().sum()
-    }
-    fn ready(&self) -> usize {
-        self.ready.values().sum()
-    }
-}
-
-/// What the pod watch saw.
-#[derive(Default)]
-struct Seen {
-    /// Every pod UID ever seen, with its name.
-    created: BTreeMap<String, String>,
-    snapshots: Vec<Snapshot>,
-}
-
 struct Cluster {
     server: TestServer,
-    seen: Arc<Mutex<Seen>>,
+    history: PodHistory,
     _tasks: JoinSet<()>,
     _stop: StopOnDrop,
 }
@@ -77,58 +42,6 @@ struct StopOnDrop(CancellationToken);
 impl Drop for StopOnDrop {
     fn drop(&mut self) {
         self.0.cancel();
-    }
-}
-
-fn hash_of(pod: &Pod) -> String {
-    pod.metadata
-        .labels
-        .as_ref()
-        .and_then(|l| l.get(POD_TEMPLATE_HASH_LABEL))
-        .cloned()
-        .unwrap_or_default()
-}
-
-/// Watches the pods of `default`, recording a snapshot after each change.
-async fn observe(client: kube::Client, clock: Clock, seen: Arc<Mutex<Seen>>) {
-    let changes = changes_of(
-        Api::<Pod>::namespaced(client, "default"),
-        watcher::Config::default(),
-    );
-    let mut changes = std::pin::pin!(changes);
-    let mut pods: HashMap<String, Pod> = HashMap::new();
-    while let Some(change) = changes.next().await {
-        match change {
-            Change::Upsert(pod) => {
-                let uid = pod.metadata.uid.clone().unwrap_or_default();
-                let name = pod.metadata.name.clone().unwrap_or_default();
-                if let Ok(mut seen) = seen.lock() {
-                    seen.created.entry(uid).or_insert_with(|| name.clone());
-                }
-                pods.insert(name, pod);
-            }
-            Change::Delete(gone) => {
-                pods.remove(&gone.key.name);
-            }
-            Change::Synced => {}
-        }
-        let mut snapshot = Snapshot {
-            at: Some(clock.now()),
-            ..Snapshot::default()
-        };
-        for pod in pods.values() {
-            let hash = hash_of(pod);
-            *snapshot.existing.entry(hash.clone()).or_default() += 1;
-            if pod.metadata.deletion_timestamp.is_none() {
-                *snapshot.active.entry(hash.clone()).or_default() += 1;
-                if berth_core::pod::is_ready(pod) {
-                    *snapshot.ready.entry(hash).or_default() += 1;
-                }
-            }
-        }
-        if let Ok(mut seen) = seen.lock() {
-            seen.snapshots.push(snapshot);
-        }
     }
 }
 
@@ -189,15 +102,12 @@ impl Cluster {
             None,
         );
         tasks.spawn(async move { while controllers.join_next().await.is_some() {} });
-        let seen = Arc::new(Mutex::new(Seen::default()));
-        tasks.spawn(observe(
-            server.admin.clone(),
-            server.clock.clone(),
-            seen.clone(),
-        ));
+        let (history, watch) =
+            PodHistory::watch(server.admin.clone(), "default", server.clock.clone());
+        tasks.spawn(watch);
         Cluster {
             server,
-            seen,
+            history,
             _tasks: tasks,
             _stop: StopOnDrop(stop),
         }
@@ -281,11 +191,11 @@ impl Cluster {
     }
 
     fn snapshots(&self) -> Vec<Snapshot> {
-        self.seen.lock().map(|s| s.snapshots.clone()).unwrap_or_default()
+        self.history.snapshots()
     }
 
     fn pods_created(&self) -> usize {
-        self.seen.lock().map(|s| s.created.len()).unwrap_or_default()
+        self.history.pods_created()
     }
 
     /// The messages of the Events with `reason`, in the order they were

@@ -14,6 +14,8 @@ use berth_controllers::metrics::ControllerMetrics;
 use berth_controllers::node_lifecycle::NodeLifecycleConfig;
 use berth_controllers::node_lifecycle::health::GracePeriods;
 use berth_controllers::node_lifecycle::zone::ZoneRates;
+use berth_controllers::deployment::DeploymentConfig;
+use berth_controllers::replicaset::ReplicaSetConfig;
 use berth_controllers::taint_eviction::TaintEvictionConfig;
 use berth_controllers::{ControllerOptions, EnabledControllers};
 use berth_core::FeatureGates;
@@ -22,7 +24,8 @@ use clap::Args;
 #[derive(Debug, Args)]
 pub struct ControllerFlags {
     /// Controllers to run: '*' all, 'foo' one, '-foo' not that one
-    /// (node-lifecycle-controller, taint-eviction-controller).
+    /// (node-lifecycle-controller, taint-eviction-controller,
+    /// replicaset-controller, deployment-controller).
     #[arg(long, default_value = "*", value_name = "NAME,...", value_parser = parse_controllers)]
     controllers: EnabledControllers,
     /// How often the node lifecycle controller checks node health.
@@ -46,6 +49,12 @@ pub struct ControllerFlags {
     /// Zones of at most this many nodes stop tainting when partially disrupted.
     #[arg(long, default_value_t = 50)]
     large_cluster_size_threshold: u32,
+    /// ReplicaSets synced at once.
+    #[arg(long, default_value_t = 5, value_parser = clap::value_parser!(u32).range(1..))]
+    concurrent_replicaset_syncs: u32,
+    /// Deployments synced at once.
+    #[arg(long, default_value_t = 5, value_parser = clap::value_parser!(u32).range(1..))]
+    concurrent_deployment_syncs: u32,
 }
 
 fn parse_controllers(value: &str) -> Result<EnabledControllers, String> {
@@ -82,6 +91,12 @@ pub fn start(
         taint_eviction: TaintEvictionConfig {
             gates,
             ..TaintEvictionConfig::default()
+        },
+        replicaset: ReplicaSetConfig {
+            workers: flags.concurrent_replicaset_syncs as usize,
+        },
+        deployment: DeploymentConfig {
+            workers: flags.concurrent_deployment_syncs as usize,
         },
     };
     let mut registry = prometheus_client::registry::Registry::default();

