@@ -20,8 +20,8 @@ use k8s_openapi::api::apps::v1::{Deployment, ReplicaSet};
 use k8s_openapi::api::core::v1::Pod;
 
 use super::sync::{
-    all_replica_sets_and_sync_revision, cleanup_deployment, refs, scale_replica_set,
-    update_status,
+    ReplicaSets, all_replica_sets_and_sync_revision, cleanup_deployment, refs,
+    scale_replica_set, update_status,
 };
 use super::{CONTROLLER_NAME, Context};
 use crate::sync_error::SyncError;
@@ -31,7 +31,7 @@ pub async fn rolling(
     ctx: &Context,
     key: &ObjectKey,
     d: &mut Deployment,
-    rs_list: &[Arc<ReplicaSet>],
+    rs_list: &mut ReplicaSets,
 ) -> Result<(), SyncError> {
     let (new_rs, old) = all_replica_sets_and_sync_revision(ctx, d, rs_list, true).await?;
     let Some(new_rs) = new_rs else {
@@ -72,7 +72,7 @@ pub async fn recreate(
     ctx: &Context,
     key: &ObjectKey,
     d: &mut Deployment,
-    rs_list: &[Arc<ReplicaSet>],
+    rs_list: &mut ReplicaSets,
     pods: &HashMap<String, Vec<Arc<Pod>>>,
 ) -> Result<(), SyncError> {
     // The new ReplicaSet is not created before the old pods are gone.

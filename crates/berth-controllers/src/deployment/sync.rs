@@ -82,10 +82,10 @@ async fn sync(ctx: &Context, key: &ObjectKey, d: &mut Deployment) -> Result<(), 
         }
         return Ok(());
     }
-    let rs_list = replica_sets_for_deployment(ctx, d).await?;
+    let mut rs_list = replica_sets_for_deployment(ctx, d).await?;
     let pods = pod_map(&read(&ctx.pods), d, &rs_list);
     if d.metadata.deletion_timestamp.is_some() {
-        return sync_status_only(ctx, d, &rs_list).await;
+        return sync_status_only(ctx, d, &mut rs_list).await;
     }
     if let Some(condition) = deployment::paused_condition(d, ctx.clock.now()) {
         deployment::set_condition(
@@ -94,12 +94,12 @@ async fn sync(ctx: &Context, key: &ObjectKey, d: &mut Deployment) -> Result<(), 
         );
         update_status(ctx, d).await?;
     }
-    if d.spec.paused == Some(true) || is_scaling_event(ctx, d, &rs_list).await? {
-        return scale_and_sync_status(ctx, d, &rs_list).await;
+    if d.spec.paused == Some(true) || is_scaling_event(ctx, d, &mut rs_list).await? {
+        return scale_and_sync_status(ctx, d, &mut rs_list).await;
     }
     match strategy_type(d) {
-        STRATEGY_RECREATE => rollout::recreate(ctx, key, d, &rs_list, &pods).await,
-        STRATEGY_ROLLING_UPDATE => rollout::rolling(ctx, key, d, &rs_list).await,
+        STRATEGY_RECREATE => rollout::recreate(ctx, key, d, &mut rs_list, &pods).await,
+        STRATEGY_ROLLING_UPDATE => rollout::rolling(ctx, key, d, &mut rs_list).await,
         other => Err(SyncError::Other(format!(
             "unexpected deployment strategy type: {other}"
         ))),
@@ -171,11 +171,13 @@ pub fn pod_map(
 }
 
 /// `getAllReplicaSetsAndSyncRevision`: the new ReplicaSet (created if
-/// `create` and missing) and every old one.
+/// `create` and missing) and every old one. A new ReplicaSet rewritten
+/// (its annotations) replaces its copy in `rs_list`, so that a later step
+/// of the sync writes on the current version.
 pub async fn all_replica_sets_and_sync_revision(
     ctx: &Context,
     d: &mut Deployment,
-    rs_list: &[Arc<ReplicaSet>],
+    rs_list: &mut ReplicaSets,
     create: bool,
 ) -> Result<(Option<Arc<ReplicaSet>>, ReplicaSets), SyncError> {
     let all = refs(rs_list);
@@ -198,24 +200,22 @@ pub async fn all_replica_sets_and_sync_revision(
 async fn new_replica_set(
     ctx: &Context,
     d: &mut Deployment,
-    rs_list: &[Arc<ReplicaSet>],
+    rs_list: &mut ReplicaSets,
     old: &[Arc<ReplicaSet>],
     create: bool,
 ) -> Result<Option<Arc<ReplicaSet>>, SyncError> {
     let old_refs = refs(old);
     let namespace = d.metadata.namespace.clone().unwrap_or_default();
     let api: Api<ReplicaSet> = Api::namespaced(ctx.client.clone(), &namespace);
-    let existing = deployment::find_new_replica_set(d, &refs(rs_list)).and_then(|found| {
-        rs_list
-            .iter()
-            .find(|rs| std::ptr::eq(rs.as_ref(), found))
-            .cloned()
-    });
-    if let Some(existing) = existing {
+    let existing = deployment::find_new_replica_set(d, &refs(rs_list))
+        .and_then(|found| rs_list.iter().position(|rs| std::ptr::eq(rs.as_ref(), found)));
+    if let Some(at) = existing {
+        let existing = rs_list[at].clone();
         if let Some(updated) = deployment::sync_new_replica_set(d, &existing, &old_refs) {
             let name = updated.metadata.name.clone().unwrap_or_default();
-            let written = api.replace(&name, &PostParams::default(), &updated).await?;
-            return Ok(Some(Arc::new(written)));
+            let written = Arc::new(api.replace(&name, &PostParams::default(), &updated).await?);
+            rs_list[at] = written.clone();
+            return Ok(Some(written));
         }
         let revision = existing
             .metadata
@@ -355,7 +355,7 @@ pub async fn update_status(ctx: &Context, d: &mut Deployment) -> Result<(), kube
 async fn is_scaling_event(
     ctx: &Context,
     d: &mut Deployment,
-    rs_list: &[Arc<ReplicaSet>],
+    rs_list: &mut ReplicaSets,
 ) -> Result<bool, SyncError> {
     let (new_rs, old) = all_replica_sets_and_sync_revision(ctx, d, rs_list, false).await?;
     let mut all = refs(&old);
@@ -369,7 +369,7 @@ async fn is_scaling_event(
 async fn scale_and_sync_status(
     ctx: &Context,
     d: &mut Deployment,
-    rs_list: &[Arc<ReplicaSet>],
+    rs_list: &mut ReplicaSets,
 ) -> Result<(), SyncError> {
     let (new_rs, old) = all_replica_sets_and_sync_revision(ctx, d, rs_list, false).await?;
     let scales = deployment::scale(d, new_rs.as_deref(), &refs(&old));
@@ -395,7 +395,7 @@ async fn scale_and_sync_status(
 async fn sync_status_only(
     ctx: &Context,
     d: &mut Deployment,
-    rs_list: &[Arc<ReplicaSet>],
+    rs_list: &mut ReplicaSets,
 ) -> Result<(), SyncError> {
     let (new_rs, old) = all_replica_sets_and_sync_revision(ctx, d, rs_list, false).await?;
     let mut all = old;
