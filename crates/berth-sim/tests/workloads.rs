@@ -597,3 +597,234 @@ async fn a_replica_set_adopts_releases_and_deletes_the_unready_first() {
         .await;
     assert_eq!(cluster.pods_created(), 4, "nothing created twice");
 }
+
+fn condition(d: &Deployment, type_: &str) -> Option<(String, String, String)> {
+    d.status
+        .as_ref()
+        .and_then(|s| s.conditions.as_ref())
+        .into_iter()
+        .flatten()
+        .find(|c| c.type_.as_deref() == Some(type_))
+        .map(|c| {
+            (
+                c.status.clone().unwrap_or_default(),
+                c.reason.clone().unwrap_or_default(),
+                c.message.clone().unwrap_or_default(),
+            )
+        })
+}
+
+/// `minReadySeconds`: a pod counts as available 10 s after it is Ready,
+/// and a rollout with maxUnavailable 0 waits for that at each step.
+#[tokio::test(start_paused = true)]
+async fn min_ready_seconds_counts_from_ready() {
+    let cluster = Cluster::start(2).await;
+    let mut d = deployment("web", 2, rolling(1, 0));
+    d.spec.min_ready_seconds = Some(10);
+    let start = cluster.server.clock.now();
+    cluster
+        .deployments()
+        .create(&PostParams::default(), &d)
+        .await
+        .expect("the deployment is created");
+    cluster
+        .until("2 ready", Duration::from_secs(10), || async {
+            cluster.deployments().get("web").await.is_ok_and(|d| {
+                d.status.and_then(|s| s.ready_replicas) == Some(2)
+            })
+        })
+        .await;
+    let ready_at = cluster.server.clock.now();
+    let available = cluster
+        .deployments()
+        .get("web")
+        .await
+        .ok()
+        .and_then(|d| d.status)
+        .and_then(|s| s.available_replicas);
+    assert_eq!(available, Some(0), "not available while ready for less than 10 s");
+    cluster.rolled_out("web").await;
+    let available_after = cluster.server.clock.now().duration_since(ready_at);
+    assert!(
+        available_after >= jiff::SignedDuration::from_secs(10)
+            && available_after < jiff::SignedDuration::from_secs(13),
+        "available {available_after:?} after ready"
+    );
+    // Two steps of one surge pod each, each waiting 10 s for availability.
+    let rollout_start = cluster.server.clock.now();
+    set_image(&cluster, "web", "registry.example/web:2").await;
+    cluster
+        .until("the new ReplicaSet", Duration::from_secs(10), || async {
+            cluster
+                .replica_sets()
+                .list(&ListParams::default())
+                .await
+                .is_ok_and(|l| l.items.len() == 2)
+        })
+        .await;
+    cluster.rolled_out("web").await;
+    let took = cluster.server.clock.now().duration_since(rollout_start);
+    assert!(took >= jiff::SignedDuration::from_secs(20), "rolled in {took:?}");
+    assert!(took < jiff::SignedDuration::from_secs(30), "rolled in {took:?}");
+    assert!(cluster.server.clock.now() > start);
+}
+
+/// `progressDeadlineSeconds`: a rollout whose pods cannot be scheduled is
+/// marked ProgressDeadlineExceeded once the deadline passes, not before.
+#[tokio::test(start_paused = true)]
+async fn a_stuck_rollout_exceeds_its_progress_deadline() {
+    let cluster = Cluster::start(1).await;
+    let mut d = deployment("web", 2, rolling(1, 0));
+    d.spec.progress_deadline_seconds = Some(30);
+    if let Some(spec) = d.spec.template.spec.as_mut() {
+        spec.node_selector = Some([("nowhere".to_string(), "true".to_string())].into());
+    }
+    let start = cluster.server.clock.now();
+    cluster
+        .deployments()
+        .create(&PostParams::default(), &d)
+        .await
+        .expect("the deployment is created");
+    cluster
+        .until("the deadline exceeded", Duration::from_secs(60), || async {
+            cluster.deployments().get("web").await.is_ok_and(|d| {
+                condition(&d, "Progressing").is_some_and(|(_, reason, _)| reason == "ProgressDeadlineExceeded")
+            })
+        })
+        .await;
+    let after = cluster.server.clock.now().duration_since(start);
+    assert!(
+        after > jiff::SignedDuration::from_secs(30) && after < jiff::SignedDuration::from_secs(33),
+        "exceeded after {after:?}"
+    );
+    let d = cluster.deployments().get("web").await.expect("deployment");
+    let rs = cluster
+        .replica_sets()
+        .list(&ListParams::default())
+        .await
+        .expect("replica sets")
+        .items;
+    let name = rs[0].metadata.name.clone().unwrap_or_default();
+    assert_eq!(
+        condition(&d, "Progressing"),
+        Some((
+            "False".to_string(),
+            "ProgressDeadlineExceeded".to_string(),
+            format!("ReplicaSet \"{name}\" has timed out progressing.")
+        ))
+    );
+    assert_eq!(
+        condition(&d, "Available").map(|(status, reason, _)| (status, reason)),
+        Some(("False".to_string(), "MinimumReplicasUnavailable".to_string()))
+    );
+}
+
+/// A resize in the middle of a stuck rollout (upstream's `scale`): the
+/// old and new ReplicaSets grow in proportion to their sizes, within
+/// `replicas + maxSurge`; a pause holds a new template back.
+#[tokio::test(start_paused = true)]
+async fn a_resize_mid_rollout_is_shared_in_proportion() {
+    let cluster = Cluster::start(2).await;
+    cluster
+        .deployments()
+        .create(&PostParams::default(), &deployment("web", 4, rolling(1, 0)))
+        .await
+        .expect("the deployment is created");
+    cluster.rolled_out("web").await;
+    // A new template whose pods cannot be scheduled: the rollout sticks
+    // at one surge pod.
+    let patch = serde_json::json!({"spec": {"template": {"spec": {
+        "nodeSelector": {"nowhere": "true"}
+    }}}});
+    cluster
+        .deployments()
+        .patch("web", &PatchParams::default(), &Patch::Strategic(patch))
+        .await
+        .expect("patched");
+    let sizes = || async {
+        let mut rss = cluster
+            .replica_sets()
+            .list(&ListParams::default())
+            .await
+            .map(|l| l.items)
+            .unwrap_or_default();
+        rss.sort_by_key(revision);
+        rss.iter()
+            .map(|rs| rs.spec.replicas.unwrap_or(0))
+            .collect::<Vec<i32>>()
+    };
+    cluster
+        .until("stuck at 4 old and 1 new", Duration::from_secs(30), || async {
+            sizes().await == vec![4, 1]
+        })
+        .await;
+    let patch = serde_json::json!({"spec": {"replicas": 8}});
+    cluster
+        .deployments()
+        .patch("web", &PatchParams::default(), &Patch::Merge(patch))
+        .await
+        .expect("scaled");
+    cluster
+        .until("both scaled up, 9 in all", Duration::from_secs(30), || async {
+            let sizes = sizes().await;
+            sizes.iter().sum::<i32>() == 9 && sizes[0] > 4 && sizes[1] > 1
+        })
+        .await;
+    assert_eq!(sizes().await, vec![7, 2], "9 * 4/5 and 9 * 1/5, rounded");
+
+    // Paused, a new template makes no ReplicaSet.
+    let patch = serde_json::json!({"spec": {"paused": true}});
+    cluster
+        .deployments()
+        .patch("web", &PatchParams::default(), &Patch::Merge(patch))
+        .await
+        .expect("paused");
+    set_image(&cluster, "web", "registry.example/web:3").await;
+    cluster.server.clock.sleep(Duration::from_secs(10)).await;
+    assert_eq!(sizes().await.len(), 2, "no new ReplicaSet while paused");
+    let d = cluster.deployments().get("web").await.expect("deployment");
+    assert_eq!(
+        condition(&d, "Progressing").map(|(status, reason, _)| (status, reason)),
+        Some(("Unknown".to_string(), "DeploymentPaused".to_string()))
+    );
+}
+
+/// `revisionHistoryLimit`: old ReplicaSets beyond the limit are deleted
+/// once scaled to 0, the oldest revisions first.
+#[tokio::test(start_paused = true)]
+async fn old_revisions_beyond_the_history_limit_are_deleted() {
+    let cluster = Cluster::start(2).await;
+    let mut d = deployment("web", 2, rolling(1, 0));
+    d.spec.revision_history_limit = Some(1);
+    cluster
+        .deployments()
+        .create(&PostParams::default(), &d)
+        .await
+        .expect("the deployment is created");
+    cluster.rolled_out("web").await;
+    for version in 2..=4 {
+        set_image(&cluster, "web", &format!("registry.example/web:{version}")).await;
+        cluster
+            .until(&format!("revision {version}"), Duration::from_secs(30), || async {
+                cluster
+                    .replica_sets()
+                    .list(&ListParams::default())
+                    .await
+                    .is_ok_and(|l| l.items.iter().any(|rs| revision(rs) == version.to_string()))
+            })
+            .await;
+        cluster.rolled_out("web").await;
+    }
+    cluster
+        .until("two ReplicaSets left", Duration::from_secs(30), || async {
+            let mut revisions: Vec<String> = cluster
+                .replica_sets()
+                .list(&ListParams::default())
+                .await
+                .map(|l| l.items.iter().map(revision).collect())
+                .unwrap_or_default();
+            revisions.sort();
+            revisions == vec!["3".to_string(), "4".to_string()]
+        })
+        .await;
+}
