@@ -284,7 +284,10 @@ mod tests {
         };
         assert!(cache.apply(Change::Delete(never_seen)).is_none());
         assert!(!cache.is_synced());
-        assert!(matches!(cache.apply(Change::Synced), Some(Observed::Synced)));
+        assert!(matches!(
+            cache.apply(Change::Synced),
+            Some(Observed::Synced)
+        ));
         assert!(cache.is_synced());
     }
 }

@@ -135,7 +135,10 @@ where
         ));
     }
     if let Some(at) = &fresh_meta.deletion_timestamp {
-        return Err(format!("{namespace}/{name} has just been deleted at {}", at.0));
+        return Err(format!(
+            "{namespace}/{name} has just been deleted at {}",
+            at.0
+        ));
     }
     Ok(())
 }

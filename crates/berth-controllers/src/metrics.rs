@@ -34,7 +34,9 @@ pub struct QueueLabel {
 
 /// client-go's work queue latency buckets: 10 ns to 10 s, tenfold.
 fn queue_latency() -> Histogram {
-    Histogram::new(prometheus_client::metrics::histogram::exponential_buckets(1e-8, 10.0, 10))
+    Histogram::new(prometheus_client::metrics::histogram::exponential_buckets(
+        1e-8, 10.0, 10,
+    ))
 }
 
 type QueueHistograms = Family<QueueLabel, Histogram, fn() -> Histogram>;

@@ -96,7 +96,10 @@ impl PodControl {
         }
         pod.metadata.namespace = Some(namespace.into());
         let request = Request::new(format!("/api/v1/namespaces/{namespace}/pods"))
-            .create(&PostParams::default(), serde_json::to_vec(&pod).unwrap_or_default())
+            .create(
+                &PostParams::default(),
+                serde_json::to_vec(&pod).unwrap_or_default(),
+            )
             .map_err(kube::Error::BuildRequest)?;
         match self.client.request::<Created>(request).await {
             Ok(created) => {

@@ -385,7 +385,10 @@ mod tests {
         q.add_after(key("a"), Duration::from_secs(30));
         assert!(q.is_empty());
         assert_eq!(q.get().await, key("a"));
-        assert_eq!(clock.now().duration_since(start), SignedDuration::from_secs(10));
+        assert_eq!(
+            clock.now().duration_since(start),
+            SignedDuration::from_secs(10)
+        );
         q.done(&key("a"));
         // The superseded delays are gone.
         let waited = tokio::time::timeout(Duration::from_secs(3600), q.get()).await;
@@ -408,7 +411,10 @@ mod tests {
         q.add_after(key("early"), Duration::from_secs(5));
         let got = worker.await.unwrap_or_default();
         assert_eq!(got, key("early"));
-        assert_eq!(clock.now().duration_since(start), SignedDuration::from_secs(6));
+        assert_eq!(
+            clock.now().duration_since(start),
+            SignedDuration::from_secs(6)
+        );
     }
 
     /// `DefaultControllerRateLimiter`: 5 ms doubling per failure, reset

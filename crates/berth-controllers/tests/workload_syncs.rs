@@ -19,8 +19,8 @@ use berth_core::workloads::ownership::{controller_of, is_controlled_by};
 use berth_testing::TestServer;
 use k8s_openapi::api::apps::v1::{Deployment, ReplicaSet};
 use k8s_openapi::api::core::v1::{Event, Pod};
-use kube::api::{Api, ListParams, PostParams};
 use kube::Resource;
+use kube::api::{Api, ListParams, PostParams};
 use serde::de::DeserializeOwned;
 use serde_json::{Value, json};
 
@@ -275,8 +275,9 @@ async fn one_replica_set_sync() {
         let (ctx, creates) = replica_set_context(&server, case.create_limit).await;
         if case.rs_being_deleted {
             let mut deleting = rs.clone();
-            deleting.metadata.deletion_timestamp =
-                Some(k8s_openapi::apimachinery::pkg::apis::meta::v1::Time(server.clock.now()));
+            deleting.metadata.deletion_timestamp = Some(
+                k8s_openapi::apimachinery::pkg::apis::meta::v1::Time(server.clock.now()),
+            );
             ctx.replica_sets
                 .write()
                 .expect("cache")
@@ -284,7 +285,12 @@ async fn one_replica_set_sync() {
         }
         let key = ObjectKey::new("default", "web");
         let result = replicaset::sync::sync_replica_set(&ctx, &key).await;
-        assert_eq!(result.is_err(), case.want_failure.is_some(), "{}: {result:?}", case.name);
+        assert_eq!(
+            result.is_err(),
+            case.want_failure.is_some(),
+            "{}: {result:?}",
+            case.name
+        );
         assert_eq!(
             creates.calls.load(Ordering::SeqCst),
             case.want_create_calls,
@@ -295,7 +301,9 @@ async fn one_replica_set_sync() {
         let owned = pods(&server)
             .await
             .iter()
-            .filter(|p| is_controlled_by(&p.metadata, &uid) && p.metadata.deletion_timestamp.is_none())
+            .filter(|p| {
+                is_controlled_by(&p.metadata, &uid) && p.metadata.deletion_timestamp.is_none()
+            })
             .count();
         assert_eq!(owned, case.want_owned, "{}: pods owned", case.name);
         let theirs = pods(&server)
@@ -304,10 +312,18 @@ async fn one_replica_set_sync() {
             .filter(|p| p.metadata.name.as_deref() == Some("theirs"))
             .filter_map(|p| controller_of(&p.metadata).map(|r| r.name.clone()))
             .collect::<Vec<_>>();
-        assert!(theirs.iter().all(|n| n == "other"), "{}: {theirs:?}", case.name);
+        assert!(
+            theirs.iter().all(|n| n == "other"),
+            "{}: {theirs:?}",
+            case.name
+        );
         // Every create and delete asked for is accounted for: either seen
         // (nothing here feeds the cache) or given back on failure.
-        let expected = ctx.expectations.lock().expect("expectations").get("default/web");
+        let expected = ctx
+            .expectations
+            .lock()
+            .expect("expectations")
+            .get("default/web");
         let status = Api::<ReplicaSet>::namespaced(server.admin.clone(), "default")
             .get("web")
             .await
@@ -320,8 +336,17 @@ async fn one_replica_set_sync() {
             .flatten()
             .find(|c| c.type_.as_deref() == Some("ReplicaFailure"))
             .and_then(|c| c.reason.clone());
-        assert_eq!(failure.as_deref(), case.want_failure, "{}: condition", case.name);
-        assert_eq!(expected, case.want_expectations, "{}: expectations", case.name);
+        assert_eq!(
+            failure.as_deref(),
+            case.want_failure,
+            "{}: condition",
+            case.name
+        );
+        assert_eq!(
+            expected, case.want_expectations,
+            "{}: expectations",
+            case.name
+        );
     }
 }
 
@@ -349,7 +374,10 @@ async fn expectations_hold_back_the_next_sync() {
     assert_eq!(creates.calls.load(Ordering::SeqCst), 2);
     // Seen in the cache (both created pods), the count is right.
     fill(&server, &ctx.pods).await;
-    ctx.expectations.lock().expect("expectations").delete("default/web");
+    ctx.expectations
+        .lock()
+        .expect("expectations")
+        .delete("default/web");
     sync().await.expect("sync with the pods seen");
     let active = pods(&server)
         .await
@@ -374,7 +402,10 @@ async fn a_sync_creates_at_most_the_burst() {
         .expect("sync");
     assert_eq!(creates.calls.load(Ordering::SeqCst), 500);
     assert_eq!(
-        ctx.expectations.lock().expect("expectations").get("default/web"),
+        ctx.expectations
+            .lock()
+            .expect("expectations")
+            .get("default/web"),
         Some((500, 0))
     );
 }
@@ -441,19 +472,41 @@ async fn a_new_deployment_gets_its_replica_set() {
     assert_eq!(rs.metadata.name, Some(format!("web-{hash}")));
     assert_eq!(rs.spec.replicas, Some(3));
     assert_eq!(
-        rs.spec.selector.match_labels.as_ref().and_then(|l| l.get("pod-template-hash")),
+        rs.spec
+            .selector
+            .match_labels
+            .as_ref()
+            .and_then(|l| l.get("pod-template-hash")),
         Some(&hash)
     );
     let annotations = rs.metadata.annotations.clone().unwrap_or_default();
-    assert_eq!(annotations.get("deployment.kubernetes.io/revision").map(String::as_str), Some("1"));
-    assert_eq!(annotations.get("deployment.kubernetes.io/desired-replicas").map(String::as_str), Some("3"));
-    assert_eq!(annotations.get("deployment.kubernetes.io/max-replicas").map(String::as_str), Some("4"));
+    assert_eq!(
+        annotations
+            .get("deployment.kubernetes.io/revision")
+            .map(String::as_str),
+        Some("1")
+    );
+    assert_eq!(
+        annotations
+            .get("deployment.kubernetes.io/desired-replicas")
+            .map(String::as_str),
+        Some("3")
+    );
+    assert_eq!(
+        annotations
+            .get("deployment.kubernetes.io/max-replicas")
+            .map(String::as_str),
+        Some("4")
+    );
     let d = Api::<Deployment>::namespaced(server.admin.clone(), "default")
         .get("web")
         .await
         .expect("deployment");
     assert_eq!(
-        d.metadata.annotations.as_ref().and_then(|a| a.get("deployment.kubernetes.io/revision")),
+        d.metadata
+            .annotations
+            .as_ref()
+            .and_then(|a| a.get("deployment.kubernetes.io/revision")),
         Some(&"1".to_string())
     );
     let progressing = d
@@ -486,7 +539,12 @@ async fn deployments_that_must_not_roll_out() {
     let ctx = deployment_context(&server).await;
     // The API refuses an empty selector; the controller is given one.
     let key = ObjectKey::new("default", "web");
-    let cached = ctx.deployments.read().expect("cache").get(&key).expect("cached");
+    let cached = ctx
+        .deployments
+        .read()
+        .expect("cache")
+        .get(&key)
+        .expect("cached");
     let mut everything = Deployment::clone(&cached);
     everything.spec.selector = Default::default();
     ctx.deployments
@@ -505,10 +563,16 @@ async fn deployments_that_must_not_roll_out() {
 
     // The watch would have brought the status the first sync wrote.
     fill(&server, &ctx.deployments).await;
-    let cached = ctx.deployments.read().expect("cache").get(&key).expect("cached");
+    let cached = ctx
+        .deployments
+        .read()
+        .expect("cache")
+        .get(&key)
+        .expect("cached");
     let mut deleting = Deployment::clone(&cached);
-    deleting.metadata.deletion_timestamp =
-        Some(k8s_openapi::apimachinery::pkg::apis::meta::v1::Time(server.clock.now()));
+    deleting.metadata.deletion_timestamp = Some(
+        k8s_openapi::apimachinery::pkg::apis::meta::v1::Time(server.clock.now()),
+    );
     ctx.deployments
         .write()
         .expect("cache")
@@ -516,7 +580,10 @@ async fn deployments_that_must_not_roll_out() {
     deployment::sync::sync_deployment(&ctx, &key)
         .await
         .expect("sync");
-    assert!(replica_sets(&server).await.is_empty(), "no rollout while deleted");
+    assert!(
+        replica_sets(&server).await.is_empty(),
+        "no rollout while deleted"
+    );
 }
 
 /// Upstream `TestGetReplicaSetsForDeployment` and
@@ -569,7 +636,11 @@ async fn a_deployment_adopts_and_releases_replica_sets() {
     let rss = replica_sets(&server).await;
     assert_eq!(owner_of("orphan", &rss), Some(uid.clone()), "adopted");
     assert_eq!(owner_of("strayed", &rss), None, "released");
-    assert_eq!(owner_of("theirs", &rss), other.metadata.uid.clone(), "left alone");
+    assert_eq!(
+        owner_of("theirs", &rss),
+        other.metadata.uid.clone(),
+        "left alone"
+    );
 }
 
 /// `getNewReplicaSet`'s hash collision: a ReplicaSet of the new name that
@@ -585,7 +656,12 @@ async fn a_hash_collision_raises_the_collision_count() {
     .await;
     let ctx = deployment_context(&server).await;
     let key = ObjectKey::new("default", "web");
-    let cached = ctx.deployments.read().expect("cache").get(&key).expect("cached");
+    let cached = ctx
+        .deployments
+        .read()
+        .expect("cache")
+        .get(&key)
+        .expect("cached");
     let intended = berth_core::workloads::deployment::new_replica_set(&cached, &[])
         .expect("the new ReplicaSet");
     let squatter = json!({

@@ -91,7 +91,7 @@ impl Cluster {
             enabled: EnabledControllers::parse(
                 "node-lifecycle-controller,replicaset-controller,deployment-controller",
             )
-                .expect("known controllers"),
+            .expect("known controllers"),
             ..ControllerOptions::default()
         };
         let mut controllers = berth_controllers::spawn(
@@ -145,19 +145,37 @@ impl Cluster {
     async fn dump(&self) -> String {
         let list = ListParams::default();
         let mut out = String::new();
-        for d in self.deployments().list(&list).await.map(|l| l.items).unwrap_or_default() {
+        for d in self
+            .deployments()
+            .list(&list)
+            .await
+            .map(|l| l.items)
+            .unwrap_or_default()
+        {
             out += &format!(
                 "deployment {:?} generation {:?} annotations {:?}\n  status {:?}\n",
                 d.metadata.name, d.metadata.generation, d.metadata.annotations, d.status
             );
         }
-        for rs in self.replica_sets().list(&list).await.map(|l| l.items).unwrap_or_default() {
+        for rs in self
+            .replica_sets()
+            .list(&list)
+            .await
+            .map(|l| l.items)
+            .unwrap_or_default()
+        {
             out += &format!(
                 "replicaset {:?} replicas {:?} annotations {:?}\n  status {:?}\n",
                 rs.metadata.name, rs.spec.replicas, rs.metadata.annotations, rs.status
             );
         }
-        for p in self.pods().list(&list).await.map(|l| l.items).unwrap_or_default() {
+        for p in self
+            .pods()
+            .list(&list)
+            .await
+            .map(|l| l.items)
+            .unwrap_or_default()
+        {
             out += &format!(
                 "pod {:?} node {:?} phase {:?} ready {} deleting {} owner {:?}\n",
                 p.metadata.name,
@@ -165,11 +183,19 @@ impl Cluster {
                 p.status.as_ref().and_then(|s| s.phase.clone()),
                 berth_core::pod::is_ready(&p),
                 p.metadata.deletion_timestamp.is_some(),
-                p.metadata.owner_references.as_ref().map(|r| r.iter().map(|r| r.name.clone()).collect::<Vec<_>>()),
+                p.metadata
+                    .owner_references
+                    .as_ref()
+                    .map(|r| r.iter().map(|r| r.name.clone()).collect::<Vec<_>>()),
             );
         }
         let events: Api<Event> = Api::namespaced(self.server.admin.clone(), "default");
-        for e in events.list(&list).await.map(|l| l.items).unwrap_or_default() {
+        for e in events
+            .list(&list)
+            .await
+            .map(|l| l.items)
+            .unwrap_or_default()
+        {
             out += &format!(
                 "event {:?} {:?} {:?}: {:?}\n",
                 e.involved_object.name, e.type_, e.reason, e.message
@@ -181,12 +207,16 @@ impl Cluster {
     /// Waits until the Deployment's rollout is complete, as `kubectl
     /// rollout status` judges it.
     async fn rolled_out(&self, name: &str) {
-        self.until(&format!("deployment {name} rolled out"), Duration::from_secs(120), || async {
-            let Ok(d) = self.deployments().get(name).await else {
-                return false;
-            };
-            rollout_complete(&d)
-        })
+        self.until(
+            &format!("deployment {name} rolled out"),
+            Duration::from_secs(120),
+            || async {
+                let Ok(d) = self.deployments().get(name).await else {
+                    return false;
+                };
+                rollout_complete(&d)
+            },
+        )
         .await;
     }
 
@@ -340,21 +370,31 @@ async fn a_rolling_update_keeps_within_max_surge_and_max_unavailable() {
     cluster.rolled_out("web").await;
     // The old pods finish terminating.
     cluster
-        .until("only the new pods left", Duration::from_secs(120), || async {
-            cluster
-                .pods()
-                .list(&ListParams::default())
-                .await
-                .is_ok_and(|l| l.items.len() == 4)
-        })
+        .until(
+            "only the new pods left",
+            Duration::from_secs(120),
+            || async {
+                cluster
+                    .pods()
+                    .list(&ListParams::default())
+                    .await
+                    .is_ok_and(|l| l.items.len() == 4)
+            },
+        )
         .await;
 
     let snapshots = cluster.snapshots();
     for s in &snapshots {
-        assert!(s.active() <= 5, "more than replicas + maxSurge active: {s:?}");
+        assert!(
+            s.active() <= 5,
+            "more than replicas + maxSurge active: {s:?}"
+        );
     }
     for s in &snapshots[first_done..] {
-        assert!(s.ready() >= 3, "fewer than replicas - maxUnavailable ready: {s:?}");
+        assert!(
+            s.ready() >= 3,
+            "fewer than replicas - maxUnavailable ready: {s:?}"
+        );
     }
     assert!(
         snapshots[first_done..].iter().any(|s| s.active.len() == 2),
@@ -390,7 +430,10 @@ async fn a_rolling_update_keeps_within_max_surge_and_max_unavailable() {
 
     let d = cluster.deployments().get("web").await.expect("deployment");
     assert_eq!(
-        d.metadata.annotations.as_ref().and_then(|a| a.get(REVISION_ANNOTATION)),
+        d.metadata
+            .annotations
+            .as_ref()
+            .and_then(|a| a.get(REVISION_ANNOTATION)),
         Some(&"2".to_string())
     );
     let status = d.status.clone().unwrap_or_default();
@@ -445,9 +488,9 @@ async fn a_rolling_update_keeps_within_max_surge_and_max_unavailable() {
         "{scaling:?}"
     );
     assert!(
-        scaling
-            .last()
-            .is_some_and(|m| m.starts_with(&format!("Scaled down replica set {old_name} from")) && m.ends_with(" to 0")),
+        scaling.last().is_some_and(|m| m
+            .starts_with(&format!("Scaled down replica set {old_name} from"))
+            && m.ends_with(" to 0")),
         "{scaling:?}"
     );
     assert_eq!(cluster.events("SuccessfulCreate").await.len(), 8);
@@ -535,15 +578,19 @@ async fn a_replica_set_adopts_releases_and_deletes_the_unready_first() {
         .await
         .expect("the replica set is created");
     let uid = created.metadata.uid.clone().unwrap_or_default();
-    let owned_by_rs = |pod: &Pod| {
-        berth_core::workloads::ownership::is_controlled_by(&pod.metadata, &uid)
-    };
+    let owned_by_rs =
+        |pod: &Pod| berth_core::workloads::ownership::is_controlled_by(&pod.metadata, &uid);
     cluster
         .until("3 pods owned, 2 ready", Duration::from_secs(60), || async {
             let pods = cluster.pods().list(&ListParams::default()).await;
             let Ok(pods) = pods else { return false };
             let owned: Vec<&Pod> = pods.items.iter().filter(|p| owned_by_rs(p)).collect();
-            owned.len() == 3 && owned.iter().filter(|p| berth_core::pod::is_ready(p)).count() == 2
+            owned.len() == 3
+                && owned
+                    .iter()
+                    .filter(|p| berth_core::pod::is_ready(p))
+                    .count()
+                    == 2
         })
         .await;
     assert_eq!(cluster.pods_created(), 3, "two adopted, one created");
@@ -552,20 +599,28 @@ async fn a_replica_set_adopts_releases_and_deletes_the_unready_first() {
     let patch = serde_json::json!({"metadata": {"labels": {"app": "elsewhere"}}});
     cluster
         .pods()
-        .patch("orphan-a", &PatchParams::default(), &Patch::Strategic(patch))
+        .patch(
+            "orphan-a",
+            &PatchParams::default(),
+            &Patch::Strategic(patch),
+        )
         .await
         .expect("relabelled");
     cluster
-        .until("orphan-a released and replaced", Duration::from_secs(60), || async {
-            let Ok(pods) = cluster.pods().list(&ListParams::default()).await else {
-                return false;
-            };
-            let released = pods
-                .items
-                .iter()
-                .any(|p| p.metadata.name.as_deref() == Some("orphan-a") && !owned_by_rs(p));
-            released && pods.items.iter().filter(|p| owned_by_rs(p)).count() == 3
-        })
+        .until(
+            "orphan-a released and replaced",
+            Duration::from_secs(60),
+            || async {
+                let Ok(pods) = cluster.pods().list(&ListParams::default()).await else {
+                    return false;
+                };
+                let released = pods
+                    .items
+                    .iter()
+                    .any(|p| p.metadata.name.as_deref() == Some("orphan-a") && !owned_by_rs(p));
+                released && pods.items.iter().filter(|p| owned_by_rs(p)).count() == 3
+            },
+        )
         .await;
     assert_eq!(cluster.pods_created(), 4);
 
@@ -578,9 +633,11 @@ async fn a_replica_set_adopts_releases_and_deletes_the_unready_first() {
         .expect("scaled");
     cluster
         .until("orphan-b deleted", Duration::from_secs(60), || async {
-            cluster.pods().get_opt("orphan-b").await.is_ok_and(|p| {
-                p.is_none_or(|p| p.metadata.deletion_timestamp.is_some())
-            })
+            cluster
+                .pods()
+                .get_opt("orphan-b")
+                .await
+                .is_ok_and(|p| p.is_none_or(|p| p.metadata.deletion_timestamp.is_some()))
         })
         .await;
     cluster
@@ -629,9 +686,11 @@ async fn min_ready_seconds_counts_from_ready() {
         .expect("the deployment is created");
     cluster
         .until("2 ready", Duration::from_secs(10), || async {
-            cluster.deployments().get("web").await.is_ok_and(|d| {
-                d.status.and_then(|s| s.ready_replicas) == Some(2)
-            })
+            cluster
+                .deployments()
+                .get("web")
+                .await
+                .is_ok_and(|d| d.status.and_then(|s| s.ready_replicas) == Some(2))
         })
         .await;
     let ready_at = cluster.server.clock.now();
@@ -642,7 +701,11 @@ async fn min_ready_seconds_counts_from_ready() {
         .ok()
         .and_then(|d| d.status)
         .and_then(|s| s.available_replicas);
-    assert_eq!(available, Some(0), "not available while ready for less than 10 s");
+    assert_eq!(
+        available,
+        Some(0),
+        "not available while ready for less than 10 s"
+    );
     cluster.rolled_out("web").await;
     let available_after = cluster.server.clock.now().duration_since(ready_at);
     assert!(
@@ -664,8 +727,14 @@ async fn min_ready_seconds_counts_from_ready() {
         .await;
     cluster.rolled_out("web").await;
     let took = cluster.server.clock.now().duration_since(rollout_start);
-    assert!(took >= jiff::SignedDuration::from_secs(20), "rolled in {took:?}");
-    assert!(took < jiff::SignedDuration::from_secs(30), "rolled in {took:?}");
+    assert!(
+        took >= jiff::SignedDuration::from_secs(20),
+        "rolled in {took:?}"
+    );
+    assert!(
+        took < jiff::SignedDuration::from_secs(30),
+        "rolled in {took:?}"
+    );
     assert!(cluster.server.clock.now() > start);
 }
 
@@ -688,7 +757,8 @@ async fn a_stuck_rollout_exceeds_its_progress_deadline() {
     cluster
         .until("the deadline exceeded", Duration::from_secs(60), || async {
             cluster.deployments().get("web").await.is_ok_and(|d| {
-                condition(&d, "Progressing").is_some_and(|(_, reason, _)| reason == "ProgressDeadlineExceeded")
+                condition(&d, "Progressing")
+                    .is_some_and(|(_, reason, _)| reason == "ProgressDeadlineExceeded")
             })
         })
         .await;
@@ -715,7 +785,10 @@ async fn a_stuck_rollout_exceeds_its_progress_deadline() {
     );
     assert_eq!(
         condition(&d, "Available").map(|(status, reason, _)| (status, reason)),
-        Some(("False".to_string(), "MinimumReplicasUnavailable".to_string()))
+        Some((
+            "False".to_string(),
+            "MinimumReplicasUnavailable".to_string()
+        ))
     );
 }
 
@@ -754,9 +827,11 @@ async fn a_resize_mid_rollout_is_shared_in_proportion() {
             .collect::<Vec<i32>>()
     };
     cluster
-        .until("stuck at 4 old and 1 new", Duration::from_secs(30), || async {
-            sizes().await == vec![4, 1]
-        })
+        .until(
+            "stuck at 4 old and 1 new",
+            Duration::from_secs(30),
+            || async { sizes().await == vec![4, 1] },
+        )
         .await;
     let patch = serde_json::json!({"spec": {"replicas": 8}});
     cluster
@@ -765,10 +840,14 @@ async fn a_resize_mid_rollout_is_shared_in_proportion() {
         .await
         .expect("scaled");
     cluster
-        .until("both scaled up, 9 in all", Duration::from_secs(30), || async {
-            let sizes = sizes().await;
-            sizes.iter().sum::<i32>() == 9 && sizes[0] > 4 && sizes[1] > 1
-        })
+        .until(
+            "both scaled up, 9 in all",
+            Duration::from_secs(30),
+            || async {
+                let sizes = sizes().await;
+                sizes.iter().sum::<i32>() == 9 && sizes[0] > 4 && sizes[1] > 1
+            },
+        )
         .await;
     assert_eq!(sizes().await, vec![7, 2], "9 * 4/5 and 9 * 1/5, rounded");
 
@@ -805,13 +884,17 @@ async fn old_revisions_beyond_the_history_limit_are_deleted() {
     for version in 2..=4 {
         set_image(&cluster, "web", &format!("registry.example/web:{version}")).await;
         cluster
-            .until(&format!("revision {version}"), Duration::from_secs(30), || async {
-                cluster
-                    .replica_sets()
-                    .list(&ListParams::default())
-                    .await
-                    .is_ok_and(|l| l.items.iter().any(|rs| revision(rs) == version.to_string()))
-            })
+            .until(
+                &format!("revision {version}"),
+                Duration::from_secs(30),
+                || async {
+                    cluster
+                        .replica_sets()
+                        .list(&ListParams::default())
+                        .await
+                        .is_ok_and(|l| l.items.iter().any(|rs| revision(rs) == version.to_string()))
+                },
+            )
             .await;
         cluster.rolled_out("web").await;
     }

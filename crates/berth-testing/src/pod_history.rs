@@ -104,7 +104,10 @@ impl PodHistory {
 
     /// How many pods (by UID) the watch has seen.
     pub fn pods_created(&self) -> usize {
-        self.seen.lock().map(|s| s.created.len()).unwrap_or_default()
+        self.seen
+            .lock()
+            .map(|s| s.created.len())
+            .unwrap_or_default()
     }
 
     /// The names of the pods seen, each once per UID.

@@ -91,7 +91,12 @@ fn eventually(what: &str, within: Duration, check: impl Fn() -> bool) {
 }
 
 fn count_events(cluster: &Cluster, reason: &str) -> usize {
-    let events: Value = cluster.json(&["get", "events", "--field-selector", &format!("reason={reason}")]);
+    let events: Value = cluster.json(&[
+        "get",
+        "events",
+        "--field-selector",
+        &format!("reason={reason}"),
+    ]);
     events["items"].as_array().map_or(0, Vec::len)
 }
 
@@ -130,12 +135,20 @@ fn walkthrough(cluster: &Cluster, history: &PodHistory) {
     // Created and rolled out.
     cluster.apply(MANIFEST);
     let out = rollout_status(cluster);
-    assert!(out.contains("deployment \"web\" successfully rolled out"), "{out}");
+    assert!(
+        out.contains("deployment \"web\" successfully rolled out"),
+        "{out}"
+    );
     assert_eq!(history.pods_created(), 4);
     let first_done = history.snapshots().len();
 
     // A new image, rolled within maxSurge 1 and maxUnavailable 1.
-    cluster.ok(&["set", "image", "deployment/web", "web=registry.example/web:2"]);
+    cluster.ok(&[
+        "set",
+        "image",
+        "deployment/web",
+        "web=registry.example/web:2",
+    ]);
     let out = rollout_status(cluster);
     assert!(out.contains("successfully rolled out"), "{out}");
     assert_eq!(
@@ -153,9 +166,15 @@ fn walkthrough(cluster: &Cluster, history: &PodHistory) {
         .filter_map(|l| l.split_whitespace().next())
         .collect();
     assert_eq!(revisions, vec!["1", "2"], "{history_out}");
-    assert!(history_out.contains("first"), "the change-cause: {history_out}");
+    assert!(
+        history_out.contains("first"),
+        "the change-cause: {history_out}"
+    );
     let revision_one = cluster.ok(&["rollout", "history", "deployment/web", "--revision=1"]);
-    assert!(revision_one.contains("registry.example/web:1"), "{revision_one}");
+    assert!(
+        revision_one.contains("registry.example/web:1"),
+        "{revision_one}"
+    );
 
     // Back to the first image: revision 1 becomes revision 3.
     let out = cluster.ok(&["rollout", "undo", "deployment/web"]);
@@ -180,7 +199,12 @@ fn walkthrough(cluster: &Cluster, history: &PodHistory) {
 
     // Paused: a new template makes no ReplicaSet until resumed.
     cluster.ok(&["rollout", "pause", "deployment/web"]);
-    cluster.ok(&["set", "image", "deployment/web", "web=registry.example/web:3"]);
+    cluster.ok(&[
+        "set",
+        "image",
+        "deployment/web",
+        "web=registry.example/web:3",
+    ]);
     eventually("the pause observed", Duration::from_secs(30), || {
         let d = cluster.json(&["get", "deployment", "web"]);
         d["status"]["observedGeneration"] == d["metadata"]["generation"]
@@ -205,7 +229,9 @@ fn walkthrough(cluster: &Cluster, history: &PodHistory) {
     // Restarted: the template's restartedAt annotation makes revision 5.
     cluster.ok(&["rollout", "restart", "deployment/web"]);
     eventually("a fifth revision", Duration::from_secs(30), || {
-        replica_sets(cluster).iter().any(|(revision, ..)| *revision == 5)
+        replica_sets(cluster)
+            .iter()
+            .any(|(revision, ..)| *revision == 5)
     });
     rollout_status(cluster);
     eventually("only the restarted pods", Duration::from_secs(60), || {
@@ -226,11 +252,17 @@ fn walkthrough(cluster: &Cluster, history: &PodHistory) {
         assert!(s.active() <= 4 + 1, "more than replicas + maxSurge: {s:?}");
     }
     for s in &snapshots[first_done..before_scale] {
-        assert!(s.ready() >= 4 - 1, "fewer than replicas - maxUnavailable: {s:?}");
+        assert!(
+            s.ready() >= 4 - 1,
+            "fewer than replicas - maxUnavailable: {s:?}"
+        );
     }
     for s in &snapshots[six..] {
         assert!(s.active() <= 6 + 1, "more than replicas + maxSurge: {s:?}");
-        assert!(s.ready() >= 6 - 1, "fewer than replicas - maxUnavailable: {s:?}");
+        assert!(
+            s.ready() >= 6 - 1,
+            "fewer than replicas - maxUnavailable: {s:?}"
+        );
     }
     // 4, then 4 for each of the image change and the undo, 2 for the
     // scale, 6 for each of the resume and the restart: each pod once.

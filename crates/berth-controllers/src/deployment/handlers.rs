@@ -109,9 +109,8 @@ pub fn pod_deleted(
                 replica_sets.selecting(namespace, pod.metadata.labels.as_ref(), |rs| {
                     &rs.spec.selector
                 });
-            selecting.sort_by(|a, b| {
-                berth_core::workloads::deployment::by_creation_timestamp(a, b)
-            });
+            selecting
+                .sort_by(|a, b| berth_core::workloads::deployment::by_creation_timestamp(a, b));
             selecting.into_iter().next()
         }
     };
@@ -130,7 +129,11 @@ pub fn pod_deleted(
     let uid = d.metadata.uid.as_deref().unwrap_or_default();
     let rs_list: Vec<Arc<ReplicaSet>> = replica_sets.controlled_by(uid).cloned().collect();
     let remaining: usize = pod_map(pods, &d, &rs_list).values().map(Vec::len).sum();
-    if remaining == 0 { vec![wake(&d)] } else { Vec::new() }
+    if remaining == 0 {
+        vec![wake(&d)]
+    } else {
+        Vec::new()
+    }
 }
 
 #[cfg(test)]
@@ -350,7 +353,10 @@ mod tests {
             Case {
                 name: "pods left under a second ReplicaSet of the deployment",
                 strategy: STRATEGY_RECREATE,
-                replica_sets: vec![replica_set("rs1", Some("foo")), replica_set("rs2", Some("foo"))],
+                replica_sets: vec![
+                    replica_set("rs1", Some("foo")),
+                    replica_set("rs2", Some("foo")),
+                ],
                 remaining: vec![pod("p2", Some("rs2"))],
                 deleted: pod("p1", Some("rs1")),
                 want: vec![],

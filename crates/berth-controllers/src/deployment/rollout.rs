@@ -20,8 +20,8 @@ use k8s_openapi::api::apps::v1::{Deployment, ReplicaSet};
 use k8s_openapi::api::core::v1::Pod;
 
 use super::sync::{
-    ReplicaSets, all_replica_sets_and_sync_revision, cleanup_deployment, refs,
-    scale_replica_set, update_status,
+    ReplicaSets, all_replica_sets_and_sync_revision, cleanup_deployment, refs, scale_replica_set,
+    update_status,
 };
 use super::{CONTROLLER_NAME, Context};
 use crate::sync_error::SyncError;

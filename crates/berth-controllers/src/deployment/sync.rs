@@ -127,7 +127,10 @@ pub fn record(ctx: &Context, d: &Deployment, type_: &str, reason: &str, message:
 /// `getReplicaSetsForDeployment`: the ReplicaSets the Deployment owns
 /// once orphans it selects are adopted and owned ones it no longer
 /// selects released.
-async fn replica_sets_for_deployment(ctx: &Context, d: &Deployment) -> Result<ReplicaSets, SyncError> {
+async fn replica_sets_for_deployment(
+    ctx: &Context,
+    d: &Deployment,
+) -> Result<ReplicaSets, SyncError> {
     let selector = LabelSelector::from_label_selector(&d.spec.selector).map_err(|err| {
         SyncError::Other(format!(
             "deployment {} has invalid label selector: {err}",
@@ -207,8 +210,11 @@ async fn new_replica_set(
     let old_refs = refs(old);
     let namespace = d.metadata.namespace.clone().unwrap_or_default();
     let api: Api<ReplicaSet> = Api::namespaced(ctx.client.clone(), &namespace);
-    let existing = deployment::find_new_replica_set(d, &refs(rs_list))
-        .and_then(|found| rs_list.iter().position(|rs| std::ptr::eq(rs.as_ref(), found)));
+    let existing = deployment::find_new_replica_set(d, &refs(rs_list)).and_then(|found| {
+        rs_list
+            .iter()
+            .position(|rs| std::ptr::eq(rs.as_ref(), found))
+    });
     if let Some(at) = existing {
         let existing = rs_list[at].clone();
         if let Some(updated) = deployment::sync_new_replica_set(d, &existing, &old_refs) {

@@ -48,7 +48,9 @@ pub fn replica_set_changed(
 /// orphan someone may adopt.
 pub fn pod_replica_sets(pod: &Pod, rss: &ObjectCache<ReplicaSet>) -> Vec<Arc<ReplicaSet>> {
     let namespace = pod.metadata.namespace.as_deref().unwrap_or_default();
-    rss.selecting(namespace, pod.metadata.labels.as_ref(), |rs| &rs.spec.selector)
+    rss.selecting(namespace, pod.metadata.labels.as_ref(), |rs| {
+        &rs.spec.selector
+    })
 }
 
 /// The ReplicaSet that controls `pod`, if it is in the cache.

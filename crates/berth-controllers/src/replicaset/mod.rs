@@ -140,7 +140,9 @@ impl ReplicaSetController {
                 }
                 else => break,
             }
-            if workers.is_empty() && read(&ctx.replica_sets).is_synced() && read(&ctx.pods).is_synced()
+            if workers.is_empty()
+                && read(&ctx.replica_sets).is_synced()
+                && read(&ctx.pods).is_synced()
             {
                 tracing::info!(controller = CONTROLLER_NAME, "Caches are synced");
                 let sync_ctx = ctx.clone();

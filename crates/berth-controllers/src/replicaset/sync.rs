@@ -174,10 +174,8 @@ async fn manage_replicas(
                     ctx.metrics.sorting_deletion_age_ratio.observe(ratio);
                 }
             }
-            let pod_keys: Vec<String> = chosen
-                .iter()
-                .map(|p| pod::pod_key(p).to_string())
-                .collect();
+            let pod_keys: Vec<String> =
+                chosen.iter().map(|p| pod::pod_key(p).to_string()).collect();
             lock(&ctx.expectations).expect_deletions(&expectations_key, &pod_keys, now);
             let results = futures::future::join_all(chosen.iter().map(|p| {
                 let name = p.metadata.name.as_deref().unwrap_or_default();

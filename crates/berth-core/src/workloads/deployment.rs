@@ -309,7 +309,9 @@ fn sized<'a>(rss: &[&'a ReplicaSet]) -> Vec<Sized<'a>> {
 /// this time, and the rolling step scales nothing down: scaling down on
 /// that stale count would take availability below `minAvailable`.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-#[error("when cleaning up unhealthy replicas, got invalid request to scale down {name} {from} -> {to}")]
+#[error(
+    "when cleaning up unhealthy replicas, got invalid request to scale down {name} {from} -> {to}"
+)]
 pub struct InvalidScaleDown {
     pub name: String,
     pub from: i32,

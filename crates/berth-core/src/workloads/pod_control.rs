@@ -421,9 +421,15 @@ mod tests {
         let pod = pod_from_template(&template, "web-abc", Some(owner.clone()));
         assert_eq!(pod.metadata.generate_name.as_deref(), Some("web-abc-"));
         assert_eq!(pod.metadata.name, None);
-        assert_eq!(pod.metadata.labels, template.metadata.as_ref().and_then(|m| m.labels.clone()));
+        assert_eq!(
+            pod.metadata.labels,
+            template.metadata.as_ref().and_then(|m| m.labels.clone())
+        );
         assert_eq!(pod.metadata.annotations.map(|a| a.len()), Some(1));
-        assert_eq!(pod.metadata.finalizers, Some(vec!["example.com/keep".to_string()]));
+        assert_eq!(
+            pod.metadata.finalizers,
+            Some(vec!["example.com/keep".to_string()])
+        );
         assert_eq!(pod.metadata.owner_references, Some(vec![owner]));
         assert_eq!(pod.spec, template.spec);
 

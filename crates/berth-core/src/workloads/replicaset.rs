@@ -366,7 +366,8 @@ pub fn status_needs_update(rs: &ReplicaSet, new: &ReplicaSetStatus) -> bool {
 /// age under a millisecond gives no observation (upstream would divide
 /// by zero).
 pub fn deletion_age_ratios(pods: &[&Pod], chosen: &[&Pod], now: Timestamp) -> Vec<f64> {
-    let age_ms = |p: &Pod| created(p).map_or(i64::MAX, |c| now.duration_since(c).as_millis() as i64);
+    let age_ms =
+        |p: &Pod| created(p).map_or(i64::MAX, |c| now.duration_since(c).as_millis() as i64);
     let Some(youngest) = pods
         .iter()
         .filter(|p| pod::is_ready(p))
