@@ -1,5 +1,5 @@
-//! berth-controllers: the controllers that keep node health and taints true
-//! and evict what must leave.
+//! berth-controllers: the controllers that keep node health and taints true,
+//! evict what must leave, and run workloads' pods.
 //!
 //! - [`node_lifecycle`]: upstream's node lifecycle controller. Heartbeats
 //!   ([`node_lifecycle::health`]), condition taints

@@ -10,7 +10,7 @@ use berth_core::workloads::ownership::controller_of;
 use k8s_openapi::api::apps::v1::{Deployment, ReplicaSet};
 use k8s_openapi::api::core::v1::Pod;
 
-use super::sync::pod_map;
+use super::steps::pod_map;
 use crate::cache::{ObjectCache, Observed};
 use crate::work_queue::Wake;
 

@@ -6,7 +6,7 @@
 //! [`ObjectCache`]s and wakes Deployments in a [`WorkQueue`]
 //! ([`handlers`]); once the caches have synced,
 //! `--concurrent-deployment-syncs` workers sync one Deployment at a time
-//! each ([`sync`]): claim its ReplicaSets, then, in upstream's order, the
+//! each ([`sync`], made of [`steps`]): claim its ReplicaSets, then, in upstream's order, the
 //! status only (being deleted), the Progressing condition of a pause or
 //! resume, a paused or resized Deployment's proportional scaling, or a
 //! rollout step ([`rollout`]: RollingUpdate or Recreate), each ending in
@@ -20,6 +20,7 @@
 
 pub mod handlers;
 pub mod rollout;
+pub mod steps;
 pub mod sync;
 
 use std::sync::{Arc, RwLock};

@@ -19,7 +19,7 @@ use jiff::SignedDuration;
 use k8s_openapi::api::apps::v1::{Deployment, ReplicaSet};
 use k8s_openapi::api::core::v1::Pod;
 
-use super::sync::{
+use super::steps::{
     ReplicaSets, all_replica_sets_and_sync_revision, cleanup_deployment, refs, scale_replica_set,
     update_status,
 };
