@@ -152,78 +152,48 @@ pub fn spawn(
     metrics: ControllerMetrics,
     leading: Option<watch::Receiver<berth_leader::Standing>>,
 ) -> JoinSet<()> {
+    let c = (&client, &clock, &metrics);
+    let controllers = [
+        (
+            node_lifecycle::CONTROLLER_NAME,
+            starter(
+                c,
+                options.node_lifecycle,
+                NodeLifecycleController::new,
+                |x| x.run(),
+            ),
+        ),
+        (
+            taint_eviction::CONTROLLER_NAME,
+            starter(
+                c,
+                options.taint_eviction,
+                TaintEvictionController::new,
+                |x| x.run(),
+            ),
+        ),
+        (
+            replicaset::CONTROLLER_NAME,
+            starter(c, options.replicaset, ReplicaSetController::new, |x| {
+                x.run()
+            }),
+        ),
+        (
+            deployment::CONTROLLER_NAME,
+            starter(c, options.deployment, DeploymentController::new, |x| {
+                x.run()
+            }),
+        ),
+    ];
     let mut tasks = JoinSet::new();
-    let mut start = |name: &str, make: Box<dyn Fn() -> ControllerFuture + Send + Sync>| {
+    for (name, make) in controllers {
         if !options.enabled.is_enabled(name) {
-            return;
+            continue;
         }
         match leading.clone() {
             Some(leading) => tasks.spawn(berth_leader::run_while_leading(leading, make)),
             None => tasks.spawn(make()),
         };
-    };
-    {
-        let (client, clock, metrics) = (client.clone(), clock.clone(), metrics.clone());
-        let config = options.node_lifecycle.clone();
-        start(
-            node_lifecycle::CONTROLLER_NAME,
-            Box::new(move || {
-                let controller = NodeLifecycleController::new(
-                    client.clone(),
-                    clock.clone(),
-                    config.clone(),
-                    metrics.clone(),
-                );
-                Box::pin(controller.run())
-            }),
-        );
-    }
-    {
-        let (client, clock, metrics) = (client.clone(), clock.clone(), metrics.clone());
-        let config = options.taint_eviction.clone();
-        start(
-            taint_eviction::CONTROLLER_NAME,
-            Box::new(move || {
-                let controller = TaintEvictionController::new(
-                    client.clone(),
-                    clock.clone(),
-                    config.clone(),
-                    metrics.clone(),
-                );
-                Box::pin(controller.run())
-            }),
-        );
-    }
-    {
-        let (client, clock, metrics) = (client.clone(), clock.clone(), metrics.clone());
-        let config = options.replicaset.clone();
-        start(
-            replicaset::CONTROLLER_NAME,
-            Box::new(move || {
-                let controller = ReplicaSetController::new(
-                    client.clone(),
-                    clock.clone(),
-                    config.clone(),
-                    metrics.clone(),
-                );
-                Box::pin(controller.run())
-            }),
-        );
-    }
-    {
-        let config = options.deployment.clone();
-        start(
-            deployment::CONTROLLER_NAME,
-            Box::new(move || {
-                let controller = DeploymentController::new(
-                    client.clone(),
-                    clock.clone(),
-                    config.clone(),
-                    metrics.clone(),
-                );
-                Box::pin(controller.run())
-            }),
-        );
     }
     tasks
 }
@@ -231,6 +201,31 @@ pub fn spawn(
 /// A controller's run, as [`spawn`] starts it (again after each lost and
 /// regained lease).
 type ControllerFuture = std::pin::Pin<Box<dyn std::future::Future<Output = ()> + Send>>;
+
+/// How [`spawn`] makes a controller's run: every controller is built from
+/// the client, the clock, its settings and the metrics, then run.
+fn starter<C, X, F>(
+    (client, clock, metrics): (&kube::Client, &Clock, &ControllerMetrics),
+    config: C,
+    new: fn(kube::Client, Clock, C, ControllerMetrics) -> X,
+    run: fn(X) -> F,
+) -> Box<dyn Fn() -> ControllerFuture + Send + Sync>
+where
+    C: Clone + Send + Sync + 'static,
+    X: 'static,
+    F: std::future::Future<Output = ()> + Send + 'static,
+{
+    let (client, clock, metrics) = (client.clone(), clock.clone(), metrics.clone());
+    Box::new(move || {
+        let controller = new(
+            client.clone(),
+            clock.clone(),
+            config.clone(),
+            metrics.clone(),
+        );
+        Box::pin(run(controller))
+    })
+}
 
 #[cfg(test)]
 mod tests {

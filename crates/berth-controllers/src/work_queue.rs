@@ -297,45 +297,74 @@ impl WorkQueue {
     }
 }
 
-/// Runs `workers` tasks (upstream's `--concurrent-*-syncs`) that take
-/// keys from `queue` and `sync` them, as upstream's `processNextWorkItem`:
-/// a success forgets the key's failures, a failure queues it again with
-/// its backoff, and after `max_retries` failures in a row (when set) the
-/// key is dropped until something else adds it. Runs until dropped.
-pub async fn run_workers<F, Fut>(
-    controller: &'static str,
-    queue: std::sync::Arc<WorkQueue>,
-    workers: usize,
-    max_retries: Option<u32>,
-    sync: F,
-) where
-    F: Fn(ObjectKey) -> Fut + Clone + Send + 'static,
-    Fut: std::future::Future<Output = Result<(), SyncError>> + Send + 'static,
-{
-    let mut tasks = tokio::task::JoinSet::new();
-    for _ in 0..workers.max(1) {
-        let queue = queue.clone();
-        let sync = sync.clone();
-        tasks.spawn(async move {
-            loop {
-                let key = queue.get().await;
-                let result = sync(key.clone()).await;
-                queue.done(&key);
-                match result {
-                    Ok(()) => queue.forget(&key),
-                    Err(err) if max_retries.is_some_and(|max| queue.num_requeues(&key) >= max) => {
-                        tracing::warn!(controller, key = %key, %err, "sync failed too often, dropping the key");
-                        queue.forget(&key);
-                    }
-                    Err(err) => {
-                        tracing::info!(controller, key = %key, %err, "sync failed, retrying");
-                        queue.add_rate_limited(key);
+/// A controller's workers (upstream's `--concurrent-*-syncs`): started
+/// once its caches have synced (upstream's `WaitForCacheSync`), stopped
+/// when dropped. Each takes keys from the queue and syncs them, as
+/// upstream's `processNextWorkItem`: a success forgets the key's
+/// failures, a failure queues it again with its backoff, and after
+/// `max_retries` failures in a row (when set) the key is dropped until
+/// something else adds it.
+pub struct Workers<C> {
+    pub controller: &'static str,
+    pub count: usize,
+    pub max_retries: Option<u32>,
+    pub context: std::sync::Arc<C>,
+    pub queue: std::sync::Arc<WorkQueue>,
+    tasks: tokio::task::JoinSet<()>,
+}
+
+impl<C: Send + Sync + 'static> Workers<C> {
+    pub fn new(
+        controller: &'static str,
+        count: usize,
+        max_retries: Option<u32>,
+        context: std::sync::Arc<C>,
+        queue: std::sync::Arc<WorkQueue>,
+    ) -> Workers<C> {
+        Workers {
+            controller,
+            count,
+            max_retries,
+            context,
+            queue,
+            tasks: tokio::task::JoinSet::new(),
+        }
+    }
+
+    /// Starts the workers, each running `sync(context, key)`, the first
+    /// time `synced` holds.
+    pub fn start_when<Fut>(&mut self, synced: bool, sync: fn(std::sync::Arc<C>, ObjectKey) -> Fut)
+    where
+        Fut: std::future::Future<Output = Result<(), SyncError>> + Send + 'static,
+    {
+        if !synced || !self.tasks.is_empty() {
+            return;
+        }
+        let controller = self.controller;
+        tracing::info!(controller, "Caches are synced");
+        for _ in 0..self.count.max(1) {
+            let (queue, context, max_retries) =
+                (self.queue.clone(), self.context.clone(), self.max_retries);
+            self.tasks.spawn(async move {
+                loop {
+                    let key = queue.get().await;
+                    let result = sync(context.clone(), key.clone()).await;
+                    queue.done(&key);
+                    match result {
+                        Ok(()) => queue.forget(&key),
+                        Err(err) if max_retries.is_some_and(|max| queue.num_requeues(&key) >= max) => {
+                            tracing::warn!(controller, key = %key, %err, "sync failed too often, dropping the key");
+                            queue.forget(&key);
+                        }
+                        Err(err) => {
+                            tracing::info!(controller, key = %key, %err, "sync failed, retrying");
+                            queue.add_rate_limited(key);
+                        }
                     }
                 }
-            }
-        });
+            });
+        }
     }
-    while tasks.join_next().await.is_some() {}
 }
 
 #[cfg(test)]

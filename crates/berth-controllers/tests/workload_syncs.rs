@@ -434,6 +434,15 @@ async fn deployment_context(server: &TestServer) -> deployment::Context {
     ctx
 }
 
+/// The Deployment as the controller's cache has it.
+fn cached_deployment(ctx: &deployment::Context, key: &ObjectKey) -> Arc<Deployment> {
+    ctx.deployments
+        .read()
+        .expect("cache")
+        .get(key)
+        .expect("cached")
+}
+
 async fn replica_sets(server: &TestServer) -> Vec<ReplicaSet> {
     Api::<ReplicaSet>::namespaced(server.admin.clone(), "default")
         .list(&ListParams::default())
@@ -539,12 +548,7 @@ async fn deployments_that_must_not_roll_out() {
     let ctx = deployment_context(&server).await;
     // The API refuses an empty selector; the controller is given one.
     let key = ObjectKey::new("default", "web");
-    let cached = ctx
-        .deployments
-        .read()
-        .expect("cache")
-        .get(&key)
-        .expect("cached");
+    let cached = cached_deployment(&ctx, &key);
     let mut everything = Deployment::clone(&cached);
     everything.spec.selector = Default::default();
     ctx.deployments
@@ -563,12 +567,7 @@ async fn deployments_that_must_not_roll_out() {
 
     // The watch would have brought the status the first sync wrote.
     fill(&server, &ctx.deployments).await;
-    let cached = ctx
-        .deployments
-        .read()
-        .expect("cache")
-        .get(&key)
-        .expect("cached");
+    let cached = cached_deployment(&ctx, &key);
     let mut deleting = Deployment::clone(&cached);
     deleting.metadata.deletion_timestamp = Some(
         k8s_openapi::apimachinery::pkg::apis::meta::v1::Time(server.clock.now()),
@@ -656,12 +655,7 @@ async fn a_hash_collision_raises_the_collision_count() {
     .await;
     let ctx = deployment_context(&server).await;
     let key = ObjectKey::new("default", "web");
-    let cached = ctx
-        .deployments
-        .read()
-        .expect("cache")
-        .get(&key)
-        .expect("cached");
+    let cached = cached_deployment(&ctx, &key);
     let intended = berth_core::workloads::deployment::new_replica_set(&cached, &[])
         .expect("the new ReplicaSet");
     let squatter = json!({

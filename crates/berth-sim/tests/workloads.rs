@@ -140,42 +140,45 @@ impl Cluster {
         }
     }
 
-    /// The namespace's Deployments, ReplicaSets, pods and Events, for a
-    /// failure's message.
-    async fn dump(&self) -> String {
-        let list = ListParams::default();
-        let mut out = String::new();
-        for d in self
-            .deployments()
-            .list(&list)
+    /// Every `K` of `default` now (none if the list fails).
+    async fn all<K>(&self) -> Vec<K>
+    where
+        K: kube::Resource<DynamicType = (), Scope = k8s_openapi::NamespaceResourceScope>
+            + Clone
+            + serde::de::DeserializeOwned
+            + std::fmt::Debug,
+    {
+        Api::<K>::namespaced(self.server.admin.clone(), "default")
+            .list(&ListParams::default())
             .await
             .map(|l| l.items)
             .unwrap_or_default()
-        {
+    }
+
+    /// The ReplicaSets, lowest revision first.
+    async fn replica_sets_by_revision(&self) -> Vec<ReplicaSet> {
+        let mut rss = self.all::<ReplicaSet>().await;
+        rss.sort_by_key(revision);
+        rss
+    }
+
+    /// The namespace's Deployments, ReplicaSets, pods and Events, for a
+    /// failure's message.
+    async fn dump(&self) -> String {
+        let mut out = String::new();
+        for d in self.all::<Deployment>().await {
             out += &format!(
                 "deployment {:?} generation {:?} annotations {:?}\n  status {:?}\n",
                 d.metadata.name, d.metadata.generation, d.metadata.annotations, d.status
             );
         }
-        for rs in self
-            .replica_sets()
-            .list(&list)
-            .await
-            .map(|l| l.items)
-            .unwrap_or_default()
-        {
+        for rs in self.all::<ReplicaSet>().await {
             out += &format!(
                 "replicaset {:?} replicas {:?} annotations {:?}\n  status {:?}\n",
                 rs.metadata.name, rs.spec.replicas, rs.metadata.annotations, rs.status
             );
         }
-        for p in self
-            .pods()
-            .list(&list)
-            .await
-            .map(|l| l.items)
-            .unwrap_or_default()
-        {
+        for p in self.all::<Pod>().await {
             out += &format!(
                 "pod {:?} node {:?} phase {:?} ready {} deleting {} owner {:?}\n",
                 p.metadata.name,
@@ -189,13 +192,7 @@ impl Cluster {
                     .map(|r| r.iter().map(|r| r.name.clone()).collect::<Vec<_>>()),
             );
         }
-        let events: Api<Event> = Api::namespaced(self.server.admin.clone(), "default");
-        for e in events
-            .list(&list)
-            .await
-            .map(|l| l.items)
-            .unwrap_or_default()
-        {
+        for e in self.all::<Event>().await {
             out += &format!(
                 "event {:?} {:?} {:?}: {:?}\n",
                 e.involved_object.name, e.type_, e.reason, e.message
@@ -231,8 +228,6 @@ impl Cluster {
     /// The messages of the Events with `reason`, in the order they were
     /// recorded (by their names' stamps: their times have whole seconds).
     async fn events(&self, reason: &str) -> Vec<String> {
-        let events: Api<Event> = Api::namespaced(self.server.admin.clone(), "default");
-        let list = events.list(&ListParams::default()).await.expect("events");
         let stamp = |e: &Event| {
             e.metadata
                 .name
@@ -240,8 +235,9 @@ impl Cluster {
                 .and_then(|n| n.rsplit_once('.'))
                 .and_then(|(_, hex)| i128::from_str_radix(hex, 16).ok())
         };
-        let mut messages: Vec<(Option<i128>, String)> = list
-            .items
+        let mut messages: Vec<(Option<i128>, String)> = self
+            .all::<Event>()
+            .await
             .into_iter()
             .filter(|e| e.reason.as_deref() == Some(reason))
             .map(|e| (stamp(&e), e.message.unwrap_or_default()))
@@ -360,11 +356,7 @@ async fn a_rolling_update_keeps_within_max_surge_and_max_unavailable() {
     set_image(&cluster, "web", "registry.example/web:2").await;
     cluster
         .until("a second ReplicaSet", Duration::from_secs(10), || async {
-            cluster
-                .replica_sets()
-                .list(&ListParams::default())
-                .await
-                .is_ok_and(|l| l.items.len() == 2)
+            cluster.all::<ReplicaSet>().await.len() == 2
         })
         .await;
     cluster.rolled_out("web").await;
@@ -373,13 +365,7 @@ async fn a_rolling_update_keeps_within_max_surge_and_max_unavailable() {
         .until(
             "only the new pods left",
             Duration::from_secs(120),
-            || async {
-                cluster
-                    .pods()
-                    .list(&ListParams::default())
-                    .await
-                    .is_ok_and(|l| l.items.len() == 4)
-            },
+            || async { cluster.all::<Pod>().await.len() == 4 },
         )
         .await;
 
@@ -402,13 +388,7 @@ async fn a_rolling_update_keeps_within_max_surge_and_max_unavailable() {
     );
     assert_eq!(cluster.pods_created(), 8, "each pod created once");
 
-    let mut rss = cluster
-        .replica_sets()
-        .list(&ListParams::default())
-        .await
-        .expect("replica sets")
-        .items;
-    rss.sort_by_key(revision);
+    let rss = cluster.replica_sets_by_revision().await;
     let revisions: Vec<(String, Option<i32>)> = rss
         .iter()
         .map(|rs| (revision(rs), rs.spec.replicas))
@@ -511,11 +491,7 @@ async fn recreate_never_runs_old_and_new_pods_together() {
     set_image(&cluster, "web", "registry.example/web:2").await;
     cluster
         .until("two ReplicaSets", Duration::from_secs(60), || async {
-            cluster
-                .replica_sets()
-                .list(&ListParams::default())
-                .await
-                .is_ok_and(|l| l.items.len() == 2)
+            cluster.all::<ReplicaSet>().await.len() == 2
         })
         .await;
     cluster.rolled_out("web").await;
@@ -582,9 +558,8 @@ async fn a_replica_set_adopts_releases_and_deletes_the_unready_first() {
         |pod: &Pod| berth_core::workloads::ownership::is_controlled_by(&pod.metadata, &uid);
     cluster
         .until("3 pods owned, 2 ready", Duration::from_secs(60), || async {
-            let pods = cluster.pods().list(&ListParams::default()).await;
-            let Ok(pods) = pods else { return false };
-            let owned: Vec<&Pod> = pods.items.iter().filter(|p| owned_by_rs(p)).collect();
+            let pods = cluster.all::<Pod>().await;
+            let owned: Vec<&Pod> = pods.iter().filter(|p| owned_by_rs(p)).collect();
             owned.len() == 3
                 && owned
                     .iter()
@@ -611,14 +586,11 @@ async fn a_replica_set_adopts_releases_and_deletes_the_unready_first() {
             "orphan-a released and replaced",
             Duration::from_secs(60),
             || async {
-                let Ok(pods) = cluster.pods().list(&ListParams::default()).await else {
-                    return false;
-                };
+                let pods = cluster.all::<Pod>().await;
                 let released = pods
-                    .items
                     .iter()
                     .any(|p| p.metadata.name.as_deref() == Some("orphan-a") && !owned_by_rs(p));
-                released && pods.items.iter().filter(|p| owned_by_rs(p)).count() == 3
+                released && pods.iter().filter(|p| owned_by_rs(p)).count() == 3
             },
         )
         .await;
@@ -718,11 +690,7 @@ async fn min_ready_seconds_counts_from_ready() {
     set_image(&cluster, "web", "registry.example/web:2").await;
     cluster
         .until("the new ReplicaSet", Duration::from_secs(10), || async {
-            cluster
-                .replica_sets()
-                .list(&ListParams::default())
-                .await
-                .is_ok_and(|l| l.items.len() == 2)
+            cluster.all::<ReplicaSet>().await.len() == 2
         })
         .await;
     cluster.rolled_out("web").await;
@@ -768,12 +736,7 @@ async fn a_stuck_rollout_exceeds_its_progress_deadline() {
         "exceeded after {after:?}"
     );
     let d = cluster.deployments().get("web").await.expect("deployment");
-    let rs = cluster
-        .replica_sets()
-        .list(&ListParams::default())
-        .await
-        .expect("replica sets")
-        .items;
+    let rs = cluster.all::<ReplicaSet>().await;
     let name = rs[0].metadata.name.clone().unwrap_or_default();
     assert_eq!(
         condition(&d, "Progressing"),
@@ -815,13 +778,7 @@ async fn a_resize_mid_rollout_is_shared_in_proportion() {
         .await
         .expect("patched");
     let sizes = || async {
-        let mut rss = cluster
-            .replica_sets()
-            .list(&ListParams::default())
-            .await
-            .map(|l| l.items)
-            .unwrap_or_default();
-        rss.sort_by_key(revision);
+        let rss = cluster.replica_sets_by_revision().await;
         rss.iter()
             .map(|rs| rs.spec.replicas.unwrap_or(0))
             .collect::<Vec<i32>>()
@@ -888,11 +845,8 @@ async fn old_revisions_beyond_the_history_limit_are_deleted() {
                 &format!("revision {version}"),
                 Duration::from_secs(30),
                 || async {
-                    cluster
-                        .replica_sets()
-                        .list(&ListParams::default())
-                        .await
-                        .is_ok_and(|l| l.items.iter().any(|rs| revision(rs) == version.to_string()))
+                    let rss = cluster.all::<ReplicaSet>().await;
+                    rss.iter().any(|rs| revision(rs) == version.to_string())
                 },
             )
             .await;
@@ -900,14 +854,8 @@ async fn old_revisions_beyond_the_history_limit_are_deleted() {
     }
     cluster
         .until("two ReplicaSets left", Duration::from_secs(30), || async {
-            let mut revisions: Vec<String> = cluster
-                .replica_sets()
-                .list(&ListParams::default())
-                .await
-                .map(|l| l.items.iter().map(revision).collect())
-                .unwrap_or_default();
-            revisions.sort();
-            revisions == vec!["3".to_string(), "4".to_string()]
+            let rss = cluster.replica_sets_by_revision().await;
+            rss.iter().map(revision).collect::<Vec<_>>() == ["3", "4"]
         })
         .await;
 }

@@ -170,14 +170,7 @@ async fn new_replica_set(
                 "Found new replica set {:?}",
                 existing.metadata.name.as_deref().unwrap_or_default()
             );
-            let condition = deployment::new_condition(
-                CONDITION_PROGRESSING,
-                "True",
-                REASON_FOUND_NEW_REPLICA_SET,
-                &message,
-                ctx.clock.now(),
-            );
-            deployment::set_condition(status, condition);
+            set_progressing(ctx, status, "True", REASON_FOUND_NEW_REPLICA_SET, &message);
             needs_update = true;
         }
         if needs_update {
@@ -229,17 +222,8 @@ async fn new_replica_set(
                 error_message(&err)
             );
             if deployment::has_progress_deadline(d) {
-                let condition = deployment::new_condition(
-                    CONDITION_PROGRESSING,
-                    "False",
-                    REASON_FAILED_RS_CREATE,
-                    &message,
-                    ctx.clock.now(),
-                );
-                deployment::set_condition(
-                    d.status.get_or_insert_with(DeploymentStatus::default),
-                    condition,
-                );
+                let status = d.status.get_or_insert_with(DeploymentStatus::default);
+                set_progressing(ctx, status, "False", REASON_FAILED_RS_CREATE, &message);
                 // The create's failure is the news; this write is best effort.
                 let _ = update_status(ctx, d).await;
             }
@@ -259,16 +243,14 @@ async fn new_replica_set(
     let revision = (deployment::max_revision(&old_refs) + 1).to_string();
     let mut needs_update = deployment::set_deployment_revision(d, &revision);
     if !already_existed && deployment::has_progress_deadline(d) {
-        let condition = deployment::new_condition(
-            CONDITION_PROGRESSING,
+        let message = format!("Created new replica set {name:?}");
+        let status = d.status.get_or_insert_with(DeploymentStatus::default);
+        set_progressing(
+            ctx,
+            status,
             "True",
             REASON_NEW_REPLICA_SET_CREATED,
-            &format!("Created new replica set {name:?}"),
-            ctx.clock.now(),
-        );
-        deployment::set_condition(
-            d.status.get_or_insert_with(DeploymentStatus::default),
-            condition,
+            &message,
         );
         needs_update = true;
     }
@@ -276,6 +258,45 @@ async fn new_replica_set(
         update_status(ctx, d).await?;
     }
     Ok(Some(created))
+}
+
+/// Sets the Progressing condition now.
+fn set_progressing(
+    ctx: &Context,
+    status: &mut DeploymentStatus,
+    condition_status: &str,
+    reason: &str,
+    message: &str,
+) {
+    let condition = deployment::new_condition(
+        CONDITION_PROGRESSING,
+        condition_status,
+        reason,
+        message,
+        ctx.clock.now(),
+    );
+    deployment::set_condition(status, condition);
+}
+
+/// Carries out `scales` of the named ReplicaSets among `among`
+/// ([`scale_replica_set`], stopping at the first failure); whether any
+/// ReplicaSet's size changed.
+pub async fn scale_all(
+    ctx: &Context,
+    scales: Vec<deployment::ReplicaSetScale>,
+    among: &[&Arc<ReplicaSet>],
+    d: &Deployment,
+) -> Result<bool, SyncError> {
+    let mut scaled = false;
+    for scale in scales {
+        let target = among
+            .iter()
+            .find(|rs| rs.metadata.name.as_deref() == Some(scale.name.as_str()));
+        if let Some(rs) = target {
+            scaled |= scale_replica_set(ctx, rs, scale.replicas, d).await?;
+        }
+    }
+    Ok(scaled)
 }
 
 /// Writes the Deployment's status (and annotations) through `/status`;

@@ -13,7 +13,7 @@ use k8s_openapi::api::apps::v1::{Deployment, DeploymentStatus, ReplicaSet};
 
 use super::steps::{
     REASON_SELECTING_ALL, ReplicaSets, all_replica_sets_and_sync_revision, cleanup_deployment,
-    pod_map, record, refs, replica_sets_for_deployment, scale_replica_set, update_status,
+    pod_map, record, refs, replica_sets_for_deployment, scale_all, update_status,
 };
 use super::{CONTROLLER_NAME, Context, rollout};
 use crate::events::TYPE_WARNING;
@@ -70,21 +70,13 @@ async fn sync(ctx: &Context, key: &ObjectKey, d: &mut Deployment) -> Result<(), 
     if d.spec.paused == Some(true) || is_scaling_event(ctx, d, &mut rs_list).await? {
         return scale_and_sync_status(ctx, d, &mut rs_list).await;
     }
-    match strategy_type(d) {
+    match deployment::strategy_type(d) {
         STRATEGY_RECREATE => rollout::recreate(ctx, key, d, &mut rs_list, &pods).await,
         STRATEGY_ROLLING_UPDATE => rollout::rolling(ctx, key, d, &mut rs_list).await,
         other => Err(SyncError::Other(format!(
             "unexpected deployment strategy type: {other}"
         ))),
     }
-}
-
-fn strategy_type(d: &Deployment) -> &str {
-    d.spec
-        .strategy
-        .as_ref()
-        .and_then(|s| s.type_.as_deref())
-        .unwrap_or(STRATEGY_ROLLING_UPDATE)
 }
 
 /// `isScalingEvent`: an active ReplicaSet records another size than the
@@ -110,15 +102,8 @@ async fn scale_and_sync_status(
 ) -> Result<(), SyncError> {
     let (new_rs, old) = all_replica_sets_and_sync_revision(ctx, d, rs_list, false).await?;
     let scales = deployment::scale(d, new_rs.as_deref(), &refs(&old));
-    for scale in scales {
-        let target = old
-            .iter()
-            .chain(new_rs.iter())
-            .find(|rs| rs.metadata.name.as_deref() == Some(scale.name.as_str()));
-        if let Some(rs) = target {
-            scale_replica_set(ctx, rs, scale.replicas, d).await?;
-        }
-    }
+    let among: Vec<&Arc<ReplicaSet>> = old.iter().chain(new_rs.iter()).collect();
+    scale_all(ctx, scales, &among, d).await?;
     if d.spec.paused == Some(true) {
         cleanup_deployment(ctx, &old, d).await?;
     }
