@@ -443,6 +443,18 @@ fn cached_deployment(ctx: &deployment::Context, key: &ObjectKey) -> Arc<Deployme
         .expect("cached")
 }
 
+/// A server with the Deployment `web`, and a controller's state over it.
+async fn with_web_deployment() -> (TestServer, deployment::Context) {
+    let server = TestServer::start().await;
+    create::<Deployment>(
+        &server,
+        deployment_object("web", json!({"matchLabels": {"app": "web"}})),
+    )
+    .await;
+    let ctx = deployment_context(&server).await;
+    (server, ctx)
+}
+
 async fn replica_sets(server: &TestServer) -> Vec<ReplicaSet> {
     Api::<ReplicaSet>::namespaced(server.admin.clone(), "default")
         .list(&ListParams::default())
@@ -457,13 +469,7 @@ async fn replica_sets(server: &TestServer) -> Vec<ReplicaSet> {
 /// annotation and the NewReplicaSetCreated condition.
 #[tokio::test(start_paused = true)]
 async fn a_new_deployment_gets_its_replica_set() {
-    let server = TestServer::start().await;
-    create::<Deployment>(
-        &server,
-        deployment_object("web", json!({"matchLabels": {"app": "web"}})),
-    )
-    .await;
-    let ctx = deployment_context(&server).await;
+    let (server, ctx) = with_web_deployment().await;
     let key = ObjectKey::new("default", "web");
     deployment::sync::sync_deployment(&ctx, &key)
         .await
@@ -539,13 +545,7 @@ async fn a_new_deployment_gets_its_replica_set() {
 /// Deployment selecting everything (a Warning instead) or being deleted.
 #[tokio::test(start_paused = true)]
 async fn deployments_that_must_not_roll_out() {
-    let server = TestServer::start().await;
-    create::<Deployment>(
-        &server,
-        deployment_object("web", json!({"matchLabels": {"app": "web"}})),
-    )
-    .await;
-    let ctx = deployment_context(&server).await;
+    let (server, ctx) = with_web_deployment().await;
     // The API refuses an empty selector; the controller is given one.
     let key = ObjectKey::new("default", "web");
     let cached = cached_deployment(&ctx, &key);
@@ -647,13 +647,7 @@ async fn a_deployment_adopts_and_releases_replica_sets() {
 /// creates its ReplicaSet under another name.
 #[tokio::test(start_paused = true)]
 async fn a_hash_collision_raises_the_collision_count() {
-    let server = TestServer::start().await;
-    create::<Deployment>(
-        &server,
-        deployment_object("web", json!({"matchLabels": {"app": "web"}})),
-    )
-    .await;
-    let ctx = deployment_context(&server).await;
+    let (server, ctx) = with_web_deployment().await;
     let key = ObjectKey::new("default", "web");
     let cached = cached_deployment(&ctx, &key);
     let intended = berth_core::workloads::deployment::new_replica_set(&cached, &[])

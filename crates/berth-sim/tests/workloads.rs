@@ -155,6 +155,13 @@ impl Cluster {
             .unwrap_or_default()
     }
 
+    async fn create_deployment(&self, d: &Deployment) {
+        self.deployments()
+            .create(&PostParams::default(), d)
+            .await
+            .expect("the deployment is created");
+    }
+
     /// The ReplicaSets, lowest revision first.
     async fn replica_sets_by_revision(&self) -> Vec<ReplicaSet> {
         let mut rss = self.all::<ReplicaSet>().await;
@@ -345,10 +352,8 @@ fn revision(rs: &ReplicaSet) -> String {
 async fn a_rolling_update_keeps_within_max_surge_and_max_unavailable() {
     let cluster = Cluster::start(3).await;
     cluster
-        .deployments()
-        .create(&PostParams::default(), &deployment("web", 4, rolling(1, 1)))
-        .await
-        .expect("the deployment is created");
+        .create_deployment(&deployment("web", 4, rolling(1, 1)))
+        .await;
     cluster.rolled_out("web").await;
     assert_eq!(cluster.pods_created(), 4, "one pod per replica");
     let first_done = cluster.snapshots().len();
@@ -482,10 +487,8 @@ async fn a_rolling_update_keeps_within_max_surge_and_max_unavailable() {
 async fn recreate_never_runs_old_and_new_pods_together() {
     let cluster = Cluster::start(2).await;
     cluster
-        .deployments()
-        .create(&PostParams::default(), &deployment("web", 3, recreate()))
-        .await
-        .expect("the deployment is created");
+        .create_deployment(&deployment("web", 3, recreate()))
+        .await;
     cluster.rolled_out("web").await;
     let first_done = cluster.snapshots().len();
     set_image(&cluster, "web", "registry.example/web:2").await;
@@ -651,11 +654,7 @@ async fn min_ready_seconds_counts_from_ready() {
     let mut d = deployment("web", 2, rolling(1, 0));
     d.spec.min_ready_seconds = Some(10);
     let start = cluster.server.clock.now();
-    cluster
-        .deployments()
-        .create(&PostParams::default(), &d)
-        .await
-        .expect("the deployment is created");
+    cluster.create_deployment(&d).await;
     cluster
         .until("2 ready", Duration::from_secs(10), || async {
             cluster
@@ -717,11 +716,7 @@ async fn a_stuck_rollout_exceeds_its_progress_deadline() {
         spec.node_selector = Some([("nowhere".to_string(), "true".to_string())].into());
     }
     let start = cluster.server.clock.now();
-    cluster
-        .deployments()
-        .create(&PostParams::default(), &d)
-        .await
-        .expect("the deployment is created");
+    cluster.create_deployment(&d).await;
     cluster
         .until("the deadline exceeded", Duration::from_secs(60), || async {
             cluster.deployments().get("web").await.is_ok_and(|d| {
@@ -762,10 +757,8 @@ async fn a_stuck_rollout_exceeds_its_progress_deadline() {
 async fn a_resize_mid_rollout_is_shared_in_proportion() {
     let cluster = Cluster::start(2).await;
     cluster
-        .deployments()
-        .create(&PostParams::default(), &deployment("web", 4, rolling(1, 0)))
-        .await
-        .expect("the deployment is created");
+        .create_deployment(&deployment("web", 4, rolling(1, 0)))
+        .await;
     cluster.rolled_out("web").await;
     // A new template whose pods cannot be scheduled: the rollout sticks
     // at one surge pod.
@@ -832,11 +825,7 @@ async fn old_revisions_beyond_the_history_limit_are_deleted() {
     let cluster = Cluster::start(2).await;
     let mut d = deployment("web", 2, rolling(1, 0));
     d.spec.revision_history_limit = Some(1);
-    cluster
-        .deployments()
-        .create(&PostParams::default(), &d)
-        .await
-        .expect("the deployment is created");
+    cluster.create_deployment(&d).await;
     cluster.rolled_out("web").await;
     for version in 2..=4 {
         set_image(&cluster, "web", &format!("registry.example/web:{version}")).await;
