@@ -321,6 +321,7 @@ impl<C: Send + Sync + 'static> Workers<C> {
         context: std::sync::Arc<C>,
         queue: std::sync::Arc<WorkQueue>,
     ) -> Workers<C> {
+        tracing::info!(controller, "Starting controller");
         Workers {
             controller,
             count,
@@ -348,8 +349,10 @@ impl<C: Send + Sync + 'static> Workers<C> {
             self.tasks.spawn(async move {
                 loop {
                     let key = queue.get().await;
+                    let started = tokio::time::Instant::now();
                     let result = sync(context.clone(), key.clone()).await;
                     queue.done(&key);
+                    tracing::debug!(controller, key = %key, duration = ?started.elapsed(), "Finished syncing");
                     match result {
                         Ok(()) => queue.forget(&key),
                         Err(err) if max_retries.is_some_and(|max| queue.num_requeues(&key) >= max) => {

@@ -22,20 +22,12 @@ use crate::sync_error::SyncError;
 
 /// Syncs the Deployment `key` (see the module documentation).
 pub async fn sync_deployment(ctx: &Context, key: &ObjectKey) -> Result<(), SyncError> {
-    let started = ctx.clock.instant();
     let Some(cached) = read(&ctx.deployments).get(key) else {
         tracing::debug!(controller = CONTROLLER_NAME, deployment = %key, "Deployment has been deleted");
         return Ok(());
     };
     let mut d = Deployment::clone(&cached);
-    let result = sync(ctx, key, &mut d).await;
-    tracing::debug!(
-        controller = CONTROLLER_NAME,
-        deployment = %key,
-        duration = ?(ctx.clock.instant() - started),
-        "Finished syncing deployment"
-    );
-    result
+    sync(ctx, key, &mut d).await
 }
 
 async fn sync(ctx: &Context, key: &ObjectKey, d: &mut Deployment) -> Result<(), SyncError> {

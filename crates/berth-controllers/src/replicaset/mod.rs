@@ -115,7 +115,6 @@ impl ReplicaSetController {
         );
         let mut replica_sets = std::pin::pin!(replica_sets);
         let mut pods = std::pin::pin!(pods);
-        tracing::info!(controller = CONTROLLER_NAME, "Starting controller");
         let mut workers = Workers::new(
             CONTROLLER_NAME,
             self.config.workers,

@@ -32,7 +32,6 @@ use crate::sync_error::SyncError;
 /// pods are ready but not yet available. A failed create or delete fails the sync after
 /// the status (with its `ReplicaFailure` condition) is written.
 pub async fn sync_replica_set(ctx: &Context, key: &ObjectKey) -> Result<(), SyncError> {
-    let started = ctx.clock.instant();
     let expectations_key = key.to_string();
     let Some(rs) = read(&ctx.replica_sets).get(key) else {
         tracing::debug!(controller = CONTROLLER_NAME, replicaset = %key, "deleted");
@@ -81,12 +80,6 @@ pub async fn sync_replica_set(ctx: &Context, key: &ObjectKey) -> Result<(), Sync
         let after = Duration::from_secs(u64::try_from(min_ready).unwrap_or(0) + 1);
         ctx.queue.add_after(key.clone(), after);
     }
-    tracing::debug!(
-        controller = CONTROLLER_NAME,
-        replicaset = %key,
-        duration = ?(ctx.clock.instant() - started),
-        "Finished syncing"
-    );
     managed
 }
 
