@@ -341,33 +341,57 @@ impl<C: Send + Sync + 'static> Workers<C> {
         if !synced || !self.tasks.is_empty() {
             return;
         }
-        let controller = self.controller;
-        tracing::info!(controller, "Caches are synced");
-        for _ in 0..self.count.max(1) {
-            let (queue, context, max_retries) =
-                (self.queue.clone(), self.context.clone(), self.max_retries);
-            self.tasks.spawn(async move {
-                loop {
-                    let key = queue.get().await;
-                    let started = tokio::time::Instant::now();
-                    let result = sync(context.clone(), key.clone()).await;
-                    queue.done(&key);
-                    tracing::debug!(controller, key = %key, duration = ?started.elapsed(), "Finished syncing");
-                    match result {
-                        Ok(()) => queue.forget(&key),
-                        Err(err) if max_retries.is_some_and(|max| queue.num_requeues(&key) >= max) => {
-                            tracing::warn!(controller, key = %key, %err, "sync failed too often, dropping the key");
-                            queue.forget(&key);
-                        }
-                        Err(err) => {
-                            tracing::info!(controller, key = %key, %err, "sync failed, retrying");
-                            queue.add_rate_limited(key);
-                        }
+        tracing::info!(controller = self.controller, "Caches are synced");
+        let context = self.context.clone();
+        self.tasks.spawn(run_workers(
+            self.controller,
+            self.queue.clone(),
+            self.count,
+            self.max_retries,
+            move |key| sync(context.clone(), key),
+        ));
+    }
+}
+
+/// Runs `workers` tasks that take keys from `queue` and `sync` them, as
+/// upstream's `processNextWorkItem` (see [`Workers`]). Runs until
+/// dropped.
+pub async fn run_workers<F, Fut>(
+    controller: &'static str,
+    queue: std::sync::Arc<WorkQueue>,
+    workers: usize,
+    max_retries: Option<u32>,
+    sync: F,
+) where
+    F: Fn(ObjectKey) -> Fut + Clone + Send + 'static,
+    Fut: std::future::Future<Output = Result<(), SyncError>> + Send + 'static,
+{
+    let mut tasks = tokio::task::JoinSet::new();
+    for _ in 0..workers.max(1) {
+        let queue = queue.clone();
+        let sync = sync.clone();
+        tasks.spawn(async move {
+            loop {
+                let key = queue.get().await;
+                let started = tokio::time::Instant::now();
+                let result = sync(key.clone()).await;
+                queue.done(&key);
+                tracing::debug!(controller, key = %key, duration = ?started.elapsed(), "Finished syncing");
+                match result {
+                    Ok(()) => queue.forget(&key),
+                    Err(err) if max_retries.is_some_and(|max| queue.num_requeues(&key) >= max) => {
+                        tracing::warn!(controller, key = %key, %err, "sync failed too often, dropping the key");
+                        queue.forget(&key);
+                    }
+                    Err(err) => {
+                        tracing::info!(controller, key = %key, %err, "sync failed, retrying");
+                        queue.add_rate_limited(key);
                     }
                 }
-            });
-        }
+            }
+        });
     }
+    while tasks.join_next().await.is_some() {}
 }
 
 #[cfg(test)]
