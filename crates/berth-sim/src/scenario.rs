@@ -822,9 +822,9 @@ run: 2h
             },
             Case {
                 name: "unserved kind",
-                text: "objects:\n  - {apiVersion: apps/v1, kind: Deployment, metadata: {name: d}}\nrun: 1m\n".into(),
+                text: "objects:\n  - {apiVersion: batch/v1, kind: Job, metadata: {name: d}}\nrun: 1m\n".into(),
                 line: 2,
-                want: "Deployment",
+                want: "Job",
             },
             Case {
                 name: "bad delete",
