@@ -178,7 +178,7 @@ pub static DEPLOYMENTS: ResourceType = ResourceType {
     storage: "deployments",
     verbs: ALL_VERBS,
     stored_as: None,
-    strategy: &deployment::Deployments,
+    strategy: &deployment::Deployments::new(),
 };
 
 pub static REPLICASETS: ResourceType = ResourceType {
@@ -194,7 +194,7 @@ pub static REPLICASETS: ResourceType = ResourceType {
     storage: "replicasets",
     verbs: ALL_VERBS,
     stored_as: None,
-    strategy: &replicaset::ReplicaSets,
+    strategy: &replicaset::ReplicaSets::new(),
 };
 
 pub static DAEMONSETS: ResourceType = ResourceType {
@@ -210,7 +210,7 @@ pub static DAEMONSETS: ResourceType = ResourceType {
     storage: "daemonsets",
     verbs: ALL_VERBS,
     stored_as: None,
-    strategy: &daemonset::DaemonSets,
+    strategy: &daemonset::DaemonSets::new(),
 };
 
 pub static STATEFULSETS: ResourceType = ResourceType {
@@ -226,7 +226,7 @@ pub static STATEFULSETS: ResourceType = ResourceType {
     storage: "statefulsets",
     verbs: ALL_VERBS,
     stored_as: None,
-    strategy: &statefulset::StatefulSets,
+    strategy: &statefulset::StatefulSets::new(),
 };
 
 pub static CONTROLLERREVISIONS: ResourceType = ResourceType {

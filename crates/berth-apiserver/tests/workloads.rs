@@ -662,3 +662,56 @@ async fn the_scale_subresource_reads_and_writes_the_replicas() {
     .await;
     assert_eq!(daemon_scale.map_err(|(code, _)| code), Err(404));
 }
+
+/// client-go's protobuf: a Deployment created from a protobuf body and
+/// read back as protobuf (berth-proto knows the apps/v1 kinds).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn workloads_travel_as_protobuf() {
+    use http_body_util::BodyExt;
+
+    let (_api, client) = admin().await;
+    let deployment = workload("Deployment", "web", json!({"replicas": 3}));
+    let body = berth_proto::encode_object(&deployment).expect("a Deployment encodes");
+    let protobuf = berth_proto::CONTENT_TYPE;
+    let send = |method: &str, uri: &str, body: Vec<u8>| {
+        axum::http::Request::builder()
+            .method(method)
+            .uri(uri)
+            .header("content-type", protobuf)
+            .header("accept", protobuf)
+            .body(kube::client::Body::from(body))
+            .expect("a request")
+    };
+    let uri = "/apis/apps/v1/namespaces/default/deployments";
+    for (method, uri, body, status) in [
+        ("POST", uri.to_string(), body, 201),
+        ("GET", format!("{uri}/web"), Vec::new(), 200),
+    ] {
+        let response = client
+            .send(send(method, &uri, body))
+            .await
+            .expect("an answer");
+        assert_eq!(response.status().as_u16(), status, "{method}");
+        assert_eq!(
+            response
+                .headers()
+                .get("content-type")
+                .and_then(|v| v.to_str().ok()),
+            Some(protobuf),
+            "{method}"
+        );
+        let bytes = response
+            .into_body()
+            .collect()
+            .await
+            .expect("a body")
+            .to_bytes();
+        let object = berth_proto::decode_object(&bytes).expect("a protobuf Deployment");
+        assert_eq!(object["kind"], "Deployment", "{method}");
+        assert_eq!(object["spec"]["replicas"], 3, "{method}");
+        assert_eq!(
+            object["spec"]["strategy"]["rollingUpdate"]["maxSurge"], "25%",
+            "{method}"
+        );
+    }
+}

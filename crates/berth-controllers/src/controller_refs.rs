@@ -40,7 +40,7 @@ where
         + DeserializeOwned
         + Clone
         + std::fmt::Debug,
-    K: Resource<DynamicType = ()>,
+    K: Resource<DynamicType = ()> + DeserializeOwned,
 {
     let owner_meta = owner.meta();
     let mut claimed = Vec::new();
@@ -72,7 +72,11 @@ where
                     "uid": meta.uid,
                 }});
                 match patch_object::<K>(client, meta, patch).await {
-                    Ok(()) => claimed.push(object),
+                    // The adopted object as it is now, so that the sync's
+                    // next write of it names its current version.
+                    Ok(adopted) => claimed.push(
+                        serde_json::from_str(&adopted).map_or(object, |adopted| Arc::new(adopted)),
+                    ),
                     Err(err) if is_status(&err, 404) => {}
                     Err(err) => {
                         first_error.get_or_insert(err.into());
@@ -85,7 +89,7 @@ where
                     "uid": meta.uid,
                 }});
                 match patch_object::<K>(client, meta, patch).await {
-                    Ok(()) => {}
+                    Ok(_) => {}
                     // Gone, or no longer patchable (being deleted): it is
                     // not ours either way.
                     Err(err) if is_status(&err, 404) || is_status(&err, 422) => {}
@@ -139,12 +143,12 @@ where
     Ok(())
 }
 
-/// A strategic merge patch of a `K`, its answer not decoded.
+/// A strategic merge patch of a `K`; the answer's text.
 async fn patch_object<K: Resource<DynamicType = ()>>(
     client: &kube::Client,
     meta: &k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta,
     patch: serde_json::Value,
-) -> Result<(), kube::Error> {
+) -> Result<String, kube::Error> {
     let request = Request::new(K::url_path(&(), meta.namespace.as_deref()))
         .patch(
             meta.name.as_deref().unwrap_or_default(),
@@ -152,5 +156,5 @@ async fn patch_object<K: Resource<DynamicType = ()>>(
             &Patch::Strategic(patch),
         )
         .map_err(kube::Error::BuildRequest)?;
-    client.request_text(request).await.map(|_| ())
+    client.request_text(request).await
 }

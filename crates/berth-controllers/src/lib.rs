@@ -170,76 +170,67 @@ pub fn spawn(
     metrics: ControllerMetrics,
     leading: Option<watch::Receiver<berth_leader::Standing>>,
 ) -> JoinSet<()> {
+    let c = (&client, &clock, &metrics);
+    let controllers = [
+        (
+            node_lifecycle::CONTROLLER_NAME,
+            starter(
+                c,
+                options.node_lifecycle,
+                NodeLifecycleController::new,
+                |x| x.run(),
+            ),
+        ),
+        (
+            taint_eviction::CONTROLLER_NAME,
+            starter(
+                c,
+                options.taint_eviction,
+                TaintEvictionController::new,
+                |x| x.run(),
+            ),
+        ),
+        (
+            replicaset::CONTROLLER_NAME,
+            starter(c, options.replicaset, ReplicaSetController::new, |x| {
+                x.run()
+            }),
+        ),
+        (
+            deployment::CONTROLLER_NAME,
+            starter(c, options.deployment, DeploymentController::new, |x| {
+                x.run()
+            }),
+        ),
+        (
+            daemonset::CONTROLLER_NAME,
+            starter(
+                c,
+                options.daemonset,
+                DaemonSetController::new,
+                |x: DaemonSetController<_>| x.run(),
+            ),
+        ),
+        (
+            statefulset::CONTROLLER_NAME,
+            starter(
+                c,
+                options.statefulset,
+                StatefulSetController::new,
+                |x: StatefulSetController<_>| x.run(),
+            ),
+        ),
+    ];
     let mut tasks = JoinSet::new();
-    let mut start = |name: &str, make: Box<dyn Fn() -> ControllerFuture + Send + Sync>| {
+    for (name, make) in controllers {
         if !options.enabled.is_enabled(name) {
-            return;
+            continue;
         }
         match leading.clone() {
             Some(leading) => tasks.spawn(berth_leader::run_while_leading(leading, make)),
             None => tasks.spawn(make()),
         };
-    };
-    start(
-        node_lifecycle::CONTROLLER_NAME,
-        runner(
-            &client,
-            &clock,
-            &metrics,
-            options.node_lifecycle,
-            |cl, ck, cf, m| Box::pin(NodeLifecycleController::new(cl, ck, cf, m).run()),
-        ),
-    );
-    start(
-        taint_eviction::CONTROLLER_NAME,
-        runner(
-            &client,
-            &clock,
-            &metrics,
-            options.taint_eviction,
-            |cl, ck, cf, m| Box::pin(TaintEvictionController::new(cl, ck, cf, m).run()),
-        ),
-    );
-    start(
-        replicaset::CONTROLLER_NAME,
-        runner(
-            &client,
-            &clock,
-            &metrics,
-            options.replicaset,
-            |cl, ck, cf, m| Box::pin(ReplicaSetController::new(cl, ck, cf, m).run()),
-        ),
-    );
-    start(
-        deployment::CONTROLLER_NAME,
-        runner(
-            &client,
-            &clock,
-            &metrics,
-            options.deployment,
-            |cl, ck, cf, m| Box::pin(DeploymentController::new(cl, ck, cf, m).run()),
-        ),
-    );
-    start(
-        daemonset::CONTROLLER_NAME,
-        runner(
-            &client,
-            &clock,
-            &metrics,
-            options.daemonset,
-            |cl, ck, cf, m| Box::pin(DaemonSetController::new(cl.clone(), ck, cf, &m).run(cl)),
-        ),
-    );
-    start(
-        statefulset::CONTROLLER_NAME,
-        runner(
-            &client,
-            &clock,
-            &metrics,
-            options.statefulset,
-            |cl, ck, cf, m| Box::pin(StatefulSetController::new(cl.clone(), ck, cf, &m).run(cl)),
-        ),
-    );
+    }
     tasks
 }
 
@@ -247,24 +238,28 @@ pub fn spawn(
 /// regained lease).
 type ControllerFuture = std::pin::Pin<Box<dyn std::future::Future<Output = ()> + Send>>;
 
-/// What [`spawn`] starts for one controller: `run` on copies of the shared
-/// client, clock and metrics and of the controller's `config`, at every
-/// (re)start.
-fn runner<C: Clone + Send + Sync + 'static>(
-    client: &kube::Client,
-    clock: &Clock,
-    metrics: &ControllerMetrics,
+/// How [`spawn`] makes a controller's run: every controller is built from
+/// the client, the clock, its settings and the metrics, then run.
+fn starter<C, X, F>(
+    (client, clock, metrics): (&kube::Client, &Clock, &ControllerMetrics),
     config: C,
-    run: fn(kube::Client, Clock, C, ControllerMetrics) -> ControllerFuture,
-) -> Box<dyn Fn() -> ControllerFuture + Send + Sync> {
+    new: fn(kube::Client, Clock, C, ControllerMetrics) -> X,
+    run: fn(X) -> F,
+) -> Box<dyn Fn() -> ControllerFuture + Send + Sync>
+where
+    C: Clone + Send + Sync + 'static,
+    X: 'static,
+    F: std::future::Future<Output = ()> + Send + 'static,
+{
     let (client, clock, metrics) = (client.clone(), clock.clone(), metrics.clone());
     Box::new(move || {
-        run(
+        let controller = new(
             client.clone(),
             clock.clone(),
             config.clone(),
             metrics.clone(),
-        )
+        );
+        Box::pin(run(controller))
     })
 }
 

@@ -297,11 +297,65 @@ impl WorkQueue {
     }
 }
 
-/// Runs `workers` tasks (upstream's `--concurrent-*-syncs`) that take
-/// keys from `queue` and `sync` them, as upstream's `processNextWorkItem`:
-/// a success forgets the key's failures, a failure queues it again with
-/// its backoff, and after `max_retries` failures in a row (when set) the
-/// key is dropped until something else adds it. Runs until dropped.
+/// A controller's workers (upstream's `--concurrent-*-syncs`): started
+/// once its caches have synced (upstream's `WaitForCacheSync`), stopped
+/// when dropped. Each takes keys from the queue and syncs them, as
+/// upstream's `processNextWorkItem`: a success forgets the key's
+/// failures, a failure queues it again with its backoff, and after
+/// `max_retries` failures in a row (when set) the key is dropped until
+/// something else adds it.
+pub struct Workers<C> {
+    pub controller: &'static str,
+    pub count: usize,
+    pub max_retries: Option<u32>,
+    pub context: std::sync::Arc<C>,
+    pub queue: std::sync::Arc<WorkQueue>,
+    tasks: tokio::task::JoinSet<()>,
+}
+
+impl<C: Send + Sync + 'static> Workers<C> {
+    pub fn new(
+        controller: &'static str,
+        count: usize,
+        max_retries: Option<u32>,
+        context: std::sync::Arc<C>,
+        queue: std::sync::Arc<WorkQueue>,
+    ) -> Workers<C> {
+        tracing::info!(controller, "Starting controller");
+        Workers {
+            controller,
+            count,
+            max_retries,
+            context,
+            queue,
+            tasks: tokio::task::JoinSet::new(),
+        }
+    }
+
+    /// Starts the workers, each running `sync(context, key)`, the first
+    /// time `synced` holds.
+    pub fn start_when<Fut>(&mut self, synced: bool, sync: fn(std::sync::Arc<C>, ObjectKey) -> Fut)
+    where
+        Fut: std::future::Future<Output = Result<(), SyncError>> + Send + 'static,
+    {
+        if !synced || !self.tasks.is_empty() {
+            return;
+        }
+        tracing::info!(controller = self.controller, "Caches are synced");
+        let context = self.context.clone();
+        self.tasks.spawn(run_workers(
+            self.controller,
+            self.queue.clone(),
+            self.count,
+            self.max_retries,
+            move |key| sync(context.clone(), key),
+        ));
+    }
+}
+
+/// Runs `workers` tasks that take keys from `queue` and `sync` them, as
+/// upstream's `processNextWorkItem` (see [`Workers`]). Runs until
+/// dropped.
 pub async fn run_workers<F, Fut>(
     controller: &'static str,
     queue: std::sync::Arc<WorkQueue>,
@@ -319,8 +373,10 @@ pub async fn run_workers<F, Fut>(
         tasks.spawn(async move {
             loop {
                 let key = queue.get().await;
+                let started = tokio::time::Instant::now();
                 let result = sync(key.clone()).await;
                 queue.done(&key);
+                tracing::debug!(controller, key = %key, duration = ?started.elapsed(), "Finished syncing");
                 match result {
                     Ok(()) => queue.forget(&key),
                     Err(err) if max_retries.is_some_and(|max| queue.num_requeues(&key) >= max) => {

@@ -822,7 +822,7 @@ run: 2h
             },
             Case {
                 name: "unserved kind",
-                text: "objects:\n  - {apiVersion: batch/v1, kind: Job, metadata: {name: j}}\nrun: 1m\n".into(),
+                text: "objects:\n  - {apiVersion: batch/v1, kind: Job, metadata: {name: d}}\nrun: 1m\n".into(),
                 line: 2,
                 want: "Job",
             },

@@ -4,24 +4,20 @@
 //! and the two controllers, with a watch of every pod that checks each
 //! state it sees against what a rollout promises.
 
-use std::collections::{BTreeMap, HashMap};
+use std::collections::BTreeMap;
 use std::future::Future;
-use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use berth_client::{Change, changes_of};
 use berth_controllers::metrics::ControllerMetrics;
 use berth_controllers::{ControllerOptions, EnabledControllers};
 use berth_core::FeatureGates;
-use berth_core::clock::Clock;
 use berth_core::workloads::deployment::{POD_TEMPLATE_HASH_LABEL, REVISION_ANNOTATION};
 use berth_scheduler::client::SchedulerConfig;
 use berth_scheduler::cycle::Profile;
 use berth_sim::fleet;
 use berth_sim::scenario::NodeSpec;
 use berth_testing::TestServer;
-use futures::StreamExt;
-use jiff::Timestamp;
+use berth_testing::pod_history::{PodHistory, Snapshot};
 use k8s_openapi::api::apps::v1::{
     Deployment, DeploymentSpec, DeploymentStrategy, ReplicaSet, ReplicaSetSpec,
     RollingUpdateDeployment,
@@ -31,43 +27,12 @@ use k8s_openapi::apimachinery::pkg::apis::meta::v1::{LabelSelector, ObjectMeta};
 use k8s_openapi::apimachinery::pkg::util::intstr::IntOrString;
 use kube::Api;
 use kube::api::{ListParams, Patch, PatchParams, PostParams};
-use kube::runtime::watcher;
 use tokio::task::JoinSet;
 use tokio_util::sync::CancellationToken;
 
-/// One state of the namespace's pods, as the watch showed it.
-#[derive(Debug, Clone, Default)]
-struct Snapshot {
-    #[allow(dead_code)] // Shown when an assertion fails.
-    at: Option<Timestamp>,
-    /// Pods not being deleted, by pod-template-hash.
-    active: BTreeMap<String, usize>,
-    /// Of those, the Ready ones.
-    ready: BTreeMap<String, usize>,
-    /// Pods that exist (being deleted or not), by pod-template-hash.
-    existing: BTreeMap<String, usize>,
-}
-
-impl Snapshot {
-    fn active(&self) -> usize {
-        self.active.values().sum()
-    }
-    fn ready(&self) -> usize {
-        self.ready.values().sum()
-    }
-}
-
-/// What the pod watch saw.
-#[derive(Default)]
-struct Seen {
-    /// Every pod UID ever seen, with its name.
-    created: BTreeMap<String, String>,
-    snapshots: Vec<Snapshot>,
-}
-
 struct Cluster {
     server: TestServer,
-    seen: Arc<Mutex<Seen>>,
+    history: PodHistory,
     _tasks: JoinSet<()>,
     _stop: StopOnDrop,
 }
@@ -77,58 +42,6 @@ struct StopOnDrop(CancellationToken);
 impl Drop for StopOnDrop {
     fn drop(&mut self) {
         self.0.cancel();
-    }
-}
-
-fn hash_of(pod: &Pod) -> String {
-    pod.metadata
-        .labels
-        .as_ref()
-        .and_then(|l| l.get(POD_TEMPLATE_HASH_LABEL))
-        .cloned()
-        .unwrap_or_default()
-}
-
-/// Watches the pods of `default`, recording a snapshot after each change.
-async fn observe(client: kube::Client, clock: Clock, seen: Arc<Mutex<Seen>>) {
-    let changes = changes_of(
-        Api::<Pod>::namespaced(client, "default"),
-        watcher::Config::default(),
-    );
-    let mut changes = std::pin::pin!(changes);
-    let mut pods: HashMap<String, Pod> = HashMap::new();
-    while let Some(change) = changes.next().await {
-        match change {
-            Change::Upsert(pod) => {
-                let uid = pod.metadata.uid.clone().unwrap_or_default();
-                let name = pod.metadata.name.clone().unwrap_or_default();
-                if let Ok(mut seen) = seen.lock() {
-                    seen.created.entry(uid).or_insert_with(|| name.clone());
-                }
-                pods.insert(name, pod);
-            }
-            Change::Delete(gone) => {
-                pods.remove(&gone.key.name);
-            }
-            Change::Synced => {}
-        }
-        let mut snapshot = Snapshot {
-            at: Some(clock.now()),
-            ..Snapshot::default()
-        };
-        for pod in pods.values() {
-            let hash = hash_of(pod);
-            *snapshot.existing.entry(hash.clone()).or_default() += 1;
-            if pod.metadata.deletion_timestamp.is_none() {
-                *snapshot.active.entry(hash.clone()).or_default() += 1;
-                if berth_core::pod::is_ready(pod) {
-                    *snapshot.ready.entry(hash).or_default() += 1;
-                }
-            }
-        }
-        if let Ok(mut seen) = seen.lock() {
-            seen.snapshots.push(snapshot);
-        }
     }
 }
 
@@ -189,15 +102,12 @@ impl Cluster {
             None,
         );
         tasks.spawn(async move { while controllers.join_next().await.is_some() {} });
-        let seen = Arc::new(Mutex::new(Seen::default()));
-        tasks.spawn(observe(
-            server.admin.clone(),
-            server.clock.clone(),
-            seen.clone(),
-        ));
+        let (history, watch) =
+            PodHistory::watch(server.admin.clone(), "default", server.clock.clone());
+        tasks.spawn(watch);
         Cluster {
             server,
-            seen,
+            history,
             _tasks: tasks,
             _stop: StopOnDrop(stop),
         }
@@ -230,42 +140,52 @@ impl Cluster {
         }
     }
 
-    /// The namespace's Deployments, ReplicaSets, pods and Events, for a
-    /// failure's message.
-    async fn dump(&self) -> String {
-        let list = ListParams::default();
-        let mut out = String::new();
-        for d in self
-            .deployments()
-            .list(&list)
+    /// Every `K` of `default` now (none if the list fails).
+    async fn all<K>(&self) -> Vec<K>
+    where
+        K: kube::Resource<DynamicType = (), Scope = k8s_openapi::NamespaceResourceScope>
+            + Clone
+            + serde::de::DeserializeOwned
+            + std::fmt::Debug,
+    {
+        Api::<K>::namespaced(self.server.admin.clone(), "default")
+            .list(&ListParams::default())
             .await
             .map(|l| l.items)
             .unwrap_or_default()
-        {
+    }
+
+    async fn create_deployment(&self, d: &Deployment) {
+        self.deployments()
+            .create(&PostParams::default(), d)
+            .await
+            .expect("the deployment is created");
+    }
+
+    /// The ReplicaSets, lowest revision first.
+    async fn replica_sets_by_revision(&self) -> Vec<ReplicaSet> {
+        let mut rss = self.all::<ReplicaSet>().await;
+        rss.sort_by_key(revision);
+        rss
+    }
+
+    /// The namespace's Deployments, ReplicaSets, pods and Events, for a
+    /// failure's message.
+    async fn dump(&self) -> String {
+        let mut out = String::new();
+        for d in self.all::<Deployment>().await {
             out += &format!(
                 "deployment {:?} generation {:?} annotations {:?}\n  status {:?}\n",
                 d.metadata.name, d.metadata.generation, d.metadata.annotations, d.status
             );
         }
-        for rs in self
-            .replica_sets()
-            .list(&list)
-            .await
-            .map(|l| l.items)
-            .unwrap_or_default()
-        {
+        for rs in self.all::<ReplicaSet>().await {
             out += &format!(
                 "replicaset {:?} replicas {:?} annotations {:?}\n  status {:?}\n",
                 rs.metadata.name, rs.spec.replicas, rs.metadata.annotations, rs.status
             );
         }
-        for p in self
-            .pods()
-            .list(&list)
-            .await
-            .map(|l| l.items)
-            .unwrap_or_default()
-        {
+        for p in self.all::<Pod>().await {
             out += &format!(
                 "pod {:?} node {:?} phase {:?} ready {} deleting {} owner {:?}\n",
                 p.metadata.name,
@@ -279,13 +199,7 @@ impl Cluster {
                     .map(|r| r.iter().map(|r| r.name.clone()).collect::<Vec<_>>()),
             );
         }
-        let events: Api<Event> = Api::namespaced(self.server.admin.clone(), "default");
-        for e in events
-            .list(&list)
-            .await
-            .map(|l| l.items)
-            .unwrap_or_default()
-        {
+        for e in self.all::<Event>().await {
             out += &format!(
                 "event {:?} {:?} {:?}: {:?}\n",
                 e.involved_object.name, e.type_, e.reason, e.message
@@ -311,24 +225,16 @@ impl Cluster {
     }
 
     fn snapshots(&self) -> Vec<Snapshot> {
-        self.seen
-            .lock()
-            .map(|s| s.snapshots.clone())
-            .unwrap_or_default()
+        self.history.snapshots()
     }
 
     fn pods_created(&self) -> usize {
-        self.seen
-            .lock()
-            .map(|s| s.created.len())
-            .unwrap_or_default()
+        self.history.pods_created()
     }
 
     /// The messages of the Events with `reason`, in the order they were
     /// recorded (by their names' stamps: their times have whole seconds).
     async fn events(&self, reason: &str) -> Vec<String> {
-        let events: Api<Event> = Api::namespaced(self.server.admin.clone(), "default");
-        let list = events.list(&ListParams::default()).await.expect("events");
         let stamp = |e: &Event| {
             e.metadata
                 .name
@@ -336,8 +242,9 @@ impl Cluster {
                 .and_then(|n| n.rsplit_once('.'))
                 .and_then(|(_, hex)| i128::from_str_radix(hex, 16).ok())
         };
-        let mut messages: Vec<(Option<i128>, String)> = list
-            .items
+        let mut messages: Vec<(Option<i128>, String)> = self
+            .all::<Event>()
+            .await
             .into_iter()
             .filter(|e| e.reason.as_deref() == Some(reason))
             .map(|e| (stamp(&e), e.message.unwrap_or_default()))
@@ -445,10 +352,8 @@ fn revision(rs: &ReplicaSet) -> String {
 async fn a_rolling_update_keeps_within_max_surge_and_max_unavailable() {
     let cluster = Cluster::start(3).await;
     cluster
-        .deployments()
-        .create(&PostParams::default(), &deployment("web", 4, rolling(1, 1)))
-        .await
-        .expect("the deployment is created");
+        .create_deployment(&deployment("web", 4, rolling(1, 1)))
+        .await;
     cluster.rolled_out("web").await;
     assert_eq!(cluster.pods_created(), 4, "one pod per replica");
     let first_done = cluster.snapshots().len();
@@ -456,11 +361,7 @@ async fn a_rolling_update_keeps_within_max_surge_and_max_unavailable() {
     set_image(&cluster, "web", "registry.example/web:2").await;
     cluster
         .until("a second ReplicaSet", Duration::from_secs(10), || async {
-            cluster
-                .replica_sets()
-                .list(&ListParams::default())
-                .await
-                .is_ok_and(|l| l.items.len() == 2)
+            cluster.all::<ReplicaSet>().await.len() == 2
         })
         .await;
     cluster.rolled_out("web").await;
@@ -469,13 +370,7 @@ async fn a_rolling_update_keeps_within_max_surge_and_max_unavailable() {
         .until(
             "only the new pods left",
             Duration::from_secs(120),
-            || async {
-                cluster
-                    .pods()
-                    .list(&ListParams::default())
-                    .await
-                    .is_ok_and(|l| l.items.len() == 4)
-            },
+            || async { cluster.all::<Pod>().await.len() == 4 },
         )
         .await;
 
@@ -498,13 +393,7 @@ async fn a_rolling_update_keeps_within_max_surge_and_max_unavailable() {
     );
     assert_eq!(cluster.pods_created(), 8, "each pod created once");
 
-    let mut rss = cluster
-        .replica_sets()
-        .list(&ListParams::default())
-        .await
-        .expect("replica sets")
-        .items;
-    rss.sort_by_key(revision);
+    let rss = cluster.replica_sets_by_revision().await;
     let revisions: Vec<(String, Option<i32>)> = rss
         .iter()
         .map(|rs| (revision(rs), rs.spec.replicas))
@@ -598,20 +487,14 @@ async fn a_rolling_update_keeps_within_max_surge_and_max_unavailable() {
 async fn recreate_never_runs_old_and_new_pods_together() {
     let cluster = Cluster::start(2).await;
     cluster
-        .deployments()
-        .create(&PostParams::default(), &deployment("web", 3, recreate()))
-        .await
-        .expect("the deployment is created");
+        .create_deployment(&deployment("web", 3, recreate()))
+        .await;
     cluster.rolled_out("web").await;
     let first_done = cluster.snapshots().len();
     set_image(&cluster, "web", "registry.example/web:2").await;
     cluster
         .until("two ReplicaSets", Duration::from_secs(60), || async {
-            cluster
-                .replica_sets()
-                .list(&ListParams::default())
-                .await
-                .is_ok_and(|l| l.items.len() == 2)
+            cluster.all::<ReplicaSet>().await.len() == 2
         })
         .await;
     cluster.rolled_out("web").await;
@@ -678,9 +561,8 @@ async fn a_replica_set_adopts_releases_and_deletes_the_unready_first() {
         |pod: &Pod| berth_core::workloads::ownership::is_controlled_by(&pod.metadata, &uid);
     cluster
         .until("3 pods owned, 2 ready", Duration::from_secs(60), || async {
-            let pods = cluster.pods().list(&ListParams::default()).await;
-            let Ok(pods) = pods else { return false };
-            let owned: Vec<&Pod> = pods.items.iter().filter(|p| owned_by_rs(p)).collect();
+            let pods = cluster.all::<Pod>().await;
+            let owned: Vec<&Pod> = pods.iter().filter(|p| owned_by_rs(p)).collect();
             owned.len() == 3
                 && owned
                     .iter()
@@ -707,14 +589,11 @@ async fn a_replica_set_adopts_releases_and_deletes_the_unready_first() {
             "orphan-a released and replaced",
             Duration::from_secs(60),
             || async {
-                let Ok(pods) = cluster.pods().list(&ListParams::default()).await else {
-                    return false;
-                };
+                let pods = cluster.all::<Pod>().await;
                 let released = pods
-                    .items
                     .iter()
                     .any(|p| p.metadata.name.as_deref() == Some("orphan-a") && !owned_by_rs(p));
-                released && pods.items.iter().filter(|p| owned_by_rs(p)).count() == 3
+                released && pods.iter().filter(|p| owned_by_rs(p)).count() == 3
             },
         )
         .await;
@@ -749,4 +628,223 @@ async fn a_replica_set_adopts_releases_and_deletes_the_unready_first() {
         })
         .await;
     assert_eq!(cluster.pods_created(), 4, "nothing created twice");
+}
+
+fn condition(d: &Deployment, type_: &str) -> Option<(String, String, String)> {
+    d.status
+        .as_ref()
+        .and_then(|s| s.conditions.as_ref())
+        .into_iter()
+        .flatten()
+        .find(|c| c.type_.as_deref() == Some(type_))
+        .map(|c| {
+            (
+                c.status.clone().unwrap_or_default(),
+                c.reason.clone().unwrap_or_default(),
+                c.message.clone().unwrap_or_default(),
+            )
+        })
+}
+
+/// `minReadySeconds`: a pod counts as available 10 s after it is Ready,
+/// and a rollout with maxUnavailable 0 waits for that at each step.
+#[tokio::test(start_paused = true)]
+async fn min_ready_seconds_counts_from_ready() {
+    let cluster = Cluster::start(2).await;
+    let mut d = deployment("web", 2, rolling(1, 0));
+    d.spec.min_ready_seconds = Some(10);
+    let start = cluster.server.clock.now();
+    cluster.create_deployment(&d).await;
+    cluster
+        .until("2 ready", Duration::from_secs(10), || async {
+            cluster
+                .deployments()
+                .get("web")
+                .await
+                .is_ok_and(|d| d.status.and_then(|s| s.ready_replicas) == Some(2))
+        })
+        .await;
+    let ready_at = cluster.server.clock.now();
+    let available = cluster
+        .deployments()
+        .get("web")
+        .await
+        .ok()
+        .and_then(|d| d.status)
+        .and_then(|s| s.available_replicas);
+    assert_eq!(
+        available,
+        Some(0),
+        "not available while ready for less than 10 s"
+    );
+    cluster.rolled_out("web").await;
+    let available_after = cluster.server.clock.now().duration_since(ready_at);
+    assert!(
+        available_after >= jiff::SignedDuration::from_secs(10)
+            && available_after < jiff::SignedDuration::from_secs(13),
+        "available {available_after:?} after ready"
+    );
+    // Two steps of one surge pod each, each waiting 10 s for availability.
+    let rollout_start = cluster.server.clock.now();
+    set_image(&cluster, "web", "registry.example/web:2").await;
+    cluster
+        .until("the new ReplicaSet", Duration::from_secs(10), || async {
+            cluster.all::<ReplicaSet>().await.len() == 2
+        })
+        .await;
+    cluster.rolled_out("web").await;
+    let took = cluster.server.clock.now().duration_since(rollout_start);
+    assert!(
+        took >= jiff::SignedDuration::from_secs(20),
+        "rolled in {took:?}"
+    );
+    assert!(
+        took < jiff::SignedDuration::from_secs(30),
+        "rolled in {took:?}"
+    );
+    assert!(cluster.server.clock.now() > start);
+}
+
+/// `progressDeadlineSeconds`: a rollout whose pods cannot be scheduled is
+/// marked ProgressDeadlineExceeded once the deadline passes, not before.
+#[tokio::test(start_paused = true)]
+async fn a_stuck_rollout_exceeds_its_progress_deadline() {
+    let cluster = Cluster::start(1).await;
+    let mut d = deployment("web", 2, rolling(1, 0));
+    d.spec.progress_deadline_seconds = Some(30);
+    if let Some(spec) = d.spec.template.spec.as_mut() {
+        spec.node_selector = Some([("nowhere".to_string(), "true".to_string())].into());
+    }
+    let start = cluster.server.clock.now();
+    cluster.create_deployment(&d).await;
+    cluster
+        .until("the deadline exceeded", Duration::from_secs(60), || async {
+            cluster.deployments().get("web").await.is_ok_and(|d| {
+                condition(&d, "Progressing")
+                    .is_some_and(|(_, reason, _)| reason == "ProgressDeadlineExceeded")
+            })
+        })
+        .await;
+    let after = cluster.server.clock.now().duration_since(start);
+    assert!(
+        after > jiff::SignedDuration::from_secs(30) && after < jiff::SignedDuration::from_secs(33),
+        "exceeded after {after:?}"
+    );
+    let d = cluster.deployments().get("web").await.expect("deployment");
+    let rs = cluster.all::<ReplicaSet>().await;
+    let name = rs[0].metadata.name.clone().unwrap_or_default();
+    assert_eq!(
+        condition(&d, "Progressing"),
+        Some((
+            "False".to_string(),
+            "ProgressDeadlineExceeded".to_string(),
+            format!("ReplicaSet \"{name}\" has timed out progressing.")
+        ))
+    );
+    assert_eq!(
+        condition(&d, "Available").map(|(status, reason, _)| (status, reason)),
+        Some((
+            "False".to_string(),
+            "MinimumReplicasUnavailable".to_string()
+        ))
+    );
+}
+
+/// A resize in the middle of a stuck rollout (upstream's `scale`): the
+/// old and new ReplicaSets grow in proportion to their sizes, within
+/// `replicas + maxSurge`; a pause holds a new template back.
+#[tokio::test(start_paused = true)]
+async fn a_resize_mid_rollout_is_shared_in_proportion() {
+    let cluster = Cluster::start(2).await;
+    cluster
+        .create_deployment(&deployment("web", 4, rolling(1, 0)))
+        .await;
+    cluster.rolled_out("web").await;
+    // A new template whose pods cannot be scheduled: the rollout sticks
+    // at one surge pod.
+    let patch = serde_json::json!({"spec": {"template": {"spec": {
+        "nodeSelector": {"nowhere": "true"}
+    }}}});
+    cluster
+        .deployments()
+        .patch("web", &PatchParams::default(), &Patch::Strategic(patch))
+        .await
+        .expect("patched");
+    let sizes = || async {
+        let rss = cluster.replica_sets_by_revision().await;
+        rss.iter()
+            .map(|rs| rs.spec.replicas.unwrap_or(0))
+            .collect::<Vec<i32>>()
+    };
+    cluster
+        .until(
+            "stuck at 4 old and 1 new",
+            Duration::from_secs(30),
+            || async { sizes().await == vec![4, 1] },
+        )
+        .await;
+    let patch = serde_json::json!({"spec": {"replicas": 8}});
+    cluster
+        .deployments()
+        .patch("web", &PatchParams::default(), &Patch::Merge(patch))
+        .await
+        .expect("scaled");
+    cluster
+        .until(
+            "both scaled up, 9 in all",
+            Duration::from_secs(30),
+            || async {
+                let sizes = sizes().await;
+                sizes.iter().sum::<i32>() == 9 && sizes[0] > 4 && sizes[1] > 1
+            },
+        )
+        .await;
+    assert_eq!(sizes().await, vec![7, 2], "9 * 4/5 and 9 * 1/5, rounded");
+
+    // Paused, a new template makes no ReplicaSet.
+    let patch = serde_json::json!({"spec": {"paused": true}});
+    cluster
+        .deployments()
+        .patch("web", &PatchParams::default(), &Patch::Merge(patch))
+        .await
+        .expect("paused");
+    set_image(&cluster, "web", "registry.example/web:3").await;
+    cluster.server.clock.sleep(Duration::from_secs(10)).await;
+    assert_eq!(sizes().await.len(), 2, "no new ReplicaSet while paused");
+    let d = cluster.deployments().get("web").await.expect("deployment");
+    assert_eq!(
+        condition(&d, "Progressing").map(|(status, reason, _)| (status, reason)),
+        Some(("Unknown".to_string(), "DeploymentPaused".to_string()))
+    );
+}
+
+/// `revisionHistoryLimit`: old ReplicaSets beyond the limit are deleted
+/// once scaled to 0, the oldest revisions first.
+#[tokio::test(start_paused = true)]
+async fn old_revisions_beyond_the_history_limit_are_deleted() {
+    let cluster = Cluster::start(2).await;
+    let mut d = deployment("web", 2, rolling(1, 0));
+    d.spec.revision_history_limit = Some(1);
+    cluster.create_deployment(&d).await;
+    cluster.rolled_out("web").await;
+    for version in 2..=4 {
+        set_image(&cluster, "web", &format!("registry.example/web:{version}")).await;
+        cluster
+            .until(
+                &format!("revision {version}"),
+                Duration::from_secs(30),
+                || async {
+                    let rss = cluster.all::<ReplicaSet>().await;
+                    rss.iter().any(|rs| revision(rs) == version.to_string())
+                },
+            )
+            .await;
+        cluster.rolled_out("web").await;
+    }
+    cluster
+        .until("two ReplicaSets left", Duration::from_secs(30), || async {
+            let rss = cluster.replica_sets_by_revision().await;
+            rss.iter().map(revision).collect::<Vec<_>>() == ["3", "4"]
+        })
+        .await;
 }

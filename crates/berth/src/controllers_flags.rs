@@ -11,10 +11,12 @@ use berth_apiserver::api::ApiServer;
 use berth_apiserver::auth::User;
 use berth_apiserver::in_process;
 use berth_controllers::daemonset::DaemonSetConfig;
+use berth_controllers::deployment::DeploymentConfig;
 use berth_controllers::metrics::ControllerMetrics;
 use berth_controllers::node_lifecycle::NodeLifecycleConfig;
 use berth_controllers::node_lifecycle::health::GracePeriods;
 use berth_controllers::node_lifecycle::zone::ZoneRates;
+use berth_controllers::replicaset::ReplicaSetConfig;
 use berth_controllers::statefulset::StatefulSetConfig;
 use berth_controllers::taint_eviction::TaintEvictionConfig;
 use berth_controllers::{ControllerOptions, EnabledControllers};
@@ -25,7 +27,8 @@ use clap::Args;
 pub struct ControllerFlags {
     /// Controllers to run: '*' all, 'foo' one, '-foo' not that one
     /// (node-lifecycle-controller, taint-eviction-controller,
-    /// daemonset-controller, statefulset-controller).
+    /// replicaset-controller, deployment-controller, daemonset-controller,
+    /// statefulset-controller).
     #[arg(long, default_value = "*", value_name = "NAME,...", value_parser = parse_controllers)]
     controllers: EnabledControllers,
     /// How often the node lifecycle controller checks node health.
@@ -49,6 +52,12 @@ pub struct ControllerFlags {
     /// Zones of at most this many nodes stop tainting when partially disrupted.
     #[arg(long, default_value_t = 50)]
     large_cluster_size_threshold: u32,
+    /// ReplicaSets synced at once.
+    #[arg(long, default_value_t = 5, value_parser = clap::value_parser!(u32).range(1..))]
+    concurrent_replicaset_syncs: u32,
+    /// Deployments synced at once.
+    #[arg(long, default_value_t = 5, value_parser = clap::value_parser!(u32).range(1..))]
+    concurrent_deployment_syncs: u32,
     /// DaemonSets synced at once.
     #[arg(long, default_value_t = 2, value_parser = clap::value_parser!(u32).range(1..))]
     concurrent_daemonset_syncs: u32,
@@ -92,6 +101,12 @@ pub fn start(
             gates,
             ..TaintEvictionConfig::default()
         },
+        replicaset: ReplicaSetConfig {
+            workers: flags.concurrent_replicaset_syncs as usize,
+        },
+        deployment: DeploymentConfig {
+            workers: flags.concurrent_deployment_syncs as usize,
+        },
         daemonset: DaemonSetConfig {
             workers: usize::try_from(flags.concurrent_daemonset_syncs).unwrap_or(1),
             gates,
@@ -101,7 +116,6 @@ pub fn start(
             workers: usize::try_from(flags.concurrent_statefulset_syncs).unwrap_or(1),
             gates,
         },
-        ..ControllerOptions::default()
     };
     let mut registry = prometheus_client::registry::Registry::default();
     let metrics = ControllerMetrics::register(&mut registry);

@@ -176,45 +176,41 @@ fn definitions_are_named_as_upstream() {
     );
 }
 
-#[test]
-fn patch_strategies_and_list_types_follow_upstream_tags() {
-    struct Case {
-        definition: &'static str,
-        property: &'static str,
-        strategy: Option<&'static str>,
-        merge_key: Option<&'static str>,
-        list_type: Option<&'static str>,
-        map_keys: Option<Value>,
-    }
-    let case = |definition, property, strategy, merge_key, list_type, map_keys| Case {
+/// A property's patch strategy, merge key, list type and map keys.
+struct Tags {
+    definition: &'static str,
+    property: &'static str,
+    strategy: Option<&'static str>,
+    merge_key: Option<&'static str>,
+    list_type: Option<&'static str>,
+    map_keys: Option<Value>,
+}
+
+fn tags(
+    definition: &'static str,
+    property: &'static str,
+    strategy: Option<&'static str>,
+    merge_key: Option<&'static str>,
+    list_type: Option<&'static str>,
+    map_keys: Option<Value>,
+) -> Tags {
+    Tags {
         definition,
         property,
         strategy,
         merge_key,
         list_type,
         map_keys,
-    };
-    #[rustfmt::skip]
-    let cases = [
-        case("io.k8s.api.core.v1.PodSpec", "containers", Some("merge"), Some("name"), Some("map"), Some(json!(["name"]))),
-        case("io.k8s.api.core.v1.Container", "ports", Some("merge"), Some("containerPort"), Some("map"), Some(json!(["containerPort", "protocol"]))),
-        case("io.k8s.api.core.v1.Container", "env", Some("merge"), Some("name"), Some("map"), Some(json!(["name"]))),
-        case("io.k8s.api.core.v1.PodSpec", "volumes", Some("merge,retainKeys"), Some("name"), Some("map"), Some(json!(["name"]))),
-        // Untagged upstream: replaced whole, atomic.
-        case("io.k8s.api.core.v1.PodSpec", "tolerations", None, None, None, None),
-        case("io.k8s.api.core.v1.NodeSpec", "taints", None, None, None, None),
-        case("io.k8s.api.core.v1.NodeSpec", "podCIDRs", Some("merge"), None, Some("set"), None),
-        case("io.k8s.api.core.v1.NodeStatus", "conditions", Some("merge"), Some("type"), Some("map"), Some(json!(["type"]))),
-        // A merge key on an atomic list (`+listType=atomic`).
-        case("io.k8s.api.core.v1.PodStatus", "hostIPs", Some("merge"), Some("ip"), None, None),
-        case("io.k8s.apimachinery.pkg.apis.meta.v1.ObjectMeta", "finalizers", Some("merge"), None, Some("set"), None),
-        case("io.k8s.apimachinery.pkg.apis.meta.v1.ObjectMeta", "ownerReferences", Some("merge"), Some("uid"), Some("map"), Some(json!(["uid"]))),
-    ];
+    }
+}
+
+/// Checks `cases` in the v2 document and in the v3 document of `gv`.
+fn check_tags(gv: &str, cases: &[Tags]) {
     for (dialect, document, schemas) in [
         ("v2", v2_document(), "/definitions"),
-        ("v3", v3("api/v1"), "/components/schemas"),
+        ("v3", v3(gv), "/components/schemas"),
     ] {
-        for case in &cases {
+        for case in cases {
             let property = document
                 .pointer(&format!(
                     "{schemas}/{}/properties/{}",
@@ -237,6 +233,45 @@ fn patch_strategies_and_list_types_follow_upstream_tags() {
             );
         }
     }
+}
+
+#[test]
+fn patch_strategies_and_list_types_follow_upstream_tags() {
+    #[rustfmt::skip]
+    let cases = [
+        tags("io.k8s.api.core.v1.PodSpec", "containers", Some("merge"), Some("name"), Some("map"), Some(json!(["name"]))),
+        tags("io.k8s.api.core.v1.Container", "ports", Some("merge"), Some("containerPort"), Some("map"), Some(json!(["containerPort", "protocol"]))),
+        tags("io.k8s.api.core.v1.Container", "env", Some("merge"), Some("name"), Some("map"), Some(json!(["name"]))),
+        tags("io.k8s.api.core.v1.PodSpec", "volumes", Some("merge,retainKeys"), Some("name"), Some("map"), Some(json!(["name"]))),
+        // Untagged upstream: replaced whole, atomic.
+        tags("io.k8s.api.core.v1.PodSpec", "tolerations", None, None, None, None),
+        tags("io.k8s.api.core.v1.NodeSpec", "taints", None, None, None, None),
+        tags("io.k8s.api.core.v1.NodeSpec", "podCIDRs", Some("merge"), None, Some("set"), None),
+        tags("io.k8s.api.core.v1.NodeStatus", "conditions", Some("merge"), Some("type"), Some("map"), Some(json!(["type"]))),
+        // A merge key on an atomic list (`+listType=atomic`).
+        tags("io.k8s.api.core.v1.PodStatus", "hostIPs", Some("merge"), Some("ip"), None, None),
+        tags("io.k8s.apimachinery.pkg.apis.meta.v1.ObjectMeta", "finalizers", Some("merge"), None, Some("set"), None),
+        tags("io.k8s.apimachinery.pkg.apis.meta.v1.ObjectMeta", "ownerReferences", Some("merge"), Some("uid"), Some("map"), Some(json!(["uid"]))),
+    ];
+    check_tags("api/v1", &cases);
+}
+
+/// The apps/v1 kinds' tags: what `kubectl apply` and `kubectl set image`
+/// compute their patches from (a Deployment's `strategy` is `retainKeys`
+/// alone, so switching to Recreate drops `rollingUpdate`).
+#[test]
+fn workload_patch_strategies_follow_upstream_tags() {
+    #[rustfmt::skip]
+    let cases = [
+        tags("io.k8s.api.apps.v1.DeploymentSpec", "strategy", Some("retainKeys"), None, None, None),
+        tags("io.k8s.api.apps.v1.DeploymentStatus", "conditions", Some("merge"), Some("type"), Some("map"), Some(json!(["type"]))),
+        tags("io.k8s.api.apps.v1.ReplicaSetStatus", "conditions", Some("merge"), Some("type"), Some("map"), Some(json!(["type"]))),
+        tags("io.k8s.api.apps.v1.DaemonSetStatus", "conditions", Some("merge"), Some("type"), Some("map"), Some(json!(["type"]))),
+        tags("io.k8s.api.apps.v1.StatefulSetStatus", "conditions", Some("merge"), Some("type"), Some("map"), Some(json!(["type"]))),
+        tags("io.k8s.api.apps.v1.StatefulSetSpec", "volumeClaimTemplates", None, None, None, None),
+        tags("io.k8s.api.core.v1.PodSpec", "containers", Some("merge"), Some("name"), Some("map"), Some(json!(["name"]))),
+    ];
+    check_tags("apis/apps/v1", &cases);
 }
 
 #[test]

@@ -843,6 +843,77 @@ fn patch_kind_from_group_kind() {
     );
 }
 
+/// The patches kubectl sends a Deployment: `set image` merges the
+/// template's containers by name; `apply` switching the strategy to
+/// Recreate carries a `$retainKeys` directive that drops `rollingUpdate`;
+/// status conditions merge by type.
+#[test]
+fn strategic_merge_of_a_deployment_follows_its_tags() {
+    let deployment = json!({
+        "apiVersion": "apps/v1", "kind": "Deployment", "metadata": {"name": "web"},
+        "spec": {
+            "strategy": {"type": "RollingUpdate", "rollingUpdate": {"maxSurge": "25%", "maxUnavailable": "25%"}},
+            "template": {"spec": {"containers": [
+                {"name": "web", "image": "nginx", "imagePullPolicy": "Always"},
+                {"name": "log", "image": "busybox"}]}}},
+        "status": {"conditions": [{"type": "Available", "status": "False"}]}
+    });
+    struct Case {
+        name: &'static str,
+        patch: &'static str,
+        want: Vec<(&'static str, Value)>,
+    }
+    let cases = [
+        Case {
+            name: "kubectl set image",
+            patch: r#"{"spec":{"template":{"spec":{"containers":[{"image":"nginx:1.27","name":"web"}]}}}}"#,
+            want: vec![
+                (
+                    "/spec/template/spec/containers/0/image",
+                    json!("nginx:1.27"),
+                ),
+                (
+                    "/spec/template/spec/containers/0/imagePullPolicy",
+                    json!("Always"),
+                ),
+                ("/spec/template/spec/containers/1/name", json!("log")),
+            ],
+        },
+        Case {
+            name: "kubectl apply: RollingUpdate to Recreate",
+            patch: r#"{"spec":{"strategy":{"$retainKeys":["type"],"type":"Recreate"}}}"#,
+            want: vec![("/spec/strategy", json!({"type": "Recreate"}))],
+        },
+        Case {
+            name: "a status condition by type",
+            patch: r#"{"status":{"conditions":[{"type":"Progressing","status":"True"}]}}"#,
+            // Upstream's order: the patch's items, then the server's others.
+            want: vec![
+                ("/status/conditions/0/type", json!("Progressing")),
+                ("/status/conditions/1/type", json!("Available")),
+            ],
+        },
+    ];
+    for case in cases {
+        let patched = apply_patch(
+            PatchType::StrategicMerge,
+            &PatchKind::Deployment,
+            &deployment,
+            case.patch.as_bytes(),
+            None,
+        )
+        .unwrap_or_else(|e| panic!("{}: {e}", case.name));
+        for (pointer, value) in &case.want {
+            assert_eq!(
+                patched.pointer(pointer),
+                Some(value),
+                "{}: {pointer}",
+                case.name
+            );
+        }
+    }
+}
+
 fn run(patch_type: PatchType, original: &Value, body: &str) -> Result<Value, PatchError> {
     apply_patch(
         patch_type,

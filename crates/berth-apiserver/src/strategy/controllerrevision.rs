@@ -2,12 +2,11 @@
 //! StatefulSet controllers keep of their templates; `data` is required and
 //! may not change, `revision` is not negative.
 
-use berth_core::FeatureGates;
 use berth_core::validation::{self, ErrorList};
 use k8s_openapi::api::apps::v1::ControllerRevision;
 use serde_json::Value;
 
-use super::workload::{Required, Validated, admit_nothing, check_required, validate};
+use super::workload::{Required, Rules, Validated, admit_nothing, check_required, validate};
 use super::{
     Admit, ApiResult, Context, ObjectType, ResourceType, Strategy, Validate, create_typed,
     update_typed, validate_metadata,
@@ -19,6 +18,15 @@ const ADMISSION: (Admit<ControllerRevision>, Validate<ControllerRevision>) =
 /// `data` (a `runtime.RawExtension` upstream) may be absent in a request;
 /// k8s-openapi's type cannot be without it.
 const DATA_REQUIRED: Required = &[("/data", "data", "data is mandatory")];
+
+/// ControllerRevisions have no status: a status write cannot reach them.
+impl Validated for ControllerRevision {
+    const RULES: Rules<Self> = Rules {
+        new: |revision, _| validation::validate_controller_revision(revision),
+        update: |revision, old, _| validation::validate_controller_revision_update(revision, old),
+        status: validation::validate_controller_revision_update,
+    };
+}
 
 /// The strategy of apps/v1 ControllerRevisions.
 #[derive(Debug)]
@@ -50,20 +58,5 @@ impl Strategy for ControllerRevisions {
     ) -> ApiResult<()> {
         check_required(rt, object, DATA_REQUIRED, &validate_metadata(rt, object))?;
         update_typed(rt, subresource, object, old, ctx, ADMISSION)
-    }
-}
-
-/// ControllerRevisions have no status.
-impl Validated for ControllerRevision {
-    fn validate_new(&self, _gates: FeatureGates) -> ErrorList {
-        validation::validate_controller_revision(self)
-    }
-
-    fn validate_update(&self, old: &Self, _gates: FeatureGates) -> ErrorList {
-        validation::validate_controller_revision_update(self, old)
-    }
-
-    fn validate_status(&self, old: &Self) -> ErrorList {
-        self.validate_update(old, FeatureGates::default())
     }
 }

@@ -573,10 +573,11 @@ impl MediaRange {
 }
 
 #[cfg(test)]
-mod tests {
+pub(crate) mod tests {
     use super::*;
 
-    fn now() -> Timestamp {
+    /// The tests' clock reading (the printers' tests share it).
+    pub(super) fn now() -> Timestamp {
         "2024-06-01T12:00:00Z"
             .parse()
             .unwrap_or(Timestamp::UNIX_EPOCH)

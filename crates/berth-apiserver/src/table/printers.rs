@@ -444,14 +444,9 @@ pub fn print_default(obj: &Value) -> PrintedRow {
 
 #[cfg(test)]
 mod tests {
+    use super::super::tests::now;
     use super::*;
     use jiff::SignedDuration;
-
-    fn now() -> Timestamp {
-        "2024-06-01T12:00:00Z"
-            .parse()
-            .unwrap_or(Timestamp::UNIX_EPOCH)
-    }
 
     /// `now - secs` as the RFC 3339 string the API would store.
     fn ago(secs: i64) -> String {

@@ -159,13 +159,8 @@ pub fn print_controller_revision(revision: &Value, now: Timestamp) -> PrintedRow
 
 #[cfg(test)]
 mod tests {
+    use super::super::tests::now;
     use super::*;
-
-    fn now() -> Timestamp {
-        "2024-06-01T12:00:00Z"
-            .parse()
-            .unwrap_or(Timestamp::UNIX_EPOCH)
-    }
 
     fn template() -> Value {
         json!({"metadata": {"labels": {"app": "web"}},

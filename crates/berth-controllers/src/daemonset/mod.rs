@@ -43,17 +43,14 @@ use k8s_openapi::api::core::v1::{Node, Pod};
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::LabelSelector;
 use kube::Api;
 use kube::runtime::watcher;
-use tokio::task::JoinSet;
 
 use crate::cache::{ObjectCache, Observed};
 use crate::events::EventRecorder;
 use crate::metrics::ControllerMetrics;
 use crate::shared::{lock, read, write};
-use crate::sync_error::SyncError;
-use crate::work_queue::WorkQueue;
+use crate::work_queue::{WorkQueue, Workers};
 use crate::workload::owners::{became_ready, observed_key, react_to};
 use crate::workload::writes::{KubeWrites, Writes};
-use crate::workload::{SyncsKeys, start_workers_once};
 
 /// Upstream's controller name: the `--controllers` name and the Events'
 /// source.
@@ -118,15 +115,17 @@ impl DaemonSetController<KubeWrites> {
         client: kube::Client,
         clock: Clock,
         config: DaemonSetConfig,
-        metrics: &ControllerMetrics,
+        metrics: ControllerMetrics,
     ) -> DaemonSetController<KubeWrites> {
         let recorder = EventRecorder::new(client.clone(), clock.clone(), CONTROLLER_NAME);
-        DaemonSetController::with_writes(KubeWrites::new(client, recorder), clock, config, metrics)
+        let writes = KubeWrites::new(client, recorder);
+        DaemonSetController::with_writes(writes, clock, config, &metrics)
     }
 
     /// Runs until dropped: the watches feed the caches and the queue; the
     /// workers start once every watch has listed.
-    pub async fn run(self, client: kube::Client) {
+    pub async fn run(self) {
+        let client = self.inner.writes.client().clone();
         let config = watcher::Config::default;
         let daemon_sets = changes_of(Api::<DaemonSet>::all(client.clone()), config());
         let revisions = changes_of(Api::<ControllerRevision>::all(client.clone()), config());
@@ -136,14 +135,19 @@ impl DaemonSetController<KubeWrites> {
         let mut revisions = std::pin::pin!(revisions);
         let mut pods = std::pin::pin!(pods);
         let mut nodes = std::pin::pin!(nodes);
-        let mut workers = JoinSet::new();
+        let mut workers = Workers::new(
+            CONTROLLER_NAME,
+            self.inner.config.workers,
+            None,
+            self.inner.clone(),
+            self.inner.queue.clone(),
+        );
         let mut placements = Placements::default();
         let inner = &self.inner;
         let mut backoff_gc = tokio::time::interval_at(
             tokio::time::Instant::now() + BACKOFF_GC_INTERVAL,
             BACKOFF_GC_INTERVAL,
         );
-        tracing::info!(controller = CONTROLLER_NAME, "Starting controller");
         loop {
             tokio::select! {
                 Some(change) = daemon_sets.next() => {
@@ -178,14 +182,9 @@ impl DaemonSetController<KubeWrites> {
                 && read(&inner.revisions).is_synced()
                 && read(&inner.pods).is_synced()
                 && read(&inner.nodes).is_synced();
-            start_workers_once(
-                &mut workers,
-                synced,
-                CONTROLLER_NAME,
-                &inner.queue,
-                inner.config.workers,
-                &self,
-            );
+            workers.start_when(synced, |inner, key| async move {
+                DaemonSetController { inner }.sync(&key).await
+            });
         }
     }
 }
@@ -214,16 +213,6 @@ impl Placements {
 
     fn forget(&mut self, key: &ObjectKey) {
         self.by_daemon_set.remove(key);
-    }
-}
-
-impl SyncsKeys for DaemonSetController<KubeWrites> {
-    fn sync_key(
-        &self,
-        key: ObjectKey,
-    ) -> impl std::future::Future<Output = Result<(), SyncError>> + Send + use<> {
-        let this = self.clone();
-        async move { this.sync(&key).await }
     }
 }
 

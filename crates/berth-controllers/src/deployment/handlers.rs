@@ -5,12 +5,12 @@
 use std::sync::Arc;
 
 use berth_core::object_key::ObjectKey;
-use berth_core::workloads::deployment::{STRATEGY_RECREATE, STRATEGY_ROLLING_UPDATE};
+use berth_core::workloads::deployment::{self, STRATEGY_RECREATE};
 use berth_core::workloads::ownership::controller_of;
 use k8s_openapi::api::apps::v1::{Deployment, ReplicaSet};
 use k8s_openapi::api::core::v1::Pod;
 
-use super::sync::pod_map;
+use super::steps::pod_map;
 use crate::cache::{ObjectCache, Observed};
 use crate::work_queue::Wake;
 
@@ -117,13 +117,7 @@ pub fn pod_deleted(
     let Some(d) = rs.and_then(|rs| controller_deployment(&rs, deployments)) else {
         return Vec::new();
     };
-    let strategy = d
-        .spec
-        .strategy
-        .as_ref()
-        .and_then(|s| s.type_.as_deref())
-        .unwrap_or(STRATEGY_ROLLING_UPDATE);
-    if strategy != STRATEGY_RECREATE {
+    if deployment::strategy_type(&d) != STRATEGY_RECREATE {
         return Vec::new();
     }
     let uid = d.metadata.uid.as_deref().unwrap_or_default();
@@ -145,6 +139,7 @@ mod tests {
     };
 
     use super::*;
+    use berth_core::workloads::deployment::STRATEGY_ROLLING_UPDATE;
 
     fn labels(pairs: &[(&str, &str)]) -> Option<std::collections::BTreeMap<String, String>> {
         Some(

@@ -6,7 +6,7 @@
 //! [`ObjectCache`]s and wakes Deployments in a [`WorkQueue`]
 //! ([`handlers`]); once the caches have synced,
 //! `--concurrent-deployment-syncs` workers sync one Deployment at a time
-//! each ([`sync`]): claim its ReplicaSets, then, in upstream's order, the
+//! each ([`sync`], made of [`steps`]): claim its ReplicaSets, then, in upstream's order, the
 //! status only (being deleted), the Progressing condition of a pause or
 //! resume, a paused or resized Deployment's proportional scaling, or a
 //! rollout step ([`rollout`]: RollingUpdate or Recreate), each ending in
@@ -20,6 +20,7 @@
 
 pub mod handlers;
 pub mod rollout;
+pub mod steps;
 pub mod sync;
 
 use std::sync::{Arc, RwLock};
@@ -31,13 +32,12 @@ use k8s_openapi::api::apps::v1::{Deployment, ReplicaSet};
 use k8s_openapi::api::core::v1::Pod;
 use kube::Api;
 use kube::runtime::watcher;
-use tokio::task::JoinSet;
 
 use crate::cache::{ObjectCache, Observed};
 use crate::events::EventRecorder;
 use crate::metrics::ControllerMetrics;
 use crate::shared::{read, write};
-use crate::work_queue::{WorkQueue, run_workers};
+use crate::work_queue::{WorkQueue, Workers};
 
 /// Upstream's controller name (`--controllers`, the Events' source).
 pub const CONTROLLER_NAME: &str = "deployment-controller";
@@ -119,8 +119,13 @@ impl DeploymentController {
         let mut deployments = std::pin::pin!(deployments);
         let mut replica_sets = std::pin::pin!(replica_sets);
         let mut pods = std::pin::pin!(pods);
-        tracing::info!(controller = CONTROLLER_NAME, "Starting controller");
-        let mut workers = JoinSet::new();
+        let mut workers = Workers::new(
+            CONTROLLER_NAME,
+            self.config.workers,
+            Some(MAX_RETRIES),
+            ctx.clone(),
+            ctx.queue.clone(),
+        );
         loop {
             tokio::select! {
                 Some(change) = deployments.next() => {
@@ -150,20 +155,9 @@ impl DeploymentController {
                 }
                 else => break,
             }
-            if workers.is_empty() && ctx.synced() {
-                tracing::info!(controller = CONTROLLER_NAME, "Caches are synced");
-                let sync_ctx = ctx.clone();
-                workers.spawn(run_workers(
-                    CONTROLLER_NAME,
-                    ctx.queue.clone(),
-                    self.config.workers,
-                    Some(MAX_RETRIES),
-                    move |key| {
-                        let ctx = sync_ctx.clone();
-                        async move { sync::sync_deployment(&ctx, &key).await }
-                    },
-                ));
-            }
+            workers.start_when(ctx.synced(), |ctx, key| async move {
+                sync::sync_deployment(&ctx, &key).await
+            });
         }
     }
 }

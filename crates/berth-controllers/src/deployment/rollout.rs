@@ -19,8 +19,9 @@ use jiff::SignedDuration;
 use k8s_openapi::api::apps::v1::{Deployment, ReplicaSet};
 use k8s_openapi::api::core::v1::Pod;
 
-use super::sync::{
-    all_replica_sets_and_sync_revision, cleanup_deployment, refs, scale_replica_set, update_status,
+use super::steps::{
+    ReplicaSets, all_replica_sets_and_sync_revision, cleanup_deployment, refs, scale_all,
+    scale_replica_set, update_status,
 };
 use super::{CONTROLLER_NAME, Context};
 use crate::sync_error::SyncError;
@@ -30,7 +31,7 @@ pub async fn rolling(
     ctx: &Context,
     key: &ObjectKey,
     d: &mut Deployment,
-    rs_list: &[Arc<ReplicaSet>],
+    rs_list: &mut ReplicaSets,
 ) -> Result<(), SyncError> {
     let (new_rs, old) = all_replica_sets_and_sync_revision(ctx, d, rs_list, true).await?;
     let Some(new_rs) = new_rs else {
@@ -47,16 +48,8 @@ pub async fn rolling(
     }
     let old_refs = refs(&old);
     let active_old = deployment::active(&old_refs);
-    let mut scaled_down = false;
-    for down in deployment::reconcile_old_replica_sets(&all, &active_old, &new_rs, d) {
-        let target = old
-            .iter()
-            .find(|rs| rs.metadata.name.as_deref() == Some(down.name.as_str()));
-        if let Some(rs) = target {
-            scaled_down |= scale_replica_set(ctx, rs, down.replicas, d).await?;
-        }
-    }
-    if scaled_down {
+    let downs = deployment::reconcile_old_replica_sets(&all, &active_old, &new_rs, d);
+    if scale_all(ctx, downs, &old.iter().collect::<Vec<_>>(), d).await? {
         return sync_rollout_status(ctx, key, &all, Some(&new_rs), d).await;
     }
     let current = d.status.clone().unwrap_or_default();
@@ -71,7 +64,7 @@ pub async fn recreate(
     ctx: &Context,
     key: &ObjectKey,
     d: &mut Deployment,
-    rs_list: &[Arc<ReplicaSet>],
+    rs_list: &mut ReplicaSets,
     pods: &HashMap<String, Vec<Arc<Pod>>>,
 ) -> Result<(), SyncError> {
     // The new ReplicaSet is not created before the old pods are gone.
@@ -79,16 +72,8 @@ pub async fn recreate(
     let old_refs = refs(&old);
     let mut all = old_refs.clone();
     all.extend(new_rs.as_deref());
-    let mut scaled_down = false;
-    for down in deployment::scale_down_old_replica_sets_for_recreate(&old_refs) {
-        let target = old
-            .iter()
-            .find(|rs| rs.metadata.name.as_deref() == Some(down.name.as_str()));
-        if let Some(rs) = target {
-            scaled_down |= scale_replica_set(ctx, rs, down.replicas, d).await?;
-        }
-    }
-    if scaled_down {
+    let downs = deployment::scale_down_old_replica_sets_for_recreate(&old_refs);
+    if scale_all(ctx, downs, &old.iter().collect::<Vec<_>>(), d).await? {
         return sync_rollout_status(ctx, key, &all, new_rs.as_deref(), d).await;
     }
     let pods_by_rs: HashMap<String, Vec<&Pod>> = pods

@@ -1,68 +1,33 @@
-//! One Deployment's sync (upstream `syncDeployment` and `sync.go`): the
-//! ReplicaSets it claims, its new ReplicaSet found or created, scaling
-//! while paused or resized, history cleanup, and its status. Each
-//! decision is a berth-core [`deployment`] function; the writes go out in
-//! upstream's order and a failed one ends the sync.
-//!
-//! The Deployment is written through `/status` (its annotations with it,
-//! as upstream's status strategy keeps them): the revision annotation,
-//! conditions, counts, `collisionCount`. After each such write the sync
-//! carries on with what the server returned, so its next write names the
-//! current `resourceVersion` (upstream keeps its stale copy and meets a
-//! conflict, retried on the next sync).
+//! One Deployment's sync (upstream `syncDeployment`): in upstream's
+//! order, the empty selector refused, its ReplicaSets claimed, only the
+//! status while it is being deleted, the Progressing condition of a pause
+//! or resume, proportional scaling while paused or resized, else a
+//! rollout step ([`super::rollout`]). The steps are [`super::steps`]; a
+//! failed write ends the sync.
 
-use std::collections::HashMap;
 use std::sync::Arc;
 
-use berth_core::labels::LabelSelector;
 use berth_core::object_key::ObjectKey;
-use berth_core::workloads::deployment::{
-    self, CONDITION_PROGRESSING, REASON_FAILED_RS_CREATE, REASON_FOUND_NEW_REPLICA_SET,
-    REASON_NEW_REPLICA_SET_CREATED, REVISION_ANNOTATION, STRATEGY_RECREATE,
-    STRATEGY_ROLLING_UPDATE,
-};
-use berth_core::workloads::ownership::controller_of;
+use berth_core::workloads::deployment::{self, STRATEGY_RECREATE, STRATEGY_ROLLING_UPDATE};
 use k8s_openapi::api::apps::v1::{Deployment, DeploymentStatus, ReplicaSet};
-use k8s_openapi::api::core::v1::Pod;
-use kube::Api;
-use kube::api::{DeleteParams, PostParams};
 
+use super::steps::{
+    REASON_SELECTING_ALL, ReplicaSets, all_replica_sets_and_sync_revision, cleanup_deployment,
+    pod_map, record, refs, replica_sets_for_deployment, scale_all, update_status,
+};
 use super::{CONTROLLER_NAME, Context, rollout};
-use crate::cache::ObjectCache;
-use crate::controller_refs::{claim, is_status};
-use crate::events::{TYPE_NORMAL, TYPE_WARNING, error_message, object_ref};
-use crate::pod_control::namespace_terminating;
+use crate::events::TYPE_WARNING;
 use crate::shared::read;
 use crate::sync_error::SyncError;
 
-/// The Event reason of every ReplicaSet scale.
-pub const REASON_SCALING_REPLICA_SET: &str = "ScalingReplicaSet";
-pub const REASON_SELECTING_ALL: &str = "SelectingAll";
-
-/// A Deployment's ReplicaSets, as the sync holds them.
-pub type ReplicaSets = Vec<Arc<ReplicaSet>>;
-
-/// `&ReplicaSet`s of `rss`, for berth-core's functions.
-pub fn refs(rss: &[Arc<ReplicaSet>]) -> Vec<&ReplicaSet> {
-    rss.iter().map(Arc::as_ref).collect()
-}
-
 /// Syncs the Deployment `key` (see the module documentation).
 pub async fn sync_deployment(ctx: &Context, key: &ObjectKey) -> Result<(), SyncError> {
-    let started = ctx.clock.instant();
     let Some(cached) = read(&ctx.deployments).get(key) else {
         tracing::debug!(controller = CONTROLLER_NAME, deployment = %key, "Deployment has been deleted");
         return Ok(());
     };
     let mut d = Deployment::clone(&cached);
-    let result = sync(ctx, key, &mut d).await;
-    tracing::debug!(
-        controller = CONTROLLER_NAME,
-        deployment = %key,
-        duration = ?(ctx.clock.instant() - started),
-        "Finished syncing deployment"
-    );
-    result
+    sync(ctx, key, &mut d).await
 }
 
 async fn sync(ctx: &Context, key: &ObjectKey, d: &mut Deployment) -> Result<(), SyncError> {
@@ -82,10 +47,10 @@ async fn sync(ctx: &Context, key: &ObjectKey, d: &mut Deployment) -> Result<(), 
         }
         return Ok(());
     }
-    let rs_list = replica_sets_for_deployment(ctx, d).await?;
+    let mut rs_list = replica_sets_for_deployment(ctx, d).await?;
     let pods = pod_map(&read(&ctx.pods), d, &rs_list);
     if d.metadata.deletion_timestamp.is_some() {
-        return sync_status_only(ctx, d, &rs_list).await;
+        return sync_status_only(ctx, d, &mut rs_list).await;
     }
     if let Some(condition) = deployment::paused_condition(d, ctx.clock.now()) {
         deployment::set_condition(
@@ -94,263 +59,16 @@ async fn sync(ctx: &Context, key: &ObjectKey, d: &mut Deployment) -> Result<(), 
         );
         update_status(ctx, d).await?;
     }
-    if d.spec.paused == Some(true) || is_scaling_event(ctx, d, &rs_list).await? {
-        return scale_and_sync_status(ctx, d, &rs_list).await;
+    if d.spec.paused == Some(true) || is_scaling_event(ctx, d, &mut rs_list).await? {
+        return scale_and_sync_status(ctx, d, &mut rs_list).await;
     }
-    match strategy_type(d) {
-        STRATEGY_RECREATE => rollout::recreate(ctx, key, d, &rs_list, &pods).await,
-        STRATEGY_ROLLING_UPDATE => rollout::rolling(ctx, key, d, &rs_list).await,
+    match deployment::strategy_type(d) {
+        STRATEGY_RECREATE => rollout::recreate(ctx, key, d, &mut rs_list, &pods).await,
+        STRATEGY_ROLLING_UPDATE => rollout::rolling(ctx, key, d, &mut rs_list).await,
         other => Err(SyncError::Other(format!(
             "unexpected deployment strategy type: {other}"
         ))),
     }
-}
-
-fn strategy_type(d: &Deployment) -> &str {
-    d.spec
-        .strategy
-        .as_ref()
-        .and_then(|s| s.type_.as_deref())
-        .unwrap_or(STRATEGY_ROLLING_UPDATE)
-}
-
-/// Records an Event on the Deployment.
-pub fn record(ctx: &Context, d: &Deployment, type_: &str, reason: &str, message: String) {
-    ctx.recorder.record(
-        object_ref("apps/v1", "Deployment", &d.metadata),
-        type_,
-        reason,
-        message,
-    );
-}
-
-/// `getReplicaSetsForDeployment`: the ReplicaSets the Deployment owns
-/// once orphans it selects are adopted and owned ones it no longer
-/// selects released.
-async fn replica_sets_for_deployment(
-    ctx: &Context,
-    d: &Deployment,
-) -> Result<ReplicaSets, SyncError> {
-    let selector = LabelSelector::from_label_selector(&d.spec.selector).map_err(|err| {
-        SyncError::Other(format!(
-            "deployment {} has invalid label selector: {err}",
-            ObjectKey::of_meta(&d.metadata)
-        ))
-    })?;
-    let namespace = d.metadata.namespace.as_deref().unwrap_or_default();
-    let uid = d.metadata.uid.as_deref().unwrap_or_default();
-    let candidates: ReplicaSets = read(&ctx.replica_sets)
-        .claimable(namespace, uid)
-        .cloned()
-        .collect();
-    claim(&ctx.client, d, &selector, candidates).await
-}
-
-/// `getPodMapForDeployment`: the pods the Deployment selects, by the UID
-/// of the ReplicaSet (of `rs_list`) that controls them; every ReplicaSet
-/// has an entry.
-pub fn pod_map(
-    pods: &ObjectCache<Pod>,
-    d: &Deployment,
-    rs_list: &[Arc<ReplicaSet>],
-) -> HashMap<String, Vec<Arc<Pod>>> {
-    let selector = LabelSelector::from_label_selector(&d.spec.selector).ok();
-    rs_list
-        .iter()
-        .map(|rs| {
-            let uid = rs.metadata.uid.clone().unwrap_or_default();
-            let owned = pods
-                .controlled_by(&uid)
-                .filter(|p| {
-                    selector
-                        .as_ref()
-                        .is_some_and(|s| s.matches(p.metadata.labels.as_ref()))
-                })
-                .cloned()
-                .collect();
-            (uid, owned)
-        })
-        .collect()
-}
-
-/// `getAllReplicaSetsAndSyncRevision`: the new ReplicaSet (created if
-/// `create` and missing) and every old one.
-pub async fn all_replica_sets_and_sync_revision(
-    ctx: &Context,
-    d: &mut Deployment,
-    rs_list: &[Arc<ReplicaSet>],
-    create: bool,
-) -> Result<(Option<Arc<ReplicaSet>>, ReplicaSets), SyncError> {
-    let all = refs(rs_list);
-    let (_, old_refs) = deployment::find_old_replica_sets(d, &all);
-    let old: ReplicaSets = rs_list
-        .iter()
-        .filter(|rs| old_refs.iter().any(|o| std::ptr::eq(*o, rs.as_ref())))
-        .cloned()
-        .collect();
-    let new_rs = new_replica_set(ctx, d, rs_list, &old, create).await?;
-    Ok((new_rs, old))
-}
-
-/// `getNewReplicaSet`: the ReplicaSet running the Deployment's template,
-/// its annotations and `minReadySeconds` brought up to date, the
-/// Deployment's revision annotation and Progressing condition
-/// following it; created when missing and `create` (an existing one of
-/// the same name that is not the Deployment's is a hash collision: the
-/// collision count goes up and the sync fails, to retry with a new name).
-async fn new_replica_set(
-    ctx: &Context,
-    d: &mut Deployment,
-    rs_list: &[Arc<ReplicaSet>],
-    old: &[Arc<ReplicaSet>],
-    create: bool,
-) -> Result<Option<Arc<ReplicaSet>>, SyncError> {
-    let old_refs = refs(old);
-    let namespace = d.metadata.namespace.clone().unwrap_or_default();
-    let api: Api<ReplicaSet> = Api::namespaced(ctx.client.clone(), &namespace);
-    let existing = deployment::find_new_replica_set(d, &refs(rs_list)).and_then(|found| {
-        rs_list
-            .iter()
-            .find(|rs| std::ptr::eq(rs.as_ref(), found))
-            .cloned()
-    });
-    if let Some(existing) = existing {
-        if let Some(updated) = deployment::sync_new_replica_set(d, &existing, &old_refs) {
-            let name = updated.metadata.name.clone().unwrap_or_default();
-            let written = api.replace(&name, &PostParams::default(), &updated).await?;
-            return Ok(Some(Arc::new(written)));
-        }
-        let revision = existing
-            .metadata
-            .annotations
-            .as_ref()
-            .and_then(|a| a.get(REVISION_ANNOTATION))
-            .cloned()
-            .unwrap_or_default();
-        let mut needs_update = deployment::set_deployment_revision(d, &revision);
-        let has_deadline = deployment::has_progress_deadline(d);
-        let status = d.status.get_or_insert_with(DeploymentStatus::default);
-        if has_deadline && deployment::condition(status, CONDITION_PROGRESSING).is_none() {
-            let message = format!(
-                "Found new replica set {:?}",
-                existing.metadata.name.as_deref().unwrap_or_default()
-            );
-            let condition = deployment::new_condition(
-                CONDITION_PROGRESSING,
-                "True",
-                REASON_FOUND_NEW_REPLICA_SET,
-                &message,
-                ctx.clock.now(),
-            );
-            deployment::set_condition(status, condition);
-            needs_update = true;
-        }
-        if needs_update {
-            update_status(ctx, d).await?;
-        }
-        return Ok(Some(existing));
-    }
-    if !create {
-        return Ok(None);
-    }
-    let new_rs = deployment::new_replica_set(d, &old_refs)
-        .map_err(|err| SyncError::Other(err.to_string()))?;
-    let name = new_rs.metadata.name.clone().unwrap_or_default();
-    let new_replicas = new_rs.spec.replicas.unwrap_or(0);
-    let (created, already_existed) = match api.create(&PostParams::default(), &new_rs).await {
-        Ok(created) => (Arc::new(created), false),
-        Err(err) if is_status(&err, 409) => {
-            let key = ObjectKey::new(namespace.as_str(), name.as_str());
-            let Some(found) = read(&ctx.replica_sets).get(&key) else {
-                return Err(err.into());
-            };
-            let ours = controller_of(&found.metadata)
-                .is_some_and(|r| Some(&r.uid) == d.metadata.uid.as_ref());
-            let template = found.spec.template.clone().unwrap_or_default();
-            if ours && deployment::equal_ignore_hash(&d.spec.template, &template) {
-                (found, true)
-            } else {
-                let status = d.status.get_or_insert_with(DeploymentStatus::default);
-                let before = status.collision_count.unwrap_or(0);
-                status.collision_count = Some(before.saturating_add(1));
-                if update_status(ctx, d).await.is_ok() {
-                    tracing::info!(
-                        controller = CONTROLLER_NAME,
-                        deployment = %ObjectKey::of_meta(&d.metadata),
-                        old_collision_count = before,
-                        new_collision_count = before.saturating_add(1),
-                        "Found a hash collision for deployment - bumping collisionCount to resolve it"
-                    );
-                }
-                return Err(err.into());
-            }
-        }
-        Err(err) => {
-            if namespace_terminating(&err) {
-                return Err(err.into());
-            }
-            let message = format!(
-                "Failed to create new replica set {name:?}: {}",
-                error_message(&err)
-            );
-            if deployment::has_progress_deadline(d) {
-                let condition = deployment::new_condition(
-                    CONDITION_PROGRESSING,
-                    "False",
-                    REASON_FAILED_RS_CREATE,
-                    &message,
-                    ctx.clock.now(),
-                );
-                deployment::set_condition(
-                    d.status.get_or_insert_with(DeploymentStatus::default),
-                    condition,
-                );
-                // The create's failure is the news; this write is best effort.
-                let _ = update_status(ctx, d).await;
-            }
-            record(ctx, d, TYPE_WARNING, REASON_FAILED_RS_CREATE, message);
-            return Err(err.into());
-        }
-    };
-    if !already_existed && new_replicas > 0 {
-        record(
-            ctx,
-            d,
-            TYPE_NORMAL,
-            REASON_SCALING_REPLICA_SET,
-            format!("Scaled up replica set {name} from 0 to {new_replicas}"),
-        );
-    }
-    let revision = (deployment::max_revision(&old_refs) + 1).to_string();
-    let mut needs_update = deployment::set_deployment_revision(d, &revision);
-    if !already_existed && deployment::has_progress_deadline(d) {
-        let condition = deployment::new_condition(
-            CONDITION_PROGRESSING,
-            "True",
-            REASON_NEW_REPLICA_SET_CREATED,
-            &format!("Created new replica set {name:?}"),
-            ctx.clock.now(),
-        );
-        deployment::set_condition(
-            d.status.get_or_insert_with(DeploymentStatus::default),
-            condition,
-        );
-        needs_update = true;
-    }
-    if needs_update {
-        update_status(ctx, d).await?;
-    }
-    Ok(Some(created))
-}
-
-/// Writes the Deployment's status (and annotations) through `/status`;
-/// `d` becomes what the server returned.
-pub async fn update_status(ctx: &Context, d: &mut Deployment) -> Result<(), kube::Error> {
-    let namespace = d.metadata.namespace.clone().unwrap_or_default();
-    let name = d.metadata.name.clone().unwrap_or_default();
-    let api: Api<Deployment> = Api::namespaced(ctx.client.clone(), &namespace);
-    *d = api.replace_status(&name, &PostParams::default(), d).await?;
-    Ok(())
 }
 
 /// `isScalingEvent`: an active ReplicaSet records another size than the
@@ -358,7 +76,7 @@ pub async fn update_status(ctx: &Context, d: &mut Deployment) -> Result<(), kube
 async fn is_scaling_event(
     ctx: &Context,
     d: &mut Deployment,
-    rs_list: &[Arc<ReplicaSet>],
+    rs_list: &mut ReplicaSets,
 ) -> Result<bool, SyncError> {
     let (new_rs, old) = all_replica_sets_and_sync_revision(ctx, d, rs_list, false).await?;
     let mut all = refs(&old);
@@ -372,19 +90,12 @@ async fn is_scaling_event(
 async fn scale_and_sync_status(
     ctx: &Context,
     d: &mut Deployment,
-    rs_list: &[Arc<ReplicaSet>],
+    rs_list: &mut ReplicaSets,
 ) -> Result<(), SyncError> {
     let (new_rs, old) = all_replica_sets_and_sync_revision(ctx, d, rs_list, false).await?;
     let scales = deployment::scale(d, new_rs.as_deref(), &refs(&old));
-    for scale in scales {
-        let target = old
-            .iter()
-            .chain(new_rs.iter())
-            .find(|rs| rs.metadata.name.as_deref() == Some(scale.name.as_str()));
-        if let Some(rs) = target {
-            scale_replica_set(ctx, rs, scale.replicas, d).await?;
-        }
-    }
+    let among: Vec<&Arc<ReplicaSet>> = old.iter().chain(new_rs.iter()).collect();
+    scale_all(ctx, scales, &among, d).await?;
     if d.spec.paused == Some(true) {
         cleanup_deployment(ctx, &old, d).await?;
     }
@@ -398,7 +109,7 @@ async fn scale_and_sync_status(
 async fn sync_status_only(
     ctx: &Context,
     d: &mut Deployment,
-    rs_list: &[Arc<ReplicaSet>],
+    rs_list: &mut ReplicaSets,
 ) -> Result<(), SyncError> {
     let (new_rs, old) = all_replica_sets_and_sync_revision(ctx, d, rs_list, false).await?;
     let mut all = old;
@@ -420,66 +131,5 @@ async fn sync_deployment_status(
     }
     d.status = Some(status);
     update_status(ctx, d).await?;
-    Ok(())
-}
-
-/// `scaleReplicaSet`: writes the ReplicaSet's size and its replica
-/// annotations if either differs, with a `ScalingReplicaSet` Event when
-/// the size changed; whether it did.
-pub async fn scale_replica_set(
-    ctx: &Context,
-    rs: &ReplicaSet,
-    replicas: i32,
-    d: &Deployment,
-) -> Result<bool, SyncError> {
-    let desired = deployment::replicas(d);
-    let max = desired + deployment::max_surge(d);
-    let current = rs.spec.replicas.unwrap_or(1);
-    let size_changes = current != replicas;
-    if !size_changes && !deployment::replicas_annotations_need_update(rs, desired, max) {
-        return Ok(false);
-    }
-    let mut updated = rs.clone();
-    updated.spec.replicas = Some(replicas);
-    deployment::set_replicas_annotations(&mut updated, desired, max);
-    let namespace = rs.metadata.namespace.as_deref().unwrap_or_default();
-    let name = rs.metadata.name.as_deref().unwrap_or_default();
-    let api: Api<ReplicaSet> = Api::namespaced(ctx.client.clone(), namespace);
-    api.replace(name, &PostParams::default(), &updated).await?;
-    if size_changes {
-        let operation = if current < replicas { "up" } else { "down" };
-        record(
-            ctx,
-            d,
-            TYPE_NORMAL,
-            REASON_SCALING_REPLICA_SET,
-            format!("Scaled {operation} replica set {name} from {current} to {replicas}"),
-        );
-    }
-    Ok(size_changes)
-}
-
-/// `cleanupDeployment`: old ReplicaSets beyond `revisionHistoryLimit`
-/// deleted, lowest revision first (those still running pods are kept).
-pub async fn cleanup_deployment(
-    ctx: &Context,
-    old: &[Arc<ReplicaSet>],
-    d: &Deployment,
-) -> Result<(), SyncError> {
-    let namespace = d.metadata.namespace.as_deref().unwrap_or_default();
-    let api: Api<ReplicaSet> = Api::namespaced(ctx.client.clone(), namespace);
-    for name in deployment::cleanup_deployment(&refs(old), d) {
-        tracing::info!(
-            controller = CONTROLLER_NAME,
-            deployment = %ObjectKey::of_meta(&d.metadata),
-            replicaset = %name,
-            "Trying to cleanup replica set for deployment"
-        );
-        match api.delete(&name, &DeleteParams::default()).await {
-            Ok(_) => {}
-            Err(err) if is_status(&err, 404) => {}
-            Err(err) => return Err(err.into()),
-        }
-    }
     Ok(())
 }

@@ -26,14 +26,13 @@ use k8s_openapi::api::apps::v1::ReplicaSet;
 use k8s_openapi::api::core::v1::Pod;
 use kube::Api;
 use kube::runtime::watcher;
-use tokio::task::JoinSet;
 
 use crate::cache::ObjectCache;
 use crate::events::EventRecorder;
 use crate::metrics::ControllerMetrics;
 use crate::pod_control::PodControl;
 use crate::shared::{lock, read, write};
-use crate::work_queue::{WorkQueue, run_workers};
+use crate::work_queue::{WorkQueue, Workers};
 
 /// Upstream's controller name (`--controllers`, the Events' source).
 pub const CONTROLLER_NAME: &str = "replicaset-controller";
@@ -116,8 +115,13 @@ impl ReplicaSetController {
         );
         let mut replica_sets = std::pin::pin!(replica_sets);
         let mut pods = std::pin::pin!(pods);
-        tracing::info!(controller = CONTROLLER_NAME, "Starting controller");
-        let mut workers = JoinSet::new();
+        let mut workers = Workers::new(
+            CONTROLLER_NAME,
+            self.config.workers,
+            None,
+            ctx.clone(),
+            ctx.queue.clone(),
+        );
         loop {
             tokio::select! {
                 Some(change) = replica_sets.next() => {
@@ -140,23 +144,10 @@ impl ReplicaSetController {
                 }
                 else => break,
             }
-            if workers.is_empty()
-                && read(&ctx.replica_sets).is_synced()
-                && read(&ctx.pods).is_synced()
-            {
-                tracing::info!(controller = CONTROLLER_NAME, "Caches are synced");
-                let sync_ctx = ctx.clone();
-                workers.spawn(run_workers(
-                    CONTROLLER_NAME,
-                    ctx.queue.clone(),
-                    self.config.workers,
-                    None,
-                    move |key| {
-                        let ctx = sync_ctx.clone();
-                        async move { sync::sync_replica_set(&ctx, &key).await }
-                    },
-                ));
-            }
+            workers.start_when(
+                read(&ctx.replica_sets).is_synced() && read(&ctx.pods).is_synced(),
+                |ctx, key| async move { sync::sync_replica_set(&ctx, &key).await },
+            );
         }
     }
 }

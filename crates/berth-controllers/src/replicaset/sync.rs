@@ -28,11 +28,10 @@ use crate::sync_error::SyncError;
 
 /// Syncs the ReplicaSet `key`: claims its pods, creates or deletes pods
 /// if its expectations are met and it is not being deleted, writes its
-/// status, and looks again after `minReadySeconds` while pods are ready
-/// but not yet available. A failed create or delete fails the sync after
+/// status, and looks again after `minReadySeconds` (and a second) while
+/// pods are ready but not yet available. A failed create or delete fails the sync after
 /// the status (with its `ReplicaFailure` condition) is written.
 pub async fn sync_replica_set(ctx: &Context, key: &ObjectKey) -> Result<(), SyncError> {
-    let started = ctx.clock.instant();
     let expectations_key = key.to_string();
     let Some(rs) = read(&ctx.replica_sets).get(key) else {
         tracing::debug!(controller = CONTROLLER_NAME, replicaset = %key, "deleted");
@@ -74,15 +73,13 @@ pub async fn sync_replica_set(ctx: &Context, key: &ObjectKey) -> Result<(), Sync
         && status.ready_replicas.unwrap_or(0) == replicas
         && status.available_replicas.unwrap_or(0) != replicas
     {
-        let after = Duration::from_secs(u64::try_from(min_ready).unwrap_or(0));
+        // A second more than upstream's resync here, as its pod handler
+        // does: availability is strictly after `minReadySeconds`, so a sync
+        // at exactly that instant (virtual time has no milliseconds of
+        // skew) would find nothing available and wait a whole period more.
+        let after = Duration::from_secs(u64::try_from(min_ready).unwrap_or(0) + 1);
         ctx.queue.add_after(key.clone(), after);
     }
-    tracing::debug!(
-        controller = CONTROLLER_NAME,
-        replicaset = %key,
-        duration = ?(ctx.clock.instant() - started),
-        "Finished syncing"
-    );
     managed
 }
 

@@ -34,17 +34,14 @@ use k8s_openapi::api::core::v1::Pod;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::LabelSelector;
 use kube::Api;
 use kube::runtime::watcher;
-use tokio::task::JoinSet;
 
 use crate::cache::{ObjectCache, Observed};
 use crate::events::EventRecorder;
 use crate::metrics::{ControllerMetrics, StatefulSetLabels};
 use crate::shared::{read, write};
-use crate::sync_error::SyncError;
-use crate::work_queue::WorkQueue;
+use crate::work_queue::{WorkQueue, Workers};
 use crate::workload::owners::{became_ready, react_to};
 use crate::workload::writes::{KubeWrites, Writes};
-use crate::workload::{SyncsKeys, start_workers_once};
 
 /// Upstream's controller name: the `--controllers` name and the Events'
 /// source.
@@ -109,20 +106,17 @@ impl StatefulSetController<KubeWrites> {
         client: kube::Client,
         clock: Clock,
         config: StatefulSetConfig,
-        metrics: &ControllerMetrics,
+        metrics: ControllerMetrics,
     ) -> StatefulSetController<KubeWrites> {
         let recorder = EventRecorder::new(client.clone(), clock.clone(), CONTROLLER_NAME);
-        StatefulSetController::with_writes(
-            KubeWrites::new(client, recorder),
-            clock,
-            config,
-            metrics,
-        )
+        let writes = KubeWrites::new(client, recorder);
+        StatefulSetController::with_writes(writes, clock, config, &metrics)
     }
 
     /// Runs until dropped: the watches feed the caches and the queue; the
     /// workers start once every watch has listed.
-    pub async fn run(self, client: kube::Client) {
+    pub async fn run(self) {
+        let client = self.inner.writes.client().clone();
         let config = watcher::Config::default;
         let sets = changes_of(Api::<StatefulSet>::all(client.clone()), config());
         let revisions = changes_of(Api::<ControllerRevision>::all(client.clone()), config());
@@ -130,9 +124,14 @@ impl StatefulSetController<KubeWrites> {
         let mut sets = std::pin::pin!(sets);
         let mut revisions = std::pin::pin!(revisions);
         let mut pods = std::pin::pin!(pods);
-        let mut workers = JoinSet::new();
+        let mut workers = Workers::new(
+            CONTROLLER_NAME,
+            self.inner.config.workers,
+            None,
+            self.inner.clone(),
+            self.inner.queue.clone(),
+        );
         let inner = &self.inner;
-        tracing::info!(controller = CONTROLLER_NAME, "Starting controller");
         loop {
             tokio::select! {
                 Some(change) = sets.next() => {
@@ -157,25 +156,10 @@ impl StatefulSetController<KubeWrites> {
             let synced = read(&inner.sets).is_synced()
                 && read(&inner.revisions).is_synced()
                 && read(&inner.pods).is_synced();
-            start_workers_once(
-                &mut workers,
-                synced,
-                CONTROLLER_NAME,
-                &inner.queue,
-                inner.config.workers,
-                &self,
-            );
+            workers.start_when(synced, |inner, key| async move {
+                StatefulSetController { inner }.sync(&key).await
+            });
         }
-    }
-}
-
-impl SyncsKeys for StatefulSetController<KubeWrites> {
-    fn sync_key(
-        &self,
-        key: ObjectKey,
-    ) -> impl std::future::Future<Output = Result<(), SyncError>> + Send + use<> {
-        let this = self.clone();
-        async move { this.sync(&key).await }
     }
 }
 

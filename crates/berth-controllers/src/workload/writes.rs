@@ -98,6 +98,11 @@ impl KubeWrites {
         KubeWrites { client, recorder }
     }
 
+    /// The client the writes go through (the controller watches with it).
+    pub fn client(&self) -> &kube::Client {
+        &self.client
+    }
+
     fn api<K: Object>(&self, namespace: &str) -> Api<K> {
         Api::namespaced(self.client.clone(), namespace)
     }

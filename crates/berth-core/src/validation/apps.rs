@@ -63,6 +63,20 @@ fn shown<T: serde::Serialize>(value: &T) -> serde_json::Value {
     serde_json::to_value(value).unwrap_or_default()
 }
 
+/// A workload's selector with neither `matchLabels` nor
+/// `matchExpressions`: invalid (it would select every pod).
+fn empty_selector(selector: &ApiLabelSelector, kind: &str) -> Option<FieldError> {
+    let terms = selector.match_labels.as_ref().map_or(0, |l| l.len())
+        + selector.match_expressions.as_ref().map_or(0, Vec::len);
+    (terms == 0).then(|| {
+        FieldError::invalid(
+            &spec_path().child("selector"),
+            shown(selector),
+            format!("empty selector is invalid for {kind}"),
+        )
+    })
+}
+
 /// The selector checks of Deployments, ReplicaSets and StatefulSets
 /// (which require one): `ValidateLabelSelector`, not empty, and parsed
 /// for the template check (`None` when it does not parse).
@@ -74,15 +88,7 @@ fn required_selector(
 ) -> Option<LabelSelector> {
     let path = spec_path().child("selector");
     errors.extend(validate_label_selector(selector, &path));
-    let terms = selector.match_labels.as_ref().map_or(0, |l| l.len())
-        + selector.match_expressions.as_ref().map_or(0, Vec::len);
-    if terms == 0 {
-        errors.push(FieldError::invalid(
-            &path,
-            shown(selector),
-            format!("empty selector is invalid for {kind}"),
-        ));
-    }
+    errors.extend(empty_selector(selector, kind));
     match label_selector_as_selector(Some(selector)) {
         Ok(parsed) => parsed,
         Err(_) => {
@@ -562,15 +568,7 @@ fn validate_daemon_set_spec(
             SELECTOR_MISMATCH,
         ));
     }
-    let terms = spec.selector.match_labels.as_ref().map_or(0, |l| l.len())
-        + spec.selector.match_expressions.as_ref().map_or(0, Vec::len);
-    if terms == 0 {
-        errors.push(FieldError::invalid(
-            &selector_path,
-            shown(&spec.selector),
-            "empty selector is invalid for daemonset",
-        ));
-    }
+    errors.extend(empty_selector(&spec.selector, "daemonset"));
     let old_template = old.map(|o| &o.template);
     errors.extend(validate_pod_template(
         &spec.template,

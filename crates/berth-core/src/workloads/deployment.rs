@@ -118,7 +118,8 @@ fn scale_to(rs: &ReplicaSet, replicas: i32) -> ReplicaSetScale {
     }
 }
 
-fn strategy_type(d: &Deployment) -> &str {
+/// `spec.strategy.type`, RollingUpdate when absent (the API default).
+pub fn strategy_type(d: &Deployment) -> &str {
     d.spec
         .strategy
         .as_ref()

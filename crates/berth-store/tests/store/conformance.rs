@@ -594,3 +594,86 @@ pub async fn two_handles_share_one_history<S: Store + Clone>(a: &S, b: &S) {
     assert_eq!(next(&mut wb).await.revision, r1);
     assert_eq!(next(&mut wb).await.revision, r2);
 }
+
+/// The apps/v1 workloads' keys as upstream lays them out in etcd
+/// (`/registry/<resource>/<namespace>/<name>`): each resource's objects
+/// listed under its own prefix and namespace, watched per resource, and
+/// written by revision as the controllers write them (a status update, a
+/// deletion).
+pub async fn workload_keys_are_kept_per_resource_and_namespace<S: Store + Clone>(s: &S) {
+    const RESOURCES: [&str; 5] = [
+        "deployments",
+        "replicasets",
+        "daemonsets",
+        "statefulsets",
+        "controllerrevisions",
+    ];
+    const OBJECTS: [&str; 3] = ["default/web", "kube-system/web", "default/web-2"];
+    let start = s.current_revision().await.unwrap();
+    let mut replica_sets = s.watch("/registry/replicasets/", start).await.unwrap();
+    let mut revisions = BTreeMap::new();
+    for resource in RESOURCES {
+        for object in OBJECTS {
+            let key = format!("/registry/{resource}/{object}");
+            let revision = s.create(&key, key.as_bytes().to_vec()).await.unwrap();
+            revisions.insert(key, revision);
+        }
+    }
+    for resource in RESOURCES {
+        let cases = [
+            (
+                format!("/registry/{resource}/"),
+                vec!["default/web", "default/web-2", "kube-system/web"],
+            ),
+            (
+                format!("/registry/{resource}/default/"),
+                vec!["default/web", "default/web-2"],
+            ),
+        ];
+        for (prefix, want) in cases {
+            let page = s.list(&prefix, ListOptions::default()).await.unwrap();
+            let keys: Vec<&str> = page.items.iter().map(|kv| kv.key.as_str()).collect();
+            let want: Vec<String> = want
+                .iter()
+                .map(|object| format!("/registry/{resource}/{object}"))
+                .collect();
+            assert_eq!(keys, want, "list {prefix}");
+        }
+    }
+    for object in OBJECTS {
+        let event = next(&mut replica_sets).await;
+        assert_eq!(
+            (event.kind, event.kv.key.as_str()),
+            (
+                EventKind::Created,
+                format!("/registry/replicasets/{object}").as_str()
+            )
+        );
+    }
+    let status_write = "/registry/replicasets/default/web";
+    let updated = s
+        .update(status_write, b"ready".to_vec(), revisions[status_write])
+        .await
+        .unwrap();
+    let deleted = "/registry/replicasets/kube-system/web";
+    s.delete(deleted, revisions[deleted]).await.unwrap();
+    let event = next(&mut replica_sets).await;
+    assert_eq!((event.kind, event.revision), (EventKind::Updated, updated));
+    let event = next(&mut replica_sets).await;
+    assert_eq!(
+        (event.kind, event.kv.key.as_str()),
+        (EventKind::Deleted, deleted)
+    );
+    let left = s
+        .list("/registry/replicasets/", ListOptions::default())
+        .await
+        .unwrap();
+    assert_eq!(left.items.len(), 2);
+    assert_eq!(
+        s.get("/registry/deployments/kube-system/web")
+            .await
+            .unwrap()
+            .map(|kv| kv.value),
+        Some(b"/registry/deployments/kube-system/web".to_vec())
+    );
+}

@@ -4,7 +4,8 @@
 //! loopback port, or an etcd the test shares between several servers.
 //! Dropping the [`Server`] stops the server, then its own etcd.
 //!
-//! Each test binary uses part of this module.
+//! Each test binary uses part of this module; [`kubectl`] runs the real
+//! kubectl against a server.
 #![allow(dead_code)]
 
 use std::io::{BufRead, BufReader};
@@ -14,6 +15,8 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::{Duration, Instant};
 
 use berth_store::testing::EtcdServer;
+
+pub mod kubectl;
 
 /// Where the server keeps its objects.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

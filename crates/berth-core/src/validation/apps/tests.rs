@@ -96,12 +96,23 @@ const GATES: FeatureGates = FeatureGates {
     max_unavailable_stateful_set: true,
 };
 
-/// What every workload's template is held to, at `spec.template`.
+/// What every workload is held to: its selector not empty, its
+/// minReadySeconds not negative, its template at `spec.template`.
 const TEMPLATE_CASES: &[Case] = &[
     Case {
         name: "valid",
         change: |_| {},
         want: &[],
+    },
+    Case {
+        name: "empty selector",
+        change: |o| o["spec"]["selector"] = json!({}),
+        want: &[(Invalid, "spec.selector")],
+    },
+    Case {
+        name: "negative minReadySeconds",
+        change: |o| o["spec"]["minReadySeconds"] = json!(-1),
+        want: &[(Invalid, "spec.minReadySeconds")],
     },
     Case {
         name: "selector_doesnt_match",
@@ -141,9 +152,15 @@ const TEMPLATE_CASES: &[Case] = &[
     },
 ];
 
-/// A selector that does not parse: Deployments, ReplicaSets and
-/// StatefulSets say so at `spec.selector` too (DaemonSets do not).
+/// What Deployments, ReplicaSets and StatefulSets share: replicas not
+/// negative, and a selector that does not parse said so at
+/// `spec.selector` too (DaemonSets do not say it).
 const SELECTOR_CASES: &[Case] = &[
+    Case {
+        name: "negative replicas",
+        change: |o| o["spec"]["replicas"] = json!(-1),
+        want: &[(Invalid, "spec.replicas")],
+    },
     Case {
         name: "invalid selector label",
         change: |o| {
@@ -227,16 +244,6 @@ fn run_all<T: DeserializeOwned>(
 fn deployments_are_validated_as_upstream() {
     let cases = [
         Case {
-            name: "negative replicas",
-            change: |d| d["spec"]["replicas"] = json!(-1),
-            want: &[(Invalid, "spec.replicas")],
-        },
-        Case {
-            name: "empty selector",
-            change: |d| d["spec"]["selector"] = json!({}),
-            want: &[(Invalid, "spec.selector")],
-        },
-        Case {
             name: "invalid strategy type",
             change: |d| d["spec"]["strategy"]["type"] = json!("randomType"),
             want: &[(NotSupported, "spec.strategy")],
@@ -283,11 +290,6 @@ fn deployments_are_validated_as_upstream() {
                     json!({"maxSurge": "0%", "maxUnavailable": 0})
             },
             want: &[(Invalid, "spec.strategy.rollingUpdate.maxUnavailable")],
-        },
-        Case {
-            name: "negative minReadySeconds",
-            change: |d| d["spec"]["minReadySeconds"] = json!(-1),
-            want: &[(Invalid, "spec.minReadySeconds")],
         },
         Case {
             name: "negative revisionHistoryLimit",
@@ -464,35 +466,18 @@ fn deployment_status_writes_are_validated_as_upstream() {
 /// `TestValidateReplicaSet`, `TestValidateReplicaSetUpdate`.
 #[test]
 fn replica_sets_are_validated_as_upstream() {
-    let cases = [
-        Case {
-            name: "negative replicas",
-            change: |rs| rs["spec"]["replicas"] = json!(-1),
-            want: &[(Invalid, "spec.replicas")],
+    let cases = [Case {
+        name: "no template: its labels do not match",
+        change: |rs| {
+            if let Some(spec) = rs["spec"].as_object_mut() {
+                spec.remove("template");
+            }
         },
-        Case {
-            name: "negative minReadySeconds",
-            change: |rs| rs["spec"]["minReadySeconds"] = json!(-1),
-            want: &[(Invalid, "spec.minReadySeconds")],
-        },
-        Case {
-            name: "empty selector",
-            change: |rs| rs["spec"]["selector"] = json!({}),
-            want: &[(Invalid, "spec.selector")],
-        },
-        Case {
-            name: "no template: its labels do not match",
-            change: |rs| {
-                if let Some(spec) = rs["spec"].as_object_mut() {
-                    spec.remove("template");
-                }
-            },
-            want: &[
-                (Invalid, "spec.template.metadata.labels"),
-                (NotSupported, "spec.template.spec.restartPolicy"),
-            ],
-        },
-    ];
+        want: &[
+            (Invalid, "spec.template.metadata.labels"),
+            (NotSupported, "spec.template.spec.restartPolicy"),
+        ],
+    }];
     run_all(
         valid_replica_set,
         &with_pod_rules(&cases),
@@ -576,16 +561,6 @@ fn replica_set_status_writes_are_validated_as_upstream() {
 #[test]
 fn daemon_sets_are_validated_as_upstream() {
     let cases = [
-        Case {
-            name: "empty selector",
-            change: |ds| ds["spec"]["selector"] = json!({}),
-            want: &[(Invalid, "spec.selector")],
-        },
-        Case {
-            name: "negative minReadySeconds",
-            change: |ds| ds["spec"]["minReadySeconds"] = json!(-1),
-            want: &[(Invalid, "spec.minReadySeconds")],
-        },
         Case {
             name: "negative revisionHistoryLimit",
             change: |ds| ds["spec"]["revisionHistoryLimit"] = json!(-1),
@@ -776,16 +751,6 @@ fn stateful_sets_are_validated_as_upstream() {
             want: &[],
         },
         Case {
-            name: "empty selector",
-            change: |s| s["spec"]["selector"] = json!({}),
-            want: &[(Invalid, "spec.selector")],
-        },
-        Case {
-            name: "negative_replicas",
-            change: |s| s["spec"]["replicas"] = json!(-1),
-            want: &[(Invalid, "spec.replicas")],
-        },
-        Case {
             name: "empty restart policy",
             change: |s| s["spec"]["template"]["spec"]["restartPolicy"] = json!(""),
             want: &[(NotSupported, "spec.template.spec.restartPolicy")],
@@ -877,11 +842,6 @@ fn stateful_sets_are_validated_as_upstream() {
             name: "invalid ordinals.start",
             change: |s| s["spec"]["ordinals"] = json!({"start": -2}),
             want: &[(Invalid, "spec.ordinals.start")],
-        },
-        Case {
-            name: "negative minReadySeconds",
-            change: |s| s["spec"]["minReadySeconds"] = json!(-1),
-            want: &[(Invalid, "spec.minReadySeconds")],
         },
     ];
     let all: Vec<&Case> = TEMPLATE_CASES
