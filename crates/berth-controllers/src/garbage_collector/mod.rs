@@ -17,7 +17,7 @@
 //! - [`absent_owners`]: the owners known to be gone.
 //!
 //! One task owns the graph and two work queues (`attemptToDelete`,
-//! `attemptToOrphan`, client-go's [`WorkQueue`] on the Clock); workers
+//! `attemptToOrphan`, client-go's [`QueueState`] on the Clock); workers
 //! (`--concurrent-gc-syncs` per queue) are tasks of their own, started
 //! once every type has been listed, their outcomes applied by the task.
 
@@ -43,7 +43,7 @@ use kube::runtime::watcher;
 use tokio::task::JoinSet;
 
 use crate::metrics::ControllerMetrics;
-use crate::work_queue::WorkQueue;
+use crate::work_queue::QueueState;
 use absent_owners::AbsentOwners;
 use attempt::{DeleteAttempt, GcApi, MetaPatch, Outcome, Workers};
 use graph::{Graph, Identity, Observed, Work};
@@ -101,8 +101,8 @@ type Watch = std::pin::Pin<
 #[derive(Default)]
 struct State {
     graph: Graph,
-    to_delete: WorkQueue<String>,
-    to_orphan: WorkQueue<String>,
+    to_delete: QueueState<String>,
+    to_orphan: QueueState<String>,
     absent: Arc<Mutex<AbsentOwners>>,
     /// The followed types not listed yet (by apiVersion and plural).
     unsynced: BTreeSet<(String, String)>,
@@ -303,14 +303,15 @@ impl State {
 
     fn enqueue(&mut self, work: Vec<Work>) {
         for item in work {
-            match item {
-                Work::AttemptToDelete(uid) => self.to_delete.add(uid),
-                Work::AttemptToOrphan(uid) => self.to_orphan.add(uid),
-            }
+            let (queue, uid) = match item {
+                Work::AttemptToDelete(uid) => (&mut self.to_delete, uid),
+                Work::AttemptToOrphan(uid) => (&mut self.to_orphan, uid),
+            };
+            queue.add(uid);
         }
     }
 
-    fn queue(&mut self, queue: Queue) -> &mut WorkQueue<String> {
+    fn queue(&mut self, queue: Queue) -> &mut QueueState<String> {
         match queue {
             Queue::Delete => &mut self.to_delete,
             Queue::Orphan => &mut self.to_orphan,

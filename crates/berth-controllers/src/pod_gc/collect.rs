@@ -34,7 +34,7 @@ use k8s_openapi::api::core::v1::{Node, PodCondition};
 
 use crate::metrics::ControllerMetrics;
 use crate::watched_pod::WatchedPod;
-use crate::work_queue::WorkQueue;
+use crate::work_queue::QueueState;
 
 /// Deletions in flight at once within one step of a pass (upstream starts
 /// a goroutine per pod, bounded only by its client's rate limit).
@@ -92,7 +92,7 @@ pub struct PodGc {
     pub quarantine_time: Duration,
     /// Nodes missing from the view, each asked for once its quarantine
     /// ends (upstream's `orphaned_pods_nodes` delaying queue).
-    quarantine: WorkQueue<String>,
+    quarantine: QueueState<String>,
 }
 
 /// A pod to collect and why.
@@ -109,7 +109,7 @@ impl PodGc {
             nodes: BTreeMap::new(),
             terminated_pod_threshold,
             quarantine_time,
-            quarantine: WorkQueue::default(),
+            quarantine: QueueState::default(),
         }
     }
 
@@ -137,7 +137,7 @@ impl PodGc {
 
 /// The node quarantine of one pass.
 struct Quarantine<'a> {
-    queue: &'a mut WorkQueue<String>,
+    queue: &'a mut QueueState<String>,
     nodes: &'a BTreeMap<String, Node>,
     time: Duration,
 }
