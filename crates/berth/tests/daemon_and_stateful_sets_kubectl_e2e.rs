@@ -268,3 +268,114 @@ fn stateful_sets_with_real_kubectl() {
         assert_eq!(image(pod).as_deref(), Some("nginx:2"), "{pod}");
     }
 }
+
+const FRONTEND: &str = "apiVersion: apps/v1
+kind: Deployment
+metadata:
+  name: frontend
+spec:
+  replicas: 3
+  selector:
+    matchLabels: {app: frontend}
+  template:
+    metadata:
+      labels: {app: frontend}
+    spec:
+      containers:
+      - name: nginx
+        image: nginx:1
+";
+
+/// The node of pod `name`, once it is bound.
+fn node_of(cluster: &Cluster, name: &str) -> String {
+    cluster.json(&["get", "pod", name])["spec"]["nodeName"]
+        .as_str()
+        .unwrap_or_default()
+        .to_string()
+}
+
+/// `kubectl drain` as the seed's "Nodes" page and upstream document it,
+/// with a DaemonSet, a Deployment and a StatefulSet on three simulated
+/// nodes: without `--ignore-daemonsets` it refuses with upstream's message
+/// and evicts nothing; with it, it evicts the Deployment's and the
+/// StatefulSet's pods (pods/eviction) from the node of `web-0`, leaves the
+/// DaemonSet's pod there, and the evicted replicas come back Ready on the
+/// other nodes.
+#[test]
+fn drain_ignore_daemonsets_moves_replicas_with_real_kubectl() {
+    let cluster = with_sim_nodes("drain-workloads", 3);
+    cluster.apply(FLUENTD);
+    cluster.apply(FRONTEND);
+    cluster.apply(WEB);
+    cluster.ok(&["rollout", "status", "ds/fluentd", "--timeout=60s"]);
+    cluster.ok(&["rollout", "status", "deploy/frontend", "--timeout=60s"]);
+    cluster.ok(&["rollout", "status", "sts/web", "--timeout=60s"]);
+    let drained = node_of(&cluster, "web-0");
+    assert!(drained.starts_with("sim-"), "web-0 bound: {drained:?}");
+
+    let refused = cluster.fails(&["drain", &drained, "--timeout=60s"]);
+    assert!(
+        refused
+            .contains("cannot delete DaemonSet-managed Pods (use --ignore-daemonsets to ignore)"),
+        "{refused}"
+    );
+    assert_eq!(node_of(&cluster, "web-0"), drained, "nothing evicted");
+
+    let (out, err) =
+        cluster.ok_with_stderr(&["drain", &drained, "--ignore-daemonsets", "--timeout=60s"]);
+    // kubectl prints its progress on both streams.
+    let said = format!("{out}{err}");
+    for line in [
+        "Warning: ignoring DaemonSet-managed Pods: default/fluentd-",
+        "evicting pod default/web-0",
+        "pod/web-0 evicted",
+        &format!("node/{drained} drained"),
+    ] {
+        assert!(said.contains(line), "{line} in\n{said}");
+    }
+    // The refused drain had cordoned the node already, as upstream's does.
+    let node = cluster.json(&["get", "node", &drained]);
+    assert_eq!(node["spec"]["unschedulable"], true, "cordoned");
+
+    // The replicas come back elsewhere; the daemon pod stays.
+    eventually("frontend's 3 replicas Ready off the drained node", || {
+        let nodes = ready_pod_nodes(&cluster, "frontend");
+        nodes.len() == 3 && !nodes.contains(&drained)
+    });
+    eventually("web's 2 pods Ready off the drained node", || {
+        let nodes = ready_pod_nodes(&cluster, "web");
+        nodes.len() == 2 && !nodes.contains(&drained)
+    });
+    assert!(
+        ready_pod_nodes(&cluster, "fluentd").contains(&drained),
+        "the DaemonSet's pod stays on the drained node"
+    );
+    cluster.ok(&["rollout", "status", "sts/web", "--timeout=60s"]);
+
+    // `--cascade=orphan` leaves the dependents behind: the Deployment's
+    // ReplicaSet, then (deleted the same way) its pods, which keep running
+    // with no owner (kubectl waits until each owner is gone, by then the
+    // garbage collector has taken the references out).
+    cluster.ok(&["delete", "deploy/frontend", "--cascade=orphan"]);
+    let sets = cluster.json(&["get", "rs", "-l", "app=frontend"]);
+    assert_eq!(sets["items"].as_array().map(Vec::len), Some(1), "{sets}");
+    cluster.ok(&["delete", "rs", "-l", "app=frontend", "--cascade=orphan"]);
+    let orphans = || {
+        let pods = cluster.json(&["get", "pods", "-l", "app=frontend"]);
+        pods["items"]
+            .as_array()
+            .into_iter()
+            .flatten()
+            .filter(|p| p["metadata"]["deletionTimestamp"].is_null())
+            .filter(|p| p["metadata"]["ownerReferences"].is_null())
+            .count()
+    };
+    eventually("frontend's 3 pods left behind, owned by nothing", || {
+        orphans() == 3
+    });
+    assert_eq!(
+        ready_pod_nodes(&cluster, "frontend").len(),
+        3,
+        "still running"
+    );
+}
