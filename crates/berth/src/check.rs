@@ -78,6 +78,7 @@ fn read_pods(path: &Path) -> Result<Vec<Pod>, InputError> {
     // turning it off would do).
     let gates = FeatureGates {
         taint_toleration_comparison_operators: true,
+        max_unavailable_stateful_set: true,
     };
     read_objects::<Pod>(path)?
         .into_iter()

@@ -4,7 +4,7 @@
 
 use std::io::{BufRead, BufReader};
 use std::path::{Path, PathBuf};
-use std::process::{Command, Stdio};
+use std::process::Command;
 use std::time::{Duration, Instant};
 
 use serde_json::Value;
@@ -551,14 +551,7 @@ fn watch_and_drain(backend: Backend) {
 
     // kubectl get pods -w: the header and the initial row, then, once those
     // are printed, the change.
-    let mut watch = Command::new(kubectl_binary())
-        .args(["get", "pods", "-w", "--request-timeout=30s"])
-        .env("KUBECONFIG", &cluster.server.kubeconfig)
-        .stdout(Stdio::piped())
-        .stderr(Stdio::null())
-        .spawn()
-        .expect("kubectl get -w");
-    let stdout = watch.stdout.take().expect("stdout");
+    let (mut watch, stdout) = cluster.spawn(&["get", "pods", "-w", "--request-timeout=30s"]);
     let (sender, lines) = std::sync::mpsc::channel();
     std::thread::spawn(move || {
         for line in BufReader::new(stdout).lines().map_while(Result::ok) {
@@ -645,4 +638,178 @@ fn confirm_deletions(kubeconfig: &Path, pod: &str, within: Duration) -> bool {
         std::thread::sleep(Duration::from_millis(200));
     }
     false
+}
+
+/// The pod events of a `kubectl get pods -w --output-watch-events -o json`
+/// running beside a test, in the order the watch printed them.
+struct PodEvents {
+    watch: std::process::Child,
+    seen: std::sync::Arc<std::sync::Mutex<Vec<(String, String, Value)>>>,
+}
+
+impl PodEvents {
+    fn start(cluster: &Cluster) -> PodEvents {
+        let (watch, stdout) = cluster.spawn(&[
+            "get",
+            "pods",
+            "-w",
+            "--output-watch-events",
+            "-o",
+            "json",
+            "--request-timeout=300s",
+        ]);
+        let seen = std::sync::Arc::new(std::sync::Mutex::new(Vec::new()));
+        let record = seen.clone();
+        std::thread::spawn(move || {
+            for event in serde_json::Deserializer::from_reader(stdout).into_iter::<Value>() {
+                let Ok(event) = event else { break };
+                let kind = event["type"].as_str().unwrap_or("").to_string();
+                let name = event["object"]["metadata"]["name"]
+                    .as_str()
+                    .unwrap_or("")
+                    .to_string();
+                if let Ok(mut seen) = record.lock() {
+                    seen.push((kind, name, event["object"].clone()));
+                }
+            }
+        });
+        PodEvents { watch, seen }
+    }
+
+    /// Where the watch printed `kind` for pod `name`, waiting for it.
+    fn position(&self, kind: &str, name: &str) -> usize {
+        let deadline = Instant::now() + Duration::from_secs(60);
+        loop {
+            let found = self
+                .seen
+                .lock()
+                .ok()
+                .and_then(|seen| seen.iter().position(|(k, n, _)| k == kind && n == name));
+            if let Some(at) = found {
+                return at;
+            }
+            assert!(Instant::now() < deadline, "no {kind} event for pod {name}");
+            std::thread::sleep(Duration::from_millis(100));
+        }
+    }
+
+    fn deleted(&self, name: &str) -> bool {
+        self.seen
+            .lock()
+            .is_ok_and(|seen| seen.iter().any(|(k, n, _)| k == "DELETED" && n == name))
+    }
+}
+
+impl Drop for PodEvents {
+    fn drop(&mut self) {
+        let _ = self.watch.kill();
+        let _ = self.watch.wait();
+    }
+}
+
+/// Pod `owner` and pods `dependents` owned by it (blocking its deletion
+/// when `block`), the first dependent held by a finalizer of its own when
+/// `hold`.
+fn owner_with_dependents(
+    cluster: &Cluster,
+    owner: &str,
+    dependents: &[&str],
+    block: bool,
+    hold: bool,
+) {
+    cluster.apply(&format!(
+        "apiVersion: v1\nkind: Pod\nmetadata:\n  name: {owner}\nspec:\n  containers: [{{name: c, image: busybox}}]\n"
+    ));
+    let uid = cluster.ok(&["get", "pod", owner, "-o", "jsonpath={.metadata.uid}"]);
+    for (i, dependent) in dependents.iter().enumerate() {
+        let finalizers = if hold && i == 0 {
+            "\n  finalizers: [example.com/hold]"
+        } else {
+            ""
+        };
+        cluster.apply(&format!(
+            "apiVersion: v1\nkind: Pod\nmetadata:\n  name: {dependent}{finalizers}\n  ownerReferences:\n  - {{apiVersion: v1, kind: Pod, name: {owner}, uid: {uid}, blockOwnerDeletion: {block}}}\nspec:\n  containers: [{{name: c, image: busybox}}]\n"
+        ));
+    }
+}
+
+/// `kubectl delete --cascade=background|orphan|foreground` against an
+/// owner with dependents, as the garbage collector carries each out: in
+/// the background the owner goes at once and its dependents after; orphan
+/// leaves the dependents with their ownerReference removed; in the
+/// foreground the dependents go first (a dependent held by a finalizer
+/// holds the owner) and the owner after them.
+#[test]
+fn kubectl_delete_cascade_orphans_or_deletes_dependents_in_order() {
+    let cluster = Cluster::start("cascade", Backend::Embedded);
+    let events = PodEvents::start(&cluster);
+
+    owner_with_dependents(&cluster, "bg", &["bg-a", "bg-b"], false, false);
+    let out = cluster.ok(&["delete", "pod/bg", "--cascade=background"]);
+    assert_eq!(out.trim(), "pod \"bg\" deleted from default namespace");
+    let owner_gone = events.position("DELETED", "bg");
+    for dependent in ["bg-a", "bg-b"] {
+        assert!(
+            events.position("DELETED", dependent) > owner_gone,
+            "background: {dependent} goes after its owner"
+        );
+    }
+
+    owner_with_dependents(&cluster, "or", &["or-a", "or-b"], true, false);
+    let out = cluster.ok(&["delete", "pod/or", "--cascade=orphan"]);
+    assert_eq!(out.trim(), "pod \"or\" deleted from default namespace");
+    let owner_gone = events.position("DELETED", "or");
+    for dependent in ["or-a", "or-b"] {
+        let pod = cluster.json(&["get", "pod", dependent]);
+        assert!(
+            pod["metadata"].get("ownerReferences").is_none(),
+            "orphan: {dependent} keeps no reference: {pod}"
+        );
+        let orphaned = events.seen.lock().ok().and_then(|seen| {
+            seen.iter().position(|(k, n, o)| {
+                k == "MODIFIED" && n == dependent && o["metadata"].get("ownerReferences").is_none()
+            })
+        });
+        assert!(
+            orphaned.is_some_and(|at| at < owner_gone),
+            "orphan: {dependent}'s reference goes before its owner"
+        );
+        assert!(!events.deleted(dependent), "orphan: {dependent} stays");
+    }
+
+    owner_with_dependents(&cluster, "fg", &["fg-a", "fg-b"], true, true);
+    cluster.ok(&["delete", "pod/fg", "--cascade=foreground", "--wait=false"]);
+    let free_dependent_gone = events.position("DELETED", "fg-b");
+    // fg-a's own finalizer holds it, and it holds its owner.
+    let held = cluster.json(&["get", "pod", "fg-a"]);
+    assert!(held["metadata"]["deletionTimestamp"].is_string(), "{held}");
+    let owner = cluster.json(&["get", "pod", "fg"]);
+    assert!(
+        owner["metadata"]["deletionTimestamp"].is_string(),
+        "{owner}"
+    );
+    assert_eq!(
+        owner["metadata"]["finalizers"],
+        serde_json::json!(["foregroundDeletion"])
+    );
+    assert!(
+        !events.deleted("fg"),
+        "foreground: the owner waits for its dependents"
+    );
+    cluster.ok(&[
+        "patch",
+        "pod",
+        "fg-a",
+        "--type=merge",
+        "-p",
+        r#"{"metadata":{"finalizers":null}}"#,
+    ]);
+    let held_dependent_gone = events.position("DELETED", "fg-a");
+    let owner_gone = events.position("DELETED", "fg");
+    assert!(
+        free_dependent_gone < owner_gone && held_dependent_gone < owner_gone,
+        "foreground: dependents go before their owner"
+    );
+    let err = cluster.fails(&["get", "pod", "fg"]);
+    assert!(err.contains("pods \"fg\" not found"), "{err}");
 }

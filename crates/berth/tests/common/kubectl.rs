@@ -5,7 +5,7 @@
 //! kubectl is required: a machine without it fails these tests with a
 //! message saying how to install it, rather than skipping them.
 
-use std::process::{Command, Output};
+use std::process::{Child, ChildStdout, Command, Output, Stdio};
 
 use serde_json::Value;
 
@@ -52,6 +52,20 @@ impl Cluster {
             .env_remove("KUBERNETES_SERVICE_HOST")
             .output()
             .expect("kubectl runs")
+    }
+
+    /// Starts a long-running kubectl (`get -w`); its stdout to read.
+    pub fn spawn(&self, args: &[&str]) -> (Child, ChildStdout) {
+        let mut child = Command::new(kubectl_binary())
+            .args(args)
+            .env("KUBECONFIG", &self.server.kubeconfig)
+            .env_remove("KUBERNETES_SERVICE_HOST")
+            .stdout(Stdio::piped())
+            .stderr(Stdio::null())
+            .spawn()
+            .expect("kubectl runs");
+        let stdout = child.stdout.take().expect("stdout");
+        (child, stdout)
     }
 
     /// Runs kubectl, expects success, returns stdout.
