@@ -15,7 +15,8 @@
 //!
 //! Order is total and stable, and keeps causes before effects within one
 //! instant: by time; then by [`EventKind`] in its declared order (a node's
-//! state, its zone's, its taints, a ReplicaSet's size, then its pods); then
+//! state, its zone's, its taints, a ReplicaSet's size, then pods ending
+//! before pods starting, see [`EventKind`]); then
 //! by the subject (node, pod, zone, taint, condition, ReplicaSet, owner); and what happened to one subject
 //! in one instant keeps the order it happened in, the recorder's sequence
 //! number ([`Entry::seq`]). Changes to different subjects in one instant
@@ -52,12 +53,13 @@ pub enum EventKind {
     TaintAdded,
     TaintRemoved,
     /// A ReplicaSet's `spec.replicas` changed (`replicaset`, its `owner`,
-    /// the new `replicas`); a new one counts from 0.
+    /// the new `replicas`); a new one counts from 0. Before the pods it
+    /// makes or deletes.
     ReplicaSetScaled,
-    /// A pod was created (`owner`: its controller, `Kind/name`).
-    PodCreated,
-    PodScheduled,
-    FailedScheduling,
+    // A pod's end comes before any pod's start: a replacement follows the
+    // pod it replaces (an evicted replica, a StatefulSet pod deleted and
+    // made again under its name). Only a pod made and ended within one
+    // instant reads out of order.
     EvictionCancelled,
     PodEvicted,
     /// The pod's deletion began (`deletionTimestamp` set); it is gone at
@@ -65,6 +67,10 @@ pub enum EventKind {
     PodTerminating,
     PodFailed,
     PodDeleted,
+    /// A pod was created (`owner`: its controller, `Kind/name`).
+    PodCreated,
+    PodScheduled,
+    FailedScheduling,
 }
 
 /// One line of the timeline.
