@@ -177,3 +177,29 @@ fn the_report_renders_its_lanes_in_headless_chromium() {
     // tables make it far larger.
     assert!(bytes.len() > 20_000, "screenshot of {} bytes", bytes.len());
 }
+
+/// A zone outage's report shows the Deployment's replicas per zone: rows
+/// for a, b and c, c's ending when its pods are evicted.
+#[test]
+fn the_report_shows_a_workloads_replicas_per_zone_in_headless_chromium() {
+    let dir = tempfile::tempdir().expect("temp dir");
+    let (timeline, report) = run_to_files(
+        "deployment-zone-outage.yaml",
+        dir.path(),
+        Spelling::Subcommand,
+    );
+    assert!(timeline.contains(r#""event":"ReplicaSetScaled""#));
+    assert!(timeline.contains(r#""owner":"Deployment/web","replicas":6}"#));
+    let url = format!("file://{}", report.display());
+    let dom = chromium(&["--dump-dom", &url]);
+    let dom_text = String::from_utf8_lossy(&dom.stdout);
+    assert!(dom.status.success(), "{}", stderr(&dom));
+    assert!(dom_text.contains(r#"data-rendered="lanes:6""#));
+    assert!(dom_text.contains(r#"<g class="workload" data-workload="Deployment/web">"#));
+    for zone in ["a", "b", "c"] {
+        assert!(
+            dom_text.contains(&format!(r#"<g class="replica-row" data-row="zone {zone}">"#)),
+            "no replica row for zone {zone}"
+        );
+    }
+}
