@@ -62,6 +62,23 @@ fn bad_scenario_files_give_the_line_and_the_problem_and_exit_2() {
             format!("{head}steps:\n  - {{at: 10s, untaint: \"node1 key1:NoExecute\"}}\nrun: 1m\n"),
             "bad.yaml:4: untaint node1 key1:NoExecute: taint \"key1:NoExecute\" not found",
         ),
+        (
+            "scale of a kind without /scale",
+            format!("{head}steps:\n  - {{at: 10s, scale: daemonset/agent, replicas: 2}}\nrun: 1m\n"),
+            "bad.yaml:4:5: scale: daemonsets cannot be scaled",
+        ),
+        (
+            "scale of a Deployment that does not exist",
+            format!("{head}steps:\n  - {{at: 10s, scale: deployment/nope, replicas: 2}}\nrun: 1m\n"),
+            "bad.yaml:4: scale deployment/nope --replicas=2: deployments.apps \"nope\" not found",
+        ),
+        (
+            "a Deployment the API refuses",
+            format!(
+                "{head}objects:\n  - {{apiVersion: apps/v1, kind: Deployment, metadata: {{name: web}}, spec: {{selector: {{matchLabels: {{app: web}}}}, template: {{metadata: {{labels: {{app: other}}}}, spec: {{containers: [{{name: c, image: i}}]}}}}}}}}\nrun: 1m\n"
+            ),
+            "bad.yaml:4: Deployment.apps \"web\" is invalid: spec.template.metadata.labels: Invalid value",
+        ),
     ];
     for (name, text, want) in cases {
         std::fs::write(dir.path().join("bad.yaml"), text).expect("write");
