@@ -284,7 +284,13 @@ fn workload_of(
 }
 
 /// From `t`, `workload` has `n` replicas in `row`.
-fn set_count(out: &mut BTreeMap<String, ReplicaRows>, workload: &str, row: &str, n: u32, t: Millis) {
+fn set_count(
+    out: &mut BTreeMap<String, ReplicaRows>,
+    workload: &str,
+    row: &str,
+    n: u32,
+    t: Millis,
+) {
     let spans = out
         .entry(workload.to_owned())
         .or_default()
@@ -1015,7 +1021,10 @@ mod tests {
         let want: BTreeMap<String, Vec<(Millis, Option<Millis>, String)>> = [
             (
                 "zone a".to_owned(),
-                vec![(0, Some(60_000), "1".to_owned()), (60_000, None, "2".to_owned())],
+                vec![
+                    (0, Some(60_000), "1".to_owned()),
+                    (60_000, None, "2".to_owned()),
+                ],
             ),
             ("zone b".to_owned(), vec![(0, Some(60_000), "1".to_owned())]),
         ]

@@ -20,8 +20,8 @@ use tokio_util::sync::CancellationToken;
 use crate::components::{Component, ComponentContext, Started};
 use crate::recorder::{self, millis_between};
 use crate::scenario::{Action, Manifest, Scenario, Step, Target};
-use berth_apiserver::resources::ResourceType;
 use berth_agent::sim::FleetHandle;
+use berth_apiserver::resources::ResourceType;
 
 use crate::fleet::{self, ConditionOverride, NodeCommand};
 use crate::timeline::{Entry, Millis};

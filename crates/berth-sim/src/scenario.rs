@@ -106,9 +106,15 @@ pub struct Step {
 #[derive(Debug, Clone)]
 pub enum Action {
     /// `kubectl taint nodes <nodes> <specs>`: adds and removes.
-    Taint { nodes: Vec<String>, spec: TaintSpec },
+    Taint {
+        nodes: Vec<String>,
+        spec: TaintSpec,
+    },
     /// Stops or resumes the heartbeats (Lease and status) of these nodes.
-    Heartbeat { nodes: Vec<String>, stop: bool },
+    Heartbeat {
+        nodes: Vec<String>,
+        stop: bool,
+    },
     /// The node starts reporting this condition.
     Condition {
         node: String,
@@ -121,11 +127,19 @@ pub enum Action {
     Apply(Manifest),
     Delete(Target),
     /// `kubectl scale --replicas`: through the `/scale` subresource.
-    Scale { target: Target, replicas: i32 },
+    Scale {
+        target: Target,
+        replicas: i32,
+    },
     /// `kubectl cordon` (true) / `uncordon` (false).
-    Cordon { node: String, unschedulable: bool },
+    Cordon {
+        node: String,
+        unschedulable: bool,
+    },
     /// Stops a component and starts it again.
-    Restart { component: String },
+    Restart {
+        component: String,
+    },
 }
 
 /// The object a `delete` or `scale` step names.
@@ -657,7 +671,12 @@ fn check_scale(
     replicas: &Spanned<i64>,
 ) -> Result<Action, ScenarioError> {
     let target = check_target(check, line, "scale", target)?;
-    if !target.resource.subresources.iter().any(|s| s.name == "scale") {
+    if !target
+        .resource
+        .subresources
+        .iter()
+        .any(|s| s.name == "scale")
+    {
         return Err(check.at(
             line,
             format!(

@@ -562,9 +562,9 @@ fn a_zone_outage_moves_the_deployments_replicas_to_the_surviving_zones() {
     );
     // In each instant the replacement follows the pod it replaces.
     for x in e.iter().filter(|x| x.event == EventKind::PodEvicted) {
-        let replacement = e.iter().position(|y| {
-            y.t == x.t && y.event == EventKind::PodCreated
-        });
+        let replacement = e
+            .iter()
+            .position(|y| y.t == x.t && y.event == EventKind::PodCreated);
         let evicted = e.iter().position(|y| y == x);
         assert!(evicted < replacement, "{}", jsonl(&e));
     }
@@ -606,8 +606,7 @@ fn a_daemon_set_runs_where_its_tolerations_allow() {
     assert!(
         taint_added(&e, "node1", UNREACHABLE_NOEXEC).len() == 1
             && taint_added(&e, "node3", "node.kubernetes.io/unschedulable:NoSchedule").len() == 1
-            && taint_added(&e, "node4", "node.kubernetes.io/memory-pressure:NoSchedule").len()
-                == 1,
+            && taint_added(&e, "node4", "node.kubernetes.io/memory-pressure:NoSchedule").len() == 1,
         "{}",
         jsonl(&e)
     );
@@ -677,10 +676,7 @@ fn a_stateful_set_pod_of_a_dead_node_waits_for_the_out_of_service_taint() {
         .map(|x| x.t)
         .collect();
     assert_eq!(evicted, [tainted + 300 * S, 12 * 60 * S], "{}", jsonl(&e));
-    assert_eq!(
-        one(&e, EventKind::PodTerminating, db0).t,
-        tainted + 300 * S
-    );
+    assert_eq!(one(&e, EventKind::PodTerminating, db0).t, tainted + 300 * S);
     assert_eq!(one(&e, EventKind::PodDeleted, db0).t, 12 * 60 * S);
     assert!(created[1] >= 12 * 60 * S);
 }

@@ -64,12 +64,16 @@ fn bad_scenario_files_give_the_line_and_the_problem_and_exit_2() {
         ),
         (
             "scale of a kind without /scale",
-            format!("{head}steps:\n  - {{at: 10s, scale: daemonset/agent, replicas: 2}}\nrun: 1m\n"),
+            format!(
+                "{head}steps:\n  - {{at: 10s, scale: daemonset/agent, replicas: 2}}\nrun: 1m\n"
+            ),
             "bad.yaml:4:5: scale: daemonsets cannot be scaled",
         ),
         (
             "scale of a Deployment that does not exist",
-            format!("{head}steps:\n  - {{at: 10s, scale: deployment/nope, replicas: 2}}\nrun: 1m\n"),
+            format!(
+                "{head}steps:\n  - {{at: 10s, scale: deployment/nope, replicas: 2}}\nrun: 1m\n"
+            ),
             "bad.yaml:4: scale deployment/nope --replicas=2: deployments.apps \"nope\" not found",
         ),
         (
@@ -215,7 +219,9 @@ fn the_report_shows_a_workloads_replicas_per_zone_in_headless_chromium() {
     assert!(dom_text.contains(r#"<g class="workload" data-workload="Deployment/web">"#));
     for zone in ["a", "b", "c"] {
         assert!(
-            dom_text.contains(&format!(r#"<g class="replica-row" data-row="zone {zone}">"#)),
+            dom_text.contains(&format!(
+                r#"<g class="replica-row" data-row="zone {zone}">"#
+            )),
             "no replica row for zone {zone}"
         );
     }

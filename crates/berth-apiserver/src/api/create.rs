@@ -82,7 +82,9 @@ impl ApiServer {
     /// A generated name's randomness: seeded when the config says so.
     fn random_u32(&self) -> u32 {
         if let Some(names) = &self.seeded_names {
-            let mut rng = names.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
+            let mut rng = names
+                .lock()
+                .unwrap_or_else(std::sync::PoisonError::into_inner);
             return (rng.next_u64() >> 32) as u32;
         }
         os_random_u32()
