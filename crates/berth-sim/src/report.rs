@@ -422,6 +422,31 @@ impl Plot {
     }
 }
 
+impl Plot {
+    /// A row of bars under a label, in a `<g {group}>`; `what` names a
+    /// span in its tooltip.
+    fn labelled_row(
+        &self,
+        svg: &mut String,
+        y: f64,
+        group: &str,
+        label: &str,
+        spans: &[Span],
+        what: &dyn Fn(&Span) -> String,
+    ) {
+        let _ = write!(
+            svg,
+            r#"<g {group}><text class="label" x="12" y="{:.1}">{}</text>"#,
+            y + ROW_H - 5.0,
+            esc(label)
+        );
+        for span in spans {
+            self.bar(svg, y, span, &span_tooltip(&what(span), span));
+        }
+        svg.push_str("</g>");
+    }
+}
+
 fn span_tooltip(what: &str, span: &Span) -> String {
     match span.to {
         Some(to) => format!("{what}: {} → {}", format_t(span.from), format_t(to)),
@@ -469,25 +494,14 @@ pub fn render(rec: &Recording, meta: &ReportMeta) -> String {
         );
         y += 16.0;
         for (zone, spans) in &zones {
-            let _ = write!(
-                svg,
-                r#"<g class="zone-row"><text class="label" x="12" y="{:.1}">{}</text>"#,
-                y + ROW_H - 5.0,
-                if zone.is_empty() {
-                    "(no zone label)".to_owned()
-                } else {
-                    format!("zone {}", esc(zone))
-                }
-            );
-            for span in spans {
-                plot.bar(
-                    &mut svg,
-                    y,
-                    span,
-                    &span_tooltip(&format!("zone {zone} {}", span.label), span),
-                );
-            }
-            svg.push_str("</g>");
+            let label = if zone.is_empty() {
+                "(no zone label)".to_owned()
+            } else {
+                format!("zone {zone}")
+            };
+            plot.labelled_row(&mut svg, y, r#"class="zone-row""#, &label, spans, &|span| {
+                format!("zone {zone} {}", span.label)
+            });
             y += ROW_H;
         }
         y += PAD;
@@ -515,21 +529,10 @@ pub fn render(rec: &Recording, meta: &ReportMeta) -> String {
             );
             y += ROW_H;
             for (row, spans) in rows {
-                let _ = write!(
-                    svg,
-                    r#"<g class="replica-row" data-row="{r}"><text class="label" x="12" y="{:.1}">{r}</text>"#,
-                    y + ROW_H - 5.0,
-                    r = esc(row),
-                );
-                for span in spans {
-                    plot.bar(
-                        &mut svg,
-                        y,
-                        span,
-                        &span_tooltip(&format!("{workload}: {} in {row}", span.label), span),
-                    );
-                }
-                svg.push_str("</g>");
+                let group = format!(r#"class="replica-row" data-row="{}""#, esc(row));
+                plot.labelled_row(&mut svg, y, &group, row, spans, &|span| {
+                    format!("{workload}: {} in {row}", span.label)
+                });
                 y += ROW_H;
             }
             svg.push_str("</g>");

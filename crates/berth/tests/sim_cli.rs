@@ -165,6 +165,15 @@ fn chromium(args: &[&str]) -> Output {
         .expect("chromium runs (Debian package `chromium`; .ci/run installs it)")
 }
 
+/// The report's URL and its DOM once headless chromium has run its script.
+fn rendered_dom(report: &Path) -> (String, String) {
+    let url = format!("file://{}", report.display());
+    let dom = chromium(&["--dump-dom", &url]);
+    assert!(dom.status.success(), "{}", stderr(&dom));
+    let text = String::from_utf8_lossy(&dom.stdout).into_owned();
+    (url, text)
+}
+
 #[test]
 fn the_report_renders_its_lanes_in_headless_chromium() {
     let dir = tempfile::tempdir().expect("temp dir");
@@ -173,11 +182,7 @@ fn the_report_renders_its_lanes_in_headless_chromium() {
         dir.path(),
         Spelling::Subcommand,
     );
-    let url = format!("file://{}", report.display());
-
-    let dom = chromium(&["--dump-dom", &url]);
-    let dom_text = String::from_utf8_lossy(&dom.stdout);
-    assert!(dom.status.success(), "{}", stderr(&dom));
+    let (url, dom_text) = rendered_dom(&report);
     // The page's script ran and counted one lane per node.
     assert!(
         dom_text.contains(r#"data-rendered="lanes:3""#),
@@ -211,10 +216,7 @@ fn the_report_shows_a_workloads_replicas_per_zone_in_headless_chromium() {
     );
     assert!(timeline.contains(r#""event":"ReplicaSetScaled""#));
     assert!(timeline.contains(r#""owner":"Deployment/web","replicas":6}"#));
-    let url = format!("file://{}", report.display());
-    let dom = chromium(&["--dump-dom", &url]);
-    let dom_text = String::from_utf8_lossy(&dom.stdout);
-    assert!(dom.status.success(), "{}", stderr(&dom));
+    let (_, dom_text) = rendered_dom(&report);
     assert!(dom_text.contains(r#"data-rendered="lanes:6""#));
     assert!(dom_text.contains(r#"<g class="workload" data-workload="Deployment/web">"#));
     for zone in ["a", "b", "c"] {
