@@ -33,6 +33,7 @@
 //! - [`well_known_taints`]: the taint keys Kubernetes puts on nodes.
 //! - [`workloads`]: the decisions of the DaemonSet, ReplicaSet, Deployment
 //!   and StatefulSet controllers, as pure functions.
+//! - [`splitmix`]: the seeded random source runs that must repeat use.
 //! - [`clock`]: the one source of time for every timer in berth, real or
 //!   virtual (a paused tokio clock in tests).
 //! - `test_util` (tests and the `test-util` feature only): the pod, node,
@@ -60,6 +61,7 @@ pub mod quantity;
 pub mod resources;
 pub mod taint_expiry;
 pub mod taint_impact;
+pub mod splitmix;
 pub mod taint_spec;
 #[cfg(any(test, feature = "test-util"))]
 pub mod test_util;

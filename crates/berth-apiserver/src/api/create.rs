@@ -68,7 +68,7 @@ impl ApiServer {
         if name_of(object).is_empty() {
             let generate = objects::meta_str(object, "generateName").to_string();
             if !generate.is_empty() {
-                let name = objects::generate_name(&generate, random_u32);
+                let name = objects::generate_name(&generate, || self.random_u32());
                 if let Some(meta) = objects::metadata_mut(object) {
                     meta.insert("name".into(), Value::String(name));
                 }
@@ -86,7 +86,20 @@ impl ApiServer {
     }
 }
 
-fn random_u32() -> u32 {
+impl ApiServer {
+    /// A generated name's randomness: seeded when the config says so.
+    fn random_u32(&self) -> u32 {
+        if let Some(names) = &self.seeded_names {
+            let mut rng = names
+                .lock()
+                .unwrap_or_else(std::sync::PoisonError::into_inner);
+            return (rng.next_u64() >> 32) as u32;
+        }
+        os_random_u32()
+    }
+}
+
+fn os_random_u32() -> u32 {
     let mut buf = [0u8; 4];
     // The OS random source failing is not worth failing a request over: a
     // generated name then only risks a collision, which create reports.

@@ -42,6 +42,10 @@ pub struct ApiConfig {
     pub body: BodyLimits,
     /// API Priority and Fairness: the server's seats and queue wait.
     pub flow_control: crate::flow_control::FlowControlLimits,
+    /// When set, the random suffixes of generated names (`generateName`)
+    /// come from a generator with this seed, so a simulation given the
+    /// same seed names its objects the same; else from the OS.
+    pub name_seed: Option<u64>,
 }
 
 impl Default for ApiConfig {
@@ -54,6 +58,7 @@ impl Default for ApiConfig {
             max_request_body_bytes: MAX_BODY_BYTES,
             body: BodyLimits::default(),
             flow_control: crate::flow_control::FlowControlLimits::default(),
+            name_seed: None,
         }
     }
 }
@@ -90,6 +95,8 @@ pub struct ApiServer {
     pub flow_control: Arc<crate::flow_control::FlowControl>,
     /// The watch caches' shared history budget.
     pub history_budget: Arc<HistoryBudget>,
+    /// The seeded source of generated names' suffixes (`name_seed`).
+    pub(crate) seeded_names: Option<std::sync::Mutex<berth_core::splitmix::SplitMix64>>,
 }
 
 impl ApiServer {
@@ -122,6 +129,9 @@ impl ApiServer {
             watches: WatchCounter::new(config.watches),
             flow_control: crate::flow_control::FlowControl::new(config.flow_control),
             history_budget: budget,
+            seeded_names: config
+                .name_seed
+                .map(|seed| std::sync::Mutex::new(berth_core::splitmix::SplitMix64::new(seed))),
             config,
         });
         for ns in SYSTEM_NAMESPACES {
