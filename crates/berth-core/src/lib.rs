@@ -21,6 +21,9 @@
 //! - [`manifest`]: YAML/JSON manifests as `kubectl apply -f` reads them.
 //! - [`object_key`], [`pod`]: an object's namespace/name key; a pod's
 //!   bound node and terminal phase, as every client reads them.
+//! - [`service`]: a Service's defaults, its cluster-IP fields kept in
+//!   step across updates, its IP families, what it holds of the address
+//!   and node-port ranges.
 //! - [`node_status`]: the kubelet's rules for the node conditions it
 //!   reports, decided against the Node on the server.
 //! - [`int_or_string`]: `maxSurge`/`maxUnavailable`-style integers or
@@ -50,6 +53,7 @@ pub mod object_key;
 pub mod pod;
 pub mod quantity;
 pub mod resources;
+pub mod service;
 pub mod taint_spec;
 #[cfg(any(test, feature = "test-util"))]
 pub mod test_util;

@@ -24,10 +24,8 @@ mod tests;
 
 use std::collections::BTreeMap;
 
-use berth_core::validation::names::{
-    is_dns1123_subdomain, is_qualified_name, is_valid_label_value,
-};
-use berth_core::validation::{ErrorList, FieldError, Path};
+use berth_core::validation::names::{is_dns1123_subdomain, is_qualified_name};
+use berth_core::validation::{ErrorList, FieldError, Path, validate_labels};
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
 use k8s_openapi::schemars::JsonSchema;
 use k8s_openapi::{ListableResource, Metadata, Resource};
@@ -312,19 +310,12 @@ pub fn validate_metadata(rt: &ResourceType, object: &Value) -> ErrorList {
     }
     let labels = object.get("metadata").and_then(|m| m.get("labels"));
     if let Some(labels) = labels.and_then(Value::as_object) {
-        for (key, value) in labels {
-            for problem in is_qualified_name(key) {
-                errors.push(FieldError::invalid(
-                    &path.child("labels"),
-                    key.as_str(),
-                    problem,
-                ));
-            }
-            let value = value.as_str().unwrap_or("");
-            for problem in is_valid_label_value(value) {
-                errors.push(FieldError::invalid(&path.child("labels"), value, problem));
-            }
-        }
+        errors.extend(validate_labels(
+            labels
+                .iter()
+                .map(|(key, value)| (key.as_str(), value.as_str().unwrap_or(""))),
+            &path.child("labels"),
+        ));
     }
     let annotations = object.get("metadata").and_then(|m| m.get("annotations"));
     if let Some(annotations) = annotations.and_then(Value::as_object) {
