@@ -10,7 +10,7 @@
 //! (`docs/architecture.md` walks through Lease).
 
 pub use crate::strategy::{ResourceType, Subresource};
-use crate::strategy::{event, lease, namespace, node, pod};
+use crate::strategy::{config, event, lease, namespace, node, pod, review, service, stored};
 
 const ALL_VERBS: &[&str] = &[
     "create",
@@ -152,9 +152,219 @@ pub static EVENTS_V1: ResourceType = ResourceType {
     strategy: &event::EventsV1,
 };
 
+// The common core types: stored, validated, defaulted, listed and watched,
+// with no data plane behind them (Services get cluster IPs and node ports,
+// nothing proxies to them). Services and Endpoints are stored where
+// upstream keeps them, under `/registry/services/`.
+
+pub static CONFIG_MAPS: ResourceType = ResourceType {
+    group: "",
+    version: "v1",
+    kind: "ConfigMap",
+    plural: "configmaps",
+    singular: "configmap",
+    namespaced: true,
+    short_names: &["cm"],
+    categories: &[],
+    subresources: &[],
+    storage: "configmaps",
+    verbs: ALL_VERBS,
+    stored_as: None,
+    strategy: &config::ConfigMaps,
+};
+
+pub static SECRETS: ResourceType = ResourceType {
+    group: "",
+    version: "v1",
+    kind: "Secret",
+    plural: "secrets",
+    singular: "secret",
+    namespaced: true,
+    short_names: &[],
+    categories: &[],
+    subresources: &[],
+    storage: "secrets",
+    verbs: ALL_VERBS,
+    stored_as: None,
+    strategy: &config::Secrets,
+};
+
+pub static SERVICE_ACCOUNTS: ResourceType = ResourceType {
+    group: "",
+    version: "v1",
+    kind: "ServiceAccount",
+    plural: "serviceaccounts",
+    singular: "serviceaccount",
+    namespaced: true,
+    short_names: &["sa"],
+    categories: &[],
+    subresources: &[],
+    storage: "serviceaccounts",
+    verbs: ALL_VERBS,
+    stored_as: None,
+    strategy: &stored::ServiceAccounts,
+};
+
+pub static SERVICES: ResourceType = ResourceType {
+    group: "",
+    version: "v1",
+    kind: "Service",
+    plural: "services",
+    singular: "service",
+    namespaced: true,
+    short_names: &["svc"],
+    categories: &["all"],
+    subresources: &[STATUS],
+    storage: "services/specs",
+    verbs: ALL_VERBS,
+    stored_as: None,
+    strategy: &service::Services,
+};
+
+pub static ENDPOINTS: ResourceType = ResourceType {
+    group: "",
+    version: "v1",
+    kind: "Endpoints",
+    plural: "endpoints",
+    singular: "endpoints",
+    namespaced: true,
+    short_names: &["ep"],
+    categories: &[],
+    subresources: &[],
+    storage: "services/endpoints",
+    verbs: ALL_VERBS,
+    stored_as: None,
+    strategy: &stored::EndpointsStrategy,
+};
+
+pub static ENDPOINT_SLICES: ResourceType = ResourceType {
+    group: "discovery.k8s.io",
+    version: "v1",
+    kind: "EndpointSlice",
+    plural: "endpointslices",
+    singular: "endpointslice",
+    namespaced: true,
+    short_names: &[],
+    categories: &[],
+    subresources: &[],
+    storage: "endpointslices",
+    verbs: ALL_VERBS,
+    stored_as: None,
+    strategy: &stored::EndpointSlices,
+};
+
+pub static RESOURCE_QUOTAS: ResourceType = ResourceType {
+    group: "",
+    version: "v1",
+    kind: "ResourceQuota",
+    plural: "resourcequotas",
+    singular: "resourcequota",
+    namespaced: true,
+    short_names: &["quota"],
+    categories: &[],
+    subresources: &[STATUS],
+    storage: "resourcequotas",
+    verbs: ALL_VERBS,
+    stored_as: None,
+    strategy: &stored::ResourceQuotas,
+};
+
+pub static LIMIT_RANGES: ResourceType = ResourceType {
+    group: "",
+    version: "v1",
+    kind: "LimitRange",
+    plural: "limitranges",
+    singular: "limitrange",
+    namespaced: true,
+    short_names: &["limits"],
+    categories: &[],
+    subresources: &[],
+    storage: "limitranges",
+    verbs: ALL_VERBS,
+    stored_as: None,
+    strategy: &stored::LimitRanges,
+};
+
+// The reviews of one's own access and identity: create-only, answered by
+// the authorizer, never stored (no storage, no watch cache).
+
+const CREATE_ONLY: &[&str] = &["create"];
+
+pub static SELF_SUBJECT_ACCESS_REVIEWS: ResourceType = ResourceType {
+    group: "authorization.k8s.io",
+    version: "v1",
+    kind: "SelfSubjectAccessReview",
+    plural: "selfsubjectaccessreviews",
+    singular: "selfsubjectaccessreview",
+    namespaced: false,
+    short_names: &[],
+    categories: &[],
+    subresources: &[],
+    storage: "",
+    verbs: CREATE_ONLY,
+    stored_as: None,
+    strategy: &review::SelfSubjectAccessReviews,
+};
+
+pub static SELF_SUBJECT_RULES_REVIEWS: ResourceType = ResourceType {
+    group: "authorization.k8s.io",
+    version: "v1",
+    kind: "SelfSubjectRulesReview",
+    plural: "selfsubjectrulesreviews",
+    singular: "selfsubjectrulesreview",
+    namespaced: false,
+    short_names: &[],
+    categories: &[],
+    subresources: &[],
+    storage: "",
+    verbs: CREATE_ONLY,
+    stored_as: None,
+    strategy: &review::SelfSubjectRulesReviews {
+        served: served_types,
+    },
+};
+
+pub static SELF_SUBJECT_REVIEWS: ResourceType = ResourceType {
+    group: "authentication.k8s.io",
+    version: "v1",
+    kind: "SelfSubjectReview",
+    plural: "selfsubjectreviews",
+    singular: "selfsubjectreview",
+    namespaced: false,
+    short_names: &[],
+    categories: &[],
+    subresources: &[],
+    storage: "",
+    verbs: CREATE_ONLY,
+    stored_as: None,
+    strategy: &review::SelfSubjectReviews,
+};
+
 /// Every served resource type, in discovery order.
-pub static RESOURCES: &[&ResourceType] =
-    &[&NAMESPACES, &NODES, &PODS, &EVENTS, &LEASES, &EVENTS_V1];
+pub static RESOURCES: &[&ResourceType] = &[
+    &NAMESPACES,
+    &NODES,
+    &PODS,
+    &EVENTS,
+    &LEASES,
+    &EVENTS_V1,
+    &CONFIG_MAPS,
+    &SECRETS,
+    &SERVICE_ACCOUNTS,
+    &SERVICES,
+    &ENDPOINTS,
+    &ENDPOINT_SLICES,
+    &RESOURCE_QUOTAS,
+    &LIMIT_RANGES,
+    &SELF_SUBJECT_ACCESS_REVIEWS,
+    &SELF_SUBJECT_RULES_REVIEWS,
+    &SELF_SUBJECT_REVIEWS,
+];
+
+/// [`RESOURCES`], for the rules review (which its declaration names).
+fn served_types() -> &'static [&'static ResourceType] {
+    RESOURCES
+}
 
 /// The resource type at `group/version/plural`, if served.
 pub fn lookup(group: &str, version: &str, plural: &str) -> Option<&'static ResourceType> {
@@ -202,6 +412,49 @@ mod tests {
                 "web.1",
                 "/registry/events/default/web.1",
             ),
+            (
+                &CONFIG_MAPS,
+                "default",
+                "app",
+                "/registry/configmaps/default/app",
+            ),
+            (&SECRETS, "default", "db", "/registry/secrets/default/db"),
+            (
+                &SERVICE_ACCOUNTS,
+                "default",
+                "default",
+                "/registry/serviceaccounts/default/default",
+            ),
+            (
+                &SERVICES,
+                "default",
+                "web",
+                "/registry/services/specs/default/web",
+            ),
+            (
+                &ENDPOINTS,
+                "default",
+                "web",
+                "/registry/services/endpoints/default/web",
+            ),
+            (
+                &ENDPOINT_SLICES,
+                "default",
+                "web-x1",
+                "/registry/endpointslices/default/web-x1",
+            ),
+            (
+                &RESOURCE_QUOTAS,
+                "team-a",
+                "compute",
+                "/registry/resourcequotas/team-a/compute",
+            ),
+            (
+                &LIMIT_RANGES,
+                "team-a",
+                "defaults",
+                "/registry/limitranges/team-a/defaults",
+            ),
         ];
         for (rt, ns, name, want) in cases {
             assert_eq!(rt.key(ns, name), *want);
@@ -222,7 +475,20 @@ mod tests {
         assert!(lookup("apps", "v1", "deployments").is_none());
         assert_eq!(
             groups(),
-            vec![("coordination.k8s.io", "v1"), ("events.k8s.io", "v1")]
+            vec![
+                ("coordination.k8s.io", "v1"),
+                ("events.k8s.io", "v1"),
+                ("discovery.k8s.io", "v1"),
+                ("authorization.k8s.io", "v1"),
+                ("authentication.k8s.io", "v1"),
+            ]
+        );
+        // Services and Endpoints share upstream's `services/` prefix without
+        // either's prefix holding the other's keys.
+        assert_eq!(SERVICES.prefix(None), "/registry/services/specs/");
+        assert_eq!(
+            ENDPOINTS.prefix(Some("default")),
+            "/registry/services/endpoints/default/"
         );
         assert_eq!(LEASES.api_version(), "coordination.k8s.io/v1");
     }

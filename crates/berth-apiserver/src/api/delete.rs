@@ -12,6 +12,7 @@ use super::request_body::parse_body;
 use super::response::{bytes_response, json_response};
 use super::scope::Scope;
 use super::server::ApiServer;
+use crate::allocators::Claims;
 use crate::objects::{self, format_time, set_resource_version};
 use crate::registry::store_error;
 use crate::resources::NAMESPACES;
@@ -137,11 +138,21 @@ impl ApiServer {
             .delete(rt, &rt.key(ns, name), revision)
             .await
             .map_err(|e| store_error(rt, name, e))?;
+        let mut held = vec![rt.strategy.held(&object)];
         if std::ptr::eq(rt, &NAMESPACES) {
-            self.registry.delete_namespace_contents(name).await;
+            held.extend(self.registry.delete_namespace_contents(name).await);
         }
+        self.release_all(&held).await;
         set_resource_version(&mut object, deleted_at);
         Ok(json_response(200, &object))
+    }
+
+    /// Gives back what deleted objects held.
+    async fn release_all(&self, held: &[Claims]) {
+        let now = format_time(self.now());
+        for claims in held.iter().filter(|c| !c.is_empty()) {
+            self.allocators.release(claims, &now).await;
+        }
     }
 
     pub(super) async fn delete_collection(&self, scope: &Scope<'_>) -> ApiResult<Response> {
@@ -159,7 +170,10 @@ impl ApiServer {
                 .delete(rt, &rt.key(&item.namespace, &item.name), item.rv)
                 .await
             {
-                Ok(_) => deleted.push(object),
+                Ok(_) => {
+                    self.release_all(&[rt.strategy.held(&object)]).await;
+                    deleted.push(object);
+                }
                 Err(StoreError::NotFound { .. }) => deleted.push(object),
                 Err(e) => return Err(store_error(rt, &item.name, e)),
             }

@@ -11,8 +11,9 @@ use super::request_body::{check_kind, parse_body, validate_fields};
 use super::response::{bytes_response, json_response};
 use super::scope::Scope;
 use super::server::ApiServer;
+use crate::allocators::Claims;
 use crate::objects::{
-    self, name_of, prepare_for_update, resource_version_of, set_resource_version,
+    self, format_time, name_of, prepare_for_update, resource_version_of, set_resource_version,
 };
 use crate::registry::store_error;
 use crate::status::ApiError;
@@ -61,22 +62,61 @@ impl ApiServer {
             return Err(ApiError::modified(rt.group, rt.plural, name));
         }
         prepare_for_update(&mut object, old);
+        // What the changed object needs and the stored one does not hold is
+        // taken first (a /status write changes nothing it holds).
+        let now = format_time(self.now());
+        let taken = if scope.subresource.is_empty() {
+            rt.strategy
+                .allocate(rt, &mut object, Some(old), &self.allocators, &now)
+                .await?
+        } else {
+            Claims::default()
+        };
+        let written = self
+            .write_update(scope, &mut object, old, expected, dry_run)
+            .await;
+        match &written {
+            // What the stored object held and the new one does not is free.
+            Ok(Some(_)) => {
+                let released = rt.strategy.held(old).without(&rt.strategy.held(&object));
+                self.allocators.release(&released, &now).await;
+            }
+            _ => self.allocators.release(&taken, &now).await,
+        }
+        match written? {
+            Some(json) => Ok(bytes_response(200, json.as_bytes().to_vec())),
+            None => {
+                set_resource_version(&mut object, expected);
+                Ok(json_response(200, &object))
+            }
+        }
+    }
+
+    /// The strategy's update, then the write: the object as stored, or
+    /// `None` when nothing was written (a dry run, or no change: upstream's
+    /// GuaranteedUpdate skips those, so the object keeps its
+    /// resourceVersion and watchers see no event).
+    async fn write_update(
+        &self,
+        scope: &Scope<'_>,
+        object: &mut Value,
+        old: &Value,
+        expected: i64,
+        dry_run: bool,
+    ) -> ApiResult<Option<std::sync::Arc<str>>> {
+        let (rt, name) = (scope.rt, scope.name);
         let ctx = self.strategy_context(scope.user);
         rt.strategy
-            .update(rt, scope.subresource, &mut object, old, &ctx)?;
-        // An update that changes nothing is not written, as upstream's
-        // GuaranteedUpdate skips it: the object keeps its resourceVersion
-        // and watchers see no event.
-        if dry_run || objects::equal_except_resource_version(&object, old) {
-            set_resource_version(&mut object, expected);
-            return Ok(json_response(200, &object));
+            .update(rt, scope.subresource, object, old, &ctx)?;
+        if dry_run || objects::equal_except_resource_version(object, old) {
+            return Ok(None);
         }
         let key = rt.key(scope.namespace, name);
         let (_, json) = self
             .registry
-            .write(rt, &key, &object, Some(expected))
+            .write(rt, &key, object, Some(expected))
             .await
             .map_err(|e| store_error(rt, name, e))?;
-        Ok(bytes_response(200, json.as_bytes().to_vec()))
+        Ok(Some(json))
     }
 }

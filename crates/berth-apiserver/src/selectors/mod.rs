@@ -34,6 +34,8 @@ pub enum SelectableKind {
     Event,
     /// core/v1 Namespace.
     Namespace,
+    /// core/v1 Secret (`type`).
+    Secret,
     /// A kind without field labels of its own (coordination.k8s.io/v1
     /// Lease, and any kind a strategy does not name): upstream's default
     /// conversion, `metadata.name` and `metadata.namespace` only.
@@ -50,6 +52,7 @@ impl FromStr for SelectableKind {
             "Node" | "nodes" => SelectableKind::Node,
             "Event" | "events" => SelectableKind::Event,
             "Namespace" | "namespaces" => SelectableKind::Namespace,
+            "Secret" | "secrets" => SelectableKind::Secret,
             "Lease" | "leases" => SelectableKind::MetadataOnly { namespaced: true },
             _ => return Err(FieldSelectorError::UnsupportedKind(s.to_string())),
         })
@@ -63,7 +66,7 @@ impl SelectableKind {
         match self {
             SelectableKind::Node | SelectableKind::Namespace => false,
             SelectableKind::MetadataOnly { namespaced } => namespaced,
-            SelectableKind::Pod | SelectableKind::Event => true,
+            SelectableKind::Pod | SelectableKind::Event | SelectableKind::Secret => true,
         }
     }
 
@@ -101,6 +104,7 @@ impl SelectableKind {
                 "metadata.name",
             ],
             SelectableKind::Namespace => &["status.phase", "metadata.name"],
+            SelectableKind::Secret => &["type", "metadata.namespace", "metadata.name"],
             SelectableKind::MetadataOnly { .. } => &["metadata.name", "metadata.namespace"],
         }
     }
@@ -213,6 +217,7 @@ impl SelectableKind {
                 // compatibility." (upstream)
                 put("name", str_at(object, &["metadata", "name"]));
             }
+            SelectableKind::Secret => put("type", str_at(object, &["type"])),
             SelectableKind::MetadataOnly { .. } => {}
         }
         out

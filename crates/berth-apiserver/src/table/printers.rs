@@ -26,7 +26,7 @@ pub struct PrintedRow {
 }
 
 impl PrintedRow {
-    fn new(cells: Vec<Value>) -> Self {
+    pub(super) fn new(cells: Vec<Value>) -> Self {
         PrintedRow {
             cells,
             conditions: Vec::new(),
@@ -44,7 +44,7 @@ pub(crate) fn time_at(v: &Value, path: &[&str]) -> Option<Timestamp> {
     (t.as_second() != GO_ZERO_TIME_SECONDS || t.subsec_nanosecond() != 0).then_some(t)
 }
 
-fn age(obj: &Value, now: Timestamp) -> String {
+pub(super) fn age(obj: &Value, now: Timestamp) -> String {
     translate_timestamp_since(time_at(obj, &["metadata", "creationTimestamp"]), now)
 }
 

@@ -15,6 +15,7 @@
 //!   [`validate_labels`]; [`ip`]: IP addresses and CIDRs.
 
 mod config;
+mod endpoints;
 pub mod field;
 pub mod ip;
 mod meta;
@@ -29,6 +30,7 @@ pub use config::{
     MAX_SECRET_SIZE, SERVICE_ACCOUNT_NAME_KEY, secret_type, validate_config_map,
     validate_config_map_update, validate_secret, validate_secret_update,
 };
+pub use endpoints::{validate_endpoint_slice, validate_endpoints};
 pub use field::{ErrorList, ErrorType, FieldError, Path};
 pub use meta::validate_labels;
 pub use objects::{validate_node, validate_pod};
