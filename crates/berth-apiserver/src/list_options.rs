@@ -116,12 +116,7 @@ impl ListParams<'_> {
             }
         }
         if !errors.is_empty() {
-            let mut error = ApiError::invalid("meta.k8s.io", "ListOptions", "", &errors);
-            // Upstream prints the kind qualified by its group.
-            error.message = error
-                .message
-                .replacen("ListOptions", "ListOptions.meta.k8s.io", 1);
-            return Err(error);
+            return Err(ApiError::invalid("meta.k8s.io", "ListOptions", "", &errors));
         }
         Ok(match matching {
             Some("Exact") => Match::Exact,

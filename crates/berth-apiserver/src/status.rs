@@ -116,10 +116,16 @@ impl ApiError {
             .collect();
         let mut d = details(group, kind, name);
         d["causes"] = json!(causes);
+        // Upstream names the kind with its group (`GroupKind.String()`).
+        let qualified_kind = if group.is_empty() {
+            kind.to_string()
+        } else {
+            format!("{kind}.{group}")
+        };
         ApiError::new(
             422,
             "Invalid",
-            format!("{kind} {name:?} is invalid: {summary}"),
+            format!("{qualified_kind} {name:?} is invalid: {summary}"),
         )
         .with_details(d)
     }
