@@ -74,6 +74,7 @@ conformance!(
     watch_resumes_after_reconnect_without_loss_or_duplicates,
     compaction_makes_older_revisions_gone,
     compact_keeping_retains_the_window,
+    upstream_key_layout_keeps_each_type_apart,
 );
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
