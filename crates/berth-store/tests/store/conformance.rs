@@ -633,21 +633,47 @@ pub async fn upstream_key_layout_keeps_each_type_apart<S: Store + Clone>(s: &S) 
         want: &'static [&'static str],
     }
     let cases = [
-        Case { prefix: "/registry/services/specs/", want: &["/registry/services/specs/default/web"] },
-        Case { prefix: "/registry/services/endpoints/default/", want: &["/registry/services/endpoints/default/web"] },
+        Case {
+            prefix: "/registry/services/specs/",
+            want: &["/registry/services/specs/default/web"],
+        },
+        Case {
+            prefix: "/registry/services/endpoints/default/",
+            want: &["/registry/services/endpoints/default/web"],
+        },
         Case {
             prefix: "/registry/services/",
-            want: &["/registry/services/endpoints/default/web", "/registry/services/specs/default/web"],
+            want: &[
+                "/registry/services/endpoints/default/web",
+                "/registry/services/specs/default/web",
+            ],
         },
-        Case { prefix: "/registry/secrets/default/", want: &["/registry/secrets/default/db"] },
-        Case { prefix: "/registry/ipaddresses/", want: &["/registry/ipaddresses/10.96.0.1", "/registry/ipaddresses/fd00:10:96::a"] },
-        Case { prefix: "/registry/ranges/", want: &["/registry/ranges/servicenodeports"] },
+        Case {
+            prefix: "/registry/secrets/default/",
+            want: &["/registry/secrets/default/db"],
+        },
+        Case {
+            prefix: "/registry/ipaddresses/",
+            want: &[
+                "/registry/ipaddresses/10.96.0.1",
+                "/registry/ipaddresses/fd00:10:96::a",
+            ],
+        },
+        Case {
+            prefix: "/registry/ranges/",
+            want: &["/registry/ranges/servicenodeports"],
+        },
     ];
     for case in cases {
         assert_eq!(listed(case.prefix).await, case.want, "{}", case.prefix);
     }
     let event = next(&mut services).await;
     assert_eq!(event.kv.key, "/registry/services/specs/default/web");
-    let value = s.get("/registry/ipaddresses/fd00:10:96::a").await.unwrap().unwrap().value;
+    let value = s
+        .get("/registry/ipaddresses/fd00:10:96::a")
+        .await
+        .unwrap()
+        .unwrap()
+        .value;
     assert_eq!(value, b"/registry/ipaddresses/fd00:10:96::a");
 }
