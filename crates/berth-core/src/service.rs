@@ -410,14 +410,15 @@ pub fn init_ip_family_fields(
     if let Some(old) = old {
         if policy(new) == Some("SingleStack") {
             // Dropping to single-stack keeps the primary.
-            if cluster_ips(old) == cluster_ips(new) && cluster_ips(new).len() > 1 {
-                spec_mut(new)
-                    .cluster_ips
-                    .as_mut()
-                    .map(|ips| ips.truncate(1));
+            if cluster_ips(old) == cluster_ips(new)
+                && let Some(ips) = spec_mut(new).cluster_ips.as_mut()
+            {
+                ips.truncate(1);
             }
-            if families(old) == families(new) && families(new).len() > 1 {
-                spec_mut(new).ip_families.as_mut().map(|f| f.truncate(1));
+            if families(old) == families(new)
+                && let Some(families) = spec_mut(new).ip_families.as_mut()
+            {
+                families.truncate(1);
             }
         } else {
             if cluster_ips(new).len() < cluster_ips(old).len() {

@@ -120,16 +120,15 @@ pub fn validate_secret(secret: &Secret) -> ErrorList {
         secret_type::DOCKER_CONFIG_JSON => {
             errs.extend(json_key(data, ".dockerconfigjson", &data_path));
         }
-        secret_type::BASIC_AUTH => {
-            if !data.contains_key("username") && !data.contains_key("password") {
-                errs.push(required("username"));
-                errs.push(required("password"));
-            }
+        // Either may be empty, but one must be there.
+        secret_type::BASIC_AUTH
+            if !data.contains_key("username") && !data.contains_key("password") =>
+        {
+            errs.push(required("username"));
+            errs.push(required("password"));
         }
-        secret_type::SSH_AUTH => {
-            if data.get("ssh-privatekey").is_none_or(|v| v.0.is_empty()) {
-                errs.push(required("ssh-privatekey"));
-            }
+        secret_type::SSH_AUTH if data.get("ssh-privatekey").is_none_or(|v| v.0.is_empty()) => {
+            errs.push(required("ssh-privatekey"));
         }
         secret_type::TLS => {
             for key in ["tls.crt", "tls.key"] {
