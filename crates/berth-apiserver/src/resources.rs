@@ -303,7 +303,7 @@ pub static SELF_SUBJECT_ACCESS_REVIEWS: ResourceType = ResourceType {
     storage: "",
     verbs: CREATE_ONLY,
     stored_as: None,
-    strategy: &review::SelfSubjectAccessReviews,
+    strategy: &review::Review::Access,
 };
 
 pub static SELF_SUBJECT_RULES_REVIEWS: ResourceType = ResourceType {
@@ -319,7 +319,7 @@ pub static SELF_SUBJECT_RULES_REVIEWS: ResourceType = ResourceType {
     storage: "",
     verbs: CREATE_ONLY,
     stored_as: None,
-    strategy: &review::SelfSubjectRulesReviews {
+    strategy: &review::Review::Rules {
         served: served_types,
     },
 };
@@ -337,7 +337,7 @@ pub static SELF_SUBJECT_REVIEWS: ResourceType = ResourceType {
     storage: "",
     verbs: CREATE_ONLY,
     stored_as: None,
-    strategy: &review::SelfSubjectReviews,
+    strategy: &review::Review::Identity,
 };
 
 /// Every served resource type, in discovery order.

@@ -14,12 +14,10 @@ use axum::body::Body;
 use axum::http::{Request, StatusCode};
 use berth_apiserver::api::{ApiConfig, ApiServer};
 use berth_apiserver::resources::RESOURCES;
-use berth_apiserver::server::router;
 use berth_core::clock::Clock;
 use berth_store::Store;
-use common::{ADMIN, Api, JOIN, NODE1, api, api_with, assert_status};
+use common::{ADMIN, Api, JOIN, NODE1, api, api_with, assert_status, send};
 use serde_json::{Value, json};
-use tower::ServiceExt;
 
 const NS: &str = "/api/v1/namespaces/default";
 
@@ -40,6 +38,19 @@ fn small_ranges(cidr: &str, ports: &str) -> ApiConfig {
         service_node_port_range: ports.parse().expect("a port range"),
         ..ApiConfig::default()
     }
+}
+
+/// Creates `count` ClusterIP Services `<prefix>0`, ... in the namespace at
+/// `ns` (its API path); their cluster IPs.
+async fn create_services(api: &Api, ns: &str, prefix: &str, count: usize) -> BTreeSet<String> {
+    let mut ips = BTreeSet::new();
+    for i in 0..count {
+        let service = cluster_ip_service(&format!("{prefix}{i}"));
+        let created = api.create(&format!("{ns}/services"), service).await;
+        let ip = created["spec"]["clusterIP"].as_str().unwrap_or("");
+        ips.insert(ip.to_string());
+    }
+    ips
 }
 
 /// The message of a 422's only cause, as `kubectl` prints it.
@@ -324,21 +335,7 @@ async fn merge_patch(api: &Api, uri: &str, patch: Value) -> (StatusCode, Value) 
 async fn a_full_range_is_a_500_and_deletes_give_addresses_back() {
     // A /29 gives six addresses.
     let api = api_with(small_ranges("10.0.0.0/29", "30000-30001")).await;
-    let mut ips = BTreeSet::new();
-    for i in 0..6 {
-        let created = api
-            .create(
-                &format!("{NS}/services"),
-                cluster_ip_service(&format!("s{i}")),
-            )
-            .await;
-        ips.insert(
-            created["spec"]["clusterIP"]
-                .as_str()
-                .unwrap_or("")
-                .to_string(),
-        );
-    }
+    let ips = create_services(&api, NS, "s", 6).await;
     assert_eq!(ips.len(), 6, "{ips:?}");
     let (code, full) = api
         .req("POST", &format!("{NS}/services"), cluster_ip_service("s6"))
@@ -425,21 +422,7 @@ async fn a_full_range_is_a_500_and_deletes_give_addresses_back() {
 #[tokio::test]
 async fn addresses_stay_unique_across_a_restart_and_concurrent_creates() {
     let api = api_with(small_ranges("10.0.0.0/28", "30000-32767")).await;
-    let mut ips = BTreeSet::new();
-    for i in 0..4 {
-        let created = api
-            .create(
-                &format!("{NS}/services"),
-                cluster_ip_service(&format!("a{i}")),
-            )
-            .await;
-        ips.insert(
-            created["spec"]["clusterIP"]
-                .as_str()
-                .unwrap_or("")
-                .to_string(),
-        );
-    }
+    let mut ips = create_services(&api, NS, "a", 4).await;
     // A restarted server knows nothing but the store.
     let config = small_ranges("10.0.0.0/28", "30000-32767");
     let restarted = ApiServer::new(api.server.store.clone(), Clock::real(), config)
@@ -454,14 +437,10 @@ async fn addresses_stay_unique_across_a_restart_and_concurrent_creates() {
             .header("content-type", "application/json")
             .body(Body::from(cluster_ip_service(&format!("b{i}")).to_string()))
             .expect("request");
-        router(restarted.clone()).oneshot(request)
+        send(&restarted, request)
     });
-    for response in futures::future::join_all(creates).await {
-        let response = response.expect("response");
-        assert_eq!(response.status(), StatusCode::CREATED);
-        let bytes = axum::body::to_bytes(response.into_body(), usize::MAX)
-            .await
-            .expect("body");
+    for (status, _, bytes) in futures::future::join_all(creates).await {
+        assert_eq!(status, StatusCode::CREATED);
         let created: Value = serde_json::from_slice(&bytes).expect("JSON");
         let ip = created["spec"]["clusterIP"]
             .as_str()
@@ -481,13 +460,7 @@ async fn deleting_a_namespace_gives_its_services_addresses_back() {
         json!({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": "team-a"}}),
     )
     .await;
-    for i in 0..6 {
-        api.create(
-            "/api/v1/namespaces/team-a/services",
-            cluster_ip_service(&format!("s{i}")),
-        )
-        .await;
-    }
+    create_services(&api, "/api/v1/namespaces/team-a", "s", 6).await;
     let (code, full) = api
         .req("POST", &format!("{NS}/services"), cluster_ip_service("web"))
         .await;
@@ -543,13 +516,7 @@ async fn services_print_upstreams_columns() {
         )
         .body(Body::empty())
         .expect("request");
-    let response = router(api.server.clone())
-        .oneshot(request)
-        .await
-        .expect("response");
-    let bytes = axum::body::to_bytes(response.into_body(), usize::MAX)
-        .await
-        .expect("body");
+    let (_, _, bytes) = send(&api.server, request).await;
     let table: Value = serde_json::from_slice(&bytes).expect("JSON");
     let columns: Vec<&str> = table["columnDefinitions"]
         .as_array()
@@ -890,20 +857,11 @@ async fn every_served_kind_round_trips_through_protobuf() {
             .header("accept", berth_proto::CONTENT_TYPE)
             .body(Body::from(body))
             .expect("request");
-        let response = router(api.server.clone())
-            .oneshot(request)
-            .await
-            .expect("response");
-        let status = response.status();
-        let content_type = response
-            .headers()
+        let (status, headers, bytes) = send(&api.server, request).await;
+        let content_type = headers
             .get("content-type")
             .and_then(|v| v.to_str().ok())
-            .unwrap_or("")
-            .to_string();
-        let bytes = axum::body::to_bytes(response.into_body(), usize::MAX)
-            .await
-            .expect("body");
+            .unwrap_or("");
         let answer = berth_proto::decode_object(&bytes).unwrap_or_default();
         assert_eq!(
             status,

@@ -326,6 +326,26 @@ fn core_types_and_access_reviews_with_real_kubectl() {
         web_ip.starts_with("10.") && web_ip != "10.96.0.1",
         "{services}"
     );
+    // Applied again with a second port: the ports merge by port, the
+    // cluster IP stays. (The Secret reads "configured", as upstream's: its
+    // stringData is never stored, so kubectl always sends it again.)
+    let changed = app.replace(
+        "    targetPort: 8080\n",
+        "    targetPort: 8080\n  - name: metrics\n    port: 9090\n",
+    );
+    assert_eq!(
+        cluster.apply(&changed).trim(),
+        "configmap/web-config unchanged\nsecret/web-secret configured\nservice/web configured"
+    );
+    let web = cluster.json(&["get", "svc", "web", "-n", "team-a"]);
+    assert_eq!(web["spec"]["clusterIP"], web_ip.as_str());
+    assert_eq!(
+        web["spec"]["ports"],
+        serde_json::json!([
+            {"name": "http", "port": 80, "protocol": "TCP", "targetPort": 8080},
+            {"name": "metrics", "port": 9090, "protocol": "TCP", "targetPort": 9090}
+        ])
+    );
     let configs = cluster.ok(&["get", "configmaps", "-n", "team-a"]);
     assert!(configs.contains("web-config"), "{configs}");
     assert!(configs.starts_with("NAME"), "{configs}");

@@ -123,6 +123,10 @@ pub enum PatchKind {
     Event,
     /// coordination.k8s.io/v1 Lease: no tagged fields beyond metadata.
     Lease,
+    /// core/v1 Service: ports merge by port.
+    Service,
+    /// core/v1 ServiceAccount: secrets merge by name.
+    ServiceAccount,
     /// Any other built-in kind: only the metadata tags apply
     /// (`finalizers`, `ownerReferences`), every other list is replaced.
     Other,
@@ -138,6 +142,8 @@ impl PatchKind {
             ("", "Namespace") => PatchKind::Namespace,
             ("" | "events.k8s.io", "Event") => PatchKind::Event,
             ("coordination.k8s.io", "Lease") => PatchKind::Lease,
+            ("", "Service") => PatchKind::Service,
+            ("", "ServiceAccount") => PatchKind::ServiceAccount,
             _ => PatchKind::Other,
         }
     }
@@ -147,6 +153,8 @@ impl PatchKind {
             PatchKind::Pod => &schema::POD,
             PatchKind::Node => &schema::NODE,
             PatchKind::Namespace => &schema::NAMESPACE,
+            PatchKind::Service => &schema::SERVICE,
+            PatchKind::ServiceAccount => &schema::SERVICE_ACCOUNT,
             PatchKind::Event | PatchKind::Lease | PatchKind::Other => &schema::METADATA_ONLY,
         }
     }

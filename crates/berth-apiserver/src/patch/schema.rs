@@ -213,6 +213,33 @@ pub(crate) static NAMESPACE: Type = Type {
     ],
 };
 
+/// `v1.ServiceSpec`: `ports` merge by `port`.
+pub(crate) static SERVICE_SPEC: Type = Type {
+    fields: &[merge_by("ports", "port", None)],
+};
+
+/// `v1.ServiceStatus`.
+pub(crate) static SERVICE_STATUS: Type = Type {
+    fields: &[merge_by("conditions", "type", None)],
+};
+
+/// `v1.Service`.
+pub(crate) static SERVICE: Type = Type {
+    fields: &[
+        nested("metadata", &OBJECT_META),
+        nested("spec", &SERVICE_SPEC),
+        nested("status", &SERVICE_STATUS),
+    ],
+};
+
+/// `v1.ServiceAccount`: `secrets` merge by `name`.
+pub(crate) static SERVICE_ACCOUNT: Type = Type {
+    fields: &[
+        nested("metadata", &OBJECT_META),
+        merge_by("secrets", "name", None),
+    ],
+};
+
 /// Any kind whose only tagged fields are those of its `metadata`: Event,
 /// Lease, and other built-in kinds without list tags of their own.
 pub(crate) static METADATA_ONLY: Type = Type {

@@ -12,9 +12,7 @@ use berth_core::validation::{
 use k8s_openapi::api::core::v1::{ConfigMap, Secret};
 use serde_json::{Value, json};
 
-use super::{ObjectType, ResourceType, Strategy, validate_typed};
-use crate::admission::Attributes;
-use crate::status::ApiError;
+use super::{ObjectType, ResourceType, Strategy, typed_validation};
 
 /// The strategy of core/v1 ConfigMaps.
 #[derive(Debug)]
@@ -32,26 +30,7 @@ impl Strategy for ConfigMaps {
         ObjectType::of::<ConfigMap>()
     }
 
-    fn validate(
-        &self,
-        rt: &ResourceType,
-        _attrs: &Attributes,
-        object: &Value,
-        metadata_errors: ErrorList,
-    ) -> Result<(), ApiError> {
-        validate_typed(rt, object, None, metadata_errors, config_map_rules)
-    }
-
-    fn validate_update(
-        &self,
-        rt: &ResourceType,
-        _attrs: &Attributes,
-        object: &Value,
-        old: &Value,
-        metadata_errors: ErrorList,
-    ) -> Result<(), ApiError> {
-        validate_typed(rt, object, Some(old), metadata_errors, config_map_rules)
-    }
+    typed_validation!(config_map_rules);
 }
 
 /// The strategy of core/v1 Secrets.
@@ -101,24 +80,5 @@ impl Strategy for Secrets {
         }
     }
 
-    fn validate(
-        &self,
-        rt: &ResourceType,
-        _attrs: &Attributes,
-        object: &Value,
-        metadata_errors: ErrorList,
-    ) -> Result<(), ApiError> {
-        validate_typed(rt, object, None, metadata_errors, secret_rules)
-    }
-
-    fn validate_update(
-        &self,
-        rt: &ResourceType,
-        _attrs: &Attributes,
-        object: &Value,
-        old: &Value,
-        metadata_errors: ErrorList,
-    ) -> Result<(), ApiError> {
-        validate_typed(rt, object, Some(old), metadata_errors, secret_rules)
-    }
+    typed_validation!(secret_rules);
 }

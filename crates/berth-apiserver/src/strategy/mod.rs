@@ -468,9 +468,38 @@ fn prune<T: DeserializeOwned + Serialize>(
     Ok(())
 }
 
+/// `validate` and `validate_update` of a type whose rules are written
+/// against its k8s-openapi type: `$rules` gets the object and, on update,
+/// the stored one (see [`validate_typed`]).
+macro_rules! typed_validation {
+    ($rules:expr) => {
+        fn validate(
+            &self,
+            rt: &$crate::strategy::ResourceType,
+            _attrs: &$crate::admission::Attributes,
+            object: &serde_json::Value,
+            metadata_errors: berth_core::validation::ErrorList,
+        ) -> Result<(), $crate::status::ApiError> {
+            $crate::strategy::validate_typed(rt, object, None, metadata_errors, $rules)
+        }
+
+        fn validate_update(
+            &self,
+            rt: &$crate::strategy::ResourceType,
+            _attrs: &$crate::admission::Attributes,
+            object: &serde_json::Value,
+            old: &serde_json::Value,
+            metadata_errors: berth_core::validation::ErrorList,
+        ) -> Result<(), $crate::status::ApiError> {
+            $crate::strategy::validate_typed(rt, object, Some(old), metadata_errors, $rules)
+        }
+    };
+}
+pub(crate) use typed_validation;
+
 /// The rules of a type written against its k8s-openapi type `T` (the
 /// stored object on update): one 422 with the metadata errors.
-fn validate_typed<T: DeserializeOwned>(
+pub(crate) fn validate_typed<T: DeserializeOwned>(
     rt: &ResourceType,
     object: &Value,
     old: Option<&Value>,

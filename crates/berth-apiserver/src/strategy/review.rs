@@ -25,21 +25,53 @@ use berth_core::validation::{FieldError, Path};
 
 type ApiResult<T> = Result<T, ApiError>;
 
-/// authorization.k8s.io/v1 SelfSubjectAccessReview: may I do this?
+/// The strategy of the three reviews.
 #[derive(Debug)]
-pub struct SelfSubjectAccessReviews;
-
-/// authorization.k8s.io/v1 SelfSubjectRulesReview: what may I do here?
-#[derive(Debug)]
-pub struct SelfSubjectRulesReviews {
-    /// Every served type, whose verbs the review asks the authorizer
-    /// about (the declarations name this strategy, so they are handed in).
-    pub served: fn() -> &'static [&'static ResourceType],
+pub enum Review {
+    /// authorization.k8s.io/v1 SelfSubjectAccessReview: may I do this?
+    Access,
+    /// authorization.k8s.io/v1 SelfSubjectRulesReview: what may I do here?
+    Rules {
+        /// Every served type, whose verbs the review asks the authorizer
+        /// about (the declarations name this strategy, so they hand it in).
+        served: fn() -> &'static [&'static ResourceType],
+    },
+    /// authentication.k8s.io/v1 SelfSubjectReview: who am I?
+    Identity,
 }
 
-/// authentication.k8s.io/v1 SelfSubjectReview: who am I?
-#[derive(Debug)]
-pub struct SelfSubjectReviews;
+impl Strategy for Review {
+    fn object_type(&self) -> ObjectType {
+        match self {
+            Review::Access => ObjectType::unlisted::<SelfSubjectAccessReview>(),
+            Review::Rules { .. } => ObjectType::unlisted::<SelfSubjectRulesReview>(),
+            Review::Identity => ObjectType::unlisted::<SelfSubjectReview>(),
+        }
+    }
+
+    fn is_stored(&self) -> bool {
+        false
+    }
+
+    fn answer<'a>(
+        &'a self,
+        rt: &'a ResourceType,
+        request: Value,
+        user: &'a User,
+        pods: &'a dyn PodBinding,
+    ) -> BoxFuture<'a, ApiResult<Value>> {
+        Box::pin(async move {
+            let status = match self {
+                Review::Access => access(rt, &request, user, pods).await?,
+                Review::Rules { served } => rules(&request, user, served())?,
+                Review::Identity => {
+                    json!({"userInfo": {"username": user.name, "groups": user.groups}})
+                }
+            };
+            Ok(answered(request, status))
+        })
+    }
+}
 
 fn answered(mut request: Value, status: Value) -> Value {
     if let Some(object) = request.as_object_mut() {
@@ -75,85 +107,72 @@ fn request_info(attributes: &Value) -> RequestInfo {
     }
 }
 
-impl Strategy for SelfSubjectAccessReviews {
-    fn object_type(&self) -> ObjectType {
-        ObjectType::unlisted::<SelfSubjectAccessReview>()
-    }
-
-    fn is_stored(&self) -> bool {
-        false
-    }
-
-    fn answer<'a>(
-        &'a self,
-        rt: &'a ResourceType,
-        request: Value,
-        user: &'a User,
-        pods: &'a dyn PodBinding,
-    ) -> BoxFuture<'a, ApiResult<Value>> {
-        Box::pin(async move {
-            let resource = request
-                .pointer("/spec/resourceAttributes")
-                .filter(|v| !v.is_null());
-            let non_resource = request
-                .pointer("/spec/nonResourceAttributes")
-                .filter(|v| !v.is_null());
-            let path = Path::new("spec").child("resourceAttributes");
-            let (allowed, reason) = match (resource, non_resource) {
-                (Some(_), Some(_)) => {
-                    return Err(invalid(
-                        rt,
-                        FieldError::invalid(
-                            &path,
-                            resource.cloned().unwrap_or(Value::Null),
-                            "cannot be specified in combination with nonResourceAttributes",
-                        ),
-                    ));
+/// A SelfSubjectAccessReview's status: the authorizer's decision on the
+/// request its attributes describe (a node's pod read asks the store).
+async fn access(
+    rt: &ResourceType,
+    request: &Value,
+    user: &User,
+    pods: &dyn PodBinding,
+) -> ApiResult<Value> {
+    let resource = request
+        .pointer("/spec/resourceAttributes")
+        .filter(|v| !v.is_null());
+    let non_resource = request
+        .pointer("/spec/nonResourceAttributes")
+        .filter(|v| !v.is_null());
+    let path = Path::new("spec").child("resourceAttributes");
+    let (allowed, reason) = match (resource, non_resource) {
+        (Some(_), Some(_)) => {
+            return Err(invalid(
+                rt,
+                FieldError::invalid(
+                    &path,
+                    resource.cloned().unwrap_or(Value::Null),
+                    "cannot be specified in combination with nonResourceAttributes",
+                ),
+            ));
+        }
+        (None, None) => {
+            return Err(invalid(
+                rt,
+                FieldError::invalid(
+                    &path,
+                    Value::Null,
+                    "exactly one of nonResourceAttributes or resourceAttributes must be specified",
+                ),
+            ));
+        }
+        (Some(attributes), None) => {
+            let info = request_info(attributes);
+            match auth::decide(user, &info) {
+                Decision::Allow => (true, String::new()),
+                Decision::IfPodBoundTo(node) => {
+                    let bound = pods.bound(&info.namespace, &info.name, &node).await;
+                    let reason = if bound {
+                        String::new()
+                    } else {
+                        format!("no relationship found between node '{node}' and this object")
+                    };
+                    (bound, reason)
                 }
-                (None, None) => {
-                    return Err(invalid(
-                        rt,
-                        FieldError::invalid(
-                            &path,
-                            Value::Null,
-                            "exactly one of nonResourceAttributes or resourceAttributes must be specified",
-                        ),
-                    ));
-                }
-                (Some(attributes), None) => {
-                    let info = request_info(attributes);
-                    match auth::decide(user, &info) {
-                        Decision::Allow => (true, String::new()),
-                        Decision::IfPodBoundTo(node) => {
-                            let bound = pods.bound(&info.namespace, &info.name, &node).await;
-                            let reason = if bound {
-                                String::new()
-                            } else {
-                                format!(
-                                    "no relationship found between node '{node}' and this object"
-                                )
-                            };
-                            (bound, reason)
-                        }
-                        Decision::Deny(reason) => (false, reason),
-                    }
-                }
-                (None, Some(attributes)) => {
-                    let allowed = auth::non_resource_allowed(
-                        user,
-                        &text(attributes, "/path"),
-                        &text(attributes, "/verb"),
-                    );
-                    (allowed, String::new())
-                }
-            };
-            let mut status = json!({"allowed": allowed});
-            if !reason.is_empty() {
-                status["reason"] = json!(reason);
+                Decision::Deny(reason) => (false, reason),
             }
-            Ok(answered(request, status))
-        })
+        }
+        (None, Some(attributes)) => {
+            let allowed = auth::non_resource_allowed(
+                user,
+                &text(attributes, "/path"),
+                &text(attributes, "/verb"),
+            );
+            (allowed, String::new())
+        }
+    };
+    let mut status = json!({"allowed": allowed});
+    if !reason.is_empty() {
+        status["reason"] = json!(reason);
     }
+    Ok(status)
 }
 
 fn invalid(rt: &ResourceType, error: FieldError) -> ApiError {
@@ -225,92 +244,47 @@ fn probed_rules(user: &User, namespace: &str, served: &[&ResourceType]) -> (Rule
     (rules, incomplete)
 }
 
-impl Strategy for SelfSubjectRulesReviews {
-    fn object_type(&self) -> ObjectType {
-        ObjectType::unlisted::<SelfSubjectRulesReview>()
+/// A SelfSubjectRulesReview's status: what the authorizer allows in the
+/// review's namespace, asked of it type by type and verb by verb.
+fn rules(request: &Value, user: &User, served: &[&ResourceType]) -> ApiResult<Value> {
+    let namespace = text(request, "/spec/namespace");
+    if namespace.is_empty() {
+        return Err(ApiError::bad_request("no namespace on request"));
     }
-
-    fn is_stored(&self) -> bool {
-        false
+    let admin = auth::is_admin(user);
+    let mut resource_rules = Vec::new();
+    let mut non_resource_rules = Vec::new();
+    if admin {
+        // Upstream's cluster-admin.
+        resource_rules.push(json!({"verbs": ["*"], "apiGroups": ["*"], "resources": ["*"]}));
+        non_resource_rules.push(json!({"verbs": ["*"], "nonResourceURLs": ["*"]}));
     }
-
-    fn answer<'a>(
-        &'a self,
-        _rt: &'a ResourceType,
-        request: Value,
-        user: &'a User,
-        _pods: &'a dyn PodBinding,
-    ) -> BoxFuture<'a, ApiResult<Value>> {
-        Box::pin(async move {
-            let namespace = text(&request, "/spec/namespace");
-            if namespace.is_empty() {
-                return Err(ApiError::bad_request("no namespace on request"));
-            }
-            let admin = auth::is_admin(user);
-            let mut resource_rules = Vec::new();
-            let mut non_resource_rules = Vec::new();
-            if admin {
-                // Upstream's cluster-admin.
-                resource_rules
-                    .push(json!({"verbs": ["*"], "apiGroups": ["*"], "resources": ["*"]}));
-                non_resource_rules.push(json!({"verbs": ["*"], "nonResourceURLs": ["*"]}));
-            }
-            let everyone = User {
-                name: String::new(),
-                groups: vec![auth::GROUP_AUTHENTICATED.into()],
-            };
-            let (rules, incomplete) = probed_rules(
-                if admin { &everyone } else { user },
-                &namespace,
-                (self.served)(),
-            );
-            for ((group, resource, name), verbs) in rules {
-                let mut rule =
-                    json!({"verbs": verbs, "apiGroups": [group], "resources": [resource]});
-                if let Some(name) = name {
-                    rule["resourceNames"] = json!([name]);
-                }
-                resource_rules.push(rule);
-            }
-            non_resource_rules.push(json!({"verbs": ["get"], "nonResourceURLs": DISCOVERY_PATHS}));
-            if user.in_group(auth::GROUP_BOOTSTRAPPERS) {
-                non_resource_rules
-                    .push(json!({"verbs": ["post"], "nonResourceURLs": [NODE_CREDENTIAL_PATH]}));
-            }
-            let mut status = json!({
-                "resourceRules": resource_rules,
-                "nonResourceRules": non_resource_rules,
-                "incomplete": incomplete,
-            });
-            if incomplete {
-                status["evaluationError"] = json!(
-                    "the pods a node may read are the ones bound to it, which no rule can name"
-                );
-            }
-            Ok(answered(request, status))
-        })
+    let everyone = User {
+        name: String::new(),
+        groups: vec![auth::GROUP_AUTHENTICATED.into()],
+    };
+    let (rules, incomplete) =
+        probed_rules(if admin { &everyone } else { user }, &namespace, served);
+    for ((group, resource, name), verbs) in rules {
+        let mut rule = json!({"verbs": verbs, "apiGroups": [group], "resources": [resource]});
+        if let Some(name) = name {
+            rule["resourceNames"] = json!([name]);
+        }
+        resource_rules.push(rule);
     }
-}
-
-impl Strategy for SelfSubjectReviews {
-    fn object_type(&self) -> ObjectType {
-        ObjectType::unlisted::<SelfSubjectReview>()
+    non_resource_rules.push(json!({"verbs": ["get"], "nonResourceURLs": DISCOVERY_PATHS}));
+    if user.in_group(auth::GROUP_BOOTSTRAPPERS) {
+        non_resource_rules
+            .push(json!({"verbs": ["post"], "nonResourceURLs": [NODE_CREDENTIAL_PATH]}));
     }
-
-    fn is_stored(&self) -> bool {
-        false
+    let mut status = json!({
+        "resourceRules": resource_rules,
+        "nonResourceRules": non_resource_rules,
+        "incomplete": incomplete,
+    });
+    if incomplete {
+        status["evaluationError"] =
+            json!("the pods a node may read are the ones bound to it, which no rule can name");
     }
-
-    fn answer<'a>(
-        &'a self,
-        _rt: &'a ResourceType,
-        request: Value,
-        user: &'a User,
-        _pods: &'a dyn PodBinding,
-    ) -> BoxFuture<'a, ApiResult<Value>> {
-        Box::pin(async move {
-            let status = json!({"userInfo": {"username": user.name, "groups": user.groups}});
-            Ok(answered(request, status))
-        })
-    }
+    Ok(status)
 }

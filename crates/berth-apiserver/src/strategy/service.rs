@@ -21,8 +21,7 @@ use futures::future::BoxFuture;
 use k8s_openapi::api::core::v1::Service;
 use serde_json::{Value, json};
 
-use super::{ObjectType, ResourceType, Strategy, typed, untyped, validate_typed};
-use crate::admission::Attributes;
+use super::{ObjectType, ResourceType, Strategy, typed, typed_validation, untyped};
 use crate::allocators::{AllocError, Allocators, Claims, Owner};
 use crate::objects::{meta_str, name_of};
 use crate::status::ApiError;
@@ -75,26 +74,7 @@ impl Strategy for Services {
         object["status"] = json!({"loadBalancer": {}});
     }
 
-    fn validate(
-        &self,
-        rt: &ResourceType,
-        _attrs: &Attributes,
-        object: &Value,
-        metadata_errors: ErrorList,
-    ) -> ApiResult<()> {
-        validate_typed(rt, object, None, metadata_errors, service_rules)
-    }
-
-    fn validate_update(
-        &self,
-        rt: &ResourceType,
-        _attrs: &Attributes,
-        object: &Value,
-        old: &Value,
-        metadata_errors: ErrorList,
-    ) -> ApiResult<()> {
-        validate_typed(rt, object, Some(old), metadata_errors, service_rules)
-    }
+    typed_validation!(service_rules);
 
     fn allocate<'a>(
         &'a self,

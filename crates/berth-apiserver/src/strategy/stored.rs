@@ -13,11 +13,8 @@ use berth_core::validation::{
 use k8s_openapi::api::core::v1::{Endpoints, LimitRange, ResourceQuota, ServiceAccount};
 use k8s_openapi::api::discovery::v1::EndpointSlice;
 use k8s_openapi::apimachinery::pkg::api::resource::Quantity;
-use serde_json::Value;
 
-use super::{ObjectType, ResourceType, Strategy, validate_typed};
-use crate::admission::Attributes;
-use crate::status::ApiError;
+use super::{ObjectType, Strategy, typed_validation};
 
 /// The strategy of core/v1 ServiceAccounts: metadata only, as upstream's
 /// `ValidateServiceAccount`.
@@ -30,24 +27,6 @@ impl Strategy for ServiceAccounts {
     }
 }
 
-/// Validates the object with a rule over its k8s-openapi type, on create
-/// and update alike.
-macro_rules! validated_by {
-    ($type:ty, $rule:expr) => {
-        fn validate(
-            &self,
-            rt: &ResourceType,
-            _attrs: &Attributes,
-            object: &Value,
-            metadata_errors: ErrorList,
-        ) -> Result<(), ApiError> {
-            validate_typed(rt, object, None, metadata_errors, |new: &$type, _| {
-                $rule(new)
-            })
-        }
-    };
-}
-
 /// The strategy of core/v1 Endpoints.
 #[derive(Debug)]
 pub struct EndpointsStrategy;
@@ -57,7 +36,7 @@ impl Strategy for EndpointsStrategy {
         ObjectType::of::<Endpoints>()
     }
 
-    validated_by!(Endpoints, validate_endpoints);
+    typed_validation!(|new: &Endpoints, _| validate_endpoints(new));
 }
 
 /// The strategy of discovery.k8s.io/v1 EndpointSlices.
@@ -69,7 +48,7 @@ impl Strategy for EndpointSlices {
         ObjectType::of::<EndpointSlice>()
     }
 
-    validated_by!(EndpointSlice, validate_endpoint_slice);
+    typed_validation!(|new: &EndpointSlice, _| validate_endpoint_slice(new));
 }
 
 fn quantities(list: Option<&BTreeMap<String, Quantity>>, path: Path) -> ErrorList {
@@ -98,7 +77,7 @@ impl Strategy for ResourceQuotas {
         true
     }
 
-    validated_by!(ResourceQuota, quota_rules);
+    typed_validation!(|new: &ResourceQuota, _| quota_rules(new));
 }
 
 /// The strategy of core/v1 LimitRanges: every limit's quantities.
@@ -132,5 +111,5 @@ impl Strategy for LimitRanges {
         ObjectType::of::<LimitRange>()
     }
 
-    validated_by!(LimitRange, limit_range_rules);
+    typed_validation!(|new: &LimitRange, _| limit_range_rules(new));
 }

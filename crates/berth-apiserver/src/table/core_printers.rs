@@ -284,11 +284,7 @@ pub fn print_resource_quota(quota: &Value, now: Timestamp) -> PrintedRow {
 mod tests {
     use super::*;
 
-    fn now() -> Timestamp {
-        "2024-06-01T12:00:00Z"
-            .parse()
-            .unwrap_or(Timestamp::UNIX_EPOCH)
-    }
+    use crate::table::test_now as now;
 
     fn meta(name: &str) -> Value {
         json!({"name": name, "creationTimestamp": "2024-06-01T11:00:00Z"})

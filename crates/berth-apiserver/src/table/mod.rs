@@ -412,6 +412,14 @@ impl Printer {
     }
 }
 
+/// The "now" of the printers' tests: ages are counted from it.
+#[cfg(test)]
+pub(crate) fn test_now() -> Timestamp {
+    "2024-06-01T12:00:00Z"
+        .parse()
+        .unwrap_or(Timestamp::UNIX_EPOCH)
+}
+
 /// The column definitions the server sends for `kind`.
 pub fn columns_for(kind: &str) -> &'static [Column] {
     Printer::for_kind(kind).columns()
@@ -585,11 +593,7 @@ impl MediaRange {
 mod tests {
     use super::*;
 
-    fn now() -> Timestamp {
-        "2024-06-01T12:00:00Z"
-            .parse()
-            .unwrap_or(Timestamp::UNIX_EPOCH)
-    }
+    use super::test_now as now;
 
     #[test]
     fn kubectl_accept_header_asks_for_a_v1_table() {

@@ -446,11 +446,7 @@ mod tests {
     use super::*;
     use jiff::SignedDuration;
 
-    fn now() -> Timestamp {
-        "2024-06-01T12:00:00Z"
-            .parse()
-            .unwrap_or(Timestamp::UNIX_EPOCH)
-    }
+    use crate::table::test_now as now;
 
     /// `now - secs` as the RFC 3339 string the API would store.
     fn ago(secs: i64) -> String {

@@ -92,15 +92,7 @@ impl Api {
             request = request.header("authorization", format!("Bearer {token}"));
         }
         let request = request.body(Body::from(body)).expect("request");
-        let response = router(self.server.clone())
-            .oneshot(request)
-            .await
-            .expect("response");
-        let status = response.status();
-        let headers = response.headers().clone();
-        let bytes = axum::body::to_bytes(response.into_body(), usize::MAX)
-            .await
-            .expect("body");
+        let (status, headers, bytes) = send(&self.server, request).await;
         let value = serde_json::from_slice(&bytes)
             .unwrap_or_else(|_| Value::String(String::from_utf8_lossy(&bytes).into_owned()));
         (status, headers, value)
@@ -127,4 +119,21 @@ pub fn assert_status(value: &Value, code: u16, reason: &str) {
     assert_eq!(value["kind"], "Status", "{value}");
     assert_eq!(value["code"], code, "{value}");
     assert_eq!(value["reason"], reason, "{value}");
+}
+
+/// `request` through the server's router: the status, headers and body.
+pub async fn send(
+    server: &Arc<ApiServer>,
+    request: Request<Body>,
+) -> (StatusCode, axum::http::HeaderMap, Vec<u8>) {
+    let response = router(server.clone())
+        .oneshot(request)
+        .await
+        .expect("response");
+    let status = response.status();
+    let headers = response.headers().clone();
+    let bytes = axum::body::to_bytes(response.into_body(), usize::MAX)
+        .await
+        .expect("body");
+    (status, headers, bytes.to_vec())
 }

@@ -8,10 +8,10 @@ use k8s_openapi::api::core::v1::{EndpointAddress, EndpointPort, Endpoints};
 use k8s_openapi::api::discovery::v1::EndpointSlice;
 
 use super::ip::{is_valid_ip, parse_ip_sloppy, validate_non_special_ip};
-use super::names::{is_dns1123_label, is_dns1123_subdomain, is_valid_port_num};
+use super::names::{is_dns1123_label, is_dns1123_subdomain};
+use super::ports::validate_named_port;
 use super::{ErrorList, FieldError, Path};
 
-const PROTOCOLS: &[&str] = &["SCTP", "TCP", "UDP"];
 const ADDRESS_TYPES: &[&str] = &["FQDN", "IPv4", "IPv6"];
 /// `maxAddresses` of an EndpointSlice endpoint.
 const MAX_ADDRESSES: usize = 100;
@@ -73,31 +73,8 @@ fn validate_address(address: &EndpointAddress, path: &Path) -> ErrorList {
 }
 
 fn validate_port(port: &EndpointPort, require_name: bool, path: &Path) -> ErrorList {
-    let mut errs = ErrorList::new();
-    match port.name.as_deref().unwrap_or("") {
-        "" if require_name => errs.push(FieldError::required(&path.child("name"), "")),
-        "" => {}
-        name => {
-            for problem in is_dns1123_label(name) {
-                errs.push(FieldError::invalid(&path.child("name"), name, problem));
-            }
-        }
-    }
-    for problem in is_valid_port_num(i64::from(port.port)) {
-        errs.push(FieldError::invalid(&path.child("port"), port.port, problem));
-    }
-    match port.protocol.as_deref().unwrap_or("") {
-        "" => errs.push(FieldError::required(&path.child("protocol"), "")),
-        p if !PROTOCOLS.contains(&p) => {
-            errs.push(FieldError::not_supported(
-                &path.child("protocol"),
-                p,
-                PROTOCOLS,
-            ));
-        }
-        _ => {}
-    }
-    errs
+    let (name, protocol) = (port.name.as_deref(), port.protocol.as_deref());
+    validate_named_port(name, require_name, port.port, protocol, None, path)
 }
 
 /// An EndpointSlice's address type, and each endpoint's addresses (one to

@@ -21,6 +21,7 @@ pub mod ip;
 mod meta;
 pub mod names;
 mod objects;
+mod ports;
 mod resources;
 pub mod service;
 mod taints;

@@ -14,15 +14,14 @@ use serde_json::json;
 use super::ip::{is_valid_cidr, is_valid_ip, parse_ip_sloppy, validate_non_special_ip};
 use super::meta::validate_labels;
 use super::names::{
-    is_dns1123_label, is_dns1123_subdomain, is_qualified_name, is_valid_port_name,
-    is_valid_port_num,
+    is_dns1123_subdomain, is_qualified_name, is_valid_port_name, is_valid_port_num,
 };
+use super::ports::validate_named_port;
 use super::{ErrorList, FieldError, Path};
-use crate::service::{
+use crate::service::predicates::{
     CLUSTER_IP_NONE, externally_accessible, is_headless, needs_health_check, service_type,
 };
 
-const SUPPORTED_PROTOCOLS: &[&str] = &["SCTP", "TCP", "UDP"];
 const SUPPORTED_SESSION_AFFINITY: &[&str] = &["ClientIP", "None"];
 const SUPPORTED_TYPES: &[&str] = &["ClusterIP", "ExternalName", "LoadBalancer", "NodePort"];
 const SUPPORTED_IP_FAMILIES: &[&str] = &["IPv4", "IPv6"];
@@ -246,33 +245,14 @@ fn validate_service_port(
     names: &mut BTreeSet<String>,
     path: &Path,
 ) -> ErrorList {
-    let mut errs = ErrorList::new();
-    match port.name.as_deref().unwrap_or("") {
-        "" if require_name => errs.push(FieldError::required(&path.child("name"), "")),
-        "" => {}
-        name => {
-            for problem in is_dns1123_label(name) {
-                errs.push(FieldError::invalid(&path.child("name"), name, problem));
-            }
-            if !names.insert(name.to_string()) {
-                errs.push(FieldError::duplicate(&path.child("name"), name));
-            }
-        }
-    }
-    for problem in is_valid_port_num(i64::from(port.port)) {
-        errs.push(FieldError::invalid(&path.child("port"), port.port, problem));
-    }
-    match port.protocol.as_deref().unwrap_or("") {
-        "" => errs.push(FieldError::required(&path.child("protocol"), "")),
-        p if !SUPPORTED_PROTOCOLS.contains(&p) => {
-            errs.push(FieldError::not_supported(
-                &path.child("protocol"),
-                p,
-                SUPPORTED_PROTOCOLS,
-            ));
-        }
-        _ => {}
-    }
+    let mut errs = validate_named_port(
+        port.name.as_deref(),
+        require_name,
+        port.port,
+        port.protocol.as_deref(),
+        Some(names),
+        path,
+    );
     errs.extend(validate_port_num_or_name(
         port.target_port.as_ref(),
         &path.child("targetPort"),
