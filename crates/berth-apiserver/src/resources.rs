@@ -157,188 +157,151 @@ pub static EVENTS_V1: ResourceType = ResourceType {
 // nothing proxies to them). Services and Endpoints are stored where
 // upstream keeps them, under `/registry/services/`.
 
+/// A namespaced core/v1 type with every verb and no subresource, stored
+/// under its plural: where the declarations below start.
+const fn core_namespaced(
+    kind: &'static str,
+    plural: &'static str,
+    singular: &'static str,
+    strategy: &'static dyn crate::strategy::Strategy,
+) -> ResourceType {
+    ResourceType {
+        group: "",
+        version: "v1",
+        kind,
+        plural,
+        singular,
+        namespaced: true,
+        short_names: &[],
+        categories: &[],
+        subresources: &[],
+        storage: plural,
+        verbs: ALL_VERBS,
+        stored_as: None,
+        strategy,
+    }
+}
+
 pub static CONFIG_MAPS: ResourceType = ResourceType {
-    group: "",
-    version: "v1",
-    kind: "ConfigMap",
-    plural: "configmaps",
-    singular: "configmap",
-    namespaced: true,
     short_names: &["cm"],
-    categories: &[],
-    subresources: &[],
-    storage: "configmaps",
-    verbs: ALL_VERBS,
-    stored_as: None,
-    strategy: &config::ConfigMaps,
+    ..core_namespaced("ConfigMap", "configmaps", "configmap", &config::ConfigMaps)
 };
 
-pub static SECRETS: ResourceType = ResourceType {
-    group: "",
-    version: "v1",
-    kind: "Secret",
-    plural: "secrets",
-    singular: "secret",
-    namespaced: true,
-    short_names: &[],
-    categories: &[],
-    subresources: &[],
-    storage: "secrets",
-    verbs: ALL_VERBS,
-    stored_as: None,
-    strategy: &config::Secrets,
-};
+pub static SECRETS: ResourceType = core_namespaced("Secret", "secrets", "secret", &config::Secrets);
 
 pub static SERVICE_ACCOUNTS: ResourceType = ResourceType {
-    group: "",
-    version: "v1",
-    kind: "ServiceAccount",
-    plural: "serviceaccounts",
-    singular: "serviceaccount",
-    namespaced: true,
     short_names: &["sa"],
-    categories: &[],
-    subresources: &[],
-    storage: "serviceaccounts",
-    verbs: ALL_VERBS,
-    stored_as: None,
-    strategy: &stored::ServiceAccounts,
+    ..core_namespaced(
+        "ServiceAccount",
+        "serviceaccounts",
+        "serviceaccount",
+        &stored::ServiceAccounts,
+    )
 };
 
 pub static SERVICES: ResourceType = ResourceType {
-    group: "",
-    version: "v1",
-    kind: "Service",
-    plural: "services",
-    singular: "service",
-    namespaced: true,
     short_names: &["svc"],
     categories: &["all"],
     subresources: &[STATUS],
     storage: "services/specs",
-    verbs: ALL_VERBS,
-    stored_as: None,
-    strategy: &service::Services,
+    ..core_namespaced("Service", "services", "service", &service::Services)
 };
 
 pub static ENDPOINTS: ResourceType = ResourceType {
-    group: "",
-    version: "v1",
-    kind: "Endpoints",
-    plural: "endpoints",
-    singular: "endpoints",
-    namespaced: true,
     short_names: &["ep"],
-    categories: &[],
-    subresources: &[],
     storage: "services/endpoints",
-    verbs: ALL_VERBS,
-    stored_as: None,
-    strategy: &stored::EndpointsStrategy,
+    ..core_namespaced(
+        "Endpoints",
+        "endpoints",
+        "endpoints",
+        &stored::EndpointsStrategy,
+    )
 };
 
 pub static ENDPOINT_SLICES: ResourceType = ResourceType {
     group: "discovery.k8s.io",
-    version: "v1",
-    kind: "EndpointSlice",
-    plural: "endpointslices",
-    singular: "endpointslice",
-    namespaced: true,
-    short_names: &[],
-    categories: &[],
-    subresources: &[],
-    storage: "endpointslices",
-    verbs: ALL_VERBS,
-    stored_as: None,
-    strategy: &stored::EndpointSlices,
+    ..core_namespaced(
+        "EndpointSlice",
+        "endpointslices",
+        "endpointslice",
+        &stored::EndpointSlices,
+    )
 };
 
 pub static RESOURCE_QUOTAS: ResourceType = ResourceType {
-    group: "",
-    version: "v1",
-    kind: "ResourceQuota",
-    plural: "resourcequotas",
-    singular: "resourcequota",
-    namespaced: true,
     short_names: &["quota"],
-    categories: &[],
     subresources: &[STATUS],
-    storage: "resourcequotas",
-    verbs: ALL_VERBS,
-    stored_as: None,
-    strategy: &stored::ResourceQuotas,
+    ..core_namespaced(
+        "ResourceQuota",
+        "resourcequotas",
+        "resourcequota",
+        &stored::ResourceQuotas,
+    )
 };
 
 pub static LIMIT_RANGES: ResourceType = ResourceType {
-    group: "",
-    version: "v1",
-    kind: "LimitRange",
-    plural: "limitranges",
-    singular: "limitrange",
-    namespaced: true,
     short_names: &["limits"],
-    categories: &[],
-    subresources: &[],
-    storage: "limitranges",
-    verbs: ALL_VERBS,
-    stored_as: None,
-    strategy: &stored::LimitRanges,
+    ..core_namespaced(
+        "LimitRange",
+        "limitranges",
+        "limitrange",
+        &stored::LimitRanges,
+    )
 };
 
 // The reviews of one's own access and identity: create-only, answered by
 // the authorizer, never stored (no storage, no watch cache).
 
-const CREATE_ONLY: &[&str] = &["create"];
+/// A review: cluster-scoped, created only, not stored.
+const fn self_review(
+    group: &'static str,
+    kind: &'static str,
+    plural: &'static str,
+    singular: &'static str,
+    strategy: &'static review::Review,
+) -> ResourceType {
+    ResourceType {
+        group,
+        version: "v1",
+        kind,
+        plural,
+        singular,
+        namespaced: false,
+        short_names: &[],
+        categories: &[],
+        subresources: &[],
+        storage: "",
+        verbs: &["create"],
+        stored_as: None,
+        strategy,
+    }
+}
 
-pub static SELF_SUBJECT_ACCESS_REVIEWS: ResourceType = ResourceType {
-    group: "authorization.k8s.io",
-    version: "v1",
-    kind: "SelfSubjectAccessReview",
-    plural: "selfsubjectaccessreviews",
-    singular: "selfsubjectaccessreview",
-    namespaced: false,
-    short_names: &[],
-    categories: &[],
-    subresources: &[],
-    storage: "",
-    verbs: CREATE_ONLY,
-    stored_as: None,
-    strategy: &review::Review::Access,
-};
+pub static SELF_SUBJECT_ACCESS_REVIEWS: ResourceType = self_review(
+    "authorization.k8s.io",
+    "SelfSubjectAccessReview",
+    "selfsubjectaccessreviews",
+    "selfsubjectaccessreview",
+    &review::Review::Access,
+);
 
-pub static SELF_SUBJECT_RULES_REVIEWS: ResourceType = ResourceType {
-    group: "authorization.k8s.io",
-    version: "v1",
-    kind: "SelfSubjectRulesReview",
-    plural: "selfsubjectrulesreviews",
-    singular: "selfsubjectrulesreview",
-    namespaced: false,
-    short_names: &[],
-    categories: &[],
-    subresources: &[],
-    storage: "",
-    verbs: CREATE_ONLY,
-    stored_as: None,
-    strategy: &review::Review::Rules {
+pub static SELF_SUBJECT_RULES_REVIEWS: ResourceType = self_review(
+    "authorization.k8s.io",
+    "SelfSubjectRulesReview",
+    "selfsubjectrulesreviews",
+    "selfsubjectrulesreview",
+    &review::Review::Rules {
         served: served_types,
     },
-};
+);
 
-pub static SELF_SUBJECT_REVIEWS: ResourceType = ResourceType {
-    group: "authentication.k8s.io",
-    version: "v1",
-    kind: "SelfSubjectReview",
-    plural: "selfsubjectreviews",
-    singular: "selfsubjectreview",
-    namespaced: false,
-    short_names: &[],
-    categories: &[],
-    subresources: &[],
-    storage: "",
-    verbs: CREATE_ONLY,
-    stored_as: None,
-    strategy: &review::Review::Identity,
-};
+pub static SELF_SUBJECT_REVIEWS: ResourceType = self_review(
+    "authentication.k8s.io",
+    "SelfSubjectReview",
+    "selfsubjectreviews",
+    "selfsubjectreview",
+    &review::Review::Identity,
+);
 
 /// Every served resource type, in discovery order.
 pub static RESOURCES: &[&ResourceType] = &[

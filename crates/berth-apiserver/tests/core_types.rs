@@ -53,6 +53,36 @@ async fn create_services(api: &Api, ns: &str, prefix: &str, count: usize) -> BTr
     ips
 }
 
+/// How many cluster IPs are held (IPAddress objects in the store).
+async fn held_addresses(api: &Api) -> usize {
+    let listed = api
+        .server
+        .store
+        .list("/registry/ipaddresses/", Default::default())
+        .await;
+    listed.expect("list").items.len()
+}
+
+/// A create the API refuses, and how.
+struct Refused {
+    name: &'static str,
+    /// The collection under the default namespace.
+    uri: &'static str,
+    body: Value,
+    code: StatusCode,
+    message: String,
+}
+
+async fn assert_refused(api: &Api, cases: Vec<Refused>) {
+    for case in cases {
+        let (code, value) = api
+            .req("POST", &format!("{NS}/{}", case.uri), case.body)
+            .await;
+        assert_eq!(code, case.code, "{}: {value}", case.name);
+        assert_eq!(message(&value), case.message, "{}", case.name);
+    }
+}
+
 /// The message of a 422's only cause, as `kubectl` prints it.
 fn message(value: &Value) -> &str {
     value["message"].as_str().unwrap_or("")
@@ -69,43 +99,30 @@ async fn config_maps_and_secrets_are_validated_and_defaulted() {
         .await;
     assert_eq!(created["data"]["app.yaml"], "port: 8080");
 
-    struct Refused {
-        name: &'static str,
-        uri: &'static str,
-        body: Value,
-        code: StatusCode,
-        message: &'static str,
-    }
-    let cases = [
+    let cases = vec![
         Refused {
             name: "a key that climbs out of its directory",
             uri: "configmaps",
             body: json!({"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "bad"}, "data": {"..dot": "x"}}),
             code: StatusCode::UNPROCESSABLE_ENTITY,
-            message: "ConfigMap \"bad\" is invalid: data[..dot]: Invalid value: \"..dot\": must not start with '..'",
+            message: "ConfigMap \"bad\" is invalid: data[..dot]: Invalid value: \"..dot\": must not start with '..'".into(),
         },
         Refused {
             name: "a token Secret naming no account",
             uri: "secrets",
             body: json!({"apiVersion": "v1", "kind": "Secret", "metadata": {"name": "token"}, "type": "kubernetes.io/service-account-token"}),
             code: StatusCode::UNPROCESSABLE_ENTITY,
-            message: "Secret \"token\" is invalid: metadata.annotations[kubernetes.io/service-account.name]: Required value",
+            message: "Secret \"token\" is invalid: metadata.annotations[kubernetes.io/service-account.name]: Required value".into(),
         },
         Refused {
             name: "a TLS Secret without its key",
             uri: "secrets",
             body: json!({"apiVersion": "v1", "kind": "Secret", "metadata": {"name": "tls"}, "type": "kubernetes.io/tls", "data": {"tls.crt": "Y2VydA=="}}),
             code: StatusCode::UNPROCESSABLE_ENTITY,
-            message: "Secret \"tls\" is invalid: data[tls.key]: Required value",
+            message: "Secret \"tls\" is invalid: data[tls.key]: Required value".into(),
         },
     ];
-    for case in cases {
-        let (code, value) = api
-            .req("POST", &format!("{NS}/{}", case.uri), case.body)
-            .await;
-        assert_eq!(code, case.code, "{}: {value}", case.name);
-        assert_eq!(message(&value), case.message, "{}", case.name);
-    }
+    assert_refused(&api, cases).await;
     let (code, value) = api
         .req(
             "POST",
@@ -211,71 +228,60 @@ async fn services_are_defaulted_and_get_cluster_ips_and_node_ports() {
     assert!((30000..=32767).contains(&np), "{node_port}");
     assert_eq!(node_port["spec"]["externalTrafficPolicy"], "Cluster");
 
-    struct Refused {
-        name: &'static str,
-        body: Value,
-        code: StatusCode,
-        message: String,
-    }
-    let cases = [
+    let cases = vec![
         Refused {
             name: "an address outside the range",
+            uri: "services",
             body: service("out", json!({"clusterIP": "192.168.0.1", "ports": [{"port": 80}]})),
             code: StatusCode::UNPROCESSABLE_ENTITY,
             message: "Service \"out\" is invalid: spec.clusterIPs: Invalid value: [\"192.168.0.1\"]: failed to allocate IP 192.168.0.1: provided IP is not in the valid range. The range of valid IPs is 10.96.0.0/12".into(),
         },
         Refused {
             name: "an address held by another Service",
+            uri: "services",
             body: service("dup", json!({"clusterIP": ip.to_string(), "ports": [{"port": 80}]})),
             code: StatusCode::UNPROCESSABLE_ENTITY,
             message: format!("Service \"dup\" is invalid: spec.clusterIPs: Invalid value: [\"{ip}\"]: failed to allocate IP {ip}: provided IP is already allocated"),
         },
         Refused {
             name: "a node port held by another Service",
+            uri: "services",
             body: service("np2", json!({"type": "NodePort", "ports": [{"port": 80, "nodePort": np}]})),
             code: StatusCode::UNPROCESSABLE_ENTITY,
             message: format!("Service \"np2\" is invalid: spec.ports[0].nodePort: Invalid value: {np}: provided port is already allocated"),
         },
         Refused {
             name: "a node port outside the range",
+            uri: "services",
             body: service("np3", json!({"type": "NodePort", "ports": [{"port": 80, "nodePort": 8080}]})),
             code: StatusCode::UNPROCESSABLE_ENTITY,
             message: "Service \"np3\" is invalid: spec.ports[0].nodePort: Invalid value: 8080: provided port is not in the valid range. The range of valid ports is 30000-32767".into(),
         },
         Refused {
             name: "a name that is not a DNS-1035 label",
+            uri: "services",
             body: cluster_ip_service("1web"),
             code: StatusCode::UNPROCESSABLE_ENTITY,
             message: "Service \"1web\" is invalid: metadata.name: Invalid value: \"1web\": a DNS-1035 label must consist of lower case alphanumeric characters or '-', start with an alphabetic character, and end with an alphanumeric character (e.g. 'my-name',  or 'abc-123', regex used for validation is '[a-z]([-a-z0-9]*[a-z0-9])?')".into(),
         },
         Refused {
             name: "dual-stack on a single-stack cluster",
+            uri: "services",
             body: service("dual", json!({"ipFamilyPolicy": "RequireDualStack", "selector": {"a": "b"}, "ports": [{"port": 80}]})),
             code: StatusCode::UNPROCESSABLE_ENTITY,
             message: "Service \"dual\" is invalid: spec.ipFamilyPolicy: Invalid value: \"RequireDualStack\": this cluster is not configured for dual-stack services".into(),
         },
         Refused {
             name: "a port out of range (validation after allocation gives the address back)",
+            uri: "services",
             body: service("badport", json!({"ports": [{"port": 70000, "targetPort": 8080}]})),
             code: StatusCode::UNPROCESSABLE_ENTITY,
             message: "Service \"badport\" is invalid: spec.ports[0].port: Invalid value: 70000: must be between 1 and 65535, inclusive".into(),
         },
     ];
-    for case in cases {
-        let (code, value) = api.req("POST", &format!("{NS}/services"), case.body).await;
-        assert_eq!(code, case.code, "{}: {value}", case.name);
-        assert_eq!(message(&value), case.message, "{}", case.name);
-    }
-    let (_, addresses) = (
-        0,
-        api.server
-            .store
-            .list("/registry/ipaddresses/", Default::default())
-            .await
-            .expect("list"),
-    );
+    assert_refused(&api, cases).await;
     assert_eq!(
-        addresses.items.len(),
+        held_addresses(&api).await,
         2,
         "web and np hold one each; the refused hold none"
     );
@@ -392,16 +398,8 @@ async fn a_full_range_is_a_500_and_deletes_give_addresses_back() {
         message(&full),
         "Internal error occurred: failed to allocate a nodePort: range is full"
     );
-    let (_, addresses) = (
-        0,
-        api.server
-            .store
-            .list("/registry/ipaddresses/", Default::default())
-            .await
-            .expect("list"),
-    );
     assert_eq!(
-        addresses.items.len(),
+        held_addresses(&api).await,
         2,
         "n2's address went back when its node port failed"
     );
