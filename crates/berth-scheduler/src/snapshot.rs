@@ -427,9 +427,10 @@ pub trait WorkloadSelectors: Send + Sync + fmt::Debug {
     fn default_selector(&self, pod: &Pod) -> LabelSelector;
 }
 
-/// What berth serves today: no Services, ReplicationControllers,
-/// ReplicaSets or StatefulSets, so upstream's `DefaultSelector` finds none
-/// and every default selector is empty.
+/// What the scheduler reads today: no Services (berth serves them, the
+/// scheduler does not watch them yet), ReplicationControllers, ReplicaSets
+/// or StatefulSets, so upstream's `DefaultSelector` finds none and every
+/// default selector is empty.
 #[derive(Debug, Default, Clone, Copy)]
 pub struct ServedWorkloads;
 
