@@ -500,6 +500,49 @@ async fn namespaces_get_a_default_service_account() {
     assert_eq!(account["metadata"]["namespace"], "team-a");
 }
 
+/// A watch's body as text (one event alone parses as JSON).
+fn watch_lines(body: &Value) -> String {
+    match body {
+        Value::String(text) => text.clone(),
+        event => event.to_string(),
+    }
+}
+
+#[tokio::test]
+async fn services_and_config_maps_are_watched() {
+    let api = api().await;
+    let web = api
+        .create(&format!("{NS}/services"), cluster_ip_service("web"))
+        .await;
+    api.create(
+        &format!("{NS}/configmaps"),
+        json!({"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "app"}}),
+    )
+    .await;
+    for (resource, name) in [("services", "web"), ("configmaps", "app")] {
+        let uri = format!("{NS}/{resource}?watch=1&resourceVersion=0&timeoutSeconds=1");
+        let (code, body) = api.req("GET", &uri, Value::Null).await;
+        assert_eq!(code, StatusCode::OK, "{body}");
+        let events: Vec<Value> = watch_lines(&body)
+            .lines()
+            .filter_map(|line| serde_json::from_str(line).ok())
+            .collect();
+        let added: Vec<&Value> = events
+            .iter()
+            .filter(|e| e["type"] == "ADDED")
+            .map(|e| &e["object"]["metadata"]["name"])
+            .collect();
+        assert!(added.contains(&&json!(name)), "{resource}: {body}");
+    }
+    // Deleting the Service is seen by a watch from its creation on.
+    let rv = web["metadata"]["resourceVersion"].as_str().unwrap_or("0");
+    api.req("DELETE", &format!("{NS}/services/web"), Value::Null)
+        .await;
+    let uri = format!("{NS}/services?watch=1&resourceVersion={rv}&timeoutSeconds=1");
+    let (_, body) = api.req("GET", &uri, Value::Null).await;
+    assert!(watch_lines(&body).contains("\"DELETED\""), "{body}");
+}
+
 #[tokio::test]
 async fn services_print_upstreams_columns() {
     let api = api().await;
@@ -532,15 +575,18 @@ async fn services_print_upstreams_columns() {
             "Selector"
         ]
     );
+    // The age (cell 5) depends on the test's speed.
+    let mut cells = table["rows"][0]["cells"].clone();
+    cells[5] = json!("<age>");
     assert_eq!(
-        table["rows"][0]["cells"],
+        cells,
         json!([
             "web",
             "ClusterIP",
             web["spec"]["clusterIP"],
             "<none>",
             "80/TCP",
-            "0s",
+            "<age>",
             "app=web"
         ])
     );
