@@ -7,6 +7,7 @@ use std::path::PathBuf;
 use std::time::Duration;
 
 use anyhow::Context;
+use berth_apiserver::allocators::range::{PortRange, ServiceCidr};
 use berth_apiserver::api::ApiConfig;
 use berth_apiserver::cache::CacheLimits;
 use berth_apiserver::server::{ServerOptions, start};
@@ -105,6 +106,13 @@ pub struct ServerArgs {
     /// before their connections are dropped and the store is closed.
     #[arg(long, default_value = "30s", value_name = "DURATION", value_parser = parse_duration)]
     shutdown_grace_period: Duration,
+    /// The CIDR Services' cluster IPs come from (one IP family). Its first
+    /// address goes to the `default/kubernetes` Service.
+    #[arg(long, default_value = "10.96.0.0/12", value_name = "CIDR")]
+    service_cluster_ip_range: ServiceCidr,
+    /// The ports NodePort and LoadBalancer Services' node ports come from.
+    #[arg(long, default_value = "30000-32767", value_name = "FROM-TO")]
+    service_node_port_range: PortRange,
 }
 
 /// A byte count as a Kubernetes quantity (`512Mi`, `1Gi`, `1000000`).
@@ -153,6 +161,8 @@ pub async fn run(args: &ServerArgs) -> anyhow::Result<()> {
     api.flow_control.server_concurrency =
         args.max_requests_inflight + args.max_mutating_requests_inflight;
     api.body.max_depth = args.max_body_depth;
+    api.service_cluster_ip_range = args.service_cluster_ip_range;
+    api.service_node_port_range = args.service_node_port_range;
     let options = ServerOptions {
         data_dir: args.data_dir.clone(),
         listen: args.listen,
