@@ -208,15 +208,17 @@ pub async fn run(args: &ServerArgs) -> anyhow::Result<()> {
             args.sim_zones.max(1)
         );
     }
+    // Absolute paths, so that the lines work from any directory; the join
+    // token goes by environment, not on a command line others can read.
     eprintln!(
-        "join a node: berth agent --server {} --token $(cat {}) --ca-file {} --node-name NAME",
+        "join a node: BERTH_JOIN_TOKEN=$(cat {}) berth agent --server {} --ca-file {} --node-name NAME",
+        absolute(&args.data_dir.join("join-token")).display(),
         server.url,
-        args.data_dir.join("join-token").display(),
-        server.credentials.ca_cert.display()
+        absolute(&server.credentials.ca_cert).display()
     );
     println!(
         "export KUBECONFIG={}",
-        server.credentials.kubeconfig.display()
+        absolute(&server.credentials.kubeconfig).display()
     );
     let scheduler = if args.disable_scheduler {
         None
@@ -256,4 +258,10 @@ pub async fn run(args: &ServerArgs) -> anyhow::Result<()> {
         .context("stopping berth server")?;
     eprintln!("berth server: stopped");
     Ok(())
+}
+
+/// `path` made absolute against the working directory (as given when that
+/// cannot be read).
+fn absolute(path: &std::path::Path) -> std::path::PathBuf {
+    std::path::absolute(path).unwrap_or_else(|_| path.to_path_buf())
 }
