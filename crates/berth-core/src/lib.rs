@@ -26,6 +26,9 @@
 //! - [`object_key`], [`pod`], [`node`]: an object's namespace/name key; a
 //!   pod's bound node and terminal phase, a node's taints and cordon, as
 //!   every client reads them.
+//! - [`service`]: a Service's defaults, its cluster-IP fields kept in
+//!   step across updates, its IP families, what it holds of the address
+//!   and node-port ranges.
 //! - [`node_status`]: the kubelet's rules for the node conditions it
 //!   reports, decided against the Node on the server.
 //! - [`int_or_string`]: `maxSurge`/`maxUnavailable`-style integers or
@@ -59,6 +62,7 @@ pub mod object_key;
 pub mod pod;
 pub mod quantity;
 pub mod resources;
+pub mod service;
 pub mod taint_expiry;
 pub mod taint_impact;
 pub mod splitmix;

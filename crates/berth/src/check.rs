@@ -1,6 +1,7 @@
 //! `berth check --pod POD.yaml --node NODE.yaml ...`: reads and validates
 //! the manifests, asks `berth_scheduler::check` about every pod, prints a
-//! table or JSON.
+//! table or JSON, and exits 1 ([`FitsNowhere`]) when a pod fits none of the
+//! nodes, so that scripts can test the answer.
 
 use std::path::{Path, PathBuf};
 
@@ -16,6 +17,9 @@ use k8s_openapi::api::core::v1::{Node, Pod};
 use crate::input::{InputError, read_objects};
 
 #[derive(Debug, Args)]
+#[command(
+    after_help = "Exit status: 0 when every pod fits at least one node, 1 when a pod fits none (the report is printed either way), 2 for bad input."
+)]
 pub struct CheckArgs {
     /// The pod manifest (YAML or JSON; several documents or a List check each pod).
     #[arg(long, value_name = "POD.yaml")]
@@ -68,8 +72,32 @@ pub fn run(args: &CheckArgs) -> anyhow::Result<()> {
             .join("\n"),
     };
     print!("{out}");
-    Ok(())
+    let nowhere: Vec<String> = reports
+        .iter()
+        .filter(|report| !report.nodes.iter().any(|node| node.schedulable))
+        .map(|report| report.pod.clone())
+        .collect();
+    if nowhere.is_empty() {
+        Ok(())
+    } else {
+        Err(FitsNowhere { pods: nowhere }.into())
+    }
 }
+
+/// The answer of a check in which some pod fits none of the nodes: not a
+/// failure of berth's, but exit status 1 for scripts.
+#[derive(Debug)]
+pub struct FitsNowhere {
+    pods: Vec<String>,
+}
+
+impl std::fmt::Display for FitsNowhere {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "fits no node: {}", self.pods.join(", "))
+    }
+}
+
+impl std::error::Error for FitsNowhere {}
 
 fn read_pods(path: &Path) -> Result<Vec<Pod>, InputError> {
     // The pod is validated as if the gate were on: upstream keeps accepting

@@ -14,6 +14,25 @@ mod common;
 use common::Backend;
 use common::kubectl::{Cluster, kubectl_binary};
 
+/// kubectl's output without terminal colours (`cluster-info` colours its
+/// lines whatever the output is).
+fn without_colours(text: &str) -> String {
+    let mut out = String::new();
+    let mut chars = text.chars();
+    while let Some(c) = chars.next() {
+        if c == '\u{1b}' {
+            for c in chars.by_ref() {
+                if c.is_ascii_alphabetic() {
+                    break;
+                }
+            }
+        } else {
+            out.push(c);
+        }
+    }
+    out
+}
+
 fn examples() -> PathBuf {
     PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../examples")
 }
@@ -363,6 +382,245 @@ fn explain_and_validation_read_the_openapi_documents() {
     assert_eq!(
         cluster.ok(&["apply", "-f", &list]).trim(),
         "pod/listed created"
+    );
+}
+
+/// The first commands of a new user, on the common core types and the
+/// access reviews: a namespace, an application's ConfigMap, Secret,
+/// Service and Deployment applied whole, `get svc` with an allocated
+/// cluster IP, `get all`, `cluster-info`, `auth can-i` (also `--list`) and
+/// `auth whoami` for the admin, a node and the join token; the Service's
+/// address survives a restart and is never given twice.
+#[test]
+fn core_types_and_access_reviews_with_real_kubectl() {
+    let mut cluster = Cluster::start("core-types", Backend::Embedded);
+    assert_eq!(
+        cluster.ok(&["create", "ns", "team-a"]).trim(),
+        "namespace/team-a created"
+    );
+    let app = "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: web-config\n  namespace: team-a\ndata:\n  app.yaml: |\n    port: 8080\n---\napiVersion: v1\nkind: Secret\nmetadata:\n  name: web-secret\n  namespace: team-a\nstringData:\n  password: hunter2\n---\napiVersion: v1\nkind: Service\nmetadata:\n  name: web\n  namespace: team-a\nspec:\n  selector:\n    app: web\n  ports:\n  - name: http\n    port: 80\n    targetPort: 8080\n---\napiVersion: apps/v1\nkind: Deployment\nmetadata:\n  name: web\n  namespace: team-a\nspec:\n  selector:\n    matchLabels:\n      app: web\n  template:\n    metadata:\n      labels:\n        app: web\n    spec:\n      containers:\n      - name: web\n        image: nginx:1\n";
+    assert_eq!(
+        cluster.apply(app).trim(),
+        "configmap/web-config created\nsecret/web-secret created\nservice/web created\ndeployment.apps/web created"
+    );
+    // The Secret's stringData is stored as data.
+    let secret = cluster.json(&["get", "secret", "web-secret", "-n", "team-a"]);
+    assert_eq!(secret["data"]["password"], "aHVudGVyMg==");
+    assert_eq!(secret["type"], "Opaque");
+
+    let services = cluster.ok(&["get", "svc", "-n", "team-a"]);
+    let lines: Vec<Vec<&str>> = services
+        .lines()
+        .map(|l| l.split_whitespace().collect())
+        .collect();
+    assert_eq!(
+        lines[0],
+        [
+            "NAME",
+            "TYPE",
+            "CLUSTER-IP",
+            "EXTERNAL-IP",
+            "PORT(S)",
+            "AGE"
+        ],
+        "{services}"
+    );
+    assert_eq!(lines[1][..2], ["web", "ClusterIP"], "{services}");
+    assert_eq!(lines[1][3..5], ["<none>", "80/TCP"], "{services}");
+    let web_ip = lines[1][2].to_string();
+    assert!(
+        web_ip.starts_with("10.") && web_ip != "10.96.0.1",
+        "{services}"
+    );
+    // Applied again with a second port: the ports merge by port, the
+    // cluster IP stays. (The Secret reads "configured", as upstream's: its
+    // stringData is never stored, so kubectl always sends it again.)
+    let changed = app.replace(
+        "    targetPort: 8080\n",
+        "    targetPort: 8080\n  - name: metrics\n    port: 9090\n",
+    );
+    assert_eq!(
+        cluster.apply(&changed).trim(),
+        "configmap/web-config unchanged\nsecret/web-secret configured\nservice/web configured\ndeployment.apps/web unchanged"
+    );
+    let web = cluster.json(&["get", "svc", "web", "-n", "team-a"]);
+    assert_eq!(web["spec"]["clusterIP"], web_ip.as_str());
+    assert_eq!(
+        web["spec"]["ports"],
+        serde_json::json!([
+            {"name": "http", "port": 80, "protocol": "TCP", "targetPort": 8080},
+            {"name": "metrics", "port": 9090, "protocol": "TCP", "targetPort": 9090}
+        ])
+    );
+    let configs = cluster.ok(&["get", "configmaps", "-n", "team-a"]);
+    assert!(configs.contains("web-config"), "{configs}");
+    assert!(configs.starts_with("NAME"), "{configs}");
+    let accounts = cluster.ok(&["get", "serviceaccounts", "-n", "team-a"]);
+    assert!(
+        accounts.lines().any(|l| l.starts_with("default ")),
+        "{accounts}"
+    );
+
+    // kubectl get all: the category's resources berth serves.
+    let all = cluster.ok(&["get", "all", "-n", "team-a"]);
+    assert!(
+        all.lines()
+            .any(|l| l.starts_with("NAME") && l.contains("CLUSTER-IP")),
+        "{all}"
+    );
+    assert!(
+        all.lines()
+            .any(|l| l.starts_with("service/web ") && l.contains(&web_ip)),
+        "{all}"
+    );
+    assert!(
+        all.lines().any(|l| l.starts_with("deployment.apps/web ")),
+        "{all}"
+    );
+    let default = cluster.ok(&["get", "all"]);
+    let kubernetes = default
+        .lines()
+        .find(|l| l.starts_with("service/kubernetes "))
+        .unwrap_or_else(|| panic!("the kubernetes Service: {default}"));
+    assert_eq!(
+        kubernetes.split_whitespace().collect::<Vec<_>>()[..5],
+        [
+            "service/kubernetes",
+            "ClusterIP",
+            "10.96.0.1",
+            "<none>",
+            "443/TCP"
+        ]
+    );
+
+    // kubectl cluster-info
+    let info = without_colours(&cluster.ok(&["cluster-info"]));
+    assert!(
+        info.starts_with(&format!(
+            "Kubernetes control plane is running at {}\n",
+            cluster.server.url()
+        )),
+        "{info}"
+    );
+    assert!(
+        info.contains(
+            "To further debug and diagnose cluster problems, use 'kubectl cluster-info dump'."
+        ),
+        "{info}"
+    );
+
+    // kubectl auth, as the admin, a node and the join token.
+    let join_token = std::fs::read_to_string(cluster.server.data_dir.join("join-token"))
+        .expect("the join token in the data dir");
+    let join = format!("--token={}", join_token.trim());
+    let request = cluster.manifest("credential.json", "{\"nodeName\": \"worker-1\"}");
+    let credential: Value = serde_json::from_str(&cluster.ok(&[
+        "create",
+        "--raw",
+        "/berth/v1/node-credential",
+        "-f",
+        &request,
+        &join,
+    ]))
+    .expect("a node credential");
+    let node = format!("--token={}", credential["token"].as_str().unwrap_or(""));
+
+    assert_eq!(
+        cluster.ok(&["auth", "can-i", "delete", "nodes"]).trim(),
+        "yes"
+    );
+    let refused = cluster.kubectl(&["auth", "can-i", "delete", "nodes", &node]);
+    assert_eq!(refused.status.code(), Some(1));
+    assert_eq!(String::from_utf8_lossy(&refused.stdout).trim(), "no");
+    assert_eq!(
+        cluster
+            .ok(&["auth", "can-i", "get", "nodes/worker-1", &node])
+            .trim(),
+        "yes"
+    );
+    let list = cluster.ok(&["auth", "can-i", "--list"]);
+    let rows: Vec<Vec<&str>> = list
+        .lines()
+        .map(|l| l.split_whitespace().collect())
+        .collect();
+    assert_eq!(
+        rows[0],
+        [
+            "Resources",
+            "Non-Resource",
+            "URLs",
+            "Resource",
+            "Names",
+            "Verbs"
+        ],
+        "{list}"
+    );
+    assert!(rows.contains(&vec!["*.*", "[]", "[]", "[*]"]), "{list}");
+    assert!(
+        rows.contains(&vec![
+            "selfsubjectaccessreviews.authorization.k8s.io",
+            "[]",
+            "[]",
+            "[create]"
+        ]),
+        "{list}"
+    );
+    let node_list = cluster.ok(&["auth", "can-i", "--list", "-n", "kube-node-lease", &node]);
+    assert!(
+        node_list.lines().any(|l| {
+            let cells: Vec<&str> = l.split_whitespace().collect();
+            cells == ["nodes", "[]", "[worker-1]", "[get", "list", "watch]"]
+        }),
+        "{node_list}"
+    );
+    assert!(!node_list.contains("*.*"), "{node_list}");
+
+    struct WhoAmI {
+        flag: Option<String>,
+        username: &'static str,
+        groups: &'static str,
+    }
+    let identities = [
+        WhoAmI {
+            flag: None,
+            username: "admin",
+            groups: "[system:masters system:authenticated]",
+        },
+        WhoAmI {
+            flag: Some(node),
+            username: "system:node:worker-1",
+            groups: "[system:nodes system:authenticated]",
+        },
+        WhoAmI {
+            flag: Some(join),
+            username: "system:bootstrap:berth-join",
+            groups: "[system:bootstrappers system:authenticated]",
+        },
+    ];
+    for who in identities {
+        let mut args = vec!["auth", "whoami"];
+        args.extend(who.flag.as_deref());
+        let out = cluster.ok(&args);
+        let rows: Vec<Vec<&str>> = out
+            .lines()
+            .map(|l| l.split_whitespace().collect())
+            .collect();
+        assert_eq!(rows[0], ["ATTRIBUTE", "VALUE"], "{out}");
+        assert_eq!(rows[1], ["Username", who.username], "{out}");
+        assert_eq!(rows[2].join(" "), format!("Groups {}", who.groups), "{out}");
+    }
+
+    // The address is the store's: a restarted server keeps it and gives
+    // the next Service another.
+    cluster.restart(Backend::Embedded);
+    cluster.apply("apiVersion: v1\nkind: Service\nmetadata:\n  name: api\n  namespace: team-a\nspec:\n  ports: [{port: 443}]\n");
+    let web = cluster.json(&["get", "svc", "web", "-n", "team-a"]);
+    assert_eq!(web["spec"]["clusterIP"], web_ip.as_str());
+    let api = cluster.json(&["get", "svc", "api", "-n", "team-a"]);
+    let api_ip = api["spec"]["clusterIP"].as_str().unwrap_or("");
+    assert!(
+        !api_ip.is_empty() && api_ip != web_ip && api_ip != "10.96.0.1",
+        "{api}"
     );
 }
 

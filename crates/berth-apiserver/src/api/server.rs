@@ -7,6 +7,8 @@ use berth_core::clock::Clock;
 use berth_store::{AnyStore, Store, StoreError};
 use serde_json::json;
 
+use crate::allocators::Allocators;
+use crate::allocators::range::{PortRange, ServiceCidr};
 use crate::auth::{Authenticator, User};
 use crate::body::BodyLimits;
 use crate::cache::{CacheLimits, HistoryBudget, ResourceCache};
@@ -22,8 +24,7 @@ use crate::watch_limits::{WatchCounter, WatchLimits};
 /// `--max-request-body-bytes`).
 pub const MAX_BODY_BYTES: usize = 3 * 1024 * 1024;
 
-/// Where a node agent trades the join token for its node credential.
-pub const NODE_CREDENTIAL_PATH: &str = "/berth/v1/node-credential";
+pub use crate::auth::NODE_CREDENTIAL_PATH;
 
 pub use crate::strategy::namespace::SYSTEM_NAMESPACES;
 
@@ -46,6 +47,10 @@ pub struct ApiConfig {
     /// come from a generator with this seed, so a simulation given the
     /// same seed names its objects the same; else from the OS.
     pub name_seed: Option<u64>,
+    /// `--service-cluster-ip-range`: where Services' cluster IPs come from.
+    pub service_cluster_ip_range: ServiceCidr,
+    /// `--service-node-port-range`: where their node ports come from.
+    pub service_node_port_range: PortRange,
 }
 
 impl Default for ApiConfig {
@@ -59,6 +64,8 @@ impl Default for ApiConfig {
             body: BodyLimits::default(),
             flow_control: crate::flow_control::FlowControlLimits::default(),
             name_seed: None,
+            service_cluster_ip_range: ServiceCidr::default(),
+            service_node_port_range: PortRange::default(),
         }
     }
 }
@@ -97,6 +104,8 @@ pub struct ApiServer {
     pub history_budget: Arc<HistoryBudget>,
     /// The seeded source of generated names' suffixes (`name_seed`).
     pub(crate) seeded_names: Option<std::sync::Mutex<berth_core::splitmix::SplitMix64>>,
+    /// Services' cluster IPs and node ports.
+    pub allocators: Allocators,
 }
 
 impl ApiServer {
@@ -110,7 +119,7 @@ impl ApiServer {
         let budget = HistoryBudget::new(config.watch_cache.history_bytes);
         let caches = RESOURCES
             .iter()
-            .filter(|rt| rt.stored_as.is_none())
+            .filter(|rt| rt.stored_as.is_none() && rt.strategy.is_stored())
             .map(|rt| {
                 ResourceCache::with_limits(
                     rt,
@@ -121,6 +130,11 @@ impl ApiServer {
             })
             .collect::<Vec<_>>();
         crate::cache::spawn(caches.clone(), store.clone());
+        let allocators = Allocators::new(
+            store.clone(),
+            config.service_cluster_ip_range,
+            config.service_node_port_range,
+        );
         let server = Arc::new(ApiServer {
             registry: Registry::new(store.clone(), caches),
             store,
@@ -132,6 +146,7 @@ impl ApiServer {
             seeded_names: config
                 .name_seed
                 .map(|seed| std::sync::Mutex::new(berth_core::splitmix::SplitMix64::new(seed))),
+            allocators,
             config,
         });
         for ns in SYSTEM_NAMESPACES {
@@ -151,6 +166,7 @@ impl ApiServer {
                     Err(e) => return Err(ApiError::internal(e)),
                 }
             }
+            server.ensure_default_service_account(ns).await;
         }
         Ok(server)
     }

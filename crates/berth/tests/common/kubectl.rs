@@ -6,6 +6,7 @@
 //! message saying how to install it, rather than skipping them.
 
 use std::process::{Child, ChildStdout, Command, Output, Stdio};
+use std::time::Duration;
 
 use serde_json::Value;
 
@@ -116,5 +117,20 @@ impl Cluster {
     pub fn apply(&self, manifest: &str) -> String {
         let path = self.manifest(&format!("manifest-{}.yaml", manifest.len()), manifest);
         self.ok(&["apply", "-f", &path])
+    }
+
+    /// Stops the server (SIGTERM) and starts it again on its data dir.
+    pub fn restart(&mut self, backend: Backend) {
+        self.server.terminate(Duration::from_secs(30));
+        let data_dir = self.server.data_dir.clone();
+        self.server = tokio::runtime::Builder::new_current_thread()
+            .enable_all()
+            .build()
+            .expect("tokio runtime")
+            .block_on(Server::start_in(
+                data_dir,
+                backend,
+                &["--disable-scheduler"],
+            ));
     }
 }
