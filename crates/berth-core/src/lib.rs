@@ -63,9 +63,9 @@ pub mod pod;
 pub mod quantity;
 pub mod resources;
 pub mod service;
+pub mod splitmix;
 pub mod taint_expiry;
 pub mod taint_impact;
-pub mod splitmix;
 pub mod taint_spec;
 #[cfg(any(test, feature = "test-util"))]
 pub mod test_util;
