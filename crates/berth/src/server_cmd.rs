@@ -153,6 +153,13 @@ pub async fn run(args: &ServerArgs) -> anyhow::Result<()> {
     api.flow_control.server_concurrency =
         args.max_requests_inflight + args.max_mutating_requests_inflight;
     api.body.max_depth = args.max_body_depth;
+    if !args.disable_scheduler {
+        api.explainer = berth_apiserver::api::scheduling::Explainer(Some(std::sync::Arc::new(
+            crate::components::FrameworkExplainer {
+                profiles: scheduler_setup.profiles.clone(),
+            },
+        )));
+    }
     let options = ServerOptions {
         data_dir: args.data_dir.clone(),
         listen: args.listen,

@@ -42,6 +42,9 @@ pub struct ApiConfig {
     pub body: BodyLimits,
     /// API Priority and Fairness: the server's seats and queue wait.
     pub flow_control: crate::flow_control::FlowControlLimits,
+    /// What answers `pods/{name}/scheduling` (the `berth` binary wires
+    /// berth-scheduler's framework; none: a 503).
+    pub explainer: super::scheduling::Explainer,
 }
 
 impl Default for ApiConfig {
@@ -54,6 +57,7 @@ impl Default for ApiConfig {
             max_request_body_bytes: MAX_BODY_BYTES,
             body: BodyLimits::default(),
             flow_control: crate::flow_control::FlowControlLimits::default(),
+            explainer: super::scheduling::Explainer::default(),
         }
     }
 }
