@@ -507,18 +507,11 @@ fn prioritize_nodes(
     let all = snapshot.nodes;
     let feasible_infos: Vec<&NodeInfo> = feasible.iter().map(|&i| &all[i]).collect();
     let mut totals = vec![0i64; feasible.len()];
-    score_nodes(
-        profile,
-        state,
-        pod,
-        snapshot,
-        &feasible_infos,
-        |scored| {
-            for (total, s) in totals.iter_mut().zip(scored.normalized) {
-                *total = total.saturating_add(s.score.saturating_mul(scored.weight));
-            }
-        },
-    )?;
+    score_nodes(profile, state, pod, snapshot, &feasible_infos, |scored| {
+        for (total, s) in totals.iter_mut().zip(scored.normalized) {
+            *total = total.saturating_add(s.score.saturating_mul(scored.weight));
+        }
+    })?;
     Ok(totals)
 }
 

@@ -237,14 +237,9 @@ pub fn explain(profile: &Profile, pod: &Pod, cache: &Cache) -> Explanation {
             if feasible.is_empty() {
                 let absent = filters.not_a_candidate();
                 unschedulable = Some(fit_message(all.len(), rejections, absent));
-            } else if let Err(error) = score(
-                profile,
-                &mut state,
-                &info,
-                &snapshot,
-                &feasible,
-                &mut nodes,
-            ) {
+            } else if let Err(error) =
+                score(profile, &mut state, &info, &snapshot, &feasible, &mut nodes)
+            {
                 unschedulable = Some(error.to_string());
             }
         }
@@ -441,7 +436,9 @@ pub fn profile_of<'p>(profiles: &'p [Profile], pod: &Pod) -> Result<&'p Profile,
     profiles
         .iter()
         .find(|p| p.scheduler_name == name)
-        .ok_or_else(|| format!("no scheduler profile of this server schedules pods of schedulerName {name:?}"))
+        .ok_or_else(|| {
+            format!("no scheduler profile of this server schedules pods of schedulerName {name:?}")
+        })
 }
 
 /// Explains `pod` in `cluster`; with `changed` nodes (replacing the nodes
@@ -472,7 +469,10 @@ pub fn report(
     }
     let before = explain(profile, pod, &cache_of(profile, cluster, &key));
     let explanation = explain(profile, pod, &cache_of(profile, &after, &key));
-    let (before_cache, after_cache) = (cache_of(profile, cluster, ""), cache_of(profile, &after, ""));
+    let (before_cache, after_cache) = (
+        cache_of(profile, cluster, ""),
+        cache_of(profile, &after, ""),
+    );
     let pending: Vec<&Pod> = cluster
         .pods
         .iter()

@@ -18,6 +18,7 @@ use berth_core::taint_spec::parse_taint_specs;
 use clap::{Args, Subcommand, ValueEnum};
 use serde_json::Value;
 
+use crate::check::padded_table;
 use crate::input::UsageError;
 use crate::taint_cmd::client;
 
@@ -97,7 +98,9 @@ async fn explain_pod(args: &PodArgs) -> anyhow::Result<()> {
             .split_once('=')
             .map(|(_, spec)| spec)
             .filter(|s| !s.is_empty())
-            .ok_or_else(|| UsageError::new("--taint", format!("{taint:?}: want NODE=key=value:Effect")))?;
+            .ok_or_else(|| {
+                UsageError::new("--taint", format!("{taint:?}: want NODE=key=value:Effect"))
+            })?;
         parse_taint_specs(&[spec]).map_err(|e| UsageError::new("--taint", e))?;
     }
     let client = client(args.kubeconfig.as_ref()).await?;
@@ -140,12 +143,24 @@ async fn explain_taint(args: &TaintArgs) -> anyhow::Result<()> {
         Err(err) => return Err(err.into()),
     };
     if previewed.warnings.is_empty() {
-        println!("node/{}: no pod is evicted and no pending pod loses its last node", args.node);
+        println!(
+            "node/{}: no pod is evicted and no pending pod loses its last node",
+            args.node
+        );
     }
     for warning in &previewed.warnings {
         println!("{warning}");
     }
     Ok(())
+}
+
+/// The strings of a JSON array (none for anything else).
+fn strings(v: &Value) -> Vec<&str> {
+    v.as_array()
+        .into_iter()
+        .flatten()
+        .filter_map(Value::as_str)
+        .collect()
 }
 
 fn str_of<'a>(v: &'a Value, key: &str) -> &'a str {
@@ -222,40 +237,17 @@ pub fn render(answer: &Value) -> String {
         row.push(or_dash(&node["rank"]));
         rows.push(row);
     }
-    let columns = rows.first().map_or(0, Vec::len);
-    let widths: Vec<usize> = (0..columns)
-        .map(|c| rows.iter().map(|r| r[c].chars().count()).max().unwrap_or(0))
-        .collect();
-    for row in &rows {
-        let line: Vec<String> = row
-            .iter()
-            .zip(&widths)
-            .map(|(cell, width)| format!("{cell:<width$}"))
-            .collect();
-        out.push_str(line.join("   ").trim_end());
-        out.push('\n');
-    }
+    out.push_str(&padded_table(&rows));
     match answer["unschedulable"].as_str() {
         Some(message) => out.push_str(&format!("Unschedulable: {message}\n")),
         None => {
-            let best: Vec<&str> = answer["best"]
-                .as_array()
-                .into_iter()
-                .flatten()
-                .filter_map(Value::as_str)
-                .collect();
-            out.push_str(&format!("Best: {}\n", best.join(", ")));
+            out.push_str(&format!("Best: {}\n", strings(&answer["best"]).join(", ")));
         }
     }
     let what_if = &answer["whatIf"];
     if what_if.is_object() {
         let list = |key: &str| -> String {
-            let names: Vec<&str> = what_if[key]
-                .as_array()
-                .into_iter()
-                .flatten()
-                .filter_map(Value::as_str)
-                .collect();
+            let names = strings(&what_if[key]);
             if names.is_empty() {
                 "none".to_string()
             } else {
@@ -265,7 +257,7 @@ pub fn render(answer: &Value) -> String {
         out.push_str(&format!("What if {}:\n", list("taints")));
         out.push_str(&format!("  best before: {}\n", list("bestBefore")));
         for (node, lines) in what_if["impact"].as_object().into_iter().flatten() {
-            for line in lines.as_array().into_iter().flatten().filter_map(Value::as_str) {
+            for line in strings(lines) {
                 out.push_str(&format!("  {node}: {line}\n"));
             }
         }

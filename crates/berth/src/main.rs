@@ -6,13 +6,13 @@ mod agent_cmd;
 mod check;
 mod components;
 mod controllers_flags;
+mod explain_cmd;
 mod fleet_cmd;
 mod input;
 mod leader_election;
 mod scenario_cmd;
 mod server_cmd;
 mod sim_cmd;
-mod explain_cmd;
 mod taint_cmd;
 
 use std::process::ExitCode;

@@ -223,7 +223,10 @@ fn berth_explain_pod_names_the_rejecting_taint_and_the_subresource_agrees() {
             "{line}"
         );
     }
-    assert!(table.contains("Unschedulable: 0/3 nodes are available"), "{table}");
+    assert!(
+        table.contains("Unschedulable: 0/3 nodes are available"),
+        "{table}"
+    );
 
     let from_berth: Value =
         serde_json::from_str(&stdout(&berth(&["pod", "web", "-o", "json"]))).expect("JSON");
@@ -280,20 +283,32 @@ fn berth_explain_pod_names_the_rejecting_taint_and_the_subresource_agrees() {
     .expect("JSON");
     let impact = what_if["whatIf"]["impact"]["n3"].to_string();
     assert!(
-        impact.contains("1 pod does not tolerate evict=now:NoExecute and is evicted now: default/bound"),
+        impact.contains(
+            "1 pod does not tolerate evict=now:NoExecute and is evicted now: default/bound"
+        ),
         "{what_if}"
     );
     let preview = stdout(&berth(&["taint", "n3", "evict=now:NoExecute"]));
     assert!(
-        preview.contains("1 pod does not tolerate evict=now:NoExecute and is evicted now: default/bound"),
+        preview.contains(
+            "1 pod does not tolerate evict=now:NoExecute and is evicted now: default/bound"
+        ),
         "{preview}"
     );
-    assert!(!has_taint(&taints(&cluster, "n3"), "evict", Some("now"), "NoExecute"));
+    assert!(!has_taint(
+        &taints(&cluster, "n3"),
+        "evict",
+        Some("now"),
+        "NoExecute"
+    ));
 
     // Bad input: the user's to fix, exit 2, the server's message.
     for (args, want) in [
         (vec!["pod", "nope"], "pods \"nope\" not found"),
-        (vec!["pod", "web", "--taint", "n9=k=v:NoSchedule"], "nodes \"n9\" not found"),
+        (
+            vec!["pod", "web", "--taint", "n9=k=v:NoSchedule"],
+            "nodes \"n9\" not found",
+        ),
         (vec!["pod", "web", "--taint", "n1"], "--taint"),
     ] {
         let out = berth(&args);
@@ -301,9 +316,16 @@ fn berth_explain_pod_names_the_rejecting_taint_and_the_subresource_agrees() {
         assert_eq!(out.status.code(), Some(2), "{args:?}: {stderr}");
         assert!(stderr.contains(want), "{args:?}: {stderr}");
     }
-    let out = cluster.kubectl(&["get", "--raw", "/api/v1/namespaces/default/pods/nope/scheduling"]);
+    let out = cluster.kubectl(&[
+        "get",
+        "--raw",
+        "/api/v1/namespaces/default/pods/nope/scheduling",
+    ]);
     assert!(!out.status.success());
-    assert!(String::from_utf8_lossy(&out.stderr).contains("NotFound"), "{out:?}");
+    assert!(
+        String::from_utf8_lossy(&out.stderr).contains("NotFound"),
+        "{out:?}"
+    );
 }
 
 /// `berth taint NODE SPEC --for DURATION` writes the taint and its expiry

@@ -43,7 +43,12 @@ fn explanation_names_the_deciding_taint_and_ranks_the_feasible_nodes() {
         want_tolerated_by: Option<(&'static str, &'static str)>,
     }
     let nodes = vec![
-        node("gpu", "a", "4", vec![taint("dedicated", "gpu", "NoSchedule")]),
+        node(
+            "gpu",
+            "a",
+            "4",
+            vec![taint("dedicated", "gpu", "NoSchedule")],
+        ),
         node(
             "drain",
             "a",
@@ -54,7 +59,12 @@ fn explanation_names_the_deciding_taint_and_ranks_the_feasible_nodes() {
             ],
         ),
         node("small", "b", "100m", vec![]),
-        node("free", "b", "4", vec![taint("soft", "", "PreferNoSchedule")]),
+        node(
+            "free",
+            "b",
+            "4",
+            vec![taint("soft", "", "PreferNoSchedule")],
+        ),
         node("plain", "c", "4", vec![]),
     ];
     let pod = make_pod()
@@ -96,7 +106,12 @@ fn explanation_names_the_deciding_taint_and_ranks_the_feasible_nodes() {
     ];
     for case in &cases {
         let n = by_name(&e, case.node);
-        assert_eq!(n.rejected_by.as_deref(), case.want_rejected_by, "{}", case.name);
+        assert_eq!(
+            n.rejected_by.as_deref(),
+            case.want_rejected_by,
+            "{}",
+            case.name
+        );
         assert_eq!(n.feasible, case.want_rejected_by.is_none(), "{}", case.name);
         assert_eq!(decided_taint(n), case.want_decided_taint, "{}", case.name);
         if let Some((taint, toleration)) = case.want_tolerated_by {
@@ -109,7 +124,12 @@ fn explanation_names_the_deciding_taint_and_ranks_the_feasible_nodes() {
             );
         }
         // Every filter's verdict is shown, the rejecting one among them.
-        assert_eq!(n.filters.len(), Profile::default().filters.len(), "{}", case.name);
+        assert_eq!(
+            n.filters.len(),
+            Profile::default().filters.len(),
+            "{}",
+            case.name
+        );
         if let Some(plugin) = case.want_rejected_by {
             assert!(
                 n.filters
@@ -127,7 +147,11 @@ fn explanation_names_the_deciding_taint_and_ranks_the_feasible_nodes() {
     for n in &feasible {
         let sum: i64 = n.scores.iter().map(|s| s.weighted).sum();
         assert_eq!(n.total, Some(sum), "{}", n.name);
-        assert!(n.scores.iter().all(|s| s.weighted == s.normalized * s.weight));
+        assert!(
+            n.scores
+                .iter()
+                .all(|s| s.weighted == s.normalized * s.weight)
+        );
         // Plugins whose PreScore has nothing to do for the pod (no spread
         // constraints, no affinity terms) are left out, as in a cycle.
         assert!(
@@ -164,8 +188,18 @@ fn a_bound_pod_is_explained_as_when_it_was_pending() {
 #[test]
 fn an_unschedulable_pod_gets_the_schedulers_message() {
     let nodes = vec![
-        node("n1", "a", "4", vec![taint("dedicated", "gpu", "NoSchedule")]),
-        node("n2", "a", "4", vec![taint("dedicated", "gpu", "NoSchedule")]),
+        node(
+            "n1",
+            "a",
+            "4",
+            vec![taint("dedicated", "gpu", "NoSchedule")],
+        ),
+        node(
+            "n2",
+            "a",
+            "4",
+            vec![taint("dedicated", "gpu", "NoSchedule")],
+        ),
     ];
     let pod = make_pod().name("p").namespace("default").obj();
     let e = explain_in(nodes, Vec::new(), &pod);
@@ -199,7 +233,12 @@ fn any_toleration() -> impl Strategy<Value = Toleration> {
         tol("maintenance", "Exists", "", "NoExecute"),
         tol("level", "Gt", "2", "NoSchedule"),
         tol("", "Exists", "", ""),
-        tol("node.kubernetes.io/unschedulable", "Exists", "", "NoSchedule"),
+        tol(
+            "node.kubernetes.io/unschedulable",
+            "Exists",
+            "",
+            "NoSchedule",
+        ),
     ])
 }
 
@@ -328,7 +367,8 @@ fn build(nodes: &[NodeCase], bound: &[BoundCase], pod: &PodCase) -> (ClusterObje
     }
     let same_app = || make_selector().label("app", APPS[pod.app]).obj();
     if let Some(when) = pod.spread {
-        wrapper = wrapper.spread_constraint(1, "zone", when, Some(same_app()), None, None, None, None);
+        wrapper =
+            wrapper.spread_constraint(1, "zone", when, Some(same_app()), None, None, None, None);
     }
     if pod.anti_affinity {
         wrapper = wrapper.pod_anti_affinity("kubernetes.io/hostname", same_app(), vec![], None);
