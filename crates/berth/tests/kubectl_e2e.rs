@@ -29,6 +29,16 @@ fn taints(cluster: &Cluster, node: &str) -> Vec<Value> {
         .unwrap_or_default()
 }
 
+/// `berth COMMAND ARGS...` against the cluster, as its admin.
+fn berth_command(cluster: &Cluster, command: &str, args: &[&str]) -> std::process::Output {
+    Command::new(env!("CARGO_BIN_EXE_berth"))
+        .arg(command)
+        .args(args)
+        .env("KUBECONFIG", &cluster.server.kubeconfig)
+        .output()
+        .expect("berth runs")
+}
+
 fn has_taint(taints: &[Value], key: &str, value: Option<&str>, effect: &str) -> bool {
     taints
         .iter()
@@ -194,14 +204,7 @@ fn berth_explain_pod_names_the_rejecting_taint_and_the_subresource_agrees() {
         ]
         .concat(),
     );
-    let berth = |args: &[&str]| {
-        Command::new(env!("CARGO_BIN_EXE_berth"))
-            .arg("explain")
-            .args(args)
-            .env("KUBECONFIG", &cluster.server.kubeconfig)
-            .output()
-            .expect("berth runs")
-    };
+    let berth = |args: &[&str]| berth_command(&cluster, "explain", args);
     let stdout = |out: &std::process::Output| {
         assert!(out.status.success(), "{out:?}");
         String::from_utf8_lossy(&out.stdout).into_owned()
@@ -337,14 +340,7 @@ fn berth_explain_pod_names_the_rejecting_taint_and_the_subresource_agrees() {
 fn berth_taint_for_writes_the_taint_and_its_expiry() {
     let cluster = Cluster::start("berth-taint", Backend::Embedded);
     cluster.apply(&std::fs::read_to_string(example("nodes/node1.yaml")).expect("example node"));
-    let berth = |args: &[&str]| {
-        Command::new(env!("CARGO_BIN_EXE_berth"))
-            .arg("taint")
-            .args(args)
-            .env("KUBECONFIG", &cluster.server.kubeconfig)
-            .output()
-            .expect("berth runs")
-    };
+    let berth = |args: &[&str]| berth_command(&cluster, "taint", args);
     let out = berth(&[
         "node1",
         "maintenance=kernel:NoSchedule",
