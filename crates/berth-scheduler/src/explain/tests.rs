@@ -14,6 +14,11 @@ fn node(name: &str, zone: &str, cpu: &str, taints: Vec<Taint>) -> Node {
         .obj()
 }
 
+/// A 4-cpu node in zone `a` with one taint.
+fn tainted(name: &str, key: &str, value: &str, effect: &str) -> Node {
+    node(name, "a", "4", vec![taint(key, value, effect)])
+}
+
 fn explain_in(nodes: Vec<Node>, pods: Vec<Pod>, pod: &Pod) -> Explanation {
     let profile = Profile::default();
     let cluster = ClusterObjects {
@@ -43,12 +48,7 @@ fn explanation_names_the_deciding_taint_and_ranks_the_feasible_nodes() {
         want_tolerated_by: Option<(&'static str, &'static str)>,
     }
     let nodes = vec![
-        node(
-            "gpu",
-            "a",
-            "4",
-            vec![taint("dedicated", "gpu", "NoSchedule")],
-        ),
+        tainted("gpu", "dedicated", "gpu", "NoSchedule"),
         node(
             "drain",
             "a",
@@ -188,18 +188,8 @@ fn a_bound_pod_is_explained_as_when_it_was_pending() {
 #[test]
 fn an_unschedulable_pod_gets_the_schedulers_message() {
     let nodes = vec![
-        node(
-            "n1",
-            "a",
-            "4",
-            vec![taint("dedicated", "gpu", "NoSchedule")],
-        ),
-        node(
-            "n2",
-            "a",
-            "4",
-            vec![taint("dedicated", "gpu", "NoSchedule")],
-        ),
+        tainted("n1", "dedicated", "gpu", "NoSchedule"),
+        tainted("n2", "dedicated", "gpu", "NoSchedule"),
     ];
     let pod = make_pod().name("p").namespace("default").obj();
     let e = explain_in(nodes, Vec::new(), &pod);
