@@ -110,6 +110,14 @@ pub static PODS: ResourceType = ResourceType {
             kind: "Pod",
             verbs: &["get"],
         },
+        // berth's: why the pod goes where it goes (api/scheduling.rs).
+        Subresource {
+            name: "scheduling",
+            group: "berth.dev",
+            version: "v1alpha1",
+            kind: "PodScheduling",
+            verbs: &["get"],
+        },
     ],
     storage: "pods",
     verbs: ALL_VERBS,

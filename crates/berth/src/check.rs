@@ -149,6 +149,32 @@ fn reject_invalid(
     }
 }
 
+/// Rows as kubectl prints tables: columns padded to the widest cell, three
+/// spaces apart, no trailing blanks.
+pub fn padded_table<R: AsRef<[String]>>(rows: &[R]) -> String {
+    let columns = rows.first().map_or(0, |r| r.as_ref().len());
+    let widths: Vec<usize> = (0..columns)
+        .map(|c| {
+            rows.iter()
+                .map(|r| r.as_ref().get(c).map_or(0, |cell| cell.chars().count()))
+                .max()
+                .unwrap_or(0)
+        })
+        .collect();
+    let mut out = String::new();
+    for row in rows {
+        let cells: Vec<String> = row
+            .as_ref()
+            .iter()
+            .zip(&widths)
+            .map(|(cell, width)| format!("{cell:<width$}"))
+            .collect();
+        out.push_str(cells.join("   ").trim_end());
+        out.push('\n');
+    }
+    out
+}
+
 /// A kubectl-style table: one row per node, columns padded to the widest cell.
 fn render_text(report: &CheckReport) -> String {
     let schedulable = report.nodes.iter().filter(|n| n.schedulable).count();
@@ -165,23 +191,12 @@ fn render_text(report: &CheckReport) -> String {
         .map(String::from),
     ];
     rows.extend(report.nodes.iter().map(text_row));
-    let widths: Vec<usize> = (0..rows[0].len())
-        .map(|c| rows.iter().map(|r| r[c].chars().count()).max().unwrap_or(0))
-        .collect();
     let mut out = format!(
         "Pod {}: schedulable on {schedulable} of {} node(s)\n",
         report.pod,
         report.nodes.len()
     );
-    for row in rows {
-        let cells: Vec<String> = row
-            .iter()
-            .zip(&widths)
-            .map(|(cell, width)| format!("{cell:<width$}"))
-            .collect();
-        out.push_str(cells.join("   ").trim_end());
-        out.push('\n');
-    }
+    out.push_str(&padded_table(&rows));
     out
 }
 

@@ -6,6 +6,7 @@ mod agent_cmd;
 mod check;
 mod components;
 mod controllers_flags;
+mod explain_cmd;
 mod fleet_cmd;
 mod input;
 mod leader_election;
@@ -102,6 +103,8 @@ enum Command {
     Sim(sim_cmd::SimArgs),
     /// `kubectl taint`, whose taints may expire (`--for 2h`).
     Taint(taint_cmd::TaintArgs),
+    /// Why a pod goes where it goes, node by node; what a taint would do.
+    Explain(explain_cmd::ExplainArgs),
 }
 
 /// Runs an async command on a multi-threaded runtime.
@@ -135,6 +138,7 @@ fn main() -> ExitCode {
             sim_cmd::SimCommand::Scenario(args) => scenario_cmd::run(&args),
         },
         Command::Taint(args) => run_async(taint_cmd::run(&args)),
+        Command::Explain(args) => run_async(explain_cmd::run(&args)),
     };
     match result {
         Ok(()) => ExitCode::SUCCESS,

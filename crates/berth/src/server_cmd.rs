@@ -163,6 +163,13 @@ pub async fn run(args: &ServerArgs) -> anyhow::Result<()> {
     api.body.max_depth = args.max_body_depth;
     api.service_cluster_ip_range = args.service_cluster_ip_range;
     api.service_node_port_range = args.service_node_port_range;
+    if !args.disable_scheduler {
+        api.explainer = berth_apiserver::api::scheduling::Explainer(Some(std::sync::Arc::new(
+            crate::components::FrameworkExplainer {
+                profiles: scheduler_setup.profiles.clone(),
+            },
+        )));
+    }
     let options = ServerOptions {
         data_dir: args.data_dir.clone(),
         listen: args.listen,

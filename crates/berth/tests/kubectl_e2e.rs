@@ -48,6 +48,16 @@ fn taints(cluster: &Cluster, node: &str) -> Vec<Value> {
         .unwrap_or_default()
 }
 
+/// `berth COMMAND ARGS...` against the cluster, as its admin.
+fn berth_command(cluster: &Cluster, command: &str, args: &[&str]) -> std::process::Output {
+    Command::new(env!("CARGO_BIN_EXE_berth"))
+        .arg(command)
+        .args(args)
+        .env("KUBECONFIG", &cluster.server.kubeconfig)
+        .output()
+        .expect("berth runs")
+}
+
 fn has_taint(taints: &[Value], key: &str, value: Option<&str>, effect: &str) -> bool {
     taints
         .iter()
@@ -162,6 +172,184 @@ fn taint_cordon_and_apply_warn_and_dry_run_previews_with_real_kubectl() {
     }
 }
 
+/// Issue 23's live explanation: `berth explain pod` names, for each node,
+/// the filter and the taint that reject the pending pod; its `-o json` and
+/// the subresource as kubectl reads it (`get --raw`) agree; `--taint` asks
+/// "what if" (a taint removed makes the pod and another pending pod
+/// schedulable), `berth explain taint` previews evictions and stores
+/// nothing; an unknown pod is exit 2 with the server's message.
+#[test]
+fn berth_explain_pod_names_the_rejecting_taint_and_the_subresource_agrees() {
+    let cluster = Cluster::start_with(
+        "explain",
+        Backend::Embedded,
+        &["--controllers=-node-lifecycle-controller,-taint-eviction-controller"],
+    );
+    let node = |name: &str, taints: &str| {
+        format!(
+            "apiVersion: v1\nkind: Node\nmetadata: {{name: {name}}}\nspec: {{taints: [{taints}]}}\nstatus: {{allocatable: {{cpu: \"4\", memory: 8Gi, pods: \"110\"}}, capacity: {{cpu: \"4\", memory: 8Gi, pods: \"110\"}}}}\n---\n"
+        )
+    };
+    cluster.apply(
+        &[
+            node("n1", "{key: dedicated, value: gpu, effect: NoSchedule}"),
+            node("n2", "{key: maintenance, value: kernel, effect: NoExecute}"),
+            node("n3", "{key: team, value: a, effect: NoSchedule}"),
+        ]
+        .concat(),
+    );
+    // Admission's not-ready taint off: only the test's taints stay.
+    cluster.ok(&[
+        "taint",
+        "nodes",
+        "n1",
+        "n2",
+        "n3",
+        "node.kubernetes.io/not-ready:NoSchedule-",
+    ]);
+    let pod = |name: &str, spec: &str| {
+        format!(
+            "apiVersion: v1\nkind: Pod\nmetadata: {{name: {name}}}\nspec: {{containers: [{{name: c, image: busybox}}]{spec}}}\n---\n"
+        )
+    };
+    cluster.apply(
+        &[
+            pod("web", ""),
+            pod("api", ""),
+            pod(
+                "bound",
+                ", nodeName: n3, tolerations: [{key: team, operator: Exists}]",
+            ),
+        ]
+        .concat(),
+    );
+    let berth = |args: &[&str]| berth_command(&cluster, "explain", args);
+    let stdout = |out: &std::process::Output| {
+        assert!(out.status.success(), "{out:?}");
+        String::from_utf8_lossy(&out.stdout).into_owned()
+    };
+
+    let table = stdout(&berth(&["pod", "web"]));
+    assert!(table.starts_with("Pod default/web (pending"), "{table}");
+    for (node, taint) in [
+        ("n1", "dedicated=gpu:NoSchedule"),
+        ("n2", "maintenance=kernel:NoExecute"),
+        ("n3", "team=a:NoSchedule"),
+    ] {
+        let line = table
+            .lines()
+            .find(|l| l.starts_with(node))
+            .unwrap_or_else(|| panic!("{node} in {table}"));
+        assert!(
+            line.contains("TaintToleration: ") && line.contains(&format!("({taint})")),
+            "{line}"
+        );
+    }
+    assert!(
+        table.contains("Unschedulable: 0/3 nodes are available"),
+        "{table}"
+    );
+
+    let from_berth: Value =
+        serde_json::from_str(&stdout(&berth(&["pod", "web", "-o", "json"]))).expect("JSON");
+    let from_kubectl: Value = serde_json::from_str(&cluster.ok(&[
+        "get",
+        "--raw",
+        "/api/v1/namespaces/default/pods/web/scheduling",
+    ]))
+    .expect("JSON");
+    assert_eq!(from_berth, from_kubectl);
+    assert_eq!(from_kubectl["kind"], "PodScheduling");
+    for node in from_kubectl["nodes"].as_array().into_iter().flatten() {
+        assert_eq!(node["feasible"], false, "{node}");
+        assert_eq!(node["rejectedBy"], "TaintToleration", "{node}");
+        let decided: Vec<&Value> = node["taints"]
+            .as_array()
+            .into_iter()
+            .flatten()
+            .filter(|t| t["decided"] == true)
+            .collect();
+        assert_eq!(decided.len(), 1, "{node}");
+    }
+
+    // What if n3 lost its taint: both pending pods could go there.
+    let what_if: Value = serde_json::from_str(&stdout(&berth(&[
+        "pod",
+        "web",
+        "--taint",
+        "n3=team:NoSchedule-",
+        "-o",
+        "json",
+    ])))
+    .expect("JSON");
+    assert_eq!(what_if["best"], serde_json::json!(["n3"]), "{what_if}");
+    assert_eq!(
+        what_if["whatIf"]["becomeSchedulable"],
+        serde_json::json!(["default/api", "default/web"]),
+        "{what_if}"
+    );
+    let table = stdout(&berth(&["pod", "web", "--taint", "n3=team:NoSchedule-"]));
+    assert!(
+        table.contains("pending pods that become schedulable: default/api, default/web"),
+        "{table}"
+    );
+    // What if n3 got a NoExecute taint: the pod bound there is evicted.
+    let what_if: Value = serde_json::from_str(&stdout(&berth(&[
+        "pod",
+        "web",
+        "--taint",
+        "n3=evict=now:NoExecute",
+        "-o",
+        "json",
+    ])))
+    .expect("JSON");
+    let impact = what_if["whatIf"]["impact"]["n3"].to_string();
+    assert!(
+        impact.contains(
+            "1 pod does not tolerate evict=now:NoExecute and is evicted now: default/bound"
+        ),
+        "{what_if}"
+    );
+    let preview = stdout(&berth(&["taint", "n3", "evict=now:NoExecute"]));
+    assert!(
+        preview.contains(
+            "1 pod does not tolerate evict=now:NoExecute and is evicted now: default/bound"
+        ),
+        "{preview}"
+    );
+    assert!(!has_taint(
+        &taints(&cluster, "n3"),
+        "evict",
+        Some("now"),
+        "NoExecute"
+    ));
+
+    // Bad input: the user's to fix, exit 2, the server's message.
+    for (args, want) in [
+        (vec!["pod", "nope"], "pods \"nope\" not found"),
+        (
+            vec!["pod", "web", "--taint", "n9=k=v:NoSchedule"],
+            "nodes \"n9\" not found",
+        ),
+        (vec!["pod", "web", "--taint", "n1"], "--taint"),
+    ] {
+        let out = berth(&args);
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(2), "{args:?}: {stderr}");
+        assert!(stderr.contains(want), "{args:?}: {stderr}");
+    }
+    let out = cluster.kubectl(&[
+        "get",
+        "--raw",
+        "/api/v1/namespaces/default/pods/nope/scheduling",
+    ]);
+    assert!(!out.status.success());
+    assert!(
+        String::from_utf8_lossy(&out.stderr).contains("NotFound"),
+        "{out:?}"
+    );
+}
+
 /// `berth taint NODE SPEC --for DURATION` writes the taint and its expiry
 /// in one update (the node lifecycle controller removes it then: tested on
 /// the virtual clock in berth-controllers and berth-sim), prints the
@@ -171,14 +359,7 @@ fn taint_cordon_and_apply_warn_and_dry_run_previews_with_real_kubectl() {
 fn berth_taint_for_writes_the_taint_and_its_expiry() {
     let cluster = Cluster::start("berth-taint", Backend::Embedded);
     cluster.apply(&std::fs::read_to_string(example("nodes/node1.yaml")).expect("example node"));
-    let berth = |args: &[&str]| {
-        Command::new(env!("CARGO_BIN_EXE_berth"))
-            .arg("taint")
-            .args(args)
-            .env("KUBECONFIG", &cluster.server.kubeconfig)
-            .output()
-            .expect("berth runs")
-    };
+    let berth = |args: &[&str]| berth_command(&cluster, "taint", args);
     let out = berth(&[
         "node1",
         "maintenance=kernel:NoSchedule",

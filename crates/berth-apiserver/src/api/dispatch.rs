@@ -221,6 +221,7 @@ impl ApiServer {
         match (verb, scope.subresource) {
             ("get", "" | "status") => self.get(scope).await,
             ("get", "log") if rt == &PODS => self.pod_log(scope).await,
+            ("get", "scheduling") if rt == &PODS => self.pod_scheduling(scope).await,
             ("list", _) => self.list(scope).await,
             ("watch", _) => self.watch(scope).await,
             // Namespaced types are created in a namespace: upstream serves

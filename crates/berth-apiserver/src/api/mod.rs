@@ -35,6 +35,7 @@ mod query;
 mod request_body;
 mod response;
 mod scale;
+pub mod scheduling;
 mod scope;
 pub mod server;
 mod subresources;

@@ -51,6 +51,9 @@ pub struct ApiConfig {
     pub service_cluster_ip_range: ServiceCidr,
     /// `--service-node-port-range`: where their node ports come from.
     pub service_node_port_range: PortRange,
+    /// What answers `pods/{name}/scheduling` (the `berth` binary wires
+    /// berth-scheduler's framework; none: a 503).
+    pub explainer: super::scheduling::Explainer,
 }
 
 impl Default for ApiConfig {
@@ -66,6 +69,7 @@ impl Default for ApiConfig {
             name_seed: None,
             service_cluster_ip_range: ServiceCidr::default(),
             service_node_port_range: PortRange::default(),
+            explainer: super::scheduling::Explainer::default(),
         }
     }
 }
