@@ -276,7 +276,13 @@ mod tests {
             .unwrap_or_default();
         assert_eq!(
             groups,
-            ["coordination.k8s.io", "events.k8s.io", "apps", "policy"]
+            [
+                "coordination.k8s.io",
+                "events.k8s.io",
+                "apps",
+                "scheduling.k8s.io",
+                "policy"
+            ]
         );
         let apps = doc["items"]
             .as_array()

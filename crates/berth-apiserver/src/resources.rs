@@ -11,8 +11,8 @@
 
 pub use crate::strategy::{ResourceType, Subresource};
 use crate::strategy::{
-    controllerrevision, daemonset, deployment, event, lease, namespace, node, pod, replicaset,
-    statefulset,
+    controllerrevision, daemonset, deployment, event, lease, namespace, node, pod, priorityclass,
+    replicaset, statefulset,
 };
 
 const ALL_VERBS: &[&str] = &[
@@ -245,6 +245,22 @@ pub static CONTROLLERREVISIONS: ResourceType = ResourceType {
     strategy: &controllerrevision::ControllerRevisions,
 };
 
+pub static PRIORITY_CLASSES: ResourceType = ResourceType {
+    group: "scheduling.k8s.io",
+    version: "v1",
+    kind: "PriorityClass",
+    plural: "priorityclasses",
+    singular: "priorityclass",
+    namespaced: false,
+    short_names: &["pc"],
+    categories: &[],
+    subresources: &[],
+    storage: "priorityclasses",
+    verbs: ALL_VERBS,
+    stored_as: None,
+    strategy: &priorityclass::PriorityClasses,
+};
+
 /// Every served resource type, in discovery order (a group's types
 /// together: [`groups`] lists each group once).
 pub static RESOURCES: &[&ResourceType] = &[
@@ -259,6 +275,7 @@ pub static RESOURCES: &[&ResourceType] = &[
     &DAEMONSETS,
     &STATEFULSETS,
     &CONTROLLERREVISIONS,
+    &PRIORITY_CLASSES,
 ];
 
 /// The resource type at `group/version/plural`, if served.
@@ -353,6 +370,12 @@ mod tests {
                 name: "db-7c9f8d6b5",
                 want: "/registry/controllerrevisions/default/db-7c9f8d6b5",
             },
+            Case {
+                rt: &PRIORITY_CLASSES,
+                ns: "ignored",
+                name: "system-node-critical",
+                want: "/registry/priorityclasses/system-node-critical",
+            },
         ];
         for Case { rt, ns, name, want } in cases {
             assert_eq!(rt.key(ns, name), *want);
@@ -380,7 +403,8 @@ mod tests {
             vec![
                 ("coordination.k8s.io", "v1"),
                 ("events.k8s.io", "v1"),
-                ("apps", "v1")
+                ("apps", "v1"),
+                ("scheduling.k8s.io", "v1")
             ]
         );
         assert_eq!(LEASES.api_version(), "coordination.k8s.io/v1");

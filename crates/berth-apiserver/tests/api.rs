@@ -1607,6 +1607,7 @@ fn sample(rt: &berth_apiserver::resources::ResourceType, name: &str) -> Value {
             json!({"spec": {"selector": {"matchLabels": {"app": "web"}}, "template": template}})
         }
         ("apps", "ControllerRevision") => json!({"data": {"spec": {}}, "revision": 1}),
+        ("scheduling.k8s.io", "PriorityClass") => json!({"value": 100}),
         (group, kind) => panic!("no sample of {kind}.{group}: add one"),
     };
     object["apiVersion"] = json!(rt.api_version());
@@ -1960,7 +1961,7 @@ async fn patch_node(api: &Api, node: &str, patch: &[u8]) -> Vec<String> {
 #[tokio::test]
 async fn the_taint_expiry_annotation_is_checked_and_follows_its_taint() {
     let api = api().await;
-    let mut n1 = node("n1");
+    let mut n1 = allocatable_node("n1");
     n1["spec"] = json!({"taints": [{"key": "maint", "effect": "NoSchedule"}]});
     n1["metadata"]["annotations"] =
         json!({"berth.dev/taint-expiry": "maint:NoSchedule=2026-07-01T12:00:00Z"});

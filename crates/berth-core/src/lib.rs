@@ -26,6 +26,8 @@
 //! - [`object_key`], [`pod`], [`node`]: an object's namespace/name key; a
 //!   pod's bound node and terminal phase, a node's taints and cordon, as
 //!   every client reads them.
+//! - [`priority`]: the system PriorityClasses, the values user classes may
+//!   take, a pod's priority and whether it may preempt.
 //! - [`node_status`]: the kubelet's rules for the node conditions it
 //!   reports, decided against the Node on the server.
 //! - [`int_or_string`]: `maxSurge`/`maxUnavailable`-style integers or
@@ -56,6 +58,7 @@ pub mod node_affinity;
 pub mod node_status;
 pub mod object_key;
 pub mod pod;
+pub mod priority;
 pub mod quantity;
 pub mod resources;
 pub mod taint_expiry;

@@ -12,6 +12,7 @@ use super::request_body::{check_kind, parse_body, validate_fields};
 use super::response::{bytes_response, json_response};
 use super::scope::Scope;
 use super::server::ApiServer;
+use crate::admission::Operation;
 use crate::objects::{self, name_of, prepare_for_create};
 use crate::registry::store_error;
 use crate::resources::ResourceType;
@@ -42,7 +43,9 @@ impl ApiServer {
         }
         self.prepare_new(rt, &mut object, ns);
         let name = name_of(&object).to_string();
-        let ctx = self.strategy_context(scope.user);
+        let ctx = self
+            .strategy_context(scope.user, rt, Operation::Create)
+            .await?;
         let metadata_errors = strategy::validate_metadata(rt, &object);
         rt.strategy.create(rt, &mut object, &ctx, metadata_errors)?;
         let key = rt.key(ns, &name);

@@ -15,6 +15,7 @@ use super::request_body::{check_kind, parse_body, validate_fields};
 use super::response::bytes_response;
 use super::scope::Scope;
 use super::server::ApiServer;
+use crate::admission::Operation;
 use crate::deletion::should_delete_during_update;
 use crate::objects::{
     self, name_of, prepare_for_update, resource_version_of, set_resource_version,
@@ -97,7 +98,9 @@ impl ApiServer {
             ));
         }
         prepare_for_update(&mut object, old);
-        let ctx = self.strategy_context(scope.user);
+        let ctx = self
+            .strategy_context(scope.user, rt, Operation::Update)
+            .await?;
         rt.strategy
             .update(rt, scope.subresource, &mut object, old, &ctx)?;
         // What the write will do, said before it is done (also for a dry

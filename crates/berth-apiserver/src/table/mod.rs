@@ -14,6 +14,7 @@
 
 pub mod duration;
 pub mod printers;
+pub mod scheduling_printers;
 pub mod workload_printers;
 
 use jiff::Timestamp;
@@ -329,6 +330,28 @@ pub const CONTROLLER_REVISION_COLUMNS: &[Column] = &[
     col("Age", "string", DOC_CREATION_TIMESTAMP),
 ];
 
+const DOC_PRIORITY_CLASS_VALUE: &str = "value represents the integer value of this priority class. This is the actual priority that pods receive when they have the name of this class in their pod spec.";
+const DOC_PRIORITY_CLASS_GLOBAL_DEFAULT: &str = "globalDefault specifies whether this PriorityClass should be considered as the default priority for pods that do not have any priority class. Only one PriorityClass can be marked as `globalDefault`. However, if more than one PriorityClasses exists with their `globalDefault` field set to true, the smallest value of such global default PriorityClasses will be used as the default priority.";
+const DOC_PRIORITY_CLASS_PREEMPTION_POLICY: &str = "preemptionPolicy is the Policy for preempting pods with lower priority. One of Never, PreemptLowerPriority. Defaults to PreemptLowerPriority if unset.";
+
+/// `kubectl get priorityclasses`: NAME VALUE GLOBAL-DEFAULT AGE
+/// PREEMPTIONPOLICY.
+pub const PRIORITY_CLASS_COLUMNS: &[Column] = &[
+    name_col(DOC_NAME),
+    col("Value", "integer", DOC_PRIORITY_CLASS_VALUE),
+    col(
+        "Global-Default",
+        "boolean",
+        DOC_PRIORITY_CLASS_GLOBAL_DEFAULT,
+    ),
+    col("Age", "string", DOC_CREATION_TIMESTAMP),
+    col(
+        "PreemptionPolicy",
+        "string",
+        DOC_PRIORITY_CLASS_PREEMPTION_POLICY,
+    ),
+];
+
 /// Upstream's default table convertor, for kinds without a printer.
 pub const DEFAULT_COLUMNS: &[Column] = &[
     name_col(DOC_NAME),
@@ -349,6 +372,7 @@ enum Printer {
     DaemonSet,
     StatefulSet,
     ControllerRevision,
+    PriorityClass,
     Default,
 }
 
@@ -365,6 +389,7 @@ impl Printer {
             "DaemonSet" | "daemonsets" => Printer::DaemonSet,
             "StatefulSet" | "statefulsets" => Printer::StatefulSet,
             "ControllerRevision" | "controllerrevisions" => Printer::ControllerRevision,
+            "PriorityClass" | "priorityclasses" => Printer::PriorityClass,
             _ => Printer::Default,
         }
     }
@@ -381,6 +406,7 @@ impl Printer {
             Printer::DaemonSet => DAEMON_SET_COLUMNS,
             Printer::StatefulSet => STATEFUL_SET_COLUMNS,
             Printer::ControllerRevision => CONTROLLER_REVISION_COLUMNS,
+            Printer::PriorityClass => PRIORITY_CLASS_COLUMNS,
             Printer::Default => DEFAULT_COLUMNS,
         }
     }
@@ -398,6 +424,7 @@ impl Printer {
             Printer::DaemonSet => workload_printers::print_daemon_set(obj, now),
             Printer::StatefulSet => workload_printers::print_stateful_set(obj, now),
             Printer::ControllerRevision => workload_printers::print_controller_revision(obj, now),
+            Printer::PriorityClass => scheduling_printers::print_priority_class(obj, now),
             Printer::Default => printers::print_default(obj),
         }
     }
@@ -708,6 +735,10 @@ pub(crate) mod tests {
             headers(CONTROLLER_REVISION_COLUMNS, 0),
             ["Name", "Controller", "Revision", "Age"]
         );
+        assert_eq!(
+            headers(PRIORITY_CLASS_COLUMNS, 0),
+            ["Name", "Value", "Global-Default", "Age", "PreemptionPolicy"]
+        );
         // Every printer fills exactly one cell per column.
         for kind in [
             "Pod",
@@ -720,6 +751,7 @@ pub(crate) mod tests {
             "DaemonSet",
             "StatefulSet",
             "ControllerRevision",
+            "PriorityClass",
             "ConfigMap",
         ] {
             let table = to_table(
