@@ -77,24 +77,10 @@ pub fn validate_preemption_policy(policy: &str, path: &Path) -> ErrorList {
 
 #[cfg(test)]
 mod tests {
-    use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
-
     use super::*;
     use crate::priority::{SYSTEM_CRITICAL_PRIORITY, SYSTEM_NODE_CRITICAL};
+    use crate::test_util::priority_class as class;
     use crate::validation::ErrorType;
-
-    fn class(name: &str, value: i32, global_default: bool, policy: Option<&str>) -> PriorityClass {
-        PriorityClass {
-            metadata: ObjectMeta {
-                name: Some(name.into()),
-                ..ObjectMeta::default()
-            },
-            value: Some(value),
-            global_default: Some(global_default),
-            preemption_policy: policy.map(str::to_string),
-            description: None,
-        }
-    }
 
     /// Each error's type and field.
     fn kinds(errs: ErrorList) -> Vec<(ErrorType, String)> {

@@ -4,23 +4,10 @@
 use berth_core::priority::{
     PREEMPT_LOWER_PRIORITY, PREEMPT_NEVER, SYSTEM_CLUSTER_CRITICAL, SYSTEM_CRITICAL_PRIORITY,
 };
+use berth_core::test_util::priority_class as class;
 use k8s_openapi::api::scheduling::v1::PriorityClass;
-use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
 
 use super::*;
-
-fn class(name: &str, value: i32, global_default: bool, policy: Option<&str>) -> PriorityClass {
-    PriorityClass {
-        metadata: ObjectMeta {
-            name: Some(name.into()),
-            ..ObjectMeta::default()
-        },
-        value: Some(value),
-        global_default: Some(global_default),
-        preemption_policy: policy.map(str::to_string),
-        description: None,
-    }
-}
 
 fn default1() -> PriorityClass {
     class("default1", 1000, true, None)
