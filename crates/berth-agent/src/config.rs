@@ -20,7 +20,7 @@ use std::time::Duration;
 use serde::Deserialize;
 
 /// `SystemCriticalPriority`: pods at or above it are critical.
-pub const SYSTEM_CRITICAL_PRIORITY: i32 = 2_000_000_000;
+pub use berth_core::priority::SYSTEM_CRITICAL_PRIORITY;
 
 /// One phase of `shutdownGracePeriodByPodPriority`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize)]

@@ -56,7 +56,7 @@ pub fn group_by_priority<'p>(
         return groups;
     }
     for pod in pods {
-        let priority = pod.spec.as_ref().and_then(|s| s.priority).unwrap_or(0);
+        let priority = berth_core::priority::pod_priority(pod);
         let mut index = groups.partition_point(|g| g.priority < priority);
         if index == groups.len() {
             index = groups.len() - 1;

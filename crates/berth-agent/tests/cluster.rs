@@ -23,6 +23,7 @@ use berth_testing::{TestServer, mark_unknown};
 use futures::future::BoxFuture;
 use k8s_openapi::api::coordination::v1::Lease;
 use k8s_openapi::api::core::v1::{Node, Pod};
+use k8s_openapi::api::scheduling::v1::PriorityClass;
 use k8s_openapi::apimachinery::pkg::api::resource::Quantity;
 use kube::Api;
 use kube::api::{Patch, PatchParams, PostParams};
@@ -246,6 +247,31 @@ async fn node_ready(nodes: &Api<Node>, name: &str) -> bool {
 }
 
 /// A pod `name` of busybox bound to `node`.
+/// Creates `pod` at `priority` as a client must: naming a PriorityClass of
+/// that value (`system-cluster-critical` for 2,000,000,000, else one made
+/// for it; none for 0), which the Priority admission resolves.
+async fn create_with_priority(c: &Cluster, pods: &Api<Pod>, pod: PodWrapper, priority: i32) {
+    let pod = match priority {
+        0 => pod,
+        berth_core::priority::SYSTEM_CRITICAL_PRIORITY => {
+            pod.priority_class_name(berth_core::priority::SYSTEM_CLUSTER_CRITICAL)
+        }
+        value => {
+            let name = format!("priority-{value}");
+            let class = berth_core::test_util::priority_class(&name, value, false, None);
+            let classes: Api<PriorityClass> = Api::all(c.admin.clone());
+            classes
+                .create(&PostParams::default(), &class)
+                .await
+                .expect("a PriorityClass");
+            pod.priority_class_name(&name)
+        }
+    };
+    pods.create(&PostParams::default(), &pod.obj())
+        .await
+        .expect("create");
+}
+
 fn bound(name: &str, node: &str) -> PodWrapper {
     make_pod()
         .name(name)
@@ -470,12 +496,7 @@ async fn sigterm_stops_regular_pods_before_critical_ones_and_marks_them_failed()
         ("regular", 0),
         ("regular-2", 1000),
     ] {
-        pods.create(
-            &PostParams::default(),
-            &bound(name, "n1").priority(priority).obj(),
-        )
-        .await
-        .expect("create");
+        create_with_priority(&c, &pods, bound(name, "n1"), priority).await;
     }
     for name in ["critical", "regular", "regular-2"] {
         assert!(
@@ -551,12 +572,7 @@ async fn priority_phases_run_lowest_first_skip_empty_ones_and_end_at_their_perio
     assert!(eventually(&c.clock, 30, || node_ready(&nodes, "n1")).await);
     let pods: Api<Pod> = Api::namespaced(c.admin.clone(), "default");
     for (name, priority) in [("high", 200_000), ("low", 0)] {
-        pods.create(
-            &PostParams::default(),
-            &bound(name, "n1").priority(priority).obj(),
-        )
-        .await
-        .expect("create");
+        create_with_priority(&c, &pods, bound(name, "n1"), priority).await;
         assert!(eventually(&c.clock, 10, || pod_running(&pods, name)).await);
     }
     let uid = |p: Pod| p.metadata.uid.unwrap_or_default();

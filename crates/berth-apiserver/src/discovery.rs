@@ -283,6 +283,7 @@ mod tests {
                 "discovery.k8s.io",
                 "authorization.k8s.io",
                 "authentication.k8s.io",
+                "scheduling.k8s.io",
                 "policy"
             ]
         );

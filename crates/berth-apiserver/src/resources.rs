@@ -12,7 +12,7 @@
 pub use crate::strategy::{ResourceType, Subresource};
 use crate::strategy::{
     config, controllerrevision, daemonset, deployment, event, lease, namespace, node, pod,
-    replicaset, review, service, statefulset, stored,
+    priorityclass, replicaset, review, service, statefulset, stored,
 };
 
 const ALL_VERBS: &[&str] = &[
@@ -404,6 +404,22 @@ pub static SELF_SUBJECT_REVIEWS: ResourceType = self_review(
     &review::Review::Identity,
 );
 
+pub static PRIORITY_CLASSES: ResourceType = ResourceType {
+    group: "scheduling.k8s.io",
+    version: "v1",
+    kind: "PriorityClass",
+    plural: "priorityclasses",
+    singular: "priorityclass",
+    namespaced: false,
+    short_names: &["pc"],
+    categories: &[],
+    subresources: &[],
+    storage: "priorityclasses",
+    verbs: ALL_VERBS,
+    stored_as: None,
+    strategy: &priorityclass::PriorityClasses,
+};
+
 /// Every served resource type, in discovery order (a group's types
 /// together: [`groups`] lists each group once).
 pub static RESOURCES: &[&ResourceType] = &[
@@ -429,6 +445,7 @@ pub static RESOURCES: &[&ResourceType] = &[
     &SELF_SUBJECT_ACCESS_REVIEWS,
     &SELF_SUBJECT_RULES_REVIEWS,
     &SELF_SUBJECT_REVIEWS,
+    &PRIORITY_CLASSES,
 ];
 
 /// [`RESOURCES`], for the rules review (which its declaration names).
@@ -576,6 +593,12 @@ mod tests {
                 name: "defaults",
                 want: "/registry/limitranges/team-a/defaults",
             },
+            Case {
+                rt: &PRIORITY_CLASSES,
+                ns: "ignored",
+                name: "system-node-critical",
+                want: "/registry/priorityclasses/system-node-critical",
+            },
         ];
         for Case { rt, ns, name, want } in cases {
             assert_eq!(rt.key(ns, name), *want);
@@ -607,6 +630,7 @@ mod tests {
                 ("discovery.k8s.io", "v1"),
                 ("authorization.k8s.io", "v1"),
                 ("authentication.k8s.io", "v1"),
+                ("scheduling.k8s.io", "v1"),
             ]
         );
         // Services and Endpoints share upstream's `services/` prefix without

@@ -29,6 +29,8 @@
 //! - [`service`]: a Service's defaults, its cluster-IP fields kept in
 //!   step across updates, its IP families, what it holds of the address
 //!   and node-port ranges.
+//! - [`priority`]: the system PriorityClasses, the values user classes may
+//!   take, a pod's priority and whether it may preempt.
 //! - [`node_status`]: the kubelet's rules for the node conditions it
 //!   reports, decided against the Node on the server.
 //! - [`int_or_string`]: `maxSurge`/`maxUnavailable`-style integers or
@@ -60,6 +62,7 @@ pub mod node_affinity;
 pub mod node_status;
 pub mod object_key;
 pub mod pod;
+pub mod priority;
 pub mod quantity;
 pub mod resources;
 pub mod service;

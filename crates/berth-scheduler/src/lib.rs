@@ -10,6 +10,8 @@
 //! - [`plugins`]: NodeName, NodeUnschedulable, TaintToleration,
 //!   NodeAffinity and NodeResourcesFit, each a Filter (and, where upstream
 //!   has one, a Score), with upstream's unit-test tables.
+//! - [`preemption`]: DefaultPreemption's rules: which nodes preemption
+//!   might help, the victims on a node, the candidate upstream picks.
 //! - [`cycle`]: one scheduling cycle over the default profile (weights
 //!   TaintToleration 3, NodeAffinity 2, NodeResourcesFit 1), upstream's
 //!   percentage of nodes to score and random tie-break.
@@ -40,6 +42,7 @@ pub mod explain;
 pub mod framework;
 pub mod hints;
 pub mod plugins;
+pub mod preemption;
 pub mod profile;
 pub mod queue;
 pub mod resources;

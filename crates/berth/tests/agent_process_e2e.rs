@@ -368,7 +368,7 @@ fn shut_down_an_agent_with_three_pods(name: &str, node: &str) -> Cluster {
         ("stubborn", "", "trap '' TERM"),
         (
             "critical",
-            "  priority: 2000001000",
+            "  priorityClassName: system-node-critical",
             "trap 'echo critical >> ORDER; exit 0' TERM",
         ),
     ];

@@ -16,6 +16,10 @@
 //!    memory pressure (upstream PodTolerationRestriction's rule).
 //! 4. [`extended_resource_toleration`] (ExtendedResourceToleration).
 //!
+//! Mutating, pods on create, before the above (strategy/pod.rs, with the
+//! PriorityClasses the server read): [`priority`] (Priority): the pod's
+//! class resolves to its priority and preemption policy.
+//!
 //! Mutating, nodes ([`admit_node`]): [`node_taint`] (TaintNodesByCondition,
 //! create) then [`taint_time_added`] (berth: `timeAdded` on NoExecute
 //! taints), then, on update, berth's expiring taints: a taint the write
@@ -26,7 +30,8 @@
 //! validation ([`berth_core::validation::validate_pod`] and
 //! [`berth_core::validation::validate_node`], and for nodes the
 //! `berth.dev/taint-expiry` annotation's syntax) and then [`node_restriction`];
-//! [`validate_lease`] is NodeRestriction for leases. (Upstream runs
+//! [`validate_lease`] is NodeRestriction for leases; PriorityClasses:
+//! [`priority::validate_global_default`] (one global default). (Upstream runs
 //! NodeRestriction in the mutating phase, before field validation; berth
 //! validates first, so a node sending an object that is both invalid and
 //! forbidden is told it is invalid.)
@@ -44,6 +49,7 @@ pub mod extended_resource_toleration;
 pub mod memory_pressure_toleration;
 pub mod node_restriction;
 pub mod node_taint;
+pub mod priority;
 pub mod qos;
 pub mod taint_time_added;
 pub mod tolerations;

@@ -16,6 +16,7 @@ use super::request_body::{check_kind, parse_body, validate_fields};
 use super::response::{bytes_response, json_response};
 use super::scope::Scope;
 use super::server::ApiServer;
+use crate::admission::Operation;
 use crate::auth::User;
 use crate::objects::{self, format_time, name_of, prepare_for_create};
 use crate::registry::store_error;
@@ -71,12 +72,12 @@ impl ApiServer {
         }
         self.prepare_new(rt, object, ns);
         let name = name_of(object).to_string();
+        let ctx = self.strategy_context(user, rt, Operation::Create).await?;
         let now = format_time(self.now());
         let taken = rt
             .strategy
             .allocate(rt, object, None, &self.allocators, &now)
             .await?;
-        let ctx = self.strategy_context(user);
         let metadata_errors = strategy::validate_metadata(rt, object);
         let written = match rt.strategy.create(rt, object, &ctx, metadata_errors) {
             Err(e) => Err(e),

@@ -21,6 +21,7 @@ use super::request_body::parse_body;
 use super::response::{bytes_response, json_response};
 use super::scope::Scope;
 use super::server::ApiServer;
+use crate::admission::Operation;
 use crate::allocators::Claims;
 use crate::deletion::{Planned, Request, plan};
 use crate::objects::{self, format_time, set_resource_version};
@@ -150,7 +151,9 @@ impl ApiServer {
         let (rt, ns, name) = (scope.rt, scope.namespace, scope.name);
         let (mut object, revision) = current;
         check_preconditions(rt, name, deletion, &object, revision)?;
-        let ctx = self.strategy_context(scope.user);
+        let ctx = self
+            .strategy_context(scope.user, rt, Operation::Delete)
+            .await?;
         rt.strategy.on_delete(&object, &ctx)?;
         let request = Request {
             grace: deletion.grace,

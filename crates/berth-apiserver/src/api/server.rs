@@ -1,20 +1,24 @@
 //! The API server's state, its settings, and its start: the watch caches
-//! spawned and the system namespaces created.
+//! spawned, the system namespaces and system PriorityClasses created.
 
 use std::sync::Arc;
 
 use berth_core::clock::Clock;
+use berth_core::priority::SYSTEM_PRIORITY_CLASSES;
 use berth_store::{AnyStore, Store, StoreError};
-use serde_json::json;
+use k8s_openapi::api::scheduling::v1::PriorityClass;
+use serde_json::{Value, json};
 
+use crate::admission::Operation;
 use crate::allocators::Allocators;
 use crate::allocators::range::{PortRange, ServiceCidr};
 use crate::auth::{Authenticator, User};
 use crate::body::BodyLimits;
 use crate::cache::{CacheLimits, HistoryBudget, ResourceCache};
 use crate::objects::for_storage;
+use crate::objects::name_of;
 use crate::registry::Registry;
-use crate::resources::{NAMESPACES, RESOURCES};
+use crate::resources::{NAMESPACES, PRIORITY_CLASSES, RESOURCES, ResourceType};
 use crate::status::ApiError;
 use crate::strategy;
 use crate::watch_limits::{WatchCounter, WatchLimits};
@@ -154,25 +158,38 @@ impl ApiServer {
             config,
         });
         for ns in SYSTEM_NAMESPACES {
-            let key = NAMESPACES.key("", ns);
-            if server
-                .store
-                .get(&key)
-                .await
-                .map_err(ApiError::internal)?
-                .is_none()
-            {
-                let mut object = json!({"metadata": {"name": ns}});
-                server.prepare_new(&NAMESPACES, &mut object, "");
-                NAMESPACES.strategy.on_create(&mut object);
-                match server.store.create(&key, for_storage(&object)).await {
-                    Ok(_) | Err(StoreError::AlreadyExists { .. }) => {}
-                    Err(e) => return Err(ApiError::internal(e)),
-                }
-            }
+            server
+                .create_at_start(&NAMESPACES, json!({"metadata": {"name": ns}}))
+                .await?;
             server.ensure_default_service_account(ns).await;
         }
+        for class in SYSTEM_PRIORITY_CLASSES {
+            let object = serde_json::to_value(class.object()).map_err(ApiError::internal)?;
+            server.create_at_start(&PRIORITY_CLASSES, object).await?;
+        }
         Ok(server)
+    }
+
+    /// Creates a cluster-scoped object every cluster has (a system
+    /// namespace, a system PriorityClass) unless it exists: its strategy's
+    /// create-time changes, no admission (the server's own objects).
+    async fn create_at_start(&self, rt: &ResourceType, mut object: Value) -> Result<(), ApiError> {
+        let key = rt.key("", name_of(&object));
+        if self
+            .store
+            .get(&key)
+            .await
+            .map_err(ApiError::internal)?
+            .is_some()
+        {
+            return Ok(());
+        }
+        self.prepare_new(rt, &mut object, "");
+        rt.strategy.on_create(&mut object);
+        match self.store.create(&key, for_storage(&object)).await {
+            Ok(_) | Err(StoreError::AlreadyExists { .. }) => Ok(()),
+            Err(e) => Err(ApiError::internal(e)),
+        }
     }
 
     /// Whether every watch cache has loaded.
@@ -184,12 +201,38 @@ impl ApiServer {
         self.clock.now()
     }
 
-    /// Who is writing and when, for the strategies.
-    pub(crate) fn strategy_context<'a>(&'a self, user: &'a User) -> strategy::Context<'a> {
-        strategy::Context {
+    /// Who is writing and when, for the strategies, and the objects the
+    /// type's admission reads (the PriorityClasses, from the watch cache).
+    pub(crate) async fn strategy_context<'a>(
+        &'a self,
+        user: &'a User,
+        rt: &ResourceType,
+        operation: Operation,
+    ) -> Result<strategy::Context<'a>, ApiError> {
+        let priority_classes = if rt.strategy.reads_priority_classes(operation) {
+            self.priority_classes().await?
+        } else {
+            Vec::new()
+        };
+        Ok(strategy::Context {
             user,
             now: self.now(),
             config: &self.config.strategy,
-        }
+            priority_classes,
+        })
+    }
+
+    /// Every PriorityClass the watch cache holds (upstream's admission
+    /// reads an informer, as current as the cache).
+    async fn priority_classes(&self) -> Result<Vec<PriorityClass>, ApiError> {
+        let (entries, _) = self
+            .registry
+            .cache(&PRIORITY_CLASSES)?
+            .list("", |_| true)
+            .await;
+        entries
+            .iter()
+            .map(|entry| serde_json::from_str(&entry.json).map_err(ApiError::internal))
+            .collect()
     }
 }

@@ -18,6 +18,7 @@ use super::request_body::{check_kind, parse_body, validate_fields};
 use super::response::bytes_response;
 use super::scope::Scope;
 use super::server::ApiServer;
+use crate::admission::Operation;
 use crate::allocators::Claims;
 use crate::deletion::should_delete_during_update;
 use crate::objects::{
@@ -135,7 +136,9 @@ impl ApiServer {
         dry_run: bool,
     ) -> ApiResult<(String, bool)> {
         let (rt, name) = (scope.rt, scope.name);
-        let ctx = self.strategy_context(scope.user);
+        let ctx = self
+            .strategy_context(scope.user, rt, Operation::Update)
+            .await?;
         rt.strategy
             .update(rt, scope.subresource, object, old, &ctx)?;
         // What the write will do, said before it is done (also for a dry

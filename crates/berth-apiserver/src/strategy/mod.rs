@@ -8,7 +8,7 @@
 //!
 //! One file per type overrides what its type does differently, as
 //! upstream's `pkg/registry/<group>/<type>/strategy.go` does: [`pod`],
-//! [`node`], [`namespace`], [`event`], [`lease`], the apps/v1 kinds
+//! [`node`], [`namespace`], [`event`], [`lease`], [`priorityclass`], the apps/v1 kinds
 //! [`deployment`], [`replicaset`], [`daemonset`], [`statefulset`] (what
 //! those four share is in `workload.rs`) and [`controllerrevision`], and
 //! the core types [`service`] (defaults, cluster IPs and node ports),
@@ -29,6 +29,7 @@ pub mod lease;
 pub mod namespace;
 pub mod node;
 pub mod pod;
+pub mod priorityclass;
 pub mod replicaset;
 pub mod review;
 pub mod service;
@@ -46,6 +47,7 @@ use berth_core::validation::{
     ErrorList, FieldError, Path, validate_annotations, validate_finalizers, validate_labels,
     validate_no_new_finalizers, validate_owner_references,
 };
+use k8s_openapi::api::scheduling::v1::PriorityClass;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::OwnerReference;
 use k8s_openapi::schemars::JsonSchema;
@@ -157,11 +159,17 @@ pub struct StrategyConfig {
     pub admission: AdmissionConfig,
 }
 
-/// Who is writing, and when.
+/// Who is writing, and when, and what the write's admission reads of
+/// other objects.
 pub struct Context<'a> {
     pub user: &'a User,
     pub now: jiff::Timestamp,
     pub config: &'a StrategyConfig,
+    /// Every PriorityClass, for a type whose strategy reads them
+    /// ([`Strategy::reads_priority_classes`]; empty otherwise): upstream's
+    /// Priority admission reads them from an informer, berth from the
+    /// watch cache.
+    pub priority_classes: Vec<PriorityClass>,
 }
 
 /// The k8s-openapi type of a served type's objects: which fields strict
@@ -229,6 +237,13 @@ pub trait Strategy: Send + Sync + std::fmt::Debug {
     /// Defaults every write gets (upstream's `SetDefaults_<Kind>` and
     /// conversion, applied to every object decoded), before validation.
     fn defaults(&self, _object: &mut Value) {}
+
+    /// Whether admission of this type reads the PriorityClasses
+    /// ([`Context::priority_classes`]) for `operation`: a new pod (its
+    /// priority) and a written class (one global default).
+    fn reads_priority_classes(&self, _operation: Operation) -> bool {
+        false
+    }
 
     /// Server-side changes on create (defaults, fields the server owns),
     /// before validation.

@@ -1,10 +1,12 @@
-//! Pods: upstream's defaults, a `Pending` status on create, the pod
+//! Pods: upstream's defaults, a `Pending` status on create, the Priority
+//! admission plugin (over the PriorityClasses the server read), the pod
 //! admission plugins and validation on one typed object, status writes by
 //! the controllers, NodeRestriction on delete, graceful deletion of bound
 //! pods, binding, and the pod field selectors.
 
 use berth_core::validation::ErrorList;
 use k8s_openapi::api::core::v1::{Pod, PodStatus};
+use k8s_openapi::api::scheduling::v1::PriorityClass;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
 use serde_json::{Map, Value, json};
 
@@ -12,7 +14,8 @@ use super::{
     Admit, Context, ObjectType, ResourceType, Strategy, Validate, create_typed, keep_status, prune,
     update_typed, validate_metadata_update, validation_outcome,
 };
-use crate::admission;
+use crate::admission::priority::{PodPriority, PodPriorityRequest};
+use crate::admission::{self, Operation};
 use crate::objects::{format_time, name_of, recount_generation};
 use crate::selectors::SelectableKind;
 use crate::status::ApiError;
@@ -51,7 +54,12 @@ impl Strategy for Pods {
         metadata_errors: ErrorList,
     ) -> Result<(), ApiError> {
         self.on_create(object);
+        admit_priority(rt, object, &ctx.priority_classes)?;
         create_typed(rt, object, ctx, metadata_errors, ADMISSION)
+    }
+
+    fn reads_priority_classes(&self, operation: Operation) -> bool {
+        operation == Operation::Create
     }
 
     /// A status written by anyone but a node converts only the metadata
@@ -65,6 +73,7 @@ impl Strategy for Pods {
         ctx: &Context,
     ) -> Result<(), ApiError> {
         keep_status(self.has_status(), subresource, object, old);
+        keep_priority(object, old);
         if subresource == "status" && ctx.user.node_name().is_none() {
             // A pod's status written by anyone but a node (the controllers'
             // conditions): mutating admission does nothing for a subresource,
@@ -123,22 +132,69 @@ pub fn assigned_node(pod: &Value) -> &str {
         .unwrap_or("")
 }
 
-/// Pod defaults the API server applies (upstream `SetDefaults_Pod`, the
-/// Priority admission plugin's `priority`, and [`default_pod_spec`]), for
-/// the fields kubectl shows and berth's components read.
+/// Pod defaults the API server applies (upstream `SetDefaults_Pod` and
+/// [`default_pod_spec`]), for the fields kubectl shows and berth's
+/// components read.
 fn default_pod(pod: &mut Value) {
     let Some(spec) = pod.get_mut("spec").and_then(Value::as_object_mut) else {
         return;
     };
-    let pod_only = [
-        ("enableServiceLinks", json!(true)),
-        ("preemptionPolicy", json!("PreemptLowerPriority")),
-        ("priority", json!(0)),
-    ];
-    for (field, value) in pod_only {
-        spec.entry(field).or_insert(value);
-    }
+    spec.entry("enableServiceLinks").or_insert(json!(true));
     default_pod_spec(spec);
+}
+
+/// The Priority admission plugin on a new pod (admission/priority.rs):
+/// its class's priority, preemption policy and (for the global default)
+/// name written into the spec, or upstream's 403.
+fn admit_priority(
+    rt: &ResourceType,
+    pod: &mut Value,
+    classes: &[PriorityClass],
+) -> Result<(), ApiError> {
+    let Some(spec) = pod.get_mut("spec").and_then(Value::as_object_mut) else {
+        return Ok(());
+    };
+    let field = |name: &str| spec.get(name).filter(|v| !v.is_null());
+    let request = PodPriorityRequest {
+        class_name: field("priorityClassName")
+            .and_then(Value::as_str)
+            .unwrap_or(""),
+        priority: field("priority").and_then(Value::as_i64),
+        preemption_policy: field("preemptionPolicy").and_then(Value::as_str),
+    };
+    let admitted = admission::priority::admit_new_pod(request, classes);
+    let PodPriority {
+        class_name,
+        priority,
+        preemption_policy,
+    } = admitted.map_err(|why| {
+        let name = pod.pointer("/metadata/name").and_then(Value::as_str);
+        ApiError::forbidden_message(rt.group, rt.plural, name.unwrap_or(""), why)
+    })?;
+    let Some(spec) = pod.get_mut("spec").and_then(Value::as_object_mut) else {
+        return Ok(());
+    };
+    if !class_name.is_empty() {
+        spec.insert("priorityClassName".into(), json!(class_name));
+    }
+    spec.insert("priority".into(), json!(priority));
+    if let Some(policy) = preemption_policy {
+        spec.insert("preemptionPolicy".into(), json!(policy));
+    }
+    Ok(())
+}
+
+/// The Priority plugin on update: the priority set at creation stays when
+/// a write leaves it out (validation refuses changing it).
+fn keep_priority(pod: &mut Value, old: &Value) {
+    let Some(priority) = old.pointer("/spec/priority").filter(|p| !p.is_null()) else {
+        return;
+    };
+    if let Some(spec) = pod.get_mut("spec").and_then(Value::as_object_mut)
+        && spec.get("priority").is_none_or(Value::is_null)
+    {
+        spec.insert("priority".into(), priority.clone());
+    }
 }
 
 /// Upstream `SetDefaults_PodSpec`, `SetDefaults_Container` and

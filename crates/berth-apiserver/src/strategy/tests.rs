@@ -145,6 +145,7 @@ fn update_status(user: &User, request: Value) -> ApiResult<Value> {
         user,
         now: jiff::Timestamp::UNIX_EPOCH,
         config: &config,
+        priority_classes: Vec::new(),
     };
     let mut object = request;
     PODS.strategy

@@ -15,6 +15,7 @@
 pub mod core_printers;
 pub mod duration;
 pub mod printers;
+pub mod scheduling_printers;
 pub mod workload_printers;
 
 use jiff::Timestamp;
@@ -411,6 +412,28 @@ pub const RESOURCE_QUOTA_COLUMNS: &[Column] = &[
     col("Age", "string", DOC_CREATION_TIMESTAMP),
 ];
 
+const DOC_PRIORITY_CLASS_VALUE: &str = "value represents the integer value of this priority class. This is the actual priority that pods receive when they have the name of this class in their pod spec.";
+const DOC_PRIORITY_CLASS_GLOBAL_DEFAULT: &str = "globalDefault specifies whether this PriorityClass should be considered as the default priority for pods that do not have any priority class. Only one PriorityClass can be marked as `globalDefault`. However, if more than one PriorityClasses exists with their `globalDefault` field set to true, the smallest value of such global default PriorityClasses will be used as the default priority.";
+const DOC_PRIORITY_CLASS_PREEMPTION_POLICY: &str = "preemptionPolicy is the Policy for preempting pods with lower priority. One of Never, PreemptLowerPriority. Defaults to PreemptLowerPriority if unset.";
+
+/// `kubectl get priorityclasses`: NAME VALUE GLOBAL-DEFAULT AGE
+/// PREEMPTIONPOLICY.
+pub const PRIORITY_CLASS_COLUMNS: &[Column] = &[
+    name_col(DOC_NAME),
+    col("Value", "integer", DOC_PRIORITY_CLASS_VALUE),
+    col(
+        "Global-Default",
+        "boolean",
+        DOC_PRIORITY_CLASS_GLOBAL_DEFAULT,
+    ),
+    col("Age", "string", DOC_CREATION_TIMESTAMP),
+    col(
+        "PreemptionPolicy",
+        "string",
+        DOC_PRIORITY_CLASS_PREEMPTION_POLICY,
+    ),
+];
+
 /// Upstream's default table convertor, for kinds without a printer.
 pub const DEFAULT_COLUMNS: &[Column] = &[
     name_col(DOC_NAME),
@@ -438,6 +461,7 @@ enum Printer {
     Endpoints,
     EndpointSlice,
     ResourceQuota,
+    PriorityClass,
     Default,
 }
 
@@ -461,6 +485,7 @@ impl Printer {
             "Endpoints" | "endpoints" => Printer::Endpoints,
             "EndpointSlice" | "endpointslices" => Printer::EndpointSlice,
             "ResourceQuota" | "resourcequotas" => Printer::ResourceQuota,
+            "PriorityClass" | "priorityclasses" => Printer::PriorityClass,
             _ => Printer::Default,
         }
     }
@@ -484,6 +509,7 @@ impl Printer {
             Printer::Endpoints => ENDPOINTS_COLUMNS,
             Printer::EndpointSlice => ENDPOINT_SLICE_COLUMNS,
             Printer::ResourceQuota => RESOURCE_QUOTA_COLUMNS,
+            Printer::PriorityClass => PRIORITY_CLASS_COLUMNS,
             Printer::Default => DEFAULT_COLUMNS,
         }
     }
@@ -508,6 +534,7 @@ impl Printer {
             Printer::Endpoints => core_printers::print_endpoints(obj, now),
             Printer::EndpointSlice => core_printers::print_endpoint_slice(obj, now),
             Printer::ResourceQuota => core_printers::print_resource_quota(obj, now),
+            Printer::PriorityClass => scheduling_printers::print_priority_class(obj, now),
             Printer::Default => printers::print_default(obj),
         }
     }
@@ -838,6 +865,10 @@ mod tests {
             headers(RESOURCE_QUOTA_COLUMNS, 0),
             ["Name", "Request", "Limit", "Age"]
         );
+        assert_eq!(
+            headers(PRIORITY_CLASS_COLUMNS, 0),
+            ["Name", "Value", "Global-Default", "Age", "PreemptionPolicy"]
+        );
         // Every printer fills exactly one cell per column.
         for kind in [
             "Pod",
@@ -850,6 +881,7 @@ mod tests {
             "DaemonSet",
             "StatefulSet",
             "ControllerRevision",
+            "PriorityClass",
             "ConfigMap",
             "Secret",
             "ServiceAccount",

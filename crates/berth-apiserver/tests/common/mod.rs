@@ -181,6 +181,7 @@ pub fn sample(rt: &ResourceType, name: &str) -> Value {
             json!({"spec": {"selector": {"matchLabels": {"app": "web"}}, "template": template}})
         }
         ("apps", "ControllerRevision") => json!({"data": {"spec": {}}, "revision": 1}),
+        ("scheduling.k8s.io", "PriorityClass") => json!({"value": 100}),
         ("", "ConfigMap") => json!({"data": {"k": "v"}, "binaryData": {"b": "AAH/"}}),
         ("", "Secret") => json!({"data": {"k": "AAH/"}}),
         ("", "ServiceAccount") => json!({"automountServiceAccountToken": false}),

@@ -188,3 +188,23 @@ pub fn pod_template(image: &str) -> PodTemplateSpec {
         }),
     }
 }
+
+/// A PriorityClass `name` of `value`, marked the global default or not,
+/// with a preemption policy if given.
+pub fn priority_class(
+    name: &str,
+    value: i32,
+    global_default: bool,
+    policy: Option<&str>,
+) -> k8s_openapi::api::scheduling::v1::PriorityClass {
+    k8s_openapi::api::scheduling::v1::PriorityClass {
+        metadata: ObjectMeta {
+            name: Some(name.into()),
+            ..ObjectMeta::default()
+        },
+        value: Some(value),
+        global_default: Some(global_default),
+        preemption_policy: policy.map(str::to_string),
+        description: None,
+    }
+}

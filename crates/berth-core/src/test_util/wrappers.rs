@@ -483,6 +483,13 @@ impl PodWrapper {
         self
     }
 
+    /// `spec.priorityClassName` (the API server's Priority admission
+    /// resolves it; a pod sent to the API names its class, not a value).
+    pub fn priority_class_name(mut self, class: &str) -> Self {
+        self.spec().priority_class_name = Some(class.into());
+        self
+    }
+
     pub fn termination_grace_period(mut self, seconds: i64) -> Self {
         self.spec().termination_grace_period_seconds = Some(seconds);
         self

@@ -21,6 +21,8 @@
 //! - the apps/v1 workloads' rules, `pkg/apis/apps/validation` (`apps.rs`):
 //!   [`validate_deployment`] and its update and status update, and the
 //!   same for ReplicaSets, DaemonSets, StatefulSets and ControllerRevisions.
+//! - scheduling.k8s.io PriorityClasses (`scheduling.rs`):
+//!   [`validate_priority_class`], [`validate_priority_class_update`].
 
 //! - [`validate_config_map`], [`validate_secret`], [`validate_service`]
 //!   (and their updates), [`validate_endpoints`],
@@ -39,6 +41,7 @@ mod object_meta;
 mod objects;
 mod ports;
 mod resources;
+mod scheduling;
 pub mod service;
 mod taints;
 mod tolerations;
@@ -57,6 +60,9 @@ pub use meta::{
 pub use object_meta::{validate_finalizers, validate_no_new_finalizers, validate_owner_references};
 pub use objects::{validate_node, validate_pod, validate_pod_template};
 pub use resources::validate_resource_quantities;
+pub use scheduling::{
+    validate_preemption_policy, validate_priority_class, validate_priority_class_update,
+};
 pub use service::{validate_service, validate_service_update};
 pub use taints::validate_node_taints;
 pub use tolerations::{

@@ -760,3 +760,40 @@ pub async fn upstream_key_layout_keeps_each_type_apart<S: Store + Clone>(s: &S) 
         .value;
     assert_eq!(value, b"/registry/ipaddresses/fd00:10:96::a");
 }
+
+/// PriorityClasses are cluster-scoped, as upstream lays them out
+/// (`/registry/priorityclasses/<name>`): a list of the prefix holds the
+/// system classes and a user's class, in name order, and a watch sees a
+/// class deleted.
+pub async fn priority_class_keys_are_cluster_scoped<S: Store + Clone>(s: &S) {
+    const PREFIX: &str = "/registry/priorityclasses/";
+    let start = s.current_revision().await.unwrap();
+    let mut watch = s.watch(PREFIX, start).await.unwrap();
+    let mut revisions = BTreeMap::new();
+    for name in ["system-node-critical", "system-cluster-critical", "batch"] {
+        let key = format!("{PREFIX}{name}");
+        let revision = s.create(&key, name.as_bytes().to_vec()).await.unwrap();
+        revisions.insert(name, revision);
+    }
+    let page = s.list(PREFIX, ListOptions::default()).await.unwrap();
+    let names: Vec<&str> = page
+        .items
+        .iter()
+        .map(|kv| &kv.key[PREFIX.len()..])
+        .collect();
+    assert_eq!(
+        names,
+        ["batch", "system-cluster-critical", "system-node-critical"]
+    );
+    s.delete(&format!("{PREFIX}batch"), revisions["batch"])
+        .await
+        .unwrap();
+    for _ in 0..3 {
+        assert_eq!(next(&mut watch).await.kind, EventKind::Created);
+    }
+    let event = next(&mut watch).await;
+    assert_eq!(
+        (event.kind, event.kv.key.as_str()),
+        (EventKind::Deleted, "/registry/priorityclasses/batch")
+    );
+}

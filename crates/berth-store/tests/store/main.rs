@@ -76,6 +76,7 @@ conformance!(
     compact_keeping_retains_the_window,
     workload_keys_are_kept_per_resource_and_namespace,
     upstream_key_layout_keeps_each_type_apart,
+    priority_class_keys_are_cluster_scoped,
 );
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
