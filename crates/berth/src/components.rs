@@ -52,10 +52,10 @@ pub struct FrameworkExplainer {
     pub profiles: Vec<berth_scheduler::cycle::Profile>,
 }
 
-impl berth_apiserver::api::scheduling::SchedulingExplainer for FrameworkExplainer {
+impl berth_apiserver::api::explainer::SchedulingExplainer for FrameworkExplainer {
     fn explain(
         &self,
-        question: &berth_apiserver::api::scheduling::SchedulingQuestion,
+        question: &berth_apiserver::api::explainer::SchedulingQuestion,
     ) -> Result<serde_json::Value, String> {
         let cluster = berth_scheduler::explain::ClusterObjects {
             nodes: question.nodes.clone(),

@@ -164,7 +164,7 @@ pub async fn run(args: &ServerArgs) -> anyhow::Result<()> {
     api.service_cluster_ip_range = args.service_cluster_ip_range;
     api.service_node_port_range = args.service_node_port_range;
     if !args.disable_scheduler {
-        api.explainer = berth_apiserver::api::scheduling::Explainer(Some(std::sync::Arc::new(
+        api.explainer = berth_apiserver::api::explainer::Explainer(Some(std::sync::Arc::new(
             crate::components::FrameworkExplainer {
                 profiles: scheduler_setup.profiles.clone(),
             },

@@ -6,21 +6,21 @@
 //! The API server holds no scheduling rule: it reads the cluster from its
 //! watch caches (after a consistent read), applies the what-if taints with
 //! berth-core's `kubectl taint` rules and admission's `timeAdded`, and asks
-//! a [`SchedulingExplainer`], which the `berth` binary wires to
+//! a [`SchedulingExplainer`](super::explainer::SchedulingExplainer), which the `berth` binary wires to
 //! berth-scheduler's own framework (its profiles, the ones the in-process
 //! scheduler runs). berth-scheduler depends on no part of the API server, so
 //! the dependency stays one way. What the changed nodes' taints do to their
 //! pods is the write warnings' computation ([`super::node_impact`]).
 
-use std::fmt;
 use std::sync::Arc;
 
 use axum::response::Response;
 use berth_core::taint_spec::{apply_taint_spec, parse_taint_specs};
-use k8s_openapi::api::core::v1::{Namespace, Node, Pod};
+use k8s_openapi::api::core::v1::{Node, Pod};
 use serde::de::DeserializeOwned;
 use serde_json::{Value, json};
 
+use super::explainer::SchedulingQuestion;
 use super::response::json_response;
 use super::scope::Scope;
 use super::server::ApiServer;
@@ -28,39 +28,6 @@ use crate::admission::taint_time_added;
 use crate::cache::Cached;
 use crate::resources::{NAMESPACES, NODES, PODS};
 use crate::status::ApiError;
-
-/// The cluster as the watch caches hold it, for an explanation.
-#[derive(Debug, Clone, Default)]
-pub struct SchedulingQuestion {
-    /// The pod explained.
-    pub pod: Pod,
-    pub nodes: Vec<Node>,
-    pub pods: Vec<Pod>,
-    pub namespaces: Vec<Namespace>,
-    /// What-if: nodes as the taints would leave them (replacing the nodes
-    /// of the same name); empty without a what-if.
-    pub changed_nodes: Vec<Node>,
-}
-
-/// Answers a [`SchedulingQuestion`] with the scheduler's own framework: the
-/// explanation as JSON, or why there is none (a message for a 400).
-pub trait SchedulingExplainer: Send + Sync {
-    fn explain(&self, question: &SchedulingQuestion) -> Result<Value, String>;
-}
-
-/// The explainer a server was given (none: no scheduler in this process).
-#[derive(Clone, Default)]
-pub struct Explainer(pub Option<Arc<dyn SchedulingExplainer>>);
-
-impl fmt::Debug for Explainer {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(if self.0.is_some() {
-            "Explainer(Some)"
-        } else {
-            "Explainer(None)"
-        })
-    }
-}
 
 /// A `taint=NODE=spec` parameter's two halves.
 fn split_taint_param(param: &str) -> Result<(&str, &str), ApiError> {

@@ -57,7 +57,7 @@ pub struct ApiConfig {
     pub service_node_port_range: PortRange,
     /// What answers `pods/{name}/scheduling` (the `berth` binary wires
     /// berth-scheduler's framework; none: a 503).
-    pub explainer: super::scheduling::Explainer,
+    pub explainer: super::explainer::Explainer,
 }
 
 impl Default for ApiConfig {
@@ -73,7 +73,7 @@ impl Default for ApiConfig {
             name_seed: None,
             service_cluster_ip_range: ServiceCidr::default(),
             service_node_port_range: PortRange::default(),
-            explainer: super::scheduling::Explainer::default(),
+            explainer: super::explainer::Explainer::default(),
         }
     }
 }

@@ -21,8 +21,8 @@ pub fn print_priority_class(class: &Value, now: Timestamp) -> PrintedRow {
 
 #[cfg(test)]
 mod tests {
-    use crate::table::test_now as now;
     use super::*;
+    use crate::table::test_now as now;
 
     /// Upstream `TestPrintPriorityClass`, as cells.
     #[test]
