@@ -527,8 +527,12 @@ fn required_affinity_single_node_as_upstream() {
         .obj();
     let mut failures = Vec::new();
     for case in cases {
-        let (pre_filter, filtered) =
-            pre_filter_then_filter(case.pod, &case.pods, &[node.clone()], TEAM_NAMESPACES);
+        let (pre_filter, filtered) = pre_filter_then_filter(
+            case.pod,
+            &case.pods,
+            std::slice::from_ref(&node),
+            TEAM_NAMESPACES,
+        );
         if pre_filter != case.want_pre_filter {
             failures.push(format!(
                 "{}: PreFilter {pre_filter:?}, want {:?}",
