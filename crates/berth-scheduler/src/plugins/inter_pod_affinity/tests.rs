@@ -23,7 +23,7 @@ use crate::framework::{
     ScorePlugin, Snapshot, Status,
 };
 use crate::plugins::testing::node_infos;
-use berth_core::test_util::{make_node, make_pod, make_selector};
+use berth_core::test_util::{PodWrapper, make_node, make_pod, make_selector};
 use k8s_openapi::api::core::v1::{Namespace, Node, Pod};
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::LabelSelector;
 
@@ -135,12 +135,70 @@ fn required_affinity_single_node_as_upstream() {
     }
     const SERVICE: &[(&str, &str)] = &[("service", "securityscan")];
     const SECURITY: &[(&str, &str)] = &[("security", "S1")];
-    let service_in = |values| make_selector().r#in("service", values).obj();
+    let service_in = |values: Vec<&str>| make_selector().r#in("service", values).obj();
+    let service_not_in = |values: Vec<&str>| make_selector().not_in("service", values).obj();
     let security_scan = || service_in(vec!["securityscan", "value2"]);
     let antivirus_scan = || service_in(vec!["antivirusscan", "value2"]);
     let team1 = || Some(make_selector().r#in("team", vec!["team1"]).obj());
     // `st.MakePod().Labels(podLabel).Node("node1")`.
     let scanner = || make_pod().labels(SERVICE).node("node1");
+    // A pod labelled `labels` with a required affinity term over `region`.
+    let region_affinity = |labels: &[(&str, &str)], selector: LabelSelector| {
+        make_pod()
+            .labels(labels)
+            .pod_affinity("region", selector, vec![], None)
+    };
+    // Two affinity terms: `service` exists and `wrongkey` does not; and
+    // `service` in [`value`] and not in [WrongValue].
+    let two_terms = |value: &str| {
+        region_affinity(
+            SECURITY,
+            make_selector()
+                .exists("service")
+                .not_exist("wrongkey")
+                .obj(),
+        )
+        .pod_affinity(
+            "region",
+            make_selector()
+                .r#in("service", vec![value])
+                .not_in("service", vec!["WrongValue"])
+                .obj(),
+            vec![],
+            None,
+        )
+        .obj()
+    };
+    // Affinity to security scanners by region, anti-affinity to antivirus
+    // scanners by node.
+    let scan_not_antivirus = |labels: &[(&str, &str)]| {
+        region_affinity(labels, security_scan()).pod_anti_affinity(
+            "node",
+            antivirus_scan(),
+            vec![],
+            None,
+        )
+    };
+    // One required anti-affinity term over `topology` per key, each
+    // selecting pods that have the key.
+    let anti_to = |pod: PodWrapper, topology: &str, keys: &[&str]| {
+        keys.iter().fold(pod, |pod, key| {
+            pod.pod_anti_affinity(topology, exists(key), vec![], None)
+        })
+    };
+    let team1_affinity = || {
+        make_pod()
+            .labels(SECURITY)
+            .pod_affinity("region", security_scan(), vec![], team1())
+            .obj()
+    };
+    let team_anti = |namespace_selector: Option<LabelSelector>| {
+        make_pod()
+            .namespace("subteam1.team1")
+            .labels(SECURITY)
+            .pod_anti_affinity("zone", security_scan(), vec![], namespace_selector)
+            .obj()
+    };
     let ok = Status::success;
     let skip = Status::skip;
     let affinity = || unresolvable(ERR_REASON_AFFINITY_RULES_NOT_MATCH);
@@ -163,27 +221,14 @@ fn required_affinity_single_node_as_upstream() {
         },
         Case {
             name: "satisfies with requiredDuringSchedulingIgnoredDuringExecution in PodAffinity using In operator that matches the existing pod",
-            pod: make_pod()
-                .labels(SECURITY)
-                .pod_affinity("region", security_scan(), vec![], None)
-                .obj(),
+            pod: region_affinity(SECURITY, security_scan()).obj(),
             pods: vec![scanner().obj()],
             want_pre_filter: ok(),
             want_filter: ok(),
         },
         Case {
             name: "satisfies the pod with requiredDuringSchedulingIgnoredDuringExecution in PodAffinity using not in operator in labelSelector that matches the existing pod",
-            pod: make_pod()
-                .labels(SECURITY)
-                .pod_affinity(
-                    "region",
-                    make_selector()
-                        .not_in("service", vec!["securityscan3", "value3"])
-                        .obj(),
-                    vec![],
-                    None,
-                )
-                .obj(),
+            pod: region_affinity(SECURITY, service_not_in(vec!["securityscan3", "value3"])).obj(),
             pods: vec![scanner().obj()],
             want_pre_filter: ok(),
             want_filter: ok(),
@@ -210,76 +255,28 @@ fn required_affinity_single_node_as_upstream() {
         },
         Case {
             name: "satisfies the PodAffinity with different label Operators in multiple RequiredDuringSchedulingIgnoredDuringExecution ",
-            pod: make_pod()
-                .labels(SECURITY)
-                .pod_affinity(
-                    "region",
-                    make_selector()
-                        .exists("service")
-                        .not_exist("wrongkey")
-                        .obj(),
-                    vec![],
-                    None,
-                )
-                .pod_affinity(
-                    "region",
-                    make_selector()
-                        .r#in("service", vec!["securityscan"])
-                        .not_in("service", vec!["WrongValue"])
-                        .obj(),
-                    vec![],
-                    None,
-                )
-                .obj(),
+            pod: two_terms("securityscan"),
             pods: vec![scanner().obj()],
             want_pre_filter: ok(),
             want_filter: ok(),
         },
         Case {
             name: "The labelSelector requirements(items of matchExpressions) are ANDed, the pod cannot schedule onto the node because one of the matchExpression item don't match.",
-            pod: make_pod()
-                .labels(SECURITY)
-                .pod_affinity(
-                    "region",
-                    make_selector()
-                        .exists("service")
-                        .not_exist("wrongkey")
-                        .obj(),
-                    vec![],
-                    None,
-                )
-                .pod_affinity(
-                    "region",
-                    make_selector()
-                        .r#in("service", vec!["securityscan2"])
-                        .not_in("service", vec!["WrongValue"])
-                        .obj(),
-                    vec![],
-                    None,
-                )
-                .obj(),
+            pod: two_terms("securityscan2"),
             pods: vec![scanner().obj()],
             want_pre_filter: ok(),
             want_filter: affinity(),
         },
         Case {
             name: "satisfies the PodAffinity and PodAntiAffinity with the existing pod",
-            pod: make_pod()
-                .labels(SECURITY)
-                .pod_affinity("region", security_scan(), vec![], None)
-                .pod_anti_affinity("node", antivirus_scan(), vec![], None)
-                .obj(),
+            pod: scan_not_antivirus(SECURITY).obj(),
             pods: vec![scanner().obj()],
             want_pre_filter: ok(),
             want_filter: ok(),
         },
         Case {
             name: "satisfies the PodAffinity and PodAntiAffinity and PodAntiAffinity symmetry with the existing pod",
-            pod: make_pod()
-                .labels(SECURITY)
-                .pod_affinity("region", security_scan(), vec![], None)
-                .pod_anti_affinity("node", antivirus_scan(), vec![], None)
-                .obj(),
+            pod: scan_not_antivirus(SECURITY).obj(),
             pods: vec![
                 scanner()
                     .pod_anti_affinity("node", antivirus_scan(), vec![], None)
@@ -290,9 +287,7 @@ fn required_affinity_single_node_as_upstream() {
         },
         Case {
             name: "satisfies the PodAffinity but doesn't satisfy the PodAntiAffinity with the existing pod",
-            pod: make_pod()
-                .labels(SECURITY)
-                .pod_affinity("region", security_scan(), vec![], None)
+            pod: region_affinity(SECURITY, security_scan())
                 .pod_anti_affinity("zone", security_scan(), vec![], None)
                 .obj(),
             pods: vec![scanner().obj()],
@@ -301,11 +296,7 @@ fn required_affinity_single_node_as_upstream() {
         },
         Case {
             name: "satisfies the PodAffinity and PodAntiAffinity but doesn't satisfy PodAntiAffinity symmetry with the existing pod",
-            pod: make_pod()
-                .labels(SERVICE)
-                .pod_affinity("region", security_scan(), vec![], None)
-                .pod_anti_affinity("node", antivirus_scan(), vec![], None)
-                .obj(),
+            pod: scan_not_antivirus(SERVICE).obj(),
             pods: vec![
                 scanner()
                     .pod_anti_affinity("zone", security_scan(), vec![], None)
@@ -316,17 +307,7 @@ fn required_affinity_single_node_as_upstream() {
         },
         Case {
             name: "pod matches its own Label in PodAffinity and that matches the existing pod Labels",
-            pod: make_pod()
-                .labels(SERVICE)
-                .pod_affinity(
-                    "region",
-                    make_selector()
-                        .not_in("service", vec!["securityscan", "value2"])
-                        .obj(),
-                    vec![],
-                    None,
-                )
-                .obj(),
+            pod: region_affinity(SERVICE, service_not_in(vec!["securityscan", "value2"])).obj(),
             pods: vec![make_pod().labels(SERVICE).node("node2").obj()],
             want_pre_filter: ok(),
             want_filter: affinity(),
@@ -349,9 +330,7 @@ fn required_affinity_single_node_as_upstream() {
                 scanner()
                     .pod_anti_affinity(
                         "zone",
-                        make_selector()
-                            .not_in("service", vec!["securityscan", "value2"])
-                            .obj(),
+                        service_not_in(vec!["securityscan", "value2"]),
                         vec![],
                         None,
                     )
@@ -362,94 +341,85 @@ fn required_affinity_single_node_as_upstream() {
         },
         Case {
             name: "satisfies the PodAntiAffinity with existing pod but doesn't satisfy PodAntiAffinity symmetry with incoming pod",
-            pod: make_pod()
-                .labels(SERVICE)
-                .pod_anti_affinity("region", exists("service"), vec![], None)
-                .pod_anti_affinity("region", exists("security"), vec![], None)
-                .obj(),
+            pod: anti_to(
+                make_pod().labels(SERVICE),
+                "region",
+                &["service", "security"],
+            )
+            .obj(),
             pods: vec![
-                make_pod()
-                    .node("node1")
-                    .labels(SECURITY)
-                    .pod_anti_affinity("zone", exists("security"), vec![], None)
-                    .obj(),
+                anti_to(
+                    make_pod().node("node1").labels(SECURITY),
+                    "zone",
+                    &["security"],
+                )
+                .obj(),
             ],
             want_pre_filter: ok(),
             want_filter: anti(),
         },
         Case {
             name: "PodAntiAffinity symmetry check a1: incoming pod and existing pod partially match each other on AffinityTerms",
-            pod: make_pod()
-                .labels(SERVICE)
-                .pod_anti_affinity("zone", exists("service"), vec![], None)
-                .pod_anti_affinity("zone", exists("security"), vec![], None)
-                .obj(),
+            pod: anti_to(make_pod().labels(SERVICE), "zone", &["service", "security"]).obj(),
             pods: vec![
-                make_pod()
-                    .node("node1")
-                    .labels(SECURITY)
-                    .pod_anti_affinity("zone", exists("security"), vec![], None)
-                    .obj(),
+                anti_to(
+                    make_pod().node("node1").labels(SECURITY),
+                    "zone",
+                    &["security"],
+                )
+                .obj(),
             ],
             want_pre_filter: ok(),
             want_filter: anti(),
         },
         Case {
             name: "PodAntiAffinity symmetry check a2: incoming pod and existing pod partially match each other on AffinityTerms",
-            pod: make_pod()
-                .labels(SECURITY)
-                .pod_anti_affinity("zone", exists("security"), vec![], None)
-                .obj(),
-            pods: vec![
-                scanner()
-                    .pod_anti_affinity("zone", exists("service"), vec![], None)
-                    .pod_anti_affinity("zone", exists("security"), vec![], None)
-                    .obj(),
-            ],
+            pod: anti_to(make_pod().labels(SECURITY), "zone", &["security"]).obj(),
+            pods: vec![anti_to(scanner(), "zone", &["service", "security"]).obj()],
             want_pre_filter: ok(),
             want_filter: existing(),
         },
         Case {
             name: "PodAntiAffinity symmetry check b1: incoming pod and existing pod partially match each other on AffinityTerms",
-            pod: make_pod()
-                .labels(&[("abc", ""), ("xyz", "")])
-                .pod_anti_affinity("zone", exists("abc"), vec![], None)
-                .pod_anti_affinity("zone", exists("def"), vec![], None)
-                .obj(),
+            pod: anti_to(
+                make_pod().labels(&[("abc", ""), ("xyz", "")]),
+                "zone",
+                &["abc", "def"],
+            )
+            .obj(),
             pods: vec![
-                make_pod()
-                    .node("node1")
-                    .labels(&[("def", ""), ("xyz", "")])
-                    .pod_anti_affinity("zone", exists("abc"), vec![], None)
-                    .pod_anti_affinity("zone", exists("def"), vec![], None)
-                    .obj(),
+                anti_to(
+                    make_pod().node("node1").labels(&[("def", ""), ("xyz", "")]),
+                    "zone",
+                    &["abc", "def"],
+                )
+                .obj(),
             ],
             want_pre_filter: ok(),
             want_filter: anti(),
         },
         Case {
             name: "PodAntiAffinity symmetry check b2: incoming pod and existing pod partially match each other on AffinityTerms",
-            pod: make_pod()
-                .labels(&[("def", ""), ("xyz", "")])
-                .pod_anti_affinity("zone", exists("abc"), vec![], None)
-                .pod_anti_affinity("zone", exists("def"), vec![], None)
-                .obj(),
+            pod: anti_to(
+                make_pod().labels(&[("def", ""), ("xyz", "")]),
+                "zone",
+                &["abc", "def"],
+            )
+            .obj(),
             pods: vec![
-                make_pod()
-                    .node("node1")
-                    .labels(&[("abc", ""), ("xyz", "")])
-                    .pod_anti_affinity("zone", exists("abc"), vec![], None)
-                    .pod_anti_affinity("zone", exists("def"), vec![], None)
-                    .obj(),
+                anti_to(
+                    make_pod().node("node1").labels(&[("abc", ""), ("xyz", "")]),
+                    "zone",
+                    &["abc", "def"],
+                )
+                .obj(),
             ],
             want_pre_filter: ok(),
             want_filter: anti(),
         },
         Case {
             name: "PodAffinity fails PreFilter with an invalid affinity label syntax",
-            pod: make_pod()
-                .labels(SERVICE)
-                .pod_affinity("region", service_in(vec!["{{.bad-value.}}"]), vec![], None)
+            pod: region_affinity(SERVICE, service_in(vec!["{{.bad-value.}}"]))
                 .pod_affinity("node", antivirus_scan(), vec![], None)
                 .obj(),
             pods: vec![],
@@ -458,9 +428,7 @@ fn required_affinity_single_node_as_upstream() {
         },
         Case {
             name: "PodAntiAffinity fails PreFilter with an invalid antiaffinity label syntax",
-            pod: make_pod()
-                .labels(SERVICE)
-                .pod_affinity("region", service_in(vec!["foo"]), vec![], None)
+            pod: region_affinity(SERVICE, service_in(vec!["foo"]))
                 .pod_affinity("node", service_in(vec!["{{.bad-value.}}"]), vec![], None)
                 .obj(),
             pods: vec![],
@@ -469,53 +437,35 @@ fn required_affinity_single_node_as_upstream() {
         },
         Case {
             name: "affinity with NamespaceSelector",
-            pod: make_pod()
-                .labels(SECURITY)
-                .pod_affinity("region", security_scan(), vec![], team1())
-                .obj(),
+            pod: team1_affinity(),
             pods: vec![scanner().namespace("subteam1.team1").obj()],
             want_pre_filter: ok(),
             want_filter: ok(),
         },
         Case {
             name: "affinity with non-matching NamespaceSelector",
-            pod: make_pod()
-                .labels(SECURITY)
-                .pod_affinity("region", security_scan(), vec![], team1())
-                .obj(),
+            pod: team1_affinity(),
             pods: vec![scanner().namespace("subteam1.team2").obj()],
             want_pre_filter: ok(),
             want_filter: affinity(),
         },
         Case {
             name: "anti-affinity with matching NamespaceSelector",
-            pod: make_pod()
-                .namespace("subteam1.team1")
-                .labels(SECURITY)
-                .pod_anti_affinity("zone", security_scan(), vec![], team1())
-                .obj(),
+            pod: team_anti(team1()),
             pods: vec![scanner().namespace("subteam2.team1").obj()],
             want_pre_filter: ok(),
             want_filter: anti(),
         },
         Case {
             name: "anti-affinity with matching all NamespaceSelector",
-            pod: make_pod()
-                .namespace("subteam1.team1")
-                .labels(SECURITY)
-                .pod_anti_affinity("zone", security_scan(), vec![], Some(make_selector().obj()))
-                .obj(),
+            pod: team_anti(Some(make_selector().obj())),
             pods: vec![scanner().namespace("subteam2.team1").obj()],
             want_pre_filter: ok(),
             want_filter: anti(),
         },
         Case {
             name: "anti-affinity with non-matching NamespaceSelector",
-            pod: make_pod()
-                .namespace("subteam1.team1")
-                .labels(SECURITY)
-                .pod_anti_affinity("zone", security_scan(), vec![], team1())
-                .obj(),
+            pod: team_anti(team1()),
             pods: vec![scanner().namespace("subteam1.team2").obj()],
             want_pre_filter: ok(),
             want_filter: ok(),

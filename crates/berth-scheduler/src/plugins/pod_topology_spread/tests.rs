@@ -30,7 +30,7 @@ use crate::framework::{
     ScorePlugin, Snapshot, Status,
 };
 use crate::plugins::testing::*;
-use crate::snapshot::ServedWorkloads;
+use crate::snapshot::{ServedWorkloads, WorkloadSelectors};
 use berth_core::test_util::{
     HONOR, IGNORE, MATCH_EXPRESSIONS, PodWrapper, make_node, make_pod, make_selector, taint, tol,
 };
@@ -4234,17 +4234,38 @@ fn hard_spread(
     )
 }
 
-/// Upstream `Test_isSchedulableAfterNodeChange` (plugin_test.go): `true`
-/// is upstream's `Queue`, `false` its `QueueSkip`.
+/// A row of a queueing hint table: the waiting pod, the object before
+/// and after the event, and whether the pod should be queued (`true`,
+/// upstream's `Queue`; `false`, its `QueueSkip`).
+struct HintCase<T> {
+    name: &'static str,
+    pod: Pod,
+    old: Option<T>,
+    new: Option<T>,
+    want: bool,
+}
+
+fn run_hint_cases<T>(
+    cases: Vec<HintCase<T>>,
+    hint: impl Fn(&PodTopologySpread, &Pod, Option<&T>, Option<&T>, &dyn WorkloadSelectors) -> bool,
+) {
+    let pl = plugin();
+    for case in cases {
+        let got = hint(
+            &pl,
+            &case.pod,
+            case.old.as_ref(),
+            case.new.as_ref(),
+            &ServedWorkloads,
+        );
+        assert_eq!(got, case.want, "{}", case.name);
+    }
+}
+
+/// Upstream `Test_isSchedulableAfterNodeChange` (plugin_test.go).
 #[test]
 fn is_schedulable_after_node_change_as_upstream() {
-    struct Case {
-        name: &'static str,
-        pod: Pod,
-        old: Option<Node>,
-        new: Option<Node>,
-        want: bool,
-    }
+    type Case = HintCase<Node>;
     let zone = || hard_spread(make_pod().name("p"), "zone", foo_selector(), None).obj();
     let zone_and_node = || {
         hard_spread(
@@ -4360,30 +4381,14 @@ fn is_schedulable_after_node_change_as_upstream() {
             want: false,
         },
     ];
-    let pl = plugin();
-    for case in cases {
-        let got = pl.is_schedulable_after_node_change(
-            &case.pod,
-            case.old.as_ref(),
-            case.new.as_ref(),
-            &ServedWorkloads,
-        );
-        assert_eq!(got, case.want, "{}", case.name);
-    }
+    run_hint_cases(cases, PodTopologySpread::is_schedulable_after_node_change);
 }
 
-/// Upstream `Test_isSchedulableAfterPodChange` (plugin_test.go): `true`
-/// is upstream's `Queue`, `false` its `QueueSkip`. berth has
-/// NodeInclusionPolicy always on, as the case that turns it on.
+/// Upstream `Test_isSchedulableAfterPodChange` (plugin_test.go). berth
+/// has NodeInclusionPolicy always on, as the case that turns it on.
 #[test]
 fn is_schedulable_after_pod_change_as_upstream() {
-    struct Case {
-        name: &'static str,
-        pod: Pod,
-        old: Option<Pod>,
-        new: Option<Pod>,
-        want: bool,
-    }
+    type Case = HintCase<Pod>;
     let waiting = || make_pod().uid("p").name("p").label("foo", "");
     let zone = || hard_spread(waiting(), "zone", foo_selector(), None).obj();
     // The zone constraint with `nodeTaintsPolicy` `taints`, and a node
@@ -4559,16 +4564,7 @@ fn is_schedulable_after_pod_change_as_upstream() {
             want: false,
         },
     ];
-    let pl = plugin();
-    for case in cases {
-        let got = pl.is_schedulable_after_pod_change(
-            &case.pod,
-            case.old.as_ref(),
-            case.new.as_ref(),
-            &ServedWorkloads,
-        );
-        assert_eq!(got, case.want, "{}", case.name);
-    }
+    run_hint_cases(cases, PodTopologySpread::is_schedulable_after_pod_change);
 }
 
 /// Upstream `TestPreScoreSkip` (scoring_test.go): PreScore skips a pod
