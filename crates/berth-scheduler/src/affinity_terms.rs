@@ -143,35 +143,56 @@ impl PodAffinityTerms {
         }
         let pa = a.pod_affinity.as_ref();
         let anti = a.pod_anti_affinity.as_ref();
+        let required = |p: Option<&Vec<PodAffinityTerm>>| terms(pod, p);
+        let preferred = |p: Option<&Vec<WeightedPodAffinityTerm>>| weighted(pod, p);
+        let required_affinity = required(pa.and_then(|p| {
+            p.required_during_scheduling_ignored_during_execution
+                .as_ref()
+        }));
+        let required_anti_affinity = required(anti.and_then(|p| {
+            p.required_during_scheduling_ignored_during_execution
+                .as_ref()
+        }));
+        let preferred_affinity = preferred(pa.and_then(|p| {
+            p.preferred_during_scheduling_ignored_during_execution
+                .as_ref()
+        }));
+        let preferred_anti_affinity = preferred(anti.and_then(|p| {
+            p.preferred_during_scheduling_ignored_during_execution
+                .as_ref()
+        }));
+        // Upstream's `PodInfo.Update`: each list's error under its name,
+        // all of them as one `utilerrors.NewAggregate` (the message alone
+        // when there is one, else `[a, b]`, repeats dropped).
+        let mut errors: Vec<String> = Vec::new();
+        let mut note = |list: &str, error: Option<&LabelSelectorError>| {
+            if let Some(e) = error {
+                let message = format!("{list}: {e}");
+                if !errors.contains(&message) {
+                    errors.push(message);
+                }
+            }
+        };
+        note("requiredAffinityTerms", required_affinity.as_ref().err());
+        note(
+            "requiredAntiAffinityTerms",
+            required_anti_affinity.as_ref().err(),
+        );
+        note("preferredAffinityTerms", preferred_affinity.as_ref().err());
+        note(
+            "preferredAntiAffinityTerms",
+            preferred_anti_affinity.as_ref().err(),
+        );
+        match errors.len() {
+            0 => {}
+            1 => return Err(LabelSelectorError(errors.remove(0))),
+            _ => return Err(LabelSelectorError(format!("[{}]", errors.join(", ")))),
+        }
         Ok(Some(PodAffinityTerms {
-            required_affinity: terms(
-                pod,
-                pa.and_then(|p| {
-                    p.required_during_scheduling_ignored_during_execution
-                        .as_ref()
-                }),
-            )?,
-            required_anti_affinity: terms(
-                pod,
-                anti.and_then(|p| {
-                    p.required_during_scheduling_ignored_during_execution
-                        .as_ref()
-                }),
-            )?,
-            preferred_affinity: weighted(
-                pod,
-                pa.and_then(|p| {
-                    p.preferred_during_scheduling_ignored_during_execution
-                        .as_ref()
-                }),
-            )?,
-            preferred_anti_affinity: weighted(
-                pod,
-                anti.and_then(|p| {
-                    p.preferred_during_scheduling_ignored_during_execution
-                        .as_ref()
-                }),
-            )?,
+            required_affinity: required_affinity?,
+            required_anti_affinity: required_anti_affinity?,
+            preferred_affinity: preferred_affinity?,
+            preferred_anti_affinity: preferred_anti_affinity?,
         }))
     }
 
@@ -183,5 +204,52 @@ impl PodAffinityTerms {
         !self.required_affinity.is_empty()
             || !self.preferred_affinity.is_empty()
             || !self.preferred_anti_affinity.is_empty()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use berth_core::test_util::{make_pod, make_selector};
+
+    use super::*;
+
+    /// Upstream `PodInfo.Update`'s parse error: each list's error under
+    /// the list's name, several as one aggregate.
+    #[test]
+    fn parse_errors_name_their_term_list_and_aggregate_as_upstream() {
+        let bad = || {
+            make_selector()
+                .r#in("service", vec!["{{.bad-value.}}"])
+                .obj()
+        };
+        let detail = "values[0][service]: Invalid value: \"{{.bad-value.}}\": a valid label must be an empty string or consist of alphanumeric characters, '-', '_' or '.', and must start and end with an alphanumeric character (e.g. 'MyValue',  or 'my_value',  or '12345', regex used for validation is '(([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9])?')";
+        struct Case {
+            name: &'static str,
+            pod: Pod,
+            want: String,
+        }
+        let cases = [
+            Case {
+                name: "one bad required anti-affinity term",
+                pod: make_pod()
+                    .pod_anti_affinity("zone", bad(), vec![], None)
+                    .obj(),
+                want: format!("requiredAntiAffinityTerms: {detail}"),
+            },
+            Case {
+                name: "bad required affinity and preferred anti-affinity terms",
+                pod: make_pod()
+                    .pod_affinity("zone", bad(), vec![], None)
+                    .preferred_pod_anti_affinity(1, "zone", bad(), vec![])
+                    .obj(),
+                want: format!(
+                    "[requiredAffinityTerms: {detail}, preferredAntiAffinityTerms: {detail}]"
+                ),
+            },
+        ];
+        for case in cases {
+            let got = PodAffinityTerms::of(&case.pod).map_err(|e| e.to_string());
+            assert_eq!(got, Err(case.want), "{}", case.name);
+        }
     }
 }

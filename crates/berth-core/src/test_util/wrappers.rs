@@ -138,6 +138,14 @@ impl SelectorWrapper {
         self.expr(key, "In", values)
     }
 
+    pub fn not_in(self, key: &str, values: Vec<&str>) -> Self {
+        self.expr(key, "NotIn", values)
+    }
+
+    pub fn not_exist(self, key: &str) -> Self {
+        self.expr(key, "DoesNotExist", vec![])
+    }
+
     pub fn label(mut self, key: &str, value: &str) -> Self {
         self.0
             .match_labels

@@ -1,9 +1,19 @@
-//! Upstream's tables (interpodaffinity): `TestRequiredAffinityMultipleNodes`
+//! Upstream's tables (interpodaffinity): `TestRequiredAffinitySingleNode`,
+//! `TestRequiredAffinityMultipleNodes` and `TestPreFilterDisabled`
 //! (filtering_test.go), cases of `TestPreferredAffinity` and
 //! `TestPreferredAffinityWithHardPodAffinitySymmetricWeight`
 //! (scoring_test.go), with namespace selectors, and
 //! `Test_isSchedulableAfterPodChange` / `Test_isSchedulableAfterNodeChange`
 //! (plugin_test.go).
+//!
+//! Not ported: `TestPreFilterStateAddRemovePod`, `TestPreFilterStateClone`
+//! and `TestGetTPMapMatchingIncomingAffinityAntiAffinity`
+//! (filtering_test.go) assert upstream's `preFilterState` maps and its
+//! AddPod/RemovePod extensions; berth keeps the counts in the cycle
+//! memory (`counts`), brought forward over the snapshot's pod log, and its
+//! framework has no PreFilter extensions (upstream's AddPod/RemovePod,
+//! which only preemption calls). What those counts decide
+//! is checked through Filter by the two required-affinity tables.
 
 use std::collections::BTreeMap;
 
@@ -13,7 +23,7 @@ use crate::framework::{
     ScorePlugin, Snapshot, Status,
 };
 use crate::plugins::testing::node_infos;
-use berth_core::test_util::{make_node, make_pod, make_selector};
+use berth_core::test_util::{PodWrapper, make_node, make_pod, make_selector};
 use k8s_openapi::api::core::v1::{Namespace, Node, Pod};
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::LabelSelector;
 
@@ -68,24 +78,440 @@ fn namespaces(entries: &[(&str, &[(&str, &str)])]) -> BTreeMap<String, BTreeMap<
         .collect()
 }
 
-fn run_filter_case(case: FilterCase) {
-    let infos = node_infos(&case.nodes, &case.pods);
-    let ns = namespaces(case.namespaces);
+/// PreFilter's status and, when it succeeds, Filter's on each node.
+fn pre_filter_then_filter(
+    pod: Pod,
+    pods: &[Pod],
+    nodes: &[Node],
+    namespace_labels: &[(&str, &[(&str, &str)])],
+) -> (Status, Vec<Status>) {
+    let infos = node_infos(nodes, pods);
+    let ns = namespaces(namespace_labels);
     let snapshot = Snapshot {
         namespaces: &ns,
         ..Snapshot::of_nodes(&infos)
     };
-    let pod = PodInfo::from(case.pod);
+    let pod = PodInfo::from(pod);
     let pl = InterPodAffinity::default();
     let mut state = CycleState::new();
     let (_, status) = pl.pre_filter(&mut state, &pod, &snapshot);
+    if !status.is_success() {
+        return (status, Vec::new());
+    }
+    let filtered = infos.iter().map(|n| pl.filter(&state, &pod, n)).collect();
+    (status, filtered)
+}
+
+fn run_filter_case(case: FilterCase) {
+    let (status, got) = pre_filter_then_filter(case.pod, &case.pods, &case.nodes, case.namespaces);
     let Some(want) = case.want else {
         assert!(status.is_skip(), "{}: {status}", case.name);
         return;
     };
     assert!(status.is_success(), "{}: {status}", case.name);
-    let got: Vec<Status> = infos.iter().map(|n| pl.filter(&state, &pod, n)).collect();
     assert_eq!(got, want, "{}", case.name);
+}
+
+/// The namespaces upstream's interpodaffinity tests register
+/// (`namespaces` in scoring_test.go).
+const TEAM_NAMESPACES: &[(&str, &[(&str, &str)])] = &[
+    ("subteam1.team1", &[("team", "team1")]),
+    ("subteam2.team1", &[("team", "team1")]),
+    ("subteam1.team2", &[("team", "team2")]),
+    ("subteam2.team2", &[("team", "team2")]),
+];
+
+/// Upstream `TestRequiredAffinitySingleNode` (filtering_test.go): one node
+/// (`region: r1, zone: z11`), PreFilter's status, then Filter's when
+/// PreFilter succeeds.
+#[test]
+fn required_affinity_single_node_as_upstream() {
+    struct Case {
+        name: &'static str,
+        pod: Pod,
+        pods: Vec<Pod>,
+        want_pre_filter: Status,
+        want_filter: Status,
+    }
+    const SERVICE: &[(&str, &str)] = &[("service", "securityscan")];
+    const SECURITY: &[(&str, &str)] = &[("security", "S1")];
+    let service_in = |values: Vec<&str>| make_selector().r#in("service", values).obj();
+    let service_not_in = |values: Vec<&str>| make_selector().not_in("service", values).obj();
+    let security_scan = || service_in(vec!["securityscan", "value2"]);
+    let antivirus_scan = || service_in(vec!["antivirusscan", "value2"]);
+    let team1 = || Some(make_selector().r#in("team", vec!["team1"]).obj());
+    // `st.MakePod().Labels(podLabel).Node("node1")`.
+    let scanner = || make_pod().labels(SERVICE).node("node1");
+    // A pod labelled `labels` with a required affinity term over `region`.
+    let region_affinity = |labels: &[(&str, &str)], selector: LabelSelector| {
+        make_pod()
+            .labels(labels)
+            .pod_affinity("region", selector, vec![], None)
+    };
+    // Two affinity terms: `service` exists and `wrongkey` does not; and
+    // `service` in [`value`] and not in [WrongValue].
+    let two_terms = |value: &str| {
+        region_affinity(
+            SECURITY,
+            make_selector()
+                .exists("service")
+                .not_exist("wrongkey")
+                .obj(),
+        )
+        .pod_affinity(
+            "region",
+            make_selector()
+                .r#in("service", vec![value])
+                .not_in("service", vec!["WrongValue"])
+                .obj(),
+            vec![],
+            None,
+        )
+        .obj()
+    };
+    // Affinity to security scanners by region, anti-affinity to antivirus
+    // scanners by node.
+    let scan_not_antivirus = |labels: &[(&str, &str)]| {
+        region_affinity(labels, security_scan()).pod_anti_affinity(
+            "node",
+            antivirus_scan(),
+            vec![],
+            None,
+        )
+    };
+    // One required anti-affinity term over `topology` per key, each
+    // selecting pods that have the key.
+    let anti_to = |pod: PodWrapper, topology: &str, keys: &[&str]| {
+        keys.iter().fold(pod, |pod, key| {
+            pod.pod_anti_affinity(topology, exists(key), vec![], None)
+        })
+    };
+    let team1_affinity = || {
+        make_pod()
+            .labels(SECURITY)
+            .pod_affinity("region", security_scan(), vec![], team1())
+            .obj()
+    };
+    let team_anti = |namespace_selector: Option<LabelSelector>| {
+        make_pod()
+            .namespace("subteam1.team1")
+            .labels(SECURITY)
+            .pod_anti_affinity("zone", security_scan(), vec![], namespace_selector)
+            .obj()
+    };
+    let ok = Status::success;
+    let skip = Status::skip;
+    let affinity = || unresolvable(ERR_REASON_AFFINITY_RULES_NOT_MATCH);
+    let anti = || unschedulable(ERR_REASON_ANTI_AFFINITY_RULES_NOT_MATCH);
+    let existing = || unschedulable(ERR_REASON_EXISTING_ANTI_AFFINITY_RULES_NOT_MATCH);
+    let bad_value = || {
+        Status::new(
+            Code::UnschedulableAndUnresolvable,
+            "parsing pod: requiredAffinityTerms: values[0][service]: Invalid value: \"{{.bad-value.}}\": a valid label must be an empty string or consist of alphanumeric characters, '-', '_' or '.', and must start and end with an alphanumeric character (e.g. 'MyValue',  or 'my_value',  or '12345', regex used for validation is '(([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9])?')",
+        )
+        .with_plugin(NAME)
+    };
+    let cases = vec![
+        Case {
+            name: "A pod that has no required pod affinity scheduling rules can schedule onto a node with no existing pods",
+            pod: make_pod().obj(),
+            pods: vec![],
+            want_pre_filter: skip(),
+            want_filter: ok(),
+        },
+        Case {
+            name: "satisfies with requiredDuringSchedulingIgnoredDuringExecution in PodAffinity using In operator that matches the existing pod",
+            pod: region_affinity(SECURITY, security_scan()).obj(),
+            pods: vec![scanner().obj()],
+            want_pre_filter: ok(),
+            want_filter: ok(),
+        },
+        Case {
+            name: "satisfies the pod with requiredDuringSchedulingIgnoredDuringExecution in PodAffinity using not in operator in labelSelector that matches the existing pod",
+            pod: region_affinity(SECURITY, service_not_in(vec!["securityscan3", "value3"])).obj(),
+            pods: vec![scanner().obj()],
+            want_pre_filter: ok(),
+            want_filter: ok(),
+        },
+        Case {
+            name: "Does not satisfy the PodAffinity with labelSelector because of diff Namespace",
+            pod: make_pod()
+                .labels(SECURITY)
+                .pod_affinity("", security_scan(), vec!["DiffNameSpace"], None)
+                .obj(),
+            pods: vec![scanner().namespace("ns").obj()],
+            want_pre_filter: ok(),
+            want_filter: affinity(),
+        },
+        Case {
+            name: "Doesn't satisfy the PodAffinity because of unmatching labelSelector with the existing pod",
+            pod: make_pod()
+                .labels(SERVICE)
+                .pod_affinity("", antivirus_scan(), vec![], None)
+                .obj(),
+            pods: vec![scanner().obj()],
+            want_pre_filter: ok(),
+            want_filter: affinity(),
+        },
+        Case {
+            name: "satisfies the PodAffinity with different label Operators in multiple RequiredDuringSchedulingIgnoredDuringExecution ",
+            pod: two_terms("securityscan"),
+            pods: vec![scanner().obj()],
+            want_pre_filter: ok(),
+            want_filter: ok(),
+        },
+        Case {
+            name: "The labelSelector requirements(items of matchExpressions) are ANDed, the pod cannot schedule onto the node because one of the matchExpression item don't match.",
+            pod: two_terms("securityscan2"),
+            pods: vec![scanner().obj()],
+            want_pre_filter: ok(),
+            want_filter: affinity(),
+        },
+        Case {
+            name: "satisfies the PodAffinity and PodAntiAffinity with the existing pod",
+            pod: scan_not_antivirus(SECURITY).obj(),
+            pods: vec![scanner().obj()],
+            want_pre_filter: ok(),
+            want_filter: ok(),
+        },
+        Case {
+            name: "satisfies the PodAffinity and PodAntiAffinity and PodAntiAffinity symmetry with the existing pod",
+            pod: scan_not_antivirus(SECURITY).obj(),
+            pods: vec![
+                scanner()
+                    .pod_anti_affinity("node", antivirus_scan(), vec![], None)
+                    .obj(),
+            ],
+            want_pre_filter: ok(),
+            want_filter: ok(),
+        },
+        Case {
+            name: "satisfies the PodAffinity but doesn't satisfy the PodAntiAffinity with the existing pod",
+            pod: region_affinity(SECURITY, security_scan())
+                .pod_anti_affinity("zone", security_scan(), vec![], None)
+                .obj(),
+            pods: vec![scanner().obj()],
+            want_pre_filter: ok(),
+            want_filter: anti(),
+        },
+        Case {
+            name: "satisfies the PodAffinity and PodAntiAffinity but doesn't satisfy PodAntiAffinity symmetry with the existing pod",
+            pod: scan_not_antivirus(SERVICE).obj(),
+            pods: vec![
+                scanner()
+                    .pod_anti_affinity("zone", security_scan(), vec![], None)
+                    .obj(),
+            ],
+            want_pre_filter: ok(),
+            want_filter: existing(),
+        },
+        Case {
+            name: "pod matches its own Label in PodAffinity and that matches the existing pod Labels",
+            pod: region_affinity(SERVICE, service_not_in(vec!["securityscan", "value2"])).obj(),
+            pods: vec![make_pod().labels(SERVICE).node("node2").obj()],
+            want_pre_filter: ok(),
+            want_filter: affinity(),
+        },
+        Case {
+            name: "verify that PodAntiAffinity from existing pod is respected when pod has no AntiAffinity constraints. doesn't satisfy PodAntiAffinity symmetry with the existing pod",
+            pod: make_pod().labels(SERVICE).obj(),
+            pods: vec![
+                scanner()
+                    .pod_anti_affinity("zone", security_scan(), vec![], None)
+                    .obj(),
+            ],
+            want_pre_filter: ok(),
+            want_filter: existing(),
+        },
+        Case {
+            name: "verify that PodAntiAffinity from existing pod is respected when pod has no AntiAffinity constraints. satisfy PodAntiAffinity symmetry with the existing pod",
+            pod: make_pod().labels(SERVICE).obj(),
+            pods: vec![
+                scanner()
+                    .pod_anti_affinity(
+                        "zone",
+                        service_not_in(vec!["securityscan", "value2"]),
+                        vec![],
+                        None,
+                    )
+                    .obj(),
+            ],
+            want_pre_filter: skip(),
+            want_filter: ok(),
+        },
+        Case {
+            name: "satisfies the PodAntiAffinity with existing pod but doesn't satisfy PodAntiAffinity symmetry with incoming pod",
+            pod: anti_to(
+                make_pod().labels(SERVICE),
+                "region",
+                &["service", "security"],
+            )
+            .obj(),
+            pods: vec![
+                anti_to(
+                    make_pod().node("node1").labels(SECURITY),
+                    "zone",
+                    &["security"],
+                )
+                .obj(),
+            ],
+            want_pre_filter: ok(),
+            want_filter: anti(),
+        },
+        Case {
+            name: "PodAntiAffinity symmetry check a1: incoming pod and existing pod partially match each other on AffinityTerms",
+            pod: anti_to(make_pod().labels(SERVICE), "zone", &["service", "security"]).obj(),
+            pods: vec![
+                anti_to(
+                    make_pod().node("node1").labels(SECURITY),
+                    "zone",
+                    &["security"],
+                )
+                .obj(),
+            ],
+            want_pre_filter: ok(),
+            want_filter: anti(),
+        },
+        Case {
+            name: "PodAntiAffinity symmetry check a2: incoming pod and existing pod partially match each other on AffinityTerms",
+            pod: anti_to(make_pod().labels(SECURITY), "zone", &["security"]).obj(),
+            pods: vec![anti_to(scanner(), "zone", &["service", "security"]).obj()],
+            want_pre_filter: ok(),
+            want_filter: existing(),
+        },
+        Case {
+            name: "PodAntiAffinity symmetry check b1: incoming pod and existing pod partially match each other on AffinityTerms",
+            pod: anti_to(
+                make_pod().labels(&[("abc", ""), ("xyz", "")]),
+                "zone",
+                &["abc", "def"],
+            )
+            .obj(),
+            pods: vec![
+                anti_to(
+                    make_pod().node("node1").labels(&[("def", ""), ("xyz", "")]),
+                    "zone",
+                    &["abc", "def"],
+                )
+                .obj(),
+            ],
+            want_pre_filter: ok(),
+            want_filter: anti(),
+        },
+        Case {
+            name: "PodAntiAffinity symmetry check b2: incoming pod and existing pod partially match each other on AffinityTerms",
+            pod: anti_to(
+                make_pod().labels(&[("def", ""), ("xyz", "")]),
+                "zone",
+                &["abc", "def"],
+            )
+            .obj(),
+            pods: vec![
+                anti_to(
+                    make_pod().node("node1").labels(&[("abc", ""), ("xyz", "")]),
+                    "zone",
+                    &["abc", "def"],
+                )
+                .obj(),
+            ],
+            want_pre_filter: ok(),
+            want_filter: anti(),
+        },
+        Case {
+            name: "PodAffinity fails PreFilter with an invalid affinity label syntax",
+            pod: region_affinity(SERVICE, service_in(vec!["{{.bad-value.}}"]))
+                .pod_affinity("node", antivirus_scan(), vec![], None)
+                .obj(),
+            pods: vec![],
+            want_pre_filter: bad_value(),
+            want_filter: ok(),
+        },
+        Case {
+            name: "PodAntiAffinity fails PreFilter with an invalid antiaffinity label syntax",
+            pod: region_affinity(SERVICE, service_in(vec!["foo"]))
+                .pod_affinity("node", service_in(vec!["{{.bad-value.}}"]), vec![], None)
+                .obj(),
+            pods: vec![],
+            want_pre_filter: bad_value(),
+            want_filter: ok(),
+        },
+        Case {
+            name: "affinity with NamespaceSelector",
+            pod: team1_affinity(),
+            pods: vec![scanner().namespace("subteam1.team1").obj()],
+            want_pre_filter: ok(),
+            want_filter: ok(),
+        },
+        Case {
+            name: "affinity with non-matching NamespaceSelector",
+            pod: team1_affinity(),
+            pods: vec![scanner().namespace("subteam1.team2").obj()],
+            want_pre_filter: ok(),
+            want_filter: affinity(),
+        },
+        Case {
+            name: "anti-affinity with matching NamespaceSelector",
+            pod: team_anti(team1()),
+            pods: vec![scanner().namespace("subteam2.team1").obj()],
+            want_pre_filter: ok(),
+            want_filter: anti(),
+        },
+        Case {
+            name: "anti-affinity with matching all NamespaceSelector",
+            pod: team_anti(Some(make_selector().obj())),
+            pods: vec![scanner().namespace("subteam2.team1").obj()],
+            want_pre_filter: ok(),
+            want_filter: anti(),
+        },
+        Case {
+            name: "anti-affinity with non-matching NamespaceSelector",
+            pod: team_anti(team1()),
+            pods: vec![scanner().namespace("subteam1.team2").obj()],
+            want_pre_filter: ok(),
+            want_filter: ok(),
+        },
+    ];
+    let node = make_node()
+        .name("node1")
+        .labels(&[("region", "r1"), ("zone", "z11")])
+        .obj();
+    let mut failures = Vec::new();
+    for case in cases {
+        let (pre_filter, filtered) = pre_filter_then_filter(
+            case.pod,
+            &case.pods,
+            std::slice::from_ref(&node),
+            TEAM_NAMESPACES,
+        );
+        if pre_filter != case.want_pre_filter {
+            failures.push(format!(
+                "{}: PreFilter {pre_filter:?}, want {:?}",
+                case.name, case.want_pre_filter
+            ));
+        } else if pre_filter.is_success() && filtered != [case.want_filter.clone()] {
+            failures.push(format!(
+                "{}: Filter {filtered:?}, want {:?}",
+                case.name, case.want_filter
+            ));
+        }
+    }
+    assert!(failures.is_empty(), "{}", failures.join("\n"));
+}
+
+/// Upstream `TestPreFilterDisabled` (filtering_test.go): Filter without
+/// PreFilter's state is an error.
+#[test]
+fn pre_filter_disabled_as_upstream() {
+    let infos = node_infos(&[Node::default()], &[]);
+    let got = InterPodAffinity::default().filter(
+        &CycleState::new(),
+        &PodInfo::from(Pod::default()),
+        &infos[0],
+    );
+    let want =
+        Status::error("error reading \"PreFilterInterPodAffinity\" from cycleState: not found")
+            .with_plugin(NAME);
+    assert_eq!(got, want);
 }
 
 #[test]

@@ -1,19 +1,40 @@
 //! Upstream's table tests, ported: `TestSingleConstraint`,
-//! `TestMultipleConstraints` (filtering_test.go) and
-//! `TestPodTopologySpreadScore` (scoring_test.go), including the
-//! NodeInclusionPolicy cases. Cases that only differ with a feature gate
-//! off (berth has NodeInclusionPolicy and matchLabelKeys always on) and
-//! the one that reads a Service are left out.
+//! `TestMultipleConstraints`, `TestPreFilterDisabled` (filtering_test.go),
+//! `TestPodTopologySpreadScore`
+//! and `TestPreScoreSkip` (scoring_test.go), including the
+//! NodeInclusionPolicy cases, and `Test_isSchedulableAfterNodeChange` /
+//! `Test_isSchedulableAfterPodChange` (plugin_test.go). Cases that only
+//! differ with a feature gate off (berth has NodeInclusionPolicy and
+//! matchLabelKeys always on) and the one that reads a Service are left out.
+//!
+//! Not ported, because they assert the shape of upstream's cycle state,
+//! which berth's does not share: `TestPreFilterState`,
+//! `TestPreFilterStateAddPod` and `TestPreFilterStateRemovePod`
+//! (filtering_test.go) compare `preFilterState`'s `TpPairToMatchNum` and
+//! its two `TpKeyToCriticalPaths` per key; berth's `PreFilterState`
+//! keeps each constraint's minimum count and the per-domain counts live
+//! in the cycle memory's slots (`counts`), brought forward over the pod
+//! log; berth's framework has no PreFilter extensions (upstream's
+//! AddPod/RemovePod, which only preemption calls). `TestPreScoreStateEmptyNodes` (scoring_test.go)
+//! compares `preScoreState`'s `IgnoredNodes` and `TopologyPairToPodCounts`,
+//! which berth does not keep (ignored nodes are only counted, and the
+//! counts are in the memory too); its normalising weights are what the
+//! score table's results pin down. The behaviour all of these stand for is checked
+//! through Filter and Score by the tables above.
 
 use k8s_openapi::api::core::v1::{Node, Pod};
 
 use super::*;
 use crate::framework::{
     Code, CycleState, FilterPlugin, NodeScore, PodInfo, PreFilterPlugin, PreScorePlugin,
-    ScorePlugin, Snapshot,
+    ScorePlugin, Snapshot, Status,
 };
 use crate::plugins::testing::*;
-use berth_core::test_util::{HONOR, IGNORE, MATCH_EXPRESSIONS, make_node, make_pod, make_selector};
+use crate::snapshot::{ServedWorkloads, WorkloadSelectors};
+use berth_core::test_util::{
+    HONOR, IGNORE, MATCH_EXPRESSIONS, PodWrapper, make_node, make_pod, make_selector, taint, tol,
+};
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::LabelSelector;
 
 struct Case {
     name: &'static str,
@@ -4191,4 +4212,446 @@ fn score_cases() -> Vec<ScoreCase> {
             ],
         },
     ]
+}
+
+/// `.spread_constraint(1, key, DoNotSchedule, selector, …)` with only the
+/// node taints policy set, as upstream's hint tables write them.
+fn hard_spread(
+    pod: PodWrapper,
+    key: &str,
+    selector: Option<LabelSelector>,
+    node_taints_policy: Option<&str>,
+) -> PodWrapper {
+    pod.spread_constraint(
+        1,
+        key,
+        DO_NOT_SCHEDULE,
+        selector,
+        None,
+        None,
+        node_taints_policy,
+        None,
+    )
+}
+
+/// A row of a queueing hint table: the waiting pod, the object before
+/// and after the event, and whether the pod should be queued (`true`,
+/// upstream's `Queue`; `false`, its `QueueSkip`).
+struct HintCase<T> {
+    name: &'static str,
+    pod: Pod,
+    old: Option<T>,
+    new: Option<T>,
+    want: bool,
+}
+
+fn run_hint_cases<T>(
+    cases: Vec<HintCase<T>>,
+    hint: impl Fn(&PodTopologySpread, &Pod, Option<&T>, Option<&T>, &dyn WorkloadSelectors) -> bool,
+) {
+    let pl = plugin();
+    for case in cases {
+        let got = hint(
+            &pl,
+            &case.pod,
+            case.old.as_ref(),
+            case.new.as_ref(),
+            &ServedWorkloads,
+        );
+        assert_eq!(got, case.want, "{}", case.name);
+    }
+}
+
+/// Upstream `Test_isSchedulableAfterNodeChange` (plugin_test.go).
+#[test]
+fn is_schedulable_after_node_change_as_upstream() {
+    type Case = HintCase<Node>;
+    let zone = || hard_spread(make_pod().name("p"), "zone", foo_selector(), None).obj();
+    let zone_and_node = || {
+        hard_spread(
+            hard_spread(make_pod().name("p"), "zone", foo_selector(), None),
+            "node",
+            foo_selector(),
+            None,
+        )
+        .obj()
+    };
+    let node = |labels: &[(&str, &str)]| make_node().name("node-a").labels(labels).obj();
+    let tainted = |labels: &[(&str, &str)], key: &str| {
+        make_node()
+            .name("node-a")
+            .labels(labels)
+            .taints(vec![taint(key, "bbb", "NoSchedule")])
+            .obj()
+    };
+    let cases = vec![
+        Case {
+            name: "node updates label which matches topologyKey",
+            pod: zone(),
+            old: Some(node(&[("zone", "zone1")])),
+            new: Some(node(&[("zone", "zone2")])),
+            want: true,
+        },
+        Case {
+            name: "node that doesn't match topologySpreadConstraints updates non-related label",
+            pod: zone(),
+            old: Some(node(&[("foo", "bar1")])),
+            new: Some(node(&[("foo", "bar2")])),
+            want: false,
+        },
+        Case {
+            name: "node that match topologySpreadConstraints adds non-related label",
+            pod: zone_and_node(),
+            old: Some(node(&[
+                ("zone", "zone1"),
+                ("node", "node1"),
+                ("foo", "bar"),
+            ])),
+            new: Some(node(&[("zone", "zone1"), ("node", "node1")])),
+            want: false,
+        },
+        Case {
+            name: "create node with non-related labels",
+            pod: zone(),
+            old: None,
+            new: Some(node(&[("foo", "bar")])),
+            want: false,
+        },
+        Case {
+            name: "create node with related labels",
+            pod: zone(),
+            old: None,
+            new: Some(node(&[("zone", "zone1")])),
+            want: true,
+        },
+        Case {
+            name: "delete node with non-related labels",
+            pod: zone(),
+            old: Some(node(&[("foo", "bar")])),
+            new: None,
+            want: false,
+        },
+        Case {
+            name: "delete node with related labels",
+            pod: zone(),
+            old: Some(node(&[("zone", "zone1")])),
+            new: None,
+            want: true,
+        },
+        Case {
+            name: "add node with related labels that only match one of topologySpreadConstraints",
+            pod: zone_and_node(),
+            old: None,
+            new: Some(node(&[("zone", "zone1")])),
+            want: false,
+        },
+        Case {
+            name: "add node with related labels that match all topologySpreadConstraints",
+            pod: zone_and_node(),
+            old: None,
+            new: Some(node(&[("zone", "zone1"), ("node", "node1")])),
+            want: true,
+        },
+        Case {
+            name: "update node with related labels that only match one of topologySpreadConstraints",
+            pod: zone_and_node(),
+            old: Some(node(&[("zone", "zone1")])),
+            new: Some(node(&[("zone", "zone1")])),
+            want: false,
+        },
+        Case {
+            name: "update node with related labels that match all topologySpreadConstraints",
+            pod: zone_and_node(),
+            old: Some(node(&[("zone", "zone1"), ("node", "node1")])),
+            new: Some(node(&[("zone", "zone1"), ("node", "node2")])),
+            want: true,
+        },
+        Case {
+            name: "update node with different taints that match all topologySpreadConstraints",
+            pod: zone_and_node(),
+            old: Some(tainted(&[("zone", "zone1"), ("node", "node1")], "aaa")),
+            new: Some(tainted(&[("zone", "zone1"), ("node", "node1")], "ccc")),
+            want: true,
+        },
+        Case {
+            name: "update node with different taints that only match one of topologySpreadConstraints",
+            pod: zone_and_node(),
+            old: Some(tainted(&[("node", "node1")], "aaa")),
+            new: Some(tainted(&[("node", "node1")], "ccc")),
+            want: false,
+        },
+    ];
+    run_hint_cases(cases, PodTopologySpread::is_schedulable_after_node_change);
+}
+
+/// Upstream `Test_isSchedulableAfterPodChange` (plugin_test.go). berth
+/// has NodeInclusionPolicy always on, as the case that turns it on.
+#[test]
+fn is_schedulable_after_pod_change_as_upstream() {
+    type Case = HintCase<Pod>;
+    let waiting = || make_pod().uid("p").name("p").label("foo", "");
+    let zone = || hard_spread(waiting(), "zone", foo_selector(), None).obj();
+    // The zone constraint with `nodeTaintsPolicy` `taints`, and a node
+    // constraint over `bar`.
+    let zone_and_node = |taints: Option<&str>| {
+        hard_spread(
+            hard_spread(waiting(), "zone", foo_selector(), taints),
+            "node",
+            bar_selector(),
+            None,
+        )
+        .obj()
+    };
+    let bound = || make_pod().uid("p2").node("fake-node");
+    let itself = || make_pod().uid("p").name("p");
+    let unschedulable_toleration = || {
+        tol(
+            "node.kubernetes.io/unschedulable",
+            "Exists",
+            "",
+            "NoSchedule",
+        )
+    };
+    let cases = vec![
+        Case {
+            name: "add pod with labels match topologySpreadConstraints selector",
+            pod: zone(),
+            old: None,
+            new: Some(bound().label("foo", "").obj()),
+            want: true,
+        },
+        Case {
+            name: "add un-scheduled pod",
+            pod: zone(),
+            old: None,
+            new: Some(make_pod().uid("p2").label("foo", "").obj()),
+            want: false,
+        },
+        Case {
+            name: "update un-scheduled pod",
+            pod: zone(),
+            old: Some(make_pod().uid("p2").label("bar", "").obj()),
+            new: Some(make_pod().uid("p2").label("foo", "").obj()),
+            want: false,
+        },
+        Case {
+            name: "delete un-scheduled pod",
+            pod: zone(),
+            old: Some(make_pod().uid("p2").label("foo", "").obj()),
+            new: None,
+            want: false,
+        },
+        Case {
+            name: "add pod with different namespace",
+            pod: zone(),
+            old: None,
+            new: Some(bound().namespace("fake-namespace").label("foo", "").obj()),
+            want: false,
+        },
+        Case {
+            name: "add pod with labels don't match topologySpreadConstraints selector",
+            pod: zone(),
+            old: None,
+            new: Some(bound().label("bar", "").obj()),
+            want: false,
+        },
+        Case {
+            name: "delete pod with labels that match topologySpreadConstraints selector",
+            pod: zone(),
+            old: Some(bound().label("foo", "").obj()),
+            new: None,
+            want: true,
+        },
+        Case {
+            name: "delete pod with labels that don't match topologySpreadConstraints selector",
+            pod: zone(),
+            old: Some(bound().label("bar", "").obj()),
+            new: None,
+            want: false,
+        },
+        Case {
+            name: "update pod's non-related label",
+            pod: zone(),
+            old: Some(bound().label("foo", "").label("bar", "bar1").obj()),
+            new: Some(bound().label("foo", "").label("bar", "bar2").obj()),
+            want: false,
+        },
+        Case {
+            name: "add pod's label that matches topologySpreadConstraints selector",
+            pod: zone(),
+            old: Some(bound().obj()),
+            new: Some(bound().label("foo", "").obj()),
+            want: true,
+        },
+        Case {
+            name: "delete pod label that matches topologySpreadConstraints selector",
+            pod: zone(),
+            old: Some(bound().label("foo", "").obj()),
+            new: Some(bound().obj()),
+            want: true,
+        },
+        Case {
+            name: "change pod's label that matches topologySpreadConstraints selector",
+            pod: zone(),
+            old: Some(bound().label("foo", "foo1").obj()),
+            new: Some(bound().label("foo", "foo2").obj()),
+            want: false,
+        },
+        Case {
+            name: "change pod's label that doesn't match topologySpreadConstraints selector",
+            pod: zone(),
+            old: Some(bound().label("foo", "").label("bar", "bar1").obj()),
+            new: Some(bound().label("foo", "").label("bar", "bar2").obj()),
+            want: false,
+        },
+        Case {
+            name: "add pod's label that matches topologySpreadConstraints selector with multi topologySpreadConstraints",
+            pod: zone_and_node(None),
+            old: Some(bound().label("foo", "").obj()),
+            new: Some(bound().label("foo", "").label("bar", "bar2").obj()),
+            want: true,
+        },
+        Case {
+            name: "change pod's label that doesn't match topologySpreadConstraints selector with multi topologySpreadConstraints",
+            pod: zone_and_node(None),
+            old: Some(bound().label("foo", "").obj()),
+            new: Some(bound().label("foo", "").label("baz", "").obj()),
+            want: false,
+        },
+        Case {
+            name: "change pod's label that match topologySpreadConstraints selector with multi topologySpreadConstraints",
+            pod: zone_and_node(None),
+            old: Some(bound().label("foo", "").label("bar", "").obj()),
+            new: Some(bound().label("foo", "").label("bar", "bar2").obj()),
+            want: false,
+        },
+        Case {
+            name: "the unschedulable Pod has topologySpreadConstraint with NodeTaintsPolicy:Honor and has got a new toleration",
+            pod: zone_and_node(Some(HONOR)),
+            old: Some(itself().label("foo", "").obj()),
+            new: Some(
+                itself()
+                    .label("foo", "")
+                    .toleration(unschedulable_toleration())
+                    .obj(),
+            ),
+            want: true,
+        },
+        Case {
+            name: "the unschedulable Pod has topologySpreadConstraint without NodeTaintsPolicy:Honor and has got a new toleration",
+            pod: zone_and_node(Some(IGNORE)),
+            old: Some(itself().label("foo", "").obj()),
+            new: Some(
+                itself()
+                    .label("foo", "")
+                    .toleration(unschedulable_toleration())
+                    .obj(),
+            ),
+            want: false,
+        },
+        Case {
+            name: "the unschedulable Pod has topologySpreadConstraint and has got a new label matching the selector of the constraint",
+            pod: zone_and_node(Some(IGNORE)),
+            old: Some(itself().obj()),
+            new: Some(itself().label("foo", "").obj()),
+            want: true,
+        },
+        Case {
+            name: "the unschedulable Pod has topologySpreadConstraint and has got a new unrelated label",
+            pod: zone_and_node(Some(IGNORE)),
+            old: Some(itself().obj()),
+            new: Some(itself().label("unrelated", "").obj()),
+            want: false,
+        },
+    ];
+    run_hint_cases(cases, PodTopologySpread::is_schedulable_after_pod_change);
+}
+
+/// Upstream `TestPreScoreSkip` (scoring_test.go): PreScore skips a pod
+/// with no soft constraints, and one whose default constraints get no
+/// selector because no known workload owns it (berth's scheduler knows no
+/// ReplicaSet selector, `ServedWorkloads`; upstream's knows `rs1`, which
+/// is not the pod's owner).
+#[test]
+fn pre_score_skip_as_upstream() {
+    struct Case {
+        name: &'static str,
+        pod: Pod,
+        nodes: Vec<Node>,
+        plugin: PodTopologySpread,
+    }
+    let owner = |name: &str| k8s_openapi::apimachinery::pkg::apis::meta::v1::OwnerReference {
+        api_version: "apps/v1".into(),
+        kind: "ReplicaSet".into(),
+        name: name.into(),
+        controller: Some(true),
+        ..Default::default()
+    };
+    let planet = k8s_openapi::api::core::v1::TopologySpreadConstraint {
+        max_skew: 2,
+        topology_key: "planet".into(),
+        when_unsatisfiable: SCHEDULE_ANYWAY.into(),
+        ..Default::default()
+    };
+    let cases = vec![
+        Case {
+            name: "the pod doesn't have soft topology spread Constraints",
+            pod: make_pod().name("p").namespace("default").obj(),
+            nodes: vec![
+                make_node()
+                    .name("node-a")
+                    .labels(&[(LABEL_HOSTNAME, "node-a")])
+                    .obj(),
+                make_node()
+                    .name("node-b")
+                    .labels(&[(LABEL_HOSTNAME, "node-b")])
+                    .obj(),
+            ],
+            plugin: plugin(),
+        },
+        Case {
+            name: "default constraints and a replicaset that doesn't match",
+            pod: make_pod()
+                .name("p")
+                .namespace("default")
+                .label("foo", "bar")
+                .label("baz", "sup")
+                .owner_reference(owner("rs2"))
+                .obj(),
+            nodes: vec![
+                make_node()
+                    .name("node-a")
+                    .labels(&[("planet", "mars")])
+                    .obj(),
+            ],
+            plugin: PodTopologySpread::new(DefaultingType::List, vec![planet], Default::default()),
+        },
+    ];
+    for case in cases {
+        let infos = node_infos(&case.nodes, &[]);
+        let snapshot = Snapshot::of_nodes(&infos);
+        let feasible: Vec<&NodeInfo> = infos.iter().collect();
+        let status = case.plugin.pre_score(
+            &mut CycleState::new(),
+            &PodInfo::from(case.pod),
+            &snapshot,
+            &feasible,
+        );
+        assert!(status.is_skip(), "{}: {status}", case.name);
+    }
+}
+
+/// Upstream `TestPreFilterDisabled` (filtering_test.go): Filter without
+/// PreFilter's state is an error.
+#[test]
+fn pre_filter_disabled_as_upstream() {
+    let infos = node_infos(&[Node::default()], &[]);
+    let got = plugin().filter(
+        &CycleState::new(),
+        &PodInfo::from(Pod::default()),
+        &infos[0],
+    );
+    let want = Status::error("reading \"PreFilterPodTopologySpread\" from cycleState: not found")
+        .with_plugin(NAME);
+    assert_eq!(got, want);
 }
