@@ -25,6 +25,8 @@ pub const GROUP_BOOTSTRAPPERS: &str = "system:bootstrappers";
 /// simulated nodes, which no node credential may do; it reads Nodes and
 /// pods and writes nothing (each simulated node writes as itself).
 pub const SIM_FLEET_USER: &str = "system:berth:sim";
+/// Where a node agent trades the join token for its node credential.
+pub const NODE_CREDENTIAL_PATH: &str = "/berth/v1/node-credential";
 /// Where node Leases live.
 const NODE_LEASE_NAMESPACE: &str = "kube-node-lease";
 
@@ -422,8 +424,9 @@ fn authorize_node(node: &str, info: &RequestInfo) -> NodeDecision {
                 Allow
             }
         }
-        // The static node rules.
-        ("", "namespaces", "") if read => Allow,
+        // The static node rules (upstream's NodeRules: services for the
+        // kubelet's service environment variables).
+        ("", "namespaces", "") | ("", "services", "") if read => Allow,
         ("", "events", "") | ("events.k8s.io", "events", "")
             if read || matches!(verb, "create" | "update" | "patch") =>
         {
@@ -480,25 +483,103 @@ fn forbidden(user: &User, info: &RequestInfo, reason: &str) -> ApiError {
     err
 }
 
-/// Decides a resource request.
-pub fn authorize(user: &User, info: &RequestInfo) -> Result<Authorized, ApiError> {
+/// What the authorizer decides about a resource request.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Decision {
+    Allow,
+    /// Allowed if the named pod is bound to this node.
+    IfPodBoundTo(String),
+    /// Refused, with the authorizer's reason (empty where upstream gives
+    /// none).
+    Deny(String),
+}
+
+/// Decides a resource request: admins (and berth's own components) may
+/// do everything, every user may ask about its own access (upstream's
+/// `system:basic-user`), nodes what the node authorizer allows, the
+/// simulated fleet's watcher read Nodes and pods.
+pub fn decide(user: &User, info: &RequestInfo) -> Decision {
     // berth's own scheduler and controllers may do what an admin may: they
     // have users of their own so that flow control and logs tell them apart
     // (upstream's ClusterRoles for them cover what they use).
-    if user.in_group(GROUP_MASTERS) || is_builtin_component(user) {
-        return Ok(Authorized::Yes);
+    if is_admin(user) || is_self_review(info) {
+        return Decision::Allow;
     }
     if let Some(node) = user.node_name() {
         return match authorize_node(node, info) {
-            NodeDecision::Allow => Ok(Authorized::Yes),
-            NodeDecision::IfPodBound => Ok(Authorized::IfPodBoundTo(node.to_string())),
-            NodeDecision::Deny(reason) => Err(forbidden(user, info, &reason)),
+            NodeDecision::Allow => Decision::Allow,
+            NodeDecision::IfPodBound => Decision::IfPodBoundTo(node.to_string()),
+            NodeDecision::Deny(reason) => Decision::Deny(reason),
         };
     }
     if user.name == SIM_FLEET_USER && allowed_for_sim_fleet(info) {
-        return Ok(Authorized::Yes);
+        return Decision::Allow;
     }
-    Err(forbidden(user, info, ""))
+    Decision::Deny(String::new())
+}
+
+/// Decides a resource request; a refusal is RBAC's 403.
+pub fn authorize(user: &User, info: &RequestInfo) -> Result<Authorized, ApiError> {
+    match decide(user, info) {
+        Decision::Allow => Ok(Authorized::Yes),
+        Decision::IfPodBoundTo(node) => Ok(Authorized::IfPodBoundTo(node)),
+        Decision::Deny(reason) => Err(forbidden(user, info, &reason)),
+    }
+}
+
+/// Upstream's `system:basic-user`, bound to every authenticated user:
+/// creating the reviews of one's own access and identity.
+fn is_self_review(info: &RequestInfo) -> bool {
+    info.verb == "create"
+        && info.subresource.is_empty()
+        && matches!(
+            (info.api_group.as_str(), info.resource.as_str()),
+            (
+                "authorization.k8s.io",
+                "selfsubjectaccessreviews" | "selfsubjectrulesreviews"
+            ) | ("authentication.k8s.io", "selfsubjectreviews")
+        )
+}
+
+/// The non-resource paths every authenticated user may get (upstream's
+/// `system:discovery` and `system:public-info-viewer`); `*` ends a prefix.
+pub const DISCOVERY_PATHS: &[&str] = &[
+    "/api",
+    "/api/*",
+    "/apis",
+    "/apis/*",
+    "/healthz",
+    "/livez",
+    "/openapi",
+    "/openapi/*",
+    "/readyz",
+    "/version",
+    "/version/",
+];
+
+/// Whether `user` may `verb` the non-resource `path`, as the server
+/// decides it: admins anything, the join token's holder its node
+/// credential, everyone discovery, OpenAPI, health and version.
+pub fn non_resource_allowed(user: &User, path: &str, verb: &str) -> bool {
+    if is_admin(user) {
+        return true;
+    }
+    if path == NODE_CREDENTIAL_PATH {
+        return verb == "post" && user.in_group(GROUP_BOOTSTRAPPERS);
+    }
+    verb == "get"
+        && DISCOVERY_PATHS
+            .iter()
+            .any(|allowed| match allowed.strip_suffix('*') {
+                Some(prefix) => path.starts_with(prefix),
+                None => path == *allowed,
+            })
+}
+
+/// An admin (`system:masters`), or berth's own scheduler and controllers,
+/// which may do what an admin may.
+pub fn is_admin(user: &User) -> bool {
+    user.in_group(GROUP_MASTERS) || is_builtin_component(user)
 }
 
 /// berth's scheduler or controllers (in-process, never from a token).

@@ -121,8 +121,16 @@ pub fn request_to_stored(
         // YAML bodies are decoded by the handler; only JSON is renamed here.
         return Err(ApiError::unsupported_media_type(content_type));
     }
-    let value: Value = serde_json::from_slice(body)
-        .map_err(|e| ApiError::bad_request(format!("error decoding request body: {e}")))?;
+    // A protobuf body is converted as protobuf (an events.k8s.io Event
+    // becomes a core/v1 Event, which the handler then decodes as sent).
+    let protobuf = content_type.starts_with(berth_proto::CONTENT_TYPE);
+    let value: Value = if protobuf {
+        berth_proto::decode_object(body)
+            .map_err(|e| ApiError::bad_request(format!("error decoding request body: {e}")))?
+    } else {
+        serde_json::from_slice(body)
+            .map_err(|e| ApiError::bad_request(format!("error decoding request body: {e}")))?
+    };
     let converted = if info.verb == "patch" {
         patch_to_core(&value)
     } else {
@@ -142,6 +150,11 @@ pub fn request_to_stored(
         }
         event_to_core(&value)
     };
+    if protobuf {
+        return berth_proto::encode_object(&converted)
+            .map(Bytes::from)
+            .map_err(ApiError::internal);
+    }
     Ok(Bytes::from(converted.to_string()))
 }
 

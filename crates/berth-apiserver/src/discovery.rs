@@ -276,7 +276,15 @@ mod tests {
             .unwrap_or_default();
         assert_eq!(
             groups,
-            ["coordination.k8s.io", "events.k8s.io", "apps", "policy"]
+            [
+                "coordination.k8s.io",
+                "events.k8s.io",
+                "apps",
+                "discovery.k8s.io",
+                "authorization.k8s.io",
+                "authentication.k8s.io",
+                "policy"
+            ]
         );
         let apps = doc["items"]
             .as_array()
@@ -304,6 +312,27 @@ mod tests {
         let revisions = resource("controllerrevisions");
         assert_eq!(revisions["responseKind"]["kind"], "ControllerRevision");
         assert!(revisions.get("shortNames").is_none() && revisions.get("categories").is_none());
+        // The reviews are create-only, as upstream lists them.
+        let (_, authorization) = body(serve("/apis", &headers, &User::admin()).expect("served"));
+        let reviews: Vec<Value> = authorization["items"]
+            .as_array()
+            .and_then(|i| {
+                i.iter()
+                    .find(|g| g["metadata"]["name"] == "authorization.k8s.io")
+            })
+            .and_then(|g| g["versions"][0]["resources"].as_array().cloned())
+            .unwrap_or_default();
+        let review_verbs: Vec<(&str, &Value)> = reviews
+            .iter()
+            .map(|r| (r["resource"].as_str().unwrap_or(""), &r["verbs"]))
+            .collect();
+        assert_eq!(
+            review_verbs,
+            [
+                ("selfsubjectaccessreviews", &json!(["create"])),
+                ("selfsubjectrulesreviews", &json!(["create"]))
+            ]
+        );
         let (_, core) = body(serve("/api", &headers, &User::admin()).expect("served"));
         let pods = core["items"][0]["versions"][0]["resources"]
             .as_array()

@@ -9,7 +9,8 @@
 //! - [`selectors`]: label and field selectors;
 //! - [`status`]: errors as Kubernetes `Status` objects;
 //! - [`request_info`], [`resources`], [`objects`], [`strategy`]: what a
-//!   request asks for, the served types, object metadata, per-type rules.
+//!   request asks for, the served types, object metadata, per-type rules;
+//! - [`allocators`]: Services' cluster IPs and node ports, their ranges.
 //!
 //! And the server: [`cache`] (the watch cache), [`registry`] (the store and
 //! the watch caches kept consistent), [`cluster_identity`], [`watch_limits`],
@@ -20,6 +21,7 @@
 //! timeouts) and [`server`] (HTTPS, graceful shutdown).
 
 pub mod admission;
+pub mod allocators;
 pub mod api;
 pub mod auth;
 pub mod body;

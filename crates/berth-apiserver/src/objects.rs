@@ -224,6 +224,7 @@ pub fn prepare_for_create(
     meta.insert("uid".into(), Value::String(uid));
     meta.insert("creationTimestamp".into(), Value::String(format_time(now)));
     meta.insert("generation".into(), json!(1));
+    drop_empty_lists(meta);
     for server_owned in [
         "resourceVersion",
         "deletionTimestamp",
@@ -273,6 +274,21 @@ pub fn prepare_for_update(object: &mut Value, old: &Value) {
         generation
     };
     meta.insert("generation".into(), json!(generation));
+    drop_empty_lists(meta);
+}
+
+/// `ownerReferences` and `finalizers` left empty (the garbage collector
+/// took the last one off) are dropped, as Go's `omitempty` drops them
+/// upstream: clients see the field gone, not `[]`.
+fn drop_empty_lists(meta: &mut Map<String, Value>) {
+    for list in ["ownerReferences", "finalizers"] {
+        if meta
+            .get(list)
+            .is_some_and(|v| v.is_null() || v.as_array().is_some_and(Vec::is_empty))
+        {
+            meta.remove(list);
+        }
+    }
 }
 
 /// Recounts `generation` against the stored object once admission has had

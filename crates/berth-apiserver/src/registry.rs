@@ -38,10 +38,14 @@ use std::sync::atomic::{AtomicI64, Ordering};
 use berth_store::{AnyStore, KeyValue, ListOptions, Store, StoreError};
 use serde_json::Value;
 
+use futures::future::BoxFuture;
+
+use crate::allocators::Claims;
 use crate::cache::ResourceCache;
 use crate::objects::{StoredJson, resource_version_of, set_resource_version};
-use crate::resources::{NAMESPACES, RESOURCES, ResourceType};
+use crate::resources::{NAMESPACES, PODS, RESOURCES, ResourceType};
 use crate::status::ApiError;
+use crate::strategy::PodBinding;
 
 type ApiResult<T> = Result<T, ApiError>;
 
@@ -254,9 +258,14 @@ impl Registry {
     }
 
     /// What the namespace controller does upstream, done at once: every
-    /// namespaced object of a deleted namespace goes with it.
-    pub async fn delete_namespace_contents(&self, ns: &str) {
-        for rt in RESOURCES.iter().filter(|r| r.namespaced) {
+    /// namespaced object of a deleted namespace goes with it. Returns what
+    /// the deleted objects held of the allocators, to be given back.
+    pub async fn delete_namespace_contents(&self, ns: &str) -> Vec<Claims> {
+        let mut held = Vec::new();
+        let stored = RESOURCES
+            .iter()
+            .filter(|r| r.namespaced && r.stored_as.is_none() && r.strategy.is_stored());
+        for rt in stored {
             let Ok(page) = self
                 .store
                 .list(&rt.prefix(Some(ns)), ListOptions::default())
@@ -265,9 +274,17 @@ impl Registry {
                 continue;
             };
             for kv in page.items {
-                let _ = self.store.delete(&kv.key, kv.mod_revision).await;
+                if self.store.delete(&kv.key, kv.mod_revision).await.is_ok()
+                    && let Ok(object) = serde_json::from_slice::<Value>(&kv.value)
+                {
+                    let claims = rt.strategy.held(&object);
+                    if !claims.is_empty() {
+                        held.push(claims);
+                    }
+                }
             }
         }
+        held
     }
 
     /// 404 unless namespace `ns` exists.
@@ -292,5 +309,26 @@ impl Registry {
             Some(_) => Ok(()),
             None => Err(ApiError::not_found("", "namespaces", ns)),
         }
+    }
+}
+
+/// A node's access review asks whether a pod is bound to it: the stored
+/// pod says.
+impl PodBinding for Registry {
+    fn bound<'a>(
+        &'a self,
+        namespace: &'a str,
+        name: &'a str,
+        node: &'a str,
+    ) -> BoxFuture<'a, bool> {
+        Box::pin(async move {
+            let pod = self.find(&PODS, namespace, name).await.ok().flatten();
+            pod.and_then(|(pod, _)| {
+                pod.pointer("/spec/nodeName")
+                    .and_then(Value::as_str)
+                    .map(|bound| bound == node)
+            })
+            .unwrap_or(false)
+        })
     }
 }

@@ -11,8 +11,8 @@
 
 pub use crate::strategy::{ResourceType, Subresource};
 use crate::strategy::{
-    controllerrevision, daemonset, deployment, event, lease, namespace, node, pod, replicaset,
-    statefulset,
+    config, controllerrevision, daemonset, deployment, event, lease, namespace, node, pod,
+    replicaset, review, service, statefulset, stored,
 };
 
 const ALL_VERBS: &[&str] = &[
@@ -108,6 +108,14 @@ pub static PODS: ResourceType = ResourceType {
             group: "",
             version: "v1",
             kind: "Pod",
+            verbs: &["get"],
+        },
+        // berth's: why the pod goes where it goes (api/scheduling.rs).
+        Subresource {
+            name: "scheduling",
+            group: "berth.dev",
+            version: "v1alpha1",
+            kind: "PodScheduling",
             verbs: &["get"],
         },
     ],
@@ -245,6 +253,157 @@ pub static CONTROLLERREVISIONS: ResourceType = ResourceType {
     strategy: &controllerrevision::ControllerRevisions,
 };
 
+// The common core types: stored, validated, defaulted, listed and watched,
+// with no data plane behind them (Services get cluster IPs and node ports,
+// nothing proxies to them). Services and Endpoints are stored where
+// upstream keeps them, under `/registry/services/`.
+
+/// A namespaced core/v1 type with every verb and no subresource, stored
+/// under its plural: where the declarations below start.
+const fn core_namespaced(
+    kind: &'static str,
+    plural: &'static str,
+    singular: &'static str,
+    strategy: &'static dyn crate::strategy::Strategy,
+) -> ResourceType {
+    ResourceType {
+        group: "",
+        version: "v1",
+        kind,
+        plural,
+        singular,
+        namespaced: true,
+        short_names: &[],
+        categories: &[],
+        subresources: &[],
+        storage: plural,
+        verbs: ALL_VERBS,
+        stored_as: None,
+        strategy,
+    }
+}
+
+pub static CONFIG_MAPS: ResourceType = ResourceType {
+    short_names: &["cm"],
+    ..core_namespaced("ConfigMap", "configmaps", "configmap", &config::ConfigMaps)
+};
+
+pub static SECRETS: ResourceType = core_namespaced("Secret", "secrets", "secret", &config::Secrets);
+
+pub static SERVICE_ACCOUNTS: ResourceType = ResourceType {
+    short_names: &["sa"],
+    ..core_namespaced(
+        "ServiceAccount",
+        "serviceaccounts",
+        "serviceaccount",
+        &stored::ServiceAccounts,
+    )
+};
+
+pub static SERVICES: ResourceType = ResourceType {
+    short_names: &["svc"],
+    categories: &["all"],
+    subresources: &[STATUS],
+    storage: "services/specs",
+    ..core_namespaced("Service", "services", "service", &service::Services)
+};
+
+pub static ENDPOINTS: ResourceType = ResourceType {
+    short_names: &["ep"],
+    storage: "services/endpoints",
+    ..core_namespaced(
+        "Endpoints",
+        "endpoints",
+        "endpoints",
+        &stored::EndpointsStrategy,
+    )
+};
+
+pub static ENDPOINT_SLICES: ResourceType = ResourceType {
+    group: "discovery.k8s.io",
+    ..core_namespaced(
+        "EndpointSlice",
+        "endpointslices",
+        "endpointslice",
+        &stored::EndpointSlices,
+    )
+};
+
+pub static RESOURCE_QUOTAS: ResourceType = ResourceType {
+    short_names: &["quota"],
+    subresources: &[STATUS],
+    ..core_namespaced(
+        "ResourceQuota",
+        "resourcequotas",
+        "resourcequota",
+        &stored::ResourceQuotas,
+    )
+};
+
+pub static LIMIT_RANGES: ResourceType = ResourceType {
+    short_names: &["limits"],
+    ..core_namespaced(
+        "LimitRange",
+        "limitranges",
+        "limitrange",
+        &stored::LimitRanges,
+    )
+};
+
+// The reviews of one's own access and identity: create-only, answered by
+// the authorizer, never stored (no storage, no watch cache).
+
+/// A review: cluster-scoped, created only, not stored.
+const fn self_review(
+    group: &'static str,
+    kind: &'static str,
+    plural: &'static str,
+    singular: &'static str,
+    strategy: &'static review::Review,
+) -> ResourceType {
+    ResourceType {
+        group,
+        version: "v1",
+        kind,
+        plural,
+        singular,
+        namespaced: false,
+        short_names: &[],
+        categories: &[],
+        subresources: &[],
+        storage: "",
+        verbs: &["create"],
+        stored_as: None,
+        strategy,
+    }
+}
+
+pub static SELF_SUBJECT_ACCESS_REVIEWS: ResourceType = self_review(
+    "authorization.k8s.io",
+    "SelfSubjectAccessReview",
+    "selfsubjectaccessreviews",
+    "selfsubjectaccessreview",
+    &review::Review::Access,
+);
+
+pub static SELF_SUBJECT_RULES_REVIEWS: ResourceType = self_review(
+    "authorization.k8s.io",
+    "SelfSubjectRulesReview",
+    "selfsubjectrulesreviews",
+    "selfsubjectrulesreview",
+    &review::Review::Rules {
+        served: served_types,
+    },
+);
+
+pub static SELF_SUBJECT_REVIEWS: ResourceType = self_review(
+    "authentication.k8s.io",
+    "SelfSubjectReview",
+    "selfsubjectreviews",
+    "selfsubjectreview",
+    &review::Review::Identity,
+);
+
 /// Every served resource type, in discovery order (a group's types
 /// together: [`groups`] lists each group once).
 pub static RESOURCES: &[&ResourceType] = &[
@@ -252,6 +411,13 @@ pub static RESOURCES: &[&ResourceType] = &[
     &NODES,
     &PODS,
     &EVENTS,
+    &CONFIG_MAPS,
+    &SECRETS,
+    &SERVICE_ACCOUNTS,
+    &SERVICES,
+    &ENDPOINTS,
+    &RESOURCE_QUOTAS,
+    &LIMIT_RANGES,
     &LEASES,
     &EVENTS_V1,
     &DEPLOYMENTS,
@@ -259,7 +425,16 @@ pub static RESOURCES: &[&ResourceType] = &[
     &DAEMONSETS,
     &STATEFULSETS,
     &CONTROLLERREVISIONS,
+    &ENDPOINT_SLICES,
+    &SELF_SUBJECT_ACCESS_REVIEWS,
+    &SELF_SUBJECT_RULES_REVIEWS,
+    &SELF_SUBJECT_REVIEWS,
 ];
+
+/// [`RESOURCES`], for the rules review (which its declaration names).
+fn served_types() -> &'static [&'static ResourceType] {
+    RESOURCES
+}
 
 /// The resource type at `group/version/plural`, if served.
 pub fn lookup(group: &str, version: &str, plural: &str) -> Option<&'static ResourceType> {
@@ -353,6 +528,54 @@ mod tests {
                 name: "db-7c9f8d6b5",
                 want: "/registry/controllerrevisions/default/db-7c9f8d6b5",
             },
+            Case {
+                rt: &CONFIG_MAPS,
+                ns: "default",
+                name: "app",
+                want: "/registry/configmaps/default/app",
+            },
+            Case {
+                rt: &SECRETS,
+                ns: "default",
+                name: "db",
+                want: "/registry/secrets/default/db",
+            },
+            Case {
+                rt: &SERVICE_ACCOUNTS,
+                ns: "default",
+                name: "default",
+                want: "/registry/serviceaccounts/default/default",
+            },
+            Case {
+                rt: &SERVICES,
+                ns: "default",
+                name: "web",
+                want: "/registry/services/specs/default/web",
+            },
+            Case {
+                rt: &ENDPOINTS,
+                ns: "default",
+                name: "web",
+                want: "/registry/services/endpoints/default/web",
+            },
+            Case {
+                rt: &ENDPOINT_SLICES,
+                ns: "default",
+                name: "web-x1",
+                want: "/registry/endpointslices/default/web-x1",
+            },
+            Case {
+                rt: &RESOURCE_QUOTAS,
+                ns: "team-a",
+                name: "compute",
+                want: "/registry/resourcequotas/team-a/compute",
+            },
+            Case {
+                rt: &LIMIT_RANGES,
+                ns: "team-a",
+                name: "defaults",
+                want: "/registry/limitranges/team-a/defaults",
+            },
         ];
         for Case { rt, ns, name, want } in cases {
             assert_eq!(rt.key(ns, name), *want);
@@ -380,8 +603,18 @@ mod tests {
             vec![
                 ("coordination.k8s.io", "v1"),
                 ("events.k8s.io", "v1"),
-                ("apps", "v1")
+                ("apps", "v1"),
+                ("discovery.k8s.io", "v1"),
+                ("authorization.k8s.io", "v1"),
+                ("authentication.k8s.io", "v1"),
             ]
+        );
+        // Services and Endpoints share upstream's `services/` prefix without
+        // either's prefix holding the other's keys.
+        assert_eq!(SERVICES.prefix(None), "/registry/services/specs/");
+        assert_eq!(
+            ENDPOINTS.prefix(Some("default")),
+            "/registry/services/endpoints/default/"
         );
         assert_eq!(LEASES.api_version(), "coordination.k8s.io/v1");
     }

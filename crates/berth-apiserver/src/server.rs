@@ -217,6 +217,7 @@ pub async fn start(options: ServerOptions) -> Result<RunningServer, ServerError>
             })
         })?;
     }
+    api.publish_kubernetes_service(addr).await;
     let tls = RustlsConfig::from_pem_file(&credentials.server_cert, &credentials.server_key)
         .await
         .map_err(|source| ServerError::Listen { addr, source })?;

@@ -74,6 +74,15 @@ impl Cluster {
             .expect("created")
     }
 
+    /// Takes every finalizer off pod `name` (a merge patch).
+    async fn remove_finalizers(&self, name: &str) {
+        let none = json!({"metadata": {"finalizers": null}});
+        self.pods
+            .patch(name, &PatchParams::default(), &Patch::Merge(&none))
+            .await
+            .expect("patched");
+    }
+
     async fn get(&self, name: &str) -> Option<Pod> {
         self.pods.get_opt(name).await.expect("a get")
     }
@@ -100,6 +109,21 @@ impl Cluster {
         let (parts, _) = request.into_parts();
         let body = serde_json::to_vec(&options).unwrap_or_default();
         self.raw(axum::http::Request::from_parts(parts, body)).await
+    }
+}
+
+/// `what` was refused with a 422 whose message has `message`.
+fn assert_invalid<T: std::fmt::Debug>(what: &str, result: Result<T, kube::Error>, message: &str) {
+    match result {
+        Err(kube::Error::Api(status)) => {
+            assert_eq!(status.code, 422, "{what}: {}", status.message);
+            assert!(
+                status.message.contains(message),
+                "{what}: {} lacks {message}",
+                status.message
+            );
+        }
+        other => panic!("{what}: a 422 with {message}: {other:?}"),
     }
 }
 
@@ -196,21 +220,14 @@ async fn the_update_taking_the_last_finalizer_off_deletes_the_object() {
 
     // No finalizer may be added while it is deleting.
     let add = json!({"metadata": {"finalizers": ["example.com/a", "example.com/b", "orphan", "example.com/c"]}});
-    let err = c
+    let added = c
         .pods
         .patch("held", &PatchParams::default(), &Patch::Merge(&add))
-        .await
-        .expect_err("refused");
-    let kube::Error::Api(status) = err else {
-        panic!("a Status: {err:?}");
-    };
-    assert_eq!(status.code, 422);
-    assert!(
-        status.message.contains(
-            "metadata.finalizers: Forbidden: no new finalizers can be added if the object is being deleted, found new finalizers []string{\"example.com/c\"}"
-        ),
-        "{}",
-        status.message
+        .await;
+    assert_invalid(
+        "a new finalizer",
+        added,
+        "metadata.finalizers: Forbidden: no new finalizers can be added if the object is being deleted, found new finalizers []string{\"example.com/c\"}",
     );
 
     // Taking some off keeps it; taking the last one off deletes it.
@@ -223,20 +240,13 @@ async fn the_update_taking_the_last_finalizer_off_deletes_the_object() {
         c.get("held").await.map(|p| finalizers(&p)),
         Some(vec!["example.com/b".to_string()])
     );
-    let none = json!({"metadata": {"finalizers": null}});
-    c.pods
-        .patch("held", &PatchParams::default(), &Patch::Merge(&none))
-        .await
-        .expect("patched");
+    c.remove_finalizers("held").await;
     assert!(c.get("held").await.is_none(), "deleted by the update");
 
     // An object not being deleted just loses its finalizers.
     c.create(pod("alive", json!({"finalizers": ["example.com/a"]}), None))
         .await;
-    c.pods
-        .patch("alive", &PatchParams::default(), &Patch::Merge(&none))
-        .await
-        .expect("patched");
+    c.remove_finalizers("alive").await;
     assert!(c.get("alive").await.is_some());
 }
 
@@ -276,11 +286,7 @@ async fn a_graceful_foreground_deletion_ends_with_the_finalizer() {
         Some("2026-01-01T00:00:00Z".to_string()),
         "the deadline moves back by the grace period taken off"
     );
-    let none = json!({"metadata": {"finalizers": null}});
-    c.pods
-        .patch("bound", &PatchParams::default(), &Patch::Merge(&none))
-        .await
-        .expect("patched");
+    c.remove_finalizers("bound").await;
     assert!(c.get("bound").await.is_none());
 }
 
@@ -384,41 +390,24 @@ async fn owner_references_finalizers_and_uids_are_validated() {
     ];
     let c = cluster().await;
     for case in cases {
-        let err = c
+        let created = c
             .pods
             .create(&PostParams::default(), &pod("bad", case.metadata, None))
-            .await
-            .expect_err(case.name);
-        let kube::Error::Api(status) = err else {
-            panic!("{}: a Status: {err:?}", case.name);
-        };
-        assert_eq!(status.code, 422, "{}", case.name);
-        assert!(
-            status.message.contains(case.message),
-            "{}: {}",
-            case.name,
-            status.message
-        );
+            .await;
+        assert_invalid(case.name, created, case.message);
     }
 
     // A UID sent with a patch is a precondition: another object's fails.
     c.create(pod("p", json!({}), None)).await;
     let wrong = json!({"metadata": {"uid": "not-its-uid", "labels": {"a": "b"}}});
-    let err = c
+    let patched = c
         .pods
         .patch("p", &PatchParams::default(), &Patch::Strategic(&wrong))
-        .await
-        .expect_err("refused");
-    let kube::Error::Api(status) = err else {
-        panic!("a Status: {err:?}");
-    };
-    assert_eq!(status.code, 422);
-    assert!(
-        status
-            .message
-            .contains("metadata.uid: Invalid value: \"not-its-uid\": field is immutable"),
-        "{}",
-        status.message
+        .await;
+    assert_invalid(
+        "another UID",
+        patched,
+        "metadata.uid: Invalid value: \"not-its-uid\": field is immutable",
     );
 }
 

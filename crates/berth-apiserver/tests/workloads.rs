@@ -450,7 +450,9 @@ async fn invalid_workloads_are_refused_with_upstreams_field_errors() {
             name: "a StatefulSet's name is a DNS label",
             kind: "StatefulSet",
             object: workload("StatefulSet", "db.1", json!({})),
-            want: "StatefulSet.apps \"db.1\" is invalid: metadata.name: Invalid value: \"db.1\": a lowercase RFC 1123 label must consist of lower case alphanumeric characters or '-', and must start and end with an alphanumeric character (e.g. 'my-name',  or '123-abc', regex used for validation is '[a-z0-9]([-a-z0-9]*[a-z0-9])?')",
+            // Upstream's IsDNS1123Label: a valid subdomain that is not a
+            // label is told its dots.
+            want: "StatefulSet.apps \"db.1\" is invalid: metadata.name: Invalid value: \"db.1\": must not contain dots",
         },
         Case {
             name: "a ControllerRevision needs its data",

@@ -43,8 +43,8 @@ struct Queue {
     /// recorder may be built outside a tokio runtime).
     rx: Mutex<Option<mpsc::Receiver<Event>>>,
     dropped: AtomicU64,
-    /// The last name suffix given (nanoseconds; see [`EventRecorder::event`]).
-    last_suffix: Mutex<i128>,
+    /// The last name stamp handed out (see [`EventRecorder::event`]).
+    last_stamp: Mutex<i128>,
 }
 
 impl std::fmt::Debug for EventRecorder {
@@ -64,6 +64,29 @@ pub fn pod_ref(namespace: &str, name: &str, uid: Option<&str>) -> ObjectReferenc
         name: Some(name.into()),
         uid: uid.map(str::to_string),
         ..ObjectReference::default()
+    }
+}
+
+/// A reference to a namespaced object of `kind` in `api_version`, as
+/// client-go's `GetReference` makes it for an Event's involved object.
+pub fn object_ref(api_version: &str, kind: &str, meta: &ObjectMeta) -> ObjectReference {
+    ObjectReference {
+        api_version: Some(api_version.into()),
+        kind: Some(kind.into()),
+        namespace: meta.namespace.clone(),
+        name: meta.name.clone(),
+        uid: meta.uid.clone(),
+        resource_version: meta.resource_version.clone(),
+        ..ObjectReference::default()
+    }
+}
+
+/// The message of an API error as upstream's Events quote it (the
+/// `Status`'s message), or the error itself.
+pub fn error_message(err: &kube::Error) -> String {
+    match err {
+        kube::Error::Api(status) if !status.message.is_empty() => status.message.clone(),
+        other => other.to_string(),
     }
 }
 
@@ -100,7 +123,7 @@ impl EventRecorder {
                 tx,
                 rx: Mutex::new(Some(rx)),
                 dropped: AtomicU64::new(0),
-                last_suffix: Mutex::new(i128::MIN),
+                last_stamp: Mutex::new(i128::MIN),
             }),
         }
     }
@@ -124,21 +147,11 @@ impl EventRecorder {
             .clone()
             .filter(|n| !n.is_empty())
             .unwrap_or_else(|| "default".into());
-        // client-go's name: the object's and the time in nanoseconds. Two
-        // occurrences at one instant (every instant is shared on a virtual
-        // clock: a node's RegisteredNode and another event as a controller
-        // starts) would share it and the second create fail, so a
-        // recorder's suffixes only go up.
-        let suffix = {
-            let mut last = self
-                .queue
-                .last_suffix
-                .lock()
-                .unwrap_or_else(|e| e.into_inner());
-            *last = now.as_nanosecond().max(last.saturating_add(1));
-            *last
-        };
-        let name = format!("{}.{suffix:x}", object.name.as_deref().unwrap_or("object"),);
+        let name = format!(
+            "{}.{:x}",
+            object.name.as_deref().unwrap_or("object"),
+            self.stamp(now)
+        );
         Event {
             metadata: ObjectMeta {
                 name: Some(name),
@@ -160,6 +173,16 @@ impl EventRecorder {
             reporting_component: Some(self.component.into()),
             ..Event::default()
         }
+    }
+
+    /// The Event name's suffix: client-go's `UnixNano` of now, moved one
+    /// past the last one handed out when time has not moved, so that
+    /// several Events of one object in one instant (a burst of creates on
+    /// a virtual clock) do not share a name and get refused.
+    fn stamp(&self, now: jiff::Timestamp) -> i128 {
+        let mut last = crate::shared::lock(&self.queue.last_stamp);
+        *last = now.as_nanosecond().max(last.saturating_add(1));
+        *last
     }
 
     /// Records an Event in the background; drops it (and counts it) when

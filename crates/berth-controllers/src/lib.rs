@@ -1,5 +1,6 @@
-//! berth-controllers: the controllers that keep node health and taints true
-//! and evict what must leave.
+//! berth-controllers: the controllers that keep node health and taints true,
+//! evict what must leave, run the workloads, and collect what nothing owns
+//! any more.
 //!
 //! - [`node_lifecycle`]: upstream's node lifecycle controller. Heartbeats
 //!   ([`node_lifecycle::health`]), condition taints
@@ -11,7 +12,37 @@
 //!   a [`taint_eviction::schedule::EvictionSchedule`], so a pod that
 //!   tolerates a NoExecute taint for N seconds leaves N seconds after the
 //!   taint was added, also across restarts.
-//! - [`metrics`]: `node_collector_*` and `taint_eviction_controller_*`.
+//! - [`garbage_collector`]: upstream's garbage collector over every served
+//!   type: dependents of deleted owners deleted, orphaned or deleted first
+//!   as `propagationPolicy` asked.
+//! - [`pod_gc`]: upstream's pod garbage collector: pods of deleted nodes,
+//!   terminating pods no kubelet will finish, terminated pods over the
+//!   threshold.
+//! - [`replicaset`]: upstream's ReplicaSet controller: pods created and
+//!   deleted to match `replicas` (slow start, expectations, upstream's
+//!   deletion ranking), adoption and release, status.
+//! - [`deployment`]: upstream's Deployment controller: ReplicaSets per
+//!   template, RollingUpdate and Recreate rollouts, proportional scaling,
+//!   revisions and their cleanup, pause, the Progressing and Available
+//!   conditions.
+//! - [`daemonset`]: upstream's DaemonSet controller: a pod on every node
+//!   that should run one, scheduled by the default scheduler through a
+//!   per-node affinity, rolled by maxUnavailable/maxSurge or on delete.
+//! - [`statefulset`]: upstream's StatefulSet controller: stable pod
+//!   names, ordered or parallel creation, partitioned rolling updates.
+//! - What the controllers share: [`work_queue`] (client-go's work queue,
+//!   as plain data and as the rate-limited queue the workload controllers'
+//!   workers take keys from), [`watched_pod`] (what the controllers decode
+//!   of a Pod), [`pod_writes`] (the pod writes of taint eviction and pod
+//!   GC); the workload controllers' [`cache`] (their copies of the watched
+//!   types), [`controller_refs`] (adoption and release), [`pod_control`]
+//!   (pod creates and deletes with their Events) and [`workload`] (the
+//!   DaemonSet and StatefulSet controllers' writes behind one trait with a
+//!   recording fake, and which controller an object's change wakes).
+//! - [`metrics`]: `node_collector_*`, `taint_eviction_controller_*`,
+//!   `pod_gc_collector_*`, `garbagecollector_controller_*`,
+//!   `replicaset_controller_*`, `statefulset_controller_*` and
+//!   `workqueue_*`.
 //!
 //! Each controller is an ordinary Kubernetes client (`kube::Client`) that
 //! watches what it needs and keeps it in memory; inside `berth server` the
@@ -29,25 +60,38 @@
 //! # }
 //! ```
 
+pub mod cache;
+pub mod controller_refs;
+pub mod daemonset;
+pub mod deployment;
 pub mod events;
 pub mod garbage_collector;
 pub mod metrics;
 pub mod node_lifecycle;
+pub mod pod_control;
 pub mod pod_gc;
+pub mod pod_writes;
+pub mod replicaset;
+mod shared;
+pub mod statefulset;
+pub mod sync_error;
 pub mod taint_eviction;
 pub mod watched_pod;
 pub mod work_queue;
+pub mod workload;
 
 use berth_core::clock::Clock;
-use futures::FutureExt;
-use futures::future::BoxFuture;
 use tokio::sync::watch;
 use tokio::task::JoinSet;
 
+use daemonset::{DaemonSetConfig, DaemonSetController};
+use deployment::{DeploymentConfig, DeploymentController};
 use garbage_collector::{GarbageCollector, GarbageCollectorConfig};
 use metrics::ControllerMetrics;
 use node_lifecycle::{NodeLifecycleConfig, NodeLifecycleController};
 use pod_gc::{PodGcConfig, PodGcController};
+use replicaset::{ReplicaSetConfig, ReplicaSetController};
+use statefulset::{StatefulSetConfig, StatefulSetController};
 use taint_eviction::{TaintEvictionConfig, TaintEvictionController};
 
 /// Every controller this crate has, by upstream name.
@@ -56,6 +100,10 @@ pub const ALL_CONTROLLERS: &[&str] = &[
     taint_eviction::CONTROLLER_NAME,
     garbage_collector::CONTROLLER_NAME,
     pod_gc::CONTROLLER_NAME,
+    replicaset::CONTROLLER_NAME,
+    deployment::CONTROLLER_NAME,
+    daemonset::CONTROLLER_NAME,
+    statefulset::CONTROLLER_NAME,
 ];
 
 /// A bad `--controllers` value.
@@ -126,6 +174,10 @@ pub struct ControllerOptions {
     pub taint_eviction: TaintEvictionConfig,
     pub garbage_collector: GarbageCollectorConfig,
     pub pod_gc: PodGcConfig,
+    pub replicaset: ReplicaSetConfig,
+    pub deployment: DeploymentConfig,
+    pub daemonset: DaemonSetConfig,
+    pub statefulset: StatefulSetConfig,
 }
 
 /// Starts the enabled controllers as tasks of the returned set (dropping it
@@ -138,73 +190,107 @@ pub fn spawn(
     metrics: ControllerMetrics,
     leading: Option<watch::Receiver<berth_leader::Standing>>,
 ) -> JoinSet<()> {
+    let c = (&client, &clock, &metrics);
+    let controllers = [
+        (
+            node_lifecycle::CONTROLLER_NAME,
+            starter(
+                c,
+                options.node_lifecycle,
+                NodeLifecycleController::new,
+                |x| x.run(),
+            ),
+        ),
+        (
+            taint_eviction::CONTROLLER_NAME,
+            starter(
+                c,
+                options.taint_eviction,
+                TaintEvictionController::new,
+                |x| x.run(),
+            ),
+        ),
+        (
+            garbage_collector::CONTROLLER_NAME,
+            starter(c, options.garbage_collector, GarbageCollector::new, |x| {
+                x.run()
+            }),
+        ),
+        (
+            pod_gc::CONTROLLER_NAME,
+            starter(c, options.pod_gc, PodGcController::new, |x| x.run()),
+        ),
+        (
+            replicaset::CONTROLLER_NAME,
+            starter(c, options.replicaset, ReplicaSetController::new, |x| {
+                x.run()
+            }),
+        ),
+        (
+            deployment::CONTROLLER_NAME,
+            starter(c, options.deployment, DeploymentController::new, |x| {
+                x.run()
+            }),
+        ),
+        (
+            daemonset::CONTROLLER_NAME,
+            starter(
+                c,
+                options.daemonset,
+                DaemonSetController::new,
+                |x: DaemonSetController<_>| x.run(),
+            ),
+        ),
+        (
+            statefulset::CONTROLLER_NAME,
+            starter(
+                c,
+                options.statefulset,
+                StatefulSetController::new,
+                |x: StatefulSetController<_>| x.run(),
+            ),
+        ),
+    ];
     let mut tasks = JoinSet::new();
-    let mut start = |name: &str, make: Box<dyn Fn() -> BoxFuture<'static, ()> + Send + Sync>| {
+    for (name, make) in controllers {
         if !options.enabled.is_enabled(name) {
-            return;
+            continue;
         }
         match leading.clone() {
             Some(leading) => tasks.spawn(berth_leader::run_while_leading(leading, make)),
             None => tasks.spawn(make()),
         };
-    };
-    let (c, k, m, config) = (
-        client.clone(),
-        clock.clone(),
-        metrics.clone(),
-        options.node_lifecycle.clone(),
-    );
-    start(
-        node_lifecycle::CONTROLLER_NAME,
-        Box::new(move || {
-            NodeLifecycleController::new(c.clone(), k.clone(), config.clone(), m.clone())
-                .run()
-                .boxed()
-        }),
-    );
-    let (c, k, m, config) = (
-        client.clone(),
-        clock.clone(),
-        metrics.clone(),
-        options.taint_eviction.clone(),
-    );
-    start(
-        taint_eviction::CONTROLLER_NAME,
-        Box::new(move || {
-            TaintEvictionController::new(c.clone(), k.clone(), config.clone(), m.clone())
-                .run()
-                .boxed()
-        }),
-    );
-    let (c, k, m, config) = (
-        client.clone(),
-        clock.clone(),
-        metrics.clone(),
-        options.garbage_collector.clone(),
-    );
-    start(
-        garbage_collector::CONTROLLER_NAME,
-        Box::new(move || {
-            GarbageCollector::new(c.clone(), k.clone(), config.clone(), m.clone())
-                .run()
-                .boxed()
-        }),
-    );
-    let config = options.pod_gc.clone();
-    start(
-        pod_gc::CONTROLLER_NAME,
-        Box::new(move || {
-            PodGcController::new(
-                client.clone(),
-                clock.clone(),
-                config.clone(),
-                metrics.clone(),
-            )
-            .run()
-            .boxed()
-        }),
-    );
+    }
     tasks
+}
+
+/// A controller's run, as [`spawn`] starts it (again after each lost and
+/// regained lease).
+type ControllerFuture = std::pin::Pin<Box<dyn std::future::Future<Output = ()> + Send>>;
+
+/// How [`spawn`] makes a controller's run: every controller is built from
+/// the client, the clock, its settings and the metrics, then run.
+fn starter<C, X, F>(
+    (client, clock, metrics): (&kube::Client, &Clock, &ControllerMetrics),
+    config: C,
+    new: fn(kube::Client, Clock, C, ControllerMetrics) -> X,
+    run: fn(X) -> F,
+) -> Box<dyn Fn() -> ControllerFuture + Send + Sync>
+where
+    C: Clone + Send + Sync + 'static,
+    X: 'static,
+    F: std::future::Future<Output = ()> + Send + 'static,
+{
+    let (client, clock, metrics) = (client.clone(), clock.clone(), metrics.clone());
+    Box::new(move || {
+        let controller = new(
+            client.clone(),
+            clock.clone(),
+            config.clone(),
+            metrics.clone(),
+        );
+        Box::pin(run(controller))
+    })
 }
 
 #[cfg(test)]
@@ -233,5 +319,13 @@ mod tests {
             Err(ControllersError::Unknown("bogus".into()))
         );
         assert!(EnabledControllers::default().is_enabled(nl));
+        let workloads = EnabledControllers::parse("*,-daemonset-controller");
+        assert_eq!(
+            workloads.map(|e| (
+                e.is_enabled(daemonset::CONTROLLER_NAME),
+                e.is_enabled(statefulset::CONTROLLER_NAME)
+            )),
+            Ok((false, true))
+        );
     }
 }

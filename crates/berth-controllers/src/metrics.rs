@@ -2,12 +2,20 @@
 //! `node_collector_evictions_total{zone}`, `node_collector_zone_health{zone}`,
 //! `node_collector_zone_size{zone}`, `node_collector_unhealthy_nodes_in_zone{zone}`
 //! (node lifecycle), `taint_eviction_controller_pod_deletions_total`,
-//! `taint_eviction_controller_pod_deletion_duration_seconds` (taint
-//! eviction), `pod_gc_collector_force_delete_pods_total{namespace,reason}`,
+//! `taint_eviction_controller_pod_deletion_duration_seconds` (taint eviction),
+//! `pod_gc_collector_force_delete_pods_total{namespace,reason}`,
 //! `pod_gc_collector_force_delete_pod_errors_total{namespace,reason}` (pod
-//! garbage collector) and
+//! garbage collector),
 //! `garbagecollector_controller_resources_sync_error_total` (garbage
-//! collector).
+//! collector), `replicaset_controller_sorting_deletion_age_ratio` (ReplicaSet),
+//! `statefulset_controller_statefulset_max_unavailable` and
+//! `statefulset_controller_statefulset_unavailable_replicas`
+//! `{statefulset_namespace, statefulset_name, pod_management_policy}`
+//! (StatefulSet; a set's series go with it), and
+//! client-go's `workqueue_depth`, `workqueue_adds_total`,
+//! `workqueue_queue_duration_seconds`, `workqueue_work_duration_seconds` and
+//! `workqueue_retries_total` per work queue (`name`: `replicaset`,
+//! `deployment`, `daemonset`, `statefulset`).
 //!
 //! [`ControllerMetrics::register`] adds them to a [`Registry`] (the server
 //! hands that to its `/metrics`).
@@ -34,6 +42,39 @@ pub struct PodGcLabels {
     pub reason: String,
 }
 
+/// The labels of the StatefulSet gauges (upstream's).
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+pub struct StatefulSetLabels {
+    pub statefulset_namespace: String,
+    pub statefulset_name: String,
+    pub pod_management_policy: String,
+}
+
+/// A work queue's name (a fixed set: one per controller).
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+pub struct QueueLabel {
+    pub name: &'static str,
+}
+
+/// client-go's work queue latency buckets: 10 ns to 10 s, tenfold.
+fn queue_latency() -> Histogram {
+    Histogram::new(prometheus_client::metrics::histogram::exponential_buckets(
+        1e-8, 10.0, 10,
+    ))
+}
+
+type QueueHistograms = Family<QueueLabel, Histogram, fn() -> Histogram>;
+
+/// One work queue's metrics (see [`ControllerMetrics::queue`]).
+#[derive(Clone, Debug)]
+pub struct QueueMetrics {
+    pub depth: Gauge,
+    pub adds: Counter,
+    pub queue_duration: Histogram,
+    pub work_duration: Histogram,
+    pub retries: Counter,
+}
+
 /// Upstream's buckets for the pod deletion latency (seconds from the due
 /// time to the deletion).
 const DELETION_BUCKETS: &[f64] = &[
@@ -54,6 +95,14 @@ pub struct ControllerMetrics {
     pub pod_gc_force_deletes: Family<PodGcLabels, Counter>,
     pub pod_gc_force_delete_errors: Family<PodGcLabels, Counter>,
     pub gc_resources_sync_errors: Counter,
+    pub sorting_deletion_age_ratio: Histogram,
+    pub statefulset_max_unavailable: Family<StatefulSetLabels, Gauge>,
+    pub statefulset_unavailable_replicas: Family<StatefulSetLabels, Gauge>,
+    queue_depth: Family<QueueLabel, Gauge>,
+    queue_adds: Family<QueueLabel, Counter>,
+    queue_duration: QueueHistograms,
+    work_duration: QueueHistograms,
+    queue_retries: Family<QueueLabel, Counter>,
 }
 
 impl std::fmt::Debug for ControllerMetrics {
@@ -81,6 +130,15 @@ impl ControllerMetrics {
         let pod_gc_force_deletes = Family::<PodGcLabels, Counter>::default();
         let pod_gc_force_delete_errors = Family::<PodGcLabels, Counter>::default();
         let gc_resources_sync_errors = Counter::default();
+        // Upstream's ExponentialBuckets(0.25, 2, 6).
+        let sorting_deletion_age_ratio = Histogram::new(
+            prometheus_client::metrics::histogram::exponential_buckets(0.25, 2.0, 6),
+        );
+        let queue_depth = Family::<QueueLabel, Gauge>::default();
+        let queue_adds = Family::<QueueLabel, Counter>::default();
+        let queue_duration = QueueHistograms::new_with_constructor(queue_latency);
+        let work_duration = QueueHistograms::new_with_constructor(queue_latency);
+        let queue_retries = Family::<QueueLabel, Counter>::default();
         // prometheus-client appends `_total` to counters.
         registry.register(
             "node_collector_evictions",
@@ -127,6 +185,48 @@ impl ControllerMetrics {
             "Number of garbage collector resources sync errors",
             gc_resources_sync_errors.clone(),
         );
+        registry.register(
+            "replicaset_controller_sorting_deletion_age_ratio",
+            "The ratio of chosen deleted pod's ages to the current youngest pod's age (at the time). Should be <2. The intent of this metric is to measure the rough efficacy of the LogarithmicScaleDown feature gate's effect on the sorting (and deletion) of pods when a replicaset scales down. This only considers Ready pods when calculating and reporting.",
+            sorting_deletion_age_ratio.clone(),
+        );
+        let statefulset_max_unavailable = Family::<StatefulSetLabels, Gauge>::default();
+        let statefulset_unavailable_replicas = Family::<StatefulSetLabels, Gauge>::default();
+        registry.register(
+            "statefulset_controller_statefulset_max_unavailable",
+            "Maximum number of unavailable pods allowed during StatefulSet rolling updates",
+            statefulset_max_unavailable.clone(),
+        );
+        registry.register(
+            "statefulset_controller_statefulset_unavailable_replicas",
+            "Current number of unavailable pods in StatefulSet",
+            statefulset_unavailable_replicas.clone(),
+        );
+        registry.register(
+            "workqueue_depth",
+            "Current depth of workqueue",
+            queue_depth.clone(),
+        );
+        registry.register(
+            "workqueue_adds",
+            "Total number of adds handled by workqueue",
+            queue_adds.clone(),
+        );
+        registry.register(
+            "workqueue_queue_duration_seconds",
+            "How long in seconds an item stays in workqueue before being requested.",
+            queue_duration.clone(),
+        );
+        registry.register(
+            "workqueue_work_duration_seconds",
+            "How long in seconds processing an item from workqueue takes.",
+            work_duration.clone(),
+        );
+        registry.register(
+            "workqueue_retries",
+            "Total number of retries handled by workqueue",
+            queue_retries.clone(),
+        );
         ControllerMetrics {
             evictions,
             zone_health,
@@ -137,6 +237,26 @@ impl ControllerMetrics {
             pod_gc_force_deletes,
             pod_gc_force_delete_errors,
             gc_resources_sync_errors,
+            sorting_deletion_age_ratio,
+            statefulset_max_unavailable,
+            statefulset_unavailable_replicas,
+            queue_depth,
+            queue_adds,
+            queue_duration,
+            work_duration,
+            queue_retries,
+        }
+    }
+
+    /// The metrics of the work queue called `name`.
+    pub fn queue(&self, name: &'static str) -> QueueMetrics {
+        let label = QueueLabel { name };
+        QueueMetrics {
+            depth: self.queue_depth.get_or_create(&label).clone(),
+            adds: self.queue_adds.get_or_create(&label).clone(),
+            queue_duration: self.queue_duration.get_or_create(&label).clone(),
+            work_duration: self.work_duration.get_or_create(&label).clone(),
+            retries: self.queue_retries.get_or_create(&label).clone(),
         }
     }
 
@@ -174,6 +294,18 @@ mod tests {
             .get_or_create(&ControllerMetrics::pod_gc("default", "orphaned"))
             .inc();
         m.gc_resources_sync_errors.inc();
+        m.sorting_deletion_age_ratio.observe(1.0);
+        m.statefulset_max_unavailable
+            .get_or_create(&StatefulSetLabels {
+                statefulset_namespace: "default".into(),
+                statefulset_name: "web".into(),
+                pod_management_policy: "OrderedReady".into(),
+            })
+            .set(2);
+        let queue = m.queue("replicaset");
+        queue.adds.inc();
+        queue.depth.set(2);
+        queue.queue_duration.observe(0.001);
         let mut text = String::new();
         let _ = prometheus_client::encoding::text::encode_registry(&mut text, &registry);
         for name in [
@@ -183,6 +315,11 @@ mod tests {
             "taint_eviction_controller_pod_deletion_duration_seconds_bucket",
             "pod_gc_collector_force_delete_pods_total{namespace=\"default\",reason=\"orphaned\"} 1",
             "garbagecollector_controller_resources_sync_error_total 1",
+            "replicaset_controller_sorting_deletion_age_ratio_bucket",
+            "statefulset_controller_statefulset_max_unavailable{statefulset_namespace=\"default\",statefulset_name=\"web\",pod_management_policy=\"OrderedReady\"} 2",
+            "workqueue_adds_total{name=\"replicaset\"} 1",
+            "workqueue_depth{name=\"replicaset\"} 2",
+            "workqueue_queue_duration_seconds_count{name=\"replicaset\"} 1",
         ] {
             assert!(text.contains(name), "{name} in\n{text}");
         }

@@ -13,8 +13,12 @@
 
 use std::borrow::Cow;
 
-use k8s_openapi::api::core::v1::{Pod, PodCondition, Toleration};
+use berth_client::{Change, changes_of};
+use futures::Stream;
+use k8s_openapi::api::core::v1::{Node, Pod, PodCondition, Toleration};
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
+use kube::Api;
+use kube::runtime::watcher;
 use serde::Deserialize;
 
 /// A Pod as the controllers watch it (see the module documentation).
@@ -105,6 +109,23 @@ impl From<&Pod> for WatchedPod {
             }),
         }
     }
+}
+
+/// The Node and Pod watches of a controller that follows both (as
+/// [`WatchedPod`]s), through berth-client's adapter.
+pub fn nodes_and_pods(
+    client: &kube::Client,
+) -> (
+    impl Stream<Item = Change<Node>> + Send + use<>,
+    impl Stream<Item = Change<WatchedPod>> + Send + use<>,
+) {
+    (
+        changes_of(Api::<Node>::all(client.clone()), watcher::Config::default()),
+        changes_of(
+            Api::<WatchedPod>::all(client.clone()),
+            watcher::Config::default(),
+        ),
+    )
 }
 
 #[cfg(test)]

@@ -91,6 +91,22 @@ impl Clock {
             tokio::time::sleep(remaining.unsigned_abs()).await
         }
     }
+
+    /// [`Clock::sleep_until`] `deadline`, or for ever without one: the timer
+    /// branch of a `select!` that may have nothing to wait for. The future
+    /// owns a copy of the clock, so it borrows nothing.
+    pub fn sleep_until_some(
+        &self,
+        deadline: Option<Timestamp>,
+    ) -> impl std::future::Future<Output = ()> + Send + 'static {
+        let clock = self.clone();
+        async move {
+            match deadline {
+                Some(at) => clock.sleep_until(at).await,
+                None => std::future::pending().await,
+            }
+        }
+    }
 }
 
 /// `t + d`, saturating at the largest timestamp jiff can hold rather than

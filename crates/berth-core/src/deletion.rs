@@ -86,12 +86,8 @@ fn should_orphan(default: DefaultPolicy, finalizers: &[String], option: Dependen
     if let Some(policy) = option.propagation {
         return policy == Propagation::Orphan;
     }
-    for finalizer in finalizers {
-        match finalizer.as_str() {
-            ORPHAN_FINALIZER => return true,
-            FOREGROUND_FINALIZER => return false,
-            _ => {}
-        }
+    if let Some(policy) = finalizer_policy(finalizers) {
+        return policy == Propagation::Orphan;
     }
     default == DefaultPolicy::OrphanDependents
 }
@@ -109,14 +105,17 @@ fn should_delete_in_foreground(
     if let Some(policy) = option.propagation {
         return policy == Propagation::Foreground;
     }
-    for finalizer in finalizers {
-        match finalizer.as_str() {
-            FOREGROUND_FINALIZER => return true,
-            ORPHAN_FINALIZER => return false,
-            _ => {}
-        }
-    }
-    false
+    finalizer_policy(finalizers) == Some(Propagation::Foreground)
+}
+
+/// The policy the first of the garbage collector's finalizers on an object
+/// stands for (validation keeps the two from being set together).
+fn finalizer_policy(finalizers: &[String]) -> Option<Propagation> {
+    finalizers.iter().find_map(|f| match f.as_str() {
+        ORPHAN_FINALIZER => Some(Propagation::Orphan),
+        FOREGROUND_FINALIZER => Some(Propagation::Foreground),
+        _ => None,
+    })
 }
 
 /// Upstream `deletionFinalizersForGarbageCollection`: the finalizers an

@@ -327,6 +327,7 @@ mod tests {
 
     const GATES: FeatureGates = FeatureGates {
         taint_toleration_comparison_operators: true,
+        max_unavailable_stateful_set: true,
     };
     const NS: &str = EFFECT_NO_SCHEDULE;
     const NE: &str = EFFECT_NO_EXECUTE;

@@ -10,6 +10,9 @@ use std::str::FromStr;
 
 /// The gate that enables the `Gt` and `Lt` toleration operators.
 pub const TAINT_TOLERATION_COMPARISON_OPERATORS: &str = "TaintTolerationComparisonOperators";
+/// The gate that lets a StatefulSet's rolling update replace up to
+/// `maxUnavailable` pods at once.
+pub const MAX_UNAVAILABLE_STATEFUL_SET: &str = "MaxUnavailableStatefulSet";
 
 /// The feature gates berth honours. Cheap to copy: pass it by value to
 /// every function that matches tolerations.
@@ -18,12 +21,16 @@ pub struct FeatureGates {
     /// `TaintTolerationComparisonOperators`: alpha upstream (off there),
     /// on by default in berth.
     pub taint_toleration_comparison_operators: bool,
+    /// `MaxUnavailableStatefulSet`: beta and on by default upstream since
+    /// 1.35.
+    pub max_unavailable_stateful_set: bool,
 }
 
 impl Default for FeatureGates {
     fn default() -> Self {
         FeatureGates {
             taint_toleration_comparison_operators: true,
+            max_unavailable_stateful_set: true,
         }
     }
 }
@@ -60,6 +67,7 @@ impl FeatureGates {
                 TAINT_TOLERATION_COMPARISON_OPERATORS => {
                     self.taint_toleration_comparison_operators = enabled
                 }
+                MAX_UNAVAILABLE_STATEFUL_SET => self.max_unavailable_stateful_set = enabled,
                 other => return Err(FeatureGateError::Unrecognized(other.to_string())),
             }
         }
@@ -82,8 +90,8 @@ impl fmt::Display for FeatureGates {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         write!(
             f,
-            "{TAINT_TOLERATION_COMPARISON_OPERATORS}={}",
-            self.taint_toleration_comparison_operators
+            "{MAX_UNAVAILABLE_STATEFUL_SET}={},{TAINT_TOLERATION_COMPARISON_OPERATORS}={}",
+            self.max_unavailable_stateful_set, self.taint_toleration_comparison_operators
         )
     }
 }
@@ -104,6 +112,21 @@ mod tests {
     #[test]
     fn comparison_operators_are_on_by_default() {
         assert!(FeatureGates::default().taint_toleration_comparison_operators);
+    }
+
+    #[test]
+    fn max_unavailable_stateful_set_is_on_by_default_as_upstream() {
+        let gates = FeatureGates::default();
+        assert!(gates.max_unavailable_stateful_set);
+        let off: FeatureGates = "MaxUnavailableStatefulSet=false"
+            .parse()
+            .unwrap_or_default();
+        assert!(!off.max_unavailable_stateful_set);
+        assert!(off.taint_toleration_comparison_operators);
+        assert_eq!(
+            gates.to_string(),
+            "MaxUnavailableStatefulSet=true,TaintTolerationComparisonOperators=true"
+        );
     }
 
     #[test]

@@ -26,6 +26,9 @@
 //! - [`object_key`], [`pod`], [`node`]: an object's namespace/name key; a
 //!   pod's bound node and terminal phase, a node's taints and cordon, as
 //!   every client reads them.
+//! - [`service`]: a Service's defaults, its cluster-IP fields kept in
+//!   step across updates, its IP families, what it holds of the address
+//!   and node-port ranges.
 //! - [`node_status`]: the kubelet's rules for the node conditions it
 //!   reports, decided against the Node on the server.
 //! - [`int_or_string`]: `maxSurge`/`maxUnavailable`-style integers or
@@ -33,6 +36,7 @@
 //! - [`well_known_taints`]: the taint keys Kubernetes puts on nodes.
 //! - [`workloads`]: the decisions of the DaemonSet, ReplicaSet, Deployment
 //!   and StatefulSet controllers, as pure functions.
+//! - [`splitmix`]: the seeded random source runs that must repeat use.
 //! - [`clock`]: the one source of time for every timer in berth, real or
 //!   virtual (a paused tokio clock in tests).
 //! - `test_util` (tests and the `test-util` feature only): the pod, node,
@@ -58,6 +62,8 @@ pub mod object_key;
 pub mod pod;
 pub mod quantity;
 pub mod resources;
+pub mod service;
+pub mod splitmix;
 pub mod taint_expiry;
 pub mod taint_impact;
 pub mod taint_spec;

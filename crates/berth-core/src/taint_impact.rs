@@ -422,6 +422,7 @@ mod tests {
     const NS: &str = EFFECT_NO_SCHEDULE;
     const GATES: FeatureGates = FeatureGates {
         taint_toleration_comparison_operators: true,
+        max_unavailable_stateful_set: true,
     };
 
     fn added_at(mut taint: Taint, seconds: i64) -> Taint {

@@ -183,9 +183,11 @@ mod tests {
 
     const ON: FeatureGates = FeatureGates {
         taint_toleration_comparison_operators: true,
+        max_unavailable_stateful_set: true,
     };
     const OFF: FeatureGates = FeatureGates {
         taint_toleration_comparison_operators: false,
+        max_unavailable_stateful_set: true,
     };
     const NS: &str = EFFECT_NO_SCHEDULE;
     const NE: &str = EFFECT_NO_EXECUTE;

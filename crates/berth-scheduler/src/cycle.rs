@@ -162,6 +162,13 @@ impl Cycle {
         }
     }
 
+    /// The nodes the last successful cycle's filters rejected (indexes
+    /// into the cache's nodes) with why: for tools and tests that compare
+    /// an explanation with the cycle.
+    pub fn last_rejections(&self) -> &[(usize, Status)] {
+        &self.rejected
+    }
+
     /// Finds the node for `pod` among the cache's nodes (upstream's
     /// `schedulePod`): the nodes that fit, their scores, the best one.
     pub fn schedule_pod(
@@ -322,6 +329,39 @@ impl<'p> PodFilters<'p> {
     pub fn run(&self, state: &CycleState, pod: &PodInfo, node: &NodeInfo) -> Option<Status> {
         run_filters(&self.filters, &self.pre.skip, state, pod, node)
     }
+
+    /// Every filter's own verdict on one node, in the profile's order (a
+    /// cycle stops at the first rejection, [`PodFilters::run`]; an
+    /// explanation shows them all): a filter its PreFilter skipped is
+    /// [`Status::skip`].
+    pub fn each(&self, state: &CycleState, pod: &PodInfo, node: &NodeInfo) -> Vec<Status> {
+        self.filters
+            .iter()
+            .zip(&self.pre.skip)
+            .map(|(plugin, skipped)| {
+                if *skipped {
+                    Status::skip().with_plugin(plugin.name())
+                } else {
+                    plugin.filter(state, pod, node).with_plugin(plugin.name())
+                }
+            })
+            .collect()
+    }
+
+    /// Whether a cycle filters the node at all: a PreFilter may have
+    /// narrowed the candidates to named nodes.
+    pub fn is_candidate(&self, node_name: &str) -> bool {
+        self.pre
+            .allowed
+            .as_ref()
+            .is_none_or(|names| names.contains(node_name))
+    }
+
+    /// The status a cycle gives a node the PreFilters left out
+    /// ([`PodFilters::is_candidate`] false).
+    pub fn not_a_candidate(&self) -> Status {
+        narrowed_away(&self.pre.narrowed_by)
+    }
 }
 
 /// What a cycle's filtering found.
@@ -436,7 +476,13 @@ fn diagnose_rejections(
         diagnosis.unschedulable_plugins.insert(status.plugin);
         nodes.insert(all[index].name().to_string(), status);
     }
-    let absent = if narrowed_by.is_empty() {
+    diagnosis.node_to_status = NodeToStatus::new(nodes, narrowed_away(narrowed_by));
+    diagnosis
+}
+
+/// The status of the nodes the PreFilters `narrowed_by` left out.
+fn narrowed_away(narrowed_by: &[&'static str]) -> Status {
+    if narrowed_by.is_empty() {
         Status::code_only(Code::UnschedulableAndUnresolvable)
     } else {
         Status::new(
@@ -446,9 +492,7 @@ fn diagnose_rejections(
                 narrowed_by.join(" ")
             ),
         )
-    };
-    diagnosis.node_to_status = NodeToStatus::new(nodes, absent);
-    diagnosis
+    }
 }
 
 /// `prioritizeNodes`: the weighted sum of every score plugin's normalised
@@ -463,34 +507,38 @@ fn prioritize_nodes(
     let all = snapshot.nodes;
     let feasible_infos: Vec<&NodeInfo> = feasible.iter().map(|&i| &all[i]).collect();
     let mut totals = vec![0i64; feasible.len()];
-    score_nodes(
-        profile,
-        state,
-        pod,
-        snapshot,
-        &feasible_infos,
-        |_, weight, scores| {
-            for (total, s) in totals.iter_mut().zip(scores) {
-                *total = total.saturating_add(s.score.saturating_mul(weight));
-            }
-        },
-    )?;
+    score_nodes(profile, state, pod, snapshot, &feasible_infos, |scored| {
+        for (total, s) in totals.iter_mut().zip(scored.normalized) {
+            *total = total.saturating_add(s.score.saturating_mul(scored.weight));
+        }
+    })?;
     Ok(totals)
+}
+
+/// One score plugin's scores of the nodes, in the order of the nodes.
+pub struct PluginScores<'a> {
+    pub plugin: &'static str,
+    pub weight: i64,
+    /// As Score gave them, before NormalizeScore.
+    pub raw: &'a [i64],
+    /// After NormalizeScore (`0..=100`), before the weight.
+    pub normalized: &'a [NodeScore],
 }
 
 /// For each score plugin of the profile in order: PreScore (a Skip leaves
 /// the plugin out), Score on every node, NormalizeScore (checked to be
-/// within `0..=100`); then `each(plugin, weight, scores)`, the scores in
-/// the order of `nodes`. What upstream logs per plugin and node at -v=10.
+/// within `0..=100`); then `each` with the plugin's scores, in the order of
+/// `nodes`. What upstream logs per plugin and node at -v=10.
 pub fn score_nodes(
     profile: &Profile,
     state: &mut CycleState,
     pod: &PodInfo,
     snapshot: &Snapshot<'_>,
     nodes: &[&NodeInfo],
-    mut each: impl FnMut(&'static str, i64, &[NodeScore]),
+    mut each: impl FnMut(PluginScores<'_>),
 ) -> Result<(), ScheduleError> {
     let mut scores: Vec<NodeScore> = Vec::with_capacity(nodes.len());
+    let mut raw: Vec<i64> = Vec::with_capacity(nodes.len());
     for &(name, weight) in &profile.scores {
         let Some((scorer, pre_scorer)) = profile.plugins.score(name) else {
             continue;
@@ -508,6 +556,8 @@ pub fn score_nodes(
         scorer
             .score_all(state, pod, nodes, &mut scores)
             .map_err(|s| plugin_error("Score", scorer.name(), &s))?;
+        raw.clear();
+        raw.extend(scores.iter().map(|s| s.score));
         let status = scorer.normalize_score(state, pod, &mut scores);
         if !status.is_success() {
             return Err(plugin_error("NormalizeScore", scorer.name(), &status));
@@ -522,7 +572,12 @@ pub fn score_nodes(
                 s.score
             ))));
         }
-        each(scorer.name(), weight, &scores);
+        each(PluginScores {
+            plugin: scorer.name(),
+            weight,
+            raw: &raw,
+            normalized: &scores,
+        });
     }
     Ok(())
 }

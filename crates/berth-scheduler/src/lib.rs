@@ -22,6 +22,8 @@
 //!   units, interned taint lists (node-selector and label matching are
 //!   berth-core's [`berth_core::node_affinity`] and [`berth_core::labels`]).
 //! - [`check`]: one pod against a set of nodes, explained (`berth check`).
+//! - [`explain`]: one pod against the live cluster, every node's filter
+//!   verdicts and scores from the cycle's own steps (`berth explain pod`).
 //!
 //! The client side, [`client`]: kube-rs watchers feed the state machine and
 //! its decisions go to the API server (`pods/binding`, the `PodScheduled`
@@ -34,6 +36,7 @@ pub mod check;
 pub mod client;
 pub mod config;
 pub mod cycle;
+pub mod explain;
 pub mod framework;
 pub mod hints;
 pub mod plugins;

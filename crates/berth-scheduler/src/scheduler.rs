@@ -110,6 +110,11 @@ impl Scheduler {
         &self.cache
     }
 
+    /// The cache alone, the scheduler done with (an explanation's).
+    pub fn into_cache(self) -> Cache {
+        self.cache
+    }
+
     pub fn queue(&self) -> &SchedulingQueue {
         &self.queue
     }

@@ -517,9 +517,10 @@ pub trait WorkloadSelectors: Send + Sync + fmt::Debug {
     fn default_selector(&self, pod: &Pod) -> LabelSelector;
 }
 
-/// What the scheduler knows today: it watches no Services,
-/// ReplicationControllers, ReplicaSets or StatefulSets (the server serves
-/// the last two now), so upstream's `DefaultSelector` finds none and every
+/// What the scheduler reads today: no Services (berth serves them, the
+/// scheduler does not watch them yet), ReplicationControllers, ReplicaSets
+/// or StatefulSets (the server serves the last two now), so upstream's
+/// `DefaultSelector` finds none and every
 /// default selector is empty.
 #[derive(Debug, Default, Clone, Copy)]
 pub struct ServedWorkloads;

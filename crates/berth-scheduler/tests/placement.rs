@@ -271,8 +271,15 @@ fn berth_filters_and_scores_each_of_upstreams_cycles_alike() {
                     &info,
                     &snapshot,
                     &feasible,
-                    |plugin, weight, scores| {
-                        ours.insert(plugin, scores.iter().map(|s| s.score * weight).collect());
+                    |scored| {
+                        ours.insert(
+                            scored.plugin,
+                            scored
+                                .normalized
+                                .iter()
+                                .map(|s| s.score * scored.weight)
+                                .collect(),
+                        );
                     },
                 )
                 .unwrap_or_else(|e| panic!("cycle {i}, {name}: {e}"));

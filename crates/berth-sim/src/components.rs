@@ -12,10 +12,12 @@ use berth_apiserver::api::ApiServer;
 use berth_apiserver::auth::User;
 use berth_apiserver::in_process;
 use berth_controllers::ControllerOptions;
+use berth_controllers::daemonset::DaemonSetConfig;
 use berth_controllers::metrics::ControllerMetrics;
 use berth_controllers::node_lifecycle::NodeLifecycleConfig;
 use berth_controllers::node_lifecycle::health::GracePeriods;
 use berth_controllers::node_lifecycle::zone::ZoneRates;
+use berth_controllers::statefulset::StatefulSetConfig;
 use berth_controllers::taint_eviction::TaintEvictionConfig;
 use berth_core::clock::Clock;
 use berth_scheduler::client::SchedulerConfig;
@@ -95,8 +97,8 @@ impl Component for SchedulerComponent {
     }
 }
 
-/// berth-controllers: node lifecycle and taint eviction, configured from
-/// the scenario's flags.
+/// berth-controllers: node lifecycle, taint eviction, DaemonSets and
+/// StatefulSets, configured from the scenario's flags.
 pub struct ControllersComponent;
 
 impl Component for ControllersComponent {
@@ -128,6 +130,14 @@ impl Component for ControllersComponent {
                 taint_eviction: TaintEvictionConfig {
                     gates: c.feature_gates,
                     ..TaintEvictionConfig::default()
+                },
+                daemonset: DaemonSetConfig {
+                    gates: c.feature_gates,
+                    ..DaemonSetConfig::default()
+                },
+                statefulset: StatefulSetConfig {
+                    gates: c.feature_gates,
+                    ..StatefulSetConfig::default()
                 },
                 ..ControllerOptions::default()
             };

@@ -1,4 +1,4 @@
-//! Watches the API (nodes, pods, events) and turns what changes into
+//! Watches the API (nodes, pods, ReplicaSets, events) and turns what changes into
 //! timeline entries.
 //!
 //! One task polls every source in a fixed order (`biased`), so within one
@@ -31,6 +31,7 @@ use berth_core::clock::Clock;
 use berth_core::eviction::{TaintStarts, pod_due};
 use futures::{Stream, StreamExt};
 use jiff::Timestamp;
+use k8s_openapi::api::apps::v1::ReplicaSet;
 use k8s_openapi::api::core::v1::{Event, Node, Pod};
 use kube::runtime::watcher;
 use kube::{Api, Client};
@@ -58,6 +59,7 @@ struct Recorder {
     /// Deleted pods, for evictions reported after the deletion was seen.
     gone: BTreeMap<String, Pod>,
     events: BTreeMap<String, Event>,
+    replica_sets: BTreeMap<String, ReplicaSet>,
     /// Each zone's last recorded state.
     zones: BTreeMap<String, String>,
     /// Zone states reached in the current instant, recorded once time
@@ -129,6 +131,28 @@ impl Recorder {
                 if let Some(last) = old.or(gone.last) {
                     self.gone.insert(key, last);
                 }
+            }
+            Change::Synced => {}
+        }
+    }
+
+    fn replica_set_changed(&mut self, change: Change<ReplicaSet>) {
+        let t = self.now();
+        self.settle_zones(t);
+        match change {
+            Change::Upsert(rs) => {
+                let key = format!(
+                    "{}/{}",
+                    rs.metadata.namespace.as_deref().unwrap_or(""),
+                    rs.metadata.name.as_deref().unwrap_or("")
+                );
+                let entries = timeline::replica_set_entries(t, self.replica_sets.get(&key), &rs);
+                self.record(entries);
+                self.replica_sets.insert(key, rs);
+            }
+            Change::Delete(gone) => {
+                self.replica_sets
+                    .remove(&format!("{}/{}", gone.key.namespace, gone.key.name));
             }
             Change::Synced => {}
         }
@@ -236,6 +260,9 @@ impl Recorder {
     }
 }
 
+/// The sources [`Recording::start`] waits to have listed.
+const WATCHES: usize = 4;
+
 fn watch<K>(client: &Client) -> impl Stream<Item = Change<K>> + Send + use<K>
 where
     K: kube::Resource<DynamicType = ()>
@@ -269,6 +296,7 @@ impl Recording {
         let mut nodes = watch::<Node>(client).boxed();
         let mut pods = watch::<Pod>(client).boxed();
         let mut events = watch::<Event>(client).boxed();
+        let mut replica_sets = watch::<ReplicaSet>(client).boxed();
         let (ready_tx, ready_rx) = oneshot::channel();
         let (arm_tx, mut arm_rx) = oneshot::channel::<()>();
         let token = stop.clone();
@@ -283,6 +311,7 @@ impl Recording {
                 pods: BTreeMap::new(),
                 gone: BTreeMap::new(),
                 events: BTreeMap::new(),
+                replica_sets: BTreeMap::new(),
                 zones: BTreeMap::new(),
                 unsettled: BTreeMap::new(),
                 unhealthy_zone_threshold,
@@ -293,7 +322,7 @@ impl Recording {
             let mut listed_once = |synced: bool| {
                 if synced {
                     listed += 1;
-                    if listed == 3
+                    if listed == WATCHES
                         && let Some(tx) = ready_tx.take()
                     {
                         let _ = tx.send(());
@@ -313,6 +342,10 @@ impl Recording {
                         if armed {
                             recorder.zones();
                         }
+                    }
+                    Some(e) = replica_sets.next() => {
+                        listed_once(matches!(e, Change::Synced));
+                        recorder.replica_set_changed(e);
                     }
                     Some(e) = pods.next() => {
                         listed_once(matches!(e, Change::Synced));

@@ -5,6 +5,9 @@
 //!   conditions as bars, and its pods as bars that end where they were
 //!   evicted (then hatched until the deletion completed);
 //! - zone states, one row per zone;
+//! - per workload (a Deployment, ReplicaSet, DaemonSet or StatefulSet),
+//!   its replicas in each zone (in each node when no node has a zone) over
+//!   time, so an outage shows replicas moving to the surviving zones;
 //! - the steps as vertical lines;
 //! - a table of evictions with their due and actual times, and the whole
 //!   timeline below.
@@ -258,6 +261,119 @@ fn lanes(rec: &Recording) -> BTreeMap<String, Lane> {
     lanes
 }
 
+/// Replicas of one workload in one row (zone or node) over time: a
+/// span per count, none while it is 0.
+type ReplicaRows = BTreeMap<String, Vec<Span>>;
+
+/// The workload (`Kind/name`, namespace `ns/` first unless `default`) a
+/// controller owner stands for: a ReplicaSet stands for its Deployment.
+fn workload_of(
+    namespace: &str,
+    owner: &str,
+    replica_set_owners: &BTreeMap<String, String>,
+) -> String {
+    let top = owner
+        .strip_prefix("ReplicaSet/")
+        .and_then(|rs| replica_set_owners.get(&format!("{namespace}/{rs}")))
+        .map_or(owner, String::as_str);
+    if namespace == "default" {
+        top.to_owned()
+    } else {
+        format!("{namespace}/{top}")
+    }
+}
+
+/// From `t`, `workload` has `n` replicas in `row`.
+fn set_count(
+    out: &mut BTreeMap<String, ReplicaRows>,
+    workload: &str,
+    row: &str,
+    n: u32,
+    t: Millis,
+) {
+    let spans = out
+        .entry(workload.to_owned())
+        .or_default()
+        .entry(row.to_owned())
+        .or_default();
+    close(spans, t);
+    if n > 0 {
+        spans.push(Span {
+            from: t,
+            to: None,
+            label: n.to_string(),
+            class: "w-replicas",
+        });
+    }
+}
+
+/// Each workload's replicas per zone (or per node) over time. A replica
+/// counts from when its pod is scheduled until its deletion begins (or it
+/// fails): a pod left Terminating on a dead node is no longer a replica,
+/// as its controller sees it.
+fn replicas(rec: &Recording) -> BTreeMap<String, ReplicaRows> {
+    let zoned = rec.nodes.iter().any(|(_, zone)| zone.is_some());
+    let row_of: BTreeMap<&str, String> = rec
+        .nodes
+        .iter()
+        .map(|(name, zone)| {
+            let row = match (zoned, zone) {
+                (false, _) => name.clone(),
+                (true, Some(zone)) => format!("zone {zone}"),
+                (true, None) => "(no zone label)".to_owned(),
+            };
+            (name.as_str(), row)
+        })
+        .collect();
+    let mut replica_set_owners: BTreeMap<String, String> = BTreeMap::new();
+    let mut pod_workload: BTreeMap<String, String> = BTreeMap::new();
+    // Pods counted now: workload and row.
+    let mut counted: BTreeMap<String, (String, String)> = BTreeMap::new();
+    let mut counts: BTreeMap<(String, String), u32> = BTreeMap::new();
+    let mut out: BTreeMap<String, ReplicaRows> = BTreeMap::new();
+    for e in &rec.entries {
+        let pod = e.pod.clone().unwrap_or_default();
+        match e.event {
+            EventKind::ReplicaSetScaled => {
+                if let (Some(rs), Some(owner)) = (&e.replicaset, &e.owner) {
+                    replica_set_owners.insert(rs.clone(), owner.clone());
+                }
+            }
+            EventKind::PodCreated => {
+                if let Some(owner) = &e.owner {
+                    let namespace = pod.split('/').next().unwrap_or("");
+                    pod_workload.insert(
+                        pod.clone(),
+                        workload_of(namespace, owner, &replica_set_owners),
+                    );
+                }
+            }
+            EventKind::PodScheduled => {
+                let (Some(workload), Some(row)) = (
+                    pod_workload.get(&pod),
+                    e.node.as_deref().and_then(|n| row_of.get(n)),
+                ) else {
+                    continue;
+                };
+                let n = counts.entry((workload.clone(), row.clone())).or_default();
+                *n += 1;
+                set_count(&mut out, workload, row, *n, e.t);
+                counted.insert(pod, (workload.clone(), row.clone()));
+            }
+            EventKind::PodTerminating | EventKind::PodFailed | EventKind::PodDeleted => {
+                let Some((workload, row)) = counted.remove(&pod) else {
+                    continue;
+                };
+                let n = counts.entry((workload.clone(), row.clone())).or_default();
+                *n = n.saturating_sub(1);
+                set_count(&mut out, &workload, &row, *n, e.t);
+            }
+            _ => {}
+        }
+    }
+    out
+}
+
 /// Time of each tick: about ten over the run, at a round interval.
 fn ticks(run: Millis) -> Vec<Millis> {
     const STEPS_S: &[u64] = &[
@@ -301,6 +417,31 @@ impl Plot {
                 ty = ROW_H - 6.0,
                 label = esc(&span.label),
             );
+        }
+        svg.push_str("</g>");
+    }
+}
+
+impl Plot {
+    /// A row of bars under a label, in a `<g {group}>`; `what` names a
+    /// span in its tooltip.
+    fn labelled_row(
+        &self,
+        svg: &mut String,
+        y: f64,
+        group: &str,
+        label: &str,
+        spans: &[Span],
+        what: &dyn Fn(&Span) -> String,
+    ) {
+        let _ = write!(
+            svg,
+            r#"<g {group}><text class="label" x="12" y="{:.1}">{}</text>"#,
+            y + ROW_H - 5.0,
+            esc(label)
+        );
+        for span in spans {
+            self.bar(svg, y, span, &span_tooltip(&what(span), span));
         }
         svg.push_str("</g>");
     }
@@ -353,26 +494,48 @@ pub fn render(rec: &Recording, meta: &ReportMeta) -> String {
         );
         y += 16.0;
         for (zone, spans) in &zones {
+            let label = if zone.is_empty() {
+                "(no zone label)".to_owned()
+            } else {
+                format!("zone {zone}")
+            };
+            plot.labelled_row(&mut svg, y, r#"class="zone-row""#, &label, spans, &|span| {
+                format!("zone {zone} {}", span.label)
+            });
+            y += ROW_H;
+        }
+        y += PAD;
+    }
+    // Workloads: replicas per zone (or node).
+    let workloads = replicas(rec);
+    if !workloads.is_empty() {
+        let _ = write!(
+            svg,
+            r#"<text class="section" x="4" y="{:.1}">workloads (replicas per {})</text>"#,
+            y + 10.0,
+            if rec.nodes.iter().any(|(_, z)| z.is_some()) {
+                "zone"
+            } else {
+                "node"
+            }
+        );
+        y += 16.0;
+        for (workload, rows) in &workloads {
             let _ = write!(
                 svg,
-                r#"<g class="zone-row"><text class="label" x="12" y="{:.1}">{}</text>"#,
-                y + ROW_H - 5.0,
-                if zone.is_empty() {
-                    "(no zone label)".to_owned()
-                } else {
-                    format!("zone {}", esc(zone))
-                }
+                r#"<g class="workload" data-workload="{w}"><text class="node-name" x="4" y="{:.1}">{w}</text>"#,
+                y + ROW_H - 4.0,
+                w = esc(workload),
             );
-            for span in spans {
-                plot.bar(
-                    &mut svg,
-                    y,
-                    span,
-                    &span_tooltip(&format!("zone {zone} {}", span.label), span),
-                );
+            y += ROW_H;
+            for (row, spans) in rows {
+                let group = format!(r#"class="replica-row" data-row="{}""#, esc(row));
+                plot.labelled_row(&mut svg, y, &group, row, spans, &|span| {
+                    format!("{workload}: {} in {row}", span.label)
+                });
+                y += ROW_H;
             }
             svg.push_str("</g>");
-            y += ROW_H;
         }
         y += PAD;
     }
@@ -659,7 +822,7 @@ fn timeline_table(html: &mut String, entries: &[Entry]) {
         entries.len()
     );
     for e in entries {
-        let subject = [&e.pod, &e.node, &e.zone]
+        let subject = [&e.pod, &e.replicaset, &e.node, &e.zone]
             .into_iter()
             .flatten()
             .cloned()
@@ -672,6 +835,8 @@ fn timeline_table(html: &mut String, entries: &[Entry]) {
             &e.state,
             &e.reason,
             &e.message,
+            &e.owner.as_ref().map(|o| format!("owner {o}")),
+            &e.replicas.map(|r| format!("replicas {r}")),
         ]
         .into_iter()
         .flatten()
@@ -690,7 +855,7 @@ fn timeline_table(html: &mut String, entries: &[Entry]) {
     html.push_str("</table></details>\n");
 }
 
-const LEGEND: &str = r#"<span class="key s-ready"></span>Ready <span class="key s-notready"></span>NotReady <span class="key s-unknown"></span>Unknown <span class="key t-noexec"></span>NoExecute taint <span class="key t-nosched"></span>NoSchedule taint <span class="key t-prefer"></span>PreferNoSchedule taint <span class="key c-pressure"></span>condition <span class="key c-cordon"></span>cordoned <span class="key p-run"></span>pod <span class="key p-terminating"></span>terminating <span class="x">✕</span>evicted <span class="o">○</span>eviction called off <span class="key due"></span>eviction due <span class="key z-normal"></span>zone Normal <span class="key z-partial"></span>PartialDisruption <span class="key z-full"></span>FullDisruption"#;
+const LEGEND: &str = r#"<span class="key s-ready"></span>Ready <span class="key s-notready"></span>NotReady <span class="key s-unknown"></span>Unknown <span class="key t-noexec"></span>NoExecute taint <span class="key t-nosched"></span>NoSchedule taint <span class="key t-prefer"></span>PreferNoSchedule taint <span class="key c-pressure"></span>condition <span class="key c-cordon"></span>cordoned <span class="key p-run"></span>pod <span class="key p-terminating"></span>terminating <span class="x">✕</span>evicted <span class="o">○</span>eviction called off <span class="key due"></span>eviction due <span class="key z-normal"></span>zone Normal <span class="key z-partial"></span>PartialDisruption <span class="key z-full"></span>FullDisruption <span class="key w-replicas"></span>replicas (count)"#;
 
 const CSS: &str = r#"
 body { font: 13px/1.4 system-ui, sans-serif; margin: 16px; color: #1d2330; background: #fff; }
@@ -726,6 +891,7 @@ svg text { font: 10px system-ui, sans-serif; fill: #1d2330; }
 .z-partial rect, .legend .z-partial { fill: #e67e22; background: #e67e22; }
 .z-full rect, .legend .z-full { fill: #c0392b; background: #c0392b; }
 .z-initial rect { fill: #8e96a3; }
+.w-replicas rect, .legend .w-replicas { fill: #16a085; background: #16a085; }
 table { border-collapse: collapse; } th, td { border: 1px solid #dde2ea; padding: 2px 8px; text-align: left; }
 th { background: #f0f3f8; } td:nth-child(n+4) { font-variant-numeric: tabular-nums; }
 details { margin-top: 14px; }
@@ -798,6 +964,85 @@ mod tests {
         assert!(html.contains("n2&lt;x&gt;"));
         assert!(!html.contains("http://") || html.matches("http://").count() == 1);
         assert!(!html.contains("https://"));
+    }
+
+    /// A Deployment's pods (through its ReplicaSet) counted per zone: the
+    /// pod whose deletion began on a dead zone's node stops counting
+    /// there, and its replacement counts in the zone it landed in.
+    #[test]
+    fn replicas_per_zone_follow_a_moved_pod() {
+        let on = |n: &str| Some(n.to_owned());
+        let created = |t, pod: &str| {
+            entry(t, EventKind::PodCreated, |e| {
+                e.pod = on(pod);
+                e.owner = on("ReplicaSet/web-1");
+            })
+        };
+        let scheduled = |t, pod: &str, node: &str| {
+            entry(t, EventKind::PodScheduled, |e| {
+                e.pod = on(pod);
+                e.node = on(node);
+            })
+        };
+        let rec = Recording {
+            entries: vec![
+                entry(0, EventKind::ReplicaSetScaled, |e| {
+                    e.replicaset = on("default/web-1");
+                    e.owner = on("Deployment/web");
+                    e.replicas = Some(2);
+                }),
+                created(0, "default/web-1-a"),
+                created(0, "default/web-1-b"),
+                scheduled(0, "default/web-1-a", "a1"),
+                scheduled(0, "default/web-1-b", "b1"),
+                entry(60_000, EventKind::PodTerminating, |e| {
+                    e.pod = on("default/web-1-b");
+                    e.node = on("b1");
+                }),
+                created(60_000, "default/web-1-c"),
+                scheduled(60_000, "default/web-1-c", "a1"),
+            ],
+            nodes: vec![
+                ("a1".into(), Some("a".into())),
+                ("b1".into(), Some("b".into())),
+            ],
+            steps: vec![],
+            run: 120_000,
+            components: vec![],
+        };
+        let got: BTreeMap<String, Vec<(Millis, Option<Millis>, String)>> = replicas(&rec)
+            .remove("Deployment/web")
+            .unwrap_or_default()
+            .into_iter()
+            .map(|(row, spans)| {
+                (
+                    row,
+                    spans.into_iter().map(|s| (s.from, s.to, s.label)).collect(),
+                )
+            })
+            .collect();
+        let want: BTreeMap<String, Vec<(Millis, Option<Millis>, String)>> = [
+            (
+                "zone a".to_owned(),
+                vec![
+                    (0, Some(60_000), "1".to_owned()),
+                    (60_000, None, "2".to_owned()),
+                ],
+            ),
+            ("zone b".to_owned(), vec![(0, Some(60_000), "1".to_owned())]),
+        ]
+        .into_iter()
+        .collect();
+        assert_eq!(got, want);
+        let html = render(
+            &rec,
+            &ReportMeta {
+                title: "w.yaml".into(),
+                seed: 0,
+            },
+        );
+        assert!(html.contains(r#"<g class="workload" data-workload="Deployment/web">"#));
+        assert!(html.contains(r#"data-row="zone a""#));
     }
 
     #[test]

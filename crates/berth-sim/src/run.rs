@@ -19,8 +19,9 @@ use tokio_util::sync::CancellationToken;
 
 use crate::components::{Component, ComponentContext, Started};
 use crate::recorder::{self, millis_between};
-use crate::scenario::{Action, Manifest, Scenario, Step};
+use crate::scenario::{Action, Manifest, Scenario, Step, Target};
 use berth_agent::sim::FleetHandle;
+use berth_apiserver::resources::ResourceType;
 
 use crate::fleet::{self, ConditionOverride, NodeCommand};
 use crate::timeline::{Entry, Millis};
@@ -76,24 +77,10 @@ pub struct Recording {
     pub components: Vec<String>,
 }
 
-/// SplitMix64: a small, well-mixed generator, enough for jitter and
-/// seeds, the same on every platform.
-#[derive(Debug, Clone)]
-pub struct SplitMix64(u64);
+pub use berth_core::splitmix::SplitMix64;
 
-impl SplitMix64 {
-    pub fn new(seed: u64) -> SplitMix64 {
-        SplitMix64(seed)
-    }
-
-    pub fn next_u64(&mut self) -> u64 {
-        self.0 = self.0.wrapping_add(0x9e37_79b9_7f4a_7c15);
-        let mut z = self.0;
-        z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
-        z = (z ^ (z >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
-        z ^ (z >> 31)
-    }
-}
+/// Mixed into the run's seed for the API server's generated names.
+const NAME_SEED_SALT: u64 = 0x6e61_6d65_7365_6564;
 
 /// Runs `scenario` on a fresh current-thread runtime with paused time.
 pub fn run_blocking(
@@ -124,6 +111,9 @@ pub async fn run(
         scenario.config.default_not_ready_toleration_seconds;
     admission.default_unreachable_toleration_seconds =
         scenario.config.default_unreachable_toleration_seconds;
+    // Generated names (a ReplicaSet's pods) repeat with the seed; drawn
+    // apart from `rng` below so the nodes' phases stay what they were.
+    api_config.name_seed = Some(SplitMix64::new(seed ^ NAME_SEED_SALT).next_u64());
     let api = ApiServer::new(AnyStore::Memory(MemStore::new()), clock.clone(), api_config)
         .await
         .map_err(|e| SimError::Api(e.to_string()))?;
@@ -264,10 +254,17 @@ impl Cluster {
     }
 
     fn dynamic(&self, manifest: &Manifest) -> Api<DynamicObject> {
-        let rt = manifest.resource;
+        self.dynamic_api(manifest.resource, manifest.namespace.as_deref())
+    }
+
+    fn dynamic_target(&self, target: &Target) -> Api<DynamicObject> {
+        self.dynamic_api(target.resource, target.namespace.as_deref())
+    }
+
+    fn dynamic_api(&self, rt: &ResourceType, namespace: Option<&str>) -> Api<DynamicObject> {
         let gvk = GroupVersionKind::gvk(rt.group, rt.version, rt.kind);
         let resource = ApiResource::from_gvk_with_plural(&gvk, rt.plural);
-        match &manifest.namespace {
+        match namespace {
             Some(ns) => Api::namespaced_with(self.admin.clone(), ns, &resource),
             None => Api::all_with(self.admin.clone(), &resource),
         }
@@ -332,20 +329,16 @@ impl Cluster {
                 Ok(())
             }
             Action::Apply(manifest) => self.apply(manifest).await,
-            Action::Delete {
-                resource,
-                namespace,
-                name,
-            } => {
-                let manifest = Manifest {
-                    resource,
-                    namespace: namespace.clone(),
-                    name: name.clone(),
-                    object: json!({}),
-                    line: step.line,
-                };
-                self.dynamic(&manifest)
-                    .delete(name, &DeleteParams::default())
+            Action::Delete(target) => self
+                .dynamic_target(target)
+                .delete(&target.name, &DeleteParams::default())
+                .await
+                .map(|_| ())
+                .map_err(api_message),
+            Action::Scale { target, replicas } => {
+                let patch = json!({"spec": {"replicas": replicas}});
+                self.dynamic_target(target)
+                    .patch_scale(&target.name, &PatchParams::default(), &Patch::Merge(&patch))
                     .await
                     .map(|_| ())
                     .map_err(api_message)
@@ -396,25 +389,5 @@ impl Cluster {
             Err(TaintError::Api(e)) => Err(api_message(e)),
             Err(e) => Err(e.to_string()),
         }
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn splitmix_is_the_reference_sequence() {
-        // The reference implementation's first outputs for seed 1234567.
-        let mut rng = SplitMix64::new(1_234_567);
-        let got: Vec<u64> = (0..3).map(|_| rng.next_u64()).collect();
-        assert_eq!(
-            got,
-            [
-                6_457_827_717_110_365_317,
-                3_203_168_211_198_807_973,
-                9_817_491_932_198_370_423
-            ]
-        );
     }
 }

@@ -12,6 +12,7 @@
 //!   - {at: 10s, taint: "node1 key1=value1:NoExecute"}
 //!   - {at: 20s, taint: "node1 maintenance:NoSchedule", for: 30m}
 //!   - {at: 30s, heartbeat: {zone: b, stop: true}}
+//!   - {at: 40s, scale: deployment/web, replicas: 6}
 //! run: 1h
 //! ```
 //!
@@ -117,7 +118,10 @@ pub enum Action {
         expires_after: Option<Duration>,
     },
     /// Stops or resumes the heartbeats (Lease and status) of these nodes.
-    Heartbeat { nodes: Vec<String>, stop: bool },
+    Heartbeat {
+        nodes: Vec<String>,
+        stop: bool,
+    },
     /// The node starts reporting this condition.
     Condition {
         node: String,
@@ -128,15 +132,29 @@ pub enum Action {
     },
     /// Creates the object or, if it exists, updates it (server-side apply).
     Apply(Manifest),
-    Delete {
-        resource: &'static ResourceType,
-        namespace: Option<String>,
-        name: String,
+    Delete(Target),
+    /// `kubectl scale --replicas`: through the `/scale` subresource.
+    Scale {
+        target: Target,
+        replicas: i32,
     },
     /// `kubectl cordon` (true) / `uncordon` (false).
-    Cordon { node: String, unschedulable: bool },
+    Cordon {
+        node: String,
+        unschedulable: bool,
+    },
     /// Stops a component and starts it again.
-    Restart { component: String },
+    Restart {
+        component: String,
+    },
+}
+
+/// The object a `delete` or `scale` step names.
+#[derive(Debug, Clone)]
+pub struct Target {
+    pub resource: &'static ResourceType,
+    pub namespace: Option<String>,
+    pub name: String,
 }
 
 /// Components a `restart` step may name.
@@ -195,6 +213,8 @@ struct StepEntry {
     condition: Option<ConditionEntry>,
     apply: Option<Value>,
     delete: Option<String>,
+    scale: Option<String>,
+    replicas: Option<Spanned<i64>>,
     cordon: Option<String>,
     uncordon: Option<String>,
     restart: Option<String>,
@@ -409,9 +429,24 @@ pub fn parse(file: &str, text: &str) -> Result<Scenario, ScenarioError> {
         }
         if let Some(target) = &step.delete {
             actions.push((
-                check_delete(&check, line, target)?,
+                Action::Delete(check_target(&check, line, "delete", target)?),
                 format!("delete {target}"),
             ));
+        }
+        match (&step.scale, &step.replicas) {
+            (Some(target), Some(replicas)) => {
+                actions.push((
+                    check_scale(&check, line, target, replicas)?,
+                    format!("scale {target} --replicas={}", replicas.value),
+                ));
+            }
+            (Some(_), None) => {
+                return Err(check.at(line, "scale: replicas is required"));
+            }
+            (None, Some(replicas)) => {
+                return Err(check.at(replicas.referenced, "replicas goes with scale"));
+            }
+            (None, None) => {}
         }
         for (value, unschedulable, verb) in [
             (&step.cordon, true, "cordon"),
@@ -450,7 +485,7 @@ pub fn parse(file: &str, text: &str) -> Result<Scenario, ScenarioError> {
             (None, _) => {
                 return Err(check.at(
                     line,
-                    "a step needs one action: taint, untaint, heartbeat, condition, apply, delete, cordon, uncordon or restart",
+                    "a step needs one action: taint, untaint, heartbeat, condition, apply, delete, scale, cordon, uncordon or restart",
                 ));
             }
             (Some(_), Some(_)) => {
@@ -628,16 +663,19 @@ fn check_manifest(
     })
 }
 
-fn check_delete(
+/// `RESOURCE/NAMESPACE/NAME` or `RESOURCE/NAME` (namespace `default`),
+/// the object a `verb` step acts on.
+fn check_target(
     check: &Checker<'_>,
     line: Location,
+    verb: &str,
     target: &str,
-) -> Result<Action, ScenarioError> {
+) -> Result<Target, ScenarioError> {
     let parts: Vec<&str> = target.split('/').collect();
     let bad = || {
         check.at(
             line,
-            format!("delete {target:?}: expected RESOURCE/NAMESPACE/NAME or RESOURCE/NAME"),
+            format!("{verb} {target:?}: expected RESOURCE/NAMESPACE/NAME or RESOURCE/NAME"),
         )
     };
     let resource = parts
@@ -653,11 +691,50 @@ fn check_delete(
     if name.is_empty() {
         return Err(bad());
     }
-    Ok(Action::Delete {
+    Ok(Target {
         resource,
         namespace,
         name: name.to_owned(),
     })
+}
+
+/// `scale: RESOURCE/NAME` with `replicas`: a type with a `/scale`
+/// subresource and a count the API accepts (an int32, not negative).
+fn check_scale(
+    check: &Checker<'_>,
+    line: Location,
+    target: &str,
+    replicas: &Spanned<i64>,
+) -> Result<Action, ScenarioError> {
+    let target = check_target(check, line, "scale", target)?;
+    if !target
+        .resource
+        .subresources
+        .iter()
+        .any(|s| s.name == "scale")
+    {
+        return Err(check.at(
+            line,
+            format!(
+                "scale: {} cannot be scaled (deployments, replicasets and statefulsets can)",
+                target.resource.plural
+            ),
+        ));
+    }
+    let replicas = i32::try_from(replicas.value)
+        .ok()
+        .filter(|r| *r >= 0)
+        .ok_or_else(|| {
+            check.at(
+                replicas.referenced,
+                format!(
+                    "replicas: {} is not a count of replicas (0 to {})",
+                    replicas.value,
+                    i32::MAX
+                ),
+            )
+        })?;
+    Ok(Action::Scale { target, replicas })
 }
 
 /// `taint`/`untaint`: `NODE... SPEC...` in `kubectl taint` syntax. An
@@ -725,6 +802,8 @@ steps:
   - {at: 70s, cordon: node3}
   - {at: 75s, uncordon: node3}
   - {at: 80s, restart: controllers}
+  - {at: 85s, scale: deployment/web, replicas: 6}
+  - {at: 90s, scale: statefulsets/team/db, replicas: 0}
 run: 2h
 "#;
 
@@ -763,8 +842,22 @@ run: 2h
                 "cordon node3",
                 "uncordon node3",
                 "restart controllers",
+                "scale deployment/web --replicas=6",
+                "scale statefulsets/team/db --replicas=0",
             ]
         );
+        assert!(matches!(
+            &s.steps[11].action,
+            Action::Scale { target, replicas: 6 }
+                if target.resource.kind == "Deployment"
+                    && target.namespace.as_deref() == Some("default")
+                    && target.name == "web"
+        ));
+        assert!(matches!(
+            &s.steps[12].action,
+            Action::Scale { target, replicas: 0 }
+                if target.resource.kind == "StatefulSet" && target.namespace.as_deref() == Some("team")
+        ));
         assert_eq!(s.steps[0].line, 16);
         assert!(matches!(
             &s.steps[2].action,
@@ -898,6 +991,48 @@ run: 2h
                 text: format!("{head}steps:\n  - {{at: 1s, delete: widgets/x}}\nrun: 1m\n"),
                 line: 4,
                 want: "delete \"widgets/x\"",
+            },
+            Case {
+                name: "scale without replicas",
+                text: format!("{head}steps:\n  - {{at: 1s, scale: deployment/web}}\nrun: 1m\n"),
+                line: 4,
+                want: "scale: replicas is required",
+            },
+            Case {
+                name: "replicas without scale",
+                text: format!("{head}steps:\n  - at: 1s\n    cordon: n1\n    replicas: 3\nrun: 1m\n"),
+                line: 6,
+                want: "replicas goes with scale",
+            },
+            Case {
+                name: "scale of a kind without /scale",
+                text: format!("{head}steps:\n  - {{at: 1s, scale: daemonsets/agent, replicas: 2}}\nrun: 1m\n"),
+                line: 4,
+                want: "daemonsets cannot be scaled",
+            },
+            Case {
+                name: "scale of an unknown resource",
+                text: format!("{head}steps:\n  - {{at: 1s, scale: widgets/x, replicas: 2}}\nrun: 1m\n"),
+                line: 4,
+                want: "scale \"widgets/x\": expected RESOURCE/NAMESPACE/NAME",
+            },
+            Case {
+                name: "negative replicas",
+                text: format!("{head}steps:\n  - at: 1s\n    scale: deployment/web\n    replicas: -1\nrun: 1m\n"),
+                line: 6,
+                want: "replicas: -1 is not a count of replicas",
+            },
+            Case {
+                name: "replicas past int32",
+                text: format!("{head}steps:\n  - at: 1s\n    scale: deployment/web\n    replicas: 3000000000\nrun: 1m\n"),
+                line: 6,
+                want: "replicas: 3000000000 is not a count",
+            },
+            Case {
+                name: "replicas not a number",
+                text: format!("{head}steps:\n  - at: 1s\n    scale: deployment/web\n    replicas: many\nrun: 1m\n"),
+                line: 6,
+                want: "invalid",
             },
             Case {
                 name: "bad condition",

@@ -1,19 +1,23 @@
 //! The timeline: what happened, one entry per change, in virtual time.
 //!
 //! Entries are derived from the API objects as a watcher sees them change
-//! ([`node_entries`], [`pod_entries`], [`event_entries`]): plain functions
+//! ([`node_entries`], [`pod_entries`], [`replica_set_entries`],
+//! [`event_entries`]): plain functions
 //! of the old and new object, tested without a server (an eviction's due
 //! time is berth-core's rule, [`berth_core::eviction`]). Written as JSON
 //! lines, `t` in seconds since the start of the run:
 //!
 //! ```json
 //! {"t":55.0,"event":"NodeStatusUnknown","node":"node1"}
+//! {"t":60.0,"event":"ReplicaSetScaled","replicaset":"default/web-6f7c9d","owner":"Deployment/web","replicas":6}
+//! {"t":60.0,"event":"PodCreated","pod":"default/web-6f7c9d-x2b9q","owner":"ReplicaSet/web-6f7c9d"}
 //! ```
 //!
 //! Order is total and stable, and keeps causes before effects within one
 //! instant: by time; then by [`EventKind`] in its declared order (a node's
-//! state, its zone's, its taints, then its pods); then by the subject
-//! (node, pod, zone, taint, condition); and what happened to one subject
+//! state, its zone's, its taints, a ReplicaSet's size, then pods ending
+//! before pods starting, see [`EventKind`]); then
+//! by the subject (node, pod, zone, taint, condition, ReplicaSet, owner); and what happened to one subject
 //! in one instant keeps the order it happened in, the recorder's sequence
 //! number ([`Entry::seq`]). Changes to different subjects in one instant
 //! (two pods bound by concurrent requests) reach the recorder in either
@@ -25,7 +29,9 @@ use std::io::Write;
 
 use berth_core::pod::PodKey;
 use berth_core::taint_spec::format_taint;
+use k8s_openapi::api::apps::v1::ReplicaSet;
 use k8s_openapi::api::core::v1::{Event, Node, Pod};
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
 use serde::{Deserialize, Serialize};
 
 /// Virtual time since the start of the run, in milliseconds.
@@ -46,12 +52,25 @@ pub enum EventKind {
     NodeUncordoned,
     TaintAdded,
     TaintRemoved,
-    PodScheduled,
-    FailedScheduling,
+    /// A ReplicaSet's `spec.replicas` changed (`replicaset`, its `owner`,
+    /// the new `replicas`); a new one counts from 0. Before the pods it
+    /// makes or deletes.
+    ReplicaSetScaled,
+    // A pod's end comes before any pod's start: a replacement follows the
+    // pod it replaces (an evicted replica, a StatefulSet pod deleted and
+    // made again under its name). Only a pod made and ended within one
+    // instant reads out of order.
     EvictionCancelled,
     PodEvicted,
+    /// The pod's deletion began (`deletionTimestamp` set); it is gone at
+    /// `PodDeleted`, which a dead node's pod waits for.
+    PodTerminating,
     PodFailed,
     PodDeleted,
+    /// A pod was created (`owner`: its controller, `Kind/name`).
+    PodCreated,
+    PodScheduled,
+    FailedScheduling,
 }
 
 /// One line of the timeline.
@@ -80,6 +99,15 @@ pub struct Entry {
     pub reason: Option<String>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub message: Option<String>,
+    /// `namespace/name` of a ReplicaSet.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub replicaset: Option<String>,
+    /// The controller (`Kind/name`, same namespace) of the pod or
+    /// ReplicaSet.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub owner: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub replicas: Option<i32>,
     /// For `PodEvicted`: when the eviction was due by the objects (the
     /// NoExecute taints' `timeAdded` and the tolerations' seconds).
     #[serde(default, skip_serializing_if = "Option::is_none", with = "opt_seconds")]
@@ -105,6 +133,9 @@ impl Entry {
             state: None,
             reason: None,
             message: None,
+            replicaset: None,
+            owner: None,
+            replicas: None,
             due: None,
             seq: 0,
         }
@@ -139,6 +170,8 @@ impl Entry {
                 &self.zone,
                 &self.taint,
                 &self.condition,
+                &self.replicaset,
+                &self.owner,
             ),
             self.seq,
             (
@@ -146,6 +179,7 @@ impl Entry {
                 &self.state,
                 &self.reason,
                 &self.message,
+                self.replicas,
                 self.due,
             ),
         )
@@ -316,7 +350,22 @@ fn pod_phase(pod: Option<&Pod>) -> Option<&str> {
     pod?.status.as_ref()?.phase.as_deref()
 }
 
-/// What changed on a pod; `new` is `None` when it was deleted.
+/// `Kind/name` of an object's controller (the owner reference with
+/// `controller: true`).
+pub fn controller_of(meta: &ObjectMeta) -> Option<String> {
+    meta.owner_references
+        .as_ref()?
+        .iter()
+        .find(|r| r.controller == Some(true))
+        .map(|r| format!("{}/{}", r.kind, r.name))
+}
+
+fn terminating(pod: Option<&Pod>) -> bool {
+    pod.is_some_and(|p| p.metadata.deletion_timestamp.is_some())
+}
+
+/// What changed on a pod; `old` is `None` when it is new, `new` is `None`
+/// when it was deleted.
 pub fn pod_entries(t: Millis, old: Option<&Pod>, new: Option<&Pod>) -> Vec<Entry> {
     let mut out = Vec::new();
     let Some(pod) = new.or(old) else {
@@ -329,6 +378,16 @@ pub fn pod_entries(t: Millis, old: Option<&Pod>, new: Option<&Pod>) -> Vec<Entry
         out.push(e);
         return out;
     };
+    if old.is_none() {
+        let mut e = Entry::new(t, EventKind::PodCreated).with_pod(key.clone());
+        e.owner = controller_of(&new.metadata);
+        out.push(e);
+    }
+    if terminating(Some(new)) && !terminating(old) {
+        let mut e = Entry::new(t, EventKind::PodTerminating).with_pod(key.clone());
+        e.node = pod_node(Some(new)).map(str::to_owned);
+        out.push(e);
+    }
     if let (None, Some(node)) = (pod_node(old), pod_node(Some(new))) {
         out.push(
             Entry::new(t, EventKind::PodScheduled)
@@ -343,6 +402,26 @@ pub fn pod_entries(t: Millis, old: Option<&Pod>, new: Option<&Pod>) -> Vec<Entry
         out.push(e);
     }
     out
+}
+
+/// What changed on a ReplicaSet: its size (`spec.replicas`, 1 when
+/// unset); a new ReplicaSet counts from 0, so one created empty is no news.
+pub fn replica_set_entries(t: Millis, old: Option<&ReplicaSet>, new: &ReplicaSet) -> Vec<Entry> {
+    let size = |rs: &ReplicaSet| rs.spec.replicas.unwrap_or(1);
+    let before = old.map_or(0, size);
+    let after = size(new);
+    if before == after {
+        return Vec::new();
+    }
+    let mut e = Entry::new(t, EventKind::ReplicaSetScaled);
+    e.replicaset = Some(format!(
+        "{}/{}",
+        new.metadata.namespace.as_deref().unwrap_or(""),
+        new.metadata.name.as_deref().unwrap_or("")
+    ));
+    e.owner = controller_of(&new.metadata);
+    e.replicas = Some(after);
+    vec![e]
 }
 
 /// How many times an Event has happened (its own count plus a series').
@@ -531,11 +610,27 @@ mod tests {
         if let Some(status) = failed.status.as_mut() {
             status.reason = Some("Shutdown".into());
         }
+        let mut terminating = bound.clone();
+        terminating.metadata.deletion_timestamp = Some(
+            k8s_openapi::apimachinery::pkg::apis::meta::v1::Time(jiff::Timestamp::UNIX_EPOCH),
+        );
         let cases: Vec<Case<'_, Option<&Pod>, Option<&Pod>>> = vec![
             Case {
                 name: "created pending",
                 old: None,
                 new: Some(&pending),
+                want: vec![(EventKind::PodCreated, "")],
+            },
+            Case {
+                name: "deletion begins on its node",
+                old: Some(&bound),
+                new: Some(&terminating),
+                want: vec![(EventKind::PodTerminating, "")],
+            },
+            Case {
+                name: "still terminating",
+                old: Some(&terminating),
+                new: Some(&terminating),
                 want: vec![],
             },
             Case {
@@ -548,7 +643,7 @@ mod tests {
                 name: "created bound",
                 old: None,
                 new: Some(&bound),
-                want: vec![(EventKind::PodScheduled, "")],
+                want: vec![(EventKind::PodCreated, ""), (EventKind::PodScheduled, "")],
             },
             Case {
                 name: "failed",
@@ -571,6 +666,96 @@ mod tests {
                 "{}",
                 case.name
             );
+        }
+    }
+
+    #[test]
+    fn a_pod_created_by_a_controller_names_its_owner() {
+        let pod: Pod = serde_json::from_value(json!({
+            "metadata": {"name": "web-6f7c9d-x2b9q", "namespace": "default", "ownerReferences": [
+                {"apiVersion": "v1", "kind": "ConfigMap", "name": "not-a-controller", "uid": "1"},
+                {"apiVersion": "apps/v1", "kind": "ReplicaSet", "name": "web-6f7c9d", "uid": "2", "controller": true},
+            ]},
+        }))
+        .unwrap_or_default();
+        let got = pod_entries(5, None, Some(&pod));
+        assert_eq!(got.len(), 1);
+        assert_eq!(got[0].event, EventKind::PodCreated);
+        assert_eq!(got[0].owner.as_deref(), Some("ReplicaSet/web-6f7c9d"));
+        assert_eq!(
+            pod_entries(5, None, Some(&make_pod().name("bare").obj()))[0].owner,
+            None
+        );
+    }
+
+    #[test]
+    fn a_replica_set_changing_size_is_scaled() {
+        let rs = |replicas: Option<i32>| -> ReplicaSet {
+            serde_json::from_value(json!({
+                "metadata": {"name": "web-6f7c9d", "namespace": "default", "ownerReferences": [
+                    {"apiVersion": "apps/v1", "kind": "Deployment", "name": "web", "uid": "1", "controller": true},
+                ]},
+                "spec": {"replicas": replicas, "selector": {}},
+            }))
+            .unwrap_or_default()
+        };
+        struct Case<'a> {
+            name: &'a str,
+            old: Option<ReplicaSet>,
+            new: ReplicaSet,
+            want: Option<i32>,
+        }
+        let cases = [
+            Case {
+                name: "created with replicas",
+                old: None,
+                new: rs(Some(3)),
+                want: Some(3),
+            },
+            Case {
+                name: "created empty: no news",
+                old: None,
+                new: rs(Some(0)),
+                want: None,
+            },
+            Case {
+                name: "unset means 1",
+                old: None,
+                new: rs(None),
+                want: Some(1),
+            },
+            Case {
+                name: "scaled up",
+                old: Some(rs(Some(3))),
+                new: rs(Some(6)),
+                want: Some(6),
+            },
+            Case {
+                name: "scaled to zero",
+                old: Some(rs(Some(3))),
+                new: rs(Some(0)),
+                want: Some(0),
+            },
+            Case {
+                name: "status change only",
+                old: Some(rs(Some(3))),
+                new: rs(Some(3)),
+                want: None,
+            },
+        ];
+        for case in cases {
+            let got = replica_set_entries(9, case.old.as_ref(), &case.new);
+            assert_eq!(
+                got.first().and_then(|e| e.replicas),
+                case.want,
+                "{}",
+                case.name
+            );
+            for e in got {
+                assert_eq!(e.event, EventKind::ReplicaSetScaled);
+                assert_eq!(e.replicaset.as_deref(), Some("default/web-6f7c9d"));
+                assert_eq!(e.owner.as_deref(), Some("Deployment/web"));
+            }
         }
     }
 

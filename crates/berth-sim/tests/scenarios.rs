@@ -4,6 +4,7 @@
 //! nodes' heartbeat phases, so assertions about heartbeats use the window
 //! the grace periods allow, and everything downstream of a taint is exact.
 
+use std::collections::{BTreeMap, BTreeSet};
 use std::path::PathBuf;
 
 use berth_sim::components::default_components;
@@ -488,4 +489,233 @@ run: 40m
         .collect();
     assert_eq!(removed.len(), 1, "{}", jsonl(&e));
     assert_eq!(removed[0].t, (10 + 30 * 60) * S);
+}
+
+/// Pods whose controller (their `PodCreated` owner) starts with `owner`
+/// (`ReplicaSet/web-` for a Deployment's pods, `DaemonSet/log-agent`).
+fn owned_by(entries: &[Entry], owner: &str) -> BTreeSet<String> {
+    entries
+        .iter()
+        .filter(|e| {
+            e.event == EventKind::PodCreated
+                && e.owner.as_deref().is_some_and(|o| o.starts_with(owner))
+        })
+        .filter_map(|e| e.pod.clone())
+        .collect()
+}
+
+/// The replicas of `pods` at `t`, by node: scheduled, and their deletion
+/// not begun (a pod Terminating on a dead node is no replica).
+fn replicas_at(entries: &[Entry], pods: &BTreeSet<String>, t: Millis) -> BTreeMap<String, u32> {
+    let mut on: BTreeMap<&str, &str> = BTreeMap::new();
+    for e in entries.iter().take_while(|e| e.t <= t) {
+        let Some(pod) = e.pod.as_deref().filter(|p| pods.contains(*p)) else {
+            continue;
+        };
+        match e.event {
+            EventKind::PodScheduled => {
+                on.insert(pod, e.node.as_deref().unwrap_or(""));
+            }
+            EventKind::PodTerminating | EventKind::PodFailed | EventKind::PodDeleted => {
+                on.remove(pod);
+            }
+            _ => {}
+        }
+    }
+    let mut by_node = BTreeMap::new();
+    for node in on.values() {
+        *by_node.entry((*node).to_owned()).or_default() += 1;
+    }
+    by_node
+}
+
+/// Node counts summed by zone, the zone being the node name's prefix
+/// before `-` (`a-1` is in zone a).
+fn by_zone(by_node: &BTreeMap<String, u32>) -> BTreeMap<String, u32> {
+    let mut zones = BTreeMap::new();
+    for (node, n) in by_node {
+        let zone = node.split('-').next().unwrap_or_default().to_owned();
+        *zones.entry(zone).or_default() += n;
+    }
+    zones
+}
+
+fn counts(pairs: &[(&str, u32)]) -> BTreeMap<String, u32> {
+    pairs.iter().map(|(k, n)| ((*k).to_owned(), *n)).collect()
+}
+
+#[test]
+fn a_zone_outage_moves_the_deployments_replicas_to_the_surviving_zones() {
+    let e = run_example("deployment-zone-outage.yaml", SEED).entries;
+    let scaled: Vec<(Millis, Option<i32>)> = e
+        .iter()
+        .filter(|x| {
+            x.event == EventKind::ReplicaSetScaled && x.owner.as_deref() == Some("Deployment/web")
+        })
+        .map(|x| (x.t, x.replicas))
+        .collect();
+    assert_eq!(scaled, [(0, Some(3)), (30 * S, Some(6))], "{}", jsonl(&e));
+    let pods = owned_by(&e, "ReplicaSet/web-");
+    // One per zone, then two per zone once scaled.
+    let zones = |t| by_zone(&replicas_at(&e, &pods, t));
+    assert_eq!(zones(29 * S), counts(&[("a", 1), ("b", 1), ("c", 1)]));
+    assert_eq!(
+        zones(2 * 60 * S),
+        counts(&[("a", 2), ("b", 2), ("c", 2)]),
+        "{}",
+        jsonl(&e)
+    );
+    // Zone c is cut off at 2m; its pods leave 300 s after their nodes'
+    // unreachable:NoExecute taints, and are replaced in a and b.
+    for node in ["c-1", "c-2"] {
+        let tainted = match taint_added(&e, node, UNREACHABLE_NOEXEC).as_slice() {
+            [t] => t.t,
+            other => panic!("{node}: {other:?}"),
+        };
+        let evicted: Vec<Millis> = e
+            .iter()
+            .filter(|x| x.event == EventKind::PodEvicted && x.node.as_deref() == Some(node))
+            .map(|x| x.t)
+            .collect();
+        assert_eq!(evicted, [tainted + 300 * S], "{node}:\n{}", jsonl(&e));
+    }
+    assert_eq!(
+        zones(12 * 60 * S),
+        counts(&[("a", 3), ("b", 3)]),
+        "{}",
+        jsonl(&e)
+    );
+    // In each instant the replacement follows the pod it replaces.
+    for x in e.iter().filter(|x| x.event == EventKind::PodEvicted) {
+        let replacement = e
+            .iter()
+            .position(|y| y.t == x.t && y.event == EventKind::PodCreated);
+        let evicted = e.iter().position(|y| y == x);
+        assert!(evicted < replacement, "{}", jsonl(&e));
+    }
+    // Six replicas were made at first, two more to replace zone c's.
+    assert_eq!(pods.len(), 8);
+}
+
+#[test]
+fn a_daemon_set_runs_where_its_tolerations_allow() {
+    let e = run_example("daemonset-tainted-nodes.yaml", SEED).entries;
+    let agents = owned_by(&e, "DaemonSet/log-agent");
+    let drivers = owned_by(&e, "DaemonSet/gpu-driver");
+    let nodes = |pods: &BTreeSet<String>| -> Vec<String> {
+        e.iter()
+            .filter(|x| {
+                x.event == EventKind::PodScheduled
+                    && x.pod.as_deref().is_some_and(|p| pods.contains(p))
+            })
+            .filter_map(|x| x.node.clone())
+            .collect::<Vec<_>>()
+    };
+    let mut agent_nodes = nodes(&agents);
+    agent_nodes.sort();
+    // node4 twice: before its NoExecute taint and after.
+    assert_eq!(
+        agent_nodes,
+        ["node1", "node3", "node4", "node4"],
+        "{}",
+        jsonl(&e)
+    );
+    assert_eq!(nodes(&drivers), ["node2"]);
+    let at = |pods, t| replicas_at(&e, pods, t);
+    let one_each = |names: &[&str]| counts(&names.iter().map(|n| (*n, 1)).collect::<Vec<_>>());
+    // Cordon, memory pressure and an unreachable node are tolerated.
+    assert_eq!(
+        at(&agents, 4 * 60 * S - 1),
+        one_each(&["node1", "node3", "node4"])
+    );
+    assert!(
+        taint_added(&e, "node1", UNREACHABLE_NOEXEC).len() == 1
+            && taint_added(&e, "node3", "node.kubernetes.io/unschedulable:NoSchedule").len() == 1
+            && taint_added(&e, "node4", "node.kubernetes.io/memory-pressure:NoSchedule").len() == 1,
+        "{}",
+        jsonl(&e)
+    );
+    // maintenance=true:NoExecute is not: evicted at 4m, none while it lasts.
+    let evicted: Vec<(Millis, Option<String>)> = e
+        .iter()
+        .filter(|x| {
+            x.event == EventKind::PodEvicted && x.pod.as_deref().is_some_and(|p| agents.contains(p))
+        })
+        .map(|x| (x.t, x.node.clone()))
+        .collect();
+    assert_eq!(evicted, [(4 * 60 * S, Some("node4".to_owned()))]);
+    assert_eq!(at(&agents, 6 * 60 * S - 1), one_each(&["node1", "node3"]));
+    assert_eq!(
+        at(&agents, 10 * 60 * S),
+        one_each(&["node1", "node3", "node4"]),
+        "{}",
+        jsonl(&e)
+    );
+    assert_eq!(at(&drivers, 10 * 60 * S), one_each(&["node2"]));
+}
+
+#[test]
+fn a_stateful_set_pod_of_a_dead_node_waits_for_the_out_of_service_taint() {
+    let e = run_example("statefulset-out-of-service.yaml", SEED).entries;
+    let db0 = "default/db-0";
+    // Never two pods named db-0: each creation follows the deletion of
+    // the one before.
+    let mut alive = 0;
+    for x in e.iter().filter(|x| x.pod.as_deref() == Some(db0)) {
+        match x.event {
+            EventKind::PodCreated => alive += 1,
+            EventKind::PodDeleted => alive -= 1,
+            _ => {}
+        }
+        assert!(alive <= 1, "two pods named db-0 at {}:\n{}", x.t, jsonl(&e));
+    }
+    let created: Vec<Millis> = of(&e, EventKind::PodCreated, db0)
+        .iter()
+        .map(|x| x.t)
+        .collect();
+    assert_eq!(created.len(), 2, "{}", jsonl(&e));
+    assert!(
+        of(&e, EventKind::PodCreated, db0)
+            .iter()
+            .all(|x| x.owner.as_deref() == Some("StatefulSet/db"))
+    );
+    let scheduled: Vec<String> = of(&e, EventKind::PodScheduled, db0)
+        .iter()
+        .filter_map(|x| x.node.clone())
+        .collect();
+    assert_eq!(scheduled[0], "node1");
+    assert!(
+        scheduled.len() == 2 && scheduled[1] != "node1",
+        "{scheduled:?}"
+    );
+    // Evicted 300 s after node1's unreachable taint, then Terminating
+    // until the out-of-service taint at 12m.
+    let tainted = match taint_added(&e, "node1", UNREACHABLE_NOEXEC).as_slice() {
+        [t] => t.t,
+        other => panic!("{other:?}"),
+    };
+    // Evicted when its toleration ran out, and again (force-deleted) by
+    // the out-of-service taint.
+    let evicted: Vec<Millis> = of(&e, EventKind::PodEvicted, db0)
+        .iter()
+        .map(|x| x.t)
+        .collect();
+    assert_eq!(evicted, [tainted + 300 * S, 12 * 60 * S], "{}", jsonl(&e));
+    assert_eq!(one(&e, EventKind::PodTerminating, db0).t, tainted + 300 * S);
+    assert_eq!(one(&e, EventKind::PodDeleted, db0).t, 12 * 60 * S);
+    assert!(created[1] >= 12 * 60 * S);
+}
+
+#[test]
+fn workload_scenarios_give_byte_identical_timelines() {
+    for name in [
+        "deployment-zone-outage.yaml",
+        "daemonset-tainted-nodes.yaml",
+        "statefulset-out-of-service.yaml",
+    ] {
+        let first = jsonl(&run_example(name, 11).entries);
+        let second = jsonl(&run_example(name, 11).entries);
+        assert!(first.contains("\"event\":\"PodCreated\""), "{name}");
+        assert_eq!(first, second, "{name}");
+    }
 }

@@ -6,7 +6,8 @@
 //! tokio time is paused (`#[tokio::test(start_paused = true)]`), so an
 //! hour passes at once and every timestamp is virtual. The pod and node
 //! builders tests fill it with are berth-core's (`berth_core::test_util`,
-//! the `test-util` feature).
+//! the `test-util` feature). [`pod_history`] records what a watch of a
+//! namespace's pods showed, for the rollout tests' invariants.
 //!
 //! ```no_run
 //! # async fn example() {
@@ -17,6 +18,8 @@
 //! let nodes: kube::Api<Node> = kube::Api::all(server.admin.clone());
 //! # }
 //! ```
+
+pub mod pod_history;
 
 use std::sync::Arc;
 

@@ -79,6 +79,10 @@ pub struct AgentArgs {
     /// periods, eviction thresholds).
     #[arg(long, value_name = "agent.yaml")]
     config: Option<PathBuf>,
+    /// The IP address the HTTPS log server binds (the kubelet's
+    /// `--address`): every interface by default.
+    #[arg(long, default_value = "0.0.0.0", value_name = "IP")]
+    address: IpAddr,
     /// The HTTPS port for container logs (`kubectl logs`), published in the
     /// Node's `daemonEndpoints`.
     #[arg(long, default_value_t = berth_runtime::log_server::DEFAULT_PORT, value_name = "PORT")]
@@ -211,12 +215,17 @@ pub async fn run(args: &AgentArgs) -> anyhow::Result<()> {
     let cert =
         berth_runtime::log_server::ensure_serving_cert(&args.data_dir, &args.node_name, &ips)?;
     let logs = berth_runtime::log_server::serve(
-        SocketAddr::from(([0, 0, 0, 0], args.port)),
+        SocketAddr::new(args.address, args.port),
         berth_runtime::log_server::router(runtime.clone(), &token, clock.clone()),
         &cert,
     )
     .await
-    .with_context(|| format!("serving logs on port {}", args.port))?;
+    .with_context(|| {
+        format!(
+            "serving logs on {}",
+            SocketAddr::new(args.address, args.port)
+        )
+    })?;
     let template = NodeTemplate {
         name: args.node_name.clone(),
         labels,

@@ -1,6 +1,7 @@
 //! `berth check --pod POD.yaml --node NODE.yaml ...`: reads and validates
 //! the manifests, asks `berth_scheduler::check` about every pod, prints a
-//! table or JSON.
+//! table or JSON, and exits 1 ([`FitsNowhere`]) when a pod fits none of the
+//! nodes, so that scripts can test the answer.
 
 use std::path::{Path, PathBuf};
 
@@ -16,6 +17,9 @@ use k8s_openapi::api::core::v1::{Node, Pod};
 use crate::input::{InputError, read_objects};
 
 #[derive(Debug, Args)]
+#[command(
+    after_help = "Exit status: 0 when every pod fits at least one node, 1 when a pod fits none (the report is printed either way), 2 for bad input."
+)]
 pub struct CheckArgs {
     /// The pod manifest (YAML or JSON; several documents or a List check each pod).
     #[arg(long, value_name = "POD.yaml")]
@@ -68,8 +72,32 @@ pub fn run(args: &CheckArgs) -> anyhow::Result<()> {
             .join("\n"),
     };
     print!("{out}");
-    Ok(())
+    let nowhere: Vec<String> = reports
+        .iter()
+        .filter(|report| !report.nodes.iter().any(|node| node.schedulable))
+        .map(|report| report.pod.clone())
+        .collect();
+    if nowhere.is_empty() {
+        Ok(())
+    } else {
+        Err(FitsNowhere { pods: nowhere }.into())
+    }
 }
+
+/// The answer of a check in which some pod fits none of the nodes: not a
+/// failure of berth's, but exit status 1 for scripts.
+#[derive(Debug)]
+pub struct FitsNowhere {
+    pods: Vec<String>,
+}
+
+impl std::fmt::Display for FitsNowhere {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "fits no node: {}", self.pods.join(", "))
+    }
+}
+
+impl std::error::Error for FitsNowhere {}
 
 fn read_pods(path: &Path) -> Result<Vec<Pod>, InputError> {
     // The pod is validated as if the gate were on: upstream keeps accepting
@@ -78,6 +106,7 @@ fn read_pods(path: &Path) -> Result<Vec<Pod>, InputError> {
     // turning it off would do).
     let gates = FeatureGates {
         taint_toleration_comparison_operators: true,
+        max_unavailable_stateful_set: true,
     };
     read_objects::<Pod>(path)?
         .into_iter()
@@ -120,6 +149,32 @@ fn reject_invalid(
     }
 }
 
+/// Rows as kubectl prints tables: columns padded to the widest cell, three
+/// spaces apart, no trailing blanks.
+pub fn padded_table<R: AsRef<[String]>>(rows: &[R]) -> String {
+    let columns = rows.first().map_or(0, |r| r.as_ref().len());
+    let widths: Vec<usize> = (0..columns)
+        .map(|c| {
+            rows.iter()
+                .map(|r| r.as_ref().get(c).map_or(0, |cell| cell.chars().count()))
+                .max()
+                .unwrap_or(0)
+        })
+        .collect();
+    let mut out = String::new();
+    for row in rows {
+        let cells: Vec<String> = row
+            .as_ref()
+            .iter()
+            .zip(&widths)
+            .map(|(cell, width)| format!("{cell:<width$}"))
+            .collect();
+        out.push_str(cells.join("   ").trim_end());
+        out.push('\n');
+    }
+    out
+}
+
 /// A kubectl-style table: one row per node, columns padded to the widest cell.
 fn render_text(report: &CheckReport) -> String {
     let schedulable = report.nodes.iter().filter(|n| n.schedulable).count();
@@ -136,23 +191,12 @@ fn render_text(report: &CheckReport) -> String {
         .map(String::from),
     ];
     rows.extend(report.nodes.iter().map(text_row));
-    let widths: Vec<usize> = (0..rows[0].len())
-        .map(|c| rows.iter().map(|r| r[c].chars().count()).max().unwrap_or(0))
-        .collect();
     let mut out = format!(
         "Pod {}: schedulable on {schedulable} of {} node(s)\n",
         report.pod,
         report.nodes.len()
     );
-    for row in rows {
-        let cells: Vec<String> = row
-            .iter()
-            .zip(&widths)
-            .map(|(cell, width)| format!("{cell:<width$}"))
-            .collect();
-        out.push_str(cells.join("   ").trim_end());
-        out.push('\n');
-    }
+    out.push_str(&padded_table(&rows));
     out
 }
 

@@ -45,6 +45,33 @@ impl Running {
     }
 }
 
+/// `pods/{name}/scheduling`'s answers, from berth-scheduler's framework
+/// with the profiles the in-process scheduler runs: the API server asks,
+/// the scheduler's code answers, and neither crate depends on the other.
+pub struct FrameworkExplainer {
+    pub profiles: Vec<berth_scheduler::cycle::Profile>,
+}
+
+impl berth_apiserver::api::scheduling::SchedulingExplainer for FrameworkExplainer {
+    fn explain(
+        &self,
+        question: &berth_apiserver::api::scheduling::SchedulingQuestion,
+    ) -> Result<serde_json::Value, String> {
+        let cluster = berth_scheduler::explain::ClusterObjects {
+            nodes: question.nodes.clone(),
+            pods: question.pods.clone(),
+            namespaces: question.namespaces.clone(),
+        };
+        let report = berth_scheduler::explain::report(
+            &self.profiles,
+            &question.pod,
+            &cluster,
+            &question.changed_nodes,
+        )?;
+        serde_json::to_value(report).map_err(|e| e.to_string())
+    }
+}
+
 /// Starts the scheduler as the admin, one per profile; with an
 /// `election`, only while this process holds the `kube-system/kube-scheduler`
 /// Lease.

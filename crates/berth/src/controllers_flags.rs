@@ -10,12 +10,16 @@ use crate::leader_election::Election;
 use berth_apiserver::api::ApiServer;
 use berth_apiserver::auth::User;
 use berth_apiserver::in_process;
+use berth_controllers::daemonset::DaemonSetConfig;
+use berth_controllers::deployment::DeploymentConfig;
 use berth_controllers::garbage_collector::GarbageCollectorConfig;
 use berth_controllers::metrics::ControllerMetrics;
 use berth_controllers::node_lifecycle::NodeLifecycleConfig;
 use berth_controllers::node_lifecycle::health::GracePeriods;
 use berth_controllers::node_lifecycle::zone::ZoneRates;
 use berth_controllers::pod_gc::PodGcConfig;
+use berth_controllers::replicaset::ReplicaSetConfig;
+use berth_controllers::statefulset::StatefulSetConfig;
 use berth_controllers::taint_eviction::TaintEvictionConfig;
 use berth_controllers::{ControllerOptions, EnabledControllers};
 use berth_core::FeatureGates;
@@ -25,7 +29,9 @@ use clap::Args;
 pub struct ControllerFlags {
     /// Controllers to run: '*' all, 'foo' one, '-foo' not that one
     /// (node-lifecycle-controller, taint-eviction-controller,
-    /// garbage-collector-controller, pod-garbage-collector-controller).
+    /// garbage-collector-controller, pod-garbage-collector-controller,
+    /// replicaset-controller, deployment-controller, daemonset-controller,
+    /// statefulset-controller).
     #[arg(long, default_value = "*", value_name = "NAME,...", value_parser = parse_controllers)]
     controllers: EnabledControllers,
     /// How often the node lifecycle controller checks node health.
@@ -56,6 +62,18 @@ pub struct ControllerFlags {
     /// Garbage collector workers per queue.
     #[arg(long, default_value_t = 20, value_parser = clap::value_parser!(u32).range(1..))]
     concurrent_gc_syncs: u32,
+    /// ReplicaSets synced at once.
+    #[arg(long, default_value_t = 5, value_parser = clap::value_parser!(u32).range(1..))]
+    concurrent_replicaset_syncs: u32,
+    /// Deployments synced at once.
+    #[arg(long, default_value_t = 5, value_parser = clap::value_parser!(u32).range(1..))]
+    concurrent_deployment_syncs: u32,
+    /// DaemonSets synced at once.
+    #[arg(long, default_value_t = 2, value_parser = clap::value_parser!(u32).range(1..))]
+    concurrent_daemonset_syncs: u32,
+    /// StatefulSets synced at once.
+    #[arg(long, default_value_t = 5, value_parser = clap::value_parser!(u32).range(1..))]
+    concurrent_statefulset_syncs: u32,
 }
 
 fn parse_controllers(value: &str) -> Result<EnabledControllers, String> {
@@ -100,6 +118,21 @@ pub fn start(
         pod_gc: PodGcConfig {
             terminated_pod_threshold: flags.terminated_pod_gc_threshold,
             ..PodGcConfig::default()
+        },
+        replicaset: ReplicaSetConfig {
+            workers: flags.concurrent_replicaset_syncs as usize,
+        },
+        deployment: DeploymentConfig {
+            workers: flags.concurrent_deployment_syncs as usize,
+        },
+        daemonset: DaemonSetConfig {
+            workers: usize::try_from(flags.concurrent_daemonset_syncs).unwrap_or(1),
+            gates,
+            ..DaemonSetConfig::default()
+        },
+        statefulset: StatefulSetConfig {
+            workers: usize::try_from(flags.concurrent_statefulset_syncs).unwrap_or(1),
+            gates,
         },
     };
     let mut registry = prometheus_client::registry::Registry::default();

@@ -6,6 +6,7 @@ mod agent_cmd;
 mod check;
 mod components;
 mod controllers_flags;
+mod explain_cmd;
 mod fleet_cmd;
 mod input;
 mod leader_election;
@@ -102,6 +103,8 @@ enum Command {
     Sim(sim_cmd::SimArgs),
     /// `kubectl taint`, whose taints may expire (`--for 2h`).
     Taint(taint_cmd::TaintArgs),
+    /// Why a pod goes where it goes, node by node; what a taint would do.
+    Explain(explain_cmd::ExplainArgs),
 }
 
 /// Runs an async command on a multi-threaded runtime.
@@ -135,11 +138,17 @@ fn main() -> ExitCode {
             sim_cmd::SimCommand::Scenario(args) => scenario_cmd::run(&args),
         },
         Command::Taint(args) => run_async(taint_cmd::run(&args)),
+        Command::Explain(args) => run_async(explain_cmd::run(&args)),
     };
     match result {
         Ok(()) => ExitCode::SUCCESS,
+        // An answer, not a failure: the pod fits nowhere (exit 1).
+        Err(err) if err.downcast_ref::<check::FitsNowhere>().is_some() => {
+            eprintln!("berth check: {err}");
+            ExitCode::FAILURE
+        }
         Err(err) => {
-            eprintln!("error: {err:#}");
+            eprintln!("error: {}", error_chain(&err));
             // Bad input is the user's to fix (exit 2, like a usage error);
             // anything else is berth's or the machine's (exit 1).
             if err.downcast_ref::<input::InputError>().is_some()
@@ -151,6 +160,75 @@ fn main() -> ExitCode {
             } else {
                 ExitCode::FAILURE
             }
+        }
+    }
+}
+
+/// `err` and its causes, `: `-separated as `{:#}` prints them, but without
+/// a cause whose message the one before it already spelled out (errors
+/// that put their source in their own message, as many do, would
+/// otherwise say it twice: "serving on ...: Address already in use ...:
+/// Address already in use ...").
+fn error_chain(err: &anyhow::Error) -> String {
+    let mut out = String::new();
+    let mut previous = String::new();
+    for cause in err.chain() {
+        let message = cause.to_string();
+        if !previous.is_empty() && previous.contains(&message) {
+            continue;
+        }
+        if !out.is_empty() {
+            out.push_str(": ");
+        }
+        out.push_str(&message);
+        previous = message;
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::error_chain;
+
+    /// An error that writes its source into its own message.
+    #[derive(Debug)]
+    struct Listen(std::io::Error);
+
+    impl std::fmt::Display for Listen {
+        fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+            write!(f, "serving on 127.0.0.1:6443: {}", self.0)
+        }
+    }
+
+    impl std::error::Error for Listen {
+        fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
+            Some(&self.0)
+        }
+    }
+
+    #[test]
+    fn each_cause_is_said_once() {
+        struct Case {
+            name: &'static str,
+            err: anyhow::Error,
+            want: &'static str,
+        }
+        let in_use =
+            || std::io::Error::new(std::io::ErrorKind::AddrInUse, "Address already in use");
+        let cases = [
+            Case {
+                name: "a source inside the message",
+                err: anyhow::Error::new(Listen(in_use())).context("starting the server"),
+                want: "starting the server: serving on 127.0.0.1:6443: Address already in use",
+            },
+            Case {
+                name: "a context over a plain error",
+                err: anyhow::Error::new(in_use()).context("binding"),
+                want: "binding: Address already in use",
+            },
+        ];
+        for case in cases {
+            assert_eq!(error_chain(&case.err), case.want, "{}", case.name);
         }
     }
 }

@@ -7,6 +7,7 @@ use std::path::PathBuf;
 use std::time::Duration;
 
 use anyhow::Context;
+use berth_apiserver::allocators::range::{PortRange, ServiceCidr};
 use berth_apiserver::api::ApiConfig;
 use berth_apiserver::cache::CacheLimits;
 use berth_apiserver::server::{ServerOptions, start};
@@ -105,6 +106,13 @@ pub struct ServerArgs {
     /// before their connections are dropped and the store is closed.
     #[arg(long, default_value = "30s", value_name = "DURATION", value_parser = parse_duration)]
     shutdown_grace_period: Duration,
+    /// The CIDR Services' cluster IPs come from (one IP family). Its first
+    /// address goes to the `default/kubernetes` Service.
+    #[arg(long, default_value = "10.96.0.0/12", value_name = "CIDR")]
+    service_cluster_ip_range: ServiceCidr,
+    /// The ports NodePort and LoadBalancer Services' node ports come from.
+    #[arg(long, default_value = "30000-32767", value_name = "FROM-TO")]
+    service_node_port_range: PortRange,
 }
 
 /// A byte count as a Kubernetes quantity (`512Mi`, `1Gi`, `1000000`).
@@ -153,6 +161,15 @@ pub async fn run(args: &ServerArgs) -> anyhow::Result<()> {
     api.flow_control.server_concurrency =
         args.max_requests_inflight + args.max_mutating_requests_inflight;
     api.body.max_depth = args.max_body_depth;
+    api.service_cluster_ip_range = args.service_cluster_ip_range;
+    api.service_node_port_range = args.service_node_port_range;
+    if !args.disable_scheduler {
+        api.explainer = berth_apiserver::api::scheduling::Explainer(Some(std::sync::Arc::new(
+            crate::components::FrameworkExplainer {
+                profiles: scheduler_setup.profiles.clone(),
+            },
+        )));
+    }
     let options = ServerOptions {
         data_dir: args.data_dir.clone(),
         listen: args.listen,
@@ -198,15 +215,17 @@ pub async fn run(args: &ServerArgs) -> anyhow::Result<()> {
             args.sim_zones.max(1)
         );
     }
+    // Absolute paths, so that the lines work from any directory; the join
+    // token goes by environment, not on a command line others can read.
     eprintln!(
-        "join a node: berth agent --server {} --token $(cat {}) --ca-file {} --node-name NAME",
+        "join a node: BERTH_JOIN_TOKEN=$(cat {}) berth agent --server {} --ca-file {} --node-name NAME",
+        absolute(&args.data_dir.join("join-token")).display(),
         server.url,
-        args.data_dir.join("join-token").display(),
-        server.credentials.ca_cert.display()
+        absolute(&server.credentials.ca_cert).display()
     );
     println!(
         "export KUBECONFIG={}",
-        server.credentials.kubeconfig.display()
+        absolute(&server.credentials.kubeconfig).display()
     );
     let scheduler = if args.disable_scheduler {
         None
@@ -246,4 +265,10 @@ pub async fn run(args: &ServerArgs) -> anyhow::Result<()> {
         .context("stopping berth server")?;
     eprintln!("berth server: stopped");
     Ok(())
+}
+
+/// `path` made absolute against the working directory (as given when that
+/// cannot be read).
+fn absolute(path: &std::path::Path) -> std::path::PathBuf {
+    std::path::absolute(path).unwrap_or_else(|_| path.to_path_buf())
 }

@@ -99,7 +99,7 @@ pub async fn run(args: &TaintArgs) -> anyhow::Result<()> {
 }
 
 /// A client from `--kubeconfig`, else as kubectl finds one.
-async fn client(path: Option<&PathBuf>) -> anyhow::Result<kube::Client> {
+pub(crate) async fn client(path: Option<&PathBuf>) -> anyhow::Result<kube::Client> {
     let config = match path {
         Some(path) => {
             let kubeconfig = Kubeconfig::read_from(path).map_err(|e| InputError::new(path, e))?;

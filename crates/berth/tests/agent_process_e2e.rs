@@ -92,6 +92,9 @@ impl Cluster {
             .arg("--ca-file")
             .arg(server.data_dir.join("ca.crt"))
             .args(["--node-name", node, "--node-ip", "127.0.0.1", "--port", "0"])
+            // The log server on loopback only (`kubectl logs` reaches it
+            // there through the API server).
+            .args(["--address", "127.0.0.1"])
             .arg("--data-dir")
             .arg(&agent_dir)
             .args(["--register-with-taints", taints, "--runtime", "process"])

@@ -27,12 +27,69 @@ fn check_json(pod: &str, nodes: &[&str], extra: &[&str]) -> Value {
     }
     args.extend(extra);
     let out = berth(&args);
+    // 1 is the answer "fits no node", with the report printed all the same.
     assert!(
-        out.status.success(),
+        matches!(out.status.code(), Some(0 | 1)),
         "berth {args:?} failed: {}",
         String::from_utf8_lossy(&out.stderr)
     );
     serde_json::from_slice(&out.stdout).expect("the output is JSON")
+}
+
+/// The exit status answers the question: 0 when the pod fits some node, 1
+/// when it fits none (the report still printed, stderr naming the pod),
+/// and `--help` says so.
+#[test]
+fn exit_status_is_1_when_the_pod_fits_no_node() {
+    struct Case {
+        name: &'static str,
+        nodes: &'static [&'static str],
+        want: i32,
+    }
+    let cases = [
+        Case {
+            name: "a plain node fits",
+            nodes: &["nodes/node1.yaml", "nodes/node-plain.yaml"],
+            want: 0,
+        },
+        Case {
+            name: "only the tainted node",
+            nodes: &["nodes/node1.yaml"],
+            want: 1,
+        },
+    ];
+    for case in cases {
+        let mut args = vec!["check", "--pod", "pods/pod-with-two-tolerations.yaml"];
+        for node in case.nodes {
+            args.extend(["--node", node]);
+        }
+        let out = berth(&args);
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(
+            out.status.code(),
+            Some(case.want),
+            "{}: {stderr}",
+            case.name
+        );
+        assert!(
+            String::from_utf8_lossy(&out.stdout).contains("node1"),
+            "{}: the report is printed",
+            case.name
+        );
+        if case.want == 1 {
+            assert!(
+                stderr.contains("fits no node: default/two-tolerations"),
+                "{}: {stderr}",
+                case.name
+            );
+        }
+    }
+    let help = berth(&["check", "--help"]);
+    assert!(
+        String::from_utf8_lossy(&help.stdout).contains("1 when a pod fits none"),
+        "{}",
+        String::from_utf8_lossy(&help.stdout)
+    );
 }
 
 fn node<'a>(report: &'a Value, name: &str) -> &'a Value {

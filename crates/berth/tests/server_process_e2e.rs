@@ -88,3 +88,91 @@ async fn sigterm_stops_the_server_gracefully_and_the_next_start_replays_nothing(
     let listed = pods.list(&ListParams::default()).await.expect("list");
     assert_eq!(listed.items.len(), 20, "every pod is still there");
 }
+
+/// A server started with a relative `--data-dir` prints paths that work
+/// from anywhere: an absolute `KUBECONFIG`, and a join line that passes the
+/// token by `BERTH_JOIN_TOKEN` (not on a command line) and names the token
+/// file and CA absolutely.
+#[test]
+fn the_printed_kubeconfig_and_join_line_are_absolute_and_keep_the_token_off_argv() {
+    use std::io::{BufRead, BufReader};
+    use std::process::{Command, Stdio};
+    let parent = std::env::temp_dir().join(format!("berth-e2e-relative-{}", std::process::id()));
+    std::fs::create_dir_all(&parent).expect("a working directory");
+    let mut server = Command::new(env!("CARGO_BIN_EXE_berth"))
+        .args(["server", "--listen", "127.0.0.1:0", "--data-dir", "data"])
+        .args(["--disable-scheduler"])
+        .current_dir(&parent)
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("berth server starts");
+    let mut stdout = BufReader::new(server.stdout.take().expect("stdout"));
+    let mut first = String::new();
+    let read = stdout.read_line(&mut first);
+    let mut stderr = BufReader::new(server.stderr.take().expect("stderr"));
+    let mut join = String::new();
+    while join.is_empty() || !join.contains("join a node") {
+        join.clear();
+        if stderr.read_line(&mut join).unwrap_or(0) == 0 {
+            break;
+        }
+    }
+    let _ = server.kill();
+    let _ = server.wait();
+    let _ = std::fs::remove_dir_all(&parent);
+    read.expect("the first line");
+    let kubeconfig = first
+        .trim()
+        .strip_prefix("export KUBECONFIG=")
+        .unwrap_or_else(|| panic!("{first}"));
+    assert_eq!(
+        std::path::Path::new(kubeconfig),
+        parent.join("data").join("kubeconfig.yaml"),
+        "{first}"
+    );
+    let token_file = parent.join("data").join("join-token");
+    assert!(
+        join.contains(&format!(
+            "BERTH_JOIN_TOKEN=$(cat {}) berth agent",
+            token_file.display()
+        )),
+        "{join}"
+    );
+    assert!(!join.contains("--token"), "{join}");
+    assert!(
+        join.contains(&format!(
+            "--ca-file {}",
+            parent.join("data").join("ca.crt").display()
+        )),
+        "{join}"
+    );
+}
+
+/// A server that cannot listen exits 1 saying why, and says it once.
+#[test]
+fn a_taken_port_is_one_error_that_says_its_cause_once() {
+    let taken = std::net::TcpListener::bind("127.0.0.1:0").expect("a port");
+    let port = taken.local_addr().expect("its address").port();
+    let data_dir = std::env::temp_dir().join(format!("berth-e2e-taken-{}", std::process::id()));
+    let out = std::process::Command::new(env!("CARGO_BIN_EXE_berth"))
+        .args(["server", "--disable-scheduler", "--listen"])
+        .arg(format!("127.0.0.1:{port}"))
+        .arg("--data-dir")
+        .arg(&data_dir)
+        .output()
+        .expect("berth server runs");
+    let _ = std::fs::remove_dir_all(&data_dir);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(1), "{stderr}");
+    let error = stderr
+        .lines()
+        .find(|l| l.starts_with("error: "))
+        .unwrap_or_else(|| panic!("an error line: {stderr}"));
+    assert!(error.contains(&format!("127.0.0.1:{port}")), "{error}");
+    assert_eq!(
+        error.matches("Address already in use").count(),
+        1,
+        "{error}"
+    );
+}

@@ -62,6 +62,27 @@ fn bad_scenario_files_give_the_line_and_the_problem_and_exit_2() {
             format!("{head}steps:\n  - {{at: 10s, untaint: \"node1 key1:NoExecute\"}}\nrun: 1m\n"),
             "bad.yaml:4: untaint node1 key1:NoExecute: taint \"key1:NoExecute\" not found",
         ),
+        (
+            "scale of a kind without /scale",
+            format!(
+                "{head}steps:\n  - {{at: 10s, scale: daemonset/agent, replicas: 2}}\nrun: 1m\n"
+            ),
+            "bad.yaml:4:5: scale: daemonsets cannot be scaled",
+        ),
+        (
+            "scale of a Deployment that does not exist",
+            format!(
+                "{head}steps:\n  - {{at: 10s, scale: deployment/nope, replicas: 2}}\nrun: 1m\n"
+            ),
+            "bad.yaml:4: scale deployment/nope --replicas=2: deployments.apps \"nope\" not found",
+        ),
+        (
+            "a Deployment the API refuses",
+            format!(
+                "{head}objects:\n  - {{apiVersion: apps/v1, kind: Deployment, metadata: {{name: web}}, spec: {{selector: {{matchLabels: {{app: web}}}}, template: {{metadata: {{labels: {{app: other}}}}, spec: {{containers: [{{name: c, image: i}}]}}}}}}}}\nrun: 1m\n"
+            ),
+            "bad.yaml:4: Deployment.apps \"web\" is invalid: spec.template.metadata.labels: Invalid value",
+        ),
     ];
     for (name, text, want) in cases {
         std::fs::write(dir.path().join("bad.yaml"), text).expect("write");
@@ -144,6 +165,15 @@ fn chromium(args: &[&str]) -> Output {
         .expect("chromium runs (Debian package `chromium`; .ci/run installs it)")
 }
 
+/// The report's URL and its DOM once headless chromium has run its script.
+fn rendered_dom(report: &Path) -> (String, String) {
+    let url = format!("file://{}", report.display());
+    let dom = chromium(&["--dump-dom", &url]);
+    assert!(dom.status.success(), "{}", stderr(&dom));
+    let text = String::from_utf8_lossy(&dom.stdout).into_owned();
+    (url, text)
+}
+
 #[test]
 fn the_report_renders_its_lanes_in_headless_chromium() {
     let dir = tempfile::tempdir().expect("temp dir");
@@ -152,11 +182,7 @@ fn the_report_renders_its_lanes_in_headless_chromium() {
         dir.path(),
         Spelling::Subcommand,
     );
-    let url = format!("file://{}", report.display());
-
-    let dom = chromium(&["--dump-dom", &url]);
-    let dom_text = String::from_utf8_lossy(&dom.stdout);
-    assert!(dom.status.success(), "{}", stderr(&dom));
+    let (url, dom_text) = rendered_dom(&report);
     // The page's script ran and counted one lane per node.
     assert!(
         dom_text.contains(r#"data-rendered="lanes:3""#),
@@ -176,4 +202,29 @@ fn the_report_renders_its_lanes_in_headless_chromium() {
     // A blank 1280x900 page compresses to a few KiB; lanes, bars and
     // tables make it far larger.
     assert!(bytes.len() > 20_000, "screenshot of {} bytes", bytes.len());
+}
+
+/// A zone outage's report shows the Deployment's replicas per zone: rows
+/// for a, b and c, c's ending when its pods are evicted.
+#[test]
+fn the_report_shows_a_workloads_replicas_per_zone_in_headless_chromium() {
+    let dir = tempfile::tempdir().expect("temp dir");
+    let (timeline, report) = run_to_files(
+        "deployment-zone-outage.yaml",
+        dir.path(),
+        Spelling::Subcommand,
+    );
+    assert!(timeline.contains(r#""event":"ReplicaSetScaled""#));
+    assert!(timeline.contains(r#""owner":"Deployment/web","replicas":6}"#));
+    let (_, dom_text) = rendered_dom(&report);
+    assert!(dom_text.contains(r#"data-rendered="lanes:6""#));
+    assert!(dom_text.contains(r#"<g class="workload" data-workload="Deployment/web">"#));
+    for zone in ["a", "b", "c"] {
+        assert!(
+            dom_text.contains(&format!(
+                r#"<g class="replica-row" data-row="zone {zone}">"#
+            )),
+            "no replica row for zone {zone}"
+        );
+    }
 }

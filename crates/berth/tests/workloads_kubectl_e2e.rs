@@ -5,8 +5,8 @@
 //! (a strategic merge patch of the template), and the 422s of an invalid
 //! object and of a changed selector.
 //!
-//! No workload controller runs here (there are no nodes and no scheduler),
-//! so what the assertions read is what the API server itself decides:
+//! No workload controller runs here (`--controllers` names none, and
+//! there are no nodes and no scheduler), so what the assertions read is what the API server itself decides:
 //! defaults, generations, validation, and the printed columns of objects
 //! whose status nobody has written.
 
@@ -138,7 +138,19 @@ fn table(out: &str) -> Vec<Vec<String>> {
 }
 
 fn workloads(backend: Backend) {
-    let cluster = Cluster::start("workloads", backend);
+    // The workload controllers are left out (their own tests are
+    // workloads_e2e.rs and berth-sim's): what is read here is the API
+    // server's alone.
+    let cluster = Cluster {
+        server: common::Server::start_blocking(
+            "workloads",
+            backend,
+            &[
+                "--disable-scheduler",
+                "--controllers=node-lifecycle-controller,taint-eviction-controller",
+            ],
+        ),
+    };
 
     assert_eq!(
         cluster.apply(WORKLOADS).trim(),

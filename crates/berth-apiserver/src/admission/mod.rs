@@ -509,6 +509,7 @@ mod tests {
         let off = AdmissionConfig {
             gates: FeatureGates {
                 taint_toleration_comparison_operators: false,
+                max_unavailable_stateful_set: true,
             },
             ..Default::default()
         };

@@ -1,20 +1,25 @@
 //! `create`: the object decoded and checked against the URL, its
-//! namespace checked, server-owned metadata set, the type's strategy
-//! (defaults, admission, validation), then a create in the store (with
-//! `dryRun=All`: the object as it would be, an existing one refused as the
-//! create would refuse it, nothing stored).
+//! namespace checked, server-owned metadata set, what it holds allocated
+//! (a Service's cluster IP and node ports), the type's strategy (defaults,
+//! admission, validation), then a create in the store; what was allocated
+//! is given back if the create does not happen. With `dryRun=All` the
+//! answer is the object as it would be (an existing one refused as the
+//! create would refuse it), nothing stored and nothing kept allocated. A
+//! type that is not stored (the access reviews) is answered instead. A new
+//! namespace gets its `default` ServiceAccount.
 
 use axum::body::Bytes;
 use axum::response::Response;
-use serde_json::Value;
+use serde_json::{Value, json};
 
 use super::request_body::{check_kind, parse_body, validate_fields};
 use super::response::{bytes_response, json_response};
 use super::scope::Scope;
 use super::server::ApiServer;
-use crate::objects::{self, name_of, prepare_for_create};
+use crate::auth::User;
+use crate::objects::{self, format_time, name_of, prepare_for_create};
 use crate::registry::store_error;
-use crate::resources::ResourceType;
+use crate::resources::{NAMESPACES, ResourceType, SERVICE_ACCOUNTS};
 use crate::status::ApiError;
 use crate::strategy;
 
@@ -30,6 +35,13 @@ impl ApiServer {
         let decoded = parse_body(scope.headers, body, self.config.body).await?;
         check_kind(&decoded.value, rt)?;
         validate_fields(scope.query.field_validation()?, rt, &decoded)?;
+        if !rt.strategy.is_stored() {
+            let answer = rt
+                .strategy
+                .answer(rt, decoded.value, scope.user, &self.registry)
+                .await?;
+            return Ok(json_response(201, &answer));
+        }
         let mut object = decoded.value;
         let body_ns = objects::meta_str(&object, "namespace");
         if rt.namespaced && !body_ns.is_empty() && body_ns != ns {
@@ -37,29 +49,83 @@ impl ApiServer {
                 "the namespace of the provided object does not match the namespace sent on the request",
             ));
         }
+        let json = self
+            .create_object(rt, ns, &mut object, scope.user, dry_run)
+            .await?;
+        Ok(bytes_response(201, json.into_bytes()))
+    }
+
+    /// The create of `object` in `ns` by `user`, once decoded: its
+    /// namespace checked, metadata set, allocations taken, the strategy,
+    /// the store; the object as stored (with its resourceVersion).
+    pub(crate) async fn create_object(
+        &self,
+        rt: &'static ResourceType,
+        ns: &str,
+        object: &mut Value,
+        user: &User,
+        dry_run: bool,
+    ) -> Result<String, ApiError> {
         if rt.namespaced {
             self.registry.ensure_namespace(ns).await?;
         }
-        self.prepare_new(rt, &mut object, ns);
-        let name = name_of(&object).to_string();
-        let ctx = self.strategy_context(scope.user);
-        let metadata_errors = strategy::validate_metadata(rt, &object);
-        rt.strategy.create(rt, &mut object, &ctx, metadata_errors)?;
-        let key = rt.key(ns, &name);
-        if dry_run {
+        self.prepare_new(rt, object, ns);
+        let name = name_of(object).to_string();
+        let now = format_time(self.now());
+        let taken = rt
+            .strategy
+            .allocate(rt, object, None, &self.allocators, &now)
+            .await?;
+        let ctx = self.strategy_context(user);
+        let metadata_errors = strategy::validate_metadata(rt, object);
+        let written = match rt.strategy.create(rt, object, &ctx, metadata_errors) {
+            Err(e) => Err(e),
             // Upstream's dry-run storage answers a create of an existing
             // key as the real one would.
-            if self.registry.read(rt, ns, &name).await.is_ok() {
-                return Err(ApiError::already_exists(rt.group, rt.plural, &name));
+            Ok(()) if dry_run => match self.registry.read(rt, ns, &name).await {
+                Ok(_) => Err(ApiError::already_exists(rt.group, rt.plural, &name)),
+                Err(_) => Ok(object.to_string()),
+            },
+            Ok(()) => {
+                let key = rt.key(ns, &name);
+                self.registry
+                    .write(rt, &key, object, None)
+                    .await
+                    .map(|(_, json)| json.to_string())
+                    .map_err(|e| store_error(rt, &name, e))
             }
-            return Ok(json_response(201, &object));
+        };
+        if written.is_err() || dry_run {
+            self.allocators.release(&taken, &now).await;
         }
-        let (_, json) = self
-            .registry
-            .write(rt, &key, &object, None)
-            .await
-            .map_err(|e| store_error(rt, &name, e))?;
-        Ok(bytes_response(201, json.as_bytes().to_vec()))
+        let json = written?;
+        if std::ptr::eq(rt, &NAMESPACES) && !dry_run {
+            self.ensure_default_service_account(&name).await;
+        }
+        Ok(json)
+    }
+
+    /// What upstream's serviceaccounts controller does for a new
+    /// namespace, done at once: its `default` ServiceAccount.
+    pub(crate) async fn ensure_default_service_account(&self, ns: &str) {
+        let rt = &SERVICE_ACCOUNTS;
+        let mut account = json!({"metadata": {"name": "default"}});
+        // Boxed: a namespace's create ends here, and this is a create.
+        let created = Box::pin(self.create_object(
+            rt,
+            ns,
+            &mut account,
+            &User::kube_controller_manager(),
+            false,
+        ))
+        .await;
+        match created {
+            Ok(_) => {}
+            Err(e) if e.code == 409 => {}
+            Err(e) => {
+                tracing::warn!(namespace = ns, error = %e, "default ServiceAccount not created")
+            }
+        }
     }
 
     /// The metadata the server owns on a new object: a generated name when
@@ -68,7 +134,7 @@ impl ApiServer {
         if name_of(object).is_empty() {
             let generate = objects::meta_str(object, "generateName").to_string();
             if !generate.is_empty() {
-                let name = objects::generate_name(&generate, random_u32);
+                let name = objects::generate_name(&generate, || self.random_u32());
                 if let Some(meta) = objects::metadata_mut(object) {
                     meta.insert("name".into(), Value::String(name));
                 }
@@ -86,7 +152,20 @@ impl ApiServer {
     }
 }
 
-fn random_u32() -> u32 {
+impl ApiServer {
+    /// A generated name's randomness: seeded when the config says so.
+    fn random_u32(&self) -> u32 {
+        if let Some(names) = &self.seeded_names {
+            let mut rng = names
+                .lock()
+                .unwrap_or_else(std::sync::PoisonError::into_inner);
+            return (rng.next_u64() >> 32) as u32;
+        }
+        os_random_u32()
+    }
+}
+
+fn os_random_u32() -> u32 {
     let mut buf = [0u8; 4];
     // The OS random source failing is not worth failing a request over: a
     // generated name then only risks a collision, which create reports.

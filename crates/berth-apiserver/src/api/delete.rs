@@ -21,8 +21,9 @@ use super::request_body::parse_body;
 use super::response::{bytes_response, json_response};
 use super::scope::Scope;
 use super::server::ApiServer;
+use crate::allocators::Claims;
 use crate::deletion::{Planned, Request, plan};
-use crate::objects::{self, set_resource_version};
+use crate::objects::{self, format_time, set_resource_version};
 use crate::registry::store_error;
 use crate::resources::NAMESPACES;
 use crate::status::ApiError;
@@ -179,7 +180,8 @@ impl ApiServer {
     }
 
     /// Removes `object` from the store at `revision` (a deleted namespace's
-    /// contents with it); `object` gets the deletion's resourceVersion.
+    /// contents with it), giving back what they held of the allocators;
+    /// `object` gets the deletion's resourceVersion.
     pub(super) async fn remove(
         &self,
         rt: &ResourceType,
@@ -193,11 +195,21 @@ impl ApiServer {
             .delete(rt, &rt.key(ns, name), revision)
             .await
             .map_err(|e| store_error(rt, name, e))?;
+        let mut held = vec![rt.strategy.held(object)];
         if std::ptr::eq(rt, &NAMESPACES) {
-            self.registry.delete_namespace_contents(name).await;
+            held.extend(self.registry.delete_namespace_contents(name).await);
         }
+        self.release_all(&held).await;
         set_resource_version(object, deleted_at);
         Ok(())
+    }
+
+    /// Gives back what deleted objects held.
+    async fn release_all(&self, held: &[Claims]) {
+        let now = format_time(self.now());
+        for claims in held.iter().filter(|c| !c.is_empty()) {
+            self.allocators.release(claims, &now).await;
+        }
     }
 
     /// Every object the list selects, deleted as one delete of it would

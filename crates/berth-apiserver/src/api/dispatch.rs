@@ -214,9 +214,14 @@ impl ApiServer {
         body: &Bytes,
     ) -> ApiResult<Response> {
         let rt = scope.rt;
+        // Types that are not stored (the reviews) are only created.
+        if !rt.strategy.is_stored() && (verb, scope.subresource) != ("create", "") {
+            return Err(ApiError::method_not_allowed(verb, rt.plural));
+        }
         match (verb, scope.subresource) {
             ("get", "" | "status") => self.get(scope).await,
             ("get", "log") if rt == &PODS => self.pod_log(scope).await,
+            ("get", "scheduling") if rt == &PODS => self.pod_scheduling(scope).await,
             ("list", _) => self.list(scope).await,
             ("watch", _) => self.watch(scope).await,
             // Namespaced types are created in a namespace: upstream serves

@@ -16,15 +16,17 @@
 //! resource request to its verb), `scope` (what a resource request is
 //! about, resolved once), `query`, `request_body` (decoding and checking
 //! bodies), `response`, then one file per verb: `get`, `list`, `watch`,
-//! `create`, `update`, `patch`, `delete`, `subresources` (binding,
-//! eviction, log), `scale` (the workloads' `/scale`) and
-//! `node_credential`; `node_impact` (the warnings of a write that taints
-//! or cordons a Node).
+//! `create` (and the access reviews' answers), `update`, `patch`,
+//! `delete`, `subresources` (binding, eviction, log), `scale` (the
+//! workloads' `/scale`) and `node_credential`; `node_impact` (the warnings
+//! of a write that taints or cordons a Node); `kubernetes_service` (the
+//! `default/kubernetes` Service pointing at the server).
 
 mod create;
 mod delete;
 mod dispatch;
 mod get;
+mod kubernetes_service;
 mod list;
 mod node_credential;
 mod node_impact;
@@ -33,6 +35,7 @@ mod query;
 mod request_body;
 mod response;
 mod scale;
+pub mod scheduling;
 mod scope;
 pub mod server;
 mod subresources;

@@ -175,6 +175,15 @@ impl ApiServer {
         let (Some(old), Some(new)) = (node_of_value(old), node_of_value(new)) else {
             return;
         };
+        for warning in self.node_impact(old, new).await {
+            warnings::add(warning);
+        }
+    }
+
+    /// What replacing Node `old` with `new` (as admission would leave it)
+    /// does, as warning lines: for the write's warnings and the what-if of
+    /// `pods/{name}/scheduling`.
+    pub(super) async fn node_impact(&self, old: Node, new: Node) -> Vec<String> {
         let (now, gates) = (self.now(), self.config.strategy.admission.gates);
         let change = NodeChange {
             old: &old,
@@ -184,11 +193,11 @@ impl ApiServer {
         };
         let (evicts, turns_away) = (change.may_evict(), change.may_turn_away());
         if !evicts && !turns_away {
-            return;
+            return Vec::new();
         }
         // Consistent reads: pods and nodes written just before count.
         let Ok(pods) = self.registry.wait_current(&PODS).await else {
-            return;
+            return Vec::new();
         };
         let node_name = change.node_name().to_string();
         let (candidates, _) = pods
@@ -216,9 +225,7 @@ impl ApiServer {
             judge(&change, &candidates, &others)
         })
         .await;
-        for warning in judged.unwrap_or_default() {
-            warnings::add(warning);
-        }
+        judged.unwrap_or_default()
     }
 }
 

@@ -7,6 +7,8 @@ use berth_core::clock::Clock;
 use berth_store::{AnyStore, Store, StoreError};
 use serde_json::json;
 
+use crate::allocators::Allocators;
+use crate::allocators::range::{PortRange, ServiceCidr};
 use crate::auth::{Authenticator, User};
 use crate::body::BodyLimits;
 use crate::cache::{CacheLimits, HistoryBudget, ResourceCache};
@@ -22,8 +24,7 @@ use crate::watch_limits::{WatchCounter, WatchLimits};
 /// `--max-request-body-bytes`).
 pub const MAX_BODY_BYTES: usize = 3 * 1024 * 1024;
 
-/// Where a node agent trades the join token for its node credential.
-pub const NODE_CREDENTIAL_PATH: &str = "/berth/v1/node-credential";
+pub use crate::auth::NODE_CREDENTIAL_PATH;
 
 pub use crate::strategy::namespace::SYSTEM_NAMESPACES;
 
@@ -42,6 +43,17 @@ pub struct ApiConfig {
     pub body: BodyLimits,
     /// API Priority and Fairness: the server's seats and queue wait.
     pub flow_control: crate::flow_control::FlowControlLimits,
+    /// When set, the random suffixes of generated names (`generateName`)
+    /// come from a generator with this seed, so a simulation given the
+    /// same seed names its objects the same; else from the OS.
+    pub name_seed: Option<u64>,
+    /// `--service-cluster-ip-range`: where Services' cluster IPs come from.
+    pub service_cluster_ip_range: ServiceCidr,
+    /// `--service-node-port-range`: where their node ports come from.
+    pub service_node_port_range: PortRange,
+    /// What answers `pods/{name}/scheduling` (the `berth` binary wires
+    /// berth-scheduler's framework; none: a 503).
+    pub explainer: super::scheduling::Explainer,
 }
 
 impl Default for ApiConfig {
@@ -54,6 +66,10 @@ impl Default for ApiConfig {
             max_request_body_bytes: MAX_BODY_BYTES,
             body: BodyLimits::default(),
             flow_control: crate::flow_control::FlowControlLimits::default(),
+            name_seed: None,
+            service_cluster_ip_range: ServiceCidr::default(),
+            service_node_port_range: PortRange::default(),
+            explainer: super::scheduling::Explainer::default(),
         }
     }
 }
@@ -90,6 +106,10 @@ pub struct ApiServer {
     pub flow_control: Arc<crate::flow_control::FlowControl>,
     /// The watch caches' shared history budget.
     pub history_budget: Arc<HistoryBudget>,
+    /// The seeded source of generated names' suffixes (`name_seed`).
+    pub(crate) seeded_names: Option<std::sync::Mutex<berth_core::splitmix::SplitMix64>>,
+    /// Services' cluster IPs and node ports.
+    pub allocators: Allocators,
 }
 
 impl ApiServer {
@@ -103,7 +123,7 @@ impl ApiServer {
         let budget = HistoryBudget::new(config.watch_cache.history_bytes);
         let caches = RESOURCES
             .iter()
-            .filter(|rt| rt.stored_as.is_none())
+            .filter(|rt| rt.stored_as.is_none() && rt.strategy.is_stored())
             .map(|rt| {
                 ResourceCache::with_limits(
                     rt,
@@ -114,6 +134,11 @@ impl ApiServer {
             })
             .collect::<Vec<_>>();
         crate::cache::spawn(caches.clone(), store.clone());
+        let allocators = Allocators::new(
+            store.clone(),
+            config.service_cluster_ip_range,
+            config.service_node_port_range,
+        );
         let server = Arc::new(ApiServer {
             registry: Registry::new(store.clone(), caches),
             store,
@@ -122,6 +147,10 @@ impl ApiServer {
             watches: WatchCounter::new(config.watches),
             flow_control: crate::flow_control::FlowControl::new(config.flow_control),
             history_budget: budget,
+            seeded_names: config
+                .name_seed
+                .map(|seed| std::sync::Mutex::new(berth_core::splitmix::SplitMix64::new(seed))),
+            allocators,
             config,
         });
         for ns in SYSTEM_NAMESPACES {
@@ -141,6 +170,7 @@ impl ApiServer {
                     Err(e) => return Err(ApiError::internal(e)),
                 }
             }
+            server.ensure_default_service_account(ns).await;
         }
         Ok(server)
     }

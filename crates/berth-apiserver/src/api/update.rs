@@ -3,7 +3,10 @@
 //! and the stored revision, server-owned metadata kept, the type's
 //! strategy, a Node's impact warnings (`node_impact`), then a
 //! compare-and-swap in the store (or, for an update that takes the last
-//! finalizer off an object marked deleting, its deletion).
+//! finalizer off an object marked deleting, its deletion). What the new
+//! object needs of the allocators is taken before the strategy runs and
+//! given back if nothing is written; what only the old one held is given
+//! back once the write is done.
 
 use axum::body::Bytes;
 use axum::response::Response;
@@ -15,9 +18,10 @@ use super::request_body::{check_kind, parse_body, validate_fields};
 use super::response::bytes_response;
 use super::scope::Scope;
 use super::server::ApiServer;
+use crate::allocators::Claims;
 use crate::deletion::should_delete_during_update;
 use crate::objects::{
-    self, name_of, prepare_for_update, resource_version_of, set_resource_version,
+    self, format_time, name_of, prepare_for_update, resource_version_of, set_resource_version,
 };
 use crate::registry::store_error;
 use crate::resources::NODES;
@@ -97,36 +101,70 @@ impl ApiServer {
             ));
         }
         prepare_for_update(&mut object, old);
+        // What the changed object needs and the stored one does not hold is
+        // taken first (a /status write changes nothing it holds).
+        let now = format_time(self.now());
+        let taken = if scope.subresource.is_empty() {
+            rt.strategy
+                .allocate(rt, &mut object, Some(old), &self.allocators, &now)
+                .await?
+        } else {
+            Claims::default()
+        };
+        let written = self
+            .write_update(scope, &mut object, old, expected, dry_run)
+            .await;
+        let released = match &written {
+            // What the stored object held and the new one does not is free.
+            Ok((_, true)) => rt.strategy.held(old).without(&rt.strategy.held(&object)),
+            _ => taken,
+        };
+        self.allocators.release(&released, &now).await;
+        written.map(|(json, _)| json)
+    }
+
+    /// The strategy's update, then the write: the object as written (or as
+    /// it would be) and whether the store was changed (not on a dry run,
+    /// nor for a write that changes nothing).
+    async fn write_update(
+        &self,
+        scope: &Scope<'_>,
+        object: &mut Value,
+        old: &Value,
+        expected: i64,
+        dry_run: bool,
+    ) -> ApiResult<(String, bool)> {
+        let (rt, name) = (scope.rt, scope.name);
         let ctx = self.strategy_context(scope.user);
         rt.strategy
-            .update(rt, scope.subresource, &mut object, old, &ctx)?;
+            .update(rt, scope.subresource, object, old, &ctx)?;
         // What the write will do, said before it is done (also for a dry
         // run, which is then its preview).
         if *rt == NODES && scope.subresource.is_empty() && node_impact::warns(scope.user) {
-            self.warn_node_impact(old, &object).await;
+            self.warn_node_impact(old, object).await;
         }
         // Taking the last finalizer off an object marked deleting deletes
         // it (upstream's ShouldDeleteDuringUpdate).
-        if should_delete_during_update(&object, old) {
+        if should_delete_during_update(object, old) {
             if !dry_run {
-                self.remove(rt, scope.namespace, name, &mut object, expected)
+                self.remove(rt, scope.namespace, name, object, expected)
                     .await?;
             }
-            return Ok(object.to_string());
+            return Ok((object.to_string(), !dry_run));
         }
         // An update that changes nothing is not written, as upstream's
         // GuaranteedUpdate skips it: the object keeps its resourceVersion
         // and watchers see no event.
-        if dry_run || objects::equal_except_resource_version(&object, old) {
-            set_resource_version(&mut object, expected);
-            return Ok(object.to_string());
+        if dry_run || objects::equal_except_resource_version(object, old) {
+            set_resource_version(object, expected);
+            return Ok((object.to_string(), false));
         }
         let key = rt.key(scope.namespace, name);
         let (_, json) = self
             .registry
-            .write(rt, &key, &object, Some(expected))
+            .write(rt, &key, object, Some(expected))
             .await
             .map_err(|e| store_error(rt, name, e))?;
-        Ok(json.to_string())
+        Ok((json.to_string(), true))
     }
 }

@@ -51,10 +51,10 @@ pub(super) fn kind_schema(rt: &ResourceType) -> KindSchema {
 
 /// A served kind's definition name (upstream's, e.g.
 /// `io.k8s.api.core.v1.Pod`) and its list's.
-pub(super) fn names(rt: &ResourceType) -> (String, String) {
+pub(super) fn names(rt: &ResourceType) -> (String, Option<String>) {
     let schema = kind_schema(rt);
     let name = (schema.name)().into_owned();
-    let list = list_name(&name, schema.list_kind);
+    let list = schema.list_kind.map(|kind| list_name(&name, kind));
     (name, list)
 }
 
@@ -95,8 +95,10 @@ pub(super) fn definitions(types: &[&ResourceType]) -> Map<String, Value> {
         if !METADATA_REQUIRED.contains(&name.as_str()) {
             drop_required(definition, "metadata");
         }
-        let list = list_definition(definition, &name, rt, schema.list_kind);
-        definitions.insert(list_name(&name, schema.list_kind), list);
+        if let Some(list_kind) = schema.list_kind {
+            let list = list_definition(definition, &name, rt, list_kind);
+            definitions.insert(list_name(&name, list_kind), list);
+        }
         let patch_type = PatchKind::from_group_kind(rt.group, rt.kind).schema();
         add_patch_strategies(&mut definitions, &name, patch_type, 0);
     }

@@ -15,8 +15,9 @@ pub(crate) struct KindSchema {
     pub(super) add: fn(&mut SchemaGenerator) -> Schema,
     /// The definition's name, upstream's (`io.k8s.api.core.v1.Pod`).
     pub(super) name: fn() -> std::borrow::Cow<'static, str>,
-    /// `PodList`: the kind of its lists.
-    pub(super) list_kind: &'static str,
+    /// `PodList`: the kind of its lists; `None` for kinds that are never
+    /// listed (the access reviews).
+    pub(super) list_kind: Option<&'static str>,
 }
 
 impl KindSchema {
@@ -25,7 +26,16 @@ impl KindSchema {
         KindSchema {
             add: SchemaGenerator::subschema_for::<T>,
             name: T::schema_name,
-            list_kind: T::LIST_KIND,
+            list_kind: Some(T::LIST_KIND),
+        }
+    }
+
+    /// The schema of the k8s-openapi type `T`, a kind without lists.
+    pub(crate) fn unlisted<T: JsonSchema + Resource>() -> KindSchema {
+        KindSchema {
+            add: SchemaGenerator::subschema_for::<T>,
+            name: T::schema_name,
+            list_kind: None,
         }
     }
 }

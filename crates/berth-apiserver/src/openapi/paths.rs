@@ -351,8 +351,11 @@ impl TypePaths<'_> {
                 }),
             );
         }
-        object.insert("parameters".into(), self.path_params(true));
-        paths.insert(format!("{scoped}/{{name}}"), Value::Object(object));
+        // Create-only kinds (the reviews) have no object path.
+        if !object.is_empty() {
+            object.insert("parameters".into(), self.path_params(true));
+            paths.insert(format!("{scoped}/{{name}}"), Value::Object(object));
+        }
 
         if let Some(status) = rt.subresource("status") {
             let mut ops = Map::new();
@@ -445,7 +448,8 @@ pub(super) fn paths(types: &[&ResourceType], dialect: Dialect) -> Map<String, Va
             gv_id: format!("{}{}", capitalized(group_word), capitalized(rt.version)),
             tag: format!("{group_word}_{}", rt.version),
         };
-        type_paths.insert(&mut paths, &kind, &list);
+        // Kinds without lists (the reviews) serve no list operation.
+        type_paths.insert(&mut paths, &kind, &list.unwrap_or_default());
     }
     paths
 }

@@ -136,7 +136,8 @@ fn every_served_type_has_a_schema_tagged_with_its_group_version_kind() {
             ("v2", &v2["definitions"]),
             ("v3", &document["components"]["schemas"]),
         ] {
-            for (definition, kind) in [(&name, rt.kind.to_string()), (&list, rt.list_kind())] {
+            let list = list.iter().map(|list| (list, rt.list_kind()));
+            for (definition, kind) in std::iter::once((&name, rt.kind.to_string())).chain(list) {
                 let gvks = &definitions[definition.as_str()]["x-kubernetes-group-version-kind"];
                 assert!(
                     gvks.as_array().is_some_and(|gvks| gvks.contains(

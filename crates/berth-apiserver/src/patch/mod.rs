@@ -129,6 +129,10 @@ pub enum PatchKind {
     /// apps/v1 ReplicaSet, DaemonSet and StatefulSet: their template and
     /// status conditions.
     Workload,
+    /// core/v1 Service: ports merge by port.
+    Service,
+    /// core/v1 ServiceAccount: secrets merge by name.
+    ServiceAccount,
     /// Any other built-in kind: only the metadata tags apply
     /// (`finalizers`, `ownerReferences`), every other list is replaced.
     Other,
@@ -146,6 +150,8 @@ impl PatchKind {
             ("coordination.k8s.io", "Lease") => PatchKind::Lease,
             ("apps", "Deployment") => PatchKind::Deployment,
             ("apps", "ReplicaSet" | "DaemonSet" | "StatefulSet") => PatchKind::Workload,
+            ("", "Service") => PatchKind::Service,
+            ("", "ServiceAccount") => PatchKind::ServiceAccount,
             _ => PatchKind::Other,
         }
     }
@@ -157,6 +163,8 @@ impl PatchKind {
             PatchKind::Namespace => &schema::NAMESPACE,
             PatchKind::Deployment => &schema::DEPLOYMENT,
             PatchKind::Workload => &schema::WORKLOAD,
+            PatchKind::Service => &schema::SERVICE,
+            PatchKind::ServiceAccount => &schema::SERVICE_ACCOUNT,
             PatchKind::Event | PatchKind::Lease | PatchKind::Other => &schema::METADATA_ONLY,
         }
     }

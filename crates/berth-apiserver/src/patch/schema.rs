@@ -220,8 +220,9 @@ pub(crate) static POD_TEMPLATE_SPEC: Type = Type {
     fields: &[nested("metadata", &OBJECT_META), nested("spec", &POD_SPEC)],
 };
 
-/// The status of every apps/v1 workload: `conditions` merged by `type`.
-pub(crate) static WORKLOAD_STATUS: Type = Type {
+/// A status whose only tagged field is `conditions`, merged by `type`
+/// (the apps/v1 workloads', a Service's).
+pub(crate) static CONDITIONS_STATUS: Type = Type {
     fields: &[merge_by("conditions", "type", None)],
 };
 
@@ -243,7 +244,7 @@ pub(crate) static DEPLOYMENT: Type = Type {
     fields: &[
         nested("metadata", &OBJECT_META),
         nested("spec", &DEPLOYMENT_SPEC),
-        nested("status", &WORKLOAD_STATUS),
+        nested("status", &CONDITIONS_STATUS),
     ],
 };
 
@@ -258,7 +259,29 @@ pub(crate) static WORKLOAD: Type = Type {
     fields: &[
         nested("metadata", &OBJECT_META),
         nested("spec", &WORKLOAD_SPEC),
-        nested("status", &WORKLOAD_STATUS),
+        nested("status", &CONDITIONS_STATUS),
+    ],
+};
+
+/// `v1.ServiceSpec`: `ports` merge by `port`.
+pub(crate) static SERVICE_SPEC: Type = Type {
+    fields: &[merge_by("ports", "port", None)],
+};
+
+/// `v1.Service`.
+pub(crate) static SERVICE: Type = Type {
+    fields: &[
+        nested("metadata", &OBJECT_META),
+        nested("spec", &SERVICE_SPEC),
+        nested("status", &CONDITIONS_STATUS),
+    ],
+};
+
+/// `v1.ServiceAccount`: `secrets` merge by `name`.
+pub(crate) static SERVICE_ACCOUNT: Type = Type {
+    fields: &[
+        nested("metadata", &OBJECT_META),
+        merge_by("secrets", "name", None),
     ],
 };
 

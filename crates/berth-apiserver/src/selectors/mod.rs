@@ -55,6 +55,8 @@ pub enum SelectableKind {
     Namespace,
     /// apps/v1 ReplicaSet (`status.replicas`).
     ReplicaSet,
+    /// core/v1 Secret (`type`).
+    Secret,
     /// A kind without field labels of its own (coordination.k8s.io/v1
     /// Lease, and any kind a strategy does not name): upstream's default
     /// conversion, `metadata.name` and `metadata.namespace` only.
@@ -72,6 +74,7 @@ impl FromStr for SelectableKind {
             "Event" | "events" => SelectableKind::Event,
             "Namespace" | "namespaces" => SelectableKind::Namespace,
             "ReplicaSet" | "replicasets" => SelectableKind::ReplicaSet,
+            "Secret" | "secrets" => SelectableKind::Secret,
             "Lease" | "leases" => SelectableKind::MetadataOnly { namespaced: true },
             _ => return Err(FieldSelectorError::UnsupportedKind(s.to_string())),
         })
@@ -85,7 +88,10 @@ impl SelectableKind {
         match self {
             SelectableKind::Node | SelectableKind::Namespace => false,
             SelectableKind::MetadataOnly { namespaced } => namespaced,
-            SelectableKind::Pod | SelectableKind::Event | SelectableKind::ReplicaSet => true,
+            SelectableKind::Pod
+            | SelectableKind::Event
+            | SelectableKind::ReplicaSet
+            | SelectableKind::Secret => true,
         }
     }
 
@@ -126,6 +132,7 @@ impl SelectableKind {
             SelectableKind::ReplicaSet => {
                 &["metadata.name", "metadata.namespace", "status.replicas"]
             }
+            SelectableKind::Secret => &["type", "metadata.namespace", "metadata.name"],
             SelectableKind::MetadataOnly { .. } => &["metadata.name", "metadata.namespace"],
         }
     }
@@ -242,6 +249,7 @@ impl SelectableKind {
                 let replicas = i64_at(object, &["status", "replicas"]);
                 put("status.replicas", &replicas.to_string());
             }
+            SelectableKind::Secret => put("type", str_at(object, &["type"])),
             SelectableKind::MetadataOnly { .. } => {}
         }
         out

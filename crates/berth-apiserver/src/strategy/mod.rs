@@ -8,14 +8,19 @@
 //!
 //! One file per type overrides what its type does differently, as
 //! upstream's `pkg/registry/<group>/<type>/strategy.go` does: [`pod`],
-//! [`node`], [`namespace`], [`event`], [`lease`], and the apps/v1 kinds
+//! [`node`], [`namespace`], [`event`], [`lease`], the apps/v1 kinds
 //! [`deployment`], [`replicaset`], [`daemonset`], [`statefulset`] (what
-//! those four share is in `workload.rs`) and [`controllerrevision`]. The
-//! declarations that name them are in [`crate::resources`].
+//! those four share is in `workload.rs`) and [`controllerrevision`], and
+//! the core types [`service`] (defaults, cluster IPs and node ports),
+//! [`config`] (ConfigMaps and Secrets), [`stored`] (types stored as sent:
+//! ServiceAccounts, Endpoints, EndpointSlices, ResourceQuotas,
+//! LimitRanges) and [`review`] (the access reviews, answered, not stored).
+//! The declarations that name them are in [`crate::resources`].
 //!
 //! Objects travel as JSON values; admission and validation convert them to
 //! the k8s-openapi types they are written against.
 
+pub mod config;
 pub mod controllerrevision;
 pub mod daemonset;
 pub mod deployment;
@@ -25,7 +30,10 @@ pub mod namespace;
 pub mod node;
 pub mod pod;
 pub mod replicaset;
+pub mod review;
+pub mod service;
 pub mod statefulset;
+pub mod stored;
 #[cfg(test)]
 mod tests;
 mod workload;
@@ -46,7 +54,10 @@ use serde::de::DeserializeOwned;
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
+use futures::future::BoxFuture;
+
 use crate::admission::{AdmissionConfig, AdmissionError, Attributes, Operation, UserInfo};
+use crate::allocators::{Allocators, Claims};
 use crate::auth::User;
 use crate::body::StrictProblem;
 use crate::objects::{name_of, recount_generation};
@@ -171,6 +182,17 @@ impl ObjectType {
             schema: KindSchema::of::<T>(),
         }
     }
+
+    /// A kind that is never listed (the access reviews).
+    pub fn unlisted<T>() -> ObjectType
+    where
+        T: DeserializeOwned + Serialize + JsonSchema + Resource,
+    {
+        ObjectType {
+            unknown_fields: crate::field_validation::unknown_fields::<T>,
+            schema: KindSchema::unlisted::<T>(),
+        }
+    }
 }
 
 /// How a served type differs from the others. Every method but
@@ -204,6 +226,10 @@ pub trait Strategy: Send + Sync + std::fmt::Debug {
         }
     }
 
+    /// Defaults every write gets (upstream's `SetDefaults_<Kind>` and
+    /// conversion, applied to every object decoded), before validation.
+    fn defaults(&self, _object: &mut Value) {}
+
     /// Server-side changes on create (defaults, fields the server owns),
     /// before validation.
     fn on_create(&self, _object: &mut Value) {}
@@ -227,6 +253,19 @@ pub trait Strategy: Send + Sync + std::fmt::Debug {
         validation_outcome(rt, name_of(object), Ok(()), metadata_errors)
     }
 
+    /// Validating admission of an update, given the stored object: by
+    /// default [`Strategy::validate`] of the new object alone.
+    fn validate_update(
+        &self,
+        rt: &ResourceType,
+        attrs: &Attributes,
+        object: &Value,
+        _old: &Value,
+        metadata_errors: ErrorList,
+    ) -> ApiResult<()> {
+        self.validate(rt, attrs, object, metadata_errors)
+    }
+
     /// Create: server-side changes, admission, validation.
     fn create(
         &self,
@@ -235,6 +274,7 @@ pub trait Strategy: Send + Sync + std::fmt::Debug {
         ctx: &Context,
         metadata_errors: ErrorList,
     ) -> ApiResult<()> {
+        self.defaults(object);
         self.on_create(object);
         let request = Request::new(ctx, Operation::Create, rt, "");
         self.validate(
@@ -256,13 +296,15 @@ pub trait Strategy: Send + Sync + std::fmt::Debug {
         ctx: &Context,
     ) -> ApiResult<()> {
         keep_status(self.has_status(), subresource, object, old);
+        self.defaults(object);
         recount_generation(object, old, self.bumps_generation(object, old));
         let metadata_errors = validate_metadata_update(rt, object, old);
         let request = Request::new(ctx, Operation::Update, rt, subresource);
-        self.validate(
+        self.validate_update(
             rt,
             &request.attributes(ctx, object),
             object,
+            old,
             metadata_errors,
         )
     }
@@ -292,6 +334,54 @@ pub trait Strategy: Send + Sync + std::fmt::Debug {
     fn default_garbage_collection_policy(&self) -> DefaultPolicy {
         DefaultPolicy::DeleteDependents
     }
+
+    /// Takes from the cluster's allocators what a new (`old` `None`) or
+    /// changed object needs and fills it in (a Service's cluster IPs and
+    /// node ports), before the object is validated and written; returns
+    /// what it took, which the caller gives back if the write does not
+    /// happen. By default nothing.
+    fn allocate<'a>(
+        &'a self,
+        _rt: &'a ResourceType,
+        _object: &'a mut Value,
+        _old: Option<&'a Value>,
+        _allocators: &'a Allocators,
+        _now: &'a str,
+    ) -> BoxFuture<'a, ApiResult<Claims>> {
+        Box::pin(async { Ok(Claims::default()) })
+    }
+
+    /// What a stored object holds of the allocators (given back when it is
+    /// deleted, or by an update that drops it). By default nothing.
+    fn held(&self, _object: &Value) -> Claims {
+        Claims::default()
+    }
+
+    /// Whether objects are stored. Types that are not (the access reviews)
+    /// are answered on create ([`Strategy::answer`]) and serve no other
+    /// verb; they have no watch cache.
+    fn is_stored(&self) -> bool {
+        true
+    }
+
+    /// The answer to a create of a type that is not stored: the request
+    /// with its status filled in for `user`.
+    fn answer<'a>(
+        &'a self,
+        rt: &'a ResourceType,
+        _request: Value,
+        _user: &'a User,
+        _pods: &'a dyn PodBinding,
+    ) -> BoxFuture<'a, ApiResult<Value>> {
+        Box::pin(async move { Err(ApiError::method_not_allowed("create", rt.plural)) })
+    }
+}
+
+/// Whether a pod is bound to a node: what a node's access review asks of
+/// the store (the registry answers it).
+pub trait PodBinding: Send + Sync {
+    fn bound<'a>(&'a self, namespace: &'a str, name: &'a str, node: &'a str)
+    -> BoxFuture<'a, bool>;
 }
 
 /// The fields of `object` its type does not have, as strict decoding
@@ -420,6 +510,51 @@ fn prune<T: DeserializeOwned + Serialize>(
     let parsed: T = typed(rt, value)?;
     *value = untyped(&parsed)?;
     Ok(())
+}
+
+/// `validate` and `validate_update` of a type whose rules are written
+/// against its k8s-openapi type: `$rules` gets the object and, on update,
+/// the stored one (see [`validate_typed`]).
+macro_rules! typed_validation {
+    ($rules:expr) => {
+        fn validate(
+            &self,
+            rt: &$crate::strategy::ResourceType,
+            _attrs: &$crate::admission::Attributes,
+            object: &serde_json::Value,
+            metadata_errors: berth_core::validation::ErrorList,
+        ) -> Result<(), $crate::status::ApiError> {
+            $crate::strategy::validate_typed(rt, object, None, metadata_errors, $rules)
+        }
+
+        fn validate_update(
+            &self,
+            rt: &$crate::strategy::ResourceType,
+            _attrs: &$crate::admission::Attributes,
+            object: &serde_json::Value,
+            old: &serde_json::Value,
+            metadata_errors: berth_core::validation::ErrorList,
+        ) -> Result<(), $crate::status::ApiError> {
+            $crate::strategy::validate_typed(rt, object, Some(old), metadata_errors, $rules)
+        }
+    };
+}
+pub(crate) use typed_validation;
+
+/// The rules of a type written against its k8s-openapi type `T` (the
+/// stored object on update): one 422 with the metadata errors.
+pub(crate) fn validate_typed<T: DeserializeOwned>(
+    rt: &ResourceType,
+    object: &Value,
+    old: Option<&Value>,
+    metadata_errors: ErrorList,
+    rules: fn(&T, Option<&T>) -> ErrorList,
+) -> ApiResult<()> {
+    let new: T = typed(rt, object)?;
+    let old: Option<T> = old.map(|old| typed(rt, old)).transpose()?;
+    let mut errors = metadata_errors;
+    errors.extend(rules(&new, old.as_ref()));
+    validation_outcome(rt, name_of(object), Ok(()), errors)
 }
 
 fn untyped<T: Serialize>(object: &T) -> ApiResult<Value> {

@@ -140,6 +140,11 @@ impl<T: WorkloadKind> Strategy for Workloads<T> {
         T::bumps_generation(object, old)
     }
 
+    /// The kind's `SetDefaults_<Kind>` and the pod template's.
+    fn defaults(&self, object: &mut Value) {
+        apply_defaults(object, T::defaults);
+    }
+
     /// No status but an empty one (upstream's `PrepareForCreate`), the
     /// defaults, then admission and validation on the typed object.
     fn create(
@@ -152,7 +157,7 @@ impl<T: WorkloadKind> Strategy for Workloads<T> {
         if let Some(map) = object.as_object_mut() {
             map.insert("status".into(), json!({}));
         }
-        apply_defaults(object, T::defaults);
+        self.defaults(object);
         check_required(rt, object, SELECTOR_REQUIRED, &metadata_errors)?;
         create_typed(
             rt,
@@ -178,7 +183,7 @@ impl<T: WorkloadKind> Strategy for Workloads<T> {
         if subresource == "status" {
             T::keep_on_status_write(object, old);
         } else {
-            apply_defaults(object, T::defaults);
+            self.defaults(object);
             check_required(
                 rt,
                 object,

@@ -12,6 +12,7 @@
 //! Everything here is a pure function of its inputs; "now" is a parameter
 //! so ages are deterministic in tests.
 
+pub mod core_printers;
 pub mod duration;
 pub mod printers;
 pub mod workload_printers;
@@ -329,6 +330,87 @@ pub const CONTROLLER_REVISION_COLUMNS: &[Column] = &[
     col("Age", "string", DOC_CREATION_TIMESTAMP),
 ];
 
+// The common core types' columns (upstream's `AddHandlers`).
+const DOC_CONFIG_MAP_DATA: &str = "Data contains the configuration data. Each key must consist of alphanumeric characters, '-', '_' or '.'. Values with non-UTF-8 byte sequences must use the BinaryData field. The keys stored in Data must not overlap with the keys in the BinaryData field, this is enforced during validation process.";
+const DOC_SECRET_TYPE: &str = "Used to facilitate programmatic handling of secret data. More info: https://kubernetes.io/docs/concepts/configuration/secret/#secret-types";
+const DOC_SECRET_DATA: &str = "Data contains the secret data. Each key must consist of alphanumeric characters, '-', '_' or '.'. The serialized form of the secret data is a base64 encoded string, representing the arbitrary (possibly non-string) data value here. Described in https://tools.ietf.org/html/rfc4648#section-4";
+const DOC_SERVICE_ACCOUNT_SECRETS: &str = "Secrets is a list of the secrets in the same namespace that pods running using this ServiceAccount are allowed to use. Pods are only limited to this list if this service account has a \"kubernetes.io/enforce-mountable-secrets\" annotation set to \"true\". The \"kubernetes.io/enforce-mountable-secrets\" annotation is deprecated since v1.32. Prefer separate namespaces to isolate access to mounted secrets. This field should not be used to find auto-generated service account token secrets for use outside of pods. Instead, tokens can be requested directly using the TokenRequest API, or service account token secrets can be manually created. More info: https://kubernetes.io/docs/concepts/configuration/secret";
+const DOC_SERVICE_TYPE: &str = "type determines how the Service is exposed. Defaults to ClusterIP. Valid options are ExternalName, ClusterIP, NodePort, and LoadBalancer. \"ClusterIP\" allocates a cluster-internal IP address for load-balancing to endpoints. Endpoints are determined by the selector or if that is not specified, by manual construction of an Endpoints object or EndpointSlice objects. If clusterIP is \"None\", no virtual IP is allocated and the endpoints are published as a set of endpoints rather than a virtual IP. \"NodePort\" builds on ClusterIP and allocates a port on every node which routes to the same endpoints as the clusterIP. \"LoadBalancer\" builds on NodePort and creates an external load-balancer (if supported in the current cloud) which routes to the same endpoints as the clusterIP. \"ExternalName\" aliases this service to the specified externalName. Several other fields do not apply to ExternalName services. More info: https://kubernetes.io/docs/concepts/services-networking/service/#publishing-services-service-types";
+const DOC_SERVICE_CLUSTER_IP: &str = "clusterIP is the IP address of the service and is usually assigned randomly. If an address is specified manually, is in-range (as per system configuration), and is not in use, it will be allocated to the service; otherwise creation of the service will fail. This field may not be changed through updates unless the type field is also being changed to ExternalName (which requires this field to be blank) or the type field is being changed from ExternalName (in which case this field may optionally be specified, as describe above).  Valid values are \"None\", empty string (\"\"), or a valid IP address. Setting this to \"None\" makes a \"headless service\" (no virtual IP), which is useful when direct endpoint connections are preferred and proxying is not required.  Only applies to types ClusterIP, NodePort, and LoadBalancer. If this field is specified when creating a Service of type ExternalName, creation will fail. This field will be wiped when updating a Service to type ExternalName. More info: https://kubernetes.io/docs/concepts/services-networking/service/#virtual-ips-and-service-proxies";
+const DOC_SERVICE_EXTERNAL_IPS: &str = "externalIPs is a list of IP addresses for which nodes in the cluster will also accept traffic for this service.  These IPs are not managed by Kubernetes.  The user is responsible for ensuring that traffic arrives at a node with this IP.  A common example is external load-balancers that are not part of the Kubernetes system.";
+const DOC_SERVICE_PORTS: &str = "The list of ports that are exposed by this service. More info: https://kubernetes.io/docs/concepts/services-networking/service/#virtual-ips-and-service-proxies";
+const DOC_SERVICE_SELECTOR: &str = "Route service traffic to pods with label keys and values matching this selector. If empty or not present, the service is assumed to have an external process managing its endpoints, which Kubernetes will not modify. Only applies to types ClusterIP, NodePort, and LoadBalancer. Ignored if type is ExternalName. More info: https://kubernetes.io/docs/concepts/services-networking/service/";
+const DOC_ENDPOINTS_SUBSETS: &str = "The set of all endpoints is the union of all subsets. Addresses are placed into subsets according to the IPs they share. A single address with multiple ports, some of which are ready and some of which are not (because they come from different containers) will result in the address being displayed in different subsets for the different ports. No address will appear in both Addresses and NotReadyAddresses in the same subset. Sets of addresses and ports that comprise a service.";
+const DOC_ENDPOINT_SLICE_ADDRESS_TYPE: &str = "addressType specifies the type of address carried by this EndpointSlice. All addresses in this slice must be the same type. This field is immutable after creation. The following address types are currently supported: * IPv4: Represents an IPv4 Address. * IPv6: Represents an IPv6 Address. * FQDN: Represents a Fully Qualified Domain Name.";
+const DOC_ENDPOINT_SLICE_PORTS: &str = "ports specifies the list of network ports exposed by each endpoint in this slice. Each port must have a unique name. When ports is empty, it indicates that there are no defined ports. When a port is defined with a nil port value, it indicates \"all ports\". Each slice may include a maximum of 100 ports.";
+const DOC_ENDPOINT_SLICE_ENDPOINTS: &str = "endpoints is a list of unique endpoints in this slice. Each slice may include a maximum of 1000 endpoints.";
+
+/// `kubectl get configmaps`: NAME DATA AGE.
+pub const CONFIG_MAP_COLUMNS: &[Column] = &[
+    name_col(DOC_NAME),
+    col("Data", "string", DOC_CONFIG_MAP_DATA),
+    col("Age", "string", DOC_CREATION_TIMESTAMP),
+];
+
+/// `kubectl get secrets`: NAME TYPE DATA AGE.
+pub const SECRET_COLUMNS: &[Column] = &[
+    name_col(DOC_NAME),
+    col("Type", "string", DOC_SECRET_TYPE),
+    col("Data", "string", DOC_SECRET_DATA),
+    col("Age", "string", DOC_CREATION_TIMESTAMP),
+];
+
+/// `kubectl get serviceaccounts`: NAME SECRETS AGE.
+pub const SERVICE_ACCOUNT_COLUMNS: &[Column] = &[
+    name_col(DOC_NAME),
+    col("Secrets", "string", DOC_SERVICE_ACCOUNT_SECRETS),
+    col("Age", "string", DOC_CREATION_TIMESTAMP),
+];
+
+/// `kubectl get services`: NAME TYPE CLUSTER-IP EXTERNAL-IP PORT(S) AGE,
+/// wide SELECTOR.
+pub const SERVICE_COLUMNS: &[Column] = &[
+    name_col(DOC_NAME),
+    col("Type", "string", DOC_SERVICE_TYPE),
+    col("Cluster-IP", "string", DOC_SERVICE_CLUSTER_IP),
+    col("External-IP", "string", DOC_SERVICE_EXTERNAL_IPS),
+    col("Port(s)", "string", DOC_SERVICE_PORTS),
+    col("Age", "string", DOC_CREATION_TIMESTAMP),
+    wide(col("Selector", "string", DOC_SERVICE_SELECTOR)),
+];
+
+/// `kubectl get endpoints`: NAME ENDPOINTS AGE.
+pub const ENDPOINTS_COLUMNS: &[Column] = &[
+    name_col(DOC_NAME),
+    col("Endpoints", "string", DOC_ENDPOINTS_SUBSETS),
+    col("Age", "string", DOC_CREATION_TIMESTAMP),
+];
+
+/// `kubectl get endpointslices`: NAME ADDRESSTYPE PORTS ENDPOINTS AGE.
+pub const ENDPOINT_SLICE_COLUMNS: &[Column] = &[
+    name_col(DOC_NAME),
+    col("AddressType", "string", DOC_ENDPOINT_SLICE_ADDRESS_TYPE),
+    col("Ports", "string", DOC_ENDPOINT_SLICE_PORTS),
+    col("Endpoints", "string", DOC_ENDPOINT_SLICE_ENDPOINTS),
+    col("Age", "string", DOC_CREATION_TIMESTAMP),
+];
+
+/// `kubectl get resourcequotas`: NAME REQUEST LIMIT AGE.
+pub const RESOURCE_QUOTA_COLUMNS: &[Column] = &[
+    name_col(DOC_NAME),
+    col(
+        "Request",
+        "string",
+        "Request represents a minimum amount of cpu/memory that a container may consume.",
+    ),
+    col(
+        "Limit",
+        "string",
+        "Limits control the maximum amount of cpu/memory that a container may use independent of contention on the node.",
+    ),
+    col("Age", "string", DOC_CREATION_TIMESTAMP),
+];
+
 /// Upstream's default table convertor, for kinds without a printer.
 pub const DEFAULT_COLUMNS: &[Column] = &[
     name_col(DOC_NAME),
@@ -349,6 +431,13 @@ enum Printer {
     DaemonSet,
     StatefulSet,
     ControllerRevision,
+    ConfigMap,
+    Secret,
+    ServiceAccount,
+    Service,
+    Endpoints,
+    EndpointSlice,
+    ResourceQuota,
     Default,
 }
 
@@ -365,6 +454,13 @@ impl Printer {
             "DaemonSet" | "daemonsets" => Printer::DaemonSet,
             "StatefulSet" | "statefulsets" => Printer::StatefulSet,
             "ControllerRevision" | "controllerrevisions" => Printer::ControllerRevision,
+            "ConfigMap" | "configmaps" => Printer::ConfigMap,
+            "Secret" | "secrets" => Printer::Secret,
+            "ServiceAccount" | "serviceaccounts" => Printer::ServiceAccount,
+            "Service" | "services" => Printer::Service,
+            "Endpoints" | "endpoints" => Printer::Endpoints,
+            "EndpointSlice" | "endpointslices" => Printer::EndpointSlice,
+            "ResourceQuota" | "resourcequotas" => Printer::ResourceQuota,
             _ => Printer::Default,
         }
     }
@@ -381,6 +477,13 @@ impl Printer {
             Printer::DaemonSet => DAEMON_SET_COLUMNS,
             Printer::StatefulSet => STATEFUL_SET_COLUMNS,
             Printer::ControllerRevision => CONTROLLER_REVISION_COLUMNS,
+            Printer::ConfigMap => CONFIG_MAP_COLUMNS,
+            Printer::Secret => SECRET_COLUMNS,
+            Printer::ServiceAccount => SERVICE_ACCOUNT_COLUMNS,
+            Printer::Service => SERVICE_COLUMNS,
+            Printer::Endpoints => ENDPOINTS_COLUMNS,
+            Printer::EndpointSlice => ENDPOINT_SLICE_COLUMNS,
+            Printer::ResourceQuota => RESOURCE_QUOTA_COLUMNS,
             Printer::Default => DEFAULT_COLUMNS,
         }
     }
@@ -398,9 +501,24 @@ impl Printer {
             Printer::DaemonSet => workload_printers::print_daemon_set(obj, now),
             Printer::StatefulSet => workload_printers::print_stateful_set(obj, now),
             Printer::ControllerRevision => workload_printers::print_controller_revision(obj, now),
+            Printer::ConfigMap => core_printers::print_config_map(obj, now),
+            Printer::Secret => core_printers::print_secret(obj, now),
+            Printer::ServiceAccount => core_printers::print_service_account(obj, now),
+            Printer::Service => core_printers::print_service(obj, true, now),
+            Printer::Endpoints => core_printers::print_endpoints(obj, now),
+            Printer::EndpointSlice => core_printers::print_endpoint_slice(obj, now),
+            Printer::ResourceQuota => core_printers::print_resource_quota(obj, now),
             Printer::Default => printers::print_default(obj),
         }
     }
+}
+
+/// The "now" of the printers' tests: ages are counted from it.
+#[cfg(test)]
+pub(crate) fn test_now() -> Timestamp {
+    "2024-06-01T12:00:00Z"
+        .parse()
+        .unwrap_or(Timestamp::UNIX_EPOCH)
 }
 
 /// The column definitions the server sends for `kind`.
@@ -573,15 +691,10 @@ impl MediaRange {
 }
 
 #[cfg(test)]
-pub(crate) mod tests {
+mod tests {
     use super::*;
 
-    /// The tests' clock reading (the printers' tests share it).
-    pub(super) fn now() -> Timestamp {
-        "2024-06-01T12:00:00Z"
-            .parse()
-            .unwrap_or(Timestamp::UNIX_EPOCH)
-    }
+    use super::test_now as now;
 
     #[test]
     fn kubectl_accept_header_asks_for_a_v1_table() {
@@ -708,6 +821,23 @@ pub(crate) mod tests {
             headers(CONTROLLER_REVISION_COLUMNS, 0),
             ["Name", "Controller", "Revision", "Age"]
         );
+        assert_eq!(
+            headers(SERVICE_COLUMNS, 0),
+            [
+                "Name",
+                "Type",
+                "Cluster-IP",
+                "External-IP",
+                "Port(s)",
+                "Age"
+            ]
+        );
+        assert_eq!(headers(SERVICE_COLUMNS, 1), ["Selector"]);
+        assert_eq!(headers(SECRET_COLUMNS, 0), ["Name", "Type", "Data", "Age"]);
+        assert_eq!(
+            headers(RESOURCE_QUOTA_COLUMNS, 0),
+            ["Name", "Request", "Limit", "Age"]
+        );
         // Every printer fills exactly one cell per column.
         for kind in [
             "Pod",
@@ -721,6 +851,13 @@ pub(crate) mod tests {
             "StatefulSet",
             "ControllerRevision",
             "ConfigMap",
+            "Secret",
+            "ServiceAccount",
+            "Service",
+            "Endpoints",
+            "EndpointSlice",
+            "ResourceQuota",
+            "LimitRange",
         ] {
             let table = to_table(
                 kind,
@@ -856,7 +993,7 @@ pub(crate) mod tests {
         assert_eq!(columns_for("Lease")[1].description, DOC_HOLDER_IDENTITY);
         assert_eq!(columns_for("events")[4].description, DOC_FIELD_PATH);
         assert!(DOC_CREATION_TIMESTAMP.contains("UTC.\n\nPopulated by the system."));
-        assert_eq!(columns_for("Secret"), DEFAULT_COLUMNS);
+        assert_eq!(columns_for("LimitRange"), DEFAULT_COLUMNS);
         assert_eq!(DEFAULT_COLUMNS[1].type_, "date");
     }
 }

@@ -444,9 +444,10 @@ pub fn print_default(obj: &Value) -> PrintedRow {
 
 #[cfg(test)]
 mod tests {
-    use super::super::tests::now;
     use super::*;
     use jiff::SignedDuration;
+
+    use crate::table::test_now as now;
 
     /// `now - secs` as the RFC 3339 string the API would store.
     fn ago(secs: i64) -> String {

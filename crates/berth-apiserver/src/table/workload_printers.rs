@@ -159,8 +159,8 @@ pub fn print_controller_revision(revision: &Value, now: Timestamp) -> PrintedRow
 
 #[cfg(test)]
 mod tests {
-    use super::super::tests::now;
     use super::*;
+    use crate::table::test_now as now;
 
     fn template() -> Value {
         json!({"metadata": {"labels": {"app": "web"}},

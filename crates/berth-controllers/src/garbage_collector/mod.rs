@@ -17,7 +17,7 @@
 //! - [`absent_owners`]: the owners known to be gone.
 //!
 //! One task owns the graph and two work queues (`attemptToDelete`,
-//! `attemptToOrphan`, client-go's [`WorkQueue`] on the Clock); workers
+//! `attemptToOrphan`, client-go's [`QueueState`] on the Clock); workers
 //! (`--concurrent-gc-syncs` per queue) are tasks of their own, started
 //! once every type has been listed, their outcomes applied by the task.
 
@@ -43,7 +43,7 @@ use kube::runtime::watcher;
 use tokio::task::JoinSet;
 
 use crate::metrics::ControllerMetrics;
-use crate::work_queue::WorkQueue;
+use crate::work_queue::QueueState;
 use absent_owners::AbsentOwners;
 use attempt::{DeleteAttempt, GcApi, MetaPatch, Outcome, Workers};
 use graph::{Graph, Identity, Observed, Work};
@@ -81,8 +81,14 @@ pub struct GarbageCollector {
 /// Which queue an item came from.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 enum Queue {
-    Delete,
-    Orphan,
+    Delete = 0,
+    Orphan = 1,
+}
+
+/// What a worker is to do, with what the graph knows for it.
+enum Job {
+    Delete(DeleteAttempt),
+    Orphan(Identity, Vec<Identity>),
 }
 
 /// A metadata-only watch of one followed type, its changes tagged with the
@@ -92,10 +98,11 @@ type Watch = std::pin::Pin<
 >;
 
 /// The task's state.
+#[derive(Default)]
 struct State {
     graph: Graph,
-    to_delete: WorkQueue<String>,
-    to_orphan: WorkQueue<String>,
+    to_delete: QueueState<String>,
+    to_orphan: QueueState<String>,
     absent: Arc<Mutex<AbsentOwners>>,
     /// The followed types not listed yet (by apiVersion and plural).
     unsynced: BTreeSet<(String, String)>,
@@ -135,21 +142,15 @@ impl GarbageCollector {
     pub async fn run(self) {
         tracing::info!(controller = CONTROLLER_NAME, "Starting controller");
         let mut resources = Arc::new(self.discover().await);
-        let mut state = State {
-            graph: Graph::default(),
-            to_delete: WorkQueue::default(),
-            to_orphan: WorkQueue::default(),
-            absent: Arc::new(Mutex::new(AbsentOwners::default())),
-            unsynced: BTreeSet::new(),
-            followed: BTreeSet::new(),
-        };
+        let mut state = State::default();
         let mut watches: SelectAll<Watch> = SelectAll::new();
         state.follow(&self.client, &resources, &mut watches);
         let api = Arc::new(KubeApi {
             client: self.client.clone(),
         });
         let mut running: JoinSet<(Queue, String, Outcome)> = JoinSet::new();
-        let (mut deleting, mut orphaning) = (0usize, 0usize);
+        // Workers running per queue.
+        let mut busy = [0usize; 2];
         let period =
             SignedDuration::try_from(self.config.discovery_period).unwrap_or(SignedDuration::MAX);
         let mut next_discovery = self
@@ -160,49 +161,34 @@ impl GarbageCollector {
         loop {
             if state.unsynced.is_empty() {
                 let now = self.clock.now();
-                state.to_delete.promote_due(now);
-                state.to_orphan.promote_due(now);
-                while deleting < self.config.workers
-                    && let Some(uid) = state.to_delete.get()
-                {
-                    let Some(attempt) = state.delete_attempt(&uid) else {
-                        state.to_delete.forget(&uid);
-                        state.to_delete.done(&uid);
-                        continue;
-                    };
-                    deleting += 1;
-                    let (api, resources, absent) =
-                        (api.clone(), resources.clone(), state.absent.clone());
-                    running.spawn(async move {
-                        let workers = Workers {
-                            api: api.as_ref(),
-                            resources: &resources,
-                            absent: &absent,
+                for queue in [Queue::Delete, Queue::Orphan] {
+                    state.queue(queue).promote_due(now);
+                    while busy[queue as usize] < self.config.workers
+                        && let Some(uid) = state.queue(queue).get()
+                    {
+                        let Some(job) = state.job(queue, &uid) else {
+                            state.queue(queue).forget(&uid);
+                            state.queue(queue).done(&uid);
+                            continue;
                         };
-                        let outcome = workers.attempt_to_delete(&attempt).await;
-                        (Queue::Delete, uid, outcome)
-                    });
-                }
-                while orphaning < self.config.workers
-                    && let Some(uid) = state.to_orphan.get()
-                {
-                    let Some((owner, dependents)) = state.orphan_attempt(&uid) else {
-                        state.to_orphan.forget(&uid);
-                        state.to_orphan.done(&uid);
-                        continue;
-                    };
-                    orphaning += 1;
-                    let (api, resources, absent) =
-                        (api.clone(), resources.clone(), state.absent.clone());
-                    running.spawn(async move {
-                        let workers = Workers {
-                            api: api.as_ref(),
-                            resources: &resources,
-                            absent: &absent,
-                        };
-                        let outcome = workers.attempt_to_orphan(&owner, &dependents).await;
-                        (Queue::Orphan, uid, outcome)
-                    });
+                        busy[queue as usize] += 1;
+                        let (api, resources, absent) =
+                            (api.clone(), resources.clone(), state.absent.clone());
+                        running.spawn(async move {
+                            let workers = Workers {
+                                api: api.as_ref(),
+                                resources: &resources,
+                                absent: &absent,
+                            };
+                            let outcome = match job {
+                                Job::Delete(attempt) => workers.attempt_to_delete(&attempt).await,
+                                Job::Orphan(owner, dependents) => {
+                                    workers.attempt_to_orphan(&owner, &dependents).await
+                                }
+                            };
+                            (queue, uid, outcome)
+                        });
+                    }
                 }
             }
             let wake_at = [
@@ -220,10 +206,7 @@ impl GarbageCollector {
                     let Ok((queue, uid, outcome)) = done else {
                         continue;
                     };
-                    match queue {
-                        Queue::Delete => deleting -= 1,
-                        Queue::Orphan => orphaning -= 1,
-                    }
+                    busy[queue as usize] -= 1;
                     state.finished(queue, &uid, outcome, self.clock.now());
                 }
                 Some((served, change)) = watches.next() => state.apply(&served, change),
@@ -320,10 +303,29 @@ impl State {
 
     fn enqueue(&mut self, work: Vec<Work>) {
         for item in work {
-            match item {
-                Work::AttemptToDelete(uid) => self.to_delete.add(uid),
-                Work::AttemptToOrphan(uid) => self.to_orphan.add(uid),
-            }
+            let (queue, uid) = match item {
+                Work::AttemptToDelete(uid) => (&mut self.to_delete, uid),
+                Work::AttemptToOrphan(uid) => (&mut self.to_orphan, uid),
+            };
+            queue.add(uid);
+        }
+    }
+
+    fn queue(&mut self, queue: Queue) -> &mut QueueState<String> {
+        match queue {
+            Queue::Delete => &mut self.to_delete,
+            Queue::Orphan => &mut self.to_orphan,
+        }
+    }
+
+    /// The worker's job for `uid` from `queue`; `None` when there is
+    /// nothing to do.
+    fn job(&self, queue: Queue, uid: &str) -> Option<Job> {
+        match queue {
+            Queue::Delete => self.delete_attempt(uid).map(Job::Delete),
+            Queue::Orphan => self
+                .orphan_attempt(uid)
+                .map(|(owner, dependents)| Job::Orphan(owner, dependents)),
         }
     }
 
@@ -365,10 +367,7 @@ impl State {
 
     /// A worker's outcome, applied to the queues and the graph.
     fn finished(&mut self, queue: Queue, uid: &String, outcome: Outcome, now: Timestamp) {
-        let items = match queue {
-            Queue::Delete => &mut self.to_delete,
-            Queue::Orphan => &mut self.to_orphan,
-        };
+        let items = self.queue(queue);
         items.done(uid);
         match outcome {
             Outcome::Done => items.forget(uid),
@@ -483,17 +482,6 @@ mod tests {
     use super::*;
     use crate::garbage_collector::resources::tests::served;
 
-    fn state() -> State {
-        State {
-            graph: Graph::default(),
-            to_delete: WorkQueue::default(),
-            to_orphan: WorkQueue::default(),
-            absent: Arc::new(Mutex::new(AbsentOwners::default())),
-            unsynced: BTreeSet::new(),
-            followed: BTreeSet::new(),
-        }
-    }
-
     fn object(
         uid: &str,
         owner: Option<&str>,
@@ -530,22 +518,13 @@ mod tests {
         }
     }
 
-    fn drain(queue: &mut WorkQueue<String>) -> Vec<String> {
-        let mut got = Vec::new();
-        while let Some(uid) = queue.get() {
-            queue.done(&uid);
-            got.push(uid);
-        }
-        got
-    }
-
     /// An object being deleted (not in the foreground) is left to its
     /// deletion; one deleting its dependents is looked at with what the
     /// graph knows of them.
     #[test]
     fn attempts_start_only_for_objects_the_collector_has_to_act_on() {
         let pods = served("v1", "Pod", "pods", true, &["delete", "list", "watch"]);
-        let mut state = state();
+        let mut state = State::default();
         state.apply(
             &pods,
             Change::Upsert(object("gone-owner-child", Some("gone"), false, &[])),
@@ -572,11 +551,11 @@ mod tests {
         );
         // The foreground deletion was noticed: the owner and its (then no)
         // dependents; then, once listed, the child of a missing owner.
-        assert_eq!(drain(&mut state.to_delete), vec!["owner".to_string()]);
+        assert_eq!(state.to_delete.drain(), vec!["owner".to_string()]);
         state.unsynced.insert(("v1".into(), "pods".into()));
         state.apply(&pods, Change::Synced);
         assert_eq!(
-            drain(&mut state.to_delete),
+            state.to_delete.drain(),
             vec!["gone-owner-child".to_string()]
         );
     }
@@ -584,7 +563,7 @@ mod tests {
     #[test]
     fn outcomes_feed_back_into_the_queues_and_the_graph() {
         let pods = served("v1", "Pod", "pods", true, &["delete", "list", "watch"]);
-        let mut state = state();
+        let mut state = State::default();
         state.apply(&pods, Change::Upsert(object("owner", None, false, &[])));
         state.apply(
             &pods,
@@ -608,7 +587,7 @@ mod tests {
         let uid = state.to_delete.get().expect("due");
         state.finished(Queue::Delete, &uid, Outcome::Gone, now);
         assert!(state.graph.node("owner").is_none());
-        assert_eq!(drain(&mut state.to_delete), vec!["child".to_string()]);
+        assert_eq!(state.to_delete.drain(), vec!["child".to_string()]);
         let owner = Identity {
             api_version: "v1".into(),
             kind: "Pod".into(),
@@ -627,7 +606,7 @@ mod tests {
             now,
         );
         assert_eq!(
-            drain(&mut state.to_delete),
+            state.to_delete.drain(),
             vec!["a".to_string(), "b".to_string()]
         );
     }

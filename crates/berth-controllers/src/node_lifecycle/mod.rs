@@ -591,29 +591,9 @@ impl NodeLifecycleController {
             } else {
                 None
             };
-            let clock = self.clock.clone();
-            let monitor_at = next_monitor;
-            let monitor = async move {
-                match monitor_at {
-                    Some(at) => clock.sleep_until(at).await,
-                    None => std::future::pending().await,
-                }
-            };
-            let clock = self.clock.clone();
-            let taint = async move {
-                match next_taint {
-                    Some(at) => clock.sleep_until(at).await,
-                    None => std::future::pending().await,
-                }
-            };
-            let clock = self.clock.clone();
-            let next_expiry = self.state.next_expiry();
-            let expiry = async move {
-                match next_expiry {
-                    Some(at) => clock.sleep_until(at).await,
-                    None => std::future::pending().await,
-                }
-            };
+            let monitor = self.clock.sleep_until_some(next_monitor);
+            let taint = self.clock.sleep_until_some(next_taint);
+            let expiry = self.clock.sleep_until_some(self.state.next_expiry());
             tokio::select! {
                 biased;
                 Some(watched) = watched.next() => match watched {

@@ -34,7 +34,7 @@ use k8s_openapi::api::core::v1::{Node, PodCondition};
 
 use crate::metrics::ControllerMetrics;
 use crate::watched_pod::WatchedPod;
-use crate::work_queue::WorkQueue;
+use crate::work_queue::QueueState;
 
 /// Deletions in flight at once within one step of a pass (upstream starts
 /// a goroutine per pod, bounded only by its client's rate limit).
@@ -66,17 +66,19 @@ pub trait PodGcApi: Sync {
     fn node_exists(&self, name: &str) -> impl Future<Output = Result<bool, kube::Error>> + Send;
 
     /// Marks `pod` `Failed`, with `condition` among its conditions.
+    /// `Ok(false)`: the pod is gone, or another pod has its name now.
     fn mark_failed(
         &self,
         pod: &WatchedPod,
         condition: Option<&PodCondition>,
-    ) -> impl Future<Output = Result<(), kube::Error>> + Send;
+    ) -> impl Future<Output = Result<bool, kube::Error>> + Send;
 
     /// Deletes `pod` with grace period 0 (and its UID as precondition).
+    /// `Ok(false)` as [`PodGcApi::mark_failed`].
     fn force_delete(
         &self,
         pod: &WatchedPod,
-    ) -> impl Future<Output = Result<(), kube::Error>> + Send;
+    ) -> impl Future<Output = Result<bool, kube::Error>> + Send;
 }
 
 /// The controller's view of the cluster and its node quarantine.
@@ -90,7 +92,7 @@ pub struct PodGc {
     pub quarantine_time: Duration,
     /// Nodes missing from the view, each asked for once its quarantine
     /// ends (upstream's `orphaned_pods_nodes` delaying queue).
-    quarantine: WorkQueue<String>,
+    quarantine: QueueState<String>,
 }
 
 /// A pod to collect and why.
@@ -107,7 +109,7 @@ impl PodGc {
             nodes: BTreeMap::new(),
             terminated_pod_threshold,
             quarantine_time,
-            quarantine: WorkQueue::default(),
+            quarantine: QueueState::default(),
         }
     }
 
@@ -135,7 +137,7 @@ impl PodGc {
 
 /// The node quarantine of one pass.
 struct Quarantine<'a> {
-    queue: &'a mut WorkQueue<String>,
+    queue: &'a mut QueueState<String>,
     nodes: &'a BTreeMap<String, Node>,
     time: Duration,
 }
@@ -299,25 +301,20 @@ async fn collect_one(api: &impl PodGcApi, d: Doomed<'_>, metrics: &ControllerMet
     let key = ObjectKey::of_meta(&d.pod.metadata);
     tracing::info!(pod = %key, reason = d.reason.label(), "PodGC is force deleting Pod");
     let marked = if is_terminal_phase(Some(d.pod.phase())) {
-        Ok(())
+        Ok(true)
     } else {
         api.mark_failed(d.pod, d.condition.as_ref()).await
     };
     let result = match marked {
-        Ok(()) => api.force_delete(d.pod).await,
-        Err(e) => Err(e),
+        Ok(true) => api.force_delete(d.pod).await,
+        other => other,
     };
-    match result {
-        // Already gone, or no longer the pod meant: nothing to do.
-        Err(kube::Error::Api(status)) if status.is_not_found() || status.code == 409 => {}
-        Err(error) => {
-            metrics
-                .pod_gc_force_delete_errors
-                .get_or_create(&labels)
-                .inc();
-            tracing::warn!(pod = %key, %error, "PodGC could not delete the Pod");
-        }
-        Ok(()) => {}
+    if let Err(error) = result {
+        metrics
+            .pod_gc_force_delete_errors
+            .get_or_create(&labels)
+            .inc();
+        tracing::warn!(pod = %key, %error, "PodGC could not delete the Pod");
     }
 }
 

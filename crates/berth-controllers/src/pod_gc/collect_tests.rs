@@ -36,21 +36,21 @@ impl PodGcApi for FakeApi {
         &self,
         pod: &WatchedPod,
         condition: Option<&PodCondition>,
-    ) -> Result<(), kube::Error> {
+    ) -> Result<bool, kube::Error> {
         if let Ok(mut patched) = self.patched.lock() {
             patched.insert(name_of(pod));
         }
         if let (Ok(mut conditions), Some(c)) = (self.conditions.lock(), condition) {
             conditions.push(c.clone());
         }
-        Ok(())
+        Ok(true)
     }
 
-    async fn force_delete(&self, pod: &WatchedPod) -> Result<(), kube::Error> {
+    async fn force_delete(&self, pod: &WatchedPod) -> Result<bool, kube::Error> {
         if let Ok(mut deleted) = self.deleted.lock() {
             deleted.insert(name_of(pod));
         }
-        Ok(())
+        Ok(true)
     }
 }
 

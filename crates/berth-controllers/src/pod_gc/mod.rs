@@ -10,19 +10,18 @@ pub mod collect;
 
 use std::time::Duration;
 
-use berth_client::{Change, changes_of};
+use berth_client::Change;
 use berth_core::clock::Clock;
 use berth_core::object_key::ObjectKey;
 use futures::StreamExt;
 use jiff::{SignedDuration, Timestamp};
 use k8s_openapi::api::core::v1::{Node, PodCondition};
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
-use kube::api::{Api, DeleteParams, Patch, PatchParams, Preconditions};
-use kube::core::Request;
-use kube::runtime::watcher;
+use kube::api::Api;
 
 use crate::metrics::ControllerMetrics;
-use crate::watched_pod::WatchedPod;
+use crate::pod_writes;
+use crate::watched_pod::{WatchedPod, nodes_and_pods};
 use collect::{PodGc, PodGcApi};
 
 /// Upstream's controller name, also the `--controllers` name.
@@ -78,14 +77,7 @@ impl PodGcController {
     /// then every check period.
     pub async fn run(self) {
         tracing::info!(controller = CONTROLLER_NAME, "Starting controller");
-        let nodes = changes_of(
-            Api::<Node>::all(self.client.clone()),
-            watcher::Config::default(),
-        );
-        let pods = changes_of(
-            Api::<WatchedPod>::all(self.client.clone()),
-            watcher::Config::default(),
-        );
+        let (nodes, pods) = nodes_and_pods(&self.client);
         let mut nodes = std::pin::pin!(nodes);
         let mut pods = std::pin::pin!(pods);
         let mut state = PodGc::new(
@@ -101,13 +93,7 @@ impl PodGcController {
         let (mut nodes_synced, mut pods_synced) = (false, false);
         let mut next_pass: Option<Timestamp> = None;
         loop {
-            let clock = self.clock.clone();
-            let wake = async move {
-                match next_pass {
-                    Some(at) => clock.sleep_until(at).await,
-                    None => std::future::pending().await,
-                }
-            };
+            let wake = self.clock.sleep_until_some(next_pass);
             tokio::select! {
                 biased;
                 Some(change) = nodes.next() => match change {
@@ -160,51 +146,32 @@ impl PodGcApi for KubeApi {
     }
 
     /// Upstream's `PatchPodStatus` with phase `Failed` and the condition
-    /// (conditions merge by type), the pod's UID in the patch.
+    /// (conditions merge by type).
     async fn mark_failed(
         &self,
         pod: &WatchedPod,
         condition: Option<&PodCondition>,
-    ) -> Result<(), kube::Error> {
-        let (namespace, name) = namespace_and_name(pod);
+    ) -> Result<bool, kube::Error> {
         let mut status = serde_json::json!({"phase": "Failed"});
         if let Some(condition) = condition {
             let mut condition = condition.clone();
             condition.last_transition_time = Some(Time(self.clock.now()));
             status["conditions"] = serde_json::json!([condition]);
         }
-        let patch = serde_json::json!({"metadata": {"uid": pod.metadata.uid}, "status": status});
-        let request = Request::new(format!("/api/v1/namespaces/{namespace}/pods"))
-            .patch_subresource(
-                "status",
-                name,
-                &PatchParams::default(),
-                &Patch::Strategic(patch),
-            )
-            .map_err(kube::Error::BuildRequest)?;
-        self.client.request_text(request).await.map(drop)
+        pod_writes::patch_status(&self.client, pod_of(pod), status).await
     }
 
-    async fn force_delete(&self, pod: &WatchedPod) -> Result<(), kube::Error> {
-        let (namespace, name) = namespace_and_name(pod);
-        let params = DeleteParams {
-            grace_period_seconds: Some(0),
-            preconditions: Some(Preconditions {
-                uid: pod.metadata.uid.clone(),
-                resource_version: None,
-            }),
-            ..DeleteParams::default()
-        };
-        let request = Request::new(format!("/api/v1/namespaces/{namespace}/pods"))
-            .delete(name, &params)
-            .map_err(kube::Error::BuildRequest)?;
-        self.client.request_text(request).await.map(drop)
+    async fn force_delete(&self, pod: &WatchedPod) -> Result<bool, kube::Error> {
+        pod_writes::delete(&self.client, pod_of(pod), Some(0)).await
     }
 }
 
-fn namespace_and_name(pod: &WatchedPod) -> (&str, &str) {
+/// The pod's namespace, name and UID.
+fn pod_of(pod: &WatchedPod) -> (&str, &str, &str) {
+    let meta = &pod.metadata;
     (
-        pod.metadata.namespace.as_deref().unwrap_or(""),
-        pod.metadata.name.as_deref().unwrap_or(""),
+        meta.namespace.as_deref().unwrap_or(""),
+        meta.name.as_deref().unwrap_or(""),
+        meta.uid.as_deref().unwrap_or(""),
     )
 }

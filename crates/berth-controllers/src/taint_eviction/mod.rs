@@ -20,21 +20,19 @@ use std::time::Duration;
 
 use futures::StreamExt;
 use jiff::{SignedDuration, Timestamp};
-use k8s_openapi::api::core::v1::{Node, PodCondition};
+use k8s_openapi::api::core::v1::PodCondition;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
-use kube::api::{Api, DeleteParams, Patch, PatchParams, Preconditions};
-use kube::core::Request;
-use kube::runtime::watcher;
 use tokio::sync::{Semaphore, mpsc};
 use tokio::task::JoinSet;
 
-use berth_client::{Change, changes_of};
+use berth_client::Change;
 use berth_core::FeatureGates;
 use berth_core::clock::Clock;
 
 use crate::events::{EventRecorder, TYPE_NORMAL, pod_ref};
 use crate::metrics::ControllerMetrics;
-use crate::watched_pod::WatchedPod;
+use crate::pod_writes;
+use crate::watched_pod::nodes_and_pods;
 use schedule::{DueEviction, EvictionSchedule, PodKey};
 
 /// Upstream's controller name, also the `--controllers` name and the
@@ -118,14 +116,7 @@ impl TaintEvictionController {
 
     /// Runs until dropped.
     pub async fn run(self) {
-        let nodes = changes_of(
-            Api::<Node>::all(self.client.clone()),
-            watcher::Config::default(),
-        );
-        let pods = changes_of(
-            Api::<WatchedPod>::all(self.client.clone()),
-            watcher::Config::default(),
-        );
+        let (nodes, pods) = nodes_and_pods(&self.client);
         let mut nodes = std::pin::pin!(nodes);
         let mut pods = std::pin::pin!(pods);
         let mut schedule = EvictionSchedule::new(self.config.gates);
@@ -138,13 +129,7 @@ impl TaintEvictionController {
             } else {
                 None
             };
-            let clock = self.clock.clone();
-            let wake = async move {
-                match next {
-                    Some(at) => clock.sleep_until(at).await,
-                    None => std::future::pending().await,
-                }
-            };
+            let wake = self.clock.sleep_until_some(next);
             tokio::select! {
                 biased;
                 Some(done) = evictions.join_next(), if !evictions.is_empty() => {
@@ -200,18 +185,11 @@ impl TaintEvictionController {
 
     /// Marks the pod as a disruption target and deletes it (upstream
     /// `addConditionAndDeletePod`), or force-deletes it from an
-    /// out-of-service node.
-    ///
-    /// Both calls go out as raw requests whose answers are not decoded:
-    /// the controller needs only the status code (the watch brings the
-    /// objects anyway), and decoding two whole Pods per eviction was a
-    /// good part of its CPU.
+    /// out-of-service node: two writes, no read first
+    /// ([`crate::pod_writes`]).
     async fn evict(&self, eviction: &DueEviction) -> Result<(), kube::Error> {
-        let pods = Request::new(format!(
-            "/api/v1/namespaces/{}/pods",
-            eviction.pod.namespace
-        ));
         let name = eviction.pod.name.as_str();
+        let pod = (eviction.pod.namespace.as_str(), name, eviction.uid.as_str());
         tracing::info!(controller = CONTROLLER_NAME, pod = %eviction.pod, "Deleting pod");
         self.recorder.record(
             pod_ref(&eviction.pod.namespace, name, Some(&eviction.uid)),
@@ -219,35 +197,12 @@ impl TaintEvictionController {
             REASON,
             format!("Marking for deletion Pod {}", eviction.pod),
         );
-        // One strategic-merge patch (conditions merge by type), as upstream's
-        // PatchPodStatus: no read first, so an eviction is two writes.
-        let patch = serde_json::json!({
-            "metadata": {"uid": eviction.uid},
-            "status": {"conditions": [disruption_target(self.clock.now())]},
-        });
-        let request = pods
-            .patch_subresource(
-                "status",
-                name,
-                &PatchParams::default(),
-                &Patch::Strategic(patch),
-            )
-            .map_err(kube::Error::BuildRequest)?;
-        if !goes_on(self.client.request_text(request).await)? {
+        let status = serde_json::json!({"conditions": [disruption_target(self.clock.now())]});
+        if !pod_writes::patch_status(&self.client, pod, status).await? {
             return Ok(());
         }
-        let params = DeleteParams {
-            grace_period_seconds: eviction.due.force.then_some(0),
-            preconditions: Some(Preconditions {
-                uid: Some(eviction.uid.clone()),
-                resource_version: None,
-            }),
-            ..DeleteParams::default()
-        };
-        let request = pods
-            .delete(name, &params)
-            .map_err(kube::Error::BuildRequest)?;
-        if !goes_on(self.client.request_text(request).await)? {
+        let grace = eviction.due.force.then_some(0);
+        if !pod_writes::delete(&self.client, pod, grace).await? {
             return Ok(());
         }
         let now = self.clock.now();
@@ -264,17 +219,6 @@ impl TaintEvictionController {
             .pod_deletion_duration
             .observe(late.as_secs_f64().max(0.0));
         Ok(())
-    }
-}
-
-/// Whether an eviction goes on after one of its calls: not when the pod is
-/// gone (404) or is no longer the pod meant (409: its UID changed); an
-/// error otherwise is retried later.
-fn goes_on(answer: Result<String, kube::Error>) -> Result<bool, kube::Error> {
-    match answer {
-        Ok(_) => Ok(true),
-        Err(kube::Error::Api(status)) if status.is_not_found() || status.code == 409 => Ok(false),
-        Err(err) => Err(err),
     }
 }
 

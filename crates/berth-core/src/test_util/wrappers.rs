@@ -22,9 +22,9 @@ use std::collections::BTreeMap;
 
 use jiff::Timestamp;
 use k8s_openapi::api::core::v1::{
-    Affinity, Container, ContainerPort, ContainerStatus, Node, NodeAffinity, NodeCondition,
-    NodeSelector, NodeSelectorRequirement, NodeSelectorTerm, NodeSpec, NodeStatus, Pod,
-    PodAffinity, PodAffinityTerm, PodAntiAffinity, PodCondition, PodSpec, PodStatus,
+    Affinity, Container, ContainerImage, ContainerPort, ContainerStatus, Node, NodeAffinity,
+    NodeCondition, NodeSelector, NodeSelectorRequirement, NodeSelectorTerm, NodeSpec, NodeStatus,
+    Pod, PodAffinity, PodAffinityTerm, PodAntiAffinity, PodCondition, PodSpec, PodStatus,
     ResourceRequirements, Taint, Toleration, TopologySpreadConstraint, WeightedPodAffinityTerm,
 };
 use k8s_openapi::apimachinery::pkg::api::resource::Quantity;
@@ -588,6 +588,19 @@ impl NodeWrapper {
         let status = self.status();
         status.capacity = Some(quantities(resources));
         status.allocatable = Some(quantities(resources));
+        self
+    }
+
+    /// Adds an image the node holds, under all its names (upstream's
+    /// `Images()`, which takes one name per image).
+    pub fn image(mut self, names: &[&str], size_bytes: i64) -> Self {
+        self.status()
+            .images
+            .get_or_insert_default()
+            .push(ContainerImage {
+                names: Some(strings(names)),
+                size_bytes: Some(size_bytes),
+            });
         self
     }
 

@@ -22,17 +22,33 @@
 //!   [`validate_deployment`] and its update and status update, and the
 //!   same for ReplicaSets, DaemonSets, StatefulSets and ControllerRevisions.
 
+//! - [`validate_config_map`], [`validate_secret`], [`validate_service`]
+//!   (and their updates), [`validate_endpoints`],
+//!   [`validate_endpoint_slice`]: the core types' rules but for metadata;
+//!   [`ip`]: IP addresses and CIDRs; `ports.rs`: the port name, number and
+//!   protocol rule Services and Endpoints share.
+
 mod apps;
+mod config;
+mod endpoints;
 pub mod field;
+pub mod ip;
 mod meta;
 pub mod names;
 mod object_meta;
 mod objects;
+mod ports;
 mod resources;
+pub mod service;
 mod taints;
 mod tolerations;
 
 pub use apps::*;
+pub use config::{
+    MAX_SECRET_SIZE, SERVICE_ACCOUNT_NAME_KEY, secret_type, validate_config_map,
+    validate_config_map_update, validate_secret, validate_secret_update,
+};
+pub use endpoints::{validate_endpoint_slice, validate_endpoints};
 pub use field::{ErrorList, ErrorType, FieldError, Path};
 pub use meta::{
     FIELD_IMMUTABLE, TOTAL_ANNOTATION_SIZE_LIMIT_BYTES, validate_annotations, validate_immutable,
@@ -41,6 +57,7 @@ pub use meta::{
 pub use object_meta::{validate_finalizers, validate_no_new_finalizers, validate_owner_references};
 pub use objects::{validate_node, validate_pod, validate_pod_template};
 pub use resources::validate_resource_quantities;
+pub use service::{validate_service, validate_service_update};
 pub use taints::validate_node_taints;
 pub use tolerations::{
     TolerationOptions, uses_comparison_operators, validate_toleration_update, validate_tolerations,

@@ -1,5 +1,6 @@
 //! String-format checks with upstream's exact messages: label keys
-//! ("qualified names"), label values, DNS-1123 subdomains and canonical
+//! ("qualified names"), label values, DNS-1123 subdomains and labels,
+//! DNS-1035 labels, ConfigMap keys, port numbers and names, and canonical
 //! decimal integers.
 //!
 //! Ports of apimachinery's `pkg/api/validate/content` (`IsLabelKey`,
@@ -29,6 +30,12 @@ pub const DNS1123_SUBDOMAIN_MAX_LENGTH: usize = 253;
 const DNS1123_LABEL_FMT: &str = "[a-z0-9]([-a-z0-9]*[a-z0-9])?";
 const DNS1123_LABEL_ERR_MSG: &str = "a lowercase RFC 1123 label must consist of lower case alphanumeric characters or '-', and must start and end with an alphanumeric character";
 pub const DNS1123_LABEL_MAX_LENGTH: usize = 63;
+const DNS1035_LABEL_FMT: &str = "[a-z]([-a-z0-9]*[a-z0-9])?";
+const DNS1035_LABEL_ERR_MSG: &str = "a DNS-1035 label must consist of lower case alphanumeric characters or '-', start with an alphabetic character, and end with an alphanumeric character";
+pub const DNS1035_LABEL_MAX_LENGTH: usize = 63;
+const CONFIG_MAP_KEY_FMT: &str = "[-._a-zA-Z0-9]+";
+const CONFIG_MAP_KEY_ERR_MSG: &str =
+    "a valid config key must consist of alphanumeric characters, '-', '_' or '.'";
 
 const DECIMAL_INTEGER_ERR_MSG: &str = "must be a valid decimal integer in canonical form";
 
@@ -209,11 +216,103 @@ pub fn is_dns1123_label(value: &str) -> Vec<String> {
         errs.push(util_max_len_error(DNS1123_LABEL_MAX_LENGTH));
     }
     if !matches_dns1123_label(value) {
+        if matches_dns1123_subdomain(value) {
+            // A valid subdomain that is not a label: with the length checked,
+            // that can only be its dots.
+            errs.push("must not contain dots".to_string());
+        } else {
+            errs.push(regex_error(
+                DNS1123_LABEL_ERR_MSG,
+                DNS1123_LABEL_FMT,
+                &["my-name", "123-abc"],
+            ));
+        }
+    }
+    errs
+}
+
+/// `validation.IsDNS1035Label`: like a DNS-1123 label, but starting with a
+/// letter (Service names).
+pub fn is_dns1035_label(value: &str) -> Vec<String> {
+    let mut errs = Vec::new();
+    if value.len() > DNS1035_LABEL_MAX_LENGTH {
+        errs.push(util_max_len_error(DNS1035_LABEL_MAX_LENGTH));
+    }
+    let starts_with_letter = value.as_bytes().first().is_some_and(u8::is_ascii_lowercase);
+    if !(starts_with_letter && matches_dns1123_label(value)) {
         errs.push(regex_error(
-            DNS1123_LABEL_ERR_MSG,
-            DNS1123_LABEL_FMT,
-            &["my-name", "123-abc"],
+            DNS1035_LABEL_ERR_MSG,
+            DNS1035_LABEL_FMT,
+            &["my-name", "abc-123"],
         ));
+    }
+    errs
+}
+
+/// `validation.IsConfigMapKey`: a key of a ConfigMap's or Secret's data.
+pub fn is_config_map_key(value: &str) -> Vec<String> {
+    let mut errs = Vec::new();
+    if value.len() > DNS1123_SUBDOMAIN_MAX_LENGTH {
+        errs.push(util_max_len_error(DNS1123_SUBDOMAIN_MAX_LENGTH));
+    }
+    let charset = |c: &u8| c.is_ascii_alphanumeric() || matches!(c, b'-' | b'.' | b'_');
+    if value.is_empty() || !value.as_bytes().iter().all(charset) {
+        errs.push(regex_error(
+            CONFIG_MAP_KEY_ERR_MSG,
+            CONFIG_MAP_KEY_FMT,
+            &["key.name", "KEY_NAME", "key-name"],
+        ));
+    }
+    errs.extend(ch_dir_prefix(value));
+    errs
+}
+
+/// `hasChDirPrefix`: `.`, `..` and anything starting with `..` could climb
+/// out of a directory the key becomes a file name in.
+fn ch_dir_prefix(value: &str) -> Option<String> {
+    match value {
+        "." => Some("must not be '.'".into()),
+        ".." => Some("must not be '..'".into()),
+        v if v.starts_with("..") => Some("must not start with '..'".into()),
+        _ => None,
+    }
+}
+
+/// `validation.InclusiveRangeError`.
+pub fn inclusive_range_error(lo: i64, hi: i64) -> String {
+    format!("must be between {lo} and {hi}, inclusive")
+}
+
+/// `validation.IsValidPortNum`: 1 to 65535.
+pub fn is_valid_port_num(port: i64) -> Vec<String> {
+    if (1..=65535).contains(&port) {
+        Vec::new()
+    } else {
+        vec![inclusive_range_error(1, 65535)]
+    }
+}
+
+/// `validation.IsValidPortName` (an IANA service name): at most 15
+/// characters of `[-a-z0-9]`, at least one letter, no `--`, no hyphen at
+/// either end.
+pub fn is_valid_port_name(port: &str) -> Vec<String> {
+    let mut errs = Vec::new();
+    let bytes = port.as_bytes();
+    if port.len() > 15 {
+        errs.push(util_max_len_error(15));
+    }
+    let charset = |c: &u8| c.is_ascii_lowercase() || c.is_ascii_digit() || *c == b'-';
+    if bytes.is_empty() || !bytes.iter().all(charset) {
+        errs.push("must contain only alpha-numeric characters (a-z, 0-9), and hyphens (-)".into());
+    }
+    if !bytes.iter().any(u8::is_ascii_lowercase) {
+        errs.push("must contain at least one letter (a-z)".into());
+    }
+    if port.contains("--") {
+        errs.push("must not contain consecutive hyphens".into());
+    }
+    if bytes.first() == Some(&b'-') || bytes.last() == Some(&b'-') {
+        errs.push("must not begin or end with a hyphen".into());
     }
     errs
 }
@@ -701,6 +800,13 @@ mod tests {
         }
     }
 
+    /// Upstream's invalid DNS-1123 labels (also invalid DNS-1035 labels).
+    const NOT_LABELS: &[&str] = &[
+        "", "A", "ABC", "aBc", "A1", "A-1", "1-A", "-", "a-", "-a", "1-", "-1", "_", "a_", "_a",
+        "a_b", "1_", "_1", "1_2", ".", "a.", ".a", "a.b", "1.", ".1", "1.2", " ", "a ", " a",
+        "a b", "1 ", " 1", "1 2",
+    ];
+
     #[test]
     fn dns1123_label_as_upstream() {
         for good in [
@@ -719,11 +825,7 @@ mod tests {
         ] {
             assert!(is_dns1123_label(good).is_empty(), "{good}");
         }
-        for bad in [
-            "", "A", "ABC", "aBc", "A1", "A-1", "1-A", "-", "a-", "-a", "1-", "-1", "_", "a_",
-            "_a", "a_b", "1_", "_1", "1_2", ".", "a.", ".a", "a.b", "1.", ".1", "1.2", " ", "a ",
-            " a", "a b", "1 ", " 1", "1 2",
-        ] {
+        for bad in NOT_LABELS {
             assert!(!is_dns1123_label(bad).is_empty(), "{bad}");
         }
         assert_eq!(
@@ -734,5 +836,169 @@ mod tests {
             is_dns1123_label(&"a".repeat(64)),
             vec!["must be no more than 63 characters".to_string()]
         );
+        assert_eq!(
+            is_dns1123_label("a.b"),
+            vec!["must not contain dots".to_string()]
+        );
+    }
+
+    /// Upstream's `TestIsDNS1035Label`.
+    #[test]
+    fn dns1035_label_as_upstream() {
+        for good in ["a", "ab", "abc", "a1", "a-1", "a--1--2--b", &"a".repeat(63)] {
+            assert!(is_dns1035_label(good).is_empty(), "{good}");
+        }
+        // Labels may start with a digit; DNS-1035 labels may not.
+        let starting_with_digits = ["0", "01", "012", "1a", "1-a", "1--a--b--2"];
+        let too_long = "a".repeat(64);
+        let too_long = [too_long.as_str()];
+        let not_1035 = NOT_LABELS
+            .iter()
+            .chain(&starting_with_digits)
+            .chain(&too_long);
+        for bad in not_1035 {
+            assert!(!is_dns1035_label(bad).is_empty(), "{bad}");
+        }
+        assert_eq!(
+            is_dns1035_label("1web"),
+            vec!["a DNS-1035 label must consist of lower case alphanumeric characters or '-', start with an alphabetic character, and end with an alphanumeric character (e.g. 'my-name',  or 'abc-123', regex used for validation is '[a-z]([-a-z0-9]*[a-z0-9])?')".to_string()]
+        );
+    }
+
+    /// Upstream's `TestIsConfigMapKey`.
+    #[test]
+    fn config_map_key_as_upstream() {
+        for good in [
+            "a",
+            "good",
+            "good-good",
+            "still.good",
+            "this.is.also.good",
+            ".so.is.this",
+            "THIS_IS_GOOD",
+            "so_is_this_17",
+        ] {
+            assert!(is_config_map_key(good).is_empty(), "{good}");
+        }
+        struct Case {
+            key: &'static str,
+            want: &'static [&'static str],
+        }
+        const REGEX: &str = "a valid config key must consist of alphanumeric characters, '-', '_' or '.' (e.g. 'key.name',  or 'KEY_NAME',  or 'key-name', regex used for validation is '[-._a-zA-Z0-9]+')";
+        let cases = [
+            Case {
+                key: "",
+                want: &[REGEX],
+            },
+            Case {
+                key: ".",
+                want: &["must not be '.'"],
+            },
+            Case {
+                key: "..",
+                want: &["must not be '..'"],
+            },
+            Case {
+                key: "..bad",
+                want: &["must not start with '..'"],
+            },
+            Case {
+                key: "b*d",
+                want: &[REGEX],
+            },
+            Case {
+                key: "bad!&bad",
+                want: &[REGEX],
+            },
+            Case {
+                key: "a b",
+                want: &[REGEX],
+            },
+        ];
+        for case in cases {
+            assert_eq!(is_config_map_key(case.key), case.want, "{:?}", case.key);
+        }
+        assert_eq!(
+            is_config_map_key(&"a".repeat(254)),
+            vec!["must be no more than 253 characters".to_string()]
+        );
+    }
+
+    /// Upstream's `TestIsValidPortNum` and `TestIsValidPortName`.
+    #[test]
+    fn port_numbers_and_names_as_upstream() {
+        for good in [1, 2, 1000, 16384, 32768, 65535] {
+            assert!(is_valid_port_num(good).is_empty(), "{good}");
+        }
+        for bad in [0, -1, 65536, 100000] {
+            assert_eq!(
+                is_valid_port_num(bad),
+                vec!["must be between 1 and 65535, inclusive".to_string()],
+                "{bad}"
+            );
+        }
+        for good in [
+            "telnet",
+            "re-mail-ck",
+            "pop3",
+            "a",
+            "a-1",
+            "1-a",
+            "a-1-b-2-c",
+            "1-a-2-b-3",
+        ] {
+            assert!(is_valid_port_name(good).is_empty(), "{good}");
+        }
+        struct Case {
+            name: &'static str,
+            want: &'static [&'static str],
+        }
+        let cases = [
+            Case {
+                name: "longerthan15characters",
+                want: &["must be no more than 15 characters"],
+            },
+            Case {
+                name: "",
+                want: &[
+                    "must contain only alpha-numeric characters (a-z, 0-9), and hyphens (-)",
+                    "must contain at least one letter (a-z)",
+                ],
+            },
+            Case {
+                name: "12345",
+                want: &["must contain at least one letter (a-z)"],
+            },
+            Case {
+                name: "1-2-3-4",
+                want: &["must contain at least one letter (a-z)"],
+            },
+            Case {
+                name: "-begin",
+                want: &["must not begin or end with a hyphen"],
+            },
+            Case {
+                name: "end-",
+                want: &["must not begin or end with a hyphen"],
+            },
+            Case {
+                name: "two--hyphens",
+                want: &["must not contain consecutive hyphens"],
+            },
+            Case {
+                name: "whois++",
+                want: &["must contain only alpha-numeric characters (a-z, 0-9), and hyphens (-)"],
+            },
+            Case {
+                name: "HTTP",
+                want: &[
+                    "must contain only alpha-numeric characters (a-z, 0-9), and hyphens (-)",
+                    "must contain at least one letter (a-z)",
+                ],
+            },
+        ];
+        for case in cases {
+            assert_eq!(is_valid_port_name(case.name), case.want, "{:?}", case.name);
+        }
     }
 }

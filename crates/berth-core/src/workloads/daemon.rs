@@ -12,7 +12,8 @@
 //!   `IsPodUpdated`, `GetTemplateGeneration`;
 //! - what one sync does: `podsShouldBeOnNode`, `manage`,
 //!   `getNodesToDaemonPods`, `getUnscheduledPodsWithoutNode`, the status
-//!   counts of `updateDaemonSetStatus`;
+//!   counts of `updateDaemonSetStatus`; which node updates matter
+//!   (`shouldIgnoreNodeUpdate`);
 //! - rolling updates (`update.go`): `SurgeCount`, `UnavailableCount`,
 //!   `AllowsSurge`, `updatedDesiredNodeCounts`, `findUpdatedPodsOnNode`
 //!   and the decision half of `rollingUpdate`.
@@ -30,8 +31,8 @@ use std::collections::{BTreeMap, BTreeSet};
 use jiff::Timestamp;
 use k8s_openapi::api::apps::v1::{ControllerRevision, DaemonSet};
 use k8s_openapi::api::core::v1::{
-    Affinity, Node, NodeAffinity, NodeSelector, NodeSelectorRequirement, NodeSelectorTerm, Pod,
-    PodSpec, PodTemplateSpec, Toleration,
+    Affinity, Node, NodeAffinity, NodeCondition, NodeSelector, NodeSelectorRequirement,
+    NodeSelectorTerm, Pod, PodSpec, PodTemplateSpec, Toleration,
 };
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
 use k8s_openapi::apimachinery::pkg::runtime::RawExtension;
@@ -857,6 +858,43 @@ fn rolling_update_without_surge(
     }
 }
 
+/// `nodeInSameCondition`: the same condition types are `True` in both
+/// lists (what else the conditions say, heartbeats included, is ignored).
+pub fn node_in_same_condition(old: &[NodeCondition], new: &[NodeCondition]) -> bool {
+    let true_types = |conditions: &[NodeCondition]| -> BTreeSet<String> {
+        conditions
+            .iter()
+            .filter(|c| c.status == "True")
+            .map(|c| c.type_.clone())
+            .collect()
+    };
+    true_types(old) == true_types(new)
+}
+
+/// `shouldIgnoreNodeUpdate`: a node update the DaemonSets need not look
+/// at, because only its resourceVersion and its conditions' details
+/// (heartbeats, reasons) changed. Anything else (labels, taints,
+/// `unschedulable`, a condition turning True or no longer True) may
+/// change where daemon pods belong.
+pub fn should_ignore_node_update(old: &Node, new: &Node) -> bool {
+    let conditions = |n: &Node| {
+        n.status
+            .as_ref()
+            .and_then(|s| s.conditions.clone())
+            .unwrap_or_default()
+    };
+    let (old_conditions, new_conditions) = (conditions(old), conditions(new));
+    if !node_in_same_condition(&old_conditions, &new_conditions) {
+        return false;
+    }
+    let mut old = old.clone();
+    old.metadata.resource_version = new.metadata.resource_version.clone();
+    if let Some(status) = old.status.as_mut() {
+        status.conditions = new.status.as_ref().and_then(|s| s.conditions.clone());
+    }
+    old == *new
+}
+
 /// `snapshot`: the ControllerRevision recording the DaemonSet's template,
 /// named `<ds>-<hash>` with the template hash (upstream's `ComputeHash`
 /// with the collision count), labelled with the template's labels and
@@ -998,6 +1036,7 @@ mod tests {
 
     const GATES: FeatureGates = FeatureGates {
         taint_toleration_comparison_operators: false,
+        max_unavailable_stateful_set: true,
     };
     const NS: &str = EFFECT_NO_SCHEDULE;
     const NE: &str = EFFECT_NO_EXECUTE;
@@ -2587,5 +2626,93 @@ mod tests {
             Vec::<String>::new(),
             "within the default limit of 10"
         );
+    }
+
+    /// `shouldIgnoreNodeUpdate` / `nodeInSameCondition`: heartbeats and
+    /// resourceVersions do not matter; labels, taints, cordoning and a
+    /// condition turning True do.
+    #[test]
+    fn node_updates_that_matter_to_daemon_sets() {
+        use k8s_openapi::api::core::v1::{NodeCondition, NodeStatus};
+        let condition = |type_: &str, status: &str, heartbeat: i64| NodeCondition {
+            type_: type_.into(),
+            status: status.into(),
+            last_heartbeat_time: Some(k8s_openapi::apimachinery::pkg::apis::meta::v1::Time(t(
+                heartbeat,
+            ))),
+            ..NodeCondition::default()
+        };
+        let base = |rv: &str, conditions: Vec<NodeCondition>| {
+            let mut n = make_node().name("n1").labels(&[("zone", "a")]).obj();
+            n.metadata.resource_version = Some(rv.into());
+            n.status = Some(NodeStatus {
+                conditions: Some(conditions),
+                ..NodeStatus::default()
+            });
+            n
+        };
+        let ready = |heartbeat| vec![condition("Ready", "True", heartbeat)];
+        struct Case {
+            name: &'static str,
+            new: Node,
+            ignore: bool,
+        }
+        let old = base("1", ready(0));
+        let cases = [
+            Case {
+                name: "a heartbeat",
+                new: base("2", ready(10)),
+                ignore: true,
+            },
+            Case {
+                name: "Ready turned False",
+                new: base("2", vec![condition("Ready", "False", 10)]),
+                ignore: false,
+            },
+            Case {
+                name: "a pressure condition turned True",
+                new: base(
+                    "2",
+                    vec![
+                        condition("Ready", "True", 10),
+                        condition("MemoryPressure", "True", 10),
+                    ],
+                ),
+                ignore: false,
+            },
+            Case {
+                name: "a new label",
+                new: {
+                    let mut n = base("2", ready(0));
+                    n.metadata
+                        .labels
+                        .get_or_insert_with(BTreeMap::new)
+                        .insert("disk".into(), "ssd".into());
+                    n
+                },
+                ignore: false,
+            },
+            Case {
+                name: "a taint",
+                new: {
+                    let mut n = base("2", ready(0));
+                    n.spec = Some(k8s_openapi::api::core::v1::NodeSpec {
+                        taints: Some(vec![taint("k", "v", NS)]),
+                        ..Default::default()
+                    });
+                    n
+                },
+                ignore: false,
+            },
+        ];
+        for case in cases {
+            assert_eq!(
+                should_ignore_node_update(&old, &case.new),
+                case.ignore,
+                "{}",
+                case.name
+            );
+        }
+        assert!(node_in_same_condition(&[], &[]));
     }
 }

@@ -118,7 +118,8 @@ fn scale_to(rs: &ReplicaSet, replicas: i32) -> ReplicaSetScale {
     }
 }
 
-fn strategy_type(d: &Deployment) -> &str {
+/// `spec.strategy.type`, RollingUpdate when absent (the API default).
+pub fn strategy_type(d: &Deployment) -> &str {
     d.spec
         .strategy
         .as_ref()
@@ -302,37 +303,74 @@ fn sized<'a>(rss: &[&'a ReplicaSet]) -> Vec<Sized<'a>> {
     out
 }
 
+/// `cleanupUnhealthyReplicas`' "got invalid request to scale down": an
+/// old ReplicaSet reports more available pods than it wants. Its status
+/// predates a scale-down its controller has not carried out yet (the
+/// pods it is deleting still count), so nothing can be concluded from it
+/// this time, and the rolling step scales nothing down: scaling down on
+/// that stale count would take availability below `minAvailable`.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error(
+    "when cleaning up unhealthy replicas, got invalid request to scale down {name} {from} -> {to}"
+)]
+pub struct InvalidScaleDown {
+    pub name: String,
+    pub from: i32,
+    pub to: i32,
+}
+
 /// `cleanupUnhealthyReplicas`: scale old ReplicaSets down by their
 /// unavailable pods, oldest first, at most `max_cleanup` pods in all:
 /// deleting pods that are not available cannot lower availability, and
 /// they would otherwise block the rollout. Returns the scales and their
-/// total.
+/// total, or [`InvalidScaleDown`] for an old ReplicaSet whose status
+/// counts more available pods than it wants.
 pub fn cleanup_unhealthy_replicas(
     old_rss: &[&ReplicaSet],
     max_cleanup: i32,
-) -> (Vec<ReplicaSetScale>, i32) {
+) -> Result<(Vec<ReplicaSetScale>, i32), InvalidScaleDown> {
     let mut olds = sized(old_rss);
-    let (scales, total) = cleanup_unhealthy(&mut olds, max_cleanup);
-    (scales, total)
+    let cleanup = cleanup_unhealthy(&mut olds, max_cleanup);
+    match cleanup.invalid {
+        Some(invalid) => Err(invalid),
+        None => Ok((cleanup.scales, cleanup.total)),
+    }
 }
 
-fn cleanup_unhealthy(olds: &mut [Sized<'_>], max_cleanup: i32) -> (Vec<ReplicaSetScale>, i32) {
-    let mut scales = Vec::new();
-    let mut total = 0;
+/// What `cleanupUnhealthyReplicas` did before it stopped.
+struct Cleanup {
+    scales: Vec<ReplicaSetScale>,
+    total: i32,
+    invalid: Option<InvalidScaleDown>,
+}
+
+fn cleanup_unhealthy(olds: &mut [Sized<'_>], max_cleanup: i32) -> Cleanup {
+    let mut cleanup = Cleanup {
+        scales: Vec::new(),
+        total: 0,
+        invalid: None,
+    };
     for old in olds.iter_mut() {
-        if total >= max_cleanup {
+        if cleanup.total >= max_cleanup {
             break;
         }
-        let unhealthy = old.replicas - available(old.rs);
-        if old.replicas == 0 || unhealthy <= 0 {
+        if old.replicas == 0 || old.replicas == available(old.rs) {
             continue;
         }
-        let down = (max_cleanup - total).min(unhealthy);
+        let down = (max_cleanup - cleanup.total).min(old.replicas - available(old.rs));
+        if down < 0 {
+            cleanup.invalid = Some(InvalidScaleDown {
+                name: name(&old.rs.metadata),
+                from: old.replicas,
+                to: old.replicas - down,
+            });
+            break;
+        }
         old.replicas -= down;
-        total += down;
-        scales.push(scale_to(old.rs, old.replicas));
+        cleanup.total += down;
+        cleanup.scales.push(scale_to(old.rs, old.replicas));
     }
-    (scales, total)
+    cleanup
 }
 
 /// `scaleDownOldReplicaSetsForRollingUpdate`: with more pods available
@@ -377,7 +415,8 @@ fn scale_down_for_rolling_update(
 /// At most `all pods - minAvailable - new pods not yet available` go (so
 /// a crash-looping new ReplicaSet does not drain the old one), first the
 /// old pods that are unavailable anyway, then available ones down to
-/// `minAvailable`. `old_rss` are the active old ReplicaSets. Scales of
+/// `minAvailable`; nothing more once an old ReplicaSet's status is seen
+/// to predate its last scale-down ([`InvalidScaleDown`]). `old_rss` are the active old ReplicaSets. Scales of
 /// one ReplicaSet in both phases appear twice, the later one final.
 pub fn reconcile_old_replica_sets(
     all_rss: &[&ReplicaSet],
@@ -395,7 +434,15 @@ pub fn reconcile_old_replica_sets(
         return Vec::new();
     }
     let mut olds = sized(old_rss);
-    let (mut scales, _) = cleanup_unhealthy(&mut olds, max_scaled_down);
+    let Cleanup {
+        mut scales,
+        invalid,
+        ..
+    } = cleanup_unhealthy(&mut olds, max_scaled_down);
+    if invalid.is_some() {
+        // Upstream returns from the step here: what was scaled stays.
+        return scales;
+    }
     let mut available_pods: i32 = olds.iter().map(|o| available(o.rs)).sum();
     available_pods += available(new_rs);
     for later in scale_down_for_rolling_update(available_pods, &mut olds, d) {
@@ -1025,6 +1072,33 @@ pub fn deployment_progressing(d: &Deployment, new_status: &DeploymentStatus) -> 
         || new_available > old_available
 }
 
+/// `HasProgressDeadline`.
+pub fn has_progress_deadline(d: &Deployment) -> bool {
+    progress_deadline(d).is_some()
+}
+
+/// `SetDeploymentRevision`: record `revision` on the Deployment (its
+/// new ReplicaSet's); whether it changed.
+pub fn set_deployment_revision(d: &mut Deployment, revision: &str) -> bool {
+    let annotations = d.metadata.annotations.get_or_insert_with(BTreeMap::new);
+    if annotations.get(REVISION_ANNOTATION).map(String::as_str) == Some(revision) {
+        return false;
+    }
+    annotations.insert(REVISION_ANNOTATION.into(), revision.into());
+    true
+}
+
+/// Whether the Deployment's selector is empty, which upstream refuses
+/// to act on (`SelectingAll`): it would select every pod.
+pub fn selects_everything(d: &Deployment) -> bool {
+    let selector = &d.spec.selector;
+    selector.match_labels.as_ref().is_none_or(|m| m.is_empty())
+        && selector
+            .match_expressions
+            .as_ref()
+            .is_none_or(|e| e.is_empty())
+}
+
 /// `HasProgressDeadline`: set and not `MaxInt32` (absent means none, as
 /// upstream reads a nil pointer).
 fn progress_deadline(d: &Deployment) -> Option<SignedDuration> {
@@ -1380,6 +1454,26 @@ mod tests {
             .collect()
     }
 
+    /// `SetDeploymentRevision`, `HasProgressDeadline` and the empty
+    /// selector of `syncDeployment`.
+    #[test]
+    fn revision_deadline_and_selector_helpers() {
+        let mut d = deployment(1, None, None);
+        assert!(set_deployment_revision(&mut d, "2"));
+        assert!(!set_deployment_revision(&mut d, "2"));
+        assert_eq!(revision(&d.metadata), Ok(2));
+        assert!(!has_progress_deadline(&d));
+        d.spec.progress_deadline_seconds = Some(600);
+        assert!(has_progress_deadline(&d));
+        d.spec.progress_deadline_seconds = Some(i32::MAX);
+        assert!(!has_progress_deadline(&d), "MaxInt32 means none");
+        assert!(!selects_everything(&d));
+        d.spec.selector = LabelSelector::default();
+        assert!(selects_everything(&d));
+        d.spec.selector.match_labels = Some(BTreeMap::new());
+        assert!(selects_everything(&d));
+    }
+
     /// Upstream `TestResolveFenceposts`.
     #[test]
     fn resolve_fenceposts_as_upstream() {
@@ -1684,6 +1778,16 @@ mod tests {
                 ready_from_new: 0,
                 want_old: None,
             },
+            Case {
+                name: "an old status that predates its scale-down stops the step",
+                deployment_replicas: 4,
+                max_unavailable: 1,
+                old_replicas: 3,
+                new_replicas: 2,
+                ready_from_old: 4,
+                ready_from_new: 2,
+                want_old: None,
+            },
         ] {
             let new_rs = with_available(rs("foo-new", case.new_replicas, 1), case.ready_from_new);
             let old_rs = with_available(rs("foo-old", case.old_replicas, 0), case.ready_from_old);
@@ -1735,7 +1839,8 @@ mod tests {
         .enumerate()
         {
             let old = with_available(rs("foo-v2", 10, 0), case.ready);
-            let (got, total) = cleanup_unhealthy_replicas(&[&old], case.max_cleanup);
+            let (got, total) =
+                cleanup_unhealthy_replicas(&[&old], case.max_cleanup).unwrap_or_default();
             assert_eq!(total, case.want, "scenario {i}");
             let want = if case.want == 0 {
                 vec![]
@@ -1744,6 +1849,15 @@ mod tests {
             };
             assert_eq!(got, want, "scenario {i}");
         }
+        let stale = with_available(rs("foo-v2", 3, 0), 4);
+        assert_eq!(
+            cleanup_unhealthy_replicas(&[&stale], 2),
+            Err(InvalidScaleDown {
+                name: "foo-v2".into(),
+                from: 3,
+                to: 4
+            })
+        );
     }
 
     /// Upstream `TestDeploymentController_scaleDownOldReplicaSetsForRollingUpdate`.

@@ -8,6 +8,8 @@
 //! - [`pod_control`]: how every workload controller issues pod creates and
 //!   deletes: slow-start batches and the expectations that keep it from
 //!   acting twice on one observation.
+//! - [`backoff`]: per-key exponential backoff (client-go's
+//!   `flowcontrol.Backoff`), for the DaemonSet's failed pods.
 //! - [`ownership`]: controller references, adoption and release
 //!   (`ControllerRefManager.ClaimObject`).
 //! - [`daemon`]: which nodes run a DaemonSet's pod, the daemon pod's
@@ -29,6 +31,7 @@
 //! where upstream itself gives `nil` a meaning (`progressDeadlineSeconds`),
 //! absence keeps that meaning.
 
+pub mod backoff;
 pub mod daemon;
 pub mod deployment;
 pub mod history;

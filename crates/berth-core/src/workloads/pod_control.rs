@@ -13,12 +13,18 @@
 //!   so it never creates a pod twice; an expectation older than
 //!   [`EXPECTATIONS_TIMEOUT`] is given up on, so a lost event delays a
 //!   controller but never wedges it.
+//! - [`pod_from_template`] (`GetPodFromTemplate`): the pod a controller
+//!   creates from its template.
 //!
 //! Time is an argument: the caller passes `now` from its clock.
 
 use std::collections::{BTreeSet, HashMap};
 
 use jiff::{SignedDuration, Timestamp};
+use k8s_openapi::api::core::v1::{Pod, PodTemplateSpec};
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::{ObjectMeta, OwnerReference};
+
+use crate::validation::names::{DNS1123_SUBDOMAIN_MAX_LENGTH, is_dns1123_subdomain};
 
 /// `SlowStartInitialBatchSize`.
 pub const SLOW_START_INITIAL_BATCH_SIZE: usize = 1;
@@ -192,6 +198,43 @@ fn count(n: usize) -> i64 {
     i64::try_from(n).unwrap_or(i64::MAX)
 }
 
+/// `getPodsPrefix`: the `generateName` of a controller's pods, its name
+/// and a dash, or the bare name when the dash would make it an invalid
+/// prefix (upstream's `ValidatePodName(prefix, true)`: a DNS subdomain
+/// once the trailing dash is masked, so only a name at the length limit).
+pub fn pods_prefix(controller_name: &str) -> String {
+    let prefix = format!("{controller_name}-");
+    let masked = format!("{controller_name}a");
+    if prefix.len() > DNS1123_SUBDOMAIN_MAX_LENGTH || !is_dns1123_subdomain(&masked).is_empty() {
+        return controller_name.to_string();
+    }
+    prefix
+}
+
+/// `GetPodFromTemplate`: the pod a controller named `controller_name`
+/// creates from `template`: the template's labels, annotations, finalizers
+/// and spec, `generateName` from [`pods_prefix`], and `controller_ref` as
+/// its only owner reference.
+pub fn pod_from_template(
+    template: &PodTemplateSpec,
+    controller_name: &str,
+    controller_ref: Option<OwnerReference>,
+) -> Pod {
+    let meta = template.metadata.clone().unwrap_or_default();
+    Pod {
+        metadata: ObjectMeta {
+            generate_name: Some(pods_prefix(controller_name)),
+            labels: meta.labels,
+            annotations: meta.annotations,
+            finalizers: meta.finalizers,
+            owner_references: controller_ref.map(|r| vec![r]),
+            ..ObjectMeta::default()
+        },
+        spec: template.spec.clone(),
+        status: None,
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -345,6 +388,74 @@ mod tests {
             );
             e.delete(&key);
             assert_eq!(e.pending_deletions(&key), None, "{key}");
+        }
+    }
+
+    /// Upstream `TestCreatePodsWithGenerateName` and `getPodsPrefix`: the
+    /// pod carries the template and the controller reference, named by
+    /// the controller's prefix.
+    #[test]
+    fn pods_come_from_the_template() {
+        use k8s_openapi::api::core::v1::PodSpec;
+        let template = PodTemplateSpec {
+            metadata: Some(ObjectMeta {
+                name: Some("ignored".into()),
+                labels: Some([("app".to_string(), "web".to_string())].into()),
+                annotations: Some([("a".to_string(), "b".to_string())].into()),
+                finalizers: Some(vec!["example.com/keep".into()]),
+                ..ObjectMeta::default()
+            }),
+            spec: Some(PodSpec {
+                restart_policy: Some("Always".into()),
+                ..PodSpec::default()
+            }),
+        };
+        let owner = OwnerReference {
+            api_version: "apps/v1".into(),
+            kind: "ReplicaSet".into(),
+            name: "web-abc".into(),
+            uid: "uid-1".into(),
+            controller: Some(true),
+            block_owner_deletion: Some(true),
+        };
+        let pod = pod_from_template(&template, "web-abc", Some(owner.clone()));
+        assert_eq!(pod.metadata.generate_name.as_deref(), Some("web-abc-"));
+        assert_eq!(pod.metadata.name, None);
+        assert_eq!(
+            pod.metadata.labels,
+            template.metadata.as_ref().and_then(|m| m.labels.clone())
+        );
+        assert_eq!(pod.metadata.annotations.map(|a| a.len()), Some(1));
+        assert_eq!(
+            pod.metadata.finalizers,
+            Some(vec!["example.com/keep".to_string()])
+        );
+        assert_eq!(pod.metadata.owner_references, Some(vec![owner]));
+        assert_eq!(pod.spec, template.spec);
+
+        struct Case {
+            name: &'static str,
+            controller: String,
+            want: String,
+        }
+        for case in [
+            Case {
+                name: "a short name gets a dash",
+                controller: "web".into(),
+                want: "web-".into(),
+            },
+            Case {
+                name: "a name at the limit stays bare",
+                controller: "a".repeat(253),
+                want: "a".repeat(253),
+            },
+            Case {
+                name: "one below the limit gets its dash",
+                controller: "a".repeat(252),
+                want: format!("{}-", "a".repeat(252)),
+            },
+        ] {
+            assert_eq!(pods_prefix(&case.controller), case.want, "{}", case.name);
         }
     }
 

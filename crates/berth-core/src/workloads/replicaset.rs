@@ -13,7 +13,10 @@
 //!   buckets; more restarts first; newer first, in log2 buckets);
 //! - which pods are the ReplicaSet's: active pods (`FilterActivePods`)
 //!   claimed through [`super::ownership::claim`];
-//! - its status: `calculateStatus` with the `ReplicaFailure` condition.
+//! - its status: `calculateStatus` with the `ReplicaFailure` condition,
+//!   and when it is worth writing (`updateReplicaSetStatus`' skip rule);
+//! - the `replicaset_controller_sorting_deletion_age_ratio` observations
+//!   of a scale-down ([`deletion_age_ratios`]).
 //!
 //! Feature gates: `PodDeletionCost` and `LogarithmicScaleDown` are on, as
 //! in every supported release; berth has no switch for them.
@@ -335,6 +338,53 @@ pub fn status(
     status.available_replicas = Some(count(&|p| pod::is_available(p, min_ready_seconds, now)));
     status.observed_generation = rs.metadata.generation;
     status
+}
+
+/// `updateReplicaSetStatus`' skip rule: a computed status is written
+/// unless its counts and conditions equal the ReplicaSet's and the
+/// ReplicaSet's generation has been observed.
+pub fn status_needs_update(rs: &ReplicaSet, new: &ReplicaSetStatus) -> bool {
+    let current = rs.status.clone().unwrap_or_default();
+    let counts = |s: &ReplicaSetStatus| {
+        (
+            s.replicas,
+            s.fully_labeled_replicas.unwrap_or(0),
+            s.ready_replicas.unwrap_or(0),
+            s.available_replicas.unwrap_or(0),
+        )
+    };
+    let conditions = |s: &ReplicaSetStatus| s.conditions.clone().unwrap_or_default();
+    counts(&current) != counts(new)
+        || rs.metadata.generation.unwrap_or(0) != current.observed_generation.unwrap_or(0)
+        || conditions(&current) != conditions(new)
+}
+
+/// `reportSortingDeletionAgeRatioMetric`: for each ready pod `chosen` for
+/// deletion, its age divided by the age of the youngest ready pod among
+/// `pods`, both in whole milliseconds and divided as integers, as
+/// upstream does (below 2 means the sort picked young pods). A youngest
+/// age under a millisecond gives no observation (upstream would divide
+/// by zero).
+pub fn deletion_age_ratios(pods: &[&Pod], chosen: &[&Pod], now: Timestamp) -> Vec<f64> {
+    let age_ms =
+        |p: &Pod| created(p).map_or(i64::MAX, |c| now.duration_since(c).as_millis() as i64);
+    let Some(youngest) = pods
+        .iter()
+        .filter(|p| pod::is_ready(p))
+        .filter_map(|p| created(p))
+        .max()
+    else {
+        return Vec::new();
+    };
+    let youngest_ms = now.duration_since(youngest).as_millis() as i64;
+    if youngest_ms == 0 {
+        return Vec::new();
+    }
+    chosen
+        .iter()
+        .filter(|p| pod::is_ready(p))
+        .map(|p| (age_ms(p) / youngest_ms) as f64)
+        .collect()
 }
 
 #[cfg(test)]
@@ -1025,6 +1075,117 @@ mod tests {
             );
             assert_eq!(got.observed_generation, Some(3));
         }
+    }
+
+    /// `updateReplicaSetStatus` writes only what changed, or a generation
+    /// not yet observed.
+    #[test]
+    fn status_is_written_only_when_it_changed() {
+        let observed = |rs: &mut ReplicaSet, generation: i64| {
+            rs.metadata.generation = Some(generation);
+            rs.status = Some(ReplicaSetStatus {
+                replicas: 2,
+                ready_replicas: Some(2),
+                available_replicas: Some(2),
+                fully_labeled_replicas: Some(2),
+                observed_generation: Some(3),
+                ..ReplicaSetStatus::default()
+            });
+        };
+        struct Case {
+            name: &'static str,
+            generation: i64,
+            change: fn(&mut ReplicaSetStatus),
+            want: bool,
+        }
+        for case in [
+            Case {
+                name: "the same counts at the observed generation",
+                generation: 3,
+                change: |_| {},
+                want: false,
+            },
+            Case {
+                name: "a new generation",
+                generation: 4,
+                change: |_| {},
+                want: true,
+            },
+            Case {
+                name: "one more ready",
+                generation: 3,
+                change: |s| s.ready_replicas = Some(3),
+                want: true,
+            },
+            Case {
+                name: "a condition",
+                generation: 3,
+                change: |s| {
+                    s.conditions = Some(vec![ReplicaSetCondition {
+                        type_: Some(CONDITION_REPLICA_FAILURE.into()),
+                        ..ReplicaSetCondition::default()
+                    }])
+                },
+                want: true,
+            },
+        ] {
+            let mut rs = replica_set(2, &[]);
+            observed(&mut rs, case.generation);
+            let mut new = rs.status.clone().unwrap_or_default();
+            (case.change)(&mut new);
+            assert_eq!(status_needs_update(&rs, &new), case.want, "{}", case.name);
+        }
+    }
+
+    /// `reportSortingDeletionAgeRatioMetric`: ready chosen pods only,
+    /// against the youngest ready pod, integer-divided.
+    #[test]
+    fn deletion_age_ratio_as_upstream() {
+        let now = t(100);
+        let young = make_pod()
+            .namespace("default")
+            .name("young")
+            .created_at(t(90))
+            .ready_since(t(91))
+            .obj();
+        let old = make_pod()
+            .namespace("default")
+            .name("old")
+            .created_at(t(60))
+            .ready_since(t(61))
+            .obj();
+        let older = make_pod()
+            .namespace("default")
+            .name("older")
+            .created_at(t(0))
+            .ready_since(t(1))
+            .obj();
+        let unready = make_pod()
+            .namespace("default")
+            .name("unready")
+            .created_at(t(95))
+            .not_ready()
+            .obj();
+        let pods = [&young, &old, &older, &unready];
+        assert_eq!(
+            deletion_age_ratios(&pods, &[&young, &old, &older, &unready], now),
+            vec![1.0, 4.0, 10.0]
+        );
+        assert_eq!(
+            deletion_age_ratios(&[&unready], &[&unready], now),
+            Vec::<f64>::new()
+        );
+        let brand_new = make_pod()
+            .namespace("default")
+            .name("new")
+            .created_at(t(100))
+            .ready_since(t(100))
+            .obj();
+        assert_eq!(
+            deletion_age_ratios(&[&brand_new], &[&brand_new], now),
+            Vec::<f64>::new(),
+            "no division by a zero age"
+        );
     }
 
     /// Upstream `TestCalculateStatusConditions`.

@@ -321,6 +321,21 @@ pub fn new_pod_revision(set: &StatefulSet, ordinal: i32) -> Revision {
     }
 }
 
+/// `newVersionedStatefulSetPod` once [`new_pod_revision`] has chosen the
+/// revision: the pod of `ordinal` made from the set with `revision`'s
+/// template, labelled with the revision's name (`setPodRevision`).
+pub fn new_pod_of_revision(set: &StatefulSet, revision: &ControllerRevision, ordinal: i32) -> Pod {
+    let mut pod = new_stateful_set_pod(&apply_revision(set, revision), ordinal);
+    pod.metadata
+        .labels
+        .get_or_insert_with(BTreeMap::new)
+        .insert(
+            CONTROLLER_REVISION_HASH_LABEL.into(),
+            revision.metadata.name.clone().unwrap_or_default(),
+        );
+    pod
+}
+
 /// `getStatefulSetMaxUnavailable`: the rolling update's `maxUnavailable`
 /// (default 1) against the replicas, rounded down, at least 1.
 pub fn max_unavailable(set: &StatefulSet) -> Result<i32, IntOrStringError> {
@@ -1326,6 +1341,29 @@ mod tests {
             .map(|o| new_pod_revision(&unparameterised, o))
             .collect();
         assert_eq!(revisions, vec![Current, Current, Update, Update, Update]);
+    }
+
+    /// `newVersionedStatefulSetPod`: the chosen revision's template and
+    /// name; identity from the set.
+    #[test]
+    fn a_new_pod_is_made_from_its_revision() {
+        let v1 = stateful_set(3);
+        let mut v2 = v1.clone();
+        v2.spec.template = pod_template("nginx:2");
+        let r1 = new_revision(&v1, 1, Some(0));
+        let pod = new_pod_of_revision(&v2, &r1, 2);
+        let image = pod
+            .spec
+            .as_ref()
+            .and_then(|s| s.containers.first())
+            .and_then(|c| c.image.clone());
+        assert_eq!(image.as_deref(), Some("nginx"), "the revision's template");
+        assert_eq!(pod.metadata.name.as_deref(), Some("web-2"));
+        assert_eq!(
+            pod_revision(&pod),
+            r1.metadata.name.as_deref().unwrap_or("")
+        );
+        assert!(identity_matches(&v2, &pod) && storage_matches(&v2, &pod));
     }
 
     #[test]

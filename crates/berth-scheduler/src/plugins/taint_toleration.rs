@@ -265,9 +265,11 @@ mod tests {
     const SLA: &str = "node.kubernetes.io/sla";
     const OFF: FeatureGates = FeatureGates {
         taint_toleration_comparison_operators: false,
+        max_unavailable_stateful_set: true,
     };
     const ON: FeatureGates = FeatureGates {
         taint_toleration_comparison_operators: true,
+        max_unavailable_stateful_set: true,
     };
 
     fn node_with_taints(name: &str, taints: Vec<Taint>) -> NodeInfo {

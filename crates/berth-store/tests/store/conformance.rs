@@ -677,3 +677,86 @@ pub async fn workload_keys_are_kept_per_resource_and_namespace<S: Store + Clone>
         Some(b"/registry/deployments/kube-system/web".to_vec())
     );
 }
+
+/// The keys the API server writes for the core types, as upstream's etcd
+/// layout names them (Services and Endpoints under `services/`, cluster IPs
+/// as IPAddress objects keyed by address, IPv6 included, the node-port
+/// bitmap under `ranges/`): every type's prefix lists its own keys only, and
+/// a watch of one type's prefix sees nothing of the others.
+pub async fn upstream_key_layout_keeps_each_type_apart<S: Store + Clone>(s: &S) {
+    let keys = [
+        "/registry/configmaps/default/app",
+        "/registry/secrets/default/db",
+        "/registry/serviceaccounts/default/default",
+        "/registry/services/specs/default/web",
+        "/registry/services/endpoints/default/web",
+        "/registry/endpointslices/default/web-x1",
+        "/registry/resourcequotas/default/compute",
+        "/registry/limitranges/default/defaults",
+        "/registry/ipaddresses/10.96.0.1",
+        "/registry/ipaddresses/fd00:10:96::a",
+        "/registry/ranges/servicenodeports",
+    ];
+    let start = s.current_revision().await.unwrap();
+    let mut services = s.watch("/registry/services/specs/", start).await.unwrap();
+    for key in keys {
+        s.create(key, key.as_bytes().to_vec()).await.unwrap();
+    }
+    let listed = |prefix: &'static str| async move {
+        s.list(prefix, ListOptions::default())
+            .await
+            .unwrap()
+            .items
+            .into_iter()
+            .map(|kv| kv.key)
+            .collect::<Vec<_>>()
+    };
+    struct Case {
+        prefix: &'static str,
+        want: &'static [&'static str],
+    }
+    let cases = [
+        Case {
+            prefix: "/registry/services/specs/",
+            want: &["/registry/services/specs/default/web"],
+        },
+        Case {
+            prefix: "/registry/services/endpoints/default/",
+            want: &["/registry/services/endpoints/default/web"],
+        },
+        Case {
+            prefix: "/registry/services/",
+            want: &[
+                "/registry/services/endpoints/default/web",
+                "/registry/services/specs/default/web",
+            ],
+        },
+        Case {
+            prefix: "/registry/secrets/default/",
+            want: &["/registry/secrets/default/db"],
+        },
+        Case {
+            prefix: "/registry/ipaddresses/",
+            want: &[
+                "/registry/ipaddresses/10.96.0.1",
+                "/registry/ipaddresses/fd00:10:96::a",
+            ],
+        },
+        Case {
+            prefix: "/registry/ranges/",
+            want: &["/registry/ranges/servicenodeports"],
+        },
+    ];
+    for case in cases {
+        assert_eq!(listed(case.prefix).await, case.want, "{}", case.prefix);
+    }
+    let event = next(&mut services).await;
+    assert_eq!(event.kv.key, "/registry/services/specs/default/web");
+    let value = s
+        .get("/registry/ipaddresses/fd00:10:96::a")
+        .await
+        .unwrap()
+        .unwrap()
+        .value;
+    assert_eq!(value, b"/registry/ipaddresses/fd00:10:96::a");
+}

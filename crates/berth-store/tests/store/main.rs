@@ -75,6 +75,7 @@ conformance!(
     compaction_makes_older_revisions_gone,
     compact_keeping_retains_the_window,
     workload_keys_are_kept_per_resource_and_namespace,
+    upstream_key_layout_keeps_each_type_apart,
 );
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

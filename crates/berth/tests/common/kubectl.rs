@@ -5,7 +5,8 @@
 //! kubectl is required: a machine without it fails these tests with a
 //! message saying how to install it, rather than skipping them.
 
-use std::process::{Command, Output};
+use std::process::{Child, ChildStdout, Command, Output, Stdio};
+use std::time::Duration;
 
 use serde_json::Value;
 
@@ -52,6 +53,20 @@ impl Cluster {
             .env_remove("KUBERNETES_SERVICE_HOST")
             .output()
             .expect("kubectl runs")
+    }
+
+    /// Starts a long-running kubectl (`get -w`); its stdout to read.
+    pub fn spawn(&self, args: &[&str]) -> (Child, ChildStdout) {
+        let mut child = Command::new(kubectl_binary())
+            .args(args)
+            .env("KUBECONFIG", &self.server.kubeconfig)
+            .env_remove("KUBERNETES_SERVICE_HOST")
+            .stdout(Stdio::piped())
+            .stderr(Stdio::null())
+            .spawn()
+            .expect("kubectl runs");
+        let stdout = child.stdout.take().expect("stdout");
+        (child, stdout)
     }
 
     /// Runs kubectl, expects success, returns stdout.
@@ -102,5 +117,20 @@ impl Cluster {
     pub fn apply(&self, manifest: &str) -> String {
         let path = self.manifest(&format!("manifest-{}.yaml", manifest.len()), manifest);
         self.ok(&["apply", "-f", &path])
+    }
+
+    /// Stops the server (SIGTERM) and starts it again on its data dir.
+    pub fn restart(&mut self, backend: Backend) {
+        self.server.terminate(Duration::from_secs(30));
+        let data_dir = self.server.data_dir.clone();
+        self.server = tokio::runtime::Builder::new_current_thread()
+            .enable_all()
+            .build()
+            .expect("tokio runtime")
+            .block_on(Server::start_in(
+                data_dir,
+                backend,
+                &["--disable-scheduler"],
+            ));
     }
 }

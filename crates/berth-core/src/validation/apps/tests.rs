@@ -93,6 +93,7 @@ fn run_update<T: DeserializeOwned>(
 
 const GATES: FeatureGates = FeatureGates {
     taint_toleration_comparison_operators: true,
+    max_unavailable_stateful_set: true,
 };
 
 /// What every workload is held to: its selector not empty, its

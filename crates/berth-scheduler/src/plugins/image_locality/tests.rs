@@ -11,17 +11,12 @@ use k8s_openapi::api::core::v1::{ImageVolumeSource, Node, Pod, Volume};
 const MB: i64 = 1024 * 1024;
 
 fn node(name: &str, images: &[(&[&str], i64)]) -> Node {
-    let mut n = make_node().name(name).obj();
-    n.status.get_or_insert_default().images = Some(
-        images
-            .iter()
-            .map(|(names, size)| k8s_openapi::api::core::v1::ContainerImage {
-                names: Some(names.iter().map(|s| s.to_string()).collect()),
-                size_bytes: Some(size * MB),
-            })
-            .collect(),
-    );
-    n
+    images
+        .iter()
+        .fold(make_node().name(name), |n, (names, size)| {
+            n.image(names, size * MB)
+        })
+        .obj()
 }
 
 fn pod(images: &[&str]) -> Pod {

@@ -1,0 +1,298 @@
+//! A controller's copy of one resource type, as its watch
+//! ([`berth_client::changes_of`]) last showed it: client-go's informer
+//! store with the two indexes the workload controllers look things up by
+//! (namespace, and the UID of the object's controller).
+//!
+//! [`ObjectCache::apply`] folds one [`Change`] in and says what happened
+//! in the terms upstream's event handlers take: added, updated (with the
+//! copy it replaces), deleted (with the last copy known, when a relist
+//! rather than the watch found it gone: upstream's
+//! `DeletedFinalStateUnknown`), synced. Objects are shared (`Arc`), so a
+//! sync takes what it needs without copying them.
+
+use std::collections::{BTreeMap, BTreeSet, HashMap};
+use std::sync::Arc;
+
+use std::collections::BTreeMap as Labels;
+
+use berth_client::Change;
+use berth_core::labels::LabelSelector;
+use berth_core::object_key::ObjectKey;
+use berth_core::workloads::ownership::controller_of;
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::{self as meta, OwnerReference};
+use kube::Resource;
+
+/// What one change did to the cache.
+#[derive(Debug)]
+pub enum Observed<K> {
+    Added(Arc<K>),
+    Updated { old: Arc<K>, new: Arc<K> },
+    Deleted(Arc<K>),
+    Synced,
+}
+
+/// See the module documentation.
+#[derive(Debug)]
+pub struct ObjectCache<K> {
+    objects: BTreeMap<ObjectKey, Arc<K>>,
+    by_controller: HashMap<String, BTreeSet<ObjectKey>>,
+    synced: bool,
+}
+
+impl<K> Default for ObjectCache<K> {
+    fn default() -> Self {
+        ObjectCache {
+            objects: BTreeMap::new(),
+            by_controller: HashMap::new(),
+            synced: false,
+        }
+    }
+}
+
+fn controller_uid<K: Resource>(object: &K) -> Option<&str> {
+    controller_of(object.meta()).map(|r| r.uid.as_str())
+}
+
+/// The controller index's key: the controller's UID, or "" for orphans.
+fn index_key<K: Resource>(object: &K) -> &str {
+    controller_uid(object).unwrap_or("")
+}
+
+impl<K: Resource> ObjectCache<K> {
+    /// Folds one change in; `None` when it changed nothing a handler
+    /// should hear of (the deletion of an object never seen).
+    pub fn apply(&mut self, change: Change<K>) -> Option<Observed<K>> {
+        match change {
+            Change::Upsert(object) => {
+                let new = Arc::new(object);
+                let key = ObjectKey::of_meta(new.meta());
+                let old = self.insert(key, new.clone());
+                Some(match old {
+                    Some(old) => Observed::Updated { old, new },
+                    None => Observed::Added(new),
+                })
+            }
+            Change::Delete(gone) => {
+                let cached = self.remove(&gone.key);
+                gone.last.map(Arc::new).or(cached).map(Observed::Deleted)
+            }
+            Change::Synced => {
+                self.synced = true;
+                Some(Observed::Synced)
+            }
+        }
+    }
+
+    fn insert(&mut self, key: ObjectKey, object: Arc<K>) -> Option<Arc<K>> {
+        let uid = index_key(object.as_ref()).to_string();
+        self.by_controller
+            .entry(uid.clone())
+            .or_default()
+            .insert(key.clone());
+        let old = self.objects.insert(key.clone(), object);
+        if let Some(old_uid) = old.as_deref().map(index_key)
+            && old_uid != uid
+        {
+            self.unindex(old_uid.to_string(), &key);
+        }
+        old
+    }
+
+    fn remove(&mut self, key: &ObjectKey) -> Option<Arc<K>> {
+        let old = self.objects.remove(key)?;
+        self.unindex(index_key(old.as_ref()).to_string(), key);
+        Some(old)
+    }
+
+    fn unindex(&mut self, uid: String, key: &ObjectKey) {
+        if let Some(keys) = self.by_controller.get_mut(&uid) {
+            keys.remove(key);
+            if keys.is_empty() {
+                self.by_controller.remove(&uid);
+            }
+        }
+    }
+
+    /// Whether the first list has been folded in.
+    pub fn is_synced(&self) -> bool {
+        self.synced
+    }
+
+    pub fn get(&self, key: &ObjectKey) -> Option<Arc<K>> {
+        self.objects.get(key).cloned()
+    }
+
+    pub fn len(&self) -> usize {
+        self.objects.len()
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.objects.is_empty()
+    }
+
+    /// Every object, in key order (namespace, then name).
+    pub fn iter(&self) -> impl Iterator<Item = &Arc<K>> {
+        self.objects.values()
+    }
+
+    /// Every object of `namespace`, in name order.
+    pub fn in_namespace<'a>(&'a self, namespace: &'a str) -> impl Iterator<Item = &'a Arc<K>> {
+        self.objects
+            .range(ObjectKey::new(namespace, "")..)
+            .take_while(move |(key, _)| key.namespace == namespace)
+            .map(|(_, object)| object)
+    }
+
+    /// `resolveControllerRef`: the object a controller reference names,
+    /// if it is of this type and still the same object (by UID).
+    pub fn resolve(&self, namespace: &str, reference: &OwnerReference) -> Option<Arc<K>>
+    where
+        K: Resource<DynamicType = ()>,
+    {
+        if reference.kind != K::kind(&()) {
+            return None;
+        }
+        self.get(&ObjectKey::new(namespace, reference.name.as_str()))
+            .filter(|o| o.meta().uid.as_deref() == Some(reference.uid.as_str()))
+    }
+
+    /// The objects of `namespace` whose selector (`selector_of`) selects
+    /// `labels`; an empty or invalid selector selects nothing (upstream's
+    /// `GetPodReplicaSets`, `GetDeploymentsForReplicaSet`).
+    pub fn selecting(
+        &self,
+        namespace: &str,
+        labels: Option<&Labels<String, String>>,
+        selector_of: impl Fn(&K) -> &meta::LabelSelector,
+    ) -> Vec<Arc<K>> {
+        if labels.is_none_or(|l| l.is_empty()) {
+            return Vec::new();
+        }
+        self.in_namespace(namespace)
+            .filter(|o| {
+                LabelSelector::from_label_selector(selector_of(o))
+                    .is_ok_and(|s| !s.is_empty() && s.matches(labels))
+            })
+            .cloned()
+            .collect()
+    }
+
+    /// Every object whose controller has `uid`.
+    pub fn controlled_by<'a>(&'a self, uid: &str) -> impl Iterator<Item = &'a Arc<K>> {
+        self.by_controller
+            .get(uid)
+            .into_iter()
+            .flatten()
+            .filter_map(|key| self.objects.get(key))
+    }
+
+    /// Every object of `namespace` without a controller.
+    pub fn orphans_in<'a>(&'a self, namespace: &'a str) -> impl Iterator<Item = &'a Arc<K>> {
+        self.controlled_by("")
+            .filter(move |o| o.meta().namespace.as_deref().unwrap_or("") == namespace)
+    }
+
+    /// What a controller with `uid` in `namespace` may claim: what it
+    /// controls and the namespace's orphans (everything else is another
+    /// controller's, which a claim leaves alone).
+    pub fn claimable<'a>(
+        &'a self,
+        namespace: &'a str,
+        uid: &str,
+    ) -> impl Iterator<Item = &'a Arc<K>> {
+        let owned = if uid.is_empty() {
+            None
+        } else {
+            Some(self.controlled_by(uid))
+        };
+        owned
+            .into_iter()
+            .flatten()
+            .filter(move |o| o.meta().namespace.as_deref().unwrap_or("") == namespace)
+            .chain(self.orphans_in(namespace))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use berth_client::Gone;
+    use k8s_openapi::api::core::v1::Pod;
+    use k8s_openapi::apimachinery::pkg::apis::meta::v1::{ObjectMeta, OwnerReference};
+
+    use super::*;
+
+    fn pod(namespace: &str, name: &str, controller: Option<&str>) -> Pod {
+        Pod {
+            metadata: ObjectMeta {
+                namespace: Some(namespace.into()),
+                name: Some(name.into()),
+                owner_references: controller.map(|uid| {
+                    vec![OwnerReference {
+                        uid: uid.into(),
+                        controller: Some(true),
+                        ..OwnerReference::default()
+                    }]
+                }),
+                ..ObjectMeta::default()
+            },
+            ..Pod::default()
+        }
+    }
+
+    fn names<'a>(pods: impl Iterator<Item = &'a Arc<Pod>>) -> Vec<String> {
+        pods.map(|p| p.metadata.name.clone().unwrap_or_default())
+            .collect()
+    }
+
+    #[test]
+    fn changes_are_observed_as_upstream_handlers_take_them() {
+        let mut cache = ObjectCache::default();
+        assert!(matches!(
+            cache.apply(Change::Upsert(pod("a", "p1", Some("rs1")))),
+            Some(Observed::Added(_))
+        ));
+        cache.apply(Change::Upsert(pod("a", "p2", Some("rs1"))));
+        cache.apply(Change::Upsert(pod("b", "p3", None)));
+        cache.apply(Change::Upsert(pod("ab", "p4", Some("rs1"))));
+        assert_eq!(names(cache.in_namespace("a")), vec!["p1", "p2"]);
+        assert_eq!(names(cache.orphans_in("b")), vec!["p3"]);
+        assert_eq!(names(cache.orphans_in("a")).len(), 0);
+        assert_eq!(names(cache.claimable("a", "rs1")), vec!["p1", "p2"]);
+        assert_eq!(names(cache.claimable("b", "rs1")), vec!["p3"]);
+        assert_eq!(names(cache.controlled_by("rs1")).len(), 3);
+        // Released: the index follows the controller reference.
+        match cache.apply(Change::Upsert(pod("a", "p1", Some("rs2")))) {
+            Some(Observed::Updated { old, new }) => {
+                assert_eq!(controller_uid(old.as_ref()), Some("rs1"));
+                assert_eq!(controller_uid(new.as_ref()), Some("rs2"));
+            }
+            other => panic!("not an update: {other:?}"),
+        }
+        assert_eq!(names(cache.controlled_by("rs1")), vec!["p2", "p4"]);
+        assert_eq!(names(cache.controlled_by("rs2")), vec!["p1"]);
+        // A relist's deletion carries no last state: the cached copy is
+        // handed out instead.
+        let gone = Gone {
+            key: ObjectKey::new("a", "p1"),
+            uid: None,
+            last: None,
+        };
+        match cache.apply(Change::Delete(gone)) {
+            Some(Observed::Deleted(last)) => assert_eq!(controller_uid(last.as_ref()), Some("rs2")),
+            other => panic!("not a deletion: {other:?}"),
+        }
+        assert_eq!(cache.controlled_by("rs2").count(), 0);
+        let never_seen = Gone {
+            key: ObjectKey::new("a", "nope"),
+            uid: None,
+            last: None,
+        };
+        assert!(cache.apply(Change::Delete(never_seen)).is_none());
+        assert!(!cache.is_synced());
+        assert!(matches!(
+            cache.apply(Change::Synced),
+            Some(Observed::Synced)
+        ));
+        assert!(cache.is_synced());
+    }
+}
