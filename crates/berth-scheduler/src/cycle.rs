@@ -20,6 +20,7 @@
 
 use std::collections::{BTreeMap, BTreeSet};
 
+use berth_core::splitmix::SplitMix64;
 use smallvec::SmallVec;
 
 use crate::cache::Cache;
@@ -106,28 +107,20 @@ impl std::fmt::Display for ScheduleError {
 
 impl std::error::Error for ScheduleError {}
 
-/// A small, fast random source (SplitMix64) for tie-breaking; seeded by the
-/// caller so tests are reproducible.
+/// The tie-breaker among equally scored nodes: berth-core's SplitMix64,
+/// seeded by the caller so tests are reproducible.
 #[derive(Debug, Clone)]
-pub struct TieBreaker(u64);
+pub struct TieBreaker(SplitMix64);
 
 impl TieBreaker {
     pub fn new(seed: u64) -> Self {
-        TieBreaker(seed)
-    }
-
-    fn next(&mut self) -> u64 {
-        self.0 = self.0.wrapping_add(0x9E37_79B9_7F4A_7C15);
-        let mut z = self.0;
-        z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
-        z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
-        z ^ (z >> 31)
+        TieBreaker(SplitMix64::new(seed))
     }
 
     /// Uniform in `0..n` (`n` > 0; the modulo bias is below 2^-40 for the
     /// node counts seen here).
     pub fn below(&mut self, n: usize) -> usize {
-        (self.next() % (n.max(1) as u64)) as usize
+        (self.0.next_u64() % (n.max(1) as u64)) as usize
     }
 }
 
