@@ -48,7 +48,6 @@ async fn sync(ctx: &Context, key: &ObjectKey, d: &mut Deployment) -> Result<(), 
         return Ok(());
     }
     let mut rs_list = replica_sets_for_deployment(ctx, d).await?;
-    let pods = pod_map(&read(&ctx.pods), d, &rs_list);
     if d.metadata.deletion_timestamp.is_some() {
         return sync_status_only(ctx, d, &mut rs_list).await;
     }
@@ -63,7 +62,11 @@ async fn sync(ctx: &Context, key: &ObjectKey, d: &mut Deployment) -> Result<(), 
         return scale_and_sync_status(ctx, d, &mut rs_list).await;
     }
     match deployment::strategy_type(d) {
-        STRATEGY_RECREATE => rollout::recreate(ctx, key, d, &mut rs_list, &pods).await,
+        STRATEGY_RECREATE => {
+            // Only Recreate looks at pods (upstream maps them every sync).
+            let pods = pod_map(&read(&ctx.pods), d, &rs_list);
+            rollout::recreate(ctx, key, d, &mut rs_list, &pods).await
+        }
         STRATEGY_ROLLING_UPDATE => rollout::rolling(ctx, key, d, &mut rs_list).await,
         other => Err(SyncError::Other(format!(
             "unexpected deployment strategy type: {other}"
