@@ -291,3 +291,44 @@ async fn the_global_default_class_applies_to_pods_without_one() {
         (Some(42), Some("everyone"))
     );
 }
+
+/// Admission keeps the classes it parsed until one of them changes: a
+/// class created or deleted after a pod was admitted decides the next pod.
+#[tokio::test]
+async fn admission_sees_classes_created_and_deleted_after_its_last_read() {
+    let client = cluster().await;
+    let classes: Api<PriorityClass> = Api::all(client.clone());
+    let pods: Api<Pod> = Api::namespaced(client, "default");
+    let priority_of = |pod: Pod| {
+        let spec = pod.spec.unwrap_or_default();
+        (spec.priority, spec.priority_class_name)
+    };
+    let before = pods
+        .create(&PostParams::default(), &pod("before", json!({})))
+        .await
+        .expect("a pod before any default class");
+    assert_eq!(priority_of(before), (Some(0), None));
+
+    classes
+        .create(
+            &PostParams::default(),
+            &class("later", 7, json!({"globalDefault": true})),
+        )
+        .await
+        .expect("a default class");
+    let with_class = pods
+        .create(&PostParams::default(), &pod("with-class", json!({})))
+        .await
+        .expect("a pod after the default class");
+    assert_eq!(priority_of(with_class), (Some(7), Some("later".into())));
+
+    classes
+        .delete("later", &DeleteParams::default())
+        .await
+        .expect("the class deleted");
+    let after = pods
+        .create(&PostParams::default(), &pod("after", json!({})))
+        .await
+        .expect("a pod after the class went");
+    assert_eq!(priority_of(after), (Some(0), None));
+}

@@ -114,6 +114,18 @@ pub struct ApiServer {
     pub(crate) seeded_names: Option<std::sync::Mutex<berth_core::splitmix::SplitMix64>>,
     /// Services' cluster IPs and node ports.
     pub allocators: Allocators,
+    /// The PriorityClasses as Priority admission last read them.
+    pub(crate) priority_classes: std::sync::Mutex<ParsedPriorityClasses>,
+}
+
+/// The PriorityClasses parsed once per version of the whole set: every pod
+/// create reads them for Priority admission, and they seldom change.
+#[derive(Default)]
+pub(crate) struct ParsedPriorityClasses {
+    /// The revision of each class, in key order: revisions are unique per
+    /// write, so the same list means the same objects.
+    revisions: Vec<i64>,
+    classes: Arc<[PriorityClass]>,
 }
 
 impl ApiServer {
@@ -155,6 +167,7 @@ impl ApiServer {
                 .name_seed
                 .map(|seed| std::sync::Mutex::new(berth_core::splitmix::SplitMix64::new(seed))),
             allocators,
+            priority_classes: Default::default(),
             config,
         });
         for ns in SYSTEM_NAMESPACES {
@@ -212,7 +225,7 @@ impl ApiServer {
         let priority_classes = if rt.strategy.reads_priority_classes(operation) {
             self.priority_classes().await?
         } else {
-            Vec::new()
+            Arc::default()
         };
         Ok(strategy::Context {
             user,
@@ -223,16 +236,36 @@ impl ApiServer {
     }
 
     /// Every PriorityClass the watch cache holds (upstream's admission
-    /// reads an informer, as current as the cache).
-    async fn priority_classes(&self) -> Result<Vec<PriorityClass>, ApiError> {
+    /// reads an informer, as current as the cache), parsed again only when
+    /// one of them changed.
+    async fn priority_classes(&self) -> Result<Arc<[PriorityClass]>, ApiError> {
         let (entries, _) = self
             .registry
             .cache(&PRIORITY_CLASSES)?
             .list("", |_| true)
             .await;
-        entries
+        let revisions: Vec<i64> = entries.iter().map(|entry| entry.rv).collect();
+        {
+            let parsed = self
+                .priority_classes
+                .lock()
+                .unwrap_or_else(|e| e.into_inner());
+            if parsed.revisions == revisions {
+                return Ok(parsed.classes.clone());
+            }
+        }
+        let classes: Arc<[PriorityClass]> = entries
             .iter()
             .map(|entry| serde_json::from_str(&entry.json).map_err(ApiError::internal))
-            .collect()
+            .collect::<Result<Vec<_>, _>>()?
+            .into();
+        *self
+            .priority_classes
+            .lock()
+            .unwrap_or_else(|e| e.into_inner()) = ParsedPriorityClasses {
+            revisions,
+            classes: classes.clone(),
+        };
+        Ok(classes)
     }
 }

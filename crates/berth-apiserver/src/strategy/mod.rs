@@ -169,7 +169,7 @@ pub struct Context<'a> {
     /// ([`Strategy::reads_priority_classes`]; empty otherwise): upstream's
     /// Priority admission reads them from an informer, berth from the
     /// watch cache.
-    pub priority_classes: Vec<PriorityClass>,
+    pub priority_classes: std::sync::Arc<[PriorityClass]>,
 }
 
 /// The k8s-openapi type of a served type's objects: which fields strict

@@ -145,7 +145,7 @@ fn update_status(user: &User, request: Value) -> ApiResult<Value> {
         user,
         now: jiff::Timestamp::UNIX_EPOCH,
         config: &config,
-        priority_classes: Vec::new(),
+        priority_classes: Default::default(),
     };
     let mut object = request;
     PODS.strategy
