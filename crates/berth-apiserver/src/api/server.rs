@@ -114,6 +114,8 @@ pub struct ApiServer {
     pub(crate) seeded_names: Option<std::sync::Mutex<berth_core::splitmix::SplitMix64>>,
     /// Services' cluster IPs and node ports.
     pub allocators: Allocators,
+    /// The kubelet endpoints of simulated nodes in this process.
+    pub kubelets: crate::kubelets::Kubelets,
 }
 
 impl ApiServer {
@@ -155,6 +157,7 @@ impl ApiServer {
                 .name_seed
                 .map(|seed| std::sync::Mutex::new(berth_core::splitmix::SplitMix64::new(seed))),
             allocators,
+            kubelets: crate::kubelets::Kubelets::default(),
             config,
         });
         for ns in SYSTEM_NAMESPACES {
