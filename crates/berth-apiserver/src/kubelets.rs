@@ -65,7 +65,8 @@ impl Kubelets {
 }
 
 /// An agent's answer that is not a success, as the API error it becomes:
-/// the agent's code, the reason of that code, its words.
+/// the agent's code, the reason of that code, and the agent's words as
+/// the message (upstream's `GenericHttpResponseChecker`).
 pub fn agent_error(status: StatusCode, body: &str) -> ApiError {
     let reason = match status.as_u16() {
         400 => "BadRequest",
@@ -74,11 +75,11 @@ pub fn agent_error(status: StatusCode, body: &str) -> ApiError {
         404 => "NotFound",
         _ => "InternalError",
     };
-    ApiError::new(
-        status.as_u16(),
-        reason,
-        format!("the agent answered {status}: {}", body.trim()),
-    )
+    let message = match body.trim() {
+        "" => format!("the agent answered {status}"),
+        words => words.to_string(),
+    };
+    ApiError::new(status.as_u16(), reason, message)
 }
 
 impl ApiServer {
