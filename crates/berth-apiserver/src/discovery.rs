@@ -20,8 +20,13 @@ const AGGREGATED_V2: &str = "application/json;g=apidiscovery.k8s.io;v=v2;as=APIG
 const AGGREGATED_V2BETA1: &str =
     "application/json;g=apidiscovery.k8s.io;v=v2beta1;as=APIGroupDiscoveryList";
 
-/// Groups advertised without resources of their own.
-const EXTRA_GROUPS: &[(&str, &str)] = &[("policy", "v1")];
+/// Groups advertised without resource types of their own: `policy`,
+/// and the resource metrics API (not stored, see
+/// [`crate::resource_metrics`]).
+const EXTRA_GROUPS: &[(&str, &str)] = &[
+    ("policy", "v1"),
+    (crate::resource_metrics::GROUP, crate::resource_metrics::VERSION),
+];
 
 fn respond(content_type: &'static str, body: &Value) -> Response {
     let mut response = Response::new(Body::from(body.to_string()));
@@ -61,6 +66,9 @@ fn scope(rt: &ResourceType) -> &'static str {
 }
 
 fn legacy_resources(group: &str, version: &str) -> Vec<Value> {
+    if (group, version) == (crate::resource_metrics::GROUP, crate::resource_metrics::VERSION) {
+        return crate::resource_metrics::legacy_resources();
+    }
     let mut out = Vec::new();
     for rt in RESOURCES
         .iter()
@@ -95,6 +103,9 @@ fn legacy_resources(group: &str, version: &str) -> Vec<Value> {
 }
 
 fn aggregated_resources(group: &str, version: &str) -> Vec<Value> {
+    if (group, version) == (crate::resource_metrics::GROUP, crate::resource_metrics::VERSION) {
+        return crate::resource_metrics::aggregated_resources();
+    }
     RESOURCES
         .iter()
         .filter(|r| r.group == group && r.version == version)
@@ -284,7 +295,8 @@ mod tests {
                 "authorization.k8s.io",
                 "authentication.k8s.io",
                 "scheduling.k8s.io",
-                "policy"
+                "policy",
+                "metrics.k8s.io"
             ]
         );
         let apps = doc["items"]

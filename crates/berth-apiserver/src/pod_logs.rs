@@ -193,11 +193,7 @@ pub async fn fetch(host: &str, port: u16, path: &str, token: &str) -> Result<Res
             .await
             .map(|b| String::from_utf8_lossy(&b.to_bytes()).into_owned())
             .unwrap_or_default();
-        return Err(ApiError::new(
-            status.as_u16(),
-            "InternalError",
-            format!("the agent answered {status}: {}", body.trim()),
-        ));
+        return Err(crate::kubelets::agent_error(status, &body));
     }
     let mut out = Response::new(Body::new(response.into_body()));
     out.headers_mut()

@@ -59,6 +59,7 @@ pub mod labels;
 pub mod manifest;
 pub mod node;
 pub mod node_affinity;
+pub mod node_stats;
 pub mod node_status;
 pub mod object_key;
 pub mod pod;

@@ -52,6 +52,7 @@ pub mod log_server;
 pub mod pod_status;
 pub mod process;
 pub mod sim;
+pub mod sim_kubelet;
 mod subscribers;
 
 use std::path::PathBuf;
@@ -75,6 +76,10 @@ pub enum RuntimeError {
     /// The runtime has no such container (or no log of it).
     #[error("pod {pod}: no container {container:?}")]
     UnknownContainer { pod: String, container: String },
+    /// A log of the instance before the last restart was asked for, and
+    /// the container never restarted (the kubelet's words; a 400).
+    #[error("previous terminated container {container:?} in pod {pod:?} not found")]
+    NoPreviousInstance { pod: String, container: String },
     /// A file or process operation failed.
     #[error("{context}: {source}")]
     Io {

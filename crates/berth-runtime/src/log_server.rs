@@ -301,6 +301,9 @@ async fn container_logs(
         Err(e @ (RuntimeError::UnknownPod(_) | RuntimeError::UnknownContainer { .. })) => {
             return plain(StatusCode::NOT_FOUND, e.to_string());
         }
+        Err(e @ RuntimeError::NoPreviousInstance { .. }) => {
+            return plain(StatusCode::BAD_REQUEST, e.to_string());
+        }
         Err(e) => return plain(StatusCode::INTERNAL_SERVER_ERROR, e.to_string()),
     };
     let start = match tail_offset(&log.path, options.tail_lines).await {
@@ -334,6 +337,25 @@ async fn container_logs(
         .headers_mut()
         .insert(header::CONTENT_TYPE, HeaderValue::from_static("text/plain"));
     response
+}
+
+/// The response to a log request over a whole log held in memory (`CRI
+/// records`, a container that writes nothing more): the same options as
+/// [`router`]'s, `follow` ending at once; `Err` is the 400's message.
+pub fn render_whole(log: &[u8], raw_query: &str, now: Timestamp) -> Result<Vec<u8>, String> {
+    let options = LogOptions::parse(raw_query)?;
+    let start = options
+        .tail_lines
+        .map_or(0, |n| tail_start(log, n));
+    let render = Render {
+        timestamps: options.timestamps,
+        since: options.since(now),
+    };
+    let (mut out, _) = render.records(&log[start..]);
+    if let Some(limit) = options.limit_bytes {
+        out.truncate(limit);
+    }
+    Ok(out)
 }
 
 /// Where the last `tail_lines` records of the log begin (the start

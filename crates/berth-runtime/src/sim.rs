@@ -8,15 +8,21 @@
 //! simulated node or many (a subscriber then sees UIDs of every node's
 //! pods and ignores those it does not know).
 
-use std::collections::HashMap;
+use std::collections::{BTreeSet, HashMap};
 use std::sync::Mutex;
 use std::time::Duration;
 
 use berth_core::clock::Clock;
+use berth_core::node_stats::{
+    ContainerStats, NodeStats, PodReference, PodStats, SIMULATED_SYSTEM, Summary, Usage, WINDOW,
+    seed_of, simulated_usage,
+};
+use berth_core::quantity::Quantity;
 use futures::FutureExt;
 use futures::future::BoxFuture;
 use k8s_openapi::api::core::v1::{
-    ContainerState, ContainerStateRunning, ContainerStateTerminated, ContainerStatus, Pod,
+    Container, ContainerState, ContainerStateRunning, ContainerStateTerminated, ContainerStatus,
+    Pod,
 };
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
 
@@ -32,6 +38,9 @@ use crate::{
 pub struct SimRuntime {
     clock: Clock,
     pods: Mutex<HashMap<String, SimPod>>,
+    /// The UIDs of each node's pods, so that one node's figures
+    /// ([`SimRuntime::summary`]) do not read every node's pods.
+    by_node: Mutex<HashMap<String, BTreeSet<String>>>,
     subscribers: Subscribers,
 }
 
@@ -39,7 +48,44 @@ pub struct SimRuntime {
 struct SimPod {
     /// `namespace/name`, for log requests.
     key: String,
+    namespace: String,
+    name: String,
+    /// The node it is bound to (`spec.nodeName`).
+    node: String,
+    /// Each container's image and requests, for its output and figures.
+    containers: Vec<SimContainer>,
     status: RuntimePodStatus,
+}
+
+#[derive(Debug)]
+struct SimContainer {
+    name: String,
+    image: String,
+    requested: Usage,
+}
+
+/// A container's cpu and memory requests as a [`Usage`].
+fn requested(container: &Container) -> Usage {
+    let requests = container
+        .resources
+        .as_ref()
+        .and_then(|r| r.requests.as_ref());
+    let get = |name: &str| {
+        requests
+            .and_then(|r| r.get(name))
+            .and_then(|q| Quantity::from_k8s(q).ok())
+    };
+    Usage {
+        nano_cores: get("cpu")
+            .map(|q| q.milli_value())
+            .and_then(|m| u64::try_from(m).ok())
+            .unwrap_or(0)
+            .saturating_mul(1_000_000),
+        memory_bytes: get("memory")
+            .map(|q| q.value())
+            .and_then(|b| u64::try_from(b).ok())
+            .unwrap_or(0),
+    }
 }
 
 impl SimRuntime {
@@ -47,6 +93,7 @@ impl SimRuntime {
         SimRuntime {
             clock,
             pods: Mutex::new(HashMap::new()),
+            by_node: Mutex::new(HashMap::new()),
             subscribers: Subscribers::default(),
         }
     }
@@ -77,10 +124,27 @@ impl SimRuntime {
                     ..new_container_status(c)
                 })
                 .collect();
+            let node = spec.node_name.clone().unwrap_or_default();
+            lock(&self.by_node)
+                .entry(node.clone())
+                .or_default()
+                .insert(uid.to_string());
             pods.insert(
                 uid.to_string(),
                 SimPod {
                     key: pod_key(pod),
+                    namespace: pod.metadata.namespace.clone().unwrap_or_default(),
+                    name: pod.metadata.name.clone().unwrap_or_default(),
+                    node,
+                    containers: spec
+                        .containers
+                        .iter()
+                        .map(|c| SimContainer {
+                            name: c.name.clone(),
+                            image: c.image.clone().unwrap_or_default(),
+                            requested: requested(c),
+                        })
+                        .collect(),
                     status: RuntimePodStatus {
                         phase: PodPhase::Running,
                         containers,
@@ -133,6 +197,120 @@ impl SimRuntime {
     }
 }
 
+impl SimRuntime {
+    /// A node's figures now: each running pod's containers at their
+    /// requests with seeded noise ([`simulated_usage`], a new draw every
+    /// [`WINDOW`]), and the node's the sum of its pods' and its system's.
+    pub fn summary(&self, node: &str) -> Summary {
+        let now = self.clock.now();
+        let time = crate::cri_log::format_time(now);
+        let window = u64::try_from(now.as_second()).unwrap_or(0) / WINDOW.as_secs();
+        let uids: Vec<String> = lock(&self.by_node)
+            .get(node)
+            .map(|uids| uids.iter().cloned().collect())
+            .unwrap_or_default();
+        let pods = lock(&self.pods);
+        let mut total = simulated_usage(SIMULATED_SYSTEM, seed_of(&[node], window));
+        let mut stats = Vec::new();
+        for uid in &uids {
+            let Some(pod) = pods.get(uid).filter(|p| !p.status.phase.is_terminal()) else {
+                continue;
+            };
+            let containers = pod
+                .containers
+                .iter()
+                .map(|c| {
+                    let usage =
+                        simulated_usage(c.requested, seed_of(&[node, uid, &c.name], window));
+                    total = total.add(usage);
+                    let (cpu, memory) = usage.stats(&time);
+                    ContainerStats {
+                        name: c.name.clone(),
+                        cpu: Some(cpu),
+                        memory: Some(memory),
+                    }
+                })
+                .collect();
+            stats.push(PodStats {
+                pod_ref: PodReference {
+                    name: pod.name.clone(),
+                    namespace: pod.namespace.clone(),
+                    uid: uid.clone(),
+                },
+                containers,
+            });
+        }
+        let (cpu, memory) = total.stats(&time);
+        Summary {
+            node: NodeStats {
+                node_name: node.to_string(),
+                cpu: Some(cpu),
+                memory: Some(memory),
+            },
+            pods: stats,
+        }
+    }
+
+    /// The output of a container of a pod on `node`, as CRI log records: a
+    /// few made-up lines from when it started (nothing runs, so nothing
+    /// else is written), the same every time. `previous` asks for an
+    /// instance before a restart, which a simulated container never has:
+    /// the kubelet's error.
+    pub fn log(
+        &self,
+        node: &str,
+        namespace: &str,
+        pod: &str,
+        container: &str,
+        previous: bool,
+    ) -> Result<Vec<u8>, RuntimeError> {
+        let key = format!("{namespace}/{pod}");
+        let pods = lock(&self.pods);
+        let found = pods
+            .values()
+            .find(|p| p.key == key && p.node == node)
+            .ok_or_else(|| RuntimeError::UnknownPod(key.clone()))?;
+        let spec = found
+            .containers
+            .iter()
+            .find(|c| c.name == container)
+            .ok_or_else(|| RuntimeError::UnknownContainer {
+                pod: key.clone(),
+                container: container.to_string(),
+            })?;
+        if previous {
+            return Err(RuntimeError::NoPreviousInstance {
+                pod: pod.to_string(),
+                container: container.to_string(),
+            });
+        }
+        let started = found.status.start_time;
+        let lines = [
+            format!(
+                "starting {} (container {container} of pod {key}, simulated by berth on node {node})",
+                if spec.image.is_empty() { "its image" } else { &spec.image }
+            ),
+            "nothing runs on a simulated node: these lines are made up by berth".to_string(),
+            "ready".to_string(),
+        ];
+        let mut out = Vec::new();
+        for (i, line) in lines.iter().enumerate() {
+            let at = started
+                .checked_add(jiff::SignedDuration::from_millis(
+                    i64::try_from(i).unwrap_or(0) * 150,
+                ))
+                .unwrap_or(started);
+            out.extend(crate::cri_log::encode(
+                at,
+                crate::cri_log::Stream::Stdout,
+                false,
+                line.as_bytes(),
+            ));
+        }
+        Ok(out)
+    }
+}
+
 impl Runtime for SimRuntime {
     fn start_pod(&self, pod: &Pod) -> BoxFuture<'_, Result<(), RuntimeError>> {
         futures::future::ready(self.start(pod)).boxed()
@@ -144,7 +322,15 @@ impl Runtime for SimRuntime {
     }
 
     fn remove_pod(&self, uid: &str) -> BoxFuture<'_, Result<(), RuntimeError>> {
-        lock(&self.pods).remove(uid);
+        if let Some(pod) = lock(&self.pods).remove(uid) {
+            let mut by_node = lock(&self.by_node);
+            if let Some(uids) = by_node.get_mut(&pod.node) {
+                uids.remove(uid);
+                if uids.is_empty() {
+                    by_node.remove(&pod.node);
+                }
+            }
+        }
         futures::future::ready(Ok(())).boxed()
     }
 

@@ -33,11 +33,29 @@ const MAX_IN_FLIGHT: usize = 64;
 
 /// Simulated nodes joined to an API server without a network: the fleet's
 /// shared client (its watches go out as `system:berth:sim`) and each
-/// node's own token, registered with the server as `system:node:<name>`.
+/// node's own token, registered with the server as the node's credential
+/// (`system:node:<name>`, and what the server presents to its kubelet
+/// endpoints, [`InProcess::serve_kubelets`]).
 pub struct InProcess {
     pub client: kube::Client,
     /// One per name, in the order given.
     pub bearers: Vec<HeaderValue>,
+    /// The names and their tokens.
+    nodes: Vec<(String, String)>,
+}
+
+impl InProcess {
+    /// Serves the nodes' kubelet endpoints (logs, figures) to `api` from
+    /// the fleet's `runtime`, in process (`berth_apiserver::kubelets`).
+    pub fn serve_kubelets(&self, api: &ApiServer, runtime: &Arc<SimRuntime>, clock: &Clock) {
+        let router = berth_runtime::sim_kubelet::router(
+            runtime.clone(),
+            self.nodes.iter().cloned(),
+            clock.clone(),
+        );
+        api.kubelets
+            .attach(self.nodes.iter().map(|(name, _)| name.clone()), router);
+    }
 }
 
 /// Why simulated nodes could not join in-process.
@@ -45,26 +63,32 @@ pub struct InProcess {
 #[error("a token for simulated nodes: {0}")]
 pub struct JoinError(String);
 
-/// A random bearer token (hex) registered with `api` for `user`.
-fn token_for(api: &ApiServer, user: User) -> Result<HeaderValue, JoinError> {
+/// A random bearer token (hex).
+fn random_token() -> Result<(String, HeaderValue), JoinError> {
     let mut bytes = [0u8; 24];
     getrandom::fill(&mut bytes).map_err(|e| JoinError(e.to_string()))?;
     let token: String = bytes.iter().map(|b| format!("{b:02x}")).collect();
-    api.auth.add_token(token.clone(), user);
-    bearer_header(&token).ok_or_else(|| JoinError("not a header value".into()))
+    let header = bearer_header(&token).ok_or_else(|| JoinError("not a header value".into()))?;
+    Ok((token, header))
 }
 
 /// Joins nodes named `names` to `api` (see [`InProcess`]).
 pub fn join_in_process(api: &Arc<ApiServer>, names: &[String]) -> Result<InProcess, JoinError> {
-    let bearers = names
-        .iter()
-        .map(|name| token_for(api, User::node(name)))
-        .collect::<Result<Vec<_>, _>>()?;
-    let watcher = token_for(api, User::sim_fleet())?;
+    let mut bearers = Vec::with_capacity(names.len());
+    let mut nodes = Vec::with_capacity(names.len());
+    for name in names {
+        let (token, header) = random_token()?;
+        api.auth.add_node_credential(name, &token);
+        bearers.push(header);
+        nodes.push((name.clone(), token));
+    }
+    let (watcher, header) = random_token()?;
+    api.auth.add_token(watcher, User::sim_fleet());
     let base = kube::Client::new(berth_apiserver::server::router(api.clone()), "default");
     Ok(InProcess {
-        client: with_default_bearer(base, watcher),
+        client: with_default_bearer(base, header),
         bearers,
+        nodes,
     })
 }
 
@@ -109,6 +133,8 @@ pub fn start(
 ) -> Result<FleetHandle, JoinError> {
     let names: Vec<String> = specs.iter().map(|spec| spec.name.clone()).collect();
     let joined = join_in_process(api, &names)?;
+    let runtime = Arc::new(SimRuntime::new(clock.clone()));
+    joined.serve_kubelets(api, &runtime, clock);
     let nodes = specs
         .iter()
         .zip(joined.bearers)
@@ -124,7 +150,7 @@ pub fn start(
     let fleet = Fleet {
         client: joined.client,
         nodes,
-        runtime: Arc::new(SimRuntime::new(clock.clone())),
+        runtime,
         clock: clock.clone(),
         options: FleetOptions {
             config: AgentConfig::default(),

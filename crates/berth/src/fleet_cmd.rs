@@ -252,6 +252,9 @@ pub fn spawn_in_process(
     let names: Vec<String> = (0..count).map(|i| sim::sim_node_name("sim-", i)).collect();
     let joined = berth_sim::fleet::join_in_process(api, &names)?;
     let template = Arc::new(sim::default_template());
+    let clock = Clock::real();
+    let runtime = Arc::new(berth_runtime::sim::SimRuntime::new(clock.clone()));
+    joined.serve_kubelets(api, &runtime, &clock);
     let nodes = names
         .into_iter()
         .zip(joined.bearers)
@@ -264,11 +267,10 @@ pub fn spawn_in_process(
             phase: None,
         })
         .collect();
-    let clock = Clock::real();
     let fleet = Fleet {
         client: joined.client,
         nodes,
-        runtime: Arc::new(berth_runtime::sim::SimRuntime::new(clock.clone())),
+        runtime,
         clock,
         options: fleet_options(64),
         stats: Arc::new(SimStats::default()),

@@ -176,3 +176,27 @@ fn a_taken_port_is_one_error_that_says_its_cause_once() {
         "{error}"
     );
 }
+
+/// A second server on a data dir a running server holds exits 1 saying
+/// the store is open elsewhere, once (issue 20 saw redb's "Database
+/// already open" twice; berth now words it itself, and the contexts
+/// around it do not repeat it).
+#[test]
+fn a_data_dir_in_use_is_one_error_that_says_its_cause_once() {
+    let first = Server::start_blocking("data-dir-in-use", Backend::Embedded, &["--disable-scheduler"]);
+    let out = std::process::Command::new(env!("CARGO_BIN_EXE_berth"))
+        .args(["server", "--disable-scheduler", "--listen", "127.0.0.1:0"])
+        .arg("--data-dir")
+        .arg(&first.data_dir)
+        .output()
+        .expect("berth server runs");
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(1), "{stderr}");
+    let error = stderr
+        .lines()
+        .find(|l| l.starts_with("error: "))
+        .unwrap_or_else(|| panic!("an error line: {stderr}"));
+    assert!(error.contains("berth-store.redb"), "{error}");
+    assert_eq!(error.matches("already open").count(), 1, "{error}");
+    assert!(!error.contains("Database already open"), "{error}");
+}

@@ -145,6 +145,24 @@ impl ApiServer {
         if !info.is_resource_request {
             return crate::discovery::serve(path, headers, &user);
         }
+        // The resource metrics API: not stored, answered from the agents.
+        if info.api_group == crate::resource_metrics::GROUP {
+            let authorized = authorize(&user, info);
+            crate::metrics::authorization_attempt(authorized.is_ok());
+            // Only an unconditional yes: no figures are a node's own pod's.
+            if let Authorized::IfPodBoundTo(_) = authorized? {
+                return Err(ApiError::forbidden(
+                    &user.name,
+                    &info.verb,
+                    &info.api_group,
+                    &info.resource,
+                    "",
+                    &info.namespace,
+                    &info.name,
+                ));
+            }
+            return self.resource_metrics(info, raw_query, path).await;
+        }
         let Some(rt) = resources::lookup(&info.api_group, &info.api_version, &info.resource) else {
             return Err(ApiError::path_not_found(path));
         };

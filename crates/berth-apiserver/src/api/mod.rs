@@ -34,6 +34,7 @@ mod node_impact;
 mod patch;
 mod query;
 mod request_body;
+mod resource_metrics;
 mod response;
 mod scale;
 pub mod scheduling;

@@ -114,6 +114,8 @@ pub struct ApiServer {
     pub(crate) seeded_names: Option<std::sync::Mutex<berth_core::splitmix::SplitMix64>>,
     /// Services' cluster IPs and node ports.
     pub allocators: Allocators,
+    /// The kubelet endpoints of simulated nodes in this process.
+    pub kubelets: crate::kubelets::Kubelets,
     /// The PriorityClasses as Priority admission last read them.
     pub(crate) priority_classes: std::sync::Mutex<ParsedPriorityClasses>,
 }
@@ -168,6 +170,7 @@ impl ApiServer {
                 .map(|seed| std::sync::Mutex::new(berth_core::splitmix::SplitMix64::new(seed))),
             allocators,
             priority_classes: Default::default(),
+            kubelets: crate::kubelets::Kubelets::default(),
             config,
         });
         for ns in SYSTEM_NAMESPACES {

@@ -15,7 +15,7 @@ use super::scope::Scope;
 use super::server::ApiServer;
 use crate::objects;
 use crate::registry::store_error;
-use crate::resources::{self, PODS};
+use crate::resources::PODS;
 use crate::status::{ApiError, success_status};
 use crate::strategy::pod::{assigned_node, bind_pod};
 
@@ -162,19 +162,8 @@ impl ApiServer {
         else {
             return Ok(plain(200, ""));
         };
-        let (node, _) = self
-            .registry
-            .read(&resources::NODES, "", &location.node)
-            .await?;
-        let (host, port) = crate::pod_logs::agent_address(&node)?;
-        let token = self.auth.node_credential(&location.node).ok_or_else(|| {
-            ApiError::internal(format!(
-                "node {:?} joined without an agent credential: its agent serves no logs",
-                location.node
-            ))
-        })?;
         let path = crate::pod_logs::agent_path(ns, name, &location.container, scope.raw_query);
-        crate::pod_logs::fetch(&host, port, &path, &token).await
+        self.kubelet_get(&location.node, &path).await
     }
 }
 
