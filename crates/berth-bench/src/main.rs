@@ -18,6 +18,7 @@ mod scheduler_bench;
 mod sim_bench;
 mod store_bench;
 mod taint_write_bench;
+mod workloads_bench;
 
 use clap::{Parser, Subcommand};
 
@@ -86,6 +87,10 @@ enum Bench {
     /// The OpenAPI documents: the time to build all of them (done once, at
     /// the first /openapi request) and the size of each.
     Openapi(openapi_bench::OpenapiArgs),
+    /// The workload controllers through `berth server --sim-nodes`: a
+    /// Deployment scaled 0 to 10,000 on 1,000 nodes, a DaemonSet on 5,000
+    /// nodes; seconds until Running, and every pod created counted.
+    Workloads(workloads_bench::WorkloadsArgs),
 }
 
 fn main() -> anyhow::Result<()> {
@@ -105,6 +110,7 @@ fn main() -> anyhow::Result<()> {
         Bench::Proto(args) => serde_json::to_value(proto_bench::run(&args)?)?,
         Bench::HostileYaml(args) => serde_json::to_value(hostile_yaml_bench::run(&args)?)?,
         Bench::TaintWrite(args) => serde_json::to_value(taint_write_bench::run(&args)?)?,
+        Bench::Workloads(args) => serde_json::to_value(workloads_bench::run(&args)?)?,
     };
     println!("{}", serde_json::to_string_pretty(&report)?);
     Ok(())

@@ -59,6 +59,17 @@ pub struct ControllerFlags {
     /// oldest; 0 or less keeps them all.
     #[arg(long, default_value_t = 12500, allow_negative_numbers = true)]
     terminated_pod_gc_threshold: i64,
+    /// How often the pod garbage collector runs a pass. Not a
+    /// kube-controller-manager flag (upstream's constant `gcCheckPeriod`):
+    /// berth's, so that tests need not wait for it.
+    #[arg(long, default_value = "20s", value_name = "DURATION", value_parser = parse_period)]
+    pod_gc_check_period: Duration,
+    /// How long the pod garbage collector waits, after it first misses a
+    /// pod's node, before it asks the API whether the node is gone and
+    /// deletes the pod. Not a kube-controller-manager flag (upstream's
+    /// constant `quarantineTime`): berth's, so that tests need not wait for it.
+    #[arg(long, default_value = "40s", value_name = "DURATION", value_parser = parse_duration)]
+    pod_gc_quarantine_time: Duration,
     /// Garbage collector workers per queue.
     #[arg(long, default_value_t = 20, value_parser = clap::value_parser!(u32).range(1..))]
     concurrent_gc_syncs: u32,
@@ -74,6 +85,16 @@ pub struct ControllerFlags {
     /// StatefulSets synced at once.
     #[arg(long, default_value_t = 5, value_parser = clap::value_parser!(u32).range(1..))]
     concurrent_statefulset_syncs: u32,
+}
+
+/// A period between passes: a duration above zero (zero would run the
+/// passes back to back, a busy loop).
+fn parse_period(value: &str) -> Result<Duration, String> {
+    match parse_duration(value) {
+        Ok(period) if period.is_zero() => Err("must be more than 0s".to_string()),
+        Ok(period) => Ok(period),
+        Err(e) => Err(e.to_string()),
+    }
 }
 
 fn parse_controllers(value: &str) -> Result<EnabledControllers, String> {
@@ -117,7 +138,8 @@ pub fn start(
         },
         pod_gc: PodGcConfig {
             terminated_pod_threshold: flags.terminated_pod_gc_threshold,
-            ..PodGcConfig::default()
+            check_period: flags.pod_gc_check_period,
+            quarantine_time: flags.pod_gc_quarantine_time,
         },
         replicaset: ReplicaSetConfig {
             workers: flags.concurrent_replicaset_syncs as usize,
