@@ -20,13 +20,12 @@ const AGGREGATED_V2: &str = "application/json;g=apidiscovery.k8s.io;v=v2;as=APIG
 const AGGREGATED_V2BETA1: &str =
     "application/json;g=apidiscovery.k8s.io;v=v2beta1;as=APIGroupDiscoveryList";
 
-/// Groups advertised without resource types of their own: `policy`,
-/// and the resource metrics API (not stored, see
-/// [`crate::resource_metrics`]).
-const EXTRA_GROUPS: &[(&str, &str)] = &[
-    ("policy", "v1"),
-    (crate::resource_metrics::GROUP, crate::resource_metrics::VERSION),
-];
+/// Groups advertised without resource types of their own: the resource
+/// metrics API (not stored, see [`crate::resource_metrics`]).
+const EXTRA_GROUPS: &[(&str, &str)] = &[(
+    crate::resource_metrics::GROUP,
+    crate::resource_metrics::VERSION,
+)];
 
 fn respond(content_type: &'static str, body: &Value) -> Response {
     let mut response = Response::new(Body::from(body.to_string()));

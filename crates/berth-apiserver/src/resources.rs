@@ -12,7 +12,7 @@
 pub use crate::strategy::{ResourceType, Subresource};
 use crate::strategy::{
     config, controllerrevision, daemonset, deployment, event, lease, namespace, node, pod,
-    priorityclass, replicaset, review, service, statefulset, stored,
+    poddisruptionbudget, priorityclass, replicaset, review, service, statefulset, stored,
 };
 
 const ALL_VERBS: &[&str] = &[
@@ -420,6 +420,22 @@ pub static PRIORITY_CLASSES: ResourceType = ResourceType {
     strategy: &priorityclass::PriorityClasses,
 };
 
+pub static POD_DISRUPTION_BUDGETS: ResourceType = ResourceType {
+    group: "policy",
+    version: "v1",
+    kind: "PodDisruptionBudget",
+    plural: "poddisruptionbudgets",
+    singular: "poddisruptionbudget",
+    namespaced: true,
+    short_names: &["pdb"],
+    categories: &[],
+    subresources: &[STATUS],
+    storage: "poddisruptionbudgets",
+    verbs: ALL_VERBS,
+    stored_as: None,
+    strategy: &poddisruptionbudget::PodDisruptionBudgets,
+};
+
 /// Every served resource type, in discovery order (a group's types
 /// together: [`groups`] lists each group once).
 pub static RESOURCES: &[&ResourceType] = &[
@@ -446,6 +462,7 @@ pub static RESOURCES: &[&ResourceType] = &[
     &SELF_SUBJECT_RULES_REVIEWS,
     &SELF_SUBJECT_REVIEWS,
     &PRIORITY_CLASSES,
+    &POD_DISRUPTION_BUDGETS,
 ];
 
 /// [`RESOURCES`], for the rules review (which its declaration names).

@@ -31,6 +31,9 @@
 //!   and node-port ranges.
 //! - [`priority`]: the system PriorityClasses, the values user classes may
 //!   take, a pod's priority and whether it may preempt.
+//! - [`disruption`]: PodDisruptionBudgets: the disruption controller's
+//!   arithmetic, the Eviction API's decisions and preemption's count of
+//!   budget violations.
 //! - [`node_status`]: the kubelet's rules for the node conditions it
 //!   reports, decided against the Node on the server.
 //! - [`int_or_string`]: `maxSurge`/`maxUnavailable`-style integers or
@@ -49,6 +52,7 @@ pub use k8s_openapi as k8s;
 
 pub mod clock;
 pub mod deletion;
+pub mod disruption;
 pub mod duration;
 pub mod eviction;
 pub mod feature_gates;

@@ -25,6 +25,7 @@
 mod create;
 mod delete;
 mod dispatch;
+mod eviction;
 pub mod explainer;
 mod get;
 mod kubernetes_service;

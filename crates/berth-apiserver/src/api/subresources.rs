@@ -1,14 +1,11 @@
-//! The pod subresources: `binding` (the scheduler's), `eviction` (a
-//! delete, since no PodDisruptionBudgets are served) and `log` (proxied to
-//! the pod's node's agent).
+//! The pod subresources: `binding` (the scheduler's) and `log` (proxied
+//! to the pod's node's agent). `eviction` is in `eviction.rs`.
 
 use axum::body::Bytes;
-use axum::http::HeaderMap;
 use axum::response::Response;
 use berth_store::StoreError;
-use serde_json::{Value, json};
+use serde_json::Value;
 
-use super::query::Query;
 use super::request_body::parse_body;
 use super::response::{json_response, plain};
 use super::scope::Scope;
@@ -93,50 +90,6 @@ impl ApiServer {
             }
         }
         Err(ApiError::modified("", "pods", name))
-    }
-
-    /// An eviction: the pod's delete with the eviction's `deleteOptions`
-    /// (no PodDisruptionBudgets are served, so every eviction is allowed).
-    /// The request's `dryRun` goes into those options unless they name
-    /// their own, which must then be the same (upstream's
-    /// `propagateDryRun`).
-    pub(super) async fn evict(&self, scope: &Scope<'_>, body: &Bytes) -> ApiResult<Response> {
-        scope.query.dry_run("CreateOptions")?;
-        let eviction = parse_body(scope.headers, body, self.config.body)
-            .await?
-            .value;
-        let mut options = eviction
-            .get("deleteOptions")
-            .cloned()
-            .filter(|o| !o.is_null())
-            .unwrap_or_else(|| json!({}));
-        let asked = scope.query.dry_run_values();
-        let own = options.get("dryRun").filter(|v| !v.is_null());
-        match own {
-            _ if asked.is_empty() => {}
-            Some(own) if own.as_array().is_some_and(|a| !a.is_empty()) => {
-                if *own != json!(asked) {
-                    return Err(ApiError::bad_request(
-                        "dryRun in eviction and deleteOptions must match",
-                    ));
-                }
-            }
-            _ => options["dryRun"] = json!(asked),
-        }
-        let options = Bytes::from(serde_json::to_vec(&options).map_err(ApiError::internal)?);
-        let json_headers = HeaderMap::new();
-        let delete = Scope {
-            rt: &PODS,
-            subresource: "",
-            query: Query::default(),
-            headers: &json_headers,
-            ..scope.clone()
-        };
-        self.delete(&delete, &options).await?;
-        Ok(json_response(
-            201,
-            &json!({"kind": "Status", "apiVersion": "v1", "metadata": {}, "status": "Success", "code": 201}),
-        ))
     }
 
     /// `pods/{name}/log`: the pod's node's agent serves it (see

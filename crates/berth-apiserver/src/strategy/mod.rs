@@ -29,6 +29,7 @@ pub mod lease;
 pub mod namespace;
 pub mod node;
 pub mod pod;
+pub mod poddisruptionbudget;
 pub mod priorityclass;
 pub mod replicaset;
 pub mod review;

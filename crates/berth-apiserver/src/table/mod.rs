@@ -14,6 +14,7 @@
 
 pub mod core_printers;
 pub mod duration;
+pub mod policy_printers;
 pub mod printers;
 pub mod scheduling_printers;
 pub mod workload_printers;
@@ -434,6 +435,28 @@ pub const PRIORITY_CLASS_COLUMNS: &[Column] = &[
     ),
 ];
 
+/// `kubectl get poddisruptionbudgets`: NAME MIN AVAILABLE MAX UNAVAILABLE
+/// ALLOWED DISRUPTIONS AGE.
+pub const POD_DISRUPTION_BUDGET_COLUMNS: &[Column] = &[
+    name_col(DOC_NAME),
+    col(
+        "Min Available",
+        "string",
+        "The minimum number of pods that must be available.",
+    ),
+    col(
+        "Max Unavailable",
+        "string",
+        "The maximum number of pods that may be unavailable.",
+    ),
+    col(
+        "Allowed Disruptions",
+        "integer",
+        "Calculated number of pods that may be disrupted at this time.",
+    ),
+    col("Age", "string", DOC_CREATION_TIMESTAMP),
+];
+
 /// Upstream's default table convertor, for kinds without a printer.
 pub const DEFAULT_COLUMNS: &[Column] = &[
     name_col(DOC_NAME),
@@ -462,6 +485,7 @@ enum Printer {
     EndpointSlice,
     ResourceQuota,
     PriorityClass,
+    PodDisruptionBudget,
     Default,
 }
 
@@ -486,6 +510,7 @@ impl Printer {
             "EndpointSlice" | "endpointslices" => Printer::EndpointSlice,
             "ResourceQuota" | "resourcequotas" => Printer::ResourceQuota,
             "PriorityClass" | "priorityclasses" => Printer::PriorityClass,
+            "PodDisruptionBudget" | "poddisruptionbudgets" => Printer::PodDisruptionBudget,
             _ => Printer::Default,
         }
     }
@@ -510,6 +535,7 @@ impl Printer {
             Printer::EndpointSlice => ENDPOINT_SLICE_COLUMNS,
             Printer::ResourceQuota => RESOURCE_QUOTA_COLUMNS,
             Printer::PriorityClass => PRIORITY_CLASS_COLUMNS,
+            Printer::PodDisruptionBudget => POD_DISRUPTION_BUDGET_COLUMNS,
             Printer::Default => DEFAULT_COLUMNS,
         }
     }
@@ -535,6 +561,7 @@ impl Printer {
             Printer::EndpointSlice => core_printers::print_endpoint_slice(obj, now),
             Printer::ResourceQuota => core_printers::print_resource_quota(obj, now),
             Printer::PriorityClass => scheduling_printers::print_priority_class(obj, now),
+            Printer::PodDisruptionBudget => policy_printers::print_pod_disruption_budget(obj, now),
             Printer::Default => printers::print_default(obj),
         }
     }
@@ -882,6 +909,7 @@ mod tests {
             "StatefulSet",
             "ControllerRevision",
             "PriorityClass",
+            "PodDisruptionBudget",
             "ConfigMap",
             "Secret",
             "ServiceAccount",

@@ -208,3 +208,34 @@ pub fn priority_class(
         description: None,
     }
 }
+
+/// A PodDisruptionBudget `name` in `default` at generation 1 selecting
+/// `match_labels`, with `minAvailable` / `maxUnavailable` as given
+/// (upstream's `newMinAvailablePodDisruptionBudget` and kin).
+pub fn pdb(
+    name: &str,
+    match_labels: &[(&str, &str)],
+    min_available: Option<k8s_openapi::apimachinery::pkg::util::intstr::IntOrString>,
+    max_unavailable: Option<k8s_openapi::apimachinery::pkg::util::intstr::IntOrString>,
+) -> k8s_openapi::api::policy::v1::PodDisruptionBudget {
+    use k8s_openapi::api::policy::v1::{PodDisruptionBudget, PodDisruptionBudgetSpec};
+    use k8s_openapi::apimachinery::pkg::apis::meta::v1::LabelSelector;
+    PodDisruptionBudget {
+        metadata: ObjectMeta {
+            name: Some(name.into()),
+            namespace: Some("default".into()),
+            generation: Some(1),
+            ..ObjectMeta::default()
+        },
+        spec: Some(PodDisruptionBudgetSpec {
+            selector: Some(LabelSelector {
+                match_labels: Some(label_map(match_labels)),
+                match_expressions: None,
+            }),
+            min_available,
+            max_unavailable,
+            unhealthy_pod_eviction_policy: None,
+        }),
+        status: None,
+    }
+}

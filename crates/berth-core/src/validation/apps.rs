@@ -166,7 +166,7 @@ fn int_or_percent_value(value: &IntOrString) -> i64 {
 }
 
 /// `ValidatePositiveIntOrPercent`.
-fn validate_positive_int_or_percent(value: &IntOrString, path: &Path) -> ErrorList {
+pub(crate) fn validate_positive_int_or_percent(value: &IntOrString, path: &Path) -> ErrorList {
     match value {
         IntOrString::String(s) => is_valid_percent(s)
             .into_iter()
@@ -177,7 +177,7 @@ fn validate_positive_int_or_percent(value: &IntOrString, path: &Path) -> ErrorLi
 }
 
 /// `IsNotMoreThan100Percent`.
-fn not_more_than_100_percent(value: &IntOrString, path: &Path) -> ErrorList {
+pub(crate) fn not_more_than_100_percent(value: &IntOrString, path: &Path) -> ErrorList {
     match value {
         IntOrString::String(s)
             if is_valid_percent(s).is_empty() && int_or_percent_value(value) > 100 =>

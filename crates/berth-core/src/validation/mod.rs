@@ -39,6 +39,7 @@ mod meta;
 pub mod names;
 mod object_meta;
 mod objects;
+mod policy;
 mod ports;
 mod resources;
 mod scheduling;
@@ -59,6 +60,10 @@ pub use meta::{
 };
 pub use object_meta::{validate_finalizers, validate_no_new_finalizers, validate_owner_references};
 pub use objects::{validate_node, validate_pod, validate_pod_template};
+pub use policy::{
+    validate_pod_disruption_budget, validate_pod_disruption_budget_spec,
+    validate_pod_disruption_budget_status,
+};
 pub use resources::validate_resource_quantities;
 pub use scheduling::{
     validate_preemption_policy, validate_priority_class, validate_priority_class_update,

@@ -797,3 +797,41 @@ pub async fn priority_class_keys_are_cluster_scoped<S: Store + Clone>(s: &S) {
         (EventKind::Deleted, "/registry/priorityclasses/batch")
     );
 }
+
+/// PodDisruptionBudgets live per namespace, as upstream lays them out
+/// (`/registry/poddisruptionbudgets/<namespace>/<name>`), and the eviction
+/// handler's status write is a compare-and-swap: of concurrent writes at
+/// the revision they read, exactly one spends the budget.
+pub async fn pod_disruption_budget_keys_are_namespaced_and_cas<S: Store + Clone>(s: &S) {
+    const PREFIX: &str = "/registry/poddisruptionbudgets/";
+    let mut revisions = BTreeMap::new();
+    for key in ["default/web", "default/db", "kube-system/dns"] {
+        let revision = s
+            .create(&format!("{PREFIX}{key}"), key.as_bytes().to_vec())
+            .await
+            .unwrap();
+        revisions.insert(key, revision);
+    }
+    let page = s
+        .list(&format!("{PREFIX}default/"), ListOptions::default())
+        .await
+        .unwrap();
+    let names: Vec<&str> = page
+        .items
+        .iter()
+        .map(|kv| &kv.key[PREFIX.len()..])
+        .collect();
+    assert_eq!(names, ["default/db", "default/web"]);
+    let web = format!("{PREFIX}default/web");
+    let writes = futures::future::join_all(
+        (0..8u8).map(|i| s.update(&web, vec![i], revisions["default/web"])),
+    )
+    .await;
+    assert_eq!(writes.iter().filter(|w| w.is_ok()).count(), 1, "{writes:?}");
+    assert!(
+        writes
+            .iter()
+            .filter_map(|w| w.as_ref().err())
+            .all(|e| e.is_conflict())
+    );
+}

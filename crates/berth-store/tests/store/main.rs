@@ -77,6 +77,7 @@ conformance!(
     workload_keys_are_kept_per_resource_and_namespace,
     upstream_key_layout_keeps_each_type_apart,
     priority_class_keys_are_cluster_scoped,
+    pod_disruption_budget_keys_are_namespaced_and_cas,
 );
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
