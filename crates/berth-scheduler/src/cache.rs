@@ -19,6 +19,8 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use k8s_openapi::api::core::v1::{Node, Pod};
 
 use crate::framework::{NodeInfo, PodInfo};
+use crate::nominator::Nominator;
+use crate::preemption::{DisruptionBudgets, NoBudgets};
 use crate::snapshot::{
     NamespaceLabels, PodChange, PodLog, ServedWorkloads, Snapshot, Version, WorkloadSelectors,
 };
@@ -56,6 +58,11 @@ pub struct Cache {
     image_nodes: BTreeMap<String, usize>,
     pods_with_required_anti_affinity: usize,
     pods_affecting_scores: usize,
+    /// Pending pods nominated to nodes (preemptors waiting for their
+    /// victims to go): their requests count there in filtering.
+    nominator: Nominator,
+    /// The disruption budgets preemption weighs.
+    budgets: Arc<dyn DisruptionBudgets>,
 }
 
 impl Default for Cache {
@@ -73,6 +80,8 @@ impl Default for Cache {
             image_nodes: BTreeMap::new(),
             pods_with_required_anti_affinity: 0,
             pods_affecting_scores: 0,
+            nominator: Nominator::default(),
+            budgets: Arc::new(NoBudgets),
         }
     }
 }
@@ -143,6 +152,25 @@ impl Cache {
     /// The workloads' selectors.
     pub fn workloads(&self) -> &Arc<dyn WorkloadSelectors> {
         &self.workloads
+    }
+
+    /// The pods nominated to nodes.
+    pub fn nominator(&self) -> &Nominator {
+        &self.nominator
+    }
+
+    pub fn nominator_mut(&mut self) -> &mut Nominator {
+        &mut self.nominator
+    }
+
+    /// Where preemption reads the disruption budgets from ([`NoBudgets`]
+    /// until set).
+    pub fn set_budgets(&mut self, budgets: Arc<dyn DisruptionBudgets>) {
+        self.budgets = budgets;
+    }
+
+    pub fn budgets(&self) -> &dyn DisruptionBudgets {
+        &*self.budgets
     }
 
     /// A namespace was added or changed; returns its previous labels.
@@ -245,6 +273,7 @@ impl Cache {
     /// Counts a pod on `node` as soon as the scheduler picks it, with the
     /// usage its [`PodInfo`] computed when it was queued.
     pub fn assume(&mut self, key: &str, pod: &PodInfo, node: &str) {
+        self.nominator.delete(key);
         self.remove_pod(key);
         self.insert(key, pod.clone(), node, true);
     }

@@ -155,9 +155,10 @@ impl Cycle {
         }
     }
 
-    /// The nodes the last successful cycle's filters rejected (indexes
-    /// into the cache's nodes) with why: for tools and tests that compare
-    /// an explanation with the cycle.
+    /// The nodes the last cycle's filters rejected (indexes into the
+    /// cache's nodes) with why: for tools and tests that compare an
+    /// explanation with the cycle, and for the PostFilter after a cycle
+    /// that found no node (empty when a PreFilter rejected the pod).
     pub fn last_rejections(&self) -> &[(usize, Status)] {
         &self.rejected
     }
@@ -206,9 +207,12 @@ impl Cycle {
         })
     }
 
-    /// `findNodesThatFitPod`: PreFilter, then the filters over the
-    /// candidate nodes until `numFeasibleNodesToFind` of them fit. A pod
-    /// no node fits is a [`FitError`] with every rejection counted.
+    /// `findNodesThatFitPod`: PreFilter, then the node the pod was
+    /// nominated to by a preemption (`evaluateNominatedNode`: taken at
+    /// once if it fits), then the filters over the candidate nodes until
+    /// `numFeasibleNodesToFind` of them fit. A pod no node fits is a
+    /// [`FitError`] with every rejection counted; the rejections stay in
+    /// [`Cycle::last_rejections`] for the PostFilter ([`Cycle::preempt`]).
     fn find_nodes_that_fit_pod(
         &mut self,
         profile: &Profile,
@@ -218,7 +222,19 @@ impl Cycle {
         snapshot: &Snapshot<'_>,
     ) -> Result<FeasibleNodes, ScheduleError> {
         let all = snapshot.nodes;
+        self.rejected.clear();
         let filters = PodFilters::new(profile, state, pod, snapshot)?;
+        let nominated = NominatedPods::for_pod(cache, pod);
+        if let Some(index) = nominated.own_node.and_then(|n| cache.node_index(n))
+            && filters.is_candidate(all[index].name())
+            && filter_with_nominated(&filters, state, pod, &all[index], nominated.on(index))
+                .is_none()
+        {
+            return Ok(FeasibleNodes {
+                feasible: vec![index],
+                rejected: 0,
+            });
+        }
         // Names of nodes that do not exist are dropped; nodes not named
         // count as rejected by the plugins that narrowed the list.
         let candidates: Option<Vec<usize>> = filters
@@ -233,15 +249,16 @@ impl Cycle {
             pod,
             all,
             candidates.as_deref(),
+            &nominated,
         )?;
+        let num_rejected = rejected.len();
+        self.rejected = rejected;
         if feasible.is_empty() {
             return Err(fit_error(
                 all.len(),
-                diagnose_rejections(all, &filters.pre.narrowed_by, rejected),
+                diagnose_rejections(all, &filters.pre.narrowed_by, &self.rejected),
             ));
         }
-        let num_rejected = rejected.len();
-        self.rejected = rejected;
         Ok(FeasibleNodes {
             feasible,
             rejected: num_rejected,
@@ -259,6 +276,7 @@ impl Cycle {
         pod: &PodInfo,
         all: &[NodeInfo],
         candidates: Option<&[usize]>,
+        nominated: &NominatedPods<'_>,
     ) -> Result<(Vec<usize>, Rejected), ScheduleError> {
         let num_candidates = candidates.map_or(all.len(), <[usize]>::len);
         let node_at = |i: usize| -> usize { candidates.map_or(i, |c| c[i]) };
@@ -275,7 +293,12 @@ impl Cycle {
             }
             processed += 1;
             let index = node_at((start + step) % num_candidates);
-            match filters.run(state, pod, &all[index]) {
+            let status = if nominated.is_empty() {
+                filters.run(state, pod, &all[index])
+            } else {
+                filter_with_nominated(filters, state, pod, &all[index], nominated.on(index))
+            };
+            match status {
                 None => feasible.push(index),
                 Some(status) if status.code == Code::Error => {
                     return Err(ScheduleError::Error(status));
@@ -458,7 +481,7 @@ fn run_pre_filter_plugins(
 fn diagnose_rejections(
     all: &[NodeInfo],
     narrowed_by: &[&'static str],
-    rejected: Rejected,
+    rejected: &[(usize, Status)],
 ) -> Diagnosis {
     let mut diagnosis = Diagnosis::default();
     diagnosis
@@ -467,7 +490,7 @@ fn diagnose_rejections(
     let mut nodes = BTreeMap::new();
     for (index, status) in rejected {
         diagnosis.unschedulable_plugins.insert(status.plugin);
-        nodes.insert(all[index].name().to_string(), status);
+        nodes.insert(all[*index].name().to_string(), status.clone());
     }
     diagnosis.node_to_status = NodeToStatus::new(nodes, narrowed_away(narrowed_by));
     diagnosis
@@ -604,6 +627,76 @@ pub fn select_host(totals: &[i64], tie_breaker: &mut TieBreaker) -> usize {
     chosen
 }
 
+/// The pods nominated to nodes that count there for one pod
+/// (`addGetNominatedPods`): those of equal or higher priority, the pod
+/// itself aside, by node index; and the node the pod itself was
+/// nominated to.
+pub(crate) struct NominatedPods<'c> {
+    by_node: foldhash::HashMap<usize, SmallVec<[&'c PodInfo; 2]>>,
+    own_node: Option<&'c str>,
+}
+
+impl<'c> NominatedPods<'c> {
+    pub(crate) fn for_pod(cache: &'c Cache, pod: &PodInfo) -> Self {
+        let mut found = NominatedPods {
+            by_node: foldhash::HashMap::default(),
+            own_node: None,
+        };
+        let nominator = cache.nominator();
+        if nominator.is_empty() {
+            return found;
+        }
+        let key = crate::scheduler::pod_key(pod.pod());
+        let priority = berth_core::priority::pod_priority(pod.pod());
+        for (other, nominated) in nominator.iter() {
+            if other == key {
+                found.own_node = Some(nominated.node.as_str());
+                continue;
+            }
+            if nominated.priority < priority {
+                continue;
+            }
+            if let Some(index) = cache.node_index(&nominated.node) {
+                found.by_node.entry(index).or_default().push(&nominated.pod);
+            }
+        }
+        found
+    }
+
+    fn is_empty(&self) -> bool {
+        self.by_node.is_empty()
+    }
+
+    /// The pods nominated to the node at `index` that count for the pod.
+    pub(crate) fn on(&self, index: usize) -> &[&'c PodInfo] {
+        self.by_node.get(&index).map_or(&[], |pods| pods.as_slice())
+    }
+}
+
+/// `RunFilterPluginsWithNominatedPods`: with pods nominated to the node
+/// (of equal or higher priority), the filters run twice, once with those
+/// pods counted on it and once without, and the node must pass both (a
+/// nominated pod may yet land elsewhere, and an affinity to it must not
+/// be counted on). Without nominated pods, one run.
+pub(crate) fn filter_with_nominated(
+    filters: &PodFilters<'_>,
+    state: &CycleState,
+    pod: &PodInfo,
+    node: &NodeInfo,
+    nominated: &[&PodInfo],
+) -> Option<Status> {
+    if nominated.is_empty() {
+        return filters.run(state, pod, node);
+    }
+    let mut with = node.clone();
+    for other in nominated {
+        with.add_pod_info(other);
+    }
+    filters
+        .run(state, pod, &with)
+        .or_else(|| filters.run(state, pod, node))
+}
+
 /// `RunFilterPlugins`: `None` when every filter passes, else the first
 /// rejection (or error), marked with its plugin.
 #[inline]
@@ -655,6 +748,12 @@ pub const FILTER_ORDER: [&str; 8] = [
     crate::plugins::pod_topology_spread::NAME,
     crate::plugins::inter_pod_affinity::NAME,
 ];
+
+mod preempt;
+pub use preempt::{
+    MIN_CANDIDATE_NODES_ABSOLUTE, MIN_CANDIDATE_NODES_PERCENTAGE, NO_VICTIMS, NOT_HELPFUL,
+    Preemption, num_candidates,
+};
 
 #[cfg(test)]
 pub(crate) mod tests;

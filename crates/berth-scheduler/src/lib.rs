@@ -11,7 +11,9 @@
 //!   NodeAffinity and NodeResourcesFit, each a Filter (and, where upstream
 //!   has one, a Score), with upstream's unit-test tables.
 //! - [`preemption`]: DefaultPreemption's rules: which nodes preemption
-//!   might help, the victims on a node, the candidate upstream picks.
+//!   might help, the victims on a node, the candidate upstream picks;
+//!   the cycle's PostFilter runs them ([`cycle`]'s `preempt`) and
+//!   [`nominator`] keeps the preemptors' nominated nodes.
 //! - [`cycle`]: one scheduling cycle over the default profile (weights
 //!   TaintToleration 3, NodeAffinity 2, NodeResourcesFit 1), upstream's
 //!   percentage of nodes to score and random tie-break.
@@ -41,6 +43,7 @@ pub mod cycle;
 pub mod explain;
 pub mod framework;
 pub mod hints;
+pub mod nominator;
 pub mod plugins;
 pub mod preemption;
 pub mod profile;

@@ -15,8 +15,10 @@
 //! the pods still on the node, so the rules are tested without a cluster.
 
 use std::cmp::Ordering;
+use std::fmt;
 
 use jiff::Timestamp;
+use k8s_openapi::api::core::v1::Pod;
 
 use crate::framework::Code;
 
@@ -28,6 +30,27 @@ pub struct PreemptionPod {
     /// `status.startTime`, or the time of the decision when unset (as
     /// upstream's `GetPodStartTime` takes "now").
     pub start: Timestamp,
+}
+
+/// The PodDisruptionBudgets preemption weighs (upstream reads them from
+/// its PDB lister).
+pub trait DisruptionBudgets: Send + Sync + fmt::Debug {
+    /// `filterPodsWithPDBViolation`: for `pods` (a node's potential
+    /// victims, most important first), whether evicting each would
+    /// violate a budget, each budget's allowed disruptions used up in
+    /// that order.
+    fn violations(&self, pods: &[&Pod]) -> Vec<bool>;
+}
+
+/// No budgets: berth does not serve policy/v1 PodDisruptionBudgets yet
+/// (issue 21's other half), so no eviction violates one.
+#[derive(Debug, Default, Clone, Copy)]
+pub struct NoBudgets;
+
+impl DisruptionBudgets for NoBudgets {
+    fn violations(&self, pods: &[&Pod]) -> Vec<bool> {
+        vec![false; pods.len()]
+    }
 }
 
 /// `MoreImportantPod`: the higher priority first, then the one that

@@ -6,15 +6,20 @@
 //! virtual instants and the kube-rs glue ([`crate::client`]) only carries
 //! its decisions to the API server.
 
+use std::collections::HashSet;
 use std::sync::Arc;
 
+use berth_core::priority::{may_preempt, pod_priority};
 use k8s_openapi::api::core::v1::{Namespace, Node, Pod};
 use tokio::time::Instant;
 
 use crate::cache::Cache;
-use crate::cycle::{Cycle, DEFAULT_SCHEDULER_NAME, Profile, ScheduleError, ScheduleResult};
-use crate::framework::PodInfo;
+use crate::cycle::{
+    Cycle, DEFAULT_SCHEDULER_NAME, Preemption, Profile, ScheduleError, ScheduleResult,
+};
+use crate::framework::{Code, FitError, PodInfo};
 use crate::hints::{ActionType, ClusterEvent, may_help_in, node_update_actions};
+use crate::nominator::nominated_node_name;
 use crate::queue::{PendingCounts, QueueConfig, SchedulingQueue};
 use crate::snapshot::WorkloadSelectors;
 
@@ -62,6 +67,16 @@ pub struct Refusal {
     pub pod: Arc<Pod>,
     pub error: ScheduleError,
     pub attempts: u32,
+    /// The PostFilter preempted pods for it: the victims to delete.
+    pub preemption: Option<Preemption>,
+    /// The `status.nominatedNodeName` to write with the condition: a node
+    /// after a preemption, "" to clear an earlier nomination, `None` to
+    /// leave the field alone.
+    pub nominate: Option<String>,
+    /// Pods of lower priority nominated to the node the preemption chose:
+    /// their nomination ends (upstream clears their field, so that they
+    /// look for room elsewhere).
+    pub unnominated: Vec<Arc<Pod>>,
 }
 
 impl Refusal {
@@ -74,6 +89,14 @@ impl Refusal {
             "Unschedulable"
         }
     }
+}
+
+/// What the PostFilter decided for a pod.
+#[derive(Debug, Default)]
+struct PostFilter {
+    preemption: Option<Preemption>,
+    nominate: Option<String>,
+    unnominated: Vec<Arc<Pod>>,
 }
 
 /// What a scheduling attempt decided.
@@ -89,7 +112,36 @@ pub struct Scheduler {
     queue: SchedulingQueue,
     cache: Cache,
     cycle: Cycle,
+    /// Victims of this scheduler's preemptions not yet seen gone: counted
+    /// as terminating by preemption before the watch shows them so.
+    preempting: HashSet<String>,
 }
+
+/// Upstream's `PodEligibleToPreemptOthers` messages.
+pub const NOT_ELIGIBLE_NEVER: &str = "not eligible due to preemptionPolicy=Never.";
+pub const NOT_ELIGIBLE_TERMINATING: &str =
+    "not eligible due to a terminating pod on the nominated node.";
+
+/// `podTerminatingByPreemption`: deleted, with the `DisruptionTarget`
+/// condition a preemption sets.
+pub fn terminating_by_preemption(pod: &Pod) -> bool {
+    pod.metadata.deletion_timestamp.is_some()
+        && pod
+            .status
+            .as_ref()
+            .and_then(|s| s.conditions.as_ref())
+            .is_some_and(|cs| {
+                cs.iter().any(|c| {
+                    c.type_ == DISRUPTION_TARGET
+                        && c.status == "True"
+                        && c.reason.as_deref() == Some(PREEMPTION_BY_SCHEDULER)
+                })
+            })
+}
+
+/// `v1.DisruptionTarget` and `v1.PodReasonPreemptionByScheduler`.
+pub const DISRUPTION_TARGET: &str = "DisruptionTarget";
+pub const PREEMPTION_BY_SCHEDULER: &str = "PreemptionByScheduler";
 
 impl Scheduler {
     /// A scheduler for `profile`; `seed` seeds the tie-breaker.
@@ -99,6 +151,7 @@ impl Scheduler {
             queue: SchedulingQueue::new(queue),
             cache: Cache::new(),
             cycle: Cycle::new(seed),
+            preempting: HashSet::new(),
         }
     }
 
@@ -108,6 +161,11 @@ impl Scheduler {
 
     pub fn cache(&self) -> &Cache {
         &self.cache
+    }
+
+    /// Where preemption reads the disruption budgets from.
+    pub fn set_budgets(&mut self, budgets: Arc<dyn crate::preemption::DisruptionBudgets>) {
+        self.cache.set_budgets(budgets);
     }
 
     /// The cache alone, the scheduler done with (an explanation's).
@@ -231,6 +289,7 @@ impl Scheduler {
         }
         if let Some(node) = assigned_node(&pod).map(str::to_string) {
             self.queue.delete(&key);
+            self.cache.nominator_mut().delete(&key);
             let was_assumed = self.cache.pod(&key).is_some_and(|p| p.assumed);
             let new = Arc::new(pod);
             match self.cache.add_pod(&key, new.clone(), &node) {
@@ -251,8 +310,11 @@ impl Scheduler {
             return;
         }
         if self.responsible_for(&pod) && pod.metadata.deletion_timestamp.is_none() {
-            self.queue.add(key, PodInfo::from(pod), now);
+            let info = PodInfo::from(pod);
+            self.cache.nominator_mut().pod_updated(&key, &info);
+            self.queue.add(key, info, now);
         } else {
+            self.cache.nominator_mut().delete(&key);
             self.queue.delete(&key);
         }
     }
@@ -261,6 +323,8 @@ impl Scheduler {
     /// pod frees its node, which may help pods waiting for room.
     pub fn delete_pod(&mut self, key: &str, now: Instant) {
         self.queue.delete(key);
+        self.cache.nominator_mut().delete(key);
+        self.preempting.remove(key);
         if let Some(gone) = self.cache.remove_pod(key) {
             // An assumed pod's object has no nodeName yet; plugins' hints
             // look at where the pod was.
@@ -317,7 +381,11 @@ impl Scheduler {
                     initial_attempt: queued.initial_attempt.unwrap_or(now),
                 }))
             }
-            Err(error) => {
+            Err(mut error) => {
+                let mut post = PostFilter::default();
+                if let ScheduleError::Fit(fit) = &mut error {
+                    post = self.post_filter(&queued.key, &queued.pod, fit);
+                }
                 self.queue.requeue(
                     &queued.key,
                     error.unschedulable_plugins(),
@@ -329,9 +397,102 @@ impl Scheduler {
                     pod,
                     error,
                     attempts: queued.attempts,
+                    preemption: post.preemption,
+                    nominate: post.nominate,
+                    unnominated: post.unnominated,
                 }))
             }
         }
+    }
+
+    /// DefaultPreemption's PostFilter for a pod no node fits: whether it
+    /// may preempt (`PodEligibleToPreemptOthers`), then the cycle's
+    /// preemption; the message goes after the filters' in `fit`.
+    fn post_filter(&mut self, key: &str, pod: &PodInfo, fit: &mut FitError) -> PostFilter {
+        if let Err(reason) = self.eligible_to_preempt(key, pod.pod()) {
+            fit.diagnosis.post_filter_msg = format!("preemption: {reason}");
+            return PostFilter::default();
+        }
+        match self.cycle.preempt(&self.profile, pod, &self.cache) {
+            Ok(preemption) => {
+                let priority = pod_priority(pod.pod());
+                let nominator = self.cache.nominator_mut();
+                nominator.nominate(key, pod.clone(), &preemption.node);
+                let lower = nominator.lower_priority_on(&preemption.node, priority);
+                for (other, _) in &lower {
+                    nominator.delete(other);
+                }
+                for victim in &preemption.victims {
+                    self.preempting.insert(pod_key(victim));
+                }
+                tracing::debug!(
+                    pod = %key,
+                    node = %preemption.node,
+                    victims = preemption.victims.len(),
+                    "preempting"
+                );
+                PostFilter {
+                    nominate: Some(preemption.node.clone()),
+                    preemption: Some(preemption),
+                    unnominated: lower
+                        .into_iter()
+                        .map(|(_, n)| n.pod.pod_arc().clone())
+                        .collect(),
+                }
+            }
+            Err(message) => {
+                fit.diagnosis.post_filter_msg = format!("preemption: {message}");
+                // Upstream clears an earlier nomination: it no longer holds.
+                let had = self.cache.nominator_mut().delete(key).is_some()
+                    || !nominated_node_name(pod.pod()).is_empty();
+                PostFilter {
+                    nominate: had.then(String::new),
+                    ..PostFilter::default()
+                }
+            }
+        }
+    }
+
+    /// `PodEligibleToPreemptOthers`: not with `preemptionPolicy: Never`;
+    /// not while a lower-priority pod on the node it was nominated to is
+    /// still terminating by preemption (its victims are on their way out),
+    /// unless that node can no longer take it at all.
+    fn eligible_to_preempt(&self, key: &str, pod: &Pod) -> Result<(), &'static str> {
+        if !may_preempt(pod) {
+            return Err(NOT_ELIGIBLE_NEVER);
+        }
+        let nominated = self
+            .cache
+            .nominator()
+            .node_of(key)
+            .unwrap_or(nominated_node_name(pod));
+        let Some(index) = self.cache.node_index(nominated) else {
+            return Ok(());
+        };
+        let unresolvable = self
+            .cycle
+            .last_rejections()
+            .iter()
+            .any(|(i, s)| *i == index && s.code == Code::UnschedulableAndUnresolvable);
+        if unresolvable {
+            return Ok(());
+        }
+        let priority = pod_priority(pod);
+        let terminating = self.cache.nodes()[index].pods.iter().any(|p| {
+            pod_priority(&p.pod) < priority
+                && (terminating_by_preemption(&p.pod) || self.preempting.contains(&pod_key(&p.pod)))
+        });
+        if terminating {
+            Err(NOT_ELIGIBLE_TERMINATING)
+        } else {
+            Ok(())
+        }
+    }
+
+    /// A victim's deletion failed (not because it was gone): it no longer
+    /// counts as on its way out.
+    pub fn preemption_failed(&mut self, victim: &str) {
+        self.preempting.remove(victim);
     }
 
     /// The binding was written: the pod leaves the queue (the watch will
@@ -348,5 +509,7 @@ impl Scheduler {
     }
 }
 
+#[cfg(test)]
+mod preemption_tests;
 #[cfg(test)]
 mod tests;

@@ -83,6 +83,10 @@ pub struct NodePod {
     /// not parse: the API server validates them, so such a pod is ignored
     /// rather than failing every other pod's cycle).
     pub terms: Option<Arc<PodAffinityTerms>>,
+    /// What it adds to the node, kept so that preemption's dry run can
+    /// take it off a copy of the node and put it back without parsing its
+    /// requests again.
+    pub usage: PodUsage,
 }
 
 impl NodePod {
@@ -288,10 +292,19 @@ impl NodeInfo {
     /// to `requested.pods`), its non-zero requests, its host ports and its
     /// affinity terms; the pod joins `pods`.
     pub fn add_pod_info(&mut self, pod: &PodInfo) {
-        self.add_usage(pod.usage());
-        self.used_ports.extend(pod_host_ports(pod.pod()));
-        let terms = pod.affinity_terms().cloned();
-        if let Some(t) = &terms {
+        self.add_node_pod(NodePod {
+            pod: pod.pod_arc().clone(),
+            terms: pod.affinity_terms().cloned(),
+            usage: pod.usage().clone(),
+        });
+    }
+
+    /// Counts a pod as [`NodeInfo::add_pod_info`] does, from what a node
+    /// kept of it (preemption's dry run puts a victim back with this).
+    pub fn add_node_pod(&mut self, pod: NodePod) {
+        self.add_usage(&pod.usage);
+        self.used_ports.extend(pod_host_ports(&pod.pod));
+        if let Some(t) = &pod.terms {
             self.pods_with_affinity += 1;
             if !t.required_anti_affinity.is_empty() {
                 self.pods_with_required_anti_affinity += 1;
@@ -300,18 +313,21 @@ impl NodeInfo {
                 self.pods_affecting_scores += 1;
             }
         }
-        self.pods.push(NodePod {
-            pod: pod.pod_arc().clone(),
-            terms,
-        });
+        self.pods.push(pod);
     }
 
     /// Stops counting a pod counted with [`NodeInfo::add_pod_info`]; the
     /// node pod it was, if it was there.
     pub fn remove_pod_info(&mut self, pod: &PodInfo) -> Option<NodePod> {
         let i = self.pods.iter().position(|p| p.same_pod(pod.pod()))?;
+        Some(self.remove_pod_at(i))
+    }
+
+    /// Stops counting the pod at `i` of `pods` (the last pod takes its
+    /// place); the node pod it was.
+    pub fn remove_pod_at(&mut self, i: usize) -> NodePod {
         let gone = self.pods.swap_remove(i);
-        self.remove_usage(pod.usage());
+        self.remove_usage(&gone.usage);
         for port in pod_host_ports(&gone.pod) {
             if let Some(j) = self.used_ports.iter().position(|p| *p == port) {
                 self.used_ports.swap_remove(j);
@@ -326,7 +342,7 @@ impl NodeInfo {
                 self.pods_affecting_scores -= 1;
             }
         }
-        Some(gone)
+        gone
     }
 
     /// Counts a pod whose usage is already computed (requests only).

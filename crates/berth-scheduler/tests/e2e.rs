@@ -271,7 +271,7 @@ async fn extended_resource_pods_land_on_the_tainted_gpu_node_and_others_never() 
         (
             "False".into(),
             "Unschedulable".into(),
-            "0/3 nodes are available: 3 Insufficient example.com/gpu.".into()
+            "0/3 nodes are available: 3 Insufficient example.com/gpu. preemption: 0/3 nodes are available: 1 No preemption victims found for incoming pod, 2 Preemption is not helpful for scheduling.".into()
         )
     );
 }
@@ -330,7 +330,7 @@ async fn a_pending_pod_is_scheduled_right_after_its_blocking_taint_is_removed() 
         .expect("cordon");
     c.pod(make_pod().name("waiting")).await;
 
-    let want = "0/2 nodes are available: 1 node(s) had untolerated taint(s), 1 node(s) were unschedulable.";
+    let want = "0/2 nodes are available: 1 node(s) had untolerated taint(s), 1 node(s) were unschedulable. preemption: 0/2 nodes are available: 2 Preemption is not helpful for scheduling.";
     let condition = c
         .eventually("PodScheduled=False", || c.scheduled_condition("waiting"))
         .await;
@@ -390,7 +390,7 @@ async fn tolerating_the_unschedulable_taint_lets_a_pod_onto_a_cordoned_node() {
         .await;
     assert_eq!(
         condition.2,
-        "0/1 nodes are available: 1 node(s) were unschedulable."
+        "0/1 nodes are available: 1 node(s) were unschedulable. preemption: 0/1 nodes are available: 1 Preemption is not helpful for scheduling."
     );
 }
 

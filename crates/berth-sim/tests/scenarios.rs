@@ -121,7 +121,7 @@ fn dedicated_nodes_keep_the_group_in_and_everyone_else_out() {
         .unwrap_or_default();
     assert_eq!(
         message,
-        "0/3 nodes are available: 1 node(s) didn't match Pod's node affinity/selector, 2 node(s) had untolerated taint(s)."
+        "0/3 nodes are available: 1 node(s) didn't match Pod's node affinity/selector, 2 node(s) had untolerated taint(s). preemption: 0/3 nodes are available: 3 Preemption is not helpful for scheduling."
     );
 }
 
@@ -140,11 +140,11 @@ fn special_hardware_is_kept_for_pods_that_request_it() {
     };
     assert_eq!(
         last_message("default/web-2"),
-        "0/2 nodes are available: 1 Insufficient cpu, 1 node(s) had untolerated taint(s)."
+        "0/2 nodes are available: 1 Insufficient cpu, 1 node(s) had untolerated taint(s). preemption: 0/2 nodes are available: 1 No preemption victims found for incoming pod, 1 Preemption is not helpful for scheduling."
     );
     assert_eq!(
         last_message("default/big-trainer"),
-        "0/2 nodes are available: 2 Insufficient example.com/gpu."
+        "0/2 nodes are available: 2 Insufficient example.com/gpu. preemption: 0/2 nodes are available: 2 Preemption is not helpful for scheduling."
     );
 }
 

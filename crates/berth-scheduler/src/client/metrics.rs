@@ -1,7 +1,8 @@
 //! The scheduler's Prometheus metrics, with upstream's names:
 //! `scheduler_schedule_attempts_total{result,profile}`,
-//! `scheduler_scheduling_attempt_duration_seconds{result,profile}` and
-//! `scheduler_pending_pods{queue}`. One set per process, like upstream's
+//! `scheduler_scheduling_attempt_duration_seconds{result,profile}`,
+//! `scheduler_pending_pods{queue}`, `scheduler_preemption_attempts_total`
+//! and `scheduler_preemption_victims`. One set per process, like upstream's
 //! legacy registry; [`registry`] hands it to whoever serves `/metrics`.
 
 use std::sync::OnceLock;
@@ -49,6 +50,8 @@ struct Metrics {
     attempts: Family<AttemptLabels, Counter>,
     durations: Family<AttemptLabels, Histogram, fn() -> Histogram>,
     pending: Family<QueueLabels, Gauge>,
+    preemption_attempts: Counter,
+    preemption_victims: Histogram,
 }
 
 /// Upstream's buckets: `ExponentialBuckets(0.001, 2, 15)`.
@@ -62,6 +65,9 @@ fn metrics() -> &'static Metrics {
         attempts: Family::default(),
         durations: Family::new_with_constructor(new_histogram),
         pending: Family::default(),
+        preemption_attempts: Counter::default(),
+        // Upstream's: `ExponentialBuckets(1, 2, 7)`.
+        preemption_victims: Histogram::new(exponential_buckets(1.0, 2.0, 7)),
     })
 }
 
@@ -85,7 +91,27 @@ pub fn registry() -> Registry {
         "Number of pending pods, by the queue type. 'active' means number of pods in activeQ; 'backoff' means number of pods in backoffQ; 'unschedulable' means number of pods in unschedulablePods that the scheduler attempted to schedule and failed; 'gated' is the number of unschedulable pods that the scheduler never attempted to schedule because they are gated.",
         m.pending.clone(),
     );
+    registry.register(
+        "scheduler_preemption_attempts",
+        "Total preemption attempts in the cluster till now",
+        m.preemption_attempts.clone(),
+    );
+    registry.register(
+        "scheduler_preemption_victims",
+        "Number of selected preemption victims",
+        m.preemption_victims.clone(),
+    );
     registry
+}
+
+/// One run of the PostFilter (upstream counts every one, eligible or not).
+pub fn observe_preemption_attempt() {
+    metrics().preemption_attempts.inc();
+}
+
+/// The victims of one preemption.
+pub fn observe_preemption_victims(victims: usize) {
+    metrics().preemption_victims.observe(victims as f64);
 }
 
 /// Counts one attempt and its duration.
@@ -143,12 +169,16 @@ mod tests {
             unschedulable: 3,
             gated: 0,
         });
+        observe_preemption_attempt();
+        observe_preemption_victims(3);
         let mut text = String::new();
         let _ = prometheus_client::encoding::text::encode(&mut text, &registry());
         for want in [
             "scheduler_schedule_attempts_total{result=\"scheduled\",profile=\"metrics-test\"} 1",
             "scheduler_scheduling_attempt_duration_seconds_bucket{le=\"0.004\",result=\"scheduled\",profile=\"metrics-test\"} 1",
             "scheduler_pending_pods{queue=\"unschedulable\"} 3",
+            "scheduler_preemption_attempts_total ",
+            "scheduler_preemption_victims_bucket{le=\"4.0\"} ",
         ] {
             assert!(text.contains(want), "{want} not in {text}");
         }

@@ -33,9 +33,9 @@ use tokio::sync::Semaphore;
 use tokio::task::JoinSet;
 use tokio::time::Instant;
 
-use crate::cycle::Profile;
+use crate::cycle::{Profile, ScheduleError};
 use crate::queue::QueueConfig;
-use crate::scheduler::{Decision, Scheduler};
+use crate::scheduler::{Decision, Refusal, Scheduler, pod_key};
 
 use metrics::AttemptResult;
 use report::{PodEvent, Recorder};
@@ -121,6 +121,7 @@ pub async fn run(client: kube::Client, clock: Clock, config: SchedulerConfig) {
             config.instance.clone(),
         ),
         status_writes: JoinSet::new(),
+        preemptions: JoinSet::new(),
         client: client.clone(),
         clock: clock.clone(),
         profile: profile_name.clone(),
@@ -155,7 +156,7 @@ pub async fn run(client: kube::Client, clock: Clock, config: SchedulerConfig) {
                 }
                 progressed = true;
             }
-            reports.reap();
+            reports.reap(&mut core);
             if !progressed {
                 break;
             }
@@ -195,10 +196,19 @@ pub async fn run(client: kube::Client, clock: Clock, config: SchedulerConfig) {
                             AttemptResult::Unschedulable
                         };
                         metrics::observe_attempt(&profile_name, result, started.elapsed());
+                        if matches!(refusal.error, ScheduleError::Fit(_)) {
+                            metrics::observe_preemption_attempt();
+                        }
                         let message = refusal.error.to_string();
                         let reason = refusal.reason();
                         tracing::debug!(pod = %refusal.key, %message, "pod not scheduled");
-                        reports.failure(refusal.pod, reason, message);
+                        reports.failure(
+                            refusal.pod.clone(),
+                            reason,
+                            message,
+                            refusal.nominate.clone(),
+                        );
+                        reports.preempt(&refusal);
                     }
                 }
             }
@@ -278,15 +288,70 @@ fn on_namespace_change(core: &mut Scheduler, change: Change<Namespace>, now: Ins
 struct Reports {
     recorder: Recorder,
     status_writes: JoinSet<()>,
+    /// Victims being preempted: the key of one whose deletion failed.
+    preemptions: JoinSet<Option<String>>,
     client: kube::Client,
     clock: Clock,
     profile: String,
 }
 
 impl Reports {
-    /// Forgets the status patches that have finished.
-    fn reap(&mut self) {
+    /// Forgets the status patches that have finished; tells the state
+    /// machine of victims whose deletion failed.
+    fn reap(&mut self, core: &mut Scheduler) {
         while self.status_writes.try_join_next().is_some() {}
+        while let Some(done) = self.preemptions.try_join_next() {
+            if let Ok(Some(victim)) = done {
+                core.preemption_failed(&victim);
+            }
+        }
+    }
+
+    /// Carries out a preemption (upstream's `prepareCandidate`): each
+    /// victim gets the `DisruptionTarget` condition and is deleted
+    /// gracefully, with a `Preempted` event; lower-priority pods nominated
+    /// to the node lose their nomination.
+    fn preempt(&mut self, refusal: &Refusal) {
+        let Some(preemption) = &refusal.preemption else {
+            return;
+        };
+        metrics::observe_preemption_victims(preemption.victims.len());
+        let preemptor_uid = refusal.pod.metadata.uid.clone().unwrap_or_default();
+        for victim in &preemption.victims {
+            self.recorder.record(PodEvent {
+                pod: victim.clone(),
+                type_: "Normal",
+                reason: "Preempted",
+                action: "Preempting",
+                note: format!(
+                    "Preempted by pod {preemptor_uid} on node {}",
+                    preemption.node
+                ),
+            });
+            let client = self.client.clone();
+            let victim = victim.clone();
+            let scheduler = self.profile.clone();
+            let now = self.clock.now();
+            self.preemptions.spawn(async move {
+                match report::preempt_pod(client, &victim, &scheduler, now).await {
+                    Ok(()) => None,
+                    Err(kube::Error::Api(s)) if s.code == 404 => None,
+                    Err(e) => {
+                        tracing::warn!(victim = %pod_key(&victim), error = %e, "preempting a pod failed");
+                        Some(pod_key(&victim))
+                    }
+                }
+            });
+        }
+        for pod in &refusal.unnominated {
+            let client = self.client.clone();
+            let pod = pod.clone();
+            self.status_writes.spawn(async move {
+                if let Err(e) = report::clear_nominated_node_name(client, &pod).await {
+                    tracing::debug!(error = %e, "clearing nominatedNodeName failed");
+                }
+            });
+        }
     }
 
     /// Applies a binding's result to the state machine and reports it.
@@ -322,7 +387,7 @@ impl Reports {
                 tracing::debug!(pod = %outcome.key, error = %e, "binding failed");
                 if !gone {
                     let message = format!("running Bind plugin \"DefaultBinder\": {e}");
-                    self.failure(outcome.pod, "SchedulerError", message);
+                    self.failure(outcome.pod, "SchedulerError", message, None);
                 }
             }
         }
@@ -330,7 +395,13 @@ impl Reports {
 
     /// Sets the pod's `PodScheduled=False` condition (when it changed) and
     /// records a `FailedScheduling` event.
-    fn failure(&mut self, pod: Arc<Pod>, reason: &'static str, message: String) {
+    fn failure(
+        &mut self,
+        pod: Arc<Pod>,
+        reason: &'static str,
+        message: String,
+        nominate: Option<String>,
+    ) {
         self.recorder.record(PodEvent {
             pod: pod.clone(),
             type_: "Warning",
@@ -341,7 +412,10 @@ impl Reports {
         let client = self.client.clone();
         let now = self.clock.now();
         self.status_writes.spawn(async move {
-            if let Err(e) = report::set_unschedulable(client, &pod, reason, &message, now).await {
+            let nominate = nominate.as_deref();
+            if let Err(e) =
+                report::set_unschedulable(client, &pod, reason, &message, nominate, now).await
+            {
                 tracing::debug!(error = %e, "updating PodScheduled failed");
             }
         });

@@ -15,9 +15,11 @@ use k8s_openapi::api::core::v1::{ObjectReference, Pod};
 use k8s_openapi::api::events::v1::Event;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::{MicroTime, ObjectMeta, Time};
 use kube::Api;
-use kube::api::{Patch, PatchParams, PostParams};
+use kube::api::{DeleteParams, Patch, PatchParams, PostParams, Preconditions};
 use serde_json::json;
 use tokio::sync::mpsc;
+
+use crate::scheduler::{DISRUPTION_TARGET, PREEMPTION_BY_SCHEDULER};
 
 /// Events waiting to be written, at most (client-go's queue length).
 pub const EVENT_QUEUE_LENGTH: usize = 1000;
@@ -106,14 +108,16 @@ pub fn event_object(event: &PodEvent, clock: &Clock, controller: &str, instance:
     }
 }
 
-/// The patch that sets `PodScheduled=False` with `reason` and `message`,
-/// or `None` when the pod already says exactly that (upstream's
-/// `UpdatePodCondition` writes only on change). The transition time moves
-/// only when the status does.
+/// The patch that sets `PodScheduled=False` with `reason` and `message`
+/// (and `status.nominatedNodeName` when `nominate` says: a node, or ""
+/// to clear it), or `None` when the pod already says exactly that
+/// (upstream's `updatePod` writes only on change). The transition time
+/// moves only when the status does.
 pub fn unschedulable_condition_patch(
     pod: &Pod,
     reason: &str,
     message: &str,
+    nominate: Option<&str>,
     now: jiff::Timestamp,
 ) -> Option<serde_json::Value> {
     let current = pod
@@ -121,10 +125,13 @@ pub fn unschedulable_condition_patch(
         .as_ref()
         .and_then(|s| s.conditions.as_ref())
         .and_then(|cs| cs.iter().find(|c| c.type_ == "PodScheduled"));
+    let nominated_now = crate::nominator::nominated_node_name(pod);
+    let nomination_changes = nominate.is_some_and(|n| n != nominated_now);
     if let Some(c) = current
         && c.status == "False"
         && c.reason.as_deref() == Some(reason)
         && c.message.as_deref() == Some(message)
+        && !nomination_changes
     {
         return None;
     }
@@ -133,33 +140,117 @@ pub fn unschedulable_condition_patch(
         _ => None,
     }
     .unwrap_or(Time(now));
-    Some(json!({"status": {"conditions": [{
+    let mut patch = json!({"status": {"conditions": [{
         "type": "PodScheduled",
         "status": "False",
         "reason": reason,
         "message": message,
         "lastProbeTime": null,
         "lastTransitionTime": transition,
-    }]}}))
+    }]}});
+    if nomination_changes {
+        let value = match nominate {
+            Some("") | None => serde_json::Value::Null,
+            Some(node) => json!(node),
+        };
+        patch["status"]["nominatedNodeName"] = value;
+    }
+    Some(patch)
 }
 
-/// Writes the `PodScheduled=False` condition if it changed.
+/// Writes the `PodScheduled=False` condition (and the nomination) if it
+/// changed.
 pub async fn set_unschedulable(
     client: kube::Client,
     pod: &Pod,
     reason: &str,
     message: &str,
+    nominate: Option<&str>,
     now: jiff::Timestamp,
 ) -> Result<(), kube::Error> {
-    let Some(patch) = unschedulable_condition_patch(pod, reason, message, now) else {
+    let Some(patch) = unschedulable_condition_patch(pod, reason, message, nominate, now) else {
         return Ok(());
     };
+    patch_status(client, pod, patch).await
+}
+
+async fn patch_status(
+    client: kube::Client,
+    pod: &Pod,
+    patch: serde_json::Value,
+) -> Result<(), kube::Error> {
     let ns = pod.metadata.namespace.as_deref().unwrap_or("default");
     let name = pod.metadata.name.as_deref().unwrap_or("");
     let api: Api<Pod> = Api::namespaced(client, ns);
     api.patch_status(name, &PatchParams::default(), &Patch::Strategic(patch))
         .await
         .map(|_| ())
+}
+
+/// The `DisruptionTarget` condition a preemption adds to a victim
+/// (`PreemptPod`), or `None` when the victim has it already
+/// (`UpdatePodCondition` writes only on change).
+pub fn disruption_target_patch(
+    victim: &Pod,
+    scheduler_name: &str,
+    now: jiff::Timestamp,
+) -> Option<serde_json::Value> {
+    let message = format!("{scheduler_name}: preempting to accommodate a higher priority pod");
+    let has = victim
+        .status
+        .as_ref()
+        .and_then(|s| s.conditions.as_ref())
+        .is_some_and(|cs| {
+            cs.iter().any(|c| {
+                c.type_ == DISRUPTION_TARGET
+                    && c.status == "True"
+                    && c.reason.as_deref() == Some(PREEMPTION_BY_SCHEDULER)
+                    && c.message.as_deref() == Some(message.as_str())
+            })
+        });
+    if has {
+        return None;
+    }
+    Some(json!({"status": {"conditions": [{
+        "type": DISRUPTION_TARGET,
+        "status": "True",
+        "reason": PREEMPTION_BY_SCHEDULER,
+        "message": message,
+        "lastTransitionTime": Time(now),
+    }]}}))
+}
+
+/// Upstream's `PreemptPod`: the victim gets the `DisruptionTarget`
+/// condition, then is deleted gracefully (its own grace period; the UID
+/// as a precondition, so a pod recreated under the name is left alone).
+pub async fn preempt_pod(
+    client: kube::Client,
+    victim: &Pod,
+    scheduler_name: &str,
+    now: jiff::Timestamp,
+) -> Result<(), kube::Error> {
+    if let Some(patch) = disruption_target_patch(victim, scheduler_name, now) {
+        patch_status(client.clone(), victim, patch).await?;
+    }
+    let ns = victim.metadata.namespace.as_deref().unwrap_or("default");
+    let name = victim.metadata.name.as_deref().unwrap_or("");
+    let api: Api<Pod> = Api::namespaced(client, ns);
+    let params = DeleteParams {
+        preconditions: victim.metadata.uid.clone().map(|uid| Preconditions {
+            uid: Some(uid),
+            resource_version: None,
+        }),
+        ..DeleteParams::default()
+    };
+    api.delete(name, &params).await.map(|_| ())
+}
+
+/// `ClearNominatedNodeName`: a pod whose nomination ended.
+pub async fn clear_nominated_node_name(client: kube::Client, pod: &Pod) -> Result<(), kube::Error> {
+    if crate::nominator::nominated_node_name(pod).is_empty() {
+        return Ok(());
+    }
+    patch_status(client, pod, json!({"status": {"nominatedNodeName": null}})).await
 }
 
 #[cfg(test)]
@@ -184,6 +275,7 @@ mod tests {
                 &same,
                 "Unschedulable",
                 "0/1 nodes are available: x.",
+                None,
                 now
             ),
             None
@@ -192,6 +284,7 @@ mod tests {
             &same,
             "Unschedulable",
             "0/2 nodes are available: y.",
+            None,
             now,
         );
         assert_eq!(
@@ -201,13 +294,52 @@ mod tests {
             Some(json!("2026-01-01T00:00:00Z")),
             "still False: the transition time stays"
         );
-        let fresh = unschedulable_condition_patch(&Pod::default(), "Unschedulable", "m", now);
+        let fresh = unschedulable_condition_patch(&Pod::default(), "Unschedulable", "m", None, now);
         assert_eq!(
             fresh.map(|p| p["status"]["conditions"][0].clone()),
             Some(
                 json!({"type": "PodScheduled", "status": "False", "reason": "Unschedulable",
                 "message": "m", "lastProbeTime": null, "lastTransitionTime": "2026-01-01T00:10:00Z"})
             )
+        );
+    }
+
+    /// The nomination rides on the condition's patch: written when it
+    /// changes even if the condition does not, cleared with null.
+    #[test]
+    fn the_nomination_is_written_with_the_condition_when_it_changes() {
+        let now: jiff::Timestamp = "2026-01-01T00:10:00Z".parse().unwrap_or_default();
+        let mut pod = pod_with_condition("False", "Unschedulable", "m");
+        let nominate = |pod: &Pod, to: Option<&str>| {
+            unschedulable_condition_patch(pod, "Unschedulable", "m", to, now)
+                .map(|p| p["status"].get("nominatedNodeName").cloned())
+        };
+        assert_eq!(nominate(&pod, None), None, "nothing changes");
+        assert_eq!(nominate(&pod, Some("")), None, "nothing to clear");
+        assert_eq!(nominate(&pod, Some("n1")), Some(Some(json!("n1"))));
+        pod.status.get_or_insert_default().nominated_node_name = Some("n1".into());
+        assert_eq!(nominate(&pod, Some("n1")), None, "already nominated there");
+        assert_eq!(nominate(&pod, Some("")), Some(Some(json!(null))));
+    }
+
+    /// Upstream's `PreemptPod` condition, written once.
+    #[test]
+    fn a_victim_gets_upstreams_disruption_target_condition_once() {
+        let now: jiff::Timestamp = "2026-01-01T00:10:00Z".parse().unwrap_or_default();
+        let patch = disruption_target_patch(&Pod::default(), "default-scheduler", now);
+        let want = json!({"type": "DisruptionTarget", "status": "True",
+            "reason": "PreemptionByScheduler",
+            "message": "default-scheduler: preempting to accommodate a higher priority pod",
+            "lastTransitionTime": "2026-01-01T00:10:00Z"});
+        assert_eq!(
+            patch.as_ref().map(|p| p["status"]["conditions"][0].clone()),
+            Some(want.clone())
+        );
+        let marked: Pod =
+            serde_json::from_value(json!({"status": {"conditions": [want]}})).unwrap_or_default();
+        assert_eq!(
+            disruption_target_patch(&marked, "default-scheduler", now),
+            None
         );
     }
 }

@@ -72,7 +72,13 @@ async fn assumed_pods_keep_concurrent_decisions_within_allocatable() {
             refused.push(r.error.to_string());
         }
     }
-    assert_eq!(refused, ["0/3 nodes are available: 3 Insufficient cpu."]);
+    // Upstream's PostFilter suffix: every pod there is of equal priority.
+    assert_eq!(
+        refused,
+        [
+            "0/3 nodes are available: 3 Insufficient cpu. preemption: 0/3 nodes are available: 3 No preemption victims found for incoming pod."
+        ]
+    );
 }
 
 #[tokio::test(start_paused = true)]
@@ -133,7 +139,7 @@ async fn removing_the_blocking_taint_requeues_the_pod() {
     };
     assert_eq!(
         r.error.to_string(),
-        "0/1 nodes are available: 1 node(s) had untolerated taint(s)."
+        "0/1 nodes are available: 1 node(s) had untolerated taint(s). preemption: 0/1 nodes are available: 1 Preemption is not helpful for scheduling."
     );
     assert_eq!(r.reason(), "Unschedulable");
     assert_eq!(s.queue().place("default/p"), Some(Place::Unschedulable));
@@ -494,7 +500,9 @@ mod default_profile {
             .collect();
         assert_eq!(
             refused,
-            ["0/3 nodes are available: 3 node(s) didn't match pod anti-affinity rules."]
+            [
+                "0/3 nodes are available: 3 node(s) didn't match pod anti-affinity rules. preemption: 0/3 nodes are available: 3 No preemption victims found for incoming pod."
+            ]
         );
         assert_eq!(s.queue().place("default/r3"), Some(Place::Unschedulable));
         // ... until one is deleted: InterPodAffinity's hint moves it back.

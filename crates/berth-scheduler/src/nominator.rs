@@ -1,0 +1,206 @@
+//! Pods nominated to nodes (upstream's `nominator` in the scheduling
+//! queue): a pod that preempted others waits for its victims to go, and
+//! until it is bound its requests count on the node it was nominated to
+//! when pods of equal or lower priority are filtered there
+//! (`addGetNominatedPods`), so that they do not take the room its victims
+//! freed. Nominations come from this scheduler's preemptions and from the
+//! pods' `status.nominatedNodeName` as the watch reports it.
+
+use std::collections::HashMap;
+
+use berth_core::priority::pod_priority;
+use k8s_openapi::api::core::v1::Pod;
+
+use crate::framework::PodInfo;
+
+/// One nominated pod.
+#[derive(Debug, Clone)]
+pub struct Nominated {
+    pub node: String,
+    pub pod: PodInfo,
+    pub priority: i32,
+}
+
+/// The nominations, by pod key.
+#[derive(Debug, Default)]
+pub struct Nominator {
+    pods: HashMap<String, Nominated>,
+}
+
+/// `status.nominatedNodeName`, "" when unset.
+pub fn nominated_node_name(pod: &Pod) -> &str {
+    pod.status
+        .as_ref()
+        .and_then(|s| s.nominated_node_name.as_deref())
+        .unwrap_or("")
+}
+
+impl Nominator {
+    pub fn is_empty(&self) -> bool {
+        self.pods.is_empty()
+    }
+
+    pub fn len(&self) -> usize {
+        self.pods.len()
+    }
+
+    /// Where `key` is nominated, if anywhere.
+    pub fn node_of(&self, key: &str) -> Option<&str> {
+        self.pods.get(key).map(|n| n.node.as_str())
+    }
+
+    /// Nominates `pod` to `node` (replacing an earlier nomination).
+    pub fn nominate(&mut self, key: &str, pod: PodInfo, node: &str) {
+        let priority = pod_priority(pod.pod());
+        self.pods.insert(
+            key.to_string(),
+            Nominated {
+                node: node.to_string(),
+                pod,
+                priority,
+            },
+        );
+    }
+
+    /// A pending pod's new version from the watch (`updateNominatedPod`):
+    /// its `status.nominatedNodeName` when set; when neither the version
+    /// kept here nor the new one has one, a nomination made here is kept
+    /// (the watch may report the pod before the status patch that
+    /// nominates it); when the field was cleared, the nomination goes.
+    pub fn pod_updated(&mut self, key: &str, new: &PodInfo) {
+        let now = nominated_node_name(new.pod());
+        if !now.is_empty() {
+            self.nominate(key, new.clone(), now);
+            return;
+        }
+        match self.pods.get_mut(key) {
+            Some(kept) if nominated_node_name(kept.pod.pod()).is_empty() => kept.pod = new.clone(),
+            Some(_) => {
+                self.pods.remove(key);
+            }
+            None => {}
+        }
+    }
+
+    /// The pod was bound, deleted or is no longer pending.
+    pub fn delete(&mut self, key: &str) -> Option<Nominated> {
+        self.pods.remove(key)
+    }
+
+    /// Every nomination.
+    pub fn iter(&self) -> impl Iterator<Item = (&str, &Nominated)> {
+        self.pods.iter().map(|(k, n)| (k.as_str(), n))
+    }
+
+    /// The pods nominated to `node` whose priority is below `priority`
+    /// (`getLowerPriorityNominatedPods`): a preemption for a pod of
+    /// `priority` there takes their nomination away.
+    pub fn lower_priority_on(&self, node: &str, priority: i32) -> Vec<(String, Nominated)> {
+        self.pods
+            .iter()
+            .filter(|(_, n)| n.node == node && n.priority < priority)
+            .map(|(k, n)| (k.clone(), n.clone()))
+            .collect()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use berth_core::test_util::make_pod;
+    use std::sync::Arc;
+
+    fn pending(name: &str, nominated: Option<&str>) -> PodInfo {
+        let mut pod = make_pod().name(name).namespace("default").obj();
+        if let Some(node) = nominated {
+            pod.status.get_or_insert_default().nominated_node_name = Some(node.into());
+        }
+        PodInfo::new(Arc::new(pod))
+    }
+
+    /// Upstream's `updateNominatedPod` cases: the field wins when set; a
+    /// nomination made in memory survives an update that never had the
+    /// field; clearing the field ends it.
+    #[test]
+    fn a_watch_update_keeps_or_ends_a_nomination_as_upstream() {
+        struct Case {
+            name: &'static str,
+            in_memory: Option<&'static str>,
+            old: Option<&'static str>,
+            new: Option<&'static str>,
+            want: Option<&'static str>,
+        }
+        let cases = [
+            Case {
+                name: "the field names a node",
+                in_memory: None,
+                old: None,
+                new: Some("n2"),
+                want: Some("n2"),
+            },
+            Case {
+                name: "the field moves the nomination",
+                in_memory: Some("n1"),
+                old: Some("n1"),
+                new: Some("n2"),
+                want: Some("n2"),
+            },
+            Case {
+                name: "an update before the status patch keeps the nomination",
+                in_memory: Some("n1"),
+                old: None,
+                new: None,
+                want: Some("n1"),
+            },
+            Case {
+                name: "the field cleared ends the nomination",
+                in_memory: Some("n1"),
+                old: Some("n1"),
+                new: None,
+                want: None,
+            },
+            Case {
+                name: "no nomination anywhere",
+                in_memory: None,
+                old: None,
+                new: None,
+                want: None,
+            },
+        ];
+        for Case {
+            name,
+            in_memory,
+            old,
+            new,
+            want,
+        } in cases
+        {
+            let mut nominator = Nominator::default();
+            if let Some(node) = in_memory {
+                // Made here (the pod as queued), or seen on the watch.
+                nominator.nominate("default/p", pending("p", old), node);
+            }
+            nominator.pod_updated("default/p", &pending("p", new));
+            assert_eq!(nominator.node_of("default/p"), want, "{name}");
+        }
+    }
+
+    #[test]
+    fn only_lower_priority_pods_on_the_node_lose_their_nomination() {
+        let mut nominator = Nominator::default();
+        let with_priority = |name: &str, priority: i32| {
+            let mut pod = make_pod().name(name).namespace("default").obj();
+            pod.spec.get_or_insert_default().priority = Some(priority);
+            PodInfo::new(Arc::new(pod))
+        };
+        nominator.nominate("default/low", with_priority("low", 1), "n1");
+        nominator.nominate("default/same", with_priority("same", 5), "n1");
+        nominator.nominate("default/elsewhere", with_priority("elsewhere", 1), "n2");
+        let lower: Vec<String> = nominator
+            .lower_priority_on("n1", 5)
+            .into_iter()
+            .map(|(k, _)| k)
+            .collect();
+        assert_eq!(lower, vec!["default/low".to_string()]);
+    }
+}
