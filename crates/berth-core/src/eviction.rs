@@ -110,11 +110,11 @@ pub fn is_eviction_taint(taint: &Taint) -> bool {
 /// `None` for a taint that evicts nobody (see [`is_eviction_taint`]) or an
 /// out-of-service NoSchedule taint the pod tolerates. The bool is
 /// [`Due::force`].
-fn taint_delay(
+fn taint_delay<'a>(
     taint: &Taint,
-    tolerations: &[Toleration],
+    tolerations: &'a [Toleration],
     gates: FeatureGates,
-) -> Option<(EvictionDelay, bool)> {
+) -> Option<(EvictionDelay, bool, Option<&'a Toleration>)> {
     if !is_eviction_taint(taint) {
         return None;
     }
@@ -123,7 +123,7 @@ fn taint_delay(
     if taint.effect != EFFECT_NO_EXECUTE && !force {
         return None;
     }
-    Some((min_toleration_time(first.as_slice()), force))
+    Some((min_toleration_time(first.as_slice()), force, first))
 }
 
 /// The pod's due time on a node with `node_taints` (any taints: the rule
@@ -149,19 +149,23 @@ pub struct DueCause<'a> {
     pub due: Due,
     pub taint: &'a Taint,
     pub delay: EvictionDelay,
+    /// The pod's first toleration of `taint` (upstream's
+    /// `getMatchingTolerations`), whose seconds gave `delay`; `None` when
+    /// nothing tolerates it.
+    pub toleration: Option<&'a Toleration>,
 }
 
 /// [`due`], with the taint that decided it (the first of the earliest).
 pub fn due_with_cause<'a>(
     node_taints: &'a [Taint],
-    tolerations: &[Toleration],
+    tolerations: &'a [Toleration],
     bound: Timestamp,
     time_added: impl Fn(&Taint) -> Timestamp,
     gates: FeatureGates,
 ) -> Option<DueCause<'a>> {
     let mut earliest: Option<DueCause<'a>> = None;
     for taint in node_taints {
-        let Some((delay, force)) = taint_delay(taint, tolerations, gates) else {
+        let Some((delay, force, toleration)) = taint_delay(taint, tolerations, gates) else {
             continue;
         };
         let Some(at) = delay.after(time_added(taint).max(bound)) else {
@@ -182,11 +186,13 @@ pub fn due_with_cause<'a>(
                 },
                 taint,
                 delay,
+                toleration,
             },
             None => DueCause {
                 due: Due { at, force },
                 taint,
                 delay,
+                toleration,
             },
         });
     }
@@ -255,7 +261,7 @@ pub fn pod_due(pod: &Pod, node: &Node, starts: &TaintStarts, gates: FeatureGates
 
 /// [`pod_due`], with the taint that decided it ([`due_with_cause`]).
 pub fn pod_due_with_cause<'a>(
-    pod: &Pod,
+    pod: &'a Pod,
     node: &'a Node,
     starts: &TaintStarts,
     gates: FeatureGates,
@@ -293,7 +299,7 @@ pub fn eviction_delay(
     node_taints
         .iter()
         .filter_map(|taint| taint_delay(taint, tolerations, gates))
-        .map(|(delay, _)| delay)
+        .map(|(delay, _, _)| delay)
         .min()
         .unwrap_or(EvictionDelay::Never)
 }
@@ -890,6 +896,64 @@ mod tests {
                 want,
                 "{name}"
             );
+        }
+    }
+
+    /// The cause names the taint whose eviction comes first and the pod's
+    /// first toleration of it (what the report's eviction rows show), or
+    /// none when nothing tolerates it.
+    #[test]
+    fn the_cause_names_the_deciding_taint_and_toleration() {
+        let unreachable = taint("node.kubernetes.io/unreachable", "", NE);
+        let key1 = taint("key1", "value1", NE);
+        let for_300 = tol_secs("node.kubernetes.io/unreachable", OP_EXISTS, "", NE, 300);
+        let for_60 = tol_secs("key1", OP_EQUAL, "value1", NE, 60);
+        struct Case<'a> {
+            name: &'a str,
+            taints: Vec<Taint>,
+            tolerations: Vec<Toleration>,
+            want_taint: &'a str,
+            want_toleration: Option<&'a Toleration>,
+            want_at: i64,
+        }
+        let cases = [
+            Case {
+                name: "the sooner of two tolerated taints decides",
+                taints: vec![unreachable.clone(), key1.clone()],
+                tolerations: vec![for_300.clone(), for_60.clone()],
+                want_taint: "key1",
+                want_toleration: Some(&for_60),
+                want_at: 60,
+            },
+            Case {
+                name: "an untolerated taint decides with no toleration",
+                taints: vec![unreachable.clone(), key1.clone()],
+                tolerations: vec![for_300.clone()],
+                want_taint: "key1",
+                want_toleration: None,
+                want_at: 0,
+            },
+            Case {
+                name: "the default toleration of unreachable decides alone",
+                taints: vec![unreachable.clone()],
+                tolerations: vec![for_300.clone()],
+                want_taint: "node.kubernetes.io/unreachable",
+                want_toleration: Some(&for_300),
+                want_at: 300,
+            },
+        ];
+        for case in &cases {
+            let cause = due_with_cause(
+                &case.taints,
+                &case.tolerations,
+                t(0),
+                |taint: &Taint| time_added(taint).unwrap_or(t(0)),
+                GATES,
+            )
+            .unwrap_or_else(|| panic!("{}: no due time", case.name));
+            assert_eq!(cause.taint.key, case.want_taint, "{}", case.name);
+            assert_eq!(cause.toleration, case.want_toleration, "{}", case.name);
+            assert_eq!(cause.due.at, t(case.want_at), "{}", case.name);
         }
     }
 }

@@ -17,7 +17,7 @@
 //! (apimachinery's `IsQualifiedName` / `IsValidLabelValue`) and Go's `%q`
 //! quoting are the shared ones from [`crate::validation`].
 
-use k8s_openapi::api::core::v1::Taint;
+use k8s_openapi::api::core::v1::{Taint, Toleration};
 
 use crate::validation::field::go_quote;
 use crate::validation::names::{is_qualified_name, is_valid_label_value};
@@ -162,6 +162,32 @@ pub fn format_taint(t: &Taint) -> String {
         (false, true) => format!("{}:{}", t.key, t.effect),
         (false, false) => format!("{}={}:{}", t.key, value, t.effect),
     }
+}
+
+/// A toleration as `key op value:effect for Ns` (`Exists` with no key:
+/// every taint), as the scheduler's explanations and the simulator's
+/// report show it.
+pub fn format_toleration(toleration: &Toleration) -> String {
+    let key = toleration.key.as_deref().unwrap_or("");
+    let op = toleration.operator.as_deref().unwrap_or("Equal");
+    let mut text = if key.is_empty() && op == "Exists" {
+        "*".to_string()
+    } else if op == "Exists" {
+        format!("{key} Exists")
+    } else {
+        format!(
+            "{key} {op} {}",
+            toleration.value.as_deref().unwrap_or_default()
+        )
+    };
+    if let Some(effect) = toleration.effect.as_deref().filter(|e| !e.is_empty()) {
+        text.push(':');
+        text.push_str(effect);
+    }
+    if let Some(seconds) = toleration.toleration_seconds {
+        text.push_str(&format!(" for {seconds}s"));
+    }
+    text
 }
 
 /// Upstream `Taint.MatchTaint`: taints are unique by key and effect, so two

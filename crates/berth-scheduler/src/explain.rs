@@ -20,11 +20,11 @@
 use std::sync::Arc;
 
 use berth_core::node::taints as node_taints;
-use berth_core::taint_spec::format_taint;
+use berth_core::taint_spec::{format_taint, format_toleration};
 use berth_core::toleration::{find_matching_untolerated_taint, is_do_not_schedule, tolerates};
 use std::collections::BTreeMap;
 
-use k8s_openapi::api::core::v1::{Namespace, Node, Pod, Toleration};
+use k8s_openapi::api::core::v1::{Namespace, Node, Pod};
 use serde::Serialize;
 use tokio::time::Instant;
 
@@ -369,31 +369,6 @@ fn taint_verdicts(
             decided: decided.is_some_and(|d| std::ptr::eq(d, taint)),
         })
         .collect()
-}
-
-/// A toleration as `key op value:effect` (`Exists` with no key: every
-/// taint).
-fn format_toleration(toleration: &Toleration) -> String {
-    let key = toleration.key.as_deref().unwrap_or("");
-    let op = toleration.operator.as_deref().unwrap_or("Equal");
-    let mut text = if key.is_empty() && op == "Exists" {
-        "*".to_string()
-    } else if op == "Exists" {
-        format!("{key} Exists")
-    } else {
-        format!(
-            "{key} {op} {}",
-            toleration.value.as_deref().unwrap_or_default()
-        )
-    };
-    if let Some(effect) = toleration.effect.as_deref().filter(|e| !e.is_empty()) {
-        text.push(':');
-        text.push_str(effect);
-    }
-    if let Some(seconds) = toleration.toleration_seconds {
-        text.push_str(&format!(" for {seconds}s"));
-    }
-    text
 }
 
 /// Pending pods a what-if looks at, at most.

@@ -57,6 +57,95 @@ impl Default for SimConfig {
     }
 }
 
+/// One flag's effective value, as the report lists it.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Setting {
+    pub flag: &'static str,
+    pub value: String,
+    /// Whether the scenario changed it from upstream's default.
+    pub changed: bool,
+    /// What it decides, in the report's words.
+    pub meaning: &'static str,
+}
+
+impl SimConfig {
+    /// Every flag's value in [`FLAGS`] order, with whether the scenario
+    /// changed it: what decided a run's outcome, for the report's header.
+    pub fn effective(&self) -> Vec<Setting> {
+        let default = SimConfig::default();
+        let secs = |d: std::time::Duration| crate::report::format_t(d.as_millis() as u64);
+        let row = |flag, value: String, default: String, meaning| Setting {
+            flag,
+            changed: value != default,
+            value,
+            meaning,
+        };
+        vec![
+            row(
+                "feature-gates",
+                // Spaced, so the value wraps on a narrow window.
+                self.feature_gates.to_string().replace(',', ", "),
+                default.feature_gates.to_string().replace(',', ", "),
+                "features on or off",
+            ),
+            row(
+                "default-not-ready-toleration-seconds",
+                format!("{}s", self.default_not_ready_toleration_seconds),
+                format!("{}s", default.default_not_ready_toleration_seconds),
+                "added to every pod that does not tolerate node.kubernetes.io/not-ready:NoExecute",
+            ),
+            row(
+                "default-unreachable-toleration-seconds",
+                format!("{}s", self.default_unreachable_toleration_seconds),
+                format!("{}s", default.default_unreachable_toleration_seconds),
+                "added to every pod that does not tolerate node.kubernetes.io/unreachable:NoExecute",
+            ),
+            row(
+                "node-monitor-period",
+                secs(self.node_monitor_period),
+                secs(default.node_monitor_period),
+                "how often node health is checked",
+            ),
+            row(
+                "node-monitor-grace-period",
+                secs(self.node_monitor_grace_period),
+                secs(default.node_monitor_grace_period),
+                "silence before a node is marked Unknown and tainted unreachable",
+            ),
+            row(
+                "node-startup-grace-period",
+                secs(self.node_startup_grace_period),
+                secs(default.node_startup_grace_period),
+                "silence allowed to a node that has never reported",
+            ),
+            row(
+                "node-eviction-rate",
+                format!("{} nodes/s", self.node_eviction_rate),
+                format!("{} nodes/s", default.node_eviction_rate),
+                "how fast nodes are tainted in a healthy zone",
+            ),
+            row(
+                "secondary-node-eviction-rate",
+                format!("{} nodes/s", self.secondary_node_eviction_rate),
+                format!("{} nodes/s", default.secondary_node_eviction_rate),
+                "the rate in a partially disrupted zone of a large cluster",
+            ),
+            row(
+                "unhealthy-zone-threshold",
+                format!("{}", self.unhealthy_zone_threshold),
+                format!("{}", default.unhealthy_zone_threshold),
+                "share of NotReady nodes that makes a zone PartialDisruption",
+            ),
+            row(
+                "large-cluster-size-threshold",
+                format!("{} nodes", self.large_cluster_size_threshold),
+                format!("{} nodes", default.large_cluster_size_threshold),
+                "zones up to this size stop evicting when partially disrupted",
+            ),
+        ]
+    }
+}
+
 impl SimConfig {
     /// Sets flag `name` from its textual `value`; the error says what is
     /// wrong in words a user of the flag knows.
@@ -110,6 +199,28 @@ impl SimConfig {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// One row per flag, in the same order, and only what the scenario
+    /// set reads as changed.
+    #[test]
+    fn effective_settings_list_every_flag_and_mark_the_changed_ones() {
+        let mut config = SimConfig::default();
+        config
+            .set("node-monitor-grace-period", "20s")
+            .expect("valid");
+        let got = config.effective();
+        let flags: Vec<&str> = got.iter().map(|s| s.flag).collect();
+        let want: Vec<&str> = FLAGS.iter().map(|(n, _)| *n).collect();
+        assert_eq!(flags, want);
+        let changed: Vec<(&str, &str)> = got
+            .iter()
+            .filter(|s| s.changed)
+            .map(|s| (s.flag, s.value.as_str()))
+            .collect();
+        assert_eq!(changed, vec![("node-monitor-grace-period", "20s")]);
+        let rate = got.iter().find(|s| s.flag == "node-eviction-rate");
+        assert_eq!(rate.map(|s| s.value.as_str()), Some("0.1 nodes/s"));
+    }
 
     #[test]
     fn every_listed_flag_is_settable() {

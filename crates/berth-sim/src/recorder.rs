@@ -28,7 +28,8 @@ use berth_controllers::node_lifecycle::zone::{
 };
 use berth_core::FeatureGates;
 use berth_core::clock::Clock;
-use berth_core::eviction::{TaintStarts, pod_due};
+use berth_core::eviction::{TaintStarts, pod_due_with_cause};
+use berth_core::taint_spec::{format_taint, format_toleration};
 use futures::{Stream, StreamExt};
 use jiff::Timestamp;
 use k8s_openapi::api::apps::v1::ReplicaSet;
@@ -197,8 +198,16 @@ impl Recorder {
             && let Some(name) = node_name.as_deref()
             && let (Some(node), Some(starts)) = (self.nodes.get(name), self.taint_starts.get(name))
         {
-            entry.due = pod_due(pod, node, starts, self.gates)
-                .map(|due| millis_between(self.start, due.at));
+            // What decided the due time, so the report can say why.
+            if let Some(cause) = pod_due_with_cause(pod, node, starts, self.gates) {
+                entry.due = Some(millis_between(self.start, cause.due.at));
+                entry.taint = Some(format_taint(cause.taint));
+                entry.toleration = Some(
+                    cause
+                        .toleration
+                        .map_or_else(|| "none".to_owned(), format_toleration),
+                );
+            }
         }
         entry.node = node_name;
     }

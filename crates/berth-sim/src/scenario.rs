@@ -70,6 +70,9 @@ pub struct Scenario {
     pub steps: Vec<Step>,
     /// Total virtual time.
     pub run: Duration,
+    /// The file's leading comment ([`leading_comment`]): what the
+    /// scenario shows and why, for the report's header.
+    pub description: String,
 }
 
 /// A simulated node registered at t=0.
@@ -509,7 +512,23 @@ pub fn parse(file: &str, text: &str) -> Result<Scenario, ScenarioError> {
         objects,
         steps,
         run,
+        description: leading_comment(text),
     })
+}
+
+/// The comment lines before the first other line, without their `#`;
+/// an empty comment line separates paragraphs (kept as a blank line).
+pub fn leading_comment(text: &str) -> String {
+    let lines: Vec<&str> = text
+        .lines()
+        .map(str::trim_end)
+        .take_while(|l| l.starts_with('#') || l.is_empty())
+        .map(|l| {
+            let body = l.strip_prefix('#').unwrap_or(l);
+            body.strip_prefix(' ').unwrap_or(body)
+        })
+        .collect();
+    lines.join("\n").trim().to_owned()
 }
 
 /// The parser's message without the location it also reports (the caller
@@ -806,6 +825,38 @@ steps:
   - {at: 90s, scale: statefulsets/team/db, replicas: 0}
 run: 2h
 "#;
+
+    /// The leading comment is the description: its `#` and one space go,
+    /// blank comment lines stay as paragraph breaks, and comments after
+    /// the first key are not part of it.
+    #[test]
+    fn the_leading_comment_is_the_description() {
+        struct Case {
+            name: &'static str,
+            text: &'static str,
+            want: &'static str,
+        }
+        let cases = [
+            Case {
+                name: "two paragraphs",
+                text: "# One.\n# Two lines.\n#\n# Next.\nrun: 1m\n# not this\n",
+                want: "One.\nTwo lines.\n\nNext.",
+            },
+            Case {
+                name: "no comment",
+                text: "run: 1m\n",
+                want: "",
+            },
+            Case {
+                name: "blank lines before the comment",
+                text: "\n#A\nrun: 1m\n",
+                want: "A",
+            },
+        ];
+        for case in &cases {
+            assert_eq!(leading_comment(case.text), case.want, "{}", case.name);
+        }
+    }
 
     #[test]
     fn the_issue_example_parses() {

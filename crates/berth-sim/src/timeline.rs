@@ -112,6 +112,11 @@ pub struct Entry {
     /// NoExecute taints' `timeAdded` and the tolerations' seconds).
     #[serde(default, skip_serializing_if = "Option::is_none", with = "opt_seconds")]
     pub due: Option<Millis>,
+    /// For `PodEvicted`: the pod's toleration of `taint` (the taint whose
+    /// eviction came first) that set `due`; `"none"` when nothing
+    /// tolerated it (berth-core's `due_with_cause`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub toleration: Option<String>,
     /// The order the recorder saw this entry's change in, among the
     /// entries of its instant about the same subject. Not written: the
     /// JSON lines are in this order.
@@ -137,6 +142,7 @@ impl Entry {
             owner: None,
             replicas: None,
             due: None,
+            toleration: None,
             seq: 0,
         }
     }
@@ -181,6 +187,7 @@ impl Entry {
                 &self.message,
                 self.replicas,
                 self.due,
+                &self.toleration,
             ),
         )
     }

@@ -58,6 +58,8 @@ pub fn run(args: &ScenarioArgs) -> anyhow::Result<()> {
             &ReportMeta {
                 title: name.clone(),
                 seed: args.seed,
+                description: scenario.description.clone(),
+                settings: scenario.config.effective(),
             },
         );
         std::fs::write(path, html)

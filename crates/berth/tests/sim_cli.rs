@@ -228,3 +228,75 @@ fn the_report_shows_a_workloads_replicas_per_zone_in_headless_chromium() {
         );
     }
 }
+
+#[path = "browser/driver.rs"]
+mod driver;
+
+/// Issue 25's report acceptance: every example's report, opened in
+/// headless Chromium at 1,400 and 800 px, has no label cut, its
+/// scenario's description and the settings at the top, every eviction
+/// row names its taint and toleration, the legend lists exactly what is
+/// drawn, and nothing scrolls sideways. Screenshots are kept under
+/// target/browser-artefacts/report/.
+#[test]
+fn every_example_report_tells_its_story_with_whole_labels_in_headless_chromium() {
+    let dir = tempfile::tempdir().expect("temp dir");
+    let mut reports = Vec::new();
+    let mut examples: Vec<PathBuf> = std::fs::read_dir(scenarios())
+        .expect("examples")
+        .map(|e| e.expect("entry").path())
+        .filter(|p| p.extension().is_some_and(|x| x == "yaml"))
+        .collect();
+    examples.sort();
+    assert!(examples.len() >= 10, "{examples:?}");
+    for example in &examples {
+        let stem = example.file_stem().expect("a name").to_string_lossy();
+        let sub = dir.path().join(stem.as_ref());
+        std::fs::create_dir_all(&sub).expect("dir");
+        let (_, report) = run_to_files(&example.to_string_lossy(), &sub, Spelling::Subcommand);
+        reports.push(report);
+    }
+    let out = driver::artefacts("report");
+    let mut args: Vec<&Path> = vec![&out];
+    args.extend(reports.iter().map(PathBuf::as_path));
+    let results = driver::run("report-check.js", &args);
+    let results = results.as_object().expect("an object");
+    assert_eq!(results.len(), examples.len() * 2);
+    let mut evictions = 0;
+    for (name, r) in results {
+        assert!(
+            r["rendered"]
+                .as_str()
+                .is_some_and(|s| s.starts_with("lanes:")),
+            "{name}: {r}"
+        );
+        assert_eq!(r["cut"], serde_json::json!([]), "{name}: labels cut");
+        assert!(
+            r["description"].as_array().is_some_and(|d| !d.is_empty()),
+            "{name}: no description"
+        );
+        for flag in [
+            "node-monitor-grace-period",
+            "node-eviction-rate",
+            "default-unreachable-toleration-seconds",
+        ] {
+            assert!(r["settings"][flag].is_string(), "{name}: no {flag}");
+        }
+        for row in r["evictions"].as_array().expect("rows") {
+            evictions += 1;
+            for field in ["taint", "toleration"] {
+                let text = row[field].as_str().unwrap_or("");
+                assert!(!text.is_empty() && text != "-", "{name}: {row}: no {field}");
+            }
+        }
+        assert_eq!(r["legendNotDrawn"], serde_json::json!([]), "{name}");
+        assert_eq!(r["drawnNotInLegend"], serde_json::json!([]), "{name}");
+        assert_eq!(r["horizontalScroll"], false, "{name}: scrolls sideways");
+        let shot = std::fs::read(r["screenshot"].as_str().expect("a path")).expect("screenshot");
+        assert!(shot.starts_with(b"\x89PNG"), "{name}");
+    }
+    assert!(
+        evictions > 10,
+        "only {evictions} eviction rows over the examples"
+    );
+}
