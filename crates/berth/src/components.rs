@@ -9,9 +9,9 @@ use std::time::Duration;
 use berth_apiserver::api::ApiServer;
 use berth_apiserver::auth::User;
 use berth_apiserver::in_process;
+use berth_core::clock::Clock;
 use berth_scheduler::client::{self as scheduler, SchedulerConfig};
 use berth_scheduler::config::SchedulerFileConfig;
-use berth_core::clock::Clock;
 use tokio::task::JoinSet;
 
 use crate::leader_election::Election;
@@ -104,8 +104,8 @@ pub fn start_scheduler(
             ..SchedulerConfig::default()
         })
         .collect();
-    let leadership = election
-        .map(|(election, lock)| election.spawn(client.clone(), clock.clone(), lock));
+    let leadership =
+        election.map(|(election, lock)| election.spawn(client.clone(), clock.clone(), lock));
     let leading = leadership
         .as_ref()
         .map_or_else(berth_leader::always_leading, |l| l.subscribe());

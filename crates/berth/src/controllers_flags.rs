@@ -7,7 +7,6 @@ use std::time::Duration;
 
 use crate::components::Running;
 use crate::leader_election::Election;
-use berth_core::clock::Clock;
 use berth_controllers::daemonset::DaemonSetConfig;
 use berth_controllers::deployment::DeploymentConfig;
 use berth_controllers::garbage_collector::GarbageCollectorConfig;
@@ -21,6 +20,7 @@ use berth_controllers::statefulset::StatefulSetConfig;
 use berth_controllers::taint_eviction::TaintEvictionConfig;
 use berth_controllers::{ControllerOptions, EnabledControllers};
 use berth_core::FeatureGates;
+use berth_core::clock::Clock;
 use clap::Args;
 
 #[derive(Debug, Args)]

@@ -28,7 +28,11 @@ pub async fn run(args: &SchedulerArgs) -> anyhow::Result<()> {
     let client = args.kubeconfig.client().await?;
     // On by default, as kube-scheduler's `--leader-elect`.
     let election = args.leader_election.election(true);
-    let names: Vec<String> = setup.profiles.iter().map(|p| p.scheduler_name.clone()).collect();
+    let names: Vec<String> = setup
+        .profiles
+        .iter()
+        .map(|p| p.scheduler_name.clone())
+        .collect();
     let scheduler = crate::components::start_scheduler(
         client,
         Clock::real(),

@@ -9,11 +9,11 @@ use std::time::Duration;
 use anyhow::Context;
 use berth_apiserver::allocators::range::{PortRange, ServiceCidr};
 use berth_apiserver::api::ApiConfig;
+use berth_apiserver::auth::User;
 use berth_apiserver::cache::CacheLimits;
 use berth_apiserver::server::{ServerOptions, start};
 use berth_apiserver::watch_limits::WatchLimits;
 use berth_core::FeatureGates;
-use berth_apiserver::auth::User;
 use clap::Args;
 
 /// Where `berth server` keeps a component's Lease: upstream's
@@ -163,7 +163,9 @@ pub async fn run(args: &ServerArgs) -> anyhow::Result<()> {
         server.api.clock.clone(),
         &args.controllers,
         args.feature_gates,
-        election.as_ref().map(|e| (e, lock("kube-controller-manager"))),
+        election
+            .as_ref()
+            .map(|e| (e, lock("kube-controller-manager"))),
     );
     let store = if args.etcd.is_empty() {
         "embedded store".to_string()
