@@ -106,6 +106,20 @@ pub const ALL_CONTROLLERS: &[&str] = &[
     statefulset::CONTROLLER_NAME,
 ];
 
+/// The older names upstream still accepts in `--controllers`, each with the
+/// name it stands for (kube-controller-manager's `ControllerDescriptor`
+/// aliases, from before the controllers were named `*-controller`).
+/// taint-eviction-controller came after the rename and has none.
+pub const CONTROLLER_ALIASES: &[(&str, &str)] = &[
+    ("nodelifecycle", node_lifecycle::CONTROLLER_NAME),
+    ("garbagecollector", garbage_collector::CONTROLLER_NAME),
+    ("podgc", pod_gc::CONTROLLER_NAME),
+    ("replicaset", replicaset::CONTROLLER_NAME),
+    ("deployment", deployment::CONTROLLER_NAME),
+    ("daemonset", daemonset::CONTROLLER_NAME),
+    ("statefulset", statefulset::CONTROLLER_NAME),
+];
+
 /// A bad `--controllers` value.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 pub enum ControllersError {
@@ -130,13 +144,24 @@ impl Default for EnabledControllers {
 }
 
 impl EnabledControllers {
-    /// Parses a comma-separated list.
+    /// Parses a comma-separated list; an alias (`nodelifecycle`) stands
+    /// for its controller's name, as upstream translates it.
     pub fn parse(value: &str) -> Result<EnabledControllers, ControllersError> {
         let items: Vec<String> = value
             .split(',')
             .map(str::trim)
             .filter(|s| !s.is_empty())
-            .map(str::to_string)
+            .map(|item| {
+                let (minus, name) = match item.strip_prefix('-') {
+                    Some(name) => ("-", name),
+                    None => ("", item),
+                };
+                let name = CONTROLLER_ALIASES
+                    .iter()
+                    .find(|(alias, _)| *alias == name)
+                    .map_or(name, |(_, canonical)| canonical);
+                format!("{minus}{name}")
+            })
             .collect();
         for item in &items {
             let name = item.strip_prefix('-').unwrap_or(item);
@@ -308,6 +333,8 @@ mod tests {
             ("*,-taint-eviction-controller", true, false),
             ("-node-lifecycle-controller,*", false, true),
             ("node-lifecycle-controller", true, false),
+            ("nodelifecycle,taint-eviction-controller", true, true),
+            ("*,-nodelifecycle", false, true),
         ];
         for (value, want_nl, want_te) in cases {
             let enabled = EnabledControllers::parse(value).unwrap_or_default();

@@ -1,5 +1,7 @@
-//! The components `berth server` runs beside the API server, each an
-//! ordinary Kubernetes client over the in-process transport.
+//! The components `berth server` runs beside the API server (each an
+//! ordinary Kubernetes client over the in-process transport) and `berth
+//! scheduler` and `berth controllers` run against any API server (over a
+//! kubeconfig's client): the same start for both.
 
 use std::sync::Arc;
 use std::time::Duration;
@@ -7,6 +9,7 @@ use std::time::Duration;
 use berth_apiserver::api::ApiServer;
 use berth_apiserver::auth::User;
 use berth_apiserver::in_process;
+use berth_core::clock::Clock;
 use berth_scheduler::client::{self as scheduler, SchedulerConfig};
 use berth_scheduler::config::SchedulerFileConfig;
 use tokio::task::JoinSet;
@@ -72,20 +75,23 @@ impl berth_apiserver::api::explainer::SchedulingExplainer for FrameworkExplainer
     }
 }
 
-/// Starts the scheduler as the admin, one per profile; with an
-/// `election`, only while this process holds the `kube-system/kube-scheduler`
-/// Lease.
+/// A client of `api` over the in-process transport, as `user`.
+pub fn in_process_client(api: &Arc<ApiServer>, user: User) -> anyhow::Result<kube::Client> {
+    in_process::client(api, user.clone(), "default")
+        .map_err(|e| anyhow::anyhow!("making the in-process client of {}: {e}", user.name))
+}
+
+/// Starts the scheduler, one per profile, over `client`; with an
+/// `election`, only while this process holds the Lease `(namespace,
+/// name)`.
 pub fn start_scheduler(
-    api: &Arc<ApiServer>,
+    client: kube::Client,
+    clock: Clock,
     setup: SchedulerFileConfig,
-    election: Option<&Election>,
-) -> anyhow::Result<Running> {
-    let client = in_process::client(api, User::kube_scheduler(), "default")
-        .map_err(|e| anyhow::anyhow!("making the scheduler's client: {e}"))?;
-    let clock = api.clock.clone();
-    berth_apiserver::metrics::add_component_registry(scheduler::metrics::registry());
+    election: Option<(&Election, (String, String))>,
+) -> Running {
     let instance = match election {
-        Some(election) => election.identity.clone(),
+        Some((election, _)) => election.identity.clone(),
         None => berth_leader::default_identity(&std::process::id().to_string()),
     };
     let configs: Vec<SchedulerConfig> = setup
@@ -99,7 +105,7 @@ pub fn start_scheduler(
         })
         .collect();
     let leadership =
-        election.map(|election| election.spawn(client.clone(), clock.clone(), "kube-scheduler"));
+        election.map(|(election, lock)| election.spawn(client.clone(), clock.clone(), lock));
     let leading = leadership
         .as_ref()
         .map_or_else(berth_leader::always_leading, |l| l.subscribe());
@@ -113,5 +119,5 @@ pub fn start_scheduler(
             futures::future::join_all(runs).await;
         }
     }));
-    Ok(Running::new(tasks, leadership))
+    Running::new(tasks, leadership)
 }

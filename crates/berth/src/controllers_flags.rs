@@ -1,15 +1,12 @@
-//! The controllers' `berth server` flags, with kube-controller-manager's
-//! names and defaults, and their start inside the server.
+//! The controllers' flags, with kube-controller-manager's names and
+//! defaults, shared by `berth server` and `berth controllers`, and the
+//! controllers' start over a client (the in-process one or a kubeconfig's).
 
 use berth_core::duration::parse_duration;
-use std::sync::Arc;
 use std::time::Duration;
 
 use crate::components::Running;
 use crate::leader_election::Election;
-use berth_apiserver::api::ApiServer;
-use berth_apiserver::auth::User;
-use berth_apiserver::in_process;
 use berth_controllers::daemonset::DaemonSetConfig;
 use berth_controllers::deployment::DeploymentConfig;
 use berth_controllers::garbage_collector::GarbageCollectorConfig;
@@ -23,6 +20,7 @@ use berth_controllers::statefulset::StatefulSetConfig;
 use berth_controllers::taint_eviction::TaintEvictionConfig;
 use berth_controllers::{ControllerOptions, EnabledControllers};
 use berth_core::FeatureGates;
+use berth_core::clock::Clock;
 use clap::Args;
 
 #[derive(Debug, Args)]
@@ -31,7 +29,9 @@ pub struct ControllerFlags {
     /// (node-lifecycle-controller, taint-eviction-controller,
     /// garbage-collector-controller, pod-garbage-collector-controller,
     /// replicaset-controller, deployment-controller, daemonset-controller,
-    /// statefulset-controller).
+    /// statefulset-controller; upstream's aliases too: nodelifecycle,
+    /// garbagecollector, podgc, replicaset, deployment, daemonset,
+    /// statefulset).
     #[arg(long, default_value = "*", value_name = "NAME,...", value_parser = parse_controllers)]
     controllers: EnabledControllers,
     /// How often the node lifecycle controller checks node health.
@@ -97,22 +97,32 @@ fn parse_period(value: &str) -> Result<Duration, String> {
     }
 }
 
+impl ControllerFlags {
+    /// The controllers these flags turn on, by upstream name.
+    pub fn enabled_names(&self) -> Vec<&'static str> {
+        berth_controllers::ALL_CONTROLLERS
+            .iter()
+            .copied()
+            .filter(|name| self.controllers.is_enabled(name))
+            .collect()
+    }
+}
+
 fn parse_controllers(value: &str) -> Result<EnabledControllers, String> {
     EnabledControllers::parse(value).map_err(|e| e.to_string())
 }
 
-/// Starts the controllers over an in-process admin client, with an
-/// `election` only while this process holds the
-/// `kube-system/kube-controller-manager` Lease; their metrics join the
-/// server's `/metrics`. Dropping the returned set stops them.
+/// Starts the controllers over `client`, with an `election` only while
+/// this process holds the Lease `(namespace, name)`; their metrics join
+/// the API server's `/metrics` when it runs in this process. Dropping the
+/// returned set stops them.
 pub fn start(
-    api: &Arc<ApiServer>,
+    client: kube::Client,
+    clock: Clock,
     flags: &ControllerFlags,
     gates: FeatureGates,
-    election: Option<&Election>,
-) -> anyhow::Result<Running> {
-    let client = in_process::client(api, User::kube_controller_manager(), "default")
-        .map_err(|e| anyhow::anyhow!("in-process client for the controllers: {e}"))?;
+    election: Option<(&Election, (String, String))>,
+) -> Running {
     let options = ControllerOptions {
         enabled: flags.controllers.clone(),
         node_lifecycle: NodeLifecycleConfig {
@@ -160,10 +170,9 @@ pub fn start(
     let mut registry = prometheus_client::registry::Registry::default();
     let metrics = ControllerMetrics::register(&mut registry);
     berth_apiserver::metrics::add_component_registry(registry);
-    let leadership = election.map(|election| {
-        election.spawn(client.clone(), api.clock.clone(), "kube-controller-manager")
-    });
+    let leadership =
+        election.map(|(election, lock)| election.spawn(client.clone(), clock.clone(), lock));
     let leading = leadership.as_ref().map(berth_leader::Leadership::subscribe);
-    let tasks = berth_controllers::spawn(client, api.clock.clone(), options, metrics, leading);
-    Ok(Running::new(tasks, leadership))
+    let tasks = berth_controllers::spawn(client, clock, options, metrics, leading);
+    Running::new(tasks, leadership)
 }

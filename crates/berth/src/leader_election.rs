@@ -1,6 +1,7 @@
-//! `berth server`'s leader election flags, with kube-scheduler's and
-//! kube-controller-manager's names and defaults, and the one identity under
-//! which the server campaigns for each component's Lease.
+//! The leader election flags of `berth server`, `berth scheduler` and
+//! `berth controllers`, with kube-scheduler's and kube-controller-manager's
+//! names and defaults, and the one identity under which a process
+//! campaigns for each component's Lease.
 
 use berth_core::duration::parse_duration;
 use std::time::Duration;
@@ -13,7 +14,9 @@ use clap::Args;
 pub struct LeaderElectionFlags {
     /// Run the scheduler and the controllers only while holding their Leases
     /// (`kube-system/kube-scheduler`, `kube-system/kube-controller-manager`);
-    /// default: on with --etcd, where several servers may share the cluster.
+    /// default: on for `berth scheduler` and `berth controllers` (as
+    /// upstream's), and for `berth server` with --etcd, where several
+    /// servers may share the cluster.
     #[arg(long, value_name = "BOOL")]
     leader_elect: Option<bool>,
     /// How long a server that does not lead waits, after it last saw the
@@ -27,6 +30,33 @@ pub struct LeaderElectionFlags {
     /// How often the leader renews and the others try to take over.
     #[arg(long, default_value = "2s", value_parser = parse_duration)]
     leader_elect_retry_period: Duration,
+}
+
+/// Where a standalone component's Lease lives (`berth scheduler`, `berth
+/// controllers`): upstream's `--leader-elect-resource-name` and
+/// `--leader-elect-resource-namespace`. `berth server` has no such flags:
+/// it campaigns for both components' Leases under their upstream names.
+#[derive(Debug, Args)]
+pub struct LeaseLockFlags {
+    /// The Lease's name (default: the component's, `kube-scheduler` or
+    /// `kube-controller-manager`).
+    #[arg(long, value_name = "NAME")]
+    leader_elect_resource_name: Option<String>,
+    /// The Lease's namespace.
+    #[arg(long, default_value = "kube-system", value_name = "NAMESPACE")]
+    leader_elect_resource_namespace: String,
+}
+
+impl LeaseLockFlags {
+    /// The Lease's namespace and name, `default_name` unless the flag says.
+    pub fn lock(&self, default_name: &str) -> (String, String) {
+        (
+            self.leader_elect_resource_namespace.clone(),
+            self.leader_elect_resource_name
+                .clone()
+                .unwrap_or_else(|| default_name.to_string()),
+        )
+    }
 }
 
 /// The flags' values do not make a safe election.
@@ -69,12 +99,12 @@ impl LeaderElectionFlags {
         })
     }
 
-    /// The election this server runs, if any (`--leader-elect`, by default
-    /// on with etcd). One identity for both Leases: the host name, the
+    /// The election this process runs, if any (`--leader-elect`, else
+    /// `by_default`). One identity for both Leases: the host name, the
     /// process id and a random suffix (`host_1234-5f0c9a1e`), unique per
     /// process as upstream's host name and UUID.
-    pub fn election(&self, on_etcd: bool) -> Option<Election> {
-        if !self.leader_elect.unwrap_or(on_etcd) {
+    pub fn election(&self, by_default: bool) -> Option<Election> {
+        if !self.leader_elect.unwrap_or(by_default) {
             return None;
         }
         let mut suffix = [0u8; 4];
@@ -92,12 +122,17 @@ impl LeaderElectionFlags {
 }
 
 impl Election {
-    /// Starts campaigning for `kube-system/<lease>`.
-    pub fn spawn(&self, client: kube::Client, clock: Clock, lease: &str) -> Leadership {
-        berth_leader::spawn(
-            client,
-            clock,
-            Config::new(lease, self.identity.clone()).with_timing(self.timing),
-        )
+    /// Starts campaigning for the Lease `namespace/name`.
+    pub fn spawn(
+        &self,
+        client: kube::Client,
+        clock: Clock,
+        (namespace, name): (String, String),
+    ) -> Leadership {
+        let config = Config {
+            namespace,
+            ..Config::new(name, self.identity.clone()).with_timing(self.timing)
+        };
+        berth_leader::spawn(client, clock, config)
     }
 }

@@ -5,12 +5,16 @@
 mod agent_cmd;
 mod check;
 mod components;
+mod controllers_cmd;
 mod controllers_flags;
 mod explain_cmd;
 mod fleet_cmd;
 mod input;
+mod kubeconfig_flags;
 mod leader_election;
 mod scenario_cmd;
+mod scheduler_cmd;
+mod scheduler_flags;
 mod server_cmd;
 mod sim_cmd;
 mod taint_cmd;
@@ -96,6 +100,12 @@ enum Command {
     Check(check::CheckArgs),
     /// The control plane: a Kubernetes API server on the embedded store or etcd.
     Server(server_cmd::ServerArgs),
+    /// berth's scheduler against any Kubernetes API server (`--kubeconfig`),
+    /// as kube-scheduler runs.
+    Scheduler(scheduler_cmd::SchedulerArgs),
+    /// berth's controllers against any Kubernetes API server
+    /// (`--kubeconfig`), as kube-controller-manager runs them.
+    Controllers(controllers_cmd::ControllersArgs),
     /// The node agent: join this host to a cluster and run its pods.
     Agent(agent_cmd::AgentArgs),
     /// Simulated nodes: a fleet joined to a running cluster, or a failure
@@ -121,9 +131,13 @@ fn main() -> ExitCode {
     raise_open_files_limit();
     init_logging();
     let cli = Cli::parse();
-    if let Command::Server(args) = &cli.command
-        && let Err(e) = args.leader_election.validate()
-    {
+    let leader_election = match &cli.command {
+        Command::Server(args) => Some(&args.leader_election),
+        Command::Scheduler(args) => Some(&args.leader_election),
+        Command::Controllers(args) => Some(&args.leader_election),
+        _ => None,
+    };
+    if let Some(Err(e)) = leader_election.map(|flags| flags.validate()) {
         use clap::CommandFactory;
         Cli::command()
             .error(clap::error::ErrorKind::ArgumentConflict, e)
@@ -132,6 +146,8 @@ fn main() -> ExitCode {
     let result = match cli.command {
         Command::Check(args) => check::run(&args),
         Command::Server(args) => run_async(server_cmd::run(&args)),
+        Command::Scheduler(args) => run_async(scheduler_cmd::run(&args)),
+        Command::Controllers(args) => run_async(controllers_cmd::run(&args)),
         Command::Agent(args) => run_async(agent_cmd::run(&args)),
         Command::Sim(args) => match args.command().unwrap_or_else(|e| e.exit()) {
             sim_cmd::SimCommand::Fleet(args) => run_async(fleet_cmd::run(&args)),

@@ -9,16 +9,18 @@ use std::time::Duration;
 use anyhow::Context;
 use berth_apiserver::allocators::range::{PortRange, ServiceCidr};
 use berth_apiserver::api::ApiConfig;
+use berth_apiserver::auth::User;
 use berth_apiserver::cache::CacheLimits;
 use berth_apiserver::server::{ServerOptions, start};
 use berth_apiserver::watch_limits::WatchLimits;
 use berth_core::FeatureGates;
-use berth_scheduler::config::{self, SchedulerFileConfig};
-use berth_scheduler::cycle::Profile;
-use berth_scheduler::queue::QueueConfig;
 use clap::Args;
 
-use crate::input::InputError;
+/// Where `berth server` keeps a component's Lease: upstream's
+/// `kube-system/<component>`.
+fn lock(component: &str) -> (String, String) {
+    ("kube-system".to_string(), component.to_string())
+}
 
 #[derive(Debug, Args)]
 pub struct ServerArgs {
@@ -43,15 +45,8 @@ pub struct ServerArgs {
     /// Do not run the scheduler in this process.
     #[arg(long)]
     disable_scheduler: bool,
-    /// The `spec.schedulerName` of the pods the scheduler takes (without
-    /// --config).
-    #[arg(long, default_value = berth_scheduler::cycle::DEFAULT_SCHEDULER_NAME)]
-    scheduler_name: String,
-    /// A `KubeSchedulerConfiguration` file (kubescheduler.config.k8s.io/v1):
-    /// profiles, plugins per extension point, plugin args,
-    /// percentageOfNodesToScore. Without it: upstream's default profile.
-    #[arg(long, value_name = "FILE", conflicts_with = "scheduler_name")]
-    config: Option<PathBuf>,
+    #[command(flatten)]
+    scheduler: crate::scheduler_flags::SchedulerFlags,
     #[command(flatten)]
     pub leader_election: crate::leader_election::LeaderElectionFlags,
     #[command(flatten)]
@@ -122,25 +117,8 @@ fn parse_bytes(text: &str) -> Result<usize, String> {
         .map_err(|_| format!("{text:?} is not a byte count (it must not be negative)"))
 }
 
-/// The scheduler's profiles: the `--config` file's, or the default
-/// profile under `--scheduler-name`. A bad file is the user's to fix
-/// (exit 2), with the file and the field named.
-fn scheduler_setup(args: &ServerArgs) -> anyhow::Result<SchedulerFileConfig> {
-    let Some(path) = &args.config else {
-        return Ok(SchedulerFileConfig {
-            profiles: vec![Profile::new(
-                args.scheduler_name.clone(),
-                args.feature_gates,
-            )],
-            queue: QueueConfig::default(),
-        });
-    };
-    let text = std::fs::read_to_string(path).map_err(|e| InputError::new(path, e))?;
-    config::parse(&text, args.feature_gates).map_err(|e| InputError::new(path, e).into())
-}
-
 pub async fn run(args: &ServerArgs) -> anyhow::Result<()> {
-    let scheduler_setup = scheduler_setup(args)?;
+    let scheduler_setup = args.scheduler.setup(args.feature_gates)?;
     let mut api = ApiConfig::default();
     api.strategy.admission.gates = args.feature_gates;
     api.strategy.admission.default_not_ready_toleration_seconds =
@@ -181,11 +159,14 @@ pub async fn run(args: &ServerArgs) -> anyhow::Result<()> {
     let mut server = start(options).await.context("starting berth server")?;
     let election = args.leader_election.election(!args.etcd.is_empty());
     let controllers = crate::controllers_flags::start(
-        &server.api,
+        crate::components::in_process_client(&server.api, User::kube_controller_manager())?,
+        server.api.clock.clone(),
         &args.controllers,
         args.feature_gates,
-        election.as_ref(),
-    )?;
+        election
+            .as_ref()
+            .map(|e| (e, lock("kube-controller-manager"))),
+    );
     let store = if args.etcd.is_empty() {
         "embedded store".to_string()
     } else {
@@ -230,11 +211,15 @@ pub async fn run(args: &ServerArgs) -> anyhow::Result<()> {
     let scheduler = if args.disable_scheduler {
         None
     } else {
+        berth_apiserver::metrics::add_component_registry(
+            berth_scheduler::client::metrics::registry(),
+        );
         Some(crate::components::start_scheduler(
-            &server.api,
+            crate::components::in_process_client(&server.api, User::kube_scheduler())?,
+            server.api.clock.clone(),
             scheduler_setup,
-            election.as_ref(),
-        )?)
+            election.as_ref().map(|e| (e, lock("kube-scheduler"))),
+        ))
     };
     let mut terminate = tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate())
         .context("listening for SIGTERM")?;

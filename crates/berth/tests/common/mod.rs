@@ -16,6 +16,7 @@ use std::time::{Duration, Instant};
 
 use berth_store::testing::EtcdServer;
 
+pub mod component;
 pub mod kubectl;
 
 /// Where the server keeps its objects.

@@ -1,0 +1,51 @@
+//! `--kubeconfig`, as upstream's components take it: the API server and
+//! credential `berth scheduler` and `berth controllers` use.
+
+use std::path::PathBuf;
+
+use anyhow::Context;
+use clap::Args;
+
+use crate::input::InputError;
+
+#[derive(Debug, Args)]
+pub struct KubeconfigFlags {
+    /// A kubeconfig: the API server to talk to and the credential to use
+    /// (upstream gives kube-scheduler `system:kube-scheduler`'s and
+    /// kube-controller-manager `system:kube-controller-manager`'s). Without
+    /// it: `KUBECONFIG`, then `~/.kube/config`, then the in-cluster service
+    /// account.
+    #[arg(long, value_name = "FILE")]
+    kubeconfig: Option<PathBuf>,
+}
+
+impl KubeconfigFlags {
+    /// A client of the API server the flag names. A file that cannot be
+    /// read or parsed is the user's to fix (exit 2).
+    pub async fn client(&self) -> anyhow::Result<kube::Client> {
+        let _ = rustls::crypto::ring::default_provider().install_default();
+        let config = match &self.kubeconfig {
+            Some(path) => {
+                let kubeconfig =
+                    kube::config::Kubeconfig::read_from(path).map_err(|e| InputError::new(path, e))?;
+                kube::Config::from_custom_kubeconfig(kubeconfig, &Default::default())
+                    .await
+                    .map_err(|e| InputError::new(path, e))?
+            }
+            None => kube::Config::infer()
+                .await
+                .context("no --kubeconfig, and neither KUBECONFIG, ~/.kube/config nor an in-cluster service account")?,
+        };
+        kube::Client::try_from(config).context("making the API client")
+    }
+}
+
+/// Resolves when this process gets SIGTERM or SIGINT, with the signal's name.
+pub async fn stop_signal() -> anyhow::Result<&'static str> {
+    let mut terminate = tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate())
+        .context("listening for SIGTERM")?;
+    Ok(tokio::select! {
+        _ = tokio::signal::ctrl_c() => "SIGINT",
+        _ = terminate.recv() => "SIGTERM",
+    })
+}
