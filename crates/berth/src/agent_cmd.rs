@@ -248,8 +248,8 @@ pub async fn run(args: &AgentArgs) -> anyhow::Result<()> {
         host_signals: Some(args.data_dir.clone()),
     };
     eprintln!(
-        "berth agent: node {} joining {} ({:?} runtime)",
-        args.node_name, args.join.server, args.runtime
+        "berth agent: node {} joining {} ({:?} runtime); serving its logs and figures on https://{}",
+        args.node_name, args.join.server, args.runtime, logs.addr
     );
     agent::run(
         NodeClient::new(client, &args.node_name),
