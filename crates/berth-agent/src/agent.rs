@@ -67,7 +67,7 @@ pub async fn run(
         node: name.clone(),
         source,
     })?;
-    tracing::info!(node = %name, "node registered");
+    tracing::info!(node = %name, "node registered: joined the cluster");
 
     let loops = CancellationToken::new();
     let renewer = LeaseRenewer::new(

@@ -30,3 +30,4 @@ pub mod pods;
 pub mod registration;
 pub mod sim;
 pub mod status;
+pub mod usage;

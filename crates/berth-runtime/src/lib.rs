@@ -118,6 +118,18 @@ pub struct LogFile {
     pub running: bool,
 }
 
+/// A running container's process group, for the agent's figures: the
+/// group's processes are the container's.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ContainerProcess {
+    pub namespace: String,
+    pub pod: String,
+    pub uid: String,
+    pub container: String,
+    /// The container's first process, which leads its process group.
+    pub pid: i32,
+}
+
 /// A container runtime the agent drives. Object safe: the agent holds an
 /// `Arc<dyn Runtime>`.
 pub trait Runtime: Send + Sync + 'static {
@@ -146,6 +158,12 @@ pub trait Runtime: Send + Sync + 'static {
 
     /// A stream of UIDs of pods whose runtime status changed.
     fn subscribe(&self) -> tokio::sync::mpsc::UnboundedReceiver<String>;
+
+    /// The process groups of running containers on the host (none for a
+    /// runtime that runs nothing there).
+    fn processes(&self) -> Vec<ContainerProcess> {
+        Vec::new()
+    }
 
     /// The log file of a container of a pod identified by namespace and
     /// name (how `kubectl logs` names it): the current instance, or with

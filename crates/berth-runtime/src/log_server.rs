@@ -163,6 +163,28 @@ pub fn router(runtime: Arc<dyn Runtime>, token: &str, clock: Clock) -> Router {
         })
 }
 
+/// What answers `/stats/summary`: the node's figures now.
+pub type SummarySource = Arc<dyn Fn() -> berth_core::node_stats::Summary + Send + Sync>;
+
+/// `GET /stats/summary` (the kubelet's Summary API, for the API server's
+/// resource metrics) over `source`, accepting only `token`: merged with
+/// [`router`] on the agent's endpoint.
+pub fn summary_router(token: &str, source: SummarySource) -> Router {
+    let token: Arc<str> = Arc::from(token);
+    Router::new().route(
+        "/stats/summary",
+        get(move |headers: HeaderMap| {
+            let (token, source) = (token.clone(), source.clone());
+            async move {
+                if !authorized(&headers, &token) {
+                    return plain(StatusCode::UNAUTHORIZED, "Unauthorized");
+                }
+                axum::Json(source()).into_response()
+            }
+        }),
+    )
+}
+
 /// A running log server.
 pub struct RunningLogServer {
     /// The address it listens on (the real port when asked for port 0).

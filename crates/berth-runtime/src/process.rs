@@ -277,6 +277,32 @@ impl Runtime for ProcessRuntime {
         lock(&self.inner.pods).keys().cloned().collect()
     }
 
+    fn processes(&self) -> Vec<crate::ContainerProcess> {
+        let pods: Vec<Arc<ProcPod>> = lock(&self.inner.pods).values().cloned().collect();
+        let mut out = Vec::new();
+        for pod in pods {
+            let (namespace, name) = pod.key.split_once('/').unwrap_or(("", &pod.key));
+            for c in &lock(&pod.state).containers {
+                let running = c.state.as_ref().is_some_and(|s| s.running.is_some());
+                let pid = c
+                    .container_id
+                    .as_deref()
+                    .and_then(|id| id.strip_prefix("process://"))
+                    .and_then(|pid| pid.parse().ok());
+                if let (true, Some(pid)) = (running, pid) {
+                    out.push(crate::ContainerProcess {
+                        namespace: namespace.to_string(),
+                        pod: name.to_string(),
+                        uid: pod.uid.clone(),
+                        container: c.name.clone(),
+                        pid,
+                    });
+                }
+            }
+        }
+        out
+    }
+
     fn subscribe(&self) -> tokio::sync::mpsc::UnboundedReceiver<String> {
         self.inner.subscribers.subscribe()
     }

@@ -14,6 +14,7 @@ use berth_agent::node_client::NodeClient;
 use berth_agent::registration::{NodeTemplate, parse_node_labels};
 use berth_core::clock::Clock;
 use berth_runtime::Runtime;
+use berth_runtime::log_server::SummarySource;
 use clap::{Args, ValueEnum};
 use tokio_util::sync::CancellationToken;
 
@@ -186,19 +187,34 @@ pub async fn run(args: &AgentArgs) -> anyhow::Result<()> {
     .context("joining the cluster")?;
     let client = client_from_kubeconfig(&kubeconfig).await?;
     let clock = Clock::real();
-    let (runtime, runtime_version): (Arc<dyn Runtime>, &str) = match args.runtime {
-        RuntimeKind::Process => (
-            Arc::new(berth_runtime::process::ProcessRuntime::new(
-                clock.clone(),
-                args.data_dir.join("pods"),
-            )),
-            "berth-process://0.1.0",
-        ),
-        RuntimeKind::Sim => (
-            Arc::new(berth_runtime::sim::SimRuntime::new(clock.clone())),
-            "berth-sim://0.1.0",
-        ),
-    };
+    let sampling = tokio_util::sync::CancellationToken::new();
+    // The node's figures: the host's and its processes' from /proc, or a
+    // simulated node's made up from its pods' requests.
+    let (runtime, runtime_version, figures): (Arc<dyn Runtime>, &str, SummarySource) =
+        match args.runtime {
+            RuntimeKind::Process => {
+                let runtime: Arc<dyn Runtime> = Arc::new(berth_runtime::process::ProcessRuntime::new(
+                    clock.clone(),
+                    args.data_dir.join("pods"),
+                ));
+                let latest = berth_agent::usage::spawn_sampler(
+                    args.node_name.clone(),
+                    runtime.clone(),
+                    clock.clone(),
+                    sampling.clone(),
+                );
+                let figures: SummarySource = Arc::new(move || {
+                    latest.lock().map(|s| s.clone()).unwrap_or_default()
+                });
+                (runtime, "berth-process://0.1.0", figures)
+            }
+            RuntimeKind::Sim => {
+                let runtime = Arc::new(berth_runtime::sim::SimRuntime::new(clock.clone()));
+                let (sim, node) = (runtime.clone(), args.node_name.clone());
+                let figures: SummarySource = Arc::new(move || sim.summary(&node));
+                (runtime, "berth-sim://0.1.0", figures)
+            }
+        };
     let thresholds = Thresholds::from_map(&config.eviction_hard).map_err(anyhow::Error::msg)?;
     let facts = berth_agent::host::read_facts(&args.data_dir, args.node_ip, runtime_version)?;
     let (capacity, allocatable) = capacity_and_allocatable(&facts, &thresholds, config.max_pods);
@@ -216,7 +232,8 @@ pub async fn run(args: &AgentArgs) -> anyhow::Result<()> {
         berth_runtime::log_server::ensure_serving_cert(&args.data_dir, &args.node_name, &ips)?;
     let logs = berth_runtime::log_server::serve(
         SocketAddr::new(args.address, args.port),
-        berth_runtime::log_server::router(runtime.clone(), &token, clock.clone()),
+        berth_runtime::log_server::router(runtime.clone(), &token, clock.clone())
+            .merge(berth_runtime::log_server::summary_router(&token, figures)),
         &cert,
     )
     .await
@@ -248,8 +265,8 @@ pub async fn run(args: &AgentArgs) -> anyhow::Result<()> {
         host_signals: Some(args.data_dir.clone()),
     };
     eprintln!(
-        "berth agent: node {} joining {} ({:?} runtime)",
-        args.node_name, args.join.server, args.runtime
+        "berth agent: node {} joining {} ({:?} runtime); serving its logs and figures on https://{}",
+        args.node_name, args.join.server, args.runtime, logs.addr
     );
     agent::run(
         NodeClient::new(client, &args.node_name),
@@ -260,6 +277,7 @@ pub async fn run(args: &AgentArgs) -> anyhow::Result<()> {
         shutdown_signal(),
     )
     .await?;
+    sampling.cancel();
     logs.shutdown().await;
     eprintln!("berth agent: stopped");
     Ok(())

@@ -65,14 +65,19 @@ fn raise_open_files_limit() {
 
 /// Logs of the long-running commands go to stderr, at `info` unless
 /// `RUST_LOG` says otherwise (`warn`, `berth_store=debug,info`, ...).
-fn init_logging() {
+fn init_logging(verbose: u8) {
+    use tracing_subscriber::filter::LevelFilter;
+    // RUST_LOG, when set, says it all (per module: `berth_agent=debug`);
+    // else info, `-v` debug, `-vv` trace.
+    let level = match verbose {
+        0 => LevelFilter::INFO,
+        1 => LevelFilter::DEBUG,
+        _ => LevelFilter::TRACE,
+    };
     let filter = std::env::var("RUST_LOG")
         .ok()
         .and_then(|spec| spec.parse::<tracing_subscriber::filter::Targets>().ok())
-        .unwrap_or_else(|| {
-            tracing_subscriber::filter::Targets::new()
-                .with_default(tracing_subscriber::filter::LevelFilter::INFO)
-        });
+        .unwrap_or_else(|| tracing_subscriber::filter::Targets::new().with_default(level));
     use tracing_subscriber::layer::SubscriberExt;
     use tracing_subscriber::util::SubscriberInitExt;
     let _ = tracing_subscriber::registry()
@@ -90,6 +95,9 @@ fn init_logging() {
 #[derive(Debug, Parser)]
 #[command(name = "berth", version, about)]
 struct Cli {
+    /// More log detail: `-v` debug, `-vv` trace (`RUST_LOG` overrides).
+    #[arg(short, long, action = clap::ArgAction::Count, global = true)]
+    verbose: u8,
     #[command(subcommand)]
     command: Command,
 }
@@ -129,8 +137,8 @@ fn run_async(command: impl std::future::Future<Output = anyhow::Result<()>>) -> 
 fn main() -> ExitCode {
     disable_transparent_huge_pages();
     raise_open_files_limit();
-    init_logging();
     let cli = Cli::parse();
+    init_logging(cli.verbose);
     let leader_election = match &cli.command {
         Command::Server(args) => Some(&args.leader_election),
         Command::Scheduler(args) => Some(&args.leader_election),

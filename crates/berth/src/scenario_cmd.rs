@@ -46,10 +46,17 @@ pub fn run(args: &ScenarioArgs) -> anyhow::Result<()> {
 
     let mut jsonl = Vec::new();
     timeline::write_jsonl(&recording.entries, &mut jsonl)?;
+    let mut written = Vec::new();
     match (&args.timeline, &args.report) {
-        (Some(path), _) if path.as_os_str() != "-" => std::fs::write(path, &jsonl)
-            .with_context(|| format!("writing the timeline to {}", path.display()))?,
-        (Some(_), _) | (None, None) => std::io::stdout().write_all(&jsonl)?,
+        (Some(path), _) if path.as_os_str() != "-" => {
+            std::fs::write(path, &jsonl)
+                .with_context(|| format!("writing the timeline to {}", path.display()))?;
+            written.push(format!("timeline {}", path.display()));
+        }
+        (Some(_), _) | (None, None) => {
+            std::io::stdout().write_all(&jsonl)?;
+            written.push("timeline on standard output".to_string());
+        }
         (None, Some(_)) => {}
     }
     if let Some(path) = &args.report {
@@ -64,8 +71,27 @@ pub fn run(args: &ScenarioArgs) -> anyhow::Result<()> {
         );
         std::fs::write(path, html)
             .with_context(|| format!("writing the report to {}", path.display()))?;
+        written.push(format!("report {}", path.display()));
     }
+    // On stderr, so that a timeline on stdout stays JSON lines only.
+    eprintln!("{}", summary(&name, args.seed, &recording, &written));
     Ok(())
+}
+
+/// What a run did, in one line: the virtual time it ran, its nodes, the
+/// pods evicted, and where its outputs went.
+fn summary(name: &str, seed: u64, recording: &run::Recording, written: &[String]) -> String {
+    let evictions = recording
+        .entries
+        .iter()
+        .filter(|e| e.event == timeline::EventKind::PodEvicted)
+        .count();
+    format!(
+        "berth sim: {name} (seed {seed}): {} of virtual time, {} node(s), {evictions} pod(s) evicted; {}",
+        berth_core::duration::format_duration(std::time::Duration::from_millis(recording.run)),
+        recording.nodes.len(),
+        written.join(", ")
+    )
 }
 
 /// Whether `err` is the scenario's fault (exit 2).

@@ -242,12 +242,15 @@ pub async fn run(args: &ServerArgs) -> anyhow::Result<()> {
     // once); then the API (requests in flight finish) and the store.
     if let Some(scheduler) = scheduler {
         scheduler.stop().await;
+        tracing::info!("shutdown: scheduler stopped");
     }
     controllers.stop().await;
+    tracing::info!("shutdown: controllers stopped");
     server
         .shutdown(args.shutdown_grace_period)
         .await
         .context("stopping berth server")?;
+    tracing::info!("shutdown: API server stopped, store closed");
     eprintln!("berth server: stopped");
     Ok(())
 }

@@ -306,6 +306,37 @@ fn a_tolerating_pod_runs_as_a_real_process_and_kubectl_logs_shows_its_output() {
         cluster.ok(&["logs", "greeter", "-c", "app", "--tail=1"]),
         "hello from greeter\n"
     );
+    // kubectl top: the host's figures, and the container's process
+    // group's once the agent has sampled it (every 10 s).
+    let node = cluster.ok(&["top", "node", "worker-1", "--no-headers"]);
+    let columns: Vec<&str> = node.split_whitespace().collect();
+    assert_eq!(columns.len(), 5, "{node}");
+    assert_eq!(columns[0], "worker-1", "{node}");
+    let host_memory: u64 = columns[3]
+        .strip_suffix("Mi")
+        .and_then(|m| m.parse().ok())
+        .unwrap_or_else(|| panic!("memory in Mi: {node}"));
+    assert!(host_memory > 16, "the host uses some memory: {node}");
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(40);
+    let pod = loop {
+        let out = cluster.kubectl(&["top", "pod", "greeter", "--no-headers"]);
+        if out.status.success() {
+            break String::from_utf8_lossy(&out.stdout).into_owned();
+        }
+        assert!(
+            std::time::Instant::now() < deadline,
+            "no figures for greeter: {}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        std::thread::sleep(std::time::Duration::from_secs(1));
+    };
+    let columns: Vec<&str> = pod.split_whitespace().collect();
+    assert_eq!(columns.first(), Some(&"greeter"), "{pod}");
+    assert!(
+        columns.get(1).is_some_and(|c| c.ends_with('m'))
+            && columns.get(2).is_some_and(|m| m.ends_with("Mi")),
+        "{pod}"
+    );
     // Deleting the pod stops the process before the object goes away.
     cluster.ok(&["delete", "pod", "greeter", WAIT]);
     assert!(

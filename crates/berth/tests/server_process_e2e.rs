@@ -200,3 +200,43 @@ fn a_data_dir_in_use_is_one_error_that_says_its_cause_once() {
     assert_eq!(error.matches("already open").count(), 1, "{error}");
     assert!(!error.contains("Database already open"), "{error}");
 }
+
+/// What an operator reads on the server's stderr at info level: a node
+/// joining (the node lifecycle controller observes it) and each shutdown
+/// phase.
+#[test]
+fn the_server_logs_a_node_joining_and_its_shutdown_phases() {
+    let mut server = Server::start_blocking("operator-log", Backend::Embedded, &["--sim-nodes", "1"]);
+    let joined = "Controller observed a new Node node=sim-000000";
+    let deadline = std::time::Instant::now() + Duration::from_secs(60);
+    while !server.log().contains(joined) {
+        assert!(
+            std::time::Instant::now() < deadline,
+            "{joined:?} in {}",
+            server.log()
+        );
+        std::thread::sleep(Duration::from_millis(100));
+    }
+    let (status, _) = server.terminate(Duration::from_secs(30));
+    assert!(status.success(), "{}", server.log());
+    let log = server.log();
+    let phases: Vec<usize> = [
+        "berth server: SIGTERM, stopping",
+        "shutdown: scheduler stopped",
+        "shutdown: controllers stopped",
+        "shutdown: API server stopped, store closed",
+        "berth server: stopped",
+    ]
+    .iter()
+    .map(|phase| {
+        log.find(phase)
+            .unwrap_or_else(|| panic!("{phase:?} in {log}"))
+    })
+    .collect();
+    assert!(phases.is_sorted(), "in order: {log}");
+    assert!(
+        log.lines()
+            .any(|l| l.contains(" INFO ") && l.contains(joined)),
+        "at info level: {log}"
+    );
+}

@@ -132,6 +132,15 @@ fn run_to_files(example: &str, dir: &Path, spelling: Spelling) -> (String, PathB
         dir,
     );
     assert!(out.status.success(), "{}", stderr(&out));
+    // The summary on stderr: virtual time, nodes, evictions, the files.
+    let summary = stderr(&out);
+    let want = format!(
+        "berth sim: {} (seed 3): 15m0s of virtual time, 9 node(s), 3 pod(s) evicted; timeline {}, report {}",
+        scenario.display(),
+        timeline.display(),
+        report.display()
+    );
+    assert!(summary.lines().any(|l| l == want), "{want:?} in {summary}");
     let text = std::fs::read_to_string(&timeline).expect("timeline written");
     (text, report)
 }

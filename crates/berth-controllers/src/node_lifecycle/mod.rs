@@ -677,6 +677,7 @@ impl NodeLifecycleController {
         let now = self.clock.now();
         let plan = self.state.plan(now, &self.config);
         for name in &plan.registered {
+            tracing::info!(node = %name, "Controller observed a new Node");
             self.record_node_event(
                 name,
                 "RegisteredNode",
@@ -684,6 +685,7 @@ impl NodeLifecycleController {
             );
         }
         for name in &plan.removed {
+            tracing::info!(node = %name, "Controller observed a Node deletion");
             self.recorder.record(
                 node_ref(name, None),
                 TYPE_NORMAL,
@@ -692,6 +694,12 @@ impl NodeLifecycleController {
             );
         }
         for action in plan.actions {
+            if action.became_not_ready {
+                tracing::info!(node = %action.name, "Node is NotReady");
+            }
+            if action.taints == TaintStep::Lift {
+                tracing::info!(node = %action.name, "Node is Ready again; lifting its NoExecute taints");
+            }
             let monitor_taints = match action.taints {
                 TaintStep::None => None,
                 TaintStep::SwapNow(change) => Some(change),

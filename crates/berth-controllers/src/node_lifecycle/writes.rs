@@ -219,6 +219,21 @@ pub async fn run_job(
         let result = update_taints(&api, &clock, &mut node, &change).await;
         if matches!(result, Ok(true)) {
             done.node = Some(node.clone());
+            // What an operator watches for: the controller tainting a node
+            // (pods are evicted from NoExecute) or lifting its taints.
+            let list = |taints: &[k8s_openapi::api::core::v1::Taint]| {
+                taints
+                    .iter()
+                    .map(berth_core::taint_spec::format_taint)
+                    .collect::<Vec<_>>()
+                    .join(",")
+            };
+            tracing::info!(
+                node = %done.name,
+                added = %list(&change.add),
+                removed = %list(&change.remove),
+                "node taints updated"
+            );
         }
         done.taints.push((purpose, result));
     }
