@@ -62,6 +62,8 @@ use crate::harness::{
 };
 use crate::measure::{Machine, round1};
 
+mod preemption;
+
 const NAMESPACE: &str = "bench";
 const SCHEDULE_TIMEOUT: Duration = Duration::from_secs(600);
 const SCHEDULED_METRIC: &str =
@@ -82,6 +84,9 @@ pub enum Shape {
     NodeInclusionPolicy,
     /// SchedulingPodAntiAffinity: required anti-affinity per hostname.
     AntiAffinity,
+    /// PreemptionAsync: nodes filled with low-priority pods, then
+    /// high-priority pods that each must preempt (`--in-process` only).
+    Preemption,
     /// Basic and taint-heavy, one after the other.
     All,
 }
@@ -94,6 +99,7 @@ enum Workload {
     TopologySpread,
     NodeInclusionPolicy,
     AntiAffinity,
+    Preemption,
 }
 
 impl Workload {
@@ -104,6 +110,7 @@ impl Workload {
             Workload::TopologySpread => "topology-spread",
             Workload::NodeInclusionPolicy => "node-inclusion-policy",
             Workload::AntiAffinity => "anti-affinity",
+            Workload::Preemption => "preemption",
         }
     }
 
@@ -111,7 +118,7 @@ impl Workload {
     fn default_pods(self) -> usize {
         match self {
             Workload::Basic | Workload::TaintHeavy => 10_000,
-            Workload::TopologySpread => 5_000,
+            Workload::TopologySpread | Workload::Preemption => 5_000,
             Workload::NodeInclusionPolicy => 4_000,
             Workload::AntiAffinity => 1_000,
         }
@@ -121,7 +128,7 @@ impl Workload {
     fn goal(self) -> Option<u32> {
         match self {
             Workload::Basic | Workload::TaintHeavy => Some(10_000),
-            Workload::TopologySpread => Some(5_000),
+            Workload::TopologySpread | Workload::Preemption => Some(5_000),
             Workload::AntiAffinity => Some(1_000),
             Workload::NodeInclusionPolicy => None,
         }
@@ -132,6 +139,7 @@ impl Workload {
         match self {
             Workload::TopologySpread => 5_000,
             Workload::AntiAffinity => 1_000,
+            Workload::Preemption => 20_000,
             _ => 0,
         }
     }
@@ -220,6 +228,7 @@ struct UpstreamThresholds {
     topology_spreading_5000_nodes_5000_pods: u32,
     scheduling_with_node_inclusion_policy_5000_nodes: u32,
     scheduling_pod_anti_affinity: u32,
+    preemption_async: u32,
 }
 
 #[derive(Debug, Serialize)]
@@ -268,6 +277,9 @@ struct InProcessRun {
     /// the wall time).
     cpu_us_per_pod: f64,
     checks: Checks,
+    /// The preemption shape's own checks.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    preemption: Option<preemption::PreemptionChecks>,
 }
 
 #[derive(Debug, Serialize)]
@@ -306,6 +318,7 @@ fn pod_json(i: usize, workload: Workload) -> String {
             r#","topologySpreadConstraints":[{"maxSkew":1,"topologyKey":"kubernetes.io/hostname","whenUnsatisfiable":"DoNotSchedule","nodeAffinityPolicy":"Honor","nodeTaintsPolicy":"Honor","labelSelector":{"matchLabels":{"foo":"bar"}}}]"#,
         ),
         Workload::AntiAffinity => (r#""color":"green""#, ANTI_AFFINITY),
+        Workload::Preemption => return preemption_pod_json("pod", i, "", HIGH_PRIORITY),
     };
     format!(
         r#"{{"apiVersion":"v1","kind":"Pod","metadata":{{"name":"pod-{i:06}","namespace":"{NAMESPACE}","labels":{{{labels}}}}},"spec":{{"containers":[{{"name":"pause","image":"registry.k8s.io/pause:3.10","ports":[{{"containerPort":80}}],"resources":{{"requests":{{"cpu":"100m","memory":"500Mi"}}}}}}]{extra}}}}}"#
@@ -314,10 +327,40 @@ fn pod_json(i: usize, workload: Workload) -> String {
 
 const ANTI_AFFINITY: &str = r#","affinity":{"podAntiAffinity":{"requiredDuringSchedulingIgnoredDuringExecution":[{"labelSelector":{"matchLabels":{"color":"green"}},"topologyKey":"kubernetes.io/hostname","namespaces":["bench","bench-init"]}]}}"#;
 
+/// The preemption shape's priorities (as the Priority admission would
+/// have set them from two classes) and requests: four low pods fill a
+/// node (`node_json`'s 7,910m), and a high pod needs three of them gone.
+const LOW_PRIORITY: i32 = 0;
+const HIGH_PRIORITY: i32 = 1_000;
+const LOW_CPU_MILLI: i64 = 1_900;
+const HIGH_CPU_MILLI: i64 = 6_000;
+const NODE_CPU_MILLI: i64 = 7_910;
+
+/// A pod of the preemption shape: `name-i`, bound to `node` when not "".
+fn preemption_pod_json(name: &str, i: usize, node: &str, priority: i32) -> String {
+    let (namespace, cpu) = if priority == HIGH_PRIORITY {
+        (NAMESPACE, HIGH_CPU_MILLI)
+    } else {
+        (INIT_NAMESPACE, LOW_CPU_MILLI)
+    };
+    let node_name = if node.is_empty() {
+        String::new()
+    } else {
+        format!(r#""nodeName":"{node}","#)
+    };
+    format!(
+        r#"{{"apiVersion":"v1","kind":"Pod","metadata":{{"name":"{name}-{i:06}","namespace":"{namespace}","uid":"{name}-{i:06}"}},"spec":{{{node_name}"priority":{priority},"containers":[{{"name":"pause","image":"registry.k8s.io/pause:3.10","resources":{{"requests":{{"cpu":"{cpu}m","memory":"500Mi"}}}}}}]}}}}"#
+    )
+}
+
 /// A pod bound before the measurement, on node `i % nodes`.
 fn init_pod_json(i: usize, nodes: usize, workload: Workload) -> String {
     let (labels, extra) = match workload {
         Workload::AntiAffinity => (r#""color":"green""#, ANTI_AFFINITY),
+        Workload::Preemption => {
+            let node = format!("node-{:05}", i % nodes.max(1));
+            return preemption_pod_json("init", i, &node, LOW_PRIORITY);
+        }
         _ => ("", ""),
     };
     format!(
@@ -760,6 +803,7 @@ fn run_in_process(args: &SchedulerArgs, workload: Workload) -> anyhow::Result<In
         pods_per_sec: (pods as f64 / seconds.max(1e-9)).round(),
         cpu_us_per_pod: round1(cpu * 1e6 / pods.max(1) as f64),
         checks,
+        preemption: None,
     })
 }
 
@@ -775,13 +819,22 @@ pub fn run(args: &SchedulerArgs) -> anyhow::Result<SchedulerReport> {
         Shape::TopologySpread => &[Workload::TopologySpread],
         Shape::NodeInclusionPolicy => &[Workload::NodeInclusionPolicy],
         Shape::AntiAffinity => &[Workload::AntiAffinity],
+        Shape::Preemption => &[Workload::Preemption],
         Shape::All => &[Workload::Basic, Workload::TaintHeavy],
     };
     let mut runs = Vec::new();
     let mut in_process_runs = Vec::new();
+    anyhow::ensure!(
+        args.in_process || args.shape != Shape::Preemption,
+        "--shape preemption runs --in-process only: end to end, the victims' graceful deletions wait for node agents the benchmark's server does not run"
+    );
     let berth_bin = if args.in_process {
         for &workload in shapes {
-            in_process_runs.push(run_in_process(args, workload)?);
+            in_process_runs.push(if workload == Workload::Preemption {
+                preemption::run(args)?
+            } else {
+                run_in_process(args, workload)?
+            });
         }
         String::from("(in process: no server)")
     } else {
@@ -812,6 +865,7 @@ pub fn run(args: &SchedulerArgs) -> anyhow::Result<SchedulerReport> {
             topology_spreading_5000_nodes_5000_pods: 460,
             scheduling_with_node_inclusion_policy_5000_nodes: 270,
             scheduling_pod_anti_affinity: 60,
+            preemption_async: 570,
         },
     })
 }
