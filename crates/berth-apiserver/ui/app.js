@@ -180,7 +180,7 @@
     const leaving = [], others = [];
     for (const k of keys) (S.evictions.has(k) ? leaving : others).push(k);
     let pods = `<span class="count">${keys.size} pods</span> `;
-    for (const k of leaving) { const p = S.pods.get(k); pods += `<span class="pod leaving" data-pod="${esc(k)}" title="${esc(p.owner)}">${esc(p.name)} ⏱ <span class="cd" data-pod="${esc(k)}">${countdown(S.evictions.get(k))}</span></span>`; }
+    for (const k of leaving) { const p = S.pods.get(k); pods += `<span class="pod leaving" data-pod="${esc(k)}" title="${esc(p.owner)}">${esc(p.name)} in <span class="cd" data-pod="${esc(k)}">${countdown(S.evictions.get(k))}</span></span>`; }
     for (const k of others.slice(0, 12)) { const p = S.pods.get(k); pods += `<span class="pod phase-${esc(p.phase)}" data-pod="${esc(k)}" title="${esc(p.owner || 'no owner')} ${esc(p.phase)}">${esc(p.name)}</span>`; }
     return h + `<span class="pods">${pods}</span>`;
   }
