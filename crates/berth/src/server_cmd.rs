@@ -204,6 +204,14 @@ pub async fn run(args: &ServerArgs) -> anyhow::Result<()> {
         server.url,
         absolute(&server.credentials.ca_cert).display()
     );
+    // The token is not printed: it is the admin's, and logs are read by
+    // others; the page asks for it once (the kubeconfig's `token:`, or
+    // the admin-token file).
+    eprintln!(
+        "live cluster page: {}/ui/ (token: $(cat {}))",
+        server.url,
+        absolute(&args.data_dir.join("admin-token")).display()
+    );
     println!(
         "export KUBECONFIG={}",
         absolute(&server.credentials.kubeconfig).display()

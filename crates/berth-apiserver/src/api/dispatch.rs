@@ -102,6 +102,12 @@ impl ApiServer {
                     }),
                 ));
             }
+            // The live page's static files: no data in them.
+            path if path.starts_with("/ui") && path != super::ui::EVICTIONS_PATH => {
+                if let Some(asset) = super::ui::asset(path) {
+                    return Ok(asset);
+                }
+            }
             _ => {}
         }
         let authorization = headers
@@ -135,6 +141,9 @@ impl ApiServer {
                 HeaderValue::from_static("text/plain; version=0.0.4; charset=utf-8"),
             );
             return Ok(response);
+        }
+        if path == super::ui::EVICTIONS_PATH {
+            return self.ui_evictions(&user).await;
         }
         if path == NODE_CREDENTIAL_PATH {
             return self.issue_node_credential(method, &user, body).await;

@@ -20,7 +20,8 @@
 //! `delete`, `subresources` (binding, eviction, log), `scale` (the
 //! workloads' `/scale`) and `node_credential`; `node_impact` (the warnings
 //! of a write that taints or cordons a Node); `kubernetes_service` (the
-//! `default/kubernetes` Service pointing at the server).
+//! `default/kubernetes` Service pointing at the server); `ui` (the live
+//! page at `/ui/`: its embedded files and the evictions it counts down to).
 
 mod create;
 mod delete;
@@ -44,6 +45,7 @@ pub mod server;
 mod subresources;
 #[cfg(test)]
 mod tests;
+mod ui;
 mod update;
 mod watch;
 

@@ -16,6 +16,7 @@ async function launch() {
   const context = await chromium.launchPersistentContext(profile, {
     executablePath: EXECUTABLE,
     headless: true,
+    ignoreHTTPSErrors: true, // berth server's own self-signed certificate
     args: [
       '--no-sandbox', '--disable-gpu', '--disable-quic', '--no-first-run',
       '--disable-background-networking', '--disable-component-update', '--disable-sync',

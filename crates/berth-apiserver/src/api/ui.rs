@@ -1,0 +1,162 @@
+//! The live cluster page at `/ui/`: its static files (embedded in the
+//! binary, served without authentication: they hold no data), and
+//! `/ui/api/evictions`, the upcoming evictions the page counts down to.
+//!
+//! The page's data is the ordinary API (lists and watches of nodes and
+//! pods with the admin token the user gives it). The due times come from
+//! here, from berth-core's eviction rule (`pod_due_with_cause`, the one
+//! the taint eviction controller runs), rather than from a second copy of
+//! the rule in JavaScript that could drift from it; the page asks again
+//! whenever a node's taints or a pod on a tainted node change.
+
+use std::sync::Arc;
+
+use axum::body::Body;
+use axum::http::{HeaderValue, header};
+use axum::response::Response;
+use berth_core::eviction::{TaintStarts, is_eviction_taint, pod_due_with_cause};
+use berth_core::taint_spec::{format_taint, format_toleration};
+use k8s_openapi::api::core::v1::{Node, Pod};
+use serde_json::json;
+
+use super::response::json_response;
+use super::server::ApiServer;
+use crate::auth::User;
+use crate::cache::Cached;
+use crate::resources::{NODES, PODS};
+use crate::status::ApiError;
+
+const INDEX: &str = include_str!("../../ui/index.html");
+const APP_JS: &str = include_str!("../../ui/app.js");
+const APP_CSS: &str = include_str!("../../ui/app.css");
+
+/// The path of the evictions the page counts down to.
+pub const EVICTIONS_PATH: &str = "/ui/api/evictions";
+
+/// A static file of the page, or `None` when `path` is not one.
+pub fn asset(path: &str) -> Option<Response> {
+    let (body, content_type) = match path {
+        "/ui" | "/ui/" | "/ui/index.html" => (INDEX, "text/html; charset=utf-8"),
+        "/ui/app.js" => (APP_JS, "text/javascript; charset=utf-8"),
+        "/ui/app.css" => (APP_CSS, "text/css; charset=utf-8"),
+        _ => return None,
+    };
+    let mut response = Response::new(Body::from(body));
+    let headers = response.headers_mut();
+    headers.insert(header::CONTENT_TYPE, HeaderValue::from_static(content_type));
+    headers.insert(header::CACHE_CONTROL, HeaderValue::from_static("no-cache"));
+    Some(response)
+}
+
+/// Whether a node's JSON may hold a taint that evicts: a cheap test that
+/// spares decoding the thousands of untainted nodes.
+fn may_evict(node: &Cached) -> bool {
+    node.json.contains("NoExecute") || node.json.contains("out-of-service")
+}
+
+impl ApiServer {
+    /// Every pod due to be evicted: on a node with a taint that evicts,
+    /// with its due time, the taint and the toleration that decided it.
+    /// For cluster admins only, as `/metrics`.
+    pub(super) async fn ui_evictions(&self, user: &User) -> Result<Response, ApiError> {
+        if !user.in_group(crate::auth::GROUP_MASTERS) {
+            return Err(ApiError::forbidden_raw(format!(
+                "forbidden: User {:?} cannot get path \"{EVICTIONS_PATH}\"",
+                user.name
+            )));
+        }
+        let nodes = self.registry.wait_current(&NODES).await?;
+        let (tainted, _) = nodes.list("", may_evict).await;
+        let names: std::collections::BTreeSet<String> =
+            tainted.iter().map(|n| n.name.clone()).collect();
+        let pods = self.registry.wait_current(&PODS).await?;
+        let (bound, _) = pods
+            .list("", |p| {
+                p.fields
+                    .get("spec.nodeName")
+                    .is_some_and(|n| names.contains(n))
+            })
+            .await;
+        let (now, gates) = (self.now(), self.config.strategy.admission.gates);
+        let rows = tokio::task::spawn_blocking(move || due_rows(&tainted, &bound, gates))
+            .await
+            .map_err(|e| ApiError::internal(e.to_string()))?;
+        Ok(json_response(
+            200,
+            &json!({"now": now.to_string(), "evictions": rows}),
+        ))
+    }
+}
+
+/// The rows of the pods in `bound` due to leave their node in `nodes`.
+fn due_rows(
+    nodes: &[Arc<Cached>],
+    bound: &[Arc<Cached>],
+    gates: berth_core::FeatureGates,
+) -> Vec<serde_json::Value> {
+    let nodes: std::collections::BTreeMap<&str, Node> = nodes
+        .iter()
+        .filter_map(|n| Some((n.name.as_str(), serde_json::from_str(&n.json).ok()?)))
+        .filter(|(_, n): &(&str, Node)| {
+            n.spec
+                .as_ref()
+                .and_then(|s| s.taints.as_ref())
+                .is_some_and(|ts| ts.iter().any(is_eviction_taint))
+        })
+        .collect();
+    let starts = TaintStarts::default();
+    let mut rows = Vec::new();
+    for cached in bound {
+        let Some(node) = cached
+            .fields
+            .get("spec.nodeName")
+            .and_then(|n| nodes.get(n.as_str()))
+        else {
+            continue;
+        };
+        let Ok(pod) = serde_json::from_str::<Pod>(&cached.json) else {
+            continue;
+        };
+        let Some(cause) = pod_due_with_cause(&pod, node, &starts, gates) else {
+            continue;
+        };
+        rows.push(json!({
+            "namespace": cached.namespace,
+            "name": cached.name,
+            "node": node.metadata.name,
+            "due": cause.due.at.to_string(),
+            "force": cause.due.force,
+            "taint": format_taint(cause.taint),
+            "toleration": cause.toleration.map_or_else(|| "none".to_owned(), format_toleration),
+        }));
+    }
+    rows
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_page_and_its_files_are_served_and_nothing_else() {
+        for (path, content_type) in [
+            ("/ui/", "text/html; charset=utf-8"),
+            ("/ui", "text/html; charset=utf-8"),
+            ("/ui/app.js", "text/javascript; charset=utf-8"),
+            ("/ui/app.css", "text/css; charset=utf-8"),
+        ] {
+            let response = asset(path).unwrap_or_else(|| panic!("{path} not served"));
+            assert_eq!(
+                response
+                    .headers()
+                    .get(header::CONTENT_TYPE)
+                    .map(|v| v.as_bytes()),
+                Some(content_type.as_bytes()),
+                "{path}"
+            );
+        }
+        for path in ["/ui/api/evictions", "/ui/../etc/passwd", "/ui/other.js"] {
+            assert!(asset(path).is_none(), "{path}");
+        }
+    }
+}
