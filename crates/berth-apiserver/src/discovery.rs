@@ -294,6 +294,8 @@ mod tests {
                 "authorization.k8s.io",
                 "authentication.k8s.io",
                 "scheduling.k8s.io",
+                "storage.k8s.io",
+                "resource.k8s.io",
                 "policy",
                 "metrics.k8s.io"
             ]

@@ -11,8 +11,8 @@
 
 pub use crate::strategy::{ResourceType, Subresource};
 use crate::strategy::{
-    config, controllerrevision, daemonset, deployment, event, lease, namespace, node, pod,
-    poddisruptionbudget, priorityclass, replicaset, review, service, statefulset, stored,
+    config, controllerrevision, daemonset, deployment, dra, event, lease, namespace, node, pod,
+    poddisruptionbudget, priorityclass, replicaset, review, service, statefulset, storage, stored,
 };
 
 const ALL_VERBS: &[&str] = &[
@@ -436,6 +436,165 @@ pub static POD_DISRUPTION_BUDGETS: ResourceType = ResourceType {
     strategy: &poddisruptionbudget::PodDisruptionBudgets,
 };
 
+/// A declaration of a type stored as sent, with every verb.
+#[allow(clippy::too_many_arguments)]
+const fn stored(
+    group: &'static str,
+    kind: &'static str,
+    plural: &'static str,
+    singular: &'static str,
+    namespaced: bool,
+    short_names: &'static [&'static str],
+    subresources: &'static [Subresource],
+    storage: &'static str,
+    strategy: &'static dyn crate::strategy::Strategy,
+) -> ResourceType {
+    ResourceType {
+        group,
+        version: "v1",
+        kind,
+        plural,
+        singular,
+        namespaced,
+        short_names,
+        categories: &[],
+        subresources,
+        storage,
+        verbs: ALL_VERBS,
+        stored_as: None,
+        strategy,
+    }
+}
+
+// What upstream's kube-scheduler and kube-controller-manager list and
+// watch, stored as sent (strategy/storage.rs, strategy/dra.rs), under
+// upstream's storage keys (`/registry/controllers/` for
+// ReplicationControllers).
+pub static PERSISTENT_VOLUMES: ResourceType = stored(
+    "",
+    "PersistentVolume",
+    "persistentvolumes",
+    "persistentvolume",
+    false,
+    &["pv"],
+    &[STATUS],
+    "persistentvolumes",
+    &storage::PersistentVolumes,
+);
+pub static PERSISTENT_VOLUME_CLAIMS: ResourceType = stored(
+    "",
+    "PersistentVolumeClaim",
+    "persistentvolumeclaims",
+    "persistentvolumeclaim",
+    true,
+    &["pvc"],
+    &[STATUS],
+    "persistentvolumeclaims",
+    &storage::PersistentVolumeClaims,
+);
+pub static REPLICATION_CONTROLLERS: ResourceType = ResourceType {
+    categories: &["all"],
+    ..stored(
+        "",
+        "ReplicationController",
+        "replicationcontrollers",
+        "replicationcontroller",
+        true,
+        &["rc"],
+        &[STATUS],
+        "controllers",
+        &stored::ReplicationControllers,
+    )
+};
+pub static STORAGE_CLASSES: ResourceType = stored(
+    "storage.k8s.io",
+    "StorageClass",
+    "storageclasses",
+    "storageclass",
+    false,
+    &["sc"],
+    &[],
+    "storageclasses",
+    &storage::StorageClasses,
+);
+pub static CSI_DRIVERS: ResourceType = stored(
+    "storage.k8s.io",
+    "CSIDriver",
+    "csidrivers",
+    "csidriver",
+    false,
+    &[],
+    &[],
+    "csidrivers",
+    &storage::CsiDrivers,
+);
+pub static CSI_NODES: ResourceType = stored(
+    "storage.k8s.io",
+    "CSINode",
+    "csinodes",
+    "csinode",
+    false,
+    &[],
+    &[],
+    "csinodes",
+    &storage::CsiNodes,
+);
+pub static CSI_STORAGE_CAPACITIES: ResourceType = stored(
+    "storage.k8s.io",
+    "CSIStorageCapacity",
+    "csistoragecapacities",
+    "csistoragecapacity",
+    true,
+    &[],
+    &[],
+    "csistoragecapacities",
+    &storage::CsiStorageCapacities,
+);
+pub static VOLUME_ATTACHMENTS: ResourceType = stored(
+    "storage.k8s.io",
+    "VolumeAttachment",
+    "volumeattachments",
+    "volumeattachment",
+    false,
+    &[],
+    &[STATUS],
+    "volumeattachments",
+    &storage::VolumeAttachments,
+);
+pub static DEVICE_CLASSES: ResourceType = stored(
+    "resource.k8s.io",
+    "DeviceClass",
+    "deviceclasses",
+    "deviceclass",
+    false,
+    &[],
+    &[],
+    "deviceclasses",
+    &dra::DeviceClasses,
+);
+pub static RESOURCE_CLAIMS: ResourceType = stored(
+    "resource.k8s.io",
+    "ResourceClaim",
+    "resourceclaims",
+    "resourceclaim",
+    true,
+    &[],
+    &[STATUS],
+    "resourceclaims",
+    &dra::ResourceClaims,
+);
+pub static RESOURCE_SLICES: ResourceType = stored(
+    "resource.k8s.io",
+    "ResourceSlice",
+    "resourceslices",
+    "resourceslice",
+    false,
+    &[],
+    &[],
+    "resourceslices",
+    &dra::ResourceSlices,
+);
+
 /// Every served resource type, in discovery order (a group's types
 /// together: [`groups`] lists each group once).
 pub static RESOURCES: &[&ResourceType] = &[
@@ -450,6 +609,9 @@ pub static RESOURCES: &[&ResourceType] = &[
     &ENDPOINTS,
     &RESOURCE_QUOTAS,
     &LIMIT_RANGES,
+    &PERSISTENT_VOLUMES,
+    &PERSISTENT_VOLUME_CLAIMS,
+    &REPLICATION_CONTROLLERS,
     &LEASES,
     &EVENTS_V1,
     &DEPLOYMENTS,
@@ -462,6 +624,14 @@ pub static RESOURCES: &[&ResourceType] = &[
     &SELF_SUBJECT_RULES_REVIEWS,
     &SELF_SUBJECT_REVIEWS,
     &PRIORITY_CLASSES,
+    &STORAGE_CLASSES,
+    &CSI_DRIVERS,
+    &CSI_NODES,
+    &CSI_STORAGE_CAPACITIES,
+    &VOLUME_ATTACHMENTS,
+    &DEVICE_CLASSES,
+    &RESOURCE_CLAIMS,
+    &RESOURCE_SLICES,
     &POD_DISRUPTION_BUDGETS,
 ];
 
@@ -616,6 +786,72 @@ mod tests {
                 name: "system-node-critical",
                 want: "/registry/priorityclasses/system-node-critical",
             },
+            Case {
+                rt: &PERSISTENT_VOLUMES,
+                ns: "",
+                name: "pv1",
+                want: "/registry/persistentvolumes/pv1",
+            },
+            Case {
+                rt: &PERSISTENT_VOLUME_CLAIMS,
+                ns: "default",
+                name: "data",
+                want: "/registry/persistentvolumeclaims/default/data",
+            },
+            Case {
+                rt: &REPLICATION_CONTROLLERS,
+                ns: "default",
+                name: "web",
+                want: "/registry/controllers/default/web",
+            },
+            Case {
+                rt: &STORAGE_CLASSES,
+                ns: "",
+                name: "fast",
+                want: "/registry/storageclasses/fast",
+            },
+            Case {
+                rt: &CSI_DRIVERS,
+                ns: "",
+                name: "csi.example.com",
+                want: "/registry/csidrivers/csi.example.com",
+            },
+            Case {
+                rt: &CSI_NODES,
+                ns: "",
+                name: "node1",
+                want: "/registry/csinodes/node1",
+            },
+            Case {
+                rt: &CSI_STORAGE_CAPACITIES,
+                ns: "kube-system",
+                name: "csisc-1",
+                want: "/registry/csistoragecapacities/kube-system/csisc-1",
+            },
+            Case {
+                rt: &VOLUME_ATTACHMENTS,
+                ns: "",
+                name: "csi-1",
+                want: "/registry/volumeattachments/csi-1",
+            },
+            Case {
+                rt: &DEVICE_CLASSES,
+                ns: "",
+                name: "gpu",
+                want: "/registry/deviceclasses/gpu",
+            },
+            Case {
+                rt: &RESOURCE_CLAIMS,
+                ns: "default",
+                name: "gpu-claim",
+                want: "/registry/resourceclaims/default/gpu-claim",
+            },
+            Case {
+                rt: &RESOURCE_SLICES,
+                ns: "",
+                name: "node1-gpu",
+                want: "/registry/resourceslices/node1-gpu",
+            },
         ];
         for Case { rt, ns, name, want } in cases {
             assert_eq!(rt.key(ns, name), *want);
@@ -648,6 +884,8 @@ mod tests {
                 ("authorization.k8s.io", "v1"),
                 ("authentication.k8s.io", "v1"),
                 ("scheduling.k8s.io", "v1"),
+                ("storage.k8s.io", "v1"),
+                ("resource.k8s.io", "v1"),
             ]
         );
         // Services and Endpoints share upstream's `services/` prefix without

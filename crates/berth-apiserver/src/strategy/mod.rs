@@ -14,7 +14,10 @@
 //! the core types [`service`] (defaults, cluster IPs and node ports),
 //! [`config`] (ConfigMaps and Secrets), [`stored`] (types stored as sent:
 //! ServiceAccounts, Endpoints, EndpointSlices, ResourceQuotas,
-//! LimitRanges) and [`review`] (the access reviews, answered, not stored).
+//! LimitRanges, ReplicationControllers), [`storage`] (the volume types
+//! upstream's scheduler and controller manager list) and [`dra`] (the
+//! resource.k8s.io types), all stored as sent, and [`review`] (the access
+//! reviews, answered, not stored).
 //! The declarations that name them are in [`crate::resources`].
 //!
 //! Objects travel as JSON values; admission and validation convert them to
@@ -24,6 +27,7 @@ pub mod config;
 pub mod controllerrevision;
 pub mod daemonset;
 pub mod deployment;
+pub mod dra;
 pub mod event;
 pub mod lease;
 pub mod namespace;
@@ -35,6 +39,7 @@ pub mod replicaset;
 pub mod review;
 pub mod service;
 pub mod statefulset;
+pub mod storage;
 pub mod stored;
 #[cfg(test)]
 mod tests;

@@ -1,19 +1,24 @@
 //! Types berth stores and serves but does nothing with (no controller
 //! acts on them; quotas and limit ranges are not enforced):
 //! ServiceAccounts, Endpoints, discovery.k8s.io/v1 EndpointSlices,
-//! ResourceQuotas (with `/status`) and LimitRanges. Each is validated with
-//! the rules berth-core ports: metadata for all, the subsets of Endpoints,
-//! the addresses of EndpointSlices, the quantities of quotas and limits.
+//! ResourceQuotas (with `/status`), LimitRanges and ReplicationControllers
+//! (with `/status`: kube-scheduler lists them for its default spreading;
+//! berth runs no controller for them). Each is validated with the rules
+//! berth-core ports: metadata for all, the subsets of Endpoints, the
+//! addresses of EndpointSlices, the quantities of quotas and limits.
 
 use std::collections::BTreeMap;
 
 use berth_core::validation::{
     ErrorList, Path, validate_endpoint_slice, validate_endpoints, validate_resource_quantities,
 };
-use k8s_openapi::api::core::v1::{Endpoints, LimitRange, ResourceQuota, ServiceAccount};
+use k8s_openapi::api::core::v1::{
+    Endpoints, LimitRange, ReplicationController, ResourceQuota, ServiceAccount,
+};
 use k8s_openapi::api::discovery::v1::EndpointSlice;
 use k8s_openapi::apimachinery::pkg::api::resource::Quantity;
 
+use super::storage::stored_type;
 use super::{ObjectType, Strategy, typed_validation};
 
 /// The strategy of core/v1 ServiceAccounts: metadata only, as upstream's
@@ -113,3 +118,8 @@ impl Strategy for LimitRanges {
 
     typed_validation!(|new: &LimitRange, _| limit_range_rules(new));
 }
+
+stored_type!(
+    /// The strategy of core/v1 ReplicationControllers.
+    ReplicationControllers, ReplicationController, status: true
+);

@@ -205,6 +205,36 @@ pub fn sample(rt: &ResourceType, name: &str) -> Value {
             json!({"spec": {"namespace": "default"}})
         }
         ("authentication.k8s.io", "SelfSubjectReview") => json!({}),
+        ("", "PersistentVolume") => {
+            json!({"spec": {"capacity": {"storage": "1Gi"}, "accessModes": ["ReadWriteOnce"], "hostPath": {"path": "/srv/pv"}}})
+        }
+        ("", "PersistentVolumeClaim") => {
+            json!({"spec": {"accessModes": ["ReadWriteOnce"], "resources": {"requests": {"storage": "1Gi"}}}})
+        }
+        ("", "ReplicationController") => {
+            let template = json!({"metadata": {"labels": {"app": "web"}}, "spec": {"containers": [{"name": "c", "image": "busybox"}]}});
+            json!({"spec": {"replicas": 1, "selector": {"app": "web"}, "template": template}})
+        }
+        ("storage.k8s.io", "StorageClass") => json!({"provisioner": "csi.example.com"}),
+        ("storage.k8s.io", "CSIDriver") => json!({"spec": {"attachRequired": true}}),
+        ("storage.k8s.io", "CSINode") => {
+            json!({"spec": {"drivers": [{"name": "csi.example.com", "nodeID": "node1"}]}})
+        }
+        ("storage.k8s.io", "CSIStorageCapacity") => {
+            json!({"storageClassName": "fast", "capacity": "10Gi"})
+        }
+        ("storage.k8s.io", "VolumeAttachment") => {
+            json!({"spec": {"attacher": "csi.example.com", "nodeName": "node1", "source": {"persistentVolumeName": "pv1"}}})
+        }
+        ("resource.k8s.io", "DeviceClass") => {
+            json!({"spec": {"selectors": [{"cel": {"expression": "device.driver == 'gpu.example.com'"}}]}})
+        }
+        ("resource.k8s.io", "ResourceClaim") => {
+            json!({"spec": {"devices": {"requests": [{"name": "gpu", "exactly": {"deviceClassName": "gpu"}}]}}})
+        }
+        ("resource.k8s.io", "ResourceSlice") => {
+            json!({"spec": {"driver": "gpu.example.com", "pool": {"name": "node1", "generation": 1, "resourceSliceCount": 1}, "nodeName": "node1", "devices": [{"name": "gpu-0"}]}})
+        }
         (group, kind) => panic!("no sample of {kind}.{group}: add one"),
     };
     object["apiVersion"] = json!(rt.api_version());
