@@ -25,7 +25,10 @@ const AGGREGATED_V2BETA1: &str =
 /// [`crate::resource_metrics`]).
 const EXTRA_GROUPS: &[(&str, &str)] = &[
     ("policy", "v1"),
-    (crate::resource_metrics::GROUP, crate::resource_metrics::VERSION),
+    (
+        crate::resource_metrics::GROUP,
+        crate::resource_metrics::VERSION,
+    ),
 ];
 
 fn respond(content_type: &'static str, body: &Value) -> Response {
@@ -66,7 +69,12 @@ fn scope(rt: &ResourceType) -> &'static str {
 }
 
 fn legacy_resources(group: &str, version: &str) -> Vec<Value> {
-    if (group, version) == (crate::resource_metrics::GROUP, crate::resource_metrics::VERSION) {
+    if (group, version)
+        == (
+            crate::resource_metrics::GROUP,
+            crate::resource_metrics::VERSION,
+        )
+    {
         return crate::resource_metrics::legacy_resources();
     }
     let mut out = Vec::new();
@@ -103,7 +111,12 @@ fn legacy_resources(group: &str, version: &str) -> Vec<Value> {
 }
 
 fn aggregated_resources(group: &str, version: &str) -> Vec<Value> {
-    if (group, version) == (crate::resource_metrics::GROUP, crate::resource_metrics::VERSION) {
+    if (group, version)
+        == (
+            crate::resource_metrics::GROUP,
+            crate::resource_metrics::VERSION,
+        )
+    {
         return crate::resource_metrics::aggregated_resources();
     }
     RESOURCES

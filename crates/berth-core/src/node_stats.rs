@@ -94,7 +94,7 @@ pub struct Usage {
 }
 
 impl Usage {
-    pub fn add(self, other: Usage) -> Usage {
+    pub fn plus(self, other: Usage) -> Usage {
         Usage {
             nano_cores: self.nano_cores.saturating_add(other.nano_cores),
             memory_bytes: self.memory_bytes.saturating_add(other.memory_bytes),
@@ -228,7 +228,10 @@ mod tests {
                 );
                 distinct.insert(got.nano_cores);
             }
-            assert!(distinct.len() > 10, "{name}: the noise varies: {distinct:?}");
+            assert!(
+                distinct.len() > 10,
+                "{name}: the noise varies: {distinct:?}"
+            );
         }
     }
 
@@ -242,10 +245,7 @@ mod tests {
             "memory":{"time":"t","workingSetBytes":8}}]}]}"#;
         let summary: Summary = serde_json::from_str(text).expect("decodes");
         assert_eq!(summary.node.node_name, "n1");
-        assert_eq!(
-            summary.node.cpu.and_then(|c| c.usage_nano_cores),
-            Some(123)
-        );
+        assert_eq!(summary.node.cpu.and_then(|c| c.usage_nano_cores), Some(123));
         assert_eq!(summary.pods[0].pod_ref.namespace, "shop");
         assert_eq!(
             summary.pods[0].containers[0]

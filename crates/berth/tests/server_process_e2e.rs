@@ -183,7 +183,11 @@ fn a_taken_port_is_one_error_that_says_its_cause_once() {
 /// around it do not repeat it).
 #[test]
 fn a_data_dir_in_use_is_one_error_that_says_its_cause_once() {
-    let first = Server::start_blocking("data-dir-in-use", Backend::Embedded, &["--disable-scheduler"]);
+    let first = Server::start_blocking(
+        "data-dir-in-use",
+        Backend::Embedded,
+        &["--disable-scheduler"],
+    );
     let out = std::process::Command::new(env!("CARGO_BIN_EXE_berth"))
         .args(["server", "--disable-scheduler", "--listen", "127.0.0.1:0"])
         .arg("--data-dir")
@@ -206,7 +210,8 @@ fn a_data_dir_in_use_is_one_error_that_says_its_cause_once() {
 /// phase.
 #[test]
 fn the_server_logs_a_node_joining_and_its_shutdown_phases() {
-    let mut server = Server::start_blocking("operator-log", Backend::Embedded, &["--sim-nodes", "1"]);
+    let mut server =
+        Server::start_blocking("operator-log", Backend::Embedded, &["--sim-nodes", "1"]);
     let joined = "Controller observed a new Node node=sim-000000";
     let deadline = std::time::Instant::now() + Duration::from_secs(60);
     while !server.log().contains(joined) {
