@@ -218,8 +218,8 @@ mod tests {
                 let got = simulated_usage(requested, seed);
                 assert_eq!(got, simulated_usage(requested, seed), "{name}: repeats");
                 let near = |got: u64, around: u64| {
-                    got >= around / 100 * (100 - NOISE_PERCENT)
-                        && got <= around / 100 * (100 + NOISE_PERCENT)
+                    got >= around * (100 - NOISE_PERCENT) / 100
+                        && got <= around * (100 + NOISE_PERCENT) / 100
                 };
                 assert!(near(got.nano_cores, around.nano_cores), "{name}: {got:?}");
                 assert!(

@@ -149,6 +149,17 @@ fn the_printed_kubeconfig_and_join_line_are_absolute_and_keep_the_token_off_argv
     );
 }
 
+/// The `error: ` line of a server that exited 1.
+fn failure_line(out: &std::process::Output) -> String {
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(1), "{stderr}");
+    stderr
+        .lines()
+        .find(|l| l.starts_with("error: "))
+        .unwrap_or_else(|| panic!("an error line: {stderr}"))
+        .to_string()
+}
+
 /// A server that cannot listen exits 1 saying why, and says it once.
 #[test]
 fn a_taken_port_is_one_error_that_says_its_cause_once() {
@@ -163,12 +174,7 @@ fn a_taken_port_is_one_error_that_says_its_cause_once() {
         .output()
         .expect("berth server runs");
     let _ = std::fs::remove_dir_all(&data_dir);
-    let stderr = String::from_utf8_lossy(&out.stderr);
-    assert_eq!(out.status.code(), Some(1), "{stderr}");
-    let error = stderr
-        .lines()
-        .find(|l| l.starts_with("error: "))
-        .unwrap_or_else(|| panic!("an error line: {stderr}"));
+    let error = failure_line(&out);
     assert!(error.contains(&format!("127.0.0.1:{port}")), "{error}");
     assert_eq!(
         error.matches("Address already in use").count(),
@@ -194,12 +200,7 @@ fn a_data_dir_in_use_is_one_error_that_says_its_cause_once() {
         .arg(&first.data_dir)
         .output()
         .expect("berth server runs");
-    let stderr = String::from_utf8_lossy(&out.stderr);
-    assert_eq!(out.status.code(), Some(1), "{stderr}");
-    let error = stderr
-        .lines()
-        .find(|l| l.starts_with("error: "))
-        .unwrap_or_else(|| panic!("an error line: {stderr}"));
+    let error = failure_line(&out);
     assert!(error.contains("berth-store.redb"), "{error}");
     assert_eq!(error.matches("already open").count(), 1, "{error}");
     assert!(!error.contains("Database already open"), "{error}");
