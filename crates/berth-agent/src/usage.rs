@@ -50,7 +50,12 @@ pub fn parse_host_cpu(stat: &str) -> Option<u64> {
         .skip(1)
         .filter_map(|f| f.parse().ok())
         .collect();
-    Some([0, 1, 2, 5, 6, 7].iter().filter_map(|&i| fields.get(i)).sum())
+    Some(
+        [0, 1, 2, 5, 6, 7]
+            .iter()
+            .filter_map(|&i| fields.get(i))
+            .sum(),
+    )
 }
 
 /// The host's memory in use from `/proc/meminfo`, in bytes: MemTotal less
@@ -88,15 +93,19 @@ pub fn read_sample(processes: &[ContainerProcess]) -> std::io::Result<Sample> {
         .next()
         .and_then(|s| s.parse::<f64>().ok())
         .map_or(0, |s| (s * 1e9) as u64);
-    let host_cpu_ns = ticks_ns(parse_host_cpu(&std::fs::read_to_string("/proc/stat")?).unwrap_or(0));
-    let host_memory =
-        parse_host_memory(&std::fs::read_to_string("/proc/meminfo")?).unwrap_or(0);
+    let host_cpu_ns =
+        ticks_ns(parse_host_cpu(&std::fs::read_to_string("/proc/stat")?).unwrap_or(0));
+    let host_memory = parse_host_memory(&std::fs::read_to_string("/proc/meminfo")?).unwrap_or(0);
     // Every process's group, summed per group that is a container's.
     let wanted: HashMap<i32, &ContainerProcess> = processes.iter().map(|p| (p.pid, p)).collect();
     let mut groups: HashMap<i32, (u64, u64)> = HashMap::new();
     let mut leaders: HashMap<i32, u64> = HashMap::new();
     for entry in std::fs::read_dir("/proc")?.flatten() {
-        let Some(pid) = entry.file_name().to_str().and_then(|n| n.parse::<i32>().ok()) else {
+        let Some(pid) = entry
+            .file_name()
+            .to_str()
+            .and_then(|n| n.parse::<i32>().ok())
+        else {
             continue;
         };
         // A process may end between the listing and the read.
@@ -212,6 +221,44 @@ pub fn summarize(
 /// How often the agent samples.
 pub const SAMPLE_EVERY: std::time::Duration = WINDOW;
 
+/// The node's latest Summary, kept by a sampling task.
+pub type Latest = std::sync::Arc<std::sync::Mutex<Summary>>;
+
+/// Samples the host and `runtime`'s containers every [`SAMPLE_EVERY`]
+/// until `stop`; the Summary between the last two samples is in the
+/// returned cell.
+pub fn spawn_sampler(
+    node: String,
+    runtime: std::sync::Arc<dyn berth_runtime::Runtime>,
+    clock: berth_core::clock::Clock,
+    stop: tokio_util::sync::CancellationToken,
+) -> Latest {
+    let latest: Latest = std::sync::Arc::default();
+    let cell = latest.clone();
+    tokio::spawn(async move {
+        let mut previous: Option<Sample> = None;
+        loop {
+            let processes = runtime.processes();
+            match read_sample(&processes) {
+                Ok(sample) => {
+                    let time = berth_runtime::cri_log::format_time(clock.now());
+                    let summary = summarize(&node, &time, &processes, previous.as_ref(), &sample);
+                    if let Ok(mut latest) = cell.lock() {
+                        *latest = summary;
+                    }
+                    previous = Some(sample);
+                }
+                Err(e) => tracing::warn!(error = %e, "reading the host's figures from /proc"),
+            }
+            tokio::select! {
+                () = stop.cancelled() => return,
+                () = clock.sleep(SAMPLE_EVERY) => {}
+            }
+        }
+    });
+    latest
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -252,7 +299,11 @@ mod tests {
             // Started 20 s before the first sample.
             containers: HashMap::from([(
                 key.clone(),
-                (app_cpu_ms * 1_000_000, (uptime_s - 80) * 1_000_000_000, 64 << 20),
+                (
+                    app_cpu_ms * 1_000_000,
+                    (uptime_s - 80) * 1_000_000_000,
+                    64 << 20,
+                ),
             )]),
         };
         let first = sample(100, 50, 2_000);
@@ -280,42 +331,4 @@ mod tests {
         );
         assert_eq!(at_second.pods[0].pod_ref.namespace, "shop");
     }
-}
-
-/// The node's latest Summary, kept by a sampling task.
-pub type Latest = std::sync::Arc<std::sync::Mutex<Summary>>;
-
-/// Samples the host and `runtime`'s containers every [`SAMPLE_EVERY`]
-/// until `stop`; the Summary between the last two samples is in the
-/// returned cell.
-pub fn spawn_sampler(
-    node: String,
-    runtime: std::sync::Arc<dyn berth_runtime::Runtime>,
-    clock: berth_core::clock::Clock,
-    stop: tokio_util::sync::CancellationToken,
-) -> Latest {
-    let latest: Latest = std::sync::Arc::default();
-    let cell = latest.clone();
-    tokio::spawn(async move {
-        let mut previous: Option<Sample> = None;
-        loop {
-            let processes = runtime.processes();
-            match read_sample(&processes) {
-                Ok(sample) => {
-                    let time = berth_runtime::cri_log::format_time(clock.now());
-                    let summary = summarize(&node, &time, &processes, previous.as_ref(), &sample);
-                    if let Ok(mut latest) = cell.lock() {
-                        *latest = summary;
-                    }
-                    previous = Some(sample);
-                }
-                Err(e) => tracing::warn!(error = %e, "reading the host's figures from /proc"),
-            }
-            tokio::select! {
-                () = stop.cancelled() => return,
-                () = clock.sleep(SAMPLE_EVERY) => {}
-            }
-        }
-    });
-    latest
 }

@@ -65,7 +65,12 @@ fn scope(rt: &ResourceType) -> &'static str {
 }
 
 fn legacy_resources(group: &str, version: &str) -> Vec<Value> {
-    if (group, version) == (crate::resource_metrics::GROUP, crate::resource_metrics::VERSION) {
+    if (group, version)
+        == (
+            crate::resource_metrics::GROUP,
+            crate::resource_metrics::VERSION,
+        )
+    {
         return crate::resource_metrics::legacy_resources();
     }
     let mut out = Vec::new();
@@ -102,7 +107,12 @@ fn legacy_resources(group: &str, version: &str) -> Vec<Value> {
 }
 
 fn aggregated_resources(group: &str, version: &str) -> Vec<Value> {
-    if (group, version) == (crate::resource_metrics::GROUP, crate::resource_metrics::VERSION) {
+    if (group, version)
+        == (
+            crate::resource_metrics::GROUP,
+            crate::resource_metrics::VERSION,
+        )
+    {
         return crate::resource_metrics::aggregated_resources();
     }
     RESOURCES

@@ -16,8 +16,10 @@ pub const GROUP: &str = "metrics.k8s.io";
 pub const VERSION: &str = "v1beta1";
 
 /// The served resources: (plural, kind, namespaced).
-const RESOURCES: [(&str, &str, bool); 2] =
-    [("nodes", "NodeMetrics", false), ("pods", "PodMetrics", true)];
+const RESOURCES: [(&str, &str, bool); 2] = [
+    ("nodes", "NodeMetrics", false),
+    ("pods", "PodMetrics", true),
+];
 
 /// Read-only, as metrics-server serves them.
 const VERBS: [&str; 2] = ["get", "list"];

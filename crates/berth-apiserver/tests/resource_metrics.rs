@@ -96,18 +96,22 @@ async fn cluster() -> Cluster {
             .await;
     }
     let runtime = Arc::new(SimRuntime::new(clock.clone()));
-    let tokens = [("sim-a", "token-a"), ("sim-b", "token-b"), ("gone", "token-g")];
+    let tokens = [
+        ("sim-a", "token-a"),
+        ("sim-b", "token-b"),
+        ("gone", "token-g"),
+    ];
     for (node, token) in tokens {
         cluster.api.auth.add_node_credential(node, token);
     }
-    let sim_nodes = tokens[..2].iter().map(|(n, t)| (n.to_string(), t.to_string()));
+    let sim_nodes = tokens[..2]
+        .iter()
+        .map(|(n, t)| (n.to_string(), t.to_string()));
     cluster.api.kubelets.attach(
         ["sim-a".to_string(), "sim-b".to_string()],
         berth_runtime::sim_kubelet::router(runtime.clone(), sim_nodes, clock.clone()),
     );
-    let container = |name: &str, image: &str, requests: Value| {
-        json!({"name": name, "image": image, "resources": {"requests": requests}})
-    };
+    let container = |name: &str, image: &str, requests: Value| json!({"name": name, "image": image, "resources": {"requests": requests}});
     let pods = [
         json!({"metadata": {"name": "web", "labels": {"app": "web"}}, "spec": {"nodeName": "sim-a",
             "containers": [container("app", "nginx:1", json!({"cpu": "250m", "memory": "64Mi"}))]}}),
@@ -118,9 +122,7 @@ async fn cluster() -> Cluster {
             "containers": [container("app", "nginx:1", json!({}))]}}),
     ];
     for pod in pods {
-        cluster
-            .create("/api/v1/namespaces/default/pods", pod)
-            .await;
+        cluster.create("/api/v1/namespaces/default/pods", pod).await;
     }
     for name in ["web", "db"] {
         let (_, pod) = cluster
@@ -156,13 +158,19 @@ async fn node_metrics_leave_out_nodes_whose_agent_cannot_be_reached() {
     assert_eq!(names(&list), ["sim-a", "sim-b"], "{list}");
     // sim-a: its system's figures and web's, each with its own noise.
     let (_, uid) = cluster.get("/api/v1/namespaces/default/pods/web").await;
-    let uid = uid["metadata"]["uid"].as_str().unwrap_or_default().to_string();
+    let uid = uid["metadata"]["uid"]
+        .as_str()
+        .unwrap_or_default()
+        .to_string();
     let web = Usage {
         nano_cores: 250_000_000,
         memory_bytes: 64 << 20,
     };
-    let want = figure(&cluster.clock, SIMULATED_SYSTEM, &["sim-a"])
-        .add(figure(&cluster.clock, web, &["sim-a", &uid, "app"]));
+    let want = figure(&cluster.clock, SIMULATED_SYSTEM, &["sim-a"]).plus(figure(
+        &cluster.clock,
+        web,
+        &["sim-a", &uid, "app"],
+    ));
     let sim_a = &list["items"][0];
     assert_eq!(
         sim_a["usage"],
@@ -191,8 +199,14 @@ async fn node_metrics_leave_out_nodes_whose_agent_cannot_be_reached() {
             format!("nodemetrics.metrics.k8s.io {node:?} not found")
         );
     }
-    let (code, one) = cluster.get("/apis/metrics.k8s.io/v1beta1/nodes/sim-b").await;
-    assert_eq!((code, one["kind"].as_str()), (200, Some("NodeMetrics")), "{one}");
+    let (code, one) = cluster
+        .get("/apis/metrics.k8s.io/v1beta1/nodes/sim-b")
+        .await;
+    assert_eq!(
+        (code, one["kind"].as_str()),
+        (200, Some("NodeMetrics")),
+        "{one}"
+    );
 }
 
 #[tokio::test(start_paused = true)]
@@ -239,7 +253,10 @@ async fn the_metrics_api_is_read_only_and_discovered() {
     let cluster = cluster().await;
     for (method, path) in [
         ("DELETE", "/apis/metrics.k8s.io/v1beta1/nodes/sim-a"),
-        ("POST", "/apis/metrics.k8s.io/v1beta1/namespaces/default/pods"),
+        (
+            "POST",
+            "/apis/metrics.k8s.io/v1beta1/namespaces/default/pods",
+        ),
         ("PATCH", "/apis/metrics.k8s.io/v1beta1/nodes/sim-a"),
     ] {
         let (code, status) = cluster.call(method, path).await;

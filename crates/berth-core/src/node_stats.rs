@@ -94,7 +94,7 @@ pub struct Usage {
 }
 
 impl Usage {
-    pub fn add(self, other: Usage) -> Usage {
+    pub fn plus(self, other: Usage) -> Usage {
         Usage {
             nano_cores: self.nano_cores.saturating_add(other.nano_cores),
             memory_bytes: self.memory_bytes.saturating_add(other.memory_bytes),
@@ -218,8 +218,8 @@ mod tests {
                 let got = simulated_usage(requested, seed);
                 assert_eq!(got, simulated_usage(requested, seed), "{name}: repeats");
                 let near = |got: u64, around: u64| {
-                    got >= around / 100 * (100 - NOISE_PERCENT)
-                        && got <= around / 100 * (100 + NOISE_PERCENT)
+                    got >= around * (100 - NOISE_PERCENT) / 100
+                        && got <= around * (100 + NOISE_PERCENT) / 100
                 };
                 assert!(near(got.nano_cores, around.nano_cores), "{name}: {got:?}");
                 assert!(
@@ -228,7 +228,10 @@ mod tests {
                 );
                 distinct.insert(got.nano_cores);
             }
-            assert!(distinct.len() > 10, "{name}: the noise varies: {distinct:?}");
+            assert!(
+                distinct.len() > 10,
+                "{name}: the noise varies: {distinct:?}"
+            );
         }
     }
 
@@ -242,10 +245,7 @@ mod tests {
             "memory":{"time":"t","workingSetBytes":8}}]}]}"#;
         let summary: Summary = serde_json::from_str(text).expect("decodes");
         assert_eq!(summary.node.node_name, "n1");
-        assert_eq!(
-            summary.node.cpu.and_then(|c| c.usage_nano_cores),
-            Some(123)
-        );
+        assert_eq!(summary.node.cpu.and_then(|c| c.usage_nano_cores), Some(123));
         assert_eq!(summary.pods[0].pod_ref.namespace, "shop");
         assert_eq!(
             summary.pods[0].containers[0]

@@ -366,9 +366,7 @@ async fn container_logs(
 /// [`router`]'s, `follow` ending at once; `Err` is the 400's message.
 pub fn render_whole(log: &[u8], raw_query: &str, now: Timestamp) -> Result<Vec<u8>, String> {
     let options = LogOptions::parse(raw_query)?;
-    let start = options
-        .tail_lines
-        .map_or(0, |n| tail_start(log, n));
+    let start = options.tail_lines.map_or(0, |n| tail_start(log, n));
     let render = Render {
         timestamps: options.timestamps,
         since: options.since(now),

@@ -222,7 +222,7 @@ impl SimRuntime {
                 .map(|c| {
                     let usage =
                         simulated_usage(c.requested, seed_of(&[node, uid, &c.name], window));
-                    total = total.add(usage);
+                    total = total.plus(usage);
                     let (cpu, memory) = usage.stats(&time);
                     ContainerStats {
                         name: c.name.clone(),
@@ -288,7 +288,11 @@ impl SimRuntime {
         let lines = [
             format!(
                 "starting {} (container {container} of pod {key}, simulated by berth on node {node})",
-                if spec.image.is_empty() { "its image" } else { &spec.image }
+                if spec.image.is_empty() {
+                    "its image"
+                } else {
+                    &spec.image
+                }
             ),
             "nothing runs on a simulated node: these lines are made up by berth".to_string(),
             "ready".to_string(),

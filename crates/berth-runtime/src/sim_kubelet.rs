@@ -51,7 +51,10 @@ pub fn router(
     nodes: impl IntoIterator<Item = (String, String)>,
     clock: Clock,
 ) -> Router {
-    let nodes = nodes.into_iter().map(|(name, token)| (token, name)).collect();
+    let nodes = nodes
+        .into_iter()
+        .map(|(name, token)| (token, name))
+        .collect();
     Router::new()
         .route(
             "/containerLogs/{namespace}/{pod}/{container}",

@@ -190,31 +190,31 @@ pub async fn run(args: &AgentArgs) -> anyhow::Result<()> {
     let sampling = tokio_util::sync::CancellationToken::new();
     // The node's figures: the host's and its processes' from /proc, or a
     // simulated node's made up from its pods' requests.
-    let (runtime, runtime_version, figures): (Arc<dyn Runtime>, &str, SummarySource) =
-        match args.runtime {
-            RuntimeKind::Process => {
-                let runtime: Arc<dyn Runtime> = Arc::new(berth_runtime::process::ProcessRuntime::new(
-                    clock.clone(),
-                    args.data_dir.join("pods"),
-                ));
-                let latest = berth_agent::usage::spawn_sampler(
-                    args.node_name.clone(),
-                    runtime.clone(),
-                    clock.clone(),
-                    sampling.clone(),
-                );
-                let figures: SummarySource = Arc::new(move || {
-                    latest.lock().map(|s| s.clone()).unwrap_or_default()
-                });
-                (runtime, "berth-process://0.1.0", figures)
-            }
-            RuntimeKind::Sim => {
-                let runtime = Arc::new(berth_runtime::sim::SimRuntime::new(clock.clone()));
-                let (sim, node) = (runtime.clone(), args.node_name.clone());
-                let figures: SummarySource = Arc::new(move || sim.summary(&node));
-                (runtime, "berth-sim://0.1.0", figures)
-            }
-        };
+    let (runtime, runtime_version, figures): (Arc<dyn Runtime>, &str, SummarySource) = match args
+        .runtime
+    {
+        RuntimeKind::Process => {
+            let runtime: Arc<dyn Runtime> = Arc::new(berth_runtime::process::ProcessRuntime::new(
+                clock.clone(),
+                args.data_dir.join("pods"),
+            ));
+            let latest = berth_agent::usage::spawn_sampler(
+                args.node_name.clone(),
+                runtime.clone(),
+                clock.clone(),
+                sampling.clone(),
+            );
+            let figures: SummarySource =
+                Arc::new(move || latest.lock().map(|s| s.clone()).unwrap_or_default());
+            (runtime, "berth-process://0.1.0", figures)
+        }
+        RuntimeKind::Sim => {
+            let runtime = Arc::new(berth_runtime::sim::SimRuntime::new(clock.clone()));
+            let (sim, node) = (runtime.clone(), args.node_name.clone());
+            let figures: SummarySource = Arc::new(move || sim.summary(&node));
+            (runtime, "berth-sim://0.1.0", figures)
+        }
+    };
     let thresholds = Thresholds::from_map(&config.eviction_hard).map_err(anyhow::Error::msg)?;
     let facts = berth_agent::host::read_facts(&args.data_dir, args.node_ip, runtime_version)?;
     let (capacity, allocatable) = capacity_and_allocatable(&facts, &thresholds, config.max_pods);

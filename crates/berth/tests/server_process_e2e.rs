@@ -149,6 +149,17 @@ fn the_printed_kubeconfig_and_join_line_are_absolute_and_keep_the_token_off_argv
     );
 }
 
+/// The `error: ` line of a server that exited 1.
+fn failure_line(out: &std::process::Output) -> String {
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(1), "{stderr}");
+    stderr
+        .lines()
+        .find(|l| l.starts_with("error: "))
+        .unwrap_or_else(|| panic!("an error line: {stderr}"))
+        .to_string()
+}
+
 /// A server that cannot listen exits 1 saying why, and says it once.
 #[test]
 fn a_taken_port_is_one_error_that_says_its_cause_once() {
@@ -163,12 +174,7 @@ fn a_taken_port_is_one_error_that_says_its_cause_once() {
         .output()
         .expect("berth server runs");
     let _ = std::fs::remove_dir_all(&data_dir);
-    let stderr = String::from_utf8_lossy(&out.stderr);
-    assert_eq!(out.status.code(), Some(1), "{stderr}");
-    let error = stderr
-        .lines()
-        .find(|l| l.starts_with("error: "))
-        .unwrap_or_else(|| panic!("an error line: {stderr}"));
+    let error = failure_line(&out);
     assert!(error.contains(&format!("127.0.0.1:{port}")), "{error}");
     assert_eq!(
         error.matches("Address already in use").count(),
@@ -183,19 +189,18 @@ fn a_taken_port_is_one_error_that_says_its_cause_once() {
 /// around it do not repeat it).
 #[test]
 fn a_data_dir_in_use_is_one_error_that_says_its_cause_once() {
-    let first = Server::start_blocking("data-dir-in-use", Backend::Embedded, &["--disable-scheduler"]);
+    let first = Server::start_blocking(
+        "data-dir-in-use",
+        Backend::Embedded,
+        &["--disable-scheduler"],
+    );
     let out = std::process::Command::new(env!("CARGO_BIN_EXE_berth"))
         .args(["server", "--disable-scheduler", "--listen", "127.0.0.1:0"])
         .arg("--data-dir")
         .arg(&first.data_dir)
         .output()
         .expect("berth server runs");
-    let stderr = String::from_utf8_lossy(&out.stderr);
-    assert_eq!(out.status.code(), Some(1), "{stderr}");
-    let error = stderr
-        .lines()
-        .find(|l| l.starts_with("error: "))
-        .unwrap_or_else(|| panic!("an error line: {stderr}"));
+    let error = failure_line(&out);
     assert!(error.contains("berth-store.redb"), "{error}");
     assert_eq!(error.matches("already open").count(), 1, "{error}");
     assert!(!error.contains("Database already open"), "{error}");
@@ -206,7 +211,8 @@ fn a_data_dir_in_use_is_one_error_that_says_its_cause_once() {
 /// phase.
 #[test]
 fn the_server_logs_a_node_joining_and_its_shutdown_phases() {
-    let mut server = Server::start_blocking("operator-log", Backend::Embedded, &["--sim-nodes", "1"]);
+    let mut server =
+        Server::start_blocking("operator-log", Backend::Embedded, &["--sim-nodes", "1"]);
     let joined = "Controller observed a new Node node=sim-000000";
     let deadline = std::time::Instant::now() + Duration::from_secs(60);
     while !server.log().contains(joined) {

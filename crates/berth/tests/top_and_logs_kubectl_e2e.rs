@@ -154,14 +154,22 @@ fn kubectl_top_and_logs_work_on_simulated_nodes() {
         lines[0].starts_with("starting nginx:1 (container app of pod shop/small, simulated by berth on node sim-00000"),
         "{logs}"
     );
-    assert_eq!(cluster.ok(&["logs", "small", "-n", "shop"]), logs, "the same every time");
     assert_eq!(
-        cluster.ok(&["logs", "small", "-n", "shop", "--tail=1"]).trim(),
+        cluster.ok(&["logs", "small", "-n", "shop"]),
+        logs,
+        "the same every time"
+    );
+    assert_eq!(
+        cluster
+            .ok(&["logs", "small", "-n", "shop", "--tail=1"])
+            .trim(),
         "ready"
     );
     let stamped = cluster.ok(&["logs", "big", "-c", "db", "-n", "shop", "--timestamps"]);
     assert!(
-        stamped.lines().all(|l| l.split(' ').next().is_some_and(|t| t.ends_with('Z'))),
+        stamped
+            .lines()
+            .all(|l| l.split(' ').next().is_some_and(|t| t.ends_with('Z'))),
         "{stamped}"
     );
     // What cannot be answered: upstream's 400s.
@@ -173,7 +181,9 @@ fn kubectl_top_and_logs_work_on_simulated_nodes() {
     // (kubectl logs picks a pod's first container itself: asked raw.)
     let choose = cluster.fails(&["get", "--raw", "/api/v1/namespaces/shop/pods/big/log"]);
     assert!(
-        choose.contains("a container name must be specified for pod big, choose one of: [db sidecar]"),
+        choose.contains(
+            "a container name must be specified for pod big, choose one of: [db sidecar]"
+        ),
         "{choose}"
     );
 }

@@ -107,7 +107,12 @@ impl ApiServer {
 
     /// The objects of `rt` in `namespace` that the query's selectors
     /// select, from the watch cache.
-    async fn objects(&self, rt: &ResourceType, namespace: &str, query: &Query) -> ApiResult<Vec<Value>> {
+    async fn objects(
+        &self,
+        rt: &ResourceType,
+        namespace: &str,
+        query: &Query,
+    ) -> ApiResult<Vec<Value>> {
         let filter = Filter::new(rt, namespace, query)?;
         let cache = self.registry.wait_current(rt).await?;
         let (items, _) = cache.list(namespace, |c| filter.matches(c)).await;
