@@ -19,10 +19,9 @@
 mod common;
 
 use std::process::{Child, Command, Stdio};
-use std::time::{Duration, Instant};
 
 use common::kubectl::{Cluster, kubectl_binary};
-use common::{Backend, Server};
+use common::{Backend, Server, eventually};
 
 const DOOMED: &str = "doomed-000000";
 
@@ -42,18 +41,6 @@ spec:
       - name: web
         image: nginx:1
 ";
-
-/// Polls `check` every 100 ms for up to 60 s.
-fn eventually(what: &str, check: impl Fn() -> bool) {
-    let deadline = Instant::now() + Duration::from_secs(60);
-    while Instant::now() < deadline {
-        if check() {
-            return;
-        }
-        std::thread::sleep(Duration::from_millis(100));
-    }
-    panic!("{what}: not within 60 s");
-}
 
 /// The names and nodes of the Deployment's pods not being deleted, and
 /// whether each is Running and Ready.
