@@ -31,7 +31,9 @@ use k8s_openapi::api::core::v1::Node;
 use kube::api::{Api, ListParams, Patch, PatchParams, PostParams, WatchEvent, WatchParams};
 use serde::Serialize;
 
-use crate::harness::{Memory, berth_binary, cpu_seconds, data_parent, memory_of, start_server_with};
+use crate::harness::{
+    Memory, berth_binary, cpu_seconds, data_parent, memory_of, start_server_with,
+};
 use crate::measure::Machine;
 
 /// Where the benchmark's workloads live.
@@ -407,7 +409,13 @@ async fn daemonset_phase(
     watch.until(Instant::now() + SETTLE, |_| false).await?;
     let timeline = watch.timeline(started);
     let pods = watch.counts();
-    let max_pods_on_one_node = watch.tally.uids_per_node.values().copied().max().unwrap_or(0);
+    let max_pods_on_one_node = watch
+        .tally
+        .uids_per_node
+        .values()
+        .copied()
+        .max()
+        .unwrap_or(0);
     let nodes_ready_seconds = cluster.nodes_ready_seconds;
     drop(cluster);
     Ok(DaemonSetFigures {
@@ -623,17 +631,21 @@ impl PodWatch {
                 if let Some(before) = &before {
                     self.tally.remove(before);
                 }
-                if !state.node.is_empty()
-                    && before.as_ref().is_none_or(|b| b.node != state.node)
-                {
-                    *self.tally.uids_per_node.entry(state.node.clone()).or_default() += 1;
+                if !state.node.is_empty() && before.as_ref().is_none_or(|b| b.node != state.node) {
+                    *self
+                        .tally
+                        .uids_per_node
+                        .entry(state.node.clone())
+                        .or_default() += 1;
                 }
                 self.tally.add(&state);
                 self.live.insert(uid, state);
             }
             WatchEvent::Deleted(pod) => {
                 self.note_revision(&pod);
-                if let Some(before) = self.live.remove(&pod.metadata.uid.clone().unwrap_or_default())
+                if let Some(before) = self
+                    .live
+                    .remove(&pod.metadata.uid.clone().unwrap_or_default())
                 {
                     self.tally.remove(&before);
                 }

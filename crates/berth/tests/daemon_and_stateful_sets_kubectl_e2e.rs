@@ -8,10 +8,8 @@
 
 mod common;
 
-use std::time::{Duration, Instant};
-
 use common::kubectl::{Cluster, kubectl_binary};
-use common::{Backend, Server};
+use common::{Backend, Server, eventually};
 
 /// A server running the scheduler, the controllers and `nodes` simulated
 /// nodes (`sim-000000`, ...).
@@ -44,18 +42,6 @@ fn ready_pod_nodes(cluster: &Cluster, app: &str) -> Vec<String> {
         .collect();
     nodes.sort();
     nodes
-}
-
-/// Polls `check` every 100 ms for up to 60 s.
-fn eventually(what: &str, check: impl Fn() -> bool) {
-    let deadline = Instant::now() + Duration::from_secs(60);
-    while Instant::now() < deadline {
-        if check() {
-            return;
-        }
-        std::thread::sleep(Duration::from_millis(100));
-    }
-    panic!("{what}: not within 60 s");
 }
 
 const FLUENTD: &str = "apiVersion: apps/v1

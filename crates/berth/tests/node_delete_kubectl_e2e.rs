@@ -19,10 +19,9 @@
 mod common;
 
 use std::process::{Child, Command, Stdio};
-use std::time::{Duration, Instant};
 
 use common::kubectl::{Cluster, kubectl_binary};
-use common::{Backend, Server};
+use common::{Backend, Server, eventually};
 
 const DOOMED: &str = "doomed-000000";
 
@@ -43,18 +42,6 @@ spec:
         image: nginx:1
 ";
 
-/// Polls `check` every 100 ms for up to 60 s.
-fn eventually(what: &str, check: impl Fn() -> bool) {
-    let deadline = Instant::now() + Duration::from_secs(60);
-    while Instant::now() < deadline {
-        if check() {
-            return;
-        }
-        std::thread::sleep(Duration::from_millis(100));
-    }
-    panic!("{what}: not within 60 s");
-}
-
 /// The names and nodes of the Deployment's pods not being deleted, and
 /// whether each is Running and Ready.
 fn web_pods(cluster: &Cluster) -> Vec<(String, String, bool)> {
@@ -72,8 +59,14 @@ fn web_pods(cluster: &Cluster) -> Vec<(String, String, bool)> {
                     .flatten()
                     .any(|c| c["type"] == "Ready" && c["status"] == "True");
             (
-                p["metadata"]["name"].as_str().unwrap_or_default().to_string(),
-                p["spec"]["nodeName"].as_str().unwrap_or_default().to_string(),
+                p["metadata"]["name"]
+                    .as_str()
+                    .unwrap_or_default()
+                    .to_string(),
+                p["spec"]["nodeName"]
+                    .as_str()
+                    .unwrap_or_default()
+                    .to_string(),
                 ready,
             )
         })
@@ -158,7 +151,9 @@ fn a_deleted_node_takes_its_pods_and_lease_and_the_replicas_come_back_elsewhere(
     let before = web_pods(&cluster);
     assert_eq!(before.len(), 3, "{before:?}");
     assert!(
-        before.iter().all(|(_, node, ready)| node == DOOMED && *ready),
+        before
+            .iter()
+            .all(|(_, node, ready)| node == DOOMED && *ready),
         "all three Running and Ready on {DOOMED}: {before:?}"
     );
     let node_uid = cluster.json(&["get", "node", DOOMED])["metadata"]["uid"].clone();
@@ -174,16 +169,14 @@ fn a_deleted_node_takes_its_pods_and_lease_and_the_replicas_come_back_elsewhere(
     fleet.wait().expect("reap the doomed node's fleet");
     cluster.ok(&["uncordon", "sim-000000", "sim-000001"]);
     let out = cluster.ok(&["delete", "node", DOOMED]);
-    assert!(
-        out.contains(&format!("node \"{DOOMED}\" deleted")),
-        "{out}"
-    );
+    assert!(out.contains(&format!("node \"{DOOMED}\" deleted")), "{out}");
 
     eventually("the Lease deleted with its Node", || {
         let out = cluster.kubectl(&["get", "lease", DOOMED, "-n", "kube-node-lease"]);
         !out.status.success()
-            && String::from_utf8_lossy(&out.stderr)
-                .contains(&format!("leases.coordination.k8s.io \"{DOOMED}\" not found"))
+            && String::from_utf8_lossy(&out.stderr).contains(&format!(
+                "leases.coordination.k8s.io \"{DOOMED}\" not found"
+            ))
     });
     eventually("the pods of the deleted node deleted", || {
         let names: Vec<String> = cluster
@@ -208,13 +201,16 @@ fn a_deleted_node_takes_its_pods_and_lease_and_the_replicas_come_back_elsewhere(
             .collect::<Vec<_>>()
             .join("\n")
     );
-    eventually("three replicas Running and Ready on the other nodes", || {
-        let pods = web_pods(&cluster);
-        pods.len() == 3
-            && pods
-                .iter()
-                .all(|(_, node, ready)| node.starts_with("sim-") && *ready)
-    });
+    eventually(
+        "three replicas Running and Ready on the other nodes",
+        || {
+            let pods = web_pods(&cluster);
+            pods.len() == 3
+                && pods
+                    .iter()
+                    .all(|(_, node, ready)| node.starts_with("sim-") && *ready)
+        },
+    );
     cluster.ok(&["rollout", "status", "deploy/web", "--timeout=60s"]);
     let nodes = cluster.ok(&["get", "nodes", "-o", "name"]);
     assert!(!nodes.contains(DOOMED), "{nodes}");

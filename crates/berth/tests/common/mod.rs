@@ -70,6 +70,19 @@ pub fn signal(child: &Child, signal: rustix::process::Signal) -> std::io::Result
     Ok(rustix::process::kill_process(pid, signal)?)
 }
 
+/// Polls `check` every 100 ms for up to 60 s; panics with `what` if it
+/// never holds.
+pub fn eventually(what: &str, check: impl Fn() -> bool) {
+    let deadline = Instant::now() + Duration::from_secs(60);
+    while Instant::now() < deadline {
+        if check() {
+            return;
+        }
+        std::thread::sleep(Duration::from_millis(100));
+    }
+    panic!("{what}: not within 60 s");
+}
+
 /// A data dir path of its own for a server named `label`, empty.
 fn fresh_data_dir(label: &str) -> PathBuf {
     static SERIAL: AtomicUsize = AtomicUsize::new(0);
