@@ -611,6 +611,12 @@ mod tests {
                 want: "/registry/limitranges/team-a/defaults",
             },
             Case {
+                rt: &POD_DISRUPTION_BUDGETS,
+                ns: "default",
+                name: "web",
+                want: "/registry/poddisruptionbudgets/default/web",
+            },
+            Case {
                 rt: &PRIORITY_CLASSES,
                 ns: "ignored",
                 name: "system-node-critical",
@@ -648,6 +654,7 @@ mod tests {
                 ("authorization.k8s.io", "v1"),
                 ("authentication.k8s.io", "v1"),
                 ("scheduling.k8s.io", "v1"),
+                ("policy", "v1"),
             ]
         );
         // Services and Endpoints share upstream's `services/` prefix without
