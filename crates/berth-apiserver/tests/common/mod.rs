@@ -205,6 +205,9 @@ pub fn sample(rt: &ResourceType, name: &str) -> Value {
             json!({"spec": {"namespace": "default"}})
         }
         ("authentication.k8s.io", "SelfSubjectReview") => json!({}),
+        ("policy", "PodDisruptionBudget") => {
+            json!({"spec": {"minAvailable": 1, "selector": {"matchLabels": {"app": "web"}}}})
+        }
         (group, kind) => panic!("no sample of {kind}.{group}: add one"),
     };
     object["apiVersion"] = json!(rt.api_version());
