@@ -781,6 +781,12 @@ mod tests {
                 want: "/registry/limitranges/team-a/defaults",
             },
             Case {
+                rt: &POD_DISRUPTION_BUDGETS,
+                ns: "default",
+                name: "web",
+                want: "/registry/poddisruptionbudgets/default/web",
+            },
+            Case {
                 rt: &PRIORITY_CLASSES,
                 ns: "ignored",
                 name: "system-node-critical",
@@ -886,6 +892,7 @@ mod tests {
                 ("scheduling.k8s.io", "v1"),
                 ("storage.k8s.io", "v1"),
                 ("resource.k8s.io", "v1"),
+                ("policy", "v1"),
             ]
         );
         // Services and Endpoints share upstream's `services/` prefix without

@@ -30,6 +30,15 @@ fn budget(name: &str, spec: serde_json::Value) -> PodDisruptionBudget {
     .expect("a PodDisruptionBudget")
 }
 
+/// Creates budget `name` over the app=web pods.
+async fn create_budget(pdbs: &Api<PodDisruptionBudget>, name: &str, spec: serde_json::Value) {
+    let mut spec = spec;
+    spec["selector"] = json!({"matchLabels": {"app": "web"}});
+    pdbs.create(&PostParams::default(), &budget(name, spec))
+        .await
+        .expect("created");
+}
+
 /// Creates `n` pods labelled app=web, Running and Ready.
 async fn ready_pods(client: &kube::Client, n: usize) {
     let pods: Api<Pod> = Api::default_namespaced(client.clone());
@@ -130,15 +139,7 @@ async fn an_eviction_past_the_budget_is_refused_with_upstreams_429() {
     let client = cluster().await;
     ready_pods(&client, 2).await;
     let pdbs: Api<PodDisruptionBudget> = Api::default_namespaced(client.clone());
-    pdbs.create(
-        &PostParams::default(),
-        &budget(
-            "web",
-            json!({"minAvailable": 2, "selector": {"matchLabels": {"app": "web"}}}),
-        ),
-    )
-    .await
-    .expect("created");
+    create_budget(&pdbs, "web", json!({"minAvailable": 2})).await;
     set_status(&pdbs, "web", 0, 2).await;
     let pods: Api<Pod> = Api::default_namespaced(client.clone());
     match pods.evict("web-0", &EvictParams::default()).await {
@@ -154,15 +155,7 @@ async fn an_eviction_past_the_budget_is_refused_with_upstreams_429() {
     assert!(pods.get_opt("web-0").await.expect("a get").is_some());
 
     // A second budget over the same pods: upstream's 500.
-    pdbs.create(
-        &PostParams::default(),
-        &budget(
-            "web2",
-            json!({"maxUnavailable": 1, "selector": {"matchLabels": {"app": "web"}}}),
-        ),
-    )
-    .await
-    .expect("created");
+    create_budget(&pdbs, "web2", json!({"maxUnavailable": 1})).await;
     match pods.evict("web-0", &EvictParams::default()).await {
         Err(kube::Error::Api(s)) => {
             assert_eq!(s.code, 500);
@@ -182,15 +175,7 @@ async fn concurrent_evictions_spend_exactly_the_budget() {
     let client = cluster().await;
     ready_pods(&client, PODS).await;
     let pdbs: Api<PodDisruptionBudget> = Api::default_namespaced(client.clone());
-    pdbs.create(
-        &PostParams::default(),
-        &budget(
-            "web",
-            json!({"minAvailable": 5, "selector": {"matchLabels": {"app": "web"}}}),
-        ),
-    )
-    .await
-    .expect("created");
+    create_budget(&pdbs, "web", json!({"minAvailable": 5})).await;
     set_status(&pdbs, "web", ALLOWED, PODS as i32).await;
 
     let pods: Api<Pod> = Api::default_namespaced(client.clone());

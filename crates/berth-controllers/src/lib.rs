@@ -30,6 +30,9 @@
 //!   per-node affinity, rolled by maxUnavailable/maxSurge or on delete.
 //! - [`statefulset`]: upstream's StatefulSet controller: stable pod
 //!   names, ordered or parallel creation, partitioned rolling updates.
+//! - [`disruption`]: upstream's disruption controller: each
+//!   PodDisruptionBudget's expected, desired and healthy pods and the
+//!   disruptions allowed, which the Eviction API spends.
 //! - What the controllers share: [`work_queue`] (client-go's work queue,
 //!   as plain data and as the rate-limited queue the workload controllers'
 //!   workers take keys from), [`watched_pod`] (what the controllers decode
@@ -64,6 +67,7 @@ pub mod cache;
 pub mod controller_refs;
 pub mod daemonset;
 pub mod deployment;
+pub mod disruption;
 pub mod events;
 pub mod garbage_collector;
 pub mod metrics;
@@ -86,6 +90,7 @@ use tokio::task::JoinSet;
 
 use daemonset::{DaemonSetConfig, DaemonSetController};
 use deployment::{DeploymentConfig, DeploymentController};
+use disruption::{DisruptionConfig, DisruptionController};
 use garbage_collector::{GarbageCollector, GarbageCollectorConfig};
 use metrics::ControllerMetrics;
 use node_lifecycle::{NodeLifecycleConfig, NodeLifecycleController};
@@ -104,6 +109,7 @@ pub const ALL_CONTROLLERS: &[&str] = &[
     deployment::CONTROLLER_NAME,
     daemonset::CONTROLLER_NAME,
     statefulset::CONTROLLER_NAME,
+    disruption::CONTROLLER_NAME,
 ];
 
 /// The older names upstream still accepts in `--controllers`, each with the
@@ -203,6 +209,7 @@ pub struct ControllerOptions {
     pub deployment: DeploymentConfig,
     pub daemonset: DaemonSetConfig,
     pub statefulset: StatefulSetConfig,
+    pub disruption: DisruptionConfig,
 }
 
 /// Starts the enabled controllers as tasks of the returned set (dropping it
@@ -274,6 +281,12 @@ pub fn spawn(
                 StatefulSetController::new,
                 |x: StatefulSetController<_>| x.run(),
             ),
+        ),
+        (
+            disruption::CONTROLLER_NAME,
+            starter(c, options.disruption, DisruptionController::new, |x| {
+                x.run()
+            }),
         ),
     ];
     let mut tasks = JoinSet::new();

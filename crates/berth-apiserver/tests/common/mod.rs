@@ -235,6 +235,9 @@ pub fn sample(rt: &ResourceType, name: &str) -> Value {
         ("resource.k8s.io", "ResourceSlice") => {
             json!({"spec": {"driver": "gpu.example.com", "pool": {"name": "node1", "generation": 1, "resourceSliceCount": 1}, "nodeName": "node1", "devices": [{"name": "gpu-0"}]}})
         }
+        ("policy", "PodDisruptionBudget") => {
+            json!({"spec": {"minAvailable": 1, "selector": {"matchLabels": {"app": "web"}}}})
+        }
         (group, kind) => panic!("no sample of {kind}.{group}: add one"),
     };
     object["apiVersion"] = json!(rt.api_version());

@@ -8,7 +8,7 @@ use std::collections::BTreeMap;
 
 use k8s_openapi::api::apps::v1::{Deployment, ReplicaSet, StatefulSet};
 use k8s_openapi::api::core::v1::{Pod, ReplicationController};
-use k8s_openapi::apimachinery::pkg::apis::meta::v1::OwnerReference;
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::{ObjectMeta, OwnerReference};
 
 use crate::workloads::ownership::controller_of;
 
@@ -39,7 +39,7 @@ fn group_kind_is(reference: &OwnerReference, kind: &str, groups: &[&str]) -> boo
     reference.kind == kind && groups.contains(&group)
 }
 
-fn uid_is(meta: &k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta, uid: &str) -> bool {
+fn uid_is(meta: &ObjectMeta, uid: &str) -> bool {
     meta.uid.as_deref() == Some(uid)
 }
 
@@ -97,41 +97,27 @@ fn deployment_scale(
     })
 }
 
-/// `getPodReplicationController`.
-fn replication_controller_scale(
-    lookup: &impl Workloads,
+/// The finders of a controller that owns its pods directly
+/// (`getPodReplicationController`, `getPodStatefulSet`): the reference's
+/// kind in one of `groups`, the object found by name with the
+/// reference's UID, its replicas.
+fn direct_scale<T>(
     reference: &OwnerReference,
-    namespace: &str,
+    (kind, groups): (&str, &[&str]),
+    found: impl FnOnce() -> Option<T>,
+    meta_and_replicas: impl FnOnce(&T) -> (&ObjectMeta, Option<i32>),
 ) -> Option<ControllerScale> {
-    if !group_kind_is(reference, "ReplicationController", &[""]) {
+    if !group_kind_is(reference, kind, groups) {
         return None;
     }
-    let rc = lookup.replication_controller(namespace, &reference.name)?;
-    if !uid_is(&rc.metadata, &reference.uid) {
+    let object = found()?;
+    let (meta, scale) = meta_and_replicas(&object);
+    if !uid_is(meta, &reference.uid) {
         return None;
     }
     Some(ControllerScale {
         uid: reference.uid.clone(),
-        scale: replicas(rc.spec.as_ref().and_then(|s| s.replicas)),
-    })
-}
-
-/// `getPodStatefulSet`.
-fn stateful_set_scale(
-    lookup: &impl Workloads,
-    reference: &OwnerReference,
-    namespace: &str,
-) -> Option<ControllerScale> {
-    if !group_kind_is(reference, "StatefulSet", &["apps"]) {
-        return None;
-    }
-    let ss = lookup.stateful_set(namespace, &reference.name)?;
-    if !uid_is(&ss.metadata, &reference.uid) {
-        return None;
-    }
-    Some(ControllerScale {
-        uid: reference.uid.clone(),
-        scale: replicas(ss.spec.replicas),
+        scale: replicas(scale),
     })
 }
 
@@ -144,8 +130,22 @@ pub fn find_controller_scale(
 ) -> Option<ControllerScale> {
     replica_set_scale(lookup, reference, namespace)
         .or_else(|| deployment_scale(lookup, reference, namespace))
-        .or_else(|| replication_controller_scale(lookup, reference, namespace))
-        .or_else(|| stateful_set_scale(lookup, reference, namespace))
+        .or_else(|| {
+            direct_scale(
+                reference,
+                ("ReplicationController", &[""]),
+                || lookup.replication_controller(namespace, &reference.name),
+                |rc| (&rc.metadata, rc.spec.as_ref().and_then(|s| s.replicas)),
+            )
+        })
+        .or_else(|| {
+            direct_scale(
+                reference,
+                ("StatefulSet", &["apps"]),
+                || lookup.stateful_set(namespace, &reference.name),
+                |ss| (&ss.metadata, ss.spec.replicas),
+            )
+        })
 }
 
 /// `getExpectedScale`: the sum of the scales of the pods' controllers
