@@ -268,6 +268,10 @@ impl Cycle {
     /// `findNodesThatPassFilters`: runs the filters from where the last
     /// cycle stopped (so every node gets its turn) until enough nodes fit;
     /// the feasible node indexes, and the rejected ones with why.
+    // The hot loop's inputs, each borrowed from a different owner (the
+    // profile, the cycle state, the cache); a struct of them would only
+    // be built to be taken apart here.
+    #[allow(clippy::too_many_arguments)]
     fn find_nodes_that_pass_filters(
         &mut self,
         profile: &Profile,

@@ -125,18 +125,20 @@ pub const NOT_ELIGIBLE_TERMINATING: &str =
 /// `podTerminatingByPreemption`: deleted, with the `DisruptionTarget`
 /// condition a preemption sets.
 pub fn terminating_by_preemption(pod: &Pod) -> bool {
-    pod.metadata.deletion_timestamp.is_some()
-        && pod
-            .status
-            .as_ref()
-            .and_then(|s| s.conditions.as_ref())
-            .is_some_and(|cs| {
-                cs.iter().any(|c| {
-                    c.type_ == DISRUPTION_TARGET
-                        && c.status == "True"
-                        && c.reason.as_deref() == Some(PREEMPTION_BY_SCHEDULER)
-                })
-            })
+    pod.metadata.deletion_timestamp.is_some() && preemption_condition(pod).is_some()
+}
+
+/// The `DisruptionTarget=True` condition a preemption set on the pod.
+pub fn preemption_condition(pod: &Pod) -> Option<&k8s_openapi::api::core::v1::PodCondition> {
+    pod.status
+        .as_ref()
+        .and_then(|s| s.conditions.as_ref())?
+        .iter()
+        .find(|c| {
+            c.type_ == DISRUPTION_TARGET
+                && c.status == "True"
+                && c.reason.as_deref() == Some(PREEMPTION_BY_SCHEDULER)
+        })
 }
 
 /// `v1.DisruptionTarget` and `v1.PodReasonPreemptionByScheduler`.

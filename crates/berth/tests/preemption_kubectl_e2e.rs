@@ -28,6 +28,24 @@ fn eventually(what: &str, check: impl Fn() -> bool) {
     panic!("{what}: not within 60 s");
 }
 
+/// [`eventually`], showing the pods and events when it fails.
+fn eventually_or_dump(cluster: &Cluster, what: &str, check: impl Fn() -> bool) {
+    let deadline = Instant::now() + Duration::from_secs(60);
+    while Instant::now() < deadline {
+        if check() {
+            return;
+        }
+        std::thread::sleep(Duration::from_millis(100));
+    }
+    let pods = cluster.kubectl(&["get", "pods", "-o", "yaml"]);
+    let events = cluster.kubectl(&["get", "events"]);
+    panic!(
+        "{what}: not within 60 s\n{}\n{}",
+        String::from_utf8_lossy(&pods.stdout),
+        String::from_utf8_lossy(&events.stdout)
+    );
+}
+
 /// The node's allocatable cpu in millicores.
 fn allocatable_milli_cpu(cluster: &Cluster) -> i64 {
     let node = cluster.json(&["get", "node", NODE]);
@@ -147,7 +165,7 @@ preemptionPolicy: Never
     assert_eq!(pod_json(&cluster, "lowest")["spec"]["priority"], 10);
 
     cluster.apply(&pod("high", "high", cpu / 2));
-    eventually("high is bound after its victim went", || {
+    eventually_or_dump(&cluster, "high is bound after its victim went", || {
         node_of(&cluster, "high") == NODE
     });
     assert!(!exists(&cluster, "lowest"), "the lowest pod was preempted");

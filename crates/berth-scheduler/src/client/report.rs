@@ -19,7 +19,7 @@ use kube::api::{DeleteParams, Patch, PatchParams, PostParams, Preconditions};
 use serde_json::json;
 use tokio::sync::mpsc;
 
-use crate::scheduler::{DISRUPTION_TARGET, PREEMPTION_BY_SCHEDULER};
+use crate::scheduler::{DISRUPTION_TARGET, PREEMPTION_BY_SCHEDULER, preemption_condition};
 
 /// Events waiting to be written, at most (client-go's queue length).
 pub const EVENT_QUEUE_LENGTH: usize = 1000;
@@ -196,18 +196,8 @@ pub fn disruption_target_patch(
     now: jiff::Timestamp,
 ) -> Option<serde_json::Value> {
     let message = format!("{scheduler_name}: preempting to accommodate a higher priority pod");
-    let has = victim
-        .status
-        .as_ref()
-        .and_then(|s| s.conditions.as_ref())
-        .is_some_and(|cs| {
-            cs.iter().any(|c| {
-                c.type_ == DISRUPTION_TARGET
-                    && c.status == "True"
-                    && c.reason.as_deref() == Some(PREEMPTION_BY_SCHEDULER)
-                    && c.message.as_deref() == Some(message.as_str())
-            })
-        });
+    let has = preemption_condition(victim)
+        .is_some_and(|c| c.message.as_deref() == Some(message.as_str()));
     if has {
         return None;
     }
