@@ -133,8 +133,8 @@ fn main() -> ExitCode {
     let cli = Cli::parse();
     let leader_election = match &cli.command {
         Command::Server(args) => Some(&args.leader_election),
-        Command::Scheduler(args) => Some(&args.leader_election),
-        Command::Controllers(args) => Some(&args.leader_election),
+        Command::Scheduler(args) => Some(&args.component.leader_election),
+        Command::Controllers(args) => Some(&args.component.leader_election),
         _ => None,
     };
     if let Some(Err(e)) = leader_election.map(|flags| flags.validate()) {
