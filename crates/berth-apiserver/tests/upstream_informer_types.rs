@@ -117,7 +117,7 @@ async fn each_type_upstreams_informers_list_is_listed_and_watched_as_json_and_pr
             .iter()
             .filter_map(|o| o.metadata.name.clone())
             .collect();
-        assert_eq!(names, [name.clone()], "{what}");
+        assert_eq!(names, std::slice::from_ref(&name), "{what}");
         let mut watch = objects
             .watch(&WatchParams::default().timeout(5), "0")
             .await

@@ -4,37 +4,29 @@
 //! replaces upstream's (run kube-controller-manager with
 //! `--controllers=*,-taint-eviction-controller,-node-lifecycle-controller`).
 
-use berth_core::FeatureGates;
 use berth_core::clock::Clock;
 use clap::Args;
 
-use crate::kubeconfig_flags::{KubeconfigFlags, stop_signal};
+use crate::kubeconfig_flags::{ComponentFlags, stop_signal};
 
 #[derive(Debug, Args)]
 pub struct ControllersArgs {
     #[command(flatten)]
-    kubeconfig: KubeconfigFlags,
+    pub component: ComponentFlags,
     #[command(flatten)]
     controllers: crate::controllers_flags::ControllerFlags,
-    /// Feature gates, e.g. `TaintTolerationComparisonOperators=false`.
-    #[arg(long = "feature-gates", value_name = "NAME=BOOL,...", default_value = "", value_parser = crate::check::parse_gates)]
-    feature_gates: FeatureGates,
-    #[command(flatten)]
-    pub leader_election: crate::leader_election::LeaderElectionFlags,
-    #[command(flatten)]
-    lease: crate::leader_election::LeaseLockFlags,
 }
 
 pub async fn run(args: &ControllersArgs) -> anyhow::Result<()> {
-    let client = args.kubeconfig.client().await?;
+    let client = args.component.kubeconfig.client().await?;
     // On by default, as kube-controller-manager's `--leader-elect`.
-    let election = args.leader_election.election(true);
-    let lock = args.lease.lock("kube-controller-manager");
+    let election = args.component.leader_election.election(true);
+    let lock = args.component.lease.lock("kube-controller-manager");
     let controllers = crate::controllers_flags::start(
         client,
         Clock::real(),
         &args.controllers,
-        args.feature_gates,
+        args.component.feature_gates,
         election.as_ref().map(|e| (e, lock.clone())),
     );
     match &election {

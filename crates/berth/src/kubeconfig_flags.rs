@@ -1,5 +1,6 @@
-//! `--kubeconfig`, as upstream's components take it: the API server and
-//! credential `berth scheduler` and `berth controllers` use.
+//! The flags `berth scheduler` and `berth controllers` share as upstream's
+//! components do: `--kubeconfig` (the API server and credential),
+//! `--feature-gates` and leader election.
 
 use std::path::PathBuf;
 
@@ -7,6 +8,19 @@ use anyhow::Context;
 use clap::Args;
 
 use crate::input::InputError;
+
+#[derive(Debug, Args)]
+pub struct ComponentFlags {
+    #[command(flatten)]
+    pub kubeconfig: KubeconfigFlags,
+    /// Feature gates, e.g. `TaintTolerationComparisonOperators=false`.
+    #[arg(long = "feature-gates", value_name = "NAME=BOOL,...", default_value = "", value_parser = crate::check::parse_gates)]
+    pub feature_gates: berth_core::FeatureGates,
+    #[command(flatten)]
+    pub leader_election: crate::leader_election::LeaderElectionFlags,
+    #[command(flatten)]
+    pub lease: crate::leader_election::LeaseLockFlags,
+}
 
 #[derive(Debug, Args)]
 pub struct KubeconfigFlags {

@@ -141,8 +141,8 @@ fn main() -> ExitCode {
     init_logging(cli.verbose);
     let leader_election = match &cli.command {
         Command::Server(args) => Some(&args.leader_election),
-        Command::Scheduler(args) => Some(&args.leader_election),
-        Command::Controllers(args) => Some(&args.leader_election),
+        Command::Scheduler(args) => Some(&args.component.leader_election),
+        Command::Controllers(args) => Some(&args.component.leader_election),
         _ => None,
     };
     if let Some(Err(e)) = leader_election.map(|flags| flags.validate()) {

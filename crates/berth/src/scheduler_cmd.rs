@@ -2,32 +2,24 @@
 //! as kube-scheduler runs: a second scheduler (pods with `schedulerName:
 //! berth`, by `--scheduler-name` or `--config`) or its replacement.
 
-use berth_core::FeatureGates;
 use berth_core::clock::Clock;
 use clap::Args;
 
-use crate::kubeconfig_flags::{KubeconfigFlags, stop_signal};
+use crate::kubeconfig_flags::{ComponentFlags, stop_signal};
 
 #[derive(Debug, Args)]
 pub struct SchedulerArgs {
     #[command(flatten)]
-    kubeconfig: KubeconfigFlags,
+    pub component: ComponentFlags,
     #[command(flatten)]
     scheduler: crate::scheduler_flags::SchedulerFlags,
-    /// Feature gates, e.g. `TaintTolerationComparisonOperators=false`.
-    #[arg(long = "feature-gates", value_name = "NAME=BOOL,...", default_value = "", value_parser = crate::check::parse_gates)]
-    feature_gates: FeatureGates,
-    #[command(flatten)]
-    pub leader_election: crate::leader_election::LeaderElectionFlags,
-    #[command(flatten)]
-    lease: crate::leader_election::LeaseLockFlags,
 }
 
 pub async fn run(args: &SchedulerArgs) -> anyhow::Result<()> {
-    let setup = args.scheduler.setup(args.feature_gates)?;
-    let client = args.kubeconfig.client().await?;
+    let setup = args.scheduler.setup(args.component.feature_gates)?;
+    let client = args.component.kubeconfig.client().await?;
     // On by default, as kube-scheduler's `--leader-elect`.
-    let election = args.leader_election.election(true);
+    let election = args.component.leader_election.election(true);
     let names: Vec<String> = setup
         .profiles
         .iter()
@@ -39,15 +31,15 @@ pub async fn run(args: &SchedulerArgs) -> anyhow::Result<()> {
         setup,
         election
             .as_ref()
-            .map(|e| (e, args.lease.lock("kube-scheduler"))),
+            .map(|e| (e, args.component.lease.lock("kube-scheduler"))),
     );
     match &election {
         Some(election) => eprintln!(
             "berth scheduler: scheduling {} as {} once leading {}/{}",
             names.join(", "),
             election.identity,
-            args.lease.lock("kube-scheduler").0,
-            args.lease.lock("kube-scheduler").1
+            args.component.lease.lock("kube-scheduler").0,
+            args.component.lease.lock("kube-scheduler").1
         ),
         None => eprintln!("berth scheduler: scheduling {}", names.join(", ")),
     }

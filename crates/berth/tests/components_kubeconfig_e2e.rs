@@ -305,7 +305,7 @@ async fn berth_controllers_taint_a_silent_node_and_evict_at_the_due_time_through
         "controllers",
         "--kubeconfig",
         &kubeconfig,
-        "--controllers=nodelifecycle,taint-eviction-controller",
+        "--controllers=node-lifecycle-controller,taint-eviction-controller",
         "--node-monitor-grace-period=2s",
         "--node-monitor-period=500ms",
         "--node-startup-grace-period=2s",
