@@ -1,5 +1,5 @@
 use berth_core::test_util::{make_node, make_pod, make_selector, taint, tol};
-use k8s_openapi::api::core::v1::Taint;
+use k8s_openapi::api::core::v1::{Taint, Toleration};
 use proptest::prelude::*;
 
 use super::*;
