@@ -491,7 +491,11 @@ impl Page<'_> {
 
     /// A band behind a group of rows, in both columns.
     fn band(&mut self, from_y: f64, index: usize) {
-        let alt = if index % 2 == 0 { "even" } else { "odd" };
+        let alt = if index.is_multiple_of(2) {
+            "even"
+        } else {
+            "odd"
+        };
         let band = format!(
             r#"<rect class="lane-bg {alt}" x="0" y="{from_y:.1}" width="100%" height="{:.1}"/>"#,
             self.y - from_y
@@ -665,10 +669,9 @@ pub fn render(rec: &Recording, meta: &ReportMeta) -> String {
         css = style::CSS,
     );
     description(&mut html, meta);
-    let _ = write!(
+    let _ = writeln!(
         html,
-        r#"<p class="summary">{run} of virtual time, seed {seed}, {nodes} nodes, {entries} timeline entries. Components: {components}. The time axis is broken where nothing happens (≈, shaded): durations read true within each stretch.</p>
-"#,
+        r#"<p class="summary">{run} of virtual time, seed {seed}, {nodes} nodes, {entries} timeline entries. Components: {components}. The time axis is broken where nothing happens (≈, shaded): durations read true within each stretch.</p>"#,
         run = format_t(rec.run),
         seed = meta.seed,
         nodes = rec.nodes.len(),

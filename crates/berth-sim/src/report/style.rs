@@ -162,7 +162,7 @@ body { font: 13px/1.4 system-ui, sans-serif; margin: 12px; color: #1d2330; backg
 h1 { font-size: 18px; margin: 0 0 4px; overflow-wrap: anywhere; } h2 { font-size: 15px; margin: 18px 0 6px; }
 .summary { color: #555; margin: 0 0 8px; }
 .description { max-width: 80em; margin: 0 0 8px; } .description p { margin: 0 0 6px; overflow-wrap: anywhere; }
-table.settings td:first-child { white-space: nowrap; }
+
 .legend { margin: 6px 0 8px; color: #333; display: flex; flex-wrap: wrap; gap: 2px 14px; }
 .legend .key { display: inline-block; width: 16px; height: 11px; margin-right: 4px; border-radius: 2px; vertical-align: middle; }
 .legend .mark { font-weight: bold; margin-right: 4px; }
