@@ -73,7 +73,7 @@ impl SimConfig {
     /// changed it: what decided a run's outcome, for the report's header.
     pub fn effective(&self) -> Vec<Setting> {
         let default = SimConfig::default();
-        let secs = |d: std::time::Duration| crate::report::format_t(d.as_millis() as u64);
+        let secs = |d: std::time::Duration| crate::timeline::format_t(d.as_millis() as u64);
         let row = |flag, value: String, default: String, meaning| Setting {
             flag,
             changed: value != default,

@@ -34,7 +34,7 @@ use std::fmt::Write;
 use self::axis::Axis;
 use crate::config::Setting;
 use crate::run::Recording;
-use crate::timeline::{Entry, EventKind, Millis};
+use crate::timeline::{Entry, EventKind, Millis, format_t};
 
 /// What the page says about the run besides the recording.
 #[derive(Debug, Clone)]
@@ -61,30 +61,6 @@ fn esc(s: &str) -> String {
             '"' => out.push_str("&quot;"),
             '\'' => out.push_str("&#39;"),
             c => out.push(c),
-        }
-    }
-    out
-}
-
-/// `1h30m5.5s` style, as the scenario writes durations.
-pub fn format_t(t: Millis) -> String {
-    if t == 0 {
-        return "0s".into();
-    }
-    let (h, rest) = (t / 3_600_000, t % 3_600_000);
-    let (m, rest) = (rest / 60_000, rest % 60_000);
-    let mut out = String::new();
-    if h > 0 {
-        let _ = write!(out, "{h}h");
-    }
-    if m > 0 || (h > 0 && rest > 0) {
-        let _ = write!(out, "{m}m");
-    }
-    if rest > 0 {
-        if rest % 1000 == 0 {
-            let _ = write!(out, "{}s", rest / 1000);
-        } else {
-            let _ = write!(out, "{}s", rest as f64 / 1000.0);
         }
     }
     out

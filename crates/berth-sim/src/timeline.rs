@@ -37,6 +37,31 @@ use serde::{Deserialize, Serialize};
 /// Virtual time since the start of the run, in milliseconds.
 pub type Millis = u64;
 
+/// `1h30m5.5s` style, as the scenario writes durations.
+pub fn format_t(t: Millis) -> String {
+    use std::fmt::Write as _;
+    if t == 0 {
+        return "0s".into();
+    }
+    let (h, rest) = (t / 3_600_000, t % 3_600_000);
+    let (m, rest) = (rest / 60_000, rest % 60_000);
+    let mut out = String::new();
+    if h > 0 {
+        let _ = write!(out, "{h}h");
+    }
+    if m > 0 || (h > 0 && rest > 0) {
+        let _ = write!(out, "{m}m");
+    }
+    if rest > 0 {
+        if rest % 1000 == 0 {
+            let _ = write!(out, "{}s", rest / 1000);
+        } else {
+            let _ = write!(out, "{}s", rest as f64 / 1000.0);
+        }
+    }
+    out
+}
+
 /// What happened. The declaration order is the order of entries at the
 /// same instant.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
