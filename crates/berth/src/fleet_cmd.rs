@@ -50,6 +50,13 @@ pub struct FleetArgs {
     /// still writes with its own credential.
     #[arg(long, value_name = "FILE")]
     kubeconfig: PathBuf,
+    /// Where the fleet serves its nodes' kubelet endpoints (`kubectl logs`,
+    /// `kubectl top`) to the API server, over HTTPS: one port for every
+    /// node, told apart by the node credential the API server presents.
+    /// Every node advertises this address (127.0.0.1 for an unspecified
+    /// one) and port in its status.
+    #[arg(long, default_value = "127.0.0.1:0", value_name = "IP:PORT")]
+    kubelet_address: std::net::SocketAddr,
 }
 
 /// The template every simulated node takes: the default, or labels,
@@ -168,6 +175,15 @@ pub async fn run(args: &FleetArgs) -> anyhow::Result<()> {
             tokens.insert(name, token);
         }
     }
+    let clock = Clock::real();
+    let runtime = Arc::new(berth_runtime::sim::SimRuntime::new(clock.clone()));
+    let kubelets = serve_kubelets(args, &runtime, &tokens, &clock).await?;
+    let mut template = template;
+    template.addresses = vec![k8s_openapi::api::core::v1::NodeAddress {
+        type_: "InternalIP".into(),
+        address: advertised_ip(kubelets.addr.ip()).to_string(),
+    }];
+    template.kubelet_port = Some(i32::from(kubelets.addr.port()));
     let template = Arc::new(template);
     let nodes: Vec<SimNode> = names
         .iter()
@@ -190,18 +206,61 @@ pub async fn run(args: &FleetArgs) -> anyhow::Result<()> {
         args.zones.max(1),
         args.join.server
     );
-    let clock = Clock::real();
     Fleet {
         client,
         nodes,
-        runtime: Arc::new(berth_runtime::sim::SimRuntime::new(clock.clone())),
+        runtime,
         clock,
         options: fleet_options(args.max_in_flight),
         stats,
     }
     .run(stop)
     .await;
+    kubelets.shutdown().await;
     Ok(())
+}
+
+/// The fleet's kubelet endpoints over HTTPS at `--kubelet-address`, as a
+/// real agent serves its own (the API server reaches both the same way),
+/// with a self-signed certificate kept in the data dir.
+async fn serve_kubelets(
+    args: &FleetArgs,
+    runtime: &Arc<berth_runtime::sim::SimRuntime>,
+    tokens: &BTreeMap<String, String>,
+    clock: &Clock,
+) -> anyhow::Result<berth_runtime::log_server::RunningLogServer> {
+    let ip = advertised_ip(args.kubelet_address.ip());
+    let cert = berth_runtime::log_server::ensure_serving_cert(&args.data_dir, "berth-sim", &[ip])?;
+    let router = berth_runtime::sim_kubelet::router(
+        runtime.clone(),
+        tokens
+            .iter()
+            .map(|(name, token)| (name.clone(), token.clone())),
+        clock.clone(),
+    );
+    let server = berth_runtime::log_server::serve(args.kubelet_address, router, &cert)
+        .await
+        .with_context(|| {
+            format!(
+                "serving the nodes' kubelet endpoints on {}",
+                args.kubelet_address
+            )
+        })?;
+    eprintln!(
+        "berth sim: kubelet endpoints (logs, figures) on https://{}",
+        server.addr
+    );
+    Ok(server)
+}
+
+/// The address nodes advertise for `listen`: itself, or loopback when it
+/// is unspecified (0.0.0.0 names no one host).
+fn advertised_ip(listen: std::net::IpAddr) -> std::net::IpAddr {
+    if listen.is_unspecified() {
+        std::net::IpAddr::from([127, 0, 0, 1])
+    } else {
+        listen
+    }
 }
 
 /// The bearer token of `--kubeconfig`, for the fleet's shared watches.

@@ -18,8 +18,6 @@
 
 mod common;
 
-use std::process::{Child, Command, Stdio};
-
 use common::kubectl::{Cluster, kubectl_binary};
 use common::{Backend, Server, eventually};
 
@@ -95,28 +93,6 @@ fn schedulable_nodes(cluster: &Cluster) -> Vec<String> {
     names
 }
 
-/// `berth sim fleet` with the one node `doomed-000000`, joined with the
-/// server's join token and watching with its admin kubeconfig.
-fn doomed_fleet(server: &Server) -> Child {
-    let join_token =
-        std::fs::read_to_string(server.data_dir.join("join-token")).expect("the join token");
-    Command::new(env!("CARGO_BIN_EXE_berth"))
-        .args(["sim", "fleet", "--nodes", "1", "--name-prefix", "doomed-"])
-        .arg("--server")
-        .arg(server.url())
-        .arg("--ca-file")
-        .arg(server.data_dir.join("ca.crt"))
-        .arg("--kubeconfig")
-        .arg(&server.kubeconfig)
-        .arg("--data-dir")
-        .arg(server.data_dir.join("doomed-fleet"))
-        .env("BERTH_JOIN_TOKEN", join_token.trim())
-        .stdout(Stdio::null())
-        .stderr(Stdio::null())
-        .spawn()
-        .expect("berth sim fleet starts")
-}
-
 /// A node with three of a Deployment's pods on it is shut down, then
 /// deleted with `kubectl delete node`: its Lease goes (garbage collector:
 /// the Node owns it), its pods go (pod garbage collector), and the
@@ -139,7 +115,7 @@ fn a_deleted_node_takes_its_pods_and_lease_and_the_replicas_come_back_elsewhere(
             ],
         ),
     };
-    let mut fleet = doomed_fleet(&cluster.server);
+    let mut fleet = cluster.server.sim_fleet("doomed-", 1);
     eventually("three schedulable nodes", || {
         schedulable_nodes(&cluster).len() == 3
     });

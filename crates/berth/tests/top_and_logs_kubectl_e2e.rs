@@ -13,8 +13,8 @@
 
 mod common;
 
-use common::Backend;
 use common::kubectl::Cluster;
+use common::{Backend, eventually};
 
 /// Rows of whitespace-separated columns.
 fn table(out: &str) -> Vec<Vec<String>> {
@@ -186,4 +186,53 @@ fn kubectl_top_and_logs_work_on_simulated_nodes() {
         ),
         "{choose}"
     );
+}
+
+/// The nodes of a `berth sim fleet` process are reached as real agents
+/// are: the fleet serves their kubelet endpoints over HTTPS and each node
+/// advertises that address, so `kubectl top` and `kubectl logs` answer for
+/// them too (before, each was left out of `top` after a timeout and its
+/// logs were a 500).
+#[test]
+fn kubectl_top_and_logs_reach_the_nodes_of_a_fleet_process() {
+    let cluster = Cluster::start_with("top-logs-fleet", Backend::Embedded, &[]);
+    let mut fleet = cluster.server.sim_fleet("far-", 1);
+    eventually("the fleet's node is Ready", || {
+        cluster
+            .ok(&["get", "nodes", "--no-headers"])
+            .lines()
+            .any(|l| l.starts_with("far-000000 ") && l.contains(" Ready "))
+    });
+    let address = cluster.json(&["get", "node", "far-000000"])["status"]["addresses"][0].clone();
+    assert_eq!(address["type"], "InternalIP");
+    assert_eq!(address["address"], "127.0.0.1");
+    cluster.ok(&["create", "ns", "shop"]);
+    cluster.apply(PODS);
+    cluster.ok(&[
+        "wait",
+        "--for=condition=Ready",
+        "pod/small",
+        "-n",
+        "shop",
+        "--timeout=60s",
+    ]);
+
+    let nodes = table(&cluster.ok(&["top", "node", "far-000000"]));
+    assert_eq!(nodes.len(), 2, "{nodes:?}");
+    assert!((80..=1500).contains(&millicores(&nodes[1][1])), "{nodes:?}");
+    let pods = table(&cluster.ok(&["top", "pod", "small", "-n", "shop"]));
+    assert!((80..=120).contains(&millicores(&pods[1][1])), "{pods:?}");
+
+    let logs = cluster.ok(&["logs", "small", "-n", "shop"]);
+    assert!(
+        logs.starts_with("starting nginx:1 (container app of pod shop/small, simulated by berth on node far-000000"),
+        "{logs}"
+    );
+    let previous = cluster.fails(&["logs", "small", "-n", "shop", "--previous"]);
+    assert!(
+        previous.contains("previous terminated container \"app\" in pod \"small\" not found"),
+        "{previous}"
+    );
+    fleet.kill().expect("stop the fleet");
+    fleet.wait().expect("reap the fleet");
 }

@@ -57,21 +57,22 @@ pub(super) fn node_template(node: &SimNode, index: usize) -> NodeTemplate {
     if let Some(zone) = &node.zone {
         t.labels.insert(ZONE_LABEL.to_string(), zone.clone());
     }
-    let ip = format!(
-        "10.{}.{}.{}",
-        (index >> 16) & 0xff,
-        (index >> 8) & 0xff,
-        index & 0xff
-    );
-    t.addresses = vec![
-        NodeAddress {
+    // A fleet that serves its nodes' kubelet endpoints gives their address;
+    // else each node gets one of its own, for show.
+    if t.addresses.is_empty() {
+        t.addresses.push(NodeAddress {
             type_: "InternalIP".into(),
-            address: ip,
-        },
-        NodeAddress {
-            type_: "Hostname".into(),
-            address: node.name.clone(),
-        },
-    ];
+            address: format!(
+                "10.{}.{}.{}",
+                (index >> 16) & 0xff,
+                (index >> 8) & 0xff,
+                index & 0xff
+            ),
+        });
+    }
+    t.addresses.push(NodeAddress {
+        type_: "Hostname".into(),
+        address: node.name.clone(),
+    });
     t
 }

@@ -202,6 +202,31 @@ impl Server {
     }
 
     /// The server's process ID.
+    /// `berth sim fleet` of `nodes` nodes named `prefix` and a number, in a
+    /// process of its own, joined with this server's join token and
+    /// watching with its admin kubeconfig (its data under the server's).
+    pub fn sim_fleet(&self, prefix: &str, nodes: usize) -> Child {
+        let join_token =
+            std::fs::read_to_string(self.data_dir.join("join-token")).expect("the join token");
+        Command::new(env!("CARGO_BIN_EXE_berth"))
+            .args(["sim", "fleet", "--name-prefix", prefix])
+            .arg("--nodes")
+            .arg(nodes.to_string())
+            .arg("--server")
+            .arg(self.url())
+            .arg("--ca-file")
+            .arg(self.data_dir.join("ca.crt"))
+            .arg("--kubeconfig")
+            .arg(&self.kubeconfig)
+            .arg("--data-dir")
+            .arg(self.data_dir.join(format!("{prefix}fleet")))
+            .env("BERTH_JOIN_TOKEN", join_token.trim())
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .spawn()
+            .expect("berth sim fleet starts")
+    }
+
     pub fn pid(&self) -> u32 {
         self.server.id()
     }
