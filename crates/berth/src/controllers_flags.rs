@@ -9,6 +9,7 @@ use crate::components::Running;
 use crate::leader_election::Election;
 use berth_controllers::daemonset::DaemonSetConfig;
 use berth_controllers::deployment::DeploymentConfig;
+use berth_controllers::disruption::DisruptionConfig;
 use berth_controllers::garbage_collector::GarbageCollectorConfig;
 use berth_controllers::metrics::ControllerMetrics;
 use berth_controllers::node_lifecycle::NodeLifecycleConfig;
@@ -166,6 +167,7 @@ pub fn start(
             workers: usize::try_from(flags.concurrent_statefulset_syncs).unwrap_or(1),
             gates,
         },
+        disruption: DisruptionConfig::default(),
     };
     let mut registry = prometheus_client::registry::Registry::default();
     let metrics = ControllerMetrics::register(&mut registry);
