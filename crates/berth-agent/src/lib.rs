@@ -26,6 +26,7 @@ pub mod credential;
 pub mod heartbeat;
 pub mod metrics;
 pub mod node_client;
+pub mod pod_event;
 pub mod pod_lanes;
 pub mod pods;
 pub mod registration;

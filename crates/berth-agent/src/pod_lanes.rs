@@ -1,12 +1,21 @@
-//! The lanes a [`PodWorker`]'s events are handled in: one per group of
-//! nodes, each in order, side by side (see [`NodeLanes`]).
+//! The lanes the pod worker's ([`crate::pods::PodWorker`]) events are
+//! handled in: one per group of nodes, each in order, side by side (see
+//! [`NodeLanes`]).
 
 use std::collections::HashMap;
 use std::sync::Arc;
 
 use berth_core::pod::bound_node;
 
-use crate::pods::{PodEvent, PodWorker};
+use crate::pod_event::PodEvent;
+
+/// What handles one event of a lane (the pod worker's `handle`); a lane
+/// awaits it before it takes its next event.
+pub type LaneHandler = Arc<
+    dyn Fn(PodEvent) -> std::pin::Pin<Box<dyn std::future::Future<Output = ()> + Send>>
+        + Send
+        + Sync,
+>;
 
 /// Lanes a simulated fleet's pod events are handled in: a node's pods stay
 /// in one lane, as one kubelet handles its own pods.
@@ -28,15 +37,15 @@ pub(crate) struct NodeLanes {
 }
 
 impl NodeLanes {
-    pub(crate) fn new(worker: &Arc<PodWorker>, count: usize) -> NodeLanes {
+    pub(crate) fn new(handler: LaneHandler, count: usize) -> NodeLanes {
         let router = LaneRouter::new(count);
         let (lanes, tasks) = (0..router.lanes)
             .map(|_| {
                 let (send, mut receive) = tokio::sync::mpsc::unbounded_channel::<PodEvent>();
-                let worker = worker.clone();
+                let handler = handler.clone();
                 let task = tokio::spawn(async move {
                     while let Some(event) = receive.recv().await {
-                        worker.handle(event).await;
+                        handler(event).await;
                     }
                 });
                 (send, tokio_util::task::AbortOnDropHandle::new(task))

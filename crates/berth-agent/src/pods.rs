@@ -32,7 +32,7 @@ use serde_json::json;
 use crate::admission::{Rejection, admit};
 use crate::config::ShutdownGracePeriodByPodPriority;
 use crate::node_client::NodeClient;
-use crate::pod_lanes::{NODE_LANES, NodeLanes};
+use crate::pod_lanes::{LaneHandler, NODE_LANES, NodeLanes};
 use crate::shutdown::{
     NODE_SHUTDOWN_MESSAGE, NODE_SHUTDOWN_REASON, TERMINATION_BY_KUBELET, group_by_priority,
     pod_grace,
@@ -51,17 +51,7 @@ impl NodeDirectory for NodeClient {
     }
 }
 
-/// What the worker hears about.
-#[derive(Debug)]
-pub enum PodEvent {
-    /// A pod bound to a served node was created or changed.
-    Applied(Box<Pod>),
-    /// The pod with this UID (as last seen) is gone from the API (by the
-    /// watch, or missing from a relist).
-    Deleted { uid: Option<String> },
-    /// The runtime's view of the pod with this UID changed.
-    Runtime(String),
-}
+pub use crate::pod_event::PodEvent;
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 enum PodState {
@@ -177,7 +167,12 @@ impl PodWorker {
     /// Handles events until the channel closes: each node's in the order
     /// they came, different nodes' side by side (see [`NodeLanes`]).
     pub async fn run(self: Arc<Self>, mut events: tokio::sync::mpsc::UnboundedReceiver<PodEvent>) {
-        let mut lanes = NodeLanes::new(&self, NODE_LANES);
+        let worker = self.clone();
+        let handler: LaneHandler = Arc::new(move |event| {
+            let worker = worker.clone();
+            Box::pin(async move { worker.handle(event).await })
+        });
+        let mut lanes = NodeLanes::new(handler, NODE_LANES);
         while let Some(event) = events.recv().await {
             lanes.send(event);
         }

@@ -10,7 +10,7 @@
 //!   goes to it without a network, with the same credential.
 //!
 //! Either way an answer that is not a success becomes an error with the
-//! agent's status code and words ([`agent_error`]), never a 500 of the
+//! agent's status code and words ([`crate::pod_logs::agent_error`]), never a 500 of the
 //! server's own.
 
 use std::collections::HashSet;
@@ -64,24 +64,6 @@ impl Kubelets {
     }
 }
 
-/// An agent's answer that is not a success, as the API error it becomes:
-/// the agent's code, the reason of that code, and the agent's words as
-/// the message (upstream's `GenericHttpResponseChecker`).
-pub fn agent_error(status: StatusCode, body: &str) -> ApiError {
-    let reason = match status.as_u16() {
-        400 => "BadRequest",
-        401 => "Unauthorized",
-        403 => "Forbidden",
-        404 => "NotFound",
-        _ => "InternalError",
-    };
-    let message = match body.trim() {
-        "" => format!("the agent answered {status}"),
-        words => words.to_string(),
-    };
-    ApiError::new(status.as_u16(), reason, message)
-}
-
 impl ApiServer {
     /// `GET path` from node `node`'s agent as the node, streamed back.
     pub async fn kubelet_get(&self, node: &str, path: &str) -> Result<Response, ApiError> {
@@ -102,7 +84,7 @@ impl ApiServer {
                     .await
                     .map(|b| String::from_utf8_lossy(&b).into_owned())
                     .unwrap_or_default();
-                return Err(agent_error(status, &body));
+                return Err(crate::pod_logs::agent_error(status, &body));
             }
             return Ok(response);
         }

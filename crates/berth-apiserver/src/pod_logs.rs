@@ -193,7 +193,7 @@ pub async fn fetch(host: &str, port: u16, path: &str, token: &str) -> Result<Res
             .await
             .map(|b| String::from_utf8_lossy(&b.to_bytes()).into_owned())
             .unwrap_or_default();
-        return Err(crate::kubelets::agent_error(status, &body));
+        return Err(agent_error(status, &body));
     }
     let mut out = Response::new(Body::new(response.into_body()));
     out.headers_mut()
@@ -405,4 +405,22 @@ mod tests {
             "/containerLogs/ns/web/app"
         );
     }
+}
+
+/// An agent's answer that is not a success, as the API error it becomes:
+/// the agent's code, the reason of that code, and the agent's words as
+/// the message (upstream's `GenericHttpResponseChecker`).
+pub fn agent_error(status: axum::http::StatusCode, body: &str) -> ApiError {
+    let reason = match status.as_u16() {
+        400 => "BadRequest",
+        401 => "Unauthorized",
+        403 => "Forbidden",
+        404 => "NotFound",
+        _ => "InternalError",
+    };
+    let message = match body.trim() {
+        "" => format!("the agent answered {status}"),
+        words => words.to_string(),
+    };
+    ApiError::new(status.as_u16(), reason, message)
 }

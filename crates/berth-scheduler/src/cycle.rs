@@ -650,7 +650,7 @@ impl<'c> NominatedPods<'c> {
         if nominator.is_empty() {
             return found;
         }
-        let key = crate::scheduler::pod_key(pod.pod());
+        let key = crate::pod_key::pod_key(pod.pod());
         let priority = berth_core::priority::pod_priority(pod.pod());
         for (other, nominated) in nominator.iter() {
             if other == key {

@@ -45,6 +45,7 @@ pub mod framework;
 pub mod hints;
 pub mod nominator;
 pub mod plugins;
+pub mod pod_key;
 pub mod preemption;
 pub mod profile;
 pub mod queue;

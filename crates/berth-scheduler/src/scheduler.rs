@@ -23,14 +23,7 @@ use crate::nominator::nominated_node_name;
 use crate::queue::{PendingCounts, QueueConfig, SchedulingQueue};
 use crate::snapshot::WorkloadSelectors;
 
-/// `namespace/name`, the key of a pod in the queue and the cache.
-pub fn pod_key(pod: &Pod) -> String {
-    format!(
-        "{}/{}",
-        pod.metadata.namespace.as_deref().unwrap_or("default"),
-        pod.metadata.name.as_deref().unwrap_or("")
-    )
-}
+pub use crate::pod_key::pod_key;
 
 /// `spec.nodeName`, if set.
 pub fn assigned_node(pod: &Pod) -> Option<&str> {
