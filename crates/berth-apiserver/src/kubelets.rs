@@ -18,7 +18,7 @@ use std::sync::{Arc, RwLock};
 
 use axum::Router;
 use axum::body::Body;
-use axum::http::{Request, StatusCode, header};
+use axum::http::{Request, header};
 use axum::response::Response;
 use tower::ServiceExt;
 
