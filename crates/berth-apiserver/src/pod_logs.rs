@@ -270,6 +270,24 @@ impl ServerCertVerifier for AnyServerCert {
     }
 }
 
+/// An agent's answer that is not a success, as the API error it becomes:
+/// the agent's code, the reason of that code, and the agent's words as
+/// the message (upstream's `GenericHttpResponseChecker`).
+pub fn agent_error(status: axum::http::StatusCode, body: &str) -> ApiError {
+    let reason = match status.as_u16() {
+        400 => "BadRequest",
+        401 => "Unauthorized",
+        403 => "Forbidden",
+        404 => "NotFound",
+        _ => "InternalError",
+    };
+    let message = match body.trim() {
+        "" => format!("the agent answered {status}"),
+        words => words.to_string(),
+    };
+    ApiError::new(status.as_u16(), reason, message)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -405,22 +423,4 @@ mod tests {
             "/containerLogs/ns/web/app"
         );
     }
-}
-
-/// An agent's answer that is not a success, as the API error it becomes:
-/// the agent's code, the reason of that code, and the agent's words as
-/// the message (upstream's `GenericHttpResponseChecker`).
-pub fn agent_error(status: axum::http::StatusCode, body: &str) -> ApiError {
-    let reason = match status.as_u16() {
-        400 => "BadRequest",
-        401 => "Unauthorized",
-        403 => "Forbidden",
-        404 => "NotFound",
-        _ => "InternalError",
-    };
-    let message = match body.trim() {
-        "" => format!("the agent answered {status}"),
-        words => words.to_string(),
-    };
-    ApiError::new(status.as_u16(), reason, message)
 }
