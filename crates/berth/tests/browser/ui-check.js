@@ -76,20 +76,25 @@ const readyStatus = (status) => ({ status: { conditions: [{ type: 'Ready', statu
     await page.waitForSelector('#evictions [data-pod="default/victim"] .countdown', { timeout: 2000 });
     result.seen.evictionRow = await page.textContent('#evictions [data-pod="default/victim"]');
     const deleted = watchFor('/api/v1/namespaces/default/pods?fieldSelector=metadata.name%3Dvictim', (ev) => ev.type === 'DELETED');
-    // The countdown runs down to zero.
-    const countdowns = new Set();
-    for (;;) {
-      const text = await page.textContent('#evictions [data-pod="default/victim"] .countdown').catch(() => null);
-      if (text === null) break;
-      countdowns.add(text);
-      if (text === '0.0s') break;
-      await page.waitForTimeout(50);
-    }
-    result.seen.countdowns = [...countdowns];
+    // The countdown runs down to zero: every value the page renders is
+    // sampled in the page, once per frame (polling from here would miss
+    // the last frames before the row goes, and a Playwright query of a
+    // vanished row waits out its 30 s default timeout).
+    await page.evaluate(() => {
+      window.berthUiCheckCountdowns = [];
+      const sample = () => {
+        const el = document.querySelector('#evictions [data-pod="default/victim"] .countdown');
+        const seen = window.berthUiCheckCountdowns;
+        if (el && seen[seen.length - 1] !== el.textContent) seen.push(el.textContent);
+        requestAnimationFrame(sample);
+      };
+      sample();
+    });
     await page.screenshot({ path: path.join(outDir, 'live-1400.png') });
     const deletedAt = await deleted;
     await page.waitForFunction(() => !document.querySelector('[data-pod="default/victim"]'), null, { timeout: 5000, polling: 'raf' });
     result.latencyMs.podGone = Date.now() - deletedAt;
+    result.seen.countdowns = [...new Set(await page.evaluate(() => window.berthUiCheckCountdowns))];
     result.seen.timelineEvents = await page.evaluate(() => window.berthUi.events.map((e) => e.kind));
     result.horizontalScroll = {};
     for (const width of [1400, 800]) {
