@@ -35,12 +35,21 @@
 //! The pod helpers every client needs (its key, its bound node, whether it
 //! has finished) are pure rules and live in `berth_core::pod`.
 //!
+//! Inside one process the clients that follow a type in full share one
+//! watch of it ([`shared_watch::SharedWatch`], the process's set:
+//! [`SharedWatches`]): one decode per change, the same `Arc` to each, and
+//! each subscriber still reads it through [`watch::changes`]'s bookkeeping.
+//!
 //! [`taint::taint_node`] is `kubectl taint` for berth's own tools (`berth
 //! taint`, a scenario's steps): the command's rules from berth-core, an
 //! optional expiry, the server's warnings handed back.
 
+pub mod shared_watch;
+pub mod shared_watches;
 pub mod taint;
 pub mod watch;
 
 pub use berth_core::object_key::ObjectKey;
+pub use shared_watch::SharedWatch;
+pub use shared_watches::SharedWatches;
 pub use watch::{Change, Changes, Gone, changes, changes_of, changes_of_kind};

@@ -7,6 +7,7 @@ use std::task::{Context, Poll};
 
 use berth_core::object_key::ObjectKey;
 use futures::Stream;
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
 use kube::Resource;
 use kube::runtime::{WatchStreamExt, watcher};
 use pin_project_lite::pin_project;
@@ -44,6 +45,9 @@ pin_project! {
         events: S,
         // The kind watched, for the logs.
         kind: String,
+        // An object's metadata: `Resource::meta`, or through the `Arc` of
+        // a shared watch's objects (`crate::shared_watch`).
+        meta: fn(&K) -> &ObjectMeta,
         // Every object the client was told exists, with its UID.
         known: HashMap<ObjectKey, Option<String>>,
         // The keys a relist in progress has shown.
@@ -74,9 +78,23 @@ where
     S: Stream<Item = Result<watcher::Event<K>, watcher::Error>>,
     K: Resource,
 {
+    changes_with_meta(events, kind, K::meta)
+}
+
+/// [`changes`] of objects whose metadata `meta` reads: the one adapter,
+/// also for a shared watch's `Arc`'d objects.
+pub(crate) fn changes_with_meta<S, K>(
+    events: S,
+    kind: String,
+    meta: fn(&K) -> &ObjectMeta,
+) -> Changes<S, K>
+where
+    S: Stream<Item = Result<watcher::Event<K>, watcher::Error>>,
+{
     Changes {
         events,
         kind,
+        meta,
         known: HashMap::new(),
         relisted: None,
         ready: VecDeque::new(),
@@ -115,8 +133,7 @@ where
     )
 }
 
-fn key_and_uid<K: Resource>(object: &K) -> (ObjectKey, Option<String>) {
-    let meta = object.meta();
+fn key_and_uid(meta: &ObjectMeta) -> (ObjectKey, Option<String>) {
     (ObjectKey::of_meta(meta), meta.uid.clone())
 }
 
@@ -129,7 +146,8 @@ impl<S, K> Changes<S, K> {
 
 /// Decides what one watcher event changes. Pure bookkeeping, kept apart
 /// from the stream so the rule reads (and is tested) on its own.
-fn apply<K: Resource>(
+fn apply<K>(
+    meta: fn(&K) -> &ObjectMeta,
     known: &mut HashMap<ObjectKey, Option<String>>,
     relisted: &mut Option<HashSet<ObjectKey>>,
     ready: &mut VecDeque<Change<K>>,
@@ -138,7 +156,7 @@ fn apply<K: Resource>(
     match event {
         watcher::Event::Init => *relisted = Some(HashSet::new()),
         watcher::Event::InitApply(object) | watcher::Event::Apply(object) => {
-            let (key, uid) = key_and_uid(&object);
+            let (key, uid) = key_and_uid(meta(&object));
             if let Some(seen) = relisted.as_mut() {
                 seen.insert(key.clone());
             }
@@ -176,7 +194,7 @@ fn apply<K: Resource>(
             ready.push_back(Change::Synced);
         }
         watcher::Event::Delete(object) => {
-            let (key, uid) = key_and_uid(&object);
+            let (key, uid) = key_and_uid(meta(&object));
             known.remove(&key);
             ready.push_back(Change::Delete(Gone {
                 key,
@@ -190,7 +208,6 @@ fn apply<K: Resource>(
 impl<S, K> Stream for Changes<S, K>
 where
     S: Stream<Item = Result<watcher::Event<K>, watcher::Error>>,
-    K: Resource,
 {
     type Item = Change<K>;
 
@@ -202,7 +219,7 @@ where
             }
             match this.events.as_mut().poll_next(cx) {
                 Poll::Ready(Some(Ok(event))) => {
-                    apply(this.known, this.relisted, this.ready, event);
+                    apply(*this.meta, this.known, this.relisted, this.ready, event);
                 }
                 Poll::Ready(Some(Err(error))) => {
                     tracing::warn!(kind = %this.kind, %error, "watch failed; retrying");
