@@ -113,7 +113,9 @@ struct Subscriber<K> {
 fn lock<K>(state: &Mutex<HubState<K>>) -> MutexGuard<'_, HubState<K>> {
     // A poisoned lock means a panic elsewhere; the maps are still whole
     // (every change to them is a single insert, removal or swap).
-    state.lock().unwrap_or_else(|poisoned| poisoned.into_inner())
+    state
+        .lock()
+        .unwrap_or_else(|poisoned| poisoned.into_inner())
 }
 
 fn meta_of_shared<K: Resource>(object: &Arc<K>) -> &ObjectMeta {
@@ -583,7 +585,11 @@ mod tests {
         // And it follows the live events again.
         fx.send(vec![Event::Apply(pod("e", "5"))]).await;
         assert_eq!(
-            next_n(&mut slow, 1).await.iter().map(plain).collect::<Vec<_>>(),
+            next_n(&mut slow, 1)
+                .await
+                .iter()
+                .map(plain)
+                .collect::<Vec<_>>(),
             vec![Change::Upsert(pod("e", "5"))]
         );
         assert_eq!(fx.opened(), 1, "relisted from the hub, not the API");
@@ -621,7 +627,11 @@ mod tests {
         assert_eq!(next_n(&mut first, 3).await.len(), 3);
         let mut late = Box::pin(fx.watch.changes());
         assert_eq!(
-            next_n(&mut late, 3).await.iter().map(plain).collect::<Vec<_>>(),
+            next_n(&mut late, 3)
+                .await
+                .iter()
+                .map(plain)
+                .collect::<Vec<_>>(),
             vec![
                 Change::Upsert(pod("a", "1")),
                 Change::Upsert(pod("b", "2")),
@@ -644,7 +654,11 @@ mod tests {
         fx.send(listed(&[("b", "2")])).await;
         assert_eq!(fx.opened(), 2, "a new watch for the new subscriber");
         assert_eq!(
-            next_n(&mut again, 2).await.iter().map(plain).collect::<Vec<_>>(),
+            next_n(&mut again, 2)
+                .await
+                .iter()
+                .map(plain)
+                .collect::<Vec<_>>(),
             vec![Change::Upsert(pod("b", "2")), Change::Synced]
         );
     }

@@ -61,10 +61,12 @@ fn index_key<K: Resource>(object: &K) -> &str {
 impl<K: Resource> ObjectCache<K> {
     /// Folds one change in; `None` when it changed nothing a handler
     /// should hear of (the deletion of an object never seen).
-    pub fn apply(&mut self, change: Change<K>) -> Option<Observed<K>> {
+    /// Objects come owned (a watch of its own) or already shared (a
+    /// process's shared watch: the same `Arc` every subscriber holds).
+    pub fn apply<O: Into<Arc<K>>>(&mut self, change: Change<O>) -> Option<Observed<K>> {
         match change {
             Change::Upsert(object) => {
-                let new = Arc::new(object);
+                let new: Arc<K> = object.into();
                 let key = ObjectKey::of_meta(new.meta());
                 let old = self.insert(key, new.clone());
                 Some(match old {
@@ -74,7 +76,7 @@ impl<K: Resource> ObjectCache<K> {
             }
             Change::Delete(gone) => {
                 let cached = self.remove(&gone.key);
-                gone.last.map(Arc::new).or(cached).map(Observed::Deleted)
+                gone.last.map(Into::into).or(cached).map(Observed::Deleted)
             }
             Change::Synced => {
                 self.synced = true;
@@ -290,7 +292,7 @@ mod tests {
         assert!(cache.apply(Change::Delete(never_seen)).is_none());
         assert!(!cache.is_synced());
         assert!(matches!(
-            cache.apply(Change::Synced),
+            cache.apply(Change::<Pod>::Synced),
             Some(Observed::Synced)
         ));
         assert!(cache.is_synced());

@@ -49,7 +49,9 @@
 //!
 //! Each controller is an ordinary Kubernetes client (`kube::Client`) that
 //! watches what it needs and keeps it in memory; inside `berth server` the
-//! client is the in-process one. Every timestamp and wait goes through
+//! client is the in-process one. The controllers [`spawn`] starts share one
+//! watch of Pods and one of Nodes (berth-client's `SharedWatches`): each
+//! change is decoded once and the same `Arc` handed to each. Every timestamp and wait goes through
 //! [`berth_core::clock::Clock`], so a whole cluster runs on virtual time in
 //! tests.
 //!
@@ -84,6 +86,7 @@ pub mod watched_pod;
 pub mod work_queue;
 pub mod workload;
 
+use berth_client::SharedWatches;
 use berth_core::clock::Clock;
 use tokio::sync::watch;
 use tokio::task::JoinSet;
@@ -222,7 +225,21 @@ pub fn spawn(
     metrics: ControllerMetrics,
     leading: Option<watch::Receiver<berth_leader::Standing>>,
 ) -> JoinSet<()> {
-    let c = (&client, &clock, &metrics);
+    spawn_sharing(SharedWatches::new(client), clock, options, metrics, leading)
+}
+
+/// [`spawn`] with the process's shared watches (and their client): one
+/// watch of Pods and one of Nodes for all the controllers (and every lease
+/// they hold in turn) and whatever else of the process subscribes, each
+/// change decoded once: upstream's shared informer factory.
+pub fn spawn_sharing(
+    watches: SharedWatches,
+    clock: Clock,
+    options: ControllerOptions,
+    metrics: ControllerMetrics,
+    leading: Option<watch::Receiver<berth_leader::Standing>>,
+) -> JoinSet<()> {
+    let c = (&watches, &clock, &metrics);
     let controllers = [
         (
             node_lifecycle::CONTROLLER_NAME,
@@ -306,23 +323,43 @@ pub fn spawn(
 /// regained lease).
 type ControllerFuture = std::pin::Pin<Box<dyn std::future::Future<Output = ()> + Send>>;
 
+/// What a controller is built from: the process's shared watches (the
+/// controllers that follow every Pod or Node), or just the client (those
+/// that watch their own projections).
+trait Source: Sized {
+    fn of(watches: &SharedWatches) -> Self;
+}
+
+impl Source for SharedWatches {
+    fn of(watches: &SharedWatches) -> Self {
+        watches.clone()
+    }
+}
+
+impl Source for kube::Client {
+    fn of(watches: &SharedWatches) -> Self {
+        watches.client().clone()
+    }
+}
+
 /// How [`spawn`] makes a controller's run: every controller is built from
-/// the client, the clock, its settings and the metrics, then run.
-fn starter<C, X, F>(
-    (client, clock, metrics): (&kube::Client, &Clock, &ControllerMetrics),
+/// its source, the clock, its settings and the metrics, then run.
+fn starter<S, C, X, F>(
+    (watches, clock, metrics): (&SharedWatches, &Clock, &ControllerMetrics),
     config: C,
-    new: fn(kube::Client, Clock, C, ControllerMetrics) -> X,
+    new: fn(S, Clock, C, ControllerMetrics) -> X,
     run: fn(X) -> F,
 ) -> Box<dyn Fn() -> ControllerFuture + Send + Sync>
 where
+    S: Source + 'static,
     C: Clone + Send + Sync + 'static,
     X: 'static,
     F: std::future::Future<Output = ()> + Send + 'static,
 {
-    let (client, clock, metrics) = (client.clone(), clock.clone(), metrics.clone());
+    let (watches, clock, metrics) = (watches.clone(), clock.clone(), metrics.clone());
     Box::new(move || {
         let controller = new(
-            client.clone(),
+            S::of(&watches),
             clock.clone(),
             config.clone(),
             metrics.clone(),

@@ -194,8 +194,9 @@ impl Scheduler {
     }
 
     /// A node was added or changed.
-    pub fn upsert_node(&mut self, node: Node, now: Instant) {
-        let new = Arc::new(node);
+    /// Takes the node owned, or shared with the process's other watchers.
+    pub fn upsert_node(&mut self, node: impl Into<Arc<Node>>, now: Instant) {
+        let new: Arc<Node> = node.into();
         match self.cache.upsert_node(new.clone()) {
             None => self.on_event(
                 &ClusterEvent::Node {
@@ -276,7 +277,9 @@ impl Scheduler {
 
     /// A pod was added or changed: a bound pod is counted on its node; a
     /// pending pod of this scheduler is queued.
-    pub fn upsert_pod(&mut self, pod: Pod, now: Instant) {
+    /// Takes the pod owned, or shared with the process's other watchers.
+    pub fn upsert_pod(&mut self, pod: impl Into<Arc<Pod>>, now: Instant) {
+        let pod: Arc<Pod> = pod.into();
         let key = pod_key(&pod);
         if is_terminal(&pod) {
             self.delete_pod(&key, now);
@@ -286,7 +289,7 @@ impl Scheduler {
             self.queue.delete(&key);
             self.cache.nominator_mut().delete(&key);
             let was_assumed = self.cache.pod(&key).is_some_and(|p| p.assumed);
-            let new = Arc::new(pod);
+            let new = pod;
             match self.cache.add_pod(&key, new.clone(), &node) {
                 // First seen bound (an assumed pod's binding included).
                 None => self.on_event(&ClusterEvent::AssignedPodAdd { pod: &new }, now),
@@ -305,7 +308,7 @@ impl Scheduler {
             return;
         }
         if self.responsible_for(&pod) && pod.metadata.deletion_timestamp.is_none() {
-            let info = PodInfo::from(pod);
+            let info = PodInfo::new(pod);
             self.cache.nominator_mut().pod_updated(&key, &info);
             self.queue.add(key, info, now);
         } else {

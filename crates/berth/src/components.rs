@@ -9,6 +9,7 @@ use std::time::Duration;
 use berth_apiserver::api::ApiServer;
 use berth_apiserver::auth::User;
 use berth_apiserver::in_process;
+use berth_client::SharedWatches;
 use berth_core::clock::Clock;
 use berth_scheduler::client::{self as scheduler, SchedulerConfig};
 use berth_scheduler::config::SchedulerFileConfig;
@@ -81,11 +82,13 @@ pub fn in_process_client(api: &Arc<ApiServer>, user: User) -> anyhow::Result<kub
         .map_err(|e| anyhow::anyhow!("making the in-process client of {}: {e}", user.name))
 }
 
-/// Starts the scheduler, one per profile, over `client`; with an
-/// `election`, only while this process holds the Lease `(namespace,
-/// name)`.
+/// Starts the scheduler, one per profile, over `client`, the profiles
+/// following Pods and Nodes through `watches` (in `berth server` the
+/// controllers' too); with an `election`, only while this process holds
+/// the Lease `(namespace, name)`.
 pub fn start_scheduler(
     client: kube::Client,
+    watches: SharedWatches,
     clock: Clock,
     setup: SchedulerFileConfig,
     election: Option<(&Election, (String, String))>,
@@ -113,7 +116,14 @@ pub fn start_scheduler(
     tasks.spawn(berth_leader::run_while_leading(leading, move || {
         let runs: Vec<_> = configs
             .iter()
-            .map(|config| scheduler::run(client.clone(), clock.clone(), config.clone()))
+            .map(|config| {
+                scheduler::run_sharing(
+                    client.clone(),
+                    watches.clone(),
+                    clock.clone(),
+                    config.clone(),
+                )
+            })
             .collect();
         async move {
             futures::future::join_all(runs).await;

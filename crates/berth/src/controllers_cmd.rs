@@ -23,7 +23,7 @@ pub async fn run(args: &ControllersArgs) -> anyhow::Result<()> {
     let election = args.component.leader_election.election(true);
     let lock = args.component.lease.lock("kube-controller-manager");
     let controllers = crate::controllers_flags::start(
-        client,
+        berth_client::SharedWatches::new(client),
         Clock::real(),
         &args.controllers,
         args.component.feature_gates,

@@ -7,6 +7,7 @@ use std::time::Duration;
 
 use crate::components::Running;
 use crate::leader_election::Election;
+use berth_client::SharedWatches;
 use berth_controllers::daemonset::DaemonSetConfig;
 use berth_controllers::deployment::DeploymentConfig;
 use berth_controllers::disruption::DisruptionConfig;
@@ -113,12 +114,13 @@ fn parse_controllers(value: &str) -> Result<EnabledControllers, String> {
     EnabledControllers::parse(value).map_err(|e| e.to_string())
 }
 
-/// Starts the controllers over `client`, with an `election` only while
+/// Starts the controllers over `watches` (the process's shared Pod and Node
+/// watches, and the client of everything else), with an `election` only while
 /// this process holds the Lease `(namespace, name)`; their metrics join
 /// the API server's `/metrics` when it runs in this process. Dropping the
 /// returned set stops them.
 pub fn start(
-    client: kube::Client,
+    watches: SharedWatches,
     clock: Clock,
     flags: &ControllerFlags,
     gates: FeatureGates,
@@ -172,9 +174,9 @@ pub fn start(
     let mut registry = prometheus_client::registry::Registry::default();
     let metrics = ControllerMetrics::register(&mut registry);
     berth_apiserver::metrics::add_component_registry(registry);
-    let leadership =
-        election.map(|(election, lock)| election.spawn(client.clone(), clock.clone(), lock));
+    let leadership = election
+        .map(|(election, lock)| election.spawn(watches.client().clone(), clock.clone(), lock));
     let leading = leadership.as_ref().map(berth_leader::Leadership::subscribe);
-    let tasks = berth_controllers::spawn(client, clock, options, metrics, leading);
+    let tasks = berth_controllers::spawn_sharing(watches, clock, options, metrics, leading);
     Running::new(tasks, leadership)
 }

@@ -26,7 +26,8 @@ pub async fn run(args: &SchedulerArgs) -> anyhow::Result<()> {
         .map(|p| p.scheduler_name.clone())
         .collect();
     let scheduler = crate::components::start_scheduler(
-        client,
+        client.clone(),
+        berth_client::SharedWatches::new(client),
         Clock::real(),
         setup,
         election

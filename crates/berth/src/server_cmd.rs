@@ -158,8 +158,15 @@ pub async fn run(args: &ServerArgs) -> anyhow::Result<()> {
     };
     let mut server = start(options).await.context("starting berth server")?;
     let election = args.leader_election.election(!args.etcd.is_empty());
+    // One watch of Pods and one of Nodes for the controllers and the
+    // scheduler of this process, each change decoded once (as the
+    // controller manager's: both may list and watch every Pod and Node).
+    let watches = berth_client::SharedWatches::new(crate::components::in_process_client(
+        &server.api,
+        User::kube_controller_manager(),
+    )?);
     let controllers = crate::controllers_flags::start(
-        crate::components::in_process_client(&server.api, User::kube_controller_manager())?,
+        watches.clone(),
         server.api.clock.clone(),
         &args.controllers,
         args.feature_gates,
@@ -224,6 +231,7 @@ pub async fn run(args: &ServerArgs) -> anyhow::Result<()> {
         );
         Some(crate::components::start_scheduler(
             crate::components::in_process_client(&server.api, User::kube_scheduler())?,
+            watches,
             server.api.clock.clone(),
             scheduler_setup,
             election.as_ref().map(|e| (e, lock("kube-scheduler"))),

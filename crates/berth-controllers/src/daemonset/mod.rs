@@ -29,7 +29,7 @@ use std::collections::HashMap;
 use std::sync::{Arc, Mutex, RwLock};
 use std::time::Duration;
 
-use berth_client::{ObjectKey, changes_of};
+use berth_client::{ObjectKey, SharedWatches, changes_of};
 use berth_core::FeatureGates;
 use berth_core::clock::Clock;
 use berth_core::workloads::backoff::{
@@ -84,6 +84,9 @@ impl Default for DaemonSetConfig {
 #[derive(Clone)]
 pub struct DaemonSetController<W> {
     inner: Arc<Inner<W>>,
+    // The process's shared watches; `None` (a test's controller, never
+    // run) for watches of its own.
+    watches: Option<SharedWatches>,
 }
 
 struct Inner<W> {
@@ -112,25 +115,30 @@ fn all<K: kube::Resource>(cache: &RwLock<ObjectCache<K>>) -> Vec<Arc<K>> {
 
 impl DaemonSetController<KubeWrites> {
     pub fn new(
-        client: kube::Client,
+        watches: SharedWatches,
         clock: Clock,
         config: DaemonSetConfig,
         metrics: ControllerMetrics,
     ) -> DaemonSetController<KubeWrites> {
+        let client = watches.client().clone();
         let recorder = EventRecorder::new(client.clone(), clock.clone(), CONTROLLER_NAME);
         let writes = KubeWrites::new(client, recorder);
-        DaemonSetController::with_writes(writes, clock, config, &metrics)
+        DaemonSetController {
+            watches: Some(watches),
+            ..DaemonSetController::with_writes(writes, clock, config, &metrics)
+        }
     }
 
     /// Runs until dropped: the watches feed the caches and the queue; the
     /// workers start once every watch has listed.
     pub async fn run(self) {
         let client = self.inner.writes.client().clone();
+        let watches = (self.watches.clone()).unwrap_or_else(|| SharedWatches::new(client.clone()));
         let config = watcher::Config::default;
         let daemon_sets = changes_of(Api::<DaemonSet>::all(client.clone()), config());
-        let revisions = changes_of(Api::<ControllerRevision>::all(client.clone()), config());
-        let pods = changes_of(Api::<Pod>::all(client.clone()), config());
-        let nodes = changes_of(Api::<Node>::all(client), config());
+        let revisions = changes_of(Api::<ControllerRevision>::all(client), config());
+        let pods = watches.pods().changes();
+        let nodes = watches.nodes().changes();
         let mut daemon_sets = std::pin::pin!(daemon_sets);
         let mut revisions = std::pin::pin!(revisions);
         let mut pods = std::pin::pin!(pods);
@@ -183,7 +191,12 @@ impl DaemonSetController<KubeWrites> {
                 && read(&inner.pods).is_synced()
                 && read(&inner.nodes).is_synced();
             workers.start_when(synced, |inner, key| async move {
-                DaemonSetController { inner }.sync(&key).await
+                DaemonSetController {
+                    inner,
+                    watches: None,
+                }
+                .sync(&key)
+                .await
             });
         }
     }
@@ -226,6 +239,7 @@ impl<W: Writes> DaemonSetController<W> {
     ) -> DaemonSetController<W> {
         let queue = Arc::new(WorkQueue::new(clock.clone(), metrics.queue(QUEUE_NAME)));
         DaemonSetController {
+            watches: None,
             inner: Arc::new(Inner {
                 writes,
                 clock,

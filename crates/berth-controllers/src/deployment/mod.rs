@@ -25,7 +25,7 @@ pub mod sync;
 
 use std::sync::{Arc, RwLock};
 
-use berth_client::changes_of;
+use berth_client::{SharedWatch, SharedWatches, changes_of};
 use berth_core::clock::Clock;
 use futures::StreamExt;
 use k8s_openapi::api::apps::v1::{Deployment, ReplicaSet};
@@ -94,18 +94,20 @@ impl Context {
 pub struct DeploymentController {
     context: Arc<Context>,
     config: DeploymentConfig,
+    pods: SharedWatch<Pod>,
 }
 
 impl DeploymentController {
     pub fn new(
-        client: kube::Client,
+        watches: SharedWatches,
         clock: Clock,
         config: DeploymentConfig,
         metrics: ControllerMetrics,
     ) -> DeploymentController {
         DeploymentController {
-            context: Arc::new(Context::new(client, clock, &metrics)),
+            context: Arc::new(Context::new(watches.client().clone(), clock, &metrics)),
             config,
+            pods: watches.pods().clone(),
         }
     }
 
@@ -115,7 +117,7 @@ impl DeploymentController {
         let config = watcher::Config::default;
         let deployments = changes_of(Api::<Deployment>::all(ctx.client.clone()), config());
         let replica_sets = changes_of(Api::<ReplicaSet>::all(ctx.client.clone()), config());
-        let pods = changes_of(Api::<Pod>::all(ctx.client.clone()), config());
+        let pods = self.pods.changes();
         let mut deployments = std::pin::pin!(deployments);
         let mut replica_sets = std::pin::pin!(replica_sets);
         let mut pods = std::pin::pin!(pods);

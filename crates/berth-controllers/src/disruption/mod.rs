@@ -19,10 +19,11 @@
 
 pub mod state;
 
+use std::borrow::Borrow;
 use std::collections::BTreeMap;
 use std::time::Duration;
 
-use berth_client::{Change, changes_of};
+use berth_client::{Change, SharedWatch, SharedWatches, changes_of};
 use berth_core::clock::Clock;
 use berth_core::object_key::ObjectKey;
 use futures::StreamExt;
@@ -60,15 +61,18 @@ pub struct DisruptionController {
     client: kube::Client,
     clock: Clock,
     config: DisruptionConfig,
+    pods: SharedWatch<Pod>,
 }
 
-fn upsert<K: kube::Resource>(
+/// Folds `change` into `map`; the namespace it touched. Objects are owned
+/// (a watch of its own) or shared (`Arc`: the process's pod watch).
+fn upsert<K: Borrow<V>, V: kube::Resource>(
     map: &mut BTreeMap<ObjectKey, K>,
     change: Change<K>,
 ) -> Option<String> {
     match change {
         Change::Upsert(object) => {
-            let key = ObjectKey::of_meta(object.meta());
+            let key = ObjectKey::of_meta(object.borrow().meta());
             let ns = key.namespace.clone();
             map.insert(key, object);
             Some(ns)
@@ -83,15 +87,16 @@ fn upsert<K: kube::Resource>(
 
 impl DisruptionController {
     pub fn new(
-        client: kube::Client,
+        watches: SharedWatches,
         clock: Clock,
         config: DisruptionConfig,
         _metrics: ControllerMetrics,
     ) -> DisruptionController {
         DisruptionController {
-            client,
+            client: watches.client().clone(),
             clock,
             config,
+            pods: watches.pods().clone(),
         }
     }
 
@@ -104,7 +109,7 @@ impl DisruptionController {
             Api::<PodDisruptionBudget>::all(c.clone()),
             cfg()
         ));
-        let mut pods = std::pin::pin!(changes_of(Api::<Pod>::all(c.clone()), cfg()));
+        let mut pods = std::pin::pin!(self.pods.changes());
         let mut replica_sets = std::pin::pin!(changes_of(Api::<ReplicaSet>::all(c.clone()), cfg()));
         let mut deployments = std::pin::pin!(changes_of(Api::<Deployment>::all(c.clone()), cfg()));
         let mut stateful_sets =
@@ -131,7 +136,7 @@ impl DisruptionController {
                 },
                 Some(change) = pods.next() => {
                     synced[1] |= matches!(change, Change::Synced);
-                    if let Some(ns) = upsert(&mut state.pods, change) {
+                    if let Some(ns) = upsert::<_, Pod>(&mut state.pods, change) {
                         state.touch_namespace(&ns);
                     }
                 }

@@ -3,6 +3,7 @@
 //! arithmetic decides, this file only finds the objects.
 
 use std::collections::{BTreeMap, BTreeSet};
+use std::sync::Arc;
 
 use berth_core::disruption::{self, Workloads};
 use berth_core::object_key::ObjectKey;
@@ -26,7 +27,8 @@ pub struct Synced {
 #[derive(Debug, Default)]
 pub struct State {
     pub budgets: BTreeMap<ObjectKey, PodDisruptionBudget>,
-    pub pods: BTreeMap<ObjectKey, Pod>,
+    /// Shared with the process's other pod watchers.
+    pub pods: BTreeMap<ObjectKey, Arc<Pod>>,
     pub replica_sets: BTreeMap<ObjectKey, ReplicaSet>,
     pub deployments: BTreeMap<ObjectKey, Deployment>,
     pub stateful_sets: BTreeMap<ObjectKey, StatefulSet>,
@@ -75,7 +77,7 @@ impl State {
             .pods
             .range(ObjectKey::new(&budget.namespace, "")..)
             .take_while(|(k, _)| k.namespace == budget.namespace)
-            .map(|(_, p)| p);
+            .map(|(_, p)| p.as_ref());
         Some(match disruption::compute(pdb, pods, self, now) {
             Ok(computed) => Synced {
                 status: disruption::status_for(

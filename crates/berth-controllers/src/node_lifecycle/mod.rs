@@ -25,6 +25,7 @@ pub mod writes;
 pub mod zone;
 
 use std::collections::{BTreeMap, BTreeSet, HashMap, HashSet};
+use std::sync::Arc;
 use std::time::Duration;
 
 use futures::StreamExt;
@@ -35,7 +36,7 @@ use k8s_openapi::api::core::v1::{Node, Pod};
 use kube::api::Api;
 use kube::runtime::watcher;
 
-use berth_client::{Change, changes_of};
+use berth_client::{Change, SharedWatches, changes_of};
 use berth_core::clock::Clock;
 use berth_core::taint_expiry;
 use berth_core::taint_spec::format_taint;
@@ -65,9 +66,9 @@ pub const NODE_LEASE_NAMESPACE: &str = "kube-node-lease";
 /// watcher's own items (moved once per event), so not boxed.
 #[allow(clippy::large_enum_variant)]
 enum Watched {
-    Node(Change<Node>),
+    Node(Change<Arc<Node>>),
     Lease(Change<Lease>),
-    Pod(Change<Pod>),
+    Pod(Change<Arc<Pod>>),
 }
 
 /// Settings, with upstream's defaults.
@@ -502,6 +503,7 @@ impl ClusterState {
 /// See the module documentation.
 pub struct NodeLifecycleController {
     client: kube::Client,
+    watches: SharedWatches,
     clock: Clock,
     config: NodeLifecycleConfig,
     metrics: ControllerMetrics,
@@ -527,14 +529,16 @@ impl Listed {
 
 impl NodeLifecycleController {
     pub fn new(
-        client: kube::Client,
+        watches: SharedWatches,
         clock: Clock,
         config: NodeLifecycleConfig,
         metrics: ControllerMetrics,
     ) -> NodeLifecycleController {
+        let client = watches.client().clone();
         let recorder = EventRecorder::new(client.clone(), clock.clone(), EVENT_COMPONENT);
         NodeLifecycleController {
             client,
+            watches,
             clock,
             config,
             metrics,
@@ -547,12 +551,12 @@ impl NodeLifecycleController {
     /// Runs until dropped.
     pub async fn run(mut self) {
         let config = watcher::Config::default;
-        let nodes = changes_of(Api::<Node>::all(self.client.clone()), config());
+        let nodes = self.watches.nodes().changes();
         let leases = changes_of(
             Api::<Lease>::namespaced(self.client.clone(), NODE_LEASE_NAMESPACE),
             config(),
         );
-        let pods = changes_of(Api::<Pod>::all(self.client.clone()), config());
+        let pods = self.watches.pods().changes();
         // One stream, Leases first: a node's Lease is its heartbeat, and an
         // unread renewal ages the node towards Unknown. With a backlog of
         // Node events (150,000 simulated nodes registering: a Node is ~5 KiB
@@ -628,9 +632,12 @@ impl NodeLifecycleController {
         }
     }
 
-    fn node_change(&mut self, change: Change<Node>, listed: &mut bool) {
+    fn node_change(&mut self, change: Change<Arc<Node>>, listed: &mut bool) {
         match change {
             Change::Upsert(node) => {
+                // The state keeps its own copy; the shared one is the
+                // other watchers'.
+                let node = Arc::unwrap_or_clone(node);
                 let name = node.metadata.name.clone().unwrap_or_default();
                 let no_schedule = !no_schedule_change(&node).is_empty();
                 self.state.observe_node(node, self.clock.now());
@@ -657,7 +664,7 @@ impl NodeLifecycleController {
         }
     }
 
-    fn pod_change(&mut self, change: Change<Pod>, listed: &mut bool) {
+    fn pod_change(&mut self, change: Change<Arc<Pod>>, listed: &mut bool) {
         match change {
             Change::Upsert(pod) => self.state.observe_pod(&pod),
             Change::Delete(gone) => self.state.remove_pod(&gone.key),

@@ -1,7 +1,8 @@
 //! The ReplicaSet controller (upstream `pkg/controller/replicaset`): keeps
 //! each ReplicaSet's count of active pods at `spec.replicas`.
 //!
-//! One task watches ReplicaSets and pods (berth-client's `changes_of`)
+//! One task watches ReplicaSets (berth-client's `changes_of`) and pods
+//! (the process's shared pod watch)
 //! into [`ObjectCache`]s, runs upstream's event handlers ([`handlers`]) and
 //! wakes ReplicaSets in a [`WorkQueue`]; once both caches have synced,
 //! `--concurrent-replicaset-syncs` workers sync one ReplicaSet at a time
@@ -18,7 +19,7 @@ pub mod sync;
 
 use std::sync::{Arc, Mutex, RwLock};
 
-use berth_client::changes_of;
+use berth_client::{SharedWatch, SharedWatches, changes_of};
 use berth_core::clock::Clock;
 use berth_core::workloads::pod_control::Expectations;
 use futures::StreamExt;
@@ -87,18 +88,20 @@ impl Context {
 pub struct ReplicaSetController {
     context: Arc<Context>,
     config: ReplicaSetConfig,
+    pods: SharedWatch<Pod>,
 }
 
 impl ReplicaSetController {
     pub fn new(
-        client: kube::Client,
+        watches: SharedWatches,
         clock: Clock,
         config: ReplicaSetConfig,
         metrics: ControllerMetrics,
     ) -> ReplicaSetController {
         ReplicaSetController {
-            context: Arc::new(Context::new(client, clock, metrics)),
+            context: Arc::new(Context::new(watches.client().clone(), clock, metrics)),
             config,
+            pods: watches.pods().clone(),
         }
     }
 
@@ -109,10 +112,7 @@ impl ReplicaSetController {
             Api::<ReplicaSet>::all(ctx.client.clone()),
             watcher::Config::default(),
         );
-        let pods = changes_of(
-            Api::<Pod>::all(ctx.client.clone()),
-            watcher::Config::default(),
-        );
+        let pods = self.pods.changes();
         let mut replica_sets = std::pin::pin!(replica_sets);
         let mut pods = std::pin::pin!(pods);
         let mut workers = Workers::new(

@@ -25,7 +25,7 @@ mod tests;
 use std::sync::{Arc, RwLock};
 use std::time::Duration;
 
-use berth_client::{ObjectKey, changes_of};
+use berth_client::{ObjectKey, SharedWatches, changes_of};
 use berth_core::FeatureGates;
 use berth_core::clock::Clock;
 use futures::StreamExt;
@@ -71,6 +71,9 @@ impl Default for StatefulSetConfig {
 #[derive(Clone)]
 pub struct StatefulSetController<W> {
     inner: Arc<Inner<W>>,
+    // The process's shared watches; `None` (a test's controller, never
+    // run) for watches of its own.
+    watches: Option<SharedWatches>,
 }
 
 struct Inner<W> {
@@ -103,24 +106,29 @@ fn gauge_labels(set: &StatefulSet) -> StatefulSetLabels {
 
 impl StatefulSetController<KubeWrites> {
     pub fn new(
-        client: kube::Client,
+        watches: SharedWatches,
         clock: Clock,
         config: StatefulSetConfig,
         metrics: ControllerMetrics,
     ) -> StatefulSetController<KubeWrites> {
+        let client = watches.client().clone();
         let recorder = EventRecorder::new(client.clone(), clock.clone(), CONTROLLER_NAME);
         let writes = KubeWrites::new(client, recorder);
-        StatefulSetController::with_writes(writes, clock, config, &metrics)
+        StatefulSetController {
+            watches: Some(watches),
+            ..StatefulSetController::with_writes(writes, clock, config, &metrics)
+        }
     }
 
     /// Runs until dropped: the watches feed the caches and the queue; the
     /// workers start once every watch has listed.
     pub async fn run(self) {
         let client = self.inner.writes.client().clone();
+        let watches = (self.watches.clone()).unwrap_or_else(|| SharedWatches::new(client.clone()));
         let config = watcher::Config::default;
         let sets = changes_of(Api::<StatefulSet>::all(client.clone()), config());
-        let revisions = changes_of(Api::<ControllerRevision>::all(client.clone()), config());
-        let pods = changes_of(Api::<Pod>::all(client), config());
+        let revisions = changes_of(Api::<ControllerRevision>::all(client), config());
+        let pods = watches.pods().changes();
         let mut sets = std::pin::pin!(sets);
         let mut revisions = std::pin::pin!(revisions);
         let mut pods = std::pin::pin!(pods);
@@ -157,7 +165,12 @@ impl StatefulSetController<KubeWrites> {
                 && read(&inner.revisions).is_synced()
                 && read(&inner.pods).is_synced();
             workers.start_when(synced, |inner, key| async move {
-                StatefulSetController { inner }.sync(&key).await
+                StatefulSetController {
+                    inner,
+                    watches: None,
+                }
+                .sync(&key)
+                .await
             });
         }
     }
@@ -173,6 +186,7 @@ impl<W: Writes> StatefulSetController<W> {
     ) -> StatefulSetController<W> {
         let queue = Arc::new(WorkQueue::new(clock.clone(), metrics.queue(QUEUE_NAME)));
         StatefulSetController {
+            watches: None,
             inner: Arc::new(Inner {
                 writes,
                 clock,

@@ -1,5 +1,6 @@
-//! The scheduler as a Kubernetes client: kube-rs watchers feed the
-//! [`Scheduler`] state machine, and its decisions go back to the API server
+//! The scheduler as a Kubernetes client: kube-rs watchers (Pods and Nodes
+//! through berth-client's shared watches, which `berth server` shares with
+//! its controllers) feed the [`Scheduler`] state machine, and its decisions go back to the API server
 //! as `pods/binding` requests (many in flight), `PodScheduled` conditions
 //! and Events. It works against any API server; `berth server` runs it
 //! over the in-process transport.
@@ -21,7 +22,7 @@ pub mod report;
 
 use std::sync::Arc;
 
-use berth_client::{Change, changes};
+use berth_client::{Change, SharedWatches, changes};
 use berth_core::clock::Clock;
 use futures::{FutureExt, StreamExt};
 use k8s_openapi::api::core::v1::{Binding, Namespace, Node, ObjectReference, Pod};
@@ -84,22 +85,30 @@ fn random_seed() -> u64 {
 }
 
 /// Runs the scheduler until the watches end (they retry on errors, so in
-/// practice until the task is dropped).
+/// practice until the task is dropped), with Pod and Node watches of its
+/// own.
 pub async fn run(client: kube::Client, clock: Clock, config: SchedulerConfig) {
+    let watches = SharedWatches::new(client.clone());
+    run_sharing(client, watches, clock, config).await;
+}
+
+/// [`run`] with the Pods and Nodes of `watches`, which other schedulers
+/// (profiles) and controllers of the process may follow too: each change
+/// decoded once. `client` makes every other request.
+pub async fn run_sharing(
+    client: kube::Client,
+    watches: SharedWatches,
+    clock: Clock,
+    config: SchedulerConfig,
+) {
     let profile_name = config.profile.scheduler_name.clone();
     let mut core = Scheduler::new(
         config.profile.clone(),
         config.queue,
         config.seed.unwrap_or_else(random_seed),
     );
-    let mut nodes = changes(
-        watcher(Api::<Node>::all(client.clone()), watcher::Config::default()).default_backoff(),
-    )
-    .boxed();
-    let mut pods = changes(
-        watcher(Api::<Pod>::all(client.clone()), watcher::Config::default()).default_backoff(),
-    )
-    .boxed();
+    let mut nodes = watches.nodes().changes().boxed();
+    let mut pods = watches.pods().changes().boxed();
     // Namespace labels, for InterPodAffinity's namespace selectors.
     let mut namespaces = changes(
         watcher(
@@ -254,7 +263,7 @@ pub async fn run(client: kube::Client, clock: Clock, config: SchedulerConfig) {
 }
 
 /// Applies a node change; true once the node view is complete.
-fn on_node_change(core: &mut Scheduler, change: Change<Node>, now: Instant) -> bool {
+fn on_node_change(core: &mut Scheduler, change: Change<Arc<Node>>, now: Instant) -> bool {
     match change {
         Change::Upsert(node) => core.upsert_node(node, now),
         Change::Delete(gone) => core.delete_node(&gone.key.name, now),
@@ -264,7 +273,7 @@ fn on_node_change(core: &mut Scheduler, change: Change<Node>, now: Instant) -> b
 }
 
 /// Applies a pod change; true once the pod view is complete.
-fn on_pod_change(core: &mut Scheduler, change: Change<Pod>, now: Instant) -> bool {
+fn on_pod_change(core: &mut Scheduler, change: Change<Arc<Pod>>, now: Instant) -> bool {
     match change {
         Change::Upsert(pod) => core.upsert_pod(pod, now),
         Change::Delete(gone) => core.delete_pod(&gone.key.to_string(), now),
