@@ -28,6 +28,7 @@ pub mod metrics;
 pub mod node_client;
 pub mod pod_event;
 pub mod pod_lanes;
+mod pod_table;
 pub mod pods;
 pub mod registration;
 pub mod sim;

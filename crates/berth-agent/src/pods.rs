@@ -13,7 +13,6 @@
 //! - Graceful node shutdown stops pods phase by phase
 //!   ([`crate::shutdown`]) and marks them Failed.
 
-use std::collections::HashMap;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::Duration;
@@ -33,6 +32,7 @@ use crate::admission::{Rejection, admit};
 use crate::config::ShutdownGracePeriodByPodPriority;
 use crate::node_client::NodeClient;
 use crate::pod_lanes::{LaneHandler, NODE_LANES, NodeLanes};
+use crate::pod_table::{PodEntry, PodState, PodTable};
 use crate::shutdown::{
     NODE_SHUTDOWN_MESSAGE, NODE_SHUTDOWN_REASON, TERMINATION_BY_KUBELET, group_by_priority,
     pod_grace,
@@ -53,25 +53,6 @@ impl NodeDirectory for NodeClient {
 
 pub use crate::pod_event::PodEvent;
 
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-enum PodState {
-    /// Admitted and handed to the runtime.
-    Running,
-    /// Rejected at admission; never ran.
-    Rejected,
-    /// Being stopped for deletion or shutdown; status writes from the
-    /// runtime are over.
-    Stopping,
-}
-
-#[derive(Debug)]
-struct PodEntry {
-    pod: Pod,
-    node: String,
-    state: PodState,
-    last_status: Option<PodStatus>,
-}
-
 /// The pods of the served nodes and what has been done with them.
 pub struct PodWorker {
     runtime: Arc<dyn Runtime>,
@@ -79,7 +60,7 @@ pub struct PodWorker {
     clock: Clock,
     gates: FeatureGates,
     shutting_down: AtomicBool,
-    pods: Mutex<HashMap<String, PodEntry>>,
+    pods: Mutex<PodTable>,
 }
 
 fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
@@ -155,7 +136,7 @@ impl PodWorker {
             clock,
             gates,
             shutting_down: AtomicBool::new(false),
-            pods: Mutex::new(HashMap::new()),
+            pods: Mutex::default(),
         })
     }
 
@@ -226,8 +207,8 @@ impl PodWorker {
         let verdict = {
             let pods = lock(&self.pods);
             let others: Vec<&Pod> = pods
-                .values()
-                .filter(|e| e.node == node && e.state == PodState::Running && !is_terminal(&e.pod))
+                .on_node(&node)
+                .filter(|e| e.state == PodState::Running && !is_terminal(&e.pod))
                 .map(|e| &e.pod)
                 .collect();
             admit(
@@ -256,15 +237,7 @@ impl PodWorker {
     }
 
     fn insert(&self, uid: &str, node: &str, pod: Pod, state: PodState) {
-        lock(&self.pods).insert(
-            uid.to_string(),
-            PodEntry {
-                pod,
-                node: node.to_string(),
-                state,
-                last_status: None,
-            },
-        );
+        lock(&self.pods).insert(uid, PodEntry::new(pod, node.to_string(), state));
     }
 
     fn begin_deletion(
@@ -276,17 +249,11 @@ impl PodWorker {
         known: Option<PodState>,
     ) {
         let ran = known == Some(PodState::Running);
-        match lock(&self.pods).entry(uid.clone()) {
-            std::collections::hash_map::Entry::Occupied(mut e) => {
-                e.get_mut().state = PodState::Stopping
-            }
-            std::collections::hash_map::Entry::Vacant(v) => {
-                v.insert(PodEntry {
-                    pod: pod.clone(),
-                    node,
-                    state: PodState::Stopping,
-                    last_status: None,
-                });
+        {
+            let mut pods = lock(&self.pods);
+            match pods.get_mut(&uid) {
+                Some(entry) => entry.state = PodState::Stopping,
+                None => pods.insert(&uid, PodEntry::new(pod.clone(), node, PodState::Stopping)),
             }
         }
         let grace = Duration::from_secs(
@@ -340,7 +307,7 @@ impl PodWorker {
         let (pod, node) = {
             let pods = lock(&self.pods);
             match pods.get(uid) {
-                Some(e) if e.state == PodState::Running => (e.pod.clone(), e.node.clone()),
+                Some(e) if e.state == PodState::Running => (e.pod.clone(), e.node().to_string()),
                 _ => return,
             }
         };
@@ -393,7 +360,7 @@ impl PodWorker {
         let running: Vec<(String, String, Pod)> = lock(&self.pods)
             .iter()
             .filter(|(_, e)| e.state == PodState::Running && !is_terminal(&e.pod))
-            .map(|(uid, e)| (uid.clone(), e.node.clone(), e.pod.clone()))
+            .map(|(uid, e)| (uid.clone(), e.node().to_string(), e.pod.clone()))
             .collect();
         let refs: Vec<&Pod> = running.iter().map(|(_, _, p)| p).collect();
         let mut order = Vec::new();
