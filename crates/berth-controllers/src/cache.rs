@@ -15,7 +15,7 @@ use std::sync::Arc;
 
 use std::collections::BTreeMap as Labels;
 
-use berth_client::Change;
+use berth_client::{Change, Gone};
 use berth_core::labels::LabelSelector;
 use berth_core::object_key::ObjectKey;
 use berth_core::workloads::ownership::controller_of;
@@ -61,12 +61,23 @@ fn index_key<K: Resource>(object: &K) -> &str {
 impl<K: Resource> ObjectCache<K> {
     /// Folds one change in; `None` when it changed nothing a handler
     /// should hear of (the deletion of an object never seen).
-    /// Objects come owned (a watch of its own) or already shared (a
+    pub fn apply(&mut self, change: Change<K>) -> Option<Observed<K>> {
+        self.apply_shared(match change {
+            Change::Upsert(object) => Change::Upsert(Arc::new(object)),
+            Change::Delete(gone) => Change::Delete(Gone {
+                key: gone.key,
+                uid: gone.uid,
+                last: gone.last.map(Arc::new),
+            }),
+            Change::Synced => Change::Synced,
+        })
+    }
+
+    /// [`Self::apply`] of a change whose objects are already shared (a
     /// process's shared watch: the same `Arc` every subscriber holds).
-    pub fn apply<O: Into<Arc<K>>>(&mut self, change: Change<O>) -> Option<Observed<K>> {
+    pub fn apply_shared(&mut self, change: Change<Arc<K>>) -> Option<Observed<K>> {
         match change {
-            Change::Upsert(object) => {
-                let new: Arc<K> = object.into();
+            Change::Upsert(new) => {
                 let key = ObjectKey::of_meta(new.meta());
                 let old = self.insert(key, new.clone());
                 Some(match old {
@@ -76,7 +87,7 @@ impl<K: Resource> ObjectCache<K> {
             }
             Change::Delete(gone) => {
                 let cached = self.remove(&gone.key);
-                gone.last.map(Into::into).or(cached).map(Observed::Deleted)
+                gone.last.or(cached).map(Observed::Deleted)
             }
             Change::Synced => {
                 self.synced = true;
@@ -292,7 +303,7 @@ mod tests {
         assert!(cache.apply(Change::Delete(never_seen)).is_none());
         assert!(!cache.is_synced());
         assert!(matches!(
-            cache.apply(Change::<Pod>::Synced),
+            cache.apply(Change::Synced),
             Some(Observed::Synced)
         ));
         assert!(cache.is_synced());

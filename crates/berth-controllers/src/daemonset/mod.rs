@@ -171,13 +171,13 @@ impl DaemonSetController<KubeWrites> {
                     }
                 }
                 Some(change) = pods.next() => {
-                    let observed = write(&inner.pods).apply(change);
+                    let observed = write(&inner.pods).apply_shared(change);
                     if let Some(observed) = observed {
                         self.on_pod(&observed);
                     }
                 }
                 Some(change) = nodes.next() => {
-                    let observed = write(&inner.nodes).apply(change);
+                    let observed = write(&inner.nodes).apply_shared(change);
                     if let Some(observed) = observed {
                         self.on_node(&observed, &mut placements);
                     }

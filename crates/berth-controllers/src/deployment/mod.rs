@@ -144,7 +144,7 @@ impl DeploymentController {
                     }
                 }
                 Some(change) = pods.next() => {
-                    let observed = write(&ctx.pods).apply(change);
+                    let observed = write(&ctx.pods).apply_shared(change);
                     if let Some(Observed::Deleted(pod)) = observed {
                         let wakes = handlers::pod_deleted(
                             &pod,

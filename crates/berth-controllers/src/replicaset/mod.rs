@@ -132,7 +132,7 @@ impl ReplicaSetController {
                     }
                 }
                 Some(change) = pods.next() => {
-                    let observed = write(&ctx.pods).apply(change);
+                    let observed = write(&ctx.pods).apply_shared(change);
                     if let Some(observed) = observed {
                         let wakes = handlers::pod_changed(
                             &observed,

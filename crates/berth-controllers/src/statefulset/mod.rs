@@ -154,7 +154,7 @@ impl StatefulSetController<KubeWrites> {
                     write(&inner.revisions).apply(change);
                 }
                 Some(change) = pods.next() => {
-                    let observed = write(&inner.pods).apply(change);
+                    let observed = write(&inner.pods).apply_shared(change);
                     if let Some(observed) = observed {
                         self.on_pod(&observed);
                     }
