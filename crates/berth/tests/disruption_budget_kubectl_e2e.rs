@@ -75,11 +75,19 @@ fn ready(pod: &Value) -> bool {
             .any(|c| c["type"] == "Ready" && c["status"] == "True")
 }
 
+/// What the watch saw after one event.
+struct Sample {
+    /// Ready replicas.
+    ready: usize,
+    /// The pod the event deleted, if it was a deletion.
+    deleted: Option<String>,
+}
+
 /// `kubectl get pods -l app=web --watch --output-watch-events -o json`:
 /// after each event, the number of Ready replicas, sent on the channel.
 /// Every state change of every replica is an event, so the counts sent
 /// are every count the cluster went through (no sampling interval).
-fn watch_ready_replicas(cluster: &Cluster) -> (Child, mpsc::Receiver<usize>) {
+fn watch_ready_replicas(cluster: &Cluster) -> (Child, mpsc::Receiver<Sample>) {
     let mut child = Command::new(kubectl_binary())
         .args(["get", "pods", "-l", "app=web", "--watch"])
         .args(["--output-watch-events", "-o", "json"])
@@ -102,13 +110,15 @@ fn watch_ready_replicas(cluster: &Cluster) -> (Child, mpsc::Receiver<usize>) {
                 .as_str()
                 .unwrap_or_default()
                 .to_string();
-            if event["type"] == "DELETED" {
+            let deleted = if event["type"] == "DELETED" {
                 replicas.remove(&name);
+                Some(name)
             } else {
                 replicas.insert(name, ready(object));
-            }
-            let count = replicas.values().filter(|r| **r).count();
-            if tx.send(count).is_err() {
+                None
+            };
+            let ready = replicas.values().filter(|r| **r).count();
+            if tx.send(Sample { ready, deleted }).is_err() {
                 return;
             }
         }
@@ -116,34 +126,47 @@ fn watch_ready_replicas(cluster: &Cluster) -> (Child, mpsc::Receiver<usize>) {
     (child, rx)
 }
 
-/// Reads counts off the watch until one is `wanted`; every count read.
-fn counts_until(counts: &mpsc::Receiver<usize>, wanted: usize, what: &str) -> Vec<usize> {
+/// Reads the watch until `ready` replicas are Ready after every pod of
+/// `gone` was deleted; every Ready count read.
+fn counts_until(
+    samples: &mpsc::Receiver<Sample>,
+    ready: usize,
+    gone: &[String],
+    what: &str,
+) -> Vec<usize> {
     let mut seen = Vec::new();
+    let mut pending: Vec<&String> = gone.iter().collect();
     loop {
-        match counts.recv_timeout(WAIT) {
-            Ok(count) => {
-                seen.push(count);
-                if count == wanted {
+        match samples.recv_timeout(WAIT) {
+            Ok(sample) => {
+                seen.push(sample.ready);
+                pending.retain(|p| sample.deleted.as_ref() != Some(*p));
+                if pending.is_empty() && sample.ready == ready {
                     return seen;
                 }
             }
-            Err(e) => panic!("{what}: {e} after counts {seen:?}"),
+            Err(e) => panic!("{what}: {e} after counts {seen:?}, {pending:?} not deleted"),
         }
     }
 }
 
-/// The nodes carrying a Ready replica, sorted.
-fn replica_nodes(cluster: &Cluster) -> Vec<String> {
+/// The Ready replicas as (node, pod), sorted.
+fn replicas(cluster: &Cluster) -> Vec<(String, String)> {
     let pods = cluster.json(&["get", "pods", "-l", "app=web"]);
-    let mut nodes: Vec<String> = pods["items"]
+    let mut replicas: Vec<(String, String)> = pods["items"]
         .as_array()
         .into_iter()
         .flatten()
         .filter(|p| ready(p))
-        .filter_map(|p| p["spec"]["nodeName"].as_str().map(str::to_string))
+        .filter_map(|p| {
+            Some((
+                p["spec"]["nodeName"].as_str()?.to_string(),
+                p["metadata"]["name"].as_str()?.to_string(),
+            ))
+        })
         .collect();
-    nodes.sort();
-    nodes
+    replicas.sort();
+    replicas
 }
 
 /// `kubectl drain NODE` in a process of its own, started now.
@@ -181,9 +204,11 @@ fn two_concurrent_drains_never_leave_fewer_ready_replicas_than_min_available() {
     cluster.apply(BUDGET);
     cluster.apply(WEB);
     cluster.ok(&["rollout", "status", "deploy/web", "--timeout=90s"]);
-    let spread = replica_nodes(&cluster);
-    assert_eq!(spread.len(), REPLICAS, "one Ready replica a node: {spread:?}");
-    spread.windows(2).for_each(|w| assert_ne!(w[0], w[1]));
+    let spread = replicas(&cluster);
+    assert_eq!(spread.len(), REPLICAS, "{spread:?}");
+    spread
+        .windows(2)
+        .for_each(|w| assert_ne!(w[0].0, w[1].0, "one Ready replica a node"));
     // The budget's status caught up: one disruption allowed.
     cluster.ok(&[
         "wait",
@@ -192,10 +217,11 @@ fn two_concurrent_drains_never_leave_fewer_ready_replicas_than_min_available() {
         "--timeout=60s",
     ]);
 
-    let (mut watch, counts) = watch_ready_replicas(&cluster);
-    counts_until(&counts, REPLICAS, "the watch sees the 3 Ready replicas");
+    let (mut watch, samples) = watch_ready_replicas(&cluster);
+    counts_until(&samples, REPLICAS, &[], "the watch sees the 3 Ready replicas");
 
-    let drained = [spread[0].clone(), spread[1].clone()];
+    let drained = [spread[0].0.clone(), spread[1].0.clone()];
+    let evicted = [spread[0].1.clone(), spread[1].1.clone()];
     let drains: Vec<Child> = drained.iter().map(|n| start_drain(&cluster, n)).collect();
     let outputs: Vec<Output> = drains
         .into_iter()
@@ -207,7 +233,14 @@ fn two_concurrent_drains_never_leave_fewer_ready_replicas_than_min_available() {
         assert!(said.contains(&format!("node/{node} drained")), "{said}");
         assert!(said.contains("evicted"), "{said}");
     }
-    let during = counts_until(&counts, REPLICAS, "3 Ready replicas again");
+    // Read on until both evicted replicas are gone (the drains waited for
+    // that) and 3 are Ready again: every count in between.
+    let during = counts_until(
+        &samples,
+        REPLICAS,
+        &evicted,
+        "both evicted replicas deleted and 3 Ready again",
+    );
     let _ = watch.kill();
     let _ = watch.wait();
 
@@ -218,11 +251,18 @@ fn two_concurrent_drains_never_leave_fewer_ready_replicas_than_min_available() {
     );
     // The drains did take replicas away (one at a time).
     assert_eq!(min, MIN_AVAILABLE, "counts seen: {during:?}");
-    let now = replica_nodes(&cluster);
+    let now = replicas(&cluster);
     assert!(
-        now.iter().all(|n| !drained.contains(n)),
+        now.iter().all(|(n, _)| !drained.contains(n)),
         "replicas back off the drained nodes: {now:?}"
     );
+    // Each drain took its replica: the count dipped twice.
+    let dips = during
+        .windows(2)
+        .filter(|w| w[0] > MIN_AVAILABLE && w[1] == MIN_AVAILABLE)
+        .count()
+        + usize::from(during.first() == Some(&MIN_AVAILABLE));
+    assert_eq!(dips, 2, "counts seen: {during:?}");
     // Whether one drain met the budget's refusal (and retried) depends on
     // how fast the first replacement became Ready; say what happened.
     let refused = outputs
