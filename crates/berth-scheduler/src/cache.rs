@@ -18,9 +18,9 @@ use std::sync::atomic::{AtomicU64, Ordering};
 
 use k8s_openapi::api::core::v1::{Node, Pod};
 
+use crate::budgets::Budgets;
 use crate::framework::{NodeInfo, PodInfo};
 use crate::nominator::Nominator;
-use crate::budgets::Budgets;
 use crate::snapshot::{
     NamespaceLabels, PodChange, PodLog, ServedWorkloads, Snapshot, Version, WorkloadSelectors,
 };

@@ -569,8 +569,12 @@ async fn preemption_spares_the_pod_a_disruption_budget_protects() {
             .node("a"),
     )
     .await;
-    c.pod(requesting("dearer", "1").priority_class_name("mid").node("b"))
-        .await;
+    c.pod(
+        requesting("dearer", "1")
+            .priority_class_name("mid")
+            .node("b"),
+    )
+    .await;
     let budgets: Api<PodDisruptionBudget> = Api::namespaced(c.client.clone(), "default");
     budgets
         .create(

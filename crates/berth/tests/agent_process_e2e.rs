@@ -204,7 +204,10 @@ impl Cluster {
         let stdout = watch.stdout.take().expect("kubectl's stdout");
         std::thread::spawn(move || {
             let mut seen = Vec::new();
-            for line in std::io::BufReader::new(stdout).lines().map_while(Result::ok) {
+            for line in std::io::BufReader::new(stdout)
+                .lines()
+                .map_while(Result::ok)
+            {
                 let failed = line.starts_with("Failed");
                 seen.push(line);
                 if failed {
@@ -523,7 +526,8 @@ fn shut_down_an_agent_with_three_pods(
     }
     // The DaemonSet controller replaces a Failed daemon pod (deleting
     // it), so its end is read off a watch started before the shutdown.
-    let watch = (critical == CriticalPod::DaemonSet).then(|| cluster.watch_pod_phase(&critical_name));
+    let watch =
+        (critical == CriticalPod::DaemonSet).then(|| cluster.watch_pod_phase(&critical_name));
     let mut agent = cluster.agent.take().expect("agent");
     sigterm(&agent.child).expect("SIGTERM to the agent");
     let exit = agent.child.wait().expect("agent exits");
@@ -575,11 +579,8 @@ fn sigterm_to_the_agent_ends_regular_pods_before_critical_ones_and_they_end_fail
 /// graceful agent shutdown, and ends Failed by it.
 #[test]
 fn a_system_node_critical_daemon_set_pod_outlives_the_regular_pods_in_a_shutdown() {
-    let (cluster, _critical) = shut_down_an_agent_with_three_pods(
-        "agent-shutdown-ds",
-        "worker-6",
-        CriticalPod::DaemonSet,
-    );
+    let (cluster, _critical) =
+        shut_down_an_agent_with_three_pods("agent-shutdown-ds", "worker-6", CriticalPod::DaemonSet);
     assert_ended_by_shutdown(&cluster, "polite");
 }
 

@@ -172,7 +172,12 @@ fn replicas(cluster: &Cluster) -> Vec<(String, String)> {
 /// `kubectl drain NODE` in a process of its own, started now.
 fn start_drain(cluster: &Cluster, node: &str) -> Child {
     Command::new(kubectl_binary())
-        .args(["drain", node, "--ignore-daemonsets", "--delete-emptydir-data"])
+        .args([
+            "drain",
+            node,
+            "--ignore-daemonsets",
+            "--delete-emptydir-data",
+        ])
         .arg("--timeout=180s")
         .env("KUBECONFIG", &cluster.server.kubeconfig)
         .env_remove("KUBERNETES_SERVICE_HOST")
@@ -195,11 +200,7 @@ fn two_concurrent_drains_never_leave_fewer_ready_replicas_than_min_available() {
     kubectl_binary();
     let nodes = NODES.to_string();
     let cluster = Cluster {
-        server: Server::start_blocking(
-            "pdb-drains",
-            Backend::Embedded,
-            &["--sim-nodes", &nodes],
-        ),
+        server: Server::start_blocking("pdb-drains", Backend::Embedded, &["--sim-nodes", &nodes]),
     };
     cluster.apply(BUDGET);
     cluster.apply(WEB);
@@ -218,7 +219,12 @@ fn two_concurrent_drains_never_leave_fewer_ready_replicas_than_min_available() {
     ]);
 
     let (mut watch, samples) = watch_ready_replicas(&cluster);
-    counts_until(&samples, REPLICAS, &[], "the watch sees the 3 Ready replicas");
+    counts_until(
+        &samples,
+        REPLICAS,
+        &[],
+        "the watch sees the 3 Ready replicas",
+    );
 
     let drained = [spread[0].0.clone(), spread[1].0.clone()];
     let evicted = [spread[0].1.clone(), spread[1].1.clone()];
@@ -267,7 +273,9 @@ fn two_concurrent_drains_never_leave_fewer_ready_replicas_than_min_available() {
     // how fast the first replacement became Ready; say what happened.
     let refused = outputs
         .iter()
-        .filter(|o| said(o).contains("Cannot evict pod as it would violate the pod's disruption budget."))
+        .filter(|o| {
+            said(o).contains("Cannot evict pod as it would violate the pod's disruption budget.")
+        })
         .count();
     eprintln!("drains refused at least once: {refused}; Ready counts: {during:?}");
 }

@@ -160,7 +160,11 @@ async fn fewest_budget_violations_win_over_cheaper_victims_until_the_budget_goes
         .preemption
         .expect("a preemption");
     assert_eq!(
-        (first.node.as_str(), names(&first.victims), first.num_pdb_violations),
+        (
+            first.node.as_str(),
+            names(&first.victims),
+            first.num_pdb_violations
+        ),
         ("b", vec!["dearer".to_string()], 0)
     );
 

@@ -136,10 +136,7 @@ async fn victims_are_taken_out_of_spread_and_affinity_counts_in_the_dry_run() {
         },
         Case {
             name: "an existing pod's anti-affinity against the incoming pod",
-            on_a: vec![
-                db_avoiding_web("db", "a"),
-                running("other", "a", "1", LOW),
-            ],
+            on_a: vec![db_avoiding_web("db", "a"), running("other", "a", "1", LOW)],
             on_b: running("full", "b", "4", HIGH),
             preemptor: app(
                 make_pod()
@@ -180,7 +177,10 @@ async fn victims_are_taken_out_of_spread_and_affinity_counts_in_the_dry_run() {
         // The dry run put every victim back in the counts: the same pod
         // asked again (its nomination dropped) preempts the same way, and
         // once the victims are gone it lands on a.
-        let key = format!("default/{}", case.preemptor.metadata.name.clone().unwrap_or_default());
+        let key = format!(
+            "default/{}",
+            case.preemptor.metadata.name.clone().unwrap_or_default()
+        );
         s.delete_pod(&key, now);
         s.upsert_pod(case.preemptor.clone(), now);
         let again = refusal(s.schedule_one(now));

@@ -258,7 +258,13 @@ impl DomainCounts {
             let Some(node) = snapshot.nodes.get(change.node) else {
                 continue;
             };
-            if !apply(&inclusion, &mut self.per_constraint, &change.pod, node, change.delta) {
+            if !apply(
+                &inclusion,
+                &mut self.per_constraint,
+                &change.pod,
+                node,
+                change.delta,
+            ) {
                 return false;
             }
         }

@@ -91,19 +91,12 @@ impl PreFilterPlugin for PodTopologySpread {
             ))
             .with_plugin(NAME);
         };
-        let Some(domains) = state
-            .memory::<Memory>(MEMORY_KEY)
-            .entries
-            .get_mut(s.counts)
-        else {
+        let Some(domains) = state.memory::<Memory>(MEMORY_KEY).entries.get_mut(s.counts) else {
             return Status::error("counts not kept").with_plugin(NAME);
         };
         if !domains.update_with_pod(existing, node, delta, self.gates) {
-            return Status::error(format!(
-                "node {:?} is no domain of the counts",
-                node.name()
-            ))
-            .with_plugin(NAME);
+            return Status::error(format!("node {:?} is no domain of the counts", node.name()))
+                .with_plugin(NAME);
         }
         let min_match = min_match(&s.constraints, domains);
         state.write(PRE_FILTER_STATE_KEY, PreFilterState { min_match, ..s });
