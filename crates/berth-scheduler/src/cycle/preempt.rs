@@ -271,10 +271,8 @@ fn victims_on(
     // Every pod taken off is counted again: the state serves the next
     // node's dry run, and the counts the next cycles.
     for (i, now) in present.iter().enumerate() {
-        if !*now {
-            if let Some(status) = filters.update_for_pod(state, pod, &node.pods[i], node, 1) {
-                failed.get_or_insert(status);
-            }
+        if !*now && let Some(status) = filters.update_for_pod(state, pod, &node.pods[i], node, 1) {
+            failed.get_or_insert(status);
         }
     }
     if let Some(status) = failed {
