@@ -18,9 +18,9 @@ use std::sync::atomic::{AtomicU64, Ordering};
 
 use k8s_openapi::api::core::v1::{Node, Pod};
 
+use crate::budgets::Budgets;
 use crate::framework::{NodeInfo, PodInfo};
 use crate::nominator::Nominator;
-use crate::preemption::{DisruptionBudgets, NoBudgets};
 use crate::snapshot::{
     NamespaceLabels, PodChange, PodLog, ServedWorkloads, Snapshot, Version, WorkloadSelectors,
 };
@@ -61,8 +61,8 @@ pub struct Cache {
     /// Pending pods nominated to nodes (preemptors waiting for their
     /// victims to go): their requests count there in filtering.
     nominator: Nominator,
-    /// The disruption budgets preemption weighs.
-    budgets: Arc<dyn DisruptionBudgets>,
+    /// The disruption budgets preemption weighs (from the PDB watch).
+    budgets: Budgets,
 }
 
 impl Default for Cache {
@@ -81,7 +81,7 @@ impl Default for Cache {
             pods_with_required_anti_affinity: 0,
             pods_affecting_scores: 0,
             nominator: Nominator::default(),
-            budgets: Arc::new(NoBudgets),
+            budgets: Budgets::default(),
         }
     }
 }
@@ -163,14 +163,13 @@ impl Cache {
         &mut self.nominator
     }
 
-    /// Where preemption reads the disruption budgets from ([`NoBudgets`]
-    /// until set).
-    pub fn set_budgets(&mut self, budgets: Arc<dyn DisruptionBudgets>) {
-        self.budgets = budgets;
+    /// The disruption budgets preemption weighs.
+    pub fn budgets(&self) -> &Budgets {
+        &self.budgets
     }
 
-    pub fn budgets(&self) -> &dyn DisruptionBudgets {
-        &*self.budgets
+    pub fn budgets_mut(&mut self) -> &mut Budgets {
+        &mut self.budgets
     }
 
     /// A namespace was added or changed; returns its previous labels.

@@ -26,7 +26,7 @@ use smallvec::SmallVec;
 use crate::cache::Cache;
 use crate::framework::{
     Code, CycleState, Diagnosis, FilterPlugin, FitError, MAX_NODE_SCORE, MIN_NODE_SCORE, Memory,
-    NodeInfo, NodeScore, NodeToStatus, PodInfo, Snapshot, Status,
+    NodeInfo, NodePod, NodeScore, NodeToStatus, PodInfo, PreFilterPlugin, Snapshot, Status,
 };
 use crate::plugins::{node_affinity, node_resources_fit, taint_toleration};
 pub use crate::profile::{DEFAULT_SCHEDULER_NAME, Profile};
@@ -321,6 +321,9 @@ impl Cycle {
 pub struct PodFilters<'p> {
     filters: Filters<'p>,
     pre: PreFilterOutcome,
+    /// The PreFilter plugins that ran and did not Skip: whose state
+    /// [`PodFilters::update_for_pod`] keeps up to date.
+    extended: SmallVec<[&'p dyn PreFilterPlugin; 8]>,
 }
 
 impl<'p> PodFilters<'p> {
@@ -337,8 +340,39 @@ impl<'p> PodFilters<'p> {
             .iter()
             .filter_map(|n| profile.plugins.filter(n))
             .collect();
-        let pre = run_pre_filter_plugins(profile, &filters, state, pod, snapshot)?;
-        Ok(PodFilters { filters, pre })
+        let mut extended = SmallVec::new();
+        let pre = run_pre_filter_plugins(profile, &filters, state, pod, snapshot, &mut extended)?;
+        Ok(PodFilters {
+            filters,
+            pre,
+            extended,
+        })
+    }
+
+    /// `RunPreFilterExtensionAddPod` (`delta` 1) / `RemovePod` (-1): the
+    /// PreFilter state of every plugin that did not Skip brought up to
+    /// date with `existing` added to or removed from `node`. `None` when
+    /// all succeeded, else the first failure.
+    pub fn update_for_pod(
+        &self,
+        state: &mut CycleState,
+        pod: &PodInfo,
+        existing: &NodePod,
+        node: &NodeInfo,
+        delta: i64,
+    ) -> Option<Status> {
+        for plugin in &self.extended {
+            let status = plugin.update_for_pod(state, pod, existing, node, delta);
+            if !status.is_success() {
+                let verb = if delta > 0 { "AddPod" } else { "RemovePod" };
+                return Some(Status::error(format!(
+                    "running {verb} on PreFilter plugin {:?}: {}",
+                    plugin.name(),
+                    status.message()
+                )));
+            }
+        }
+        None
     }
 
     /// `RunFilterPlugins` on one node: `None` when every filter passes,
@@ -405,12 +439,13 @@ struct PreFilterOutcome {
 /// `RunPreFilterPlugins`: each PreFilter in order; a rejection or an error
 /// ends the cycle, a Skip takes the plugin's Filter out of it, a
 /// `PreFilterResult` narrows the candidate nodes (the intersection of all).
-fn run_pre_filter_plugins(
-    profile: &Profile,
+fn run_pre_filter_plugins<'p>(
+    profile: &'p Profile,
     filters: &[&dyn FilterPlugin],
     state: &mut CycleState,
     pod: &PodInfo,
     snapshot: &Snapshot<'_>,
+    extended: &mut SmallVec<[&'p dyn PreFilterPlugin; 8]>,
 ) -> Result<PreFilterOutcome, ScheduleError> {
     let all = snapshot.nodes;
     let mut outcome = PreFilterOutcome {
@@ -447,6 +482,7 @@ fn run_pre_filter_plugins(
             };
             return Err(fit_error(all.len(), diagnosis));
         }
+        extended.push(plugin);
         if let Some(names) = result.and_then(|r| r.node_names) {
             outcome.narrowed_by.push(plugin.name());
             outcome.allowed = Some(match outcome.allowed {

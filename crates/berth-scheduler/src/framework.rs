@@ -334,6 +334,24 @@ pub trait PreFilterPlugin: Plugin {
         pod: &PodInfo,
         snapshot: &Snapshot<'_>,
     ) -> (Option<PreFilterResult>, Status);
+
+    /// Upstream's `PreFilterExtensions` (`AddPod` with `delta` 1,
+    /// `RemovePod` with -1): what this plugin's PreFilter computed for
+    /// `pod` is brought up to date with `existing` added to or removed
+    /// from `node`, so that Filter judges the node as if that pod were
+    /// (or were not) there. Preemption's dry run calls it for the victims
+    /// it takes off a node and the ones it puts back. The default: the
+    /// plugin's Filter reads nothing PreFilter counted from other pods.
+    fn update_for_pod(
+        &self,
+        _state: &mut CycleState,
+        _pod: &PodInfo,
+        _existing: &NodePod,
+        _node: &NodeInfo,
+        _delta: i64,
+    ) -> Status {
+        Status::success()
+    }
 }
 
 /// Decides whether the pod may run on one node. Called once per node, so

@@ -13,7 +13,8 @@
 //! - [`preemption`]: DefaultPreemption's rules: which nodes preemption
 //!   might help, the victims on a node, the candidate upstream picks;
 //!   the cycle's PostFilter runs them ([`cycle`]'s `preempt`) and
-//!   [`nominator`] keeps the preemptors' nominated nodes.
+//!   [`nominator`] keeps the preemptors' nominated nodes; [`budgets`] the
+//!   PodDisruptionBudgets the victims are weighed against.
 //! - [`cycle`]: one scheduling cycle over the default profile (weights
 //!   TaintToleration 3, NodeAffinity 2, NodeResourcesFit 1), upstream's
 //!   percentage of nodes to score and random tie-break.
@@ -35,6 +36,7 @@
 //! runs it over the in-process transport; it works against any API server.
 
 pub mod affinity_terms;
+pub mod budgets;
 pub mod cache;
 pub mod check;
 pub mod client;

@@ -33,24 +33,14 @@ pub struct PreemptionPod {
 }
 
 /// The PodDisruptionBudgets preemption weighs (upstream reads them from
-/// its PDB lister).
+/// its PDB lister; the scheduler's are [`crate::budgets::Budgets`], fed
+/// by its PDB watch).
 pub trait DisruptionBudgets: Send + Sync + fmt::Debug {
     /// `filterPodsWithPDBViolation`: for `pods` (a node's potential
     /// victims, most important first), whether evicting each would
     /// violate a budget, each budget's allowed disruptions used up in
     /// that order.
     fn violations(&self, pods: &[&Pod]) -> Vec<bool>;
-}
-
-/// No budgets: berth does not serve policy/v1 PodDisruptionBudgets yet
-/// (issue 21's other half), so no eviction violates one.
-#[derive(Debug, Default, Clone, Copy)]
-pub struct NoBudgets;
-
-impl DisruptionBudgets for NoBudgets {
-    fn violations(&self, pods: &[&Pod]) -> Vec<bool> {
-        vec![false; pods.len()]
-    }
 }
 
 /// `MoreImportantPod`: the higher priority first, then the one that

@@ -11,6 +11,7 @@ use std::sync::Arc;
 
 use berth_core::priority::{may_preempt, pod_priority};
 use k8s_openapi::api::core::v1::{Namespace, Node, Pod};
+use k8s_openapi::api::policy::v1::PodDisruptionBudget;
 use tokio::time::Instant;
 
 use crate::cache::Cache;
@@ -158,9 +159,16 @@ impl Scheduler {
         &self.cache
     }
 
-    /// Where preemption reads the disruption budgets from.
-    pub fn set_budgets(&mut self, budgets: Arc<dyn crate::preemption::DisruptionBudgets>) {
-        self.cache.set_budgets(budgets);
+    /// A PodDisruptionBudget was added or changed: preemption weighs it
+    /// from the next cycle. No pod is moved in the queue: a budget only
+    /// orders the victims, it never makes a pod fit.
+    pub fn upsert_pdb(&mut self, pdb: PodDisruptionBudget) {
+        self.cache.budgets_mut().upsert(pdb);
+    }
+
+    /// A PodDisruptionBudget was deleted.
+    pub fn delete_pdb(&mut self, namespace: &str, name: &str) {
+        self.cache.budgets_mut().delete(namespace, name);
     }
 
     /// The cache alone, the scheduler done with (an explanation's).
@@ -507,6 +515,10 @@ impl Scheduler {
     }
 }
 
+#[cfg(test)]
+mod preemption_budget_tests;
+#[cfg(test)]
+mod preemption_constraint_tests;
 #[cfg(test)]
 mod preemption_tests;
 #[cfg(test)]

@@ -537,3 +537,82 @@ async fn a_binding_in_flight_when_leadership_is_lost_never_lands() {
         .await
         .expect("the guarded scheduler ends with the election");
 }
+
+/// The scheduler's PodDisruptionBudget watch feeds preemption: node a's
+/// pod is the cheaper victim (class `low`, 10, against node b's `mid`,
+/// 50), but a budget allowing no disruption covers it, so the `high`
+/// preemptor is nominated to b and b's pod is the one deleted
+/// (`pickOneNodeForPreemption`'s first rule: fewest budget violations).
+#[tokio::test(start_paused = true)]
+async fn preemption_spares_the_pod_a_disruption_budget_protects() {
+    use berth_core::test_util::{pdb, priority_class};
+    use k8s_openapi::api::policy::v1::PodDisruptionBudget;
+    use k8s_openapi::api::scheduling::v1::PriorityClass;
+
+    let c = Cluster::start().await;
+    let classes: Api<PriorityClass> = Api::all(c.client.clone());
+    for (name, value) in [("low", 10), ("mid", 50), ("high", 1000)] {
+        classes
+            .create(
+                &PostParams::default(),
+                &priority_class(name, value, false, None),
+            )
+            .await
+            .expect("create class");
+    }
+    c.node(cores("1").name("a"), vec![]).await;
+    c.node(cores("1").name("b"), vec![]).await;
+    c.pod(
+        requesting("cheap", "1")
+            .label("app", "foo")
+            .priority_class_name("low")
+            .node("a"),
+    )
+    .await;
+    c.pod(
+        requesting("dearer", "1")
+            .priority_class_name("mid")
+            .node("b"),
+    )
+    .await;
+    let budgets: Api<PodDisruptionBudget> = Api::namespaced(c.client.clone(), "default");
+    budgets
+        .create(
+            &PostParams::default(),
+            &pdb("foo", &[("app", "foo")], None, None),
+        )
+        .await
+        .expect("create budget");
+    // As the disruption controller would find it: no disruption allowed.
+    budgets
+        .patch_status(
+            "foo",
+            &PatchParams::default(),
+            &Patch::Merge(json!({"status": {
+                "disruptionsAllowed": 0, "currentHealthy": 1, "desiredHealthy": 1,
+                "expectedPods": 1, "observedGeneration": 1,
+            }})),
+        )
+        .await
+        .expect("budget status");
+    // Virtual time passes only once every task is idle: the scheduler has
+    // taken in the budget's status.
+    c.clock.sleep(Duration::from_secs(1)).await;
+
+    c.pod(requesting("high", "1").priority_class_name("high"))
+        .await;
+    let nominated = c
+        .eventually("high nominated", || async {
+            let pod = c.pods().get("high").await.ok()?;
+            pod.status?.nominated_node_name
+        })
+        .await;
+    assert_eq!(nominated, "b");
+    let dearer = c.pods().get("dearer").await.ok();
+    assert!(
+        dearer.is_none_or(|p| p.metadata.deletion_timestamp.is_some()),
+        "the victim on b is being deleted"
+    );
+    let cheap = c.pods().get("cheap").await.expect("cheap still there");
+    assert!(cheap.metadata.deletion_timestamp.is_none(), "cheap spared");
+}

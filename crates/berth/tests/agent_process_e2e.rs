@@ -2,7 +2,8 @@
 //! driven with the real kubectl: pods run as host processes, `kubectl
 //! logs` reads their output through the API server, the agent rejects a
 //! pod bound around the scheduler onto a NoExecute-tainted node, and
-//! SIGTERM to the agent shuts its pods down in priority order.
+//! SIGTERM to the agent shuts its pods down in priority order (a
+//! `system-node-critical` pod last, bare or a DaemonSet's).
 //!
 //! No test sleeps: processes report progress through named pipes the test
 //! reads, and kubectl waits on watches (`kubectl wait`, with a generous
@@ -184,6 +185,39 @@ impl Cluster {
             reached,
             "node {node} never reached the state; taints seen: {seen:?}"
         );
+    }
+
+    /// Watches a pod's `phase reason` (`kubectl get --watch`) on a
+    /// thread until it is `Failed` or the pod is gone; every state seen.
+    /// The watch ends after 90 s as a safety net.
+    fn watch_pod_phase(&self, pod: &str) -> std::thread::JoinHandle<Vec<String>> {
+        use std::io::BufRead;
+        let mut watch = Command::new(kubectl_binary())
+            .args(["get", "pod", pod, "--watch", "--request-timeout=90s"])
+            .args(["-o", r#"jsonpath={.status.phase} {.status.reason}{"\n"}"#])
+            .env("KUBECONFIG", &self.server.kubeconfig)
+            .env_remove("KUBERNETES_SERVICE_HOST")
+            .stdout(Stdio::piped())
+            .stderr(Stdio::null())
+            .spawn()
+            .expect("kubectl get --watch runs");
+        let stdout = watch.stdout.take().expect("kubectl's stdout");
+        std::thread::spawn(move || {
+            let mut seen = Vec::new();
+            for line in std::io::BufReader::new(stdout)
+                .lines()
+                .map_while(Result::ok)
+            {
+                let failed = line.starts_with("Failed");
+                seen.push(line);
+                if failed {
+                    break;
+                }
+            }
+            let _ = watch.kill();
+            let _ = watch.wait();
+            seen
+        })
     }
 
     /// Runs kubectl, expects success, returns stdout.
@@ -384,10 +418,50 @@ fn a_pod_bound_with_node_name_onto_a_no_execute_tainted_node_is_rejected_by_the_
     assert!(!ran.exists(), "a rejected pod's process ran");
 }
 
+/// How the `system-node-critical` pod of a shutdown test comes to be.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum CriticalPod {
+    /// A bare pod bound with `spec.nodeName`.
+    Bare,
+    /// The pod of a DaemonSet (its template names the class), created by
+    /// the DaemonSet controller and bound by the scheduler.
+    DaemonSet,
+}
+
+/// A DaemonSet `critical` whose pods are `system-node-critical` and run
+/// `sh -c script`.
+fn critical_daemon_set(script: &str) -> String {
+    format!(
+        r#"apiVersion: apps/v1
+kind: DaemonSet
+metadata:
+  name: critical
+spec:
+  selector:
+    matchLabels: {{app: critical}}
+  template:
+    metadata:
+      labels: {{app: critical}}
+    spec:
+      priorityClassName: system-node-critical
+      terminationGracePeriodSeconds: 30
+      containers:
+      - name: app
+        image: busybox
+        command: ["sh", "-c", {script:?}]
+"#
+    )
+}
+
 /// Three pods on an agent with a 10 s shutdown (the last 4 s for
 /// critical pods), the agent sent SIGTERM and gone; checks that the
-/// critical pod got SIGTERM only once the regular phase was over.
-fn shut_down_an_agent_with_three_pods(name: &str, node: &str) -> Cluster {
+/// critical pod got SIGTERM only once the regular phase was over. The
+/// cluster, and the critical pod's name.
+fn shut_down_an_agent_with_three_pods(
+    name: &str,
+    node: &str,
+    critical: CriticalPod,
+) -> (Cluster, String) {
     // Regular pods get 6 s, critical pods the last 4 s.
     let config = "apiVersion: kubelet.config.k8s.io/v1beta1\nkind: KubeletConfiguration\nshutdownGracePeriod: 10s\nshutdownGracePeriodCriticalPods: 4s\n";
     let mut cluster = Cluster::start(name, node, "", config);
@@ -411,13 +485,38 @@ fn shut_down_an_agent_with_three_pods(name: &str, node: &str) -> Cluster {
             trap.replace("ORDER", &order.display().to_string()),
             fifo.display()
         );
-        cluster.apply(&cluster.pod_manifest(name, extra, &script));
+        if name == "critical" && critical == CriticalPod::DaemonSet {
+            cluster.apply(&critical_daemon_set(&script));
+        } else {
+            cluster.apply(&cluster.pod_manifest(name, extra, &script));
+        }
         ready.push(fifo);
     }
     for fifo in &ready {
         assert_eq!(read_fifo(fifo), "ready\n");
     }
-    for (name, _, _) in pods {
+    let critical_name = match critical {
+        CriticalPod::Bare => "critical".to_string(),
+        CriticalPod::DaemonSet => {
+            let name = cluster.ok(&[
+                "get",
+                "pods",
+                "-l",
+                "app=critical",
+                "-o",
+                "jsonpath={.items[0].metadata.name}",
+            ]);
+            let pod = cluster.json(&["get", "pod", &name]);
+            assert_eq!(
+                pod["metadata"]["ownerReferences"][0]["kind"], "DaemonSet",
+                "{pod}"
+            );
+            assert_eq!(pod["spec"]["priority"], 2_000_001_000, "{pod}");
+            assert_eq!(pod["spec"]["nodeName"], node, "{pod}");
+            name
+        }
+    };
+    for name in ["polite", "stubborn", critical_name.as_str()] {
         cluster.ok(&[
             "wait",
             "--for=jsonpath={.status.phase}=Running",
@@ -425,6 +524,10 @@ fn shut_down_an_agent_with_three_pods(name: &str, node: &str) -> Cluster {
             WAIT,
         ]);
     }
+    // The DaemonSet controller replaces a Failed daemon pod (deleting
+    // it), so its end is read off a watch started before the shutdown.
+    let watch =
+        (critical == CriticalPod::DaemonSet).then(|| cluster.watch_pod_phase(&critical_name));
     let mut agent = cluster.agent.take().expect("agent");
     sigterm(&agent.child).expect("SIGTERM to the agent");
     let exit = agent.child.wait().expect("agent exits");
@@ -438,7 +541,14 @@ fn shut_down_an_agent_with_three_pods(name: &str, node: &str) -> Cluster {
         std::fs::read_to_string(&order).unwrap_or_default(),
         "polite\ncritical\n"
     );
-    cluster
+    if let Some(watch) = watch {
+        let seen = watch.join().expect("the watch thread");
+        assert!(
+            seen.iter().any(|s| s == "Failed Shutdown"),
+            "{critical_name} never seen Failed by the shutdown: {seen:?}"
+        );
+    }
+    (cluster, critical_name)
 }
 
 fn assert_ended_by_shutdown(cluster: &Cluster, name: &str) {
@@ -456,15 +566,28 @@ fn assert_ended_by_shutdown(cluster: &Cluster, name: &str) {
 
 #[test]
 fn sigterm_to_the_agent_ends_regular_pods_before_critical_ones_and_they_end_failed() {
-    let cluster = shut_down_an_agent_with_three_pods("agent-shutdown", "worker-3");
+    let (cluster, _) =
+        shut_down_an_agent_with_three_pods("agent-shutdown", "worker-3", CriticalPod::Bare);
     for name in ["polite", "critical"] {
         assert_ended_by_shutdown(&cluster, name);
     }
 }
 
+/// The seed's "Nodes" page: a `system-node-critical` DaemonSet pod (the
+/// class from the DaemonSet's template, the pod from the DaemonSet
+/// controller, bound by the scheduler) outlives the regular pods in a
+/// graceful agent shutdown, and ends Failed by it.
+#[test]
+fn a_system_node_critical_daemon_set_pod_outlives_the_regular_pods_in_a_shutdown() {
+    let (cluster, _critical) =
+        shut_down_an_agent_with_three_pods("agent-shutdown-ds", "worker-6", CriticalPod::DaemonSet);
+    assert_ended_by_shutdown(&cluster, "polite");
+}
+
 #[test]
 fn a_pod_killed_at_the_end_of_its_shutdown_phase_ends_failed_too() {
-    let cluster = shut_down_an_agent_with_three_pods("agent-shutdown-kill", "worker-5");
+    let (cluster, _) =
+        shut_down_an_agent_with_three_pods("agent-shutdown-kill", "worker-5", CriticalPod::Bare);
     assert_ended_by_shutdown(&cluster, "stubborn");
     let stubborn = cluster.json(&["get", "pod", "stubborn"]);
     assert_eq!(

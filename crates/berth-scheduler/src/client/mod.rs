@@ -26,6 +26,7 @@ use berth_client::{Change, SharedWatches, changes};
 use berth_core::clock::Clock;
 use futures::{FutureExt, StreamExt};
 use k8s_openapi::api::core::v1::{Binding, Namespace, Node, ObjectReference, Pod};
+use k8s_openapi::api::policy::v1::PodDisruptionBudget;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
 use kube::Api;
 use kube::api::PostParams;
@@ -118,6 +119,16 @@ pub async fn run_sharing(
         .default_backoff(),
     )
     .boxed();
+    // PodDisruptionBudgets, which preemption weighs (upstream's PDB
+    // informer).
+    let mut pdbs = changes(
+        watcher(
+            Api::<PodDisruptionBudget>::all(client.clone()),
+            watcher::Config::default(),
+        )
+        .default_backoff(),
+    )
+    .boxed();
     // Bindings and PodScheduled patches in flight: owned by this future, so
     // they end with it (a lost lease drops it) rather than land afterwards.
     let mut bindings: JoinSet<BindOutcome> = JoinSet::new();
@@ -138,6 +149,7 @@ pub async fn run_sharing(
     let mut nodes_synced = false;
     let mut pods_synced = false;
     let mut namespaces_synced = false;
+    let mut pdbs_synced = false;
     tracing::info!(scheduler = %profile_name, "scheduler started");
 
     loop {
@@ -159,6 +171,11 @@ pub async fn run_sharing(
                 namespaces_synced |= on_namespace_change(&mut core, event, clock.instant());
                 progressed = true;
             }
+            while let Some(event) = pdbs.next().now_or_never() {
+                let Some(event) = event else { return };
+                pdbs_synced |= on_pdb_change(&mut core, event);
+                progressed = true;
+            }
             while let Some(outcome) = bindings.try_join_next() {
                 if let Ok(outcome) = outcome {
                     reports.bind_outcome(&mut core, outcome);
@@ -172,7 +189,7 @@ pub async fn run_sharing(
         }
         core.flush(clock.instant());
 
-        if nodes_synced && pods_synced && namespaces_synced && core.has_work() {
+        if nodes_synced && pods_synced && namespaces_synced && pdbs_synced && core.has_work() {
             for _ in 0..CYCLES_PER_BATCH {
                 let started = clock.instant();
                 let Some(decision) = core.schedule_one(started) else {
@@ -252,6 +269,10 @@ pub async fn run_sharing(
                 let Some(event) = event else { return };
                 namespaces_synced |= on_namespace_change(&mut core, event, clock.instant());
             }
+            event = pdbs.next() => {
+                let Some(event) = event else { return };
+                pdbs_synced |= on_pdb_change(&mut core, event);
+            }
             Some(outcome) = bindings.join_next(), if !bindings.is_empty() => {
                 if let Ok(outcome) = outcome {
                     reports.bind_outcome(&mut core, outcome);
@@ -287,6 +308,17 @@ fn on_namespace_change(core: &mut Scheduler, change: Change<Namespace>, now: Ins
     match change {
         Change::Upsert(ns) => core.upsert_namespace(ns, now),
         Change::Delete(gone) => core.delete_namespace(&gone.key.name, now),
+        Change::Synced => return true,
+    }
+    false
+}
+
+/// Applies a PodDisruptionBudget change; true once the budget view is
+/// complete.
+fn on_pdb_change(core: &mut Scheduler, change: Change<PodDisruptionBudget>) -> bool {
+    match change {
+        Change::Upsert(pdb) => core.upsert_pdb(pdb),
+        Change::Delete(gone) => core.delete_pdb(&gone.key.namespace, &gone.key.name),
         Change::Synced => return true,
     }
     false

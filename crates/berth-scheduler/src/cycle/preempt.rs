@@ -9,11 +9,14 @@
 //! filters (nominated pods counted, as `RunFilterPluginsWithNominatedPods`)
 //! on a copy of the node; then [`pick_one_node_for_preemption`].
 //!
-//! Not ported: upstream's PreFilter `AddPod`/`RemovePod` extensions. A
-//! victim taken off the copy of the node is not taken out of the counts
-//! PodTopologySpread and InterPodAffinity made in PreFilter, so preemption
-//! does not make room for a pod those filters reject (they keep rejecting
-//! it: no pod is evicted for nothing).
+//! A victim taken off the copy of the node is taken out of what the
+//! PreFilters counted (upstream's `RemovePod` extensions:
+//! PodTopologySpread's domains and InterPodAffinity's term counts) and put
+//! back with `AddPod` when reprieved, so a spread or anti-affinity
+//! constraint is what preemption can cure. Upstream runs them on a copy of
+//! the cycle state per node; here they update the one state in place and
+//! every victim is put back before the next node (the counts are sums, so
+//! that restores them exactly).
 
 use std::collections::BTreeMap;
 use std::sync::Arc;
@@ -92,7 +95,7 @@ impl Cycle {
         let snapshot = cache.snapshot();
         let mut state = CycleState::with_memory(std::mem::take(&mut self.memory));
         let result = match PodFilters::new(profile, &mut state, pod, &snapshot) {
-            Ok(filters) => self.dry_run(&filters, &state, pod, cache, &potential),
+            Ok(filters) => self.dry_run(&filters, &mut state, pod, cache, &potential),
             Err(e) => Err(e.to_string()),
         };
         self.memory = state.into_memory();
@@ -105,7 +108,7 @@ impl Cycle {
     fn dry_run(
         &mut self,
         filters: &PodFilters<'_>,
-        state: &CycleState,
+        state: &mut CycleState,
         pod: &PodInfo,
         cache: &Cache,
         potential: &[usize],
@@ -198,7 +201,7 @@ pub fn describe(pod: &Pod) -> PreemptionPod {
 #[allow(clippy::too_many_arguments)]
 fn victims_on(
     filters: &PodFilters<'_>,
-    state: &CycleState,
+    state: &mut CycleState,
     pod: &PodInfo,
     priority: i32,
     node: &NodeInfo,
@@ -223,13 +226,23 @@ fn victims_on(
     let mut work = node.clone();
     let mut present: SmallVec<[bool; 8]> = SmallVec::from_elem(true, described.len());
     let mut last_rejection: Option<Status> = None;
+    let mut failed: Option<Status> = None;
     let victims = select_victims_on_node(
         priority,
         &described,
         |i| violates[i],
         |on_node| {
+            if failed.is_some() {
+                return false;
+            }
             for (i, (&wanted, now)) in on_node.iter().zip(present.iter_mut()).enumerate() {
-                if *now && !wanted {
+                if *now == wanted {
+                    continue;
+                }
+                let delta = if wanted {
+                    work.add_node_pod(node.pods[i].clone());
+                    1
+                } else {
                     if let Some(j) = work
                         .pods
                         .iter()
@@ -237,10 +250,13 @@ fn victims_on(
                     {
                         work.remove_pod_at(j);
                     }
-                    *now = false;
-                } else if !*now && wanted {
-                    work.add_node_pod(node.pods[i].clone());
-                    *now = true;
+                    -1
+                };
+                *now = wanted;
+                if let Some(status) = filters.update_for_pod(state, pod, &node.pods[i], node, delta)
+                {
+                    failed = Some(status);
+                    return false;
                 }
             }
             match filter_with_nominated(filters, state, pod, &work, nominated) {
@@ -252,6 +268,16 @@ fn victims_on(
             }
         },
     );
+    // Every pod taken off is counted again: the state serves the next
+    // node's dry run, and the counts the next cycles.
+    for (i, now) in present.iter().enumerate() {
+        if !*now && let Some(status) = filters.update_for_pod(state, pod, &node.pods[i], node, 1) {
+            failed.get_or_insert(status);
+        }
+    }
+    if let Some(status) = failed {
+        return Err(status);
+    }
     match victims {
         Some(victims) if !victims.pods.is_empty() => Ok((victims, described)),
         // Upstream: a node where the pod fits with no victim is an error

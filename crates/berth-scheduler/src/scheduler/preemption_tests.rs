@@ -20,11 +20,11 @@ use crate::preemption::{
 };
 use crate::queue::{Place, QueueConfig};
 
-fn scheduler() -> Scheduler {
+pub(super) fn scheduler() -> Scheduler {
     Scheduler::new(Profile::default(), QueueConfig::default(), 7)
 }
 
-fn node(s: &mut Scheduler, name: &str, cpu: &str, now: Instant) {
+pub(super) fn node(s: &mut Scheduler, name: &str, cpu: &str, now: Instant) {
     s.upsert_node(
         make_node()
             .name(name)
@@ -36,7 +36,7 @@ fn node(s: &mut Scheduler, name: &str, cpu: &str, now: Instant) {
 }
 
 /// A pod bound to `node` asking `cpu` cores, with `priority`.
-fn running(name: &str, node: &str, cpu: &str, priority: i32) -> Pod {
+pub(super) fn running(name: &str, node: &str, cpu: &str, priority: i32) -> Pod {
     make_pod()
         .name(name)
         .namespace("default")
@@ -49,7 +49,7 @@ fn running(name: &str, node: &str, cpu: &str, priority: i32) -> Pod {
 }
 
 /// A pending pod asking `cpu` cores, with `priority`.
-fn pending(name: &str, cpu: &str, priority: i32) -> Pod {
+pub(super) fn pending(name: &str, cpu: &str, priority: i32) -> Pod {
     make_pod()
         .name(name)
         .namespace("default")
@@ -65,14 +65,14 @@ fn never(mut pod: Pod) -> Pod {
     pod
 }
 
-fn refusal(decision: Option<Decision>) -> Refusal {
+pub(super) fn refusal(decision: Option<Decision>) -> Refusal {
     match decision {
         Some(Decision::Refuse(r)) => r,
         other => panic!("expected a refusal, got {other:?}"),
     }
 }
 
-fn names(pods: &[Arc<Pod>]) -> Vec<String> {
+pub(super) fn names(pods: &[Arc<Pod>]) -> Vec<String> {
     pods.iter()
         .map(|p| p.metadata.name.clone().unwrap_or_default())
         .collect()

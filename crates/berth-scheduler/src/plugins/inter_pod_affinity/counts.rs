@@ -153,6 +153,20 @@ impl TermCounts {
         }
     }
 
+    /// Preemption's dry run (upstream's `AddPod` / `RemovePod`):
+    /// `existing` added to (`delta` 1) or taken off (-1) `node` for the
+    /// time of the dry run, which undoes it before the counts serve
+    /// another cycle.
+    pub fn update_with_pod(
+        &mut self,
+        incoming: &Pod,
+        existing: &NodePod,
+        node: &NodeInfo,
+        delta: i64,
+    ) {
+        self.apply(incoming, existing, node, delta);
+    }
+
     /// Counts from the nodes (`getExistingAntiAffinityCounts`,
     /// `getIncomingAffinityAntiAffinityCounts`).
     fn count(key: CountKey, incoming: &Pod, snapshot: &Snapshot<'_>) -> Self {

@@ -4,8 +4,8 @@ use super::counts::{CountKey, MEMORY_KEY, Memory, TermCounts};
 use super::{InterPodAffinity, NAME, merged};
 use crate::affinity_terms::{AffinityTerm, matches_all};
 use crate::framework::{
-    Code, CycleState, FilterPlugin, NodeInfo, PodInfo, PreFilterPlugin, PreFilterResult, Snapshot,
-    Status,
+    Code, CycleState, FilterPlugin, NodeInfo, NodePod, PodInfo, PreFilterPlugin, PreFilterResult,
+    Snapshot, Status,
 };
 
 pub const ERR_REASON_EXISTING_ANTI_AFFINITY_RULES_NOT_MATCH: &str =
@@ -87,6 +87,32 @@ impl PreFilterPlugin for InterPodAffinity {
             },
         );
         (None, Status::success())
+    }
+
+    /// `AddPod` / `RemovePod` (`updateWithPod`): the three counts with
+    /// `existing` added to or removed from `node`.
+    fn update_for_pod(
+        &self,
+        state: &mut CycleState,
+        pod: &PodInfo,
+        existing: &NodePod,
+        node: &NodeInfo,
+        delta: i64,
+    ) -> Status {
+        let Some(counts) = state
+            .read::<PreFilterState>(PRE_FILTER_STATE_KEY)
+            .map(|s| s.counts)
+        else {
+            return Status::error(format!(
+                "error reading {PRE_FILTER_STATE_KEY:?} from cycleState: not found"
+            ))
+            .with_plugin(NAME);
+        };
+        let Some(entry) = state.memory::<Memory>(MEMORY_KEY).entries.get_mut(counts) else {
+            return Status::error("counts not kept").with_plugin(NAME);
+        };
+        entry.update_with_pod(pod.pod(), existing, node, delta);
+        Status::success()
     }
 }
 

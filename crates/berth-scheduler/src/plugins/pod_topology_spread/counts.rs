@@ -258,27 +258,65 @@ impl DomainCounts {
             let Some(node) = snapshot.nodes.get(change.node) else {
                 continue;
             };
-            if !inclusion.node_counts(node) {
-                continue;
-            }
-            for (i, c) in self.key.constraints.iter().enumerate() {
-                if !counts_pod(&self.key, c, &change.pod) || !inclusion.includes(c, node) {
-                    continue;
-                }
-                let value = node.label(&c.topology_key).unwrap_or("");
-                let domains = &mut self.per_constraint[i];
-                // Every node that counts got a domain when counting, and
-                // the nodes are the same (same version); a new domain would
-                // leave the nodes' map behind, so count again then.
-                let Some(&slot) = domains.slot_of.get(value) else {
-                    return false;
-                };
-                domains.counts[slot as usize] += change.delta;
+            if !apply(
+                &inclusion,
+                &mut self.per_constraint,
+                &change.pod,
+                node,
+                change.delta,
+            ) {
+                return false;
             }
         }
         self.seen = snapshot.log.end();
         true
     }
+
+    /// Preemption's dry run (upstream's `AddPod` / `RemovePod`): `pod`
+    /// added to or taken off `node` for the time of the dry run, which
+    /// undoes it before the counts serve another cycle. False when the
+    /// node's value is no domain (not for a node of the snapshot counted).
+    pub fn update_with_pod(
+        &mut self,
+        pod: &NodePod,
+        node: &NodeInfo,
+        delta: i64,
+        gates: FeatureGates,
+    ) -> bool {
+        let inclusion = Inclusion::new(&self.key, gates);
+        apply(&inclusion, &mut self.per_constraint, pod, node, delta)
+    }
+}
+
+/// `updateWithPod`: `pod` added to (`delta` 1) or removed from (-1)
+/// `node`, counted in the domains of `inclusion`'s key. False when the
+/// node's value is no domain yet (the caller counts again).
+fn apply(
+    inclusion: &Inclusion<'_>,
+    per_constraint: &mut [Domains],
+    pod: &NodePod,
+    node: &NodeInfo,
+    delta: i64,
+) -> bool {
+    let key = inclusion.key;
+    if !inclusion.node_counts(node) {
+        return true;
+    }
+    for (i, c) in key.constraints.iter().enumerate() {
+        if !counts_pod(key, c, pod) || !inclusion.includes(c, node) {
+            continue;
+        }
+        let value = node.label(&c.topology_key).unwrap_or("");
+        let domains = &mut per_constraint[i];
+        // Every node that counts got a domain when counting, and the
+        // nodes are the same (same version); a new domain would leave the
+        // nodes' map behind, so count again then.
+        let Some(&slot) = domains.slot_of.get(value) else {
+            return false;
+        };
+        domains.counts[slot as usize] += delta;
+    }
+    true
 }
 
 impl Memory {

@@ -1,10 +1,10 @@
 //! PreFilter and Filter (upstream `filtering.go`).
 
-use super::counts::{CountKey, MEMORY_KEY, Memory};
+use super::counts::{CountKey, DomainCounts, MEMORY_KEY, Memory};
 use super::{DO_NOT_SCHEDULE, NAME, PodTopologySpread, SpreadConstraint};
 use crate::framework::{
-    Code, CycleState, FilterPlugin, NodeInfo, PodInfo, PreFilterPlugin, PreFilterResult, Snapshot,
-    Status,
+    Code, CycleState, FilterPlugin, NodeInfo, NodePod, PodInfo, PreFilterPlugin, PreFilterResult,
+    Snapshot, Status,
 };
 
 /// The Filter reason when a domain would be too full.
@@ -58,17 +58,7 @@ impl PreFilterPlugin for PodTopologySpread {
         else {
             return (None, Status::error("counts not kept").with_plugin(NAME));
         };
-        let min_match = constraints
-            .iter()
-            .zip(&domains.per_constraint)
-            .map(|(c, domains)| {
-                if (domains.len() as i64) < i64::from(c.min_domains) {
-                    0
-                } else {
-                    domains.min().unwrap_or(i64::from(i32::MAX))
-                }
-            })
-            .collect();
+        let min_match = min_match(&constraints, domains);
         let self_match = constraints
             .iter()
             .map(|c| i64::from(c.selects(pod.labels())))
@@ -84,6 +74,51 @@ impl PreFilterPlugin for PodTopologySpread {
         );
         (None, Status::success())
     }
+
+    /// `AddPod` / `RemovePod`: the pod's domains counted with `existing`
+    /// added or removed, and `minMatchNum` again.
+    fn update_for_pod(
+        &self,
+        state: &mut CycleState,
+        _pod: &PodInfo,
+        existing: &NodePod,
+        node: &NodeInfo,
+        delta: i64,
+    ) -> Status {
+        let Some(s) = state.read::<PreFilterState>(PRE_FILTER_STATE_KEY).cloned() else {
+            return Status::error(format!(
+                "reading {PRE_FILTER_STATE_KEY:?} from cycleState: not found"
+            ))
+            .with_plugin(NAME);
+        };
+        let Some(domains) = state.memory::<Memory>(MEMORY_KEY).entries.get_mut(s.counts) else {
+            return Status::error("counts not kept").with_plugin(NAME);
+        };
+        if !domains.update_with_pod(existing, node, delta, self.gates) {
+            return Status::error(format!("node {:?} is no domain of the counts", node.name()))
+                .with_plugin(NAME);
+        }
+        let min_match = min_match(&s.constraints, domains);
+        state.write(PRE_FILTER_STATE_KEY, PreFilterState { min_match, ..s });
+        Status::success()
+    }
+}
+
+/// `minMatchNum` per constraint: the least populated domain's count, or 0
+/// when there are fewer domains than `minDomains` (upstream's critical
+/// paths; exact here, the counts being at hand).
+fn min_match(constraints: &[SpreadConstraint], domains: &DomainCounts) -> Vec<i64> {
+    constraints
+        .iter()
+        .zip(&domains.per_constraint)
+        .map(|(c, domains)| {
+            if (domains.len() as i64) < i64::from(c.min_domains) {
+                0
+            } else {
+                domains.min().unwrap_or(i64::from(i32::MAX))
+            }
+        })
+        .collect()
 }
 
 impl FilterPlugin for PodTopologySpread {
