@@ -83,8 +83,7 @@ impl TokenBucket {
             .lock()
             .unwrap_or_else(std::sync::PoisonError::into_inner);
         let elapsed = now.saturating_duration_since(bucket.at).as_secs_f64();
-        bucket.tokens =
-            (bucket.tokens + elapsed * self.limit.qps).min(f64::from(self.limit.burst));
+        bucket.tokens = (bucket.tokens + elapsed * self.limit.qps).min(f64::from(self.limit.burst));
         bucket.at = now.max(bucket.at);
         bucket.tokens -= 1.0;
         if bucket.tokens >= 0.0 {

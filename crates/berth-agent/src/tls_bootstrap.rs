@@ -184,7 +184,8 @@ fn cluster_of(path: &Path, config: &Kubeconfig) -> Result<(String, Vec<u8>), Boo
             .decode(data.trim())
             .map_err(|e| incomplete(&format!("certificate-authority-data: {e}")))?
     } else if let Some(file) = &cluster.certificate_authority {
-        std::fs::read(file).map_err(|e| incomplete(&format!("certificate-authority {file}: {e}")))?
+        std::fs::read(file)
+            .map_err(|e| incomplete(&format!("certificate-authority {file}: {e}")))?
     } else {
         return Err(incomplete(
             "the cluster has no certificate-authority: the node's kubeconfig would trust no one",
@@ -254,12 +255,13 @@ pub async fn bootstrap(
         match csrs.get(&name).await {
             Ok(csr) => current = csr,
             // The server or network, not the request: look again.
-            Err(e) => tracing::warn!(csr = %name, error = %e, "reading the CertificateSigningRequest"),
+            Err(e) => {
+                tracing::warn!(csr = %name, error = %e, "reading the CertificateSigningRequest")
+            }
         }
     };
     tracing::info!(%node, csr = %name, "client certificate issued");
-    let text =
-        render_client_cert_kubeconfig(&server, &ca_pem, node, &cert, key.key_pem.as_bytes());
+    let text = render_client_cert_kubeconfig(&server, &ca_pem, node, &cert, key.key_pem.as_bytes());
     crate::credential::write_secret(kubeconfig, &text).map_err(|e| match e {
         crate::credential::JoinError::Io { path, source } => BootstrapError::Write { path, source },
         other => BootstrapError::Write {
@@ -373,7 +375,10 @@ mod tests {
             csr.spec.usages.as_deref(),
             Some(&["digital signature".to_string(), "client auth".to_string()][..])
         );
-        assert_eq!(csr.metadata.generate_name.as_deref(), Some("node-csr-node-7-"));
+        assert_eq!(
+            csr.metadata.generate_name.as_deref(),
+            Some("node-csr-node-7-")
+        );
         // The request's DER: the subject's two names as UTF8Strings
         // (tag 0x0c), and no subjectAltName (OID 2.5.29.17: 55 1d 11).
         let pem = String::from_utf8(csr.spec.request.0).expect("pem");
@@ -435,10 +440,19 @@ mod tests {
             let config = Kubeconfig::read_from(&path).expect("read");
             match (cluster_of(&path, &config), case.want) {
                 (Ok((server, ca)), Ok((want_server, want_ca))) => {
-                    assert_eq!((server.as_str(), ca.as_slice()), (want_server, want_ca), "{}", case.name);
+                    assert_eq!(
+                        (server.as_str(), ca.as_slice()),
+                        (want_server, want_ca),
+                        "{}",
+                        case.name
+                    );
                 }
                 (Err(e), Err(want)) => assert!(e.to_string().contains(want), "{}: {e}", case.name),
-                (got, want) => panic!("{}: got {:?}, want {want:?}", case.name, got.map(|(s, _)| s)),
+                (got, want) => panic!(
+                    "{}: got {:?}, want {want:?}",
+                    case.name,
+                    got.map(|(s, _)| s)
+                ),
             }
         }
     }

@@ -63,7 +63,12 @@ pub struct AgentArgs {
     /// certificate or token). With `--bootstrap-kubeconfig`, where it is
     /// written once TLS bootstrap has the node's certificate (and
     /// bootstrapped again when it is missing or the server rejects it).
-    #[arg(long, value_name = "FILE", required_unless_present = "server", conflicts_with = "server")]
+    #[arg(
+        long,
+        value_name = "FILE",
+        required_unless_present = "server",
+        conflicts_with = "server"
+    )]
     kubeconfig: Option<PathBuf>,
     /// A kubeconfig with a bootstrap token (group `system:bootstrappers`),
     /// as a kubelet's: the agent asks the cluster's certificates API for a
@@ -180,9 +185,7 @@ async fn serve_metrics(addr: SocketAddr, metrics: Arc<AgentMetrics>) -> anyhow::
 /// checks it), and the server's URL: through `--kubeconfig` (TLS
 /// bootstrap first when it is missing or rejected and a bootstrap
 /// kubeconfig is given), or berth's join token.
-async fn node_client(
-    args: &AgentArgs,
-) -> anyhow::Result<(kube::Client, Option<String>, String)> {
+async fn node_client(args: &AgentArgs) -> anyhow::Result<(kube::Client, Option<String>, String)> {
     let (server, ca_file) = match (&args.kubeconfig, &args.join.server, &args.join.ca_file) {
         (Some(path), _, _) => return kubeconfig_client(args, path).await,
         (None, Some(server), Some(ca_file)) => (server, ca_file),
@@ -245,7 +248,11 @@ async fn kubeconfig_client(
             CredentialProblem::Rejected(reason) => reason,
         };
         if args.bootstrap_kubeconfig.is_none() {
-            return Err(InputError::new(path, format!("the server rejected this credential: {detail}")).into());
+            return Err(InputError::new(
+                path,
+                format!("the server rejected this credential: {detail}"),
+            )
+            .into());
         }
         tracing::warn!(kubeconfig = %path.display(), %detail, "the server rejected the node's kubeconfig");
         bootstrap("the server rejected the kubeconfig").await?;

@@ -136,14 +136,20 @@ pub async fn run(args: &FleetArgs) -> anyhow::Result<()> {
     let runtime = Arc::new(berth_runtime::sim::SimRuntime::new(Clock::real()));
     let (client, nodes, kubelets, server) = match (&args.join.server, &args.join.ca_file) {
         (Some(server), Some(ca_file)) => {
-            let (client, nodes, kubelets) =
-                join_with_node_credentials(args, server, ca_file, &names, template, &runtime, limit)
-                    .await?;
+            let (client, nodes, kubelets) = join_with_node_credentials(
+                args, server, ca_file, &names, template, &runtime, limit,
+            )
+            .await?;
             (client, nodes, Some(kubelets), server.clone())
         }
         _ => {
             let (client, nodes) = join_with_kubeconfig(args, &names, template, limit).await?;
-            (client, nodes, None, crate::kubeconfig_flags::server_of(&args.kubeconfig))
+            (
+                client,
+                nodes,
+                None,
+                crate::kubeconfig_flags::server_of(&args.kubeconfig),
+            )
         }
     };
     let stats = Arc::new(SimStats::default());
@@ -223,7 +229,10 @@ async fn join_with_kubeconfig(
     if args.join.token.is_some() {
         anyhow::bail!("--token joins a berth server: give --server and --ca-file with it");
     }
-    let client = limited(crate::kubeconfig_flags::client_from_file(&args.kubeconfig).await?, limit);
+    let client = limited(
+        crate::kubeconfig_flags::client_from_file(&args.kubeconfig).await?,
+        limit,
+    );
     check_watcher(&client, &args.kubeconfig).await?;
     let template = Arc::new(template);
     let nodes = names

@@ -209,12 +209,28 @@ mod tests {
             },
             Case {
                 name: "--server without --ca-file",
-                argv: vec!["fleet", "--kubeconfig", "k", "--nodes", "3", "--server", "https://x"],
+                argv: vec![
+                    "fleet",
+                    "--kubeconfig",
+                    "k",
+                    "--nodes",
+                    "3",
+                    "--server",
+                    "https://x",
+                ],
                 want: Err(ErrorKind::MissingRequiredArgument),
             },
             Case {
                 name: "fleet without --kubeconfig",
-                argv: vec!["fleet", "--server", "https://x", "--ca-file", "c", "--nodes", "3"],
+                argv: vec![
+                    "fleet",
+                    "--server",
+                    "https://x",
+                    "--ca-file",
+                    "c",
+                    "--nodes",
+                    "3",
+                ],
                 want: Err(ErrorKind::MissingRequiredArgument),
             },
             Case {

@@ -28,10 +28,7 @@ fn is_ready(node: &Node) -> bool {
     node.status
         .as_ref()
         .and_then(|s| s.conditions.as_ref())
-        .is_some_and(|cs| {
-            cs.iter()
-                .any(|c| c.type_ == "Ready" && c.status == "True")
-        })
+        .is_some_and(|cs| cs.iter().any(|c| c.type_ == "Ready" && c.status == "True"))
 }
 
 async fn renew_time(leases: &Api<Lease>, node: &str) -> Option<Timestamp> {

@@ -291,7 +291,9 @@ impl Fleet {
             .iter()
             .map(|n| {
                 let client = match &n.bearer {
-                    Some(bearer) => NodeClient::with_bearer(client.clone(), &n.name, bearer.clone()),
+                    Some(bearer) => {
+                        NodeClient::with_bearer(client.clone(), &n.name, bearer.clone())
+                    }
                     None => NodeClient::new(client.clone(), &n.name),
                 };
                 NodeState::new(client, n.phase)
