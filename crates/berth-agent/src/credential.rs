@@ -222,7 +222,9 @@ pub async fn request_node_token(
         })
 }
 
-fn write_secret(path: &Path, contents: &str) -> Result<(), JoinError> {
+/// Writes `contents` to `path`, readable by its owner only (it holds a
+/// credential).
+pub fn write_secret(path: &Path, contents: &str) -> Result<(), JoinError> {
     use std::io::Write;
     let mut options = std::fs::OpenOptions::new();
     options.write(true).create(true).truncate(true);

@@ -653,7 +653,7 @@ fn start_fleet(
             c.api.auth.add_token(token.clone(), User::node(&name));
             SimNode {
                 zone: Some(sim::sim_zone(i, 2)),
-                bearer: bearer_header(&token).expect("header"),
+                bearer: Some(bearer_header(&token).expect("header")),
                 name,
                 template: template.clone(),
                 phase: None,

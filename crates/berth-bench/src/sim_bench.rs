@@ -138,7 +138,7 @@ async fn run_async(args: &SimArgs, berth: &Path, parent: &Path) -> anyhow::Resul
         tokens_file.push_str(&format!("{token} {name}\n"));
         nodes.push(SimNode {
             zone: Some(sim::sim_zone(i, args.zones)),
-            bearer: bearer_header(&token).context("token header")?,
+            bearer: Some(bearer_header(&token).context("token header")?),
             name,
             template: template.clone(),
             phase: None,

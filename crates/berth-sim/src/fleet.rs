@@ -142,7 +142,7 @@ pub fn start(
         .map(|((spec, bearer), phase)| SimNode {
             name: spec.name.clone(),
             zone: None,
-            bearer,
+            bearer: Some(bearer),
             template: Arc::new(template(spec)),
             phase: Some(*phase),
         })

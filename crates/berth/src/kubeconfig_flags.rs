@@ -2,7 +2,7 @@
 //! components do: `--kubeconfig` (the API server and credential),
 //! `--feature-gates` and leader election.
 
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 
 use anyhow::Context;
 use clap::Args;
@@ -39,19 +39,43 @@ impl KubeconfigFlags {
     pub async fn client(&self) -> anyhow::Result<kube::Client> {
         let _ = rustls::crypto::ring::default_provider().install_default();
         let config = match &self.kubeconfig {
-            Some(path) => {
-                let kubeconfig =
-                    kube::config::Kubeconfig::read_from(path).map_err(|e| InputError::new(path, e))?;
-                kube::Config::from_custom_kubeconfig(kubeconfig, &Default::default())
-                    .await
-                    .map_err(|e| InputError::new(path, e))?
-            }
+            Some(path) => config_from_file(path).await?,
             None => kube::Config::infer()
                 .await
                 .context("no --kubeconfig, and neither KUBECONFIG, ~/.kube/config nor an in-cluster service account")?,
         };
         kube::Client::try_from(config).context("making the API client")
     }
+}
+
+/// The client config of a kubeconfig file; one that cannot be read or
+/// parsed is the user's to fix (exit 2).
+pub async fn config_from_file(path: &Path) -> anyhow::Result<kube::Config> {
+    let kubeconfig =
+        kube::config::Kubeconfig::read_from(path).map_err(|e| InputError::new(path, e))?;
+    Ok(
+        kube::Config::from_custom_kubeconfig(kubeconfig, &Default::default())
+            .await
+            .map_err(|e| InputError::new(path, e))?,
+    )
+}
+
+/// A client of the API server a kubeconfig file names, with its
+/// credential.
+pub async fn client_from_file(path: &Path) -> anyhow::Result<kube::Client> {
+    let _ = rustls::crypto::ring::default_provider().install_default();
+    kube::Client::try_from(config_from_file(path).await?).context("making the API client")
+}
+
+/// The server a kubeconfig file names (its first cluster's), for a
+/// command's first line; the file's path when it names none.
+pub fn server_of(path: &Path) -> String {
+    kube::config::Kubeconfig::read_from(path)
+        .ok()
+        .and_then(|k| k.clusters.into_iter().next())
+        .and_then(|c| c.cluster)
+        .and_then(|c| c.server)
+        .unwrap_or_else(|| path.display().to_string())
 }
 
 /// Resolves when this process gets SIGTERM or SIGINT, with the signal's name.

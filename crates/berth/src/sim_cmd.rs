@@ -44,8 +44,9 @@ pub struct SimArgs {
 /// What `berth sim` runs.
 #[derive(Debug, Subcommand)]
 pub enum SimCommand {
-    /// Joins N simulated nodes to a running cluster, each with its own
-    /// credential, Lease and status, until interrupted.
+    /// Joins N simulated nodes to a running cluster (any Kubernetes
+    /// cluster through an admin's --kubeconfig alone, or berth's with its
+    /// join token), each with its own Lease and status, until interrupted.
     Fleet(FleetArgs),
     /// Rehearses a failure: runs a scenario file on a virtual clock and
     /// writes its timeline and an HTML report.
@@ -170,6 +171,65 @@ mod tests {
                     "c",
                     "--kubeconfig",
                     "k",
+                ],
+                want: Err(ErrorKind::MissingRequiredArgument),
+            },
+            Case {
+                name: "fleet through a kubeconfig alone (any cluster)",
+                argv: vec!["fleet", "--kubeconfig", "k", "--nodes", "3"],
+                want: Ok("fleet 3 nodes"),
+            },
+            Case {
+                name: "fleet with a rate limit",
+                argv: vec![
+                    "fleet",
+                    "--kubeconfig",
+                    "k",
+                    "--nodes",
+                    "3",
+                    "--kube-api-qps",
+                    "20",
+                    "--kube-api-burst",
+                    "40",
+                ],
+                want: Ok("fleet 3 nodes"),
+            },
+            Case {
+                name: "kubelet endpoints need berth's join (--server)",
+                argv: vec![
+                    "fleet",
+                    "--kubeconfig",
+                    "k",
+                    "--nodes",
+                    "3",
+                    "--kubelet-address",
+                    "127.0.0.1:0",
+                ],
+                want: Err(ErrorKind::MissingRequiredArgument),
+            },
+            Case {
+                name: "--server without --ca-file",
+                argv: vec![
+                    "fleet",
+                    "--kubeconfig",
+                    "k",
+                    "--nodes",
+                    "3",
+                    "--server",
+                    "https://x",
+                ],
+                want: Err(ErrorKind::MissingRequiredArgument),
+            },
+            Case {
+                name: "fleet without --kubeconfig",
+                argv: vec![
+                    "fleet",
+                    "--server",
+                    "https://x",
+                    "--ca-file",
+                    "c",
+                    "--nodes",
+                    "3",
                 ],
                 want: Err(ErrorKind::MissingRequiredArgument),
             },

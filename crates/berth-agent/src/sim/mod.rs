@@ -4,7 +4,9 @@
 //! `berth sim scenario`.
 //!
 //! Every node has its own identity (its own bearer token, so the server
-//! authorizes each as itself and NodeRestriction applies), its own
+//! authorizes each as itself and NodeRestriction applies; or, joined to
+//! any cluster with an admin's kubeconfig, the shared client's, as KWOK's
+//! nodes write with its admin credential), its own
 //! registration (its own template: labels, taints, capacity), its own
 //! Lease renewed every 10 s with backoff, and its own status: Ready with no
 //! pressure unless told otherwise ([`NodeCommand::SetCondition`]), written
@@ -80,7 +82,11 @@ pub struct SimNode {
     /// Its `topology.kubernetes.io/zone` label, when the fleet gives it one
     /// (a template's own labels may carry it instead).
     pub zone: Option<String>,
-    pub bearer: HeaderValue,
+    /// Its own bearer token, put on each of its requests so the server
+    /// authorizes it as `system:node:<name>`; `None` when every node
+    /// writes with the shared client's credential (an admin's, as KWOK's
+    /// nodes do: `berth sim fleet --kubeconfig` alone).
+    pub bearer: Option<HeaderValue>,
     /// The labels, taints, capacity, allocatable and nodeInfo it registers
     /// with; nodes that look alike share one.
     pub template: Arc<NodeTemplate>,
@@ -284,7 +290,12 @@ impl Fleet {
         let states: Vec<NodeState> = nodes
             .iter()
             .map(|n| {
-                let client = NodeClient::with_bearer(client.clone(), &n.name, n.bearer.clone());
+                let client = match &n.bearer {
+                    Some(bearer) => {
+                        NodeClient::with_bearer(client.clone(), &n.name, bearer.clone())
+                    }
+                    None => NodeClient::new(client.clone(), &n.name),
+                };
                 NodeState::new(client, n.phase)
             })
             .collect();
