@@ -14,7 +14,7 @@ RC=$PEER_SCRIPTS/run-cluster.sh
 HARNESS=$PEER_SCRIPTS/harness
 BIN_PEER=${BIN:-$PEER/bin}
 BERTH=${BERTH:-$ROOT/target/release/berth}
-BERTH_PORT=${BERTH_PORT:-18443}
+BERTH_PORT=${BERTH_PORT:-19443}
 BERTH_RUN=${BERTH_RUN:-$PEER/berth-interop}
 # What every run's line starts with: the machine is shared, so its load goes with each figure.
 load() { cut -d' ' -f1-3 /proc/loadavg; }
@@ -42,6 +42,7 @@ berth_restart() { # extra flags; keeps the data dir
   "$BERTH" server --data-dir "$BERTH_RUN/d" --listen 127.0.0.1:$BERTH_PORT "$@" >> "$BERTH_RUN/log" 2>&1 &
   echo $! > "$BERTH_RUN/pid"
   for _ in $(seq 1 3000); do
+    kill -0 "$(cat "$BERTH_RUN/pid")" 2>/dev/null || { echo "berth server exited: $(tail -1 "$BERTH_RUN/log")"; exit 1; }
     [ -f "$BERTH_RUN/d/admin-token" ] && curl -s --cacert "$BERTH_RUN/d/ca.crt" --max-time 2 \
       -H "Authorization: Bearer $(cat "$BERTH_RUN/d/admin-token")" https://127.0.0.1:$BERTH_PORT/readyz 2>/dev/null | grep -q '^ok' && break
     sleep 0.05
