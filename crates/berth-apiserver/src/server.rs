@@ -223,7 +223,9 @@ pub async fn start(options: ServerOptions) -> Result<RunningServer, ServerError>
     // api::authentication_trust).
     match std::fs::read_to_string(&credentials.ca_cert) {
         Ok(ca_pem) => api.publish_authentication_trust(&ca_pem).await,
-        Err(e) => tracing::warn!(path = %credentials.ca_cert.display(), error = %e, "the CA was not read: kube-system/extension-apiserver-authentication not published"),
+        Err(e) => {
+            tracing::warn!(path = %credentials.ca_cert.display(), error = %e, "the CA was not read: kube-system/extension-apiserver-authentication not published")
+        }
     }
     let tls = RustlsConfig::from_pem_file(&credentials.server_cert, &credentials.server_key)
         .await

@@ -94,7 +94,12 @@ impl ApiServer {
         for _ in 0..ATTEMPTS {
             match self.write_authentication_trust(ca_pem).await {
                 Ok(Some(action)) => {
-                    tracing::info!(namespace = NAMESPACE, name = NAME, action, "published the client CA for upstream's components");
+                    tracing::info!(
+                        namespace = NAMESPACE,
+                        name = NAME,
+                        action,
+                        "published the client CA for upstream's components"
+                    );
                     return;
                 }
                 Ok(None) => return,
