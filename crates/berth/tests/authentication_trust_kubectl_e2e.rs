@@ -7,10 +7,8 @@
 
 mod common;
 
-use std::time::Duration;
-
+use common::Backend;
 use common::kubectl::Cluster;
-use common::{Backend, Server};
 use serde_json::Value;
 
 /// The base64 bodies of a PEM bundle's certificates, whitespace removed:
@@ -60,17 +58,7 @@ fn the_server_publishes_its_ca_as_the_client_ca_upstream_components_read() {
 
     // A restart finds it published and does not write it again.
     let rv = published["metadata"]["resourceVersion"].clone();
-    let data_dir = cluster.server.data_dir.clone();
-    cluster.server.terminate(Duration::from_secs(30));
-    cluster.server = tokio::runtime::Builder::new_current_thread()
-        .enable_all()
-        .build()
-        .expect("tokio runtime")
-        .block_on(Server::start_in(
-            data_dir,
-            Backend::Embedded,
-            &["--disable-scheduler"],
-        ));
+    cluster.restart(Backend::Embedded);
     let again = config_map(&cluster);
     assert_eq!(again["metadata"]["resourceVersion"], rv, "{again}");
     assert_eq!(again["data"], published["data"]);
