@@ -218,6 +218,15 @@ pub async fn start(options: ServerOptions) -> Result<RunningServer, ServerError>
         })?;
     }
     api.publish_kubernetes_service(addr).await;
+    // Upstream's kube-scheduler and kube-controller-manager read the
+    // cluster's client CA from kube-system at start (see
+    // api::authentication_trust).
+    match std::fs::read_to_string(&credentials.ca_cert) {
+        Ok(ca_pem) => api.publish_authentication_trust(&ca_pem).await,
+        Err(e) => {
+            tracing::warn!(path = %credentials.ca_cert.display(), error = %e, "the CA was not read: kube-system/extension-apiserver-authentication not published")
+        }
+    }
     let tls = RustlsConfig::from_pem_file(&credentials.server_cert, &credentials.server_key)
         .await
         .map_err(|source| ServerError::Listen { addr, source })?;

@@ -20,9 +20,12 @@
 //! `delete`, `subresources` (binding, eviction, log), `scale` (the
 //! workloads' `/scale`) and `node_credential`; `node_impact` (the warnings
 //! of a write that taints or cordons a Node); `kubernetes_service` (the
-//! `default/kubernetes` Service pointing at the server); `ui` (the live
+//! `default/kubernetes` Service pointing at the server); `authentication_trust`
+//! (`kube-system/extension-apiserver-authentication`, the client CA
+//! upstream's components read); `ui` (the live
 //! page at `/ui/`: its embedded files and the evictions it counts down to).
 
+mod authentication_trust;
 mod create;
 mod delete;
 mod dispatch;
