@@ -16,7 +16,7 @@ use berth_controllers::daemonset::DaemonSetConfig;
 use berth_controllers::metrics::ControllerMetrics;
 use berth_controllers::node_lifecycle::NodeLifecycleConfig;
 use berth_controllers::node_lifecycle::health::GracePeriods;
-use berth_controllers::node_lifecycle::zone::ZoneRates;
+use berth_core::zone::ZoneRates;
 use berth_controllers::statefulset::StatefulSetConfig;
 use berth_controllers::taint_eviction::TaintEvictionConfig;
 use berth_core::clock::Clock;

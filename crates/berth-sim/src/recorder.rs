@@ -23,7 +23,7 @@
 use std::collections::BTreeMap;
 
 use berth_client::{Change, changes_of};
-use berth_controllers::node_lifecycle::zone::{
+use berth_core::zone::{
     compute_zone_state, excluded_from_disruption, zone_key,
 };
 use berth_core::FeatureGates;

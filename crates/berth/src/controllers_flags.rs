@@ -14,7 +14,7 @@ use berth_controllers::garbage_collector::GarbageCollectorConfig;
 use berth_controllers::metrics::ControllerMetrics;
 use berth_controllers::node_lifecycle::NodeLifecycleConfig;
 use berth_controllers::node_lifecycle::health::GracePeriods;
-use berth_controllers::node_lifecycle::zone::ZoneRates;
+use berth_core::zone::ZoneRates;
 use berth_controllers::pod_gc::PodGcConfig;
 use berth_controllers::replicaset::ReplicaSetConfig;
 use berth_controllers::statefulset::StatefulSetConfig;
@@ -107,6 +107,17 @@ impl ControllerFlags {
             .filter(|name| self.controllers.is_enabled(name))
             .collect()
     }
+
+    /// The node lifecycle controller's zone rates and thresholds (the
+    /// controller and the live page's zone states both use them).
+    pub fn zone_rates(&self) -> ZoneRates {
+        ZoneRates {
+            eviction_qps: self.node_eviction_rate,
+            secondary_eviction_qps: self.secondary_node_eviction_rate,
+            large_cluster_threshold: self.large_cluster_size_threshold,
+            unhealthy_zone_threshold: self.unhealthy_zone_threshold,
+        }
+    }
 }
 
 fn parse_controllers(value: &str) -> Result<EnabledControllers, String> {
@@ -132,12 +143,7 @@ pub fn start(
                 monitor: flags.node_monitor_grace_period,
                 startup: flags.node_startup_grace_period,
             },
-            rates: ZoneRates {
-                eviction_qps: flags.node_eviction_rate,
-                secondary_eviction_qps: flags.secondary_node_eviction_rate,
-                large_cluster_threshold: flags.large_cluster_size_threshold,
-                unhealthy_zone_threshold: flags.unhealthy_zone_threshold,
-            },
+            rates: flags.zone_rates(),
         },
         taint_eviction: TaintEvictionConfig {
             gates,
