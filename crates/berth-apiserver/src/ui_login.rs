@@ -131,10 +131,7 @@ mod tests {
             },
         ];
         for Case { name, waits, want } in cases {
-            let codes = LoginCodes::new(
-                Clock::virtual_from(Timestamp::UNIX_EPOCH),
-                LOGIN_CODE_TTL,
-            );
+            let codes = LoginCodes::new(Clock::virtual_from(Timestamp::UNIX_EPOCH), LOGIN_CODE_TTL);
             let code = codes.issue().expect("random");
             let mut got = Vec::new();
             for wait in waits {
@@ -147,11 +144,11 @@ mod tests {
 
     #[tokio::test(start_paused = true)]
     async fn codes_are_distinct_and_an_unissued_one_is_refused() {
-        let codes = LoginCodes::new(
-            Clock::virtual_from(Timestamp::UNIX_EPOCH),
-            LOGIN_CODE_TTL,
+        let codes = LoginCodes::new(Clock::virtual_from(Timestamp::UNIX_EPOCH), LOGIN_CODE_TTL);
+        let (a, b) = (
+            codes.issue().expect("random"),
+            codes.issue().expect("random"),
         );
-        let (a, b) = (codes.issue().expect("random"), codes.issue().expect("random"));
         assert_ne!(a, b);
         assert_eq!(a.len(), 48);
         assert_eq!(codes.redeem("not-a-code"), Err(Refused::Unknown));

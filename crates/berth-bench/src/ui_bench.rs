@@ -71,19 +71,21 @@ struct Goals {
 
 fn script(given: Option<&Path>) -> anyhow::Result<PathBuf> {
     let path = given.map_or_else(
-        || {
-            Path::new(env!("CARGO_MANIFEST_DIR"))
-                .join("../berth/tests/browser/ui-bench.js")
-        },
+        || Path::new(env!("CARGO_MANIFEST_DIR")).join("../berth/tests/browser/ui-bench.js"),
         Path::to_path_buf,
     );
-    anyhow::ensure!(path.exists(), "{} not found (pass --script)", path.display());
+    anyhow::ensure!(
+        path.exists(),
+        "{} not found (pass --script)",
+        path.display()
+    );
     let modules = path.with_file_name("node_modules").join("playwright-core");
     anyhow::ensure!(
         modules.exists(),
         "{} is missing: run `npm ci` in {}",
         modules.display(),
-        path.parent().map_or_else(String::new, |p| p.display().to_string())
+        path.parent()
+            .map_or_else(String::new, |p| p.display().to_string())
     );
     Ok(path)
 }
@@ -152,9 +154,10 @@ pub fn run(args: &UiArgs) -> anyhow::Result<UiReport> {
         let page: serde_json::Value =
             serde_json::from_slice(&out.stdout).context("the script's JSON")?;
         let all_under = |key: &str, limit: u64| {
-            page[key]
-                .as_array()
-                .is_some_and(|runs| runs.iter().all(|ms| ms.as_u64().is_some_and(|ms| ms < limit)))
+            page[key].as_array().is_some_and(|runs| {
+                runs.iter()
+                    .all(|ms| ms.as_u64().is_some_and(|ms| ms < limit))
+            })
         };
         let goals = Goals {
             first_paint_under_2s: all_under("nodeRowsPaintMs", 2000),

@@ -413,11 +413,7 @@ mod tests {
 
     #[test]
     fn zone_keys_read_as_region_and_zone() {
-        for (key, want) in [
-            ("", "(none)"),
-            (":\0:a", "a"),
-            ("r1:\0:a", "r1/a"),
-        ] {
+        for (key, want) in [("", "(none)"), (":\0:a", "a"), ("r1:\0:a", "r1/a")] {
             assert_eq!(zone_display(key), want, "{key:?}");
         }
     }

@@ -14,7 +14,6 @@ use berth_controllers::garbage_collector::GarbageCollectorConfig;
 use berth_controllers::metrics::ControllerMetrics;
 use berth_controllers::node_lifecycle::NodeLifecycleConfig;
 use berth_controllers::node_lifecycle::health::GracePeriods;
-use berth_core::zone::ZoneRates;
 use berth_controllers::pod_gc::PodGcConfig;
 use berth_controllers::replicaset::ReplicaSetConfig;
 use berth_controllers::statefulset::StatefulSetConfig;
@@ -22,6 +21,7 @@ use berth_controllers::taint_eviction::TaintEvictionConfig;
 use berth_controllers::{ControllerOptions, EnabledControllers};
 use berth_core::FeatureGates;
 use berth_core::clock::Clock;
+use berth_core::zone::ZoneRates;
 use clap::Args;
 
 #[derive(Debug, Args)]

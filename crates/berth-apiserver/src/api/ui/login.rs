@@ -22,9 +22,16 @@ impl ApiServer {
         Ok(format!("{url}/ui/#login={}", self.ui_logins.issue()?))
     }
 
-    pub(in crate::api) async fn ui_login(&self, method: &Method, body: Body) -> Result<Response, ApiError> {
+    pub(in crate::api) async fn ui_login(
+        &self,
+        method: &Method,
+        body: Body,
+    ) -> Result<Response, ApiError> {
         if method != Method::POST {
-            return Err(ApiError::method_not_allowed(method.as_str(), "ui/api/login"));
+            return Err(ApiError::method_not_allowed(
+                method.as_str(),
+                "ui/api/login",
+            ));
         }
         let body = axum::body::to_bytes(body, MAX_BODY)
             .await
@@ -32,7 +39,9 @@ impl ApiServer {
         let request: Value = serde_json::from_slice(&body)
             .map_err(|e| ApiError::bad_request(format!("error decoding request body: {e}")))?;
         let Some(code) = request.get("code").and_then(Value::as_str) else {
-            return Err(ApiError::bad_request("the body must be {\"code\": \"...\"}"));
+            return Err(ApiError::bad_request(
+                "the body must be {\"code\": \"...\"}",
+            ));
         };
         if let Err(refused) = self.ui_logins.redeem(code) {
             tracing::info!(reason = ?refused, "live page login code refused");

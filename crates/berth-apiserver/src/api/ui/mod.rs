@@ -60,7 +60,11 @@ fn admins_only(user: &User, path: &str) -> Result<(), ApiError> {
 
 impl ApiServer {
     /// An authenticated `/ui/api/` request.
-    pub(in crate::api) async fn ui_api(&self, path: &str, user: &User) -> Result<Response, ApiError> {
+    pub(in crate::api) async fn ui_api(
+        &self,
+        path: &str,
+        user: &User,
+    ) -> Result<Response, ApiError> {
         match path {
             EVICTIONS_PATH => self.ui_evictions(user).await,
             PODS_PATH => self.ui_pods(user).await,

@@ -182,7 +182,15 @@ mod tests {
                 pod: json!({"metadata": {"namespace": "ns", "name": "stuck"}, "spec": {"containers": []},
                     "status": {"phase": "Pending", "conditions": [{"type": "PodScheduled", "status": "False",
                         "reason": "Unschedulable", "message": "0/3 nodes are available"}]}}),
-                want: json!(["ns", "stuck", "", "Pending", "", false, "Unschedulable: 0/3 nodes are available"]),
+                want: json!([
+                    "ns",
+                    "stuck",
+                    "",
+                    "Pending",
+                    "",
+                    false,
+                    "Unschedulable: 0/3 nodes are available"
+                ]),
             },
             Case {
                 name: "deleting pod",
@@ -199,7 +207,9 @@ mod tests {
     #[test]
     fn the_answer_is_json_with_the_lists_resource_version() {
         let pods = [
-            cached(json!({"metadata": {"namespace": "a", "name": "p\"1"}, "spec": {"nodeName": "n"}})),
+            cached(
+                json!({"metadata": {"namespace": "a", "name": "p\"1"}, "spec": {"nodeName": "n"}}),
+            ),
             cached(json!({"metadata": {"namespace": "b", "name": "p2"}})),
         ];
         let parsed: Value = serde_json::from_slice(&body(&pods, 42)).expect("JSON");
