@@ -56,5 +56,6 @@ pub mod status;
 pub mod strategy;
 pub mod table;
 pub mod table_output;
+pub mod ui_login;
 pub mod warnings;
 pub mod watch_limits;

@@ -41,7 +41,7 @@ use crate::harness::{
 use crate::measure::{Histogram, LatencySummary, Machine, round1};
 
 /// The namespace every benchmark pod lives in.
-const NAMESPACE: &str = "bench";
+pub(crate) const NAMESPACE: &str = "bench";
 /// Annotations of the watch phase's pods: the send time (ns since the run's epoch) and the
 /// write's sequence number.
 const SENT_ANNOTATION: &str = "berth-bench/sent";
@@ -123,7 +123,7 @@ struct Params {
 
 /// One closed-loop phase of creates.
 #[derive(Debug, Serialize)]
-struct Phase {
+pub(crate) struct Phase {
     objects: usize,
     seconds: f64,
     per_sec: f64,
@@ -185,7 +185,7 @@ fn pod_json(name: &str, node: &str, app: usize, annotations: &str) -> String {
     )
 }
 
-fn bulk_pod(i: usize, nodes: usize) -> String {
+pub(crate) fn bulk_pod(i: usize, nodes: usize) -> String {
     pod_json(
         &format!("pod-{i:06}"),
         &format!("node-{:05}", i % nodes.max(1)),
@@ -195,7 +195,7 @@ fn bulk_pod(i: usize, nodes: usize) -> String {
 }
 
 /// Creates `count` objects, `make(i)` → (path, body), with every client in a closed loop.
-async fn create_phase(
+pub(crate) async fn create_phase(
     clients: &[Client],
     count: usize,
     pid: u32,

@@ -71,6 +71,14 @@ pub fn time<T>(name: &str, samples: usize, mut op: impl FnMut() -> T) -> Timing 
     }
 }
 
+/// `/proc/loadavg`'s 1, 5 and 15 minute figures (the machine is shared:
+/// a figure says what else ran).
+pub(crate) fn load_average() -> String {
+    std::fs::read_to_string("/proc/loadavg")
+        .map(|l| l.split_whitespace().take(3).collect::<Vec<_>>().join(" "))
+        .unwrap_or_default()
+}
+
 /// What the figures were measured on.
 #[derive(Debug, Clone, Serialize)]
 pub struct Machine {

@@ -34,7 +34,7 @@ use serde::Serialize;
 use crate::harness::{
     Memory, berth_binary, cpu_seconds, data_parent, memory_of, start_server_with,
 };
-use crate::measure::Machine;
+use crate::measure::{Machine, load_average};
 
 /// Where the benchmark's workloads live.
 const NAMESPACE: &str = "default";
@@ -164,12 +164,6 @@ struct ServerFigures {
 struct LoadAverage {
     before: String,
     after: String,
-}
-
-fn load_average() -> String {
-    std::fs::read_to_string("/proc/loadavg")
-        .map(|l| l.split_whitespace().take(3).collect::<Vec<_>>().join(" "))
-        .unwrap_or_default()
 }
 
 fn round3(x: f64) -> f64 {

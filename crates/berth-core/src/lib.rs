@@ -41,6 +41,9 @@
 //! - [`well_known_taints`]: the taint keys Kubernetes puts on nodes.
 //! - [`workloads`]: the decisions of the DaemonSet, ReplicaSet, Deployment
 //!   and StatefulSet controllers, as pure functions.
+//! - [`zone`]: zones' disruption states and their tainting rates
+//!   (`ComputeZoneState`), for the node lifecycle controller and the live
+//!   page.
 //! - [`splitmix`]: the seeded random source runs that must repeat use.
 //! - [`clock`]: the one source of time for every timer in berth, real or
 //!   virtual (a paused tokio clock in tests).
@@ -81,5 +84,6 @@ pub mod toleration;
 pub mod validation;
 pub mod well_known_taints;
 pub mod workloads;
+pub mod zone;
 
 pub use feature_gates::FeatureGates;

@@ -23,13 +23,11 @@
 use std::collections::BTreeMap;
 
 use berth_client::{Change, changes_of};
-use berth_controllers::node_lifecycle::zone::{
-    compute_zone_state, excluded_from_disruption, zone_key,
-};
 use berth_core::FeatureGates;
 use berth_core::clock::Clock;
 use berth_core::eviction::{TaintStarts, pod_due_with_cause};
 use berth_core::taint_spec::{format_taint, format_toleration};
+use berth_core::zone::{compute_zone_state, excluded_from_disruption, zone_key};
 use futures::{Stream, StreamExt};
 use jiff::Timestamp;
 use k8s_openapi::api::apps::v1::ReplicaSet;

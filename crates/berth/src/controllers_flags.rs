@@ -15,7 +15,6 @@ use berth_controllers::garbage_collector::GarbageCollectorConfig;
 use berth_controllers::metrics::ControllerMetrics;
 use berth_controllers::node_lifecycle::NodeLifecycleConfig;
 use berth_controllers::node_lifecycle::health::GracePeriods;
-use berth_controllers::node_lifecycle::zone::ZoneRates;
 use berth_controllers::pod_gc::PodGcConfig;
 use berth_controllers::replicaset::ReplicaSetConfig;
 use berth_controllers::statefulset::StatefulSetConfig;
@@ -23,6 +22,7 @@ use berth_controllers::taint_eviction::TaintEvictionConfig;
 use berth_controllers::{ControllerOptions, EnabledControllers};
 use berth_core::FeatureGates;
 use berth_core::clock::Clock;
+use berth_core::zone::ZoneRates;
 use clap::Args;
 
 #[derive(Debug, Args)]
@@ -108,6 +108,17 @@ impl ControllerFlags {
             .filter(|name| self.controllers.is_enabled(name))
             .collect()
     }
+
+    /// The node lifecycle controller's zone rates and thresholds (the
+    /// controller and the live page's zone states both use them).
+    pub fn zone_rates(&self) -> ZoneRates {
+        ZoneRates {
+            eviction_qps: self.node_eviction_rate,
+            secondary_eviction_qps: self.secondary_node_eviction_rate,
+            large_cluster_threshold: self.large_cluster_size_threshold,
+            unhealthy_zone_threshold: self.unhealthy_zone_threshold,
+        }
+    }
 }
 
 fn parse_controllers(value: &str) -> Result<EnabledControllers, String> {
@@ -134,12 +145,7 @@ pub fn start(
                 monitor: flags.node_monitor_grace_period,
                 startup: flags.node_startup_grace_period,
             },
-            rates: ZoneRates {
-                eviction_qps: flags.node_eviction_rate,
-                secondary_eviction_qps: flags.secondary_node_eviction_rate,
-                large_cluster_threshold: flags.large_cluster_size_threshold,
-                unhealthy_zone_threshold: flags.unhealthy_zone_threshold,
-            },
+            rates: flags.zone_rates(),
         },
         taint_eviction: TaintEvictionConfig {
             gates,

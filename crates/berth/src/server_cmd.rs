@@ -141,6 +141,7 @@ pub async fn run(args: &ServerArgs) -> anyhow::Result<()> {
     api.body.max_depth = args.max_body_depth;
     api.service_cluster_ip_range = args.service_cluster_ip_range;
     api.service_node_port_range = args.service_node_port_range;
+    api.zone_rates = args.controllers.zone_rates();
     if !args.disable_scheduler {
         api.explainer = berth_apiserver::api::explainer::Explainer(Some(std::sync::Arc::new(
             crate::components::FrameworkExplainer {
@@ -211,14 +212,23 @@ pub async fn run(args: &ServerArgs) -> anyhow::Result<()> {
         server.url,
         absolute(&server.credentials.ca_cert).display()
     );
-    // The token is not printed: it is the admin's, and logs are read by
-    // others; the page asks for it once (the kubeconfig's `token:`, or
-    // the admin-token file).
-    eprintln!(
-        "live cluster page: {}/ui/ (token: $(cat {}))",
-        server.url,
-        absolute(&args.data_dir.join("admin-token")).display()
-    );
+    // The admin token is not printed: logs are read by others. The link
+    // carries a one-time code instead, worth nothing once used or after
+    // a few minutes; else the page asks for the token once.
+    let token_file = absolute(&args.data_dir.join("admin-token"));
+    match server.api.ui_login_link(&server.url) {
+        Ok(link) => eprintln!(
+            "live cluster page: {link} (works once, for {} min; or open {}/ui/ with the token: $(cat {}))",
+            berth_apiserver::ui_login::LOGIN_CODE_TTL.as_secs() / 60,
+            server.url,
+            token_file.display()
+        ),
+        Err(e) => eprintln!(
+            "live cluster page: {}/ui/ (token: $(cat {}); no login link: {e})",
+            server.url,
+            token_file.display()
+        ),
+    }
     println!(
         "export KUBECONFIG={}",
         absolute(&server.credentials.kubeconfig).display()

@@ -4,7 +4,10 @@
 //! NoExecute taint appearing, a pod's countdown reaching zero and the pod
 //! disappearing, each within a second of the API event, and shows the
 //! scheduler's reason for a pending pod. Screenshots at 1,400 and 800 px
-//! go to target/browser-artefacts/ui/.
+//! go to target/browser-artefacts/ui/. The page opens from the login
+//! link the server prints (which then works no more), shows each zone's
+//! state and the rate the controller taints it at (the server's
+//! `--node-eviction-rate`), and zoomed out, one row of counts per zone.
 //!
 //! The node lifecycle controller is off: the test writes the node's
 //! NotReady status and the not-ready taint itself (as the controller
@@ -25,16 +28,34 @@ async fn the_live_page_follows_a_node_failure_and_counts_an_eviction_down() {
     let server = Server::start(
         "ui",
         Backend::Embedded,
-        &["--controllers", "*,-node-lifecycle-controller"],
+        &[
+            "--controllers",
+            "*,-node-lifecycle-controller",
+            "--node-eviction-rate",
+            "0.25",
+        ],
     )
     .await;
+    let log = server.log();
+    let link = log
+        .lines()
+        .find_map(|l| l.strip_prefix("live cluster page: "))
+        .and_then(|l| l.split_whitespace().next())
+        .filter(|l| l.contains("/ui/#login="))
+        .unwrap_or_else(|| panic!("no login link printed:\n{log}"))
+        .to_owned();
     let token = std::fs::read_to_string(server.data_dir.join("admin-token")).expect("admin token");
     let url = server.url();
     let out = driver::artefacts("ui");
     let result = tokio::task::block_in_place(|| {
         driver::run(
             "ui-check.js",
-            &[Path::new(&url), Path::new(token.trim()), &out],
+            &[
+                Path::new(&url),
+                Path::new(token.trim()),
+                &out,
+                Path::new(&link),
+            ],
         )
     });
     println!("{result:#}");
@@ -64,6 +85,33 @@ async fn the_live_page_follows_a_node_failure_and_counts_an_eviction_down() {
     let kinds = result["seen"]["timelineEvents"].to_string();
     for kind in ["notready", "taint", "evicted"] {
         assert!(kinds.contains(kind), "no {kind} in the timeline: {kinds}");
+    }
+    assert_eq!(result["seen"]["loginLinkHashCleared"], true);
+    let again = result["seen"]["loginLinkAgain"].as_str().unwrap_or("");
+    assert!(again.contains("already used"), "{again}");
+    for (seen, want) in [
+        ("zoneBefore", "Normal"),
+        ("zoneAfter", "FullDisruption"),
+        ("zoneOther", "Normal"),
+    ] {
+        let text = result["seen"][seen].as_str().unwrap_or("");
+        assert!(
+            text.contains(want) && text.contains("0.25 nodes/s"),
+            "{seen}: {text}"
+        );
+    }
+    let zones = &result["seen"]["zoomedOut"];
+    assert_eq!(zones[0]["zone"], "a", "{zones}");
+    assert_eq!(zones[1]["zone"], "b", "{zones}");
+    for (zone, count, want) in [
+        (0, "nodes", "1 nodes"),
+        (0, "notReady", "1 not Ready"),
+        (0, "tainted", "1 tainted"),
+        (0, "pods", "0 pods"),
+        (1, "ready", "1 Ready"),
+        (1, "notReady", "0 not Ready"),
+    ] {
+        assert_eq!(zones[zone]["counts"][count], want, "{zones}");
     }
     for width in ["1400", "800"] {
         assert_eq!(

@@ -103,12 +103,16 @@ impl ApiServer {
                 ));
             }
             // The live page's static files: no data in them.
-            path if path.starts_with("/ui") && path != super::ui::EVICTIONS_PATH => {
+            path if path.starts_with("/ui") && !path.starts_with(super::ui::API_PREFIX) => {
                 if let Some(asset) = super::ui::asset(path) {
                     return Ok(asset);
                 }
             }
             _ => {}
+        }
+        // A printed login link's code is its own credential.
+        if path == super::ui::LOGIN_PATH {
+            return self.ui_login(method, body).await;
         }
         let authorization = headers
             .get(header::AUTHORIZATION)
@@ -142,8 +146,8 @@ impl ApiServer {
             );
             return Ok(response);
         }
-        if path == super::ui::EVICTIONS_PATH {
-            return self.ui_evictions(&user).await;
+        if path.starts_with(super::ui::API_PREFIX) {
+            return self.ui_api(path, &user).await;
         }
         if path == NODE_CREDENTIAL_PATH {
             return self.issue_node_credential(method, &user, body).await;

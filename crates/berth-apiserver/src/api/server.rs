@@ -58,6 +58,9 @@ pub struct ApiConfig {
     /// What answers `pods/{name}/scheduling` (the `berth` binary wires
     /// berth-scheduler's framework; none: a 503).
     pub explainer: super::explainer::Explainer,
+    /// The node lifecycle controller's rates and thresholds, which the
+    /// live page's zone states (`/ui/api/zones`) are computed with.
+    pub zone_rates: berth_core::zone::ZoneRates,
 }
 
 impl Default for ApiConfig {
@@ -74,6 +77,7 @@ impl Default for ApiConfig {
             service_cluster_ip_range: ServiceCidr::default(),
             service_node_port_range: PortRange::default(),
             explainer: super::explainer::Explainer::default(),
+            zone_rates: berth_core::zone::ZoneRates::default(),
         }
     }
 }
@@ -118,6 +122,8 @@ pub struct ApiServer {
     pub kubelets: crate::kubelets::Kubelets,
     /// The PriorityClasses as Priority admission last read them.
     pub(crate) priority_classes: std::sync::Mutex<ParsedPriorityClasses>,
+    /// The live page's one-time login codes (see [`crate::ui_login`]).
+    pub ui_logins: crate::ui_login::LoginCodes,
 }
 
 /// The PriorityClasses parsed once per version of the whole set: every pod
@@ -160,7 +166,7 @@ impl ApiServer {
         let server = Arc::new(ApiServer {
             registry: Registry::new(store.clone(), caches),
             store,
-            clock,
+            clock: clock.clone(),
             auth: Authenticator::new(),
             watches: WatchCounter::new(config.watches),
             flow_control: crate::flow_control::FlowControl::new(config.flow_control),
@@ -171,6 +177,10 @@ impl ApiServer {
             allocators,
             priority_classes: Default::default(),
             kubelets: crate::kubelets::Kubelets::default(),
+            ui_logins: crate::ui_login::LoginCodes::new(
+                clock.clone(),
+                crate::ui_login::LOGIN_CODE_TTL,
+            ),
             config,
         });
         for ns in SYSTEM_NAMESPACES {

@@ -1,52 +1,24 @@
-//! The live cluster page at `/ui/`: its static files (embedded in the
-//! binary, served without authentication: they hold no data), and
-//! `/ui/api/evictions`, the upcoming evictions the page counts down to.
-//!
-//! The page's data is the ordinary API (lists and watches of nodes and
-//! pods with the admin token the user gives it). The due times come from
-//! here, from berth-core's eviction rule (`pod_due_with_cause`, the one
-//! the taint eviction controller runs), rather than from a second copy of
-//! the rule in JavaScript that could drift from it; the page asks again
-//! whenever a node's taints or a pod on a tainted node change.
+//! `/ui/api/evictions`: the upcoming evictions the live page counts down
+//! to. The due times come from berth-core's eviction rule
+//! (`pod_due_with_cause`, the one the taint eviction controller runs),
+//! rather than from a second copy of the rule in JavaScript that could
+//! drift from it; the page asks again whenever a node's taints or a pod on
+//! a tainted node change.
 
 use std::sync::Arc;
 
-use axum::body::Body;
-use axum::http::{HeaderValue, header};
 use axum::response::Response;
 use berth_core::eviction::{TaintStarts, is_eviction_taint, pod_due_with_cause};
 use berth_core::taint_spec::{format_taint, format_toleration};
 use k8s_openapi::api::core::v1::{Node, Pod};
 use serde_json::json;
 
-use super::response::json_response;
-use super::server::ApiServer;
+use super::super::response::json_response;
+use super::super::server::ApiServer;
 use crate::auth::User;
 use crate::cache::Cached;
 use crate::resources::{NODES, PODS};
 use crate::status::ApiError;
-
-const INDEX: &str = include_str!("../../ui/index.html");
-const APP_JS: &str = include_str!("../../ui/app.js");
-const APP_CSS: &str = include_str!("../../ui/app.css");
-
-/// The path of the evictions the page counts down to.
-pub const EVICTIONS_PATH: &str = "/ui/api/evictions";
-
-/// A static file of the page, or `None` when `path` is not one.
-pub fn asset(path: &str) -> Option<Response> {
-    let (body, content_type) = match path {
-        "/ui" | "/ui/" | "/ui/index.html" => (INDEX, "text/html; charset=utf-8"),
-        "/ui/app.js" => (APP_JS, "text/javascript; charset=utf-8"),
-        "/ui/app.css" => (APP_CSS, "text/css; charset=utf-8"),
-        _ => return None,
-    };
-    let mut response = Response::new(Body::from(body));
-    let headers = response.headers_mut();
-    headers.insert(header::CONTENT_TYPE, HeaderValue::from_static(content_type));
-    headers.insert(header::CACHE_CONTROL, HeaderValue::from_static("no-cache"));
-    Some(response)
-}
 
 /// Whether a node's JSON may hold a taint that evicts: a cheap test that
 /// spares decoding the thousands of untainted nodes.
@@ -59,12 +31,7 @@ impl ApiServer {
     /// with its due time, the taint and the toleration that decided it.
     /// For cluster admins only, as `/metrics`.
     pub(super) async fn ui_evictions(&self, user: &User) -> Result<Response, ApiError> {
-        if !user.in_group(crate::auth::GROUP_MASTERS) {
-            return Err(ApiError::forbidden_raw(format!(
-                "forbidden: User {:?} cannot get path \"{EVICTIONS_PATH}\"",
-                user.name
-            )));
-        }
+        super::admins_only(user, super::EVICTIONS_PATH)?;
         let nodes = self.registry.wait_current(&NODES).await?;
         let (tainted, _) = nodes.list("", may_evict).await;
         let names: std::collections::BTreeSet<String> =
@@ -131,32 +98,4 @@ fn due_rows(
         }));
     }
     rows
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn the_page_and_its_files_are_served_and_nothing_else() {
-        for (path, content_type) in [
-            ("/ui/", "text/html; charset=utf-8"),
-            ("/ui", "text/html; charset=utf-8"),
-            ("/ui/app.js", "text/javascript; charset=utf-8"),
-            ("/ui/app.css", "text/css; charset=utf-8"),
-        ] {
-            let response = asset(path).unwrap_or_else(|| panic!("{path} not served"));
-            assert_eq!(
-                response
-                    .headers()
-                    .get(header::CONTENT_TYPE)
-                    .map(|v| v.as_bytes()),
-                Some(content_type.as_bytes()),
-                "{path}"
-            );
-        }
-        for path in ["/ui/api/evictions", "/ui/../etc/passwd", "/ui/other.js"] {
-            assert!(asset(path).is_none(), "{path}");
-        }
-    }
 }
