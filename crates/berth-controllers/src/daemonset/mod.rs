@@ -158,6 +158,8 @@ impl DaemonSetController<KubeWrites> {
         );
         loop {
             tokio::select! {
+                // In order, not at random: the simulator replays a run exactly.
+                biased;
                 Some(change) = daemon_sets.next() => {
                     let observed = write(&inner.daemon_sets).apply(change);
                     if let Some(observed) = observed {

@@ -130,6 +130,8 @@ impl DeploymentController {
         );
         loop {
             tokio::select! {
+                // In order, not at random: the simulator replays a run exactly.
+                biased;
                 Some(change) = deployments.next() => {
                     let observed = write(&ctx.deployments).apply(change);
                     if let Some(observed) = observed {

@@ -124,6 +124,8 @@ impl ReplicaSetController {
         );
         loop {
             tokio::select! {
+                // In order, not at random: the simulator replays a run exactly.
+                biased;
                 Some(change) = replica_sets.next() => {
                     let observed = write(&ctx.replica_sets).apply(change);
                     if let Some(observed) = observed {

@@ -142,6 +142,8 @@ impl StatefulSetController<KubeWrites> {
         let inner = &self.inner;
         loop {
             tokio::select! {
+                // In order, not at random: the simulator replays a run exactly.
+                biased;
                 Some(change) = sets.next() => {
                     let observed = write(&inner.sets).apply(change);
                     if let Some(observed) = observed {

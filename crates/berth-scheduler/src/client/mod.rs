@@ -257,6 +257,8 @@ pub async fn run_sharing(
             }
         };
         tokio::select! {
+            // In order, not at random: the simulator replays a run exactly.
+            biased;
             event = nodes.next() => {
                 let Some(event) = event else { return };
                 nodes_synced |= on_node_change(&mut core, event, clock.instant());
