@@ -77,6 +77,17 @@ pub fn zone_key(node: &Node) -> String {
     format!("{region}:\0:{zone}")
 }
 
+/// A node's input to [`compute_zone_state`]: `Some(true)` when its Ready
+/// condition is True, `Some(false)` for False or Unknown, `None` when it
+/// has no Ready condition yet.
+pub fn ready_status(node: &Node) -> Option<bool> {
+    node.status
+        .as_ref()
+        .and_then(|s| s.conditions.as_ref())
+        .and_then(|cs| cs.iter().find(|c| c.type_ == "Ready"))
+        .map(|c| c.status == "True")
+}
+
 /// Whether the node is left out of zone health (`isNodeExcludedFromDisruptionChecks`).
 pub fn excluded_from_disruption(node: &Node) -> bool {
     node.metadata

@@ -27,7 +27,7 @@ use berth_core::FeatureGates;
 use berth_core::clock::Clock;
 use berth_core::eviction::{TaintStarts, pod_due_with_cause};
 use berth_core::taint_spec::{format_taint, format_toleration};
-use berth_core::zone::{compute_zone_state, excluded_from_disruption, zone_key};
+use berth_core::zone::{compute_zone_state, excluded_from_disruption, ready_status, zone_key};
 use futures::{Stream, StreamExt};
 use jiff::Timestamp;
 use k8s_openapi::api::apps::v1::ReplicaSet;
@@ -240,12 +240,7 @@ impl Recorder {
                 .and_then(|l| l.get(crate::scenario::ZONE_LABEL))
                 .cloned()
                 .unwrap_or_default();
-            let status = node
-                .status
-                .as_ref()
-                .and_then(|s| s.conditions.as_ref())
-                .and_then(|cs| cs.iter().find(|c| c.type_ == "Ready"))
-                .map(|c| c.status == "True");
+            let status = ready_status(node);
             ready
                 .entry(zone_key(node))
                 .or_insert_with(|| (name, Vec::new()))

@@ -9,7 +9,9 @@ use std::collections::BTreeMap;
 use std::sync::Arc;
 
 use axum::response::Response;
-use berth_core::zone::{ZoneRates, excluded_from_disruption, zone_display, zone_key, zones_now};
+use berth_core::zone::{
+    ZoneRates, excluded_from_disruption, ready_status, zone_display, zone_key, zones_now,
+};
 use k8s_openapi::api::core::v1::Node;
 use serde_json::{Value, json};
 
@@ -44,12 +46,7 @@ fn zones(nodes: &[Arc<Cached>], rates: &ZoneRates) -> Value {
         if excluded_from_disruption(&node) {
             continue;
         }
-        let status = node
-            .status
-            .as_ref()
-            .and_then(|s| s.conditions.as_ref())
-            .and_then(|cs| cs.iter().find(|c| c.type_ == "Ready"))
-            .map(|c| c.status == "True");
+        let status = ready_status(&node);
         ready.entry(zone_key(&node)).or_default().push(status);
     }
     let zones: Vec<Value> = zones_now(ready.iter().map(|(z, r)| (z.as_str(), r.as_slice())), rates)
