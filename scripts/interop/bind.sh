@@ -43,7 +43,13 @@ case $combo in
   berth@berth) "$BERTH" scheduler --kubeconfig "$KC" --leader-elect=false > "$BERTH_RUN/berth-scheduler.log" 2>&1 & SP=$! ;;
   inproc) berth_stop; t0=$(ts); berth_restart --node-monitor-grace-period 3600s ;;
 esac
-python3 "$HARNESS/bench.py" wait-bound --kubeconfig "$KC" --t0 "$t0"
+# The watch wait-bound follows can end early (kube-apiserver closed it in a
+# release berth@peer run); it is then started again with the same t0 (one
+# list, then a new watch), so the time stays the scheduler's.
+for _ in 1 2 3 4 5; do
+  out=$(python3 "$HARNESS/bench.py" wait-bound --kubeconfig "$KC" --t0 "$t0"); echo "$out"
+  case $out in *'"all_bound_s": null'*) echo "the watch ended before every pod was bound: again" ;; *) break ;; esac
+done
 case $combo in
   *@peer) echo "after: $($RC status | tr '\n' ' ')" ;;
   *) echo "after: berth server rss=$(rss_mib "$(berth_pid)")MiB cpu=$(cpu_s "$(berth_pid)")s" ;;

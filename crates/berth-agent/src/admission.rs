@@ -15,6 +15,7 @@ use berth_core::node_affinity::RequiredNodeAffinity;
 use berth_core::resources::is_extended_resource_name;
 use berth_core::toleration::find_matching_untolerated_taint;
 use berth_scheduler::framework::NodeInfo;
+use berth_scheduler::resources::PodUsage;
 use berth_scheduler::plugins::node_resources_fit::{PreFilterState, fits_request};
 use berth_scheduler::plugins::{node_affinity, taint_toleration};
 use berth_scheduler::resources::pod_requests;
@@ -56,7 +57,7 @@ fn out_of(resource: &str) -> String {
 /// Decides whether `pod` may run on `node`, which already runs `others`
 /// (the admitted, not yet terminated pods).
 pub fn admit(
-    node: &Node,
+    node: &Arc<Node>,
     pod: &Pod,
     others: &[&Pod],
     shutting_down: bool,
@@ -95,7 +96,12 @@ pub fn admit(
         ));
     }
 
-    let info = NodeInfo::with_pods(Arc::new(node.clone()), others.iter().copied());
+    // Only the requests of the pods already admitted count here: they are
+    // added up without a copy of any pod (or of the node).
+    let mut info = NodeInfo::new(node.clone());
+    for other in others {
+        info.add_usage(&PodUsage::of(other));
+    }
     // Extended resources the node does not have are left out
     // (`removeMissingExtendedResources`): they may be cluster-level.
     let request = pod_requests(pod);
@@ -342,7 +348,7 @@ mod tests {
         ];
         for case in cases {
             let got = admit(
-                &case.node,
+                &Arc::new(case.node),
                 &case.pod,
                 &case.others,
                 case.shutting_down,

@@ -23,7 +23,7 @@ use berth_core::clock::Clock;
 use berth_core::pod::{bound_node, is_terminal};
 use berth_runtime::Runtime;
 use futures::StreamExt;
-use k8s_openapi::api::core::v1::{Pod, PodCondition, PodStatus};
+use k8s_openapi::api::core::v1::{Node, Pod, PodCondition, PodStatus};
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
 use kube::runtime::watcher;
 use serde_json::json;
@@ -42,6 +42,12 @@ use crate::shutdown::{
 pub trait NodeDirectory: Send + Sync + 'static {
     /// The client acting as `node`, if this worker serves it.
     fn client(&self, node: &str) -> Option<NodeClient>;
+    /// The node as a watch last delivered it, when one is kept (the
+    /// kubelet's node lister); admission then reads no Node from the
+    /// server.
+    fn node(&self, _node: &str) -> Option<Arc<Node>> {
+        None
+    }
 }
 
 /// One node: the agent's own.
@@ -196,13 +202,17 @@ impl PodWorker {
         if known.is_some() || is_terminal(&pod) {
             return;
         }
-        // A new pod: admission against the node as stored now.
-        let node_object = match client.get_node().await {
-            Ok(n) => n,
-            Err(e) => {
-                tracing::warn!(pod = ?pod.metadata.name, error = %e, "reading the node for admission failed");
-                return;
-            }
+        // A new pod: admission against the node as watched (upstream's
+        // kubelet reads its node lister), or as stored now.
+        let node_object = match self.nodes.node(&node) {
+            Some(watched) => watched,
+            None => match client.get_node().await {
+                Ok(n) => Arc::new(n),
+                Err(e) => {
+                    tracing::warn!(pod = ?pod.metadata.name, error = %e, "reading the node for admission failed");
+                    return;
+                }
+            },
         };
         let verdict = {
             let pods = lock(&self.pods);

@@ -220,6 +220,29 @@ async fn dry_run_and_generate_name() {
 }
 
 #[tokio::test]
+async fn a_generated_name_that_is_taken_is_generated_again() {
+    let pods = "/api/v1/namespaces/default/pods";
+    let seeded = || ApiConfig {
+        name_seed: Some(7),
+        ..ApiConfig::default()
+    };
+    let generate = json!({"metadata": {"generateName": "web-"}, "spec": {"containers": [{"name": "c", "image": "x"}]}});
+    // The first name the seed makes, learnt from a server of its own.
+    let first = api_with(seeded()).await.create(pods, generate.clone()).await;
+    let first = first["metadata"]["name"].as_str().unwrap_or("").to_string();
+    assert!(first.starts_with("web-"), "{first}");
+
+    // A second server with the same seed, where that name is already taken:
+    // upstream's RetryGenerateName makes up another instead of a 409.
+    let api = api_with(seeded()).await;
+    api.create(pods, web_pod(&first)).await;
+    let (s, v) = api.req("POST", pods, generate).await;
+    assert_eq!(s, 201, "{v}");
+    let second = v["metadata"]["name"].as_str().unwrap_or("");
+    assert!(second.starts_with("web-") && second != first, "{second} after {first}");
+}
+
+#[tokio::test]
 async fn binding_sets_node_name_and_pod_scheduled_once() {
     let api = api().await;
     let pods = "/api/v1/namespaces/default/pods";

@@ -389,7 +389,7 @@ async fn eviction_lateness(args: &ControllersArgs) -> anyhow::Result<EvictionRep
         ..TaintEvictionConfig::default()
     };
     let controller =
-        TaintEvictionController::new(client, clock.clone(), config, ControllerMetrics::default());
+        TaintEvictionController::new(berth_client::SharedWatches::new(client), clock.clone(), config, ControllerMetrics::default());
     let controller = tokio::spawn(controller.run());
     // Let the controller and the observer list everything.
     tokio::time::sleep(Duration::from_millis(500)).await;

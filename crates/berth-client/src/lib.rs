@@ -42,12 +42,14 @@
 //!
 //! [`taint::taint_node`] is `kubectl taint` for berth's own tools (`berth
 //! taint`, a scenario's steps): the command's rules from berth-core, an
-//! optional expiry, the server's warnings handed back.
+//! optional expiry, the server's warnings handed back. [`writes`] holds the
+//! writes whose answer is not read (the Event recorders').
 
 pub mod shared_watch;
 pub mod shared_watches;
 pub mod taint;
 pub mod watch;
+pub mod writes;
 
 pub use berth_core::object_key::ObjectKey;
 pub use shared_watch::SharedWatch;

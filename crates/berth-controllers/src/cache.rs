@@ -10,7 +10,7 @@
 //! `DeletedFinalStateUnknown`), synced. Objects are shared (`Arc`), so a
 //! sync takes what it needs without copying them.
 
-use std::collections::{BTreeMap, BTreeSet, HashMap};
+use std::collections::{BTreeMap, HashMap};
 use std::sync::Arc;
 
 use std::collections::BTreeMap as Labels;
@@ -35,7 +35,9 @@ pub enum Observed<K> {
 #[derive(Debug)]
 pub struct ObjectCache<K> {
     objects: BTreeMap<ObjectKey, Arc<K>>,
-    by_controller: HashMap<String, BTreeSet<ObjectKey>>,
+    /// The objects again, by their controller's uid ("" for none), so a
+    /// controller's sync reads its own without a lookup each.
+    by_controller: HashMap<String, BTreeMap<ObjectKey, Arc<K>>>,
     synced: bool,
 }
 
@@ -98,16 +100,16 @@ impl<K: Resource> ObjectCache<K> {
 
     fn insert(&mut self, key: ObjectKey, object: Arc<K>) -> Option<Arc<K>> {
         let uid = index_key(object.as_ref()).to_string();
-        self.by_controller
-            .entry(uid.clone())
-            .or_default()
-            .insert(key.clone());
-        let old = self.objects.insert(key.clone(), object);
+        let old = self.objects.insert(key.clone(), object.clone());
         if let Some(old_uid) = old.as_deref().map(index_key)
             && old_uid != uid
         {
             self.unindex(old_uid.to_string(), &key);
         }
+        self.by_controller
+            .entry(uid)
+            .or_default()
+            .insert(key, object);
         old
     }
 
@@ -195,8 +197,7 @@ impl<K: Resource> ObjectCache<K> {
         self.by_controller
             .get(uid)
             .into_iter()
-            .flatten()
-            .filter_map(|key| self.objects.get(key))
+            .flat_map(|objects| objects.values())
     }
 
     /// Every object of `namespace` without a controller.

@@ -16,7 +16,7 @@ use std::time::Duration;
 use berth_core::clock::Clock;
 use k8s_openapi::api::core::v1::{Event, EventSource, ObjectReference};
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::{MicroTime, ObjectMeta, Time};
-use kube::api::{Api, PostParams};
+use berth_client::writes::create_unread;
 use tokio::sync::mpsc;
 
 pub const TYPE_NORMAL: &str = "Normal";
@@ -258,9 +258,8 @@ async fn write_group(client: &kube::Client, events: Vec<Event>) {
         futures::future::join_all(group.into_iter().map(|event| {
             let client = client.clone();
             async move {
-                let namespace = event.metadata.namespace.clone().unwrap_or_default();
-                let api: Api<Event> = Api::namespaced(client, &namespace);
-                if let Err(err) = api.create(&PostParams::default(), &event).await {
+                let namespace = event.metadata.namespace.as_deref();
+                if let Err(err) = create_unread(&client, namespace, &event).await {
                     tracing::debug!(%err, reason = ?event.reason, "recording event failed");
                 }
             }
@@ -268,3 +267,4 @@ async fn write_group(client: &kube::Client, events: Vec<Event>) {
         .await;
     }
 }
+

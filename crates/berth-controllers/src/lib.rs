@@ -324,8 +324,9 @@ pub fn spawn_sharing(
 type ControllerFuture = std::pin::Pin<Box<dyn std::future::Future<Output = ()> + Send>>;
 
 /// What a controller is built from: the process's shared watches (the
-/// controllers that follow every Pod or Node), or just the client (those
-/// that watch their own projections).
+/// controllers that follow every Pod or Node, the taint eviction controller
+/// and pod GC taking their projections from them), or just the client
+/// (those that follow other types only).
 trait Source: Sized {
     fn of(watches: &SharedWatches) -> Self;
 }

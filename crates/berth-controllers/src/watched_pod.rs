@@ -10,15 +10,18 @@
 //! own field types): the Pod's metadata, `spec.nodeName`,
 //! `spec.tolerations`, and `status.phase`, `status.reason` and
 //! `status.conditions`; serde skips everything else without allocating.
+//! In a process with shared watches (`berth server`, `berth controllers`)
+//! the projection is taken from the one decoded Pod instead, which costs a
+//! copy of those few fields rather than another parse of the JSON.
 
 use std::borrow::Cow;
 
-use berth_client::{Change, changes_of};
-use futures::Stream;
+use std::sync::Arc;
+
+use berth_client::{Change, Gone, SharedWatches};
+use futures::{Stream, StreamExt};
 use k8s_openapi::api::core::v1::{Node, Pod, PodCondition, Toleration};
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
-use kube::Api;
-use kube::runtime::watcher;
 use serde::Deserialize;
 
 /// A Pod as the controllers watch it (see the module documentation).
@@ -111,21 +114,37 @@ impl From<&Pod> for WatchedPod {
     }
 }
 
-/// The Node and Pod watches of a controller that follows both (as
-/// [`WatchedPod`]s), through berth-client's adapter.
+/// The Node and Pod changes of a controller that follows both (Pods as
+/// [`WatchedPod`]s), from the process's shared watches.
 pub fn nodes_and_pods(
-    client: &kube::Client,
+    watches: &SharedWatches,
 ) -> (
     impl Stream<Item = Change<Node>> + Send + use<>,
     impl Stream<Item = Change<WatchedPod>> + Send + use<>,
 ) {
     (
-        changes_of(Api::<Node>::all(client.clone()), watcher::Config::default()),
-        changes_of(
-            Api::<WatchedPod>::all(client.clone()),
-            watcher::Config::default(),
-        ),
+        watches
+            .nodes()
+            .changes()
+            .map(|change| unshared(change, Node::clone)),
+        watches
+            .pods()
+            .changes()
+            .map(|change| unshared(change, |pod: &Pod| WatchedPod::from(pod))),
     )
+}
+
+/// A shared change as the controller keeps it.
+fn unshared<K, T>(change: Change<Arc<K>>, take: impl Fn(&K) -> T) -> Change<T> {
+    match change {
+        Change::Upsert(object) => Change::Upsert(take(&object)),
+        Change::Delete(gone) => Change::Delete(Gone {
+            key: gone.key,
+            uid: gone.uid,
+            last: gone.last.as_deref().map(&take),
+        }),
+        Change::Synced => Change::Synced,
+    }
 }
 
 #[cfg(test)]

@@ -206,6 +206,8 @@ struct Directory(HashMap<String, Served>);
 struct Served {
     client: NodeClient,
     paused: AtomicBool,
+    /// The node as the fleet's Node watch last delivered it.
+    watched: std::sync::Mutex<Option<Arc<Node>>>,
 }
 
 impl Directory {
@@ -213,6 +215,17 @@ impl Directory {
         if let Some(served) = self.0.get(node) {
             served.paused.store(paused, Ordering::Relaxed);
         }
+    }
+
+    /// Keeps `node` as its node's newest watched copy.
+    fn remember(&self, node: Arc<Node>) {
+        let Some(served) = node.metadata.name.as_deref().and_then(|n| self.0.get(n)) else {
+            return;
+        };
+        *served
+            .watched
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner) = Some(node);
     }
 }
 
@@ -222,6 +235,16 @@ impl NodeDirectory for Directory {
             .get(node)
             .filter(|served| !served.paused.load(Ordering::Relaxed))
             .map(|served| served.client.clone())
+    }
+
+    fn node(&self, node: &str) -> Option<Arc<Node>> {
+        self.0.get(node).and_then(|served| {
+            served
+                .watched
+                .lock()
+                .unwrap_or_else(std::sync::PoisonError::into_inner)
+                .clone()
+        })
     }
 }
 
@@ -311,6 +334,7 @@ impl Fleet {
                     let served = Served {
                         client: s.client.clone(),
                         paused: AtomicBool::new(false),
+                        watched: std::sync::Mutex::new(None),
                     };
                     (s.client.node_name().to_string(), served)
                 })
@@ -377,6 +401,7 @@ impl Fleet {
                 Some(change) = node_changes.next() => {
                     if let Change::Upsert(node) = change {
                         fleet.observe(&node);
+                        fleet.directory.remember(Arc::new(node));
                     }
                 }
                 _ = async {

@@ -20,6 +20,7 @@ use crate::admission::Operation;
 use crate::auth::User;
 use crate::objects::{self, format_time, name_of, prepare_for_create};
 use crate::registry::store_error;
+use berth_store::StoreError;
 use crate::resources::{NAMESPACES, ResourceType, SERVICE_ACCOUNTS};
 use crate::status::ApiError;
 use crate::strategy;
@@ -70,8 +71,8 @@ impl ApiServer {
         if rt.namespaced {
             self.registry.ensure_namespace(ns).await?;
         }
-        self.prepare_new(rt, object, ns);
-        let name = name_of(object).to_string();
+        let mut generated = self.prepare_new(rt, object, ns);
+        let mut name = name_of(object).to_string();
         let ctx = self.strategy_context(user, rt, Operation::Create).await?;
         let now = format_time(self.now());
         let taken = rt
@@ -87,14 +88,27 @@ impl ApiServer {
                 Ok(_) => Err(ApiError::already_exists(rt.group, rt.plural, &name)),
                 Err(_) => Ok(object.to_string()),
             },
-            Ok(()) => {
+            Ok(()) => loop {
                 let key = rt.key(ns, &name);
-                self.registry
-                    .write(rt, &key, object, None)
-                    .await
-                    .map(|(_, json)| json.to_string())
-                    .map_err(|e| store_error(rt, &name, e))
-            }
+                match self.registry.write(rt, &key, object, None).await {
+                    Ok((_, json)) => break Ok(json.to_string()),
+                    // Upstream's RetryGenerateName (GA in 1.32): a name the
+                    // server made up that is taken is made up again, up to
+                    // `maxNameGenerationCreateAttempts` in all.
+                    Err(StoreError::AlreadyExists { .. })
+                        if generated.as_ref().is_some_and(|g| g.attempts < MAX_NAME_GENERATION_ATTEMPTS) =>
+                    {
+                        if let Some(g) = generated.as_mut() {
+                            g.attempts += 1;
+                            name = objects::generate_name(&g.base, || self.random_u32());
+                            if let Some(meta) = objects::metadata_mut(object) {
+                                meta.insert("name".into(), Value::String(name.clone()));
+                            }
+                        }
+                    }
+                    Err(e) => break Err(store_error(rt, &name, e)),
+                }
+            },
         };
         if written.is_err() || dry_run {
             self.allocators.release(&taken, &now).await;
@@ -130,8 +144,15 @@ impl ApiServer {
     }
 
     /// The metadata the server owns on a new object: a generated name when
-    /// one was asked for, uid, creation time, namespace.
-    pub(super) fn prepare_new(&self, rt: &ResourceType, object: &mut Value, ns: &str) {
+    /// one was asked for (returned, so a taken one can be made up again),
+    /// uid, creation time, namespace.
+    pub(super) fn prepare_new(
+        &self,
+        rt: &ResourceType,
+        object: &mut Value,
+        ns: &str,
+    ) -> Option<GeneratedName> {
+        let mut generated = None;
         if name_of(object).is_empty() {
             let generate = objects::meta_str(object, "generateName").to_string();
             if !generate.is_empty() {
@@ -139,6 +160,10 @@ impl ApiServer {
                 if let Some(meta) = objects::metadata_mut(object) {
                     meta.insert("name".into(), Value::String(name));
                 }
+                generated = Some(GeneratedName {
+                    base: generate,
+                    attempts: 1,
+                });
             }
         }
         let uid = uuid::Uuid::new_v4().to_string();
@@ -150,7 +175,17 @@ impl ApiServer {
             uid,
             self.now(),
         );
+        generated
     }
+}
+
+/// Upstream's `maxNameGenerationCreateAttempts`.
+const MAX_NAME_GENERATION_ATTEMPTS: u32 = 8;
+
+/// A name made from `generateName`, and how many were tried.
+pub(super) struct GeneratedName {
+    base: String,
+    attempts: u32,
 }
 
 impl ApiServer {

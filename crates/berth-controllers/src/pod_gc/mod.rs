@@ -10,7 +10,7 @@ pub mod collect;
 
 use std::time::Duration;
 
-use berth_client::Change;
+use berth_client::{Change, SharedWatches};
 use berth_core::clock::Clock;
 use berth_core::object_key::ObjectKey;
 use futures::StreamExt;
@@ -52,6 +52,7 @@ impl Default for PodGcConfig {
 
 /// See the module documentation.
 pub struct PodGcController {
+    watches: SharedWatches,
     client: kube::Client,
     clock: Clock,
     config: PodGcConfig,
@@ -60,12 +61,14 @@ pub struct PodGcController {
 
 impl PodGcController {
     pub fn new(
-        client: kube::Client,
+        watches: SharedWatches,
         clock: Clock,
         config: PodGcConfig,
         metrics: ControllerMetrics,
     ) -> PodGcController {
+        let client = watches.client().clone();
         PodGcController {
+            watches,
             client,
             clock,
             config,
@@ -77,7 +80,7 @@ impl PodGcController {
     /// then every check period.
     pub async fn run(self) {
         tracing::info!(controller = CONTROLLER_NAME, "Starting controller");
-        let (nodes, pods) = nodes_and_pods(&self.client);
+        let (nodes, pods) = nodes_and_pods(&self.watches);
         let mut nodes = std::pin::pin!(nodes);
         let mut pods = std::pin::pin!(pods);
         let mut state = PodGc::new(

@@ -25,7 +25,7 @@ use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
 use tokio::sync::{Semaphore, mpsc};
 use tokio::task::JoinSet;
 
-use berth_client::Change;
+use berth_client::{Change, SharedWatches};
 use berth_core::FeatureGates;
 use berth_core::clock::Clock;
 
@@ -81,6 +81,7 @@ impl Default for TaintEvictionConfig {
 /// See the module documentation.
 #[derive(Clone)]
 pub struct TaintEvictionController {
+    watches: SharedWatches,
     client: kube::Client,
     clock: Clock,
     config: TaintEvictionConfig,
@@ -90,13 +91,15 @@ pub struct TaintEvictionController {
 
 impl TaintEvictionController {
     pub fn new(
-        client: kube::Client,
+        watches: SharedWatches,
         clock: Clock,
         config: TaintEvictionConfig,
         metrics: ControllerMetrics,
     ) -> TaintEvictionController {
+        let client = watches.client().clone();
         let recorder = EventRecorder::new(client.clone(), clock.clone(), CONTROLLER_NAME);
         TaintEvictionController {
+            watches,
             client,
             clock,
             config,
@@ -116,7 +119,7 @@ impl TaintEvictionController {
 
     /// Runs until dropped.
     pub async fn run(self) {
-        let (nodes, pods) = nodes_and_pods(&self.client);
+        let (nodes, pods) = nodes_and_pods(&self.watches);
         let mut nodes = std::pin::pin!(nodes);
         let mut pods = std::pin::pin!(pods);
         let mut schedule = EvictionSchedule::new(self.config.gates);

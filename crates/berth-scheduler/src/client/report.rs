@@ -10,12 +10,13 @@
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
 
+use berth_client::writes::create_unread;
 use berth_core::clock::Clock;
 use k8s_openapi::api::core::v1::{ObjectReference, Pod};
 use k8s_openapi::api::events::v1::Event;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::{MicroTime, ObjectMeta, Time};
 use kube::Api;
-use kube::api::{DeleteParams, Patch, PatchParams, PostParams, Preconditions};
+use kube::api::{DeleteParams, Patch, PatchParams, Preconditions};
 use serde_json::json;
 use tokio::sync::mpsc;
 
@@ -49,10 +50,9 @@ impl Recorder {
         let (tx, mut rx) = mpsc::channel::<PodEvent>(EVENT_QUEUE_LENGTH);
         tokio::spawn(async move {
             while let Some(event) = rx.recv().await {
-                let ns = event.pod.metadata.namespace.clone().unwrap_or_default();
-                let api: Api<Event> = Api::namespaced(client.clone(), &ns);
+                let ns = event.pod.metadata.namespace.as_deref().unwrap_or_default();
                 let object = event_object(&event, &clock, &controller, &instance);
-                if let Err(e) = api.create(&PostParams::default(), &object).await {
+                if let Err(e) = create_unread(&client, Some(ns), &object).await {
                     tracing::debug!(error = %e, reason = event.reason, "writing an event failed");
                 }
             }
