@@ -228,7 +228,10 @@ async fn a_generated_name_that_is_taken_is_generated_again() {
     };
     let generate = json!({"metadata": {"generateName": "web-"}, "spec": {"containers": [{"name": "c", "image": "x"}]}});
     // The first name the seed makes, learnt from a server of its own.
-    let first = api_with(seeded()).await.create(pods, generate.clone()).await;
+    let first = api_with(seeded())
+        .await
+        .create(pods, generate.clone())
+        .await;
     let first = first["metadata"]["name"].as_str().unwrap_or("").to_string();
     assert!(first.starts_with("web-"), "{first}");
 
@@ -239,7 +242,10 @@ async fn a_generated_name_that_is_taken_is_generated_again() {
     let (s, v) = api.req("POST", pods, generate).await;
     assert_eq!(s, 201, "{v}");
     let second = v["metadata"]["name"].as_str().unwrap_or("");
-    assert!(second.starts_with("web-") && second != first, "{second} after {first}");
+    assert!(
+        second.starts_with("web-") && second != first,
+        "{second} after {first}"
+    );
 }
 
 #[tokio::test]

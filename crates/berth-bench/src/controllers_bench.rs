@@ -388,8 +388,12 @@ async fn eviction_lateness(args: &ControllersArgs) -> anyhow::Result<EvictionRep
         acknowledged: Some(acknowledged_tx),
         ..TaintEvictionConfig::default()
     };
-    let controller =
-        TaintEvictionController::new(berth_client::SharedWatches::new(client), clock.clone(), config, ControllerMetrics::default());
+    let controller = TaintEvictionController::new(
+        berth_client::SharedWatches::new(client),
+        clock.clone(),
+        config,
+        ControllerMetrics::default(),
+    );
     let controller = tokio::spawn(controller.run());
     // Let the controller and the observer list everything.
     tokio::time::sleep(Duration::from_millis(500)).await;

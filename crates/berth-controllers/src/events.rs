@@ -13,10 +13,10 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
+use berth_client::writes::create_unread;
 use berth_core::clock::Clock;
 use k8s_openapi::api::core::v1::{Event, EventSource, ObjectReference};
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::{MicroTime, ObjectMeta, Time};
-use berth_client::writes::create_unread;
 use tokio::sync::mpsc;
 
 pub const TYPE_NORMAL: &str = "Normal";
@@ -267,4 +267,3 @@ async fn write_group(client: &kube::Client, events: Vec<Event>) {
         .await;
     }
 }
-

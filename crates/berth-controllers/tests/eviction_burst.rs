@@ -96,8 +96,13 @@ async fn evictions_due_together_each_happen_once() {
     };
     let client = in_process::client(&api, User::admin(), "default").expect("client");
     let controller = tokio::spawn(
-        TaintEvictionController::new(berth_client::SharedWatches::new(client), clock.clone(), config, ControllerMetrics::default())
-            .run(),
+        TaintEvictionController::new(
+            berth_client::SharedWatches::new(client),
+            clock.clone(),
+            config,
+            ControllerMetrics::default(),
+        )
+        .run(),
     );
     // The pods were bound at the start, before the taint: due 5 s after it.
     let due = added + SignedDuration::from_secs(5);

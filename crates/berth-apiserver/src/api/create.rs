@@ -10,6 +10,7 @@
 
 use axum::body::Bytes;
 use axum::response::Response;
+use berth_store::StoreError;
 use serde_json::{Value, json};
 
 use super::request_body::{check_kind, parse_body, validate_fields};
@@ -20,7 +21,6 @@ use crate::admission::Operation;
 use crate::auth::User;
 use crate::objects::{self, format_time, name_of, prepare_for_create};
 use crate::registry::store_error;
-use berth_store::StoreError;
 use crate::resources::{NAMESPACES, ResourceType, SERVICE_ACCOUNTS};
 use crate::status::ApiError;
 use crate::strategy;
@@ -96,7 +96,9 @@ impl ApiServer {
                     // server made up that is taken is made up again, up to
                     // `maxNameGenerationCreateAttempts` in all.
                     Err(StoreError::AlreadyExists { .. })
-                        if generated.as_ref().is_some_and(|g| g.attempts < MAX_NAME_GENERATION_ATTEMPTS) =>
+                        if generated
+                            .as_ref()
+                            .is_some_and(|g| g.attempts < MAX_NAME_GENERATION_ATTEMPTS) =>
                     {
                         if let Some(g) = generated.as_mut() {
                             g.attempts += 1;
