@@ -9,11 +9,12 @@
 #   berth@berth  berth controllers --kubeconfig against berth server --controllers=
 #   inproc       berth server's own controllers
 # All with --node-monitor-grace-period=$GRACE (20 s) and --node-monitor-period=5s; the
-# pod `tol` tolerates unreachable for $TOL (10) seconds.
+# pod `tol` tolerates unreachable for $TOL (10) seconds; BURST (0) more pods
+# tolerating it as long are evicted with it (the controllers' throughput).
 . "$(dirname "$0")/common.sh"
-combo=$1; GRACE=${GRACE:-20}; TOL=${TOL:-10}
+combo=$1; GRACE=${GRACE:-20}; TOL=${TOL:-10}; BURST=${BURST:-0}
 timing=(--node-monitor-grace-period=${GRACE}s --node-monitor-period=5s)
-echo "=== evict $combo grace=${GRACE}s toleration=${TOL}s load=$(load) $(date -u +%T)"
+echo "=== evict $combo grace=${GRACE}s toleration=${TOL}s burst=$BURST load=$(load) $(date -u +%T)"
 CP=""
 case $combo in
   real@peer) peer_start "${timing[@]}"; KC=$(peer_admin) ;;
@@ -31,7 +32,7 @@ case $combo in
   inproc) berth_start --disable-scheduler "${timing[@]}"; KC=$(berth_admin) ;;
   *) echo "unknown combo $combo"; exit 2 ;;
 esac
-python3 "$HERE/evict_timing.py" --kubeconfig "$KC" --grace "$GRACE" --toleration "$TOL"; rc=$?
+python3 "$HERE/evict_timing.py" --kubeconfig "$KC" --grace "$GRACE" --toleration "$TOL" --burst "$BURST"; rc=$?
 [ -n "$CP" ] && stop_pid "$CP"
 case $combo in *@peer) peer_stop ;; *) berth_stop ;; esac
 echo "=== end evict $combo exit=$rc load=$(load) $(date -u +%T)"

@@ -62,6 +62,7 @@ def main():
     ap.add_argument("--toleration", type=int, default=10)
     ap.add_argument("--heartbeat", type=float, default=2.0)
     ap.add_argument("--settle", type=float, default=5.0, help="seconds to watch the other pods stay after the eviction")
+    ap.add_argument("--burst", type=int, default=0, help="more pods on the silent node tolerating unreachable as `tol` does: the eviction throughput")
     a = ap.parse_args()
     c = client(a.kubeconfig)
     r = c.post("/api/v1/namespaces", json={"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": NS}})
@@ -116,6 +117,9 @@ def main():
             "default": pod("default", SILENT, []),
             "forever": pod("forever", SILENT, [unreachable()]),
             "alive": pod("alive", ALIVE, [])}
+    burst = [f"burst-{i}" for i in range(a.burst)]
+    for name in burst:
+        pods[name] = pod(name, SILENT, [unreachable(a.toleration)])
     for name in pods:
         c.delete(f"/api/v1/namespaces/{NS}/pods/{name}", params={"gracePeriodSeconds": "0"})
     for name, p in pods.items():
@@ -125,7 +129,7 @@ def main():
                 break
             time.sleep(0.1)
         check(r, 201)
-    created = {name: c.get(f"/api/v1/namespaces/{NS}/pods/{name}").json() for name in pods}
+    created = {name: c.get(f"/api/v1/namespaces/{NS}/pods/{name}").json() for name in ("tol", "default", "forever", "alive")}
     default_tolerations = [t for t in created["default"]["spec"].get("tolerations") or []
                            if t.get("key") == "node.kubernetes.io/unreachable"]
     rv_pods = c.get(f"/api/v1/namespaces/{NS}/pods").json()["metadata"]["resourceVersion"]
@@ -161,7 +165,7 @@ def main():
         beating.discard(SILENT)
         silent_since = last_beat[SILENT]
     deadline = time.time() + a.grace + a.toleration + 90
-    while "tol" not in seen["ended"] and time.time() < deadline:
+    while (("tol" not in seen["ended"]) or any(b not in seen["ended"] for b in burst)) and time.time() < deadline:
         time.sleep(0.05)
     time.sleep(a.settle)
     done.set()
@@ -177,15 +181,24 @@ def main():
         "tol_pod_ended_after_time_added_s": round(tol_end - ta, 2) if tol_end and ta else None,
         "tol_pod_ended_after_taint_seen_s": round(tol_end - seen["taint"], 2) if tol_end and seen["taint"] else None,
         "tol_pod_ended_after_last_heartbeat_s": round(tol_end - silent_since, 2) if tol_end else None,
-        "disruption_target": seen["disruption_target"],
-        "ended": sorted(seen["ended"]),
+        "disruption_target": {k: v for k, v in seen["disruption_target"].items() if not k.startswith("burst-")},
+        "ended": sorted(n for n in seen["ended"] if not n.startswith("burst-")),
     }
+    if burst:
+        ends = sorted(seen["ended"][b] for b in burst if b in seen["ended"])
+        due = ta + a.toleration if ta else None
+        report["burst"] = {
+            "pods": len(burst), "ended": len(ends),
+            "first_ended_after_due_s": round(ends[0] - due, 2) if ends and due else None,
+            "last_ended_after_due_s": round(ends[-1] - due, 2) if ends and due else None,
+            "evictions_per_s_first_to_last": round((len(ends) - 1) / (ends[-1] - ends[0]), 1) if len(ends) > 1 and ends[-1] > ends[0] else None,
+        }
     print(json.dumps(report))
     for name in pods:
         c.delete(f"/api/v1/namespaces/{NS}/pods/{name}", params={"gracePeriodSeconds": "0"})
     for n in (ALIVE, SILENT):
         c.delete(f"/api/v1/nodes/{n}")
-    ok = report["ended"] == ["tol"]
+    ok = report["ended"] == ["tol"] and (not burst or report["burst"]["ended"] == len(burst))
     sys.exit(0 if ok else 1)
 
 
