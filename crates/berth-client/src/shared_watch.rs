@@ -485,15 +485,7 @@ mod tests {
 
     /// A change with its object unshared, to compare with a want.
     fn plain(change: &Change<Arc<Pod>>) -> Change<Pod> {
-        match change {
-            Change::Upsert(object) => Change::Upsert(object.as_ref().clone()),
-            Change::Delete(gone) => Change::Delete(Gone {
-                key: gone.key.clone(),
-                uid: gone.uid.clone(),
-                last: gone.last.as_deref().cloned(),
-            }),
-            Change::Synced => Change::Synced,
-        }
+        change.clone().map(|object| object.as_ref().clone())
     }
 
     fn gone(name: &str, uid: &str) -> Change<Pod> {

@@ -26,6 +26,22 @@ pub enum Change<K> {
     Synced,
 }
 
+impl<K> Change<K> {
+    /// The same change with each object it carries turned into another
+    /// form (shared, unshared, projected).
+    pub fn map<T>(self, f: impl Fn(K) -> T) -> Change<T> {
+        match self {
+            Change::Upsert(object) => Change::Upsert(f(object)),
+            Change::Delete(gone) => Change::Delete(Gone {
+                key: gone.key,
+                uid: gone.uid,
+                last: gone.last.map(f),
+            }),
+            Change::Synced => Change::Synced,
+        }
+    }
+}
+
 /// An object that is gone from the API.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Gone<K> {

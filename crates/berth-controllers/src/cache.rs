@@ -15,7 +15,7 @@ use std::sync::Arc;
 
 use std::collections::BTreeMap as Labels;
 
-use berth_client::{Change, Gone};
+use berth_client::Change;
 use berth_core::labels::LabelSelector;
 use berth_core::object_key::ObjectKey;
 use berth_core::workloads::ownership::controller_of;
@@ -64,15 +64,7 @@ impl<K: Resource> ObjectCache<K> {
     /// Folds one change in; `None` when it changed nothing a handler
     /// should hear of (the deletion of an object never seen).
     pub fn apply(&mut self, change: Change<K>) -> Option<Observed<K>> {
-        self.apply_shared(match change {
-            Change::Upsert(object) => Change::Upsert(Arc::new(object)),
-            Change::Delete(gone) => Change::Delete(Gone {
-                key: gone.key,
-                uid: gone.uid,
-                last: gone.last.map(Arc::new),
-            }),
-            Change::Synced => Change::Synced,
-        })
+        self.apply_shared(change.map(Arc::new))
     }
 
     /// [`Self::apply`] of a change whose objects are already shared (a

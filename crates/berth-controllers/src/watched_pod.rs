@@ -16,9 +16,7 @@
 
 use std::borrow::Cow;
 
-use std::sync::Arc;
-
-use berth_client::{Change, Gone, SharedWatches};
+use berth_client::{Change, SharedWatches};
 use futures::{Stream, StreamExt};
 use k8s_openapi::api::core::v1::{Node, Pod, PodCondition, Toleration};
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
@@ -126,25 +124,12 @@ pub fn nodes_and_pods(
         watches
             .nodes()
             .changes()
-            .map(|change| unshared(change, Node::clone)),
+            .map(|change| change.map(|node| Node::clone(&node))),
         watches
             .pods()
             .changes()
-            .map(|change| unshared(change, |pod: &Pod| WatchedPod::from(pod))),
+            .map(|change| change.map(|pod| WatchedPod::from(pod.as_ref()))),
     )
-}
-
-/// A shared change as the controller keeps it.
-fn unshared<K, T>(change: Change<Arc<K>>, take: impl Fn(&K) -> T) -> Change<T> {
-    match change {
-        Change::Upsert(object) => Change::Upsert(take(&object)),
-        Change::Delete(gone) => Change::Delete(Gone {
-            key: gone.key,
-            uid: gone.uid,
-            last: gone.last.as_deref().map(&take),
-        }),
-        Change::Synced => Change::Synced,
-    }
 }
 
 #[cfg(test)]

@@ -96,17 +96,11 @@ impl ApiServer {
                     // server made up that is taken is made up again, up to
                     // `maxNameGenerationCreateAttempts` in all.
                     Err(StoreError::AlreadyExists { .. })
-                        if generated
-                            .as_ref()
-                            .is_some_and(|g| g.attempts < MAX_NAME_GENERATION_ATTEMPTS) =>
+                        if let Some(g) = generated.as_mut()
+                            && g.attempts < MAX_NAME_GENERATION_ATTEMPTS =>
                     {
-                        if let Some(g) = generated.as_mut() {
-                            g.attempts += 1;
-                            name = objects::generate_name(&g.base, || self.random_u32());
-                            if let Some(meta) = objects::metadata_mut(object) {
-                                meta.insert("name".into(), Value::String(name.clone()));
-                            }
-                        }
+                        g.attempts += 1;
+                        name = self.set_generated_name(object, &g.base);
                     }
                     Err(e) => break Err(store_error(rt, &name, e)),
                 }
@@ -158,10 +152,7 @@ impl ApiServer {
         if name_of(object).is_empty() {
             let generate = objects::meta_str(object, "generateName").to_string();
             if !generate.is_empty() {
-                let name = objects::generate_name(&generate, || self.random_u32());
-                if let Some(meta) = objects::metadata_mut(object) {
-                    meta.insert("name".into(), Value::String(name));
-                }
+                self.set_generated_name(object, &generate);
                 generated = Some(GeneratedName {
                     base: generate,
                     attempts: 1,
@@ -191,6 +182,16 @@ pub(super) struct GeneratedName {
 }
 
 impl ApiServer {
+    /// Names `object` from `base` (its `generateName`) and a fresh suffix;
+    /// the name given.
+    fn set_generated_name(&self, object: &mut Value, base: &str) -> String {
+        let name = objects::generate_name(base, || self.random_u32());
+        if let Some(meta) = objects::metadata_mut(object) {
+            meta.insert("name".into(), Value::String(name.clone()));
+        }
+        name
+    }
+
     /// A generated name's randomness: seeded when the config says so.
     fn random_u32(&self) -> u32 {
         if let Some(names) = &self.seeded_names {
