@@ -65,7 +65,7 @@ pin_project! {
         // a shared watch's objects (`crate::shared_watch`).
         meta: fn(&K) -> &ObjectMeta,
         // Every object the client was told exists, with its UID.
-        known: HashMap<ObjectKey, Option<String>>,
+        known: Known,
         // The keys a relist in progress has shown.
         relisted: Option<HashSet<ObjectKey>>,
         // Changes decided but not yet handed out.
@@ -111,7 +111,7 @@ where
         events,
         kind,
         meta,
-        known: HashMap::new(),
+        known: Known::default(),
         relisted: None,
         ready: VecDeque::new(),
     }
@@ -153,10 +153,73 @@ fn key_and_uid(meta: &ObjectMeta) -> (ObjectKey, Option<String>) {
     (ObjectKey::of_meta(meta), meta.uid.clone())
 }
 
+/// The namespace and name of an object, borrowed.
+fn names(meta: &ObjectMeta) -> (&str, &str) {
+    (
+        meta.namespace.as_deref().unwrap_or(""),
+        meta.name.as_deref().unwrap_or(""),
+    )
+}
+
+type FastMap<K, V> = HashMap<K, V, foldhash::fast::RandomState>;
+
+/// Every object a client was told exists, with its UID, by namespace and
+/// name: an update of a known object (most events) is looked up by the
+/// borrowed names and changes nothing here, so it costs no allocation.
+/// Each subscriber of a shared watch keeps one, for every event.
+#[derive(Debug, Default)]
+struct Known {
+    by_namespace: FastMap<String, FastMap<String, Option<String>>>,
+    len: usize,
+}
+
+impl Known {
+    fn get(&self, namespace: &str, name: &str) -> Option<&Option<String>> {
+        self.by_namespace.get(namespace)?.get(name)
+    }
+
+    /// Records `uid` for the object (a copy is made only when the object
+    /// is new or its UID changed).
+    fn insert(&mut self, namespace: &str, name: &str, uid: Option<&str>) {
+        if let Some(names) = self.by_namespace.get_mut(namespace) {
+            if let Some(known) = names.get_mut(name) {
+                if known.as_deref() != uid {
+                    *known = uid.map(str::to_string);
+                }
+                return;
+            }
+            names.insert(name.to_string(), uid.map(str::to_string));
+        } else {
+            let mut names = FastMap::default();
+            names.insert(name.to_string(), uid.map(str::to_string));
+            self.by_namespace.insert(namespace.to_string(), names);
+        }
+        self.len += 1;
+    }
+
+    fn remove(&mut self, namespace: &str, name: &str) -> Option<Option<String>> {
+        let names = self.by_namespace.get_mut(namespace)?;
+        let uid = names.remove(name)?;
+        if names.is_empty() {
+            self.by_namespace.remove(namespace);
+        }
+        self.len -= 1;
+        Some(uid)
+    }
+
+    fn keys(&self) -> impl Iterator<Item = (&str, &str)> {
+        self.by_namespace.iter().flat_map(|(namespace, names)| {
+            names
+                .keys()
+                .map(move |name| (namespace.as_str(), name.as_str()))
+        })
+    }
+}
+
 impl<S, K> Changes<S, K> {
     /// How many objects the client has been told exist.
     pub fn known(&self) -> usize {
-        self.known.len()
+        self.known.len
     }
 }
 
@@ -164,7 +227,7 @@ impl<S, K> Changes<S, K> {
 /// from the stream so the rule reads (and is tested) on its own.
 fn apply<K>(
     meta: fn(&K) -> &ObjectMeta,
-    known: &mut HashMap<ObjectKey, Option<String>>,
+    known: &mut Known,
     relisted: &mut Option<HashSet<ObjectKey>>,
     ready: &mut VecDeque<Change<K>>,
     event: watcher::Event<K>,
@@ -172,35 +235,36 @@ fn apply<K>(
     match event {
         watcher::Event::Init => *relisted = Some(HashSet::new()),
         watcher::Event::InitApply(object) | watcher::Event::Apply(object) => {
-            let (key, uid) = key_and_uid(meta(&object));
+            let object_meta = meta(&object);
+            let (namespace, name) = names(object_meta);
+            let uid = object_meta.uid.as_deref();
             if let Some(seen) = relisted.as_mut() {
-                seen.insert(key.clone());
+                seen.insert(ObjectKey::new(namespace, name));
             }
             // Another object under a known name: the one known is gone.
-            if let Some(known_uid) = known.get(&key)
-                && known_uid.is_some()
-                && uid.is_some()
-                && *known_uid != uid
+            if let Some(Some(known_uid)) = known.get(namespace, name)
+                && let Some(uid) = uid
+                && known_uid != uid
             {
                 ready.push_back(Change::Delete(Gone {
-                    key: key.clone(),
-                    uid: known_uid.clone(),
+                    key: ObjectKey::new(namespace, name),
+                    uid: Some(known_uid.clone()),
                     last: None,
                 }));
             }
-            known.insert(key, uid);
+            known.insert(namespace, name, uid);
             ready.push_back(Change::Upsert(object));
         }
         watcher::Event::InitDone => {
             let seen = relisted.take().unwrap_or_default();
             let mut missing: Vec<ObjectKey> = known
                 .keys()
-                .filter(|key| !seen.contains(*key))
-                .cloned()
+                .map(|(namespace, name)| ObjectKey::new(namespace, name))
+                .filter(|key| !seen.contains(key))
                 .collect();
             missing.sort();
             for key in missing {
-                let uid = known.remove(&key).flatten();
+                let uid = known.remove(&key.namespace, &key.name).flatten();
                 ready.push_back(Change::Delete(Gone {
                     key,
                     uid,
@@ -211,7 +275,7 @@ fn apply<K>(
         }
         watcher::Event::Delete(object) => {
             let (key, uid) = key_and_uid(meta(&object));
-            known.remove(&key);
+            known.remove(&key.namespace, &key.name);
             ready.push_back(Change::Delete(Gone {
                 key,
                 uid,

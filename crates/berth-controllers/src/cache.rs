@@ -91,31 +91,54 @@ impl<K: Resource> ObjectCache<K> {
     }
 
     fn insert(&mut self, key: ObjectKey, object: Arc<K>) -> Option<Arc<K>> {
-        let uid = index_key(object.as_ref()).to_string();
-        let old = self.objects.insert(key.clone(), object.clone());
-        if let Some(old_uid) = old.as_deref().map(index_key)
-            && old_uid != uid
-        {
-            self.unindex(old_uid.to_string(), &key);
+        let held = object.clone();
+        let uid = index_key(held.as_ref());
+        // An update under the same controller (most changes: a pod's
+        // status) replaces the two copies in place, allocating nothing.
+        if let Some(slot) = self.objects.get_mut(&key) {
+            let old = std::mem::replace(slot, object.clone());
+            let old_uid = index_key(old.as_ref());
+            if old_uid == uid
+                && let Some(indexed) = self
+                    .by_controller
+                    .get_mut(uid)
+                    .and_then(|objects| objects.get_mut(&key))
+            {
+                *indexed = object;
+                return Some(old);
+            }
+            self.unindex(old_uid, &key);
+            self.index(uid, key, object);
+            return Some(old);
         }
-        self.by_controller
-            .entry(uid)
-            .or_default()
-            .insert(key, object);
-        old
+        self.objects.insert(key.clone(), object.clone());
+        self.index(uid, key, object);
+        None
+    }
+
+    fn index(&mut self, uid: &str, key: ObjectKey, object: Arc<K>) {
+        match self.by_controller.get_mut(uid) {
+            Some(objects) => {
+                objects.insert(key, object);
+            }
+            None => {
+                self.by_controller
+                    .insert(uid.to_string(), BTreeMap::from([(key, object)]));
+            }
+        }
     }
 
     fn remove(&mut self, key: &ObjectKey) -> Option<Arc<K>> {
         let old = self.objects.remove(key)?;
-        self.unindex(index_key(old.as_ref()).to_string(), key);
+        self.unindex(index_key(old.as_ref()), key);
         Some(old)
     }
 
-    fn unindex(&mut self, uid: String, key: &ObjectKey) {
-        if let Some(keys) = self.by_controller.get_mut(&uid) {
+    fn unindex(&mut self, uid: &str, key: &ObjectKey) {
+        if let Some(keys) = self.by_controller.get_mut(uid) {
             keys.remove(key);
             if keys.is_empty() {
-                self.by_controller.remove(&uid);
+                self.by_controller.remove(uid);
             }
         }
     }

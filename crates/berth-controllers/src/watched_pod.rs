@@ -7,25 +7,29 @@
 //! of containers), and decoding it was a good part of the taint eviction
 //! controller's CPU in an eviction burst. [`WatchedPod`] is the projection
 //! kube documents for this (as `kube::core::Object` does, with Kubernetes'
-//! own field types): the Pod's metadata, `spec.nodeName`,
-//! `spec.tolerations`, and `status.phase`, `status.reason` and
-//! `status.conditions`; serde skips everything else without allocating.
+//! own field types): of the Pod's metadata its identity (name, namespace,
+//! UID, resourceVersion), annotations (a watch bookmark's), timestamps,
+//! grace period and finalizers, not its labels, owners or managed fields;
+//! `spec.nodeName`, `spec.tolerations`, and `status.phase`,
+//! `status.reason` and `status.conditions`; serde skips everything else
+//! without allocating.
 //! In a process with shared watches (`berth server`, `berth controllers`)
 //! the projection is taken from the one decoded Pod instead, which costs a
 //! copy of those few fields rather than another parse of the JSON.
 
 use std::borrow::Cow;
+use std::collections::BTreeMap;
 
 use berth_client::{Change, SharedWatches};
 use futures::{Stream, StreamExt};
 use k8s_openapi::api::core::v1::{Node, Pod, PodCondition, Toleration};
-use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
-use serde::Deserialize;
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::{ObjectMeta, Time};
+use serde::{Deserialize, Deserializer};
 
 /// A Pod as the controllers watch it (see the module documentation).
 #[derive(Debug, Clone, Default, PartialEq, Deserialize)]
 pub struct WatchedPod {
-    #[serde(default)]
+    #[serde(default, deserialize_with = "watched_meta")]
     pub metadata: ObjectMeta,
     pub spec: Option<WatchedPodSpec>,
     pub status: Option<WatchedPodStatus>,
@@ -95,10 +99,58 @@ impl WatchedPod {
     }
 }
 
+/// The metadata the controllers read (see the module documentation), as
+/// serde decodes it: every other field is skipped.
+#[derive(Deserialize)]
+#[serde(rename_all = "camelCase")]
+struct WatchedMeta {
+    name: Option<String>,
+    namespace: Option<String>,
+    uid: Option<String>,
+    resource_version: Option<String>,
+    annotations: Option<BTreeMap<String, String>>,
+    creation_timestamp: Option<Time>,
+    deletion_timestamp: Option<Time>,
+    deletion_grace_period_seconds: Option<i64>,
+    finalizers: Option<Vec<String>>,
+}
+
+fn watched_meta<'de, D: Deserializer<'de>>(deserializer: D) -> Result<ObjectMeta, D::Error> {
+    let meta = Option::<WatchedMeta>::deserialize(deserializer)?;
+    Ok(meta.map_or_else(ObjectMeta::default, |m| ObjectMeta {
+        name: m.name,
+        namespace: m.namespace,
+        uid: m.uid,
+        resource_version: m.resource_version,
+        annotations: m.annotations,
+        creation_timestamp: m.creation_timestamp,
+        deletion_timestamp: m.deletion_timestamp,
+        deletion_grace_period_seconds: m.deletion_grace_period_seconds,
+        finalizers: m.finalizers,
+        ..ObjectMeta::default()
+    }))
+}
+
+/// The same fields copied from a decoded Pod's metadata.
+fn watched_meta_of(meta: &ObjectMeta) -> ObjectMeta {
+    ObjectMeta {
+        name: meta.name.clone(),
+        namespace: meta.namespace.clone(),
+        uid: meta.uid.clone(),
+        resource_version: meta.resource_version.clone(),
+        annotations: meta.annotations.clone(),
+        creation_timestamp: meta.creation_timestamp.clone(),
+        deletion_timestamp: meta.deletion_timestamp.clone(),
+        deletion_grace_period_seconds: meta.deletion_grace_period_seconds,
+        finalizers: meta.finalizers.clone(),
+        ..ObjectMeta::default()
+    }
+}
+
 impl From<&Pod> for WatchedPod {
     fn from(pod: &Pod) -> WatchedPod {
         WatchedPod {
-            metadata: pod.metadata.clone(),
+            metadata: watched_meta_of(&pod.metadata),
             spec: pod.spec.as_ref().map(|spec| WatchedPodSpec {
                 node_name: spec.node_name.clone(),
                 tolerations: spec.tolerations.clone(),
@@ -147,7 +199,13 @@ mod tests {
                 json!({"apiVersion": "v1", "kind": "Pod",
                     "metadata": {"name": "web", "namespace": "default", "uid": "u1",
                         "resourceVersion": "7", "creationTimestamp": "2026-01-01T00:00:00Z",
-                        "labels": {"app": "web"}},
+                        "labels": {"app": "web"}, "annotations": {"a": "b"},
+                        "ownerReferences": [{"apiVersion": "apps/v1", "kind": "ReplicaSet",
+                            "name": "web-1", "uid": "rs1", "controller": true}],
+                        "managedFields": [{"manager": "kubectl", "operation": "Update",
+                            "apiVersion": "v1", "fieldsType": "FieldsV1",
+                            "fieldsV1": {"f:metadata": {}}}],
+                        "finalizers": ["example.com/keep"]},
                     "spec": {"nodeName": "n1", "containers": [{"name": "c", "image": "busybox",
                             "resources": {"limits": {"cpu": "1"}}}],
                         "tolerations": [{"key": "node.kubernetes.io/unreachable",
@@ -178,6 +236,15 @@ mod tests {
             let watched: WatchedPod = serde_json::from_value(object)
                 .unwrap_or_else(|e| panic!("{case}: a WatchedPod: {e}"));
             assert_eq!(watched, WatchedPod::from(&whole), "{case}");
+            let meta = &watched.metadata;
+            assert_eq!(meta.name, whole.metadata.name, "{case}");
+            assert_eq!(meta.finalizers, whole.metadata.finalizers, "{case}");
+            assert!(
+                meta.labels.is_none()
+                    && meta.managed_fields.is_none()
+                    && meta.owner_references.is_none(),
+                "{case}: kept what no controller reads"
+            );
         }
     }
 

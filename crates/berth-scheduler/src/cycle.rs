@@ -18,7 +18,7 @@
 //! - **Ties** go to a node chosen uniformly at random among the best
 //!   (upstream's `selectHost` reservoir sampling).
 
-use std::collections::{BTreeMap, BTreeSet};
+use std::collections::BTreeSet;
 
 use berth_core::splitmix::SplitMix64;
 use smallvec::SmallVec;
@@ -227,7 +227,7 @@ impl Cycle {
         let nominated = NominatedPods::for_pod(cache, pod);
         if let Some(index) = nominated.own_node.and_then(|n| cache.node_index(n))
             && filters.is_candidate(all[index].name())
-            && filter_with_nominated(&filters, state, pod, &all[index], nominated.on(index))
+            && filter_with_nominated(&filters, state, pod, &all[index], &nominated.on(index))
                 .is_none()
         {
             return Ok(FeasibleNodes {
@@ -300,7 +300,7 @@ impl Cycle {
             let status = if nominated.is_empty() {
                 filters.run(state, pod, &all[index])
             } else {
-                filter_with_nominated(filters, state, pod, &all[index], nominated.on(index))
+                filter_with_nominated(filters, state, pod, &all[index], &nominated.on(index))
             };
             match status {
                 None => feasible.push(index),
@@ -320,6 +320,10 @@ impl Cycle {
 /// given nodes exactly as a cycle would.
 pub struct PodFilters<'p> {
     filters: Filters<'p>,
+    /// The filters that run on each node: those whose PreFilter did not
+    /// Skip, in the profile's order. Worked out once per pod, so the loop
+    /// over thousands of nodes does not pass over the skipped ones.
+    active: Filters<'p>,
     pre: PreFilterOutcome,
     /// The PreFilter plugins that ran and did not Skip: whose state
     /// [`PodFilters::update_for_pod`] keeps up to date.
@@ -342,8 +346,15 @@ impl<'p> PodFilters<'p> {
             .collect();
         let mut extended = SmallVec::new();
         let pre = run_pre_filter_plugins(profile, &filters, state, pod, snapshot, &mut extended)?;
+        let active = filters
+            .iter()
+            .zip(&pre.skip)
+            .filter(|(_, skipped)| !**skipped)
+            .map(|(plugin, _)| *plugin)
+            .collect();
         Ok(PodFilters {
             filters,
+            active,
             pre,
             extended,
         })
@@ -381,7 +392,7 @@ impl<'p> PodFilters<'p> {
     /// here (the cycle does not filter them).
     #[inline]
     pub fn run(&self, state: &CycleState, pod: &PodInfo, node: &NodeInfo) -> Option<Status> {
-        run_filters(&self.filters, &self.pre.skip, state, pod, node)
+        run_filters(&self.active, state, pod, node)
     }
 
     /// Every filter's own verdict on one node, in the profile's order (a
@@ -477,7 +488,7 @@ fn run_pre_filter_plugins<'p>(
             let diagnosis = Diagnosis {
                 pre_filter_msg: status.message(),
                 unschedulable_plugins: [plugin.name()].into(),
-                node_to_status: NodeToStatus::new(BTreeMap::new(), status),
+                node_to_status: NodeToStatus::new(Vec::new(), status),
                 ..Diagnosis::default()
             };
             return Err(fit_error(all.len(), diagnosis));
@@ -505,7 +516,7 @@ fn run_pre_filter_plugins<'p>(
             pre_filter_msg: msg.clone(),
             unschedulable_plugins: narrowed_by.iter().copied().collect(),
             node_to_status: NodeToStatus::new(
-                BTreeMap::new(),
+                Vec::new(),
                 Status::new(Code::UnschedulableAndUnresolvable, msg),
             ),
             ..Diagnosis::default()
@@ -527,10 +538,10 @@ fn diagnose_rejections(
     diagnosis
         .unschedulable_plugins
         .extend(narrowed_by.iter().copied());
-    let mut nodes = BTreeMap::new();
+    let mut nodes = Vec::with_capacity(rejected.len());
     for (index, status) in rejected {
         diagnosis.unschedulable_plugins.insert(status.plugin);
-        nodes.insert(all[*index].name().to_string(), status.clone());
+        nodes.push((all[*index].name().to_string(), status.clone()));
     }
     diagnosis.node_to_status = NodeToStatus::new(nodes, narrowed_away(narrowed_by));
     diagnosis
@@ -669,47 +680,51 @@ pub fn select_host(totals: &[i64], tie_breaker: &mut TieBreaker) -> usize {
 
 /// The pods nominated to nodes that count there for one pod
 /// (`addGetNominatedPods`): those of equal or higher priority, the pod
-/// itself aside, by node index; and the node the pod itself was
+/// itself aside, looked up per node; and the node the pod itself was
 /// nominated to.
 pub(crate) struct NominatedPods<'c> {
-    by_node: foldhash::HashMap<usize, SmallVec<[&'c PodInfo; 2]>>,
+    cache: &'c Cache,
+    /// The pod being scheduled: its own nomination does not count.
+    key: String,
+    priority: i32,
     own_node: Option<&'c str>,
 }
 
 impl<'c> NominatedPods<'c> {
     pub(crate) fn for_pod(cache: &'c Cache, pod: &PodInfo) -> Self {
-        let mut found = NominatedPods {
-            by_node: foldhash::HashMap::default(),
-            own_node: None,
-        };
         let nominator = cache.nominator();
-        if nominator.is_empty() {
-            return found;
+        let key = if nominator.is_empty() {
+            String::new()
+        } else {
+            crate::pod_key::pod_key(pod.pod())
+        };
+        NominatedPods {
+            cache,
+            own_node: nominator.node_of(&key),
+            key,
+            priority: berth_core::priority::pod_priority(pod.pod()),
         }
-        let key = crate::pod_key::pod_key(pod.pod());
-        let priority = berth_core::priority::pod_priority(pod.pod());
-        for (other, nominated) in nominator.iter() {
-            if other == key {
-                found.own_node = Some(nominated.node.as_str());
-                continue;
-            }
-            if nominated.priority < priority {
-                continue;
-            }
-            if let Some(index) = cache.node_index(&nominated.node) {
-                found.by_node.entry(index).or_default().push(&nominated.pod);
-            }
-        }
-        found
     }
 
     fn is_empty(&self) -> bool {
-        self.by_node.is_empty()
+        let nominator = self.cache.nominator();
+        nominator.is_empty() || (nominator.len() == 1 && self.own_node.is_some())
     }
 
     /// The pods nominated to the node at `index` that count for the pod.
-    pub(crate) fn on(&self, index: usize) -> &[&'c PodInfo] {
-        self.by_node.get(&index).map_or(&[], |pods| pods.as_slice())
+    pub(crate) fn on(&self, index: usize) -> SmallVec<[&'c PodInfo; 2]> {
+        let nominator = self.cache.nominator();
+        if nominator.is_empty() {
+            return SmallVec::new();
+        }
+        let Some(node) = self.cache.nodes().get(index) else {
+            return SmallVec::new();
+        };
+        nominator
+            .on_node(node.name())
+            .filter(|(key, nominated)| *key != self.key && nominated.priority >= self.priority)
+            .map(|(_, nominated)| &nominated.pod)
+            .collect()
     }
 }
 
@@ -742,15 +757,11 @@ pub(crate) fn filter_with_nominated(
 #[inline]
 fn run_filters(
     filters: &[&dyn FilterPlugin],
-    skip: &[bool],
     state: &CycleState,
     pod: &PodInfo,
     node: &NodeInfo,
 ) -> Option<Status> {
-    for (plugin, skipped) in filters.iter().zip(skip) {
-        if *skipped {
-            continue;
-        }
+    for plugin in filters {
         let status = plugin.filter(state, pod, node);
         if status.is_success() {
             continue;

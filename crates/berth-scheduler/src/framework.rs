@@ -12,7 +12,7 @@
 
 use std::any::{Any, TypeId};
 use std::borrow::Cow;
-use std::collections::{BTreeMap, BTreeSet, HashMap};
+use std::collections::{BTreeSet, HashMap};
 use std::fmt;
 
 use smallvec::{SmallVec, smallvec};
@@ -461,11 +461,14 @@ fn saturate_i64(v: i128) -> i64 {
 }
 
 /// Per-node statuses of a failed cycle (`NodeToStatus`): the nodes examined
-/// explicitly, and the status that stands for every node not in the map
-/// (nodes a PreFilterResult excluded, for instance).
+/// explicitly, and the status that stands for every node not in the list
+/// (nodes a PreFilterResult excluded, for instance). A list in the order
+/// the nodes were examined, not a map: a failed cycle over thousands of
+/// nodes records them all, and only the message (a histogram of reasons)
+/// and tools looking one node up read them.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct NodeToStatus {
-    pub nodes: BTreeMap<String, Status>,
+    pub nodes: Vec<(String, Status)>,
     pub absent_nodes_status: Status,
 }
 
@@ -474,18 +477,26 @@ impl Default for NodeToStatus {
         // Upstream's default for absent nodes: they were never candidates,
         // so preemption cannot help them either.
         NodeToStatus {
-            nodes: BTreeMap::new(),
+            nodes: Vec::new(),
             absent_nodes_status: Status::code_only(Code::UnschedulableAndUnresolvable),
         }
     }
 }
 
 impl NodeToStatus {
-    pub fn new(nodes: BTreeMap<String, Status>, absent_nodes_status: Status) -> Self {
+    pub fn new(nodes: Vec<(String, Status)>, absent_nodes_status: Status) -> Self {
         NodeToStatus {
             nodes,
             absent_nodes_status,
         }
+    }
+
+    /// The status recorded for node `name`, if it was examined.
+    pub fn get(&self, name: &str) -> Option<&Status> {
+        self.nodes
+            .iter()
+            .find(|(node, _)| node == name)
+            .map(|(_, status)| status)
     }
 
     pub fn len(&self) -> usize {
@@ -533,7 +544,7 @@ impl fmt::Display for FitError {
             // status onto every node; counting those would only repeat the
             // PreFilter message, so the histogram is built only otherwise.
             let mut reasons: HashMap<&str, usize> = HashMap::new();
-            for status in d.node_to_status.nodes.values() {
+            for (_, status) in &d.node_to_status.nodes {
                 for reason in &status.reasons {
                     *reasons.entry(reason.as_ref()).or_default() += 1;
                 }
@@ -774,12 +785,12 @@ mod tests {
 
     #[test]
     fn fit_error_sorts_the_histogram_as_strings_like_upstream() {
-        let mut nodes = BTreeMap::new();
+        let mut nodes = Vec::new();
         for i in 0..10 {
-            nodes.insert(format!("a{i}"), unschedulable("x"));
+            nodes.push((format!("a{i}"), unschedulable("x")));
         }
         for i in 0..2 {
-            nodes.insert(format!("b{i}"), unschedulable("y"));
+            nodes.push((format!("b{i}"), unschedulable("y")));
         }
         let err = FitError {
             num_all_nodes: 12,

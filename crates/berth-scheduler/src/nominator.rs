@@ -21,10 +21,13 @@ pub struct Nominated {
     pub priority: i32,
 }
 
-/// The nominations, by pod key.
+/// The nominations, by pod key, and the keys again by node: a cycle asks
+/// for each node it filters which pods are nominated there, and a search
+/// through every nomination for each would grow with their number.
 #[derive(Debug, Default)]
 pub struct Nominator {
     pods: HashMap<String, Nominated>,
+    by_node: HashMap<String, Vec<String>>,
 }
 
 /// `status.nominatedNodeName`, "" when unset.
@@ -52,7 +55,7 @@ impl Nominator {
     /// Nominates `pod` to `node` (replacing an earlier nomination).
     pub fn nominate(&mut self, key: &str, pod: PodInfo, node: &str) {
         let priority = pod_priority(pod.pod());
-        self.pods.insert(
+        let earlier = self.pods.insert(
             key.to_string(),
             Nominated {
                 node: node.to_string(),
@@ -60,6 +63,30 @@ impl Nominator {
                 priority,
             },
         );
+        match earlier {
+            Some(earlier) if earlier.node == node => {}
+            Some(earlier) => {
+                self.unindex(key, &earlier.node);
+                self.index(key, node);
+            }
+            None => self.index(key, node),
+        }
+    }
+
+    fn index(&mut self, key: &str, node: &str) {
+        self.by_node
+            .entry(node.to_string())
+            .or_default()
+            .push(key.to_string());
+    }
+
+    fn unindex(&mut self, key: &str, node: &str) {
+        if let Some(keys) = self.by_node.get_mut(node) {
+            keys.retain(|k| k != key);
+            if keys.is_empty() {
+                self.by_node.remove(node);
+            }
+        }
     }
 
     /// A pending pod's new version from the watch (`updateNominatedPod`):
@@ -76,7 +103,7 @@ impl Nominator {
         match self.pods.get_mut(key) {
             Some(kept) if nominated_node_name(kept.pod.pod()).is_empty() => kept.pod = new.clone(),
             Some(_) => {
-                self.pods.remove(key);
+                self.delete(key);
             }
             None => {}
         }
@@ -84,7 +111,18 @@ impl Nominator {
 
     /// The pod was bound, deleted or is no longer pending.
     pub fn delete(&mut self, key: &str) -> Option<Nominated> {
-        self.pods.remove(key)
+        let gone = self.pods.remove(key)?;
+        self.unindex(key, &gone.node);
+        Some(gone)
+    }
+
+    /// The pods nominated to `node`, with their keys.
+    pub fn on_node<'n>(&'n self, node: &str) -> impl Iterator<Item = (&'n str, &'n Nominated)> {
+        self.by_node
+            .get(node)
+            .into_iter()
+            .flatten()
+            .filter_map(|key| self.pods.get(key).map(|n| (key.as_str(), n)))
     }
 
     /// Every nomination.
@@ -96,10 +134,9 @@ impl Nominator {
     /// (`getLowerPriorityNominatedPods`): a preemption for a pod of
     /// `priority` there takes their nomination away.
     pub fn lower_priority_on(&self, node: &str, priority: i32) -> Vec<(String, Nominated)> {
-        self.pods
-            .iter()
-            .filter(|(_, n)| n.node == node && n.priority < priority)
-            .map(|(k, n)| (k.clone(), n.clone()))
+        self.on_node(node)
+            .filter(|(_, n)| n.priority < priority)
+            .map(|(k, n)| (k.to_string(), n.clone()))
             .collect()
     }
 }
@@ -183,6 +220,36 @@ mod tests {
             nominator.pod_updated("default/p", &pending("p", new));
             assert_eq!(nominator.node_of("default/p"), want, "{name}");
         }
+    }
+
+    /// The per-node index follows every nomination: made, moved by the
+    /// watch, replaced, ended by a cleared field or by deletion.
+    #[test]
+    fn the_pods_on_a_node_follow_nominations_made_moved_and_ended() {
+        let on = |nominator: &Nominator, node: &str| -> Vec<String> {
+            let mut keys: Vec<String> = nominator
+                .on_node(node)
+                .map(|(k, _)| k.to_string())
+                .collect();
+            keys.sort();
+            keys
+        };
+        let mut nominator = Nominator::default();
+        nominator.nominate("default/a", pending("a", None), "n1");
+        nominator.nominate("default/b", pending("b", None), "n1");
+        assert_eq!(on(&nominator, "n1"), ["default/a", "default/b"]);
+        // The watch moves a's nomination to n2.
+        nominator.pod_updated("default/a", &pending("a", Some("n2")));
+        assert_eq!(on(&nominator, "n1"), ["default/b"]);
+        assert_eq!(on(&nominator, "n2"), ["default/a"]);
+        // Nominated to the same node again: listed once.
+        nominator.nominate("default/a", pending("a", Some("n2")), "n2");
+        assert_eq!(on(&nominator, "n2"), ["default/a"]);
+        // The field cleared ends a's nomination; b is bound.
+        nominator.pod_updated("default/a", &pending("a", None));
+        nominator.delete("default/b");
+        assert!(on(&nominator, "n1").is_empty() && on(&nominator, "n2").is_empty());
+        assert!(nominator.is_empty());
     }
 
     #[test]

@@ -142,9 +142,11 @@ pub struct NodeInfo {
     /// The host ports the pods use (`UsedPorts`), one entry per claim.
     pub used_ports: Vec<HostPort>,
     /// The images the node reports (`status.images`): every name of each,
-    /// with its size in bytes (boxed: only ImageLocality reads them, and
-    /// the filters read the rest of the node for every pod).
-    pub images: Box<HashMap<String, i64>>,
+    /// with its size in bytes (behind a pointer: only ImageLocality reads
+    /// them, and the filters read the rest of the node for every pod;
+    /// shared, so a copy of the node for preemption's dry run or with its
+    /// nominated pods does not copy them).
+    pub images: Arc<HashMap<String, i64>>,
     /// The node's labels again, laid out for [`NodeInfo::label`].
     flat_labels: FlatLabels,
     /// Where the node is in its snapshot's `nodes` (set by the cache that
@@ -163,7 +165,7 @@ pub struct NodeInfo {
 /// of nodes. Being a `str` throughout, a value found is sliced out with
 /// two char-boundary checks, not validated as UTF-8 again.
 #[derive(Debug, Clone, Default)]
-struct FlatLabels(Box<str>);
+struct FlatLabels(Arc<str>);
 
 /// A length a [`FlatLabels`] entry can hold: two base-128 digits. The API
 /// server caps label keys at 317 bytes and values at 63.
@@ -187,7 +189,7 @@ impl FlatLabels {
             text.push_str(k);
             text.push_str(v);
         }
-        FlatLabels(text.into_boxed_str())
+        FlatLabels(Arc::from(text))
     }
 
     /// Some label was too long to lay out.
@@ -239,7 +241,7 @@ impl NodeInfo {
             .as_ref()
             .and_then(|s| s.unschedulable)
             .unwrap_or(false);
-        let images = Box::new(node_images(&node));
+        let images = Arc::new(node_images(&node));
         let flat_labels = FlatLabels::new(node.metadata.labels.as_ref());
         NodeInfo {
             flat_labels,
@@ -328,7 +330,14 @@ impl NodeInfo {
     pub fn remove_pod_at(&mut self, i: usize) -> NodePod {
         let gone = self.pods.swap_remove(i);
         self.remove_usage(&gone.usage);
-        for port in pod_host_ports(&gone.pod) {
+        // No claimed port on the node: none of the pod's to give back
+        // (and its spec need not be read).
+        let ports = if self.used_ports.is_empty() {
+            Vec::new()
+        } else {
+            pod_host_ports(&gone.pod)
+        };
+        for port in ports {
             if let Some(j) = self.used_ports.iter().position(|p| *p == port) {
                 self.used_ports.swap_remove(j);
             }

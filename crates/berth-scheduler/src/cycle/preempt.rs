@@ -18,7 +18,6 @@
 //! every victim is put back before the next node (the counts are sums, so
 //! that restores them exactly).
 
-use std::collections::BTreeMap;
 use std::sync::Arc;
 
 use berth_core::priority::pod_priority;
@@ -88,7 +87,7 @@ impl Cycle {
             .map(|(index, _)| *index)
             .collect();
         if potential.is_empty() {
-            return Err(not_helpful(all.len(), BTreeMap::new()));
+            return Err(not_helpful(all.len(), Vec::new()));
         }
         // Upstream's potential nodes come in the snapshot's order.
         potential.sort_unstable();
@@ -120,7 +119,7 @@ impl Cycle {
         let priority = pod_priority(pod.pod());
         let mut non_violating: Vec<Found> = Vec::new();
         let mut violating: Vec<Found> = Vec::new();
-        let mut statuses: BTreeMap<String, Status> = BTreeMap::new();
+        let mut statuses: Vec<(String, Status)> = Vec::new();
         for i in 0..potential.len() {
             let index = potential[(offset + i) % potential.len()];
             let node = &all[index];
@@ -130,7 +129,7 @@ impl Cycle {
                 pod,
                 priority,
                 node,
-                nominated.on(index),
+                &nominated.on(index),
                 cache.budgets(),
             ) {
                 Ok((victims, described)) => {
@@ -150,7 +149,7 @@ impl Cycle {
                     }
                 }
                 Err(status) => {
-                    statuses.insert(node.name().to_string(), status);
+                    statuses.push((node.name().to_string(), status));
                 }
             }
         }
@@ -293,7 +292,7 @@ fn victims_on(
 
 /// The message when no candidate was found: each node the dry run
 /// checked with its status, every other node "not helpful".
-fn not_helpful(num_all_nodes: usize, statuses: BTreeMap<String, Status>) -> String {
+fn not_helpful(num_all_nodes: usize, statuses: Vec<(String, Status)>) -> String {
     fit_error(
         num_all_nodes,
         Diagnosis {

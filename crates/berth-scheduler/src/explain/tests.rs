@@ -444,7 +444,7 @@ proptest! {
                 prop_assert_eq!(explanation.unschedulable.clone(), Some(fit.to_string()));
                 let statuses = &fit.diagnosis.node_to_status;
                 for (name, (plugin, reason)) in &infeasible {
-                    match statuses.nodes.get(*name) {
+                    match statuses.get(name) {
                         Some(status) => {
                             prop_assert_eq!(status.plugin, *plugin, "{}", name);
                             prop_assert_eq!(&status.message(), reason, "{}", name);

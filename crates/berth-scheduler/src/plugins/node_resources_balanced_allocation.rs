@@ -5,6 +5,7 @@
 //! requests, no non-zero defaults; a pod requesting nothing is skipped).
 
 use berth_core::resources::PodResourcesOptions;
+use smallvec::SmallVec;
 
 use crate::framework::{
     CycleState, MAX_NODE_SCORE, NodeInfo, NodeScore, Plugin, PodInfo, PreScorePlugin, ScorePlugin,
@@ -64,22 +65,20 @@ impl BalancedAllocation {
             return Err(Status::error("resources not found").with_plugin(NAME));
         }
         // The requested share of each resource the node offers, with and
-        // without the pod: at most a handful, on the stack.
-        const MAX: usize = 16;
-        let mut with_pod = [0f64; MAX];
-        let mut without_pod = [0f64; MAX];
-        let mut n = 0;
-        for (spec, &request) in self.resources.iter().zip(pod_requests).take(MAX) {
+        // without the pod: a handful, inline (not zeroed first: this runs
+        // for every scored node of every pod).
+        let mut with_pod: SmallVec<[f64; 4]> = SmallVec::new();
+        let mut without_pod: SmallVec<[f64; 4]> = SmallVec::new();
+        for (spec, &request) in self.resources.iter().zip(pod_requests) {
             let (alloc, allocated) = allocatable_and_allocated(node, spec, request, true);
             if alloc == 0 {
                 continue;
             }
-            with_pod[n] = share(allocated.saturating_add(request), alloc);
-            without_pod[n] = share(allocated, alloc);
-            n += 1;
+            with_pod.push(share(allocated.saturating_add(request), alloc));
+            without_pod.push(share(allocated, alloc));
         }
-        let score_with = balance(&with_pod[..n]);
-        let score_without = balance(&without_pod[..n]);
+        let score_with = balance(&with_pod);
+        let score_without = balance(&without_pod);
         Ok(MAX_NODE_SCORE / 2 + (MAX_NODE_SCORE / 2 + score_with - score_without) / 2)
     }
 
