@@ -26,9 +26,11 @@ pub struct Nominated {
 /// through every nomination for each would grow with their number.
 #[derive(Debug, Default)]
 pub struct Nominator {
-    pods: HashMap<String, Nominated>,
-    by_node: HashMap<String, Vec<String>>,
+    pods: FastMap<String, Nominated>,
+    by_node: FastMap<String, Vec<String>>,
 }
+
+type FastMap<K, V> = HashMap<K, V, foldhash::fast::RandomState>;
 
 /// `status.nominatedNodeName`, "" when unset.
 pub fn nominated_node_name(pod: &Pod) -> &str {
