@@ -12,7 +12,7 @@ use crate::framework::{
     Snapshot, Status, score_each,
 };
 use crate::plugins::node_resources_fit::{
-    ResourceSpec, allocatable_and_allocated, default_resources, score_requests,
+    ResourceSpec, allocatable_and_allocated, cpu_memory_weights, default_resources, score_requests,
 };
 
 /// The plugin's registry name.
@@ -80,6 +80,37 @@ impl BalancedAllocation {
         let score_with = balance(&with_pod);
         let score_without = balance(&without_pod);
         Ok(MAX_NODE_SCORE / 2 + (MAX_NODE_SCORE / 2 + score_with - score_without) / 2)
+    }
+
+    /// [`BalancedAllocation::balanced_score`] for cpu then memory (see
+    /// [`cpu_memory_weights`]; the weights play no part here).
+    #[inline]
+    fn balanced_cpu_memory(node: &NodeInfo, cpu_request: i64, memory_request: i64) -> i64 {
+        let mut with_pod = [0f64; 2];
+        let mut without_pod = [0f64; 2];
+        let mut n = 0;
+        for (alloc, allocated, request) in [
+            (
+                node.allocatable.milli_cpu,
+                node.requested.milli_cpu,
+                cpu_request,
+            ),
+            (
+                node.allocatable.memory,
+                node.requested.memory,
+                memory_request,
+            ),
+        ] {
+            if alloc == 0 {
+                continue;
+            }
+            with_pod[n] = share(allocated.saturating_add(request), alloc);
+            without_pod[n] = share(allocated, alloc);
+            n += 1;
+        }
+        let score_with = balance(&with_pod[..n]);
+        let score_without = balance(&without_pod[..n]);
+        MAX_NODE_SCORE / 2 + (MAX_NODE_SCORE / 2 + score_with - score_without) / 2
     }
 
     /// The pod's requests of the scored resources; `None` for a
@@ -172,6 +203,13 @@ impl ScorePlugin for BalancedAllocation {
                 None => return score_each(nodes, scores, |_| Ok(0)),
             },
         };
+        if let (Some(_), [cpu, memory, ..]) =
+            (cpu_memory_weights(&self.resources), requests.as_slice())
+        {
+            return score_each(nodes, scores, |node| {
+                Ok(Self::balanced_cpu_memory(node, *cpu, *memory))
+            });
+        }
         score_each(nodes, scores, |node| self.balanced_score(node, requests))
     }
 }

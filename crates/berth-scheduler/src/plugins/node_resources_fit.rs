@@ -96,6 +96,21 @@ impl ResourceSpec {
     }
 }
 
+/// The weights of `resources` when they are cpu then memory (the default
+/// and most profiles): the scores then read the two amounts directly
+/// instead of walking the list, for every scored node of every pod. The
+/// arithmetic is the general path's, term for term.
+pub(crate) fn cpu_memory_weights(resources: &[ResourceSpec]) -> Option<(i64, i64)> {
+    match resources {
+        [cpu, memory]
+            if cpu.field == ResourceField::Cpu && memory.field == ResourceField::Memory =>
+        {
+            Some((cpu.weight, memory.weight))
+        }
+        _ => None,
+    }
+}
+
 /// The default scored resources: cpu and memory, weight 1 each.
 pub fn default_resources() -> Vec<ResourceSpec> {
     vec![
@@ -312,6 +327,45 @@ impl NodeResourcesFit {
         }
         Ok(node_score / weight_sum)
     }
+}
+
+/// [`NodeResourcesFit::least_allocated_score`] for cpu then memory with
+/// `weights` ([`cpu_memory_weights`]) and the pod's requests of the two.
+#[inline]
+pub(crate) fn least_allocated_cpu_memory(
+    node: &NodeInfo,
+    (cpu_weight, memory_weight): (i64, i64),
+    cpu_request: i64,
+    memory_request: i64,
+) -> i64 {
+    let mut node_score: i64 = 0;
+    let mut weight_sum: i64 = 0;
+    for (allocatable, allocated, request, weight) in [
+        (
+            node.allocatable.milli_cpu,
+            node.non_zero_requested.milli_cpu,
+            cpu_request,
+            cpu_weight,
+        ),
+        (
+            node.allocatable.memory,
+            node.non_zero_requested.memory,
+            memory_request,
+            memory_weight,
+        ),
+    ] {
+        if allocatable == 0 {
+            continue;
+        }
+        let requested = allocated.saturating_add(request);
+        node_score = node_score
+            .saturating_add(least_requested_score(requested, allocatable).saturating_mul(weight));
+        weight_sum = weight_sum.saturating_add(weight);
+    }
+    if weight_sum == 0 {
+        return 0;
+    }
+    node_score / weight_sum
 }
 
 /// `calculateResourceAllocatableRequest`: the node's allocatable amount of
@@ -565,6 +619,13 @@ impl ScorePlugin for NodeResourcesFit {
                 &computed
             }
         };
+        if let (Some(weights), [cpu, memory, ..]) =
+            (cpu_memory_weights(&self.resources), requests.as_slice())
+        {
+            return score_each(nodes, scores, |node| {
+                Ok(least_allocated_cpu_memory(node, weights, *cpu, *memory))
+            });
+        }
         score_each(nodes, scores, |node| {
             self.least_allocated_score(node, requests)
         })

@@ -237,3 +237,88 @@ fn balanced_allocation_as_upstream() {
         assert_eq!(Some(got.as_slice()), case.want, "{}", case.name);
     }
 }
+
+/// The scores' cpu-and-memory paths (taken for the default resources)
+/// agree with the general ones on any amounts: zero allocatable, requests
+/// over allocatable, and amounts near `i64::MAX` whose products overflow.
+mod cpu_memory_path {
+    use super::*;
+    use crate::plugins::node_resources_fit::{
+        NodeResourcesFit, cpu_memory_weights, least_allocated_cpu_memory,
+    };
+    use proptest::prelude::*;
+    use std::sync::Arc;
+
+    fn amount() -> impl Strategy<Value = i64> {
+        prop_oneof![
+            Just(0i64),
+            0i64..10_000,
+            0i64..100_000_000_000,
+            (i64::MAX - 1_000)..=i64::MAX,
+        ]
+    }
+
+    proptest! {
+        #[test]
+        fn the_cpu_and_memory_path_scores_as_the_general_one(
+            alloc_cpu in amount(), alloc_mem in amount(),
+            used_cpu in amount(), used_mem in amount(),
+            non_zero_cpu in amount(), non_zero_mem in amount(),
+            req_cpu in amount(), req_mem in amount(),
+            cpu_weight in 1i64..=100, mem_weight in 1i64..=100,
+        ) {
+            let mut info = NodeInfo::new(Arc::new(make_node().name("n").obj()));
+            info.allocatable.milli_cpu = alloc_cpu;
+            info.allocatable.memory = alloc_mem;
+            info.requested.milli_cpu = used_cpu;
+            info.requested.memory = used_mem;
+            info.non_zero_requested.milli_cpu = non_zero_cpu;
+            info.non_zero_requested.memory = non_zero_mem;
+            let requests = [req_cpu, req_mem];
+
+            let resources = vec![
+                ResourceSpec::new("cpu", cpu_weight),
+                ResourceSpec::new("memory", mem_weight),
+            ];
+            let weights = cpu_memory_weights(&resources);
+            prop_assert_eq!(weights, Some((cpu_weight, mem_weight)));
+            let fit = NodeResourcesFit::new(resources.clone())
+                .map_err(|e| TestCaseError::fail(format!("{e:?}")))?;
+            prop_assert_eq!(
+                Ok(least_allocated_cpu_memory(&info, (cpu_weight, mem_weight), req_cpu, req_mem)),
+                fit.least_allocated_score(&info, &requests)
+            );
+
+            let balanced = BalancedAllocation { resources, ..BalancedAllocation::default() };
+            prop_assert_eq!(
+                Ok(BalancedAllocation::balanced_cpu_memory(&info, req_cpu, req_mem)),
+                balanced.balanced_score(&info, &requests)
+            );
+        }
+    }
+
+    #[test]
+    fn only_cpu_then_memory_takes_the_path() {
+        let cases: [(&str, Vec<ResourceSpec>, bool); 4] = [
+            ("the default", default_resources(), true),
+            (
+                "memory first",
+                vec![ResourceSpec::new("memory", 1), ResourceSpec::new("cpu", 1)],
+                false,
+            ),
+            ("cpu alone", vec![ResourceSpec::new("cpu", 1)], false),
+            (
+                "with a GPU",
+                vec![
+                    ResourceSpec::new("cpu", 1),
+                    ResourceSpec::new("memory", 1),
+                    ResourceSpec::new("nvidia.com/gpu", 1),
+                ],
+                false,
+            ),
+        ];
+        for (name, resources, want) in cases {
+            assert_eq!(cpu_memory_weights(&resources).is_some(), want, "{name}");
+        }
+    }
+}
