@@ -1,7 +1,7 @@
 //! The watch adapter: a kube-rs watcher's events as [`Change`]s, with the
 //! deletions a relist implies filled in.
 
-use std::collections::{HashMap, HashSet, VecDeque};
+use std::collections::{HashSet, VecDeque};
 use std::pin::Pin;
 use std::task::{Context, Poll};
 
@@ -161,15 +161,13 @@ fn names(meta: &ObjectMeta) -> (&str, &str) {
     )
 }
 
-type FastMap<K, V> = HashMap<K, V, foldhash::fast::RandomState>;
-
 /// Every object a client was told exists, with its UID, by namespace and
 /// name: an update of a known object (most events) is looked up by the
 /// borrowed names and changes nothing here, so it costs no allocation.
 /// Each subscriber of a shared watch keeps one, for every event.
 #[derive(Debug, Default)]
 struct Known {
-    by_namespace: FastMap<String, FastMap<String, Option<String>>>,
+    by_namespace: foldhash::HashMap<String, foldhash::HashMap<String, Option<String>>>,
     len: usize,
 }
 
@@ -190,7 +188,7 @@ impl Known {
             }
             names.insert(name.to_string(), uid.map(str::to_string));
         } else {
-            let mut names = FastMap::default();
+            let mut names = foldhash::HashMap::default();
             names.insert(name.to_string(), uid.map(str::to_string));
             self.by_namespace.insert(namespace.to_string(), names);
         }

@@ -6,8 +6,6 @@
 //! freed. Nominations come from this scheduler's preemptions and from the
 //! pods' `status.nominatedNodeName` as the watch reports it.
 
-use std::collections::HashMap;
-
 use berth_core::priority::pod_priority;
 use k8s_openapi::api::core::v1::Pod;
 
@@ -26,11 +24,9 @@ pub struct Nominated {
 /// through every nomination for each would grow with their number.
 #[derive(Debug, Default)]
 pub struct Nominator {
-    pods: FastMap<String, Nominated>,
-    by_node: FastMap<String, Vec<String>>,
+    pods: foldhash::HashMap<String, Nominated>,
+    by_node: foldhash::HashMap<String, Vec<String>>,
 }
-
-type FastMap<K, V> = HashMap<K, V, foldhash::fast::RandomState>;
 
 /// `status.nominatedNodeName`, "" when unset.
 pub fn nominated_node_name(pod: &Pod) -> &str {

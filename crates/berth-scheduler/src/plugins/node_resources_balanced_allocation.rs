@@ -64,32 +64,19 @@ impl BalancedAllocation {
         if self.resources.is_empty() {
             return Err(Status::error("resources not found").with_plugin(NAME));
         }
-        // The requested share of each resource the node offers, with and
-        // without the pod: a handful, inline (not zeroed first: this runs
-        // for every scored node of every pod).
-        let mut with_pod: SmallVec<[f64; 4]> = SmallVec::new();
-        let mut without_pod: SmallVec<[f64; 4]> = SmallVec::new();
-        for (spec, &request) in self.resources.iter().zip(pod_requests) {
-            let (alloc, allocated) = allocatable_and_allocated(node, spec, request, true);
-            if alloc == 0 {
-                continue;
-            }
-            with_pod.push(share(allocated.saturating_add(request), alloc));
-            without_pod.push(share(allocated, alloc));
-        }
-        let score_with = balance(&with_pod);
-        let score_without = balance(&without_pod);
-        Ok(MAX_NODE_SCORE / 2 + (MAX_NODE_SCORE / 2 + score_with - score_without) / 2)
+        Ok(balanced_of(self.resources.iter().zip(pod_requests).map(
+            |(spec, &request)| {
+                let (alloc, allocated) = allocatable_and_allocated(node, spec, request, true);
+                (alloc, allocated, request)
+            },
+        )))
     }
 
     /// [`BalancedAllocation::balanced_score`] for cpu then memory (see
     /// [`cpu_memory_weights`]; the weights play no part here).
     #[inline]
     fn balanced_cpu_memory(node: &NodeInfo, cpu_request: i64, memory_request: i64) -> i64 {
-        let mut with_pod = [0f64; 2];
-        let mut without_pod = [0f64; 2];
-        let mut n = 0;
-        for (alloc, allocated, request) in [
+        balanced_of([
             (
                 node.allocatable.milli_cpu,
                 node.requested.milli_cpu,
@@ -100,17 +87,7 @@ impl BalancedAllocation {
                 node.requested.memory,
                 memory_request,
             ),
-        ] {
-            if alloc == 0 {
-                continue;
-            }
-            with_pod[n] = share(allocated.saturating_add(request), alloc);
-            without_pod[n] = share(allocated, alloc);
-            n += 1;
-        }
-        let score_with = balance(&with_pod[..n]);
-        let score_without = balance(&without_pod[..n]);
-        MAX_NODE_SCORE / 2 + (MAX_NODE_SCORE / 2 + score_with - score_without) / 2
+        ])
     }
 
     /// The pod's requests of the scored resources; `None` for a
@@ -119,6 +96,28 @@ impl BalancedAllocation {
         let requests = self.pod_requests(pod);
         requests.iter().any(|&r| r != 0).then_some(requests)
     }
+}
+
+/// The balance score of a node from each scored resource's
+/// `(allocatable, allocated, pod's request)`: how much more evenly the
+/// node's resources are used with the pod than without it.
+#[inline]
+fn balanced_of(resources: impl IntoIterator<Item = (i64, i64, i64)>) -> i64 {
+    // The requested share of each resource the node offers, with and
+    // without the pod: a handful, inline (not zeroed first: this runs
+    // for every scored node of every pod).
+    let mut with_pod: SmallVec<[f64; 4]> = SmallVec::new();
+    let mut without_pod: SmallVec<[f64; 4]> = SmallVec::new();
+    for (alloc, allocated, request) in resources {
+        if alloc == 0 {
+            continue;
+        }
+        with_pod.push(share(allocated.saturating_add(request), alloc));
+        without_pod.push(share(allocated, alloc));
+    }
+    let score_with = balance(&with_pod);
+    let score_without = balance(&without_pod);
+    MAX_NODE_SCORE / 2 + (MAX_NODE_SCORE / 2 + score_with - score_without) / 2
 }
 
 /// `requested / allocatable`, at most 1.

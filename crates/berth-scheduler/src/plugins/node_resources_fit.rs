@@ -306,26 +306,16 @@ impl NodeResourcesFit {
         if self.resources.is_empty() {
             return Err(Status::error("resources not found").with_plugin(NAME));
         }
-        let mut node_score: i64 = 0;
-        let mut weight_sum: i64 = 0;
-        for (spec, &pod_request) in self.resources.iter().zip(pod_requests) {
-            let (allocatable, allocated) =
-                allocatable_and_allocated(node, spec, pod_request, false);
-            let requested = allocated.saturating_add(pod_request);
-            // Resources the node does not offer (or the pod does not ask
-            // for, among scalar ones) take no part in the average.
-            if allocatable == 0 {
-                continue;
-            }
-            node_score = node_score.saturating_add(
-                least_requested_score(requested, allocatable).saturating_mul(spec.weight),
-            );
-            weight_sum = weight_sum.saturating_add(spec.weight);
-        }
-        if weight_sum == 0 {
-            return Ok(0);
-        }
-        Ok(node_score / weight_sum)
+        Ok(least_allocated_of(
+            self.resources
+                .iter()
+                .zip(pod_requests)
+                .map(|(spec, &pod_request)| {
+                    let (allocatable, allocated) =
+                        allocatable_and_allocated(node, spec, pod_request, false);
+                    (allocatable, allocated, pod_request, spec.weight)
+                }),
+        ))
     }
 }
 
@@ -338,9 +328,7 @@ pub(crate) fn least_allocated_cpu_memory(
     cpu_request: i64,
     memory_request: i64,
 ) -> i64 {
-    let mut node_score: i64 = 0;
-    let mut weight_sum: i64 = 0;
-    for (allocatable, allocated, request, weight) in [
+    least_allocated_of([
         (
             node.allocatable.milli_cpu,
             node.non_zero_requested.milli_cpu,
@@ -353,7 +341,19 @@ pub(crate) fn least_allocated_cpu_memory(
             memory_request,
             memory_weight,
         ),
-    ] {
+    ])
+}
+
+/// The LeastAllocated score of a node from each scored resource's
+/// `(allocatable, allocated, pod's request, weight)`: the weighted average
+/// of the unused shares.
+#[inline]
+fn least_allocated_of(resources: impl IntoIterator<Item = (i64, i64, i64, i64)>) -> i64 {
+    let mut node_score: i64 = 0;
+    let mut weight_sum: i64 = 0;
+    for (allocatable, allocated, request, weight) in resources {
+        // Resources the node does not offer (or the pod does not ask
+        // for, among scalar ones) take no part in the average.
         if allocatable == 0 {
             continue;
         }
