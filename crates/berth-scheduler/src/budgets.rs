@@ -16,6 +16,8 @@ use crate::preemption::DisruptionBudgets;
 #[derive(Debug, Default, Clone)]
 pub struct Budgets {
     by_namespace: BTreeMap<String, BTreeMap<String, Arc<PodDisruptionBudget>>>,
+    /// How many times a budget was added, changed or deleted.
+    version: u64,
 }
 
 impl Budgets {
@@ -26,6 +28,7 @@ impl Budgets {
     /// A budget was added or changed (its status carries the disruptions
     /// allowed and the pods already being disrupted).
     pub fn upsert(&mut self, pdb: PodDisruptionBudget) {
+        self.version += 1;
         let namespace = pdb.metadata.namespace.clone().unwrap_or_default();
         let name = pdb.metadata.name.clone().unwrap_or_default();
         self.by_namespace
@@ -36,12 +39,19 @@ impl Budgets {
 
     /// A budget was deleted.
     pub fn delete(&mut self, namespace: &str, name: &str) {
+        self.version += 1;
         if let Some(budgets) = self.by_namespace.get_mut(namespace) {
             budgets.remove(name);
             if budgets.is_empty() {
                 self.by_namespace.remove(namespace);
             }
         }
+    }
+
+    /// Changes when any budget is added, changed or deleted: preemption's
+    /// verdicts on a node are reused only while it stays the same.
+    pub fn version(&self) -> u64 {
+        self.version
     }
 
     /// How many budgets there are.

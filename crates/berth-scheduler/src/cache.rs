@@ -13,7 +13,7 @@
 //! the cache itself is the snapshot a cycle reads: no copy per cycle.
 
 use std::collections::{BTreeMap, HashMap};
-use std::sync::Arc;
+use std::sync::{Arc, OnceLock};
 use std::sync::atomic::{AtomicU64, Ordering};
 
 use k8s_openapi::api::core::v1::{Node, Pod};
@@ -63,6 +63,12 @@ pub struct Cache {
     nominator: Nominator,
     /// The disruption budgets preemption weighs (from the PDB watch).
     budgets: Budgets,
+    /// The last [`NodeInfo::version`] given: each change to a node or
+    /// the pods on it takes the next one.
+    node_versions: u64,
+    /// Every node's name by index, made when a failed cycle first needs
+    /// it after nodes came or went (its diagnosis names nodes by index).
+    node_names: OnceLock<Arc<[Arc<str>]>>,
 }
 
 impl Default for Cache {
@@ -82,6 +88,8 @@ impl Default for Cache {
             pods_affecting_scores: 0,
             nominator: Nominator::default(),
             budgets: Budgets::default(),
+            node_versions: 0,
+            node_names: OnceLock::new(),
         }
     }
 }
@@ -120,6 +128,13 @@ impl Cache {
     /// the freed slot).
     pub fn nodes(&self) -> &[NodeInfo] {
         &self.nodes
+    }
+
+    /// Every node's name, by index.
+    pub fn node_names(&self) -> Arc<[Arc<str>]> {
+        self.node_names
+            .get_or_init(|| self.nodes.iter().map(|n| n.name_arc().clone()).collect())
+            .clone()
     }
 
     pub fn node_index(&self, name: &str) -> Option<usize> {
@@ -199,6 +214,14 @@ impl Cache {
         self.namespaces.get(name)
     }
 
+    /// The node at `i` changed: it takes a version never given before.
+    fn touch(&mut self, i: usize) {
+        self.node_versions += 1;
+        if let Some(node) = self.nodes.get_mut(i) {
+            node.set_version(self.node_versions);
+        }
+    }
+
     fn count_images(&mut self, info: &NodeInfo, add: bool) {
         for name in info.images.keys() {
             if add {
@@ -235,6 +258,7 @@ impl Cache {
                 }
             }
             self.nodes[i].set_node(node, &mut self.taint_sets);
+            self.touch(i);
             if images_changed {
                 let info = self.nodes[i].clone_images();
                 for name in info {
@@ -251,6 +275,8 @@ impl Cache {
         info.set_position(self.nodes.len());
         self.index.insert(name, self.nodes.len());
         self.nodes.push(info);
+        self.node_names = OnceLock::new();
+        self.touch(self.nodes.len() - 1);
         self.epoch += 1;
         None
     }
@@ -260,6 +286,7 @@ impl Cache {
     pub fn remove_node(&mut self, name: &str) -> Option<Arc<Node>> {
         let i = self.index.remove(name)?;
         let removed = self.nodes.swap_remove(i);
+        self.node_names = OnceLock::new();
         self.count_images(&removed, false);
         if let Some(moved) = self.nodes.get_mut(i) {
             moved.set_position(i);
@@ -310,6 +337,7 @@ impl Cache {
     fn insert(&mut self, key: &str, info: PodInfo, node: &str, assumed: bool) {
         if let Some(&i) = self.index.get(node) {
             self.nodes[i].add_pod_info(&info);
+            self.touch(i);
             if let Some(added) = self.nodes[i].pods.last().cloned() {
                 self.log.push(PodChange {
                     node: i,
@@ -336,6 +364,7 @@ impl Cache {
         if let Some(&i) = self.index.get(&pod.node)
             && let Some(gone) = self.nodes[i].remove_pod_info(&pod.info)
         {
+            self.touch(i);
             self.log.push(PodChange {
                 node: i,
                 pod: gone,

@@ -19,6 +19,7 @@
 //!   (upstream's `selectHost` reservoir sampling).
 
 use std::collections::BTreeSet;
+use std::sync::Arc;
 
 use berth_core::splitmix::SplitMix64;
 use smallvec::SmallVec;
@@ -135,8 +136,12 @@ pub struct Cycle {
     /// The list the filtering of a cycle collects rejections in, kept from
     /// one cycle to the next: a cycle may reject thousands of nodes before
     /// it finds enough that fit, and growing a new list for each pod cost
-    /// more than the filters that rejected them.
-    rejected: Rejected,
+    /// more than the filters that rejected them. Shared with the
+    /// diagnosis of a cycle that found no node, which names the nodes by
+    /// their index in it.
+    rejected: Arc<Rejected>,
+    /// Verdicts kept for the next pod of the same spec.
+    memo: Memo,
 }
 
 /// Nodes (indexes into the cache's) a filter rejected, with why.
@@ -151,7 +156,17 @@ impl Cycle {
             next_start_node_index: 0,
             tie_breaker: TieBreaker::new(seed),
             memory: Memory::default(),
-            rejected: Rejected::new(),
+            rejected: Arc::new(Rejected::new()),
+            memo: Memo::default(),
+        }
+    }
+
+    /// A cycle that never reuses a verdict of an earlier one (see
+    /// [`memo`]): for tests that compare decisions with and without.
+    pub fn without_memo(seed: u64) -> Self {
+        Cycle {
+            memo: Memo::disabled(),
+            ..Cycle::new(seed)
         }
     }
 
@@ -222,10 +237,12 @@ impl Cycle {
         snapshot: &Snapshot<'_>,
     ) -> Result<FeasibleNodes, ScheduleError> {
         let all = snapshot.nodes;
-        self.rejected.clear();
+        let emptied = self.take_rejected();
+        self.rejected = Arc::new(emptied);
         let filters = PodFilters::new(profile, state, pod, snapshot)?;
         let nominated = NominatedPods::for_pod(cache, pod);
-        if let Some(index) = nominated.own_node.and_then(|n| cache.node_index(n))
+        let memo = self.memo.prepare(&filters, pod, cache);
+        if let Some(index) = nominated.own_index
             && filters.is_candidate(all[index].name())
             && filter_with_nominated(&filters, state, pod, &all[index], &nominated.on(index))
                 .is_none()
@@ -250,19 +267,31 @@ impl Cycle {
             all,
             candidates.as_deref(),
             &nominated,
+            memo,
         )?;
         let num_rejected = rejected.len();
-        self.rejected = rejected;
+        self.rejected = Arc::new(rejected);
         if feasible.is_empty() {
             return Err(fit_error(
                 all.len(),
-                diagnose_rejections(all, &filters.pre.narrowed_by, &self.rejected),
+                diagnose_rejections(cache, &filters.pre.narrowed_by, &self.rejected),
             ));
         }
         Ok(FeasibleNodes {
             feasible,
             rejected: num_rejected,
         })
+    }
+
+    /// The rejection list emptied for a new cycle: the last one's, unless
+    /// a diagnosis still holds it.
+    fn take_rejected(&mut self) -> Rejected {
+        let mut rejected = match Arc::try_unwrap(std::mem::take(&mut self.rejected)) {
+            Ok(rejected) => rejected,
+            Err(shared) => Rejected::with_capacity(shared.len()),
+        };
+        rejected.clear();
+        rejected
     }
 
     /// `findNodesThatPassFilters`: runs the filters from where the last
@@ -281,14 +310,14 @@ impl Cycle {
         all: &[NodeInfo],
         candidates: Option<&[usize]>,
         nominated: &NominatedPods<'_>,
+        memo: bool,
     ) -> Result<(Vec<usize>, Rejected), ScheduleError> {
         let num_candidates = candidates.map_or(all.len(), <[usize]>::len);
         let node_at = |i: usize| -> usize { candidates.map_or(i, |c| c[i]) };
         let to_find =
             num_feasible_nodes_to_find(profile.percentage_of_nodes_to_score, num_candidates);
         let mut feasible: Vec<usize> = Vec::with_capacity(to_find.min(num_candidates));
-        let mut rejected = std::mem::take(&mut self.rejected);
-        rejected.clear();
+        let mut rejected = self.take_rejected();
         let start = self.next_start_node_index % num_candidates.max(1);
         let mut processed = 0;
         for step in 0..num_candidates {
@@ -297,10 +326,21 @@ impl Cycle {
             }
             processed += 1;
             let index = node_at((start + step) % num_candidates);
-            let status = if nominated.is_empty() {
-                filters.run(state, pod, &all[index])
-            } else {
-                filter_with_nominated(filters, state, pod, &all[index], &nominated.on(index))
+            let node = &all[index];
+            let reuse = memo && nominated.own_index != Some(index);
+            let status = match self.memo.filter(index, node).filter(|_| reuse) {
+                Some(verdict) => verdict.clone(),
+                None => {
+                    let verdict = if nominated.is_empty() {
+                        filters.run(state, pod, node)
+                    } else {
+                        filter_with_nominated(filters, state, pod, node, &nominated.on(index))
+                    };
+                    if reuse && verdict.as_ref().is_none_or(|s| s.code != Code::Error) {
+                        self.memo.keep_filter(index, node, verdict.clone());
+                    }
+                    verdict
+                }
             };
             match status {
                 None => feasible.push(index),
@@ -411,6 +451,29 @@ impl<'p> PodFilters<'p> {
                 }
             })
             .collect()
+    }
+
+    /// Whether every filter that runs, and every PreFilter kept up to
+    /// date, reads only the pod's spec and the node judged, with no
+    /// candidate narrowing: what [`memo`] needs to reuse a verdict.
+    pub(crate) fn node_local(&self) -> bool {
+        self.pre.allowed.is_none()
+            && self.active.iter().all(|p| p.node_local())
+            && self.extended.iter().all(|p| p.node_local())
+    }
+
+    /// The plugin objects this pod's verdicts come from (the filters that
+    /// run, then the PreFilters kept up to date), by address.
+    pub(crate) fn plugin_addresses(&self) -> Vec<usize> {
+        let filters = self
+            .active
+            .iter()
+            .map(|p| std::ptr::from_ref::<dyn FilterPlugin>(*p).cast::<()>() as usize);
+        let pre_filters = self
+            .extended
+            .iter()
+            .map(|p| std::ptr::from_ref::<dyn PreFilterPlugin>(*p).cast::<()>() as usize);
+        filters.chain(pre_filters).collect()
     }
 
     /// Whether a cycle filters the node at all: a PreFilter may have
@@ -527,23 +590,31 @@ fn run_pre_filter_plugins<'p>(
 }
 
 /// The diagnosis of a cycle that found no feasible node: each rejected
-/// node's status, the plugins that rejected any, and for the nodes a
-/// PreFilter left out, the plugins that narrowed the candidates.
+/// node's status (the cycle's own list, shared), the plugins that rejected
+/// any, and for the nodes a PreFilter left out, the plugins that narrowed
+/// the candidates.
 fn diagnose_rejections(
-    all: &[NodeInfo],
+    cache: &Cache,
     narrowed_by: &[&'static str],
-    rejected: &[(usize, Status)],
+    rejected: &Arc<Rejected>,
 ) -> Diagnosis {
     let mut diagnosis = Diagnosis::default();
     diagnosis
         .unschedulable_plugins
         .extend(narrowed_by.iter().copied());
-    let mut nodes = Vec::with_capacity(rejected.len());
-    for (index, status) in rejected {
-        diagnosis.unschedulable_plugins.insert(status.plugin);
-        nodes.push((all[*index].name().to_string(), status.clone()));
+    // Runs of nodes rejected by the same plugin are the rule.
+    let mut last: Option<&str> = None;
+    for (_, status) in rejected.iter() {
+        if last != Some(status.plugin) {
+            diagnosis.unschedulable_plugins.insert(status.plugin);
+            last = Some(status.plugin);
+        }
     }
-    diagnosis.node_to_status = NodeToStatus::new(nodes, narrowed_away(narrowed_by));
+    diagnosis.node_to_status = NodeToStatus::of_rejections(
+        rejected.clone(),
+        cache.node_names(),
+        narrowed_away(narrowed_by),
+    );
     diagnosis
 }
 
@@ -688,6 +759,8 @@ pub(crate) struct NominatedPods<'c> {
     key: String,
     priority: i32,
     own_node: Option<&'c str>,
+    /// Where `own_node` is in the cache's nodes.
+    own_index: Option<usize>,
 }
 
 impl<'c> NominatedPods<'c> {
@@ -698,9 +771,11 @@ impl<'c> NominatedPods<'c> {
         } else {
             crate::pod_key::pod_key(pod.pod())
         };
+        let own_node = nominator.node_of(&key);
         NominatedPods {
             cache,
-            own_node: nominator.node_of(&key),
+            own_index: own_node.and_then(|n| cache.node_index(n)),
+            own_node,
             key,
             priority: berth_core::priority::pod_priority(pod.pod()),
         }
@@ -800,7 +875,9 @@ pub const FILTER_ORDER: [&str; 8] = [
     crate::plugins::inter_pod_affinity::NAME,
 ];
 
+pub(crate) mod memo;
 mod preempt;
+use memo::Memo;
 pub use preempt::{
     MIN_CANDIDATE_NODES_ABSOLUTE, MIN_CANDIDATE_NODES_PERCENTAGE, NO_VICTIMS, NOT_HELPFUL,
     Preemption, num_candidates,

@@ -265,7 +265,13 @@ pub fn explain(profile: &Profile, pod: &Pod, cache: &Cache) -> Explanation {
 fn fit_message(num_nodes: usize, rejections: BTreeMap<String, Status>, absent: Status) -> String {
     let diagnosis = Diagnosis {
         unschedulable_plugins: rejections.values().map(|s| s.plugin).collect(),
-        node_to_status: NodeToStatus::new(rejections.into_iter().collect(), absent),
+        node_to_status: NodeToStatus::new(
+            rejections
+                .into_iter()
+                .map(|(name, status)| (Arc::from(name), status))
+                .collect(),
+            absent,
+        ),
         ..Diagnosis::default()
     };
     FitError {

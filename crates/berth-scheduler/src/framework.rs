@@ -14,6 +14,7 @@ use std::any::{Any, TypeId};
 use std::borrow::Cow;
 use std::collections::{BTreeSet, HashMap};
 use std::fmt;
+use std::sync::Arc;
 
 use smallvec::{SmallVec, smallvec};
 
@@ -62,7 +63,7 @@ impl fmt::Display for Code {
 
 /// The result of running a plugin: a code, the human-readable reasons (the
 /// strings aggregated into [`FitError`]) and the plugin that produced it.
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, PartialEq, Eq)]
 pub struct Status {
     pub code: Code,
     pub reasons: Reasons,
@@ -76,6 +77,28 @@ pub struct Status {
 /// Filter runs once per node, and most nodes of a large cluster reject
 /// most pods.
 pub type Reasons = SmallVec<[Cow<'static, str>; 1]>;
+
+impl Clone for Status {
+    /// A failed cycle copies a status for each of thousands of nodes, and
+    /// nearly all have one reason: that one is pushed without going
+    /// through the general collect.
+    #[inline]
+    fn clone(&self) -> Self {
+        let reasons = match self.reasons.as_slice() {
+            [one] => {
+                let mut reasons = Reasons::new();
+                reasons.push(one.clone());
+                reasons
+            }
+            many => many.iter().cloned().collect(),
+        };
+        Status {
+            code: self.code,
+            reasons,
+            plugin: self.plugin,
+        }
+    }
+}
 
 impl Default for Status {
     fn default() -> Self {
@@ -322,6 +345,16 @@ pub struct NodeScore {
 /// Every plugin has a name, used in statuses and configuration.
 pub trait Plugin {
     fn name(&self) -> &'static str;
+
+    /// Whether this plugin's PreFilter and Filter read nothing but the
+    /// pod's spec and the one node judged (its object and the pods on it):
+    /// then a verdict holds for any pod with the same spec for as long as
+    /// the node is unchanged, and a cycle may reuse it (see
+    /// `cycle::memo`). False unless a plugin says so: PodTopologySpread
+    /// and InterPodAffinity count pods on other nodes.
+    fn node_local(&self) -> bool {
+        false
+    }
 }
 
 /// Runs once per pod before filtering; may reject the pod outright, narrow
@@ -465,46 +498,112 @@ fn saturate_i64(v: i128) -> i64 {
 /// (nodes a PreFilterResult excluded, for instance). A list in the order
 /// the nodes were examined, not a map: a failed cycle over thousands of
 /// nodes records them all, and only the message (a histogram of reasons)
-/// and tools looking one node up read them.
-#[derive(Debug, Clone, PartialEq, Eq)]
+/// and tools looking one node up read them. A cycle's own rejections are
+/// shared with the cycle, by node index, not copied.
+#[derive(Debug, Clone)]
 pub struct NodeToStatus {
-    pub nodes: Vec<(String, Status)>,
+    examined: Examined,
     pub absent_nodes_status: Status,
+}
+
+#[derive(Debug, Clone)]
+enum Examined {
+    /// Named one by one.
+    Named(Vec<(Arc<str>, Status)>),
+    /// A cycle's rejections: indexes into `names`, the cache's node names
+    /// when the cycle ran.
+    Indexed {
+        rejected: Arc<Vec<(usize, Status)>>,
+        names: Arc<[Arc<str>]>,
+    },
 }
 
 impl Default for NodeToStatus {
     fn default() -> Self {
         // Upstream's default for absent nodes: they were never candidates,
         // so preemption cannot help them either.
-        NodeToStatus {
-            nodes: Vec::new(),
-            absent_nodes_status: Status::code_only(Code::UnschedulableAndUnresolvable),
-        }
+        NodeToStatus::new(
+            Vec::new(),
+            Status::code_only(Code::UnschedulableAndUnresolvable),
+        )
     }
 }
 
+impl PartialEq for NodeToStatus {
+    fn eq(&self, other: &Self) -> bool {
+        self.absent_nodes_status == other.absent_nodes_status && self.iter().eq(other.iter())
+    }
+}
+
+impl Eq for NodeToStatus {}
+
 impl NodeToStatus {
-    pub fn new(nodes: Vec<(String, Status)>, absent_nodes_status: Status) -> Self {
+    pub fn new(nodes: Vec<(Arc<str>, Status)>, absent_nodes_status: Status) -> Self {
         NodeToStatus {
-            nodes,
+            examined: Examined::Named(nodes),
             absent_nodes_status,
         }
     }
 
+    /// A cycle's `rejected` nodes, indexes into `names`.
+    pub fn of_rejections(
+        rejected: Arc<Vec<(usize, Status)>>,
+        names: Arc<[Arc<str>]>,
+        absent_nodes_status: Status,
+    ) -> Self {
+        NodeToStatus {
+            examined: Examined::Indexed { rejected, names },
+            absent_nodes_status,
+        }
+    }
+
+    /// The nodes examined with their statuses, in the order examined.
+    pub fn iter(&self) -> impl Iterator<Item = (&str, &Status)> {
+        let (named, indexed) = match &self.examined {
+            Examined::Named(nodes) => (Some(nodes), None),
+            Examined::Indexed { rejected, names } => (None, Some((rejected, names))),
+        };
+        let named = named
+            .into_iter()
+            .flatten()
+            .map(|(name, status)| (&**name, status));
+        let indexed = indexed.into_iter().flat_map(|(rejected, names)| {
+            rejected
+                .iter()
+                .map(|(i, status)| (names.get(*i).map_or("", |n| &**n), status))
+        });
+        named.chain(indexed)
+    }
+
+    /// The statuses of the nodes examined (what the message counts).
+    pub fn statuses(&self) -> impl Iterator<Item = &Status> {
+        let (named, indexed) = match &self.examined {
+            Examined::Named(nodes) => (Some(nodes), None),
+            Examined::Indexed { rejected, .. } => (None, Some(rejected)),
+        };
+        named
+            .into_iter()
+            .flatten()
+            .map(|(_, status)| status)
+            .chain(indexed.into_iter().flat_map(|r| r.iter().map(|(_, s)| s)))
+    }
+
     /// The status recorded for node `name`, if it was examined.
     pub fn get(&self, name: &str) -> Option<&Status> {
-        self.nodes
-            .iter()
-            .find(|(node, _)| node == name)
+        self.iter()
+            .find(|(node, _)| *node == name)
             .map(|(_, status)| status)
     }
 
     pub fn len(&self) -> usize {
-        self.nodes.len()
+        match &self.examined {
+            Examined::Named(nodes) => nodes.len(),
+            Examined::Indexed { rejected, .. } => rejected.len(),
+        }
     }
 
     pub fn is_empty(&self) -> bool {
-        self.nodes.is_empty()
+        self.len() == 0
     }
 }
 
@@ -544,7 +643,7 @@ impl fmt::Display for FitError {
             // status onto every node; counting those would only repeat the
             // PreFilter message, so the histogram is built only otherwise.
             let mut reasons: HashMap<&str, usize> = HashMap::new();
-            for (_, status) in &d.node_to_status.nodes {
+            for status in d.node_to_status.statuses() {
                 for reason in &status.reasons {
                     *reasons.entry(reason.as_ref()).or_default() += 1;
                 }

@@ -6,6 +6,8 @@
 //! freed. Nominations come from this scheduler's preemptions and from the
 //! pods' `status.nominatedNodeName` as the watch reports it.
 
+use std::collections::VecDeque;
+
 use berth_core::priority::pod_priority;
 use k8s_openapi::api::core::v1::Pod;
 
@@ -26,7 +28,17 @@ pub struct Nominated {
 pub struct Nominator {
     pods: foldhash::HashMap<String, Nominated>,
     by_node: foldhash::HashMap<String, Vec<String>>,
+    /// How many changes there have been to the nominations of any node.
+    changes: u64,
+    /// The nodes of the latest changes (at most [`CHANGE_LOG_LEN`]), the
+    /// oldest first, the last numbered `changes`: a cycle that reuses its
+    /// verdicts on nodes from an earlier one asks which nodes' nominations
+    /// changed since.
+    changed: VecDeque<String>,
 }
+
+/// How many changes [`Nominator::changed_since`] can tell about.
+const CHANGE_LOG_LEN: usize = 4096;
 
 /// `status.nominatedNodeName`, "" when unset.
 pub fn nominated_node_name(pod: &Pod) -> &str {
@@ -62,7 +74,7 @@ impl Nominator {
             },
         );
         match earlier {
-            Some(earlier) if earlier.node == node => {}
+            Some(earlier) if earlier.node == node => self.record(node),
             Some(earlier) => {
                 self.unindex(key, &earlier.node);
                 self.index(key, node);
@@ -71,7 +83,35 @@ impl Nominator {
         }
     }
 
+    /// The nominations of `node` changed.
+    fn record(&mut self, node: &str) {
+        self.changes += 1;
+        if self.changed.len() == CHANGE_LOG_LEN {
+            self.changed.pop_front();
+        }
+        self.changed.push_back(node.to_string());
+    }
+
+    /// How many changes there have been (see [`Nominator::changed_since`]).
+    pub fn changes(&self) -> u64 {
+        self.changes
+    }
+
+    /// The nodes whose nominations changed after the first `seen` changes
+    /// (a node may come more than once), or `None` when the log no longer
+    /// reaches that far back.
+    pub fn changed_since(&self, seen: u64) -> Option<impl Iterator<Item = &str>> {
+        let missed = usize::try_from(self.changes.checked_sub(seen)?).ok()?;
+        (missed <= self.changed.len()).then(|| {
+            self.changed
+                .iter()
+                .skip(self.changed.len() - missed)
+                .map(String::as_str)
+        })
+    }
+
     fn index(&mut self, key: &str, node: &str) {
+        self.record(node);
         self.by_node
             .entry(node.to_string())
             .or_default()
@@ -79,6 +119,7 @@ impl Nominator {
     }
 
     fn unindex(&mut self, key: &str, node: &str) {
+        self.record(node);
         if let Some(keys) = self.by_node.get_mut(node) {
             keys.retain(|k| k != key);
             if keys.is_empty() {
@@ -99,7 +140,11 @@ impl Nominator {
             return;
         }
         match self.pods.get_mut(key) {
-            Some(kept) if nominated_node_name(kept.pod.pod()).is_empty() => kept.pod = new.clone(),
+            Some(kept) if nominated_node_name(kept.pod.pod()).is_empty() => {
+                kept.pod = new.clone();
+                let node = kept.node.clone();
+                self.record(&node);
+            }
             Some(_) => {
                 self.delete(key);
             }

@@ -14,6 +14,7 @@
 //! whether the preemptor fits is the caller's filter run, a closure over
 //! the pods still on the node, so the rules are tested without a cluster.
 
+use std::borrow::Borrow;
 use std::cmp::Ordering;
 use std::fmt;
 
@@ -146,8 +147,11 @@ fn earliest_start_of_highest(victims: &[PreemptionPod]) -> Option<Timestamp> {
 /// chooses. Each rule in turn keeps the candidates with the best score;
 /// the first rule that leaves one decides, else the first left. A
 /// candidate without victims (the preemptor fits as is) is taken at once.
-pub fn pick_one_node_for_preemption(candidates: &[Candidate]) -> Option<usize> {
-    if let Some(free) = candidates.iter().position(|c| c.victims.is_empty()) {
+pub fn pick_one_node_for_preemption<C: Borrow<Candidate>>(candidates: &[C]) -> Option<usize> {
+    if let Some(free) = candidates
+        .iter()
+        .position(|c| c.borrow().victims.is_empty())
+    {
         return Some(free);
     }
     // Upstream's scores: higher is better. Priorities are shifted by
@@ -170,8 +174,8 @@ pub fn pick_one_node_for_preemption(candidates: &[Candidate]) -> Option<usize> {
     ];
     let mut left: Vec<usize> = (0..candidates.len()).collect();
     for rule in rules {
-        let best = left.iter().map(|&i| rule(&candidates[i])).max()?;
-        left.retain(|&i| rule(&candidates[i]) == best);
+        let best = left.iter().map(|&i| rule(candidates[i].borrow())).max()?;
+        left.retain(|&i| rule(candidates[i].borrow()) == best);
         if left.len() == 1 {
             break;
         }

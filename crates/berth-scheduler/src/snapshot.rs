@@ -114,6 +114,9 @@ impl NodePod {
 #[derive(Debug, Clone)]
 pub struct NodeInfo {
     node: Arc<Node>,
+    /// `metadata.name`, shared: a failed cycle names every node it
+    /// rejected.
+    name: Arc<str>,
     /// Sum of the requests of the pods on the node, and their count.
     pub requested: Resource,
     /// Like `requested`, but CPU and memory count pods that request none
@@ -153,6 +156,10 @@ pub struct NodeInfo {
     /// holds it), so plugins can keep per-node data in plain arrays;
     /// `usize::MAX` for a node outside a snapshot.
     position: usize,
+    /// Set by the cache that holds the node to a number it never gave
+    /// before, whenever the node or its pods change (0 outside a cache):
+    /// two equal versions of the same cache are the same node contents.
+    version: u64,
 }
 
 /// A node's labels laid out flat for the lookups the plugins make per node
@@ -244,8 +251,10 @@ impl NodeInfo {
         let images = Arc::new(node_images(&node));
         let flat_labels = FlatLabels::new(node.metadata.labels.as_ref());
         NodeInfo {
+            name: Arc::from(node.metadata.name.as_deref().unwrap_or("")),
             flat_labels,
             position: usize::MAX,
+            version: 0,
             node,
             requested: Resource::default(),
             non_zero_requested: Resource::default(),
@@ -386,6 +395,7 @@ impl NodeInfo {
     pub fn set_node(&mut self, node: Arc<Node>, sets: &mut TaintSets) {
         let fresh = NodeInfo::interned(node, sets);
         self.node = fresh.node;
+        self.name = fresh.name;
         self.allocatable = fresh.allocatable;
         self.taint_set = fresh.taint_set;
         self.unschedulable = fresh.unschedulable;
@@ -409,7 +419,12 @@ impl NodeInfo {
 
     /// The node's name, or "" when unset.
     pub fn name(&self) -> &str {
-        self.node.metadata.name.as_deref().unwrap_or("")
+        &self.name
+    }
+
+    /// The name, shared.
+    pub fn name_arc(&self) -> &Arc<str> {
+        &self.name
     }
 
     /// The node's labels.
@@ -427,6 +442,18 @@ impl NodeInfo {
     /// (whoever keeps the list keeps this true); `usize::MAX`: in none.
     pub fn set_position(&mut self, position: usize) {
         self.position = position;
+    }
+
+    /// See the field: which contents of the node this is, within the
+    /// cache that holds it.
+    pub fn version(&self) -> u64 {
+        self.version
+    }
+
+    /// Records a change of the node's contents (the cache that holds the
+    /// node numbers them).
+    pub fn set_version(&mut self, version: u64) {
+        self.version = version;
     }
 
     /// The value of label `key`, if the node has it.

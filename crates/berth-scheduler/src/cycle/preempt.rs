@@ -25,6 +25,7 @@ use jiff::Timestamp;
 use k8s_openapi::api::core::v1::Pod;
 use smallvec::SmallVec;
 
+use super::memo::DryRun;
 use super::{Cycle, NominatedPods, PodFilters, filter_with_nominated, fit_error};
 use crate::cache::Cache;
 use crate::framework::{Code, CycleState, Diagnosis, NodeInfo, NodeToStatus, PodInfo, Status};
@@ -60,12 +61,11 @@ pub struct Preemption {
     pub num_pdb_violations: usize,
 }
 
-/// A candidate found by the dry run: the node and its victims (indexes
-/// into the node's pods).
+/// A candidate found by the dry run: the node (its index) and what the
+/// dry run found there.
 struct Found {
     node: usize,
-    victims: Victims,
-    described: SmallVec<[PreemptionPod; 8]>,
+    found: Arc<DryRun>,
 }
 
 impl Cycle {
@@ -116,29 +116,44 @@ impl Cycle {
         let wanted = num_candidates(potential.len());
         let offset = self.tie_breaker.below(potential.len());
         let nominated = NominatedPods::for_pod(cache, pod);
+        let memo = self.memo.prepare(filters, pod, cache);
+        let budgets = cache.budgets().version();
         let priority = pod_priority(pod.pod());
         let mut non_violating: Vec<Found> = Vec::new();
         let mut violating: Vec<Found> = Vec::new();
-        let mut statuses: Vec<(String, Status)> = Vec::new();
+        let mut statuses: Vec<(Arc<str>, Status)> = Vec::new();
         for i in 0..potential.len() {
             let index = potential[(offset + i) % potential.len()];
             let node = &all[index];
-            match victims_on(
-                filters,
-                state,
-                pod,
-                priority,
-                node,
-                &nominated.on(index),
-                cache.budgets(),
-            ) {
-                Ok((victims, described)) => {
-                    let found = Found {
-                        node: index,
-                        victims,
-                        described,
-                    };
-                    if found.victims.num_pdb_violations == 0 {
+            let reuse = memo && nominated.own_index != Some(index);
+            let outcome = match self.memo.dry_run(index, node, budgets).filter(|_| reuse) {
+                Some(outcome) => outcome.clone(),
+                None => {
+                    let outcome = victims_on(
+                        filters,
+                        state,
+                        pod,
+                        priority,
+                        node,
+                        &nominated.on(index),
+                        cache.budgets(),
+                    )
+                    .map(|(victims, described)| {
+                        Arc::new(DryRun {
+                            candidate: Candidate::new(&described, &victims),
+                            victims,
+                        })
+                    });
+                    if reuse && outcome.as_ref().err().is_none_or(|s| s.code != Code::Error) {
+                        self.memo.keep_dry_run(index, node, budgets, outcome.clone());
+                    }
+                    outcome
+                }
+            };
+            match outcome {
+                Ok(found) => {
+                    let found = Found { node: index, found };
+                    if found.found.victims.num_pdb_violations == 0 {
                         non_violating.push(found);
                     } else {
                         violating.push(found);
@@ -149,16 +164,13 @@ impl Cycle {
                     }
                 }
                 Err(status) => {
-                    statuses.push((node.name().to_string(), status));
+                    statuses.push((node.name_arc().clone(), status));
                 }
             }
         }
         non_violating.append(&mut violating);
         let found = non_violating;
-        let candidates: Vec<Candidate> = found
-            .iter()
-            .map(|f| Candidate::new(&f.described, &f.victims))
-            .collect();
+        let candidates: Vec<&Candidate> = found.iter().map(|f| &f.found.candidate).collect();
         let Some(chosen) = pick_one_node_for_preemption(&candidates).and_then(|i| found.get(i))
         else {
             return Err(not_helpful(all.len(), statuses));
@@ -167,12 +179,13 @@ impl Cycle {
         Ok(Preemption {
             node: node.name().to_string(),
             victims: chosen
+                .found
                 .victims
                 .pods
                 .iter()
                 .map(|&i| node.pods[i].pod.clone())
                 .collect(),
-            num_pdb_violations: chosen.victims.num_pdb_violations,
+            num_pdb_violations: chosen.found.victims.num_pdb_violations,
         })
     }
 }
@@ -292,7 +305,7 @@ fn victims_on(
 
 /// The message when no candidate was found: each node the dry run
 /// checked with its status, every other node "not helpful".
-fn not_helpful(num_all_nodes: usize, statuses: Vec<(String, Status)>) -> String {
+fn not_helpful(num_all_nodes: usize, statuses: Vec<(Arc<str>, Status)>) -> String {
     fit_error(
         num_all_nodes,
         Diagnosis {

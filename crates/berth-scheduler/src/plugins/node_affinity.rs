@@ -116,6 +116,10 @@ impl Plugin for NodeAffinity {
     fn name(&self) -> &'static str {
         NAME
     }
+
+    fn node_local(&self) -> bool {
+        true
+    }
 }
 
 /// The node names a term pins the pod to with `metadata.name In (...)`

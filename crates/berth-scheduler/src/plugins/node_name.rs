@@ -25,6 +25,10 @@ impl Plugin for NodeName {
     fn name(&self) -> &'static str {
         NAME
     }
+
+    fn node_local(&self) -> bool {
+        true
+    }
 }
 
 impl FilterPlugin for NodeName {

@@ -36,6 +36,10 @@ impl Plugin for NodePorts {
     fn name(&self) -> &'static str {
         NAME
     }
+
+    fn node_local(&self) -> bool {
+        true
+    }
 }
 
 impl PreFilterPlugin for NodePorts {

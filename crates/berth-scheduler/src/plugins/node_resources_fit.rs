@@ -15,6 +15,7 @@
 //! DRA-backed extended resources (`DRAExtendedResource`), queueing hints
 //! (`EventsToRegister`) and the pod signature (`SignPod`).
 
+use std::borrow::Cow;
 use std::collections::BTreeSet;
 
 use berth_core::validation::{ErrorList, FieldError, Path};
@@ -166,8 +167,10 @@ pub struct PreScoreState {
 /// Why the pod does not fit, per resource (upstream's `InsufficientResource`).
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct InsufficientResource {
-    pub resource_name: String,
-    pub reason: String,
+    pub resource_name: Cow<'static, str>,
+    /// Fixed for the resources a node always has (a rejection of
+    /// thousands of nodes allocates no reason for each).
+    pub reason: Cow<'static, str>,
     pub requested: i64,
     pub used: i64,
     pub capacity: i64,
@@ -460,7 +463,11 @@ pub fn fits_request(state: &PreFilterState, node: &NodeInfo) -> Vec<Insufficient
         return out;
     }
 
-    let mut check = |name: &str, reason: &str, requested: i64, used: i64, capacity: i64| {
+    let mut check = |name: &'static str,
+                     reason: &'static str,
+                     requested: i64,
+                     used: i64,
+                     capacity: i64| {
         if requested > 0 && exceeds(requested, capacity, used) {
             out.push(InsufficientResource {
                 resource_name: name.into(),
@@ -502,8 +509,8 @@ pub fn fits_request(state: &PreFilterState, node: &NodeInfo) -> Vec<Insufficient
         let in_use = used.scalar(name);
         if exceeds(quantity, capacity, in_use) {
             out.push(InsufficientResource {
-                resource_name: name.clone(),
-                reason: format!("Insufficient {name}"),
+                resource_name: name.clone().into(),
+                reason: format!("Insufficient {name}").into(),
                 requested: quantity,
                 used: in_use,
                 capacity,
@@ -517,6 +524,10 @@ pub fn fits_request(state: &PreFilterState, node: &NodeInfo) -> Vec<Insufficient
 impl Plugin for NodeResourcesFit {
     fn name(&self) -> &'static str {
         NAME
+    }
+
+    fn node_local(&self) -> bool {
+        true
     }
 }
 
@@ -570,8 +581,11 @@ impl FilterPlugin for NodeResourcesFit {
         } else {
             Code::Unschedulable
         };
-        Status::with_reasons(code, insufficient.into_iter().map(|r| r.reason).collect())
-            .with_plugin(NAME)
+        Status {
+            code,
+            reasons: insufficient.into_iter().map(|r| r.reason).collect(),
+            plugin: NAME,
+        }
     }
 }
 
@@ -1248,7 +1262,7 @@ mod tests {
         for c in cases {
             let node = node_info(make_allocatable(10, 20, 32, 5, 20, 5), &c.node_pods);
             let got = run_filter(&c.plugin, &c.pod, &node);
-            let reasons: Vec<&str> = c.want.iter().map(|r| r.reason.as_str()).collect();
+            let reasons: Vec<&str> = c.want.iter().map(|r| r.reason.as_ref()).collect();
             assert_eq!(got, want_status(c.code, &reasons), "{}: status", c.name);
 
             let state = c

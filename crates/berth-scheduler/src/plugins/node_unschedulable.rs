@@ -42,6 +42,10 @@ impl Plugin for NodeUnschedulable {
     fn name(&self) -> &'static str {
         NAME
     }
+
+    fn node_local(&self) -> bool {
+        true
+    }
 }
 
 impl FilterPlugin for NodeUnschedulable {

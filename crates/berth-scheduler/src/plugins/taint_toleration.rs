@@ -95,6 +95,10 @@ impl Plugin for TaintToleration {
     fn name(&self) -> &'static str {
         NAME
     }
+
+    fn node_local(&self) -> bool {
+        true
+    }
 }
 
 /// The CycleState key of the per-pod verdict cache.
