@@ -13,8 +13,8 @@
 //! the cache itself is the snapshot a cycle reads: no copy per cycle.
 
 use std::collections::{BTreeMap, HashMap};
-use std::sync::{Arc, OnceLock};
 use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, OnceLock};
 
 use k8s_openapi::api::core::v1::{Node, Pod};
 
@@ -268,7 +268,12 @@ impl Cache {
             return Some(old);
         }
         let mut info = NodeInfo::interned(node, &mut self.taint_sets);
-        for pod in self.pods.values().filter(|p| p.node == name) {
+        // In key order, not the map's: the order of a node's pods breaks
+        // preemption's ties, and must not differ from run to run.
+        let mut waiting: Vec<(&String, &CachedPod)> =
+            self.pods.iter().filter(|(_, p)| p.node == name).collect();
+        waiting.sort_unstable_by_key(|(key, _)| *key);
+        for (_, pod) in waiting {
             info.add_pod_info(&pod.info);
         }
         self.count_images(&info, true);

@@ -161,13 +161,17 @@ impl Cycle {
         }
     }
 
-    /// A cycle that never reuses a verdict of an earlier one (see
-    /// [`memo`]): for tests that compare decisions with and without.
-    pub fn without_memo(seed: u64) -> Self {
-        Cycle {
-            memo: Memo::disabled(),
-            ..Cycle::new(seed)
-        }
+    /// How many verdicts of earlier cycles were reused (see [`memo`]).
+    #[cfg(test)]
+    pub(crate) fn reused_verdicts(&self) -> u64 {
+        self.memo.reused()
+    }
+
+    /// Never reuse a verdict of an earlier cycle (see [`memo`]): for
+    /// tests that compare decisions with and without.
+    #[cfg(test)]
+    pub(crate) fn disable_memo(&mut self) {
+        self.memo = Memo::disabled();
     }
 
     /// The nodes the last cycle's filters rejected (indexes into the
@@ -328,8 +332,13 @@ impl Cycle {
             let index = node_at((start + step) % num_candidates);
             let node = &all[index];
             let reuse = memo && nominated.own_index != Some(index);
-            let status = match self.memo.filter(index, node).filter(|_| reuse) {
-                Some(verdict) => verdict.clone(),
+            let kept = if reuse {
+                self.memo.filter(index, node).cloned()
+            } else {
+                None
+            };
+            let status = match kept {
+                Some(verdict) => verdict,
                 None => {
                     let verdict = if nominated.is_empty() {
                         filters.run(state, pod, node)

@@ -730,7 +730,7 @@ mod tests {
         NodeToStatus::new(
             entries
                 .iter()
-                .map(|(n, r)| (n.to_string(), unschedulable(r)))
+                .map(|(n, r)| (Arc::from(*n), unschedulable(r)))
                 .collect(),
             Status::code_only(Code::UnschedulableAndUnresolvable),
         )
@@ -864,7 +864,7 @@ mod tests {
             diagnosis: Diagnosis {
                 node_to_status: NodeToStatus::new(
                     [(
-                        "node1".to_string(),
+                        Arc::from("node1"),
                         unschedulable("node(s) were unschedulable"),
                     )]
                     .into(),
@@ -886,10 +886,10 @@ mod tests {
     fn fit_error_sorts_the_histogram_as_strings_like_upstream() {
         let mut nodes = Vec::new();
         for i in 0..10 {
-            nodes.push((format!("a{i}"), unschedulable("x")));
+            nodes.push((Arc::from(format!("a{i}")), unschedulable("x")));
         }
         for i in 0..2 {
-            nodes.push((format!("b{i}"), unschedulable("y")));
+            nodes.push((Arc::from(format!("b{i}")), unschedulable("y")));
         }
         let err = FitError {
             num_all_nodes: 12,

@@ -15,7 +15,7 @@
 //! tests drive it with virtual time.
 
 use std::cmp::{Ordering, Reverse};
-use std::collections::{BinaryHeap, HashMap};
+use std::collections::{BinaryHeap, HashMap, HashSet};
 use std::time::Duration;
 
 use k8s_openapi::api::core::v1::Pod;
@@ -146,6 +146,10 @@ type BackoffItem = Reverse<(Instant, u64, String, u64)>;
 pub struct SchedulingQueue {
     config: QueueConfig,
     entries: HashMap<String, Entry>,
+    /// The keys of the entries in [`Place::Unschedulable`]: every cluster
+    /// event looks through them, and there may be few among thousands of
+    /// pods waiting elsewhere.
+    unschedulable: HashSet<String>,
     active: BinaryHeap<ActiveItem>,
     backoff: BinaryHeap<BackoffItem>,
     counts: PendingCounts,
@@ -157,6 +161,7 @@ impl SchedulingQueue {
         SchedulingQueue {
             config,
             entries: HashMap::new(),
+            unschedulable: HashSet::new(),
             active: BinaryHeap::new(),
             backoff: BinaryHeap::new(),
             counts: PendingCounts::default(),
@@ -248,6 +253,9 @@ impl SchedulingQueue {
     pub fn delete(&mut self, key: &str) {
         if let Some(entry) = self.entries.remove(key) {
             self.uncount(entry.place);
+            if entry.place == Place::Unschedulable {
+                self.unschedulable.remove(key);
+            }
         }
     }
 
@@ -340,15 +348,12 @@ impl SchedulingQueue {
         }
         if self.counts.unschedulable > 0 {
             let max = self.config.max_in_unschedulable;
-            let stale: Vec<String> = self
-                .entries
-                .iter()
-                .filter(|(_, e)| {
-                    e.place == Place::Unschedulable
-                        && now.saturating_duration_since(e.info.timestamp) > max
-                })
-                .map(|(k, _)| k.clone())
+            let mut stale: Vec<String> = self
+                .unschedulable_entries()
+                .filter(|(_, e)| now.saturating_duration_since(e.info.timestamp) > max)
+                .map(|(k, _)| k.to_string())
                 .collect();
+            stale.sort_unstable();
             for key in stale {
                 let place = self.active_or_backoff(&key, now);
                 self.put(&key, place);
@@ -372,10 +377,8 @@ impl SchedulingQueue {
         }
         let backoff = self.backoff.peek().map(|Reverse((t, ..))| *t);
         let unschedulable = if self.counts.unschedulable > 0 {
-            self.entries
-                .values()
-                .filter(|e| e.place == Place::Unschedulable)
-                .map(|e| e.info.timestamp + self.config.max_in_unschedulable)
+            self.unschedulable_entries()
+                .map(|(_, e)| e.info.timestamp + self.config.max_in_unschedulable)
                 .min()
         } else {
             None
@@ -398,18 +401,26 @@ impl SchedulingQueue {
         if self.counts.unschedulable == 0 {
             return 0;
         }
-        let moved: Vec<String> = self
-            .entries
-            .iter()
-            .filter(|(_, e)| e.place == Place::Unschedulable)
+        let mut moved: Vec<String> = self
+            .unschedulable_entries()
             .filter(|(_, e)| e.info.unschedulable_plugins.is_empty() || helps(&e.info))
-            .map(|(k, _)| k.clone())
+            .map(|(k, _)| k.to_string())
             .collect();
+        // In key order, not the set's: pods moved at once with equal
+        // priority and timestamp then pop in the same order every run.
+        moved.sort_unstable();
         for key in &moved {
             let place = self.active_or_backoff(key, now);
             self.put(key, place);
         }
         moved.len()
+    }
+
+    /// The entries in [`Place::Unschedulable`], with their keys.
+    fn unschedulable_entries(&self) -> impl Iterator<Item = (&str, &Entry)> {
+        self.unschedulable
+            .iter()
+            .filter_map(|k| self.entries.get(k).map(|e| (k.as_str(), e)))
     }
 
     fn active_or_backoff(&self, key: &str, now: Instant) -> Place {
@@ -441,6 +452,9 @@ impl SchedulingQueue {
         let timestamp = entry.info.timestamp;
         let expiry = timestamp + self.backoff_duration(entry.info.attempts);
         self.uncount(old);
+        if old == Place::Unschedulable && place != Place::Unschedulable {
+            self.unschedulable.remove(key);
+        }
         self.seq += 1;
         let seq = self.seq;
         if let Some(entry) = self.entries.get_mut(key) {
@@ -463,7 +477,10 @@ impl SchedulingQueue {
                 self.backoff
                     .push(Reverse((expiry, seq, key.to_string(), seq)));
             }
-            Place::Unschedulable => self.counts.unschedulable += 1,
+            Place::Unschedulable => {
+                self.counts.unschedulable += 1;
+                self.unschedulable.insert(key.to_string());
+            }
             Place::Gated => self.counts.gated += 1,
             Place::InFlight => {}
         }

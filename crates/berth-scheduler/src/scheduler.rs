@@ -503,6 +503,12 @@ impl Scheduler {
 
     /// The binding was written: the pod leaves the queue (the watch will
     /// confirm it in the cache).
+    /// The cycle, for tests that change how it works.
+    #[cfg(test)]
+    pub(crate) fn cycle_mut(&mut self) -> &mut Cycle {
+        &mut self.cycle
+    }
+
     pub fn bind_succeeded(&mut self, key: &str) {
         self.queue.done(key);
     }
@@ -515,6 +521,8 @@ impl Scheduler {
     }
 }
 
+#[cfg(test)]
+mod memo_tests;
 #[cfg(test)]
 mod preemption_budget_tests;
 #[cfg(test)]

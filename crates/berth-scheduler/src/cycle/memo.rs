@@ -77,9 +77,13 @@ pub(crate) struct Memo {
     nodes: Vec<Option<NodeVerdicts>>,
     /// Off in tests that compare decisions with and without it.
     disabled: bool,
+    /// How many verdicts were reused (filter and dry run): for tests that
+    /// must know the memo was exercised.
+    reused: u64,
 }
 
 impl Memo {
+    #[cfg(test)]
     pub(crate) fn disabled() -> Self {
         Memo {
             disabled: true,
@@ -91,7 +95,12 @@ impl Memo {
     /// used and kept for this pod (the conditions of the module comment
     /// on the pod and its filters), with what changed since the last
     /// cycle forgotten.
-    pub(crate) fn prepare(&mut self, filters: &PodFilters<'_>, pod: &PodInfo, cache: &Cache) -> bool {
+    pub(crate) fn prepare(
+        &mut self,
+        filters: &PodFilters<'_>,
+        pod: &PodInfo,
+        cache: &Cache,
+    ) -> bool {
         if self.disabled || !filters.node_local() {
             return false;
         }
@@ -154,8 +163,19 @@ impl Memo {
     }
 
     /// The filters' verdict on the node at `index`, if one is kept.
-    pub(crate) fn filter(&self, index: usize, node: &NodeInfo) -> Option<&Option<Status>> {
+    pub(crate) fn filter(&mut self, index: usize, node: &NodeInfo) -> Option<&Option<Status>> {
+        let verdict = self.nodes.get(index)?.as_ref()?;
+        if verdict.version != node.version() || verdict.filter.is_none() {
+            return None;
+        }
+        self.reused += 1;
         self.on(index, node)?.filter.as_ref()
+    }
+
+    /// How many verdicts were reused so far.
+    #[cfg(test)]
+    pub(crate) fn reused(&self) -> u64 {
+        self.reused
     }
 
     pub(crate) fn keep_filter(&mut self, index: usize, node: &NodeInfo, verdict: Option<Status>) {
@@ -166,11 +186,21 @@ impl Memo {
 
     /// The dry run's outcome on the node at `index` with the budgets at
     /// `budgets`, if one is kept.
-    pub(crate) fn dry_run(&self, index: usize, node: &NodeInfo, budgets: u64) -> Option<&DryRunOutcome> {
-        match &self.on(index, node)?.dry_run {
-            Some((at, outcome)) if *at == budgets => Some(outcome),
-            _ => None,
+    pub(crate) fn dry_run(
+        &mut self,
+        index: usize,
+        node: &NodeInfo,
+        budgets: u64,
+    ) -> Option<&DryRunOutcome> {
+        let kept = matches!(&self.on(index, node)?.dry_run, Some((at, _)) if *at == budgets);
+        if !kept {
+            return None;
         }
+        self.reused += 1;
+        self.on(index, node)?
+            .dry_run
+            .as_ref()
+            .map(|(_, outcome)| outcome)
     }
 
     pub(crate) fn keep_dry_run(

@@ -80,12 +80,13 @@ impl Cycle {
         cache: &Cache,
     ) -> Result<Preemption, String> {
         let all = cache.nodes();
-        let mut potential: Vec<usize> = self
-            .rejected
-            .iter()
-            .filter(|(_, status)| preemption_might_help(status.code))
-            .map(|(index, _)| *index)
-            .collect();
+        let mut potential: Vec<usize> = Vec::with_capacity(self.rejected.len());
+        potential.extend(
+            self.rejected
+                .iter()
+                .filter(|(_, status)| preemption_might_help(status.code))
+                .map(|(index, _)| *index),
+        );
         if potential.is_empty() {
             return Err(not_helpful(all.len(), Vec::new()));
         }
@@ -121,13 +122,19 @@ impl Cycle {
         let priority = pod_priority(pod.pod());
         let mut non_violating: Vec<Found> = Vec::new();
         let mut violating: Vec<Found> = Vec::new();
-        let mut statuses: Vec<(Arc<str>, Status)> = Vec::new();
+        // Named only if no candidate is found (the message lists them).
+        let mut statuses: Vec<(usize, Status)> = Vec::new();
         for i in 0..potential.len() {
             let index = potential[(offset + i) % potential.len()];
             let node = &all[index];
             let reuse = memo && nominated.own_index != Some(index);
-            let outcome = match self.memo.dry_run(index, node, budgets).filter(|_| reuse) {
-                Some(outcome) => outcome.clone(),
+            let kept = if reuse {
+                self.memo.dry_run(index, node, budgets).cloned()
+            } else {
+                None
+            };
+            let outcome = match kept {
+                Some(outcome) => outcome,
                 None => {
                     let outcome = victims_on(
                         filters,
@@ -145,7 +152,8 @@ impl Cycle {
                         })
                     });
                     if reuse && outcome.as_ref().err().is_none_or(|s| s.code != Code::Error) {
-                        self.memo.keep_dry_run(index, node, budgets, outcome.clone());
+                        self.memo
+                            .keep_dry_run(index, node, budgets, outcome.clone());
                     }
                     outcome
                 }
@@ -164,7 +172,7 @@ impl Cycle {
                     }
                 }
                 Err(status) => {
-                    statuses.push((node.name_arc().clone(), status));
+                    statuses.push((index, status));
                 }
             }
         }
@@ -173,7 +181,11 @@ impl Cycle {
         let candidates: Vec<&Candidate> = found.iter().map(|f| &f.found.candidate).collect();
         let Some(chosen) = pick_one_node_for_preemption(&candidates).and_then(|i| found.get(i))
         else {
-            return Err(not_helpful(all.len(), statuses));
+            let named = statuses
+                .into_iter()
+                .map(|(index, status)| (all[index].name_arc().clone(), status))
+                .collect();
+            return Err(not_helpful(all.len(), named));
         };
         let node = &all[chosen.node];
         Ok(Preemption {

@@ -463,22 +463,19 @@ pub fn fits_request(state: &PreFilterState, node: &NodeInfo) -> Vec<Insufficient
         return out;
     }
 
-    let mut check = |name: &'static str,
-                     reason: &'static str,
-                     requested: i64,
-                     used: i64,
-                     capacity: i64| {
-        if requested > 0 && exceeds(requested, capacity, used) {
-            out.push(InsufficientResource {
-                resource_name: name.into(),
-                reason: reason.into(),
-                requested,
-                used,
-                capacity,
-                unresolvable: requested > capacity,
-            });
-        }
-    };
+    let mut check =
+        |name: &'static str, reason: &'static str, requested: i64, used: i64, capacity: i64| {
+            if requested > 0 && exceeds(requested, capacity, used) {
+                out.push(InsufficientResource {
+                    resource_name: name.into(),
+                    reason: reason.into(),
+                    requested,
+                    used,
+                    capacity,
+                    unresolvable: requested > capacity,
+                });
+            }
+        };
     check(
         RESOURCE_CPU,
         "Insufficient cpu",
@@ -826,11 +823,11 @@ mod tests {
         unresolvable: bool,
     ) -> InsufficientResource {
         InsufficientResource {
-            resource_name: name.into(),
+            resource_name: name.to_string().into(),
             reason: if name == RESOURCE_PODS {
                 ERR_REASON_TOO_MANY_PODS.into()
             } else {
-                format!("Insufficient {name}")
+                format!("Insufficient {name}").into()
             },
             requested,
             used,
