@@ -241,9 +241,15 @@ impl Cycle {
         snapshot: &Snapshot<'_>,
     ) -> Result<FeasibleNodes, ScheduleError> {
         let all = snapshot.nodes;
-        let emptied = self.take_rejected();
-        self.rejected = Arc::new(emptied);
-        let filters = PodFilters::new(profile, state, pod, snapshot)?;
+        // The last cycle's rejections stay until this one filters: a
+        // run of failures of one spec reuses them (rejected_again).
+        let filters = match PodFilters::new(profile, state, pod, snapshot) {
+            Ok(filters) => filters,
+            Err(e) => {
+                self.clear_rejected();
+                return Err(e);
+            }
+        };
         let nominated = NominatedPods::for_pod(cache, pod);
         let memo = self.memo.prepare(&filters, pod, cache);
         if let Some(index) = nominated.own_index
@@ -251,6 +257,7 @@ impl Cycle {
             && filter_with_nominated(&filters, state, pod, &all[index], &nominated.on(index))
                 .is_none()
         {
+            self.clear_rejected();
             return Ok(FeasibleNodes {
                 feasible: vec![index],
                 rejected: 0,
@@ -287,6 +294,12 @@ impl Cycle {
         })
     }
 
+    /// No node rejected (yet) in this cycle.
+    fn clear_rejected(&mut self) {
+        let emptied = self.take_rejected();
+        self.rejected = Arc::new(emptied);
+    }
+
     /// The rejection list emptied for a new cycle: the last one's, unless
     /// a diagnosis still holds it.
     fn take_rejected(&mut self) -> Rejected {
@@ -320,9 +333,21 @@ impl Cycle {
         let node_at = |i: usize| -> usize { candidates.map_or(i, |c| c[i]) };
         let to_find =
             num_feasible_nodes_to_find(profile.percentage_of_nodes_to_score, num_candidates);
+        let start = self.next_start_node_index % num_candidates.max(1);
+        let every_node_again = memo
+            && candidates.is_none()
+            && nominated.own_index.is_none()
+            && self.memo.rejected_all == Some((start, all.len()));
+        self.memo.rejected_all = None;
+        if every_node_again
+            && let Some(rejected) =
+                self.rejected_again(filters, state, pod, all, start, nominated)?
+        {
+            self.memo.rejected_all = Some((start, all.len()));
+            return Ok((Vec::new(), rejected));
+        }
         let mut feasible: Vec<usize> = Vec::with_capacity(to_find.min(num_candidates));
         let mut rejected = self.take_rejected();
-        let start = self.next_start_node_index % num_candidates.max(1);
         let mut processed = 0;
         for step in 0..num_candidates {
             if feasible.len() >= to_find {
@@ -360,7 +385,60 @@ impl Cycle {
             }
         }
         self.next_start_node_index = (start + processed) % all.len().max(1);
+        if memo && candidates.is_none() && nominated.own_index.is_none() && feasible.is_empty() {
+            self.memo.rejected_all = Some((start, all.len()));
+        }
         Ok((feasible, rejected))
+    }
+
+    /// The last cycle, for a pod of the same spec, rejected every node
+    /// from the same start, each verdict kept in the memo: its rejection
+    /// list stands for this cycle's but where a verdict had to be made
+    /// again, which is put in its place. `None` when a node fits now (the
+    /// cycle is then run in full) or the list is still shared.
+    fn rejected_again(
+        &mut self,
+        filters: &PodFilters<'_>,
+        state: &CycleState,
+        pod: &PodInfo,
+        all: &[NodeInfo],
+        start: usize,
+        nominated: &NominatedPods<'_>,
+    ) -> Result<Option<Rejected>, ScheduleError> {
+        let mut shared = std::mem::take(&mut self.rejected);
+        let Some(rejected) = Arc::get_mut(&mut shared).filter(|r| r.len() == all.len()) else {
+            self.rejected = shared;
+            return Ok(None);
+        };
+        for (step, index) in (start..all.len()).chain(0..start).enumerate() {
+            let node = &all[index];
+            if self.memo.filter(index, node).is_some() {
+                continue;
+            }
+            let verdict = if nominated.is_empty() {
+                filters.run(state, pod, node)
+            } else {
+                filter_with_nominated(filters, state, pod, node, &nominated.on(index))
+            };
+            match verdict {
+                Some(status) if status.code == Code::Error => {
+                    self.rejected = shared;
+                    return Err(ScheduleError::Error(status));
+                }
+                Some(status) => {
+                    self.memo.keep_filter(index, node, Some(status.clone()));
+                    if let Some(entry) = rejected.get_mut(step) {
+                        *entry = (index, status);
+                    }
+                }
+                None => {
+                    self.memo.keep_filter(index, node, None);
+                    self.rejected = shared;
+                    return Ok(None);
+                }
+            }
+        }
+        Ok(Arc::try_unwrap(shared).ok())
     }
 }
 

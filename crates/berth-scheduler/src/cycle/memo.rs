@@ -75,6 +75,11 @@ pub(crate) struct Memo {
     /// The nominator's changes already taken into account.
     nominations_seen: u64,
     nodes: Vec<Option<NodeVerdicts>>,
+    /// Set when the last cycle was for a pod of the class, was not on its
+    /// own nominated node, and rejected every node of the cache (`.1` of
+    /// them) from the start at `.0`, every verdict kept here: the cycle's
+    /// rejection list is then the memo's verdicts in that order.
+    pub(crate) rejected_all: Option<(usize, usize)>,
     /// Off in tests that compare decisions with and without it.
     disabled: bool,
     /// How many verdicts were reused (filter and dry run): for tests that
@@ -140,6 +145,7 @@ impl Memo {
 
     fn forget_all(&mut self, nominations_seen: u64) {
         self.nodes.clear();
+        self.rejected_all = None;
         self.nominations_seen = nominations_seen;
     }
 
@@ -192,15 +198,24 @@ impl Memo {
         node: &NodeInfo,
         budgets: u64,
     ) -> Option<&DryRunOutcome> {
-        let kept = matches!(&self.on(index, node)?.dry_run, Some((at, _)) if *at == budgets);
-        if !kept {
-            return None;
-        }
+        self.peek_dry_run(index, node, budgets)?;
         self.reused += 1;
-        self.on(index, node)?
-            .dry_run
-            .as_ref()
-            .map(|(_, outcome)| outcome)
+        self.peek_dry_run(index, node, budgets)
+    }
+
+    /// The dry run's outcome kept for the node at `index`, as
+    /// [`Memo::dry_run`] but not counted as reused (the same outcome
+    /// read again).
+    pub(crate) fn peek_dry_run(
+        &self,
+        index: usize,
+        node: &NodeInfo,
+        budgets: u64,
+    ) -> Option<&DryRunOutcome> {
+        match &self.on(index, node)?.dry_run {
+            Some((at, outcome)) if *at == budgets => Some(outcome),
+            _ => None,
+        }
     }
 
     pub(crate) fn keep_dry_run(

@@ -61,11 +61,18 @@ pub struct Preemption {
     pub num_pdb_violations: usize,
 }
 
-/// A candidate found by the dry run: the node (its index) and what the
-/// dry run found there.
+/// A candidate found by the dry run: the node (its index) and where what
+/// the dry run found there is kept.
 struct Found {
     node: usize,
-    found: Arc<DryRun>,
+    source: Source,
+}
+
+/// Where a dry run's outcome is: in the memo (under the node's index), or
+/// at an index of this preemption's own list.
+enum Source {
+    Memo,
+    Fresh(usize),
 }
 
 impl Cycle {
@@ -122,67 +129,99 @@ impl Cycle {
         let priority = pod_priority(pod.pod());
         let mut non_violating: Vec<Found> = Vec::new();
         let mut violating: Vec<Found> = Vec::new();
-        // Named only if no candidate is found (the message lists them).
-        let mut statuses: Vec<(usize, Status)> = Vec::new();
-        for i in 0..potential.len() {
-            let index = potential[(offset + i) % potential.len()];
+        // Outcomes not kept in the memo.
+        let mut fresh: Vec<Arc<DryRun>> = Vec::new();
+        // The nodes that are no candidate, named only if none is found
+        // (the message lists them): those whose status the memo keeps,
+        // and the others with theirs.
+        let mut failed_kept: Vec<usize> = Vec::new();
+        let mut failed: Vec<(usize, Status)> = Vec::new();
+        let (from_offset, before_offset) = potential.split_at(offset);
+        for &index in before_offset.iter().chain(from_offset) {
             let node = &all[index];
             let reuse = memo && nominated.own_index != Some(index);
-            let kept = if reuse {
-                self.memo.dry_run(index, node, budgets).cloned()
+            let kept = reuse && self.memo.dry_run(index, node, budgets).is_some();
+            if !kept {
+                let outcome = victims_on(
+                    filters,
+                    state,
+                    pod,
+                    priority,
+                    node,
+                    &nominated.on(index),
+                    cache.budgets(),
+                )
+                .map(|(victims, described)| {
+                    Arc::new(DryRun {
+                        candidate: Candidate::new(&described, &victims),
+                        victims,
+                    })
+                });
+                let keep = reuse && outcome.as_ref().err().is_none_or(|s| s.code != Code::Error);
+                match outcome {
+                    Ok(found) if keep => {
+                        self.memo.keep_dry_run(index, node, budgets, Ok(found));
+                    }
+                    Ok(found) => fresh.push(found),
+                    Err(status) if keep => {
+                        self.memo.keep_dry_run(index, node, budgets, Err(status));
+                    }
+                    Err(status) => {
+                        failed.push((index, status));
+                        continue;
+                    }
+                }
+            }
+            let (violations, source) = if kept || reuse {
+                match self.memo.peek_dry_run(index, node, budgets) {
+                    Some(Ok(found)) => (found.victims.num_pdb_violations, Source::Memo),
+                    _ => {
+                        failed_kept.push(index);
+                        continue;
+                    }
+                }
             } else {
-                None
+                let k = fresh.len() - 1;
+                (fresh[k].victims.num_pdb_violations, Source::Fresh(k))
             };
-            let outcome = match kept {
-                Some(outcome) => outcome,
-                None => {
-                    let outcome = victims_on(
-                        filters,
-                        state,
-                        pod,
-                        priority,
-                        node,
-                        &nominated.on(index),
-                        cache.budgets(),
-                    )
-                    .map(|(victims, described)| {
-                        Arc::new(DryRun {
-                            candidate: Candidate::new(&described, &victims),
-                            victims,
-                        })
-                    });
-                    if reuse && outcome.as_ref().err().is_none_or(|s| s.code != Code::Error) {
-                        self.memo
-                            .keep_dry_run(index, node, budgets, outcome.clone());
-                    }
-                    outcome
-                }
+            let found = Found {
+                node: index,
+                source,
             };
-            match outcome {
-                Ok(found) => {
-                    let found = Found { node: index, found };
-                    if found.found.victims.num_pdb_violations == 0 {
-                        non_violating.push(found);
-                    } else {
-                        violating.push(found);
-                    }
-                    if !non_violating.is_empty() && non_violating.len() + violating.len() >= wanted
-                    {
-                        break;
-                    }
-                }
-                Err(status) => {
-                    statuses.push((index, status));
-                }
+            if violations == 0 {
+                non_violating.push(found);
+            } else {
+                violating.push(found);
+            }
+            if !non_violating.is_empty() && non_violating.len() + violating.len() >= wanted {
+                break;
             }
         }
         non_violating.append(&mut violating);
         let found = non_violating;
-        let candidates: Vec<&Candidate> = found.iter().map(|f| &f.found.candidate).collect();
-        let Some(chosen) = pick_one_node_for_preemption(&candidates).and_then(|i| found.get(i))
-        else {
-            let named = statuses
+        let dry_run_of = |f: &Found| -> Option<&DryRun> {
+            match f.source {
+                Source::Memo => match self.memo.peek_dry_run(f.node, &all[f.node], budgets) {
+                    Some(Ok(found)) => Some(&**found),
+                    _ => None,
+                },
+                Source::Fresh(k) => fresh.get(k).map(|d| &**d),
+            }
+        };
+        let dry_runs: Vec<&DryRun> = found.iter().filter_map(dry_run_of).collect();
+        let candidates: Vec<&Candidate> = dry_runs.iter().map(|d| &d.candidate).collect();
+        let chosen = pick_one_node_for_preemption(&candidates)
+            .and_then(|i| Some((found.get(i)?, *dry_runs.get(i)?)));
+        let Some((chosen, chosen_run)) = chosen else {
+            let kept = failed_kept.into_iter().filter_map(|index| {
+                match self.memo.peek_dry_run(index, &all[index], budgets) {
+                    Some(Err(status)) => Some((index, status.clone())),
+                    _ => None,
+                }
+            });
+            let named = failed
                 .into_iter()
+                .chain(kept)
                 .map(|(index, status)| (all[index].name_arc().clone(), status))
                 .collect();
             return Err(not_helpful(all.len(), named));
@@ -190,14 +229,13 @@ impl Cycle {
         let node = &all[chosen.node];
         Ok(Preemption {
             node: node.name().to_string(),
-            victims: chosen
-                .found
+            victims: chosen_run
                 .victims
                 .pods
                 .iter()
                 .map(|&i| node.pods[i].pod.clone())
                 .collect(),
-            num_pdb_violations: chosen.found.victims.num_pdb_violations,
+            num_pdb_violations: chosen_run.victims.num_pdb_violations,
         })
     }
 }
