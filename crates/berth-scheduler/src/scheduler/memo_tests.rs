@@ -245,14 +245,34 @@ fn apply(s: &mut Scheduler, step: &Step, h: &mut History) -> Vec<String> {
     out
 }
 
+/// Drives two schedulers with `seed`, one reusing verdicts and one not,
+/// through `steps`: the decisions (the same from both, else which step
+/// they parted at), and the scheduler that reused.
+fn both(steps: &[Step], seed: u64) -> Result<(Vec<String>, Scheduler), String> {
+    let mut with = Scheduler::new(Profile::default(), QueueConfig::default(), seed);
+    let mut without = Scheduler::new(Profile::default(), QueueConfig::default(), seed);
+    without.cycle_mut().disable_memo();
+    let (mut history_with, mut history_without) = (History::new(), History::new());
+    let mut decided = Vec::new();
+    for (i, step) in steps.iter().enumerate() {
+        let a = apply(&mut with, step, &mut history_with);
+        let b = apply(&mut without, step, &mut history_without);
+        if a != b {
+            return Err(format!("step {i} ({step:?}): with {a:?}, without {b:?}"));
+        }
+        decided.extend(a);
+    }
+    if without.cycle_mut().reused_verdicts() != 0 {
+        return Err("the scheduler without the memo reused verdicts".into());
+    }
+    Ok((decided, with))
+}
+
 /// Identical preemptors on a full cluster: the second and later reuse the
 /// first's verdicts on the nodes nothing touched (filter and dry run), and
 /// decide what a scheduler that reuses none decides.
 #[tokio::test(start_paused = true)]
 async fn identical_preemptors_reuse_verdicts_and_decide_alike() {
-    let mut with = Scheduler::new(Profile::default(), QueueConfig::default(), 5);
-    let mut without = Scheduler::new(Profile::default(), QueueConfig::default(), 5);
-    without.cycle_mut().disable_memo();
     let mut steps = Vec::new();
     for n in 0..8 {
         steps.push(Step::Node {
@@ -273,14 +293,10 @@ async fn identical_preemptors_reuse_verdicts_and_decide_alike() {
             victims_at_once: true,
         },
     ]);
-    let (mut history_with, mut history_without) = (History::new(), History::new());
-    let mut decided = Vec::new();
-    for step in &steps {
-        let a = apply(&mut with, step, &mut history_with);
-        let b = apply(&mut without, step, &mut history_without);
-        assert_eq!(a, b, "{step:?}");
-        decided.extend(a);
-    }
+    let (decided, mut with) = match both(&steps, 5) {
+        Ok(run) => run,
+        Err(parted) => panic!("{parted}"),
+    };
     assert_eq!(decided.len(), 3, "{decided:?}");
     assert!(
         decided.iter().all(|d| d.contains("preemption Some(")),
@@ -294,7 +310,6 @@ async fn identical_preemptors_reuse_verdicts_and_decide_alike() {
         "reused {}",
         with.cycle_mut().reused_verdicts()
     );
-    assert_eq!(without.cycle_mut().reused_verdicts(), 0);
 }
 
 /// A budget that changes between two preemptors of one spec: the second
@@ -302,9 +317,6 @@ async fn identical_preemptors_reuse_verdicts_and_decide_alike() {
 /// are counted again).
 #[tokio::test(start_paused = true)]
 async fn a_changed_budget_is_weighed_again() {
-    let mut with = Scheduler::new(Profile::default(), QueueConfig::default(), 5);
-    let mut without = Scheduler::new(Profile::default(), QueueConfig::default(), 5);
-    without.cycle_mut().disable_memo();
     let node = |n| Step::Node {
         n,
         cpu: 4,
@@ -332,14 +344,10 @@ async fn a_changed_budget_is_weighed_again() {
         Step::Pod(4),
         schedule,
     ];
-    let (mut history_with, mut history_without) = (History::new(), History::new());
-    let mut decided = Vec::new();
-    for step in &steps {
-        let a = apply(&mut with, step, &mut history_with);
-        let b = apply(&mut without, step, &mut history_without);
-        assert_eq!(a, b, "{step:?}");
-        decided.extend(a);
-    }
+    let (decided, _) = match both(&steps, 5) {
+        Ok(run) => run,
+        Err(parted) => panic!("{parted}"),
+    };
     assert_eq!(decided.len(), 2, "{decided:?}");
     assert!(
         decided[0].contains(r#"preemption Some("n1") violating Some(0)"#),
@@ -361,14 +369,8 @@ proptest! {
         let rt = tokio::runtime::Builder::new_current_thread().enable_all().start_paused(true).build();
         let Ok(rt) = rt else { return Err(TestCaseError::fail("runtime")) };
         let _guard = rt.enter();
-        let mut with = Scheduler::new(Profile::default(), QueueConfig::default(), 11);
-        let mut without = Scheduler::new(Profile::default(), QueueConfig::default(), 11);
-        without.cycle_mut().disable_memo();
-        let (mut history_with, mut history_without) = (History::new(), History::new());
-        for (i, step) in steps.iter().enumerate() {
-            let a = apply(&mut with, step, &mut history_with);
-            let b = apply(&mut without, step, &mut history_without);
-            prop_assert_eq!(a, b, "step {}: {:?}", i, step);
+        if let Err(parted) = both(&steps, 11) {
+            return Err(TestCaseError::fail(parted));
         }
     }
 }
