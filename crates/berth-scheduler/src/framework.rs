@@ -643,10 +643,24 @@ impl fmt::Display for FitError {
             // status onto every node; counting those would only repeat the
             // PreFilter message, so the histogram is built only otherwise.
             let mut reasons: HashMap<&str, usize> = HashMap::new();
+            // Thousands of nodes rejected for one reason come in runs:
+            // a run is counted, then added to the map once.
+            let mut run: Option<(&str, usize)> = None;
             for status in d.node_to_status.statuses() {
                 for reason in &status.reasons {
-                    *reasons.entry(reason.as_ref()).or_default() += 1;
+                    let reason: &str = reason.as_ref();
+                    match &mut run {
+                        Some((current, n)) if *current == reason => *n += 1,
+                        _ => {
+                            if let Some((current, n)) = run.replace((reason, 1)) {
+                                *reasons.entry(current).or_default() += n;
+                            }
+                        }
+                    }
                 }
+            }
+            if let Some((current, n)) = run {
+                *reasons.entry(current).or_default() += n;
             }
             let absent = self.num_all_nodes.saturating_sub(d.node_to_status.len());
             if absent > 0 {
@@ -899,6 +913,39 @@ mod tests {
             },
         };
         assert_eq!(err.to_string(), "0/12 nodes are available: 10 x, 2 y.");
+    }
+
+    /// The histogram counts a reason once per node that gave it, whether
+    /// the nodes come in runs of one reason, interleaved, or with several
+    /// reasons each.
+    #[test]
+    fn the_histogram_counts_runs_and_interleaved_reasons_alike() {
+        let both = || Status::with_reasons(Code::Unschedulable, vec!["x".into(), "y".into()]);
+        let statuses = [
+            unschedulable("x"),
+            unschedulable("x"),
+            unschedulable("y"),
+            unschedulable("x"),
+            both(),
+            both(),
+            unschedulable("y"),
+        ];
+        let nodes = statuses
+            .into_iter()
+            .enumerate()
+            .map(|(i, s)| (Arc::from(format!("n{i}")), s))
+            .collect();
+        let err = FitError {
+            num_all_nodes: 9,
+            diagnosis: Diagnosis {
+                node_to_status: NodeToStatus::new(
+                    nodes,
+                    Status::new(Code::UnschedulableAndUnresolvable, "z"),
+                ),
+                ..Diagnosis::default()
+            },
+        };
+        assert_eq!(err.to_string(), "0/9 nodes are available: 2 z, 4 y, 5 x.");
     }
 
     #[test]
