@@ -365,11 +365,7 @@ impl Cycle {
             let status = match kept {
                 Some(verdict) => verdict,
                 None => {
-                    let verdict = if nominated.is_empty() {
-                        filters.run(state, pod, node)
-                    } else {
-                        filter_with_nominated(filters, state, pod, node, &nominated.on(index))
-                    };
+                    let verdict = nominated.filter(filters, state, pod, node, index);
                     if reuse && verdict.as_ref().is_none_or(|s| s.code != Code::Error) {
                         self.memo.keep_filter(index, node, verdict.clone());
                     }
@@ -415,11 +411,7 @@ impl Cycle {
             if self.memo.filter(index, node).is_some() {
                 continue;
             }
-            let verdict = if nominated.is_empty() {
-                filters.run(state, pod, node)
-            } else {
-                filter_with_nominated(filters, state, pod, node, &nominated.on(index))
-            };
+            let verdict = nominated.filter(filters, state, pod, node, index);
             match verdict {
                 Some(status) if status.code == Code::Error => {
                     self.rejected = shared;
@@ -551,7 +543,7 @@ impl<'p> PodFilters<'p> {
 
     /// The plugin objects this pod's verdicts come from (the filters that
     /// run, then the PreFilters kept up to date), by address.
-    pub(crate) fn plugin_addresses(&self) -> Vec<usize> {
+    pub(crate) fn plugin_addresses(&self) -> impl Iterator<Item = usize> {
         let filters = self
             .active
             .iter()
@@ -560,7 +552,7 @@ impl<'p> PodFilters<'p> {
             .extended
             .iter()
             .map(|p| std::ptr::from_ref::<dyn PreFilterPlugin>(*p).cast::<()>() as usize);
-        filters.chain(pre_filters).collect()
+        filters.chain(pre_filters)
     }
 
     /// Whether a cycle filters the node at all: a PreFilter may have
@@ -871,6 +863,24 @@ impl<'c> NominatedPods<'c> {
     fn is_empty(&self) -> bool {
         let nominator = self.cache.nominator();
         nominator.is_empty() || (nominator.len() == 1 && self.own_node.is_some())
+    }
+
+    /// The filters' verdict on `node` (at `index`) with the pods
+    /// nominated there counted (`RunFilterPluginsWithNominatedPods`);
+    /// without a nomination anywhere, no lookup per node.
+    fn filter(
+        &self,
+        filters: &PodFilters<'_>,
+        state: &CycleState,
+        pod: &PodInfo,
+        node: &NodeInfo,
+        index: usize,
+    ) -> Option<Status> {
+        if self.is_empty() {
+            filters.run(state, pod, node)
+        } else {
+            filter_with_nominated(filters, state, pod, node, &self.on(index))
+        }
     }
 
     /// The pods nominated to the node at `index` that count for the pod.

@@ -38,14 +38,14 @@ use crate::preemption::{Candidate, Victims};
 
 /// What preemption's dry run found on one node: the victims (indexes into
 /// the node's pods) and the candidate they make.
-#[derive(Debug)]
+#[derive(Debug, Clone)]
 pub(crate) struct DryRun {
     pub victims: Victims,
     pub candidate: Candidate,
 }
 
 /// A dry run's outcome on one node: a candidate, or why the node is none.
-pub(crate) type DryRunOutcome = Result<Arc<DryRun>, Status>;
+pub(crate) type DryRunOutcome = Result<DryRun, Status>;
 
 /// The verdicts on one node.
 #[derive(Debug, Clone)]
@@ -109,10 +109,9 @@ impl Memo {
         if self.disabled || !filters.node_local() {
             return false;
         }
-        let addresses = filters.plugin_addresses();
         let same_class = self.class.as_ref().is_some_and(|c| {
             c.cache == cache.snapshot().version.cache
-                && c.filters == addresses
+                && c.filters.iter().copied().eq(filters.plugin_addresses())
                 && c.pod.metadata.namespace == pod.pod().metadata.namespace
                 && c.pod.spec == pod.pod().spec
         });
@@ -120,7 +119,7 @@ impl Memo {
         if !same_class {
             self.class = Some(Class {
                 cache: cache.snapshot().version.cache,
-                filters: addresses,
+                filters: filters.plugin_addresses().collect(),
                 pod: pod.pod_arc().clone(),
             });
             self.forget_all(nominator.changes());
@@ -170,10 +169,7 @@ impl Memo {
 
     /// The filters' verdict on the node at `index`, if one is kept.
     pub(crate) fn filter(&mut self, index: usize, node: &NodeInfo) -> Option<&Option<Status>> {
-        let verdict = self.nodes.get(index)?.as_ref()?;
-        if verdict.version != node.version() || verdict.filter.is_none() {
-            return None;
-        }
+        self.on(index, node)?.filter.as_ref()?;
         self.reused += 1;
         self.on(index, node)?.filter.as_ref()
     }

@@ -130,7 +130,7 @@ impl Cycle {
         let mut non_violating: Vec<Found> = Vec::new();
         let mut violating: Vec<Found> = Vec::new();
         // Outcomes not kept in the memo.
-        let mut fresh: Vec<Arc<DryRun>> = Vec::new();
+        let mut fresh: Vec<DryRun> = Vec::new();
         // The nodes that are no candidate, named only if none is found
         // (the message lists them): those whose status the memo keeps,
         // and the others with theirs.
@@ -151,11 +151,9 @@ impl Cycle {
                     &nominated.on(index),
                     cache.budgets(),
                 )
-                .map(|(victims, described)| {
-                    Arc::new(DryRun {
-                        candidate: Candidate::new(&described, &victims),
-                        victims,
-                    })
+                .map(|(victims, described)| DryRun {
+                    candidate: Candidate::new(&described, &victims),
+                    victims,
                 });
                 let keep = reuse && outcome.as_ref().err().is_none_or(|s| s.code != Code::Error);
                 match outcome {
@@ -172,7 +170,7 @@ impl Cycle {
                     }
                 }
             }
-            let (violations, source) = if kept || reuse {
+            let (violations, source) = if reuse {
                 match self.memo.peek_dry_run(index, node, budgets) {
                     Some(Ok(found)) => (found.victims.num_pdb_violations, Source::Memo),
                     _ => {
@@ -202,10 +200,10 @@ impl Cycle {
         let dry_run_of = |f: &Found| -> Option<&DryRun> {
             match f.source {
                 Source::Memo => match self.memo.peek_dry_run(f.node, &all[f.node], budgets) {
-                    Some(Ok(found)) => Some(&**found),
+                    Some(Ok(found)) => Some(found),
                     _ => None,
                 },
-                Source::Fresh(k) => fresh.get(k).map(|d| &**d),
+                Source::Fresh(k) => fresh.get(k),
             }
         };
         let dry_runs: Vec<&DryRun> = found.iter().filter_map(dry_run_of).collect();
