@@ -45,7 +45,7 @@ use kube::runtime::{WatchStreamExt, watcher};
 use serde::de::DeserializeOwned;
 use tokio::sync::mpsc;
 
-use crate::watch::{Changes, changes_with_meta};
+use crate::watch::{Changes, SourceEvent, changes_with_meta};
 
 /// How many messages a subscriber may have unread before it is cut off and
 /// relisted from the hub. A message is an `Arc` (or a whole list), so a
@@ -58,10 +58,44 @@ pub type Events<K> = BoxStream<'static, Result<watcher::Event<K>, watcher::Error
 
 type Shared<K> = watcher::Event<Arc<K>>;
 
+/// A watch event after a list (`Apply` or `Delete`) as a subscriber
+/// reads it, with whether it updates an object the hub already held under
+/// the same UID, which the subscriber, having read every message before
+/// it, knows too (see [`crate::watch::SourceEvent`]).
+pub struct SharedEvent<K> {
+    event: Shared<K>,
+    known_update: bool,
+}
+
+impl<K> Clone for SharedEvent<K> {
+    fn clone(&self) -> Self {
+        SharedEvent {
+            event: self.event.clone(),
+            known_update: self.known_update,
+        }
+    }
+}
+
+impl<K> SourceEvent<Arc<K>> for SharedEvent<K> {
+    fn into_parts(self) -> (Shared<K>, bool) {
+        (self.event, self.known_update)
+    }
+}
+
+impl<K> SharedEvent<K> {
+    /// An event read as a watch of its own would have shown it (a list's).
+    fn plain(event: Shared<K>) -> SharedEvent<K> {
+        SharedEvent {
+            event,
+            known_update: false,
+        }
+    }
+}
+
 /// What a subscriber's queue carries.
 enum Message<K> {
-    /// A watch event after a list: `Apply` or `Delete`.
-    Event(Shared<K>),
+    /// A watch event after a list.
+    Event(SharedEvent<K>),
     /// A complete list, in key order.
     Listed(Arc<Vec<Arc<K>>>),
 }
@@ -334,12 +368,21 @@ impl<K: Resource> HubState<K> {
                 Some(Message::Listed(Arc::new(listed)))
             }
             watcher::Event::Apply(object) => {
-                self.objects.insert(key(&object), object.clone());
-                Some(Message::Event(watcher::Event::Apply(object)))
+                let uid = object.as_ref().meta().uid.as_deref();
+                let known_update = match self.objects.insert(key(&object), object.clone()) {
+                    Some(old) => uid.is_some() && old.as_ref().meta().uid.as_deref() == uid,
+                    None => false,
+                };
+                Some(Message::Event(SharedEvent {
+                    event: watcher::Event::Apply(object),
+                    known_update,
+                }))
             }
             watcher::Event::Delete(object) => {
                 self.objects.remove(&key(&object));
-                Some(Message::Event(watcher::Event::Delete(object)))
+                Some(Message::Event(SharedEvent::plain(watcher::Event::Delete(
+                    object,
+                ))))
             }
         }
     }
@@ -372,12 +415,12 @@ impl<K> Stream for Subscription<K>
 where
     K: Resource + Send + Sync + 'static,
 {
-    type Item = Result<Shared<K>, watcher::Error>;
+    type Item = Result<SharedEvent<K>, watcher::Error>;
 
     fn poll_next(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Option<Self::Item>> {
         loop {
             if let Some(event) = self.backlog.pop_front() {
-                return Poll::Ready(Some(Ok(event)));
+                return Poll::Ready(Some(Ok(SharedEvent::plain(event))));
             }
             match self.queue.poll_recv(cx) {
                 Poll::Ready(Some(Message::Event(event))) => return Poll::Ready(Some(Ok(event))),
@@ -662,5 +705,152 @@ mod tests {
         fx.send(listed(&[("a", "1")])).await;
         fx.feeds.lock().unwrap_or_else(|p| p.into_inner()).clear();
         assert_eq!(next_n(&mut first, 10).await.len(), 2);
+    }
+
+    /// One step of a random history: the watch's events, or a read.
+    #[derive(Debug, Clone)]
+    enum Step {
+        /// Pod `name` (one of five) applied with UID `uid` (one of two):
+        /// an update, a new pod, or another pod under a known name.
+        Apply { name: usize, uid: usize },
+        /// Pod `name` deleted, if the watch holds it.
+        Delete { name: usize },
+        /// The watch listed again (after a 410): these pods exist.
+        Relist { pods: Vec<(usize, usize)> },
+        /// The slow subscriber reads up to `n` changes.
+        SlowReads { n: usize },
+    }
+
+    fn step() -> impl proptest::strategy::Strategy<Value = Step> {
+        use proptest::prelude::*;
+        prop_oneof![
+            6 => (0..5usize, 0..2usize).prop_map(|(name, uid)| Step::Apply { name, uid }),
+            2 => (0..5usize).prop_map(|name| Step::Delete { name }),
+            1 => proptest::collection::vec((0..5usize, 0..2usize), 0..5)
+                .prop_map(|pods| Step::Relist { pods }),
+            2 => (0..4usize).prop_map(|n| Step::SlowReads { n }),
+        ]
+    }
+
+    /// A subscriber's view, folded from its changes; a deletion must name
+    /// the UID the view holds (the bookkeeping is never stale).
+    #[derive(Default)]
+    struct View(BTreeMap<String, Pod>);
+
+    impl View {
+        fn fold(&mut self, change: &Change<Arc<Pod>>) -> Result<(), String> {
+            match change {
+                Change::Upsert(pod) => {
+                    let name = pod.metadata.name.clone().unwrap_or_default();
+                    self.0.insert(name, pod.as_ref().clone());
+                }
+                Change::Delete(gone) => {
+                    let held = self.0.remove(&gone.key.name);
+                    let held_uid = held.and_then(|pod| pod.metadata.uid);
+                    if held_uid != gone.uid {
+                        return Err(format!(
+                            "deleted {} as uid {:?}, held {held_uid:?}",
+                            gone.key.name, gone.uid
+                        ));
+                    }
+                }
+                Change::Synced => {}
+            }
+            Ok(())
+        }
+    }
+
+    proptest::proptest! {
+        #![proptest_config(proptest::prelude::ProptestConfig::with_cases(200))]
+
+        /// Updates the hub vouches for skip a subscriber's bookkeeping;
+        /// whatever the history (names reused under new UIDs, deletions,
+        /// relists, a subscriber cut off and relisted), each subscriber's
+        /// view is the watch's, every deletion names the UID it held, and
+        /// each one's count of known objects is its view's size.
+        #[test]
+        fn every_subscriber_follows_the_watch_exactly(
+            steps in proptest::collection::vec(step(), 1..60)
+        ) {
+            let runtime = tokio::runtime::Builder::new_current_thread()
+                .enable_time()
+                .start_paused(true)
+                .build();
+            let Ok(runtime) = runtime else { panic!("no runtime") };
+            let outcome: Result<(), String> = runtime.block_on(async move {
+                let name = |i: usize| ["a", "b", "c", "d", "e"][i];
+                let uid = |name: usize, uid: usize| format!("{name}-{uid}");
+                let fx = Fixture::new(3);
+                let mut fast = Box::pin(fx.watch.changes());
+                let mut slow = Box::pin(fx.watch.changes());
+                let (mut fast_view, mut slow_view) = (View::default(), View::default());
+                let mut watch: BTreeMap<String, Pod> = BTreeMap::new();
+                fx.send(listed(&[])).await;
+                let read = |stream: &mut std::pin::Pin<Box<Changes<Subscription<Pod>, Arc<Pod>>>>| {
+                    let mut got = Vec::new();
+                    let waker = futures::task::noop_waker();
+                    let mut cx = std::task::Context::from_waker(&waker);
+                    while let Poll::Ready(Some(change)) = stream.as_mut().poll_next(&mut cx) {
+                        got.push(change);
+                    }
+                    got
+                };
+                for step in steps {
+                    match step {
+                        Step::Apply { name: n, uid: u } => {
+                            let p = pod(name(n), &uid(n, u));
+                            watch.insert(name(n).to_string(), p.clone());
+                            fx.send(vec![Event::Apply(p)]).await;
+                        }
+                        Step::Delete { name: n } => {
+                            if let Some(p) = watch.remove(name(n)) {
+                                fx.send(vec![Event::Delete(p)]).await;
+                            }
+                        }
+                        Step::Relist { pods } => {
+                            watch.clear();
+                            let mut events = vec![Event::Init];
+                            for (n, u) in pods {
+                                let p = pod(name(n), &uid(n, u));
+                                watch.insert(name(n).to_string(), p.clone());
+                                events.push(Event::InitApply(p));
+                            }
+                            events.push(Event::InitDone);
+                            fx.send(events).await;
+                        }
+                        Step::SlowReads { n } => {
+                            let waker = futures::task::noop_waker();
+                            let mut cx = std::task::Context::from_waker(&waker);
+                            for _ in 0..n {
+                                match slow.as_mut().poll_next(&mut cx) {
+                                    Poll::Ready(Some(change)) => slow_view.fold(&change)?,
+                                    _ => break,
+                                }
+                            }
+                        }
+                    }
+                    for change in read(&mut fast) {
+                        fast_view.fold(&change)?;
+                    }
+                    if fast_view.0 != watch {
+                        return Err(format!("the fast view {:?} is not the watch's {:?}", fast_view.0.keys(), watch.keys()));
+                    }
+                    if fast.known() != fast_view.0.len() {
+                        return Err(format!("fast knows {} objects, its view holds {}", fast.known(), fast_view.0.len()));
+                    }
+                }
+                for change in read(&mut slow) {
+                    slow_view.fold(&change)?;
+                }
+                if slow_view.0 != watch {
+                    return Err(format!("the slow view {:?} is not the watch's {:?}", slow_view.0.keys(), watch.keys()));
+                }
+                if slow.known() != slow_view.0.len() {
+                    return Err(format!("slow knows {} objects, its view holds {}", slow.known(), slow_view.0.len()));
+                }
+                Ok(())
+            });
+            proptest::prop_assert!(outcome.is_ok(), "{:?}", outcome);
+        }
     }
 }

@@ -73,6 +73,22 @@ pin_project! {
     }
 }
 
+/// One event as the adapter reads it: a watcher's own, or a shared
+/// watch's, which also says whether it updates an object the subscriber
+/// already knows under the same UID (the hub saw that object; then the
+/// bookkeeping has nothing to look up, and skipping it, for every
+/// subscriber of every update, is most of a shared watch's cost).
+pub trait SourceEvent<K> {
+    /// The event, and whether it is such an update.
+    fn into_parts(self) -> (watcher::Event<K>, bool);
+}
+
+impl<K> SourceEvent<K> for watcher::Event<K> {
+    fn into_parts(self) -> (watcher::Event<K>, bool) {
+        (self, false)
+    }
+}
+
 /// Turns a watcher's events into [`Change`]s. Watch errors are logged and
 /// skipped: the watcher (with its backoff) retries on its own, and a
 /// relist after the error brings the view up to date.
@@ -99,13 +115,14 @@ where
 
 /// [`changes`] of objects whose metadata `meta` reads: the one adapter,
 /// also for a shared watch's `Arc`'d objects.
-pub(crate) fn changes_with_meta<S, K>(
+pub(crate) fn changes_with_meta<S, K, E>(
     events: S,
     kind: String,
     meta: fn(&K) -> &ObjectMeta,
 ) -> Changes<S, K>
 where
-    S: Stream<Item = Result<watcher::Event<K>, watcher::Error>>,
+    S: Stream<Item = Result<E, watcher::Error>>,
+    E: SourceEvent<K>,
 {
     Changes {
         events,
@@ -228,9 +245,14 @@ fn apply<K>(
     known: &mut Known,
     relisted: &mut Option<HashSet<ObjectKey>>,
     ready: &mut VecDeque<Change<K>>,
-    event: watcher::Event<K>,
+    (event, known_update): (watcher::Event<K>, bool),
 ) {
     match event {
+        // The source vouches that the object is known under this UID, and
+        // nothing is being relisted: the bookkeeping would change nothing.
+        watcher::Event::Apply(object) if known_update && relisted.is_none() => {
+            ready.push_back(Change::Upsert(object));
+        }
         watcher::Event::Init => *relisted = Some(HashSet::new()),
         watcher::Event::InitApply(object) | watcher::Event::Apply(object) => {
             let object_meta = meta(&object);
@@ -283,9 +305,10 @@ fn apply<K>(
     }
 }
 
-impl<S, K> Stream for Changes<S, K>
+impl<S, K, E> Stream for Changes<S, K>
 where
-    S: Stream<Item = Result<watcher::Event<K>, watcher::Error>>,
+    S: Stream<Item = Result<E, watcher::Error>>,
+    E: SourceEvent<K>,
 {
     type Item = Change<K>;
 
@@ -297,7 +320,13 @@ where
             }
             match this.events.as_mut().poll_next(cx) {
                 Poll::Ready(Some(Ok(event))) => {
-                    apply(*this.meta, this.known, this.relisted, this.ready, event);
+                    apply(
+                        *this.meta,
+                        this.known,
+                        this.relisted,
+                        this.ready,
+                        event.into_parts(),
+                    );
                 }
                 Poll::Ready(Some(Err(error))) => {
                     tracing::warn!(kind = %this.kind, %error, "watch failed; retrying");
