@@ -54,12 +54,12 @@ fn out_of(resource: &str) -> String {
     format!("OutOf{resource}")
 }
 
-/// Decides whether `pod` may run on `node`, which already runs `others`
-/// (the admitted, not yet terminated pods).
+/// Decides whether `pod` may run on `node`, which already runs pods
+/// requesting `others` (the admitted, not yet terminated pods).
 pub fn admit(
     node: &Arc<Node>,
     pod: &Pod,
-    others: &[&Pod],
+    others: &[&PodUsage],
     shutting_down: bool,
     gates: FeatureGates,
 ) -> Result<(), Rejection> {
@@ -100,7 +100,7 @@ pub fn admit(
     // added up without a copy of any pod (or of the node).
     let mut info = NodeInfo::new(node.clone());
     for other in others {
-        info.add_usage(&PodUsage::of(other));
+        info.add_usage(other);
     }
     // Extended resources the node does not have are left out
     // (`removeMissingExtendedResources`): they may be cluster-level.
@@ -347,10 +347,11 @@ mod tests {
             },
         ];
         for case in cases {
+            let others: Vec<PodUsage> = case.others.iter().map(|p| PodUsage::of(p)).collect();
             let got = admit(
                 &Arc::new(case.node),
                 &case.pod,
-                &case.others,
+                &others.iter().collect::<Vec<_>>(),
                 case.shutting_down,
                 FeatureGates::default(),
             );

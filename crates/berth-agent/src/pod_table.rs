@@ -8,7 +8,8 @@
 
 use std::collections::{BTreeSet, HashMap};
 
-use k8s_openapi::api::core::v1::{Pod, PodStatus};
+use berth_scheduler::resources::PodUsage;
+use k8s_openapi::api::core::v1::{Container, Pod, PodStatus};
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(crate) enum PodState {
@@ -23,7 +24,10 @@ pub(crate) enum PodState {
 
 #[derive(Debug)]
 pub(crate) struct PodEntry {
-    pub pod: Pod,
+    pod: Pod,
+    /// What the pod requests, parsed once: admission adds up the requests
+    /// of every pod on the node for each pod it admits.
+    usage: PodUsage,
     /// Fixed at insertion (a pod is bound once): the index's key.
     node: String,
     pub state: PodState,
@@ -33,6 +37,7 @@ pub(crate) struct PodEntry {
 impl PodEntry {
     pub fn new(pod: Pod, node: String, state: PodState) -> PodEntry {
         PodEntry {
+            usage: PodUsage::of(&pod),
             pod,
             node,
             state,
@@ -43,6 +48,50 @@ impl PodEntry {
     pub fn node(&self) -> &str {
         &self.node
     }
+
+    pub fn pod(&self) -> &Pod {
+        &self.pod
+    }
+
+    pub fn usage(&self) -> &PodUsage {
+        &self.usage
+    }
+
+    /// Replaces the pod with its newer state; its requests are parsed
+    /// again only when the spec's resources changed (an in-place resize).
+    pub fn set_pod(&mut self, pod: Pod) {
+        if !same_requests(&self.pod, &pod) {
+            self.usage = PodUsage::of(&pod);
+        }
+        self.pod = pod;
+    }
+
+    pub fn set_status(&mut self, status: Option<PodStatus>) {
+        self.pod.status = status;
+    }
+}
+
+/// Whether two states of a pod request the same: what [`PodUsage::of`]
+/// reads (the containers', init containers' and pod-level resources and
+/// the overhead; container restart policies make an init container a
+/// sidecar) is equal.
+fn same_requests(a: &Pod, b: &Pod) -> bool {
+    let (Some(a), Some(b)) = (a.spec.as_ref(), b.spec.as_ref()) else {
+        return a.spec.is_none() && b.spec.is_none();
+    };
+    let containers_alike = |x: &[Container], y: &[Container]| {
+        x.len() == y.len()
+            && x.iter()
+                .zip(y)
+                .all(|(x, y)| x.resources == y.resources && x.restart_policy == y.restart_policy)
+    };
+    containers_alike(&a.containers, &b.containers)
+        && containers_alike(
+            a.init_containers.as_deref().unwrap_or_default(),
+            b.init_containers.as_deref().unwrap_or_default(),
+        )
+        && a.overhead == b.overhead
+        && a.resources == b.resources
 }
 
 /// See the module documentation.
@@ -190,6 +239,52 @@ mod tests {
                 "{}: no empty node entries",
                 case.name
             );
+        }
+    }
+
+    /// A pod's parsed requests follow its newer states: kept when only the
+    /// status or metadata changed, parsed again when the spec's resources
+    /// did (an in-place resize, another container).
+    #[test]
+    fn the_parsed_requests_follow_the_pods_resources() {
+        struct Case {
+            name: &'static str,
+            first: Pod,
+            then: Pod,
+        }
+        let small = || make_pod().req(&[("cpu", "100m"), ("memory", "1Gi")]);
+        let mut running = small().obj();
+        running.status = Some(PodStatus {
+            phase: Some("Running".into()),
+            ..PodStatus::default()
+        });
+        let cases = [
+            Case {
+                name: "a status change keeps the requests",
+                first: small().obj(),
+                then: running,
+            },
+            Case {
+                name: "a label change keeps the requests",
+                first: small().obj(),
+                then: small().label("a", "b").obj(),
+            },
+            Case {
+                name: "a resize is parsed again",
+                first: small().obj(),
+                then: make_pod().req(&[("cpu", "2"), ("memory", "1Gi")]).obj(),
+            },
+            Case {
+                name: "another container is parsed again",
+                first: small().obj(),
+                then: small().req(&[("cpu", "1")]).obj(),
+            },
+        ];
+        for case in cases {
+            let mut entry = PodEntry::new(case.first, "n1".into(), PodState::Running);
+            entry.set_pod(case.then.clone());
+            assert_eq!(entry.usage(), &PodUsage::of(&case.then), "{}", case.name);
+            assert_eq!(entry.pod(), &case.then, "{}", case.name);
         }
     }
 }

@@ -22,6 +22,7 @@ use berth_core::FeatureGates;
 use berth_core::clock::Clock;
 use berth_core::pod::{bound_node, is_terminal};
 use berth_runtime::Runtime;
+use berth_scheduler::resources::PodUsage;
 use futures::StreamExt;
 use k8s_openapi::api::core::v1::{Node, Pod, PodCondition, PodStatus};
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
@@ -187,7 +188,7 @@ impl PodWorker {
             let mut pods = lock(&self.pods);
             match pods.get_mut(&uid) {
                 Some(entry) => {
-                    entry.pod = pod.clone();
+                    entry.set_pod(pod.clone());
                     Some(entry.state)
                 }
                 None => None,
@@ -216,10 +217,10 @@ impl PodWorker {
         };
         let verdict = {
             let pods = lock(&self.pods);
-            let others: Vec<&Pod> = pods
+            let others: Vec<&PodUsage> = pods
                 .on_node(&node)
-                .filter(|e| e.state == PodState::Running && !is_terminal(&e.pod))
-                .map(|e| &e.pod)
+                .filter(|e| e.state == PodState::Running && !is_terminal(e.pod()))
+                .map(|e| e.usage())
                 .collect();
             admit(
                 &node_object,
@@ -317,7 +318,7 @@ impl PodWorker {
         let (pod, node) = {
             let pods = lock(&self.pods);
             match pods.get(uid) {
-                Some(e) if e.state == PodState::Running => (e.pod.clone(), e.node().to_string()),
+                Some(e) if e.state == PodState::Running => (e.pod().clone(), e.node().to_string()),
                 _ => return,
             }
         };
@@ -347,8 +348,8 @@ impl PodWorker {
             Ok(updated) => {
                 if let Some(entry) = lock(&self.pods).get_mut(uid) {
                     entry.last_status = Some(status);
-                    if entry.pod.metadata.deletion_timestamp.is_none() {
-                        entry.pod.status = updated.status;
+                    if entry.pod().metadata.deletion_timestamp.is_none() {
+                        entry.set_status(updated.status);
                     }
                 }
             }
@@ -369,8 +370,8 @@ impl PodWorker {
         self.shutting_down.store(true, Ordering::SeqCst);
         let running: Vec<(String, String, Pod)> = lock(&self.pods)
             .iter()
-            .filter(|(_, e)| e.state == PodState::Running && !is_terminal(&e.pod))
-            .map(|(uid, e)| (uid.clone(), e.node().to_string(), e.pod.clone()))
+            .filter(|(_, e)| e.state == PodState::Running && !is_terminal(e.pod()))
+            .map(|(uid, e)| (uid.clone(), e.node().to_string(), e.pod().clone()))
             .collect();
         let refs: Vec<&Pod> = running.iter().map(|(_, _, p)| p).collect();
         let mut order = Vec::new();
