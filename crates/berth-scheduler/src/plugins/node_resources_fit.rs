@@ -288,6 +288,16 @@ pub(crate) fn score_requests(
     resources: &[ResourceSpec],
     opts: PodResourcesOptions,
 ) -> Vec<i64> {
+    cpu_memory_requests_parsed(pod, resources, opts)
+        .unwrap_or_else(|| parse_score_requests(pod, resources, opts))
+}
+
+/// [`score_requests`] from the pod's spec.
+fn parse_score_requests(
+    pod: &PodInfo,
+    resources: &[ResourceSpec],
+    opts: PodResourcesOptions,
+) -> Vec<i64> {
     let list = pod_request_list(pod.pod(), opts);
     resources
         .iter()
@@ -297,6 +307,30 @@ pub(crate) fn score_requests(
             None => 0,
         })
         .collect()
+}
+
+/// [`score_requests`] of cpu then memory (the default) read from what
+/// the pod's `PodInfo` parsed when it was queued, which used the same
+/// request lists (pod-level resources honoured; with and without the
+/// non-zero defaults). Those amounts are clamped at zero and the score's
+/// are not, so only positive amounts are taken (a best-effort pod, or an
+/// amount no validation let through, is parsed again).
+fn cpu_memory_requests_parsed(
+    pod: &PodInfo,
+    resources: &[ResourceSpec],
+    opts: PodResourcesOptions,
+) -> Option<Vec<i64>> {
+    cpu_memory_weights(resources)?;
+    if !opts.pod_level_resources {
+        return None;
+    }
+    let usage = pod.usage();
+    let (cpu, memory) = if opts.non_zero_defaults {
+        (usage.non_zero_milli_cpu, usage.non_zero_memory)
+    } else {
+        (usage.requested.milli_cpu, usage.requested.memory)
+    };
+    (cpu > 0 && memory > 0).then(|| vec![cpu, memory])
 }
 
 impl NodeResourcesFit {
@@ -1997,5 +2031,98 @@ mod tests {
         assert_eq!(DEFAULT_WEIGHT, 1);
         assert_eq!(p.resources(), default_resources().as_slice());
         assert!(p.enable_sidecar_containers && p.enable_pod_level_resources);
+    }
+
+    /// The cpu and memory requests read from the queued pod's parsed usage
+    /// are the requests parsed again, for any pod (containers, init
+    /// containers and sidecars, pod-level resources, overhead; cpu or
+    /// memory missing, zero, negative or unparseable) and any options.
+    mod parsed_usage {
+        use super::*;
+        use berth_core::resources::CONTAINER_RESTART_POLICY_ALWAYS;
+        use berth_core::test_util::{make_container, make_pod};
+        use proptest::prelude::*;
+
+        fn amount() -> impl Strategy<Value = Option<&'static str>> {
+            prop_oneof![
+                Just(None),
+                Just(Some("0")),
+                Just(Some("100m")),
+                Just(Some("2")),
+                Just(Some("1Gi")),
+                Just(Some("500Mi")),
+                Just(Some("-1")),
+                Just(Some("bogus")),
+            ]
+        }
+
+        fn requests() -> impl Strategy<Value = Vec<(&'static str, &'static str)>> {
+            (amount(), amount()).prop_map(|(cpu, memory)| {
+                [("cpu", cpu), ("memory", memory)]
+                    .into_iter()
+                    .filter_map(|(name, q)| q.map(|q| (name, q)))
+                    .collect()
+            })
+        }
+
+        fn container(requests: Vec<(&str, &str)>, sidecar: bool) -> Container {
+            let c = make_container().name("c").requests(&requests);
+            if sidecar {
+                c.restart_policy(CONTAINER_RESTART_POLICY_ALWAYS).obj()
+            } else {
+                c.obj()
+            }
+        }
+
+        fn pod() -> impl Strategy<Value = Pod> {
+            (
+                proptest::collection::vec(requests(), 1..3),
+                proptest::collection::vec((requests(), any::<bool>()), 0..3),
+                proptest::option::of(requests()),
+                proptest::option::of(requests()),
+            )
+                .prop_map(|(containers, inits, pod_level, overhead)| {
+                    let mut pod = make_pod()
+                        .containers(
+                            containers
+                                .into_iter()
+                                .map(|r| container(r, false))
+                                .collect(),
+                        )
+                        .init_containers(inits.into_iter().map(|(r, s)| container(r, s)).collect());
+                    if let Some(requests) = pod_level {
+                        pod = pod.resources(ResourceRequirements {
+                            requests: Some(
+                                requests
+                                    .into_iter()
+                                    .map(|(n, q)| (n.to_string(), Q(q.to_string())))
+                                    .collect(),
+                            ),
+                            ..ResourceRequirements::default()
+                        });
+                    }
+                    if let Some(overhead) = overhead {
+                        pod = pod.overhead(&overhead);
+                    }
+                    pod.obj()
+                })
+        }
+
+        proptest! {
+            #[test]
+            fn cpu_and_memory_read_from_the_parsed_usage_are_the_parsed_again(
+                pod in pod(),
+                pod_level_resources in any::<bool>(),
+                non_zero_defaults in any::<bool>(),
+            ) {
+                let info = PodInfo::new(Arc::new(pod));
+                let opts = PodResourcesOptions { pod_level_resources, non_zero_defaults };
+                let resources = default_resources();
+                prop_assert_eq!(
+                    score_requests(&info, &resources, opts),
+                    parse_score_requests(&info, &resources, opts)
+                );
+            }
+        }
     }
 }
