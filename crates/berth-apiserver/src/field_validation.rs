@@ -91,29 +91,60 @@ pub fn unknown_fields<T: DeserializeOwned + Serialize>(sent: &Value) -> Vec<Stri
         return Vec::new();
     };
     let mut out = Vec::new();
-    compare(sent, &kept, "", &mut out);
-    out.into_iter()
-        .map(|f| f.trim_start_matches('.').to_string())
-        .collect()
+    compare(sent, &kept, &mut Vec::new(), &mut out);
+    out
 }
 
-fn compare(sent: &Value, kept: &Value, path: &str, out: &mut Vec<String>) {
+/// One step of the path to a field.
+enum Step<'a> {
+    Key(&'a str),
+    Index(usize),
+}
+
+/// The path as upstream names it: `spec.containers[0].foo`.
+fn path_name(path: &[Step<'_>]) -> String {
+    let mut name = String::new();
+    for step in path {
+        match step {
+            Step::Key(key) => {
+                if !name.is_empty() {
+                    name.push('.');
+                }
+                name.push_str(key);
+            }
+            Step::Index(i) => {
+                name.push('[');
+                name.push_str(&i.to_string());
+                name.push(']');
+            }
+        }
+    }
+    name
+}
+
+/// Adds the fields of `sent` that `kept` (the body after a round trip
+/// through the type) lacks to `out`. The path is named only for those: a
+/// body is mostly known fields.
+fn compare<'a>(sent: &'a Value, kept: &Value, path: &mut Vec<Step<'a>>, out: &mut Vec<String>) {
     match (sent, kept) {
         (Value::Object(sent), Value::Object(kept)) => {
             for (key, value) in sent {
-                let child = format!("{path}.{key}");
+                path.push(Step::Key(key));
                 match kept.get(key) {
-                    Some(k) => compare(value, k, &child, out),
+                    Some(k) => compare(value, k, path, out),
                     None if value.is_null() => {}
                     // A field whose value the type dropped as empty is known.
                     None if is_empty(value) => {}
-                    None => out.push(child),
+                    None => out.push(path_name(path)),
                 }
+                path.pop();
             }
         }
         (Value::Array(sent), Value::Array(kept)) => {
             for (i, (s, k)) in sent.iter().zip(kept).enumerate() {
-                compare(s, k, &format!("{path}[{i}]"), out);
+                path.push(Step::Index(i));
+                compare(s, k, path, out);
+                path.pop();
             }
         }
         _ => {}
