@@ -568,6 +568,34 @@ impl ResourceCache {
         stored: Arc<StoredJson>,
     ) -> Option<Expectation> {
         let parts = self.parts(object)?;
+        Some(self.expect_parts(key, parts, stored))
+    }
+
+    /// [`ResourceCache::expect`] of a write made from `base` (the entry it
+    /// changes) that keeps its namespace, name and labels and changes only
+    /// the selectable fields in `changed`: its entry is `base`'s, patched,
+    /// so the object need not be decoded.
+    pub fn expect_derived(
+        &self,
+        key: &str,
+        base: &Cached,
+        changed: &[(&str, &str)],
+        stored: Arc<StoredJson>,
+    ) -> Expectation {
+        let mut fields = base.fields.clone();
+        for (field, value) in changed {
+            fields.insert((*field).to_string(), (*value).to_string());
+        }
+        let parts = Parts {
+            namespace: base.namespace.clone(),
+            name: base.name.clone(),
+            labels: base.labels.clone(),
+            fields,
+        };
+        self.expect_parts(key, parts, stored)
+    }
+
+    fn expect_parts(&self, key: &str, parts: Parts, stored: Arc<StoredJson>) -> Expectation {
         let mut own_writes = self.own_writes.lock().unwrap_or_else(|e| e.into_inner());
         own_writes.next_ticket += 1;
         let ticket = own_writes.next_ticket;
@@ -579,10 +607,10 @@ impl ResourceCache {
             ticket,
             state: OwnWriteState::Announced { stored, parts },
         });
-        Some(Expectation {
+        Expectation {
             key: key.to_string(),
             ticket,
-        })
+        }
     }
 
     /// The store took the announced write at revision `rv`; `json` is the

@@ -4,6 +4,9 @@
 //! on `metadata` every type shares are `strategy::validate_metadata`: the
 //! name rule is the type's.)
 
+use std::collections::BTreeMap;
+
+use serde_json::value::RawValue;
 use serde_json::{Map, Value, json};
 
 /// Upstream's alphabet for `generateName` suffixes: no vowels (no words)
@@ -124,6 +127,54 @@ impl StoredJson {
         }
         bytes.push(b'}');
         StoredJson { bytes, metadata }
+    }
+
+    /// [`StoredJson::encode`] of an object given as its members, each
+    /// already JSON: `top` in key order (as a decoded object serializes
+    /// them), `metadata` for the member of that name, its own members in
+    /// key order (`resourceVersion` skipped). Copies the members' bytes as
+    /// they are: the same bytes as decoding them and encoding, for members
+    /// that serde_json wrote (the store's and the cache's JSON).
+    pub fn encode_members(
+        top: &BTreeMap<&str, &RawValue>,
+        metadata: &BTreeMap<&str, &RawValue>,
+    ) -> StoredJson {
+        let mut bytes = Vec::with_capacity(1024);
+        let mut metadata_at = None;
+        bytes.push(b'{');
+        for (i, (key, value)) in top.iter().enumerate() {
+            if i > 0 {
+                bytes.push(b',');
+            }
+            write_json(&mut bytes, key);
+            bytes.push(b':');
+            if *key != "metadata" {
+                bytes.extend_from_slice(value.get().as_bytes());
+                continue;
+            }
+            bytes.push(b'{');
+            let start = bytes.len();
+            let mut members = 0;
+            for (name, member) in metadata {
+                if *name == "resourceVersion" {
+                    continue;
+                }
+                if members > 0 {
+                    bytes.push(b',');
+                }
+                members += 1;
+                write_json(&mut bytes, name);
+                bytes.push(b':');
+                bytes.extend_from_slice(member.get().as_bytes());
+            }
+            bytes.push(b'}');
+            metadata_at = Some((start, members > 0));
+        }
+        bytes.push(b'}');
+        StoredJson {
+            bytes,
+            metadata: metadata_at,
+        }
     }
 
     /// The object as the API reports it: `metadata.resourceVersion` set to

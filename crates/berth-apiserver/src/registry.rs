@@ -41,7 +41,7 @@ use serde_json::Value;
 use futures::future::BoxFuture;
 
 use crate::allocators::Claims;
-use crate::cache::ResourceCache;
+use crate::cache::{Cached, Expectation, ResourceCache};
 use crate::objects::{StoredJson, resource_version_of, set_resource_version};
 use crate::resources::{NAMESPACES, PODS, RESOURCES, ResourceType};
 use crate::status::ApiError;
@@ -176,12 +176,22 @@ impl Registry {
     /// on its revision, and decide anything that does not end in a write
     /// (a no-op, an error) again on the stored object.
     pub async fn newest(&self, rt: &ResourceType, ns: &str, name: &str) -> Option<(Value, i64)> {
+        let cached = self.newest_cached(rt, ns, name).await?;
+        let object = serde_json::from_str(&cached.json).ok()?;
+        Some((object, cached.rv))
+    }
+
+    /// [`Registry::newest`], undecoded: the watch cache's entry.
+    pub async fn newest_cached(
+        &self,
+        rt: &ResourceType,
+        ns: &str,
+        name: &str,
+    ) -> Option<Arc<Cached>> {
         if rt.stored_as.is_some() {
             return None;
         }
-        let cached = self.cache(rt).ok()?.latest(&rt.key(ns, name)).await?;
-        let object = serde_json::from_str(&cached.json).ok()?;
-        Some((object, cached.rv))
+        self.cache(rt).ok()?.latest(&rt.key(ns, name)).await
     }
 
     /// Waits until the watch cache of `rt` reflects the store's current
@@ -212,18 +222,57 @@ impl Registry {
         expected: Option<i64>,
     ) -> Result<(i64, Arc<str>), StoreError> {
         let stored = Arc::new(StoredJson::encode(object));
-        // Types stored in another type's form (events.k8s.io events) are
-        // cached in that form: those are decoded from the store's bytes.
-        let cache = match rt.stored_as {
+        let cache = self.own_cache(rt);
+        let expectation = cache.and_then(|cache| cache.expect(key, object, stored.clone()));
+        self.store_announced(key, stored, expected, cache.zip(expectation))
+            .await
+    }
+
+    /// [`Registry::write`] of an object already encoded as `stored`, made
+    /// from `base` (the watch cache's entry, at `expected`) by changing
+    /// only the selectable fields in `changed` (see
+    /// [`ResourceCache::expect_derived`]).
+    pub async fn write_derived(
+        &self,
+        rt: &ResourceType,
+        key: &str,
+        stored: StoredJson,
+        base: &Cached,
+        changed: &[(&str, &str)],
+        expected: i64,
+    ) -> Result<(i64, Arc<str>), StoreError> {
+        let stored = Arc::new(stored);
+        let cache = self.own_cache(rt);
+        let expectation =
+            cache.map(|cache| cache.expect_derived(key, base, changed, stored.clone()));
+        self.store_announced(key, stored, Some(expected), cache.zip(expectation))
+            .await
+    }
+
+    /// The watch cache a write of `rt` announces itself to: types stored in
+    /// another type's form (events.k8s.io events) are cached in that form
+    /// and decoded from the store's bytes.
+    fn own_cache(&self, rt: &ResourceType) -> Option<&Arc<ResourceCache>> {
+        match rt.stored_as {
             None => self.cache(rt).ok(),
             Some(_) => None,
-        };
-        let expectation = cache.and_then(|cache| cache.expect(key, object, stored.clone()));
+        }
+    }
+
+    /// Stores `stored` under `key` (a create when `expected` is `None`),
+    /// then acknowledges or withdraws the cache's expectation of it.
+    async fn store_announced(
+        &self,
+        key: &str,
+        stored: Arc<StoredJson>,
+        expected: Option<i64>,
+        own: Option<(&Arc<ResourceCache>, Expectation)>,
+    ) -> Result<(i64, Arc<str>), StoreError> {
         let written = match expected {
             None => self.store.create(key, stored.bytes.clone()).await,
             Some(revision) => self.store.update(key, stored.bytes.clone(), revision).await,
         };
-        match (written, cache.zip(expectation)) {
+        match (written, own) {
             (Ok(revision), own) => {
                 let json: Arc<str> = Arc::from(stored.with_resource_version(revision));
                 if let Some((cache, expectation)) = own {

@@ -4,17 +4,20 @@
 use axum::body::Bytes;
 use axum::response::Response;
 use berth_store::StoreError;
+use std::sync::Arc;
+
 use serde_json::Value;
 
 use super::request_body::parse_body;
 use super::response::{json_response, plain};
 use super::scope::Scope;
 use super::server::ApiServer;
+use crate::cache::Cached;
 use crate::objects;
 use crate::registry::store_error;
 use crate::resources::PODS;
 use crate::status::{ApiError, success_status};
-use crate::strategy::pod::{assigned_node, bind_pod};
+use crate::strategy::pod::{assigned_node, bind_pod, bind_pod_json};
 
 type ApiResult<T> = Result<T, ApiError>;
 
@@ -48,13 +51,14 @@ impl ApiServer {
             bindable(&pod, name)?;
             return Ok(json_response(201, &success_status("", "pods", name, None)));
         }
-        let cached = self.registry.newest(&PODS, ns, name).await;
+        let cached = self.registry.newest_cached(&PODS, ns, name).await;
         self.bind_to(ns, name, &node, cached).await
     }
 
     /// Binds pod `ns/name` to `node`. `cached` is the pod as the watch cache
     /// holds it: when it looks bindable, it is bound with a compare-and-swap
-    /// on its cached revision, which spares the store read. The cache may be
+    /// on its cached revision, which spares the store read (and, for a pod
+    /// of the usual shape, decoding it: [`bind_pod_json`]). The cache may be
     /// behind the store (the pod since bound, marked for deletion, deleted,
     /// or deleted and created again): the swap then fails and the pod is read
     /// from the store and decided on as it is there. A cached pod that looks
@@ -65,18 +69,41 @@ impl ApiServer {
         ns: &str,
         name: &str,
         node: &str,
-        cached: Option<(Value, i64)>,
+        cached: Option<Arc<Cached>>,
     ) -> ApiResult<Response> {
         let key = PODS.key(ns, name);
-        if let Some((mut pod, revision)) = cached
-            && objects::meta_str(&pod, "deletionTimestamp").is_empty()
-            && assigned_node(&pod).is_empty()
-        {
-            bind_pod(&mut pod, node, self.now());
-            match self.registry.write(&PODS, &key, &pod, Some(revision)).await {
-                Ok(_) => return Ok(json_response(201, &success_status("", "pods", name, None))),
-                Err(StoreError::Conflict { .. } | StoreError::NotFound { .. }) => {}
-                Err(e) => return Err(store_error(&PODS, name, e)),
+        if let Some(cached) = cached {
+            let written = match bind_pod_json(&cached.json, node, self.now()) {
+                Some(stored) => {
+                    let changed = [("spec.nodeName", node)];
+                    let write = self
+                        .registry
+                        .write_derived(&PODS, &key, stored, &cached, &changed, cached.rv);
+                    Some(write.await)
+                }
+                // Not the usual shape, or not bindable as cached: decided
+                // on the decoded copy, as it always was.
+                None => match serde_json::from_str::<Value>(&cached.json) {
+                    Ok(mut pod)
+                        if objects::meta_str(&pod, "deletionTimestamp").is_empty()
+                            && assigned_node(&pod).is_empty() =>
+                    {
+                        bind_pod(&mut pod, node, self.now());
+                        Some(
+                            self.registry
+                                .write(&PODS, &key, &pod, Some(cached.rv))
+                                .await,
+                        )
+                    }
+                    _ => None,
+                },
+            };
+            match written {
+                Some(Ok(_)) => {
+                    return Ok(json_response(201, &success_status("", "pods", name, None)));
+                }
+                Some(Err(StoreError::Conflict { .. } | StoreError::NotFound { .. })) | None => {}
+                Some(Err(e)) => return Err(store_error(&PODS, name, e)),
             }
         }
         for _ in 0..5 {

@@ -96,6 +96,18 @@ async fn apply(server: &ApiServer, key: &str, since: Since) {
     assert!(result.is_ok(), "{since:?}: {result:?}");
 }
 
+/// The watch cache's entry of pod `object` (resourceVersion set) at `rv`.
+fn cache_entry(object: &Value, rv: i64) -> std::sync::Arc<crate::cache::Cached> {
+    std::sync::Arc::new(crate::cache::Cached {
+        namespace: objects::meta_str(object, "namespace").to_string(),
+        name: objects::meta_str(object, "name").to_string(),
+        rv,
+        json: std::sync::Arc::from(object.to_string()),
+        labels: Default::default(),
+        fields: crate::strategy::selectable_fields(&PODS, object),
+    })
+}
+
 /// The watch cache may be behind the store when a binding arrives: the
 /// binding is then decided on the stored pod, never on the stale copy.
 /// It binds exactly once, never a deleted or terminating pod, and
@@ -196,7 +208,7 @@ async fn binding_from_a_stale_cache_entry_decides_on_the_stored_pod() {
         apply(&server, &key, case.since).await;
 
         let got = server
-            .bind_to("default", "web", "node1", Some((cached.clone(), rv)))
+            .bind_to("default", "web", "node1", Some(cache_entry(&cached, rv)))
             .await
             .map(|r| r.status().as_u16())
             .map_err(|e| (e.code, e.message));
@@ -222,7 +234,7 @@ async fn binding_from_a_stale_cache_entry_decides_on_the_stored_pod() {
         // A second binding with the same stale copy never binds again.
         if want_stored.is_some_and(|(n, _)| n == "node1") {
             let again = server
-                .bind_to("default", "web", "node2", Some((cached, rv)))
+                .bind_to("default", "web", "node2", Some(cache_entry(&cached, rv)))
                 .await
                 .map(|r| r.status().as_u16())
                 .map_err(|e| (e.code, e.message));

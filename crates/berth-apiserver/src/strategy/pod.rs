@@ -8,6 +8,7 @@ use berth_core::validation::ErrorList;
 use k8s_openapi::api::core::v1::{Pod, PodStatus};
 use k8s_openapi::api::scheduling::v1::PriorityClass;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
+use serde_json::value::RawValue;
 use serde_json::{Map, Value, json};
 
 use super::{
@@ -16,7 +17,7 @@ use super::{
 };
 use crate::admission::priority::{PodPriority, PodPriorityRequest};
 use crate::admission::{self, Operation};
-use crate::objects::{format_time, name_of, recount_generation};
+use crate::objects::{StoredJson, format_time, name_of, recount_generation};
 use crate::selectors::SelectableKind;
 use crate::status::ApiError;
 
@@ -229,6 +230,94 @@ pub fn default_pod_spec(spec: &mut Map<String, Value>) {
             }
         }
     }
+}
+
+/// [`bind_pod`] on the pod as the watch cache holds it (`json`, its API
+/// form with `resourceVersion`), straight to the store's bytes: the same
+/// bytes as decoding it, [`bind_pod`] and [`StoredJson::encode`], but only
+/// the object, its `metadata`, `spec`, `status` and `status.conditions`
+/// are opened and every other member is copied as it is (decoding a whole
+/// pod was the largest cost of a binding). `None` when the pod does not
+/// look bindable (being deleted, bound: the caller decides on the decoded
+/// pod) or a part is not an object where a pod has one (`status` aside,
+/// which is replaced as `bind_pod` replaces it).
+pub fn bind_pod_json(json: &str, node: &str, now: jiff::Timestamp) -> Option<StoredJson> {
+    type Members<'a> = std::collections::BTreeMap<&'a str, &'a RawValue>;
+    /// An object's members, unopened: `Ok(None)` for anything but an
+    /// object, `Err` for an object this path does not read (escaped keys,
+    /// which pods' field names never have).
+    fn members(raw: &RawValue) -> Result<Option<Members<'_>>, ()> {
+        if !raw.get().starts_with('{') {
+            return Ok(None);
+        }
+        serde_json::from_str(raw.get()).map(Some).map_err(|_| ())
+    }
+    /// A small member read as the decoded path reads it: its text, if a
+    /// string.
+    fn text_of(raw: Option<&&RawValue>) -> Option<String> {
+        let value: Value = serde_json::from_str(raw?.get()).ok()?;
+        value.as_str().map(str::to_string)
+    }
+    let raw_pod: &RawValue = serde_json::from_str(json).ok()?;
+    let mut top = members(raw_pod).ok()??;
+    let metadata = members(top.get("metadata")?).ok()??;
+    if !text_of(metadata.get("deletionTimestamp"))
+        .unwrap_or_default()
+        .is_empty()
+    {
+        return None;
+    }
+    let node_json = RawValue::from_string(serde_json::to_string(node).ok()?).ok()?;
+    // Without a `spec` object nothing is bound: left to the decoded path
+    // (the caller's cache entry takes `spec.nodeName` as set).
+    let mut spec = members(top.get("spec")?).ok()??;
+    if !text_of(spec.get("nodeName")).unwrap_or_default().is_empty() {
+        return None;
+    }
+    spec.insert("nodeName", &node_json);
+    let spec_json = RawValue::from_string(serde_json::to_string(&spec).ok()?).ok()?;
+    top.insert("spec", &spec_json);
+    // A status that is not an object is replaced, as `bind_pod` does.
+    let mut status = match top.get("status") {
+        Some(raw) => members(raw).ok()?.unwrap_or_default(),
+        None => Members::new(),
+    };
+    let condition = json!({
+        "type": "PodScheduled", "status": "True",
+        "lastProbeTime": null, "lastTransitionTime": format_time(now),
+    });
+    let conditions_json = match status.get("conditions") {
+        None => Some(format!("[{condition}]")),
+        Some(raw) if raw.get().starts_with('[') => {
+            let listed: Vec<&RawValue> = serde_json::from_str(raw.get()).ok()?;
+            let mut out = String::from("[");
+            for c in listed {
+                // Kept unless it is an object whose `type` is PodScheduled.
+                let scheduled = members(c)
+                    .ok()?
+                    .is_some_and(|m| text_of(m.get("type")).is_some_and(|t| t == "PodScheduled"));
+                if !scheduled {
+                    out.push_str(c.get());
+                    out.push(',');
+                }
+            }
+            out.push_str(&condition.to_string());
+            out.push(']');
+            Some(out)
+        }
+        // Not a list: left as it is.
+        Some(_) => None,
+    };
+    let conditions_json = match conditions_json {
+        Some(list) => Some(RawValue::from_string(list).ok()?),
+        None => None,
+    };
+    if let Some(list) = &conditions_json {
+        status.insert("conditions", list);
+    }
+    let status_json = RawValue::from_string(serde_json::to_string(&status).ok()?).ok()?;
+    top.insert("status", &status_json);
+    Some(StoredJson::encode_members(&top, &metadata))
 }
 
 /// Binds a pod: `spec.nodeName` and the `PodScheduled=True` condition,

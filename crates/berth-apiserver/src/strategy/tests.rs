@@ -198,3 +198,168 @@ fn a_pod_status_update_of_the_wrong_shape_is_a_bad_request() {
     let err = update_status(&User::admin(), request).err();
     assert_eq!(err.map(|e| e.code), Some(400));
 }
+
+/// A binding made from the cached JSON without decoding the pod writes the
+/// bytes the decoded path writes (decode, `bind_pod`, encode), with the
+/// same watch-cache fields (the cached ones with `spec.nodeName` set), and
+/// refuses exactly the pods the decoded path finds unbindable: for pods of
+/// any content (escaped and non-ASCII strings, floats, nested lists), with
+/// or without `spec`, `status` and conditions, of odd types where a pod
+/// has objects or lists, PodScheduled conditions already there.
+mod bind_pod_json_as_decoded {
+    use super::super::pod::bind_pod_json;
+    use super::*;
+    use crate::objects::{StoredJson, meta_str};
+    use crate::strategy::pod::assigned_node;
+    use proptest::prelude::*;
+
+    fn text() -> impl Strategy<Value = String> {
+        prop_oneof![
+            Just(String::new()),
+            "[a-z]{1,8}",
+            Just("quo\"te\\slash\nline".to_string()),
+            Just("zoné ünïcode ☃".to_string()),
+        ]
+    }
+
+    fn scalar() -> impl Strategy<Value = Value> {
+        prop_oneof![
+            Just(Value::Null),
+            any::<bool>().prop_map(Value::from),
+            any::<i64>().prop_map(Value::from),
+            // Floats that serde_json's default (not exactly round-tripping)
+            // parser reads back exactly: the undecoded path copies a float's
+            // text, the decoded one may move its last digit.
+            (-4_000_000i32..4_000_000).prop_map(|q| Value::from(f64::from(q) / 4.0)),
+            text().prop_map(Value::from),
+        ]
+    }
+
+    fn value() -> impl Strategy<Value = Value> {
+        scalar().prop_recursive(3, 16, 4, |inner| {
+            prop_oneof![
+                proptest::collection::vec(inner.clone(), 0..4).prop_map(Value::from),
+                proptest::collection::btree_map("[a-zA-Z]{1,6}", inner, 0..4)
+                    .prop_map(|m| Value::Object(m.into_iter().collect())),
+            ]
+        })
+    }
+
+    fn condition() -> impl Strategy<Value = Value> {
+        prop_oneof![
+            4 => (
+                prop_oneof![Just(json!("PodScheduled")), Just(json!("Ready")), Just(json!(3))],
+                value()
+            )
+                .prop_map(|(kind, extra)| json!({"type": kind, "status": "False", "x": extra})),
+            1 => scalar(),
+        ]
+    }
+
+    /// A member that is usually of a pod's shape, sometimes absent or odd.
+    fn member(usual: impl Strategy<Value = Value>) -> impl Strategy<Value = Option<Value>> {
+        prop_oneof![
+            6 => usual.prop_map(Some),
+            1 => Just(None),
+            1 => scalar().prop_map(Some),
+        ]
+    }
+
+    fn pod() -> impl Strategy<Value = Value> {
+        let node_name = member(prop_oneof![Just(json!("")), Just(json!("n1"))]);
+        let deletion = member(prop_oneof![
+            Just(json!("")),
+            Just(json!("2026-01-01T00:00:00Z"))
+        ]);
+        let conditions = member(proptest::collection::vec(condition(), 0..4).prop_map(Value::from));
+        (
+            (
+                deletion,
+                proptest::collection::btree_map(text(), text(), 0..3),
+                value(),
+            ),
+            (node_name, member(value()), value()),
+            (
+                conditions,
+                member(text().prop_map(Value::from)),
+                any::<u8>(),
+            ),
+        )
+            .prop_map(
+                |(
+                    (deletion, labels, extra_meta),
+                    (node_name, spec_extra, extra),
+                    (conditions, phase, shape),
+                )| {
+                    let mut metadata = json!({"name": "web", "namespace": "default", "uid": "u1",
+                        "labels": labels, "annotations": {"a": extra_meta}});
+                    if let Some(d) = deletion {
+                        metadata["deletionTimestamp"] = d;
+                    }
+                    let mut pod = json!({"apiVersion": "v1", "kind": "Pod", "metadata": metadata,
+                        "zz": extra});
+                    let mut spec = json!({"containers": [{"name": "c", "image": "x",
+                        "resources": {"requests": {"cpu": "100m"}}}], "priority": 0});
+                    if let Some(n) = node_name {
+                        spec["nodeName"] = n;
+                    }
+                    if let Some(e) = spec_extra {
+                        spec["extra"] = e;
+                    }
+                    match shape % 4 {
+                        0 => {}
+                        1 => pod["spec"] = json!(null),
+                        _ => pod["spec"] = spec,
+                    }
+                    let mut status = json!({});
+                    if let Some(c) = conditions {
+                        status["conditions"] = c;
+                    }
+                    if let Some(p) = phase {
+                        status["phase"] = p;
+                    }
+                    match (shape / 4) % 4 {
+                        0 => {}
+                        1 => pod["status"] = json!("odd"),
+                        _ => pod["status"] = status,
+                    }
+                    pod
+                },
+            )
+    }
+
+    proptest! {
+        #![proptest_config(ProptestConfig::with_cases(2_000))]
+
+        #[test]
+        fn the_undecoded_binding_writes_what_the_decoded_one_writes(
+            pod in pod(),
+            node in prop_oneof![Just("node-1"), Just("n\"2"), Just("nœud")],
+            rv in 1i64..1_000_000,
+        ) {
+            let now = jiff::Timestamp::from_second(1_764_000_000).unwrap_or_default();
+            let cached_json = StoredJson::encode(&pod).with_resource_version(rv);
+            let fast = bind_pod_json(&cached_json, node, now);
+
+            let mut decoded: Value = serde_json::from_str(&cached_json)
+                .map_err(|e| TestCaseError::fail(e.to_string()))?;
+            let bindable = meta_str(&decoded, "deletionTimestamp").is_empty()
+                && assigned_node(&decoded).is_empty();
+            let spec_is_object = decoded.get("spec").is_some_and(Value::is_object);
+            prop_assert_eq!(fast.is_some(), bindable && spec_is_object, "{}", cached_json);
+            let Some(fast) = fast else { return Ok(()) };
+            bind_pod(&mut decoded, node, now);
+            let slow = StoredJson::encode(&decoded);
+            prop_assert_eq!(
+                String::from_utf8_lossy(&fast.bytes),
+                String::from_utf8_lossy(&slow.bytes)
+            );
+            prop_assert_eq!(fast.with_resource_version(rv + 1), slow.with_resource_version(rv + 1));
+
+            let mut derived = selectable_fields(&PODS, &serde_json::from_str::<Value>(&cached_json)
+                .map_err(|e| TestCaseError::fail(e.to_string()))?);
+            derived.insert("spec.nodeName".into(), node.into());
+            prop_assert_eq!(derived, selectable_fields(&PODS, &decoded));
+        }
+    }
+}
