@@ -47,7 +47,9 @@ impl ApiServer {
         };
         let mut served = None;
         let response = crate::warnings::collect(async {
-            match self.serve(&incoming, body, &mut served).await {
+            // Boxed: the verbs' state machines are tens of kilobytes, and a
+            // request's future is moved through the layers before it runs.
+            match Box::pin(self.serve(&incoming, body, &mut served)).await {
                 Ok(response) => response,
                 Err(err) => error_response(&err),
             }

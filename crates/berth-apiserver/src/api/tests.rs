@@ -414,3 +414,22 @@ async fn patches_and_deletes_on_a_stale_cache_copy_decide_on_the_stored_object()
         assert_eq!(stored, want, "{:?}", case.op);
     }
 }
+
+/// A request's future is moved (into boxes, through the router's and the
+/// connection's layers) before it runs: kept small, since the verbs' state
+/// machines live behind a box of their own. Inline they made it tens of
+/// kilobytes, copied for every request.
+#[tokio::test]
+async fn a_requests_future_stays_small() {
+    let store = AnyStore::Memory(MemStore::new());
+    let server = ApiServer::new(store, Clock::real(), ApiConfig::default())
+        .await
+        .expect("server starts");
+    let request = axum::http::Request::builder()
+        .uri("/api/v1/namespaces/default/pods")
+        .body(axum::body::Body::empty())
+        .expect("request");
+    let future = server.clone().handle(request);
+    let size = std::mem::size_of_val(&future);
+    assert!(size <= 4096, "the request future is {size} bytes");
+}
