@@ -86,47 +86,23 @@ impl StoredJson {
     /// Serializes `object` without `metadata.resourceVersion` (the same
     /// bytes as removing it and serializing, without copying the object).
     pub fn encode(object: &Value) -> StoredJson {
-        let mut bytes = Vec::with_capacity(1024);
         let Value::Object(top) = object else {
+            let mut bytes = Vec::new();
             write_json(&mut bytes, object);
             return StoredJson {
                 bytes,
                 metadata: None,
             };
         };
-        let mut metadata = None;
-        bytes.push(b'{');
-        for (i, (key, value)) in top.iter().enumerate() {
-            if i > 0 {
-                bytes.push(b',');
-            }
-            write_json(&mut bytes, key);
-            bytes.push(b':');
-            match value {
+        encode_object(
+            top.iter().map(|(key, value)| (key.as_str(), value)),
+            |key, value| match value {
                 Value::Object(meta) if key == "metadata" => {
-                    bytes.push(b'{');
-                    let at = bytes.len();
-                    let mut members = 0;
-                    for (name, member) in meta {
-                        if name == "resourceVersion" {
-                            continue;
-                        }
-                        if members > 0 {
-                            bytes.push(b',');
-                        }
-                        members += 1;
-                        write_json(&mut bytes, name);
-                        bytes.push(b':');
-                        write_json(&mut bytes, member);
-                    }
-                    bytes.push(b'}');
-                    metadata = Some((at, members > 0));
+                    Some(meta.iter().map(|(name, member)| (name.as_str(), member)))
                 }
-                _ => write_json(&mut bytes, value),
-            }
-        }
-        bytes.push(b'}');
-        StoredJson { bytes, metadata }
+                _ => None,
+            },
+        )
     }
 
     /// [`StoredJson::encode`] of an object given as its members, each
@@ -139,42 +115,9 @@ impl StoredJson {
         top: &BTreeMap<&str, &RawValue>,
         metadata: &BTreeMap<&str, &RawValue>,
     ) -> StoredJson {
-        let mut bytes = Vec::with_capacity(1024);
-        let mut metadata_at = None;
-        bytes.push(b'{');
-        for (i, (key, value)) in top.iter().enumerate() {
-            if i > 0 {
-                bytes.push(b',');
-            }
-            write_json(&mut bytes, key);
-            bytes.push(b':');
-            if *key != "metadata" {
-                bytes.extend_from_slice(value.get().as_bytes());
-                continue;
-            }
-            bytes.push(b'{');
-            let start = bytes.len();
-            let mut members = 0;
-            for (name, member) in metadata {
-                if *name == "resourceVersion" {
-                    continue;
-                }
-                if members > 0 {
-                    bytes.push(b',');
-                }
-                members += 1;
-                write_json(&mut bytes, name);
-                bytes.push(b':');
-                bytes.extend_from_slice(member.get().as_bytes());
-            }
-            bytes.push(b'}');
-            metadata_at = Some((start, members > 0));
-        }
-        bytes.push(b'}');
-        StoredJson {
-            bytes,
-            metadata: metadata_at,
-        }
+        encode_object(top.iter().map(|(key, value)| (*key, *value)), |key, _| {
+            (key == "metadata").then(|| metadata.iter().map(|(name, member)| (*name, *member)))
+        })
     }
 
     /// The object as the API reports it: `metadata.resourceVersion` set to
@@ -226,6 +169,60 @@ fn metadata_equal(a: &Value, b: &Value) -> bool {
         && a.iter()
             .filter(|(key, _)| *key != "resourceVersion")
             .all(|(key, value)| b.get(key) == Some(value))
+}
+
+/// An object's store bytes from its members in key order; the member for
+/// which `metadata` gives members is written from those, without
+/// `resourceVersion`, and its place remembered.
+fn encode_object<'a, V, M>(
+    top: impl Iterator<Item = (&'a str, &'a V)>,
+    mut metadata: impl FnMut(&str, &'a V) -> Option<M>,
+) -> StoredJson
+where
+    V: serde::Serialize + ?Sized + 'a,
+    M: Iterator<Item = (&'a str, &'a V)>,
+{
+    let mut bytes = Vec::with_capacity(1024);
+    let mut metadata_at = None;
+    bytes.push(b'{');
+    for (i, (key, value)) in top.enumerate() {
+        if i > 0 {
+            bytes.push(b',');
+        }
+        write_json(&mut bytes, key);
+        bytes.push(b':');
+        match metadata(key, value) {
+            Some(members) => metadata_at = Some(write_members(&mut bytes, members)),
+            None => write_json(&mut bytes, value),
+        }
+    }
+    bytes.push(b'}');
+    StoredJson {
+        bytes,
+        metadata: metadata_at,
+    }
+}
+
+/// Writes `metadata`'s members as an object without `resourceVersion`;
+/// returns the offset just after its `{` and whether it has members.
+fn write_members<'a, V: serde::Serialize + ?Sized + 'a>(
+    bytes: &mut Vec<u8>,
+    members: impl Iterator<Item = (&'a str, &'a V)>,
+) -> (usize, bool) {
+    bytes.push(b'{');
+    let start = bytes.len();
+    let mut written = 0;
+    for (name, member) in members.filter(|(name, _)| *name != "resourceVersion") {
+        if written > 0 {
+            bytes.push(b',');
+        }
+        written += 1;
+        write_json(bytes, name);
+        bytes.push(b':');
+        write_json(bytes, member);
+    }
+    bytes.push(b'}');
+    (start, written > 0)
 }
 
 fn write_json<T: serde::Serialize + ?Sized>(out: &mut Vec<u8>, value: &T) {

@@ -760,6 +760,36 @@ mod tests {
         }
     }
 
+    /// Folds what `stream` has ready into `view`, which must then be the
+    /// watch's, with the stream knowing as many objects as the view holds.
+    fn catch_up(
+        who: &str,
+        stream: &mut Pin<Box<Changes<Subscription<Pod>, Arc<Pod>>>>,
+        view: &mut View,
+        watch: &BTreeMap<String, Pod>,
+    ) -> Result<(), String> {
+        let waker = futures::task::noop_waker();
+        let mut cx = std::task::Context::from_waker(&waker);
+        while let Poll::Ready(Some(change)) = stream.as_mut().poll_next(&mut cx) {
+            view.fold(&change)?;
+        }
+        if &view.0 != watch {
+            return Err(format!(
+                "the {who} view {:?} is not the watch's {:?}",
+                view.0.keys(),
+                watch.keys()
+            ));
+        }
+        if stream.known() != view.0.len() {
+            return Err(format!(
+                "{who} knows {} objects, its view holds {}",
+                stream.known(),
+                view.0.len()
+            ));
+        }
+        Ok(())
+    }
+
     proptest::proptest! {
         #![proptest_config(proptest::prelude::ProptestConfig::with_cases(200))]
 
@@ -786,15 +816,6 @@ mod tests {
                 let (mut fast_view, mut slow_view) = (View::default(), View::default());
                 let mut watch: BTreeMap<String, Pod> = BTreeMap::new();
                 fx.send(listed(&[])).await;
-                let read = |stream: &mut std::pin::Pin<Box<Changes<Subscription<Pod>, Arc<Pod>>>>| {
-                    let mut got = Vec::new();
-                    let waker = futures::task::noop_waker();
-                    let mut cx = std::task::Context::from_waker(&waker);
-                    while let Poll::Ready(Some(change)) = stream.as_mut().poll_next(&mut cx) {
-                        got.push(change);
-                    }
-                    got
-                };
                 for step in steps {
                     match step {
                         Step::Apply { name: n, uid: u } => {
@@ -829,26 +850,9 @@ mod tests {
                             }
                         }
                     }
-                    for change in read(&mut fast) {
-                        fast_view.fold(&change)?;
-                    }
-                    if fast_view.0 != watch {
-                        return Err(format!("the fast view {:?} is not the watch's {:?}", fast_view.0.keys(), watch.keys()));
-                    }
-                    if fast.known() != fast_view.0.len() {
-                        return Err(format!("fast knows {} objects, its view holds {}", fast.known(), fast_view.0.len()));
-                    }
+                    catch_up("fast", &mut fast, &mut fast_view, &watch)?;
                 }
-                for change in read(&mut slow) {
-                    slow_view.fold(&change)?;
-                }
-                if slow_view.0 != watch {
-                    return Err(format!("the slow view {:?} is not the watch's {:?}", slow_view.0.keys(), watch.keys()));
-                }
-                if slow.known() != slow_view.0.len() {
-                    return Err(format!("slow knows {} objects, its view holds {}", slow.known(), slow_view.0.len()));
-                }
-                Ok(())
+                catch_up("slow", &mut slow, &mut slow_view, &watch)
             });
             proptest::prop_assert!(outcome.is_ok(), "{:?}", outcome);
         }
