@@ -9,7 +9,7 @@
 use std::collections::{BTreeSet, HashMap};
 
 use berth_scheduler::resources::PodUsage;
-use k8s_openapi::api::core::v1::{Container, Pod, PodStatus};
+use k8s_openapi::api::core::v1::{Pod, PodStatus};
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(crate) enum PodState {
@@ -58,9 +58,10 @@ impl PodEntry {
     }
 
     /// Replaces the pod with its newer state; its requests are parsed
-    /// again only when the spec's resources changed (an in-place resize).
+    /// again only when its spec changed (an in-place resize): most updates
+    /// are its status.
     pub fn set_pod(&mut self, pod: Pod) {
-        if !same_requests(&self.pod, &pod) {
+        if self.pod.spec != pod.spec {
             self.usage = PodUsage::of(&pod);
         }
         self.pod = pod;
@@ -69,29 +70,6 @@ impl PodEntry {
     pub fn set_status(&mut self, status: Option<PodStatus>) {
         self.pod.status = status;
     }
-}
-
-/// Whether two states of a pod request the same: what [`PodUsage::of`]
-/// reads (the containers', init containers' and pod-level resources and
-/// the overhead; container restart policies make an init container a
-/// sidecar) is equal.
-fn same_requests(a: &Pod, b: &Pod) -> bool {
-    let (Some(a), Some(b)) = (a.spec.as_ref(), b.spec.as_ref()) else {
-        return a.spec.is_none() && b.spec.is_none();
-    };
-    let containers_alike = |x: &[Container], y: &[Container]| {
-        x.len() == y.len()
-            && x.iter()
-                .zip(y)
-                .all(|(x, y)| x.resources == y.resources && x.restart_policy == y.restart_policy)
-    };
-    containers_alike(&a.containers, &b.containers)
-        && containers_alike(
-            a.init_containers.as_deref().unwrap_or_default(),
-            b.init_containers.as_deref().unwrap_or_default(),
-        )
-        && a.overhead == b.overhead
-        && a.resources == b.resources
 }
 
 /// See the module documentation.

@@ -84,10 +84,7 @@ impl ApiServer {
                 // Not the usual shape, or not bindable as cached: decided
                 // on the decoded copy, as it always was.
                 None => match serde_json::from_str::<Value>(&cached.json) {
-                    Ok(mut pod)
-                        if objects::meta_str(&pod, "deletionTimestamp").is_empty()
-                            && assigned_node(&pod).is_empty() =>
-                    {
+                    Ok(mut pod) if bindable(&pod, name).is_ok() => {
                         bind_pod(&mut pod, node, self.now());
                         Some(
                             self.registry

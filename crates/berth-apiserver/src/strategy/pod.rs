@@ -8,7 +8,7 @@ use berth_core::validation::ErrorList;
 use k8s_openapi::api::core::v1::{Pod, PodStatus};
 use k8s_openapi::api::scheduling::v1::PriorityClass;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
-use serde_json::value::RawValue;
+use serde_json::value::{RawValue, to_raw_value};
 use serde_json::{Map, Value, json};
 
 use super::{
@@ -267,7 +267,7 @@ pub fn bind_pod_json(json: &str, node: &str, now: jiff::Timestamp) -> Option<Sto
     {
         return None;
     }
-    let node_json = RawValue::from_string(serde_json::to_string(node).ok()?).ok()?;
+    let node_json = to_raw_value(node).ok()?;
     // Without a `spec` object nothing is bound: left to the decoded path
     // (the caller's cache entry takes `spec.nodeName` as set).
     let mut spec = members(top.get("spec")?).ok()??;
@@ -275,49 +275,49 @@ pub fn bind_pod_json(json: &str, node: &str, now: jiff::Timestamp) -> Option<Sto
         return None;
     }
     spec.insert("nodeName", &node_json);
-    let spec_json = RawValue::from_string(serde_json::to_string(&spec).ok()?).ok()?;
+    let spec_json = to_raw_value(&spec).ok()?;
     top.insert("spec", &spec_json);
     // A status that is not an object is replaced, as `bind_pod` does.
     let mut status = match top.get("status") {
         Some(raw) => members(raw).ok()?.unwrap_or_default(),
         None => Members::new(),
     };
-    let condition = json!({
-        "type": "PodScheduled", "status": "True",
-        "lastProbeTime": null, "lastTransitionTime": format_time(now),
-    });
+    let condition = scheduled_condition(now);
     let conditions_json = match status.get("conditions") {
-        None => Some(format!("[{condition}]")),
+        None => Some(to_raw_value(&[condition]).ok()?),
         Some(raw) if raw.get().starts_with('[') => {
             let listed: Vec<&RawValue> = serde_json::from_str(raw.get()).ok()?;
-            let mut out = String::from("[");
+            let mut kept = Vec::with_capacity(listed.len() + 1);
             for c in listed {
                 // Kept unless it is an object whose `type` is PodScheduled.
                 let scheduled = members(c)
                     .ok()?
                     .is_some_and(|m| text_of(m.get("type")).is_some_and(|t| t == "PodScheduled"));
                 if !scheduled {
-                    out.push_str(c.get());
-                    out.push(',');
+                    kept.push(c);
                 }
             }
-            out.push_str(&condition.to_string());
-            out.push(']');
-            Some(out)
+            let condition = to_raw_value(&condition).ok()?;
+            kept.push(&condition);
+            Some(to_raw_value(&kept).ok()?)
         }
         // Not a list: left as it is.
         Some(_) => None,
     };
-    let conditions_json = match conditions_json {
-        Some(list) => Some(RawValue::from_string(list).ok()?),
-        None => None,
-    };
     if let Some(list) = &conditions_json {
         status.insert("conditions", list);
     }
-    let status_json = RawValue::from_string(serde_json::to_string(&status).ok()?).ok()?;
+    let status_json = to_raw_value(&status).ok()?;
     top.insert("status", &status_json);
     Some(StoredJson::encode_members(&top, &metadata))
+}
+
+/// The `PodScheduled=True` condition a binding at `now` sets.
+fn scheduled_condition(now: jiff::Timestamp) -> Value {
+    json!({
+        "type": "PodScheduled", "status": "True",
+        "lastProbeTime": null, "lastTransitionTime": format_time(now),
+    })
 }
 
 /// Binds a pod: `spec.nodeName` and the `PodScheduled=True` condition,
@@ -327,10 +327,7 @@ pub fn bind_pod(pod: &mut Value, node: &str, now: jiff::Timestamp) {
     if let Some(spec) = pod.get_mut("spec").and_then(Value::as_object_mut) {
         spec.insert("nodeName".into(), json!(node));
     }
-    let condition = json!({
-        "type": "PodScheduled", "status": "True",
-        "lastProbeTime": null, "lastTransitionTime": format_time(now),
-    });
+    let condition = scheduled_condition(now);
     let Some(status) = pod
         .as_object_mut()
         .map(|p| p.entry("status").or_insert_with(|| json!({})))
