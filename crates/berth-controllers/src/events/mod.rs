@@ -1,23 +1,30 @@
 //! Recording core/v1 Events the way client-go's recorder does: one Event
-//! object per occurrence, named after the involved object, written in the
-//! background so a slow write never holds up a controller.
+//! object per occurrence, named after the involved object, correlated
+//! ([`correlator`]: similar Events combined, repeats counted on the first
+//! one, a burst about one object cut at 25) and written in the background
+//! so a slow write never holds up a controller.
 //!
 //! Events wait in a bounded queue (client-go's broadcaster queue length,
-//! 1,000) drained by one writer task that creates what is queued in groups
-//! of up to 32. When a controller records faster than Events can be
-//! written (1,000 evictions due in the same second), the excess is dropped
-//! and counted, as client-go's `DropIfChannelFull`, instead of one task per
-//! Event competing with the controller's own API calls.
+//! 1,000) drained by one writer task that correlates them in order, as
+//! client-go's broadcaster does after its queue, and creates what is left
+//! in groups of up to 32. When a controller records faster than Events
+//! can be written (1,000 evictions due in the same second), the excess is
+//! dropped and counted, as client-go's `DropIfChannelFull`, instead of one
+//! task per Event competing with the controller's own API calls.
+
+pub mod correlator;
 
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use berth_client::writes::create_unread;
+use berth_client::writes::{create_unread, patch_unread};
 use berth_core::clock::Clock;
 use k8s_openapi::api::core::v1::{Event, EventSource, ObjectReference};
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::{MicroTime, ObjectMeta, Time};
 use tokio::sync::mpsc;
+
+use self::correlator::{Correlated, EventCorrelator};
 
 pub const TYPE_NORMAL: &str = "Normal";
 pub const TYPE_WARNING: &str = "Warning";
@@ -43,8 +50,23 @@ struct Queue {
     /// recorder may be built outside a tokio runtime).
     rx: Mutex<Option<mpsc::Receiver<Event>>>,
     dropped: AtomicU64,
-    /// The last name stamp handed out (see [`EventRecorder::event`]).
-    last_stamp: Mutex<i128>,
+    stamps: Arc<Stamps>,
+}
+
+/// The last Event name suffix handed out, shared by the recorder and its
+/// writer (see [`Stamps::next`]).
+struct Stamps(Mutex<i128>);
+
+impl Stamps {
+    /// An Event name's suffix: client-go's `UnixNano` of now, moved one
+    /// past the last one handed out when time has not moved, so that
+    /// several Events of one object in one instant (a burst of creates on
+    /// a virtual clock) do not share a name and get refused.
+    fn next(&self, now: jiff::Timestamp) -> i128 {
+        let mut last = crate::shared::lock(&self.0);
+        *last = now.as_nanosecond().max(last.saturating_add(1));
+        *last
+    }
 }
 
 impl std::fmt::Debug for EventRecorder {
@@ -123,7 +145,7 @@ impl EventRecorder {
                 tx,
                 rx: Mutex::new(Some(rx)),
                 dropped: AtomicU64::new(0),
-                last_stamp: Mutex::new(i128::MIN),
+                stamps: Arc::new(Stamps(Mutex::new(i128::MIN))),
             }),
         }
     }
@@ -150,7 +172,7 @@ impl EventRecorder {
         let name = format!(
             "{}.{:x}",
             object.name.as_deref().unwrap_or("object"),
-            self.stamp(now)
+            self.queue.stamps.next(now)
         );
         Event {
             metadata: ObjectMeta {
@@ -175,16 +197,6 @@ impl EventRecorder {
         }
     }
 
-    /// The Event name's suffix: client-go's `UnixNano` of now, moved one
-    /// past the last one handed out when time has not moved, so that
-    /// several Events of one object in one instant (a burst of creates on
-    /// a virtual clock) do not share a name and get refused.
-    fn stamp(&self, now: jiff::Timestamp) -> i128 {
-        let mut last = crate::shared::lock(&self.queue.last_stamp);
-        *last = now.as_nanosecond().max(last.saturating_add(1));
-        *last
-    }
-
     /// Records an Event in the background; drops it (and counts it) when
     /// the queue is full.
     pub fn record(&self, object: ObjectReference, type_: &str, reason: &str, message: String) {
@@ -192,8 +204,12 @@ impl EventRecorder {
         let rx = self.queue.rx.lock().ok().and_then(|mut rx| rx.take());
         if let Some(rx) = rx {
             tokio::spawn(write_events(
-                self.client.clone(),
-                self.clock.clone(),
+                Writer {
+                    client: self.client.clone(),
+                    clock: self.clock.clone(),
+                    stamps: self.queue.stamps.clone(),
+                    correlator: EventCorrelator::new(),
+                },
                 self.queue.tx.max_capacity(),
                 rx,
             ));
@@ -217,19 +233,25 @@ const SETTLE: Duration = Duration::from_millis(50);
 /// written at once.
 const MAX_HOLD: Duration = Duration::from_secs(1);
 
-/// The writer: collects queued Events until the burst settles (see
-/// [`SETTLE`]), then creates them, up to [`WRITES_IN_FLIGHT`] at a time,
-/// until every recorder is gone. Writing a group together lets the store
-/// commit it together (one fsync) rather than one commit per Event.
-async fn write_events(
+/// The writer task's state: the correlator is its own (Events are
+/// correlated one at a time, in the order they were recorded).
+struct Writer {
     client: kube::Client,
     clock: Clock,
-    capacity: usize,
-    mut rx: mpsc::Receiver<Event>,
-) {
+    stamps: Arc<Stamps>,
+    correlator: EventCorrelator,
+}
+
+/// The writer: collects queued Events until the burst settles (see
+/// [`SETTLE`]), then correlates and writes them, up to
+/// [`WRITES_IN_FLIGHT`] creates at a time, until every recorder is gone.
+/// Writing a group together lets the store commit it together (one
+/// fsync) rather than one commit per Event.
+async fn write_events(mut writer: Writer, capacity: usize, mut rx: mpsc::Receiver<Event>) {
     while let Some(first) = rx.recv().await {
         // The Events wait in the queue while the burst goes on, so the
         // queue's bound (and what is dropped beyond it) is unchanged.
+        let clock = writer.clock.clone();
         let started = clock.instant();
         // In virtual time work takes no time, so there is no CPU to leave
         // to it: Events are written at once, at the instant they report
@@ -246,24 +268,59 @@ async fn write_events(
         while let Ok(event) = rx.try_recv() {
             pending.push(event);
         }
-        write_group(&client, pending).await;
+        writer.write(pending).await;
     }
 }
 
-/// Creates `events`, [`WRITES_IN_FLIGHT`] at a time.
-async fn write_group(client: &kube::Client, events: Vec<Event>) {
-    let mut events = events.into_iter().peekable();
-    while events.peek().is_some() {
-        let group: Vec<Event> = events.by_ref().take(WRITES_IN_FLIGHT).collect();
-        futures::future::join_all(group.into_iter().map(|event| {
-            let client = client.clone();
-            async move {
-                let namespace = event.metadata.namespace.as_deref();
-                if let Err(err) = create_unread(&client, namespace, &event).await {
-                    tracing::debug!(%err, reason = ?event.reason, "recording event failed");
+impl Writer {
+    /// Correlates `events` in order and writes what is not skipped:
+    /// creates [`WRITES_IN_FLIGHT`] at a time; a patch waits for the
+    /// creates before it (it may count one of them) and runs alone.
+    async fn write(&mut self, events: Vec<Event>) {
+        let mut creates = Vec::new();
+        for event in events {
+            let now = self.clock.now();
+            let stamps = &self.stamps;
+            match self.correlator.correlate(event, now, || stamps.next(now)) {
+                Correlated::Skip => {}
+                Correlated::Create(event) => {
+                    creates.push(event);
+                    if creates.len() == WRITES_IN_FLIGHT {
+                        create_all(&self.client, std::mem::take(&mut creates)).await;
+                    }
+                }
+                Correlated::Patch { event, patch } => {
+                    create_all(&self.client, std::mem::take(&mut creates)).await;
+                    patch_event(&self.client, event, patch).await;
                 }
             }
-        }))
-        .await;
+        }
+        create_all(&self.client, creates).await;
+    }
+}
+
+/// Creates `events` at once.
+async fn create_all(client: &kube::Client, events: Vec<Event>) {
+    futures::future::join_all(events.into_iter().map(|event| async move {
+        let namespace = event.metadata.namespace.as_deref();
+        if let Err(err) = create_unread(client, namespace, &event).await {
+            tracing::debug!(%err, reason = ?event.reason, "recording event failed");
+        }
+    }))
+    .await;
+}
+
+/// Writes a repeated Event as `patch` of the first one; creates it if the
+/// first one is gone (client-go's `recordEvent`).
+async fn patch_event(client: &kube::Client, mut event: Event, patch: serde_json::Value) {
+    let namespace = event.metadata.namespace.clone();
+    let name = event.metadata.name.clone().unwrap_or_default();
+    match patch_unread::<Event>(client, namespace.as_deref(), &name, &patch).await {
+        Err(kube::Error::Api(status)) if status.code == 404 => {
+            event.metadata.resource_version = None;
+            create_all(client, vec![event]).await;
+        }
+        Err(err) => tracing::debug!(%err, reason = ?event.reason, "recording event failed"),
+        Ok(()) => {}
     }
 }
