@@ -10,8 +10,10 @@
 //!   served type that can be deleted, listed and watched (Events aside),
 //!   rediscovered every 30 s; and the REST mapping of owner references;
 //! - [`graph`]: the dependency graph over ownerReferences, fed by one
-//!   metadata-only watch per type (berth-client's adapter), which says
-//!   what to look at;
+//!   watch per type (berth-client's adapter) of which only the metadata is
+//!   kept, Pods and Nodes from the process's shared watches (already
+//!   decoded for the other controllers: the two types with a change per
+//!   pod start and per heartbeat), which says what to look at;
 //! - [`attempt`]: what a worker does with an object to look at, against
 //!   the API (every decision on a fresh GET);
 //! - [`absent_owners`]: the owners known to be gone.
@@ -30,13 +32,14 @@ use std::collections::BTreeSet;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use berth_client::{Change, changes_of_kind};
+use berth_client::{Change, SharedWatch, SharedWatches, changes_of_kind};
 use berth_core::clock::Clock;
 use berth_core::deletion::Propagation;
 use futures::StreamExt;
 use futures::stream::SelectAll;
 use jiff::{SignedDuration, Timestamp};
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
+use kube::Resource;
 use kube::api::{Api, DeleteParams, DynamicObject, Patch, PatchParams, Preconditions};
 use kube::core::PartialObjectMeta;
 use kube::runtime::watcher;
@@ -73,6 +76,7 @@ impl Default for GarbageCollectorConfig {
 /// See the module documentation.
 pub struct GarbageCollector {
     client: kube::Client,
+    watches: SharedWatches,
     clock: Clock,
     config: GarbageCollectorConfig,
     metrics: ControllerMetrics,
@@ -112,13 +116,14 @@ struct State {
 
 impl GarbageCollector {
     pub fn new(
-        client: kube::Client,
+        watches: SharedWatches,
         clock: Clock,
         config: GarbageCollectorConfig,
         metrics: ControllerMetrics,
     ) -> GarbageCollector {
         GarbageCollector {
-            client,
+            client: watches.client().clone(),
+            watches,
             clock,
             config,
             metrics,
@@ -144,7 +149,7 @@ impl GarbageCollector {
         let mut resources = Arc::new(self.discover().await);
         let mut state = State::default();
         let mut watches: SelectAll<Watch> = SelectAll::new();
-        state.follow(&self.client, &resources, &mut watches);
+        state.follow(&self.watches, &resources, &mut watches);
         let api = Arc::new(KubeApi {
             client: self.client.clone(),
         });
@@ -216,7 +221,7 @@ impl GarbageCollector {
                         match Resources::discover(self.client.clone()).await {
                             Ok(found) if !found.followed().is_empty() => {
                                 resources = Arc::new(found);
-                                state.follow(&self.client, &resources, &mut watches);
+                                state.follow(&self.watches, &resources, &mut watches);
                             }
                             Ok(_) => {
                                 self.metrics.gc_resources_sync_errors.inc();
@@ -233,11 +238,28 @@ impl GarbageCollector {
     }
 }
 
+/// The changes of a shared watch with only each object's metadata, as
+/// the graph takes them from a watch of its own.
+fn metadata_of<K>(
+    watch: &SharedWatch<K>,
+) -> impl futures::Stream<Item = Change<PartialObjectMeta<DynamicObject>>> + Send + use<K>
+where
+    K: Resource + Send + Sync + 'static,
+{
+    watch.changes().map(|change| {
+        change.map(|object: Arc<K>| PartialObjectMeta {
+            types: None,
+            metadata: object.meta().clone(),
+            _phantom: std::marker::PhantomData,
+        })
+    })
+}
+
 impl State {
     /// Starts a watch of every followed type not watched yet.
     fn follow(
         &mut self,
-        client: &kube::Client,
+        shared: &SharedWatches,
         resources: &Resources,
         watches: &mut SelectAll<Watch>,
     ) {
@@ -251,12 +273,27 @@ impl State {
             }
             tracing::info!(resource = %served.resource.plural, api_version = %served.resource.api_version, "garbage collector follows");
             self.unsynced.insert(key);
-            let api =
-                Api::<PartialObjectMeta<DynamicObject>>::all_with(client.clone(), &served.resource);
             let served = Arc::new(served.clone());
-            let changes = changes_of_kind(api, watcher::Config::default(), &served.resource.kind)
-                .map(move |change| (served.clone(), change));
-            watches.push(Box::pin(changes));
+            let tagged = served.clone();
+            let tag = move |change| (tagged.clone(), change);
+            let changes: Watch = match (
+                served.resource.api_version.as_str(),
+                served.resource.plural.as_str(),
+            ) {
+                ("v1", "pods") => Box::pin(metadata_of(shared.pods()).map(tag)),
+                ("v1", "nodes") => Box::pin(metadata_of(shared.nodes()).map(tag)),
+                _ => {
+                    let api = Api::<PartialObjectMeta<DynamicObject>>::all_with(
+                        shared.client().clone(),
+                        &served.resource,
+                    );
+                    Box::pin(
+                        changes_of_kind(api, watcher::Config::default(), &served.resource.kind)
+                            .map(tag),
+                    )
+                }
+            };
+            watches.push(changes);
         }
     }
 
