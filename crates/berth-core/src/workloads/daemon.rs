@@ -494,22 +494,24 @@ pub fn pods_should_be_on_node(
     plan
 }
 
+/// A DaemonSet's pods by node name, the names borrowed from the pods (and
+/// the nodes): a sync builds one per step over every pod, so no name is
+/// copied.
+pub type NodePods<'a> = BTreeMap<&'a str, Vec<&'a Pod>>;
+
 /// `getNodesToDaemonPods`: the DaemonSet's (claimed) pods by the node they
 /// are on or meant for ([`target_node_name`]; pods naming no node are
 /// left out). Finished pods already being deleted are left out unless
 /// `include_deleted_terminal`: nothing is left to do with them but for
 /// history cleanup, which must still see their revision.
-pub fn nodes_to_daemon_pods<'a>(
-    pods: &[&'a Pod],
-    include_deleted_terminal: bool,
-) -> BTreeMap<String, Vec<&'a Pod>> {
-    let mut by_node: BTreeMap<String, Vec<&'a Pod>> = BTreeMap::new();
+pub fn nodes_to_daemon_pods<'a>(pods: &[&'a Pod], include_deleted_terminal: bool) -> NodePods<'a> {
+    let mut by_node = NodePods::new();
     for &p in pods {
         if !include_deleted_terminal && pod::is_terminal(p) && pod::is_terminating(p) {
             continue;
         }
         if let Some(node) = target_node_name(p) {
-            by_node.entry(node.to_string()).or_default().push(p);
+            by_node.entry(node).or_default().push(p);
         }
     }
     by_node
@@ -518,17 +520,14 @@ pub fn nodes_to_daemon_pods<'a>(
 /// `getUnscheduledPodsWithoutNode`: pending pods meant for a node that no
 /// longer exists. The scheduler cannot place them and pod GC does not
 /// collect unbound pods, so the DaemonSet controller deletes them.
-pub fn unscheduled_pods_without_node(
-    nodes: &[&Node],
-    node_to_pods: &BTreeMap<String, Vec<&Pod>>,
-) -> Vec<String> {
+pub fn unscheduled_pods_without_node(nodes: &[&Node], node_to_pods: &NodePods) -> Vec<String> {
     let existing: BTreeSet<&str> = nodes
         .iter()
         .filter_map(|n| n.metadata.name.as_deref())
         .collect();
     node_to_pods
         .iter()
-        .filter(|(node, _)| !existing.contains(node.as_str()))
+        .filter(|(node, _)| !existing.contains(*node))
         .flat_map(|(_, pods)| pods.iter())
         .filter(|p| pod::bound_node(p).is_none())
         .map(|p| name(p))
@@ -555,7 +554,7 @@ pub struct ManagePlan {
 pub fn manage(
     ds: &DaemonSet,
     nodes: &[&Node],
-    node_to_pods: &BTreeMap<String, Vec<&Pod>>,
+    node_to_pods: &NodePods,
     hash: &str,
     now: Timestamp,
     gates: FeatureGates,
@@ -563,15 +562,19 @@ pub fn manage(
     let daemon = DaemonPod::of(ds);
     let mut plan = ManagePlan::default();
     for node in nodes {
-        let node_name = node.metadata.name.clone().unwrap_or_default();
-        let pods = node_to_pods.get(&node_name).map_or(&[][..], Vec::as_slice);
+        let node_name = node.metadata.name.as_deref().unwrap_or_default();
+        let pods = node_to_pods.get(node_name).map_or(&[][..], Vec::as_slice);
         let on_node = pods_should_be_on_node(daemon.placement_on(node, gates), pods, ds, hash, now);
         if on_node.create {
-            plan.create_on.push(node_name.clone());
+            plan.create_on.push(node_name.to_string());
         }
         plan.delete.extend(on_node.delete);
-        plan.failed
-            .extend(on_node.failed.into_iter().map(|p| (node_name.clone(), p)));
+        plan.failed.extend(
+            on_node
+                .failed
+                .into_iter()
+                .map(|p| (node_name.to_string(), p)),
+        );
     }
     plan.delete
         .extend(unscheduled_pods_without_node(nodes, node_to_pods));
@@ -597,7 +600,7 @@ pub struct StatusCounts {
 pub fn status_counts(
     ds: &DaemonSet,
     nodes: &[&Node],
-    node_to_pods: &BTreeMap<String, Vec<&Pod>>,
+    node_to_pods: &NodePods,
     hash: &str,
     now: Timestamp,
     gates: FeatureGates,
@@ -610,7 +613,7 @@ pub fn status_counts(
             .metadata
             .name
             .as_ref()
-            .and_then(|n| node_to_pods.get(n))
+            .and_then(|n| node_to_pods.get(n.as_str()))
             .map_or(&[][..], Vec::as_slice);
         let oldest = pods
             .iter()
@@ -663,10 +666,10 @@ pub enum RolloutError {
 /// when both resolve to 0 on a non-empty set, 1 unavailable is allowed so
 /// the rollout can move. Adds an empty entry to `node_to_pods` for every
 /// node that should run a pod and has none, so the rollout counts it.
-pub fn updated_desired_node_counts(
+pub fn updated_desired_node_counts<'a>(
     ds: &DaemonSet,
-    nodes: &[&Node],
-    node_to_pods: &mut BTreeMap<String, Vec<&Pod>>,
+    nodes: &[&'a Node],
+    node_to_pods: &mut NodePods<'a>,
     gates: FeatureGates,
 ) -> Result<UpdateBudget, RolloutError> {
     let daemon = DaemonPod::of(ds);
@@ -677,7 +680,7 @@ pub fn updated_desired_node_counts(
         }
         desired += 1;
         node_to_pods
-            .entry(node.metadata.name.clone().unwrap_or_default())
+            .entry(node.metadata.name.as_deref().unwrap_or_default())
             .or_default();
     }
     let mut max_unavailable =
@@ -744,7 +747,7 @@ pub struct RolloutPlan {
 pub fn rolling_update(
     ds: &DaemonSet,
     nodes: &[&Node],
-    node_to_pods: &BTreeMap<String, Vec<&Pod>>,
+    node_to_pods: &NodePods,
     hash: &str,
     now: Timestamp,
     gates: FeatureGates,
@@ -787,7 +790,7 @@ pub fn rolling_update(
             (_, None) => {}
             (None, Some(old)) if !available(old) => {
                 if should_run(node_name)? {
-                    plan.create_on.push(node_name.clone());
+                    plan.create_on.push(node_name.to_string());
                 } else {
                     plan.delete.push(name(old));
                 }
@@ -796,7 +799,7 @@ pub fn rolling_update(
                 if !should_run(node_name)? {
                     sunset_candidates.push(name(old));
                 } else if num_surge < budget.max_surge {
-                    candidate_nodes.push(node_name.clone());
+                    candidate_nodes.push(node_name.to_string());
                 }
             }
             (Some(new), Some(old)) => {
@@ -821,7 +824,7 @@ pub fn rolling_update(
 
 fn rolling_update_without_surge(
     ds: &DaemonSet,
-    node_to_pods: &BTreeMap<String, Vec<&Pod>>,
+    node_to_pods: &NodePods,
     hash: &str,
     budget: UpdateBudget,
     available: impl Fn(&Pod) -> bool,
@@ -2108,7 +2111,7 @@ mod tests {
         let grouped = |include| -> Vec<(String, Vec<String>)> {
             nodes_to_daemon_pods(&all, include)
                 .into_iter()
-                .map(|(n, pods)| (n, pod_names(&pods)))
+                .map(|(n, pods)| (n.to_string(), pod_names(&pods)))
                 .collect()
         };
         assert_eq!(

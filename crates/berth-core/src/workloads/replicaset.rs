@@ -298,9 +298,6 @@ pub fn status(
         .and_then(|m| m.labels.clone())
         .unwrap_or_default();
     let min_ready_seconds = rs.spec.min_ready_seconds.unwrap_or(0);
-    let count = |f: &dyn Fn(&Pod) -> bool| {
-        i32::try_from(pods.iter().filter(|p| f(p)).count()).unwrap_or(i32::MAX)
-    };
     let conditions = status.conditions.take().unwrap_or_default();
     let has_failure = conditions
         .iter()
@@ -330,12 +327,22 @@ pub fn status(
         _ => conditions,
     };
     status.conditions = (!conditions.is_empty()).then_some(conditions);
-    status.replicas = count(&|_| true);
-    status.fully_labeled_replicas = Some(count(&|p| {
-        labels::set_matches(&template_labels, p.metadata.labels.as_ref())
-    }));
-    status.ready_replicas = Some(count(&pod::is_ready));
-    status.available_replicas = Some(count(&|p| pod::is_available(p, min_ready_seconds, now)));
+    // One pass: a sync counts every pod of the set each time.
+    let (mut fully_labeled, mut ready, mut available) = (0, 0, 0);
+    for p in pods {
+        fully_labeled += i32::from(labels::set_matches(
+            &template_labels,
+            p.metadata.labels.as_ref(),
+        ));
+        if pod::is_ready(p) {
+            ready += 1;
+            available += i32::from(pod::is_available(p, min_ready_seconds, now));
+        }
+    }
+    status.replicas = i32::try_from(pods.len()).unwrap_or(i32::MAX);
+    status.fully_labeled_replicas = Some(fully_labeled);
+    status.ready_replicas = Some(ready);
+    status.available_replicas = Some(available);
     status.observed_generation = rs.metadata.generation;
     status
 }
