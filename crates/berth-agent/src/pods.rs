@@ -17,7 +17,7 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::Duration;
 
-use berth_client::{Change, changes_of};
+use berth_client::{Change, SharedWatch, changes_of};
 use berth_core::FeatureGates;
 use berth_core::clock::Clock;
 use berth_core::pod::{bound_node, is_terminal};
@@ -442,15 +442,7 @@ pub async fn feed(
     runtime: Arc<dyn Runtime>,
     events: tokio::sync::mpsc::UnboundedSender<PodEvent>,
 ) {
-    let mut changed = runtime.subscribe();
-    let runtime_events = events.clone();
-    tokio::spawn(async move {
-        while let Some(uid) = changed.recv().await {
-            if runtime_events.send(PodEvent::Runtime(uid)).is_err() {
-                return;
-            }
-        }
-    });
+    forward_runtime(runtime, events.clone());
     let api: kube::Api<Pod> = kube::Api::all(client);
     let mut pods = changes_of(api, watcher::Config::default().fields(&selector)).boxed();
     while let Some(change) = pods.next().await {
@@ -463,4 +455,45 @@ pub async fn feed(
             return;
         }
     }
+}
+
+/// [`feed`] from a process's shared watch of every pod instead of a watch
+/// of its own (simulated nodes inside the API server's process: the
+/// changes the controllers and the scheduler already decoded), the bound
+/// pods only, as `spec.nodeName!=` selects them.
+pub async fn feed_shared(
+    pods: SharedWatch<Pod>,
+    runtime: Arc<dyn Runtime>,
+    events: tokio::sync::mpsc::UnboundedSender<PodEvent>,
+) {
+    forward_runtime(runtime, events.clone());
+    let mut pods = std::pin::pin!(pods.changes());
+    while let Some(change) = pods.next().await {
+        let sent = match change {
+            Change::Upsert(pod) if bound_node(&pod).is_some() => {
+                events.send(PodEvent::Applied(Box::new(Pod::clone(&pod))))
+            }
+            // The worker forgets a UID it never ran (an unbound pod's).
+            Change::Delete(gone) => events.send(PodEvent::Deleted { uid: gone.uid }),
+            Change::Upsert(_) | Change::Synced => Ok(()),
+        };
+        if sent.is_err() {
+            return;
+        }
+    }
+}
+
+/// Passes the runtime's changes on to the worker, until either is gone.
+fn forward_runtime(
+    runtime: Arc<dyn Runtime>,
+    events: tokio::sync::mpsc::UnboundedSender<PodEvent>,
+) {
+    let mut changed = runtime.subscribe();
+    tokio::spawn(async move {
+        while let Some(uid) = changed.recv().await {
+            if events.send(PodEvent::Runtime(uid)).is_err() {
+                return;
+            }
+        }
+    });
 }

@@ -677,6 +677,7 @@ fn start_fleet(
                 max_in_flight: 2,
             },
             stats: stats.clone(),
+            pods: None,
         }
         .run(stop.clone()),
     );

@@ -171,6 +171,7 @@ async fn run_async(args: &SimArgs, berth: &Path, parent: &Path) -> anyhow::Resul
                 max_in_flight: args.max_in_flight,
             },
             stats: stats.clone(),
+            pods: None,
         }
         .run(stop.clone()),
     );

@@ -158,6 +158,8 @@ pub fn start(
             max_in_flight: MAX_IN_FLIGHT,
         },
         stats: Arc::new(SimStats::default()),
+        // The scenario's own pod watch: its timeline replays exactly.
+        pods: None,
     };
     let (handle, _task) = fleet.spawn(stop);
     Ok(handle)

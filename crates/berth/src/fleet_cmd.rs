@@ -167,6 +167,7 @@ pub async fn run(args: &FleetArgs) -> anyhow::Result<()> {
         clock: Clock::real(),
         options: fleet_options(args.max_in_flight),
         stats: stats.clone(),
+        pods: None,
     }
     .run(stop)
     .await;
@@ -423,11 +424,14 @@ async fn check_watcher(client: &kube::Client, kubeconfig: &Path) -> anyhow::Resu
 
 /// Simulated nodes inside `berth server`: each node's token is registered
 /// with the API directly, and the fleet talks to the router in-process;
-/// its shared watches go out as `system:berth:sim`.
+/// its Node watch goes out as `system:berth:sim`, and it takes its pods
+/// from `pods`, the process's shared pod watch (already decoded for the
+/// controllers and the scheduler).
 pub fn spawn_in_process(
     api: &Arc<berth_apiserver::api::ApiServer>,
     count: usize,
     zones: usize,
+    pods: berth_client::SharedWatch<k8s_openapi::api::core::v1::Pod>,
     stop: CancellationToken,
 ) -> anyhow::Result<tokio::task::JoinHandle<()>> {
     let names: Vec<String> = (0..count).map(|i| sim::sim_node_name("sim-", i)).collect();
@@ -455,6 +459,7 @@ pub fn spawn_in_process(
         clock,
         options: fleet_options(64),
         stats: Arc::new(SimStats::default()),
+        pods: Some(pods),
     };
     Ok(tokio::spawn(fleet.run(stop)))
 }

@@ -196,6 +196,7 @@ pub async fn run(args: &ServerArgs) -> anyhow::Result<()> {
             &server.api,
             args.sim_nodes,
             args.sim_zones,
+            watches.pods().clone(),
             stop_sim.clone(),
         )?;
         eprintln!(

@@ -48,7 +48,7 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::time::Duration;
 
-use berth_client::{Change, changes_of};
+use berth_client::{Change, SharedWatch, changes_of};
 use berth_core::FeatureGates;
 use berth_core::clock::Clock;
 use berth_runtime::Runtime;
@@ -65,7 +65,7 @@ use tokio_util::sync::CancellationToken;
 use crate::config::AgentConfig;
 use crate::heartbeat::{LeaseRenewer, backoff};
 use crate::node_client::NodeClient;
-use crate::pods::{NodeDirectory, PodEvent, PodWorker, feed};
+use crate::pods::{NodeDirectory, PodEvent, PodWorker, feed, feed_shared};
 use crate::registration::NodeTemplate;
 use crate::status::status_patch;
 use node::{NodeState, Periods};
@@ -197,6 +197,9 @@ pub struct Fleet {
     pub clock: Clock,
     pub options: FleetOptions,
     pub stats: Arc<SimStats>,
+    /// The API server's own shared pod watch, for a fleet inside its
+    /// process; `None`: the fleet watches the bound pods itself.
+    pub pods: Option<SharedWatch<Pod>>,
 }
 
 /// The fleet's node clients by name, for the pod worker; a node cut off
@@ -309,6 +312,7 @@ impl Fleet {
             clock,
             options,
             stats,
+            pods: shared_pods,
         } = self;
         let states: Vec<NodeState> = nodes
             .iter()
@@ -348,12 +352,15 @@ impl Fleet {
         );
         let (pod_events, receiver) = mpsc::unbounded_channel::<PodEvent>();
         let worker_task = tokio::spawn(worker.run(receiver));
-        let feed_task = tokio::spawn(feed(
-            client.clone(),
-            "spec.nodeName!=".to_string(),
-            runtime,
-            pod_events.clone(),
-        ));
+        let feed_task = match shared_pods {
+            Some(pods) => tokio::spawn(feed_shared(pods, runtime, pod_events.clone())),
+            None => tokio::spawn(feed(
+                client.clone(),
+                "spec.nodeName!=".to_string(),
+                runtime,
+                pod_events.clone(),
+            )),
+        };
         let mut node_changes = changes_of(
             kube::Api::<Node>::all(client.clone()),
             watcher::Config::default(),
