@@ -111,65 +111,70 @@ impl TokenBucket {
     }
 }
 
-fn source_parts(event: &Event) -> [&str; 2] {
+/// The source's component and host, then `parts`, joined without a
+/// separator as client-go's keys are.
+fn key_of(event: &Event, parts: &[&Option<String>]) -> String {
     let source = event.source.as_ref();
-    [
-        source
-            .and_then(|s| s.component.as_deref())
-            .unwrap_or_default(),
-        source.and_then(|s| s.host.as_deref()).unwrap_or_default(),
+    let mut key = String::new();
+    for part in [
+        source.and_then(|s| s.component.as_deref()),
+        source.and_then(|s| s.host.as_deref()),
     ]
+    .into_iter()
+    .chain(parts.iter().map(|p| p.as_deref()))
+    {
+        key.push_str(part.unwrap_or_default());
+    }
+    key
 }
 
 /// `getSpamKey`: source and involved object.
 fn spam_key(event: &Event) -> String {
     let o = &event.involved_object;
-    let mut key = source_parts(event).concat();
-    for part in [&o.kind, &o.namespace, &o.name, &o.uid, &o.api_version] {
-        key.push_str(part.as_deref().unwrap_or_default());
-    }
-    key
+    key_of(
+        event,
+        &[&o.kind, &o.namespace, &o.name, &o.uid, &o.api_version],
+    )
 }
 
 /// `getEventKey`: source, involved object (with its field path), type,
 /// reason and message.
 fn event_key(event: &Event) -> String {
     let o = &event.involved_object;
-    let mut key = source_parts(event).concat();
-    for part in [
-        &o.kind,
-        &o.namespace,
-        &o.name,
-        &o.field_path,
-        &o.uid,
-        &o.api_version,
-        &event.type_,
-        &event.reason,
-        &event.message,
-    ] {
-        key.push_str(part.as_deref().unwrap_or_default());
-    }
-    key
+    key_of(
+        event,
+        &[
+            &o.kind,
+            &o.namespace,
+            &o.name,
+            &o.field_path,
+            &o.uid,
+            &o.api_version,
+            &event.type_,
+            &event.reason,
+            &event.message,
+        ],
+    )
 }
 
 /// `EventAggregatorByReasonFunc`: the aggregate key (all but the message
 /// and field path) and the local key (the message).
 fn aggregate_key(event: &Event) -> (String, String) {
     let o = &event.involved_object;
-    let mut key = source_parts(event).concat();
-    for part in [
-        &o.kind,
-        &o.namespace,
-        &o.name,
-        &o.uid,
-        &o.api_version,
-        &event.type_,
-        &event.reason,
-        &event.reporting_component,
-        &event.reporting_instance,
-    ] {
-        key.push_str(part.as_deref().unwrap_or_default());
-    }
+    let key = key_of(
+        event,
+        &[
+            &o.kind,
+            &o.namespace,
+            &o.name,
+            &o.uid,
+            &o.api_version,
+            &event.type_,
+            &event.reason,
+            &event.reporting_component,
+            &event.reporting_instance,
+        ],
+    );
     (key, event.message.clone().unwrap_or_default())
 }
 

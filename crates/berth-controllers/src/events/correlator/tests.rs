@@ -34,6 +34,11 @@ fn make_event(reason: &str, message: &str, involved: ObjectReference) -> Event {
     }
 }
 
+/// An Event about the pod all of upstream's cases use.
+fn on_my_pod(reason: &str, message: &str) -> Event {
+    make_event(reason, message, object_reference("Pod", "my-pod", "my-ns"))
+}
+
 fn make_events(n: usize, template: &Event) -> Vec<Event> {
     vec![template.clone(); n]
 }
@@ -103,26 +108,10 @@ fn comparable(event: &Event) -> (Event, bool) {
 
 #[test]
 fn correlator_counts_aggregates_and_filters_as_client_go() {
-    let first = make_event(
-        "first",
-        "i am first",
-        object_reference("Pod", "my-pod", "my-ns"),
-    );
-    let duplicate = make_event(
-        "duplicate",
-        "me again",
-        object_reference("Pod", "my-pod", "my-ns"),
-    );
-    let unique = make_event(
-        "unique",
-        "snowflake",
-        object_reference("Pod", "my-pod", "my-ns"),
-    );
-    let mut similar = make_event(
-        "similar",
-        "similar message",
-        object_reference("Pod", "my-pod", "my-ns"),
-    );
+    let first = on_my_pod("first", "i am first");
+    let duplicate = on_my_pod("duplicate", "me again");
+    let unique = on_my_pod("unique", "snowflake");
+    let mut similar = on_my_pod("similar", "similar message");
     similar.involved_object.field_path = Some("spec.containers{container1}".into());
     let aggregate = make_event(
         "similar",
@@ -236,16 +225,8 @@ fn correlator_counts_aggregates_and_filters_as_client_go() {
 
 #[test]
 fn an_object_reference_is_spam_after_its_burst_whatever_the_reason() {
-    let original = make_event(
-        "original",
-        "i am first",
-        object_reference("Pod", "my-pod", "my-ns"),
-    );
-    let different_reason = make_event(
-        "duplicate",
-        "me again",
-        object_reference("Pod", "my-pod", "my-ns"),
-    );
+    let original = on_my_pod("original", "i am first");
+    let different_reason = on_my_pod("duplicate", "me again");
     let other_object = make_event(
         "duplicate",
         "me again",
