@@ -101,51 +101,6 @@ struct Outcome {
     committed: bool,
 }
 
-/// Where a batch stands while the writer decides whether to wait for more.
-#[derive(Debug, Clone, Copy)]
-struct Batching {
-    /// Writes in the batch.
-    batch: usize,
-    /// Writes submitted and not yet answered.
-    in_flight: usize,
-    /// The last batch had at least [`STREAM_BATCH`] writes.
-    streaming: bool,
-    /// Since the batch's first write was taken.
-    since_start: Duration,
-    /// Since its last write was taken.
-    since_arrival: Duration,
-}
-
-/// Why the writer waits, and how much longer it may.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-enum Linger {
-    /// For writes already submitted (at most [`MAX_LINGER`]).
-    InFlight(Duration),
-    /// For the stream's next write (see [`STREAM_BATCH`]).
-    Stream(Duration),
-}
-
-impl Linger {
-    fn left(self) -> Duration {
-        match self {
-            Linger::InFlight(left) | Linger::Stream(left) => left,
-        }
-    }
-}
-
-/// Whether a batch with nothing more in the channel waits, and for how
-/// long at most; `None`: commit now.
-fn linger(b: Batching) -> Option<Linger> {
-    if b.batch < b.in_flight && b.since_start < MAX_LINGER {
-        return Some(Linger::InFlight(MAX_LINGER - b.since_start));
-    }
-    if b.streaming && b.since_start < MAX_STREAM_LINGER && b.since_arrival < STREAM_GAP {
-        let left = (MAX_STREAM_LINGER - b.since_start).min(STREAM_GAP - b.since_arrival);
-        return Some(Linger::Stream(left));
-    }
-    None
-}
-
 impl Writer {
     pub(super) fn run(mut self, mut rx: mpsc::Receiver<Msg>) {
         let _ = self.shared.writer_thread.set(std::thread::current());
@@ -203,6 +158,8 @@ impl Writer {
             // every in-flight write is here, and after MAX_LINGER at most; a lone caller never
             // waits, because its own write is the only one in flight.
             let started = Instant::now();
+            let linger_until = started + MAX_LINGER;
+            let stream_until = started + MAX_STREAM_LINGER;
             let streaming = self.last_batch >= STREAM_BATCH;
             let mut last_arrival = started;
             while !shutdown && batch.len() < MAX_BATCH_OPS && bytes < MAX_BATCH_BYTES {
@@ -215,17 +172,16 @@ impl Writer {
                     Ok(Msg::Shutdown) => shutdown = true,
                     Err(TryRecvError::Empty) => {
                         let now = Instant::now();
-                        let Some(linger) = linger(Batching {
-                            batch: batch.len(),
-                            in_flight: self.shared.in_flight.load(Ordering::Acquire),
-                            streaming,
-                            since_start: now - started,
-                            since_arrival: now - last_arrival,
-                        }) else {
+                        let in_flight = self.shared.in_flight.load(Ordering::Acquire);
+                        let for_in_flight = batch.len() < in_flight && now < linger_until;
+                        let until = if for_in_flight {
+                            linger_until
+                        } else if streaming && now < stream_until && now < last_arrival + STREAM_GAP
+                        {
+                            stream_until.min(last_arrival + STREAM_GAP)
+                        } else {
                             break;
                         };
-                        let for_in_flight = matches!(linger, Linger::InFlight(_));
-                        let until = now + linger.left();
                         // Sleep rather than spin: the callers need the CPU to get here (a
                         // yield loop took a whole core from them on a 2-core machine). Set
                         // the flag, look once more, then park until a caller submits or
@@ -489,78 +445,5 @@ impl Writer {
         self.cursor = compaction::compact_idle(&db, self.cursor, self.compacted)?;
         self.shared.record_compaction(started);
         Ok(())
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    const US: fn(u64) -> Duration = Duration::from_micros;
-
-    #[test]
-    fn a_batch_waits_for_writes_in_flight_then_for_a_stream_only() {
-        struct Case {
-            name: &'static str,
-            batching: Batching,
-            want: Option<Linger>,
-        }
-        let at = |batch, in_flight, streaming, since_start, since_arrival| Batching {
-            batch,
-            in_flight,
-            streaming,
-            since_start: US(since_start),
-            since_arrival: US(since_arrival),
-        };
-        let cases = [
-            Case {
-                name: "a lone caller's write commits at once",
-                batching: at(1, 1, false, 0, 0),
-                want: None,
-            },
-            Case {
-                name: "a lone caller after a stream: at once too if nothing came for the gap",
-                batching: at(1, 1, true, 600, 600),
-                want: None,
-            },
-            Case {
-                name: "writes in flight are waited for",
-                batching: at(2, 5, false, 100, 0),
-                want: Some(Linger::InFlight(US(400))),
-            },
-            Case {
-                name: "but not past the linger",
-                batching: at(2, 5, false, 500, 0),
-                want: None,
-            },
-            Case {
-                name: "without a stream, all in flight here: commit",
-                batching: at(5, 5, false, 100, 50),
-                want: None,
-            },
-            Case {
-                name: "in a stream, the next caller's write is waited for",
-                batching: at(5, 5, true, 100, 50),
-                want: Some(Linger::Stream(US(450))),
-            },
-            Case {
-                name: "up to the stream's bound",
-                batching: at(40, 40, true, 3_800, 10),
-                want: Some(Linger::Stream(US(200))),
-            },
-            Case {
-                name: "and no further",
-                batching: at(40, 40, true, 4_000, 10),
-                want: None,
-            },
-            Case {
-                name: "nor once the stream paused for the gap",
-                batching: at(7, 7, true, 1_000, 500),
-                want: None,
-            },
-        ];
-        for case in cases {
-            assert_eq!(linger(case.batching), case.want, "{}", case.name);
-        }
     }
 }
