@@ -89,7 +89,6 @@ impl RedbStore {
             checkpoint: loaded.checkpoint,
             dirty: loaded.dirty,
             compaction_stalled: false,
-            last_batch: 0,
             failure: None,
             writes_paused_until: Instant::now(),
             reopen_pending: false,

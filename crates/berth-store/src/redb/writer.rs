@@ -32,17 +32,6 @@ const MAX_BATCH_OPS: usize = 4096;
 const MAX_BATCH_BYTES: usize = 64 << 20;
 /// The longest a batch waits for writes already on their way (see [`Writer::run`]).
 const MAX_LINGER: Duration = Duration::from_micros(500);
-/// Under a stream of writes from many callers (the last batch had at least
-/// [`STREAM_BATCH`] writes), a batch whose in-flight writes are all in
-/// still waits for the next caller's, as long as one comes within
-/// [`STREAM_GAP`] of the last, for at most [`MAX_STREAM_LINGER`]: a
-/// commit's fixed cost (the log's and metadata's pages, the freed-page
-/// lists, the header, the fsync) is most of a small batch's, so a few
-/// milliseconds of latency buy several times fewer commits. A lone caller,
-/// or a trickle, never waits for it.
-const STREAM_BATCH: usize = 4;
-const STREAM_GAP: Duration = Duration::from_micros(500);
-const MAX_STREAM_LINGER: Duration = Duration::from_millis(4);
 /// Pending writes the channel holds before callers wait (back-pressure).
 pub(super) const REQUEST_QUEUE: usize = 8192;
 
@@ -83,8 +72,6 @@ pub(super) struct Writer {
     pub(super) writes_paused_until: Instant,
     /// The file could not be reopened; tried again every [`WRITE_RETRY`].
     pub(super) reopen_pending: bool,
-    /// Writes in the last batch committed (see [`STREAM_BATCH`]).
-    pub(super) last_batch: usize,
 }
 
 /// What a successful batch transaction produced.
@@ -157,31 +144,18 @@ impl Writer {
             // all callers instead of two alternating half-size ones. The wait ends as soon as
             // every in-flight write is here, and after MAX_LINGER at most; a lone caller never
             // waits, because its own write is the only one in flight.
-            let started = Instant::now();
-            let linger_until = started + MAX_LINGER;
-            let stream_until = started + MAX_STREAM_LINGER;
-            let streaming = self.last_batch >= STREAM_BATCH;
-            let mut last_arrival = started;
+            let linger_until = Instant::now() + MAX_LINGER;
             while !shutdown && batch.len() < MAX_BATCH_OPS && bytes < MAX_BATCH_BYTES {
                 match rx.try_recv() {
                     Ok(Msg::Write(req)) => {
                         bytes += req.op.bytes();
                         batch.push(req);
-                        last_arrival = Instant::now();
                     }
                     Ok(Msg::Shutdown) => shutdown = true,
-                    Err(TryRecvError::Empty) => {
-                        let now = Instant::now();
-                        let in_flight = self.shared.in_flight.load(Ordering::Acquire);
-                        let for_in_flight = batch.len() < in_flight && now < linger_until;
-                        let until = if for_in_flight {
-                            linger_until
-                        } else if streaming && now < stream_until && now < last_arrival + STREAM_GAP
-                        {
-                            stream_until.min(last_arrival + STREAM_GAP)
-                        } else {
-                            break;
-                        };
+                    Err(TryRecvError::Empty)
+                        if batch.len() < self.shared.in_flight.load(Ordering::Acquire)
+                            && Instant::now() < linger_until =>
+                    {
                         // Sleep rather than spin: the callers need the CPU to get here (a
                         // yield loop took a whole core from them on a 2-core machine). Set
                         // the flag, look once more, then park until a caller submits or
@@ -189,17 +163,17 @@ impl Writer {
                         self.shared.lingering.store(true, Ordering::Relaxed);
                         std::sync::atomic::fence(Ordering::SeqCst);
                         if rx.is_empty()
-                            && (!for_in_flight
-                                || batch.len() < self.shared.in_flight.load(Ordering::Acquire))
+                            && batch.len() < self.shared.in_flight.load(Ordering::Acquire)
                         {
-                            std::thread::park_timeout(until.saturating_duration_since(now));
+                            std::thread::park_timeout(
+                                linger_until.saturating_duration_since(Instant::now()),
+                            );
                         }
                         self.shared.lingering.store(false, Ordering::Relaxed);
                     }
                     Err(_) => break,
                 }
             }
-            self.last_batch = batch.len();
             if shutdown {
                 // The last batch also checkpoints the index, so the next open replays nothing.
                 if !batch.is_empty() || self.revision > self.checkpoint {
