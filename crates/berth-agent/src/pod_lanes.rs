@@ -133,7 +133,7 @@ mod lane_tests {
             node_name: node.map(str::to_string),
             ..PodSpec::default()
         });
-        PodEvent::Applied(Box::new(pod))
+        PodEvent::Applied(std::sync::Arc::new(pod))
     }
 
     fn deleted(uid: &str) -> PodEvent {

@@ -7,6 +7,7 @@
 //! CPU. The node index makes that lookup the node's own pods.
 
 use std::collections::{BTreeSet, HashMap};
+use std::sync::Arc;
 
 use berth_scheduler::resources::PodUsage;
 use k8s_openapi::api::core::v1::{Pod, PodStatus};
@@ -24,7 +25,7 @@ pub(crate) enum PodState {
 
 #[derive(Debug)]
 pub(crate) struct PodEntry {
-    pod: Pod,
+    pod: Arc<Pod>,
     /// What the pod requests, parsed once: admission adds up the requests
     /// of every pod on the node for each pod it admits.
     usage: PodUsage,
@@ -35,7 +36,7 @@ pub(crate) struct PodEntry {
 }
 
 impl PodEntry {
-    pub fn new(pod: Pod, node: String, state: PodState) -> PodEntry {
+    pub fn new(pod: Arc<Pod>, node: String, state: PodState) -> PodEntry {
         PodEntry {
             usage: PodUsage::of(&pod),
             pod,
@@ -49,7 +50,7 @@ impl PodEntry {
         &self.node
     }
 
-    pub fn pod(&self) -> &Pod {
+    pub fn pod(&self) -> &Arc<Pod> {
         &self.pod
     }
 
@@ -60,7 +61,7 @@ impl PodEntry {
     /// Replaces the pod with its newer state; its requests are parsed
     /// again only when its spec changed (an in-place resize): most updates
     /// are its status.
-    pub fn set_pod(&mut self, pod: Pod) {
+    pub fn set_pod(&mut self, pod: Arc<Pod>) {
         if self.pod.spec != pod.spec {
             self.usage = PodUsage::of(&pod);
         }
@@ -68,7 +69,7 @@ impl PodEntry {
     }
 
     pub fn set_status(&mut self, status: Option<PodStatus>) {
-        self.pod.status = status;
+        Arc::make_mut(&mut self.pod).status = status;
     }
 }
 
@@ -138,7 +139,7 @@ mod tests {
     use super::*;
 
     fn entry(node: &str) -> PodEntry {
-        PodEntry::new(make_pod().obj(), node.into(), PodState::Running)
+        PodEntry::new(Arc::new(make_pod().obj()), node.into(), PodState::Running)
     }
 
     fn uids_on(table: &PodTable, node: &str) -> Vec<String> {
@@ -259,10 +260,10 @@ mod tests {
             },
         ];
         for case in cases {
-            let mut entry = PodEntry::new(case.first, "n1".into(), PodState::Running);
-            entry.set_pod(case.then.clone());
+            let mut entry = PodEntry::new(Arc::new(case.first), "n1".into(), PodState::Running);
+            entry.set_pod(Arc::new(case.then.clone()));
             assert_eq!(entry.usage(), &PodUsage::of(&case.then), "{}", case.name);
-            assert_eq!(entry.pod(), &case.then, "{}", case.name);
+            assert_eq!(entry.pod().as_ref(), &case.then, "{}", case.name);
         }
     }
 }

@@ -170,13 +170,13 @@ impl PodWorker {
     /// Handles one event.
     pub async fn handle(self: &Arc<Self>, event: PodEvent) {
         match event {
-            PodEvent::Applied(pod) => self.applied(*pod).await,
+            PodEvent::Applied(pod) => self.applied(pod).await,
             PodEvent::Deleted { uid } => self.deleted(uid.as_deref()).await,
             PodEvent::Runtime(uid) => self.runtime_changed(&uid).await,
         }
     }
 
-    async fn applied(self: &Arc<Self>, pod: Pod) {
+    async fn applied(self: &Arc<Self>, pod: Arc<Pod>) {
         let (Some(uid), Some(node)) = (uid_of(&pod), bound_node(&pod)) else {
             return;
         };
@@ -247,14 +247,14 @@ impl PodWorker {
         }
     }
 
-    fn insert(&self, uid: &str, node: &str, pod: Pod, state: PodState) {
+    fn insert(&self, uid: &str, node: &str, pod: Arc<Pod>, state: PodState) {
         lock(&self.pods).insert(uid, PodEntry::new(pod, node.to_string(), state));
     }
 
     fn begin_deletion(
         self: &Arc<Self>,
         client: NodeClient,
-        pod: Pod,
+        pod: Arc<Pod>,
         uid: String,
         node: String,
         known: Option<PodState>,
@@ -368,12 +368,12 @@ impl PodWorker {
         phases: &[ShutdownGracePeriodByPodPriority],
     ) -> Vec<String> {
         self.shutting_down.store(true, Ordering::SeqCst);
-        let running: Vec<(String, String, Pod)> = lock(&self.pods)
+        let running: Vec<(String, String, Arc<Pod>)> = lock(&self.pods)
             .iter()
             .filter(|(_, e)| e.state == PodState::Running && !is_terminal(e.pod()))
             .map(|(uid, e)| (uid.clone(), e.node().to_string(), e.pod().clone()))
             .collect();
-        let refs: Vec<&Pod> = running.iter().map(|(_, _, p)| p).collect();
+        let refs: Vec<&Pod> = running.iter().map(|(_, _, p)| p.as_ref()).collect();
         let mut order = Vec::new();
         // Stops still running when their phase's period ran out: the next
         // phase starts on time, but the agent does not exit before they end
@@ -388,7 +388,7 @@ impl PodWorker {
             for pod in &group.pods {
                 let Some((uid, node, pod)) = running
                     .iter()
-                    .find(|(_, _, p)| std::ptr::eq(p, *pod))
+                    .find(|(_, _, p)| std::ptr::eq(p.as_ref(), *pod))
                     .cloned()
                 else {
                     continue;
@@ -447,7 +447,7 @@ pub async fn feed(
     let mut pods = changes_of(api, watcher::Config::default().fields(&selector)).boxed();
     while let Some(change) = pods.next().await {
         let sent = match change {
-            Change::Upsert(pod) => events.send(PodEvent::Applied(Box::new(pod))),
+            Change::Upsert(pod) => events.send(PodEvent::Applied(Arc::new(pod))),
             Change::Delete(gone) => events.send(PodEvent::Deleted { uid: gone.uid }),
             Change::Synced => Ok(()),
         };
@@ -471,7 +471,7 @@ pub async fn feed_shared(
     while let Some(change) = pods.next().await {
         let sent = match change {
             Change::Upsert(pod) if bound_node(&pod).is_some() => {
-                events.send(PodEvent::Applied(Box::new(Pod::clone(&pod))))
+                events.send(PodEvent::Applied(pod))
             }
             // The worker forgets a UID it never ran (an unbound pod's).
             Change::Delete(gone) => events.send(PodEvent::Deleted { uid: gone.uid }),

@@ -223,11 +223,13 @@ impl<K: Resource> ObjectCache<K> {
 
     /// What a controller with `uid` in `namespace` may claim: what it
     /// controls and the namespace's orphans (everything else is another
-    /// controller's, which a claim leaves alone).
+    /// controller's, which a claim leaves alone). What `known` says the
+    /// controller read as its own before is taken without being read again.
     pub fn claimable<'a>(
         &'a self,
         namespace: &'a str,
         uid: &str,
+        known: impl Fn(&Arc<K>) -> bool + 'a,
     ) -> impl Iterator<Item = &'a Arc<K>> {
         let owned = if uid.is_empty() {
             None
@@ -237,7 +239,7 @@ impl<K: Resource> ObjectCache<K> {
         owned
             .into_iter()
             .flatten()
-            .filter(move |o| o.meta().namespace.as_deref().unwrap_or("") == namespace)
+            .filter(move |o| known(o) || o.meta().namespace.as_deref().unwrap_or("") == namespace)
             .chain(self.orphans_in(namespace))
     }
 }
@@ -286,8 +288,11 @@ mod tests {
         assert_eq!(names(cache.in_namespace("a")), vec!["p1", "p2"]);
         assert_eq!(names(cache.orphans_in("b")), vec!["p3"]);
         assert_eq!(names(cache.orphans_in("a")).len(), 0);
-        assert_eq!(names(cache.claimable("a", "rs1")), vec!["p1", "p2"]);
-        assert_eq!(names(cache.claimable("b", "rs1")), vec!["p3"]);
+        assert_eq!(
+            names(cache.claimable("a", "rs1", |_| false)),
+            vec!["p1", "p2"]
+        );
+        assert_eq!(names(cache.claimable("b", "rs1", |_| false)), vec!["p3"]);
         assert_eq!(names(cache.controlled_by("rs1")).len(), 3);
         // Released: the index follows the controller reference.
         match cache.apply(Change::Upsert(pod("a", "p1", Some("rs2")))) {

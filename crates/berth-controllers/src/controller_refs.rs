@@ -68,10 +68,33 @@ where
     K: Object,
     W: Writes,
 {
+    claim_known_objects(writes, session, owner, candidates, matches, |_| false).await
+}
+
+/// [`claim_objects`], where `known(object)` says the owner claimed this
+/// very version of the object as its own before (it is the owner's and
+/// matched): it is kept without being read again.
+pub async fn claim_known_objects<O, K, W>(
+    writes: &W,
+    session: &mut ClaimSession,
+    owner: &O,
+    candidates: Vec<Arc<K>>,
+    matches: impl Fn(&K) -> bool,
+    known: impl Fn(&Arc<K>) -> bool,
+) -> Result<Vec<Arc<K>>, kube::Error>
+where
+    O: Object,
+    K: Object,
+    W: Writes,
+{
     let owner_meta = owner.meta();
     let reference = new_controller_ref(owner_meta, &O::api_version(&()), &O::kind(&()));
-    let mut claimed = Vec::new();
+    let mut claimed = Vec::with_capacity(candidates.len());
     for object in candidates {
+        if known(&object) {
+            claimed.push(object);
+            continue;
+        }
         let uid = object.meta().uid.clone().unwrap_or_default();
         if session.released.contains(&uid) {
             continue;

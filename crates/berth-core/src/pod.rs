@@ -53,18 +53,45 @@ pub fn is_ready(pod: &Pod) -> bool {
 /// any ready pod is available; otherwise a ready condition without a
 /// transition time never is.
 pub fn is_available(pod: &Pod, min_ready_seconds: i32, now: Timestamp) -> bool {
-    let Some(ready) = ready_condition(pod).filter(|c| c.status == "True") else {
-        return false;
-    };
-    if min_ready_seconds == 0 {
-        return true;
+    Readiness::of(pod).is_available(min_ready_seconds, now)
+}
+
+/// What [`is_ready`] and [`is_available`] read of a pod, kept apart from
+/// it: a controller that counts the same pods sync after sync keeps this
+/// per pod version instead of reading every pod again.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Readiness {
+    NotReady,
+    /// `Ready` is `True`, since its transition time (if it has one).
+    ReadySince(Option<Timestamp>),
+}
+
+impl Readiness {
+    pub fn of(pod: &Pod) -> Readiness {
+        match ready_condition(pod).filter(|c| c.status == "True") {
+            Some(ready) => Readiness::ReadySince(ready.last_transition_time.as_ref().map(|t| t.0)),
+            None => Readiness::NotReady,
+        }
     }
-    ready.last_transition_time.as_ref().is_some_and(|since| {
-        since
-            .0
-            .checked_add(SignedDuration::from_secs(i64::from(min_ready_seconds)))
-            .is_ok_and(|available_at| available_at < now)
-    })
+
+    pub fn is_ready(self) -> bool {
+        matches!(self, Readiness::ReadySince(_))
+    }
+
+    /// [`is_available`] of the pod this was read from.
+    pub fn is_available(self, min_ready_seconds: i32, now: Timestamp) -> bool {
+        let Readiness::ReadySince(since) = self else {
+            return false;
+        };
+        if min_ready_seconds == 0 {
+            return true;
+        }
+        since.is_some_and(|since| {
+            since
+                .checked_add(SignedDuration::from_secs(i64::from(min_ready_seconds)))
+                .is_ok_and(|available_at| available_at < now)
+        })
+    }
 }
 
 /// Whether the pod has been asked to go: it has a deletion timestamp.

@@ -598,7 +598,7 @@ impl Running {
             }
             Outcome::Pods(pods) => {
                 for pod in pods {
-                    let _ = self.pod_events.send(PodEvent::Applied(Box::new(pod)));
+                    let _ = self.pod_events.send(PodEvent::Applied(Arc::new(pod)));
                 }
             }
         }

@@ -74,7 +74,7 @@ pub async fn replica_sets_for_deployment(
     let namespace = d.metadata.namespace.as_deref().unwrap_or_default();
     let uid = d.metadata.uid.as_deref().unwrap_or_default();
     let candidates: ReplicaSets = read(&ctx.replica_sets)
-        .claimable(namespace, uid)
+        .claimable(namespace, uid, |_| false)
         .cloned()
         .collect();
     let writes = KubeWrites::new(ctx.client.clone(), ctx.recorder.clone());

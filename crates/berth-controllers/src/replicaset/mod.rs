@@ -14,13 +14,16 @@
 //! from acting twice on one stale view: a ReplicaSet with outstanding
 //! expectations only has its status written.
 
+mod counted;
 pub mod handlers;
 pub mod sync;
 
+use std::collections::HashMap;
 use std::sync::{Arc, Mutex, RwLock};
 
 use berth_client::{SharedWatch, SharedWatches, changes_of};
 use berth_core::clock::Clock;
+use berth_core::object_key::ObjectKey;
 use berth_core::workloads::pod_control::Expectations;
 use futures::StreamExt;
 use k8s_openapi::api::apps::v1::ReplicaSet;
@@ -28,6 +31,7 @@ use k8s_openapi::api::core::v1::Pod;
 use kube::Api;
 use kube::runtime::watcher;
 
+use self::counted::CountedPods;
 use crate::cache::ObjectCache;
 use crate::events::EventRecorder;
 use crate::metrics::ControllerMetrics;
@@ -63,6 +67,8 @@ pub struct Context {
     pub replica_sets: RwLock<ObjectCache<ReplicaSet>>,
     pub pods: RwLock<ObjectCache<Pod>>,
     pub expectations: Mutex<Expectations>,
+    /// What each ReplicaSet's last sync read of its pods.
+    counted: Mutex<HashMap<ObjectKey, CountedPods>>,
     pub queue: Arc<WorkQueue>,
 }
 
@@ -79,6 +85,7 @@ impl Context {
             replica_sets: RwLock::default(),
             pods: RwLock::default(),
             expectations: Mutex::default(),
+            counted: Mutex::default(),
             queue,
         }
     }

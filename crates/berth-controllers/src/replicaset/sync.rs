@@ -20,8 +20,9 @@ use k8s_openapi::api::core::v1::Pod;
 use kube::Api;
 use kube::api::PostParams;
 
+use super::counted::CountedPods;
 use super::{CONTROLLER_NAME, Context};
-use crate::controller_refs::{ClaimSession, claim_objects};
+use crate::controller_refs::{ClaimSession, claim_known_objects};
 use crate::events::{error_message, object_ref};
 use crate::shared::{lock, read};
 use crate::sync_error::SyncError;
@@ -38,6 +39,7 @@ pub async fn sync_replica_set(ctx: &Context, key: &ObjectKey) -> Result<(), Sync
     let Some(rs) = read(&ctx.replica_sets).get(key) else {
         tracing::debug!(controller = CONTROLLER_NAME, replicaset = %key, "deleted");
         lock(&ctx.expectations).delete(&expectations_key);
+        lock(&ctx.counted).remove(key);
         return Ok(());
     };
     let needs_sync = lock(&ctx.expectations).satisfied(&expectations_key, ctx.clock.now());
@@ -48,21 +50,23 @@ pub async fn sync_replica_set(ctx: &Context, key: &ObjectKey) -> Result<(), Sync
             return Ok(());
         }
     };
+    let mut counted = CountedPods::for_replica_set(lock(&ctx.counted).remove(key), &rs);
     let candidates: Vec<Arc<Pod>> = {
         let uid = rs.metadata.uid.as_deref().unwrap_or_default();
         read(&ctx.pods)
-            .claimable(&key.namespace, uid)
-            .filter(|p| pod::is_active(p))
+            .claimable(&key.namespace, uid, |p| counted.is_owned(p))
+            .filter(|p| counted.is_owned(p) || pod::is_active(p))
             .cloned()
             .collect()
     };
     let writes = KubeWrites::new(ctx.client.clone(), ctx.recorder.clone());
-    let pods = claim_objects(
+    let pods = claim_known_objects(
         &writes,
         &mut ClaimSession::default(),
         rs.as_ref(),
         candidates,
         |pod: &Pod| selector.matches(pod.metadata.labels.as_ref()),
+        |pod| counted.is_owned(pod),
     )
     .await?;
     let managed = if needs_sync && rs.metadata.deletion_timestamp.is_none() {
@@ -73,11 +77,13 @@ pub async fn sync_replica_set(ctx: &Context, key: &ObjectKey) -> Result<(), Sync
     let failure = managed.as_ref().err().map(|err| ManageFailure {
         message: err.to_string(),
     });
-    let pod_refs: Vec<&Pod> = pods.iter().map(Arc::as_ref).collect();
-    let status = replicaset::status(&rs, &pod_refs, failure.as_ref(), ctx.clock.now());
+    let now = ctx.clock.now();
+    let min_ready = rs.spec.min_ready_seconds.unwrap_or(0);
+    let counts = counted.count(&pods, min_ready, now);
+    lock(&ctx.counted).insert(key.clone(), counted);
+    let status = replicaset::status_of_counts(&rs, counts, failure.as_ref(), now);
     let status = update_status(ctx, &rs, status).await?;
     let replicas = replicaset::replicas(&rs);
-    let min_ready = rs.spec.min_ready_seconds.unwrap_or(0);
     if managed.is_ok()
         && min_ready > 0
         && status.ready_replicas.unwrap_or(0) == replicas

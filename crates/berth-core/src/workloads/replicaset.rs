@@ -21,7 +21,7 @@
 //! Feature gates: `PodDeletionCost` and `LogarithmicScaleDown` are on, as
 //! in every supported release; berth has no switch for them.
 
-use std::collections::HashMap;
+use std::collections::{BTreeMap, HashMap};
 
 use jiff::Timestamp;
 use k8s_openapi::api::apps::v1::{ReplicaSet, ReplicaSetCondition, ReplicaSetStatus};
@@ -277,6 +277,56 @@ pub struct ManageFailure {
     pub message: String,
 }
 
+/// What a ReplicaSet's status counts of one of its pods: whether it
+/// carries every template label, and its readiness. It depends only on
+/// the pod and the template's labels, so a controller may keep it per
+/// pod version from one sync to the next.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct PodCount {
+    pub fully_labeled: bool,
+    pub readiness: pod::Readiness,
+}
+
+impl PodCount {
+    pub fn of(p: &Pod, template_labels: &BTreeMap<String, String>) -> PodCount {
+        PodCount {
+            fully_labeled: labels::set_matches(template_labels, p.metadata.labels.as_ref()),
+            readiness: pod::Readiness::of(p),
+        }
+    }
+}
+
+/// The template's labels, which a fully labeled pod carries.
+pub fn template_labels(rs: &ReplicaSet) -> BTreeMap<String, String> {
+    rs.spec
+        .template
+        .as_ref()
+        .and_then(|t| t.metadata.as_ref())
+        .and_then(|m| m.labels.clone())
+        .unwrap_or_default()
+}
+
+/// The counts of a ReplicaSet's status.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct ReplicaCounts {
+    pub replicas: i32,
+    pub fully_labeled: i32,
+    pub ready: i32,
+    pub available: i32,
+}
+
+impl ReplicaCounts {
+    /// Counts one more pod, available at `now` after `min_ready_seconds`.
+    pub fn add(&mut self, count: PodCount, min_ready_seconds: i32, now: Timestamp) {
+        self.replicas = self.replicas.saturating_add(1);
+        self.fully_labeled += i32::from(count.fully_labeled);
+        if count.readiness.is_ready() {
+            self.ready += 1;
+            self.available += i32::from(count.readiness.is_available(min_ready_seconds, now));
+        }
+    }
+}
+
 /// `calculateStatus`: counts over the ReplicaSet's claimed active `pods`
 /// (fully labeled: matching every template label; ready; available at
 /// `now` after `minReadySeconds`), and the `ReplicaFailure` condition:
@@ -289,22 +339,30 @@ pub fn status(
     failure: Option<&ManageFailure>,
     now: Timestamp,
 ) -> ReplicaSetStatus {
-    let mut status = rs.status.clone().unwrap_or_default();
-    let template_labels = rs
-        .spec
-        .template
-        .as_ref()
-        .and_then(|t| t.metadata.as_ref())
-        .and_then(|m| m.labels.clone())
-        .unwrap_or_default();
+    let template_labels = template_labels(rs);
     let min_ready_seconds = rs.spec.min_ready_seconds.unwrap_or(0);
+    let mut counts = ReplicaCounts::default();
+    for p in pods {
+        counts.add(PodCount::of(p, &template_labels), min_ready_seconds, now);
+    }
+    status_of_counts(rs, counts, failure, now)
+}
+
+/// [`status`] from the counts of the pods.
+pub fn status_of_counts(
+    rs: &ReplicaSet,
+    counts: ReplicaCounts,
+    failure: Option<&ManageFailure>,
+    now: Timestamp,
+) -> ReplicaSetStatus {
+    let mut status = rs.status.clone().unwrap_or_default();
     let conditions = status.conditions.take().unwrap_or_default();
     let has_failure = conditions
         .iter()
         .any(|c| c.type_.as_deref() == Some(CONDITION_REPLICA_FAILURE));
     let conditions = match failure {
         Some(failure) if !has_failure => {
-            let diff = i64::try_from(pods.len()).unwrap_or(i64::MAX) - i64::from(replicas(rs));
+            let diff = i64::from(counts.replicas) - i64::from(replicas(rs));
             let reason = match diff.signum() {
                 -1 => REASON_FAILED_CREATE,
                 1 => REASON_FAILED_DELETE,
@@ -327,22 +385,10 @@ pub fn status(
         _ => conditions,
     };
     status.conditions = (!conditions.is_empty()).then_some(conditions);
-    // One pass: a sync counts every pod of the set each time.
-    let (mut fully_labeled, mut ready, mut available) = (0, 0, 0);
-    for p in pods {
-        fully_labeled += i32::from(labels::set_matches(
-            &template_labels,
-            p.metadata.labels.as_ref(),
-        ));
-        if pod::is_ready(p) {
-            ready += 1;
-            available += i32::from(pod::is_available(p, min_ready_seconds, now));
-        }
-    }
-    status.replicas = i32::try_from(pods.len()).unwrap_or(i32::MAX);
-    status.fully_labeled_replicas = Some(fully_labeled);
-    status.ready_replicas = Some(ready);
-    status.available_replicas = Some(available);
+    status.replicas = counts.replicas;
+    status.fully_labeled_replicas = Some(counts.fully_labeled);
+    status.ready_replicas = Some(counts.ready);
+    status.available_replicas = Some(counts.available);
     status.observed_generation = rs.metadata.generation;
     status
 }
