@@ -12,7 +12,7 @@ use std::sync::Arc;
 use http::HeaderValue;
 use http::header::AUTHORIZATION;
 use k8s_openapi::api::coordination::v1::Lease;
-use k8s_openapi::api::core::v1::{Node, Pod};
+use k8s_openapi::api::core::v1::{Node, Pod, PodStatus};
 use kube::core::ObjectList;
 use kube::core::Request;
 use kube::core::params::{
@@ -188,20 +188,27 @@ impl NodeClient {
         Ok(list.items)
     }
 
-    /// A merge patch of a pod's status.
+    /// A merge patch of a pod's status; the status the pod has afterwards
+    /// (the rest of the answer is skipped, not decoded).
     pub async fn patch_pod_status(
         &self,
         namespace: &str,
         name: &str,
         patch: &serde_json::Value,
-    ) -> Result<Pod, ClientError> {
+    ) -> Result<Option<PodStatus>, ClientError> {
+        /// The part of the answer the caller keeps.
+        #[derive(serde::Deserialize)]
+        struct StatusOf {
+            status: Option<PodStatus>,
+        }
         let r = Self::pods(namespace).patch_subresource(
             "status",
             name,
             &PatchParams::default(),
             &Patch::Merge(patch),
         )?;
-        self.send(r).await
+        let patched: StatusOf = self.send(r).await?;
+        Ok(patched.status)
     }
 
     /// Completes a graceful deletion: deletes the pod with UID `uid` now.

@@ -25,7 +25,12 @@ pub(crate) enum PodState {
 
 #[derive(Debug)]
 pub(crate) struct PodEntry {
+    /// As the watch last showed it (shared with the watch).
     pod: Arc<Pod>,
+    /// The status the server answered this worker's last status write
+    /// with, when that answer is newer than `pod`: kept beside the shared
+    /// pod rather than written into a copy of it.
+    answered_status: Option<Option<PodStatus>>,
     /// What the pod requests, parsed once: admission adds up the requests
     /// of every pod on the node for each pod it admits.
     usage: PodUsage,
@@ -40,6 +45,7 @@ impl PodEntry {
         PodEntry {
             usage: PodUsage::of(&pod),
             pod,
+            answered_status: None,
             node,
             state,
             last_status: None,
@@ -54,6 +60,31 @@ impl PodEntry {
         &self.pod
     }
 
+    /// The pod's status as last known: the server's answer to the last
+    /// status write, or the watched pod's.
+    pub fn status(&self) -> Option<&PodStatus> {
+        match &self.answered_status {
+            Some(answered) => answered.as_ref(),
+            None => self.pod.status.as_ref(),
+        }
+    }
+
+    /// Whether the pod has finished, by [`Self::status`].
+    pub fn is_terminal(&self) -> bool {
+        berth_core::pod::is_terminal_phase(self.status().and_then(|s| s.phase.as_deref()))
+    }
+
+    /// The pod with [`Self::status`].
+    pub fn current_pod(&self) -> Arc<Pod> {
+        match &self.answered_status {
+            None => self.pod.clone(),
+            Some(status) => Arc::new(Pod {
+                status: status.clone(),
+                ..Pod::clone(&self.pod)
+            }),
+        }
+    }
+
     pub fn usage(&self) -> &PodUsage {
         &self.usage
     }
@@ -66,10 +97,11 @@ impl PodEntry {
             self.usage = PodUsage::of(&pod);
         }
         self.pod = pod;
+        self.answered_status = None;
     }
 
     pub fn set_status(&mut self, status: Option<PodStatus>) {
-        Arc::make_mut(&mut self.pod).status = status;
+        self.answered_status = Some(status);
     }
 }
 
@@ -140,6 +172,33 @@ mod tests {
 
     fn entry(node: &str) -> PodEntry {
         PodEntry::new(Arc::new(make_pod().obj()), node.into(), PodState::Running)
+    }
+
+    #[test]
+    fn the_answer_to_a_status_write_is_the_status_until_the_watch_shows_a_newer_pod() {
+        let watched = Arc::new(make_pod().name("p").phase("Running").obj());
+        let mut entry = PodEntry::new(watched.clone(), "n1".into(), PodState::Running);
+        let answered = PodStatus {
+            phase: Some("Failed".into()),
+            ..PodStatus::default()
+        };
+        entry.set_status(Some(answered.clone()));
+        assert_eq!(entry.status(), Some(&answered));
+        assert!(entry.is_terminal());
+        assert_eq!(entry.current_pod().status.as_ref(), Some(&answered));
+        assert_eq!(entry.current_pod().metadata, watched.metadata);
+        // The shared pod itself is never written.
+        assert!(Arc::ptr_eq(entry.pod(), &watched));
+        assert_eq!(
+            watched.status.as_ref().and_then(|s| s.phase.as_deref()),
+            Some("Running")
+        );
+        entry.set_pod(Arc::new(make_pod().name("p").phase("Pending").obj()));
+        assert_eq!(
+            entry.status().and_then(|s| s.phase.as_deref()),
+            Some("Pending")
+        );
+        assert!(!entry.is_terminal());
     }
 
     fn uids_on(table: &PodTable, node: &str) -> Vec<String> {

@@ -219,7 +219,7 @@ impl PodWorker {
             let pods = lock(&self.pods);
             let others: Vec<&PodUsage> = pods
                 .on_node(&node)
-                .filter(|e| e.state == PodState::Running && !is_terminal(e.pod()))
+                .filter(|e| e.state == PodState::Running && !e.is_terminal())
                 .map(|e| e.usage())
                 .collect();
             admit(
@@ -315,17 +315,19 @@ impl PodWorker {
         let Some(rs) = self.runtime.pod_status(uid) else {
             return;
         };
-        let (pod, node) = {
+        let (pod, node, status) = {
             let pods = lock(&self.pods);
             match pods.get(uid) {
-                Some(e) if e.state == PodState::Running => (e.pod().clone(), e.node().to_string()),
+                Some(e) if e.state == PodState::Running => {
+                    (e.pod().clone(), e.node().to_string(), e.status().cloned())
+                }
                 _ => return,
             }
         };
         let Some(client) = self.nodes.client(&node) else {
             return;
         };
-        let mut status = pod.status.clone().unwrap_or_default();
+        let mut status = status.unwrap_or_default();
         rs.apply_to(&mut status, self.clock.now());
         self.write_status(&client, uid, &pod, status).await;
     }
@@ -349,7 +351,7 @@ impl PodWorker {
                 if let Some(entry) = lock(&self.pods).get_mut(uid) {
                     entry.last_status = Some(status);
                     if entry.pod().metadata.deletion_timestamp.is_none() {
-                        entry.set_status(updated.status);
+                        entry.set_status(updated);
                     }
                 }
             }
@@ -370,8 +372,8 @@ impl PodWorker {
         self.shutting_down.store(true, Ordering::SeqCst);
         let running: Vec<(String, String, Arc<Pod>)> = lock(&self.pods)
             .iter()
-            .filter(|(_, e)| e.state == PodState::Running && !is_terminal(e.pod()))
-            .map(|(uid, e)| (uid.clone(), e.node().to_string(), e.pod().clone()))
+            .filter(|(_, e)| e.state == PodState::Running && !e.is_terminal())
+            .map(|(uid, e)| (uid.clone(), e.node().to_string(), e.current_pod()))
             .collect();
         let refs: Vec<&Pod> = running.iter().map(|(_, _, p)| p.as_ref()).collect();
         let mut order = Vec::new();

@@ -90,6 +90,33 @@ impl<K: Resource> ObjectCache<K> {
         }
     }
 
+    /// [`Self::apply_shared`] for a controller of `kind` that never acts
+    /// on an object another kind of controller controls (upstream's
+    /// handlers resolve such a reference to nothing and its claims ignore
+    /// the object): such objects are not kept. One that becomes another
+    /// kind's leaves the cache, its update still observed (the handlers
+    /// look at its old controller).
+    pub fn apply_shared_for_kind(
+        &mut self,
+        change: Change<Arc<K>>,
+        kind: &str,
+    ) -> Option<Observed<K>> {
+        let foreign = |object: &K| controller_of(object.meta()).is_some_and(|c| c.kind != kind);
+        match change {
+            Change::Upsert(new) if foreign(&new) => {
+                let old = self.remove(&ObjectKey::of_meta(new.meta()))?;
+                Some(Observed::Updated { old, new })
+            }
+            Change::Delete(gone)
+                if gone.last.as_deref().is_some_and(foreign)
+                    && !self.objects.contains_key(&gone.key) =>
+            {
+                None
+            }
+            change => self.apply_shared(change),
+        }
+    }
+
     fn insert(&mut self, key: ObjectKey, object: Arc<K>) -> Option<Arc<K>> {
         let held = object.clone();
         let uid = index_key(held.as_ref());
@@ -273,6 +300,88 @@ mod tests {
     fn names<'a>(pods: impl Iterator<Item = &'a Arc<Pod>>) -> Vec<String> {
         pods.map(|p| p.metadata.name.clone().unwrap_or_default())
             .collect()
+    }
+
+    fn pod_of_kind(name: &str, controller: Option<(&str, &str)>) -> Arc<Pod> {
+        let mut p = pod("a", name, controller.map(|(_, uid)| uid));
+        if let (Some((kind, _)), Some(refs)) = (controller, p.metadata.owner_references.as_mut()) {
+            refs[0].kind = kind.into();
+        }
+        Arc::new(p)
+    }
+
+    #[test]
+    fn a_controller_keeps_no_pod_another_kind_controls() {
+        #[derive(Debug, PartialEq)]
+        enum Seen {
+            Nothing,
+            Added,
+            Updated,
+            Deleted,
+        }
+        struct Case {
+            name: &'static str,
+            change: Change<Arc<Pod>>,
+            seen: Seen,
+            cached_after: Vec<&'static str>,
+        }
+        let deletion = |name: &str, last: Arc<Pod>| {
+            Change::Delete(Gone {
+                key: ObjectKey::new("a", name),
+                uid: None,
+                last: Some(last),
+            })
+        };
+        let cases = vec![
+            Case {
+                name: "another kind's pod is not kept",
+                change: Change::Upsert(pod_of_kind("rs-pod", Some(("ReplicaSet", "rs1")))),
+                seen: Seen::Nothing,
+                cached_after: vec![],
+            },
+            Case {
+                name: "its own kind's pod is kept",
+                change: Change::Upsert(pod_of_kind("ds-pod", Some(("DaemonSet", "ds1")))),
+                seen: Seen::Added,
+                cached_after: vec!["ds-pod"],
+            },
+            Case {
+                name: "an orphan is kept",
+                change: Change::Upsert(pod_of_kind("orphan", None)),
+                seen: Seen::Added,
+                cached_after: vec!["ds-pod", "orphan"],
+            },
+            Case {
+                name: "an orphan another kind adopts leaves, its update seen",
+                change: Change::Upsert(pod_of_kind("orphan", Some(("ReplicaSet", "rs1")))),
+                seen: Seen::Updated,
+                cached_after: vec!["ds-pod"],
+            },
+            Case {
+                name: "another kind's pod deleted is not seen",
+                change: deletion("rs-pod", pod_of_kind("rs-pod", Some(("ReplicaSet", "rs1")))),
+                seen: Seen::Nothing,
+                cached_after: vec!["ds-pod"],
+            },
+            Case {
+                name: "its own pod deleted is seen",
+                change: deletion("ds-pod", pod_of_kind("ds-pod", Some(("DaemonSet", "ds1")))),
+                seen: Seen::Deleted,
+                cached_after: vec![],
+            },
+        ];
+        let mut cache = ObjectCache::default();
+        for case in cases {
+            let seen = match cache.apply_shared_for_kind(case.change, "DaemonSet") {
+                None => Seen::Nothing,
+                Some(Observed::Added(_)) => Seen::Added,
+                Some(Observed::Updated { .. }) => Seen::Updated,
+                Some(Observed::Deleted(_)) => Seen::Deleted,
+                Some(Observed::Synced) => panic!("{}: synced", case.name),
+            };
+            assert_eq!(seen, case.seen, "{}", case.name);
+            assert_eq!(names(cache.iter()), case.cached_after, "{}", case.name);
+        }
     }
 
     #[test]

@@ -173,7 +173,7 @@ impl DaemonSetController<KubeWrites> {
                     }
                 }
                 Some(change) = pods.next() => {
-                    let observed = write(&inner.pods).apply_shared(change);
+                    let observed = write(&inner.pods).apply_shared_for_kind(change, <DaemonSet as k8s_openapi::Resource>::KIND);
                     if let Some(observed) = observed {
                         self.on_pod(&observed);
                     }

@@ -146,7 +146,7 @@ impl DeploymentController {
                     }
                 }
                 Some(change) = pods.next() => {
-                    let observed = write(&ctx.pods).apply_shared(change);
+                    let observed = write(&ctx.pods).apply_shared_for_kind(change, <ReplicaSet as k8s_openapi::Resource>::KIND);
                     if let Some(Observed::Deleted(pod)) = observed {
                         let wakes = handlers::pod_deleted(
                             &pod,

@@ -27,6 +27,8 @@ pub struct CountedPods {
     basis: Basis,
     /// By the address of the pod version counted.
     entries: foldhash::HashMap<usize, Counted>,
+    /// Syncs counted so far.
+    round: u64,
 }
 
 /// What the entries were read against.
@@ -41,6 +43,8 @@ struct Basis {
 struct Counted {
     pod: Arc<Pod>,
     count: PodCount,
+    /// The last sync that claimed it.
+    round: u64,
 }
 
 fn address(pod: &Arc<Pod>) -> usize {
@@ -61,6 +65,7 @@ impl CountedPods {
             _ => CountedPods {
                 basis,
                 entries: foldhash::HashMap::default(),
+                round: 0,
             },
         }
     }
@@ -82,26 +87,38 @@ impl CountedPods {
         min_ready_seconds: i32,
         now: Timestamp,
     ) -> ReplicaCounts {
+        self.round = self.round.wrapping_add(1);
         let mut counts = ReplicaCounts::default();
-        let mut entries = foldhash::HashMap::default();
-        entries.reserve(pods.len());
         for pod in pods {
-            let key = address(pod);
-            let count = match self.entries.remove(&key) {
-                Some(c) if Arc::ptr_eq(&c.pod, pod) => c.count,
-                _ => PodCount::of(pod, &self.basis.template_labels),
-            };
-            counts.add(count, min_ready_seconds, now);
-            entries.insert(
-                key,
-                Counted {
-                    pod: pod.clone(),
-                    count,
-                },
-            );
+            let entry = self
+                .entries
+                .entry(address(pod))
+                .and_modify(|counted| {
+                    if !Arc::ptr_eq(&counted.pod, pod) {
+                        *counted = Counted::of(pod, &self.basis.template_labels, self.round);
+                    }
+                    counted.round = self.round;
+                })
+                .or_insert_with(|| Counted::of(pod, &self.basis.template_labels, self.round));
+            counts.add(entry.count, min_ready_seconds, now);
         }
-        self.entries = entries;
+        // Every pod has its own address: anything more is a pod not
+        // claimed this time.
+        if self.entries.len() > pods.len() {
+            let round = self.round;
+            self.entries.retain(|_, counted| counted.round == round);
+        }
         counts
+    }
+}
+
+impl Counted {
+    fn of(pod: &Arc<Pod>, template_labels: &BTreeMap<String, String>, round: u64) -> Counted {
+        Counted {
+            pod: pod.clone(),
+            count: PodCount::of(pod, template_labels),
+            round,
+        }
     }
 }
 
@@ -147,7 +164,7 @@ mod tests {
     }
 
     fn at(second: i64) -> Timestamp {
-        Timestamp::from_second(second).unwrap()
+        Timestamp::from_second(second).expect("a second in range")
     }
 
     fn ready_pod(name: &str, since: i64) -> Arc<Pod> {

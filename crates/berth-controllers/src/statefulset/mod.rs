@@ -156,7 +156,7 @@ impl StatefulSetController<KubeWrites> {
                     write(&inner.revisions).apply(change);
                 }
                 Some(change) = pods.next() => {
-                    let observed = write(&inner.pods).apply_shared(change);
+                    let observed = write(&inner.pods).apply_shared_for_kind(change, <StatefulSet as k8s_openapi::Resource>::KIND);
                     if let Some(observed) = observed {
                         self.on_pod(&observed);
                     }
