@@ -694,6 +694,103 @@ fn update_typed<T: DeserializeOwned + Serialize + Metadata<Ty = ObjectMeta>>(
     validation_outcome(rt, &name, result, metadata_errors)
 }
 
+/// A type whose `/status` writes [`update_typed_in_parts`] converts in
+/// parts: its status, apart from the rest of the object.
+pub(crate) trait StatusPart {
+    type Status: DeserializeOwned + Serialize;
+    fn status_part(&mut self) -> &mut Option<Self::Status>;
+}
+
+impl StatusPart for k8s_openapi::api::core::v1::Pod {
+    type Status = k8s_openapi::api::core::v1::PodStatus;
+    fn status_part(&mut self) -> &mut Option<Self::Status> {
+        &mut self.status
+    }
+}
+
+impl StatusPart for k8s_openapi::api::core::v1::Node {
+    type Status = k8s_openapi::api::core::v1::NodeStatus;
+    fn status_part(&mut self) -> &mut Option<Self::Status> {
+        &mut self.status
+    }
+}
+
+/// [`update_typed`], but a `/status` write (after [`keep_status`]: the
+/// stored object with the request's metadata and status) has only its
+/// metadata and status converted: the typed object is a copy of the
+/// stored one with the request's two parts, and what admission leaves of
+/// them is all that is converted back (the rest is the stored object,
+/// already in its type's form; upstream's status strategy resets
+/// everything else to the stored object too). Every kubelet's status
+/// report is such a write: the whole object's round trip was most of its
+/// cost.
+fn update_typed_in_parts<T>(
+    rt: &ResourceType,
+    subresource: &str,
+    object: &mut Value,
+    old: &Value,
+    ctx: &Context,
+    (admit, validate): (Admit<T>, Validate<T>),
+) -> ApiResult<()>
+where
+    T: DeserializeOwned + Serialize + Metadata<Ty = ObjectMeta> + StatusPart + Clone,
+{
+    if subresource != "status" {
+        return update_typed(rt, subresource, object, old, ctx, (admit, validate));
+    }
+    let name = name_of(old).to_string();
+    let typed_old: T = typed(rt, old)?;
+    let mut typed_object = typed_old.clone();
+    *typed_object.metadata_mut() =
+        typed_part::<ObjectMeta>(rt, object, "metadata")?.unwrap_or_default();
+    *typed_object.status_part() = typed_part(rt, object, "status")?;
+    let request = Request::new(ctx, Operation::Update, rt, subresource);
+    let attrs = request.attributes(ctx, old);
+    admit(
+        &attrs,
+        &mut typed_object,
+        Some(&typed_old),
+        &ctx.config.admission,
+    )
+    .map_err(|e| admission_error(rt, &name, e))?;
+    if let Some(map) = object.as_object_mut() {
+        map.insert("metadata".into(), untyped(typed_object.metadata())?);
+        match typed_object.status_part() {
+            Some(status) => {
+                map.insert("status".into(), untyped(status)?);
+            }
+            None => {
+                map.remove("status");
+            }
+        }
+    }
+    recount_generation(object, old, rt.strategy.bumps_generation(object, old));
+    typed_object.metadata_mut().generation = object
+        .pointer("/metadata/generation")
+        .and_then(Value::as_i64);
+    let metadata_errors = validate_metadata_update(rt, object, old);
+    let attrs = request.attributes(ctx, object);
+    let result = validate(
+        &attrs,
+        &typed_object,
+        Some(&typed_old),
+        &ctx.config.admission,
+    );
+    validation_outcome(rt, &name, result, metadata_errors)
+}
+
+/// `object[field]` as its type `P`; an absent or null field is `None`.
+fn typed_part<P: DeserializeOwned>(
+    rt: &ResourceType,
+    object: &Value,
+    field: &str,
+) -> ApiResult<Option<P>> {
+    match object.get(field) {
+        None | Some(Value::Null) => Ok(None),
+        Some(value) => typed(rt, value).map(Some),
+    }
+}
+
 fn admission_error(rt: &ResourceType, name: &str, err: AdmissionError) -> ApiError {
     match err {
         AdmissionError::Invalid { errors, .. } => {

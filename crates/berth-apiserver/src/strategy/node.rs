@@ -8,7 +8,7 @@ use serde_json::Value;
 
 use super::{
     Admit, Context, ObjectType, ResourceType, Strategy, Validate, create_typed, keep_status,
-    update_typed,
+    update_typed_in_parts,
 };
 use crate::admission;
 use crate::selectors::SelectableKind;
@@ -55,6 +55,6 @@ impl Strategy for Nodes {
         ctx: &Context,
     ) -> Result<(), ApiError> {
         keep_status(self.has_status(), subresource, object, old);
-        update_typed(rt, subresource, object, old, ctx, ADMISSION)
+        update_typed_in_parts(rt, subresource, object, old, ctx, ADMISSION)
     }
 }

@@ -13,7 +13,7 @@ use serde_json::{Map, Value, json};
 
 use super::{
     Admit, Context, ObjectType, ResourceType, Strategy, Validate, create_typed, keep_status, prune,
-    update_typed, validate_metadata_update, validation_outcome,
+    update_typed_in_parts, validate_metadata_update, validation_outcome,
 };
 use crate::admission::priority::{PodPriority, PodPriorityRequest};
 use crate::admission::{self, Operation};
@@ -89,7 +89,7 @@ impl Strategy for Pods {
             let metadata_errors = validate_metadata_update(rt, object, old);
             return validation_outcome(rt, name_of(old), Ok(()), metadata_errors);
         }
-        update_typed(rt, subresource, object, old, ctx, ADMISSION)
+        update_typed_in_parts(rt, subresource, object, old, ctx, ADMISSION)
     }
 
     /// NodeRestriction: an agent deletes only the pods bound to it.

@@ -363,3 +363,151 @@ mod bind_pod_json_as_decoded {
         }
     }
 }
+
+/// The in-parts conversion of a `/status` write against the whole
+/// object's round trip it replaces: the same object written, or the same
+/// refusal, for pods and nodes, from their own node and from others.
+#[test]
+fn a_status_write_converted_in_parts_equals_the_whole_round_trip() {
+    use super::{Admit, Validate, keep_status, update_typed, update_typed_in_parts};
+    use k8s_openapi::api::core::v1::{Node, Pod};
+
+    let node_user = |name: &str| User {
+        name: format!("system:node:{name}"),
+        groups: vec!["system:nodes".into()],
+    };
+    let stored_node = json!({
+        "apiVersion": "v1", "kind": "Node",
+        "metadata": {"name": "n1", "uid": "nu", "resourceVersion": "3", "labels": {"zone": "a"}},
+        "spec": {"taints": [{"key": "k", "effect": "NoExecute", "timeAdded": "2026-01-01T00:00:00Z"}]},
+        "status": {"conditions": [{"type": "Ready", "status": "True"}]}
+    });
+    let with = |base: &Value, pointer: &str, value: Value| {
+        let mut object = base.clone();
+        if let Some(slot) = object.pointer_mut(pointer) {
+            *slot = value;
+        }
+        object
+    };
+    struct Case {
+        name: &'static str,
+        user: User,
+        stored: Value,
+        request: Value,
+    }
+    let pod = stored_pod();
+    let cases = vec![
+        Case {
+            name: "a kubelet's report with fields its types lack",
+            user: node_user("n1"),
+            stored: pod.clone(),
+            request: with(
+                &with(
+                    &pod,
+                    "/status",
+                    json!({"phase": "Running", "bogus": 1,
+                    "conditions": [{"type": "Ready", "status": "True", "extra": "x"}]}),
+                ),
+                "/metadata/annotations",
+                json!({"a": "b"}),
+            ),
+        },
+        Case {
+            name: "a kubelet's report with a changed spec",
+            user: node_user("n1"),
+            stored: pod.clone(),
+            request: with(&pod, "/spec", json!({"nodeName": "n2", "containers": []})),
+        },
+        Case {
+            name: "a kubelet's report clearing the status",
+            user: node_user("n1"),
+            stored: pod.clone(),
+            request: with(&pod, "/status", Value::Null),
+        },
+        Case {
+            name: "another node's kubelet",
+            user: node_user("n2"),
+            stored: pod.clone(),
+            request: pod.clone(),
+        },
+        Case {
+            name: "a kubelet changing labels",
+            user: node_user("n1"),
+            stored: pod.clone(),
+            request: with(&pod, "/metadata/labels", json!({"x": "y"})),
+        },
+        Case {
+            name: "a kubelet's status of the wrong shape",
+            user: node_user("n1"),
+            stored: pod.clone(),
+            request: with(&pod, "/status", json!({"conditions": "not a list"})),
+        },
+        Case {
+            name: "a node's own status",
+            user: node_user("n1"),
+            stored: stored_node.clone(),
+            request: with(
+                &stored_node,
+                "/status",
+                json!({"conditions": [
+                {"type": "Ready", "status": "False", "reason": "KubeletNotReady"}], "unknown": 2}),
+            ),
+        },
+        Case {
+            name: "a node's status written by an admin",
+            user: User::admin(),
+            stored: stored_node.clone(),
+            request: with(&stored_node, "/status", json!({"capacity": {"cpu": "4"}})),
+        },
+        Case {
+            name: "another node's status",
+            user: node_user("n2"),
+            stored: stored_node.clone(),
+            request: stored_node.clone(),
+        },
+    ];
+    let outcome = |result: ApiResult<()>, object: Value| match result {
+        Ok(()) => Ok(object),
+        Err(e) => Err((e.code, e.message)),
+    };
+    let pods: (Admit<Pod>, Validate<Pod>) =
+        (crate::admission::admit_pod, crate::admission::validate_pod);
+    let nodes: (Admit<Node>, Validate<Node>) =
+        (crate::admission::admit_node, |attrs, n, old, _| {
+            crate::admission::validate_node(attrs, n, old)
+        });
+    for case in cases {
+        let config = StrategyConfig::default();
+        let ctx = Context {
+            user: &case.user,
+            now: jiff::Timestamp::UNIX_EPOCH,
+            config: &config,
+            priority_classes: Default::default(),
+        };
+        let rt = if case.stored["kind"] == "Node" {
+            &NODES
+        } else {
+            &PODS
+        };
+        let mut whole = case.request.clone();
+        keep_status(true, "status", &mut whole, &case.stored);
+        let mut parts = whole.clone();
+        let (whole_result, parts_result) = if rt == &NODES {
+            (
+                update_typed(rt, "status", &mut whole, &case.stored, &ctx, nodes),
+                update_typed_in_parts(rt, "status", &mut parts, &case.stored, &ctx, nodes),
+            )
+        } else {
+            (
+                update_typed(rt, "status", &mut whole, &case.stored, &ctx, pods),
+                update_typed_in_parts(rt, "status", &mut parts, &case.stored, &ctx, pods),
+            )
+        };
+        assert_eq!(
+            outcome(parts_result, parts),
+            outcome(whole_result, whole),
+            "{}",
+            case.name
+        );
+    }
+}
