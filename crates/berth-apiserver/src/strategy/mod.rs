@@ -664,34 +664,79 @@ fn update_typed<T: DeserializeOwned + Serialize + Metadata<Ty = ObjectMeta>>(
     object: &mut Value,
     old: &Value,
     ctx: &Context,
-    (admit, validate): (Admit<T>, Validate<T>),
+    admission: (Admit<T>, Validate<T>),
 ) -> ApiResult<()> {
-    let name = name_of(old).to_string();
-    let mut typed_object: T = typed(rt, object)?;
+    let typed_object: T = typed(rt, object)?;
     let typed_old: T = typed(rt, old)?;
-    let request = Request::new(ctx, Operation::Update, rt, subresource);
-    let attrs = request.attributes(ctx, old);
-    admit(
-        &attrs,
-        &mut typed_object,
-        Some(&typed_old),
-        &ctx.config.admission,
-    )
-    .map_err(|e| admission_error(rt, &name, e))?;
-    *object = untyped(&typed_object)?;
-    recount_generation(object, old, rt.strategy.bumps_generation(object, old));
-    typed_object.metadata_mut().generation = object
-        .pointer("/metadata/generation")
-        .and_then(Value::as_i64);
-    let metadata_errors = validate_metadata_update(rt, object, old);
-    let attrs = request.attributes(ctx, object);
-    let result = validate(
-        &attrs,
-        &typed_object,
-        Some(&typed_old),
-        &ctx.config.admission,
-    );
-    validation_outcome(rt, &name, result, metadata_errors)
+    let update = TypedUpdate::new(rt, subresource, old, ctx);
+    update.admit_and_validate(object, typed_object, &typed_old, admission, write_whole)
+}
+
+/// What admission left of the typed object, as the whole object.
+fn write_whole<T: Serialize>(object: &mut Value, typed: &mut T) -> ApiResult<()> {
+    *object = untyped(typed)?;
+    Ok(())
+}
+
+/// An update of typed admission, once its typed copies are made.
+struct TypedUpdate<'a> {
+    rt: &'a ResourceType,
+    subresource: &'a str,
+    old: &'a Value,
+    ctx: &'a Context<'a>,
+}
+
+impl<'a> TypedUpdate<'a> {
+    fn new(
+        rt: &'a ResourceType,
+        subresource: &'a str,
+        old: &'a Value,
+        ctx: &'a Context<'a>,
+    ) -> Self {
+        TypedUpdate {
+            rt,
+            subresource,
+            old,
+            ctx,
+        }
+    }
+
+    /// Admission on the typed object, then `write_back` of what admission
+    /// left into `object`, the generation, and validation.
+    fn admit_and_validate<T: Metadata<Ty = ObjectMeta>>(
+        &self,
+        object: &mut Value,
+        mut typed_object: T,
+        typed_old: &T,
+        (admit, validate): (Admit<T>, Validate<T>),
+        write_back: impl FnOnce(&mut Value, &mut T) -> ApiResult<()>,
+    ) -> ApiResult<()> {
+        let (rt, old, ctx) = (self.rt, self.old, self.ctx);
+        let name = name_of(old).to_string();
+        let request = Request::new(ctx, Operation::Update, rt, self.subresource);
+        let attrs = request.attributes(ctx, old);
+        admit(
+            &attrs,
+            &mut typed_object,
+            Some(typed_old),
+            &ctx.config.admission,
+        )
+        .map_err(|e| admission_error(rt, &name, e))?;
+        write_back(object, &mut typed_object)?;
+        recount_generation(object, old, rt.strategy.bumps_generation(object, old));
+        typed_object.metadata_mut().generation = object
+            .pointer("/metadata/generation")
+            .and_then(Value::as_i64);
+        let metadata_errors = validate_metadata_update(rt, object, old);
+        let attrs = request.attributes(ctx, object);
+        let result = validate(
+            &attrs,
+            &typed_object,
+            Some(typed_old),
+            &ctx.config.admission,
+        );
+        validation_outcome(rt, &name, result, metadata_errors)
+    }
 }
 
 /// A type whose `/status` writes [`update_typed_in_parts`] converts in
@@ -730,32 +775,32 @@ fn update_typed_in_parts<T>(
     object: &mut Value,
     old: &Value,
     ctx: &Context,
-    (admit, validate): (Admit<T>, Validate<T>),
+    admission: (Admit<T>, Validate<T>),
 ) -> ApiResult<()>
 where
     T: DeserializeOwned + Serialize + Metadata<Ty = ObjectMeta> + StatusPart + Clone,
 {
     if subresource != "status" {
-        return update_typed(rt, subresource, object, old, ctx, (admit, validate));
+        return update_typed(rt, subresource, object, old, ctx, admission);
     }
-    let name = name_of(old).to_string();
     let typed_old: T = typed(rt, old)?;
     let mut typed_object = typed_old.clone();
     *typed_object.metadata_mut() =
         typed_part::<ObjectMeta>(rt, object, "metadata")?.unwrap_or_default();
     *typed_object.status_part() = typed_part(rt, object, "status")?;
-    let request = Request::new(ctx, Operation::Update, rt, subresource);
-    let attrs = request.attributes(ctx, old);
-    admit(
-        &attrs,
-        &mut typed_object,
-        Some(&typed_old),
-        &ctx.config.admission,
-    )
-    .map_err(|e| admission_error(rt, &name, e))?;
+    let update = TypedUpdate::new(rt, subresource, old, ctx);
+    update.admit_and_validate(object, typed_object, &typed_old, admission, write_parts)
+}
+
+/// What admission left of the typed object's metadata and status, into
+/// the object (the rest of it is the stored object's).
+fn write_parts<T>(object: &mut Value, typed: &mut T) -> ApiResult<()>
+where
+    T: Metadata<Ty = ObjectMeta> + StatusPart,
+{
     if let Some(map) = object.as_object_mut() {
-        map.insert("metadata".into(), untyped(typed_object.metadata())?);
-        match typed_object.status_part() {
+        map.insert("metadata".into(), untyped(typed.metadata())?);
+        match typed.status_part() {
             Some(status) => {
                 map.insert("status".into(), untyped(status)?);
             }
@@ -764,19 +809,7 @@ where
             }
         }
     }
-    recount_generation(object, old, rt.strategy.bumps_generation(object, old));
-    typed_object.metadata_mut().generation = object
-        .pointer("/metadata/generation")
-        .and_then(Value::as_i64);
-    let metadata_errors = validate_metadata_update(rt, object, old);
-    let attrs = request.attributes(ctx, object);
-    let result = validate(
-        &attrs,
-        &typed_object,
-        Some(&typed_old),
-        &ctx.config.admission,
-    );
-    validation_outcome(rt, &name, result, metadata_errors)
+    Ok(())
 }
 
 /// `object[field]` as its type `P`; an absent or null field is `None`.
