@@ -519,17 +519,35 @@ fn prune<T: DeserializeOwned + Serialize>(
     object: &mut Value,
     field: &str,
 ) -> ApiResult<()> {
-    let Some(value) = object.get_mut(field) else {
+    let part: Option<T> = typed_part(rt, object, field)?;
+    set_part(object, field, part.as_ref())
+}
+
+/// `object[field]` as its type `P`; an absent or null field is `None`.
+fn typed_part<P: DeserializeOwned>(
+    rt: &ResourceType,
+    object: &Value,
+    field: &str,
+) -> ApiResult<Option<P>> {
+    match object.get(field) {
+        None | Some(Value::Null) => Ok(None),
+        Some(value) => typed(rt, value).map(Some),
+    }
+}
+
+/// Sets `object[field]` to `part`, or removes the field for `None`.
+fn set_part<P: Serialize>(object: &mut Value, field: &str, part: Option<&P>) -> ApiResult<()> {
+    let Some(map) = object.as_object_mut() else {
         return Ok(());
     };
-    if value.is_null() {
-        if let Some(map) = object.as_object_mut() {
+    match part {
+        Some(part) => {
+            map.insert(field.into(), untyped(part)?);
+        }
+        None => {
             map.remove(field);
         }
-        return Ok(());
     }
-    let parsed: T = typed(rt, value)?;
-    *value = untyped(&parsed)?;
     Ok(())
 }
 
@@ -798,30 +816,8 @@ fn write_parts<T>(object: &mut Value, typed: &mut T) -> ApiResult<()>
 where
     T: Metadata<Ty = ObjectMeta> + StatusPart,
 {
-    if let Some(map) = object.as_object_mut() {
-        map.insert("metadata".into(), untyped(typed.metadata())?);
-        match typed.status_part() {
-            Some(status) => {
-                map.insert("status".into(), untyped(status)?);
-            }
-            None => {
-                map.remove("status");
-            }
-        }
-    }
-    Ok(())
-}
-
-/// `object[field]` as its type `P`; an absent or null field is `None`.
-fn typed_part<P: DeserializeOwned>(
-    rt: &ResourceType,
-    object: &Value,
-    field: &str,
-) -> ApiResult<Option<P>> {
-    match object.get(field) {
-        None | Some(Value::Null) => Ok(None),
-        Some(value) => typed(rt, value).map(Some),
-    }
+    set_part(object, "metadata", Some(typed.metadata()))?;
+    set_part(object, "status", typed.status_part().as_ref())
 }
 
 fn admission_error(rt: &ResourceType, name: &str, err: AdmissionError) -> ApiError {
