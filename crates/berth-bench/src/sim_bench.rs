@@ -217,11 +217,12 @@ async fn run_async(args: &SimArgs, berth: &Path, parent: &Path) -> anyhow::Resul
         if last_report.elapsed() >= Duration::from_secs(30) {
             last_report = Instant::now();
             eprintln!(
-                "sim: {:.0} s, {} renewals, {} late, max gap {:.1} s",
+                "sim: {:.0} s, {} renewals, {} late, max gap {:.1} s, {} status writes",
                 window_start.elapsed().as_secs_f64(),
                 stats.lease_renewals.load(Ordering::Relaxed) - renewals0,
                 stats.late_renewals.load(Ordering::Relaxed),
-                stats.max_renew_gap_ms.load(Ordering::Relaxed) as f64 / 1000.0
+                stats.max_renew_gap_ms.load(Ordering::Relaxed) as f64 / 1000.0,
+                stats.status_writes.load(Ordering::Relaxed) - status0
             );
         }
     }

@@ -6,12 +6,24 @@ use crate::request_info::RequestInfo;
 
 use super::PriorityLevel;
 
-/// Which FlowSchema matched, its level, and the flow (the fairness unit).
+/// Which FlowSchema matched, its level, the flow (the fairness unit) and
+/// the lane inside the level.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Classification {
     pub flow_schema: &'static str,
     pub level: PriorityLevel,
     pub flow: String,
+    pub lane: Lane,
+}
+
+/// Which of a level's two lanes a request waits in: the first lane's
+/// requests go before the other's, which keep a bounded share of the seats
+/// (see the module documentation). Only a node's Lease requests are in the
+/// first lane.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Lane {
+    First,
+    Other,
 }
 
 /// The users of berth's own scheduler and controllers, as upstream's.
@@ -27,6 +39,7 @@ pub fn classify(user: &User, info: &RequestInfo) -> Classification {
         flow_schema,
         level,
         flow,
+        lane: Lane::Other,
     };
     if user.in_group(GROUP_MASTERS) {
         return class("exempt", PriorityLevel::Exempt, String::new());
@@ -54,7 +67,12 @@ pub fn classify(user: &User, info: &RequestInfo) -> Classification {
             && info.api_group.is_empty()
             && info.resource == "nodes"
             && matches!(info.subresource.as_str(), "" | "status");
-        return if is_node || is_lease {
+        return if is_lease {
+            Classification {
+                lane: Lane::First,
+                ..class("system-node-high", PriorityLevel::NodeHigh, by_user())
+            }
+        } else if is_node {
             class("system-node-high", PriorityLevel::NodeHigh, by_user())
         } else {
             class("system-nodes", PriorityLevel::System, by_user())

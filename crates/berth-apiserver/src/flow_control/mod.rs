@@ -15,6 +15,15 @@
 //! (`--max-requests-inflight` + `--max-mutating-requests-inflight`, 400 +
 //! 200 as upstream's).
 //!
+//! Node heartbeats first: inside `node-high`, a node's Lease requests
+//! (its heartbeat) go before its Node writes (registration, status). When
+//! the server is saturated every seat's request shares the same CPU, so a
+//! seat given to a Node write is CPU taken from renewals; while Leases
+//! wait, Node writes hold at most a quarter of the level's seats (and are
+//! guaranteed that quarter, so they are never starved). A late status
+//! write costs nothing while the Lease is fresh (the node lifecycle
+//! controller reads either); a late renewal makes a node look dead.
+//!
 //! Where berth differs: no FlowSchema or PriorityLevelConfiguration objects
 //! are served (the default configuration is fixed), levels do not lend
 //! each other seats, and a queue is one per flow rather than shuffle
@@ -31,7 +40,9 @@ use tokio::sync::oneshot;
 
 use crate::status::ApiError;
 
-pub use classify::{Classification, KUBE_CONTROLLER_MANAGER_USER, KUBE_SCHEDULER_USER, classify};
+pub use classify::{
+    Classification, KUBE_CONTROLLER_MANAGER_USER, KUBE_SCHEDULER_USER, Lane, classify,
+};
 pub use metrics::encode as encode_metrics;
 
 /// Upstream's priority levels, in their bootstrap order.
@@ -132,20 +143,30 @@ struct Waiter {
     seat: oneshot::Sender<Seat>,
 }
 
-/// One level's seats and queue.
+/// One lane's waiting requests: a queue per flow, served round robin.
 #[derive(Debug, Default)]
-struct Level {
-    seats: usize,
-    in_use: usize,
+struct Queues {
     waiting: usize,
     /// Flows with waiters, in round-robin order.
     turns: VecDeque<String>,
     queues: HashMap<String, VecDeque<Waiter>>,
 }
 
-impl Level {
+impl Queues {
+    fn push(&mut self, flow: &str, waiter: Waiter) {
+        let queue = match self.queues.get_mut(flow) {
+            Some(queue) => queue,
+            None => self.queues.entry(flow.to_string()).or_default(),
+        };
+        if queue.is_empty() {
+            self.turns.push_back(flow.to_string());
+        }
+        queue.push_back(waiter);
+        self.waiting += 1;
+    }
+
     /// The next flow's oldest waiter, round robin over the flows.
-    fn next_waiter(&mut self) -> Option<Waiter> {
+    fn pop(&mut self) -> Option<Waiter> {
         let flow = self.turns.pop_front()?;
         let queue = self.queues.get_mut(&flow)?;
         let next = queue.pop_front();
@@ -156,6 +177,66 @@ impl Level {
         }
         self.waiting -= 1;
         next
+    }
+}
+
+/// One level's seats and queues: the first lane's (node heartbeats) and
+/// the other requests'.
+#[derive(Debug, Default)]
+struct Level {
+    seats: usize,
+    in_use: usize,
+    /// Seats held by requests of the other lane.
+    other_in_use: usize,
+    first: Queues,
+    other: Queues,
+}
+
+impl Level {
+    fn waiting(&self) -> usize {
+        self.first.waiting + self.other.waiting
+    }
+
+    /// The seats the other lane keeps while the first lane waits: a
+    /// quarter of the level's (at least one).
+    fn other_share(&self) -> usize {
+        (self.seats / 4).max(1)
+    }
+
+    /// Whether a request of `lane` may take a free seat now: the other
+    /// lane only within its share while the first lane waits.
+    fn may_take(&self, lane: Lane) -> bool {
+        self.in_use < self.seats
+            && match lane {
+                Lane::First => true,
+                Lane::Other => self.first.waiting == 0 || self.other_in_use < self.other_share(),
+            }
+    }
+
+    /// Who gets a freed seat: the other lane up to its share, then the
+    /// first lane, then the other lane beyond its share.
+    fn next_waiter(&mut self) -> Option<(Waiter, Lane)> {
+        if self.other.waiting > 0 && self.other_in_use < self.other_share() {
+            return self.other.pop().map(|w| (w, Lane::Other));
+        }
+        if let Some(waiter) = self.first.pop() {
+            return Some((waiter, Lane::First));
+        }
+        self.other.pop().map(|w| (w, Lane::Other))
+    }
+
+    fn take(&mut self, lane: Lane) {
+        self.in_use += 1;
+        if lane == Lane::Other {
+            self.other_in_use += 1;
+        }
+    }
+
+    fn give_back(&mut self, lane: Lane) {
+        self.in_use -= 1;
+        if lane == Lane::Other {
+            self.other_in_use -= 1;
+        }
     }
 }
 
@@ -170,13 +251,22 @@ pub struct FlowControl {
 /// the next waiter or frees it.
 #[derive(Debug)]
 pub struct Seat {
-    held: Option<(Arc<FlowControl>, usize, &'static str)>,
+    held: Option<Held>,
+}
+
+#[derive(Debug)]
+struct Held {
+    control: Arc<FlowControl>,
+    level: usize,
+    lane: Lane,
+    flow_schema: &'static str,
 }
 
 impl Drop for Seat {
     fn drop(&mut self) {
-        if let Some((control, index, flow_schema)) = self.held.take() {
-            control.release(index, flow_schema);
+        if let Some(held) = self.held.take() {
+            held.control
+                .release(held.level, held.lane, held.flow_schema);
         }
     }
 }
@@ -217,9 +307,9 @@ impl FlowControl {
         level.index().map(|i| self.lock()[i].seats)
     }
 
-    /// Waits for a seat of the request's level: at once when one is free,
-    /// else in its flow's queue; 429 when the level's queue is full or the
-    /// wait runs out.
+    /// Waits for a seat of the request's level: at once when one is free
+    /// (and its lane may take it), else in its lane's queue of its flow;
+    /// 429 when the level's queues are full or the wait runs out.
     pub async fn admit(self: &Arc<Self>, class: &Classification) -> Result<Seat, ApiError> {
         let Some(index) = class.level.index() else {
             return Ok(Seat { held: None });
@@ -228,27 +318,26 @@ impl FlowControl {
         let receiver = {
             let mut levels = self.lock();
             let level = &mut levels[index];
-            if level.in_use < level.seats {
-                level.in_use += 1;
+            if level.may_take(class.lane) {
+                level.take(class.lane);
                 drop(levels);
                 metrics::dispatched(schema, level_name, Duration::ZERO);
-                return Ok(self.seat(index, schema));
+                return Ok(self.seat(index, class.lane, schema));
             }
-            if level.waiting >= class.level.queue_limit() {
+            if level.waiting() >= class.level.queue_limit() {
                 drop(levels);
                 metrics::rejected(schema, level_name, "queue-full");
                 return Err(too_many_requests());
             }
             let (sender, receiver) = oneshot::channel();
-            let queue = level.queues.entry(class.flow.clone()).or_default();
-            if queue.is_empty() {
-                level.turns.push_back(class.flow.clone());
-            }
-            queue.push_back(Waiter {
+            let waiter = Waiter {
                 flow_schema: schema,
                 seat: sender,
-            });
-            level.waiting += 1;
+            };
+            match class.lane {
+                Lane::First => level.first.push(&class.flow, waiter),
+                Lane::Other => level.other.push(&class.flow, waiter),
+            }
             receiver
         };
         let queued = tokio::time::Instant::now();
@@ -267,31 +356,46 @@ impl FlowControl {
         }
     }
 
-    fn seat(self: &Arc<Self>, index: usize, flow_schema: &'static str) -> Seat {
-        metrics::executing(flow_schema, LIMITED[index].name(), 1);
+    fn seat(self: &Arc<Self>, level: usize, lane: Lane, flow_schema: &'static str) -> Seat {
+        metrics::executing(flow_schema, LIMITED[level].name(), 1);
         Seat {
-            held: Some((self.clone(), index, flow_schema)),
+            held: Some(Held {
+                control: self.clone(),
+                level,
+                lane,
+                flow_schema,
+            }),
         }
     }
 
-    fn release(self: &Arc<Self>, index: usize, flow_schema: &'static str) {
+    fn release(self: &Arc<Self>, index: usize, lane: Lane, flow_schema: &'static str) {
         metrics::executing(flow_schema, LIMITED[index].name(), -1);
         let mut levels = self.lock();
         let level = &mut levels[index];
-        while let Some(waiter) = level.next_waiter() {
+        level.give_back(lane);
+        while let Some((waiter, lane)) = level.next_waiter() {
             let seat = Seat {
-                held: Some((self.clone(), index, waiter.flow_schema)),
+                held: Some(Held {
+                    control: self.clone(),
+                    level: index,
+                    lane,
+                    flow_schema: waiter.flow_schema,
+                }),
             };
+            level.take(lane);
             match waiter.seat.send(seat) {
                 Ok(()) => {
                     metrics::executing(waiter.flow_schema, LIMITED[index].name(), 1);
                     return;
                 }
-                // Its request stopped waiting: the seat comes back unused.
-                Err(mut seat) => seat.held = None,
+                // Its request stopped waiting: the seat comes back unused
+                // (the lock is held here, so it is given back by hand).
+                Err(mut seat) => {
+                    seat.held = None;
+                    level.give_back(lane);
+                }
             }
         }
-        level.in_use -= 1;
     }
 }
 

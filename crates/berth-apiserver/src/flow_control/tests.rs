@@ -12,6 +12,7 @@ struct ClassCase {
     want_schema: &'static str,
     want_level: PriorityLevel,
     want_flow: &'static str,
+    want_lane: Lane,
 }
 
 #[test]
@@ -29,6 +30,7 @@ fn requests_are_classified_by_upstreams_suggested_flow_schemas() {
             want_schema: "exempt",
             want_level: PriorityLevel::Exempt,
             want_flow: "",
+            want_lane: Lane::Other,
         },
         ClassCase {
             name: "a node renewing its Lease is node-high",
@@ -38,6 +40,7 @@ fn requests_are_classified_by_upstreams_suggested_flow_schemas() {
             want_schema: "system-node-high",
             want_level: PriorityLevel::NodeHigh,
             want_flow: "system:node:n1",
+            want_lane: Lane::First,
         },
         ClassCase {
             name: "a node's own status is node-high",
@@ -47,6 +50,7 @@ fn requests_are_classified_by_upstreams_suggested_flow_schemas() {
             want_schema: "system-node-high",
             want_level: PriorityLevel::NodeHigh,
             want_flow: "system:node:n1",
+            want_lane: Lane::Other,
         },
         ClassCase {
             name: "a node registering is node-high",
@@ -56,6 +60,7 @@ fn requests_are_classified_by_upstreams_suggested_flow_schemas() {
             want_schema: "system-node-high",
             want_level: PriorityLevel::NodeHigh,
             want_flow: "system:node:n1",
+            want_lane: Lane::Other,
         },
         ClassCase {
             name: "a node's pod status is system",
@@ -65,6 +70,7 @@ fn requests_are_classified_by_upstreams_suggested_flow_schemas() {
             want_schema: "system-nodes",
             want_level: PriorityLevel::System,
             want_flow: "system:node:n1",
+            want_lane: Lane::Other,
         },
         ClassCase {
             name: "the controllers' leader election",
@@ -74,6 +80,7 @@ fn requests_are_classified_by_upstreams_suggested_flow_schemas() {
             want_schema: "system-leader-election",
             want_level: PriorityLevel::LeaderElection,
             want_flow: "system:kube-controller-manager",
+            want_lane: Lane::Other,
         },
         ClassCase {
             name: "the controllers' writes are workload-high, a flow per namespace",
@@ -83,6 +90,7 @@ fn requests_are_classified_by_upstreams_suggested_flow_schemas() {
             want_schema: "kube-controller-manager",
             want_level: PriorityLevel::WorkloadHigh,
             want_flow: "team-a",
+            want_lane: Lane::Other,
         },
         ClassCase {
             name: "the scheduler's bindings are workload-high",
@@ -92,6 +100,7 @@ fn requests_are_classified_by_upstreams_suggested_flow_schemas() {
             want_schema: "kube-scheduler",
             want_level: PriorityLevel::WorkloadHigh,
             want_flow: "default",
+            want_lane: Lane::Other,
         },
         ClassCase {
             name: "the scheduler's leader election",
@@ -101,6 +110,7 @@ fn requests_are_classified_by_upstreams_suggested_flow_schemas() {
             want_schema: "system-leader-election",
             want_level: PriorityLevel::LeaderElection,
             want_flow: "system:kube-scheduler",
+            want_lane: Lane::Other,
         },
         ClassCase {
             name: "any other authenticated user is global-default",
@@ -110,6 +120,7 @@ fn requests_are_classified_by_upstreams_suggested_flow_schemas() {
             want_schema: "global-default",
             want_level: PriorityLevel::GlobalDefault,
             want_flow: "system:berth:sim",
+            want_lane: Lane::Other,
         },
         ClassCase {
             name: "probes are exempt",
@@ -119,6 +130,7 @@ fn requests_are_classified_by_upstreams_suggested_flow_schemas() {
             want_schema: "probes",
             want_level: PriorityLevel::Exempt,
             want_flow: "",
+            want_lane: Lane::Other,
         },
         ClassCase {
             name: "the rest is catch-all",
@@ -128,6 +140,7 @@ fn requests_are_classified_by_upstreams_suggested_flow_schemas() {
             want_schema: "catch-all",
             want_level: PriorityLevel::CatchAll,
             want_flow: "system:anonymous",
+            want_lane: Lane::Other,
         },
     ];
     for case in cases {
@@ -136,6 +149,7 @@ fn requests_are_classified_by_upstreams_suggested_flow_schemas() {
         assert_eq!(got.flow_schema, case.want_schema, "{}", case.name);
         assert_eq!(got.level, case.want_level, "{}", case.name);
         assert_eq!(got.flow, case.want_flow, "{}", case.name);
+        assert_eq!(got.lane, case.want_lane, "{}", case.name);
     }
 }
 
@@ -162,6 +176,15 @@ fn class(level: PriorityLevel, flow: &str) -> Classification {
         flow_schema: "test",
         level,
         flow: flow.into(),
+        lane: Lane::Other,
+    }
+}
+
+/// A node's request at node-high: its Lease (first lane) or a Node write.
+fn node_class(lane: Lane, node: &str) -> Classification {
+    Classification {
+        lane,
+        ..class(PriorityLevel::NodeHigh, &format!("system:node:{node}"))
     }
 }
 
@@ -334,4 +357,96 @@ async fn a_seat_handed_to_a_request_that_stopped_waiting_is_not_lost() {
         "and the level is full again"
     );
     full.abort();
+}
+
+struct LaneCase {
+    name: &'static str,
+    /// The lanes of the requests holding node-high's nine seats.
+    holding: [Lane; 9],
+    /// The lanes of the requests that queue, in order.
+    queued: &'static [Lane],
+    /// Who gets the seats as the holders finish one by one.
+    want_order: &'static [&'static str],
+}
+
+#[tokio::test(start_paused = true)]
+async fn node_heartbeats_go_before_node_writes_which_keep_a_quarter_of_the_seats() {
+    use Lane::{First, Other};
+    let cases = [
+        LaneCase {
+            name: "Node writes holding every seat give each freed one to a waiting Lease",
+            holding: [Other; 9],
+            queued: &[Other, Other, First, First, First],
+            want_order: &["lease-2", "lease-3", "lease-4", "write-0", "write-1"],
+        },
+        LaneCase {
+            name: "Node writes below their quarter get a freed seat before waiting Leases",
+            holding: [First; 9],
+            queued: &[First, First, Other, Other, Other],
+            want_order: &["write-2", "write-3", "lease-0", "lease-1", "write-4"],
+        },
+        LaneCase {
+            name: "with no Lease waiting, Node writes take any freed seat in turn",
+            holding: [Other; 9],
+            queued: &[Other, Other, Other],
+            want_order: &["write-0", "write-1", "write-2"],
+        },
+    ];
+    for case in cases {
+        // 50 seats in all: node-high has ceil(50 × 40 / 245) = 9, a quarter of them 2.
+        let control = FlowControl::new(small_limits(50));
+        assert_eq!(control.seats(PriorityLevel::NodeHigh), Some(9));
+        let mut held = Vec::new();
+        for (i, lane) in case.holding.iter().enumerate() {
+            match control
+                .admit(&node_class(*lane, &format!("holder-{i}")))
+                .await
+            {
+                Ok(seat) => held.push(seat),
+                Err(e) => panic!("{}: a free seat refused: {}", case.name, e.message),
+            }
+        }
+        let (order, mut order_rx) = tokio::sync::mpsc::unbounded_channel();
+        let mut waiters = Vec::new();
+        for (i, lane) in case.queued.iter().enumerate() {
+            let control = control.clone();
+            let order = order.clone();
+            let label = match lane {
+                First => format!("lease-{i}"),
+                Other => format!("write-{i}"),
+            };
+            let class = node_class(*lane, &format!("waiter-{i}"));
+            let mut task = tokio::spawn(async move {
+                let seat = control.admit(&class).await;
+                let _ = order.send(label);
+                // Holds its seat until the test ends.
+                std::future::pending::<()>().await;
+                drop(seat);
+            });
+            assert!(still_waiting_task(&mut task).await, "{}: queued", case.name);
+            waiters.push(task);
+        }
+        let mut got = Vec::new();
+        for _ in case.want_order {
+            drop(held.pop());
+            for _ in 0..10 {
+                tokio::task::yield_now().await;
+            }
+            while let Ok(next) = order_rx.try_recv() {
+                got.push(next);
+            }
+        }
+        assert_eq!(got, case.want_order, "{}", case.name);
+        for task in waiters {
+            task.abort();
+        }
+    }
+}
+
+/// Whether a task is still running after the runtime ran every ready task.
+async fn still_waiting_task(task: &mut tokio::task::JoinHandle<()>) -> bool {
+    for _ in 0..10 {
+        tokio::task::yield_now().await;
+    }
+    !task.is_finished()
 }
