@@ -167,7 +167,7 @@ pub struct ClusterState {
     leases: HashMap<String, Timestamp>,
     pods_by_node: HashMap<String, BTreeSet<PodKey>>,
     pod_node: HashMap<PodKey, String>,
-    known: HashSet<String>,
+    known: foldhash::HashSet<String>,
     zones: ZoneTracker,
     queues: BTreeMap<String, RateLimitedTimedQueue>,
     needs_retry: HashSet<String>,
@@ -342,20 +342,6 @@ impl ClusterState {
     /// writes it asks for are the caller's.
     pub fn plan(&mut self, now: Timestamp, config: &NodeLifecycleConfig) -> MonitorPlan {
         let mut plan = MonitorPlan::default();
-        let removed: Vec<String> = self
-            .known
-            .iter()
-            .filter(|n| !self.nodes.contains_key(*n))
-            .cloned()
-            .collect();
-        for name in removed {
-            self.known.remove(&name);
-            self.needs_retry.remove(&name);
-            for queue in self.queues.values_mut() {
-                queue.remove(&name);
-            }
-            plan.removed.push(name);
-        }
         let mut zone_ready: BTreeMap<String, Vec<Option<bool>>> = BTreeMap::new();
         let ClusterState {
             nodes,
@@ -459,6 +445,25 @@ impl ClusterState {
                     became_not_ready,
                     mark_pods_not_ready,
                 });
+            }
+        }
+        // Every node of the map is known now, so nodes were removed only if
+        // more are known than there are: the look-up of every known node is
+        // skipped on the passes (nearly all) when none was.
+        if self.known.len() > self.nodes.len() {
+            let removed: Vec<String> = self
+                .known
+                .iter()
+                .filter(|n| !self.nodes.contains_key(*n))
+                .cloned()
+                .collect();
+            for name in removed {
+                self.known.remove(&name);
+                self.needs_retry.remove(&name);
+                for queue in self.queues.values_mut() {
+                    queue.remove(&name);
+                }
+                plan.removed.push(name);
             }
         }
         plan.disruption = self.zones.handle(&zone_ready, &config.rates);
@@ -1038,6 +1043,38 @@ mod tests {
         let third = state.plan(t(60), &config);
         assert!(third.actions.is_empty(), "{third:?}");
         assert!(state.due_for_tainting(t(80)).is_empty(), "handed out once");
+    }
+
+    /// Upstream's `classifyNodes`: the pass reports the nodes it sees for
+    /// the first time and those gone since the last pass, also when one
+    /// came and one went between two passes (as many known as there are),
+    /// and forgets a gone node's place in its zone's tainting queue.
+    #[test]
+    fn a_pass_reports_nodes_registered_and_removed_since_the_last() {
+        let config = NodeLifecycleConfig::default();
+        let mut state = ClusterState::default();
+        state.observe_node(zoned("node0", "z", "True", 0), t(0));
+        state.observe_node(zoned("node1", "z", "True", 0), t(0));
+        let first = state.plan(t(0), &config);
+        assert_eq!(first.registered, ["node0", "node1"]);
+        assert!(first.removed.is_empty());
+        // node1 goes silent: queued for its taint.
+        state.observe_node(zoned("node0", "z", "True", 55), t(55));
+        state.plan(t(55), &config);
+        let queued =
+            |state: &ClusterState, name: &str| state.queues.values().any(|q| q.contains(name));
+        assert!(queued(&state, "node1"));
+
+        // One goes and one comes between two passes.
+        state.remove_node("node1");
+        state.observe_node(zoned("node2", "z", "True", 56), t(56));
+        let second = state.plan(t(56), &config);
+        assert_eq!(second.registered, ["node2"]);
+        assert_eq!(second.removed, ["node1"]);
+        assert!(!queued(&state, "node1"), "a gone node leaves its queue");
+
+        let third = state.plan(t(57), &config);
+        assert!(third.registered.is_empty() && third.removed.is_empty());
     }
 
     #[test]
