@@ -35,7 +35,7 @@ use clap::Args;
 use serde::Serialize;
 use tokio_util::sync::CancellationToken;
 
-use crate::harness::{Memory, berth_binary, cpu_seconds, memory_of, start_server};
+use crate::harness::{Memory, berth_binary, cpu_seconds, memory_of, start_server_with};
 use crate::measure::Machine;
 
 #[derive(Debug, Args)]
@@ -58,6 +58,9 @@ pub struct SimArgs {
     /// Directory under which the server's temporary data directory is made.
     #[arg(long)]
     data_dir: Option<PathBuf>,
+    /// Extra flags for `berth server` (repeat it; e.g. `--server-arg=--max-requests-inflight=800`).
+    #[arg(long = "server-arg", allow_hyphen_values = true)]
+    server_args: Vec<String>,
 }
 
 #[derive(Debug, Serialize)]
@@ -91,6 +94,7 @@ struct Params {
     lease_duration_seconds: i32,
     max_in_flight: usize,
     berth_bin: String,
+    server_args: Vec<String>,
     false_unknown_measured_by: &'static str,
 }
 
@@ -145,7 +149,8 @@ async fn run_async(args: &SimArgs, berth: &Path, parent: &Path) -> anyhow::Resul
         });
     }
     std::fs::write(dir.path().join("node-tokens"), tokens_file).context("node-tokens")?;
-    let server = start_server(berth, dir.path()).await?;
+    let flags: Vec<&str> = args.server_args.iter().map(String::as_str).collect();
+    let server = start_server_with(berth, dir.path(), &flags).await?;
     let ca = std::fs::read(dir.path().join("ca.crt")).context("ca.crt")?;
     let base = client_from_kubeconfig(&render_kubeconfig(&server.url, &ca, "sim", None)).await?;
     let admin_token = std::fs::read_to_string(dir.path().join("admin-token"))
@@ -272,6 +277,7 @@ async fn run_async(args: &SimArgs, berth: &Path, parent: &Path) -> anyhow::Resul
             lease_duration_seconds: config.node_lease_duration_seconds,
             max_in_flight: args.max_in_flight,
             berth_bin: berth.display().to_string(),
+            server_args: args.server_args.clone(),
             false_unknown_measured_by: "lease renewal gaps > leaseDurationSeconds seen by the sim, and Ready=Unknown set by the server's node lifecycle controller (watch on Nodes)",
         },
         register,

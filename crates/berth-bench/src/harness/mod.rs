@@ -13,5 +13,5 @@ pub(crate) use objects::node_json;
 pub(crate) use process::{Memory, cpu_seconds, memory_of};
 pub(crate) use server::{
     API_SERVER_ONLY, ServerProcess, bench_runtime, berth_binary, data_parent, ready_target,
-    start_server, start_server_with,
+    start_server_with,
 };

@@ -59,10 +59,6 @@ pub(crate) fn bench_runtime(threads: usize) -> anyhow::Result<tokio::runtime::Ru
         .context("tokio runtime")
 }
 
-pub(crate) async fn start_server(berth: &Path, data_dir: &Path) -> anyhow::Result<ServerProcess> {
-    start_server_with(berth, data_dir, &[]).await
-}
-
 /// `berth server` flags that leave the API server alone in its process: the
 /// pods this benchmark loads are bound to nodes that never heart-beat, so
 /// the node lifecycle controller would start tainting and evicting them a
