@@ -26,8 +26,9 @@
 //!
 //! Where berth differs: no FlowSchema or PriorityLevelConfiguration objects
 //! are served (the default configuration is fixed), levels do not lend
-//! each other seats, and a queue is one per flow rather than shuffle
-//! sharding's hand of queues (the fairness it approximates is exact here).
+//! each other seats, a queue is one per flow rather than shuffle
+//! sharding's hand of queues (the fairness it approximates is exact here),
+//! and the two lanes above (upstream's levels have one).
 
 mod classify;
 mod metrics;
