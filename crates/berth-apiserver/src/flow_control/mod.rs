@@ -323,6 +323,7 @@ impl FlowControl {
                 level.take(class.lane);
                 drop(levels);
                 metrics::dispatched(schema, level_name, Duration::ZERO);
+                metrics::executing(schema, level_name, 1);
                 return Ok(self.seat(index, class.lane, schema));
             }
             if level.waiting() >= class.level.queue_limit() {
@@ -357,8 +358,8 @@ impl FlowControl {
         }
     }
 
+    /// A seat of `level` held in `lane` (taken already, counted by the caller).
     fn seat(self: &Arc<Self>, level: usize, lane: Lane, flow_schema: &'static str) -> Seat {
-        metrics::executing(flow_schema, LIMITED[level].name(), 1);
         Seat {
             held: Some(Held {
                 control: self.clone(),
@@ -375,14 +376,7 @@ impl FlowControl {
         let level = &mut levels[index];
         level.give_back(lane);
         while let Some((waiter, lane)) = level.next_waiter() {
-            let seat = Seat {
-                held: Some(Held {
-                    control: self.clone(),
-                    level: index,
-                    lane,
-                    flow_schema: waiter.flow_schema,
-                }),
-            };
+            let seat = self.seat(index, lane, waiter.flow_schema);
             level.take(lane);
             match waiter.seat.send(seat) {
                 Ok(()) => {

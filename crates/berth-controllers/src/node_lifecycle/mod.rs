@@ -1003,6 +1003,17 @@ mod tests {
             .obj()
     }
 
+    /// node0 and node1 of zone `z`, Ready and last heard of at 0, and the
+    /// first pass at 0, which registers both.
+    fn two_ready_nodes(config: &NodeLifecycleConfig) -> (ClusterState, MonitorPlan) {
+        let mut state = ClusterState::default();
+        state.observe_node(zoned("node0", "z", "True", 0), t(0));
+        state.observe_node(zoned("node1", "z", "True", 0), t(0));
+        let first = state.plan(t(0), config);
+        assert_eq!(first.registered, ["node0", "node1"]);
+        (state, first)
+    }
+
     /// Upstream `TestMonitorNodeHealthEvictPods`, reduced to the plan: a
     /// node silent past the grace period is set Unknown and, in the same
     /// pass, queued for the unreachable taint, which the queue hands out at
@@ -1011,11 +1022,7 @@ mod tests {
     #[test]
     fn silent_node_is_marked_unknown_and_queued_for_tainting_in_one_pass() {
         let config = NodeLifecycleConfig::default();
-        let mut state = ClusterState::default();
-        state.observe_node(zoned("node0", "z", "True", 0), t(0));
-        state.observe_node(zoned("node1", "z", "True", 0), t(0));
-        let first = state.plan(t(0), &config);
-        assert_eq!(first.registered, ["node0", "node1"]);
+        let (mut state, first) = two_ready_nodes(&config);
         assert!(first.actions.is_empty());
         // node1 keeps posting; node0 goes silent.
         state.observe_node(zoned("node1", "z", "True", 55), t(55));
@@ -1052,11 +1059,7 @@ mod tests {
     #[test]
     fn a_pass_reports_nodes_registered_and_removed_since_the_last() {
         let config = NodeLifecycleConfig::default();
-        let mut state = ClusterState::default();
-        state.observe_node(zoned("node0", "z", "True", 0), t(0));
-        state.observe_node(zoned("node1", "z", "True", 0), t(0));
-        let first = state.plan(t(0), &config);
-        assert_eq!(first.registered, ["node0", "node1"]);
+        let (mut state, first) = two_ready_nodes(&config);
         assert!(first.removed.is_empty());
         // node1 goes silent: queued for its taint.
         state.observe_node(zoned("node0", "z", "True", 55), t(55));
