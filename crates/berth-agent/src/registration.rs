@@ -9,8 +9,8 @@ use std::time::Duration;
 
 use berth_core::clock::Clock;
 use k8s_openapi::api::core::v1::{
-    ContainerImage, DaemonEndpoint, Node, NodeAddress, NodeDaemonEndpoints, NodeSpec, NodeStatus,
-    NodeSystemInfo, Taint,
+    ContainerImage, DaemonEndpoint, Node, NodeAddress, NodeCondition, NodeDaemonEndpoints,
+    NodeSpec, NodeStatus, NodeSystemInfo, Taint,
 };
 use k8s_openapi::apimachinery::pkg::api::resource::Quantity;
 use tokio_util::sync::CancellationToken;
@@ -62,6 +62,18 @@ impl NodeTemplate {
             images: Some(node_images()),
             ..Default::default()
         });
+        node
+    }
+
+    /// [`NodeTemplate::node`] with the node's conditions in its status, as
+    /// a kubelet's initial Node carries them (upstream's `initialNode` sets
+    /// the status before the create): a healthy node is Ready from its
+    /// registration, not from its first status write.
+    pub fn node_with_conditions(&self, conditions: Vec<NodeCondition>) -> Node {
+        let mut node = self.node();
+        if let Some(status) = node.status.as_mut() {
+            status.conditions = Some(conditions);
+        }
         node
     }
 

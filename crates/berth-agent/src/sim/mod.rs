@@ -252,7 +252,12 @@ impl NodeDirectory for Directory {
 }
 
 enum Outcome {
-    Registered(Option<String>),
+    /// Registered: the Node's UID, and whether this fleet created it (with
+    /// the node's conditions) rather than found it.
+    Registered {
+        uid: Option<String>,
+        created: bool,
+    },
     RegisterFailed,
     Refused(String),
     Renewed(Box<LeaseRenewer>, bool),
@@ -443,15 +448,21 @@ impl Running {
             match work {
                 Work::Register => {
                     let template = node_template(&self.nodes[index], index);
+                    let conditions = state.reported.conditions(clock.now());
                     self.in_flight.push(Box::pin(async move {
-                        let node = template.node();
+                        let node = template.node_with_conditions(conditions);
                         let result = match client.create_node(&node).await {
-                            Ok(n) => Ok(n),
-                            Err(e) if e.is_conflict() => client.get_node().await,
+                            Ok(n) => Ok((n, true)),
+                            Err(e) if e.is_conflict() => {
+                                client.get_node().await.map(|n| (n, false))
+                            }
                             Err(e) => Err(e),
                         };
                         let outcome = match result {
-                            Ok(n) => Outcome::Registered(n.metadata.uid),
+                            Ok((n, created)) => Outcome::Registered {
+                                uid: n.metadata.uid,
+                                created,
+                            },
                             Err(e) if e.code().is_some_and(|c| c == 403 || c == 422) => {
                                 Outcome::Refused(e.to_string())
                             }
@@ -519,9 +530,9 @@ impl Running {
         };
         let was_up = state.is_up();
         match outcome {
-            Outcome::Registered(uid) => {
+            Outcome::Registered { uid, created } => {
                 stats.registered.fetch_add(1, Ordering::Relaxed);
-                state.registered_at(now);
+                state.registered_at(now, created);
                 state.renewer = Some(LeaseRenewer::new(
                     state.client.node_name(),
                     uid,

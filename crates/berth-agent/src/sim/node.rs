@@ -222,6 +222,9 @@ pub(super) struct NodeState {
     pub status_due: Option<Instant>,
     /// When the node last wrote its status.
     pub last_report: Option<Instant>,
+    /// The fleet created the Node with the node's conditions: the server
+    /// holds them before the first status write.
+    pub created_with_conditions: bool,
     pub reported: Reported,
     pub cadence: Cadence,
 }
@@ -239,14 +242,17 @@ impl NodeState {
             renew_due: None,
             status_due: None,
             last_report: None,
+            created_with_conditions: false,
             reported: Reported::default(),
             cadence: Cadence::new(phase),
         }
     }
 
-    /// Registered at `now`.
-    pub fn registered_at(&mut self, now: Instant) {
+    /// Registered at `now`, by creating the Node with the node's
+    /// conditions (`created`) or by finding it.
+    pub fn registered_at(&mut self, now: Instant, created: bool) {
         self.registered = true;
+        self.created_with_conditions = created;
         self.cadence.start(now);
     }
 
@@ -266,9 +272,10 @@ impl NodeState {
         !self.paused
     }
 
-    /// Whether the node has renewed its Lease and written its status once.
+    /// Whether the node has renewed its Lease and its conditions are on the
+    /// server (registered with them, or written once).
     pub fn is_up(&self) -> bool {
-        self.last_renewal.is_some() && self.last_report.is_some()
+        self.last_renewal.is_some() && (self.created_with_conditions || self.last_report.is_some())
     }
 
     /// Whether the last status write is a report period old (or there was

@@ -16,60 +16,78 @@ pub(super) enum Work {
 
 type Timer = Reverse<(Instant, usize, Work)>;
 
-/// Of the starts made while both kinds of work are due, renewals take at
-/// most this many in a row before one registration or status write goes.
-const RENEWALS_BEFORE_OTHER: u32 = 3;
+/// Of the starts made while a registration is also due, renewals take at
+/// most this many in a row before one registration goes.
+const RENEWALS_BEFORE_REGISTRATION: u32 = 3;
+/// Of the starts made while a status write is also due, renewals take at
+/// most this many in a row before one status write goes. Fewer than for
+/// registrations: a simulated node registers with its conditions (as a
+/// kubelet's initial Node carries them), so a status write refreshes what
+/// the server already holds, and at 150,000 nodes each one costs the
+/// server about two renewals.
+const RENEWALS_BEFORE_STATUS: u32 = 16;
 
 /// The fleet's timers: Lease renewals first when several are due, but not
 /// only renewals: with the server saturated, renewals are always due, and
 /// strict priority starved the registration of the rest of the fleet (at
 /// 150,000 nodes it never finished), which kubelets, each on its own, do
-/// not do. So every [`RENEWALS_BEFORE_OTHER`] renewals started while other
-/// work waits, one other piece of work starts.
+/// not do. So while other work waits, every [`RENEWALS_BEFORE_REGISTRATION`]
+/// renewals one registration starts, and every [`RENEWALS_BEFORE_STATUS`]
+/// renewals one status write.
 #[derive(Default)]
 pub(super) struct Timers {
     renewals: BinaryHeap<Timer>,
-    other: BinaryHeap<Timer>,
-    /// Renewals started in a row while other work was due.
-    renewals_in_a_row: u32,
+    registrations: BinaryHeap<Timer>,
+    statuses: BinaryHeap<Timer>,
+    /// Renewals started in a row while a registration was due.
+    renewals_before_registration: u32,
+    /// Renewals started in a row while a status write was due.
+    renewals_before_status: u32,
 }
 
 impl Timers {
     pub(super) fn push(&mut self, due: Instant, index: usize, work: Work) {
         let heap = match work {
             Work::Renew => &mut self.renewals,
-            Work::Register | Work::Status => &mut self.other,
+            Work::Register => &mut self.registrations,
+            Work::Status => &mut self.statuses,
         };
         heap.push(Reverse((due, index, work)));
     }
 
     /// The next due piece of work and when it was due: renewals first,
-    /// within their share.
+    /// within their shares.
     pub(super) fn pop_due(&mut self, now: Instant) -> Option<(Instant, usize, Work)> {
         let is_due =
             |heap: &BinaryHeap<Timer>| heap.peek().is_some_and(|Reverse((due, _, _))| *due <= now);
         let renewal_due = is_due(&self.renewals);
-        let other_due = is_due(&self.other);
-        let heap = match (renewal_due, other_due) {
-            (true, true) if self.renewals_in_a_row < RENEWALS_BEFORE_OTHER => {
-                self.renewals_in_a_row += 1;
-                &mut self.renewals
+        let registration_due = is_due(&self.registrations);
+        let status_due = is_due(&self.statuses);
+        let registration_turn =
+            registration_due && self.renewals_before_registration >= RENEWALS_BEFORE_REGISTRATION;
+        let status_turn = status_due && self.renewals_before_status >= RENEWALS_BEFORE_STATUS;
+        let heap = if registration_turn || (registration_due && !renewal_due) {
+            self.renewals_before_registration = 0;
+            &mut self.registrations
+        } else if status_turn || (status_due && !renewal_due) {
+            self.renewals_before_status = 0;
+            &mut self.statuses
+        } else if renewal_due {
+            if registration_due {
+                self.renewals_before_registration += 1;
             }
-            (true, false) => {
-                self.renewals_in_a_row = 0;
-                &mut self.renewals
+            if status_due {
+                self.renewals_before_status += 1;
             }
-            (_, true) => {
-                self.renewals_in_a_row = 0;
-                &mut self.other
-            }
-            (false, false) => return None,
+            &mut self.renewals
+        } else {
+            return None;
         };
         heap.pop().map(|Reverse(timer)| timer)
     }
 
     pub(super) fn next_due(&self) -> Option<Instant> {
-        [&self.renewals, &self.other]
+        [&self.renewals, &self.registrations, &self.statuses]
             .into_iter()
             .filter_map(|h| h.peek().map(|Reverse((due, _, _))| *due))
             .min()
@@ -82,38 +100,115 @@ mod tests {
 
     use super::*;
 
-    /// Which work starts, in order, when `renewals` renewals and `other`
-    /// other pieces of work are all due at once.
-    fn order(renewals: usize, other: usize) -> String {
+    /// Which work starts, in order, when `renewals` renewals,
+    /// `registrations` registrations and `statuses` status writes are all
+    /// due at once: `R`, `G` and `S`.
+    fn order(renewals: usize, registrations: usize, statuses: usize) -> String {
         let mut timers = Timers::default();
         let now = Instant::now();
         for i in 0..renewals {
             timers.push(now, i, Work::Renew);
         }
-        for i in 0..other {
-            timers.push(now, 100 + i, Work::Status);
+        for i in 0..registrations {
+            timers.push(now, 1000 + i, Work::Register);
+        }
+        for i in 0..statuses {
+            timers.push(now, 2000 + i, Work::Status);
         }
         std::iter::from_fn(|| timers.pop_due(now))
-            .map(|(_, _, work)| if work == Work::Renew { 'R' } else { 'O' })
+            .map(|(_, _, work)| match work {
+                Work::Renew => 'R',
+                Work::Register => 'G',
+                Work::Status => 'S',
+            })
             .collect()
     }
 
     #[test]
-    fn renewals_go_first_but_leave_other_work_a_share() {
+    fn renewals_go_first_but_leave_registrations_and_status_writes_a_share() {
+        struct Case {
+            renewals: usize,
+            registrations: usize,
+            statuses: usize,
+            started: &'static str,
+        }
         let cases = [
-            // (renewals due, other due, order started)
-            (0, 0, ""),
-            (5, 0, "RRRRR"),
-            (0, 3, "OOO"),
-            (3, 1, "RRRO"),
-            (8, 2, "RRRORRRORR"),
-            (2, 4, "RROOOO"),
+            Case {
+                renewals: 0,
+                registrations: 0,
+                statuses: 0,
+                started: "",
+            },
+            Case {
+                renewals: 5,
+                registrations: 0,
+                statuses: 0,
+                started: "RRRRR",
+            },
+            Case {
+                renewals: 0,
+                registrations: 3,
+                statuses: 0,
+                started: "GGG",
+            },
+            Case {
+                renewals: 0,
+                registrations: 0,
+                statuses: 2,
+                started: "SS",
+            },
+            Case {
+                renewals: 0,
+                registrations: 1,
+                statuses: 1,
+                started: "GS",
+            },
+            Case {
+                renewals: 3,
+                registrations: 1,
+                statuses: 0,
+                started: "RRRG",
+            },
+            Case {
+                renewals: 8,
+                registrations: 2,
+                statuses: 0,
+                started: "RRRGRRRGRR",
+            },
+            Case {
+                renewals: 2,
+                registrations: 4,
+                statuses: 0,
+                started: "RRGGGG",
+            },
+            // A status write waits for sixteen renewals, a registration for three.
+            Case {
+                renewals: 20,
+                registrations: 0,
+                statuses: 2,
+                started: "RRRRRRRRRRRRRRRRSRRRRS",
+            },
+            Case {
+                renewals: 16,
+                registrations: 0,
+                statuses: 1,
+                started: "RRRRRRRRRRRRRRRRS",
+            },
+            Case {
+                renewals: 8,
+                registrations: 2,
+                statuses: 1,
+                started: "RRRGRRRGRRS",
+            },
         ];
-        for (renewals, other, want) in cases {
+        for case in cases {
             assert_eq!(
-                order(renewals, other),
-                want,
-                "{renewals} renewals, {other} other"
+                order(case.renewals, case.registrations, case.statuses),
+                case.started,
+                "{} renewals, {} registrations, {} status writes",
+                case.renewals,
+                case.registrations,
+                case.statuses
             );
         }
     }
