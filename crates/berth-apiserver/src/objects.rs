@@ -287,7 +287,11 @@ pub fn prepare_for_create(
 /// object, whatever the client sent, and bumps `generation` when the spec
 /// changed.
 pub fn prepare_for_update(object: &mut Value, old: &Value) {
-    let old_meta = old.get("metadata").cloned().unwrap_or_else(|| json!({}));
+    let no_meta = Map::new();
+    let old_meta = old
+        .get("metadata")
+        .and_then(Value::as_object)
+        .unwrap_or(&no_meta);
     let spec_changed = object.get("spec") != old.get("spec");
     if let Some(map) = object.as_object_mut() {
         for field in ["kind", "apiVersion"] {

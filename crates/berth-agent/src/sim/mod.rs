@@ -9,8 +9,10 @@
 //! nodes write with its admin credential), its own
 //! registration (its own template: labels, taints, capacity), its own
 //! Lease renewed every 10 s with backoff, and its own status: Ready with no
-//! pressure unless told otherwise ([`NodeCommand::SetCondition`]), written
-//! at registration, then every `nodeStatusReportFrequency`, and at once
+//! pressure unless told otherwise ([`NodeCommand::SetCondition`]), carried
+//! by the registration itself (as a kubelet's initial Node carries its
+//! conditions), written again as the first report once registered, then
+//! every `nodeStatusReportFrequency`, and at once
 //! when it changes or the Node on the server says otherwise (the node
 //! lifecycle controller set it Unknown), as a kubelet that compares its
 //! status with the server's does. Instead of a read of each Node every
@@ -24,10 +26,10 @@
 //! off ([`NodeCommand::Pause`]): no Lease, no status, no pods until it is
 //! resumed, as a node that lost the API server.
 //!
-//! The timers live in time-ordered heaps ([`timers`]), one for Lease
-//! renewals and one for the rest: when both have work due, renewals go
-//! first (a late renewal makes a node look dead; a late registration or
-//! status write does not). Due work is sent through one shared
+//! The timers live in time-ordered heaps ([`timers`]), one each for Lease
+//! renewals, registrations and status writes: when several have work due,
+//! renewals go first within a share for the others (a late renewal makes a
+//! node look dead; a late registration or status write does not). Due work is sent through one shared
 //! `kube::Client` (one connection pool) with a bound on requests in
 //! flight. Pods bound to simulated nodes are admitted and run by one
 //! [`PodWorker`] over one simulated runtime, fed by one watch.
@@ -378,7 +380,7 @@ impl Fleet {
             states,
             index_of,
             directory,
-            timers: Timers::default(),
+            timers: Timers::new(options.config.lease_renew_interval()),
             in_flight: FuturesUnordered::new(),
             periods: Periods {
                 renew: options.config.lease_renew_interval(),

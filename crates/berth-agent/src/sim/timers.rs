@@ -3,6 +3,7 @@
 
 use std::cmp::Reverse;
 use std::collections::BinaryHeap;
+use std::time::Duration;
 
 use tokio::time::Instant;
 
@@ -16,16 +17,21 @@ pub(super) enum Work {
 
 type Timer = Reverse<(Instant, usize, Work)>;
 
-/// Of the starts made while a registration is also due, renewals take at
-/// most this many in a row before one registration goes.
+/// While renewals keep up, renewals take at most this many starts in a
+/// row while a registration is also due before one registration goes.
 const RENEWALS_BEFORE_REGISTRATION: u32 = 3;
-/// Of the starts made while a status write is also due, renewals take at
-/// most this many in a row before one status write goes. Fewer than for
-/// registrations: a simulated node registers with its conditions (as a
-/// kubelet's initial Node carries them), so a status write refreshes what
-/// the server already holds, and at 150,000 nodes each one costs the
-/// server about two renewals.
+/// While renewals keep up, renewals take at most this many starts in a row
+/// while a status write is also due before one status write goes. More
+/// than for registrations: a simulated node registers with its conditions
+/// (as a kubelet's initial Node carries them), so a status write refreshes
+/// what the server already holds, and each costs the server about two
+/// renewals.
 const RENEWALS_BEFORE_STATUS: u32 = 16;
+/// While renewals are behind (see [`Timers::new`]), renewals take this
+/// many starts in a row before one registration or status write goes:
+/// a share small enough that the renewals catch up, and not nothing, so
+/// that registration and status writes still end.
+const RENEWALS_BEFORE_OTHER_WHEN_BEHIND: u32 = 32;
 
 /// The fleet's timers: Lease renewals first when several are due, but not
 /// only renewals: with the server saturated, renewals are always due, and
@@ -33,12 +39,14 @@ const RENEWALS_BEFORE_STATUS: u32 = 16;
 /// 150,000 nodes it never finished), which kubelets, each on its own, do
 /// not do. So while other work waits, every [`RENEWALS_BEFORE_REGISTRATION`]
 /// renewals one registration starts, and every [`RENEWALS_BEFORE_STATUS`]
-/// renewals one status write.
-#[derive(Default)]
+/// renewals one status write; while the renewals are behind, each only
+/// every [`RENEWALS_BEFORE_OTHER_WHEN_BEHIND`].
 pub(super) struct Timers {
     renewals: BinaryHeap<Timer>,
     registrations: BinaryHeap<Timer>,
     statuses: BinaryHeap<Timer>,
+    /// Renewals are behind when the earliest one has been due this long.
+    behind_after: Duration,
     /// Renewals started in a row while a registration was due.
     renewals_before_registration: u32,
     /// Renewals started in a row while a status write was due.
@@ -46,6 +54,20 @@ pub(super) struct Timers {
 }
 
 impl Timers {
+    /// Timers whose renewals are behind once the earliest has been due for
+    /// `behind_after` (the fleet gives one renewal period: the node's
+    /// Lease is then half its duration old, or more).
+    pub(super) fn new(behind_after: Duration) -> Timers {
+        Timers {
+            renewals: BinaryHeap::new(),
+            registrations: BinaryHeap::new(),
+            statuses: BinaryHeap::new(),
+            behind_after,
+            renewals_before_registration: 0,
+            renewals_before_status: 0,
+        }
+    }
+
     pub(super) fn push(&mut self, due: Instant, index: usize, work: Work) {
         let heap = match work {
             Work::Renew => &mut self.renewals,
@@ -56,16 +78,27 @@ impl Timers {
     }
 
     /// The next due piece of work and when it was due: renewals first,
-    /// within their shares.
+    /// within the others' shares.
     pub(super) fn pop_due(&mut self, now: Instant) -> Option<(Instant, usize, Work)> {
         let is_due =
             |heap: &BinaryHeap<Timer>| heap.peek().is_some_and(|Reverse((due, _, _))| *due <= now);
         let renewal_due = is_due(&self.renewals);
         let registration_due = is_due(&self.registrations);
         let status_due = is_due(&self.statuses);
+        let behind = self.renewals.peek().is_some_and(|Reverse((due, _, _))| {
+            now.saturating_duration_since(*due) >= self.behind_after
+        });
+        let (before_registration, before_status) = if behind {
+            (
+                RENEWALS_BEFORE_OTHER_WHEN_BEHIND,
+                RENEWALS_BEFORE_OTHER_WHEN_BEHIND,
+            )
+        } else {
+            (RENEWALS_BEFORE_REGISTRATION, RENEWALS_BEFORE_STATUS)
+        };
         let registration_turn =
-            registration_due && self.renewals_before_registration >= RENEWALS_BEFORE_REGISTRATION;
-        let status_turn = status_due && self.renewals_before_status >= RENEWALS_BEFORE_STATUS;
+            registration_due && self.renewals_before_registration >= before_registration;
+        let status_turn = status_due && self.renewals_before_status >= before_status;
         let heap = if registration_turn || (registration_due && !renewal_due) {
             self.renewals_before_registration = 0;
             &mut self.registrations
@@ -100,14 +133,27 @@ mod tests {
 
     use super::*;
 
+    /// The renewal period the tests' timers count renewals behind from.
+    const RENEW: Duration = Duration::from_secs(10);
+
     /// Which work starts, in order, when `renewals` renewals,
     /// `registrations` registrations and `statuses` status writes are all
     /// due at once: `R`, `G` and `S`.
     fn order(renewals: usize, registrations: usize, statuses: usize) -> String {
-        let mut timers = Timers::default();
-        let now = Instant::now();
+        order_at(renewals, registrations, statuses, Duration::ZERO)
+    }
+
+    /// [`order`] with every renewal due `overdue` ago, the rest due now.
+    fn order_at(
+        renewals: usize,
+        registrations: usize,
+        statuses: usize,
+        overdue: Duration,
+    ) -> String {
+        let mut timers = Timers::new(RENEW);
+        let now = Instant::now() + overdue;
         for i in 0..renewals {
-            timers.push(now, i, Work::Renew);
+            timers.push(now - overdue, i, Work::Renew);
         }
         for i in 0..registrations {
             timers.push(now, 1000 + i, Work::Register);
@@ -214,8 +260,59 @@ mod tests {
     }
 
     #[test]
+    fn renewals_behind_by_a_period_leave_the_others_a_smaller_share() {
+        struct Case {
+            overdue: Duration,
+            renewals: usize,
+            registrations: usize,
+            statuses: usize,
+            started: String,
+        }
+        let r = |n: usize| "R".repeat(n);
+        let cases = [
+            // Just under a period late: the usual shares.
+            Case {
+                overdue: RENEW - Duration::from_millis(1),
+                renewals: 4,
+                registrations: 1,
+                statuses: 0,
+                started: "RRRGR".into(),
+            },
+            // A period late: a registration waits for 32 renewals.
+            Case {
+                overdue: RENEW,
+                renewals: 40,
+                registrations: 2,
+                statuses: 0,
+                started: format!("{}G{}G", r(32), r(8)),
+            },
+            // So does a status write.
+            Case {
+                overdue: Duration::from_secs(25),
+                renewals: 33,
+                registrations: 0,
+                statuses: 1,
+                started: format!("{}S{}", r(32), r(1)),
+            },
+        ];
+        for case in cases {
+            assert_eq!(
+                order_at(
+                    case.renewals,
+                    case.registrations,
+                    case.statuses,
+                    case.overdue
+                ),
+                case.started,
+                "renewals {:?} late",
+                case.overdue
+            );
+        }
+    }
+
+    #[test]
     fn work_not_yet_due_never_starts() {
-        let mut timers = Timers::default();
+        let mut timers = Timers::new(RENEW);
         let now = Instant::now();
         timers.push(now + Duration::from_secs(1), 0, Work::Renew);
         timers.push(now + Duration::from_secs(2), 1, Work::Register);
