@@ -17,30 +17,43 @@ pub(super) enum Work {
 
 type Timer = Reverse<(Instant, usize, Work)>;
 
-/// While renewals keep up, renewals take at most this many starts in a
-/// row while a registration is also due before one registration goes.
-const RENEWALS_BEFORE_REGISTRATION: u32 = 3;
-/// While renewals keep up, renewals take at most this many starts in a row
-/// while a status write is also due before one status write goes. More
-/// than for registrations: a simulated node registers with its conditions
-/// (as a kubelet's initial Node carries them), so a status write refreshes
-/// what the server already holds, and each costs the server about two
-/// renewals.
-const RENEWALS_BEFORE_STATUS: u32 = 16;
-/// While renewals are behind (see [`Timers::new`]), renewals take this
-/// many starts in a row before one registration or status write goes:
-/// a share small enough that the renewals catch up, and not nothing, so
-/// that registration and status writes still end.
-const RENEWALS_BEFORE_OTHER_WHEN_BEHIND: u32 = 32;
+/// How many renewals start in a row while a registration is also due
+/// before one registration goes: while the renewals keep up, and while
+/// they are behind (see [`Timers::new`]). Behind, a smaller share, so the
+/// renewals catch up; not nothing, so registration still ends.
+const RENEWALS_BEFORE_REGISTRATION: Shares = Shares {
+    keeping_up: 3,
+    behind: 8,
+};
+/// The same for a status write: more renewals than for a registration, as
+/// a simulated node registers with its conditions (as a kubelet's initial
+/// Node carries them), so a status write refreshes what the server already
+/// holds, and each costs the server about two renewals.
+const RENEWALS_BEFORE_STATUS: Shares = Shares {
+    keeping_up: 16,
+    behind: 32,
+};
+
+/// Renewals to start in a row before one piece of other work.
+struct Shares {
+    keeping_up: u32,
+    behind: u32,
+}
+
+impl Shares {
+    fn renewals(&self, behind: bool) -> u32 {
+        if behind { self.behind } else { self.keeping_up }
+    }
+}
 
 /// The fleet's timers: Lease renewals first when several are due, but not
 /// only renewals: with the server saturated, renewals are always due, and
 /// strict priority starved the registration of the rest of the fleet (at
 /// 150,000 nodes it never finished), which kubelets, each on its own, do
-/// not do. So while other work waits, every [`RENEWALS_BEFORE_REGISTRATION`]
-/// renewals one registration starts, and every [`RENEWALS_BEFORE_STATUS`]
-/// renewals one status write; while the renewals are behind, each only
-/// every [`RENEWALS_BEFORE_OTHER_WHEN_BEHIND`].
+/// not do. So while other work waits, one registration starts every few
+/// renewals ([`RENEWALS_BEFORE_REGISTRATION`]) and one status write every
+/// some more ([`RENEWALS_BEFORE_STATUS`]), fewer of both while the renewals
+/// are behind.
 pub(super) struct Timers {
     renewals: BinaryHeap<Timer>,
     registrations: BinaryHeap<Timer>,
@@ -88,14 +101,8 @@ impl Timers {
         let behind = self.renewals.peek().is_some_and(|Reverse((due, _, _))| {
             now.saturating_duration_since(*due) >= self.behind_after
         });
-        let (before_registration, before_status) = if behind {
-            (
-                RENEWALS_BEFORE_OTHER_WHEN_BEHIND,
-                RENEWALS_BEFORE_OTHER_WHEN_BEHIND,
-            )
-        } else {
-            (RENEWALS_BEFORE_REGISTRATION, RENEWALS_BEFORE_STATUS)
-        };
+        let before_registration = RENEWALS_BEFORE_REGISTRATION.renewals(behind);
+        let before_status = RENEWALS_BEFORE_STATUS.renewals(behind);
         let registration_turn =
             registration_due && self.renewals_before_registration >= before_registration;
         let status_turn = status_due && self.renewals_before_status >= before_status;
@@ -278,15 +285,15 @@ mod tests {
                 statuses: 0,
                 started: "RRRGR".into(),
             },
-            // A period late: a registration waits for 32 renewals.
+            // A period late: a registration waits for eight renewals.
             Case {
                 overdue: RENEW,
-                renewals: 40,
+                renewals: 12,
                 registrations: 2,
                 statuses: 0,
-                started: format!("{}G{}G", r(32), r(8)),
+                started: format!("{}G{}G", r(8), r(4)),
             },
-            // So does a status write.
+            // A status write waits for 32 instead of sixteen.
             Case {
                 overdue: Duration::from_secs(25),
                 renewals: 33,
