@@ -183,6 +183,7 @@ async fn run_async(args: &SimArgs, berth: &Path, parent: &Path) -> anyhow::Resul
 
     let started = Instant::now();
     let total = args.nodes as u64;
+    let mut last_report = Instant::now();
     while stats.registered.load(Ordering::Relaxed) < total {
         if started.elapsed() > Duration::from_secs(1800) {
             anyhow::bail!(
@@ -191,6 +192,18 @@ async fn run_async(args: &SimArgs, berth: &Path, parent: &Path) -> anyhow::Resul
             );
         }
         tokio::time::sleep(Duration::from_millis(200)).await;
+        // The registered nodes renew while the rest register: their longest
+        // gap so far, as the window's lines give it later.
+        if last_report.elapsed() >= Duration::from_secs(30) {
+            last_report = Instant::now();
+            eprintln!(
+                "sim: registering, {:.0} s, {} registered, {} renewals, max gap {:.1} s",
+                started.elapsed().as_secs_f64(),
+                stats.registered.load(Ordering::Relaxed),
+                stats.lease_renewals.load(Ordering::Relaxed),
+                stats.max_renew_gap_ms.load(Ordering::Relaxed) as f64 / 1000.0,
+            );
+        }
     }
     let register = RegisterFigures {
         seconds: round3(started.elapsed().as_secs_f64()),
@@ -216,7 +229,7 @@ async fn run_async(args: &SimArgs, berth: &Path, parent: &Path) -> anyhow::Resul
     let status_failures0 = stats.status_failures.load(Ordering::Relaxed);
     let server_cpu0 = cpu_seconds(server.pid);
     let sim_cpu0 = cpu_seconds(me);
-    let mut last_report = Instant::now();
+    last_report = Instant::now();
     while window_start.elapsed() < Duration::from_secs(args.seconds) {
         tokio::time::sleep(Duration::from_secs(1)).await;
         if last_report.elapsed() >= Duration::from_secs(30) {

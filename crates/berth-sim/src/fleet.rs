@@ -182,6 +182,59 @@ mod tests {
             .cloned()
     }
 
+    /// A simulated node registers as a kubelet does, with its conditions in
+    /// the Node it creates: the Node's first version is already Ready, not
+    /// only after its first status write.
+    #[tokio::test(start_paused = true)]
+    async fn a_node_is_ready_in_the_node_it_registers() {
+        use futures::StreamExt;
+        use kube::api::{ListParams, WatchEvent, WatchParams};
+
+        let server = TestServer::start().await;
+        let (api, clock) = (&server.api, &server.clock);
+        let nodes: Api<Node> = Api::all(server.admin.clone());
+        let before = nodes
+            .list_metadata(&ListParams::default())
+            .await
+            .expect("list")
+            .metadata
+            .resource_version
+            .unwrap_or_default();
+        let spec = NodeSpec {
+            name: "node1".into(),
+            zone: None,
+            labels: BTreeMap::new(),
+            taints: Vec::new(),
+            capacity: BTreeMap::new(),
+        };
+        let stop = CancellationToken::new();
+        let mut fleet = start(
+            api,
+            clock,
+            &[spec],
+            &[Duration::from_secs(3)],
+            FeatureGates::default(),
+            stop.clone(),
+        )
+        .expect("fleet");
+        fleet.up().await.expect("the node is up");
+        let mut events = nodes
+            .watch(&WatchParams::default(), &before)
+            .await
+            .expect("watch")
+            .boxed();
+        let first = loop {
+            match events.next().await {
+                Some(Ok(WatchEvent::Added(node))) => break node,
+                Some(Ok(_)) => continue,
+                other => panic!("no creation of node1: {other:?}"),
+            }
+        };
+        let registered = ready(&first).expect("the created Node has a Ready condition");
+        assert_eq!(registered.status, "True", "{registered:?}");
+        stop.cancel();
+    }
+
     /// The node lifecycle controller set the node's conditions Unknown
     /// (written here by hand) while the node kept running: it reports
     /// Ready again within one status period (10 s), with a new transition

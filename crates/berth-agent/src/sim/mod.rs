@@ -485,7 +485,7 @@ impl Running {
                         (index, Outcome::Renewed(Box::new(renewer), ok))
                     }));
                 }
-                Work::Status => {
+                Work::Status | Work::StatusChange => {
                     let template = node_template(&self.nodes[index], index);
                     let conditions = state.reported.conditions(clock.now());
                     self.in_flight.push(Box::pin(async move {
@@ -505,13 +505,26 @@ impl Running {
         }
     }
 
-    /// Moves the node's status write to `due`, unless one is due sooner.
+    /// Moves the node's routine status write (a report) to `due`, unless
+    /// one is due sooner.
     fn schedule_status(&mut self, index: usize, due: Instant) {
         if let Some(state) = self.states.get_mut(index)
             && state.status_due.is_none_or(|pending| due < pending)
         {
             state.status_due = Some(due);
             self.timers.push(due, index, Work::Status);
+        }
+    }
+
+    /// Schedules a status write that carries a change (the node's
+    /// conditions, or the server's copy of them, differ) at `due`, or at
+    /// the node's pending write if that is sooner: either way as a change,
+    /// which goes before the routine reports waiting.
+    fn schedule_status_change(&mut self, index: usize, due: Instant) {
+        if let Some(state) = self.states.get_mut(index) {
+            let due = state.status_due.map_or(due, |pending| pending.min(due));
+            state.status_due = Some(due);
+            self.timers.push(due, index, Work::StatusChange);
         }
     }
 
@@ -639,7 +652,7 @@ impl Running {
             let at = state
                 .cadence
                 .next_computation(self.clock.instant(), &periods);
-            self.schedule_status(index, at);
+            self.schedule_status_change(index, at);
         }
     }
 
@@ -664,8 +677,8 @@ impl Running {
                 if !resumed || !state.registered {
                     return;
                 }
-                let status_at = if state.reported.differs() || state.report_is_stale(now, &periods)
-                {
+                let differs = state.reported.differs();
+                let status_at = if differs || state.report_is_stale(now, &periods) {
                     now
                 } else {
                     let last = state.last_report.unwrap_or(now);
@@ -673,7 +686,11 @@ impl Running {
                 };
                 let client = state.client.clone();
                 self.schedule_renewal(index, now);
-                self.schedule_status(index, status_at);
+                if differs {
+                    self.schedule_status_change(index, status_at);
+                } else {
+                    self.schedule_status(index, status_at);
+                }
                 self.in_flight.push(Box::pin(async move {
                     let pods = match client.list_pods().await {
                         Ok(pods) => pods,
@@ -687,7 +704,7 @@ impl Running {
             }
             NodeCommand::SetCondition { condition, .. } => {
                 if state.reported.set(condition) && state.registered && !state.paused {
-                    self.schedule_status(index, now);
+                    self.schedule_status_change(index, now);
                 }
             }
         }

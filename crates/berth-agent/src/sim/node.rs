@@ -263,7 +263,7 @@ impl NodeState {
         let pending = match work {
             Work::Register => return true,
             Work::Renew => &mut self.renew_due,
-            Work::Status => &mut self.status_due,
+            Work::Status | Work::StatusChange => &mut self.status_due,
         };
         if *pending != Some(due) {
             return false;

@@ -12,11 +12,18 @@ use tokio::time::Instant;
 pub(super) enum Work {
     Register,
     Renew,
+    /// A routine status write: the first report, then one every report
+    /// period.
     Status,
+    /// A status write that carries a change: it goes before routine ones.
+    StatusChange,
 }
 
 type Timer = Reverse<(Instant, usize, Work)>;
 
+/// How many renewals start in a row while a status change is also due
+/// before one goes: as for registrations.
+const RENEWALS_BEFORE_CHANGE: Shares = RENEWALS_BEFORE_REGISTRATION;
 /// How many renewals start in a row while a registration is also due
 /// before one registration goes: while the renewals keep up, and while
 /// they are behind (see [`Timers::new`]). Behind, a smaller share, so the
@@ -25,7 +32,7 @@ const RENEWALS_BEFORE_REGISTRATION: Shares = Shares {
     keeping_up: 3,
     behind: 8,
 };
-/// The same for a status write: more renewals than for a registration, as
+/// The same for a routine status write: more renewals than for a registration, as
 /// a simulated node registers with its conditions (as a kubelet's initial
 /// Node carries them), so a status write refreshes what the server already
 /// holds, and each costs the server about two renewals.
@@ -50,16 +57,21 @@ impl Shares {
 /// only renewals: with the server saturated, renewals are always due, and
 /// strict priority starved the registration of the rest of the fleet (at
 /// 150,000 nodes it never finished), which kubelets, each on its own, do
-/// not do. So while other work waits, one registration starts every few
-/// renewals ([`RENEWALS_BEFORE_REGISTRATION`]) and one status write every
-/// some more ([`RENEWALS_BEFORE_STATUS`]), fewer of both while the renewals
-/// are behind.
+/// not do. So while other work waits, one status change and one
+/// registration start every few renewals ([`RENEWALS_BEFORE_CHANGE`],
+/// [`RENEWALS_BEFORE_REGISTRATION`]) and one routine status write every
+/// some more ([`RENEWALS_BEFORE_STATUS`]), fewer of each while the renewals
+/// are behind. Between themselves, changes go first, then registrations,
+/// then routine status writes.
 pub(super) struct Timers {
     renewals: BinaryHeap<Timer>,
+    changes: BinaryHeap<Timer>,
     registrations: BinaryHeap<Timer>,
     statuses: BinaryHeap<Timer>,
     /// Renewals are behind when the earliest one has been due this long.
     behind_after: Duration,
+    /// Renewals started in a row while a status change was due.
+    renewals_before_change: u32,
     /// Renewals started in a row while a registration was due.
     renewals_before_registration: u32,
     /// Renewals started in a row while a status write was due.
@@ -73,9 +85,11 @@ impl Timers {
     pub(super) fn new(behind_after: Duration) -> Timers {
         Timers {
             renewals: BinaryHeap::new(),
+            changes: BinaryHeap::new(),
             registrations: BinaryHeap::new(),
             statuses: BinaryHeap::new(),
             behind_after,
+            renewals_before_change: 0,
             renewals_before_registration: 0,
             renewals_before_status: 0,
         }
@@ -84,6 +98,7 @@ impl Timers {
     pub(super) fn push(&mut self, due: Instant, index: usize, work: Work) {
         let heap = match work {
             Work::Renew => &mut self.renewals,
+            Work::StatusChange => &mut self.changes,
             Work::Register => &mut self.registrations,
             Work::Status => &mut self.statuses,
         };
@@ -96,41 +111,71 @@ impl Timers {
         let is_due =
             |heap: &BinaryHeap<Timer>| heap.peek().is_some_and(|Reverse((due, _, _))| *due <= now);
         let renewal_due = is_due(&self.renewals);
-        let registration_due = is_due(&self.registrations);
-        let status_due = is_due(&self.statuses);
         let behind = self.renewals.peek().is_some_and(|Reverse((due, _, _))| {
             now.saturating_duration_since(*due) >= self.behind_after
         });
-        let before_registration = RENEWALS_BEFORE_REGISTRATION.renewals(behind);
-        let before_status = RENEWALS_BEFORE_STATUS.renewals(behind);
-        let registration_turn =
-            registration_due && self.renewals_before_registration >= before_registration;
-        let status_turn = status_due && self.renewals_before_status >= before_status;
-        let heap = if registration_turn || (registration_due && !renewal_due) {
-            self.renewals_before_registration = 0;
-            &mut self.registrations
-        } else if status_turn || (status_due && !renewal_due) {
-            self.renewals_before_status = 0;
-            &mut self.statuses
-        } else if renewal_due {
-            if registration_due {
-                self.renewals_before_registration += 1;
+        let due = [
+            is_due(&self.changes),
+            is_due(&self.registrations),
+            is_due(&self.statuses),
+        ];
+        // The other kinds, first to last: the heap, the renewals started in
+        // a row while it had work due, and how many it waits for.
+        let mut others = [
+            (
+                &mut self.changes,
+                &mut self.renewals_before_change,
+                RENEWALS_BEFORE_CHANGE.renewals(behind),
+            ),
+            (
+                &mut self.registrations,
+                &mut self.renewals_before_registration,
+                RENEWALS_BEFORE_REGISTRATION.renewals(behind),
+            ),
+            (
+                &mut self.statuses,
+                &mut self.renewals_before_status,
+                RENEWALS_BEFORE_STATUS.renewals(behind),
+            ),
+        ];
+        let turn = others
+            .iter()
+            .zip(&due)
+            .position(|((_, waited, wait), due)| *due && **waited >= *wait);
+        let next = match turn {
+            Some(i) => Some(i),
+            None if renewal_due => None,
+            None => due.iter().position(|d| *d),
+        };
+        let heap = match next {
+            Some(i) => {
+                let (heap, waited, _) = &mut others[i];
+                **waited = 0;
+                &mut **heap
             }
-            if status_due {
-                self.renewals_before_status += 1;
+            None if renewal_due => {
+                for ((_, waited, _), due) in others.iter_mut().zip(&due) {
+                    if *due {
+                        **waited += 1;
+                    }
+                }
+                &mut self.renewals
             }
-            &mut self.renewals
-        } else {
-            return None;
+            None => return None,
         };
         heap.pop().map(|Reverse(timer)| timer)
     }
 
     pub(super) fn next_due(&self) -> Option<Instant> {
-        [&self.renewals, &self.registrations, &self.statuses]
-            .into_iter()
-            .filter_map(|h| h.peek().map(|Reverse((due, _, _))| *due))
-            .min()
+        [
+            &self.renewals,
+            &self.changes,
+            &self.registrations,
+            &self.statuses,
+        ]
+        .into_iter()
+        .filter_map(|h| h.peek().map(|Reverse((due, _, _))| *due))
+        .min()
     }
 }
 
@@ -157,10 +202,24 @@ mod tests {
         statuses: usize,
         overdue: Duration,
     ) -> String {
+        order_with_changes(renewals, 0, registrations, statuses, overdue)
+    }
+
+    /// [`order_at`] with `changes` status changes due too (`C`).
+    fn order_with_changes(
+        renewals: usize,
+        changes: usize,
+        registrations: usize,
+        statuses: usize,
+        overdue: Duration,
+    ) -> String {
         let mut timers = Timers::new(RENEW);
         let now = Instant::now() + overdue;
         for i in 0..renewals {
             timers.push(now - overdue, i, Work::Renew);
+        }
+        for i in 0..changes {
+            timers.push(now, 3000 + i, Work::StatusChange);
         }
         for i in 0..registrations {
             timers.push(now, 1000 + i, Work::Register);
@@ -173,6 +232,7 @@ mod tests {
                 Work::Renew => 'R',
                 Work::Register => 'G',
                 Work::Status => 'S',
+                Work::StatusChange => 'C',
             })
             .collect()
     }
@@ -312,6 +372,76 @@ mod tests {
                 ),
                 case.started,
                 "renewals {:?} late",
+                case.overdue
+            );
+        }
+    }
+
+    #[test]
+    fn status_changes_go_before_registrations_and_routine_status_writes() {
+        struct Case {
+            overdue: Duration,
+            renewals: usize,
+            changes: usize,
+            registrations: usize,
+            statuses: usize,
+            started: &'static str,
+        }
+        let cases = [
+            // With no renewal due, changes first, then registrations, then
+            // routine reports.
+            Case {
+                overdue: Duration::ZERO,
+                renewals: 0,
+                changes: 2,
+                registrations: 1,
+                statuses: 1,
+                started: "CCGS",
+            },
+            // A change has a registration's share of the renewals, and its
+            // own turn: both go after three renewals.
+            Case {
+                overdue: Duration::ZERO,
+                renewals: 7,
+                changes: 2,
+                registrations: 2,
+                statuses: 0,
+                started: "RRRCGRRRCGR",
+            },
+            // A change does not wait behind a backlog of routine reports.
+            Case {
+                overdue: Duration::ZERO,
+                renewals: 3,
+                changes: 1,
+                registrations: 0,
+                statuses: 5,
+                started: "RRRCSSSSS",
+            },
+            // Behind, eight renewals go before a change.
+            Case {
+                overdue: RENEW,
+                renewals: 9,
+                changes: 1,
+                registrations: 0,
+                statuses: 0,
+                started: "RRRRRRRRCR",
+            },
+        ];
+        for case in cases {
+            assert_eq!(
+                order_with_changes(
+                    case.renewals,
+                    case.changes,
+                    case.registrations,
+                    case.statuses,
+                    case.overdue
+                ),
+                case.started,
+                "{} renewals, {} changes, {} registrations, {} status writes, renewals {:?} late",
+                case.renewals,
+                case.changes,
+                case.registrations,
+                case.statuses,
                 case.overdue
             );
         }
