@@ -249,6 +249,19 @@ async fn cluster(
     }
     let nodes_ready_seconds = round3(started.elapsed().as_secs_f64());
     eprintln!("workloads: {nodes} nodes Ready in {nodes_ready_seconds} s");
+    // A node is Ready from its registration; its first status report
+    // follows. The phase starts once every node has made it, on a settled
+    // cluster.
+    let mut up = server.sim_nodes_up.clone();
+    let limit = Duration::from_secs(args.timeout_seconds).saturating_sub(started.elapsed());
+    tokio::time::timeout(limit, up.wait_for(|up| *up))
+        .await
+        .context("the simulated nodes did not come up")?
+        .context("the server's log ended")?;
+    eprintln!(
+        "workloads: {nodes} nodes up (first status reports made) in {:.3} s",
+        started.elapsed().as_secs_f64()
+    );
     Ok(Cluster {
         server,
         client,

@@ -461,5 +461,13 @@ pub fn spawn_in_process(
         stats: Arc::new(SimStats::default()),
         pods: Some(pods),
     };
-    Ok(tokio::spawn(fleet.run(stop)))
+    let (mut handle, task) = fleet.spawn(stop);
+    // Said once every node has registered, renewed its Lease and made its
+    // first status report: the cluster is settled (benchmarks wait for it).
+    tokio::spawn(async move {
+        if handle.up().await.is_ok() {
+            eprintln!("berth server: {count} simulated node(s) up");
+        }
+    });
+    Ok(task)
 }

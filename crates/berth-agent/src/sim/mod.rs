@@ -254,12 +254,8 @@ impl NodeDirectory for Directory {
 }
 
 enum Outcome {
-    /// Registered: the Node's UID, and whether this fleet created it (with
-    /// the node's conditions) rather than found it.
-    Registered {
-        uid: Option<String>,
-        created: bool,
-    },
+    /// Registered: the Node's UID.
+    Registered(Option<String>),
     RegisterFailed,
     Refused(String),
     Renewed(Box<LeaseRenewer>, bool),
@@ -454,17 +450,12 @@ impl Running {
                     self.in_flight.push(Box::pin(async move {
                         let node = template.node_with_conditions(conditions);
                         let result = match client.create_node(&node).await {
-                            Ok(n) => Ok((n, true)),
-                            Err(e) if e.is_conflict() => {
-                                client.get_node().await.map(|n| (n, false))
-                            }
+                            Ok(n) => Ok(n),
+                            Err(e) if e.is_conflict() => client.get_node().await,
                             Err(e) => Err(e),
                         };
                         let outcome = match result {
-                            Ok((n, created)) => Outcome::Registered {
-                                uid: n.metadata.uid,
-                                created,
-                            },
+                            Ok(n) => Outcome::Registered(n.metadata.uid),
                             Err(e) if e.code().is_some_and(|c| c == 403 || c == 422) => {
                                 Outcome::Refused(e.to_string())
                             }
@@ -545,9 +536,9 @@ impl Running {
         };
         let was_up = state.is_up();
         match outcome {
-            Outcome::Registered { uid, created } => {
+            Outcome::Registered(uid) => {
                 stats.registered.fetch_add(1, Ordering::Relaxed);
-                state.registered_at(now, created);
+                state.registered_at(now);
                 state.renewer = Some(LeaseRenewer::new(
                     state.client.node_name(),
                     uid,

@@ -222,9 +222,6 @@ pub(super) struct NodeState {
     pub status_due: Option<Instant>,
     /// When the node last wrote its status.
     pub last_report: Option<Instant>,
-    /// The fleet created the Node with the node's conditions: the server
-    /// holds them before the first status write.
-    pub created_with_conditions: bool,
     pub reported: Reported,
     pub cadence: Cadence,
 }
@@ -242,17 +239,14 @@ impl NodeState {
             renew_due: None,
             status_due: None,
             last_report: None,
-            created_with_conditions: false,
             reported: Reported::default(),
             cadence: Cadence::new(phase),
         }
     }
 
-    /// Registered at `now`, by creating the Node with the node's
-    /// conditions (`created`) or by finding it.
-    pub fn registered_at(&mut self, now: Instant, created: bool) {
+    /// Registered at `now`.
+    pub fn registered_at(&mut self, now: Instant) {
         self.registered = true;
-        self.created_with_conditions = created;
         self.cadence.start(now);
     }
 
@@ -272,10 +266,10 @@ impl NodeState {
         !self.paused
     }
 
-    /// Whether the node has renewed its Lease and its conditions are on the
-    /// server (registered with them, or written once).
+    /// Whether the node has renewed its Lease and made its first status
+    /// report (its start-up writes are over).
     pub fn is_up(&self) -> bool {
-        self.last_renewal.is_some() && (self.created_with_conditions || self.last_report.is_some())
+        self.last_renewal.is_some() && self.last_report.is_some()
     }
 
     /// Whether the last status write is a report period old (or there was

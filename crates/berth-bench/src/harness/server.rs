@@ -23,7 +23,13 @@ pub(crate) struct ServerProcess {
     pub(crate) child: tokio::process::Child,
     pub(crate) pid: u32,
     pub(crate) url: String,
+    /// Becomes true when the server says its simulated nodes are up
+    /// (`--sim-nodes`: each registered, renewed and reported once).
+    pub(crate) sim_nodes_up: tokio::sync::watch::Receiver<bool>,
 }
+
+/// What `berth server --sim-nodes N` says once its nodes are up.
+const SIM_NODES_UP: &str = "simulated node(s) up";
 
 /// The `berth` binary to run: `given`, or the one next to this binary.
 pub(crate) fn berth_binary(given: Option<&Path>) -> anyhow::Result<PathBuf> {
@@ -102,12 +108,21 @@ pub(crate) async fn start_server_with(
     .await
     .context("the server did not start")??;
     // Keep reading the server's log so it never blocks on a full pipe.
+    let (up, sim_nodes_up) = tokio::sync::watch::channel(false);
     tokio::spawn(async move {
         while let Ok(Some(line)) = lines.next_line().await {
             eprintln!("server: {line}");
+            if line.ends_with(SIM_NODES_UP) {
+                up.send_replace(true);
+            }
         }
     });
-    Ok(ServerProcess { child, pid, url })
+    Ok(ServerProcess {
+        child,
+        pid,
+        url,
+        sim_nodes_up,
+    })
 }
 
 /// The server's address, CA and admin token as a [`Target`], and a first
