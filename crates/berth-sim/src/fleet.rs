@@ -182,24 +182,10 @@ mod tests {
             .cloned()
     }
 
-    /// A simulated node registers as a kubelet does, with its conditions in
-    /// the Node it creates: the Node's first version is already Ready, not
-    /// only after its first status write.
-    #[tokio::test(start_paused = true)]
-    async fn a_node_is_ready_in_the_node_it_registers() {
-        use futures::StreamExt;
-        use kube::api::{ListParams, WatchEvent, WatchParams};
-
-        let server = TestServer::start().await;
-        let (api, clock) = (&server.api, &server.clock);
-        let nodes: Api<Node> = Api::all(server.admin.clone());
-        let before = nodes
-            .list_metadata(&ListParams::default())
-            .await
-            .expect("list")
-            .metadata
-            .resource_version
-            .unwrap_or_default();
+    /// A fleet of one node, `node1`, up on `server`, and what stops it.
+    async fn one_node_up(
+        server: &TestServer,
+    ) -> (berth_agent::sim::FleetHandle, CancellationToken) {
         let spec = NodeSpec {
             name: "node1".into(),
             zone: None,
@@ -209,8 +195,8 @@ mod tests {
         };
         let stop = CancellationToken::new();
         let mut fleet = start(
-            api,
-            clock,
+            &server.api,
+            &server.clock,
             &[spec],
             &[Duration::from_secs(3)],
             FeatureGates::default(),
@@ -218,6 +204,27 @@ mod tests {
         )
         .expect("fleet");
         fleet.up().await.expect("the node is up");
+        (fleet, stop)
+    }
+
+    /// A simulated node registers as a kubelet does, with its conditions in
+    /// the Node it creates: the Node's first version is already Ready, not
+    /// only after its first status write.
+    #[tokio::test(start_paused = true)]
+    async fn a_node_is_ready_in_the_node_it_registers() {
+        use futures::StreamExt;
+        use kube::api::{ListParams, WatchEvent, WatchParams};
+
+        let server = TestServer::start().await;
+        let nodes: Api<Node> = Api::all(server.admin.clone());
+        let before = nodes
+            .list_metadata(&ListParams::default())
+            .await
+            .expect("list")
+            .metadata
+            .resource_version
+            .unwrap_or_default();
+        let (_fleet, stop) = one_node_up(&server).await;
         let mut events = nodes
             .watch(&WatchParams::default(), &before)
             .await
@@ -242,25 +249,8 @@ mod tests {
     #[tokio::test(start_paused = true)]
     async fn a_node_marked_unknown_reports_ready_within_one_status_period() {
         let server = TestServer::start().await;
-        let (api, clock) = (&server.api, &server.clock);
-        let spec = NodeSpec {
-            name: "node1".into(),
-            zone: None,
-            labels: BTreeMap::new(),
-            taints: Vec::new(),
-            capacity: BTreeMap::new(),
-        };
-        let stop = CancellationToken::new();
-        let mut fleet = start(
-            api,
-            clock,
-            &[spec],
-            &[Duration::from_secs(3)],
-            FeatureGates::default(),
-            stop.clone(),
-        )
-        .expect("fleet");
-        fleet.up().await.expect("the node is up");
+        let clock = &server.clock;
+        let (_fleet, stop) = one_node_up(&server).await;
         let nodes: Api<Node> = Api::all(server.admin.clone());
         clock.sleep(Duration::from_secs(60)).await;
         let marked = mark_unknown(&server, "node1").await;
