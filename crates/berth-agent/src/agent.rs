@@ -12,7 +12,7 @@ use tokio::sync::Notify;
 use tokio_util::sync::CancellationToken;
 use tokio_util::task::AbortOnDropHandle;
 
-use crate::conditions::{Health, SHUTTING_DOWN};
+use crate::conditions::{Health, SHUTTING_DOWN, node_conditions};
 use crate::config::AgentConfig;
 use crate::eviction_thresholds::Thresholds;
 use crate::heartbeat::{self, LeaseRenewer};
@@ -59,7 +59,12 @@ pub async fn run(
     let thresholds =
         Thresholds::from_map(&options.config.eviction_hard).map_err(AgentError::Config)?;
     let node = if options.register_node {
-        register(&client, &options.template, &clock, &shutdown).await
+        // The Node is created with the node's conditions, as a kubelet's
+        // initial Node carries them: Ready from its registration.
+        let conditions =
+            node_conditions(current_health(&options, &thresholds), &[], &[], clock.now());
+        let node = options.template.node_with_conditions(conditions);
+        register(&client, &node, &clock, &shutdown).await
     } else {
         wait_for_node(&client, &clock, &shutdown).await
     }
@@ -137,6 +142,28 @@ pub async fn run(
     Ok(())
 }
 
+/// The node's pressures now, from the host's signals when the agent reads
+/// them (none otherwise, or when they cannot be read).
+fn current_health(options: &AgentOptions, thresholds: &Thresholds) -> Health {
+    match &options.host_signals {
+        Some(dir) => match crate::host::read_signals(dir) {
+            Ok(signals) => {
+                let (memory_pressure, disk_pressure, pid_pressure) = thresholds.pressures(&signals);
+                Health {
+                    memory_pressure,
+                    disk_pressure,
+                    pid_pressure,
+                }
+            }
+            Err(e) => {
+                tracing::warn!(error = %e, "reading the host failed");
+                Health::default()
+            }
+        },
+        None => Health::default(),
+    }
+}
+
 #[allow(clippy::too_many_arguments)]
 async fn status_loop(
     client: NodeClient,
@@ -149,24 +176,7 @@ async fn status_loop(
     stop: CancellationToken,
 ) {
     loop {
-        let health = match &options.host_signals {
-            Some(dir) => match crate::host::read_signals(dir) {
-                Ok(signals) => {
-                    let (memory_pressure, disk_pressure, pid_pressure) =
-                        thresholds.pressures(&signals);
-                    Health {
-                        memory_pressure,
-                        disk_pressure,
-                        pid_pressure,
-                    }
-                }
-                Err(e) => {
-                    tracing::warn!(error = %e, "reading the host failed");
-                    Health::default()
-                }
-            },
-            None => Health::default(),
-        };
+        let health = current_health(&options, &thresholds);
         let not_ready: Vec<String> = if shutting_down.load(Ordering::SeqCst) {
             vec![SHUTTING_DOWN.to_string()]
         } else {

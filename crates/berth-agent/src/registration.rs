@@ -120,18 +120,18 @@ pub fn parse_node_labels(flag: &str) -> Result<BTreeMap<String, String>, String>
     Ok(labels)
 }
 
-/// Registers the Node (upstream's `registerWithAPIServer`): creates it; if
+/// Registers `node` (upstream's `registerWithAPIServer`): creates it; if
 /// it exists already (a restart), uses the stored one. Retries transport
 /// failures every 7 s as upstream does, until `stop`.
 pub async fn register(
     client: &NodeClient,
-    template: &NodeTemplate,
+    node: &Node,
     clock: &Clock,
     stop: &CancellationToken,
 ) -> Result<Node, ClientError> {
-    let node = template.node();
+    let name = node.metadata.name.as_deref().unwrap_or_default();
     loop {
-        let attempt = match client.create_node(&node).await {
+        let attempt = match client.create_node(node).await {
             Ok(created) => Ok(created),
             Err(e) if e.is_conflict() => client.get_node().await,
             Err(e) => Err(e),
@@ -140,7 +140,7 @@ pub async fn register(
             Ok(node) => return Ok(node),
             Err(e) if e.code().is_some_and(|c| c == 403 || c == 422) => return Err(e),
             Err(e) => {
-                tracing::warn!(node = %template.name, error = %e, "registering the node failed; retrying");
+                tracing::warn!(node = %name, error = %e, "registering the node failed; retrying");
             }
         }
         tokio::select! {

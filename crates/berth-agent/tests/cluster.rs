@@ -19,7 +19,7 @@ use berth_core::clock::Clock;
 use berth_core::test_util::{PodWrapper, make_pod, tol};
 use berth_runtime::sim::SimRuntime;
 use berth_runtime::{LogFile, Runtime, RuntimeError, RuntimePodStatus};
-use berth_testing::{TestServer, mark_unknown};
+use berth_testing::{TestServer, mark_unknown, node_as_created, nodes_revision};
 use futures::future::BoxFuture;
 use k8s_openapi::api::coordination::v1::Lease;
 use k8s_openapi::api::core::v1::{Node, Pod};
@@ -294,6 +294,23 @@ fn phase(p: &Pod) -> (String, String, String) {
         s.reason.unwrap_or_default(),
         s.message.unwrap_or_default(),
     )
+}
+
+/// The agent creates its Node with its conditions, as a kubelet's initial
+/// Node carries them: Ready in the Node's first version, not only after
+/// the first status write.
+#[tokio::test(start_paused = true)]
+async fn an_agent_node_is_ready_in_the_node_it_registers() {
+    let c = cluster().await;
+    let before = nodes_revision(&c).await;
+    let _agent = start_agent(&c, "n1", "", AgentConfig::default());
+    let first = node_as_created(&c, &before, "n1").await;
+    assert_eq!(
+        condition(&first, "Ready").map(|(status, _)| status),
+        Some("True".to_string()),
+        "{:?}",
+        first.status
+    );
 }
 
 #[tokio::test(start_paused = true)]

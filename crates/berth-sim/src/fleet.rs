@@ -170,7 +170,7 @@ mod tests {
     use std::collections::BTreeMap;
 
     use super::*;
-    use berth_testing::{TestServer, mark_unknown};
+    use berth_testing::{TestServer, mark_unknown, node_as_created, nodes_revision};
     use k8s_openapi::api::core::v1::{Node, NodeCondition};
     use kube::Api;
 
@@ -212,31 +212,10 @@ mod tests {
     /// only after its first status write.
     #[tokio::test(start_paused = true)]
     async fn a_node_is_ready_in_the_node_it_registers() {
-        use futures::StreamExt;
-        use kube::api::{ListParams, WatchEvent, WatchParams};
-
         let server = TestServer::start().await;
-        let nodes: Api<Node> = Api::all(server.admin.clone());
-        let before = nodes
-            .list_metadata(&ListParams::default())
-            .await
-            .expect("list")
-            .metadata
-            .resource_version
-            .unwrap_or_default();
+        let before = nodes_revision(&server).await;
         let (_fleet, stop) = one_node_up(&server).await;
-        let mut events = nodes
-            .watch(&WatchParams::default(), &before)
-            .await
-            .expect("watch")
-            .boxed();
-        let first = loop {
-            match events.next().await {
-                Some(Ok(WatchEvent::Added(node))) => break node,
-                Some(Ok(_)) => continue,
-                other => panic!("no creation of node1: {other:?}"),
-            }
-        };
+        let first = node_as_created(&server, &before, "node1").await;
         let registered = ready(&first).expect("the created Node has a Ready condition");
         assert_eq!(registered.status, "True", "{registered:?}");
         stop.cancel();

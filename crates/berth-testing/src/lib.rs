@@ -71,6 +71,40 @@ impl TestServer {
     }
 }
 
+/// The Nodes' resourceVersion now: where [`node_as_created`] watches from.
+pub async fn nodes_revision(server: &TestServer) -> String {
+    let nodes: Api<Node> = Api::all(server.admin.clone());
+    nodes
+        .list_metadata(&kube::api::ListParams::default())
+        .await
+        .expect("list the nodes")
+        .metadata
+        .resource_version
+        .unwrap_or_default()
+}
+
+/// Node `name` as it was created, after `since` (a [`nodes_revision`]
+/// taken before): its first version, whatever was written to it since.
+pub async fn node_as_created(server: &TestServer, since: &str, name: &str) -> Node {
+    use futures::StreamExt;
+    use kube::api::{WatchEvent, WatchParams};
+    let nodes: Api<Node> = Api::all(server.admin.clone());
+    let mut events = nodes
+        .watch(&WatchParams::default(), since)
+        .await
+        .expect("watch the nodes")
+        .boxed();
+    loop {
+        match events.next().await {
+            Some(Ok(WatchEvent::Added(node))) if node.metadata.name.as_deref() == Some(name) => {
+                return node;
+            }
+            Some(Ok(_)) => continue,
+            other => panic!("no creation of {name}: {other:?}"),
+        }
+    }
+}
+
 /// What the node lifecycle controller writes for a node that went silent,
 /// done by hand: every condition of Node `name` set Unknown
 /// (`NodeStatusUnknown`) at the clock's time, which this returns.
