@@ -466,7 +466,7 @@ pub fn spawn_in_process(
     // first status report: the cluster is settled (benchmarks wait for it).
     tokio::spawn(async move {
         if handle.up().await.is_ok() {
-            eprintln!("berth server: {count} simulated node(s) up");
+            eprintln!("berth server: {count} {}", sim::NODES_UP);
         }
     });
     Ok(task)

@@ -27,9 +27,10 @@
 //! resumed, as a node that lost the API server.
 //!
 //! The timers live in time-ordered heaps ([`timers`]), one each for Lease
-//! renewals, registrations and status writes: when several have work due,
-//! renewals go first within a share for the others (a late renewal makes a
-//! node look dead; a late registration or status write does not). Due work is sent through one shared
+//! renewals, status changes, registrations and routine status reports:
+//! when several have work due, renewals go first within a share for the
+//! others (a late renewal makes a node look dead; a late registration or
+//! status write does not). Due work is sent through one shared
 //! `kube::Client` (one connection pool) with a bound on requests in
 //! flight. Pods bound to simulated nodes are admitted and run by one
 //! [`PodWorker`] over one simulated runtime, fed by one watch.
@@ -73,6 +74,11 @@ use crate::status::status_patch;
 use node::{NodeState, Periods};
 use template::node_template;
 use timers::{Timers, Work};
+
+/// What a process hosting a fleet says once its nodes are up (every one
+/// registered, renewed and reported once), after their count: benchmarks
+/// wait for this line.
+pub const NODES_UP: &str = "simulated node(s) up";
 
 pub use node::ConditionOverride;
 pub use template::{ZONE_LABEL, default_template, sim_node_name, sim_zone};

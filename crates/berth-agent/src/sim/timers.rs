@@ -1,5 +1,6 @@
 //! The fleet's timers: every node's next registration attempt, Lease
-//! renewal and status write, in time order.
+//! renewal and status write (a change, or a routine report), in time
+//! order.
 
 use std::cmp::Reverse;
 use std::collections::BinaryHeap;
@@ -65,17 +66,33 @@ impl Shares {
 /// then routine status writes.
 pub(super) struct Timers {
     renewals: BinaryHeap<Timer>,
-    changes: BinaryHeap<Timer>,
-    registrations: BinaryHeap<Timer>,
-    statuses: BinaryHeap<Timer>,
+    /// Status changes, registrations and routine status writes, in the
+    /// order they go between themselves.
+    others: [Queue; 3],
     /// Renewals are behind when the earliest one has been due this long.
     behind_after: Duration,
-    /// Renewals started in a row while a status change was due.
-    renewals_before_change: u32,
-    /// Renewals started in a row while a registration was due.
-    renewals_before_registration: u32,
-    /// Renewals started in a row while a status write was due.
-    renewals_before_status: u32,
+}
+
+/// One kind of work other than renewals: its timers, its share, and the
+/// renewals started in a row while it had work due.
+struct Queue {
+    heap: BinaryHeap<Timer>,
+    shares: Shares,
+    waited: u32,
+}
+
+impl Queue {
+    fn new(shares: Shares) -> Queue {
+        Queue {
+            heap: BinaryHeap::new(),
+            shares,
+            waited: 0,
+        }
+    }
+}
+
+fn is_due(heap: &BinaryHeap<Timer>, now: Instant) -> bool {
+    heap.peek().is_some_and(|Reverse((due, _, _))| *due <= now)
 }
 
 impl Timers {
@@ -85,22 +102,21 @@ impl Timers {
     pub(super) fn new(behind_after: Duration) -> Timers {
         Timers {
             renewals: BinaryHeap::new(),
-            changes: BinaryHeap::new(),
-            registrations: BinaryHeap::new(),
-            statuses: BinaryHeap::new(),
+            others: [
+                Queue::new(RENEWALS_BEFORE_CHANGE),
+                Queue::new(RENEWALS_BEFORE_REGISTRATION),
+                Queue::new(RENEWALS_BEFORE_STATUS),
+            ],
             behind_after,
-            renewals_before_change: 0,
-            renewals_before_registration: 0,
-            renewals_before_status: 0,
         }
     }
 
     pub(super) fn push(&mut self, due: Instant, index: usize, work: Work) {
         let heap = match work {
             Work::Renew => &mut self.renewals,
-            Work::StatusChange => &mut self.changes,
-            Work::Register => &mut self.registrations,
-            Work::Status => &mut self.statuses,
+            Work::StatusChange => &mut self.others[0].heap,
+            Work::Register => &mut self.others[1].heap,
+            Work::Status => &mut self.others[2].heap,
         };
         heap.push(Reverse((due, index, work)));
     }
@@ -108,55 +124,29 @@ impl Timers {
     /// The next due piece of work and when it was due: renewals first,
     /// within the others' shares.
     pub(super) fn pop_due(&mut self, now: Instant) -> Option<(Instant, usize, Work)> {
-        let is_due =
-            |heap: &BinaryHeap<Timer>| heap.peek().is_some_and(|Reverse((due, _, _))| *due <= now);
-        let renewal_due = is_due(&self.renewals);
+        let renewal_due = is_due(&self.renewals, now);
         let behind = self.renewals.peek().is_some_and(|Reverse((due, _, _))| {
             now.saturating_duration_since(*due) >= self.behind_after
         });
-        let due = [
-            is_due(&self.changes),
-            is_due(&self.registrations),
-            is_due(&self.statuses),
-        ];
-        // The other kinds, first to last: the heap, the renewals started in
-        // a row while it had work due, and how many it waits for.
-        let mut others = [
-            (
-                &mut self.changes,
-                &mut self.renewals_before_change,
-                RENEWALS_BEFORE_CHANGE.renewals(behind),
-            ),
-            (
-                &mut self.registrations,
-                &mut self.renewals_before_registration,
-                RENEWALS_BEFORE_REGISTRATION.renewals(behind),
-            ),
-            (
-                &mut self.statuses,
-                &mut self.renewals_before_status,
-                RENEWALS_BEFORE_STATUS.renewals(behind),
-            ),
-        ];
-        let turn = others
-            .iter()
-            .zip(&due)
-            .position(|((_, waited, wait), due)| *due && **waited >= *wait);
-        let next = match turn {
-            Some(i) => Some(i),
-            None if renewal_due => None,
-            None => due.iter().position(|d| *d),
-        };
-        let heap = match next {
+        let due = self.others.each_ref().map(|q| is_due(&q.heap, now));
+        // The first kind whose turn has come; else, with no renewal due,
+        // the first kind with work due.
+        let turn = (0..due.len())
+            .find(|&i| due[i] && self.others[i].waited >= self.others[i].shares.renewals(behind))
+            .or_else(|| {
+                (!renewal_due)
+                    .then(|| due.iter().position(|d| *d))
+                    .flatten()
+            });
+        let heap = match turn {
             Some(i) => {
-                let (heap, waited, _) = &mut others[i];
-                **waited = 0;
-                &mut **heap
+                self.others[i].waited = 0;
+                &mut self.others[i].heap
             }
             None if renewal_due => {
-                for ((_, waited, _), due) in others.iter_mut().zip(&due) {
-                    if *due {
-                        **waited += 1;
+                for (queue, due) in self.others.iter_mut().zip(due) {
+                    if due {
+                        queue.waited += 1;
                     }
                 }
                 &mut self.renewals
@@ -167,15 +157,10 @@ impl Timers {
     }
 
     pub(super) fn next_due(&self) -> Option<Instant> {
-        [
-            &self.renewals,
-            &self.changes,
-            &self.registrations,
-            &self.statuses,
-        ]
-        .into_iter()
-        .filter_map(|h| h.peek().map(|Reverse((due, _, _))| *due))
-        .min()
+        std::iter::once(&self.renewals)
+            .chain(self.others.iter().map(|q| &q.heap))
+            .filter_map(|h| h.peek().map(|Reverse((due, _, _))| *due))
+            .min()
     }
 }
 

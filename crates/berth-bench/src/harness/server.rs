@@ -28,9 +28,6 @@ pub(crate) struct ServerProcess {
     pub(crate) sim_nodes_up: tokio::sync::watch::Receiver<bool>,
 }
 
-/// What `berth server --sim-nodes N` says once its nodes are up.
-const SIM_NODES_UP: &str = "simulated node(s) up";
-
 /// The `berth` binary to run: `given`, or the one next to this binary.
 pub(crate) fn berth_binary(given: Option<&Path>) -> anyhow::Result<PathBuf> {
     let berth = match given {
@@ -112,7 +109,7 @@ pub(crate) async fn start_server_with(
     tokio::spawn(async move {
         while let Ok(Some(line)) = lines.next_line().await {
             eprintln!("server: {line}");
-            if line.ends_with(SIM_NODES_UP) {
+            if line.ends_with(berth_agent::sim::NODES_UP) {
                 up.send_replace(true);
             }
         }
