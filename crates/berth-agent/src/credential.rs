@@ -172,7 +172,7 @@ pub async fn client_from_kubeconfig(text: &str) -> Result<kube::Client, JoinErro
     let kubeconfig = Kubeconfig::from_yaml(text)?;
     let config =
         kube::Config::from_custom_kubeconfig(kubeconfig, &KubeConfigOptions::default()).await?;
-    Ok(kube::Client::try_from(config)?)
+    Ok(berth_client::transport::kube_client(config)?)
 }
 
 /// Trades `join_token` for the credential of `node` at `server`.

@@ -230,7 +230,8 @@ pub async fn bootstrap(
     let client_config = kube::Config::from_custom_kubeconfig(config, &Default::default())
         .await
         .map_err(read)?;
-    let client = kube::Client::try_from(client_config).map_err(BootstrapError::Create)?;
+    let client =
+        berth_client::transport::kube_client(client_config).map_err(BootstrapError::Create)?;
     let key = node_key(node)?;
     let csrs: kube::Api<CertificateSigningRequest> = kube::Api::all(client);
     let created = csrs

@@ -127,6 +127,8 @@ pub fn router(api: Arc<ApiServer>) -> Router {
 /// How often the store's history is compacted, and how many revisions of
 /// it are kept (watches and paginated lists older than that get 410), as
 /// kube-apiserver compacts etcd every five minutes.
+/// Streams one HTTP/2 connection may have open at once.
+const HTTP2_MAX_STREAMS_PER_CONNECTION: u32 = 250;
 const COMPACTION_INTERVAL: std::time::Duration = std::time::Duration::from_secs(300);
 const COMPACTION_WINDOW: i64 = 100_000;
 
@@ -245,6 +247,12 @@ pub async fn start(options: ServerOptions) -> Result<RunningServer, ServerError>
         .http1()
         .timer(hyper_util::rt::TokioTimer::new())
         .header_read_timeout(timeouts.header_read);
+    // Go's HTTP/2 default, which kube-apiserver keeps
+    // (`--http2-max-streams-per-connection` 0); hyper's is 200.
+    server
+        .http_builder()
+        .http2()
+        .max_concurrent_streams(HTTP2_MAX_STREAMS_PER_CONNECTION);
     let app = router(api.clone());
     let task = tokio::spawn(async move { server.serve(app.into_make_service()).await });
     Ok(RunningServer {

@@ -44,10 +44,15 @@
 //! taint`, a scenario's steps): the command's rules from berth-core, an
 //! optional expiry, the server's warnings handed back. [`writes`] holds the
 //! writes whose answer is not read (the Event recorders').
+//!
+//! [`transport::kube_client`] makes the client itself from a kubeconfig:
+//! over HTTP/2, as client-go's transport, where kube-rs's default speaks
+//! HTTP/1.1 only.
 
 pub mod shared_watch;
 pub mod shared_watches;
 pub mod taint;
+pub mod transport;
 pub mod watch;
 pub mod writes;
 

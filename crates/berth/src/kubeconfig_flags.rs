@@ -44,7 +44,7 @@ impl KubeconfigFlags {
                 .await
                 .context("no --kubeconfig, and neither KUBECONFIG, ~/.kube/config nor an in-cluster service account")?,
         };
-        kube::Client::try_from(config).context("making the API client")
+        berth_client::transport::kube_client(config).context("making the API client")
     }
 }
 
@@ -64,7 +64,8 @@ pub async fn config_from_file(path: &Path) -> anyhow::Result<kube::Config> {
 /// credential.
 pub async fn client_from_file(path: &Path) -> anyhow::Result<kube::Client> {
     let _ = rustls::crypto::ring::default_provider().install_default();
-    kube::Client::try_from(config_from_file(path).await?).context("making the API client")
+    berth_client::transport::kube_client(config_from_file(path).await?)
+        .context("making the API client")
 }
 
 /// The server a kubeconfig file names (its first cluster's), for a

@@ -111,5 +111,5 @@ pub(crate) async fn client(path: Option<&PathBuf>) -> anyhow::Result<kube::Clien
             .await
             .context("no kubeconfig: give --kubeconfig or set KUBECONFIG")?,
     };
-    Ok(kube::Client::try_from(config)?)
+    Ok(berth_client::transport::kube_client(config)?)
 }
