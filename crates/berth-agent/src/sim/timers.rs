@@ -23,34 +23,55 @@ pub(super) enum Work {
 type Timer = Reverse<(Instant, usize, Work)>;
 
 /// How many renewals start in a row while a status change is also due
-/// before one goes: as for registrations.
-const RENEWALS_BEFORE_CHANGE: Shares = RENEWALS_BEFORE_REGISTRATION;
-/// How many renewals start in a row while a registration is also due
-/// before one registration goes: while the renewals keep up, and while
-/// they are behind (see [`Timers::new`]). Behind, a smaller share, so the
-/// renewals catch up; not nothing, so registration still ends.
-const RENEWALS_BEFORE_REGISTRATION: Shares = Shares {
-    keeping_up: 3,
-    behind: 8,
-};
-/// The same for a routine status write: more renewals than for a registration, as
-/// a simulated node registers with its conditions (as a kubelet's initial
-/// Node carries them), so a status write refreshes what the server already
-/// holds, and each costs the server about two renewals.
-const RENEWALS_BEFORE_STATUS: Shares = Shares {
-    keeping_up: 16,
-    behind: 32,
-};
+/// before one goes, at each [`Lag`] of the renewals.
+const RENEWALS_BEFORE_CHANGE: Shares = Shares([3, 8, 16, 32]);
+/// The same for a registration. The further the renewals are behind, the
+/// smaller the share, so the renewals catch up before any Lease nears its
+/// end; never nothing, so registration still ends. Registering a node
+/// costs the server about six renewals (its Node with its conditions, its
+/// Lease, its first status report, the lift of its `not-ready` taint): at
+/// one per 32 renewals it takes a sixth of the server, at one per 8 almost
+/// half.
+const RENEWALS_BEFORE_REGISTRATION: Shares = Shares([3, 8, 32, 128]);
+/// The same for a routine status write: more renewals than for a
+/// registration, as a simulated node registers with its conditions (as a
+/// kubelet's initial Node carries them), so a status write refreshes what
+/// the server already holds, and each costs the server about two renewals.
+const RENEWALS_BEFORE_STATUS: Shares = Shares([16, 32, 64, 256]);
 
-/// Renewals to start in a row before one piece of other work.
-struct Shares {
-    keeping_up: u32,
-    behind: u32,
-}
+/// Renewals to start in a row before one piece of other work, by [`Lag`].
+struct Shares([u32; 4]);
 
 impl Shares {
-    fn renewals(&self, behind: bool) -> u32 {
-        if behind { self.behind } else { self.keeping_up }
+    fn renewals(&self, lag: Lag) -> u32 {
+        self.0[lag as usize]
+    }
+}
+
+/// How late the earliest due renewal is, in half renew periods: its node's
+/// Lease is then 2, 2.5, 3 or more such periods old (of the 8 its duration
+/// lasts, with the kubelet's 10 s of 40).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Lag {
+    /// Less than a renew period late.
+    KeepingUp,
+    /// A renew period late.
+    Behind,
+    /// One and a half.
+    FurtherBehind,
+    /// Two renew periods late or more: the Lease is 30 s old of 40.
+    FarBehind,
+}
+
+impl Lag {
+    fn of(overdue: Duration, period: Duration) -> Lag {
+        let halves = overdue.as_nanos() * 2 / period.as_nanos().max(1);
+        match halves {
+            0 | 1 => Lag::KeepingUp,
+            2 => Lag::Behind,
+            3 => Lag::FurtherBehind,
+            _ => Lag::FarBehind,
+        }
     }
 }
 
@@ -61,16 +82,16 @@ impl Shares {
 /// not do. So while other work waits, one status change and one
 /// registration start every few renewals ([`RENEWALS_BEFORE_CHANGE`],
 /// [`RENEWALS_BEFORE_REGISTRATION`]) and one routine status write every
-/// some more ([`RENEWALS_BEFORE_STATUS`]), fewer of each while the renewals
-/// are behind. Between themselves, changes go first, then registrations,
+/// some more ([`RENEWALS_BEFORE_STATUS`]), fewer of each the further the
+/// renewals are behind ([`Lag`]). Between themselves, changes go first, then registrations,
 /// then routine status writes.
 pub(super) struct Timers {
     renewals: BinaryHeap<Timer>,
     /// Status changes, registrations and routine status writes, in the
     /// order they go between themselves.
     others: [Queue; 3],
-    /// Renewals are behind when the earliest one has been due this long.
-    behind_after: Duration,
+    /// The renew period, which the renewals' [`Lag`] is counted in.
+    period: Duration,
 }
 
 /// One kind of work other than renewals: its timers, its share, and the
@@ -96,10 +117,9 @@ fn is_due(heap: &BinaryHeap<Timer>, now: Instant) -> bool {
 }
 
 impl Timers {
-    /// Timers whose renewals are behind once the earliest has been due for
-    /// `behind_after` (the fleet gives one renewal period: the node's
-    /// Lease is then half its duration old, or more).
-    pub(super) fn new(behind_after: Duration) -> Timers {
+    /// Timers whose renewals' lag is counted in `period`, the renew
+    /// period.
+    pub(super) fn new(period: Duration) -> Timers {
         Timers {
             renewals: BinaryHeap::new(),
             others: [
@@ -107,7 +127,7 @@ impl Timers {
                 Queue::new(RENEWALS_BEFORE_REGISTRATION),
                 Queue::new(RENEWALS_BEFORE_STATUS),
             ],
-            behind_after,
+            period,
         }
     }
 
@@ -125,14 +145,17 @@ impl Timers {
     /// within the others' shares.
     pub(super) fn pop_due(&mut self, now: Instant) -> Option<(Instant, usize, Work)> {
         let renewal_due = is_due(&self.renewals, now);
-        let behind = self.renewals.peek().is_some_and(|Reverse((due, _, _))| {
-            now.saturating_duration_since(*due) >= self.behind_after
-        });
+        let lag = self
+            .renewals
+            .peek()
+            .map_or(Lag::KeepingUp, |Reverse((due, _, _))| {
+                Lag::of(now.saturating_duration_since(*due), self.period)
+            });
         let due = self.others.each_ref().map(|q| is_due(&q.heap, now));
         // The first kind whose turn has come; else, with no renewal due,
         // the first kind with work due.
         let turn = (0..due.len())
-            .find(|&i| due[i] && self.others[i].waited >= self.others[i].shares.renewals(behind))
+            .find(|&i| due[i] && self.others[i].waited >= self.others[i].shares.renewals(lag))
             .or_else(|| {
                 (!renewal_due)
                     .then(|| due.iter().position(|d| *d))
@@ -312,7 +335,7 @@ mod tests {
     }
 
     #[test]
-    fn renewals_behind_by_a_period_leave_the_others_a_smaller_share() {
+    fn the_further_renewals_are_behind_the_smaller_the_others_share() {
         struct Case {
             overdue: Duration,
             renewals: usize,
@@ -321,10 +344,12 @@ mod tests {
             started: String,
         }
         let r = |n: usize| "R".repeat(n);
+        let half = RENEW / 2;
+        let ms = Duration::from_millis(1);
         let cases = [
             // Just under a period late: the usual shares.
             Case {
-                overdue: RENEW - Duration::from_millis(1),
+                overdue: RENEW - ms,
                 renewals: 4,
                 registrations: 1,
                 statuses: 0,
@@ -338,13 +363,52 @@ mod tests {
                 statuses: 0,
                 started: format!("{}G{}G", r(8), r(4)),
             },
-            // A status write waits for 32 instead of sixteen.
+            // ... still just under one and a half.
             Case {
-                overdue: Duration::from_secs(25),
+                overdue: RENEW + half - ms,
+                renewals: 9,
+                registrations: 1,
+                statuses: 0,
+                started: format!("{}G{}", r(8), r(1)),
+            },
+            // One and a half periods late: for 32.
+            Case {
+                overdue: RENEW + half,
+                renewals: 33,
+                registrations: 1,
+                statuses: 0,
+                started: format!("{}G{}", r(32), r(1)),
+            },
+            // Two periods late (the Lease is 30 s old of 40): for 128.
+            Case {
+                overdue: 2 * RENEW,
+                renewals: 129,
+                registrations: 1,
+                statuses: 0,
+                started: format!("{}G{}", r(128), r(1)),
+            },
+            // A status write waits for 32 renewals a period late, 64 at one
+            // and a half, 256 at two.
+            Case {
+                overdue: RENEW,
                 renewals: 33,
                 registrations: 0,
                 statuses: 1,
                 started: format!("{}S{}", r(32), r(1)),
+            },
+            Case {
+                overdue: RENEW + half,
+                renewals: 65,
+                registrations: 0,
+                statuses: 1,
+                started: format!("{}S{}", r(64), r(1)),
+            },
+            Case {
+                overdue: Duration::from_secs(25),
+                renewals: 257,
+                registrations: 0,
+                statuses: 1,
+                started: format!("{}S{}", r(256), r(1)),
             },
         ];
         for case in cases {
