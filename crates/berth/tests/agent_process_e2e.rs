@@ -183,7 +183,8 @@ impl Cluster {
         let _ = watch.wait();
         assert!(
             reached,
-            "node {node} never reached the state; taints seen: {seen:?}"
+            "node {node} never reached the state; taints seen: {seen:?}; the agent's log:\n{}",
+            self.agent_log()
         );
     }
 
