@@ -127,10 +127,22 @@ fn start_agent_with(
     stubborn: bool,
 ) -> RunningAgent {
     let client = in_process::client(&c.api, User::node(name), "default").expect("node client");
-    start_agent_on(c, client, name, taints, config, register_node, stubborn)
+    start_agent_on(
+        c,
+        client,
+        name,
+        taints,
+        config,
+        register_node,
+        stubborn,
+        None,
+    )
 }
 
-/// An agent whose API calls go through `client`.
+/// An agent whose API calls go through `client`, reading the host's
+/// signals (its disk: the file system of `host_signals`) when given a
+/// directory.
+#[allow(clippy::too_many_arguments)]
 fn start_agent_on(
     c: &Cluster,
     client: kube::Client,
@@ -139,6 +151,7 @@ fn start_agent_on(
     config: AgentConfig,
     register_node: bool,
     stubborn: bool,
+    host_signals: Option<std::path::PathBuf>,
 ) -> RunningAgent {
     let runtime = Arc::new(RecordingRuntime {
         inner: SimRuntime::new(c.clock.clone()),
@@ -153,7 +166,7 @@ fn start_agent_on(
         register_node,
         config,
         gates: FeatureGates::default(),
-        host_signals: None,
+        host_signals: host_signals.clone(),
     };
     let task = tokio::spawn(agent::run(
         NodeClient::new(client, name),
@@ -849,6 +862,20 @@ fn pausable(client: kube::Client, paused: tokio::sync::watch::Receiver<bool>) ->
 /// toleration is not evicted.
 #[tokio::test(start_paused = true)]
 async fn a_paused_agent_is_ready_again_within_15_s_of_resuming_and_keeps_its_pods() {
+    pause_past_the_grace_period_and_resume(false).await;
+}
+
+/// The same with the node under disk pressure, so that it carries the
+/// `disk-pressure` NoSchedule condition taint, which the controller takes
+/// off while the node is Unknown (`unreachable:NoSchedule` instead) and
+/// puts back when it is Ready again, beside the lift of
+/// `unreachable:NoExecute`.
+#[tokio::test(start_paused = true)]
+async fn a_paused_agent_under_disk_pressure_is_ready_again_and_its_unreachable_taint_lifted() {
+    pause_past_the_grace_period_and_resume(true).await;
+}
+
+async fn pause_past_the_grace_period_and_resume(under_disk_pressure: bool) {
     let c = cluster().await;
     let _controllers = controllers(&c);
     let (pause, paused) = tokio::sync::watch::channel(false);
@@ -856,7 +883,24 @@ async fn a_paused_agent_is_ready_again_within_15_s_of_resuming_and_keeps_its_pod
         in_process::client(&c.api, User::node("n1"), "default").expect("node client"),
         paused,
     );
-    let _agent = start_agent_on(&c, client, "n1", "", AgentConfig::default(), true, false);
+    // Every disk is under pressure at a threshold of 100 % available.
+    let mut config = AgentConfig::default();
+    if under_disk_pressure {
+        config
+            .eviction_hard
+            .insert("nodefs.available".into(), "100%".into());
+    }
+    let host = tempfile::tempdir().expect("a directory on the host's disk");
+    let _agent = start_agent_on(
+        &c,
+        client,
+        "n1",
+        "",
+        config,
+        true,
+        false,
+        Some(host.path().to_path_buf()),
+    );
     let (nodes, _others) = two_more_ready(&c).await;
     let pods: Api<Pod> = Api::namespaced(c.admin.clone(), "default");
     let web = pods
@@ -876,6 +920,15 @@ async fn a_paused_agent_is_ready_again_within_15_s_of_resuming_and_keeps_its_pod
         "pod Running"
     );
 
+    let disk_pressure = || async {
+        let node = nodes.get("n1").await.expect("node");
+        condition(&node, "DiskPressure").map(|(status, _)| status)
+            == Some(if under_disk_pressure { "True" } else { "False" }.into())
+    };
+    assert!(
+        eventually(&c.clock, 30, disk_pressure).await,
+        "n1's DiskPressure as configured"
+    );
     let _ = pause.send(true);
     assert!(
         eventually(&c.clock, 120, || unreachable(&nodes, "n1")).await,

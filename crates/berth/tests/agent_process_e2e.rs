@@ -183,8 +183,14 @@ impl Cluster {
         let _ = watch.wait();
         assert!(
             reached,
-            "node {node} never reached the state; taints seen: {seen:?}; the agent's log:\n{}",
-            self.agent_log()
+            "node {node} never reached the state; taints seen: {seen:?}; the agent's log:\n{}\nthe server's log of the node:\n{}",
+            self.agent_log(),
+            self.server
+                .log()
+                .lines()
+                .filter(|line| line.contains(node))
+                .collect::<Vec<_>>()
+                .join("\n")
         );
     }
 
