@@ -158,11 +158,22 @@ impl Cluster {
     }
 
     /// Watches a node's taint keys (`kubectl get --watch`) until `done`
-    /// holds for them; the watch ends after 90 s as a safety net.
+    /// holds for them; the watch ends after 90 s as a safety net. A watch
+    /// of the list narrowed to the node, not of the node by name: for one
+    /// object kubectl prints its GET, then watches from resourceVersion 0
+    /// and hides the watch's first event, taking it for that object, so a
+    /// change landing between its GET and its watch (the controller's lift
+    /// of `unreachable` right after the node is Ready) was never printed.
     fn watch_node_until(&self, node: &str, done: impl Fn(&str) -> bool) {
         use std::io::BufRead;
         let mut watch = Command::new(kubectl_binary())
-            .args(["get", "node", node, "--watch", "--request-timeout=90s"])
+            .args([
+                "get",
+                "nodes",
+                "--field-selector",
+                &format!("metadata.name={node}"),
+            ])
+            .args(["--watch", "--request-timeout=90s"])
             .args(["-o", r#"jsonpath={.spec.taints[*].key}{"\n"}"#])
             .env("KUBECONFIG", &self.server.kubeconfig)
             .env_remove("KUBERNETES_SERVICE_HOST")
@@ -194,13 +205,20 @@ impl Cluster {
         );
     }
 
-    /// Watches a pod's `phase reason` (`kubectl get --watch`) on a
-    /// thread until it is `Failed` or the pod is gone; every state seen.
-    /// The watch ends after 90 s as a safety net.
+    /// Watches a pod's `phase reason` (`kubectl get --watch`, of the list
+    /// narrowed to the pod, as [`Cluster::watch_node_until`]) on a thread
+    /// until it is `Failed` or the pod is gone; every state seen. The watch
+    /// ends after 90 s as a safety net.
     fn watch_pod_phase(&self, pod: &str) -> std::thread::JoinHandle<Vec<String>> {
         use std::io::BufRead;
         let mut watch = Command::new(kubectl_binary())
-            .args(["get", "pod", pod, "--watch", "--request-timeout=90s"])
+            .args([
+                "get",
+                "pods",
+                "--field-selector",
+                &format!("metadata.name={pod}"),
+            ])
+            .args(["--watch", "--request-timeout=90s"])
             .args(["-o", r#"jsonpath={.status.phase} {.status.reason}{"\n"}"#])
             .env("KUBECONFIG", &self.server.kubeconfig)
             .env_remove("KUBERNETES_SERVICE_HOST")
