@@ -883,24 +883,18 @@ async fn pause_past_the_grace_period_and_resume(under_disk_pressure: bool) {
         in_process::client(&c.api, User::node("n1"), "default").expect("node client"),
         paused,
     );
-    // Every disk is under pressure at a threshold of 100 % available.
+    // Under pressure: the agent reads the host's disk, and every disk is
+    // under pressure at a threshold of 100 % available. Otherwise it reads
+    // no host, so the host's own disk cannot put the node under pressure.
     let mut config = AgentConfig::default();
-    if under_disk_pressure {
+    let host = tempfile::tempdir().expect("a directory on the host's disk");
+    let host_signals = under_disk_pressure.then(|| {
         config
             .eviction_hard
             .insert("nodefs.available".into(), "100%".into());
-    }
-    let host = tempfile::tempdir().expect("a directory on the host's disk");
-    let _agent = start_agent_on(
-        &c,
-        client,
-        "n1",
-        "",
-        config,
-        true,
-        false,
-        Some(host.path().to_path_buf()),
-    );
+        host.path().to_path_buf()
+    });
+    let _agent = start_agent_on(&c, client, "n1", "", config, true, false, host_signals);
     let (nodes, _others) = two_more_ready(&c).await;
     let pods: Api<Pod> = Api::namespaced(c.admin.clone(), "default");
     let web = pods

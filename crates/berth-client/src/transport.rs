@@ -22,16 +22,17 @@ use tower::BoxError;
 use tower::retry::RetryLayer;
 
 /// client-go's HTTP/2 health check: a ping after this long without a frame.
-pub const HTTP2_READ_IDLE_TIMEOUT: Duration = Duration::from_secs(30);
+const HTTP2_READ_IDLE_TIMEOUT: Duration = Duration::from_secs(30);
 /// ... and the connection closed when the ping is unanswered this long.
-pub const HTTP2_PING_TIMEOUT: Duration = Duration::from_secs(15);
+const HTTP2_PING_TIMEOUT: Duration = Duration::from_secs(15);
 
 /// Go's HTTP/2 transport's flow-control windows (`transportDefaultStreamFlow`,
 /// `transportDefaultConnFlow`): a watch its reader has stopped reading
 /// holds at most its stream's window, never the connection's, so the
 /// other requests on the connection go on.
-pub const HTTP2_STREAM_WINDOW: u32 = 4 << 20;
-pub const HTTP2_CONNECTION_WINDOW: u32 = 1 << 30;
+const HTTP2_STREAM_WINDOW: u32 = 4 << 20;
+/// See [`HTTP2_STREAM_WINDOW`].
+const HTTP2_CONNECTION_WINDOW: u32 = 1 << 30;
 
 /// A client of the API server `config` names, over HTTP/2 when the server
 /// negotiates it (ALPN), HTTP/1.1 otherwise.

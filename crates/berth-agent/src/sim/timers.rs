@@ -49,8 +49,8 @@ impl Shares {
 }
 
 /// How late the earliest due renewal is, in half renew periods: its node's
-/// Lease is then 2, 2.5, 3 or more such periods old (of the 8 its duration
-/// lasts, with the kubelet's 10 s of 40).
+/// Lease is then at least 2, 2.5 or 3 renew periods old (of the 4 its
+/// duration lasts: the kubelet renews every 10 s a Lease of 40).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 enum Lag {
     /// Less than a renew period late.
@@ -83,8 +83,8 @@ impl Lag {
 /// registration start every few renewals ([`RENEWALS_BEFORE_CHANGE`],
 /// [`RENEWALS_BEFORE_REGISTRATION`]) and one routine status write every
 /// some more ([`RENEWALS_BEFORE_STATUS`]), fewer of each the further the
-/// renewals are behind ([`Lag`]). Between themselves, changes go first, then registrations,
-/// then routine status writes.
+/// renewals are behind ([`Lag`]). Between themselves, changes go first,
+/// then registrations, then routine status writes.
 pub(super) struct Timers {
     renewals: BinaryHeap<Timer>,
     /// Status changes, registrations and routine status writes, in the
